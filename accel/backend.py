@@ -1,0 +1,401 @@
+"""Device detection and the backend object for each arm.
+
+This is the only module of accel that imports ``cupy``, ``cudf``, ``cuml`` or ``rmm``.
+Everything else receives a :class:`Backend` and works through its modules:
+``backend.xp`` (``cupy`` | ``numpy``), ``backend.xdf`` (``cudf`` | ``pandas``) and
+``backend.models`` (cuML | scikit-learn classes; XGBoost on either with ``backend.xgb_device``).
+
+Detection (:func:`probe_gpu`) never raises, whatever is installed. It asks the CUDA driver
+directly (``libcuda.so.1`` through ctypes) before it imports any RAPIDS library, so on a
+machine without a GPU a run leaves ``cupy`` and ``cudf`` out of ``sys.modules`` even with
+``--device auto``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import ModuleType
+from typing import Any, Literal
+
+from accel.errors import DeviceUnavailable
+
+ArmName = Literal["cpu", "gpu"]
+DeviceChoice = Literal["auto", "cpu", "gpu"]
+
+#: Libraries the GPU arm cannot run without (import name -> what to install).
+GPU_REQUIRED = ("cupy", "cudf")
+#: Libraries the GPU arm uses for some work only (cuML models, RMM pools, Dask-CUDA clusters).
+GPU_OPTIONAL = ("cuml", "rmm", "dask_cuda", "dask_cudf")
+
+INSTALL_HINT = "pip install 'accel[gpu-cu12]' (or [gpu-cu13] for a CUDA 13 driver)"
+
+# CUDA driver API error codes we name in messages (cuda.h).
+_CU_ERRORS = {
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE",
+    999: "CUDA_ERROR_UNKNOWN",
+}
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One CUDA device as the driver reports it."""
+
+    index: int
+    name: str
+    memory_total_bytes: int
+
+
+@dataclass(frozen=True)
+class GpuProbe:
+    """What :func:`probe_gpu` found.
+
+    Attributes
+    ----------
+    usable : bool
+        True when the GPU arm can run here (driver, device and the required RAPIDS libraries).
+    reason : str or None
+        Why the GPU arm cannot run, one line; None when usable.
+    problems : tuple of str
+        Machine-readable causes: ``no_driver``, ``no_device``, ``rapids_missing``,
+        ``xgboost_no_cuda``, ``rapids_broken``.
+    driver_version : str or None
+        CUDA version the driver supports, e.g. ``"13.0"``.
+    devices : tuple of GpuDevice
+        Devices the driver sees (respects ``CUDA_VISIBLE_DEVICES``).
+    libraries : dict
+        For each RAPIDS library, ``"installed"`` or ``"missing"``.
+    """
+
+    usable: bool
+    reason: str | None
+    problems: tuple[str, ...] = ()
+    driver_version: str | None = None
+    devices: tuple[GpuDevice, ...] = ()
+    libraries: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "usable": self.usable,
+            "reason": self.reason,
+            "problems": list(self.problems),
+            "driver_version": self.driver_version,
+            "devices": [vars(d) for d in self.devices],
+            "libraries": dict(self.libraries),
+        }
+
+
+def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str | None]:
+    """Ask libcuda for its version and devices without importing any CUDA Python library.
+
+    Returns ``(problem, message, devices, driver_version)``; ``problem`` is None when at least
+    one device is visible.
+    """
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no_driver", "no CUDA driver (libcuda.so.1 cannot be loaded)", (), None
+
+    version = ctypes.c_int(0)
+    driver_version = None
+    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value:
+        driver_version = f"{version.value // 1000}.{(version.value % 1000) // 10}"
+
+    rc = lib.cuInit(0)
+    if rc == 100:
+        hint = " (CUDA_VISIBLE_DEVICES is empty)" if os.environ.get("CUDA_VISIBLE_DEVICES") == "" else ""
+        return "no_device", f"no CUDA device visible{hint}", (), driver_version
+    if rc in (34, 35):
+        return "no_driver", f"no usable CUDA driver ({_CU_ERRORS[rc]})", (), driver_version
+    if rc != 0:
+        return "no_device", f"CUDA driver failed to initialise ({_CU_ERRORS.get(rc, rc)})", (), driver_version
+
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "no_device", "no CUDA device visible", (), driver_version
+
+    devices = []
+    for i in range(count.value):
+        dev = ctypes.c_int(0)
+        if lib.cuDeviceGet(ctypes.byref(dev), i) != 0:
+            continue
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(name, 256, dev)
+        mem = ctypes.c_size_t(0)
+        lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
+        devices.append(GpuDevice(i, name.value.decode(errors="replace"), int(mem.value)))
+    return None, None, tuple(devices), driver_version
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken parent package, or a stale sys.modules entry
+        return False
+
+
+def _xgboost_has_cuda() -> bool:
+    try:
+        import xgboost
+
+        return bool(xgboost.build_info().get("USE_CUDA"))
+    except Exception:  # noqa: BLE001 - detection never raises
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def rapids_smoke_test() -> str | None:
+    """Import CuPy and cuDF and make one tiny allocation with each; the failure, or None.
+
+    An installed cuDF imports fine without a GPU and fails only at its first allocation, so
+    installed is not usable until this passes.
+    """
+    try:
+        import cupy
+
+        cupy.zeros(1).sum().item()
+        import cudf
+
+        cudf.Series([1.0]).sum()
+    except Exception as exc:  # noqa: BLE001 - e.g. cudaErrorInsufficientDriver, DynamicLibNotFoundError
+        return f"RAPIDS is installed but cannot use the GPU ({_first_line(exc)})"
+    return None
+
+
+@lru_cache(maxsize=1)
+def probe_gpu() -> GpuProbe:
+    """Find out whether the GPU arm can run here. Never raises.
+
+    The checks, in order: the CUDA driver and a visible device (libcuda, no Python CUDA
+    library imported), the RAPIDS libraries (installed or not, without importing them),
+    XGBoost built with CUDA, and — only when all of that holds — a real import of CuPy and
+    cuDF with one tiny allocation each, since an installed cuDF can still fail at its first
+    allocation.
+    """
+    problems: list[str] = []
+    reasons: list[str] = []
+    try:
+        problem, message, devices, driver_version = _cuda_driver()
+    except Exception as exc:  # noqa: BLE001 - a strange libcuda must not crash detection
+        problem, message, devices, driver_version = "no_driver", f"CUDA driver probe failed ({_first_line(exc)})", (), None
+    if problem:
+        problems.append(problem)
+        reasons.append(message or problem)
+
+    libraries = {name: ("installed" if _installed(name) else "missing") for name in GPU_REQUIRED + GPU_OPTIONAL}
+    missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
+    if missing:
+        problems.append("rapids_missing")
+        reasons.append(f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})")
+    if not _xgboost_has_cuda():
+        problems.append("xgboost_no_cuda")
+        reasons.append("xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)")
+
+    if not problems:
+        broken = rapids_smoke_test()
+        if broken:
+            problems.append("rapids_broken")
+            reasons.append(broken)
+
+    return GpuProbe(
+        usable=not problems,
+        reason="; ".join(reasons) if reasons else None,
+        problems=tuple(problems),
+        driver_version=driver_version,
+        devices=devices,
+        libraries=libraries,
+    )
+
+
+# --------------------------------------------------------------------------- model classes
+
+#: Model pairs as cuML's benchmark declares them: one CPU class and one GPU class per key.
+#: XGBoost is one class on both arms; the device is a parameter (``backend.xgb_device``).
+MODEL_CLASSES: dict[str, tuple[str, str]] = {
+    "xgboost_classifier": ("xgboost:XGBClassifier", "xgboost:XGBClassifier"),
+    "xgboost_regressor": ("xgboost:XGBRegressor", "xgboost:XGBRegressor"),
+    "random_forest_classifier": ("sklearn.ensemble:RandomForestClassifier", "cuml.ensemble:RandomForestClassifier"),
+    "random_forest_regressor": ("sklearn.ensemble:RandomForestRegressor", "cuml.ensemble:RandomForestRegressor"),
+    "logistic_regression": ("sklearn.linear_model:LogisticRegression", "cuml.linear_model:LogisticRegression"),
+    "linear_regression": ("sklearn.linear_model:LinearRegression", "cuml.linear_model:LinearRegression"),
+    "ridge": ("sklearn.linear_model:Ridge", "cuml.linear_model:Ridge"),
+    "knn_classifier": ("sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier"),
+    "knn_regressor": ("sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor"),
+    "kmeans": ("sklearn.cluster:KMeans", "cuml.cluster:KMeans"),
+    "pca": ("sklearn.decomposition:PCA", "cuml.decomposition:PCA"),
+}
+
+
+class ModelClasses(Mapping):
+    """The model classes of one arm, imported on first use (cuML takes seconds to import)."""
+
+    def __init__(self, arm: ArmName):
+        self._column = 0 if arm == "cpu" else 1
+
+    def __getitem__(self, key: str) -> type:
+        if key not in MODEL_CLASSES:
+            raise KeyError(f"unknown model {key!r}; known: {', '.join(MODEL_CLASSES)}")
+        module, _, cls = MODEL_CLASSES[key][self._column].partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MODEL_CLASSES)
+
+    def __len__(self) -> int:
+        return len(MODEL_CLASSES)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+def cpu_threads() -> int:
+    """Cores this process may run on (the affinity mask, which containers and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Everything one arm needs, chosen once and passed down.
+
+    Attributes
+    ----------
+    name : {"cpu", "gpu"}
+        The arm.
+    xp : module
+        ``numpy`` or ``cupy``.
+    xdf : module
+        ``pandas`` or ``cudf``.
+    xgb_device : str
+        XGBoost's ``device`` parameter for this arm (``"cpu"`` or ``"cuda:0"``).
+    n_threads : int
+        Host threads the arm may use (XGBoost ``n_jobs`` on the CPU arm).
+    device : GpuDevice or None
+        The GPU this arm runs on.
+    models : Mapping
+        Model classes for this arm (scikit-learn or cuML), imported on first use.
+    """
+
+    name: ArmName
+    xp: ModuleType
+    xdf: ModuleType
+    xgb_device: str
+    n_threads: int
+    device: GpuDevice | None = None
+    models: Mapping = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def synchronize(self) -> None:
+        """Wait for queued device work, so that a clock read after it is honest."""
+        if self.is_gpu:
+            self.xp.cuda.runtime.deviceSynchronize()
+
+    def device_memory_in_use(self) -> int | None:
+        """Bytes in use on this arm's device (device-wide), or None on the CPU arm."""
+        if not self.is_gpu:
+            return None
+        free, total = self.xp.cuda.runtime.memGetInfo()
+        return int(total - free)
+
+    def device_memory_free(self) -> int | None:
+        if not self.is_gpu:
+            return None
+        free, _ = self.xp.cuda.runtime.memGetInfo()
+        return int(free)
+
+
+def cpu_backend() -> Backend:
+    import numpy
+    import pandas
+
+    return Backend("cpu", numpy, pandas, "cpu", cpu_threads(), None, ModelClasses("cpu"))
+
+
+def gpu_backend(device_index: int = 0) -> Backend:
+    """The GPU arm; raises :class:`DeviceUnavailable` (exit 2) saying why when it cannot run."""
+    probe = probe_gpu()
+    if not probe.usable:
+        raise DeviceUnavailable(f"--device gpu: no usable GPU here: {probe.reason}")
+    import cudf
+    import cupy
+
+    cupy.cuda.Device(device_index).use()
+    return Backend("gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"))
+
+
+def get_backend(choice: DeviceChoice = "auto") -> Backend:
+    """Resolve ``auto`` | ``cpu`` | ``gpu`` into a backend, once.
+
+    ``auto`` gives the GPU arm when :func:`probe_gpu` finds it usable and the CPU arm otherwise;
+    ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back.
+    """
+    if choice == "cpu":
+        return cpu_backend()
+    if choice == "gpu":
+        return gpu_backend()
+    if choice == "auto":
+        return gpu_backend() if probe_gpu().usable else cpu_backend()
+    raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
+
+
+def nvml_info() -> dict[str, Any]:
+    """Driver version and per-GPU details from NVML, or why NVML is not there. Never raises.
+
+    NVML is what Dask-CUDA uses to count GPUs; when its library is missing,
+    ``LocalCUDACluster()`` raises ``NVMLError_LibraryNotFound``, so the answer is worth stating.
+    """
+    try:
+        import pynvml
+    except Exception as exc:  # noqa: BLE001
+        return {"available": False, "reason": f"nvidia-ml-py not installed ({_first_line(exc)})"}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
+        return {"available": False, "reason": f"NVML cannot start ({_first_line(exc) or type(exc).__name__})"}
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            name = pynvml.nvmlDeviceGetName(h)
+            gpus.append(
+                {
+                    "index": i,
+                    "name": name.decode() if isinstance(name, bytes) else name,
+                    "memory_total_bytes": int(mem.total),
+                    "memory_used_bytes": int(mem.used),
+                }
+            )
+        return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver, "gpus": gpus}
+    except Exception as exc:  # noqa: BLE001
+        return {"available": False, "reason": f"NVML query failed ({_first_line(exc)})"}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def gpu_libraries_loaded() -> list[str]:
+    """Which GPU libraries this process has imported (a CPU run must show none)."""
+    return sorted(name for name in ("cupy", "cudf", "cuml", "rmm") if name in sys.modules)

@@ -1,0 +1,82 @@
+"""Validated run configuration: from a workflow YAML file, command-line flags, or both.
+
+Unknown keys are errors that name the key (a typo must not silently fall back to a default),
+and every validation problem becomes one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+
+from accel.errors import AccelError
+
+
+class XGBoostConfig(BaseModel):
+    """XGBoost parameters shared by both arms (see :class:`accel.models.XGBoostParams`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_estimators: PositiveInt = 300
+    max_depth: int = Field(8, ge=0, le=32)
+    learning_rate: float = Field(0.1, gt=0, le=1)
+    max_bin: int = Field(256, ge=2)
+    min_child_weight: float = Field(1.0, ge=0)
+    reg_lambda: float = Field(1.0, ge=0)
+
+
+class RunConfig(BaseModel):
+    """Everything one ``accel run`` needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workflow: str = "flights"
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    rows: PositiveInt | None = None
+    test_size: float = Field(0.2, gt=0, lt=1)
+    seed: int = 42
+    out: Path = Path("runs")
+    xgboost: XGBoostConfig = Field(default_factory=XGBoostConfig)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {where!r}"
+    if error["type"] == "missing":
+        return f"missing key {where!r}"
+    return f"{where}: {error['msg']} (got {error.get('input')!r})"
+
+
+def validation_message(exc: ValidationError, source: str) -> str:
+    return f"{source}: " + "; ".join(_describe(e) for e in exc.errors())
+
+
+def read_workflow_file(path: Path) -> dict[str, Any]:
+    """The mapping in a workflow YAML file; a one-line error for anything else."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AccelError(f"workflow file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AccelError(f"cannot read workflow file {str(path)!r}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise AccelError(f"workflow file {str(path)!r} is not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise AccelError(f"workflow file {str(path)!r} must hold a mapping of settings (workflow: flights, ...)")
+    return data
+
+
+def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], source: str = "command line") -> RunConfig:
+    """File values first, then the flags the user gave; validated as one."""
+    merged: dict[str, Any] = dict(file_values or {})
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise AccelError(validation_message(exc, source)) from None

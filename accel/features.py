@@ -1,0 +1,117 @@
+"""Feature engineering written once against the pandas API, run on pandas or cuDF.
+
+Each function takes frames of the arm's dataframe library (``backend.xdf``) and returns the
+same kind. Statistics that look at the target (group rates) are fitted on the training split
+only and then applied to both splits: :class:`GroupStats`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+
+_ROW = "__accel_row__"
+
+
+def left_join(left: Any, right: Any, on: Sequence[str]) -> Any:
+    """Left join that keeps the left frame's row order and length.
+
+    pandas keeps the left order in a left merge; cuDF does not promise it. Sorting on the left
+    row position afterwards makes both arms give the same rows in the same order (and costs
+    pandas little: the positions come out already sorted). ``right`` must be unique on ``on``.
+    """
+    n = len(left)
+    left = left.reset_index(drop=True)
+    left[_ROW] = np.arange(n, dtype=np.int64)  # cuDF copies it to the device
+    out = left.merge(right, on=list(on), how="left", sort=False)
+    if len(out) != n:
+        raise ValueError(f"left_join on {list(on)} changed the row count from {n} to {len(out)}: right side is not unique")
+    return out.sort_values(_ROW).drop(columns=[_ROW]).reset_index(drop=True)
+
+
+def date_parts(xdf: ModuleType, frame: Any, year: str, month: str, day: str) -> dict[str, Any]:
+    """Day of week (Monday=0) and day of year from year/month/day columns."""
+    date = xdf.to_datetime(frame[[year, month, day]].rename(columns={year: "year", month: "month", day: "day"}))
+    return {"day_of_week": date.dt.dayofweek.astype("int16"), "day_of_year": date.dt.dayofyear.astype("int16")}
+
+
+@dataclass
+class GroupStats:
+    """Per-group row count and smoothed target rate, fitted on training rows only.
+
+    ``rate = (sum + prior * m) / (count + m)``: groups with few rows are pulled towards the
+    overall training rate ``prior``. Groups unseen in training get ``count = 0`` and the prior.
+
+    Attributes
+    ----------
+    keys : list of str
+        Group key columns.
+    count_name, rate_name : str or None
+        Output column names; ``None`` leaves that statistic out.
+    table : frame
+        One row per training group: keys, count, rate.
+    prior : float
+        Target mean of the training rows.
+    """
+
+    keys: list[str]
+    count_name: str | None
+    rate_name: str | None
+    table: Any
+    prior: float
+
+    @classmethod
+    def fit(
+        cls,
+        xdf: ModuleType,
+        train: Any,
+        target: Any,
+        keys: Sequence[str],
+        count_name: str | None = None,
+        rate_name: str | None = None,
+        smoothing: float = 20.0,
+    ) -> GroupStats:
+        keys = list(keys)
+        frame = train[keys].reset_index(drop=True)
+        frame["__y__"] = target.reset_index(drop=True).astype("float64")
+        grouped = frame.groupby(keys)["__y__"]
+        total, count = grouped.sum(), grouped.count()
+        prior = float(frame["__y__"].mean())
+        table = xdf.DataFrame({"__sum__": total, "__count__": count}).reset_index()
+        columns = list(keys)
+        if count_name:
+            table[count_name] = table["__count__"].astype("float64")
+            columns.append(count_name)
+        if rate_name:
+            table[rate_name] = (table["__sum__"] + prior * smoothing) / (table["__count__"] + smoothing)
+            columns.append(rate_name)
+        return cls(keys, count_name, rate_name, table[columns], prior)
+
+    def transform(self, frame: Any) -> Any:
+        out = left_join(frame, self.table, self.keys)
+        if self.count_name:
+            out[self.count_name] = out[self.count_name].fillna(0.0)
+        if self.rate_name:
+            out[self.rate_name] = out[self.rate_name].fillna(self.prior)
+        return out
+
+
+def categorize(xdf: ModuleType, frames: Sequence[Any], columns: Sequence[str], vocabulary_from: Any) -> list[Any]:
+    """Give ``columns`` the same categorical dtype in every frame.
+
+    The vocabulary (sorted distinct values) comes from ``vocabulary_from``; it holds no target
+    information, so taking it from the whole table is not a leak, and it keeps category codes
+    identical between splits and between arms.
+    """
+    out = [f.copy() for f in frames]
+    for column in columns:
+        dtype = _compat.categorical_dtype(xdf, _compat.sorted_unique(vocabulary_from[column]))
+        for f in out:
+            f[column] = f[column].astype(dtype)
+    return out

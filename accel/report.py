@@ -1,0 +1,203 @@
+"""What the user sees: live progress on stderr, then tables on stdout.
+
+On a terminal, progress is a live panel (arm, stage, elapsed seconds, host RSS, device memory)
+that the memory monitor refreshes; elsewhere (a log, CI) it is one plain line per finished stage.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from accel.memory import MB
+from accel.pairing import STAGES
+
+ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
+
+
+def _fmt_mb(value: float | None) -> str:
+    return "—" if value is None else (f"{value / 1024:.2f} GB" if value >= 1024 else f"{value:.0f} MB")
+
+
+class ProgressDisplay:
+    """A :class:`~accel.pairing.Listener` that shows the run as it goes."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live_mode = self.console.is_terminal
+        self._lock = threading.Lock()
+        self._arm: str | None = None
+        self._stage: str | None = None
+        self._stage_start = 0.0
+        self._host = 0
+        self._device: int | None = None
+        self._stage_peak_host = 0
+        self._stage_peak_device: int | None = None
+        self._done: list[tuple[str, str, float]] = []
+        self._live: Live | None = None
+
+    # -- Listener
+    def arm_started(self, arm: str) -> None:
+        with self._lock:
+            self._arm = arm
+        if self.live_mode and self._live is None:
+            self._live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+            self._live.start()
+        elif not self.live_mode:
+            self.console.print(f"{ARM_LABEL.get(arm, arm)}: running {' → '.join(STAGES)}", highlight=False, markup=False)
+
+    def stage_started(self, arm: str, stage: str) -> None:
+        with self._lock:
+            self._stage, self._stage_start = stage, time.perf_counter()
+            self._stage_peak_host, self._stage_peak_device = 0, None
+
+    def stage_finished(self, arm: str, stage: str, seconds: float) -> None:
+        with self._lock:
+            self._done.append((arm, stage, seconds))
+            self._stage = None
+            peak_host, peak_device = self._stage_peak_host, self._stage_peak_device
+        if not self.live_mode:
+            device = "" if peak_device is None else f", device {_fmt_mb(peak_device / MB)}"
+            self.console.print(
+                f"  [{arm}] {stage:<9} {seconds:8.2f} s  (peak host {_fmt_mb(peak_host / MB)}{device})",
+                highlight=False,
+                markup=False,
+            )
+
+    def memory(self, host_bytes: int, device_bytes: int | None) -> None:
+        with self._lock:
+            self._host, self._device = host_bytes, device_bytes
+            self._stage_peak_host = max(self._stage_peak_host, host_bytes)
+            if device_bytes is not None:
+                self._stage_peak_device = max(self._stage_peak_device or 0, device_bytes)
+
+    def arm_finished(self, arm: str, status: str) -> None:
+        if not self.live_mode:
+            self.console.print(f"{ARM_LABEL.get(arm, arm)}: {status}", highlight=False, markup=False)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # -- live rendering
+    def __rich__(self) -> Any:
+        with self._lock:
+            lines = [Text(f"✓ [{a}] {s:<9} {sec:7.2f} s", style="dim") for a, s, sec in self._done]
+            if self._arm and self._stage:
+                elapsed = time.perf_counter() - self._stage_start
+                device = "" if self._device is None else f" · device {_fmt_mb(self._device / MB)}"
+                lines.append(
+                    Text(
+                        f"▶ [{self._arm}] {self._stage:<9} {elapsed:7.1f} s · host {_fmt_mb(self._host / MB)}{device}",
+                        style="bold",
+                    )
+                )
+        return Group(*lines)
+
+
+def _fmt_seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _fmt_speedup(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.1f}×"
+
+
+def render_run(record: dict[str, Any], console: Console) -> None:
+    """Stage × arm seconds with the speedup, then metrics and memory per arm."""
+    gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
+    gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
+    gpu_note = None if gpu_ok else ("GPU unavailable: " if gpu["status"] == "skipped" else "GPU arm failed: ") + str(
+        gpu.get("reason", "")
+    ).removeprefix("GPU unavailable: ")
+
+    table = Table(title=f"accel run {record['workflow']} — seconds per stage", title_justify="left")
+    table.add_column("stage")
+    table.add_column("GPU arm (s)", justify="right")
+    table.add_column("CPU arm (s)", justify="right")
+    table.add_column("speedup", justify="right")
+    for stage in (*STAGES, "total"):
+        g = gpu["total_seconds"] if stage == "total" else gpu["stages"].get(stage)
+        c = cpu["total_seconds"] if stage == "total" else cpu["stages"].get(stage)
+        table.add_row(
+            stage,
+            _fmt_seconds(g) if gpu_ok else "unavailable",
+            _fmt_seconds(c) if cpu_ok else cpu["status"],
+            _fmt_speedup(record["speedup"].get(stage)),
+            style="bold" if stage == "total" else None,
+        )
+    console.print(table)
+    if gpu_note:
+        console.print(gpu_note, highlight=False, markup=False, soft_wrap=True)
+
+    metrics = Table(title="hold-out metrics and memory", title_justify="left")
+    metrics.add_column("")
+    metrics.add_column("GPU arm", justify="right")
+    metrics.add_column("CPU arm", justify="right")
+    names = list((cpu.get("metrics") or gpu.get("metrics") or {}).keys())
+    for name in names:
+        metrics.add_row(
+            name,
+            f"{gpu['metrics'][name]:.4f}" if gpu_ok else "—",
+            f"{cpu['metrics'][name]:.4f}" if cpu_ok else "—",
+        )
+    metrics.add_row("device used", str(gpu.get("device_used") or "—"), str(cpu.get("device_used") or "—"))
+    metrics.add_row("peak host RSS", _fmt_mb(gpu.get("peak_host_mb")), _fmt_mb(cpu.get("peak_host_mb")))
+    metrics.add_row("peak device memory", _fmt_mb(gpu.get("peak_device_mb")), "—")
+    console.print(metrics)
+
+    p = record["parity"]
+    if p["ok"] is None:
+        console.print(f"parity: not checked ({p['metric']} needs both arms)", highlight=False, markup=False)
+    else:
+        verdict = "agree" if p["ok"] else "DISAGREE"
+        console.print(
+            f"parity: {p['metric']} GPU {p['gpu']:.4f} vs CPU {p['cpu']:.4f} — arms {verdict} "
+            f"(tolerance {p['tolerance']})",
+            highlight=False,
+        )
+    if cpu.get("status") == "failed":
+        console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
+
+
+def render_info(env: dict[str, Any], console: Console) -> None:
+    """The machine, its GPUs, library versions, and which arms can run here."""
+    cores = env["cores"]
+    console.print(f"[bold]CPU[/bold]  {escape(env['cpu_model'])}", highlight=False)
+    console.print(
+        f"     {cores['physical']} physical / {cores['logical']} logical cores "
+        f"({cores['available']} available to this process), {env['ram_gb']} GB RAM",
+        highlight=False,
+    )
+    if env["gpus"]:
+        for g in env["gpus"]:
+            console.print(
+                f"[bold]GPU {g['index']}[/bold]  {escape(g['name'])}, {g['memory_gb']} GB, driver {g['driver'] or '?'} "
+                f"(CUDA {g['cuda_driver_version'] or '?'})",
+                highlight=False,
+            )
+    else:
+        console.print("[bold]GPU[/bold]  none usable", highlight=False)
+    nvml = env.get("nvml", {})
+    if not nvml.get("available"):
+        console.print(f"     NVML: {escape(str(nvml.get('reason')))}", highlight=False)
+
+    table = Table(title="libraries", title_justify="left")
+    table.add_column("import")
+    table.add_column("installed")
+    for name, version in env["versions"].items():
+        table.add_row(name, version or "—")
+    console.print(table)
+
+    for arm, state in env["arms"].items():
+        verdict = "can run" if state["can_run"] else f"cannot run: {escape(str(state['reason']))}"
+        console.print(f"[bold]{ARM_LABEL[arm]}[/bold] {verdict}", highlight=False)

