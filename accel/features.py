@@ -38,7 +38,7 @@ def left_join(left: Any, right: Any, on: Sequence[str]) -> Any:
 def date_parts(xdf: ModuleType, frame: Any, year: str, month: str, day: str) -> dict[str, Any]:
     """Day of week (Monday=0) and day of year from year/month/day columns."""
     date = xdf.to_datetime(frame[[year, month, day]].rename(columns={year: "year", month: "month", day: "day"}))
-    return {"day_of_week": date.dt.dayofweek.astype("int16"), "day_of_year": date.dt.dayofyear.astype("int16")}
+    return {"day_of_week": date.dt.day_of_week.astype("int16"), "day_of_year": date.dt.day_of_year.astype("int16")}
 
 
 @dataclass

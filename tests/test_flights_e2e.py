@@ -1,0 +1,116 @@
+"""``accel run flights`` end to end on a sample, through the real command line."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from accel.pairing import STAGES
+from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in, run_accel
+
+FAST = ["--rows", "6000"]
+
+
+@pytest.fixture(scope="module")
+def fast_workflow(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wf") / "fast.yaml"
+    path.write_text("workflow: flights\nrows: 6000\nxgboost:\n  n_estimators: 60\n  max_depth: 6\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory, fast_workflow):
+    out = tmp_path_factory.mktemp("runs")
+    proc = run_accel("run", str(fast_workflow), "--out", str(out), "--seed", "11")
+    return proc, out
+
+
+def test_run_succeeds_and_prints_the_record_path(cpu_run):
+    proc, out = cpu_run
+    assert proc.returncode == 0, proc.stderr
+    [record] = records_in(out)
+    assert f"run record: {record}" in proc.stdout
+    assert "load" in proc.stdout and "speedup" in proc.stdout
+    for stage in STAGES:
+        assert f"[cpu] {stage}" in proc.stderr, "progress is shown per stage"
+
+
+def test_record_schema(cpu_run):
+    _, out = cpu_run
+    [path] = records_in(out)
+    r = read_json(path)
+    for key in ("run_id", "workflow", "config", "environment", "arms", "speedup", "parity", "started_at"):
+        assert key in r
+    assert r["workflow"] == "flights" and r["config"]["rows"] == 6000 and r["config"]["seed"] == 11
+    env = r["environment"]
+    for key in ("cpu_model", "cores", "threads_used", "gpus", "versions", "git_sha"):
+        assert key in env
+    for arm in ("gpu", "cpu"):
+        for key in ("status", "reason", "device_used", "stages", "metrics", "peak_host_mb", "peak_device_mb"):
+            assert key in r["arms"][arm], (arm, key)
+    cpu = r["arms"]["cpu"]
+    assert cpu["status"] == "ok" and cpu["device_used"] == "cpu"
+    assert set(cpu["stages"]) == set(STAGES)
+    assert 0.55 < cpu["metrics"]["auc"] < 1
+    assert cpu["peak_host_mb"] > 50 and cpu["peak_device_mb"] is None
+    assert cpu["threads"]["xgboost_nthread"] >= 1
+    assert env["threads_used"]["cpu"]["xgboost_nthread"] == cpu["threads"]["xgboost_nthread"]
+
+
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here")
+def test_without_gpu_the_gpu_arm_is_skipped_with_reason_and_speedup_is_nan(cpu_run):
+    proc, out = cpu_run
+    r = read_json(records_in(out)[0])
+    gpu = r["arms"]["gpu"]
+    assert gpu["status"] == "skipped" and gpu["reason"].startswith("GPU unavailable: ")
+    assert gpu["stages"] == {} and gpu["metrics"] == {}
+    assert all(math.isnan(v) for v in r["speedup"].values()), "never 0, never a copy"
+    assert r["parity"]["ok"] is None and r["parity"]["gpu"] is None
+    assert "GPU unavailable: " in proc.stdout
+
+
+def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):
+    proc = run_accel("run", str(fast_workflow), "--device", "cpu", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    r = read_json(records_in(tmp_path)[0])
+    assert r["arms"]["gpu"]["status"] == "skipped" and "--device cpu" in r["arms"]["gpu"]["reason"]
+    assert r["arms"]["cpu"]["status"] == "ok"
+
+
+def test_same_seed_same_result(tmp_path, fast_workflow, cpu_run):
+    _, first_out = cpu_run
+    proc = run_accel("run", str(fast_workflow), "--out", str(tmp_path), "--seed", "11", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    a = read_json(records_in(first_out)[0])["arms"]["cpu"]["metrics"]
+    b = read_json(records_in(tmp_path)[0])["arms"]["cpu"]["metrics"]
+    assert a == b
+
+
+def test_cpu_run_leaves_cupy_and_cudf_unimported(tmp_path):
+    code = (
+        "import sys\n"
+        "from accel.config import build_config\n"
+        "from accel.pairing import paired_run\n"
+        f"cfg = build_config({{'workflow': 'flights', 'rows': 3000, 'out': {str(tmp_path)!r}, 'xgboost': {{'n_estimators': 5}}}}, {{}})\n"
+        "record, _ = paired_run(cfg)\n"
+        "assert record['arms']['cpu']['status'] == 'ok'\n"
+        "print(sorted(m for m in ('cupy', 'cudf', 'cuml', 'rmm') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    if gpu_skip_reason() is None:
+        pytest.skip("a GPU is usable here, so auto picks it")
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_full_flights_run_cpu(tmp_path):
+    proc = run_accel("run", "flights", "--device", "cpu", "--out", str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    r = read_json(records_in(tmp_path)[0])
+    cpu = r["arms"]["cpu"]
+    assert cpu["rows"]["loaded"] == 336_776 and cpu["rows"]["with_target"] == 327_346
+    assert cpu["metrics"]["auc"] > 0.78
