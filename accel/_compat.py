@@ -48,16 +48,59 @@ def to_numpy(obj: Any) -> np.ndarray:
     return np.asarray(obj)
 
 
-def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None) -> Any:
+def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None, delimiter: str = ",") -> Any:
     """Read a CSV file with each library's fastest reader, on all the cores it has.
 
     pandas' default C parser uses one core; its pyarrow engine parses in parallel, which is
     the fair baseline against cuDF's GPU parser. cuDF has no ``engine`` argument.
     """
-    kwargs: dict[str, Any] = {"usecols": list(columns)} if columns is not None else {}
+    kwargs: dict[str, Any] = {"sep": delimiter}
+    if columns is not None:
+        kwargs["usecols"] = list(columns)
     if is_pandas_module(xdf):
         kwargs["engine"] = "pyarrow"
     return xdf.read_csv(str(path), **kwargs)
+
+
+def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None = None) -> Any:
+    """Read one or several Parquet files as one frame (cuDF takes a list; pandas one path at a time)."""
+    cols = list(columns) if columns is not None else None
+    if is_pandas_module(xdf):
+        frames = [xdf.read_parquet(str(p), columns=cols) for p in paths]
+        out = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
+        return out.reset_index(drop=True)
+    return xdf.read_parquet([str(p) for p in paths], columns=cols).reset_index(drop=True)
+
+
+def is_text_dtype(s: Any) -> bool:
+    """A string column: pandas' ``str``/``object``/``string``, cuDF's ``object``/``str``."""
+    dtype = s.dtype
+    return str(dtype) in ("object", "str", "string") or getattr(dtype, "kind", "") in ("O", "U", "T")
+
+
+def is_datetime_dtype(s: Any) -> bool:
+    return str(s.dtype).startswith("datetime64")
+
+
+def naive_datetime(s: Any) -> Any:
+    """A datetime column without its time zone (as UTC wall time)."""
+    if getattr(s.dt, "tz", None) is not None:
+        return s.dt.tz_convert(None)
+    return s
+
+
+def frame_to_array(frame: Any, dtype: str = "float32") -> Any:
+    """A frame as a 2-D array on the arm's device: CuPy for cuDF, NumPy for pandas."""
+    if is_cudf(frame):
+        return frame.to_cupy(dtype=dtype, na_value=float("nan"))
+    return frame.to_numpy(dtype=dtype, na_value=float("nan"))
+
+
+def series_to_array(series: Any) -> Any:
+    """A column as a 1-D array on the arm's device."""
+    if is_cudf(series):
+        return series.to_cupy()
+    return series.to_numpy()
 
 
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:

