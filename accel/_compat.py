@@ -48,6 +48,11 @@ def to_numpy(obj: Any) -> np.ndarray:
     return np.asarray(obj)
 
 
+def to_pandas(obj: Any) -> Any:
+    """A small pandas object (per-column statistics) from a pandas or cuDF one."""
+    return obj.to_pandas() if is_cudf(obj) else obj
+
+
 def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None, delimiter: str = ",") -> Any:
     """Read a CSV file with each library's fastest reader, on all the cores it has.
 

@@ -59,11 +59,15 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
         known = low.isin(list(TRUE_STRINGS + FALSE_STRINGS))
         return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
     if plan.kind == "categorical":
+        categories = plan.categories or []
         if plan.categories_numeric:
-            s = s.astype("float64")
-        elif not _compat.is_text_dtype(s):
+            # XGBoost refuses float categories; re-index the values by their integer codes,
+            # which both libraries cast exactly (-1, missing or unseen, becomes missing).
+            codes = s.astype("float64").astype(_compat.categorical_dtype(xdf, categories)).cat.codes
+            return codes.astype("int64").astype(_compat.categorical_dtype(xdf, list(range(len(categories)))))
+        if not _compat.is_text_dtype(s):
             s = s.astype("str")
-        return s.astype(_compat.categorical_dtype(xdf, plan.categories or []))
+        return s.astype(_compat.categorical_dtype(xdf, categories))
     if plan.kind == "datetime":
         if _compat.is_datetime_dtype(s):
             return _compat.naive_datetime(s)
@@ -148,6 +152,23 @@ def _datetime_parts(name: str, s: Any) -> dict[str, Any]:
     }
 
 
+def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any]) -> Any:
+    parts = []
+    if numeric:
+        parts.append(frame[numeric].astype("float64").reset_index(drop=True))
+    if built:
+        parts.append(xdf.DataFrame(built))
+    if not parts:
+        raise ValueError("no features")
+    return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
+
+
+def _with_float32(xdf: ModuleType, frame: Any, dense: list[str], columns: list[str]) -> Any:
+    rest = [c for c in columns if c not in dense]
+    block = frame[dense].astype("float32")
+    return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
+
+
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
     """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
     if family not in FAMILIES:
@@ -167,15 +188,21 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     else:
         targets = {"": y_train.astype("float64")}
 
+    # Plain numeric columns travel as one block (a 5,000-column table stays fast); the rest is
+    # built column by column.
+    numeric_names = [c.name for c in plan.features if c.kind == "numeric"]
     out_train: dict[str, Any] = {}
     out_test: dict[str, Any] = {}
     categorical_out: list[str] = []
-    ordinal: set[str] = set()
+    ordinal: list[str] = []
     for col in plan.features:
+        if col.kind == "numeric":
+            report.encodings[col.name] = "numeric"
+            continue
         a, b = cast_column(xdf, train[col.name], col), cast_column(xdf, test[col.name], col)
-        if col.kind in ("numeric", "boolean"):
+        if col.kind == "boolean":
             out_train[col.name], out_test[col.name] = a, b
-            report.encodings[col.name] = col.kind
+            report.encodings[col.name] = "boolean"
         elif col.kind == "datetime":
             out_train.update(_datetime_parts(col.name, a))
             out_test.update(_datetime_parts(col.name, b))
@@ -192,7 +219,7 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
             report.encodings[col.name] = "one-hot"
         elif family == "random_forest" and col.cardinality <= NATIVE_MAX:
             out_train[col.name], out_test[col.name] = category_codes(a), category_codes(b)
-            ordinal.add(col.name)
+            ordinal.append(col.name)
             report.encodings[col.name] = "ordinal codes"
         else:
             ca, cb = category_codes(a), category_codes(b)
@@ -202,27 +229,32 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
             out_train[f"{col.name}__count"], out_test[f"{col.name}__count"] = counts
             report.encodings[col.name] = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
 
-    # Imputation and scaling work column by column on the dicts, and the frames are built once
-    # (a 5,000-column table stays fast, and pandas does not fragment).
-    numeric = [c for c in out_train if c not in categorical_out]
-    if family != "xgboost":
-        for c in numeric:
-            a, b = out_train[c], out_test[c]
-            if bool(a.isna().any()) or bool(b.isna().any()):
-                fill = _mode(a) if c in ordinal else a.median()
-                fill = 0.0 if fill is None or fill != fill else float(fill)
-                out_train[c], out_test[c] = a.fillna(fill), b.fillna(fill)
-                report.imputed.append(str(c))
-    if family in ("linear", "knn"):
-        for c in numeric:
-            mean, std = float(out_train[c].mean()), float(out_train[c].std())
-            std = std if std > 0 and std == std else 1.0
-            out_train[c], out_test[c] = (out_train[c] - mean) / std, (out_test[c] - mean) / std
+    X_train = _assemble(xdf, train, numeric_names, out_train)
+    X_test = _assemble(xdf, test, numeric_names, out_test)
+    columns = [str(c) for c in X_train.columns]
+    dense = [c for c in columns if c not in categorical_out]
+    if family != "xgboost" and dense:
+        missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
+        need = [c for c in dense if bool(missing[c])]
+        if need:
+            medians = _compat.to_pandas(X_train[need].median())
+            fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in need}
+            fills = {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()}
+            X_train, X_test = X_train.fillna(fills), X_test.fillna(fills)
+            report.imputed = need
+    if family in ("linear", "knn") and dense:
+        block = X_train[dense]
+        means, stds = block.mean(), block.std()
+        stds = stds.where(stds > 0, 1.0).fillna(1.0)
+        scaled_train = block.sub(means, axis="columns").div(stds, axis="columns")
+        scaled_test = X_test[dense].sub(means, axis="columns").div(stds, axis="columns")
+        rest = [c for c in columns if c not in dense]
+        X_train = (xdf.concat([scaled_train, X_train[rest]], axis=1) if rest else scaled_train)[columns]
+        X_test = (xdf.concat([scaled_test, X_test[rest]], axis=1) if rest else scaled_test)[columns]
         report.scaled = True
-    for c in numeric:
-        out_train[c], out_test[c] = out_train[c].astype("float32"), out_test[c].astype("float32")
-    X_train = xdf.DataFrame(out_train)
-    X_test = xdf.DataFrame(out_test)
+    if dense:
+        X_train = _with_float32(xdf, X_train, dense, columns)
+        X_test = _with_float32(xdf, X_test, dense, columns)
     prepared = Prepared(
         X_train=X_train,
         y_train=y_train,

@@ -84,3 +84,42 @@ def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     assert result.peak_host_mb > 0
     assert (result.peak_device_mb is not None) == backend.is_gpu
     return result
+
+
+def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
+    """A training row's own target never enters its own encoding; test rows use all training rows."""
+    from accel.autofeatures import target_encode
+
+    xdf = backend.xdf
+    codes = xdf.Series([0.0, 0.0, 0.0, 1.0, 1.0, np.nan])
+    t = xdf.Series([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    folds = np.array([0, 1, 2, 0, 1, 2])
+    enc_train, enc_test, (n_train, n_test) = target_encode(
+        xdf, codes, t, xdf.Series([0.0, 1.0, 7.0]), folds, smoothing=1.0
+    )
+    prior = 4 / 6
+    got = _compat.to_numpy(enc_train)
+    # Row 0 (category 0, fold 0): the other rows of category 0 are rows 1 and 2 (targets 0, 1).
+    assert np.isclose(got[0], (1.0 + prior) / (2 + 1))
+    # Row 3 (category 1, fold 0): only row 4 (target 1) is out of its fold.
+    assert np.isclose(got[3], (1.0 + prior) / (1 + 1))
+    # Missing category: the prior.
+    assert np.isclose(got[5], prior)
+    np.testing.assert_allclose(_compat.to_numpy(enc_test), [(2 + prior) / 4, (2 + prior) / 3, prior])
+    np.testing.assert_allclose(_compat.to_numpy(n_test), [3.0, 2.0, 0.0])
+
+
+def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, family: str):
+    """Plan on the host, build features on ``backend``; returns pandas frames for comparison."""
+    from accel.autofeatures import build_table_features
+    from accel.schema import make_plan
+
+    plan = make_plan(frame, target, seed=5)
+    arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
+    arm_frame = arm_frame.iloc[plan.row_positions].reset_index(drop=True)
+    prepared, report = build_table_features(backend.xdf, arm_frame, plan, family, seed=5)
+    X_train, X_test = to_pandas(prepared.X_train), to_pandas(prepared.X_test)
+    assert len(X_train) == len(plan.train_pos) and len(X_test) == len(plan.test_pos)
+    if family != "xgboost":
+        assert not X_train.isna().any().any() and not X_test.isna().any().any()
+    return X_train, X_test, report
