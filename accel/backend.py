@@ -233,6 +233,7 @@ MODEL_CLASSES: dict[str, tuple[str, str]] = {
     "logistic_regression": ("sklearn.linear_model:LogisticRegression", "cuml.linear_model:LogisticRegression"),
     "linear_regression": ("sklearn.linear_model:LinearRegression", "cuml.linear_model:LinearRegression"),
     "ridge": ("sklearn.linear_model:Ridge", "cuml.linear_model:Ridge"),
+    "elastic_net": ("sklearn.linear_model:ElasticNet", "cuml.linear_model:ElasticNet"),
     "knn_classifier": ("sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier"),
     "knn_regressor": ("sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor"),
     "kmeans": ("sklearn.cluster:KMeans", "cuml.cluster:KMeans"),

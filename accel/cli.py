@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
+
+    from accel.hpocli import register as register_hpo
+
+    register_hpo(sub)
     return parser
 
 
@@ -143,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is not None:  # subcommands registered by their own modules
+            return handler(args)
         if args.command == "info":
             return _cmd_info(args)
         if args.command == "run":

@@ -26,6 +26,9 @@ class XGBoostConfig(BaseModel):
     max_bin: int = Field(256, ge=2)
     min_child_weight: float = Field(1.0, ge=0)
     reg_lambda: float = Field(1.0, ge=0)
+    reg_alpha: float = Field(0.0, ge=0)
+    subsample: float = Field(1.0, gt=0, le=1)  # below 1 each arm draws its own rows
+    colsample_bytree: float = Field(1.0, gt=0, le=1)
 
 
 class RandomForestConfig(BaseModel):
@@ -40,11 +43,17 @@ class LogisticRegressionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     C: float = Field(1.0, gt=0)
+    l1_ratio: float = Field(0.0, ge=0, le=1)  # 0: L2 penalty, 1: L1, between: elastic net
     max_iter: PositiveInt = 1000
 
 
 class LinearRegressionConfig(BaseModel):
+    """Ordinary least squares; with ``alpha`` set, an elastic net (``alpha``, ``l1_ratio``)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    alpha: float | None = Field(None, gt=0)
+    l1_ratio: float = Field(0.5, ge=0, le=1)  # read only with alpha set
 
 
 class KNNConfig(BaseModel):
@@ -55,6 +64,68 @@ class KNNConfig(BaseModel):
 
 
 ModelName = Literal["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"]
+
+
+class SearchRange(BaseModel):
+    """One parameter's search range in a workflow file: ``{low, high, log}`` or ``{choices}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _range_or_choices(self) -> SearchRange:
+        if self.choices is not None:
+            if self.low is not None or self.high is not None or self.step is not None:
+                raise ValueError("a search range has either choices or low/high, not both")
+            if not self.choices:
+                raise ValueError("a search range's choices cannot be empty")
+            return self
+        if self.low is None or self.high is None:
+            raise ValueError("a search range needs low and high (or choices)")
+        if self.low > self.high:
+            raise ValueError(f"a search range needs low <= high (got low={self.low}, high={self.high})")
+        if self.log and self.low <= 0:
+            raise ValueError(f"a log search range needs low > 0 (got {self.low})")
+        return self
+
+
+#: A parameter in a search-space override: a range, a list of choices, or one fixed value.
+SearchParam = SearchRange | list[Any] | float | int | str | bool | None
+
+
+class HpoConfig(BaseModel):
+    """``accel hpo`` settings; every one can be given in the workflow file's ``hpo:`` section.
+
+    ``search_space`` overrides the built-in ranges of :data:`accel.hpo.SEARCH_SPACES` per
+    model and parameter; a parameter the model does not have is an error.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    trials: PositiveInt = 40
+    subset: float = Field(0.1, gt=0, le=1)
+    trial_rounds: float = Field(0.25, gt=0, le=1)
+    validation: float = Field(0.2, gt=0, lt=1)
+    top: PositiveInt = 3
+    timeout: float | None = Field(None, gt=0)
+    early_stopping_rounds: PositiveInt = 30
+    pruner: Literal["median", "none"] = "median"
+    storage: str | None = None
+    study: str | None = Field(None, min_length=1)
+    search_space: dict[ModelName, dict[str, SearchParam]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_parameters(self) -> HpoConfig:
+        from accel.hpo import check_search_space
+
+        for model, params in self.search_space.items():
+            check_search_space(model, params)
+        return self
 
 
 class RunConfig(BaseModel):
@@ -79,6 +150,7 @@ class RunConfig(BaseModel):
     logistic_regression: LogisticRegressionConfig = Field(default_factory=LogisticRegressionConfig)
     linear_regression: LinearRegressionConfig = Field(default_factory=LinearRegressionConfig)
     knn: KNNConfig = Field(default_factory=KNNConfig)
+    hpo: HpoConfig = Field(default_factory=HpoConfig)
 
     @model_validator(mode="after")
     def _data_and_target_together(self) -> RunConfig:
@@ -95,6 +167,8 @@ class RunConfig(BaseModel):
     def model_params(self) -> dict[str, Any]:
         """Parameters of the chosen model, without the unset ones."""
         params = getattr(self, self.model).model_dump()
+        if self.model == "linear_regression" and params.get("alpha") is None:
+            params.pop("l1_ratio")  # plain least squares has no penalty to mix
         return {k: v for k, v in params.items() if v is not None}
 
 

@@ -37,7 +37,11 @@ def is_classification(task: str) -> bool:
 
 @dataclass(frozen=True)
 class XGBoostParams:
-    """The boosting parameters both arms share. Subsampling is off so both arms see the same rows."""
+    """The boosting parameters both arms share.
+
+    Subsampling is off by default so that both arms see the same rows; a search
+    (:mod:`accel.hpo`) may turn it on, and then each arm draws its own rows from the seed.
+    """
 
     n_estimators: int = 300
     max_depth: int = 8
@@ -45,6 +49,15 @@ class XGBoostParams:
     max_bin: int = 256
     min_child_weight: float = 1.0
     reg_lambda: float = 1.0
+    reg_alpha: float = 0.0
+    subsample: float = 1.0
+    colsample_bytree: float = 1.0
+
+
+#: XGBoost's evaluation metric per task, for early stopping and pruning on a validation set.
+#: It is the task's own metric (or, for multiclass, XGBoost's one-vs-rest AUC), so that it
+#: points the same way as the study's objective.
+XGBOOST_EVAL_METRIC = {"binary": "auc", "multiclass": "auc", "regression": "rmse"}
 
 
 @dataclass
@@ -75,6 +88,9 @@ class XGBoostModel:
             "max_bin": p.max_bin,
             "min_child_weight": p.min_child_weight,
             "lambda": p.reg_lambda,
+            "alpha": p.reg_alpha,
+            "subsample": p.subsample,
+            "colsample_bytree": p.colsample_bytree,
             "seed": self.seed,
         }
         if self.task == "multiclass":
@@ -93,9 +109,49 @@ class XGBoostModel:
 
         return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=self.params.n_estimators)
 
+    def fit_validated(
+        self,
+        backend: Backend,
+        dtrain: Any,
+        X_valid: Any,
+        y_valid: Any,
+        rounds: int | None = None,
+        early_stopping_rounds: int | None = None,
+        callbacks: tuple = (),
+    ) -> Any:
+        """Boost with a validation set watched every round (early stopping, pruning callbacks).
+
+        The validation matrix shares the training matrix's quantile cuts (``ref``), as XGBoost
+        requires. After early stopping the booster remembers its best round and
+        :meth:`predict` uses the trees up to it.
+        """
+        import xgboost
+
+        dvalid = xgboost.QuantileDMatrix(
+            X_valid, label=y_valid, ref=dtrain, enable_categorical=True, max_bin=self.params.max_bin, nthread=backend.n_threads
+        )
+        params = {**self.booster_params(backend), "eval_metric": XGBOOST_EVAL_METRIC[self.task]}
+        return xgboost.train(
+            params,
+            dtrain,
+            num_boost_round=rounds or self.params.n_estimators,
+            evals=[(dvalid, "validation")],
+            early_stopping_rounds=early_stopping_rounds,
+            callbacks=list(callbacks) or None,
+            verbose_eval=False,
+        )
+
     def predict(self, backend: Backend, booster: Any, X: Any) -> Any:
         # A cuDF frame gives a CuPy array, a pandas frame a NumPy array.
+        best = booster.attr("best_iteration")
+        if best is not None:  # trained with early stopping: the trees after the best round are left out
+            return booster.inplace_predict(X, iteration_range=(0, int(best) + 1))
         return booster.inplace_predict(X)
+
+    def rounds_used(self, booster: Any) -> int:
+        """Boosting rounds that count: up to the best round after early stopping, else all."""
+        best = booster.attr("best_iteration")
+        return int(best) + 1 if best is not None else int(booster.num_boosted_rounds())
 
     def device_used(self, backend: Backend, booster: Any) -> str:
         return xgboost_device_used(booster)
@@ -134,6 +190,8 @@ ESTIMATOR_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "logistic_regression": {"shared": {"C": 1.0, "max_iter": 1000}, "cpu": {}, "gpu": {}},
     "linear_regression": {"shared": {}, "cpu": {}, "gpu": {}},
+    # linear_regression with a penalty (alpha set, as a search sets it): elastic net.
+    "elastic_net": {"shared": {"alpha": 1.0, "l1_ratio": 0.5, "max_iter": 1000}, "cpu": {}, "gpu": {}},
     "knn_classifier": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
     "knn_regressor": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
 }
@@ -162,6 +220,8 @@ class EstimatorModel:
             out["n_jobs"] = backend.n_threads
         if self.key in _SEEDED:
             out["random_state"] = self.seed
+        if self.key == "logistic_regression":
+            out = _logistic_penalty(out, backend.is_gpu)
         return out
 
     def to_device(self, backend: Backend, X: Any, y: Any) -> tuple[Any, Any]:
@@ -192,6 +252,24 @@ class EstimatorModel:
         return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
 
 
+def _logistic_penalty(params: dict[str, Any], gpu: bool) -> dict[str, Any]:
+    """One ``l1_ratio`` (0: ridge, 1: lasso, between: elastic net) in each library's terms.
+
+    scikit-learn >= 1.8 reads the penalty from ``l1_ratio`` alone but needs the ``saga`` solver
+    for any L1 part; cuML names the penalty and reads ``l1_ratio`` for elastic net only.
+    """
+    out = dict(params)
+    l1_ratio = float(out.pop("l1_ratio", 0.0) or 0.0)
+    if gpu:
+        out["penalty"] = "l2" if l1_ratio == 0 else "l1" if l1_ratio == 1 else "elasticnet"
+        if out["penalty"] == "elasticnet":
+            out["l1_ratio"] = l1_ratio
+    elif l1_ratio > 0:
+        out["l1_ratio"] = l1_ratio
+        out["solver"] = "saga"
+    return out
+
+
 def model_family(name: str) -> str:
     return MODELS[name][0]
 
@@ -208,4 +286,6 @@ def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_class
         raise AccelError(f"--model {name} cannot do {kind}; use --model {other} (or xgboost, random_forest, knn)")
     if name == "xgboost":
         return XGBoostModel(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes)
+    if name == "linear_regression" and params.get("alpha") is not None:
+        key = "elastic_net"
     return EstimatorModel(name=name, key=key, task=task, params=params, seed=seed)

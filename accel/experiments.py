@@ -1,0 +1,414 @@
+"""Every experiment recorded so far, side by side: accuracy, time and memory, with the Pareto fronts.
+
+Sources, found under a folder (recursively):
+
+- run records written by ``accel run`` (one row per arm that ran);
+- Optuna studies in SQLite files (``*.db``) written by ``accel hpo``: per study the default
+  baseline and the retrained best on the hold-out, or, for a study that never finished, its
+  best trial; with ``trials=True`` every completed trial as well;
+- ``accel hpo`` records whose study is not in any of those files (a study kept in another
+  database), from the record itself.
+
+A Pareto front is only meaningful between comparable rows, so rows are grouped by what they
+were scored on (workflow, data sample, split, seed, metric and evaluation rows); within each
+group a row is on the front of metric versus time when no other row is at least as good on
+both and better on one (the same for metric versus peak memory).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+
+#: Whether a larger value of a metric is better.
+HIGHER_IS_BETTER = {"auc": True, "accuracy": True, "r2": True, "rmse": False, "mae": False, "log_loss": False}
+
+#: The parameters shown for each model, with the short names the table uses.
+KEY_PARAMS = {
+    "xgboost": (("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
+    "random_forest": (("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
+    "logistic_regression": (("C", "C"), ("l1_ratio", "l1_ratio")),
+    "linear_regression": (("alpha", "alpha"), ("l1_ratio", "l1_ratio")),
+    "knn": (("n_neighbors", "k"), ("weights", "weights")),
+}
+
+#: The stages of a run record that train and score the model: what a search times too.
+MODEL_STAGES = ("to_device", "train", "predict")
+
+
+@dataclass
+class Row:
+    """One experiment: what ran where, how good, how long, how much memory."""
+
+    name: str
+    workflow: str
+    arm: str
+    device: str
+    precision: str
+    batch_rows: str
+    model: str
+    metric_name: str
+    metric: float
+    evaluated_on: str
+    seconds: float
+    peak_host_mb: float | None
+    peak_device_mb: float | None
+    group: str
+    source: str
+    total_seconds: float | None = None
+    pareto: bool = False
+    pareto_memory: bool = False
+
+    @property
+    def peak_mb(self) -> float | None:
+        """The memory that limits this arm: device memory on the GPU arm, host RSS on the CPU arm."""
+        if self.arm == "gpu" and self.peak_device_mb is not None:
+            return self.peak_device_mb
+        return self.peak_host_mb
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "peak_mb": self.peak_mb}
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def describe_model(name: str, params: dict[str, Any] | None) -> str:
+    """``xgboost rounds=300 depth=8 lr=0.1``: the model and its key parameters."""
+    params = params or {}
+    keys = KEY_PARAMS.get(name, tuple((k, k) for k in params))
+    shown = " ".join(f"{short}={_fmt_value(params[k])}" for k, short in keys if params.get(k) is not None)
+    return f"{name} {shown}".strip()
+
+
+def model_seconds(result: dict[str, Any]) -> float:
+    """Seconds to build the model input, train and predict (what a search times), else the run's total."""
+    stages = result.get("stages") or {}
+    if all(isinstance(stages.get(s), (int, float)) for s in MODEL_STAGES):
+        return float(sum(stages[s] for s in MODEL_STAGES))
+    return _num(result.get("total_seconds"))
+
+
+def _workflow_label(record_workflow: str, config: dict[str, Any]) -> str:
+    data = config.get("data")
+    return f"table:{Path(str(data)).name}" if data else str(record_workflow or config.get("workflow", "?"))
+
+
+def _group(workflow: str, config: dict[str, Any], metric: str, evaluated_on: str) -> str:
+    rows = config.get("rows") or "all"
+    return f"{workflow} · rows {rows} · test {config.get('test_size', 0.2)} · seed {config.get('seed', '?')} · {metric} on {evaluated_on}"
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _metric_name(task: str | None) -> str:
+    return "rmse" if task == "regression" else "auc"
+
+
+def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
+    """One row per arm of an ``accel run`` record that ran (``status`` ok)."""
+    config = record.get("config") or {}
+    workflow = _workflow_label(record.get("workflow", ""), config)
+    metric = (record.get("parity") or {}).get("metric") or _metric_name(record.get("task"))
+    model = record.get("model") or {}
+    out = []
+    for arm, result in (record.get("arms") or {}).items():
+        if not isinstance(result, dict) or result.get("status") != "ok":
+            continue
+        device = str(result.get("device_used") or arm)
+        if result.get("device_name"):
+            device += f" ({result['device_name']})"
+        out.append(
+            Row(
+                name=f"run {Path(source).stem}",
+                workflow=workflow,
+                arm=arm,
+                device=device,
+                precision=str(config.get("precision") or result.get("precision") or "fp32"),
+                batch_rows=str(config.get("batch_rows") or result.get("batch_rows") or "all"),
+                model=describe_model(str(model.get("name", config.get("model", "?"))), model.get("params")),
+                metric_name=metric,
+                metric=_num((result.get("metrics") or {}).get(metric)),
+                evaluated_on="hold-out",
+                seconds=model_seconds(result),
+                peak_host_mb=result.get("peak_host_mb"),
+                peak_device_mb=result.get("peak_device_mb"),
+                group=_group(workflow, config, metric, "hold-out"),
+                source=source,
+                total_seconds=result.get("total_seconds"),
+            )
+        )
+    return out
+
+
+def _hpo_rows(
+    study: str,
+    config: dict[str, Any],
+    metric: str,
+    baseline: dict[str, Any] | None,
+    summary: dict[str, Any] | None,
+    best_trial: dict[str, Any] | None,
+    source: str,
+) -> list[Row]:
+    """Rows of one search: its default baseline and its retrained best (or its best trial so far)."""
+    workflow = _workflow_label(config.get("workflow", ""), config)
+    model = str(config.get("model", "xgboost"))
+    precision = str(config.get("precision") or "fp32")
+    batch_rows = str(config.get("batch_rows") or "all")
+
+    def row(name: str, entry: dict[str, Any], evaluated_on: str, arm: str | None = None) -> Row:
+        arm = arm or str(entry.get("arm") or "cpu")
+        return Row(
+            name=name,
+            workflow=workflow,
+            arm=arm,
+            device=str(entry.get("device_used") or arm),
+            precision=precision,
+            batch_rows=batch_rows,
+            model=describe_model(model, entry.get("params")),
+            metric_name=metric,
+            metric=_num(entry.get("metric")),
+            evaluated_on=evaluated_on,
+            seconds=_num(entry.get("seconds")),
+            peak_host_mb=entry.get("peak_host_mb"),
+            peak_device_mb=entry.get("peak_device_mb"),
+            group=_group(workflow, config, metric, evaluated_on),
+            source=source,
+        )
+
+    out = []
+    if baseline:
+        out.append(row(f"{study}: default", baseline, "hold-out"))
+    final = (summary or {}).get("final") or {}
+    if final.get("metric") is not None:
+        out.append(row(f"{study}: tuned (trial {final.get('trial')})", final, "hold-out"))
+        cpu = ((summary or {}).get("arms") or {}).get("cpu") or {}
+        if final.get("arm") == "gpu" and cpu.get("status") == "ok":
+            out.append(row(f"{study}: tuned (trial {final.get('trial')}), CPU arm", {**cpu, "params": final.get("params")}, "hold-out", "cpu"))
+    elif best_trial:
+        out.append(row(f"{study}: best trial {best_trial.get('number')} (unfinished)", best_trial, "validation (subset trial)"))
+    return out
+
+
+def is_optuna_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite file holding Optuna's tables (opened read-only)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return {"studies", "trials", "study_user_attributes"} <= names
+
+
+def _trained_params(trial: Any) -> dict[str, Any]:
+    """A trial's parameters with the rounds it really boosted (a subset trial uses a share of them)."""
+    rounds = trial.user_attrs.get("rounds")
+    return {**trial.params, **({"n_estimators": rounds} if rounds else {})}
+
+
+def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list[Row], set[str]]:
+    """Rows of every study in one Optuna storage; and the names of those studies."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from accel.hpo import direction_of, open_storage
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = open_storage(url)
+    out: list[Row] = []
+    names: set[str] = set()
+    for summary in storage.get_all_studies():
+        attrs = summary.user_attrs
+        config = (attrs.get("accel") or {}).get("config") or {}
+        names.add(summary.study_name)
+        metric = attrs.get("metric") or direction_of("binary")[0]
+        trials = storage.get_all_trials(summary._study_id, deepcopy=False, states=(TrialState.COMPLETE,))  # noqa: SLF001
+        maximize = summary.directions[0].name == "MAXIMIZE"
+        best = None
+        if trials:
+            t = max(trials, key=lambda t: t.value if maximize else -t.value)
+            best = {"number": t.number, "metric": t.value, **t.user_attrs, "params": _trained_params(t)}
+        out += _hpo_rows(summary.study_name, config, metric, attrs.get("baseline"), attrs.get("summary"), best, source)
+        if include_trials:
+            workflow = _workflow_label(config.get("workflow", ""), config)
+            model = str(config.get("model", "xgboost"))
+            for t in trials:
+                on = "validation (subset trial)"
+                out.append(
+                    Row(
+                        name=f"{summary.study_name}: trial {t.number}",
+                        workflow=workflow,
+                        arm=str(t.user_attrs.get("arm") or "cpu"),
+                        device=str(t.user_attrs.get("device_used") or t.user_attrs.get("arm") or "cpu"),
+                        precision=str(config.get("precision") or "fp32"),
+                        batch_rows=str(config.get("batch_rows") or "all"),
+                        model=describe_model(model, _trained_params(t)),
+                        metric_name=metric,
+                        metric=_num(t.value),
+                        evaluated_on=on,
+                        seconds=_num(t.user_attrs.get("seconds")),
+                        peak_host_mb=t.user_attrs.get("peak_host_mb"),
+                        peak_device_mb=t.user_attrs.get("peak_device_mb"),
+                        group=_group(workflow, config, metric, on),
+                        source=source,
+                    )
+                )
+    return out, names
+
+
+def collect(folder: Path, storages: list[str] | None = None, include_trials: bool = False) -> tuple[list[Row], list[str]]:
+    """Every row under ``folder`` (and in ``storages``), fronts marked; and notes on what was skipped."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AccelError(f"no folder {str(folder)!r}: give the folder that holds run records and hpo.db (default runs/)")
+    rows: list[Row] = []
+    notes: list[str] = []
+    studies: set[str] = set()
+    sources = [(f"sqlite:///{p.resolve()}", str(p)) for p in sorted(folder.rglob("*.db")) if is_optuna_sqlite(p)]
+    sources += [(url, url) for url in storages or []]
+    for url, source in sources:
+        found, names = rows_from_storage(url, source, include_trials)
+        rows += found
+        studies |= names
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            notes.append(f"skipped {path}: not a JSON record")
+            continue
+        if not isinstance(record, dict) or "benchmark" in record:
+            continue  # benchmark results and earlier experiments tables are not experiments
+        if record.get("kind") == "hpo":
+            study = (record.get("study") or {}).get("name")
+            if study not in studies:  # its storage is elsewhere: the record says what it found
+                rows += _hpo_rows(
+                    str(study), record.get("config") or {}, (record.get("study") or {}).get("metric", "auc"),
+                    record.get("baseline"), record, record.get("best_trial"), str(path),
+                )  # fmt: skip
+            continue
+        if "arms" in record:
+            rows += rows_from_run_record(record, str(path))
+    rows = [r for r in rows if not math.isnan(r.metric)]
+    mark_fronts(rows)
+    return rows, notes
+
+
+def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_better: bool) -> list[bool]:
+    """Which points no other point dominates (as good or better on both, strictly better on one).
+
+    A point without a cost (None or NaN) is never on the front and never dominates.
+    """
+    sign = 1.0 if higher_is_better else -1.0
+    pts = [(sign * m, c) for m, c in zip(metrics, costs)]
+    valid = [c is not None and not math.isnan(c) for _, c in pts]
+    out = []
+    for i, (mi, ci) in enumerate(pts):
+        if not valid[i]:
+            out.append(False)
+            continue
+        dominated = any(
+            valid[j] and mj >= mi and cj <= ci and (mj > mi or cj < ci) for j, (mj, cj) in enumerate(pts) if j != i
+        )
+        out.append(not dominated)
+    return out
+
+
+def mark_fronts(rows: list[Row]) -> None:
+    """Set ``pareto`` (metric vs seconds) and ``pareto_memory`` (metric vs peak MB) within each group."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    for members in groups.values():
+        higher = HIGHER_IS_BETTER.get(members[0].metric_name, True)
+        metrics = [r.metric for r in members]
+        for r, on in zip(members, pareto_mask(metrics, [r.seconds for r in members], higher)):
+            r.pareto = on
+        for r, on in zip(members, pareto_mask(metrics, [r.peak_mb for r in members], higher)):
+            r.pareto_memory = on
+
+
+def plot(rows: list[Row], path: Path) -> Path:
+    """A PNG of metric versus seconds (log scale), one colour per group, each group's front drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    for i, (group, members) in enumerate(sorted(groups.items())):
+        color = f"C{i % 10}"
+        ax.scatter([r.seconds for r in members], [r.metric for r in members], color=color, alpha=0.6, s=28, label=group)
+        front = sorted((r for r in members if r.pareto), key=lambda r: r.seconds)
+        if front:
+            ax.step([r.seconds for r in front], [r.metric for r in front], where="post", color=color, linewidth=1.5)
+            ax.scatter([r.seconds for r in front], [r.metric for r in front], color=color, edgecolor="black", s=60, zorder=3)
+    metric_names = sorted({r.metric_name for r in rows})
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds (log scale)")
+    ax.set_ylabel(" / ".join(metric_names))
+    ax.set_title("metric versus time; Pareto fronts outlined")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
+
+
+def render(rows: list[Row], console: Any) -> None:
+    """One table: a section per comparison group, one row per experiment, the fronts marked."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title="experiments — seconds: model input + training + prediction; memory: GPU arm device peak, CPU arm host RSS",
+        caption="front: ★t on the metric-versus-time Pareto front of its group, ★m on the metric-versus-memory front",
+    )
+    columns = ("name", "workflow", "arm", "device", "precision", "batch rows", "model", "metric", "seconds", "peak MB", "front")
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("metric", "seconds", "peak MB") else "left")
+    for group in sorted({r.group for r in rows}):
+        table.add_row(f"[bold]{escape(group)}[/]", *[""] * (len(columns) - 1), end_section=True)
+        members = sorted((r for r in rows if r.group == group), key=lambda r: (math.isnan(r.seconds), r.seconds))
+        for i, r in enumerate(members):
+            front = " ".join(x for x, on in (("★t", r.pareto), ("★m", r.pareto_memory)) if on)
+            mb = "—" if r.peak_mb is None else f"{r.peak_mb:.0f}"
+            secs = "—" if math.isnan(r.seconds) else f"{r.seconds:.2f}"
+            table.add_row(
+                escape(r.name), escape(r.workflow), r.arm, escape(r.device), r.precision, r.batch_rows, escape(r.model),
+                f"{r.metric_name} {r.metric:.4f}", secs, mb, front, end_section=i == len(members) - 1,
+            )  # fmt: skip
+    console.print(table)
+
+
+def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
+    """The result JSON (``benchmark: experiments``) a report generator reads."""
+    from datetime import datetime, timezone
+
+    return {
+        "benchmark": "experiments",
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "folder": str(folder),
+        "rows": [r.as_dict() for r in rows],
+        "groups": sorted({r.group for r in rows}),
+    }

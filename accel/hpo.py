@@ -1,0 +1,1107 @@
+"""Hyperparameter search with Optuna: a baseline first, cheap trials on a subset, the best few on all rows.
+
+The way practitioners trade accuracy against time:
+
+1. **Default baseline**: the model with its default parameters, trained on all training rows
+   and scored on the hold-out (exactly what ``accel run`` trains).
+2. **Subset-first trials**: an Optuna study (TPE sampler with a fixed seed) over the model's
+   search space (:data:`SEARCH_SPACES`, overridable in the workflow file). Each trial trains on
+   a stratified subset of the training rows (a plain seeded subset for regression) with a
+   share of the boosting rounds / trees, and is scored on a validation part of the training
+   rows, never on the hold-out. XGBoost reports its validation metric every round, so Optuna's
+   pruner stops unpromising trials early.
+3. **Top-k on all rows**: the best ``top`` trials are trained again on every fitting row with
+   all their rounds (early stopping on the validation part) and compared.
+4. **Retrained best**: the winner is retrained on all training rows and scored on the hold-out;
+   the CPU baseline arm trains the same final model for its time.
+
+Features are computed once per study on the arm (and once per worker process in parallel
+mode). Every trial's seconds and peak memory are trial user attributes in the study storage
+(``sqlite:///<out>/hpo.db`` by default, or any database URL Optuna accepts), so the trade-off
+can be read back later (``accel experiments``).
+
+Interrupted studies: Optuna leaves the trial that was running when the process died in state
+RUNNING. ``resume`` marks every such trial FAILED with the reason (user attributes ``error``
+and ``interrupted``) before it continues; they do not count towards ``trials``. Resuming
+assumes no other process is still working on the study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+from accel.backend import Backend
+from accel.errors import AccelError
+from accel.memory import MemoryMonitor, to_mb
+from accel.metrics import task_metrics
+from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
+
+# --------------------------------------------------------------------------- search spaces
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One parameter's search distribution, or a fixed value (``kind="fixed"``)."""
+
+    kind: str  # "int" | "float" | "categorical" | "fixed"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple = ()
+    value: Any = None
+
+    def describe(self) -> dict[str, Any]:
+        if self.kind == "fixed":
+            return {"fixed": self.value}
+        if self.kind == "categorical":
+            return {"choices": list(self.choices)}
+        out: dict[str, Any] = {"type": self.kind, "low": self.low, "high": self.high, "log": self.log}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+
+def _int(low: int, high: int, log: bool = False) -> Dist:
+    return Dist("int", low, high, log)
+
+
+def _float(low: float, high: float, log: bool = False) -> Dist:
+    return Dist("float", low, high, log)
+
+
+def _choice(*choices: Any) -> Dist:
+    return Dist("categorical", choices=tuple(choices))
+
+
+#: Built-in search spaces. ``n_estimators`` is the most rounds (trees) a model may use: XGBoost
+#: stops early on the validation part, so the rounds that count are found, not guessed.
+SEARCH_SPACES: dict[str, dict[str, Dist]] = {
+    "xgboost": {
+        "learning_rate": _float(0.01, 0.3, log=True),
+        "max_depth": _int(3, 12),
+        "min_child_weight": _float(0.5, 64.0, log=True),
+        "subsample": _float(0.5, 1.0),
+        "colsample_bytree": _float(0.4, 1.0),
+        "reg_lambda": _float(1e-3, 100.0, log=True),
+        "reg_alpha": _float(1e-3, 10.0, log=True),
+        "n_estimators": _int(100, 1000, log=True),
+    },
+    "random_forest": {
+        "n_estimators": _int(50, 500, log=True),
+        "max_depth": _int(4, 32),
+        "max_features": _choice("sqrt", "log2", 0.25, 0.5, 0.75, 1.0),
+    },
+    # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
+    "logistic_regression": {"C": _float(1e-3, 100.0, log=True), "l1_ratio": _choice(0.0, 0.5, 1.0)},
+    # Tuning a linear regression means choosing its penalty: an elastic net (alpha, l1_ratio).
+    "linear_regression": {"alpha": _float(1e-4, 10.0, log=True), "l1_ratio": _float(0.0, 1.0)},
+    "knn": {"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
+}
+
+#: Models whose ``n_estimators`` is a number of rounds / trees a subset trial scales down.
+ROUNDS_MODELS = {"xgboost", "random_forest"}
+
+
+def known_parameters(model: str) -> list[str]:
+    """Parameters a search space may name for ``model``: its search space and its settings."""
+    from accel.config import RunConfig
+
+    settings = RunConfig.model_fields[model].annotation.model_fields  # type: ignore[union-attr]
+    return sorted(set(SEARCH_SPACES[model]) | set(settings))
+
+
+def check_search_space(model: str, params: dict[str, Any]) -> None:
+    """Raise a one-line :class:`AccelError` for a parameter ``model`` does not have.
+
+    Raised (not ``ValueError``) from the config validator on purpose: pydantic lets it through
+    as it is, so the message stays one line naming the parameter.
+    """
+    known = known_parameters(model)
+    for name in params:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise AccelError(
+                f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}"
+            )
+
+
+def _setting_is_int(model: str, name: str) -> bool:
+    """Whether ``model``'s setting ``name`` takes whole numbers (for a range over a parameter without a built-in one)."""
+    from accel.config import RunConfig
+
+    settings = RunConfig.model_fields[model].annotation.model_fields  # type: ignore[union-attr]
+    info = settings.get(name)
+    return info is not None and info.annotation is int
+
+
+def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
+    """A :class:`Dist` from a workflow file's override of one parameter."""
+    if isinstance(value, list):
+        return Dist("categorical", choices=tuple(value))
+    if value is None or isinstance(value, (int, float, str, bool)):
+        return Dist("fixed", value=value)
+    # A SearchRange (accel.config): low/high(/log/step) or choices.
+    if value.choices is not None:
+        return Dist("categorical", choices=tuple(value.choices))
+    if default is not None and default.kind in ("int", "float"):
+        is_int = default.kind == "int"
+    else:
+        is_int = _setting_is_int(model, name)
+    low, high = (int(value.low), int(value.high)) if is_int else (float(value.low), float(value.high))
+    step = None if value.step is None else (int(value.step) if is_int else float(value.step))
+    return Dist("int" if is_int else "float", low, high, bool(value.log), step)
+
+
+def resolve_space(model: str, overrides: dict[str, Any] | None) -> dict[str, Dist]:
+    """The built-in space of ``model`` with a workflow file's overrides applied."""
+    space = dict(SEARCH_SPACES[model])
+    for name, value in (overrides or {}).items():
+        space[name] = _override(model, name, space.get(name), value)
+    return space
+
+
+def suggest(trial: Any, space: dict[str, Dist]) -> dict[str, Any]:
+    """Parameter values for one trial (fixed values as they are)."""
+    out: dict[str, Any] = {}
+    for name, d in space.items():
+        if d.kind == "fixed":
+            out[name] = d.value
+        elif d.kind == "int":
+            step = 1 if d.log or d.step is None else int(d.step)
+            out[name] = trial.suggest_int(name, int(d.low), int(d.high), log=d.log, step=step)
+        elif d.kind == "float":
+            out[name] = trial.suggest_float(name, float(d.low), float(d.high), log=d.log, step=None if d.log else d.step)
+        else:
+            out[name] = trial.suggest_categorical(name, list(d.choices))
+    return out
+
+
+# --------------------------------------------------------------------------- storage and study
+
+#: Settings a run may change when it resumes a study; every other setting defines the study.
+RUN_ONLY = {"device", "out"}
+HPO_RUN_ONLY = {"trials", "timeout", "top", "storage", "study"}
+
+
+def direction_of(task: str) -> tuple[str, str]:
+    """(metric, direction) the study optimises for ``task``."""
+    return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
+
+
+def redact(url: str) -> str:
+    """A storage URL without its password, for messages and records."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it as given
+        return url
+
+
+def default_storage(out: Path) -> str:
+    return "sqlite:///" + str((Path(out) / "hpo.db").resolve())
+
+
+def open_storage(url: str) -> Any:
+    """Optuna's RDB storage for ``url``; a one-line error when it cannot be reached."""
+    import optuna
+
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # Several processes (Dask workers) write one SQLite file: wait for the lock, do not fail.
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return optuna.storages.RDBStorage(url, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - bad URL, missing driver, unreachable server, unwritable file
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise AccelError(f"cannot open study storage {redact(url)!r}: {type(exc).__name__}: {first} (check --storage)") from None
+
+
+def _quiet_optuna() -> None:
+    import optuna
+
+    # Our own progress lines replace Optuna's log; a failing trial is one line, not a traceback.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def _sampler(seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
+
+def _pruner(kind: str) -> Any:
+    import optuna
+
+    if kind == "none":
+        return optuna.pruners.NopPruner()
+    # Five trials before any pruning, and ten rounds into each trial before judging it.
+    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
+
+
+def mark_interrupted(study: Any) -> list[int]:
+    """Mark trials left RUNNING by a process that died as FAILED, with the reason; their numbers."""
+    from optuna.trial import TrialState
+
+    storage = study._storage  # noqa: SLF001 - the documented way to change another trial's state
+    marked = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        storage.set_trial_user_attr(trial._trial_id, "interrupted", True)  # noqa: SLF001
+        storage.set_trial_user_attr(
+            trial._trial_id,  # noqa: SLF001
+            "error",
+            "interrupted: the process running this trial stopped; marked failed on --resume",
+        )
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # noqa: SLF001
+        marked.append(trial.number)
+    return marked
+
+
+def counted_trials(study: Any) -> int:
+    """Trials that count towards ``--trials``: finished ones, except those failed by an interruption."""
+    from optuna.trial import TrialState
+
+    n = 0
+    for t in study.get_trials(deepcopy=False):
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
+            n += 1
+        elif t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"):
+            n += 1
+    return n
+
+
+def trial_counts(study: Any) -> dict[str, int]:
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    return {
+        "total": len(trials),
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        "failed": sum(not t.user_attrs.get("interrupted") for t in failed),
+        "interrupted": sum(bool(t.user_attrs.get("interrupted")) for t in failed),
+        "running": sum(t.state == TrialState.RUNNING for t in trials),
+    }
+
+
+def study_label(config: Any) -> str:
+    """A short name for what a study searches: ``flights-xgboost`` or ``table-<file>-<model>``."""
+    if config.data is None:
+        return f"{config.workflow}-{config.model}"
+    return f"table-{Path(str(config.data)).stem}-{config.model}"
+
+
+def _search_identity(config: Any) -> dict[str, Any]:
+    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON."""
+    dump = config.model_dump(mode="json")
+    for key in RUN_ONLY:
+        dump.pop(key, None)
+    for key in HPO_RUN_ONLY:
+        dump["hpo"].pop(key, None)
+    return dump
+
+
+def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} in the study, {b!r} now")
+    return out
+
+
+@dataclass
+class OpenedStudy:
+    study: Any
+    storage_url: str
+    config: Any
+    workflow: Any
+    resumed: bool
+    interrupted: list[int] = field(default_factory=list)
+
+
+def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
+    """Plan the workflow and create the study, or load it for ``resume``; refusals are one line.
+
+    ``given`` holds the settings the user gave explicitly (``"seed"``, ``"hpo.subset"``, ...):
+    on resume the study's stored settings win, and an explicit setting that differs from them
+    is an error naming it. Nothing is written to the storage before every check has passed
+    (the workflow is planned first: a user's table is read and checked then).
+    """
+    import optuna
+
+    from accel.config import RunConfig
+    from accel.pairing import build_workflow
+
+    _quiet_optuna()
+    url = config.hpo.storage or default_storage(config.out)
+    storage = open_storage(url)
+    name = config.hpo.study
+    existing = {s.study_name: s for s in storage.get_all_studies()}
+    if not resume:
+        if name is None:
+            name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+        if name in existing:
+            raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
+        workflow = build_workflow(config)
+        metric, direction = direction_of(workflow.task)
+        study = optuna.create_study(
+            storage=storage, study_name=name, direction=direction, sampler=_sampler(config.seed), pruner=_pruner(config.hpo.pruner)
+        )
+        study.set_user_attr("accel", {"identity": _search_identity(config), "config": config.model_dump(mode="json")})
+        study.set_user_attr("metric", metric)
+        return OpenedStudy(study, url, config, workflow, resumed=False)
+
+    if name is None:
+        if not existing:
+            raise AccelError(f"--resume: no study in {redact(url)} to resume (give --storage, or start one without --resume)")
+        name = max(existing.values(), key=lambda s: s._study_id).study_name  # noqa: SLF001 - the newest study
+    elif name not in existing:
+        known = ", ".join(sorted(existing)) or "none"
+        raise AccelError(f"--resume: no study named {name!r} in {redact(url)} (studies there: {known})")
+    accel_attrs = existing[name].user_attrs.get("accel")
+    if not accel_attrs:
+        raise AccelError(f"--resume: study {name!r} in {redact(url)} was not made by accel hpo")
+    stored = RunConfig.model_validate(accel_attrs["config"])
+    clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
+    if clashes:
+        raise AccelError(f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study")
+    # The study's own settings, with this run's trials, time-out, top-k, device and output.
+    hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
+    resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
+    workflow = build_workflow(resumed_config)
+    study = optuna.load_study(study_name=name, storage=storage, sampler=_sampler(config.seed), pruner=_pruner(stored.hpo.pruner))
+    interrupted = mark_interrupted(study)
+    return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
+
+
+def _given(difference: str, given: set[str]) -> bool:
+    key = difference.split(":", 1)[0]
+    return any(key == g or key.startswith(g + ".") for g in given)
+
+
+# --------------------------------------------------------------------------- data for the search
+
+
+@dataclass
+class SearchData:
+    """Model-ready rows of one arm, split for the search.
+
+    ``fit`` + ``valid`` are the training rows; ``subset`` is drawn from ``fit``; the hold-out
+    (``X_test``) is touched only by the default baseline and the retrained best.
+    """
+
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    y_test: Any
+    X_fit: Any
+    y_fit: Any
+    X_valid: Any
+    y_valid: Any
+    X_subset: Any
+    y_subset: Any
+    rows: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+
+def _take(frame: Any, positions: np.ndarray) -> Any:
+    return frame.iloc[positions].reset_index(drop=True)
+
+
+def _draw(n: int, share: float, y: np.ndarray | None, seed: int, what: str, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (kept, drawn) positions: ``share`` of ``n`` rows drawn, stratified on ``y`` when given."""
+    from sklearn.model_selection import train_test_split
+
+    positions = np.arange(n)
+    n_drawn = int(round(n * share))
+    if n_drawn < 1 or n - n_drawn < 1:
+        raise AccelError(f"{n} training rows are too few for a {what} of {share:g} (use more --rows or another share)")
+    try:
+        kept, drawn = train_test_split(positions, test_size=n_drawn, random_state=seed, stratify=y)
+    except ValueError:
+        if y is None:
+            raise
+        notes.append(f"{what}: a class has too few rows to stratify; drew a plain seeded sample")
+        kept, drawn = train_test_split(positions, test_size=n_drawn, random_state=seed)
+    return np.sort(kept), np.sort(drawn)
+
+
+def split_for_search(prepared: Any, task: str, validation: float, subset: float, seed: int) -> SearchData:
+    """Split the training rows into fitting and validation parts, and draw the subset trials use."""
+    y_host = _compat.to_numpy(prepared.y_train)
+    stratify = is_classification(task)
+    notes: list[str] = []
+    fit_pos, valid_pos = _draw(len(y_host), validation, y_host if stratify else None, seed, "validation part", notes)
+    X_fit, y_fit = _take(prepared.X_train, fit_pos), _take(prepared.y_train, fit_pos)
+    if subset >= 1:
+        X_sub, y_sub, n_sub = X_fit, y_fit, len(fit_pos)
+    else:
+        y_fit_host = y_host[fit_pos]
+        _, sub_pos = _draw(len(fit_pos), subset, y_fit_host if stratify else None, seed + 1, "subset", notes)
+        X_sub, y_sub, n_sub = _take(X_fit, sub_pos), _take(y_fit, sub_pos), len(sub_pos)
+    return SearchData(
+        X_train=prepared.X_train,
+        y_train=prepared.y_train,
+        X_test=prepared.X_test,
+        y_test=prepared.y_test,
+        X_fit=X_fit,
+        y_fit=y_fit,
+        X_valid=_take(prepared.X_train, valid_pos),
+        y_valid=_take(prepared.y_train, valid_pos),
+        X_subset=X_sub,
+        y_subset=y_sub,
+        rows={
+            "train": len(y_host),
+            "fit": len(fit_pos),
+            "validation": len(valid_pos),
+            "subset": n_sub,
+            "test": len(prepared.y_test),
+        },
+        notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------- training one candidate
+
+
+@dataclass
+class Measured:
+    """One model trained and scored: its metrics, wall seconds and memory peaks."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    seconds: float = math.nan
+    peak_host_mb: float | None = None
+    peak_device_mb: float | None = None
+    rounds: int | None = None
+    device_used: str | None = None
+    rows: int = 0
+    arm: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@contextmanager
+def measured(backend: Backend, into: Measured) -> Iterator[None]:
+    """Time (device synchronised) and watch memory; fills ``into`` even when the body raises."""
+    monitor = MemoryMonitor(backend)
+    try:
+        with monitor:
+            backend.synchronize()
+            start = time.perf_counter()
+            try:
+                yield
+                backend.synchronize()
+            finally:
+                into.seconds = round(time.perf_counter() - start, 6)
+    finally:
+        into.peak_host_mb = to_mb(monitor.peak_host)
+        into.peak_device_mb = to_mb(monitor.peak_device)
+
+
+@dataclass
+class SearchContext:
+    """What every trial of one study on one arm needs."""
+
+    backend: Backend
+    task: str
+    model: str
+    n_classes: int
+    seed: int
+    base_params: dict[str, Any]
+    space: dict[str, Dist]
+    data: SearchData
+    metric: str
+    trial_rounds: float
+    early_stopping_rounds: int
+
+
+def train_and_score(
+    ctx: SearchContext,
+    params: dict[str, Any],
+    X: Any,
+    y: Any,
+    X_eval: Any,
+    y_eval: Any,
+    validate: bool,
+    callbacks: tuple = (),
+    out: Measured | None = None,
+) -> Measured:
+    """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
+
+    With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
+    early stopping and pruning; otherwise (the baseline and the final model) it boosts exactly
+    ``n_estimators`` rounds, as ``accel run`` does. Seconds cover building the model input,
+    training and predicting. Pass ``out`` to keep the seconds and memory of a run that raises
+    (a pruned trial).
+    """
+    backend = ctx.backend
+    out = out if out is not None else Measured()
+    out.rows, out.arm = len(y), backend.name
+    model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
+    with measured(backend, out):
+        model_input = model.to_device(backend, X, y)
+        if validate and isinstance(model, XGBoostModel):
+            fitted = model.fit_validated(
+                backend, model_input, X_eval, y_eval, early_stopping_rounds=ctx.early_stopping_rounds, callbacks=callbacks
+            )
+        else:
+            fitted = model.fit(backend, model_input)
+        prediction = model.predict(backend, fitted, X_eval)
+    out.device_used = model.device_used(backend, fitted)
+    wanted = "cuda" if backend.is_gpu else "cpu"
+    if not out.device_used.startswith(wanted):
+        # XGBoost only warns when it cannot use the GPU: that is no GPU result.
+        raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
+    if isinstance(model, XGBoostModel):
+        out.rounds = model.rounds_used(fitted)
+    out.metrics = task_metrics(ctx.task, _compat.to_numpy(y_eval), _compat.to_numpy(prediction))
+    return out
+
+
+def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> dict[str, Any]:
+    """The parameters a trial trains with: a subset trial gets a share of the rounds / trees."""
+    out = {**ctx.base_params, **params}
+    if subset and ctx.model in ROUNDS_MODELS and ctx.trial_rounds < 1 and "n_estimators" in out:
+        out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * ctx.trial_rounds)))
+    return out
+
+
+def first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0][:300]
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+class Objective:
+    """The trial: suggest, train on the subset, score on the validation part; the same on either arm."""
+
+    def __init__(self, ctx: SearchContext):
+        self.ctx = ctx
+
+    def __call__(self, trial: Any) -> float:
+        import optuna
+
+        ctx = self.ctx
+        params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
+        callbacks: tuple = ()
+        if ctx.model == "xgboost":
+            from optuna_integration.xgboost import XGBoostPruningCallback
+
+            callbacks = (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[ctx.task]}"),)
+        result = Measured(rows=len(ctx.data.y_subset))
+        trial.set_user_attr("arm", ctx.backend.name)
+        trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
+        try:
+            train_and_score(
+                ctx, params, ctx.data.X_subset, ctx.data.y_subset, ctx.data.X_valid, ctx.data.y_valid, True, callbacks, out=result
+            )
+        except optuna.TrialPruned:
+            raise
+        except Exception as exc:
+            # Marked failed with the reason; the study goes on (optimize's ``catch``).
+            trial.set_user_attr("error", first_line(exc))
+            raise
+        finally:
+            for key in ("seconds", "peak_host_mb", "peak_device_mb", "rows"):
+                trial.set_user_attr(key, _json_safe(getattr(result, key)))
+        trial.set_user_attr("rounds", result.rounds)
+        trial.set_user_attr("metrics", result.metrics)
+        trial.set_user_attr("device_used", result.device_used)
+        return result.metrics[ctx.metric]
+
+
+def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
+    """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds)."""
+    from accel.pairing import build_workflow
+
+    workflow = workflow or build_workflow(config)
+    start = time.perf_counter()
+    raw = workflow.load(backend)
+    prepared = workflow.features(backend, raw)
+    del raw
+    hpo = config.hpo
+    data = split_for_search(prepared, workflow.task, hpo.validation, hpo.subset, config.seed)
+    backend.synchronize()
+    seconds = time.perf_counter() - start
+    metric, _ = direction_of(workflow.task)
+    n_classes = len(getattr(getattr(workflow, "plan", None), "classes", None) or []) or 2
+    ctx = SearchContext(
+        backend=backend,
+        task=workflow.task,
+        model=config.model,
+        n_classes=n_classes,
+        seed=config.seed,
+        base_params=config.model_params(),
+        space=resolve_space(config.model, hpo.search_space.get(config.model)),
+        data=data,
+        metric=metric,
+        trial_rounds=hpo.trial_rounds,
+        early_stopping_rounds=hpo.early_stopping_rounds,
+    )
+    return ctx, workflow, seconds
+
+
+# --------------------------------------------------------------------------- running the trials
+
+
+def describe_trial(trial: Any, metric: str) -> str:
+    """One progress line for a finished trial."""
+    from optuna.trial import TrialState
+
+    attrs = trial.user_attrs
+    cost = ""
+    if attrs.get("seconds") is not None:
+        mb = attrs.get("peak_device_mb") or attrs.get("peak_host_mb")
+        cost = f" · {attrs['seconds']:.1f} s · peak {mb:.0f} MB" if mb is not None else f" · {attrs['seconds']:.1f} s"
+    if trial.state == TrialState.COMPLETE:
+        rounds = f" · {attrs['rounds']} rounds" if attrs.get("rounds") else ""
+        return f"trial {trial.number}: {metric} {trial.value:.4f}{rounds}{cost}"
+    if trial.state == TrialState.PRUNED:
+        step = trial.last_step
+        return f"trial {trial.number}: pruned after {step + 1 if step is not None else '?'} rounds{cost}"
+    return f"trial {trial.number}: failed: {attrs.get('error', 'no reason recorded')}{cost}"
+
+
+def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None]) -> None:
+    """Run ``n_trials`` more trials of ``study`` in this process."""
+    if n_trials <= 0:
+        return
+
+    def progress(study: Any, trial: Any) -> None:
+        log(describe_trial(trial, ctx.metric))
+
+    study.optimize(Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True)
+
+
+#: Per worker process: the search context of each study it has worked on (features once).
+_WORKER_CONTEXTS: dict[tuple[str, str], SearchContext] = {}
+
+
+def _worker_trials(spec: dict[str, Any]) -> int:
+    """A Dask task: run this worker's share of the trials, one at a time, on its own arm.
+
+    Each worker opens the shared storage itself, computes the features once (cached in the
+    process for the next task of the same study) and uses every thread Dask gave it.
+    """
+    import optuna
+    from distributed import get_worker
+
+    from accel.backend import get_backend
+    from accel.config import RunConfig
+
+    _quiet_optuna()
+    config = RunConfig.model_validate(spec["config"])
+    key = (spec["study"], spec["arm"])
+    ctx = _WORKER_CONTEXTS.get(key)
+    if ctx is None:
+        threads = max(1, int(get_worker().state.nthreads))
+        backend = dataclasses.replace(get_backend(spec["arm"]), n_threads=threads)
+        ctx, _, _ = build_context(config, backend)
+        _WORKER_CONTEXTS[key] = ctx
+    storage = open_storage(spec["storage"])
+    # Seeds differ per worker, so that the workers' first (random) trials differ.
+    study = optuna.load_study(
+        study_name=spec["study"], storage=storage, sampler=_sampler(config.seed + 1000 * spec["index"]), pruner=_pruner(config.hpo.pruner)
+    )
+    timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
+    if timeout == 0.0:
+        return 0
+    before = len(study.get_trials(deepcopy=False))
+    study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
+    return len(study.get_trials(deepcopy=False)) - before
+
+
+def run_trials_on_client(
+    client: Any,
+    study: Any,
+    storage_url: str,
+    config: Any,
+    arm: str,
+    n_trials: int,
+    timeout: float | None,
+    log: Callable[[str], None],
+) -> int:
+    """Run ``n_trials`` more trials on the Dask workers of ``client``, one trial per worker at a time.
+
+    Each worker gets one task holding its share of the trials (shares differ by at most one),
+    so no worker ever runs two trials at once; all share the study through ``storage_url``.
+    Progress is read back from the storage. Returns the number of workers used.
+    """
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:
+        raise AccelError("the Dask cluster has no workers")
+    if n_trials <= 0:
+        return len(workers)
+    deadline = None if timeout is None else time.time() + timeout
+    shares = [n_trials // len(workers) + (i < n_trials % len(workers)) for i in range(len(workers))]
+    futures = []
+    for i, (worker, share) in enumerate(zip(workers, shares)):
+        if share == 0:
+            continue
+        spec = {
+            "config": config.model_dump(mode="json"),
+            "study": study.study_name,
+            "storage": storage_url,
+            "arm": arm,
+            "n_trials": share,
+            "deadline": deadline,
+            "index": i,
+        }
+        futures.append(
+            client.submit(_worker_trials, spec, workers=[worker], allow_other_workers=False, pure=False, key=f"accel-hpo-{study.study_name}-{i}")
+        )
+    seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
+    pending = futures
+    while pending:
+        time.sleep(0.5)
+        for fut in [f for f in pending if f.done()]:
+            if fut.status == "error":
+                log(f"a worker's trials stopped: {first_line(fut.exception())}")
+        pending = [f for f in pending if not f.done()]
+        for t in study.get_trials(deepcopy=False):
+            if t.state.is_finished() and t.number not in seen:
+                seen.add(t.number)
+                log(describe_trial(t, study_metric(study)))
+    return len(workers)
+
+
+def study_metric(study: Any) -> str:
+    return str(study.user_attrs.get("metric", "value"))
+
+
+@contextmanager
+def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
+
+    ``local``: a LocalCluster of worker processes on this machine (``workers`` of them, default
+    as many as cores, up to 4), the cores shared out between them, the dashboard on 127.0.0.1
+    only. ``local-cuda``: Dask-CUDA's LocalCUDACluster, one worker per GPU. A scheduler address
+    must answer within 5 seconds.
+    """
+    if cluster is None and scheduler is None:
+        yield None
+        return
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except Exception as exc:  # noqa: BLE001 - OSError/TimeoutError from an address nobody answers
+            raise AccelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r} ({first_line(exc)})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    if cluster == "local":
+        n = workers or max(1, min(4, backend_threads))
+        local = LocalCluster(
+            n_workers=n,
+            threads_per_worker=max(1, backend_threads // n),
+            processes=True,
+            dashboard_address="127.0.0.1:0",
+            silence_logs=logging.ERROR,
+        )
+    elif cluster == "local-cuda":
+        from accel.backend import probe_gpu
+
+        probe = probe_gpu()
+        if not probe.usable:
+            raise AccelError(f"--cluster local-cuda: no usable GPU here: {probe.reason}")
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel[gpu-cu12]'") from None
+        local = LocalCUDACluster(dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    else:
+        raise AccelError(f"--cluster must be local or local-cuda, not {cluster!r}")
+    client = Client(local)
+    try:
+        yield client
+    finally:
+        client.close()
+        local.close()
+
+
+# --------------------------------------------------------------------------- the whole search
+
+
+@dataclass
+class SearchRequest:
+    """How to run one search (settings that are not part of the study)."""
+
+    resume: bool = False
+    given: set[str] = field(default_factory=set)
+    cluster: str | None = None
+    scheduler: str | None = None
+    workers: int | None = None
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _best_trials(study: Any, k: int) -> list[Any]:
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    reverse = study.direction == StudyDirection.MAXIMIZE
+    done.sort(key=lambda t: (t.value, -t.number) if reverse else (-t.value, -t.number), reverse=True)
+    picked, seen = [], set()
+    for t in done:
+        key = repr(sorted(t.params.items()))
+        if key not in seen:  # the same parameters twice would waste a full-data run
+            seen.add(key)
+            picked.append(t)
+        if len(picked) == k:
+            break
+    return picked
+
+
+def _better(a: float, b: float, direction: str) -> bool:
+    return a > b if direction == "maximize" else a < b
+
+
+def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] = _log) -> tuple[dict[str, Any], Path]:
+    """The whole search for ``config``: baseline, trials, top-k, retrained best, CPU arm; the record.
+
+    Everything that can be refused (output folder, device, Dask cluster, storage, study name,
+    ``--resume``, the user's table) is checked before the study is created or changed and
+    before the first model trains.
+    """
+    from accel.backend import cpu_backend, get_backend, probe_gpu
+    from accel.record import ensure_writable
+
+    out = ensure_writable(config.out)
+    if config.device == "cpu":
+        backend, gpu_note = cpu_backend(), "not requested (--device cpu)"
+    elif config.device == "gpu" or probe_gpu().usable:
+        backend, gpu_note = get_backend("gpu"), None  # raises DeviceUnavailable (exit 2) with the reason
+    else:
+        backend, gpu_note = cpu_backend(), f"GPU unavailable: {probe_gpu().reason}"
+    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
+        opened = open_study(config, request.given, request.resume)
+        return _search(opened, backend, gpu_note, client, request, out, log)
+
+
+def _search(
+    opened: OpenedStudy,
+    search_backend: Backend,
+    gpu_note: str | None,
+    client: Any,
+    request: SearchRequest,
+    out: Path,
+    log: Callable[[str], None],
+) -> tuple[dict[str, Any], Path]:
+    from accel.backend import cpu_backend
+    from accel.environment import collect_environment
+    from accel.record import SCHEMA_VERSION, new_run_id, record_stem, write_record
+
+    config, study, workflow = opened.config, opened.study, opened.workflow
+    metric, direction = direction_of(workflow.task)
+    if (direction == "maximize") != (study.direction.name == "MAXIMIZE"):
+        raise AccelError(f"study {study.study_name!r} optimises the other way from this task's {metric}; start a new --study")
+
+    started = datetime.now(timezone.utc)
+    arm_label = "GPU arm" if search_backend.is_gpu else "CPU arm"
+    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
+    if opened.interrupted:
+        log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
+    log(f"search on the {arm_label}" + (f" (GPU arm skipped: {gpu_note})" if gpu_note else ""))
+
+    phases: dict[str, float] = {}
+    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow)
+    rows = ctx.data.rows
+    log(
+        f"features: {phases['features']:.1f} s · training rows {rows['train']:,} (fit {rows['fit']:,}, "
+        f"validation {rows['validation']:,}, trial subset {rows['subset']:,}) · hold-out {rows['test']:,}"
+    )
+    for note in ctx.data.notes:
+        log(f"  note: {note}")
+
+    # 1. The default baseline: the model accel run trains, on all training rows, on the hold-out.
+    baseline = study.user_attrs.get("baseline")
+    if baseline is None:
+        t0 = time.perf_counter()
+        base = train_and_score(ctx, ctx.base_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
+        phases["baseline"] = time.perf_counter() - t0
+        baseline = {"params": dict(ctx.base_params), **base.as_dict(), "metric": base.metrics[metric], "evaluated_on": "hold-out"}
+        study.set_user_attr("baseline", _json_safe(baseline))
+    log(f"default baseline: {metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
+
+    # 2. Subset-first trials, here or on the Dask workers.
+    done_before = counted_trials(study)
+    remaining = max(0, config.hpo.trials - done_before)
+    log(
+        f"trials: {remaining} to run ({done_before} done of {config.hpo.trials}) on {rows['subset']:,} rows "
+        f"({config.hpo.subset:g} of the fitting rows), rounds × {config.hpo.trial_rounds:g}"
+        + (f", time-out {config.hpo.timeout:g} s" if config.hpo.timeout else "")
+    )
+    t0 = time.perf_counter()
+    n_workers = 1
+    if client is None:
+        run_trials(study, ctx, remaining, config.hpo.timeout, log)
+    else:
+        n_workers = run_trials_on_client(client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log)
+    phases["trials"] = time.perf_counter() - t0
+    counts = trial_counts(study)
+    log(
+        f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
+        + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
+        + f" · {phases['trials']:.1f} s"
+    )
+
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "hpo",
+        "run_id": new_run_id(started),
+        "workflow": workflow.name,
+        "task": workflow.task,
+        "model": config.model,
+        "started_at": started.isoformat(),
+        "study": {
+            "name": study.study_name,
+            "storage": redact(opened.storage_url),
+            "metric": metric,
+            "direction": direction,
+            "resumed": opened.resumed,
+            "interrupted_trials": opened.interrupted,
+            "sampler": f"TPESampler(seed={config.seed})",
+            "pruner": config.hpo.pruner,
+        },
+        "config": config.model_dump(mode="json"),
+        "search": {
+            "arm": search_backend.name,
+            "gpu_arm": "used" if search_backend.is_gpu else f"skipped: {gpu_note}",
+            "rows": rows,
+            "subset": config.hpo.subset,
+            "trial_rounds": config.hpo.trial_rounds,
+            "validation": config.hpo.validation,
+            "space": {k: v.describe() for k, v in ctx.space.items()},
+            "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
+            "notes": ctx.data.notes,
+        },
+        "trials": counts,
+        "baseline": baseline,
+    }
+
+    def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+        record["arms"] = arms
+        both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
+        record["speedup"] = {"final_model": arms["cpu"]["seconds"] / arms["gpu"]["seconds"] if both and arms["gpu"]["seconds"] else math.nan}
+        record["phases_seconds"] = {k: round(v, 3) for k, v in phases.items()}
+        record["finished_at"] = datetime.now(timezone.utc).isoformat()
+        record["environment"] = collect_environment()
+        keep = ("baseline", "best_trial", "top_k", "final", "arms", "speedup", "trials", "improvement", "phases_seconds")
+        study.set_user_attr("summary", _json_safe({k: record[k] for k in keep if k in record}))
+        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started))
+
+    best = _best_trials(study, config.hpo.top)
+    if not best:
+        reasons = sorted({t.user_attrs["error"] for t in study.get_trials(deepcopy=False) if t.user_attrs.get("error")})
+        record["final"] = {"status": "failed", "reason": "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")}
+        log(f"no tuned model: {record['final']['reason']}")
+        return finish({"gpu": _skipped_arm(gpu_note or "no trial completed"), "cpu": _skipped_arm("no trial completed")})
+
+    first = best[0]
+    record["best_trial"] = {
+        "number": first.number,
+        "params": trial_params(ctx, first.params, subset=True),
+        "metric": first.value,
+        "metrics": first.user_attrs.get("metrics", {}),
+        "seconds": first.user_attrs.get("seconds"),
+        "peak_host_mb": first.user_attrs.get("peak_host_mb"),
+        "peak_device_mb": first.user_attrs.get("peak_device_mb"),
+        "rounds": first.user_attrs.get("rounds"),
+        "rows": first.user_attrs.get("rows"),
+        "evaluated_on": "validation (subset trial)",
+    }
+
+    # 3. The top-k again on every fitting row, with all their rounds.
+    t0 = time.perf_counter()
+    top = []
+    for t in best:
+        params = trial_params(ctx, t.params, subset=False)
+        m = train_and_score(ctx, params, ctx.data.X_fit, ctx.data.y_fit, ctx.data.X_valid, ctx.data.y_valid, True)
+        top.append({"trial": t.number, "params": params, **m.as_dict(), "metric": m.metrics[metric], "evaluated_on": "validation (all fitting rows)"})
+        rounds = f" · {m.rounds} rounds" if m.rounds else ""
+        log(f"top-{len(best)}: trial {t.number}: {metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s")
+    phases["top_k"] = time.perf_counter() - t0
+    winner = top[0]
+    for cand in top[1:]:
+        if _better(cand["metric"], winner["metric"], direction):
+            winner = cand
+    record["top_k"] = top
+
+    # 4. The winner retrained on all training rows, scored on the hold-out.
+    final_params = dict(winner["params"])
+    if winner.get("rounds"):
+        final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
+    t0 = time.perf_counter()
+    fin = train_and_score(ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
+    phases["final"] = time.perf_counter() - t0
+    final = {"trial": winner["trial"], "params": final_params, **fin.as_dict(), "metric": fin.metrics[metric], "evaluated_on": "hold-out"}
+    record["final"] = final
+    gain = final["metric"] - baseline["metric"] if direction == "maximize" else baseline["metric"] - final["metric"]
+    record["improvement"] = {"metric": metric, "tuned_minus_default": gain, "better": gain > 0}
+    log(f"retrained best (trial {winner['trial']}): {metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s")
+
+    # 5. The CPU baseline arm trains the same final model (on its own features) for its time.
+    arm_final = {k: final[k] for k in ("metrics", "metric", "seconds", "peak_host_mb", "peak_device_mb", "device_used")}
+    if not search_backend.is_gpu:
+        note = "the search ran on this arm: the retrained best is its run"
+        return finish({"gpu": _skipped_arm(gpu_note), "cpu": {"status": "ok", "reason": None, **arm_final, "note": note}})
+    t0 = time.perf_counter()
+    try:
+        cpu_ctx, _, _ = build_context(config, cpu_backend(), workflow)
+        d = cpu_ctx.data
+        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False)
+        cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
+        log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
+    except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
+        cpu_arm = {"status": "failed", "reason": first_line(exc), "seconds": math.nan}
+    phases["cpu_arm"] = time.perf_counter() - t0
+    return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
+
+
+def _skipped_arm(reason: str | None) -> dict[str, Any]:
+    return {"status": "skipped", "reason": reason, "seconds": math.nan}
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN as None: study attributes are stored as strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value

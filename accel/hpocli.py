@@ -1,0 +1,275 @@
+"""The ``accel hpo`` and ``accel experiments`` commands, registered on the ``accel`` parser.
+
+``register(sub)`` adds both subcommands with ``set_defaults(handler=...)``; ``accel.cli.main``
+calls the handler. Errors are :class:`~accel.errors.AccelError` (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+
+
+def fraction(text: str) -> float:
+    """A share in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1 or math.isnan(value):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
+    return value
+
+
+def open_fraction(text: str) -> float:
+    """A share in (0, 1)."""
+    value = fraction(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
+    from accel.cli import positive_int
+
+    hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
+    hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
+    hpo.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
+    hpo.add_argument("--target", help="with --data: the column to predict")
+    hpo.add_argument("--task", choices=["auto", "classification", "regression"], help="with --data: inferred when absent")
+    hpo.add_argument(
+        "--model",
+        choices=["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"],
+        help="with --data: the model to tune (default xgboost)",
+    )
+    hpo.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
+    hpo.add_argument("--delimiter", help="with --data: the CSV delimiter")
+    hpo.add_argument("--test-size", type=open_fraction, help="share of rows held out for the final score (default 0.2)")
+    hpo.add_argument("--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)")
+    hpo.add_argument("--subset", type=fraction, help="share of the fitting rows each trial trains on (default 0.1; 1 = all)")
+    hpo.add_argument("--trial-rounds", type=fraction, help="share of the boosting rounds / trees a subset trial uses (default 0.25)")
+    hpo.add_argument("--validation", type=open_fraction, help="share of the training rows trials are scored on (default 0.2)")
+    hpo.add_argument("--timeout", type=positive_seconds, help="stop starting trials after this many seconds")
+    hpo.add_argument("--top", type=positive_int, help="best trials re-evaluated on all fitting rows (default 3)")
+    hpo.add_argument("--storage", help="Optuna storage URL (default sqlite:///<out>/hpo.db)")
+    hpo.add_argument("--study", help="study name (default <workflow>-<model>-<UTC time>)")
+    hpo.add_argument("--resume", action="store_true", help="continue the study (--study, else the newest in the storage)")
+    where = hpo.add_mutually_exclusive_group()
+    where.add_argument("--cluster", choices=["local", "local-cuda"], help="run trials in parallel on a local Dask cluster")
+    where.add_argument("--scheduler", help="run trials in parallel on the Dask cluster at this scheduler address")
+    hpo.add_argument("--workers", type=positive_int, help="with --cluster local: worker processes (default: cores, up to 4)")
+    hpo.add_argument("--device", choices=["auto", "cpu", "gpu"], help="the arm the search runs on (default auto)")
+    hpo.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
+    hpo.add_argument("--out", type=Path, help="folder for the result record and the default storage (default runs/)")
+    hpo.add_argument("--seed", type=int, help="seed of the sampler, the splits and the models (default 42)")
+    hpo.add_argument("--json", action="store_true", help="print the result record as JSON instead of tables")
+    hpo.set_defaults(handler=cmd_hpo)
+
+    exp = sub.add_parser("experiments", help="every run and study recorded so far: metric, time, memory, Pareto fronts")
+    exp.add_argument("folder", nargs="?", type=Path, default=Path("runs"), help="where run records and hpo.db live (default runs/)")
+    exp.add_argument("--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)")
+    exp.add_argument("--trials", action="store_true", help="one row per completed trial of each study as well")
+    exp.add_argument("--plot", nargs="?", const="", default=None, metavar="PNG", help="write a PNG of metric versus time with the fronts")
+    exp.add_argument("--out", type=Path, help="folder for the experiments result JSON (default: the folder read)")
+    exp.add_argument("--json", action="store_true", help="print the result JSON instead of the table")
+    exp.set_defaults(handler=cmd_experiments)
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in values.items():
+        out.add(prefix + key)
+        if isinstance(value, dict) and key == "hpo":
+            out |= _flatten(value, prefix + key + ".")
+    return out
+
+
+def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
+    """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
+    from accel.config import build_config, read_workflow_file
+
+    target = args.workflow
+    file_values: dict[str, Any] = {}
+    source = "command line"
+    if target is None:
+        if args.data is None and not args.resume:
+            raise AccelError("name a workflow (accel hpo flights) or give your table (accel hpo --data FILE --target COLUMN)")
+    elif target.endswith((".yaml", ".yml")) or Path(target).is_file():
+        file_values, source = read_workflow_file(Path(target)), target
+        for key in ("out", "data"):
+            if file_values.get(key) is not None:
+                file_values[key] = str(file_values[key])
+    else:
+        file_values = {"workflow": target}
+    drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
+    overrides = {
+        "device": args.device, "rows": args.rows, "out": args.out, "seed": args.seed, "data": args.data,
+        "target": args.target, "task": args.task, "model": args.model, "drop": drop,
+        "delimiter": args.delimiter, "test_size": args.test_size,
+    }  # fmt: skip
+    hpo_flags = {
+        "trials": args.trials, "subset": args.subset, "trial_rounds": args.trial_rounds, "validation": args.validation,
+        "timeout": args.timeout, "top": args.top, "storage": args.storage, "study": args.study,
+    }  # fmt: skip
+    hpo_flags = {k: v for k, v in hpo_flags.items() if v is not None}
+    if hpo_flags:
+        section = file_values.get("hpo", {})
+        # Flags override single keys of the file's hpo: section, not the whole section.
+        file_values["hpo"] = {**section, **hpo_flags} if isinstance(section, dict) else section
+    given = _flatten(file_values) | {k for k, v in overrides.items() if v is not None}
+    if target is None:
+        given.discard("workflow")
+    return build_config(file_values, overrides, source), given
+
+
+def cmd_hpo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from accel.hpo import SearchRequest, run_search
+
+    if args.workers is not None and args.cluster != "local":
+        raise AccelError("--workers applies to --cluster local")
+    config, given = hpo_config(args)
+    request = SearchRequest(resume=args.resume, given=given, cluster=args.cluster, scheduler=args.scheduler, workers=args.workers)
+    record, path = run_search(config, request)
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+    else:
+        render_hpo(record, _wide_console(Console))
+    print(f"result record: {path}")
+    if record["final"].get("status") == "failed":
+        print(f"accel: {record['final']['reason']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _wide_console(console_class: Any, width: int = 120) -> Any:
+    """A console as wide as the terminal, or ``width`` columns when the output is a file or a pipe."""
+    console = console_class()
+    if not console.is_terminal:
+        console = console_class(width=width)
+    return console
+
+
+def _fmt(value: Any, spec: str = ".2f", none: str = "—") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return none
+    return format(value, spec)
+
+
+def render_hpo(record: dict[str, Any], console: Any) -> None:
+    """Default baseline, best subset trial, top-k and retrained best side by side; then the arms."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    study, search, counts = record["study"], record["search"], record["trials"]
+    metric = study["metric"]
+    arm = "GPU arm" if search["arm"] == "gpu" else "CPU arm"
+    console.print(f"study [bold]{escape(study['name'])}[/] in {escape(study['storage'])} — search on the {arm}")
+    if search["arm"] != "gpu":
+        console.print(f"GPU arm {escape(search['gpu_arm'])}", highlight=False)
+    console.print(
+        f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
+        + (f", {counts['interrupted']} interrupted" if counts.get("interrupted") else "")
+        + f"; each on {search['rows']['subset']:,} of {search['rows']['fit']:,} fitting rows, rounds × {search['trial_rounds']:g};"
+        + f" scored on {search['rows']['validation']:,} validation rows",
+        highlight=False,
+    )
+    table = Table(title=f"{arm}: {metric}, time and peak memory")
+    for col in ("", "trained on", "scored on", metric, "seconds", "host MB", "GPU MB"):
+        table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
+    rows = search["rows"]
+    params: list[tuple[str, dict[str, Any]]] = []
+
+    def add(label: str, entry: dict[str, Any], trained: str, scored: str) -> None:
+        table.add_row(
+            label,
+            trained,
+            scored,
+            _fmt(entry.get("metric"), ".4f"),
+            _fmt(entry.get("seconds")),
+            _fmt(entry.get("peak_host_mb"), ".0f"),
+            _fmt(entry.get("peak_device_mb"), ".0f"),
+        )
+        params.append((label.strip(), entry.get("params") or {}))
+
+    add("default baseline", record["baseline"], f"all {rows['train']:,}", "hold-out")
+    if "best_trial" in record:
+        add(f"best subset trial {record['best_trial']['number']}", record["best_trial"], f"subset {rows['subset']:,}", "validation")
+        for entry in record.get("top_k", []):
+            add(f"  top-{len(record['top_k'])}: trial {entry['trial']}", entry, f"fit {rows['fit']:,}", "validation")
+        final = record["final"]
+        add(f"retrained best (trial {final['trial']})", final, f"all {rows['train']:,}", "hold-out")
+    console.print(table)
+    for label, values in params:
+        if not label.startswith("top-"):
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+            console.print(f"  {label}: {escape(shown)}", highlight=False)
+    final = record["final"]
+    if final.get("status") == "failed":
+        console.print(f"no tuned model: {escape(final['reason'])}")
+        return
+    gain = record["improvement"]["tuned_minus_default"]
+    console.print(f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({gain:+.4f}, {'better' if gain > 0 else 'not better'})")
+    arms = record["arms"]
+    for name, label in (("gpu", "GPU arm"), ("cpu", "CPU baseline arm")):
+        a = arms[name]
+        if a["status"] == "ok":
+            console.print(f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False)
+        else:
+            console.print(f"final model, {label}: {a['status']} ({escape(str(a.get('reason')))})", highlight=False)
+    speed = record["speedup"]["final_model"]
+    console.print(f"speedup of the final model (CPU s / GPU s): {'n/a' if math.isnan(speed) else f'{speed:.1f}×'}")
+    phases = record["phases_seconds"]
+    console.print("seconds per phase: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), highlight=False)
+
+
+def cmd_experiments(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from accel.experiments import collect, experiments_record, plot, render
+    from accel.record import ensure_writable, record_stem, write_record
+
+    rows, notes = collect(args.folder, args.storage, include_trials=args.trials)
+    if not rows:
+        raise AccelError(f"no run records or studies under {str(args.folder)!r} (run accel run or accel hpo with --out there)")
+    out = ensure_writable(args.out or args.folder)
+    stem = record_stem("experiments")
+    record = experiments_record(rows, args.folder)
+    png = None
+    if args.plot is not None:
+        png = Path(args.plot) if args.plot else out / f"{stem}.png"
+        try:
+            plot(rows, png)
+        except OSError as exc:
+            raise AccelError(f"--plot: cannot write {str(png)!r} ({exc.strerror or type(exc).__name__})") from None
+        record["plot"] = str(png)
+    path = write_record(out, record, stem)
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+    else:
+        console = _wide_console(Console, 180)
+        render(rows, console)
+        for note in notes:
+            console.print(f"note: {note}", highlight=False)
+    if png is not None:
+        print(f"plot: {png}")
+    print(f"experiments record: {path}")
+    return 0
