@@ -394,7 +394,7 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     workflow = build_workflow(resumed_config)
-    study = optuna.load_study(study_name=name, storage=storage, sampler=_sampler(config.seed), pruner=_pruner(stored.hpo.pruner))
+    study = optuna.load_study(study_name=name, storage=storage, sampler=_sampler(stored.seed), pruner=_pruner(stored.hpo.pruner))
     interrupted = mark_interrupted(study)
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
 
