@@ -501,6 +501,7 @@ class Measured:
     device_used: str | None = None
     rows: int = 0
     arm: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -564,15 +565,21 @@ def train_and_score(
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
-    with measured(backend, out):
-        model_input = model.to_device(backend, X, y)
-        if validate and isinstance(model, XGBoostModel):
-            fitted = model.fit_validated(
-                backend, model_input, X_eval, y_eval, early_stopping_rounds=ctx.early_stopping_rounds, callbacks=callbacks
-            )
-        else:
-            fitted = model.fit(backend, model_input)
-        prediction = model.predict(backend, fitted, X_eval)
+    # Library warnings (a solver that did not converge) are kept with the result, one line
+    # each, instead of a screenful per trial.
+    with measured(backend, out), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model_input = model.to_device(backend, X, y)
+            if validate and isinstance(model, XGBoostModel):
+                fitted = model.fit_validated(
+                    backend, model_input, X_eval, y_eval, early_stopping_rounds=ctx.early_stopping_rounds, callbacks=callbacks
+                )
+            else:
+                fitted = model.fit(backend, model_input)
+            prediction = model.predict(backend, fitted, X_eval)
+        finally:
+            out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
     out.device_used = model.device_used(backend, fitted)
     wanted = "cuda" if backend.is_gpu else "cpu"
     if not out.device_used.startswith(wanted):
@@ -631,6 +638,8 @@ class Objective:
                 trial.set_user_attr(key, _json_safe(getattr(result, key)))
         trial.set_user_attr("rounds", result.rounds)
         trial.set_user_attr("metrics", result.metrics)
+        if result.warnings:
+            trial.set_user_attr("warnings", result.warnings)
         trial.set_user_attr("device_used", result.device_used)
         return result.metrics[ctx.metric]
 
@@ -678,6 +687,8 @@ def describe_trial(trial: Any, metric: str) -> str:
     if attrs.get("seconds") is not None:
         mb = attrs.get("peak_device_mb") or attrs.get("peak_host_mb")
         cost = f" · {attrs['seconds']:.1f} s · peak {mb:.0f} MB" if mb is not None else f" · {attrs['seconds']:.1f} s"
+    if attrs.get("warnings"):
+        cost += " · warned: " + ", ".join(sorted({w.split(":", 1)[0] for w in attrs["warnings"]}))
     if trial.state == TrialState.COMPLETE:
         rounds = f" · {attrs['rounds']} rounds" if attrs.get("rounds") else ""
         return f"trial {trial.number}: {metric} {trial.value:.4f}{rounds}{cost}"

@@ -227,7 +227,8 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
         console.print(f"no tuned model: {escape(final['reason'])}")
         return
     gain = record["improvement"]["tuned_minus_default"]
-    console.print(f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({gain:+.4f}, {'better' if gain > 0 else 'not better'})")
+    verdict = f"better by {gain:.4f}" if gain > 0 else f"worse by {-gain:.4f}" if gain < 0 else "the same"
+    console.print(f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({verdict})", highlight=False)
     arms = record["arms"]
     for name, label in (("gpu", "GPU arm"), ("cpu", "CPU baseline arm")):
         a = arms[name]
