@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from accel import __version__
+from accel import __version__, cluster, scaling
 from accel.errors import AccelError
 
 
@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
+    cluster.add_cluster_arguments(run)
+    scaling.register(sub)
     return parser
 
 
@@ -87,7 +89,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         file_values = {"workflow": target}
     overrides = {"device": args.device, "rows": args.rows, "out": args.out, "seed": args.seed}
-    config = build_config(file_values, overrides, source)
+    config = build_config(file_values, {**overrides, **cluster.config_overrides(args)}, source)
+    if config.cluster is not None:
+        from accel.dask_run import run_command
+
+        return run_command(config, args.json)
 
     progress = ProgressDisplay()
     try:
@@ -114,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_info(args)
         if args.command == "run":
             return _cmd_run(args)
+        if hasattr(args, "handler"):
+            return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
         print(f"accel: error: {exc}", file=sys.stderr)

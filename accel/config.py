@@ -28,6 +28,24 @@ class XGBoostConfig(BaseModel):
     reg_lambda: float = Field(1.0, ge=0)
 
 
+class ClusterConfig(BaseModel):
+    """Where a run goes when it runs on Dask (checked further by :func:`accel.cluster.plan_cluster`).
+
+    ``kind``: ``local`` (CPU worker processes), ``local-cuda`` (one worker per GPU) or
+    ``scheduler`` (a running cluster at ``address``). Sizes are strings Dask parses ("8GB").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "local-cuda", "scheduler"]
+    address: str | None = None
+    workers: PositiveInt | None = None
+    threads_per_worker: PositiveInt | None = None
+    rmm_pool: str | None = None
+    device_memory_limit: str | None = None
+    protocol: Literal["tcp", "ucx"] = "tcp"
+
+
 class RunConfig(BaseModel):
     """Everything one ``accel run`` needs."""
 
@@ -40,6 +58,10 @@ class RunConfig(BaseModel):
     seed: int = 42
     out: Path = Path("runs")
     xgboost: XGBoostConfig = Field(default_factory=XGBoostConfig)
+    #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
+    scale: PositiveInt = 1
+    #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
+    cluster: ClusterConfig | None = None
 
 
 def _describe(error: dict[str, Any]) -> str:

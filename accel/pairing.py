@@ -179,7 +179,7 @@ def paired_run(config: Any, listener: Listener | None = None) -> tuple[dict[str,
     from accel.workflows import WorkflowSettings, get_workflow
 
     out = ensure_writable(config.out)
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed)
+    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
     workflow = get_workflow(config.workflow, settings)
     model = XGBoostModel(XGBoostParams(**config.xgboost.model_dump()), seed=config.seed)
 
