@@ -25,6 +25,7 @@ import resource
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -41,6 +42,8 @@ DASHBOARD_ADDRESS = "127.0.0.1:8787"
 #: Seconds to reach a scheduler given by address, and for its first worker to be there.
 CONNECT_TIMEOUT_S = 5
 WORKERS_TIMEOUT_S = 10
+#: Seconds a cluster may have no worker at all before accel gives up on the run.
+NO_WORKERS_GRACE_S = 10
 _ADDRESS = re.compile(r"^(tcp|tls|ucx|ucxx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
 
@@ -330,6 +333,8 @@ class ClusterSession:
         Where the one-line cluster description goes (default: stderr).
     dashboard_address : str, default "127.0.0.1:8787"
         Where a cluster started here serves its dashboard (Dask picks another port if taken).
+    no_worker_grace : float, default NO_WORKERS_GRACE_S
+        Seconds without any worker after which :meth:`no_worker_watchdog` gives up.
 
     Attributes
     ----------
@@ -338,7 +343,11 @@ class ClusterSession:
     """
 
     def __init__(
-        self, plan: ClusterPlan, say: Callable[[str], None] | None = None, dashboard_address: str = DASHBOARD_ADDRESS
+        self,
+        plan: ClusterPlan,
+        say: Callable[[str], None] | None = None,
+        dashboard_address: str = DASHBOARD_ADDRESS,
+        no_worker_grace: float = NO_WORKERS_GRACE_S,
     ):
         self.plan = plan
         self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -346,6 +355,8 @@ class ClusterSession:
         self.cluster: Any = None
         self.client: Any = None
         self.info: ClusterInfo | None = None
+        self.no_worker_grace = no_worker_grace
+        self.all_workers_lost = False
 
     def __enter__(self) -> ClusterSession:
         try:
@@ -455,6 +466,45 @@ class ClusterSession:
     def workers_now(self) -> list[str]:
         """Addresses of the workers the scheduler knows right now."""
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    @contextmanager
+    def no_worker_watchdog(self, interval: float = 0.5) -> Iterator[None]:
+        """Cancel this client's work when the cluster has had no worker for ``no_worker_grace`` seconds.
+
+        Dask waits for workers to come back (a nanny restarts a killed one in seconds), so a
+        cluster that lost every worker would leave accel waiting forever. After the grace
+        period the pending futures are cancelled, the blocked call raises, and
+        :attr:`all_workers_lost` says why.
+        """
+        from distributed import Future
+
+        stop = threading.Event()
+        self.all_workers_lost = False
+
+        def watch() -> None:
+            empty_since = None
+            while not stop.wait(interval):
+                try:
+                    n = len(self.client.scheduler_info(n_workers=-1)["workers"])
+                except Exception:  # noqa: BLE001 - the client closing under us
+                    return
+                if n:
+                    empty_since = None
+                    continue
+                empty_since = empty_since or time.monotonic()
+                if time.monotonic() - empty_since >= self.no_worker_grace:
+                    self.all_workers_lost = True
+                    keys = list(self.client.futures)
+                    self.client.cancel([Future(k, self.client) for k in keys], reason="every Dask worker was lost")
+                    return
+
+        thread = threading.Thread(target=watch, name="accel-no-worker-watchdog", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def close(self) -> None:
         """Close the client, then the cluster this session started (and its worker processes)."""

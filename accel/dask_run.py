@@ -128,6 +128,10 @@ def train_with_one_retry(
                 dtrain = make_dtrain()  # over the partitions Dask recomputed on the remaining workers
             output = dxgb.train(client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt))
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
+            if session.all_workers_lost:
+                raise ClusterRunFailed(
+                    f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
+                ) from None
             reason = _first_line(exc)
             lost = _lost_workers(session, before)
             attempts.append(
@@ -180,9 +184,8 @@ def run_on_session(
     threads = info.total_threads or info.workers
     workflow = cls(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
     model = XGBoostModel(params, seed=seed)
-    train_params = {
-        k: v for k, v in model.booster_params(backend).items() if k != "nthread"
-    }  # each worker: its own threads
+    # No nthread: xgboost.dask gives each worker its own thread count.
+    train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
 
     seconds: dict[str, float] = {}
     monitor = MemoryMonitor(cpu_backend(), on_sample=listener.memory if listener else None)
@@ -208,7 +211,8 @@ def run_on_session(
         listener.arm_started(kind)
     status = "failed"
     try:
-        with dask.config.set({"dataframe.backend": "cudf" if kind == "gpu" else "pandas"}), monitor, sampler:
+        backend_config = dask.config.set({"dataframe.backend": "cudf" if kind == "gpu" else "pandas"})
+        with backend_config, monitor, sampler, session.no_worker_watchdog():
             with stage("load"):
                 flights, loaded = workflow.load(client)
             with stage("features"):
@@ -235,6 +239,14 @@ def run_on_session(
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except (AccelError, ClusterRunFailed):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
+        if session.all_workers_lost:
+            raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
+        raise ClusterRunFailed(
+            f"the run failed on the Dask cluster ({_first_line(exc)}); no run record was written"
+        ) from None
     finally:
         if listener:
             listener.arm_finished(kind, status)

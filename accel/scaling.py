@@ -259,41 +259,47 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
 
 
 def render_scaling(record: dict[str, Any], console: Any) -> None:
+    """Stages down, configurations across: seconds, then speedup, efficiency and AUC."""
     from rich.table import Table
 
     kind = record["cluster_kind"]
+    runs = record["runs"]
     title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
     table = Table(title=title, title_justify="left")
-    table.add_column("run")
-    table.add_column("workers × threads", justify="right")
-    for stage in STAGE_ROWS:
-        table.add_column(f"{stage} (s)", justify="right")
-    table.add_column("speedup", justify="right")
-    table.add_column("efficiency", justify="right")
-    table.add_column(METRIC.upper(), justify="right")
-    for run in record["runs"]:
-        rows = {r["stage"]: r for r in record["rows"] if r["kind"] == run["kind"] and r["workers"] == run["workers"]}
-        name = "single process" if run["kind"] == "single-process" else f"dask {run['kind']}"
-        shape = f"{run['workers']} × {run['threads_per_worker']}"
-        if run["arm"]["status"] != "ok":
-            table.add_row(name, shape, *["—"] * len(STAGE_ROWS), "—", "—", run["arm"]["status"])
-            continue
-        total = rows["total"]
-        table.add_row(
-            name,
-            shape,
-            *[f"{rows[s]['seconds']:.2f}" for s in STAGE_ROWS],
-            _fmt(total["speedup_vs_1"], "×"),
-            _fmt(total["efficiency"], ""),
-            f"{total['metric']:.4f}",
+    table.add_column("")
+    for run in runs:
+        name = (
+            "single process"
+            if run["kind"] == "single-process"
+            else f"{run['workers']} worker{'s' * (run['workers'] > 1)}"
         )
+        table.add_column(f"{name}\n{run['workers']} × {run['threads_per_worker']}", justify="right")
+
+    def cells(stage: str, field: str, show: Any) -> list[str]:
+        out = []
+        for run in runs:
+            row = next(
+                r
+                for r in record["rows"]
+                if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
+            )
+            out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
+        return out
+
+    for stage in STAGE_ROWS:
+        table.add_row(
+            f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None
+        )
+    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, "×")))
+    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, "")))
+    table.add_row(METRIC.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
     console.print(table)
     ref = record["speedup_reference"]["workers"]
     console.print(
-        f"speedup: seconds with {ref} {kind} worker(s) / seconds of the row (total); efficiency: speedup / worker ratio",
+        f"speedup: total seconds with {ref} {kind} worker(s) / total seconds; efficiency: speedup / worker ratio",
         highlight=False,
     )
-    for run in record["runs"]:
+    for run in runs:
         if run["arm"]["status"] != "ok":
             console.print(f"{run['workers']} worker(s): {run['arm']['reason']}", highlight=False, markup=False)
 

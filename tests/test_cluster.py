@@ -125,3 +125,14 @@ def test_session_closes_its_workers_when_the_run_fails():
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids)
+
+
+def test_workflow_file_cluster_section_is_validated_like_the_rest(capsys, tmp_path):
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  wokers: 2\n")
+    assert_one_line_error(
+        _main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "unknown key 'cluster.wokers'"
+    )
+    cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  workers: 4096\n")
+    assert_one_line_error(_main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "--workers 4096")
+    assert records_in(tmp_path / "runs") == []

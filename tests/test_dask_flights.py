@@ -121,9 +121,9 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
             seen.append(line)
-            if "[cpu] load" in line or not line:
+            if "CPU arm: running" in line or not line:
                 break
-        assert any("[cpu] load" in line for line in seen), "".join(seen)
+        assert any("CPU arm: running" in line for line in seen), "".join(seen)
         assert len(live_group_members(proc.pid)) >= 3, "accel and its two workers"
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does: the whole foreground group
         _, err = proc.communicate(timeout=60)

@@ -118,6 +118,9 @@ def split_partition(
 
 def finish_partition(part: Any, stats: list[GroupStats], dtypes: dict[str, Any]) -> Any:
     """Group statistics applied, features selected, categories set; the target kept beside them."""
+    # Only the columns that reach the model go through the joins (the single-process run joins
+    # the whole frame and selects afterwards: the same values, more work).
+    part = part[[c for c in part.columns if c in FEATURES or c == TARGET]]
     for s in stats:
         part = s.transform(part)
     out = part[FEATURES].copy()
@@ -232,9 +235,11 @@ class DaskFlights:
 
         # One pass over the data for everything global: group sums/counts on the training rows,
         # the training target sum (for the prior) and the category vocabularies over all rows.
-        y_float = train[TARGET].astype("float64")
         group_keys = list(dict.fromkeys(k for keys, _ in GROUP_STATS for k in keys))
-        train_y = train[group_keys].assign(**{TARGET: y_float})
+        narrow = [*group_keys, TARGET]  # split only the columns the statistics read
+        train_y = rows[narrow].map_partitions(split_partition, *split, False, meta=rows_meta[narrow])
+        y_float = train_y[TARGET].astype("float64")
+        train_y = train_y.assign(**{TARGET: y_float})
         # The results are small (one row per group, one value per category), so they are reduced
         # into one partition by a tree (split_out=1) rather than shuffled across workers.
         aggregates = [train_y.groupby(list(keys))[TARGET].agg(["sum", "count"], split_out=1) for keys, _ in GROUP_STATS]
