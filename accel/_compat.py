@@ -8,7 +8,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -106,6 +106,59 @@ def series_to_array(series: Any) -> Any:
     if is_cudf(series):
         return series.to_cupy()
     return series.to_numpy()
+
+
+def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
+    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        if is_pandas_module(xdf):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=list(columns)):
+                yield batch.to_pandas()
+        else:
+            total = pq.ParquetFile(path).metadata.num_rows
+            for skip in range(0, total, rows):
+                yield xdf.read_parquet(str(path), columns=list(columns), skip_rows=skip, nrows=min(rows, total - skip))
+
+
+def iter_csv_chunks(
+    xdf: ModuleType,
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    rows: int,
+    dtypes: dict[str, str],
+    delimiter: str,
+    size_bytes: int,
+) -> Iterator[Any]:
+    """Consecutive chunks of a CSV file: pandas' chunked parser, or cuDF byte ranges.
+
+    cuDF reads the rows that start inside each byte range; the range size is estimated from the
+    file's mean row length (the header is only in the first range).
+    """
+    dtype = {c: t for c, t in dtypes.items() if c in columns}
+    if is_pandas_module(xdf):
+        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype, chunksize=rows)
+        return
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    lines = max(head.count(b"\n"), 1)
+    step = max(1 << 20, int(rows * len(head) / lines))
+    offset = 0
+    size_bytes = Path(path).stat().st_size
+    while offset < size_bytes:
+        first = offset == 0
+        yield xdf.read_csv(
+            str(path),
+            sep=delimiter,
+            byte_range=(offset, step),
+            header=0 if first else None,
+            names=None if first else list(all_columns),
+            usecols=list(columns),
+            dtype=dtype,
+        )
+        offset += step
 
 
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:

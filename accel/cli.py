@@ -34,6 +34,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def batch_rows(text: str) -> str | int:
+    if text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="accel", description="Tabular data science on the GPU, measured against a fair CPU baseline.")
     parser.add_argument("--version", action="version", version=f"accel {__version__}")
@@ -59,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
     run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
+    run.add_argument(
+        "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
+    )
+    run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
+    run.add_argument("--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)")
+    run.add_argument(
+        "--rmm-pool", help="GPU arm: RMM pool for cuDF, CuPy and XGBoost: auto (default), off, or a size such as 40GB"
+    )
     run.add_argument(
         "--device",
         choices=["auto", "cpu", "gpu"],
@@ -119,6 +136,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "drop": drop,
         "delimiter": args.delimiter,
         "test_size": args.test_size,
+        "precision": args.precision,
+        "batch_rows": args.batch_rows,
+        "memory_budget": args.memory_budget,
+        "rmm_pool": args.rmm_pool,
     }
     config = build_config(file_values, overrides, source)
 

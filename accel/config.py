@@ -70,6 +70,10 @@ class RunConfig(BaseModel):
     drop: list[str] = Field(default_factory=list)
     delimiter: str | None = Field(None, min_length=1, max_length=1)
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    precision: Literal["fp32", "fp16"] = "fp32"
+    batch_rows: Literal["auto"] | PositiveInt = "auto"
+    memory_budget: str | None = None
+    rmm_pool: str = "auto"
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = 42
@@ -90,7 +94,27 @@ class RunConfig(BaseModel):
             raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
         if self.data is not None:
             self.workflow = "table"
+        from accel.errors import AccelError
+        from accel.memory import parse_size
+
+        try:
+            if self.memory_budget is not None:
+                parse_size(self.memory_budget, "--memory-budget")
+            if self.rmm_pool not in ("auto", "off"):
+                parse_size(self.rmm_pool, "--rmm-pool")
+        except AccelError as exc:
+            raise ValueError(str(exc)) from None
         return self
+
+    def memory_settings(self) -> Any:
+        from accel.memory import MemorySettings
+
+        return MemorySettings(
+            rmm_pool=self.rmm_pool,
+            memory_budget=self.memory_budget,
+            batch_rows=None if self.batch_rows == "auto" else int(self.batch_rows),
+            precision=self.precision,
+        )
 
     def model_params(self) -> dict[str, Any]:
         """Parameters of the chosen model, without the unset ones."""

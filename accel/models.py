@@ -20,6 +20,38 @@ from typing import Any
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError
+from accel.precision import StoredMatrix
+
+
+def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``n_rows`` in batches of at most ``batch_rows``."""
+    step = max(1, batch_rows)
+    return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+
+
+def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+    import xgboost
+
+    class StoredBatches(xgboost.DataIter):
+        """Hands XGBoost one float32 batch of a stored matrix at a time."""
+
+        def __init__(self) -> None:
+            self._ranges = batch_ranges(X.n_rows, batch_rows)
+            self._i = 0
+            super().__init__()
+
+        def next(self, input_data: Any) -> bool:
+            if self._i >= len(self._ranges):
+                return False
+            a, b = self._ranges[self._i]
+            input_data(data=X.batch(a, b), label=y[a:b], feature_names=X.feature_names, feature_types=X.feature_types)
+            self._i += 1
+            return True
+
+        def reset(self) -> None:
+            self._i = 0
+
+    return StoredBatches()
 
 #: ``--model`` choices -> (feature family, MODEL_CLASSES key for classification, for regression).
 MODELS: dict[str, tuple[str, str | None, str | None]] = {
@@ -81,11 +113,19 @@ class XGBoostModel:
             out["num_class"] = self.n_classes
         return out
 
-    def to_device(self, backend: Backend, X: Any, y: Any) -> Any:
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``.
+
+        Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
+        float16 matrix never exists in float32 as a whole.
+        """
         import xgboost
 
         return xgboost.QuantileDMatrix(
-            X, label=y, enable_categorical=True, max_bin=self.params.max_bin, nthread=backend.n_threads
+            _batches(X, _compat.series_to_array(y), batch_rows),
+            max_bin=self.params.max_bin,
+            enable_categorical=True,
+            nthread=backend.n_threads,
         )
 
     def fit(self, backend: Backend, dtrain: Any) -> Any:
@@ -93,9 +133,10 @@ class XGBoostModel:
 
         return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=self.params.n_estimators)
 
-    def predict(self, backend: Backend, booster: Any, X: Any) -> Any:
-        # A cuDF frame gives a CuPy array, a pandas frame a NumPy array.
-        return booster.inplace_predict(X)
+    def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones.
+        parts = [booster.inplace_predict(X.batch(a, b)) for a, b in batch_ranges(X.n_rows, batch_rows)]
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
     def device_used(self, backend: Backend, booster: Any) -> str:
         return xgboost_device_used(booster)
@@ -164,8 +205,9 @@ class EstimatorModel:
             out["random_state"] = self.seed
         return out
 
-    def to_device(self, backend: Backend, X: Any, y: Any) -> tuple[Any, Any]:
-        return _compat.frame_to_array(X), _compat.series_to_array(y)
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> tuple[Any, Any]:
+        # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
+        return X.batch(0, X.n_rows), _compat.series_to_array(y)
 
     def fit(self, backend: Backend, data: tuple[Any, Any]) -> Any:
         X, y = data
@@ -173,12 +215,16 @@ class EstimatorModel:
         estimator.fit(X, y)
         return estimator
 
-    def predict(self, backend: Backend, estimator: Any, X: Any) -> Any:
-        array = _compat.frame_to_array(X)
-        if not is_classification(self.task):
-            return estimator.predict(array)
-        proba = estimator.predict_proba(array)
-        return proba[:, 1] if self.task == "binary" else proba
+    def predict(self, backend: Backend, estimator: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        parts = []
+        for a, b in batch_ranges(X.n_rows, batch_rows):
+            batch = X.batch(a, b)
+            if not is_classification(self.task):
+                parts.append(estimator.predict(batch))
+            else:
+                proba = estimator.predict_proba(batch)
+                parts.append(proba[:, 1] if self.task == "binary" else proba)
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
         # cuML estimators run on the GPU and nothing else; scikit-learn on the CPU.

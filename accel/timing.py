@@ -46,3 +46,19 @@ class StageTimer:
             self.monitor.set_stage(None)
         if self.listener is not None:
             self.listener.stage_finished(self.backend.name, name, self.seconds[name])
+
+    @contextmanager
+    def accumulate(self, name: str) -> Iterator[None]:
+        """Add the wall time of this block to stage ``name`` (streaming: a stage in many pieces)."""
+        previous = self.monitor.stage if self.monitor is not None else None
+        if self.monitor is not None:
+            self.monitor.set_stage(name)
+        self.backend.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.backend.synchronize()
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            if self.monitor is not None:
+                self.monitor.set_stage(previous)
