@@ -363,6 +363,24 @@ class Backend:
             return None
         return {"current_bytes": stats.current_bytes, "peak_bytes": stats.peak_bytes, "total_bytes": stats.total_bytes}
 
+    def rmm_scope_begin(self) -> bool:
+        """Start counting RMM allocations for one stage (False when RMM statistics are off)."""
+        if not self.is_gpu or "rmm" not in sys.modules:
+            return False
+        import rmm.statistics
+
+        if rmm.statistics.get_statistics() is None:
+            return False
+        rmm.statistics.push_statistics()
+        return True
+
+    def rmm_scope_end(self) -> int | None:
+        """Peak bytes RMM allocated since the matching :meth:`rmm_scope_begin`."""
+        import rmm.statistics
+
+        stats = rmm.statistics.pop_statistics()
+        return None if stats is None else int(stats.peak_bytes)
+
     def release_memory(self) -> None:
         """Give cached blocks back after an out-of-memory, before retrying with less."""
         import gc

@@ -152,6 +152,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(record, indent=2, default=str))
     else:
         render_run(record, Console())
+    if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
+        print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
     print(f"run record: {path}")
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:

@@ -206,7 +206,7 @@ def _result(
         threads=_threads(backend, model, fitted),
         rows=dict(rows),
         features=features,
-        memory=memory_record,
+        memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
     )
     wanted = "cuda" if backend.is_gpu else "cpu"
     if not device_used.startswith(wanted):

@@ -30,6 +30,7 @@ class StageTimer:
         self.monitor = monitor
         self.listener = listener
         self.seconds: dict[str, float] = {}
+        self.rmm_peak_bytes: dict[str, int] = {}
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -37,11 +38,16 @@ class StageTimer:
             self.listener.stage_started(self.backend.name, name)
         if self.monitor is not None:
             self.monitor.set_stage(name)
+        counting = self.backend.rmm_scope_begin()
         self.backend.synchronize()
         start = time.perf_counter()
         yield
         self.backend.synchronize()
         self.seconds[name] = time.perf_counter() - start
+        if counting:
+            peak = self.backend.rmm_scope_end()
+            if peak is not None:
+                self.rmm_peak_bytes[name] = peak
         if self.monitor is not None:
             self.monitor.set_stage(None)
         if self.listener is not None:
