@@ -8,7 +8,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -48,16 +48,117 @@ def to_numpy(obj: Any) -> np.ndarray:
     return np.asarray(obj)
 
 
-def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None) -> Any:
+def to_pandas(obj: Any) -> Any:
+    """A small pandas object (per-column statistics) from a pandas or cuDF one."""
+    return obj.to_pandas() if is_cudf(obj) else obj
+
+
+def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None, delimiter: str = ",") -> Any:
     """Read a CSV file with each library's fastest reader, on all the cores it has.
 
     pandas' default C parser uses one core; its pyarrow engine parses in parallel, which is
     the fair baseline against cuDF's GPU parser. cuDF has no ``engine`` argument.
     """
-    kwargs: dict[str, Any] = {"usecols": list(columns)} if columns is not None else {}
+    kwargs: dict[str, Any] = {"sep": delimiter}
+    if columns is not None:
+        kwargs["usecols"] = list(columns)
     if is_pandas_module(xdf):
         kwargs["engine"] = "pyarrow"
     return xdf.read_csv(str(path), **kwargs)
+
+
+def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None = None) -> Any:
+    """Read one or several Parquet files as one frame (cuDF takes a list; pandas one path at a time)."""
+    cols = list(columns) if columns is not None else None
+    if is_pandas_module(xdf):
+        frames = [xdf.read_parquet(str(p), columns=cols) for p in paths]
+        out = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
+        return out.reset_index(drop=True)
+    return xdf.read_parquet([str(p) for p in paths], columns=cols).reset_index(drop=True)
+
+
+def is_text_dtype(s: Any) -> bool:
+    """A string column: pandas' ``str``/``object``/``string``, cuDF's ``object``/``str``."""
+    dtype = s.dtype
+    return str(dtype) in ("object", "str", "string") or getattr(dtype, "kind", "") in ("O", "U", "T")
+
+
+def is_datetime_dtype(s: Any) -> bool:
+    return str(s.dtype).startswith("datetime64")
+
+
+def naive_datetime(s: Any) -> Any:
+    """A datetime column without its time zone (as UTC wall time)."""
+    if getattr(s.dt, "tz", None) is not None:
+        return s.dt.tz_convert(None)
+    return s
+
+
+def frame_to_array(frame: Any, dtype: str = "float32") -> Any:
+    """A frame as a 2-D array on the arm's device: CuPy for cuDF, NumPy for pandas."""
+    if is_cudf(frame):
+        return frame.to_cupy(dtype=dtype, na_value=float("nan"))
+    return frame.to_numpy(dtype=dtype, na_value=float("nan"))
+
+
+def series_to_array(series: Any) -> Any:
+    """A column as a 1-D array on the arm's device."""
+    if is_cudf(series):
+        return series.to_cupy()
+    return series.to_numpy()
+
+
+def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
+    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        if is_pandas_module(xdf):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=list(columns)):
+                yield batch.to_pandas()
+        else:
+            total = pq.ParquetFile(path).metadata.num_rows
+            for skip in range(0, total, rows):
+                yield xdf.read_parquet(str(path), columns=list(columns), skip_rows=skip, nrows=min(rows, total - skip))
+
+
+def iter_csv_chunks(
+    xdf: ModuleType,
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    rows: int,
+    dtypes: dict[str, str],
+    delimiter: str,
+    size_bytes: int,
+) -> Iterator[Any]:
+    """Consecutive chunks of a CSV file: pandas' chunked parser, or cuDF byte ranges.
+
+    cuDF reads the rows that start inside each byte range; the range size is estimated from the
+    file's mean row length (the header is only in the first range).
+    """
+    dtype = {c: t for c, t in dtypes.items() if c in columns}
+    if is_pandas_module(xdf):
+        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype, chunksize=rows)
+        return
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    lines = max(head.count(b"\n"), 1)
+    step = max(1 << 20, int(rows * len(head) / lines))
+    offset = 0
+    size_bytes = Path(path).stat().st_size
+    while offset < size_bytes:
+        first = offset == 0
+        yield xdf.read_csv(
+            str(path),
+            sep=delimiter,
+            byte_range=(offset, step),
+            header=0 if first else None,
+            names=None if first else list(all_columns),
+            usecols=list(columns),
+            dtype=dtype,
+        )
+        offset += step
 
 
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:

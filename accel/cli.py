@@ -34,6 +34,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def batch_rows(text: str) -> str | int:
+    if text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="accel", description="Tabular data science on the GPU, measured against a fair CPU baseline.")
     parser.add_argument("--version", action="version", version=f"accel {__version__}")
@@ -43,7 +52,30 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
     run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
-    run.add_argument("workflow", help="a workflow name (flights) or a workflow YAML file")
+    run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
+    run.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
+    run.add_argument("--target", help="with --data: the column to predict")
+    run.add_argument(
+        "--task",
+        choices=["auto", "classification", "regression"],
+        help="with --data: inferred when absent (text/boolean or few-valued integer target: classification)",
+    )
+    run.add_argument(
+        "--model",
+        choices=["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"],
+        help="with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)",
+    )
+    run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
+    run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
+    run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
+    run.add_argument(
+        "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
+    )
+    run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
+    run.add_argument("--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)")
+    run.add_argument(
+        "--rmm-pool", help="GPU arm: RMM pool for cuDF, CuPy and XGBoost: auto (default), off, or a size such as 40GB"
+    )
     run.add_argument(
         "--device",
         choices=["auto", "cpu", "gpu"],
@@ -77,18 +109,40 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from accel.config import build_config, read_workflow_file
     from accel.pairing import paired_run
-    from accel.report import ProgressDisplay, render_run
+    from accel.report import ProgressDisplay, render_run, show_plan
 
     target = args.workflow
-    file_values, source = None, "command line"
-    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+    file_values: dict = {}
+    source = "command line"
+    if target is None:
+        if args.data is None:
+            raise AccelError("name a workflow (accel run flights) or give your table (accel run --data FILE --target COLUMN)")
+    elif target.endswith((".yaml", ".yml")) or Path(target).is_file():
         file_values, source = read_workflow_file(Path(target)), target
-        if "out" in file_values and file_values["out"] is not None:
-            # A relative output folder in a file is relative to where accel runs, like --out.
-            file_values["out"] = str(file_values["out"])
+        for key in ("out", "data"):
+            if file_values.get(key) is not None:
+                # Relative paths in a file are relative to where accel runs, like the flags.
+                file_values[key] = str(file_values[key])
     else:
         file_values = {"workflow": target}
-    overrides = {"device": args.device, "rows": args.rows, "out": args.out, "seed": args.seed}
+    drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
+    overrides = {
+        "device": args.device,
+        "rows": args.rows,
+        "out": args.out,
+        "seed": args.seed,
+        "data": args.data,
+        "target": args.target,
+        "task": args.task,
+        "model": args.model,
+        "drop": drop,
+        "delimiter": args.delimiter,
+        "test_size": args.test_size,
+        "precision": args.precision,
+        "batch_rows": args.batch_rows,
+        "memory_budget": args.memory_budget,
+        "rmm_pool": args.rmm_pool,
+    }
     config = build_config(file_values, {**overrides, **cluster.config_overrides(args)}, source)
     if config.cluster is not None:
         from accel.dask_run import run_command
@@ -97,13 +151,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     progress = ProgressDisplay()
     try:
-        record, path = paired_run(config, progress)
+        record, path = paired_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:
         progress.close()
     if args.json:
         print(json.dumps(record, indent=2, default=str))
     else:
         render_run(record, Console())
+    if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
+        print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
     print(f"run record: {path}")
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:

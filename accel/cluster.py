@@ -88,9 +88,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
         ),
     )
     group.add_argument("--threads-per-worker", type=positive_int, metavar="T", help="threads of each worker")
-    group.add_argument(
-        "--rmm-pool", metavar="SIZE", help="local-cuda: RMM pool per worker, e.g. 20GB or 0.5 (of the GPU)"
-    )
+    if "--rmm-pool" not in parser._option_string_actions:  # accel run has it already; with local-cuda: per worker
+        group.add_argument(
+            "--rmm-pool",
+            metavar="SIZE",
+            help="local-cuda: RMM pool per worker: auto, off, a size (20GB) or a fraction (0.5)",
+        )
     group.add_argument(
         "--device-memory-limit",
         metavar="SIZE",
@@ -118,12 +121,12 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"scale": getattr(args, "scale", None)}
     given = {key: getattr(args, key) for key in _LOCAL_FLAGS if getattr(args, key, None) is not None}
     kind, address = getattr(args, "cluster", None), getattr(args, "scheduler", None)
+    if not (kind or address):
+        given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
+    elif "rmm_pool" in given:
+        out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
     if kind and address:
         raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
-    if (kind or address) and getattr(args, "device", None) is not None:
-        raise AccelError(
-            "--device chooses the arm of a single-process run; on Dask the workers decide (GPU or CPU workers)"
-        )
     if address:
         if given:
             flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
@@ -142,10 +145,18 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the plan
 
 
-def parse_size(text: str | None, flag: str) -> int | float | None:
-    """A memory size as Dask-CUDA takes it: bytes (``"8GB"``) or a fraction of the GPU (``"0.5"``)."""
-    if text is None:
+def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
+    """A memory size as Dask-CUDA takes it: bytes (``"8GB"``) or a fraction of the GPU (``"0.5"``).
+
+    ``--rmm-pool`` also takes the single-process run's ``auto`` (each worker's pool starts at
+    the share of its GPU the single-process arm starts at) and ``off`` (no pool).
+    """
+    if text is None or text == "off":
         return None
+    if text == "auto" and flag == "--rmm-pool":
+        from accel.memory import RMM_AUTO_INITIAL
+
+        return RMM_AUTO_INITIAL
     from dask.utils import parse_bytes
 
     try:
@@ -244,8 +255,8 @@ def plan_cluster(config: Any) -> ClusterPlan:
         workers=workers,
         threads_per_worker=config.threads_per_worker or 1,
         worker_kind="gpu",
-        rmm_pool_size=parse_size(config.rmm_pool, "--rmm-pool"),
-        device_memory_limit=parse_size(config.device_memory_limit, "--device-memory-limit"),
+        rmm_pool_size=dask_cuda_size(config.rmm_pool, "--rmm-pool"),
+        device_memory_limit=dask_cuda_size(config.device_memory_limit, "--device-memory-limit"),
         protocol=config.protocol,
     )
 

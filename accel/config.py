@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from accel.errors import AccelError
 
@@ -26,6 +26,35 @@ class XGBoostConfig(BaseModel):
     max_bin: int = Field(256, ge=2)
     min_child_weight: float = Field(1.0, ge=0)
     reg_lambda: float = Field(1.0, ge=0)
+
+
+class RandomForestConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_estimators: PositiveInt = 100
+    max_depth: int = Field(16, ge=1, le=64)
+    max_features: float | Literal["sqrt", "log2"] | None = None  # None: "sqrt" for classes, 1.0 for regression
+
+
+class LogisticRegressionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    C: float = Field(1.0, gt=0)
+    max_iter: PositiveInt = 1000
+
+
+class LinearRegressionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class KNNConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_neighbors: PositiveInt = 5
+    weights: Literal["uniform", "distance"] = "uniform"
+
+
+ModelName = Literal["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"]
 
 
 class ClusterConfig(BaseModel):
@@ -47,17 +76,68 @@ class ClusterConfig(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """Everything one ``accel run`` needs."""
+    """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     workflow: str = "flights"
+    data: Path | None = None
+    target: str | None = None
+    task: Literal["auto", "classification", "regression"] = "auto"
+    model: ModelName = "xgboost"
+    drop: list[str] = Field(default_factory=list)
+    delimiter: str | None = Field(None, min_length=1, max_length=1)
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    precision: Literal["fp32", "fp16"] = "fp32"
+    batch_rows: Literal["auto"] | PositiveInt = "auto"
+    memory_budget: str | None = None
+    rmm_pool: str = "auto"
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = 42
     out: Path = Path("runs")
     xgboost: XGBoostConfig = Field(default_factory=XGBoostConfig)
+    random_forest: RandomForestConfig = Field(default_factory=RandomForestConfig)
+    logistic_regression: LogisticRegressionConfig = Field(default_factory=LogisticRegressionConfig)
+    linear_regression: LinearRegressionConfig = Field(default_factory=LinearRegressionConfig)
+    knn: KNNConfig = Field(default_factory=KNNConfig)
+
+    @model_validator(mode="after")
+    def _data_and_target_together(self) -> RunConfig:
+        if self.data is not None and not self.target:
+            raise ValueError("--data needs --target COLUMN (the column to predict)")
+        if self.target and self.data is None:
+            raise ValueError("--target applies to your own table: give it with --data FILE")
+        if self.data is None and self.model != "xgboost":
+            raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
+        if self.data is not None:
+            self.workflow = "table"
+        from accel.errors import AccelError
+        from accel.memory import parse_size
+
+        try:
+            if self.memory_budget is not None:
+                parse_size(self.memory_budget, "--memory-budget")
+            if self.rmm_pool not in ("auto", "off"):
+                parse_size(self.rmm_pool, "--rmm-pool")
+        except AccelError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def memory_settings(self) -> Any:
+        from accel.memory import MemorySettings
+
+        return MemorySettings(
+            rmm_pool=self.rmm_pool,
+            memory_budget=self.memory_budget,
+            batch_rows=None if self.batch_rows == "auto" else int(self.batch_rows),
+            precision=self.precision,
+        )
+
+    def model_params(self) -> dict[str, Any]:
+        """Parameters of the chosen model, without the unset ones."""
+        params = getattr(self, self.model).model_dump()
+        return {k: v for k, v in params.items() if v is not None}
     #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
     scale: PositiveInt = 1
     #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
@@ -66,6 +146,8 @@ class RunConfig(BaseModel):
 
 def _describe(error: dict[str, Any]) -> str:
     where = ".".join(str(p) for p in error["loc"])
+    if not where:  # a check across several keys: its message says it all
+        return str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         return f"unknown key {where!r}"
     if error["type"] == "missing":

@@ -42,7 +42,7 @@ from accel.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.errors import AccelError, DeviceUnavailable
 from accel.faultpoints import training_callbacks
 from accel.memory import MemoryMonitor, to_mb
-from accel.metrics import binary_metrics
+from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams, xgboost_device_used, xgboost_threads_used
 from accel.pairing import STAGES, ArmResult, Listener, parity, skipped
 from accel.workflows.base import WorkflowSettings
@@ -183,7 +183,7 @@ def run_on_session(
         ) from None
     threads = info.total_threads or info.workers
     workflow = cls(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
-    model = XGBoostModel(params, seed=seed)
+    model = XGBoostModel(params, task=cls.task, seed=seed)
     # No nthread: xgboost.dask gives each worker its own thread count.
     train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
 
@@ -263,7 +263,7 @@ def run_on_session(
         device_name=backend.device.name if backend.device else None,
         stages={s: round(seconds[s], 6) for s in STAGES},
         total_seconds=round(sum(seconds[s] for s in STAGES), 6),
-        metrics=binary_metrics(_compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
+        metrics=task_metrics(workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
         peak_host_mb=_max(w["peak_rss_mb"] for w in workers_memory.values()),
         peak_device_mb=_max(w["dask_reported_peak_device_mb"] for w in workers_memory.values()),
         host_mb_at_start=None,
@@ -293,6 +293,27 @@ def _max(values: Any) -> float | None:
     return max(present) if present else None
 
 
+#: Options of a run in this process that a Dask run does not take: (config key, its default, flag).
+SINGLE_PROCESS_ONLY = (
+    ("device", "auto", "--device"),
+    ("data", None, "--data"),
+    ("model", "xgboost", "--model"),
+    ("precision", "fp32", "--precision"),
+    ("batch_rows", "auto", "--batch-rows"),
+    ("memory_budget", None, "--memory-budget"),
+)
+
+
+def check_dask_config(config: Any) -> None:
+    """Refuse, up front, what only a run in this process can honour (never ignored silently)."""
+    for key, default, flag in SINGLE_PROCESS_ONLY:
+        if getattr(config, key, default) != default:
+            raise AccelError(
+                f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): "
+                "on Dask the workers decide the device and hold their partitions in memory"
+            )
+
+
 def cluster_run(
     config: Any, listener: Listener | None = None, say: Callable[[str], None] = _say
 ) -> tuple[dict[str, Any], Any]:
@@ -304,6 +325,7 @@ def cluster_run(
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
 
+    check_dask_config(config)
     out = ensure_writable(config.out)
     if config.workflow not in DASK_WORKFLOWS:
         from accel.workflows import get_workflow
@@ -367,7 +389,9 @@ def build_record(
         "cluster": cluster,
         "arms": {"gpu": arms["gpu"], "cpu": arms["cpu"]},
         "speedup": {**{s: math.nan for s in STAGES}, "total": math.nan},
-        "parity": parity(workflow.task, ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))),
+        "parity": parity(
+            workflow.task, "xgboost", ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))
+        ),
     }
 
 

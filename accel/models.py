@@ -1,17 +1,70 @@
-"""Models on either arm: XGBoost with ``device=`` as a parameter, the same code on CPU and GPU.
+"""Models on either arm, one code path each.
 
-After training, the device XGBoost really used is read back from the booster's own
-configuration: with ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the
-CPU, and a run record must not call that a GPU result.
+- XGBoost: one estimator with ``device=`` as a parameter (``backend.xgb_device``). After training
+  the device XGBoost really used is read back from the booster's own configuration: with
+  ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
+- Everything else: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
+  (``backend.models``, declared in pairs in :data:`accel.backend.MODEL_CLASSES`), with the
+  shared parameters in one dict and the arm-only ones apart, as cuML's benchmark does.
+
+Each model has the same four steps the paired run times: ``to_device`` (model input built where
+the model runs), ``fit``, ``predict`` (probabilities for classification), and ``device_used``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from accel import _compat
 from accel.backend import Backend
+from accel.errors import AccelError
+from accel.precision import StoredMatrix
+
+
+def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``n_rows`` in batches of at most ``batch_rows``."""
+    step = max(1, batch_rows)
+    return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+
+
+def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+    import xgboost
+
+    class StoredBatches(xgboost.DataIter):
+        """Hands XGBoost one float32 batch of a stored matrix at a time."""
+
+        def __init__(self) -> None:
+            self._ranges = batch_ranges(X.n_rows, batch_rows)
+            self._i = 0
+            super().__init__()
+
+        def next(self, input_data: Any) -> bool:
+            if self._i >= len(self._ranges):
+                return False
+            a, b = self._ranges[self._i]
+            input_data(data=X.batch(a, b), label=y[a:b], feature_names=X.feature_names, feature_types=X.feature_types)
+            self._i += 1
+            return True
+
+        def reset(self) -> None:
+            self._i = 0
+
+    return StoredBatches()
+
+#: ``--model`` choices -> (feature family, MODEL_CLASSES key for classification, for regression).
+MODELS: dict[str, tuple[str, str | None, str | None]] = {
+    "xgboost": ("xgboost", "xgboost_classifier", "xgboost_regressor"),
+    "random_forest": ("random_forest", "random_forest_classifier", "random_forest_regressor"),
+    "logistic_regression": ("linear", "logistic_regression", None),
+    "linear_regression": ("linear", None, "linear_regression"),
+    "knn": ("knn", "knn_classifier", "knn_regressor"),
+}
+
+
+def is_classification(task: str) -> bool:
+    return task in ("binary", "multiclass")
 
 
 @dataclass(frozen=True)
@@ -30,19 +83,22 @@ class XGBoostParams:
 class XGBoostModel:
     """Gradient-boosted trees (``tree_method="hist"``) on the arm's device.
 
-    Stages: :meth:`to_device` builds the training ``QuantileDMatrix`` where the model runs (the
-    quantile sketch is computed on the GPU from a cuDF frame, on the host from pandas);
-    :meth:`fit` boosts; :meth:`predict` predicts in place on the arm's frame.
+    :meth:`to_device` builds the training ``QuantileDMatrix`` where the model runs (the quantile
+    sketch is computed on the GPU from a cuDF frame, on the host from pandas); :meth:`fit`
+    boosts; :meth:`predict` predicts in place on the arm's frame.
     """
 
-    params: XGBoostParams
-    objective: str = "binary:logistic"
+    params: XGBoostParams = field(default_factory=XGBoostParams)
+    task: str = "binary"
     seed: int = 0
+    n_classes: int = 2
+    name: str = "xgboost"
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
-        return {
-            "objective": self.objective,
+        objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
+        out = {
+            "objective": objective[self.task],
             "tree_method": "hist",
             "device": backend.xgb_device,
             "nthread": backend.n_threads,
@@ -53,12 +109,23 @@ class XGBoostModel:
             "lambda": p.reg_lambda,
             "seed": self.seed,
         }
+        if self.task == "multiclass":
+            out["num_class"] = self.n_classes
+        return out
 
-    def to_device(self, backend: Backend, X: Any, y: Any) -> Any:
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``.
+
+        Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
+        float16 matrix never exists in float32 as a whole.
+        """
         import xgboost
 
         return xgboost.QuantileDMatrix(
-            X, label=y, enable_categorical=True, max_bin=self.params.max_bin, nthread=backend.n_threads
+            _batches(X, _compat.series_to_array(y), batch_rows),
+            max_bin=self.params.max_bin,
+            enable_categorical=True,
+            nthread=backend.n_threads,
         )
 
     def fit(self, backend: Backend, dtrain: Any) -> Any:
@@ -66,9 +133,19 @@ class XGBoostModel:
 
         return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=self.params.n_estimators)
 
-    def predict(self, backend: Backend, booster: Any, X: Any) -> Any:
-        # A cuDF frame gives a CuPy array, a pandas frame a NumPy array.
-        return booster.inplace_predict(X)
+    def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones.
+        parts = [booster.inplace_predict(X.batch(a, b)) for a, b in batch_ranges(X.n_rows, batch_rows)]
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
+
+    def device_used(self, backend: Backend, booster: Any) -> str:
+        return xgboost_device_used(booster)
+
+    def threads(self, backend: Backend, booster: Any) -> dict[str, Any]:
+        return {"xgboost_nthread": xgboost_threads_used(booster)}
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "library": "xgboost", "task": self.task, "params": vars(self.params)}
 
 
 def xgboost_device_used(booster: Any) -> str:
@@ -80,3 +157,101 @@ def xgboost_device_used(booster: Any) -> str:
 def xgboost_threads_used(booster: Any) -> int:
     config = json.loads(booster.save_config())
     return int(config["learner"]["generic_param"]["nthread"])
+
+
+#: Parameters per model: shared by both arms, CPU-only (scikit-learn), GPU-only (cuML).
+#: Shared values are chosen so both arms fit the same model (cuML's RandomForest has depth 16
+#: by default, scikit-learn unlimited: both get 16).
+ESTIMATOR_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "random_forest_classifier": {
+        "shared": {"n_estimators": 100, "max_depth": 16, "max_features": "sqrt"},
+        "cpu": {"n_jobs": -1},
+        "gpu": {},
+    },
+    "random_forest_regressor": {
+        "shared": {"n_estimators": 100, "max_depth": 16, "max_features": 1.0},
+        "cpu": {"n_jobs": -1},
+        "gpu": {},
+    },
+    "logistic_regression": {"shared": {"C": 1.0, "max_iter": 1000}, "cpu": {}, "gpu": {}},
+    "linear_regression": {"shared": {}, "cpu": {}, "gpu": {}},
+    "knn_classifier": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
+    "knn_regressor": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
+}
+#: Estimators that take ``random_state``.
+_SEEDED = {"random_forest_classifier", "random_forest_regressor"}
+
+
+@dataclass
+class EstimatorModel:
+    """A scikit-learn estimator on the CPU arm, its cuML twin on the GPU arm.
+
+    :meth:`to_device` turns the feature frame into a float32 array in the arm's memory (CuPy on
+    the GPU arm), which is what both libraries fit on.
+    """
+
+    name: str
+    key: str
+    task: str
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def estimator_params(self, backend: Backend) -> dict[str, Any]:
+        defaults = ESTIMATOR_DEFAULTS[self.key]
+        out = {**defaults["shared"], **self.params, **defaults["gpu" if backend.is_gpu else "cpu"]}
+        if "n_jobs" in out:
+            out["n_jobs"] = backend.n_threads
+        if self.key in _SEEDED:
+            out["random_state"] = self.seed
+        return out
+
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> tuple[Any, Any]:
+        # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
+        return X.batch(0, X.n_rows), _compat.series_to_array(y)
+
+    def fit(self, backend: Backend, data: tuple[Any, Any]) -> Any:
+        X, y = data
+        estimator = backend.models[self.key](**self.estimator_params(backend))
+        estimator.fit(X, y)
+        return estimator
+
+    def predict(self, backend: Backend, estimator: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        parts = []
+        for a, b in batch_ranges(X.n_rows, batch_rows):
+            batch = X.batch(a, b)
+            if not is_classification(self.task):
+                parts.append(estimator.predict(batch))
+            else:
+                proba = estimator.predict_proba(batch)
+                parts.append(proba[:, 1] if self.task == "binary" else proba)
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
+
+    def device_used(self, backend: Backend, estimator: Any) -> str:
+        # cuML estimators run on the GPU and nothing else; scikit-learn on the CPU.
+        return backend.xgb_device if type(estimator).__module__.startswith("cuml") else "cpu"
+
+    def threads(self, backend: Backend, estimator: Any) -> dict[str, Any]:
+        n_jobs = getattr(estimator, "n_jobs", None)
+        return {"estimator": f"{type(estimator).__module__}.{type(estimator).__name__}", "n_jobs": n_jobs}
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
+
+
+def model_family(name: str) -> str:
+    return MODELS[name][0]
+
+
+def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
+    """The model ``--model name`` means for ``task``; a one-line error when it cannot do the task."""
+    if name not in MODELS:
+        raise AccelError(f"unknown --model {name!r}; choose one of {', '.join(MODELS)}")
+    family, clf_key, reg_key = MODELS[name]
+    key = clf_key if is_classification(task) else reg_key
+    if key is None:
+        other = "linear_regression" if name == "logistic_regression" else "logistic_regression"
+        kind = "classification" if is_classification(task) else "regression"
+        raise AccelError(f"--model {name} cannot do {kind}; use --model {other} (or xgboost, random_forest, knn)")
+    if name == "xgboost":
+        return XGBoostModel(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes)
+    return EstimatorModel(name=name, key=key, task=task, params=params, seed=seed)

@@ -18,8 +18,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError
 from accel.memory import MemoryMonitor, to_mb
-from accel.metrics import PARITY, binary_metrics
-from accel.models import XGBoostModel, xgboost_device_used, xgboost_threads_used
+from accel.metrics import parity_rule, task_metrics
 from accel.timing import StageTimer
 
 STAGES = ("load", "features", "to_device", "train", "predict")
@@ -57,6 +56,7 @@ class ArmResult:
     threads: dict[str, Any] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     features: list[str] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,10 +66,10 @@ def skipped(reason: str) -> ArmResult:
     return ArmResult(status="skipped", reason=reason)
 
 
-def _threads(backend: Backend, booster: Any) -> dict[str, Any]:
+def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     from threadpoolctl import threadpool_info
 
-    info: dict[str, Any] = {"xgboost_nthread": xgboost_threads_used(booster), "cores_available": backend.n_threads}
+    info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
     if not backend.is_gpu:
         import pyarrow
 
@@ -82,8 +82,52 @@ def _threads(backend: Backend, booster: Any) -> dict[str, Any]:
     return info
 
 
-def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: Listener | None = None) -> ArmResult:
-    """Run every stage of ``workflow`` on ``backend``; raises whatever a stage raises."""
+def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[dict[str, Any], Any]:
+    """The arm's RMM pool and batch plan, settled before any stage runs.
+
+    A refusal here (a budget below one batch, a table that must stream with a model that
+    cannot) is a user error raised before either arm has done any work.
+    """
+    from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
+
+    settings = memory or MemorySettings()
+    rmm = setup_rmm_pool(backend, settings.rmm_pool)
+    if settings.memory_budget:
+        budget, budget_source = parse_size(settings.memory_budget, "--memory-budget"), "--memory-budget"
+    else:
+        budget, budget_source = default_budget(backend)
+    plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
+    if plan.mode == "streaming" and getattr(workflow, "model_name", "xgboost") != "xgboost":
+        raise AccelError(
+            f"the table ({plan.rows_total:,} rows) is streamed in batches of {plan.rows_per_batch:,} "
+            f"(budget {budget / 1e6:,.0f} MB) and only xgboost trains batch by batch: "
+            "use --model xgboost, or a larger --memory-budget / --batch-rows"
+        )
+    return rmm, plan
+
+
+def run_arm(
+    backend: Backend, workflow: Any, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
+) -> ArmResult:
+    """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises.
+
+    ``memory`` (:class:`~accel.memory.MemorySettings`) says the RMM pool, the memory budget, the
+    batch size and the storage precision; by default an automatic pool on the GPU arm, half the
+    free memory as budget, batches planned from it, float32. ``prepared_arm`` is
+    :func:`prepare_arm`'s answer when the caller already has it.
+    """
+    from accel.batching import with_backoff
+    from accel.memory import MemorySettings
+    from accel.precision import plan_for_frames, store_frame
+
+    settings = memory or MemorySettings()
+    model = workflow.model
+    rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
+    if plan.mode == "streaming":
+        from accel.streaming import run_streaming
+
+        return run_streaming(backend, workflow, plan, settings, rmm, listener)
+
     monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
     timer = StageTimer(backend, monitor, listener)
     with monitor:
@@ -93,44 +137,93 @@ def run_arm(backend: Backend, workflow: Any, model: XGBoostModel, listener: List
             prepared = workflow.features(backend, raw)
             del raw
         with timer.stage("to_device"):
-            dtrain = model.to_device(backend, prepared.X_train, prepared.y_train)
-        with timer.stage("train"):
-            booster = model.fit(backend, dtrain)
-        with timer.stage("predict"):
-            prediction = model.predict(backend, booster, prepared.X_test)
+            precision = plan_for_frames(settings.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
 
-    device_used = xgboost_device_used(booster)
+            def to_device(rows: int) -> tuple[Any, Any, Any]:
+                X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, rows)
+                X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, rows)
+                return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
+
+            X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
+        with timer.stage("train"):
+            fitted = model.fit(backend, model_input)
+        with timer.stage("predict"):
+            prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
+
+    y_test = _compat.to_numpy(prepared.y_test)
+    metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
+    memory_record = {
+        "rmm": {**rmm, **(backend.rmm_statistics() or {})},
+        "batches": plan.describe(),
+        "precision": precision.describe(),
+        "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
+    }
+    if settings.precision == "fp16" and settings.precision_check:
+        memory_record["precision"]["fp32_check"] = _fp32_check(backend, workflow, prepared, plan, metrics, y_test)
+    del model_input
+    return _result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
+
+
+def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
+    """Train the same model on the same rows in float32 (untimed) and report the metric change."""
+    from accel.precision import plan_for_frames, store_frame
+
+    model = workflow.model
+    precision = plan_for_frames("fp32", [prepared.X_train], prepared.categorical)
+    X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, plan.rows_per_batch)
+    X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, plan.rows_per_batch)
+    fitted = model.fit(backend, model.to_device(backend, X_train, prepared.y_train, plan.rows_per_batch))
+    fp32 = task_metrics(workflow.task, y_test, _compat.to_numpy(model.predict(backend, fitted, X_test, plan.rows_per_batch)))
+    return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
+
+
+def _result(
+    backend: Backend,
+    workflow: Any,
+    model: Any,
+    fitted: Any,
+    timer: StageTimer,
+    monitor: MemoryMonitor,
+    metrics: dict[str, float],
+    rows: dict[str, int],
+    features: list[str],
+    memory_record: dict[str, Any],
+) -> ArmResult:
+    device_used = model.device_used(backend, fitted)
     result = ArmResult(
         status="ok",
         backend=backend.name,
         device_used=device_used,
         device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds[s], 6) for s in STAGES},
-        total_seconds=round(sum(timer.seconds[s] for s in STAGES), 6),
-        metrics=binary_metrics(_compat.to_numpy(prepared.y_test), _compat.to_numpy(prediction)),
+        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
+        total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
+        metrics=metrics,
         peak_host_mb=to_mb(monitor.peak_host),
         peak_device_mb=to_mb(monitor.peak_device),
         host_mb_at_start=to_mb(monitor.host_at_start),
         stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
         stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        threads=_threads(backend, booster),
-        rows=dict(prepared.rows),
-        features=prepared.feature_names,
+        threads=_threads(backend, model, fitted),
+        rows=dict(rows),
+        features=features,
+        memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
     )
     wanted = "cuda" if backend.is_gpu else "cpu"
     if not device_used.startswith(wanted):
         # XGBoost only warns when it cannot use the GPU; this must not pass as a GPU result.
         result.status = "failed"
-        result.reason = f"XGBoost trained on {device_used!r} although {backend.xgb_device!r} was asked for"
+        result.reason = f"the model ran on {device_used!r} although {backend.xgb_device!r} was asked for"
     return result
 
 
-def run_arm_safely(backend: Backend, workflow: Any, model: XGBoostModel, listener: Listener | None) -> ArmResult:
+def run_arm_safely(
+    backend: Backend, workflow: Any, listener: Listener | None, memory: Any = None, prepared_arm: Any = None
+) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run."""
     if listener:
         listener.arm_started(backend.name)
     try:
-        result = run_arm(backend, workflow, model, listener)
+        result = run_arm(backend, workflow, listener, memory, prepared_arm)
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
@@ -154,34 +247,47 @@ def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
     return out
 
 
-def parity(task: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
+def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
     """Whether the two arms reach the same quality, within a stated tolerance."""
-    metric, tolerance = PARITY[task]
+    metric, tolerance, relative = parity_rule(task, model)
     g = gpu.metrics.get(metric) if gpu.status == "ok" else None
     c = cpu.metrics.get(metric) if cpu.status == "ok" else None
-    ok = None if g is None or c is None else abs(g - c) <= tolerance
-    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "ok": ok}
+    allowed = tolerance * abs(c) if relative and c is not None else tolerance
+    ok = None if g is None or c is None else abs(g - c) <= allowed
+    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "relative": relative, "ok": ok}
 
 
-def paired_run(config: Any, listener: Listener | None = None) -> tuple[dict[str, Any], Any]:
+def build_workflow(config: Any) -> Any:
+    """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
+    from accel.models import XGBoostParams
+    from accel.workflows import WorkflowSettings, get_workflow
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    if config.data is not None and config.scale > 1:
+        raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
+    if config.data is None:
+        return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+    planned = plan_table(str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter)
+    return TableWorkflow(settings, planned, config.model, config.model_params())
+
+
+def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = None) -> tuple[dict[str, Any], Any]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
-    workflow name, ``--device gpu`` without a GPU), so a refusal leaves nothing behind.
-    Returns ``(record, path)``.
+    workflow name, the user's file and target, ``--device gpu`` without a GPU), so a refusal
+    leaves nothing behind. ``on_plan(workflow)`` is called once the workflow is planned, before
+    the arms run. Returns ``(record, path)``.
     """
     from datetime import datetime, timezone
 
     from accel.backend import cpu_backend, get_backend, probe_gpu
     from accel.environment import collect_environment
-    from accel.models import XGBoostParams
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
-    from accel.workflows import WorkflowSettings, get_workflow
 
     out = ensure_writable(config.out)
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
-    workflow = get_workflow(config.workflow, settings)
-    model = XGBoostModel(XGBoostParams(**config.xgboost.model_dump()), seed=config.seed)
+    workflow = build_workflow(config)
 
     gpu: Backend | None = None
     gpu_result: ArmResult | None = None
@@ -194,27 +300,37 @@ def paired_run(config: Any, listener: Listener | None = None) -> tuple[dict[str,
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
+    memory = config.memory_settings()
+    cpu = cpu_backend()
+    # Pools and batch plans of both arms first: a refusal comes before any arm has run.
+    gpu_arm = prepare_arm(gpu, workflow, memory) if gpu is not None else None
+    cpu_arm = prepare_arm(cpu, workflow, memory)
+    if on_plan is not None:
+        on_plan(workflow)
     if gpu is not None:
-        gpu_result = run_arm_safely(gpu, workflow, model, listener)
+        gpu_result = run_arm_safely(gpu, workflow, listener, memory, gpu_arm)
     assert gpu_result is not None
-    cpu_result = run_arm_safely(cpu_backend(), workflow, model, listener)
+    cpu_result = run_arm_safely(cpu, workflow, listener, memory, cpu_arm)
     finished = datetime.now(timezone.utc)
 
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
+    model_name = getattr(workflow.model, "name", "xgboost")
     record = {
         "schema_version": SCHEMA_VERSION,
         "run_id": new_run_id(started),
         "workflow": workflow.name,
         "task": workflow.task,
+        "model": workflow.model.describe(),
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": workflow.describe_data(),
+        "features": getattr(workflow, "feature_reports", {}),
         "environment": environment,
         "arms": {"gpu": gpu_result.as_dict(), "cpu": cpu_result.as_dict()},
         "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, gpu_result, cpu_result),
+        "parity": parity(workflow.task, model_name, gpu_result, cpu_result),
     }
     path = write_record(out, record, record_stem(workflow.name, started))
     return record, path

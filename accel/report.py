@@ -169,6 +169,35 @@ def render_run(record: dict[str, Any], console: Console) -> None:
         console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
 
 
+def show_plan(workflow: Any, console: Console) -> None:
+    """Before the arms run: the table, the task and the inferred schema, one line per column kind."""
+    plan = getattr(workflow, "plan", None)
+    if plan is None:
+        return
+    src = workflow.planned.source
+    where = f"{src.kind}" + (f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)")
+    console.print(
+        f"table {src.original} ({where}): {plan.rows_in_file:,} rows × {len(src.columns)} columns; "
+        f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    classes = f", {len(plan.classes)} classes" if plan.classes is not None else ""
+    console.print(
+        f"target {plan.target!r}: {plan.task}{classes} ({plan.task_reason}); model {workflow.model_name}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    for kind, columns in plan.by_kind().items():
+        names = ", ".join(c.name + (f" ({c.reason})" if kind == "dropped" and c.reason else "") for c in columns[:8])
+        more = f", … {len(columns) - 8} more" if len(columns) > 8 else ""
+        console.print(f"  {kind:<11} {len(columns):>4}: {names}{more}", highlight=False, markup=False, soft_wrap=True)
+    for notice in plan.notices:
+        console.print(f"  notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+
+
 def render_info(env: dict[str, Any], console: Console) -> None:
     """The machine, its GPUs, library versions, and which arms can run here."""
     cores = env["cores"]

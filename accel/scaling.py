@@ -95,7 +95,7 @@ def scaling_study(
     from accel.cluster import ClusterSession, plan_cluster
     from accel.dask_run import DASK_WORKFLOWS, ClusterRunFailed, _say, run_on_session
     from accel.environment import collect_environment
-    from accel.models import XGBoostModel, XGBoostParams
+    from accel.models import XGBoostParams
     from accel.pairing import run_arm_safely
     from accel.record import ensure_writable, write_record
     from accel.workflows import WorkflowSettings, get_workflow
@@ -116,8 +116,8 @@ def scaling_study(
     runs: list[dict[str, Any]] = []
     if baseline:
         say("single-process CPU baseline (no Dask, every core)")
-        workflow = get_workflow(config.workflow, settings)
-        arm = run_arm_safely(cpu_backend(), workflow, XGBoostModel(params, seed=config.seed), listener).as_dict()
+        workflow = get_workflow(config.workflow, settings, xgboost_params=params)
+        arm = run_arm_safely(cpu_backend(), workflow, listener, config.memory_settings()).as_dict()
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
     data = None

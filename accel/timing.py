@@ -30,6 +30,7 @@ class StageTimer:
         self.monitor = monitor
         self.listener = listener
         self.seconds: dict[str, float] = {}
+        self.rmm_peak_bytes: dict[str, int] = {}
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -37,12 +38,33 @@ class StageTimer:
             self.listener.stage_started(self.backend.name, name)
         if self.monitor is not None:
             self.monitor.set_stage(name)
+        counting = self.backend.rmm_scope_begin()
         self.backend.synchronize()
         start = time.perf_counter()
         yield
         self.backend.synchronize()
         self.seconds[name] = time.perf_counter() - start
+        if counting:
+            peak = self.backend.rmm_scope_end()
+            if peak is not None:
+                self.rmm_peak_bytes[name] = peak
         if self.monitor is not None:
             self.monitor.set_stage(None)
         if self.listener is not None:
             self.listener.stage_finished(self.backend.name, name, self.seconds[name])
+
+    @contextmanager
+    def accumulate(self, name: str) -> Iterator[None]:
+        """Add the wall time of this block to stage ``name`` (streaming: a stage in many pieces)."""
+        previous = self.monitor.stage if self.monitor is not None else None
+        if self.monitor is not None:
+            self.monitor.set_stage(name)
+        self.backend.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.backend.synchronize()
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            if self.monitor is not None:
+                self.monitor.set_stage(previous)

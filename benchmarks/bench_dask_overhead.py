@@ -26,7 +26,7 @@ from accel.cluster import ClusterSession, plan_cluster
 from accel.config import ClusterConfig
 from accel.dask_run import run_on_session
 from accel.environment import collect_environment
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostParams
 from accel.pairing import run_arm
 from accel.record import write_record
 from accel.workflows import FlightsWorkflow, WorkflowSettings
@@ -56,8 +56,7 @@ def main() -> int:
         backend = cpu_backend()
     settings = WorkflowSettings(seed=args.seed, scale=args.scale)
     params = XGBoostParams(n_estimators=args.rounds)
-    workflow = FlightsWorkflow(settings)
-    model = XGBoostModel(params, seed=args.seed)
+    workflow = FlightsWorkflow(settings, params)
     layout = f"{plan.workers} worker(s) x {plan.threads_per_worker} thread(s)"
     print(f"single process: {backend.name}, {backend.n_threads} threads; Dask: {args.cluster}, {layout}", flush=True)
 
@@ -68,11 +67,11 @@ def main() -> int:
         startup = time.perf_counter() - t0
         warm = WorkflowSettings(rows=5000, seed=args.seed)
         print("warm-up (untimed): a 5,000-row run of each", flush=True)
-        run_arm(backend, FlightsWorkflow(warm), XGBoostModel(XGBoostParams(n_estimators=10), seed=args.seed))
+        run_arm(backend, FlightsWorkflow(warm, XGBoostParams(n_estimators=10)))
         run_on_session(session, "flights", warm, XGBoostParams(n_estimators=10), args.seed)
 
         def single() -> dict:
-            r = run_arm(backend, workflow, model)
+            r = run_arm(backend, workflow)
             return {"stages": r.stages, "seconds": r.total_seconds, "auc": r.metrics["auc"], "rows": r.rows}
 
         def dask() -> dict:
@@ -110,9 +109,8 @@ def main() -> int:
     print(f"Dask ({layout})  median {median['dask']:.1f} s  (+ {startup:.1f} s cluster start-up)")
     target = "" if gpu else "   (target <= 1.3)"
     print(f"wall ratio Dask / single process = {ratio:.3f}{target}; with start-up {ratio_startup:.3f}")
-    print(
-        f"AUC single process {auc['single-process']:.4f}  Dask {auc['dask']:.4f}  |diff| {abs(auc['dask'] - auc['single-process']):.4f}"
-    )
+    diff = abs(auc["dask"] - auc["single-process"])
+    print(f"AUC single process {auc['single-process']:.4f}  Dask {auc['dask']:.4f}  |diff| {diff:.4f}")
 
     now = datetime.now(timezone.utc)
     record = {

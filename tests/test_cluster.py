@@ -11,7 +11,7 @@ import pytest
 
 from accel.backend import cpu_threads
 from accel.cli import main
-from accel.cluster import ClusterPlan, ClusterSession, check_address, parse_size, plan_cluster
+from accel.cluster import ClusterPlan, ClusterSession, check_address, dask_cuda_size, plan_cluster
 from accel.config import ClusterConfig
 from accel.errors import AccelError
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
@@ -36,6 +36,8 @@ def _main(capsys, *argv):
         (["--workers", "2"], ["--workers", "need --cluster"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--workers", "2"], ["--workers", "running cluster"]),
         (["--cluster", "local", "--device", "cpu"], ["--device", "workers decide"]),
+        (["--cluster", "local", "--precision", "fp16"], ["--precision", "not to a Dask run"]),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),
         (["--cluster", "nowhere"], ["--cluster", "invalid choice"]),
         (["--scheduler", "127.0.0.1"], ["not a scheduler address", "tcp://HOST:PORT"]),
         (["--scheduler", "tcp://host:99999"], ["not a scheduler address"]),
@@ -49,12 +51,15 @@ def test_bad_cluster_requests_are_refused_before_anything_starts(capsys, tmp_pat
 
 
 def test_sizes_are_parsed_by_dask_and_bad_ones_named():
-    assert parse_size("2GB", "--rmm-pool") == 2_000_000_000
-    assert parse_size("512MiB", "--rmm-pool") == 512 * 1024**2
-    assert parse_size("0.5", "--device-memory-limit") == 0.5
+    from accel.memory import RMM_AUTO_INITIAL
+
+    assert dask_cuda_size("2GB", "--rmm-pool") == 2_000_000_000
+    assert dask_cuda_size("512MiB", "--rmm-pool") == 512 * 1024**2
+    assert dask_cuda_size("0.5", "--device-memory-limit") == 0.5
+    assert dask_cuda_size("auto", "--rmm-pool") == RMM_AUTO_INITIAL and dask_cuda_size("off", "--rmm-pool") is None
     for bad in ("lots", "5 foos", "0", "-1GB"):
         with pytest.raises(AccelError, match="--rmm-pool"):
-            parse_size(bad, "--rmm-pool")
+            dask_cuda_size(bad, "--rmm-pool")
 
 
 def test_addresses_are_checked():

@@ -9,12 +9,15 @@ from accel.workflows.flights import FlightsWorkflow
 WORKFLOWS = {"flights": FlightsWorkflow}
 
 
-def get_workflow(name: str, settings: WorkflowSettings):
+def get_workflow(name: str, settings: WorkflowSettings, **kwargs):
     try:
         cls = WORKFLOWS[name]
     except KeyError:
-        raise AccelError(f"unknown workflow {name!r}; known workflows: {', '.join(sorted(WORKFLOWS))}") from None
-    return cls(settings)
+        raise AccelError(
+            f"unknown workflow {name!r}; known workflows: {', '.join(sorted(WORKFLOWS))} "
+            "(or your own table: --data FILE --target COLUMN)"
+        ) from None
+    return cls(settings, **kwargs)
 
 
 __all__ = ["WORKFLOWS", "FlightsWorkflow", "Prepared", "WorkflowSettings", "get_workflow"]

@@ -15,6 +15,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.data import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
 from accel.features import GroupStats, categorize, date_parts, left_join
+from accel.models import XGBoostModel, XGBoostParams
 from accel.workflows.base import Prepared, WorkflowSettings
 
 FLIGHT_COLUMNS = [
@@ -31,6 +32,7 @@ FEATURES = [
     "route_flights", "carrier_hour_delay_rate",
 ]  # fmt: skip
 DELAY_MINUTES = 15
+FLIGHTS_ROWS = 336_776
 #: Group statistics fitted on the training rows only: the keys, and the column each gives.
 GROUP_STATS = (
     (("origin", "dest"), {"count_name": "route_flights"}),
@@ -52,8 +54,9 @@ class FlightsWorkflow:
     task = "binary"
     target = f"arr_delay > {DELAY_MINUTES}"
 
-    def __init__(self, settings: WorkflowSettings):
+    def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostParams | None = None):
         self.settings = settings
+        self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
 
     def describe_data(self) -> dict[str, Any]:
         return {
@@ -63,6 +66,36 @@ class FlightsWorkflow:
             "scale": self.settings.scale,
             **({"replication": JITTER} if self.settings.scale > 1 else {}),
         }
+
+    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
+        """Batches of the model input; the flights tables themselves are always held in memory."""
+        from dataclasses import replace
+
+        from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        from accel.errors import AccelError
+        from accel.precision import frame_matrix
+
+        rows_total = (self.settings.rows or FLIGHTS_ROWS) * self.settings.scale
+        if batch_rows is not None:
+            plan = plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
+        else:
+            probe_flow = FlightsWorkflow(replace(self.settings, rows=min(PROBE_ROWS, rows_total), scale=1))
+
+            def probe() -> Any:
+                tables = probe_flow.load(backend)
+                prepared = probe_flow.features(backend, tables)
+                return [tables.flights, prepared.X_train, frame_matrix(prepared.X_train, prepared.categorical)]
+
+            per_row = measure_bytes_per_row(backend, probe, min(PROBE_ROWS, rows_total), peak=False)
+            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(PROBE_ROWS, rows_total))
+            if plan.mode == "streaming":
+                raise AccelError(
+                    f"the flights workflow holds its {rows_total:,} rows in memory (about "
+                    f"{rows_total * per_row / 1e6:,.0f} MB), over the budget of {budget / 1e6:,.0f} MB: "
+                    "raise --memory-budget or use --rows"
+                )
+        plan.mode = "in-memory"
+        return plan
 
     def load(self, backend: Backend) -> Tables:
         xdf = backend.xdf

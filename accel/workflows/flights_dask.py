@@ -35,6 +35,7 @@ from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import (
     CATEGORICAL,
     FEATURES,
+    FLIGHTS_ROWS,
     GROUP_STATS,
     FlightsWorkflow,
     lookup_tables,
@@ -44,7 +45,6 @@ from accel.workflows.flights import (
 )
 
 TARGET = "__y__"
-FLIGHTS_ROWS = 336_776
 #: Rows per partition aimed at: CPU workers like several partitions each (load balance, less
 #: memory per task); a GPU wants large partitions to keep its cores busy.
 PARTITION_ROWS = {"cpu": 250_000, "gpu": 4_000_000}

@@ -1,0 +1,378 @@
+"""Automatic features for a user's table, from a :class:`~accel.schema.TablePlan`.
+
+Written once against the pandas API and run on pandas or cuDF. What each model family gets:
+
+=================  ==================================  ===================  =========  =======
+family             categoricals (≤ 32 / ≤ 20 values)   high cardinality     missing    scaling
+=================  ==================================  ===================  =========  =======
+xgboost            native XGBoost categories           out-of-fold target   native     no
+                                                       + count encoding
+random_forest      ordinal codes                       same                 imputed    no
+linear, knn        one-hot                             same                 imputed    yes
+=================  ==================================  ===================  =========  =======
+
+Every statistic (target rates, counts, medians, modes, means and deviations) is fitted on the
+training rows only. Target encoding of the training rows is out-of-fold (K folds drawn on the
+host with the run's seed): a row's own target never enters its own encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+from accel.features import left_join
+from accel.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
+from accel.workflows.base import Prepared
+
+NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
+ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
+TE_FOLDS = 5
+TE_SMOOTHING = 20.0
+FAMILIES = ("xgboost", "random_forest", "linear", "knn")
+
+
+@dataclass
+class FeatureReport:
+    """What was built from which column, for the run record."""
+
+    encodings: dict[str, str] = field(default_factory=dict)
+    imputed: list[str] = field(default_factory=list)
+    scaled: bool = False
+
+
+# --------------------------------------------------------------------------- casting
+
+
+def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
+    """The column as the plan says: float64 for numeric/boolean, categorical, or naive datetime."""
+    if plan.kind == "numeric":
+        return s.astype("float64")
+    if plan.kind == "boolean":
+        if str(s.dtype) == "bool":
+            return s.astype("float64")
+        low = s.astype("str").str.strip().str.lower()
+        known = low.isin(list(TRUE_STRINGS + FALSE_STRINGS))
+        return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
+    if plan.kind == "categorical":
+        categories = plan.categories or []
+        if plan.categories_numeric:
+            # XGBoost refuses float categories; re-index the values by their integer codes,
+            # which both libraries cast exactly (-1, missing or unseen, becomes missing).
+            codes = s.astype("float64").astype(_compat.categorical_dtype(xdf, categories)).cat.codes
+            return codes.astype("int64").astype(_compat.categorical_dtype(xdf, list(range(len(categories)))))
+        if not _compat.is_text_dtype(s):
+            s = s.astype("str")
+        return s.astype(_compat.categorical_dtype(xdf, categories))
+    if plan.kind == "datetime":
+        if _compat.is_datetime_dtype(s):
+            return _compat.naive_datetime(s)
+        return xdf.to_datetime(s, format=plan.date_format, errors="coerce")
+    raise ValueError(f"cannot cast a {plan.kind} column")
+
+
+def category_codes(s: Any) -> Any:
+    """Codes of a categorical column as float64, missing (and unseen) values as NaN."""
+    codes = s.cat.codes
+    return codes.astype("float64").where(codes >= 0)
+
+
+def target_codes(xdf: ModuleType, y: Any, plan: TablePlan) -> Any:
+    """The target as the model sees it: class codes 0..K-1 (int32), or float64 for regression."""
+    if plan.task == "regression":
+        return y.astype("float64")
+    if plan.classes == [False, True]:
+        # A boolean target, typed or as text ("True"/"true"): 1 for true. Rows without a
+        # target are not in the plan's rows.
+        if str(y.dtype) == "bool":
+            return y.astype("int32")
+        return (y.astype("str").str.strip().str.lower() == "true").astype("int32")
+    if plan.classes_numeric:
+        y = y.astype("float64")
+    elif not _compat.is_text_dtype(y):
+        y = y.astype("str")
+    return y.astype(_compat.categorical_dtype(xdf, plan.classes or [])).cat.codes.astype("int32")
+
+
+# --------------------------------------------------------------------------- encoders
+
+
+def _group_sums(xdf: ModuleType, frame: Any, keys: list[str], value: str, prefix: str) -> Any:
+    grouped = frame.groupby(keys)[value]
+    return xdf.DataFrame({f"{prefix}s": grouped.sum(), f"{prefix}n": grouped.count()}).reset_index()
+
+
+def target_encode(
+    xdf: ModuleType, codes_train: Any, t_train: Any, codes_test: Any, folds: np.ndarray, smoothing: float = TE_SMOOTHING
+) -> tuple[Any, Any, Any]:
+    """Out-of-fold smoothed target means for training rows, full-train means for test rows.
+
+    Also returns the count of each training category for both splits (count encoding). The
+    one-shot form of :class:`TargetEncoder` (fit on all training rows at once).
+
+    Returns
+    -------
+    (train_encoded, test_encoded, (train_counts, test_counts))
+    """
+    encoder = TargetEncoder(xdf, ["t"], smoothing)
+    encoder.partial_fit(codes_train, {"t": t_train}, folds)
+    encoder.finalize()
+    train = encoder.transform(codes_train, folds)
+    test = encoder.transform(codes_test)
+    return train["t"], test["t"], (train["count"], test["count"])
+
+
+class TargetEncoder:
+    """Smoothed target means per category, fitted from batches of training rows.
+
+    Per batch it keeps sums and counts per (category, fold); :meth:`finalize` adds the batches
+    up, so fitting batch by batch gives exactly the statistics of one pass over all rows.
+    Training rows are encoded out of fold (their own fold's rows left out), other rows with all
+    training rows; unseen or missing categories get the prior (the mean over all training rows).
+    """
+
+    def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float = TE_SMOOTHING):
+        self.xdf = xdf
+        self.targets = targets
+        self.smoothing = smoothing
+        self._parts: list[Any] = []
+        self._target_sums = dict.fromkeys(targets, 0.0)
+        self._rows = 0
+        self.per_fold: Any = None
+        self.totals: Any = None
+        self.prior: dict[str, float] = {}
+
+    def partial_fit(self, codes: Any, targets: dict[str, Any], folds: np.ndarray) -> None:
+        xdf = self.xdf
+        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame["f"] = folds
+        for name in self.targets:
+            t = targets[name].reset_index(drop=True).astype("float64")
+            frame[name] = t
+            self._target_sums[name] += float(t.sum())
+        self._rows += len(frame)
+        grouped = frame.groupby(["c", "f"])
+        part = grouped[self.targets].sum()
+        part["n"] = grouped[self.targets[0]].count()
+        self._parts.append(part.reset_index())
+
+    def finalize(self) -> None:
+        xdf = self.xdf
+        parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
+        self.per_fold = parts.groupby(["c", "f"])[[*self.targets, "n"]].sum().reset_index()
+        self.totals = self.per_fold.groupby("c")[[*self.targets, "n"]].sum().reset_index()
+        self.prior = {t: self._target_sums[t] / max(self._rows, 1) for t in self.targets}
+        self._parts = []
+
+    def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
+        """Encoded columns (one per target) and ``count`` for rows with these category codes."""
+        xdf, m = self.xdf, self.smoothing
+        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        totals = self.totals.rename(columns={t: f"{t}__all" for t in [*self.targets, "n"]})
+        out = left_join(frame, totals, ["c"])
+        n = out["n__all"].fillna(0.0)
+        if folds is not None:
+            out["f"] = folds
+            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in [*self.targets, "n"]})
+            out = left_join(out, fold, ["c", "f"])
+            n_out = n - out["n__fold"].fillna(0.0)
+        result = {"count": n.astype("float64")}
+        for t in self.targets:
+            s = out[f"{t}__all"].fillna(0.0)
+            if folds is not None:
+                s, count = s - out[f"{t}__fold"].fillna(0.0), n_out
+            else:
+                count = n
+            result[t] = (s + self.prior[t] * m) / (count + m)
+        return result
+
+
+# --------------------------------------------------------------------------- the builder
+
+
+def _mode(s: Any) -> float | None:
+    """The most frequent value (the smallest of ties, the same on both arms)."""
+    modes = s.dropna().mode()
+    return None if len(modes) == 0 else float(modes.min())
+
+
+def _datetime_parts(name: str, s: Any) -> dict[str, Any]:
+    dt = s.dt
+    return {
+        f"{name}__year": dt.year.astype("float64"),
+        f"{name}__month": dt.month.astype("float64"),
+        f"{name}__day": dt.day.astype("float64"),
+        f"{name}__day_of_week": dt.day_of_week.astype("float64"),
+        f"{name}__day_of_year": dt.day_of_year.astype("float64"),
+        f"{name}__hour": dt.hour.astype("float64"),
+    }
+
+
+def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any]) -> Any:
+    parts = []
+    if numeric:
+        parts.append(frame[numeric].astype("float64").reset_index(drop=True))
+    if built:
+        parts.append(xdf.DataFrame(built))
+    if not parts:
+        raise ValueError("no features")
+    return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
+
+
+def _with_float32(xdf: ModuleType, frame: Any, dense: list[str], columns: list[str]) -> Any:
+    rest = [c for c in columns if c not in dense]
+    block = frame[dense].astype("float32")
+    return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
+
+
+class TableFeaturizer:
+    """The plan's features for one model family: fitted on training rows (all at once or batch
+    by batch), then applied to any rows.
+
+    Parameters
+    ----------
+    xdf : module
+        pandas or cudf.
+    plan : TablePlan
+    family : {"xgboost", "random_forest", "linear", "knn"}
+    seed : int
+        Seeds the target-encoding folds (one per training row, in plan order).
+    """
+
+    def __init__(self, xdf: ModuleType, plan: TablePlan, family: str, seed: int):
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}")
+        self.xdf, self.plan, self.family = xdf, plan, family
+        self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
+        self.report = FeatureReport()
+        self.encoding: dict[str, str] = {}
+        for col in plan.features:
+            if col.kind in ("numeric", "boolean"):
+                kind = col.kind
+            elif col.kind == "datetime":
+                kind = "date parts"
+            elif family == "xgboost" and col.cardinality <= NATIVE_MAX:
+                kind = "native categorical"
+            elif family in ("linear", "knn") and col.cardinality <= ONEHOT_MAX:
+                kind = "one-hot"
+            elif family == "random_forest" and col.cardinality <= NATIVE_MAX:
+                kind = "ordinal codes"
+            else:
+                kind = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
+            self.encoding[col.name] = kind
+        self.report.encodings = dict(self.encoding)
+        n_classes = len(plan.classes or [])
+        self.targets = [f"class{k}" for k in range(n_classes)] if plan.task == "multiclass" else ["t"]
+        self.encoders = {
+            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind.startswith("out-of-fold")
+        }
+        self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
+
+    def reset(self) -> None:
+        """Forget what was fitted (before fitting again from the first batch)."""
+        self.encoders = {name: TargetEncoder(self.xdf, self.targets) for name in self.encoders}
+
+    def _target_columns(self, y: Any) -> dict[str, Any]:
+        if self.plan.task == "multiclass":
+            return {f"class{k}": (y == k).astype("float64") for k in range(len(self.plan.classes or []))}
+        return {"t": y.astype("float64")}
+
+    def partial_fit(self, train: Any, y_train: Any, folds: np.ndarray) -> None:
+        """Add a batch of training rows (``folds``: their target-encoding folds)."""
+        if not self.encoders:
+            return
+        targets = self._target_columns(y_train.reset_index(drop=True))
+        by_name = {c.name: c for c in self.plan.features}
+        for name, encoder in self.encoders.items():
+            codes = category_codes(cast_column(self.xdf, train[name], by_name[name]))
+            encoder.partial_fit(codes, targets, folds)
+
+    def finalize(self) -> None:
+        for encoder in self.encoders.values():
+            encoder.finalize()
+
+    def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
+        """Feature frame for these rows; training rows pass their ``folds`` (out-of-fold encoding)."""
+        xdf = self.xdf
+        numeric = [c.name for c in self.plan.features if c.kind == "numeric"]
+        built: dict[str, Any] = {}
+        for col in self.plan.features:
+            kind = self.encoding[col.name]
+            if col.kind == "numeric":
+                continue
+            a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
+            if kind == "boolean" or kind == "native categorical":
+                built[col.name] = a
+            elif kind == "date parts":
+                built.update(_datetime_parts(col.name, a))
+            elif kind == "one-hot":
+                codes = a.cat.codes
+                for k, value in enumerate(col.categories or []):
+                    built[f"{col.name}=={value}"] = (codes == k).astype("float64")
+            elif kind == "ordinal codes":
+                built[col.name] = category_codes(a)
+            else:
+                encoded = self.encoders[col.name].transform(category_codes(a), folds)
+                for t in self.targets:
+                    built[f"{col.name}__te" + ("" if t == "t" else f"_{t}")] = encoded[t]
+                built[f"{col.name}__count"] = encoded["count"]
+        return _assemble(xdf, frame.reset_index(drop=True), numeric, built)
+
+
+def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any]:
+    """Imputation (median; most frequent for codes) and scaling fitted on training rows, then float32."""
+    report, family = featurizer.report, featurizer.family
+    columns = [str(c) for c in X_train.columns]
+    dense = [c for c in columns if c not in featurizer.categorical]
+    ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
+    if family != "xgboost" and dense:
+        missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
+        need = [c for c in dense if bool(missing[c])]
+        if need:
+            medians = _compat.to_pandas(X_train[need].median())
+            fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in need}
+            fills = {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()}
+            X_train, X_test = X_train.fillna(fills), X_test.fillna(fills)
+            report.imputed = need
+    if family in ("linear", "knn") and dense:
+        block = X_train[dense]
+        means, stds = block.mean(), block.std()
+        stds = stds.where(stds > 0, 1.0).fillna(1.0)
+        scaled_train = block.sub(means, axis="columns").div(stds, axis="columns")
+        scaled_test = X_test[dense].sub(means, axis="columns").div(stds, axis="columns")
+        rest = [c for c in columns if c not in dense]
+        X_train = (xdf.concat([scaled_train, X_train[rest]], axis=1) if rest else scaled_train)[columns]
+        X_test = (xdf.concat([scaled_test, X_test[rest]], axis=1) if rest else scaled_test)[columns]
+        report.scaled = True
+    if dense:
+        X_train = _with_float32(xdf, X_train, dense, columns)
+        X_test = _with_float32(xdf, X_test, dense, columns)
+    return X_train, X_test
+
+
+def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
+    """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
+    featurizer = TableFeaturizer(xdf, plan, family, seed)
+    y = target_codes(xdf, frame[plan.target], plan)
+    train = frame.iloc[plan.train_pos].reset_index(drop=True)
+    test = frame.iloc[plan.test_pos].reset_index(drop=True)
+    y_train = y.iloc[plan.train_pos].reset_index(drop=True)
+    y_test = y.iloc[plan.test_pos].reset_index(drop=True)
+    featurizer.partial_fit(train, y_train, featurizer.folds)
+    featurizer.finalize()
+    X_train = featurizer.transform(train, featurizer.folds)
+    X_test = featurizer.transform(test)
+    X_train, X_test = finish_dense(xdf, X_train, X_test, featurizer)
+    prepared = Prepared(
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
+        categorical=list(featurizer.categorical),
+        rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
+    )
+    return prepared, featurizer.report

@@ -1,0 +1,313 @@
+"""Reading a user's table: CSV, Parquet, or a folder of Parquet files.
+
+:func:`resolve_source` looks at the file once, on the host, before any arm runs, and turns
+every problem into a one-line :class:`~accel.errors.AccelError` (missing file, empty file or
+folder, binary content, duplicate column names, a wrong delimiter); a file that is not UTF-8 is
+decoded with the common fallbacks and read through a UTF-8 copy (cuDF reads UTF-8 only), and
+the notice says which encoding was used. Both arms then read the same resolved files with their
+own reader (:func:`read_source`).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from accel import _compat
+from accel.data import cache_dir
+from accel.errors import AccelError
+
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+FALLBACK_ENCODINGS = ("utf-8", "utf-8-sig", "cp1252", "latin-1")
+SNIFF_BYTES = 1 << 16
+CANDIDATE_DELIMITERS = (",", ";", "\t", "|")
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A user's table, checked and ready for either arm to read.
+
+    Attributes
+    ----------
+    kind : {"csv", "parquet"}
+    paths : tuple of Path
+        What the arms read: the file itself, a UTF-8 copy of it, or the Parquet files of a folder.
+    original : Path
+        What the user named.
+    delimiter : str or None
+        CSV delimiter.
+    encoding : str or None
+        The CSV file's encoding as found.
+    columns : tuple of str
+        Column names in file order.
+    notices : tuple of str
+        What was detected or worked around, for the screen and the record.
+    """
+
+    kind: str
+    paths: tuple[Path, ...]
+    original: Path
+    delimiter: str | None
+    encoding: str | None
+    columns: tuple[str, ...]
+    size_bytes: int
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "path": str(self.original),
+            "kind": self.kind,
+            "files": len(self.paths),
+            "size_bytes": self.size_bytes,
+            "delimiter": self.delimiter,
+            "encoding": self.encoding,
+            "columns": len(self.columns),
+            "notices": list(self.notices),
+        }
+
+
+def _is_gzip(path: Path) -> bool:
+    return path.name.lower().endswith(".gz")
+
+
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
+
+
+def _duplicates(names: list[str]) -> list[str]:
+    return [name for name, n in Counter(names).items() if n > 1]
+
+
+def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
+    import pyarrow.parquet as pq
+
+    columns: tuple[str, ...] | None = None
+    for path in paths:
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
+        names = [n for n in schema.names if n != "__index_level_0__"]
+        dups = _duplicates(names)
+        if dups:
+            raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
+        if columns is None:
+            columns = tuple(names)
+        elif set(names) != set(columns):
+            raise AccelError(f"--data: {str(path)!r} has other columns than the first file of {str(original)!r}")
+    size = sum(p.stat().st_size for p in paths)
+    return TableSource("parquet", tuple(paths), original, None, None, columns or (), size)
+
+
+def _detect_encoding(path: Path) -> str:
+    """The first of the fallback encodings that decodes the whole file."""
+    for encoding in FALLBACK_ENCODINGS:
+        decoder = io.TextIOWrapper(_open_binary(path), encoding=encoding, errors="strict", newline="")
+        try:
+            with decoder:
+                while decoder.read(1 << 20):
+                    pass
+            return encoding
+        except UnicodeDecodeError:
+            continue
+    return "latin-1"  # unreachable: latin-1 decodes any byte string
+
+
+def _utf8_copy(path: Path, encoding: str) -> Path:
+    """A UTF-8 copy of ``path`` in the cache, made once per file content and encoding."""
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{encoding}".encode()).hexdigest()[:16]
+    target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out, io.TextIOWrapper(
+        _open_binary(path), encoding=encoding, newline=""
+    ) as src:
+        while chunk := src.read(1 << 20):
+            out.write(chunk)
+    os.replace(tmp, target)
+    return target
+
+
+def _sniff_delimiter(text: str) -> str | None:
+    lines = [line for line in text.splitlines()[:50] if line.strip()]
+    if len(lines) < 1:
+        return None
+    try:
+        return csv.Sniffer().sniff("\n".join(lines), delimiters="".join(CANDIDATE_DELIMITERS)).delimiter
+    except csv.Error:
+        # Fall back to the candidate that splits the header into the most fields.
+        counts = {d: len(next(csv.reader([lines[0]], delimiter=d))) for d in CANDIDATE_DELIMITERS}
+        best = max(counts, key=counts.get)
+        return best if counts[best] > 1 else None
+
+
+def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
+    size = path.stat().st_size
+    if size == 0:
+        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+    with _open_binary(path) as f:
+        head = f.read(SNIFF_BYTES)
+    if head.startswith(b"PAR1"):
+        raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
+    if b"\x00" in head:
+        raise AccelError(f"--data: {str(path)!r} looks binary (NUL bytes), not a CSV text file")
+    if not head.strip():
+        raise AccelError(f"--data: {str(path)!r} holds only blank lines")
+
+    notices: list[str] = []
+    encoding = _detect_encoding(path)
+    read_path = path
+    if encoding not in ("utf-8", "utf-8-sig"):
+        read_path = _utf8_copy(path, encoding)
+        notices.append(f"the file is not UTF-8: decoded as {encoding} and read through a UTF-8 copy")
+    text = head.decode(encoding, errors="replace")
+    if encoding == "utf-8-sig":
+        text = text.removeprefix("\ufeff")
+
+    header_line = text.splitlines()[0] if text.splitlines() else ""
+    if delimiter is None:
+        delimiter = ","
+        comma_fields = len(next(csv.reader([header_line], delimiter=",")))
+        if comma_fields == 1:
+            sniffed = _sniff_delimiter(text)
+            if sniffed and sniffed != ",":
+                delimiter = sniffed
+                notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
+    columns = [c.strip() for c in next(csv.reader([header_line], delimiter=delimiter))]
+    if any(c == "" for c in columns):
+        raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
+    dups = _duplicates(columns)
+    if dups:
+        raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
+    return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
+
+
+def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSource:
+    """Check a user's file or folder and say how both arms will read it."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise AccelError(f"--data: {str(path)!r} does not exist")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(PARQUET_SUFFIXES))
+        if not files:
+            raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
+        return _resolve_parquet(files, path)
+    name = path.name.lower()
+    if name.endswith(PARQUET_SUFFIXES):
+        if path.stat().st_size == 0:
+            raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+        return _resolve_parquet([path], path)
+    if not name.endswith(CSV_SUFFIXES):
+        # Unknown suffix: read it as CSV if it looks like text, and say so.
+        source = _resolve_csv(path, delimiter)
+        return TableSource(**{**source.__dict__, "notices": source.notices + ("unknown suffix: read as CSV",)})
+    return _resolve_csv(path, delimiter)
+
+
+def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None = None) -> Any:
+    """Read the whole table with the arm's dataframe library."""
+    if source.kind == "parquet":
+        return _compat.read_parquet(xdf, list(source.paths), columns)
+    return _compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ",")
+
+
+# --------------------------------------------------------------------------- planning reads (host)
+
+
+def read_head(source: TableSource, rows: int) -> Any:
+    """The first ``rows`` rows with pandas (column kinds are inferred from them)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    if source.kind == "parquet":
+        frames, left = [], rows
+        for path in source.paths:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=min(left, 65536)):
+                frames.append(batch.to_pandas())
+                left -= batch.num_rows
+                if left <= 0:
+                    break
+            if left <= 0:
+                break
+        out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(source.columns))
+        return out.drop(columns=[c for c in out.columns if c == "__index_level_0__"]).head(rows)
+    # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).
+    return pd.read_csv(source.paths[0], sep=source.delimiter or ",", nrows=rows, low_memory=False)
+
+
+def read_column(source: TableSource, column: str) -> Any:
+    """One whole column with pandas (the target: rows, task and split come from all of it)."""
+    import pandas as pd
+
+    if source.kind == "parquet":
+        return _compat.read_parquet(pd, list(source.paths), [column])[column]
+    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+
+
+def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
+    """Distinct non-null values of ``columns`` over the whole file, streamed with pyarrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if not columns:
+        return {}
+    seen: dict[str, set] = {c: set() for c in columns}
+
+    def add(batch: Any) -> None:
+        for c in columns:
+            values = pc.unique(batch.column(c).drop_null()) if hasattr(batch.column(c), "drop_null") else pc.unique(batch.column(c))
+            seen[c].update(v for v in values.to_pylist() if v is not None)
+
+    if source.kind == "parquet":
+        for path in source.paths:
+            for batch in pq.ParquetFile(path).iter_batches(columns=columns):
+                add(batch)
+    else:
+        reader = pcsv.open_csv(
+            source.paths[0],
+            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
+            convert_options=pcsv.ConvertOptions(
+                include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
+            ),
+        )
+        for batch in reader:
+            add(batch)
+    return {c: list(v) for c, v in seen.items()}
+
+
+# --------------------------------------------------------------------------- chunked reads (arms)
+
+
+def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: int, dtypes: dict[str, str]):
+    """``(first_row, frame)`` for consecutive chunks of about ``rows`` rows, in file order.
+
+    Parquet: pyarrow record batches (pandas) or ``skip_rows``/``nrows`` reads (cuDF). CSV:
+    pandas' chunked C parser, or cuDF byte ranges; both with the plan's column types, so every
+    chunk parses alike.
+    """
+    start = 0
+    if source.kind == "parquet":
+        chunks = _compat.iter_parquet_chunks(xdf, list(source.paths), columns, rows)
+    else:
+        chunks = _compat.iter_csv_chunks(
+            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",", source.size_bytes
+        )
+    for frame in chunks:
+        if len(frame):
+            yield start, frame.reset_index(drop=True)
+            start += len(frame)

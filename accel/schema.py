@@ -1,0 +1,423 @@
+"""Schema inference and the leakage guard: the plan of a ``--data`` run, made once on the host.
+
+The plan is computed once, with pandas, before either arm runs, and both arms then apply it to
+their own frames: the same column kinds, the same category vocabularies, the same date formats,
+the same rows and the same split. Deciding once keeps the arms comparable (cuDF's and pandas'
+readers do not always give a column the same dtype) and makes every decision reportable.
+
+Column kinds: ``numeric``, ``boolean``, ``categorical`` (strings, low-cardinality integers,
+mixed numbers and text, unparseable dates), ``datetime`` (typed, or ISO-like strings), and
+``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accel.data import sample_positions, split_positions
+from accel.errors import AccelError
+
+#: An integer column with at most this many distinct values is categorical.
+LOW_CARDINALITY_INT = 10
+#: A classification target may have at most this many classes when inferred from integers.
+MAX_INFERRED_CLASSES = 20
+#: A text column whose distinct values are at least this share of its values is ID-like.
+ID_LIKE_SHARE = 0.9
+#: Fewer rows than this cannot make a meaningful train/test split.
+MIN_ROWS = 20
+#: Date formats tried, in order, on text columns that look like dates.
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%Y-%m-%d %H:%M",
+    "%Y/%m/%d",
+    "%Y%m%d",
+)
+_DATE_LIKE = re.compile(r"^\s*\d{4}[-/]?\d{2}[-/]?\d{2}([ T]\d{2}:\d{2}(:\d{2})?(\.\d+)?Z?)?\s*$")
+_ID_NAME = re.compile(r"(^|_)(id|uuid|guid|key)$|id$", re.IGNORECASE)
+TRUE_STRINGS = ("true", "t", "yes", "y")
+FALSE_STRINGS = ("false", "f", "no", "n")
+
+
+@dataclass
+class ColumnPlan:
+    """How one column is read and used."""
+
+    name: str
+    kind: str  # numeric | boolean | categorical | datetime | dropped
+    reason: str = ""
+    categories: list[Any] | None = None  # categorical: the vocabulary, sorted, in the column's type
+    categories_numeric: bool = False
+    date_format: str | None = None  # datetime given as text: the format that parses it
+
+    @property
+    def cardinality(self) -> int:
+        return len(self.categories or [])
+
+
+@dataclass
+class TablePlan:
+    """Everything both arms need to turn the table into model input the same way."""
+
+    target: str
+    task: str  # binary | multiclass | regression
+    task_reason: str
+    classes: list[Any] | None
+    classes_numeric: bool
+    columns: list[ColumnPlan]
+    row_positions: np.ndarray  # rows of the file used (sampled, with a target), in file order
+    train_pos: np.ndarray  # positions within row_positions
+    test_pos: np.ndarray
+    notices: list[str] = field(default_factory=list)
+    rows_in_file: int = 0
+
+    def widen_vocabularies(self, uniques: dict[str, list[Any]]) -> None:
+        """Categories seen anywhere in the file, where the kinds came from its first rows."""
+        for c in self.columns:
+            if c.kind == "categorical" and c.name in uniques:
+                values = uniques[c.name]
+                c.categories = sorted({float(v) for v in values} if c.categories_numeric else {str(v) for v in values})
+
+    def csv_dtypes(self) -> dict[str, str]:
+        """Column types to read CSV chunks with, so that every chunk parses alike."""
+        out = {}
+        for c in self.features:
+            if c.kind == "numeric" or (c.kind == "categorical" and c.categories_numeric):
+                out[c.name] = "float64"
+            elif c.kind in ("categorical", "boolean", "datetime"):
+                out[c.name] = "str"
+        if self.task != "regression" and not self.classes_numeric:
+            out[self.target] = "str"
+        elif self.task == "regression" or self.classes_numeric:
+            out[self.target] = "float64"
+        return out
+
+    @property
+    def features(self) -> list[ColumnPlan]:
+        return [c for c in self.columns if c.kind != "dropped"]
+
+    @property
+    def read_columns(self) -> list[str]:
+        return [c.name for c in self.features] + [self.target]
+
+    def by_kind(self) -> dict[str, list[ColumnPlan]]:
+        out: dict[str, list[ColumnPlan]] = {}
+        for c in self.columns:
+            out.setdefault(c.kind, []).append(c)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "task": self.task,
+            "task_reason": self.task_reason,
+            "classes": [str(c) for c in self.classes] if self.classes is not None else None,
+            "rows_in_file": self.rows_in_file,
+            "rows_used": int(len(self.row_positions)),
+            "rows_train": int(len(self.train_pos)),
+            "rows_test": int(len(self.test_pos)),
+            "columns": {
+                c.name: {
+                    "kind": c.kind,
+                    **({"reason": c.reason} if c.reason else {}),
+                    **({"categories": c.cardinality} if c.categories is not None else {}),
+                    **({"date_format": c.date_format} if c.date_format else {}),
+                }
+                for c in self.columns
+            },
+            "notices": list(self.notices),
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _is_text(s: pd.Series) -> bool:
+    return pd.api.types.is_string_dtype(s.dtype) or s.dtype == object
+
+
+def _numeric_share(s: pd.Series) -> float:
+    """Share of non-null values of a text column that parse as numbers."""
+    values = s.dropna()
+    if values.empty:
+        return 0.0
+    return float(pd.to_numeric(values, errors="coerce").notna().mean())
+
+
+def _date_format(values: pd.Series) -> str | None:
+    """The first format that parses at least 99% of these text values, or None."""
+    sample = values.dropna().astype(str).head(2000)
+    if sample.empty:
+        return None
+    for fmt in DATE_FORMATS:
+        parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        if parsed.notna().mean() >= 0.99:
+            return fmt
+    return None
+
+
+def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
+    uniques = values.dropna().unique()
+    if numeric:
+        return sorted(float(v) for v in uniques)
+    return sorted(str(v) for v in uniques)
+
+
+def _bool_from_text(s: pd.Series) -> bool:
+    values = s.dropna().astype(str).str.strip().str.lower()
+    return not values.empty and bool(values.isin(TRUE_STRINGS + FALSE_STRINGS).all())
+
+
+def _plan_column(name: str, s: pd.Series) -> ColumnPlan:
+    n = int(s.notna().sum())
+    if n == 0:
+        return ColumnPlan(name, "dropped", "all values missing")
+    nunique = int(s.nunique(dropna=True))
+    if nunique == 1:
+        return ColumnPlan(name, "dropped", "constant")
+    dtype = s.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return ColumnPlan(name, "boolean")
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return ColumnPlan(name, "datetime", "typed")
+    if pd.api.types.is_integer_dtype(dtype) or (
+        pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())
+    ):
+        if nunique == n and n >= 50 and (_ID_NAME.search(name) or s.dropna().is_monotonic_increasing):
+            return ColumnPlan(name, "dropped", "ID-like (every value distinct)")
+        if nunique <= LOW_CARDINALITY_INT:
+            return ColumnPlan(name, "categorical", "low-cardinality integer", _sorted_categories(s, True), True)
+        return ColumnPlan(name, "numeric")
+    if pd.api.types.is_numeric_dtype(dtype):
+        return ColumnPlan(name, "numeric")
+    # Text.
+    if _bool_from_text(s):
+        return ColumnPlan(name, "boolean", "true/false text")
+    text = s.dropna().astype(str)
+    date_like = float(text.head(2000).str.match(_DATE_LIKE).mean())
+    if date_like >= 0.5:
+        fmt = _date_format(text)
+        if fmt is not None and date_like >= 0.99:
+            return ColumnPlan(name, "datetime", "date text", date_format=fmt)
+        reason = "unparseable dates: kept as categorical"
+    else:
+        reason = ""
+    numeric_share = _numeric_share(text)
+    if 0 < numeric_share < 1:
+        reason = reason or f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
+    if nunique >= ID_LIKE_SHARE * n and n >= 50:
+        return ColumnPlan(name, "dropped", "ID-like or free text (almost every value distinct)")
+    return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
+
+
+def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) -> str | None:
+    """Why ``feature`` gives the target away on the training rows, or None."""
+    mask = feature.notna() & y.notna()
+    f, t = feature[mask], y[mask]
+    if len(f) < MIN_ROWS:
+        return None
+    if plan.kind == "numeric" or plan.kind == "boolean" or (plan.kind == "categorical" and plan.categories_numeric):
+        fv = pd.to_numeric(f, errors="coerce")
+        if plan.kind == "boolean" and fv.isna().all():
+            fv = f.astype(str).str.strip().str.lower().isin(TRUE_STRINGS).astype(float)
+        if task == "regression":
+            tv = t.astype(float)
+            if np.allclose(fv.to_numpy(dtype=float), tv.to_numpy()):
+                return "identical to the target"
+            if fv.std() > 0 and tv.std() > 0 and abs(np.corrcoef(fv, tv)[0, 1]) > 0.9999:
+                return "a linear function of the target (|correlation| > 0.9999)"
+            return None
+        # Classification: a perfect threshold predictor. Sorted by value, the class changes
+        # no more often than there are class boundaries, and no value holds two classes.
+        frame = pd.DataFrame({"f": fv.to_numpy(), "t": t.to_numpy()}).dropna()
+        per_value = frame.groupby("f")["t"].nunique()
+        if (per_value > 1).any() or len(per_value) < 2:
+            return None
+        ordered = frame.sort_values("f")["t"]
+        changes = int((ordered.to_numpy()[1:] != ordered.to_numpy()[:-1]).sum())
+        if changes <= t.nunique() - 1:
+            return "a perfect predictor of the target (one threshold separates the classes)"
+        return None
+    if plan.kind == "categorical":
+        if task == "regression":
+            return None
+        groups = pd.DataFrame({"f": f.astype(str).to_numpy(), "t": t.astype(str).to_numpy()}).groupby("f")["t"]
+        if len(f) / max(groups.ngroups, 1) >= 5 and bool((groups.nunique() == 1).all()):
+            return "a perfect predictor of the target (every value has a single class)"
+    return None
+
+
+def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series, task: str) -> set[str]:
+    """Numeric columns that might give the target away, found for all columns at once.
+
+    A cheap vectorised pass (one sort per column in NumPy) so that a 5,000-column table needs
+    the exact per-column check only for the few columns that pass it.
+    """
+    if not names:
+        return set()
+    X = frame[names].to_numpy(dtype=np.float64, na_value=np.nan)
+    if task == "regression":
+        t = y.to_numpy(dtype=np.float64)
+        Xc = np.where(np.isnan(X), np.nan, X - np.nanmean(X, axis=0))
+        tc = t - t.mean()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            num = np.nansum(Xc * tc[:, None], axis=0)
+            den = np.sqrt(np.nansum(Xc**2, axis=0) * np.sum(tc**2))
+            corr = np.abs(num / den)
+        return {n for n, c in zip(names, corr) if c > 0.999}
+    codes = pd.factorize(y)[0]
+    order = np.argsort(np.where(np.isnan(X), np.inf, X), axis=0, kind="stable")
+    sorted_y = codes[order]
+    valid = ~np.isnan(np.take_along_axis(X, order, axis=0))
+    changes = ((sorted_y[1:] != sorted_y[:-1]) & valid[1:] & valid[:-1]).sum(axis=0)
+    return {n for n, c in zip(names, changes) if c <= len(np.unique(codes)) - 1}
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str, list[Any] | None, bool]:
+    """(task, why, classes, classes_numeric) for the non-null target values ``y``."""
+    nunique = int(y.nunique())
+    is_bool = pd.api.types.is_bool_dtype(y.dtype) or (
+        y.dtype == object and bool(y.map(lambda v: isinstance(v, (bool, np.bool_))).all())
+    )
+    is_numeric = pd.api.types.is_numeric_dtype(y.dtype) and not is_bool
+    integral = is_numeric and bool((y % 1 == 0).all())
+    if task is None:
+        if is_bool:
+            task, why = "classification", "boolean target"
+        elif not is_numeric:
+            task, why = "classification", f"text target with {nunique} distinct values"
+        elif integral and nunique <= MAX_INFERRED_CLASSES:
+            task, why = "classification", f"integer target with {nunique} distinct values"
+        else:
+            task, why = "regression", f"numeric target with {nunique} distinct values"
+        why = f"inferred: {why}"
+    else:
+        why = "given with --task"
+    if task == "regression":
+        if not is_numeric:
+            example = y.astype(str).head(1).iloc[0]
+            raise AccelError(
+                f"--task regression needs a numeric target, but {target!r} holds text (e.g. {example!r}); "
+                "use --task classification or another --target"
+            )
+        return "regression", why, None, False
+    if nunique < 2:
+        raise AccelError(f"target {target!r} has a single class ({y.iloc[0]!r}): nothing to classify")
+    numeric_classes = is_numeric
+    classes = _sorted_categories(y, numeric_classes) if not is_bool else [False, True]
+    return ("binary" if nunique == 2 else "multiclass"), why, classes, numeric_classes
+
+
+def make_plan(
+    frame: pd.DataFrame,
+    target: str,
+    task: str | None = None,
+    drop: list[str] | None = None,
+    rows: int | None = None,
+    test_size: float = 0.2,
+    seed: int = 42,
+    target_values: pd.Series | None = None,
+) -> TablePlan:
+    """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError.
+
+    ``frame`` is the table, or its first rows when ``target_values`` (the whole target column)
+    is given: rows, task and split then come from the whole column, column kinds and the
+    leakage guard from the training rows among the first rows.
+    """
+    columns = [str(c) for c in frame.columns]
+    if target not in columns:
+        near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f"; columns: {', '.join(columns[:10])}"
+        raise AccelError(f"--target {target!r} is not a column of the table{hint}")
+    for name in drop or []:
+        if name not in columns:
+            raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
+    if target in (drop or []):
+        raise AccelError(f"--drop names the target {target!r}; drop other columns only")
+    full_target = frame[target] if target_values is None else target_values.reset_index(drop=True)
+    if len(full_target) == 0 or len(frame) == 0:
+        raise AccelError("the table has a header but no data rows")
+
+    notices: list[str] = []
+    rows_in_file = len(full_target)
+    positions = sample_positions(rows_in_file, rows, seed)
+    if positions is None:
+        positions = np.arange(rows_in_file)
+    elif rows is not None:
+        notices.append(f"using a seeded sample of {rows:,} of {rows_in_file:,} rows")
+    y_all = full_target.iloc[positions]
+    has_target = y_all.notna().to_numpy()
+    if not has_target.any():
+        raise AccelError(f"target {target!r} has no values (every row is missing it)")
+    if not has_target.all():
+        notices.append(f"{int((~has_target).sum()):,} rows without a target value dropped")
+    positions = positions[has_target]
+    if len(positions) < MIN_ROWS:
+        raise AccelError(f"only {len(positions)} rows with a target: at least {MIN_ROWS} are needed to train and test")
+
+    y = full_target.iloc[positions].reset_index(drop=True)
+    task_kind, why, classes, classes_numeric = _target_task(y, target, task)
+    train_pos, test_pos = split_positions(len(positions), test_size, seed)
+    # The rows the schema is inferred from: the used rows among the first rows given.
+    in_frame = int(np.searchsorted(positions, len(frame)))
+    sub = frame.iloc[positions[:in_frame]].reset_index(drop=True)
+    if in_frame < len(positions):
+        notices.append(f"column kinds inferred from the first {len(frame):,} rows; categories from all rows")
+
+    plans: list[ColumnPlan] = []
+    for name in columns:
+        if name == target:
+            continue
+        if name in (drop or []):
+            plans.append(ColumnPlan(name, "dropped", "named in --drop"))
+            continue
+        plans.append(_plan_column(name, sub[name]))
+
+    # The leakage guard looks at training rows only: the split came first.
+    train_in_sub = train_pos[train_pos < in_frame]
+    y_train = y.iloc[train_in_sub]
+    if task_kind != "regression" and not classes_numeric:
+        y_train = y_train.astype(str)
+    train_frame = sub.iloc[train_in_sub]
+    prefiltered = [
+        p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(train_frame[p.name].dtype)
+    ]
+    candidates = _numeric_leak_candidates(train_frame, prefiltered, y_train, task_kind)
+    for plan in plans:
+        if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
+            continue
+        leak = _leak_reason(train_frame[plan.name], plan, y_train, task_kind)
+        if leak:
+            plan.kind, plan.reason = "dropped", f"leak: {leak}"
+            notices.append(f"column {plan.name!r} dropped: {leak}")
+
+    if not any(p.kind != "dropped" for p in plans):
+        raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
+    if task_kind != "regression":
+        present = set(np.unique(y.iloc[train_pos].astype(str)))
+        if len(present) < 2:
+            raise AccelError(f"the training split of target {target!r} has a single class: use more rows")
+    return TablePlan(
+        target=target,
+        task=task_kind,
+        task_reason=why,
+        classes=classes,
+        classes_numeric=classes_numeric,
+        columns=plans,
+        row_positions=positions,
+        train_pos=train_pos,
+        test_pos=test_pos,
+        notices=notices,
+        rows_in_file=rows_in_file,
+    )

@@ -1,0 +1,338 @@
+"""``accel run --data FILE --target COLUMN``: reading, schema, features, models, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from accel.cli import main
+from tests import tables
+from tests.conftest import read_json, records_in, run_accel
+
+FAST = ["--device", "cpu"]
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def assert_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("accel: error: "), err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def customers_csv(tmp_path):
+    path = tmp_path / "customers.csv"
+    tables.customers().to_csv(path, index=False)
+    return path
+
+
+def only_record(folder) -> dict:
+    [path] = records_in(folder)
+    return read_json(path)
+
+
+# --------------------------------------------------------------------------- it works
+
+
+def test_customers_end_to_end(tmp_path, customers_csv, capsys):
+    code, out, err = run_cli(capsys, "run", "--data", str(customers_csv), "--target", "churned", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["workflow"] == "table" and r["task"] == "binary"
+    schema = r["data"]["schema"]
+    assert "inferred" in schema["task_reason"] and "text target" in schema["task_reason"]
+    cols = schema["columns"]
+    assert cols["customer_id"]["kind"] == "dropped" and "ID-like" in cols["customer_id"]["reason"]
+    assert cols["notes"]["kind"] == "dropped"
+    assert cols["plan"]["kind"] == "categorical" and cols["city"]["kind"] == "categorical"
+    assert cols["autopay"]["kind"] == "boolean"
+    assert cols["signup_date"]["kind"] == "datetime" and cols["signup_date"]["date_format"] == "%Y-%m-%d"
+    assert cols["age"]["kind"] == "numeric" and cols["monthly_spend"]["kind"] == "numeric"
+    assert cols["support_calls"]["kind"] == "categorical" and cols["support_calls"]["reason"] == "low-cardinality integer"
+    enc = r["features"]["cpu"]["encodings"]
+    assert enc["plan"] == "native categorical" and enc["city"].startswith("out-of-fold target encoding")
+    assert r["arms"]["cpu"]["metrics"]["auc"] > 0.7
+    # The schema is on screen, one line per kind.
+    assert "target 'churned': binary" in err and "categorical" in err and "dropped" in err
+
+
+@pytest.mark.parametrize(
+    "model,needle",
+    [("random_forest", "sklearn.ensemble"), ("logistic_regression", "sklearn.linear_model"), ("knn", "sklearn.neighbors")],
+)
+def test_classification_models(tmp_path, customers_csv, capsys, model, needle):
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(customers_csv), "--target", "churned", "--model", model, "--out", str(tmp_path), *FAST
+    )
+    assert code == 0, err
+    r = only_record(tmp_path)
+    assert needle in r["arms"]["cpu"]["threads"]["estimator"]
+    assert r["arms"]["cpu"]["metrics"]["auc"] > 0.6
+    enc = r["features"]["cpu"]["encodings"]
+    if model in ("logistic_regression", "knn"):
+        assert enc["plan"] == "one-hot" and r["features"]["cpu"]["scaled"]
+    else:
+        assert enc["plan"] == "ordinal codes"
+    assert "age" in r["features"]["cpu"]["imputed"]
+
+
+@pytest.mark.parametrize("model", ["xgboost", "random_forest", "linear_regression", "knn"])
+def test_regression_models(tmp_path, capsys, model):
+    path = tmp_path / "houses.parquet"
+    tables.house_prices().to_parquet(path)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--model", model, "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["task"] == "regression" and "numeric target" in r["data"]["schema"]["task_reason"]
+    metrics = r["arms"]["cpu"]["metrics"]
+    assert set(metrics) == {"rmse", "mae", "r2"} and metrics["r2"] > 0.5
+    assert r["parity"]["metric"] == "rmse"
+
+
+def test_multiclass_and_parquet_folder(tmp_path, capsys):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    df = tables.iris_like()
+    for i in range(3):
+        df.iloc[i * 150 : (i + 1) * 150].to_parquet(folder / f"part-{i}.parquet")
+    code, _, err = run_cli(capsys, "run", "--data", str(folder), "--target", "species", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["task"] == "multiclass" and r["data"]["source"]["files"] == 3
+    assert r["data"]["schema"]["rows_used"] == len(df)
+    m = r["arms"]["cpu"]["metrics"]
+    assert m["auc"] > 0.9 and m["accuracy"] > 0.8 and m["log_loss"] > 0
+
+
+def test_integer_target_with_few_values_is_classification(tmp_path, capsys):
+    df = tables.iris_like()
+    df["species"] = df["species"].map({"setosa": 0, "versicolor": 1, "virginica": 2})
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "species", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["task"] == "multiclass" and "integer target with 3 distinct values" in r["data"]["schema"]["task_reason"]
+
+
+def test_task_override(tmp_path, capsys):
+    df = tables.iris_like()
+    df["species"] = df["species"].map({"setosa": 0, "versicolor": 1, "virginica": 2})
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(path), "--target", "species", "--task", "regression", "--out", str(tmp_path / "r"), *FAST
+    )
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["task"] == "regression" and r["data"]["schema"]["task_reason"] == "given with --task"
+
+
+def test_semicolon_file_is_detected(tmp_path, capsys):
+    path = tmp_path / "semi.csv"
+    tables.customers(300).to_csv(path, index=False, sep=";")
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "churned", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["data"]["source"]["delimiter"] == ";"
+    assert any("detected delimiter ';'" in n for n in r["data"]["schema"]["notices"])
+
+
+def test_non_utf8_file_uses_a_fallback_encoding(tmp_path, capsys):
+    df = tables.house_prices(200)
+    df["neighbourhood"] = df["neighbourhood"].map({"north": "Nord", "south": "Süd", "east": "Ost", "west": "West", "centre": "Zentrum"})
+    path = tmp_path / "latin.csv"
+    df.to_csv(path, index=False, encoding="cp1252")
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["data"]["source"]["encoding"] == "cp1252"
+    assert any("decoded as cp1252" in n for n in r["data"]["schema"]["notices"])
+    assert r["data"]["schema"]["columns"]["neighbourhood"]["categories"] == 5
+
+
+def test_leak_identical_to_target_is_dropped(tmp_path, capsys):
+    df = tables.customers(400)
+    df["churn_flag"] = df["churned"]
+    df["churn_score"] = np.where(df["churned"] == "yes", 0.9, 0.1) + np.random.default_rng(0).uniform(0, 0.05, len(df))
+    path = tmp_path / "leaky.csv"
+    df.to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "churned", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    cols = only_record(tmp_path / "r")["data"]["schema"]["columns"]
+    assert cols["churn_flag"]["kind"] == "dropped" and cols["churn_flag"]["reason"].startswith("leak")
+    assert cols["churn_score"]["kind"] == "dropped" and "perfect predictor" in cols["churn_score"]["reason"]
+    assert "notice: column 'churn_flag' dropped" in err
+
+
+def test_leak_in_regression(tmp_path, capsys):
+    df = tables.house_prices(300)
+    df["price_k"] = df["price"] / 1000.0
+    path = tmp_path / "h.csv"
+    df.to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    cols = only_record(tmp_path / "r")["data"]["schema"]["columns"]
+    assert cols["price_k"]["kind"] == "dropped" and "leak" in cols["price_k"]["reason"]
+
+
+def test_mixed_types_and_unparseable_dates_are_categorical_and_reported(tmp_path, capsys):
+    df = tables.house_prices(300)
+    rng = np.random.default_rng(3)
+    df["lot"] = np.where(rng.random(len(df)) < 0.5, rng.integers(1, 9, len(df)).astype(str), "unknown")
+    df["sold_on"] = np.where(rng.random(len(df)) < 0.7, "2021-02-03", "2021-13-45")
+    path = tmp_path / "m.csv"
+    df.to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    cols = only_record(tmp_path / "r")["data"]["schema"]["columns"]
+    assert cols["lot"]["kind"] == "categorical" and "mixed types" in cols["lot"]["reason"]
+    assert cols["sold_on"]["kind"] == "categorical" and "unparseable dates" in cols["sold_on"]["reason"]
+
+
+def test_drop_and_rows_and_test_size(tmp_path, customers_csv, capsys):
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(customers_csv), "--target", "churned", "--drop", "city,plan", "--rows", "300",
+        "--test-size", "0.3", "--out", str(tmp_path / "r"), *FAST,
+    )
+    assert code == 0, err
+    schema = only_record(tmp_path / "r")["data"]["schema"]
+    assert schema["columns"]["city"]["reason"] == "named in --drop"
+    assert schema["rows_used"] == 300 and schema["rows_test"] == 90
+
+
+def test_workflow_yaml_with_data(tmp_path, customers_csv, capsys):
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text(f"data: {customers_csv}\ntarget: churned\nmodel: random_forest\nrandom_forest:\n  n_estimators: 20\ndevice: cpu\nout: {tmp_path / 'r'}\n")
+    code, _, err = run_cli(capsys, "run", str(cfg))
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["model"]["name"] == "random_forest" and r["model"]["params"] == {"n_estimators": 20, "max_depth": 16}
+
+
+def test_five_thousand_columns(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n, k = 200, 5000
+    data = rng.normal(size=(n, k)).astype(np.float32)
+    df = pd.DataFrame(data, columns=[f"x{i}" for i in range(k)])
+    df["y"] = (data[:, 0] + data[:, 1] > 0).astype(int)
+    path = tmp_path / "wide.parquet"
+    df.to_parquet(path)
+    cfg = tmp_path / "wide.yaml"
+    cfg.write_text(f"data: {path}\ntarget: y\nxgboost:\n  n_estimators: 20\n")
+    code, _, err = run_cli(capsys, "run", str(cfg), "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert len(r["arms"]["cpu"]["features"]) == k
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def bad(tmp_path, capsys, data, *extra, target="y"):
+    code, _, err = run_cli(capsys, "run", "--data", str(data), "--target", target, "--out", str(tmp_path / "r"), *FAST, *extra)
+    assert records_in(tmp_path / "r") == [], "no partial record"
+    return code, err
+
+
+def test_missing_file(tmp_path, capsys):
+    assert_error(*bad(tmp_path, capsys, tmp_path / "nope.csv"), "does not exist")
+
+
+def test_folder_without_data_files(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "readme.txt").write_text("hi")
+    assert_error(*bad(tmp_path, capsys, tmp_path / "empty"), "holds no Parquet files")
+
+
+def test_empty_file(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("")
+    assert_error(*bad(tmp_path, capsys, tmp_path / "e.csv"), "is empty")
+
+
+def test_header_only(tmp_path, capsys):
+    (tmp_path / "h.csv").write_text("a,b,y\n")
+    assert_error(*bad(tmp_path, capsys, tmp_path / "h.csv"), "no data rows")
+
+
+def test_binary_file_named_csv(tmp_path, capsys):
+    (tmp_path / "b.csv").write_bytes(bytes(range(256)) * 10)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "b.csv"), "looks binary")
+
+
+def test_parquet_file_named_csv(tmp_path, capsys):
+    tables.iris_like().to_parquet(tmp_path / "p.csv")
+    assert_error(*bad(tmp_path, capsys, tmp_path / "p.csv"), "is a Parquet file")
+
+
+def test_broken_parquet(tmp_path, capsys):
+    (tmp_path / "x.parquet").write_bytes(b"PAR1 this is not really parquet")
+    assert_error(*bad(tmp_path, capsys, tmp_path / "x.parquet"), "not a readable Parquet file")
+
+
+def test_target_missing_suggests_names(tmp_path, customers_csv, capsys):
+    assert_error(*bad(tmp_path, capsys, customers_csv, target="churn"), "--target 'churn' is not a column", "'churned'")
+
+
+def test_target_all_missing(tmp_path, capsys):
+    df = tables.house_prices(100)
+    df["y"] = np.nan
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv"), "has no values")
+
+
+def test_single_class_target(tmp_path, capsys):
+    df = tables.house_prices(100)
+    df["y"] = "same"
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv"), "single class")
+
+
+def test_regression_target_not_numeric(tmp_path, capsys):
+    df = tables.iris_like(100)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv", "--task", "regression", target="species"), "needs a numeric target")
+
+
+def test_too_few_rows(tmp_path, capsys):
+    tables.house_prices(12).to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv", target="price"), "at least 20")
+
+
+def test_no_usable_feature_left(tmp_path, capsys):
+    df = pd.DataFrame({"id": np.arange(100), "const": 1, "y": np.arange(100) % 2})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv"), "no usable feature left")
+
+
+def test_duplicate_column_name(tmp_path, capsys):
+    (tmp_path / "d.csv").write_text("a,b,a,y\n" + "\n".join(f"{i},{i},{i},{i % 2}" for i in range(50)))
+    assert_error(*bad(tmp_path, capsys, tmp_path / "d.csv"), "duplicate column name 'a'")
+
+
+def test_unknown_drop_column(tmp_path, customers_csv, capsys):
+    assert_error(*bad(tmp_path, capsys, customers_csv, "--drop", "nope", target="churned"), "--drop 'nope'")
+
+
+def test_logistic_regression_cannot_regress(tmp_path, capsys):
+    tables.house_prices(100).to_csv(tmp_path / "t.csv", index=False)
+    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv", "--model", "logistic_regression", target="price"), "use --model linear_regression")
+
+
+def test_data_without_target(tmp_path, customers_csv, capsys):
+    code, _, err = run_cli(capsys, "run", "--data", str(customers_csv), "--out", str(tmp_path))
+    assert_error(code, err, "--data needs --target")
+
+
+def test_bad_input_through_the_real_command(tmp_path):
+    proc = run_accel("run", "--data", str(tmp_path / "missing.csv"), "--target", "y", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("accel: error: --data:")
