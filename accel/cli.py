@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
+
+    from accel.benchcli import register as register_bench
+
+    register_bench(sub)  # bench, data, report: each sets its own handler
     return parser
 
 
@@ -110,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return handler(args)
         if args.command == "info":
             return _cmd_info(args)
         if args.command == "run":
