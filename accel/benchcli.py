@@ -346,8 +346,10 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     from accel.timing import check_results_folder, gpu_arm
 
     pairs = modelbench.select_models(args.models)
-    if args.rows < 20:
-        raise AccelError(f"--rows must be at least 20 (80/20 split and k-nearest neighbours), got {args.rows}")
+    if args.rows < 50:
+        raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {args.rows}")
+    if args.features < 8:
+        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
     check_results_folder(args.results)
     gpu, gpu_reason = gpu_arm(args.device)
     cpu = cpu_backend()
@@ -414,6 +416,10 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
 
     operations = crossover.select_operations(args.operations)
     sizes = crossover.row_counts(args.min_rows, args.max_rows, args.steps_per_decade)
+    if args.features < 8:
+        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
+    if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
+        raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
     check_results_folder(args.results)
     gpu, gpu_reason = gpu_arm(args.device)
     cpu = cpu_backend()
@@ -484,6 +490,8 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
 def _cmd_data_join(args: argparse.Namespace) -> int:
     from accel import datagen
 
+    if args.n < datagen.MIN_JOIN_ROWS:
+        raise AccelError(f"the join data needs N >= {datagen.MIN_JOIN_ROWS} rows (three right tables of different sizes), got {args.n}")
     datagen.prepare_output(args.out_dir, folder=True)
     names = datagen.join_names(args.n, args.nas)
     _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")

@@ -19,8 +19,9 @@ Join, ``J1_<N>_NA_<nas>_0`` (left, N rows) and three right tables of N/1e6, N/1e
 keys are drawn so that 90 % of each key set is shared by both sides, 10 % only on the left and
 10 % only on the right; ``id4``/``id5``/``id6`` are ``"id<n>"`` strings of ``id1``/``id2``/``id3``;
 the left has ``v1``, the right ``v2`` (uniform(0, 100), 6 places). The benchmark needs N >= 1e7
-so that the small table has at least 10 rows; here every right table has at least 10 rows, so
-small N works for tests (then the small and medium tables are larger than N/1e6 and N/1e3).
+so that the small table has at least 10 rows; here the small table has at least 10 rows and the
+medium one at least 100, so N >= 1000 works for tests (the small and medium tables are then
+larger than N/1e6 and N/1e3).
 """
 
 from __future__ import annotations
@@ -193,9 +194,15 @@ def _id_strings(values: np.ndarray, null: np.ndarray | None) -> Any:
     return as_text
 
 
+#: The smallest left table: its three right tables must differ in size (they are told apart by it).
+MIN_JOIN_ROWS = 1000
+
+
 def join_sizes(n: int) -> dict[str, int]:
-    """Rows of the three right tables for a left table of ``n`` rows (at least 10 each)."""
-    return {"small": max(n // 10**6, 10), "medium": max(n // 10**3, 10), "big": max(n, 10)}
+    """Rows of the three right tables for a left table of ``n`` rows: N/1e6, N/1e3 and N, with
+    at least 10 rows in the small one and ten times that in the medium one."""
+    small = max(n // 10**6, 10)
+    return {"small": small, "medium": max(n // 10**3, 10 * small), "big": n}
 
 
 def join_names(n: int, nas: int = 0) -> dict[str, str]:
@@ -211,6 +218,8 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
     import pyarrow as pa
 
     _check_counts(n, None, nas)
+    if n < MIN_JOIN_ROWS:
+        raise AccelError(f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}")
     rng = np.random.default_rng(seed)
     sizes = join_sizes(n)
     key1 = _split_keys(rng, sizes["small"])

@@ -123,7 +123,8 @@ class Timing:
         }
 
 
-def _timed(fn: Callable[[], Any], backend: Backend) -> tuple[float, Any]:
+def timed_call(fn: Callable[[], Any], backend: Backend) -> tuple[float, Any]:
+    """Seconds of one call of ``fn()`` with the device synchronised before and after, and its result."""
     backend.synchronize()
     start = time.perf_counter()
     out = fn()
@@ -161,7 +162,7 @@ def measure(
         raise ValueError(f"warmup must be 0 or more, got {warmup}")
     if collect:
         gc.collect()
-    cold, out = _timed(fn, backend)
+    cold, out = timed_call(fn, backend)
     timing = Timing(cold=cold, warmup=warmup)
     for _ in range(warmup):
         del out
@@ -173,7 +174,7 @@ def measure(
         del out
         if collect:
             gc.collect()
-        seconds, out = _timed(fn, backend)
+        seconds, out = timed_call(fn, backend)
         timing.times.append(seconds)
     return timing, out
 

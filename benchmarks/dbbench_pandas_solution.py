@@ -75,7 +75,7 @@ def q7(x):
 
 def q8(x):
     ans = x[~x["v3"].isna()][["id6", "v3"]].sort_values("v3", ascending=False).groupby("id6", **OPTS).head(2)
-    ans.reset_index(drop=True, inplace=True)
+    ans = ans.reset_index(drop=True)
     return ans, lambda: [ans["v3"].sum()]
 
 
