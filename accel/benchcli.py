@@ -420,6 +420,10 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
         raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
     if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
         raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
+    from accel.datagen import MIN_JOIN_ROWS
+
+    if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
+        raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
     check_results_folder(args.results)
     gpu, gpu_reason = gpu_arm(args.device)
     cpu = cpu_backend()

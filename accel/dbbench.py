@@ -300,7 +300,8 @@ def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str,
 # --------------------------------------------------------------------------- running
 
 
-def _column(frame: Any, path: str | tuple[str, str]) -> Any:
+def answer_column(frame: Any, path: str | tuple[str, str]) -> Any:
+    """One checksum column of an answer (a pair addresses a two-level header, as ``ans["v3"]["median"]``)."""
     if isinstance(path, tuple):
         return frame[path[0]][path[1]]
     return frame[path]
@@ -319,7 +320,7 @@ def run_question(backend: Backend, question: Question, tables: Mapping[str, Any]
     xdf = backend.xdf
     timing, ans = measure(lambda: question.answer(xdf, tables), backend, repeats=repeats, warmup=warmup)
     rows, cols = (int(v) for v in ans.shape)
-    checksum = [_compat.column_sum(_column(ans, c)) for c in question.checksum]
+    checksum = [_compat.column_sum(answer_column(ans, c)) for c in question.checksum]
     del ans
     return {
         "status": "ok",
@@ -347,8 +348,14 @@ def run_arm(
 
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
-    tables = load_tables(backend, suite, paths)
-    backend.synchronize()
+    try:
+        tables = load_tables(backend, suite, paths)
+        backend.synchronize()
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. the data does not fit in device memory: the other arm still runs
+        say(f"[{backend.name}] loading failed: {_first_line(exc)}")
+        return {"status": "failed", "reason": f"loading the data: {_first_line(exc)}", "backend": backend.name}
     load_seconds = time.perf_counter() - start
     rows_in = {role: int(len(frame)) for role, frame in tables.items()}
     say(f"[{backend.name}] loaded {', '.join(f'{r} {n:,} rows' for r, n in rows_in.items())} in {load_seconds:.2f} s")

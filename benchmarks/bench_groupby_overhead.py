@@ -45,6 +45,15 @@ def data_file(rows: int, k: int) -> Path:
     return path
 
 
+def k_from_name(path: Path) -> int | None:
+    """K of a file named as the benchmark names its data (``G1_1e7_1e2_0_0``), else None."""
+    parts = Path(path).stem.split("_")
+    try:
+        return datagen.rows_from_text(parts[2]) if parts[0] == "G1" else None
+    except (IndexError, ValueError):
+        return None
+
+
 def rel_diff(a: float, b: float) -> float:
     if a == b or (math.isnan(a) and math.isnan(b)):
         return 0.0
@@ -83,7 +92,7 @@ def main() -> int:
             seconds, ans = timed_call(lambda: q.answer(backend.xdf, tables), backend)
             info = {
                 "rows": int(ans.shape[0]),
-                "checksum": [_compat.column_sum(dbbench._column(ans, c)) for c in q.checksum],
+                "checksum": [_compat.column_sum(dbbench.answer_column(ans, c)) for c in q.checksum],
             }
             del ans
             return seconds, info
@@ -140,7 +149,7 @@ def main() -> int:
         "started_at": datetime.now(timezone.utc).isoformat(),
         "data": str(path),
         "rows": int(len(x)),
-        "k": args.k if args.data is None else None,
+        "k": args.k if args.data is None else k_from_name(path),
         "repeats": args.repeats,
         "target": TARGET,
         "questions": out_rows,
