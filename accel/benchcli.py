@@ -65,9 +65,18 @@ def _common(p: argparse.ArgumentParser, repeats: int) -> None:
         default="auto",
         help="the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)",
     )
-    p.add_argument("--repeats", type=_positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
-    p.add_argument("--warmup", type=_non_negative_int, default=0, help="untimed runs between the cold run and the timed ones (default 0)")
-    p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"folder for the result JSON (default {DEFAULT_RESULTS})")
+    p.add_argument(
+        "--repeats", type=_positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})"
+    )
+    p.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=0,
+        help="untimed runs between the cold run and the timed ones (default 0)",
+    )
+    p.add_argument(
+        "--results", type=Path, default=DEFAULT_RESULTS, help=f"folder for the result JSON (default {DEFAULT_RESULTS})"
+    )
     p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
 
 
@@ -77,9 +86,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     bsub = bench.add_subparsers(dest="suite", required=True, parser_class=type(bench))
 
     g = bsub.add_parser("groupby", help="db-benchmark groupby questions q1-q10 on both arms, answers checked")
-    g.add_argument("--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)")
+    g.add_argument(
+        "--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)"
+    )
     g.add_argument("--questions", default="all", help="comma-separated q1..q10 (default all)")
-    g.add_argument("--engines", default="", help="also run the questions on these CPU engines for context: polars,duckdb")
+    g.add_argument(
+        "--engines", default="", help="also run the questions on these CPU engines for context: polars,duckdb"
+    )
     _common(g, repeats=3)
     g.set_defaults(handler=_cmd_bench_db)
 
@@ -90,7 +103,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.set_defaults(handler=_cmd_bench_db, engines="")
 
     m = bsub.add_parser("models", help="scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA")
-    m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
+    m.add_argument(
+        "--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)"
+    )
     m.add_argument("--features", type=_positive_int, default=32, help="columns of generated data (default 32)")
     m.add_argument("--models", default="all", help="comma-separated model keys (default all)")
     m.add_argument("--seed", type=int, default=42)
@@ -98,7 +113,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(handler=_cmd_bench_models)
 
     c = bsub.add_parser("crossover", help="the row count from which the GPU arm wins, per operation")
-    c.add_argument("--operations", default=None, help="comma-separated: groupby, join, or model keys (default groupby,join,xgboost_classifier)")
+    c.add_argument(
+        "--operations",
+        default=None,
+        help="comma-separated: groupby, join, or model keys (default groupby,join,xgboost_classifier)",
+    )
     c.add_argument("--min-rows", type=_rows, default=1_000, help="smallest size (default 1e3)")
     c.add_argument("--max-rows", type=_rows, default=10_000_000, help="largest size (default 1e7)")
     c.add_argument("--steps-per-decade", type=_positive_int, default=1, help="sizes per factor of 10 (default 1)")
@@ -121,12 +140,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
     dj.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the four tables to")
     dj.add_argument("--nas", type=_percent, default=0, help="percent of NA in the left table (default 0)")
-    dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
+    dj.add_argument(
+        "--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)"
+    )
     dj.add_argument("--seed", type=int, default=108)
     dj.set_defaults(handler=_cmd_data_join)
 
-    r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
-    r.add_argument("dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)")
+    r = sub.add_parser(
+        "report", help="one HTML page (plots inline) and a Markdown summary from results and run records"
+    )
+    r.add_argument(
+        "dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)"
+    )
     r.add_argument("--out", type=Path, default=None, help="HTML file to write (default DIR/report.html)")
     r.set_defaults(handler=_cmd_report)
 
@@ -217,7 +242,7 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     if engine_names:
         result["engines"] = engines.run_engines(engine_names, paths["x"], [q.name for q in questions], _progress)
         for row in result["questions"]:
-            for name, eng in result["engines"].items():
+            for eng in result["engines"].values():
                 if eng.get("status") == "ok":
                     eng["questions"][row["question"]].update(
                         dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
@@ -299,7 +324,12 @@ def _render_db(result: dict) -> None:
     for row in result["questions"]:
         for arm in ("gpu", "cpu"):
             if row[arm].get("status") == "failed":
-                console.print(f"{row['question']} {arm.upper()} arm failed: {row[arm]['reason']}", highlight=False, markup=False, soft_wrap=True)
+                console.print(
+                    f"{row['question']} {arm.upper()} arm failed: {row[arm]['reason']}",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
     if result.get("engines"):
         names = list(result["engines"])
         t = Table(title="the same questions on other CPU engines, for context (run 2, seconds)", title_justify="left")
@@ -370,7 +400,9 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
         _render_models(result)
         _print(fair["line"])
     print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
-    failed = [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
+    failed = [
+        f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"
+    ]
     if failed:
         print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
     return 1 if failed else 0
@@ -403,7 +435,12 @@ def _render_models(result: dict) -> None:
     for r in result["models"]:
         for arm in ("gpu", "cpu"):
             if r[arm]["status"] == "failed":
-                console.print(f"{r['model']} {arm.upper()} arm failed: {r[arm]['reason']}", highlight=False, markup=False, soft_wrap=True)
+                console.print(
+                    f"{r['model']} {arm.upper()} arm failed: {r[arm]['reason']}",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
     reasons = sorted({r["gpu"]["reason"] for r in result["models"] if r["gpu"]["status"] == "skipped"})
     for reason in reasons:
         console.print(f"GPU arm skipped: {reason}", highlight=False, markup=False, soft_wrap=True)
@@ -444,7 +481,13 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
         _render_crossover(result)
         _print(fair["line"])
     print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
-    failed = [f"{o['operation']} at {p['rows']:,} ({arm})" for o in result["operations"] for p in o["points"] for arm in ("gpu", "cpu") if p[arm]["status"] == "failed"]
+    failed = [
+        f"{o['operation']} at {p['rows']:,} ({arm})"
+        for o in result["operations"]
+        for p in o["points"]
+        for arm in ("gpu", "cpu")
+        if p[arm]["status"] == "failed"
+    ]
     if failed:
         print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
     return 1 if failed else 0
@@ -467,7 +510,12 @@ def _render_crossover(result: dict) -> None:
             )
         console.print(t)
         if op["gpu_status"] != "ok":
-            console.print(f"crossover: not measured (GPU arm {op['gpu_status']}: {op['gpu_reason']})", highlight=False, markup=False, soft_wrap=True)
+            console.print(
+                f"crossover: not measured (GPU arm {op['gpu_status']}: {op['gpu_reason']})",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
         elif op["crossover_rows"] is None:
             console.print("crossover: the GPU arm did not win from any size measured on", highlight=False)
         else:
@@ -495,7 +543,9 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
     from accel import datagen
 
     if args.n < datagen.MIN_JOIN_ROWS:
-        raise AccelError(f"the join data needs N >= {datagen.MIN_JOIN_ROWS} rows (three right tables of different sizes), got {args.n}")
+        raise AccelError(
+            f"the join data needs N >= {datagen.MIN_JOIN_ROWS} rows (three right tables of different sizes), got {args.n}"
+        )
     datagen.prepare_output(args.out_dir, folder=True)
     names = datagen.join_names(args.n, args.nas)
     _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")

@@ -44,7 +44,9 @@ def select_operations(names: str | Sequence[str] | None) -> list[str]:
     known = known_operations()
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:
-        raise AccelError(f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}")
+        raise AccelError(
+            f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}"
+        )
     return wanted
 
 
@@ -82,7 +84,9 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
     return factory, description
 
 
-def _model_operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+def _model_operation(
+    name: str, rows: int, seed: int, features: int
+) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
     from accel.modelbench import PAIRS, make_data
 
     pair = PAIRS[name]
@@ -161,13 +165,18 @@ def sweep(
                 factory, description = _model_operation(name, rows, seed, features)
             point: dict[str, Any] = {"rows": rows}
             point["gpu"] = (
-                {"status": "skipped", "reason": gpu_skip} if gpu_skip is not None else _arm_point(gpu, factory, repeats, warmup)
+                {"status": "skipped", "reason": gpu_skip}
+                if gpu_skip is not None
+                else _arm_point(gpu, factory, repeats, warmup)
             )
             point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
             both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median")) if both else math.nan
             points.append(point)
-            shown = {arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"]) for arm in ("gpu", "cpu")}
+            shown = {
+                arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
+                for arm in ("gpu", "cpu")
+            }
             progress(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
         gpu_status = "skipped" if gpu_skip is not None else "ok"
         out.append(

@@ -85,7 +85,12 @@ def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
     b = x["v2"].astype("float64")
     x = x.assign(v1=a, v2=b, v11=a * a, v22=b * b, v12=a * b)
     s = _by(x, keys).agg(
-        n=("v1", "count"), s1=("v1", "sum"), s2=("v2", "sum"), s11=("v11", "sum"), s22=("v22", "sum"), s12=("v12", "sum")
+        n=("v1", "count"),
+        s1=("v1", "sum"),
+        s2=("v2", "sum"),
+        s11=("v11", "sum"),
+        s22=("v22", "sum"),
+        s12=("v12", "sum"),
     )
     cov = s["n"] * s["s12"] - s["s1"] * s["s2"]
     var1 = s["n"] * s["s11"] - s["s1"] * s["s1"]
@@ -247,7 +252,8 @@ def locate_join(folder: Path) -> dict[str, Path]:
     x = lefts[0]
     prefix, suffix = x.stem.split("_NA_")[0], x.stem.split("_NA_")[1]
     rights = sorted(
-        (p for p in files if p != x and p.stem.startswith(prefix + "_") and p.stem.endswith("_" + suffix)), key=_size_token
+        (p for p in files if p != x and p.stem.startswith(prefix + "_") and p.stem.endswith("_" + suffix)),
+        key=_size_token,
     )
     if len(rights) != 3:
         raise AccelError(

@@ -52,7 +52,10 @@ def _polars_groupby(pl: Any) -> dict[str, tuple[Callable[[Any], Any], list[str]]
         "q1": (lambda x: x.group_by("id1").agg(col("v1").sum()), ["v1"]),
         "q2": (lambda x: x.group_by(["id1", "id2"]).agg(col("v1").sum()), ["v1"]),
         "q3": (lambda x: x.group_by("id3").agg(col("v1").sum(), col("v3").mean()), ["v1", "v3"]),
-        "q4": (lambda x: x.group_by("id4").agg(col("v1").mean(), col("v2").mean(), col("v3").mean()), ["v1", "v2", "v3"]),
+        "q4": (
+            lambda x: x.group_by("id4").agg(col("v1").mean(), col("v2").mean(), col("v3").mean()),
+            ["v1", "v2", "v3"],
+        ),
         "q5": (lambda x: x.group_by("id6").agg(col("v1").sum(), col("v2").sum(), col("v3").sum()), ["v1", "v2", "v3"]),
         "q6": (
             lambda x: x.group_by(["id4", "id5"]).agg(
@@ -60,13 +63,18 @@ def _polars_groupby(pl: Any) -> dict[str, tuple[Callable[[Any], Any], list[str]]
             ),
             ["median_v3", "sd_v3"],
         ),
-        "q7": (lambda x: x.group_by("id3").agg((col("v1").max() - col("v2").min()).alias("range_v1_v2")), ["range_v1_v2"]),
+        "q7": (
+            lambda x: x.group_by("id3").agg((col("v1").max() - col("v2").min()).alias("range_v1_v2")),
+            ["range_v1_v2"],
+        ),
         "q8": (
-            lambda x: x.drop_nulls("v3")
-            .sort("v3", descending=True)
-            .group_by("id6")
-            .agg(col("v3").head(2).alias("largest2_v3"))
-            .explode("largest2_v3"),
+            lambda x: (
+                x.drop_nulls("v3")
+                .sort("v3", descending=True)
+                .group_by("id6")
+                .agg(col("v3").head(2).alias("largest2_v3"))
+                .explode("largest2_v3")
+            ),
             ["largest2_v3"],
         ),
         "q9": (lambda x: x.group_by(["id2", "id4"]).agg((pl.corr("v1", "v2") ** 2).alias("r2")), ["r2"]),
@@ -121,12 +129,25 @@ def run_polars(path: Path, questions: Sequence[str], progress: Callable[[str], N
                 ans = fn(x)
                 times.append(time.perf_counter() - t0)
             checksum = [_finite(ans[c].cast(pl.Float64).sum()) for c in chk_cols]
-            out[name] = {"status": "ok", "run1": times[0], "run2": times[1], "rows": ans.height, "cols": ans.width, "checksum": checksum}
+            out[name] = {
+                "status": "ok",
+                "run1": times[0],
+                "run2": times[1],
+                "rows": ans.height,
+                "cols": ans.width,
+                "checksum": checksum,
+            }
             del ans
         except Exception as exc:  # noqa: BLE001 - context only: record and go on
             out[name] = {"status": "failed", "reason": _first_line(exc)}
         progress(f"[polars] {name}: {out[name].get('run1', float('nan')):.3f} s")
-    return {"status": "ok", "version": pl.__version__, "threads": pl.thread_pool_size(), "load_seconds": load, "questions": out}
+    return {
+        "status": "ok",
+        "version": pl.__version__,
+        "threads": pl.thread_pool_size(),
+        "load_seconds": load,
+        "questions": out,
+    }
 
 
 def run_duckdb(path: Path, questions: Sequence[str], progress: Callable[[str], None]) -> dict[str, Any]:
@@ -159,7 +180,13 @@ def run_duckdb(path: Path, questions: Sequence[str], progress: Callable[[str], N
         progress(f"[duckdb] {name}: {out[name].get('run1', float('nan')):.3f} s")
     threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     con.close()
-    return {"status": "ok", "version": duckdb.__version__, "threads": int(threads), "load_seconds": load, "questions": out}
+    return {
+        "status": "ok",
+        "version": duckdb.__version__,
+        "threads": int(threads),
+        "load_seconds": load,
+        "questions": out,
+    }
 
 
 def run_engines(

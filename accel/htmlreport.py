@@ -32,7 +32,17 @@ from typing import Any
 
 from accel.errors import AccelError
 
-KINDS = ("run", "db_groupby", "db_join", "groupby_overhead", "flights_overhead", "models", "crossover", "scaling", "experiments")
+KINDS = (
+    "run",
+    "db_groupby",
+    "db_join",
+    "groupby_overhead",
+    "flights_overhead",
+    "models",
+    "crossover",
+    "scaling",
+    "experiments",
+)
 
 
 @dataclass
@@ -114,7 +124,9 @@ class Section:
         self.html.append(f"<p>{html.escape(text)}</p>")
         self.md += [text, ""]
 
-    def table(self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str, md: bool = True) -> None:
+    def table(
+        self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str, md: bool = True
+    ) -> None:
         rows = [[num(c) if not isinstance(c, str) else c for c in r] for r in rows]
         out = [f'<table id="{html.escape(table_id)}"><caption>{html.escape(caption)}</caption><thead><tr>']
         out += [f"<th>{html.escape(h)}</th>" for h in header]
@@ -189,8 +201,20 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
         for stage in [*stages, "total"]:
             g = gpu.get("total_seconds") if stage == "total" else (gpu.get("stages") or {}).get(stage)
             c = cpu.get("total_seconds") if stage == "total" else (cpu.get("stages") or {}).get(stage)
-            rows.append([stage, g if _ok(gpu) else gpu.get("status", "—"), c if _ok(cpu) else cpu.get("status", "—"), speed.get(stage, math.nan)])
-        s.table(f"{rec.get('workflow')} run {rec.get('run_id', path.stem)}", ["stage", "GPU arm (s)", "CPU arm (s)", "speedup"], rows, f"run-{i}")
+            rows.append(
+                [
+                    stage,
+                    g if _ok(gpu) else gpu.get("status", "—"),
+                    c if _ok(cpu) else cpu.get("status", "—"),
+                    speed.get(stage, math.nan),
+                ]
+            )
+        s.table(
+            f"{rec.get('workflow')} run {rec.get('run_id', path.stem)}",
+            ["stage", "GPU arm (s)", "CPU arm (s)", "speedup"],
+            rows,
+            f"run-{i}",
+        )
         parity = rec.get("parity") or {}
         s.para(
             f"Parity: {parity.get('metric')} GPU {num(parity.get('gpu'))}, CPU {num(parity.get('cpu'))}, "
@@ -207,10 +231,15 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
             continue
         fig, ax = plt.subplots(figsize=(7, 3))
         width = 0.4
-        for k, (arm_name, offset) in enumerate((("gpu", -width / 2), ("cpu", width / 2))):
+        for arm_name, offset in (("gpu", -width / 2), ("cpu", width / 2)):
             arm = arms.get(arm_name, {})
             if _ok(arm):
-                ax.bar([j + offset for j in range(len(stages))], [arm["stages"].get(st, 0) for st in stages], width, label=f"{arm_name.upper()} arm")
+                ax.bar(
+                    [j + offset for j in range(len(stages))],
+                    [arm["stages"].get(st, 0) for st in stages],
+                    width,
+                    label=f"{arm_name.upper()} arm",
+                )
         ax.set_xticks(range(len(stages)), stages)
         ax.set_ylabel("seconds")
         ax.set_title(f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}")
@@ -247,21 +276,38 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
             for q in res.get("questions", []):
                 row: list[Any] = [q["question"], q["cpu"].get("run2") if _ok(q.get("cpu")) else "—"]
                 agrees = []
-                for e, eng in engines.items():
+                for eng in engines.values():
                     a = (eng.get("questions") or {}).get(q["question"], {})
                     row.append(a.get("run2") if _ok(a) else (a.get("status") or eng.get("status", "—")))
                     agrees.append({True: "agree", False: "DISAGREE", None: "—"}[a.get("agree")])
                 erows.append(row + agrees)
-            s.table(f"{path.name}: the same questions on other CPU engines (context, all cores)", eh, erows, f"db-{name}-{i}-engines")
-            s.para("Engine threads: " + ", ".join(f"{e} {eng.get('threads', '?')} ({eng.get('version', '?')})" for e, eng in engines.items() if _ok(eng)) + "; pandas runs groupby on one thread.")
+            s.table(
+                f"{path.name}: the same questions on other CPU engines (context, all cores)",
+                eh,
+                erows,
+                f"db-{name}-{i}-engines",
+            )
+            s.para(
+                "Engine threads: "
+                + ", ".join(
+                    f"{e} {eng.get('threads', '?')} ({eng.get('version', '?')})"
+                    for e, eng in engines.items()
+                    if _ok(eng)
+                )
+                + "; pandas runs groupby on one thread."
+            )
         questions = res.get("questions", [])
         if questions:
             fig, ax = plt.subplots(figsize=(8, 3.2))
             series = [("pandas (CPU arm)", [q["cpu"].get("run2") if _ok(q.get("cpu")) else None for q in questions])]
             if any(_ok(q.get("gpu")) for q in questions):
-                series.append(("cuDF (GPU arm)", [q["gpu"].get("run2") if _ok(q.get("gpu")) else None for q in questions]))
+                series.append(
+                    ("cuDF (GPU arm)", [q["gpu"].get("run2") if _ok(q.get("gpu")) else None for q in questions])
+                )
             for e, eng in engines.items():
-                series.append((e, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions]))
+                series.append(
+                    (e, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions])
+                )
             width = 0.8 / len(series)
             for k, (label, values) in enumerate(series):
                 xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(questions))]
@@ -269,6 +315,7 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
             ax.set_xticks(range(len(questions)), [q["question"] for q in questions])
             ax.set_yscale("log")
             ax.set_ylabel("seconds (run 2, log)")
+            ax.set_title(f"db-benchmark {name}, {path.stem}", fontsize=9)
             ax.legend(fontsize=8)
             s.figure(fig, f"{name} question times")
     return s
@@ -279,12 +326,22 @@ def _overhead(items: list[tuple[Path, dict]]) -> Section:
     for i, (path, res) in enumerate(items):
         _meta(s, path, res)
         rows = [
-            [q["question"], q.get("accel_median"), q.get("plain_median"), q.get("ratio"), num(q.get("checksums_equal")), q.get("max_rel_diff")]
+            [q["question"], q.get("title", ""), q.get("accel_median"), q.get("plain_median"), q.get("ratio"), q.get("ratio_min"),
+             num(q.get("checksums_equal")), q.get("max_rel_diff")]
             for q in res.get("questions", [])
-        ]
+        ]  # fmt: skip
         s.table(
             f"{path.name}: accel pandas arm vs plain pandas ({num(res.get('rows'))} rows, K={num(res.get('k'))}; target ratio <= {num(res.get('target'))})",
-            ["q", "accel median (s)", "plain median (s)", "ratio", "checksums equal", "max rel diff"],
+            [
+                "q",
+                "question",
+                "accel median (s)",
+                "plain median (s)",
+                "ratio",
+                "min ratio",
+                "checksums equal",
+                "max rel diff",
+            ],
             rows,
             f"overhead-{i}",
         )
@@ -296,8 +353,22 @@ def _flights_overhead(items: list[tuple[Path, dict]]) -> Section:
     rows = []
     for path, res in items:
         med, auc = res.get("median_seconds") or {}, res.get("auc") or {}
-        rows.append([path.name, med.get("accel"), med.get("handwritten"), res.get("ratio"), auc.get("accel"), auc.get("handwritten")])
-    s.table("median seconds and AUC", ["file", "accel (s)", "hand-written (s)", "ratio", "AUC accel", "AUC hand-written"], rows, "flights-overhead")
+        rows.append(
+            [
+                path.name,
+                med.get("accel"),
+                med.get("handwritten"),
+                res.get("ratio"),
+                auc.get("accel"),
+                auc.get("handwritten"),
+            ]
+        )
+    s.table(
+        "median seconds and AUC",
+        ["file", "accel (s)", "hand-written (s)", "ratio", "AUC accel", "AUC hand-written"],
+        rows,
+        "flights-overhead",
+    )
     return s
 
 
@@ -318,7 +389,18 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
             ])  # fmt: skip
         s.table(
             f"{path.name}: {num(data.get('rows'))} rows x {num(data.get('features'))} features, median seconds",
-            ["model", "metric", "CPU fit", "GPU fit", "fit speedup", "CPU predict", "GPU predict", "predict speedup", "CPU quality", "GPU quality"],
+            [
+                "model",
+                "metric",
+                "CPU fit",
+                "GPU fit",
+                "fit speedup",
+                "CPU predict",
+                "GPU predict",
+                "predict speedup",
+                "CPU quality",
+                "GPU quality",
+            ],
             rows,
             f"models-{i}",
         )
@@ -332,6 +414,7 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
             ax.set_xticks(range(len(models)), [m["model"].replace("_", "\n") for m in models], fontsize=7)
             ax.set_yscale("log")
             ax.set_ylabel("fit seconds (median, log)")
+            ax.set_title(f"models, {path.stem}", fontsize=9)
             ax.legend()
             s.figure(fig, "fit seconds per model")
     return s
@@ -349,9 +432,16 @@ def _crossover(items: list[tuple[Path, dict]]) -> Section:
                  p["gpu"].get("median") if _ok(p["gpu"]) else p["gpu"]["status"], p.get("speedup", math.nan)]
                 for p in op["points"]
             ]  # fmt: skip
-            s.table(f"{path.name}: {op['operation']} ({op.get('description', '')}), median seconds", ["rows", "CPU", "GPU", "speedup"], rows, f"crossover-{i}-{j}")
+            s.table(
+                f"{path.name}: {op['operation']} ({op.get('description', '')}), median seconds",
+                ["rows", "CPU", "GPU", "speedup"],
+                rows,
+                f"crossover-{i}-{j}",
+            )
             if op.get("gpu_status") != "ok":
-                s.para(f"{op['operation']}: crossover not measured, GPU arm {op.get('gpu_status')}: {op.get('gpu_reason')}")
+                s.para(
+                    f"{op['operation']}: crossover not measured, GPU arm {op.get('gpu_status')}: {op.get('gpu_reason')}"
+                )
             elif op.get("crossover_rows") is None:
                 s.para(f"{op['operation']}: the GPU arm did not win at any size measured.")
             else:
@@ -381,7 +471,18 @@ def _scaling(items: list[tuple[Path, dict]]) -> Section:
         s.table(
             f"{path.name}: scaling",
             ["workers", "kind", "stage", "seconds", "speedup vs 1", "efficiency", "metric"],
-            [[r.get("workers"), r.get("kind"), r.get("stage"), r.get("seconds"), r.get("speedup_vs_1"), r.get("efficiency"), r.get("metric")] for r in rows],
+            [
+                [
+                    r.get("workers"),
+                    r.get("kind"),
+                    r.get("stage"),
+                    r.get("seconds"),
+                    r.get("speedup_vs_1"),
+                    r.get("efficiency"),
+                    r.get("metric"),
+                ]
+                for r in rows
+            ],
             f"scaling-{i}",
         )
         if rows:
@@ -412,7 +513,10 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
         s.table(
             f"{path.name}: experiments",
             ["name", "metric", "seconds", "peak MB", "pareto"],
-            [[r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no"] for r in rows],
+            [
+                [r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no"]
+                for r in rows
+            ],
             f"experiments-{i}",
         )
         pts = [r for r in rows if r.get("seconds") is not None and r.get("metric") is not None]
@@ -421,7 +525,9 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
             ax.scatter([r["seconds"] for r in pts], [r["metric"] for r in pts], color="lightgrey", label="trials")
             front = sorted((r for r in pts if r.get("pareto")), key=lambda r: r["seconds"])
             if front:
-                ax.plot([r["seconds"] for r in front], [r["metric"] for r in front], "-o", color="C3", label="Pareto front")
+                ax.plot(
+                    [r["seconds"] for r in front], [r["metric"] for r in front], "-o", color="C3", label="Pareto front"
+                )
             ax.set_xscale("log")
             ax.set_xlabel("seconds")
             ax.set_ylabel("metric")
@@ -478,7 +584,7 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
         + ignored
         + "</body></html>\n"
     )
-    md = [f"# accel report", "", intro, ""]
+    md = ["# accel report", "", intro, ""]
     for s in sections:
         md += s.md
     if found.ignored:
@@ -498,7 +604,9 @@ def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".accel-report-", suffix=".html")
     except OSError as exc:
-        raise AccelError(f"cannot write the report to {str(out.parent)!r} ({exc.strerror or type(exc).__name__}); choose --out") from None
+        raise AccelError(
+            f"cannot write the report to {str(out.parent)!r} ({exc.strerror or type(exc).__name__}); choose --out"
+        ) from None
     try:
         page, markdown = render(found, Path(folder))
         with os.fdopen(fd, "w") as f:

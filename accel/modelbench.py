@@ -68,14 +68,20 @@ class ModelPair:
         params = {k: (seed if v == "SEED" else v) for k, v in self.shared.items()}
         extra = self.gpu_only if backend.is_gpu else self.cpu_only
         for k, v in extra.items():
-            params[k] = {"N_THREADS": backend.n_threads, "XGB_DEVICE": backend.xgb_device}.get(v, v) if isinstance(v, str) else v
+            params[k] = (
+                {"N_THREADS": backend.n_threads, "XGB_DEVICE": backend.xgb_device}.get(v, v)
+                if isinstance(v, str)
+                else v
+            )
         return params
 
 
 PAIRS: dict[str, ModelPair] = {
     p.key: p
     for p in (
-        ModelPair("logistic_regression", "classification", "accuracy", shared={"C": 1.0, "max_iter": 1000, "tol": 1e-4}),
+        ModelPair(
+            "logistic_regression", "classification", "accuracy", shared={"C": 1.0, "max_iter": 1000, "tol": 1e-4}
+        ),
         ModelPair(
             "random_forest_classifier",
             "classification",
@@ -104,8 +110,12 @@ PAIRS: dict[str, ModelPair] = {
             "classification",
             "accuracy",
             shared={
-                "n_estimators": 100, "max_depth": 8, "learning_rate": 0.1, "max_bin": 256,
-                "tree_method": "hist", "random_state": "SEED",
+                "n_estimators": 100,
+                "max_depth": 8,
+                "learning_rate": 0.1,
+                "max_bin": 256,
+                "tree_method": "hist",
+                "random_state": "SEED",
             },  # fmt: skip
             cpu_only={"device": "cpu", "n_jobs": "N_THREADS"},
             gpu_only={"device": "XGB_DEVICE"},
@@ -214,7 +224,10 @@ def run_pair(
         result["device_used"] = used
         if not used.startswith("cuda" if backend.is_gpu else "cpu"):
             # XGBoost only warns when it cannot use the GPU: not a GPU result.
-            return {"status": "failed", "reason": f"XGBoost trained on {used!r} although {backend.xgb_device!r} was asked for"}
+            return {
+                "status": "failed",
+                "reason": f"XGBoost trained on {used!r} although {backend.xgb_device!r} was asked for",
+            }
     return result
 
 

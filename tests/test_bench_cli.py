@@ -52,7 +52,9 @@ def test_data_groupby_then_bench_groupby_json(tmp_path):
     [path] = records_in(results)
     assert json.loads(path.read_text())["questions"] == json.loads(json.dumps(result["questions"]))
     assert f"results: {path}" in proc.stderr
-    assert result["benchmark"] == "db_groupby" and [q["question"] for q in result["questions"]] == [f"q{i}" for i in range(1, 11)]
+    assert result["benchmark"] == "db_groupby" and [q["question"] for q in result["questions"]] == [
+        f"q{i}" for i in range(1, 11)
+    ]
     for q in result["questions"]:
         cpu = q["cpu"]
         assert cpu["status"] == "ok" and cpu["rows"] > 0 and cpu["cols"] >= 2 and cpu["checksum"]
@@ -66,7 +68,20 @@ def test_data_groupby_then_bench_groupby_json(tmp_path):
 
 @no_gpu_here
 def test_without_a_gpu_the_gpu_arm_is_skipped_not_invented(groupby_file, tmp_path, capsys):
-    code = main(["bench", "groupby", "--data", str(groupby_file), "--questions", "q1,q3", "--repeats", "1", "--results", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "groupby",
+            "--data",
+            str(groupby_file),
+            "--questions",
+            "q1,q3",
+            "--repeats",
+            "1",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     assert "GPU arm: GPU unavailable:" in out and "CPU baseline:" in out and "sum v1 mean v3 by id3" in out
@@ -93,7 +108,23 @@ def test_bench_join(join_dir, tmp_path, capsys):
 
 
 def test_bench_models_and_crossover(tmp_path, capsys):
-    code = main(["bench", "models", "--rows", "300", "--features", "8", "--models", "ridge,kmeans", "--repeats", "1", "--json", "--results", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "models",
+            "--rows",
+            "300",
+            "--features",
+            "8",
+            "--models",
+            "ridge,kmeans",
+            "--repeats",
+            "1",
+            "--json",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [m["model"] for m in result["models"]] == ["kmeans", "ridge"]
@@ -104,7 +135,23 @@ def test_bench_models_and_crossover(tmp_path, capsys):
             assert math.isnan(m["fit_speedup"]) and m["gpu"]["reason"]
     assert result["fairness"]["line"].startswith("CPU baseline: all ")
 
-    code = main(["bench", "crossover", "--operations", "groupby,ridge", "--min-rows", "100", "--max-rows", "1e3", "--repeats", "1", "--json", "--results", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "crossover",
+            "--operations",
+            "groupby,ridge",
+            "--min-rows",
+            "100",
+            "--max-rows",
+            "1e3",
+            "--repeats",
+            "1",
+            "--json",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert result["sizes"] == [100, 1000]
@@ -117,9 +164,26 @@ def test_bench_models_and_crossover(tmp_path, capsys):
     assert len(records_in(tmp_path)) == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("polars") is None or importlib.util.find_spec("duckdb") is None, reason="the bench extra (polars, duckdb) is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("polars") is None or importlib.util.find_spec("duckdb") is None,
+    reason="the bench extra (polars, duckdb) is not installed",
+)
 def test_engines_for_context(groupby_file, tmp_path, capsys):
-    code = main(["bench", "groupby", "--data", str(groupby_file), "--repeats", "1", "--engines", "polars,duckdb", "--json", "--results", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "groupby",
+            "--data",
+            str(groupby_file),
+            "--repeats",
+            "1",
+            "--engines",
+            "polars,duckdb",
+            "--json",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     for name in ("polars", "duckdb"):
@@ -133,13 +197,23 @@ def test_engines_for_context(groupby_file, tmp_path, capsys):
 
 @pytest.mark.skipif(importlib.util.find_spec("polars") is not None, reason="polars is installed here")
 def test_engines_not_installed_says_how_to_install(groupby_file, tmp_path, capsys):
-    one_line_error(capsys, ["bench", "groupby", "--data", str(groupby_file), "--engines", "polars", "--results", str(tmp_path)], "pip install 'accel[bench]'", results=tmp_path)
+    one_line_error(
+        capsys,
+        ["bench", "groupby", "--data", str(groupby_file), "--engines", "polars", "--results", str(tmp_path)],
+        "pip install 'accel[bench]'",
+        results=tmp_path,
+    )
 
 
 def test_missing_benchmark_columns_are_named(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("id1,id2,id4,id5,id6,v1,v3\nid001,id001,1,1,1,1,1.5\n")
-    one_line_error(capsys, ["bench", "groupby", "--data", str(bad), "--results", str(tmp_path / "r")], "columns id3, v2", results=tmp_path / "r")
+    one_line_error(
+        capsys,
+        ["bench", "groupby", "--data", str(bad), "--results", str(tmp_path / "r")],
+        "columns id3, v2",
+        results=tmp_path / "r",
+    )
 
 
 def test_missing_join_columns_are_named(join_dir, tmp_path, capsys):
@@ -151,7 +225,12 @@ def test_missing_join_columns_are_named(join_dir, tmp_path, capsys):
     shutil.copytree(join_dir, copy)
     medium = sorted(copy.glob("J1_2e3_1e2_*"))[0]
     pd.read_parquet(medium).drop(columns=["id5"]).to_parquet(medium)
-    one_line_error(capsys, ["bench", "join", "--data-dir", str(copy), "--results", str(tmp_path / "r")], "lacks the join benchmark's columns id5", results=tmp_path / "r")
+    one_line_error(
+        capsys,
+        ["bench", "join", "--data-dir", str(copy), "--results", str(tmp_path / "r")],
+        "lacks the join benchmark's columns id5",
+        results=tmp_path / "r",
+    )
 
 
 @pytest.mark.parametrize(
@@ -177,14 +256,28 @@ def test_bad_options(groupby_file, tmp_path, capsys, argv, needles):
 def test_unwritable_results_folder(groupby_file, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    one_line_error(capsys, ["bench", "groupby", "--data", str(groupby_file), "--results", str(blocker / "results")], "cannot write benchmark results", "--results")
+    one_line_error(
+        capsys,
+        ["bench", "groupby", "--data", str(groupby_file), "--results", str(blocker / "results")],
+        "cannot write benchmark results",
+        "--results",
+    )
 
 
 def test_missing_data(tmp_path, capsys):
-    one_line_error(capsys, ["bench", "groupby", "--data", str(tmp_path / "nope.parquet"), "--results", str(tmp_path)], "does not exist", results=tmp_path)
-    one_line_error(capsys, ["bench", "join", "--data-dir", str(tmp_path / "nope"), "--results", str(tmp_path)], "does not exist")
+    one_line_error(
+        capsys,
+        ["bench", "groupby", "--data", str(tmp_path / "nope.parquet"), "--results", str(tmp_path)],
+        "does not exist",
+        results=tmp_path,
+    )
+    one_line_error(
+        capsys, ["bench", "join", "--data-dir", str(tmp_path / "nope"), "--results", str(tmp_path)], "does not exist"
+    )
     (tmp_path / "J1_2e3_NA_0_0.csv").write_text("id1\n1\n")
-    one_line_error(capsys, ["bench", "join", "--data-dir", str(tmp_path), "--results", str(tmp_path)], "three right tables")
+    one_line_error(
+        capsys, ["bench", "join", "--data-dir", str(tmp_path), "--results", str(tmp_path)], "three right tables"
+    )
 
 
 def test_bad_data_requests(tmp_path, capsys):

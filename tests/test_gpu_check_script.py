@@ -17,7 +17,9 @@ import pytest
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout"
+)
 
 
 def run_script(*phases: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:

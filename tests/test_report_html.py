@@ -68,9 +68,33 @@ def same(cell: str, value) -> bool:
 SCALING = {
     "benchmark": "scaling",
     "rows": [
-        {"workers": 1, "kind": "local", "stage": "train", "seconds": 40.0, "speedup_vs_1": 1.0, "efficiency": 1.0, "metric": 0.8061},
-        {"workers": 2, "kind": "local", "stage": "train", "seconds": 21.5, "speedup_vs_1": 1.8605, "efficiency": 0.9302, "metric": 0.8059},
-        {"workers": 4, "kind": "local", "stage": "train", "seconds": 12.25, "speedup_vs_1": 3.2653, "efficiency": 0.8163, "metric": 0.8057},
+        {
+            "workers": 1,
+            "kind": "local",
+            "stage": "train",
+            "seconds": 40.0,
+            "speedup_vs_1": 1.0,
+            "efficiency": 1.0,
+            "metric": 0.8061,
+        },
+        {
+            "workers": 2,
+            "kind": "local",
+            "stage": "train",
+            "seconds": 21.5,
+            "speedup_vs_1": 1.8605,
+            "efficiency": 0.9302,
+            "metric": 0.8059,
+        },
+        {
+            "workers": 4,
+            "kind": "local",
+            "stage": "train",
+            "seconds": 12.25,
+            "speedup_vs_1": 3.2653,
+            "efficiency": 0.8163,
+            "metric": 0.8057,
+        },
     ],
 }
 EXPERIMENTS = {
@@ -88,8 +112,44 @@ def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("results")
     data = bodies.make_groupby_file(tmp_path_factory.mktemp("data"), n=3000, k=10)
     assert main(["bench", "groupby", "--data", str(data), "--repeats", "1", "--results", str(folder)]) == 0
-    assert main(["bench", "models", "--rows", "300", "--features", "8", "--models", "ridge", "--repeats", "1", "--results", str(folder)]) == 0
-    assert main(["bench", "crossover", "--operations", "groupby", "--min-rows", "100", "--max-rows", "1e3", "--repeats", "1", "--results", str(folder)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "models",
+                "--rows",
+                "300",
+                "--features",
+                "8",
+                "--models",
+                "ridge",
+                "--repeats",
+                "1",
+                "--results",
+                str(folder),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "bench",
+                "crossover",
+                "--operations",
+                "groupby",
+                "--min-rows",
+                "100",
+                "--max-rows",
+                "1e3",
+                "--repeats",
+                "1",
+                "--results",
+                str(folder),
+            ]
+        )
+        == 0
+    )
     wf = folder.parent / "fast.yaml"
     wf.write_text("workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n")
     assert main(["run", str(wf), "--out", str(folder / "runs"), "--device", "cpu"]) == 0
@@ -109,7 +169,9 @@ def page(report, tmp_path_factory):
 
 
 def records(folder: Path, prefix: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(folder.rglob("*.json")) if p.name.split("-", 3)[-1].startswith(prefix)]
+    return [
+        json.loads(p.read_text()) for p in sorted(folder.rglob("*.json")) if p.name.split("-", 3)[-1].startswith(prefix)
+    ]
 
 
 def test_sections_exist_only_for_what_was_found(page):
