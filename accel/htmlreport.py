@@ -170,9 +170,11 @@ def _env_line(content: dict) -> str:
     cores = env.get("cores") or {}
     gpus = ", ".join(f"{g.get('name')} ({g.get('memory_gb')} GB)" for g in env.get("gpus") or []) or "no GPU"
     sha = (env.get("git_sha") or content.get("git_sha") or "")[:10] or "unknown"
+    load = env.get("load_average")
+    busy = f"; load average {load[0]} / {load[1]} / {load[2]} (1/5/15 min) when it ended" if load else ""
     return (
         f"Machine: {env.get('cpu_model', 'unknown CPU')}, {cores.get('available', '?')} cores available "
-        f"({cores.get('physical', '?')} physical / {cores.get('logical', '?')} logical); {gpus}; git {sha}."
+        f"({cores.get('physical', '?')} physical / {cores.get('logical', '?')} logical); {gpus}; git {sha}{busy}."
     )
 
 

@@ -208,11 +208,16 @@ def blas_threads() -> list[dict[str, Any]]:
 
 def bench_environment() -> dict[str, Any]:
     """The machine a benchmark ran on (:func:`accel.environment.collect_environment`) plus the
-    thread pools (BLAS, OpenMP) loaded at the time of the call: call it after the work ran."""
+    thread pools (BLAS, OpenMP) loaded at the time of the call (call it after the work ran) and
+    the load average over 1, 5 and 15 minutes."""
     from accel.environment import collect_environment
+
+    import os
 
     env = collect_environment()
     env["blas_threads"] = blas_threads()
+    # Other work on the machine slows a benchmark down: the load says how busy the cores were.
+    env["load_average"] = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
     return env
 
 

@@ -75,6 +75,7 @@ def test_environment_and_fairness_are_recorded():
     env = bench_environment()
     assert env["cpu_model"] and env["cores"]["available"] >= 1 and "versions" in env
     assert isinstance(env["blas_threads"], list)
+    assert env["load_average"] is None or len(env["load_average"]) == 3
     cpu = cpu_backend()
     f = fairness(cpu, "all 2", {"n_jobs": -1})
     assert f["cores_available"] == cpu.n_threads
