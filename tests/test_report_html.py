@@ -97,6 +97,17 @@ SCALING = {
         },
     ],
 }
+OVERHEAD = {
+    "benchmark": "groupby_overhead",
+    "rows": 10_000_000,
+    "k": 100,
+    "target": 1.1,
+    "dispatch_overhead_seconds": 1.25e-06,
+    "questions": [
+        {"question": "q1", "title": "sum v1 by id1", "accel_median": 0.278, "plain_median": 0.2791, "ratio": 0.99606,
+         "ratio_min": 1.0021, "checksums_equal": True, "max_rel_diff": 0.0},
+    ],
+}  # fmt: skip
 EXPERIMENTS = {
     "benchmark": "experiments",
     "rows": [
@@ -155,6 +166,7 @@ def report(tmp_path_factory):
     assert main(["run", str(wf), "--out", str(folder / "runs"), "--device", "cpu"]) == 0
     (folder / "scaling.json").write_text(json.dumps(SCALING))
     (folder / "hpo.json").write_text(json.dumps(EXPERIMENTS))
+    (folder / "overhead.json").write_text(json.dumps(OVERHEAD))
     (folder / "notes.json").write_text(json.dumps({"something": "else"}))
     return folder
 
@@ -176,7 +188,7 @@ def records(folder: Path, prefix: str) -> list[dict]:
 
 def test_sections_exist_only_for_what_was_found(page):
     assert {"runs", "db-groupby", "models", "crossover", "scaling", "experiments", "ignored"} <= set(page.sections)
-    assert "db-join" not in page.sections and "overhead" not in page.sections
+    assert "db-join" not in page.sections and "flights-overhead" not in page.sections
 
 
 def test_page_is_self_contained_with_plots_inline(page):
@@ -255,3 +267,10 @@ def test_report_refuses_bad_folders(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("accel: error: ") and needle in err and "\n" not in err
+
+
+def test_overhead_table(page):
+    [cells] = page.tables["overhead-0"][1:]
+    q = OVERHEAD["questions"][0]
+    expected = [q["question"], q["title"], q["accel_median"], q["plain_median"], q["ratio"], q["ratio_min"], "yes", 0.0]
+    assert all(same(c, v) for c, v in zip(cells, expected)), (cells, expected)
