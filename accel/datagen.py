@@ -301,6 +301,9 @@ def write_table(table: Any, path: Path) -> Path:
             pacsv.write_csv(plain, tmp, write_options=pacsv.WriteOptions(quoting_style="none"))
         else:
             pq.write_table(table, tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a data file is as readable as any other
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
