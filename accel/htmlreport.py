@@ -108,6 +108,11 @@ def num(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def checksum_text(values: Sequence[float]) -> str:
+    """Checksums with 10 significant digits: they are there to be compared."""
+    return "; ".join(num(v, 10) for v in values) or "—"
+
+
 def _ok(arm: dict | None) -> bool:
     return bool(arm) and arm.get("status") == "ok"
 
@@ -267,7 +272,7 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
                 c.get("run1") if _ok(c) else c.get("status", "—"), c.get("run2") if _ok(c) else "—", c.get("median") if _ok(c) else "—",
                 g.get("run1") if _ok(g) else g.get("status", "—"), g.get("run2") if _ok(g) else "—", g.get("median") if _ok(g) else "—",
                 q.get("speedup", math.nan), c.get("rows", g.get("rows")),
-                "; ".join(num(v) for v in c.get("checksum", [])) or "—", "; ".join(num(v) for v in g.get("checksum", [])) or "—",
+                checksum_text(c.get("checksum", [])), checksum_text(g.get("checksum", [])),
                 agree,
             ])  # fmt: skip
         s.table(f"{path.name}: {name} questions", header, rows, f"db-{name}-{i}")

@@ -210,7 +210,7 @@ def test_db_table_holds_the_recorded_numbers(page, report):
         for name, key in (("CPU run1", "run1"), ("CPU run2", "run2"), ("CPU median", "median")):
             assert same(cells[col[name]], q["cpu"][key]), (name, cells[col[name]], q["cpu"][key])
         assert same(cells[col["rows"]], q["cpu"]["rows"])
-        assert cells[col["CPU checksum"]] == "; ".join(num(v) for v in q["cpu"]["checksum"])
+        assert cells[col["CPU checksum"]] == "; ".join(num(v, 10) for v in q["cpu"]["checksum"])
         if q["gpu"]["status"] != "ok":
             assert cells[col["GPU run1"]] == q["gpu"]["status"] and cells[col["speedup"]] == "n/a"
             assert cells[col["answers"]] == "not compared"
