@@ -174,3 +174,38 @@ def sorted_unique(series: Any) -> list:
 
 def host_str_list(values: Any) -> list[str]:
     return [str(v) for v in to_numpy(values).tolist()]
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+def read_table(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None) -> Any:
+    """Read a CSV or Parquet file into the arm's dataframe (CSV through :func:`read_csv`)."""
+    if str(path).lower().endswith((".parquet", ".pq")):
+        return xdf.read_parquet(str(path), columns=list(columns) if columns is not None else None)
+    return read_csv(xdf, path, columns)
+
+
+def from_arrow(xdf: ModuleType, table: Any) -> Any:
+    """A pyarrow Table as the arm's dataframe (dictionary columns become categoricals on both)."""
+    if is_pandas_module(xdf):
+        return table.to_pandas()
+    return xdf.DataFrame.from_arrow(table)
+
+
+def nullable_int32(xdf: ModuleType) -> str:
+    """The NA-aware 32-bit integer dtype: pandas' masked ``Int32`` (db-benchmark's pandas
+    solution uses it); cuDF's ``int32`` holds nulls natively."""
+    return "Int32" if is_pandas_module(xdf) else "int32"
+
+
+def column_sum(series: Any) -> float:
+    """The sum of a column skipping missing values, as a host float (db-benchmark's checksum).
+
+    pandas skips NaN and NA alike; cuDF skips nulls but lets a NaN (say, 0/0 of a group with
+    one row) poison the sum, so NaN becomes null first there.
+    """
+    if is_cudf(series) and series.dtype.kind == "f":
+        series = series.nans_to_nulls()
+    value = series.sum()
+    return float(value.item() if hasattr(value, "item") else value)

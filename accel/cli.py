@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
     cluster.add_cluster_arguments(run)
     scaling.register(sub)
+
+    from accel.benchcli import register as register_bench
+
+    register_bench(sub)  # bench, data, report: each sets its own handler
     return parser
 
 
@@ -172,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return handler(args)
         if args.command == "info":
             return _cmd_info(args)
         if args.command == "run":
