@@ -122,11 +122,12 @@ def test_backoff_gives_up_below_the_minimum_batch(backend):
 
 
 def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
-    code, _, err = run_cli(
-        capsys, "run", "flights", "--rows", "8000", "--precision", "fp16", "--device", "cpu", "--out", str(tmp_path)
-    )
+    cfg = tmp_path / "fp16.yaml"
+    cfg.write_text("workflow: flights\nrows: 8000\nprecision: fp16\nbatch_rows: 3000\nxgboost:\n  n_estimators: 60\n")
+    code, _, err = run_cli(capsys, "run", str(cfg), "--device", "cpu", "--out", str(tmp_path / "r"))
     assert code == 0, err
-    memory = read_json(records_in(tmp_path)[0])["arms"]["cpu"]["memory"]
+    memory = read_json(records_in(tmp_path / "r")[0])["arms"]["cpu"]["memory"]
+    assert memory["batches"]["rows_per_batch"] == 3000 and memory["batches"]["mode"] == "in-memory"
     ratio = memory["feature_bytes"]["stored"] / memory["feature_bytes"]["fp32"]
     assert 0.5 <= ratio < 0.6, memory
     check = memory["precision"]["fp32_check"]
