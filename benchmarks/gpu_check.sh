@@ -14,6 +14,10 @@
 #   join       "${ACCEL[@]}" data join $JOIN_ROWS, then "${ACCEL[@]}" bench join on both arms
 #   models     "${ACCEL[@]}" bench models at $MODEL_ROWS rows, and XGBoost alone at $XGB_ROWS rows
 #   crossover  "${ACCEL[@]}" bench crossover up to $CROSSOVER_MAX rows
+#   flights    accel run flights: the paired GPU/CPU run (float32, then float16) with its run records
+#   memory     benchmarks/bench_memory.py --device gpu (streaming over 10x a $MEMORY_BUDGET budget,
+#              chunked vs whole throughput, fp16 vs fp32) and bench_rmm_pool.py (pool vs no pool)
+#   dask       benchmarks/bench_dask_overhead.py --cluster local-cuda (1 Dask-CUDA worker vs one process)
 #   report     "${ACCEL[@]}" report over the results: $OUT/report.html
 #
 # Environment (defaults in brackets):
@@ -26,6 +30,7 @@
 #   MODELS [auto: all pairs when cuML is installed, else xgboost_classifier]
 #   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost_classifier]
 #   REPEATS [1: run 1 (cold) and run 2, db-benchmark's protocol]  STEP_TIMEOUT [540 s per step]
+#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]
 #
 # Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
 # the pandas arm several minutes (q10 and q3 dominate); models at 1e6 (all pairs) 3-5 min on the
@@ -145,6 +150,25 @@ phase_crossover() {
   step bench-crossover "${ACCEL[@]}" bench crossover --operations "$CROSSOVER_OPS" --max-rows "$CROSSOVER_MAX" --device "$DEVICE" --results "$RESULTS"
 }
 
+phase_flights() {
+  local rows=()
+  [ -n "${FLIGHTS_ROWS:-}" ] && rows=(--rows "$FLIGHTS_ROWS")
+  [ "$DRY_RUN" = 1 ] && rows=(--rows 3000)
+  step run-flights "${ACCEL[@]}" run flights --device "$DEVICE" "${rows[@]}" --out "$RESULTS"
+  step run-flights-fp16 "${ACCEL[@]}" run flights --device "$DEVICE" --precision fp16 "${rows[@]}" --out "$RESULTS"
+}
+
+phase_memory() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: memory benchmarks not run (tested by tests/test_memory_*.py)"; return; fi
+  step bench-memory "$PY" benchmarks/bench_memory.py --device gpu --budget "${MEMORY_BUDGET:-4GB}" --out "$RESULTS"
+  step bench-rmm-pool "$PY" benchmarks/bench_rmm_pool.py --out "$RESULTS"
+}
+
+phase_dask() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: Dask-CUDA benchmark not run (tested by tests/test_dask_*.py)"; return; fi
+  step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --out "$RESULTS"
+}
+
 phase_report() {
   step report "${ACCEL[@]}" report "$RESULTS" --out "$OUT/report.html"
 }
@@ -153,14 +177,18 @@ main() {
   local phases=("$@")
   [ "${#phases[@]}" -gt 0 ] || phases=(all)
   if [ "${phases[*]}" = all ]; then
-    phases=(install info tests groupby join models crossover report)
-    [ "$DRY_RUN" = 1 ] && phases=(info tests groupby join models crossover report)  # nothing to install here
+    phases=(install info tests flights groupby join models crossover memory dask report)
+    [ "$DRY_RUN" = 1 ] && phases=(info tests flights groupby join models crossover memory dask report)  # nothing to install here
   fi
   echo "gpu_check: $(date -u +%FT%TZ) phases: ${phases[*]} (DRY_RUN=$DRY_RUN, OUT=$OUT)"
   for phase in "${phases[@]}"; do
     if ! declare -F "phase_$phase" >/dev/null; then echo "unknown phase '$phase'"; FAILED+=("$phase (unknown)"); continue; fi
     "phase_$phase"
   done
+  if [ "$DRY_RUN" != 1 ] && [ -d "$RESULTS" ]; then
+    # A device call brings back 8 files at most: the results travel as one archive.
+    tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$RESULTS" && echo "results packed into $OUT/results.tgz"
+  fi
   if [ "${#FAILED[@]}" -gt 0 ]; then
     printf 'gpu_check: FAILED: %s\n' "${FAILED[@]}"
     return 1

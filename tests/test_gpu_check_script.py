@@ -84,13 +84,21 @@ def test_dry_run_runs_every_cpu_part(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = (out / "log").read_text()
     assert "gpu_check: all steps passed" in log
-    for step in ("accel-info", "bench-groupby", "bench-join", "bench-models", "bench-crossover", "report"):
+    for step in ("accel-info", "run-flights", "run-flights-fp16", "bench-groupby", "bench-join", "bench-models", "bench-crossover", "report"):
         assert f"== {step}: exit 0" in log, step
     assert "dry run: pytest -m gpu not run" in log
     results = sorted(p.name for p in (out / "results").glob("*.json"))
-    kinds = [n.split("-", 3)[-1].rsplit("-", 2)[0] for n in results]
+    runs = [n for n in results if n[:8].isdigit()]  # run records: 20261130-HHMMSS-flights-NNN.json
+    benches = [n for n in results if n not in runs]
+    kinds = [n.split("-", 3)[-1].rsplit("-", 2)[0] for n in benches]
     assert sorted(kinds) == ["crossover", "db-groupby", "db-join", "models"], results
+    assert len(runs) == 2, results  # accel run flights, float32 and float16
+    for name in runs:
+        record = json.loads((out / "results" / name).read_text())
+        assert record["arms"]["gpu"]["status"] == "skipped" and record["arms"]["cpu"]["status"] == "ok"
     for p in (out / "results").glob("*.json"):
+        if p.name in runs:
+            continue
         result = json.loads(p.read_text())
         assert result["gpu"]["status"] in ("skipped", "ok") and result["environment"]["cpu_model"]
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
