@@ -8,7 +8,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -108,6 +108,59 @@ def series_to_array(series: Any) -> Any:
     return series.to_numpy()
 
 
+def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
+    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        if is_pandas_module(xdf):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=list(columns)):
+                yield batch.to_pandas()
+        else:
+            total = pq.ParquetFile(path).metadata.num_rows
+            for skip in range(0, total, rows):
+                yield xdf.read_parquet(str(path), columns=list(columns), skip_rows=skip, nrows=min(rows, total - skip))
+
+
+def iter_csv_chunks(
+    xdf: ModuleType,
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    rows: int,
+    dtypes: dict[str, str],
+    delimiter: str,
+    size_bytes: int,
+) -> Iterator[Any]:
+    """Consecutive chunks of a CSV file: pandas' chunked parser, or cuDF byte ranges.
+
+    cuDF reads the rows that start inside each byte range; the range size is estimated from the
+    file's mean row length (the header is only in the first range).
+    """
+    dtype = {c: t for c, t in dtypes.items() if c in columns}
+    if is_pandas_module(xdf):
+        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype, chunksize=rows)
+        return
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    lines = max(head.count(b"\n"), 1)
+    step = max(1 << 20, int(rows * len(head) / lines))
+    offset = 0
+    size_bytes = Path(path).stat().st_size
+    while offset < size_bytes:
+        first = offset == 0
+        yield xdf.read_csv(
+            str(path),
+            sep=delimiter,
+            byte_range=(offset, step),
+            header=0 if first else None,
+            names=None if first else list(all_columns),
+            usecols=list(columns),
+            dtype=dtype,
+        )
+        offset += step
+
+
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
     """An unordered categorical dtype with exactly these categories, in this order."""
     return xdf.CategoricalDtype(categories=list(categories), ordered=False)
@@ -121,3 +174,38 @@ def sorted_unique(series: Any) -> list:
 
 def host_str_list(values: Any) -> list[str]:
     return [str(v) for v in to_numpy(values).tolist()]
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+def read_table(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None) -> Any:
+    """Read a CSV or Parquet file into the arm's dataframe (CSV through :func:`read_csv`)."""
+    if str(path).lower().endswith((".parquet", ".pq")):
+        return xdf.read_parquet(str(path), columns=list(columns) if columns is not None else None)
+    return read_csv(xdf, path, columns)
+
+
+def from_arrow(xdf: ModuleType, table: Any) -> Any:
+    """A pyarrow Table as the arm's dataframe (dictionary columns become categoricals on both)."""
+    if is_pandas_module(xdf):
+        return table.to_pandas()
+    return xdf.DataFrame.from_arrow(table)
+
+
+def nullable_int32(xdf: ModuleType) -> str:
+    """The NA-aware 32-bit integer dtype: pandas' masked ``Int32`` (db-benchmark's pandas
+    solution uses it); cuDF's ``int32`` holds nulls natively."""
+    return "Int32" if is_pandas_module(xdf) else "int32"
+
+
+def column_sum(series: Any) -> float:
+    """The sum of a column skipping missing values, as a host float (db-benchmark's checksum).
+
+    pandas skips NaN and NA alike; cuDF skips nulls but lets a NaN (say, 0/0 of a group with
+    one row) poison the sum, so NaN becomes null first there.
+    """
+    if is_cudf(series) and series.dtype.kind == "f":
+        series = series.nans_to_nulls()
+    value = series.sum()
+    return float(value.item() if hasattr(value, "item") else value)

@@ -111,28 +111,84 @@ def target_encode(
 ) -> tuple[Any, Any, Any]:
     """Out-of-fold smoothed target means for training rows, full-train means for test rows.
 
-    Also returns the count of each training category for both splits (count encoding).
+    Also returns the count of each training category for both splits (count encoding). The
+    one-shot form of :class:`TargetEncoder` (fit on all training rows at once).
 
     Returns
     -------
     (train_encoded, test_encoded, (train_counts, test_counts))
     """
-    prior = float(t_train.mean())
-    frame = xdf.DataFrame({"c": codes_train.reset_index(drop=True), "t": t_train.reset_index(drop=True).astype("float64")})
-    frame["f"] = folds
-    totals = _group_sums(xdf, frame, ["c"], "t", "all_")
-    per_fold = _group_sums(xdf, frame, ["c", "f"], "t", "fold_")
+    encoder = TargetEncoder(xdf, ["t"], smoothing)
+    encoder.partial_fit(codes_train, {"t": t_train}, folds)
+    encoder.finalize()
+    train = encoder.transform(codes_train, folds)
+    test = encoder.transform(codes_test)
+    return train["t"], test["t"], (train["count"], test["count"])
 
-    train = left_join(frame[["c", "f"]], totals, ["c"])
-    train = left_join(train, per_fold, ["c", "f"])
-    s = train["all_s"].fillna(0.0) - train["fold_s"].fillna(0.0)
-    n = train["all_n"].fillna(0.0) - train["fold_n"].fillna(0.0)
-    train_encoded = (s + prior * smoothing) / (n + smoothing)
 
-    test = left_join(xdf.DataFrame({"c": codes_test.reset_index(drop=True)}), totals, ["c"])
-    test_encoded = (test["all_s"].fillna(0.0) + prior * smoothing) / (test["all_n"].fillna(0.0) + smoothing)
-    counts = (train["all_n"].fillna(0.0), test["all_n"].fillna(0.0))
-    return train_encoded, test_encoded, counts
+class TargetEncoder:
+    """Smoothed target means per category, fitted from batches of training rows.
+
+    Per batch it keeps sums and counts per (category, fold); :meth:`finalize` adds the batches
+    up, so fitting batch by batch gives exactly the statistics of one pass over all rows.
+    Training rows are encoded out of fold (their own fold's rows left out), other rows with all
+    training rows; unseen or missing categories get the prior (the mean over all training rows).
+    """
+
+    def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float = TE_SMOOTHING):
+        self.xdf = xdf
+        self.targets = targets
+        self.smoothing = smoothing
+        self._parts: list[Any] = []
+        self._target_sums = dict.fromkeys(targets, 0.0)
+        self._rows = 0
+        self.per_fold: Any = None
+        self.totals: Any = None
+        self.prior: dict[str, float] = {}
+
+    def partial_fit(self, codes: Any, targets: dict[str, Any], folds: np.ndarray) -> None:
+        xdf = self.xdf
+        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame["f"] = folds
+        for name in self.targets:
+            t = targets[name].reset_index(drop=True).astype("float64")
+            frame[name] = t
+            self._target_sums[name] += float(t.sum())
+        self._rows += len(frame)
+        grouped = frame.groupby(["c", "f"])
+        part = grouped[self.targets].sum()
+        part["n"] = grouped[self.targets[0]].count()
+        self._parts.append(part.reset_index())
+
+    def finalize(self) -> None:
+        xdf = self.xdf
+        parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
+        self.per_fold = parts.groupby(["c", "f"])[[*self.targets, "n"]].sum().reset_index()
+        self.totals = self.per_fold.groupby("c")[[*self.targets, "n"]].sum().reset_index()
+        self.prior = {t: self._target_sums[t] / max(self._rows, 1) for t in self.targets}
+        self._parts = []
+
+    def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
+        """Encoded columns (one per target) and ``count`` for rows with these category codes."""
+        xdf, m = self.xdf, self.smoothing
+        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        totals = self.totals.rename(columns={t: f"{t}__all" for t in [*self.targets, "n"]})
+        out = left_join(frame, totals, ["c"])
+        n = out["n__all"].fillna(0.0)
+        if folds is not None:
+            out["f"] = folds
+            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in [*self.targets, "n"]})
+            out = left_join(out, fold, ["c", "f"])
+            n_out = n - out["n__fold"].fillna(0.0)
+        result = {"count": n.astype("float64")}
+        for t in self.targets:
+            s = out[f"{t}__all"].fillna(0.0)
+            if folds is not None:
+                s, count = s - out[f"{t}__fold"].fillna(0.0), n_out
+            else:
+                count = n
+            result[t] = (s + self.prior[t] * m) / (count + m)
+        return result
 
 
 # --------------------------------------------------------------------------- the builder
@@ -173,70 +229,106 @@ def _with_float32(xdf: ModuleType, frame: Any, dense: list[str], columns: list[s
     return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
 
 
-def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
-    """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}")
-    report = FeatureReport()
-    y = target_codes(xdf, frame[plan.target], plan)
-    train_rows, test_rows = plan.train_pos, plan.test_pos
-    train = frame.iloc[train_rows].reset_index(drop=True)
-    test = frame.iloc[test_rows].reset_index(drop=True)
-    y_train = y.iloc[train_rows].reset_index(drop=True)
-    y_test = y.iloc[test_rows].reset_index(drop=True)
-    folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(train))
+class TableFeaturizer:
+    """The plan's features for one model family: fitted on training rows (all at once or batch
+    by batch), then applied to any rows.
 
-    # Target columns to encode against: the target itself, or one indicator per class.
-    if plan.task == "multiclass":
-        targets = {f"class{k}": (y_train == k).astype("float64") for k in range(len(plan.classes or []))}
-    else:
-        targets = {"": y_train.astype("float64")}
+    Parameters
+    ----------
+    xdf : module
+        pandas or cudf.
+    plan : TablePlan
+    family : {"xgboost", "random_forest", "linear", "knn"}
+    seed : int
+        Seeds the target-encoding folds (one per training row, in plan order).
+    """
 
-    # Plain numeric columns travel as one block (a 5,000-column table stays fast); the rest is
-    # built column by column.
-    numeric_names = [c.name for c in plan.features if c.kind == "numeric"]
-    out_train: dict[str, Any] = {}
-    out_test: dict[str, Any] = {}
-    categorical_out: list[str] = []
-    ordinal: list[str] = []
-    for col in plan.features:
-        if col.kind == "numeric":
-            report.encodings[col.name] = "numeric"
-            continue
-        a, b = cast_column(xdf, train[col.name], col), cast_column(xdf, test[col.name], col)
-        if col.kind == "boolean":
-            out_train[col.name], out_test[col.name] = a, b
-            report.encodings[col.name] = "boolean"
-        elif col.kind == "datetime":
-            out_train.update(_datetime_parts(col.name, a))
-            out_test.update(_datetime_parts(col.name, b))
-            report.encodings[col.name] = "date parts"
-        elif family == "xgboost" and col.cardinality <= NATIVE_MAX:
-            out_train[col.name], out_test[col.name] = a, b
-            categorical_out.append(col.name)
-            report.encodings[col.name] = "native categorical"
-        elif family in ("linear", "knn") and col.cardinality <= ONEHOT_MAX:
-            ca, cb = a.cat.codes, b.cat.codes
-            for k, value in enumerate(col.categories or []):
-                name = f"{col.name}=={value}"
-                out_train[name], out_test[name] = (ca == k).astype("float64"), (cb == k).astype("float64")
-            report.encodings[col.name] = "one-hot"
-        elif family == "random_forest" and col.cardinality <= NATIVE_MAX:
-            out_train[col.name], out_test[col.name] = category_codes(a), category_codes(b)
-            ordinal.append(col.name)
-            report.encodings[col.name] = "ordinal codes"
-        else:
-            ca, cb = category_codes(a), category_codes(b)
-            for suffix, t in targets.items():
-                name = f"{col.name}__te{('_' + suffix) if suffix else ''}"
-                out_train[name], out_test[name], counts = target_encode(xdf, ca, t, cb, folds)
-            out_train[f"{col.name}__count"], out_test[f"{col.name}__count"] = counts
-            report.encodings[col.name] = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
+    def __init__(self, xdf: ModuleType, plan: TablePlan, family: str, seed: int):
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}")
+        self.xdf, self.plan, self.family = xdf, plan, family
+        self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
+        self.report = FeatureReport()
+        self.encoding: dict[str, str] = {}
+        for col in plan.features:
+            if col.kind in ("numeric", "boolean"):
+                kind = col.kind
+            elif col.kind == "datetime":
+                kind = "date parts"
+            elif family == "xgboost" and col.cardinality <= NATIVE_MAX:
+                kind = "native categorical"
+            elif family in ("linear", "knn") and col.cardinality <= ONEHOT_MAX:
+                kind = "one-hot"
+            elif family == "random_forest" and col.cardinality <= NATIVE_MAX:
+                kind = "ordinal codes"
+            else:
+                kind = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
+            self.encoding[col.name] = kind
+        self.report.encodings = dict(self.encoding)
+        n_classes = len(plan.classes or [])
+        self.targets = [f"class{k}" for k in range(n_classes)] if plan.task == "multiclass" else ["t"]
+        self.encoders = {
+            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind.startswith("out-of-fold")
+        }
+        self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
 
-    X_train = _assemble(xdf, train, numeric_names, out_train)
-    X_test = _assemble(xdf, test, numeric_names, out_test)
+    def reset(self) -> None:
+        """Forget what was fitted (before fitting again from the first batch)."""
+        self.encoders = {name: TargetEncoder(self.xdf, self.targets) for name in self.encoders}
+
+    def _target_columns(self, y: Any) -> dict[str, Any]:
+        if self.plan.task == "multiclass":
+            return {f"class{k}": (y == k).astype("float64") for k in range(len(self.plan.classes or []))}
+        return {"t": y.astype("float64")}
+
+    def partial_fit(self, train: Any, y_train: Any, folds: np.ndarray) -> None:
+        """Add a batch of training rows (``folds``: their target-encoding folds)."""
+        if not self.encoders:
+            return
+        targets = self._target_columns(y_train.reset_index(drop=True))
+        by_name = {c.name: c for c in self.plan.features}
+        for name, encoder in self.encoders.items():
+            codes = category_codes(cast_column(self.xdf, train[name], by_name[name]))
+            encoder.partial_fit(codes, targets, folds)
+
+    def finalize(self) -> None:
+        for encoder in self.encoders.values():
+            encoder.finalize()
+
+    def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
+        """Feature frame for these rows; training rows pass their ``folds`` (out-of-fold encoding)."""
+        xdf = self.xdf
+        numeric = [c.name for c in self.plan.features if c.kind == "numeric"]
+        built: dict[str, Any] = {}
+        for col in self.plan.features:
+            kind = self.encoding[col.name]
+            if col.kind == "numeric":
+                continue
+            a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
+            if kind == "boolean" or kind == "native categorical":
+                built[col.name] = a
+            elif kind == "date parts":
+                built.update(_datetime_parts(col.name, a))
+            elif kind == "one-hot":
+                codes = a.cat.codes
+                for k, value in enumerate(col.categories or []):
+                    built[f"{col.name}=={value}"] = (codes == k).astype("float64")
+            elif kind == "ordinal codes":
+                built[col.name] = category_codes(a)
+            else:
+                encoded = self.encoders[col.name].transform(category_codes(a), folds)
+                for t in self.targets:
+                    built[f"{col.name}__te" + ("" if t == "t" else f"_{t}")] = encoded[t]
+                built[f"{col.name}__count"] = encoded["count"]
+        return _assemble(xdf, frame.reset_index(drop=True), numeric, built)
+
+
+def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any]:
+    """Imputation (median; most frequent for codes) and scaling fitted on training rows, then float32."""
+    report, family = featurizer.report, featurizer.family
     columns = [str(c) for c in X_train.columns]
-    dense = [c for c in columns if c not in categorical_out]
+    dense = [c for c in columns if c not in featurizer.categorical]
+    ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
     if family != "xgboost" and dense:
         missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
         need = [c for c in dense if bool(missing[c])]
@@ -259,12 +351,28 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     if dense:
         X_train = _with_float32(xdf, X_train, dense, columns)
         X_test = _with_float32(xdf, X_test, dense, columns)
+    return X_train, X_test
+
+
+def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
+    """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
+    featurizer = TableFeaturizer(xdf, plan, family, seed)
+    y = target_codes(xdf, frame[plan.target], plan)
+    train = frame.iloc[plan.train_pos].reset_index(drop=True)
+    test = frame.iloc[plan.test_pos].reset_index(drop=True)
+    y_train = y.iloc[plan.train_pos].reset_index(drop=True)
+    y_test = y.iloc[plan.test_pos].reset_index(drop=True)
+    featurizer.partial_fit(train, y_train, featurizer.folds)
+    featurizer.finalize()
+    X_train = featurizer.transform(train, featurizer.folds)
+    X_test = featurizer.transform(test)
+    X_train, X_test = finish_dense(xdf, X_train, X_test, featurizer)
     prepared = Prepared(
         X_train=X_train,
         y_train=y_train,
         X_test=X_test,
         y_test=y_test,
-        categorical=categorical_out,
+        categorical=list(featurizer.categorical),
         rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
     )
-    return prepared, report
+    return prepared, featurizer.report

@@ -323,6 +323,89 @@ class Backend:
         free, _ = self.xp.cuda.runtime.memGetInfo()
         return int(free)
 
+    def device_memory_total(self) -> int | None:
+        if not self.is_gpu:
+            return None
+        _, total = self.xp.cuda.runtime.memGetInfo()
+        return int(total)
+
+    # -- RMM: one pool for cuDF, CuPy and XGBoost (GPU arm only)
+    def configure_rmm_pool(self, initial_bytes: int, maximum_bytes: int | None) -> None:
+        """Make an RMM pool the device allocator of cuDF, CuPy and XGBoost, with statistics on."""
+        if not self.is_gpu:
+            raise RuntimeError("RMM pools are device memory: GPU arm only")
+        import rmm
+        import rmm.statistics
+        import xgboost
+        from rmm.allocators.cupy import rmm_cupy_allocator
+
+        rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_bytes, maximum_pool_size=maximum_bytes)
+        rmm.statistics.enable_statistics()
+        self.xp.cuda.set_allocator(rmm_cupy_allocator)
+        xgboost.set_config(use_rmm=True)
+
+    def limit_device_memory(self, limit_bytes: int) -> None:
+        """Cap RMM allocations at ``limit_bytes`` (a real out-of-memory for tests and benchmarks)."""
+        import rmm
+        from rmm.allocators.cupy import rmm_cupy_allocator
+
+        upstream = rmm.mr.get_current_device_resource()
+        rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, limit_bytes))
+        self.xp.cuda.set_allocator(rmm_cupy_allocator)
+
+    def rmm_statistics(self) -> dict[str, int] | None:
+        """RMM's allocation counters (bytes in use now, peak, total), or None without statistics."""
+        if not self.is_gpu or "rmm" not in sys.modules:
+            return None
+        import rmm.statistics
+
+        stats = rmm.statistics.get_statistics()
+        if stats is None:
+            return None
+        return {"current_bytes": stats.current_bytes, "peak_bytes": stats.peak_bytes, "total_bytes": stats.total_bytes}
+
+    def rmm_scope_begin(self) -> bool:
+        """Start counting RMM allocations for one stage (False when RMM statistics are off)."""
+        if not self.is_gpu or "rmm" not in sys.modules:
+            return False
+        import rmm.statistics
+
+        if rmm.statistics.get_statistics() is None:
+            return False
+        rmm.statistics.push_statistics()
+        return True
+
+    def rmm_scope_end(self) -> int | None:
+        """Peak bytes RMM allocated since the matching :meth:`rmm_scope_begin`."""
+        import rmm.statistics
+
+        stats = rmm.statistics.pop_statistics()
+        return None if stats is None else int(stats.peak_bytes)
+
+    def release_memory(self) -> None:
+        """Give cached blocks back after an out-of-memory, before retrying with less."""
+        import gc
+
+        gc.collect()
+        if self.is_gpu:
+            self.xp.get_default_memory_pool().free_all_blocks()
+            self.xp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an out-of-memory from either arm's libraries (asked without importing them).
+
+    ``MemoryError`` on the host and from RMM; ``cupy.cuda.memory.OutOfMemoryError``; XGBoost's
+    and cuDF's wrapped CUDA allocation failures.
+    """
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    if name in ("OutOfMemoryError", "OutOfMemory"):
+        return True
+    text = str(exc)
+    return any(marker in text for marker in ("out of memory", "cudaErrorMemoryAllocation", "std::bad_alloc", "MemoryError"))
+
 
 def cpu_backend() -> Backend:
     import numpy

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from accel import __version__
+from accel import __version__, cluster, scaling
 from accel.errors import AccelError
 
 
@@ -32,6 +32,15 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
+
+
+def batch_rows(text: str) -> str | int:
+    if text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
+        "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
+    )
+    run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
+    run.add_argument("--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)")
+    run.add_argument(
+        "--rmm-pool", help="GPU arm: RMM pool for cuDF, CuPy and XGBoost: auto (default), off, or a size such as 40GB"
+    )
+    run.add_argument(
         "--device",
         choices=["auto", "cpu", "gpu"],
         help="the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)",
@@ -68,10 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
+    cluster.add_cluster_arguments(run)
+    scaling.register(sub)
+
+    from accel.benchcli import register as register_bench
+
+    register_bench(sub)  # bench, data, report: each sets its own handler
 
     from accel.hpocli import register as register_hpo
 
-    register_hpo(sub)
+    register_hpo(sub)  # hpo, experiments
     return parser
 
 
@@ -123,8 +146,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "drop": drop,
         "delimiter": args.delimiter,
         "test_size": args.test_size,
+        "precision": args.precision,
+        "batch_rows": args.batch_rows,
+        "memory_budget": args.memory_budget,
+        "rmm_pool": args.rmm_pool,
     }
-    config = build_config(file_values, overrides, source)
+    config = build_config(file_values, {**overrides, **cluster.config_overrides(args)}, source)
+    if config.cluster is not None:
+        from accel.dask_run import run_command
+
+        return run_command(config, args.json)
 
     progress = ProgressDisplay()
     try:
@@ -135,6 +166,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(record, indent=2, default=str))
     else:
         render_run(record, Console())
+    if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
+        print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
     print(f"run record: {path}")
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
@@ -154,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_info(args)
         if args.command == "run":
             return _cmd_run(args)
+        if hasattr(args, "handler"):
+            return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
         print(f"accel: error: {exc}", file=sys.stderr)

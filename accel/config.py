@@ -128,6 +128,24 @@ class HpoConfig(BaseModel):
         return self
 
 
+class ClusterConfig(BaseModel):
+    """Where a run goes when it runs on Dask (checked further by :func:`accel.cluster.plan_cluster`).
+
+    ``kind``: ``local`` (CPU worker processes), ``local-cuda`` (one worker per GPU) or
+    ``scheduler`` (a running cluster at ``address``). Sizes are strings Dask parses ("8GB").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "local-cuda", "scheduler"]
+    address: str | None = None
+    workers: PositiveInt | None = None
+    threads_per_worker: PositiveInt | None = None
+    rmm_pool: str | None = None
+    device_memory_limit: str | None = None
+    protocol: Literal["tcp", "ucx"] = "tcp"
+
+
 class RunConfig(BaseModel):
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
@@ -141,6 +159,10 @@ class RunConfig(BaseModel):
     drop: list[str] = Field(default_factory=list)
     delimiter: str | None = Field(None, min_length=1, max_length=1)
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    precision: Literal["fp32", "fp16"] = "fp32"
+    batch_rows: Literal["auto"] | PositiveInt = "auto"
+    memory_budget: str | None = None
+    rmm_pool: str = "auto"
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = 42
@@ -162,7 +184,27 @@ class RunConfig(BaseModel):
             raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
         if self.data is not None:
             self.workflow = "table"
+        from accel.errors import AccelError
+        from accel.memory import parse_size
+
+        try:
+            if self.memory_budget is not None:
+                parse_size(self.memory_budget, "--memory-budget")
+            if self.rmm_pool not in ("auto", "off"):
+                parse_size(self.rmm_pool, "--rmm-pool")
+        except AccelError as exc:
+            raise ValueError(str(exc)) from None
         return self
+
+    def memory_settings(self) -> Any:
+        from accel.memory import MemorySettings
+
+        return MemorySettings(
+            rmm_pool=self.rmm_pool,
+            memory_budget=self.memory_budget,
+            batch_rows=None if self.batch_rows == "auto" else int(self.batch_rows),
+            precision=self.precision,
+        )
 
     def model_params(self) -> dict[str, Any]:
         """Parameters of the chosen model, without the unset ones."""
@@ -170,6 +212,10 @@ class RunConfig(BaseModel):
         if self.model == "linear_regression" and params.get("alpha") is None:
             params.pop("l1_ratio")  # plain least squares has no penalty to mix
         return {k: v for k, v in params.items() if v is not None}
+    #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
+    scale: PositiveInt = 1
+    #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
+    cluster: ClusterConfig | None = None
 
 
 def _describe(error: dict[str, Any]) -> str:

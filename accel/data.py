@@ -74,3 +74,39 @@ def split_positions(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np
         )
     order = np.random.default_rng(seed).permutation(n)
     return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+#: How ``--scale K`` makes K copies of the flights table, as the run record states it.
+JITTER = (
+    "copy 0 is the data as loaded; copy k >= 1 adds round(N(0, 5)) minutes to arr_delay and "
+    "U{-5..5} minutes to the scheduled minute (clipped to 0..59), drawn with seed (seed, k); "
+    "join keys (origin, date, hour, tailnum) are unchanged"
+)
+DELAY_JITTER_MINUTES = 5.0
+MINUTE_JITTER = 5
+
+
+def jittered_copy(xdf, frame, copy: int, seed: int, start: int = 0, stop: int | None = None):
+    """Rows ``start:stop`` of copy ``copy`` of a flights frame (see :data:`JITTER`).
+
+    The noise of a copy is drawn for the whole frame on the host and then sliced, so a copy
+    split into row blocks (one per Dask partition) equals the copy made in one piece.
+    """
+    stop = len(frame) if stop is None else stop
+    part = frame.iloc[start:stop].reset_index(drop=True)
+    if copy == 0:
+        return part
+    rng = np.random.default_rng([seed, copy])
+    delay = np.rint(rng.normal(0.0, DELAY_JITTER_MINUTES, len(frame)))[start:stop]
+    shift = rng.integers(-MINUTE_JITTER, MINUTE_JITTER + 1, len(frame))[start:stop]
+    # A missing arr_delay stays missing (NaN + x), so the rows with a target are the same in every copy.
+    part["arr_delay"] = part["arr_delay"] + xdf.Series(delay)
+    part["minute"] = (part["minute"] + xdf.Series(shift)).clip(0, 59)
+    return part
+
+
+def replicate_with_jitter(xdf, frame, scale: int, seed: int):
+    """``scale`` copies of ``frame`` one after the other (copy 0 first), for scaling runs."""
+    if scale <= 1:
+        return frame
+    return xdf.concat([jittered_copy(xdf, frame, k, seed) for k in range(scale)], ignore_index=True)

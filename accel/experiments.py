@@ -108,6 +108,14 @@ def _group(workflow: str, config: dict[str, Any], metric: str, evaluated_on: str
     return f"{workflow} · rows {rows} · test {config.get('test_size', 0.2)} · seed {config.get('seed', '?')} · {metric} on {evaluated_on}"
 
 
+def batch_rows_label(batches: dict[str, Any] | None, config: dict[str, Any]) -> str:
+    """``all`` when the model input was one batch, else the rows per batch (the plan, else the config)."""
+    if batches and batches.get("rows_per_batch"):
+        return "all" if int(batches.get("batches") or 1) <= 1 else str(batches["rows_per_batch"])
+    given = config.get("batch_rows")
+    return str(given) if isinstance(given, int) else "all"
+
+
 def _num(v: Any) -> float:
     try:
         return float(v)
@@ -138,8 +146,8 @@ def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
                 workflow=workflow,
                 arm=arm,
                 device=device,
-                precision=str(config.get("precision") or result.get("precision") or "fp32"),
-                batch_rows=str(config.get("batch_rows") or result.get("batch_rows") or "all"),
+                precision=str(((result.get("memory") or {}).get("precision") or {}).get("precision") or config.get("precision") or "fp32"),
+                batch_rows=batch_rows_label((result.get("memory") or {}).get("batches"), config),
                 model=describe_model(str(model.get("name", config.get("model", "?"))), model.get("params")),
                 metric_name=metric,
                 metric=_num((result.get("metrics") or {}).get(metric)),
@@ -168,7 +176,7 @@ def _hpo_rows(
     workflow = _workflow_label(config.get("workflow", ""), config)
     model = str(config.get("model", "xgboost"))
     precision = str(config.get("precision") or "fp32")
-    batch_rows = str(config.get("batch_rows") or "all")
+    batch_rows = batch_rows_label((summary or {}).get("batches"), config)
 
     def row(name: str, entry: dict[str, Any], evaluated_on: str, arm: str | None = None) -> Row:
         arm = arm or str(entry.get("arm") or "cpu")
@@ -258,7 +266,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
                         arm=str(t.user_attrs.get("arm") or "cpu"),
                         device=str(t.user_attrs.get("device_used") or t.user_attrs.get("arm") or "cpu"),
                         precision=str(config.get("precision") or "fp32"),
-                        batch_rows=str(config.get("batch_rows") or "all"),
+                        batch_rows=batch_rows_label((attrs.get("summary") or {}).get("batches"), config),
                         model=describe_model(model, _trained_params(t)),
                         metric_name=metric,
                         metric=_num(t.value),
@@ -298,9 +306,10 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
         if record.get("kind") == "hpo":
             study = (record.get("study") or {}).get("name")
             if study not in studies:  # its storage is elsewhere: the record says what it found
+                summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
                 rows += _hpo_rows(
                     str(study), record.get("config") or {}, (record.get("study") or {}).get("metric", "auc"),
-                    record.get("baseline"), record, record.get("best_trial"), str(path),
+                    record.get("baseline"), summary, record.get("best_trial"), str(path),
                 )  # fmt: skip
             continue
         if "arms" in record:

@@ -81,8 +81,27 @@ class GroupStats:
         frame = train[keys].reset_index(drop=True)
         frame["__y__"] = target.reset_index(drop=True).astype("float64")
         grouped = frame.groupby(keys)["__y__"]
-        total, count = grouped.sum(), grouped.count()
         prior = float(frame["__y__"].mean())
+        return cls.from_sums(xdf, keys, grouped.sum(), grouped.count(), prior, count_name, rate_name, smoothing)
+
+    @classmethod
+    def from_sums(
+        cls,
+        xdf: ModuleType,
+        keys: Sequence[str],
+        total: Any,
+        count: Any,
+        prior: float,
+        count_name: str | None = None,
+        rate_name: str | None = None,
+        smoothing: float = 20.0,
+    ) -> GroupStats:
+        """The statistics from per-group target sums and row counts (Series indexed by the keys).
+
+        Sums and counts add up across row partitions, so a distributed run reduces them over its
+        partitions and builds the very table :meth:`fit` builds (``accel.workflows.flights_dask``).
+        """
+        keys = list(keys)
         table = xdf.DataFrame({"__sum__": total, "__count__": count}).reset_index()
         columns = list(keys)
         if count_name:

@@ -412,7 +412,9 @@ class SearchData:
     """Model-ready rows of one arm, split for the search.
 
     ``fit`` + ``valid`` are the training rows; ``subset`` is drawn from ``fit``; the hold-out
-    (``X_test``) is touched only by the default baseline and the retrained best.
+    (``X_test``) is touched only by the default baseline and the retrained best. The ``X_*``
+    are frames after :func:`split_for_search` and stored matrices
+    (:class:`~accel.precision.StoredMatrix`, what the models take) after :func:`store_search_data`.
     """
 
     X_train: Any
@@ -486,6 +488,22 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
     )
 
 
+X_PARTS = ("X_train", "X_test", "X_fit", "X_valid", "X_subset")
+
+
+def store_search_data(backend: Backend, data: SearchData, categorical: list[str], precision: Any, batch_rows: int) -> SearchData:
+    """Hold every part's features as the model input storage (float32, or guarded float16), once each."""
+    from accel.precision import store_frame
+
+    stored: dict[int, Any] = {}
+    for name in X_PARTS:
+        frame = getattr(data, name)
+        if id(frame) not in stored:  # the subset may be all the fitting rows: stored once
+            stored[id(frame)] = store_frame(backend, frame, categorical, precision, batch_rows)
+        setattr(data, name, stored[id(frame)])
+    return data
+
+
 # --------------------------------------------------------------------------- training one candidate
 
 
@@ -540,6 +558,8 @@ class SearchContext:
     metric: str
     trial_rounds: float
     early_stopping_rounds: int
+    batch_rows: int = 1 << 62
+    memory: dict[str, Any] = field(default_factory=dict)
 
 
 def train_and_score(
@@ -570,14 +590,20 @@ def train_and_score(
     with measured(backend, out), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            model_input = model.to_device(backend, X, y)
+            model_input = model.to_device(backend, X, y, ctx.batch_rows)
             if validate and isinstance(model, XGBoostModel):
                 fitted = model.fit_validated(
-                    backend, model_input, X_eval, y_eval, early_stopping_rounds=ctx.early_stopping_rounds, callbacks=callbacks
+                    backend,
+                    model_input,
+                    X_eval,
+                    y_eval,
+                    ctx.batch_rows,
+                    early_stopping_rounds=ctx.early_stopping_rounds,
+                    callbacks=callbacks,
                 )
             else:
                 fitted = model.fit(backend, model_input)
-            prediction = model.predict(backend, fitted, X_eval)
+            prediction = model.predict(backend, fitted, X_eval, ctx.batch_rows)
         finally:
             out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
     out.device_used = model.device_used(backend, fitted)
@@ -645,16 +671,31 @@ class Objective:
 
 
 def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
-    """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds)."""
-    from accel.pairing import build_workflow
+    """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
+
+    The arm's memory is set up as ``accel run`` sets it up (:func:`accel.pairing.prepare_arm`:
+    the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
+    matrices are stored in the configured precision. A search holds its rows in memory: a table
+    that would have to be streamed is refused.
+    """
+    from accel.pairing import build_workflow, prepare_arm
+    from accel.precision import plan_for_frames
 
     workflow = workflow or build_workflow(config)
+    rmm, batches = prepare_arm(backend, workflow, config.memory_settings())
+    if batches.mode == "streaming":
+        raise AccelError(
+            f"accel hpo holds the training rows in memory, and {batches.rows_total:,} rows need batches of "
+            f"{batches.rows_per_batch:,} within the memory budget: raise --memory-budget or use --rows"
+        )
     start = time.perf_counter()
     raw = workflow.load(backend)
     prepared = workflow.features(backend, raw)
     del raw
     hpo = config.hpo
     data = split_for_search(prepared, workflow.task, hpo.validation, hpo.subset, config.seed)
+    precision = plan_for_frames(config.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
+    data = store_search_data(backend, data, prepared.categorical, precision, batches.rows_per_batch)
     backend.synchronize()
     seconds = time.perf_counter() - start
     metric, _ = direction_of(workflow.task)
@@ -671,6 +712,8 @@ def build_context(config: Any, backend: Backend, workflow: Any | None = None) ->
         metric=metric,
         trial_rounds=hpo.trial_rounds,
         early_stopping_rounds=hpo.early_stopping_rounds,
+        batch_rows=batches.rows_per_batch,
+        memory={"rmm": rmm, "batches": batches.describe(), "precision": precision.describe()},
     )
     return ctx, workflow, seconds
 
@@ -1018,6 +1061,8 @@ def _search(
             "validation": config.hpo.validation,
             "space": {k: v.describe() for k, v in ctx.space.items()},
             "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
+            "precision": config.precision,
+            "memory": ctx.memory,
             "notes": ctx.data.notes,
         },
         "trials": counts,
@@ -1032,7 +1077,9 @@ def _search(
         record["finished_at"] = datetime.now(timezone.utc).isoformat()
         record["environment"] = collect_environment()
         keep = ("baseline", "best_trial", "top_k", "final", "arms", "speedup", "trials", "improvement", "phases_seconds")
-        study.set_user_attr("summary", _json_safe({k: record[k] for k in keep if k in record}))
+        summary = {k: record[k] for k in keep if k in record}
+        summary["batches"] = {k: ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
+        study.set_user_attr("summary", _json_safe(summary))
         return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started))
 
     best = _best_trials(study, config.hpo.top)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psutil
 
@@ -64,6 +65,10 @@ class MemoryMonitor:
             self.on_sample(host, device)
         return host, device
 
+    @property
+    def stage(self) -> str | None:
+        return self._stage
+
     def set_stage(self, stage: str | None) -> None:
         """Attribute samples to ``stage`` from now on (sampling once at the boundary)."""
         self.sample()
@@ -91,3 +96,82 @@ class MemoryMonitor:
 
 def to_mb(n: int | None) -> float | None:
     return None if n is None else round(n / MB, 1)
+
+
+# --------------------------------------------------------------------------- sizes and budgets
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """How one arm uses memory (``--rmm-pool``, ``--memory-budget``, ``--batch-rows``, ``--precision``)."""
+
+    rmm_pool: str = "auto"
+    memory_budget: str | None = None
+    batch_rows: int | None = None  # None: auto
+    precision: str = "fp32"
+    precision_check: bool = True  # fp16: also train in float32 (untimed) and record the metric delta
+
+#: ``--rmm-pool auto``: the pool starts at this share of the free device memory...
+RMM_AUTO_INITIAL = 0.5
+#: ...and may grow up to this share.
+RMM_AUTO_MAXIMUM = 0.9
+#: Default ``--memory-budget``: this share of the free memory of the arm's device.
+BUDGET_SHARE = 0.5
+
+
+def parse_size(text: str, option: str) -> int:
+    """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000``; a one-line error otherwise."""
+    from dask.utils import parse_bytes
+
+    from accel.errors import AccelError
+
+    try:
+        value = parse_bytes(str(text).strip())
+    except (ValueError, TypeError, KeyError):
+        raise AccelError(f"{option}: cannot read {text!r} as a size (examples: 512MB, 8GB, 1.5GiB)") from None
+    if value <= 0:
+        raise AccelError(f"{option}: the size must be positive, got {text!r}")
+    return int(value)
+
+
+def setup_rmm_pool(backend: Backend, spec: str) -> dict:
+    """Set up the RMM pool ``--rmm-pool auto|off|SIZE`` asks for; what was done, for the record.
+
+    On the CPU arm there is no device pool: the record says so (``null`` sizes with the reason).
+    """
+    from accel.errors import AccelError
+
+    if not backend.is_gpu:
+        return {"mode": spec, "initial_bytes": None, "maximum_bytes": None, "reason": "CPU arm: no device memory pool"}
+    if spec == "off":
+        return {"mode": "off", "initial_bytes": None, "maximum_bytes": None, "reason": "--rmm-pool off"}
+    free, total = backend.device_memory_free() or 0, backend.device_memory_total() or 0
+    if spec == "auto":
+        initial = int(free * RMM_AUTO_INITIAL) // 256 * 256
+        maximum = int(free * RMM_AUTO_MAXIMUM) // 256 * 256
+    else:
+        initial = maximum = parse_size(spec, "--rmm-pool") // 256 * 256
+        if initial > total:
+            raise AccelError(
+                f"--rmm-pool {spec} is larger than the device ({total / 1024**3:.1f} GiB on "
+                f"{backend.device.name if backend.device else 'the GPU'}); use a smaller size or auto"
+            )
+    backend.configure_rmm_pool(initial, maximum)
+    return {
+        "mode": spec,
+        "initial_bytes": initial,
+        "maximum_bytes": maximum,
+        "free_bytes_before": free,
+        "reason": f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%}"
+        if spec == "auto"
+        else "fixed size",
+    }
+
+
+def default_budget(backend: Backend) -> tuple[int, str]:
+    """The memory budget when none is given: a share of the arm device's free memory."""
+    if backend.is_gpu:
+        free = backend.device_memory_free() or 0
+        return int(free * BUDGET_SHARE), f"{BUDGET_SHARE:.0%} of free device memory ({free / 1024**3:.1f} GiB)"
+    free = psutil.virtual_memory().available
+    return int(free * BUDGET_SHARE), f"{BUDGET_SHARE:.0%} of available host memory ({free / 1024**3:.1f} GiB)"

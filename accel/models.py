@@ -20,6 +20,38 @@ from typing import Any
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError
+from accel.precision import StoredMatrix
+
+
+def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``n_rows`` in batches of at most ``batch_rows``."""
+    step = max(1, batch_rows)
+    return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+
+
+def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+    import xgboost
+
+    class StoredBatches(xgboost.DataIter):
+        """Hands XGBoost one float32 batch of a stored matrix at a time."""
+
+        def __init__(self) -> None:
+            self._ranges = batch_ranges(X.n_rows, batch_rows)
+            self._i = 0
+            super().__init__()
+
+        def next(self, input_data: Any) -> bool:
+            if self._i >= len(self._ranges):
+                return False
+            a, b = self._ranges[self._i]
+            input_data(data=X.batch(a, b), label=y[a:b], feature_names=X.feature_names, feature_types=X.feature_types)
+            self._i += 1
+            return True
+
+        def reset(self) -> None:
+            self._i = 0
+
+    return StoredBatches()
 
 #: ``--model`` choices -> (feature family, MODEL_CLASSES key for classification, for regression).
 MODELS: dict[str, tuple[str, str | None, str | None]] = {
@@ -97,11 +129,19 @@ class XGBoostModel:
             out["num_class"] = self.n_classes
         return out
 
-    def to_device(self, backend: Backend, X: Any, y: Any) -> Any:
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``.
+
+        Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
+        float16 matrix never exists in float32 as a whole.
+        """
         import xgboost
 
         return xgboost.QuantileDMatrix(
-            X, label=y, enable_categorical=True, max_bin=self.params.max_bin, nthread=backend.n_threads
+            _batches(X, _compat.series_to_array(y), batch_rows),
+            max_bin=self.params.max_bin,
+            enable_categorical=True,
+            nthread=backend.n_threads,
         )
 
     def fit(self, backend: Backend, dtrain: Any) -> Any:
@@ -113,8 +153,9 @@ class XGBoostModel:
         self,
         backend: Backend,
         dtrain: Any,
-        X_valid: Any,
+        X_valid: StoredMatrix,
         y_valid: Any,
+        batch_rows: int,
         rounds: int | None = None,
         early_stopping_rounds: int | None = None,
         callbacks: tuple = (),
@@ -128,7 +169,11 @@ class XGBoostModel:
         import xgboost
 
         dvalid = xgboost.QuantileDMatrix(
-            X_valid, label=y_valid, ref=dtrain, enable_categorical=True, max_bin=self.params.max_bin, nthread=backend.n_threads
+            _batches(X_valid, _compat.series_to_array(y_valid), batch_rows),
+            ref=dtrain,
+            max_bin=self.params.max_bin,
+            enable_categorical=True,
+            nthread=backend.n_threads,
         )
         params = {**self.booster_params(backend), "eval_metric": XGBOOST_EVAL_METRIC[self.task]}
         return xgboost.train(
@@ -141,12 +186,13 @@ class XGBoostModel:
             verbose_eval=False,
         )
 
-    def predict(self, backend: Backend, booster: Any, X: Any) -> Any:
-        # A cuDF frame gives a CuPy array, a pandas frame a NumPy array.
+    def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones. After early stopping
+        # the trees past the best round are left out.
         best = booster.attr("best_iteration")
-        if best is not None:  # trained with early stopping: the trees after the best round are left out
-            return booster.inplace_predict(X, iteration_range=(0, int(best) + 1))
-        return booster.inplace_predict(X)
+        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
+        parts = [booster.inplace_predict(X.batch(a, b), **kwargs) for a, b in batch_ranges(X.n_rows, batch_rows)]
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
     def rounds_used(self, booster: Any) -> int:
         """Boosting rounds that count: up to the best round after early stopping, else all."""
@@ -224,8 +270,9 @@ class EstimatorModel:
             out = _logistic_penalty(out, backend.is_gpu)
         return out
 
-    def to_device(self, backend: Backend, X: Any, y: Any) -> tuple[Any, Any]:
-        return _compat.frame_to_array(X), _compat.series_to_array(y)
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> tuple[Any, Any]:
+        # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
+        return X.batch(0, X.n_rows), _compat.series_to_array(y)
 
     def fit(self, backend: Backend, data: tuple[Any, Any]) -> Any:
         X, y = data
@@ -233,12 +280,16 @@ class EstimatorModel:
         estimator.fit(X, y)
         return estimator
 
-    def predict(self, backend: Backend, estimator: Any, X: Any) -> Any:
-        array = _compat.frame_to_array(X)
-        if not is_classification(self.task):
-            return estimator.predict(array)
-        proba = estimator.predict_proba(array)
-        return proba[:, 1] if self.task == "binary" else proba
+    def predict(self, backend: Backend, estimator: Any, X: StoredMatrix, batch_rows: int) -> Any:
+        parts = []
+        for a, b in batch_ranges(X.n_rows, batch_rows):
+            batch = X.batch(a, b)
+            if not is_classification(self.task):
+                parts.append(estimator.predict(batch))
+            else:
+                proba = estimator.predict_proba(batch)
+                parts.append(proba[:, 1] if self.task == "binary" else proba)
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
         # cuML estimators run on the GPU and nothing else; scikit-learn on the CPU.

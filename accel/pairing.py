@@ -56,6 +56,7 @@ class ArmResult:
     threads: dict[str, Any] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     features: list[str] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,9 +82,52 @@ def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     return info
 
 
-def run_arm(backend: Backend, workflow: Any, listener: Listener | None = None) -> ArmResult:
-    """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises."""
+def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[dict[str, Any], Any]:
+    """The arm's RMM pool and batch plan, settled before any stage runs.
+
+    A refusal here (a budget below one batch, a table that must stream with a model that
+    cannot) is a user error raised before either arm has done any work.
+    """
+    from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
+
+    settings = memory or MemorySettings()
+    rmm = setup_rmm_pool(backend, settings.rmm_pool)
+    if settings.memory_budget:
+        budget, budget_source = parse_size(settings.memory_budget, "--memory-budget"), "--memory-budget"
+    else:
+        budget, budget_source = default_budget(backend)
+    plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
+    if plan.mode == "streaming" and getattr(workflow, "model_name", "xgboost") != "xgboost":
+        raise AccelError(
+            f"the table ({plan.rows_total:,} rows) is streamed in batches of {plan.rows_per_batch:,} "
+            f"(budget {budget / 1e6:,.0f} MB) and only xgboost trains batch by batch: "
+            "use --model xgboost, or a larger --memory-budget / --batch-rows"
+        )
+    return rmm, plan
+
+
+def run_arm(
+    backend: Backend, workflow: Any, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
+) -> ArmResult:
+    """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises.
+
+    ``memory`` (:class:`~accel.memory.MemorySettings`) says the RMM pool, the memory budget, the
+    batch size and the storage precision; by default an automatic pool on the GPU arm, half the
+    free memory as budget, batches planned from it, float32. ``prepared_arm`` is
+    :func:`prepare_arm`'s answer when the caller already has it.
+    """
+    from accel.batching import with_backoff
+    from accel.memory import MemorySettings
+    from accel.precision import plan_for_frames, store_frame
+
+    settings = memory or MemorySettings()
     model = workflow.model
+    rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
+    if plan.mode == "streaming":
+        from accel.streaming import run_streaming
+
+        return run_streaming(backend, workflow, plan, settings, rmm, listener)
+
     monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
     timer = StageTimer(backend, monitor, listener)
     with monitor:
@@ -93,29 +137,76 @@ def run_arm(backend: Backend, workflow: Any, listener: Listener | None = None) -
             prepared = workflow.features(backend, raw)
             del raw
         with timer.stage("to_device"):
-            model_input = model.to_device(backend, prepared.X_train, prepared.y_train)
+            precision = plan_for_frames(settings.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
+
+            def to_device(rows: int) -> tuple[Any, Any, Any]:
+                X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, rows)
+                X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, rows)
+                return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
+
+            X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
         with timer.stage("train"):
             fitted = model.fit(backend, model_input)
         with timer.stage("predict"):
-            prediction = model.predict(backend, fitted, prepared.X_test)
+            prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
 
+    y_test = _compat.to_numpy(prepared.y_test)
+    metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
+    memory_record = {
+        "rmm": {**rmm, **(backend.rmm_statistics() or {})},
+        "batches": plan.describe(),
+        "precision": precision.describe(),
+        "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
+    }
+    if settings.precision == "fp16" and settings.precision_check:
+        memory_record["precision"]["fp32_check"] = _fp32_check(backend, workflow, prepared, plan, metrics, y_test)
+    del model_input
+    return _result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
+
+
+def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
+    """Train the same model on the same rows in float32 (untimed) and report the metric change."""
+    from accel.precision import plan_for_frames, store_frame
+
+    model = workflow.model
+    precision = plan_for_frames("fp32", [prepared.X_train], prepared.categorical)
+    X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, plan.rows_per_batch)
+    X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, plan.rows_per_batch)
+    fitted = model.fit(backend, model.to_device(backend, X_train, prepared.y_train, plan.rows_per_batch))
+    fp32 = task_metrics(workflow.task, y_test, _compat.to_numpy(model.predict(backend, fitted, X_test, plan.rows_per_batch)))
+    return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
+
+
+def _result(
+    backend: Backend,
+    workflow: Any,
+    model: Any,
+    fitted: Any,
+    timer: StageTimer,
+    monitor: MemoryMonitor,
+    metrics: dict[str, float],
+    rows: dict[str, int],
+    features: list[str],
+    memory_record: dict[str, Any],
+) -> ArmResult:
     device_used = model.device_used(backend, fitted)
     result = ArmResult(
         status="ok",
         backend=backend.name,
         device_used=device_used,
         device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds[s], 6) for s in STAGES},
-        total_seconds=round(sum(timer.seconds[s] for s in STAGES), 6),
-        metrics=task_metrics(workflow.task, _compat.to_numpy(prepared.y_test), _compat.to_numpy(prediction)),
+        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
+        total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
+        metrics=metrics,
         peak_host_mb=to_mb(monitor.peak_host),
         peak_device_mb=to_mb(monitor.peak_device),
         host_mb_at_start=to_mb(monitor.host_at_start),
         stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
         stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
         threads=_threads(backend, model, fitted),
-        rows=dict(prepared.rows),
-        features=prepared.feature_names,
+        rows=dict(rows),
+        features=features,
+        memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
     )
     wanted = "cuda" if backend.is_gpu else "cpu"
     if not device_used.startswith(wanted):
@@ -125,12 +216,14 @@ def run_arm(backend: Backend, workflow: Any, listener: Listener | None = None) -
     return result
 
 
-def run_arm_safely(backend: Backend, workflow: Any, listener: Listener | None) -> ArmResult:
+def run_arm_safely(
+    backend: Backend, workflow: Any, listener: Listener | None, memory: Any = None, prepared_arm: Any = None
+) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run."""
     if listener:
         listener.arm_started(backend.name)
     try:
-        result = run_arm(backend, workflow, listener)
+        result = run_arm(backend, workflow, listener, memory, prepared_arm)
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
@@ -170,7 +263,9 @@ def build_workflow(config: Any) -> Any:
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed)
+    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    if config.data is not None and config.scale > 1:
+        raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
         return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
     planned = plan_table(str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter)
@@ -202,15 +297,20 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
         gpu = get_backend("gpu")  # raises DeviceUnavailable (exit 2) with the reason
     else:
         gpu_result = skipped(f"GPU unavailable: {probe_gpu().reason}")
-    if on_plan is not None:
-        on_plan(workflow)
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
+    memory = config.memory_settings()
+    cpu = cpu_backend()
+    # Pools and batch plans of both arms first: a refusal comes before any arm has run.
+    gpu_arm = prepare_arm(gpu, workflow, memory) if gpu is not None else None
+    cpu_arm = prepare_arm(cpu, workflow, memory)
+    if on_plan is not None:
+        on_plan(workflow)
     if gpu is not None:
-        gpu_result = run_arm_safely(gpu, workflow, listener)
+        gpu_result = run_arm_safely(gpu, workflow, listener, memory, gpu_arm)
     assert gpu_result is not None
-    cpu_result = run_arm_safely(cpu_backend(), workflow, listener)
+    cpu_result = run_arm_safely(cpu, workflow, listener, memory, cpu_arm)
     finished = datetime.now(timezone.utc)
 
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}

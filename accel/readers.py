@@ -222,3 +222,92 @@ def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None 
     if source.kind == "parquet":
         return _compat.read_parquet(xdf, list(source.paths), columns)
     return _compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ",")
+
+
+# --------------------------------------------------------------------------- planning reads (host)
+
+
+def read_head(source: TableSource, rows: int) -> Any:
+    """The first ``rows`` rows with pandas (column kinds are inferred from them)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    if source.kind == "parquet":
+        frames, left = [], rows
+        for path in source.paths:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=min(left, 65536)):
+                frames.append(batch.to_pandas())
+                left -= batch.num_rows
+                if left <= 0:
+                    break
+            if left <= 0:
+                break
+        out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(source.columns))
+        return out.drop(columns=[c for c in out.columns if c == "__index_level_0__"]).head(rows)
+    # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).
+    return pd.read_csv(source.paths[0], sep=source.delimiter or ",", nrows=rows, low_memory=False)
+
+
+def read_column(source: TableSource, column: str) -> Any:
+    """One whole column with pandas (the target: rows, task and split come from all of it)."""
+    import pandas as pd
+
+    if source.kind == "parquet":
+        return _compat.read_parquet(pd, list(source.paths), [column])[column]
+    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+
+
+def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
+    """Distinct non-null values of ``columns`` over the whole file, streamed with pyarrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if not columns:
+        return {}
+    seen: dict[str, set] = {c: set() for c in columns}
+
+    def add(batch: Any) -> None:
+        for c in columns:
+            values = pc.unique(batch.column(c).drop_null()) if hasattr(batch.column(c), "drop_null") else pc.unique(batch.column(c))
+            seen[c].update(v for v in values.to_pylist() if v is not None)
+
+    if source.kind == "parquet":
+        for path in source.paths:
+            for batch in pq.ParquetFile(path).iter_batches(columns=columns):
+                add(batch)
+    else:
+        reader = pcsv.open_csv(
+            source.paths[0],
+            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
+            convert_options=pcsv.ConvertOptions(
+                include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
+            ),
+        )
+        for batch in reader:
+            add(batch)
+    return {c: list(v) for c, v in seen.items()}
+
+
+# --------------------------------------------------------------------------- chunked reads (arms)
+
+
+def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: int, dtypes: dict[str, str]):
+    """``(first_row, frame)`` for consecutive chunks of about ``rows`` rows, in file order.
+
+    Parquet: pyarrow record batches (pandas) or ``skip_rows``/``nrows`` reads (cuDF). CSV:
+    pandas' chunked C parser, or cuDF byte ranges; both with the plan's column types, so every
+    chunk parses alike.
+    """
+    start = 0
+    if source.kind == "parquet":
+        chunks = _compat.iter_parquet_chunks(xdf, list(source.paths), columns, rows)
+    else:
+        chunks = _compat.iter_csv_chunks(
+            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",", source.size_bytes
+        )
+    for frame in chunks:
+        if len(frame):
+            yield start, frame.reset_index(drop=True)
+            start += len(frame)

@@ -21,8 +21,12 @@ from accel.errors import AccelError
 SCHEMA_VERSION = 1
 
 
-def ensure_writable(folder: Path) -> Path:
-    """Create ``folder`` if needed and prove it writable, before any long work starts."""
+def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
+    """Create ``folder`` if needed and prove it writable, before any long work starts.
+
+    ``what`` and ``option`` name, in the error, what was to be written there and the flag
+    that chooses another folder.
+    """
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -30,7 +34,7 @@ def ensure_writable(folder: Path) -> Path:
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise AccelError(f"cannot write run records to {str(folder)!r} ({reason}); choose a writable folder with --out") from None
+        raise AccelError(f"cannot write {what} to {str(folder)!r} ({reason}); choose a writable folder with {option}") from None
     return folder
 
 

@@ -79,6 +79,27 @@ class TablePlan:
     notices: list[str] = field(default_factory=list)
     rows_in_file: int = 0
 
+    def widen_vocabularies(self, uniques: dict[str, list[Any]]) -> None:
+        """Categories seen anywhere in the file, where the kinds came from its first rows."""
+        for c in self.columns:
+            if c.kind == "categorical" and c.name in uniques:
+                values = uniques[c.name]
+                c.categories = sorted({float(v) for v in values} if c.categories_numeric else {str(v) for v in values})
+
+    def csv_dtypes(self) -> dict[str, str]:
+        """Column types to read CSV chunks with, so that every chunk parses alike."""
+        out = {}
+        for c in self.features:
+            if c.kind == "numeric" or (c.kind == "categorical" and c.categories_numeric):
+                out[c.name] = "float64"
+            elif c.kind in ("categorical", "boolean", "datetime"):
+                out[c.name] = "str"
+        if self.task != "regression" and not self.classes_numeric:
+            out[self.target] = "str"
+        elif self.task == "regression" or self.classes_numeric:
+            out[self.target] = "float64"
+        return out
+
     @property
     def features(self) -> list[ColumnPlan]:
         return [c for c in self.columns if c.kind != "dropped"]
@@ -306,8 +327,14 @@ def make_plan(
     rows: int | None = None,
     test_size: float = 0.2,
     seed: int = 42,
+    target_values: pd.Series | None = None,
 ) -> TablePlan:
-    """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError."""
+    """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError.
+
+    ``frame`` is the table, or its first rows when ``target_values`` (the whole target column)
+    is given: rows, task and split then come from the whole column, column kinds and the
+    leakage guard from the training rows among the first rows.
+    """
     columns = [str(c) for c in frame.columns]
     if target not in columns:
         near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
@@ -318,17 +345,18 @@ def make_plan(
             raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
     if target in (drop or []):
         raise AccelError(f"--drop names the target {target!r}; drop other columns only")
-    if len(frame) == 0:
+    full_target = frame[target] if target_values is None else target_values.reset_index(drop=True)
+    if len(full_target) == 0 or len(frame) == 0:
         raise AccelError("the table has a header but no data rows")
 
     notices: list[str] = []
-    rows_in_file = len(frame)
+    rows_in_file = len(full_target)
     positions = sample_positions(rows_in_file, rows, seed)
     if positions is None:
         positions = np.arange(rows_in_file)
     elif rows is not None:
         notices.append(f"using a seeded sample of {rows:,} of {rows_in_file:,} rows")
-    y_all = frame[target].iloc[positions]
+    y_all = full_target.iloc[positions]
     has_target = y_all.notna().to_numpy()
     if not has_target.any():
         raise AccelError(f"target {target!r} has no values (every row is missing it)")
@@ -338,10 +366,14 @@ def make_plan(
     if len(positions) < MIN_ROWS:
         raise AccelError(f"only {len(positions)} rows with a target: at least {MIN_ROWS} are needed to train and test")
 
-    sub = frame.iloc[positions].reset_index(drop=True)
-    y = sub[target]
+    y = full_target.iloc[positions].reset_index(drop=True)
     task_kind, why, classes, classes_numeric = _target_task(y, target, task)
-    train_pos, test_pos = split_positions(len(sub), test_size, seed)
+    train_pos, test_pos = split_positions(len(positions), test_size, seed)
+    # The rows the schema is inferred from: the used rows among the first rows given.
+    in_frame = int(np.searchsorted(positions, len(frame)))
+    sub = frame.iloc[positions[:in_frame]].reset_index(drop=True)
+    if in_frame < len(positions):
+        notices.append(f"column kinds inferred from the first {len(frame):,} rows; categories from all rows")
 
     plans: list[ColumnPlan] = []
     for name in columns:
@@ -353,10 +385,11 @@ def make_plan(
         plans.append(_plan_column(name, sub[name]))
 
     # The leakage guard looks at training rows only: the split came first.
-    y_train = y.iloc[train_pos]
+    train_in_sub = train_pos[train_pos < in_frame]
+    y_train = y.iloc[train_in_sub]
     if task_kind != "regression" and not classes_numeric:
         y_train = y_train.astype(str)
-    train_frame = sub.iloc[train_pos]
+    train_frame = sub.iloc[train_in_sub]
     prefiltered = [
         p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(train_frame[p.name].dtype)
     ]
@@ -372,7 +405,7 @@ def make_plan(
     if not any(p.kind != "dropped" for p in plans):
         raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
     if task_kind != "regression":
-        present = set(np.unique(y_train.astype(str)))
+        present = set(np.unique(y.iloc[train_pos].astype(str)))
         if len(present) < 2:
             raise AccelError(f"the training split of target {target!r} has a single class: use more rows")
     return TablePlan(

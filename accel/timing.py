@@ -1,16 +1,31 @@
-"""Stage timing: the device is synchronised before every clock read.
+"""Timing: stages of a run, and the repeat-and-report harness of the benchmarks.
 
 GPU work is asynchronous: without a synchronise, a stage's clock stops when its kernels are
-queued, and the next stage pays for them. :class:`StageTimer` calls ``backend.synchronize()``
-before it starts and before it stops each stage's clock.
+queued, and the next stage pays for them. Every clock read here comes after
+``backend.synchronize()``: :class:`StageTimer` does it before each stage's clock starts and
+stops, :func:`measure` before and after each timed call.
+
+The harness (:func:`measure`) follows dask-cuda's and scikit-learn_bench's habits: the first
+call is timed and reported on its own as the *cold* run (module loading, JIT compilation,
+memory pools and caches land there), then come ``warmup`` untimed calls, then ``repeats``
+timed calls whose every raw time is kept, with median, min, max and coefficient of variation.
+Results carry the machine (:func:`bench_environment`) and a line saying how fair the CPU
+baseline was (:func:`fairness`), and are written with :func:`write_result`, never overwriting.
 """
 
 from __future__ import annotations
 
+import gc
+import math
+import re
+import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Protocol
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
 
 from accel.backend import Backend
 from accel.memory import MemoryMonitor
@@ -30,6 +45,7 @@ class StageTimer:
         self.monitor = monitor
         self.listener = listener
         self.seconds: dict[str, float] = {}
+        self.rmm_peak_bytes: dict[str, int] = {}
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -37,12 +53,250 @@ class StageTimer:
             self.listener.stage_started(self.backend.name, name)
         if self.monitor is not None:
             self.monitor.set_stage(name)
+        counting = self.backend.rmm_scope_begin()
         self.backend.synchronize()
         start = time.perf_counter()
         yield
         self.backend.synchronize()
         self.seconds[name] = time.perf_counter() - start
+        if counting:
+            peak = self.backend.rmm_scope_end()
+            if peak is not None:
+                self.rmm_peak_bytes[name] = peak
         if self.monitor is not None:
             self.monitor.set_stage(None)
         if self.listener is not None:
             self.listener.stage_finished(self.backend.name, name, self.seconds[name])
+
+    @contextmanager
+    def accumulate(self, name: str) -> Iterator[None]:
+        """Add the wall time of this block to stage ``name`` (streaming: a stage in many pieces)."""
+        previous = self.monitor.stage if self.monitor is not None else None
+        if self.monitor is not None:
+            self.monitor.set_stage(name)
+        self.backend.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.backend.synchronize()
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            if self.monitor is not None:
+                self.monitor.set_stage(previous)
+
+# --------------------------------------------------------------------------- the harness
+
+
+@dataclass
+class Timing:
+    """Seconds of one measured call: the cold first call, and the warm repeats.
+
+    Attributes
+    ----------
+    cold : float
+        The first call, timed on its own; never part of the statistics.
+    times : list of float
+        Every timed repeat after the warm-up, in order.
+    warmup : int
+        Untimed calls made between the cold call and the repeats.
+    """
+
+    cold: float
+    times: list[float] = field(default_factory=list)
+    warmup: int = 0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times) if self.times else math.nan
+
+    @property
+    def min(self) -> float:
+        return min(self.times) if self.times else math.nan
+
+    @property
+    def max(self) -> float:
+        return max(self.times) if self.times else math.nan
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation of the repeats (sample standard deviation / mean); 0 for one repeat."""
+        if len(self.times) < 2:
+            return 0.0 if self.times else math.nan
+        mean = statistics.fmean(self.times)
+        return statistics.stdev(self.times) / mean if mean > 0 else math.nan
+
+    @property
+    def cold_ratio(self) -> float:
+        """How much slower the cold call was than the warm median (warm-up cost, shown not hidden)."""
+        return self.cold / self.median if self.times and self.median > 0 else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cold": self.cold,
+            "times": list(self.times),
+            "warmup": self.warmup,
+            "repeats": len(self.times),
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
+            "cv": self.cv,
+            "cold_ratio": self.cold_ratio,
+        }
+
+
+def timed_call(fn: Callable[[], Any], backend: Backend) -> tuple[float, Any]:
+    """Seconds of one call of ``fn()`` with the device synchronised before and after, and its result."""
+    backend.synchronize()
+    start = time.perf_counter()
+    out = fn()
+    backend.synchronize()
+    return time.perf_counter() - start, out
+
+
+def measure(
+    fn: Callable[[], Any], backend: Backend, *, repeats: int = 3, warmup: int = 0, collect: bool = True
+) -> tuple[Timing, Any]:
+    """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls.
+
+    Parameters
+    ----------
+    fn : callable
+        The work, taking no arguments; its result is kept from one call to the next only
+        until the next call starts (so two answers never sit in memory together).
+    backend : Backend
+        The arm; its device is synchronised before and after each timed call.
+    repeats : int, default 3
+        Timed calls after the warm-up (at least 1).
+    warmup : int, default 0
+        Untimed calls after the cold one.
+    collect : bool, default True
+        Run the garbage collector, untimed, before each call (db-benchmark's ``gc.collect()``).
+
+    Returns
+    -------
+    (Timing, object)
+        The timing and the result of the last call.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be 0 or more, got {warmup}")
+    if collect:
+        gc.collect()
+    cold, out = timed_call(fn, backend)
+    timing = Timing(cold=cold, warmup=warmup)
+    for _ in range(warmup):
+        del out
+        if collect:
+            gc.collect()
+        out = fn()
+        backend.synchronize()
+    for _ in range(repeats):
+        del out
+        if collect:
+            gc.collect()
+        seconds, out = timed_call(fn, backend)
+        timing.times.append(seconds)
+    return timing, out
+
+
+def speedup(cpu_seconds: float | None, gpu_seconds: float | None) -> float:
+    """CPU seconds / GPU seconds; NaN unless both were measured (never 0, never a copy)."""
+    if cpu_seconds is None or gpu_seconds is None:
+        return math.nan
+    if not (math.isfinite(cpu_seconds) and math.isfinite(gpu_seconds)) or gpu_seconds <= 0:
+        return math.nan
+    return cpu_seconds / gpu_seconds
+
+
+# --------------------------------------------------------------------------- environment and fairness
+
+
+def blas_threads() -> list[dict[str, Any]]:
+    """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP)."""
+    from threadpoolctl import threadpool_info
+
+    return [
+        {
+            "user_api": p.get("user_api"),
+            "library": p.get("internal_api"),
+            "threads": p.get("num_threads"),
+            "version": p.get("version"),
+        }
+        for p in threadpool_info()
+    ]
+
+
+def bench_environment() -> dict[str, Any]:
+    """The machine a benchmark ran on (:func:`accel.environment.collect_environment`) plus the
+    thread pools (BLAS, OpenMP) loaded at the time of the call (call it after the work ran) and
+    the load average over 1, 5 and 15 minutes."""
+    from accel.environment import collect_environment
+
+    import os
+
+    env = collect_environment()
+    env["blas_threads"] = blas_threads()
+    # Other work on the machine slows a benchmark down: the load says how busy the cores were.
+    env["load_average"] = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    return env
+
+
+def fairness(cpu: Backend, used: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """How the CPU baseline ran: cores it used, out of how many, and with which settings.
+
+    Parameters
+    ----------
+    cpu : Backend
+        The CPU arm.
+    used : str
+        The cores the baseline's work really used, in words (``"1 (pandas groupby is
+        single-threaded)"``, ``"all 16"``).
+    settings : mapping
+        The thread settings that decided it (``n_jobs``, ``nthread``, BLAS threads...).
+    """
+    parts = ", ".join(f"{k}={v}" for k, v in settings.items())
+    line = f"CPU baseline: {used} of {cpu.n_threads} cores available; settings: {parts}"
+    return {"cores_available": cpu.n_threads, "cores_used": used, "settings": dict(settings), "line": line}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "gpu"
+
+
+def result_device(gpu_ran: bool, environment: Mapping[str, Any]) -> str:
+    """The device part of a result's name: ``cpu`` when no GPU arm ran, else the GPU's name."""
+    if not gpu_ran:
+        return "cpu"
+    gpus = environment.get("gpus") or []
+    return _slug(gpus[0]["name"]) if gpus else "gpu"
+
+
+def check_results_folder(folder: Path) -> Path:
+    """Create the results folder and prove it writable, before any measuring starts."""
+    from accel.record import ensure_writable
+
+    return ensure_writable(folder, what="benchmark results", option="--results")
+
+
+def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: str) -> Path:
+    """Write ``result`` as ``<folder>/<date>-<benchmark>-<device>-<NNN>.json``, never overwriting."""
+    from accel.record import write_record
+
+    now = datetime.now(timezone.utc)
+    return write_record(Path(folder), result, f"{now:%Y-%m-%d}-{benchmark}-{device}")
+
+
+def gpu_arm(device: str) -> tuple[Backend | None, str | None]:
+    """The accelerated arm for ``--device auto|cpu|gpu``: ``(backend, None)`` or ``(None, why skipped)``.
+
+    ``gpu`` without a usable GPU raises :class:`~accel.errors.DeviceUnavailable` (exit 2)
+    saying why, before any work starts.
+    """
+    from accel.backend import get_backend, probe_gpu
+
+    if device == "cpu":
+        return None, "not requested (--device cpu)"
+    if device == "gpu" or probe_gpu().usable:
+        return get_backend("gpu"), None
+    return None, f"GPU unavailable: {probe_gpu().reason}"

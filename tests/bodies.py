@@ -123,3 +123,59 @@ def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, fam
     if family != "xgboost":
         assert not X_train.isna().any().any() and not X_test.isna().any().any()
     return X_train, X_test, report
+
+
+def check_precision_guard(backend: Backend) -> None:
+    """float16 storage: in-range columns halve their bytes; out-of-range ones are scaled or kept."""
+    from accel.precision import plan_for_frames, store_frame
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    frame = pd.DataFrame(
+        {
+            "small_int": rng.integers(0, 300, n).astype(np.float32),
+            "normal": rng.normal(0, 1, n).astype(np.float32),
+            "huge": (rng.uniform(1e5, 1e7, n)).astype(np.float32),
+            "tiny": (rng.uniform(1e-9, 1e-7, n)).astype(np.float32),
+            "wide_range": (10.0 ** rng.uniform(-9, 6, n)).astype(np.float32),
+        }
+    )
+    frame.loc[::7, "normal"] = np.nan
+    arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
+    plan = plan_for_frames("fp16", [arm_frame], [])
+    by = {c.name: c for c in plan.columns}
+    assert by["small_int"].storage == "fp16" and by["small_int"].scale == 1.0
+    assert by["normal"].storage == "fp16"
+    assert by["huge"].storage == "fp16" and by["huge"].scale > 1 and "outside float16" in by["huge"].reason
+    assert by["tiny"].storage == "fp16" and by["tiny"].scale < 1
+    assert by["wide_range"].storage == "fp32" and "lose precision" in by["wide_range"].reason
+    stored = store_frame(backend, arm_frame, [], plan, batch_rows=1234)
+    back = _compat.to_numpy(stored.batch(0, n))
+    original = frame.to_numpy(dtype=np.float64)
+    np.testing.assert_array_equal(np.isnan(back), np.isnan(original))
+    ok = ~np.isnan(original)
+    rel = np.abs(back[ok] - original[ok]) / np.maximum(np.abs(original[ok]), 1e-30)
+    assert rel.max() <= 1e-3
+    np.testing.assert_array_equal(back[:, 0], original[:, 0])  # small integers are exact
+    assert stored.nbytes == n * (4 * 2 + 1 * 4)  # four columns in float16, one kept in float32
+    assert stored.nbytes_fp32 == n * 5 * 4
+    # Any batch reads back the same rows as the whole.
+    np.testing.assert_array_equal(_compat.to_numpy(stored.batch(1000, 2000)), back[1000:2000])
+
+
+def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
+    """The same table streamed in batches and held whole: same statistics, same model, same metrics."""
+    from accel.memory import MemorySettings
+    from accel.pairing import run_arm
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings)
+    params = {"n_estimators": 30, "max_depth": 5}
+    whole = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings())
+    streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))
+    assert whole.memory["batches"]["mode"] == "in-memory"
+    assert streamed.memory["batches"]["mode"] == "streaming" and streamed.memory["batches"]["batches"] > 2
+    for key, value in whole.metrics.items():
+        assert abs(streamed.metrics[key] - value) < 1e-9, (key, value, streamed.metrics[key])

@@ -71,14 +71,12 @@ def test_trials_as_rows(folder):
     assert all(r.evaluated_on == "validation (subset trial)" and r.seconds > 0 for r in trials)
 
 
-def test_precision_and_batch_rows_come_from_the_config(folder, tmp_path):
-    out = folder[0]
-    [run_path] = [p for p in records_in(out) if "-flights-" in p.name and "hpo" not in p.name]
-    record = json.loads(run_path.read_text())
-    record["config"].update(precision="fp16", batch_rows=50000)
-    (tmp_path / "r.json").write_text(json.dumps(record))
+def test_precision_and_batch_rows_of_a_run(tmp_path):
+    """A real float16 run in batches of 1,000 rows shows both in its row."""
+    config = small_config(tmp_path).model_copy(update={"device": "cpu", "precision": "fp16", "batch_rows": 1000})
+    paired_run(config)
     [row] = collect(tmp_path)[0]
-    assert (row.precision, row.batch_rows) == ("fp16", "50000")
+    assert (row.precision, row.batch_rows) == ("fp16", "1000")
 
 
 def test_hpo_record_without_its_storage(folder, tmp_path):

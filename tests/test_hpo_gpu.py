@@ -9,6 +9,11 @@ from tests.conftest import requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
+# The GPU test machine's image has no Optuna: its wheels (optuna, optuna-integration, sqlalchemy,
+# alembic, colorlog) must be carried there like XGBoost's, or these tests say why they skip.
+pytest.importorskip("optuna", reason="optuna is not installed here (carry its wheels to the GPU machine)")
+pytest.importorskip("optuna_integration", reason="optuna-integration is not installed here")
+
 
 @pytest.fixture(scope="module")
 def gpu():

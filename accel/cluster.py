@@ -1,0 +1,657 @@
+"""Dask clusters: start one here, or attach to a running one, and close it cleanly.
+
+accel scales out on Dask and nothing else: a ``distributed.LocalCluster`` of CPU worker
+processes (``local``), a ``dask_cuda.LocalCUDACluster`` with one worker per GPU
+(``local-cuda``), or any running scheduler by address (``dask scheduler`` with ``dask worker`` /
+``dask cuda worker`` on each node). :class:`ClusterSession` is the context manager that starts
+or attaches, prints where the scheduler and its dashboard are, and on the way out (success,
+error or Ctrl-C) closes the client and every worker process it started.
+
+Everything that can be refused is refused by :func:`plan_cluster` before a process starts:
+a malformed address, sizes Dask cannot parse, more workers than the machine has, and
+``local-cuda`` without a usable GPU (asked of :func:`accel.backend.probe_gpu`, which never
+imports a GPU library on a machine without one; ``dask_cuda`` is imported only once a GPU is
+known to be usable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import re
+import resource
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from accel.backend import cpu_threads, probe_gpu
+from accel.errors import AccelError
+
+WorkerKind = Literal["cpu", "gpu"]
+
+CLUSTER_KINDS = ("local", "local-cuda")
+#: The dashboard listens on the loopback interface only (reach it remotely through an SSH tunnel).
+DASHBOARD_ADDRESS = "127.0.0.1:8787"
+#: Seconds to reach a scheduler given by address, and for its first worker to be there.
+CONNECT_TIMEOUT_S = 5
+WORKERS_TIMEOUT_S = 10
+#: Seconds a cluster may have no worker at all before accel gives up on the run.
+NO_WORKERS_GRACE_S = 10
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|ucxx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def worker_counts(text: str) -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]`` (sorted, distinct, each positive)."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas, got {text!r}") from None
+    if not counts or counts[0] <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas, got {text!r}")
+    return counts
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool = False) -> None:
+    """The scale-out options of ``accel run`` (and of ``accel scale`` with ``worker_list=True``)."""
+    from accel.cli import positive_int
+
+    group = parser.add_argument_group("scale out with Dask")
+    group.add_argument(
+        "--cluster",
+        choices=CLUSTER_KINDS,
+        help="start a Dask cluster here: local (CPU worker processes) or local-cuda (one worker per GPU)",
+    )
+    if not worker_list:
+        group.add_argument(
+            "--scheduler",
+            metavar="tcp://HOST:PORT",
+            help="run on a running Dask cluster (GPU or CPU workers, detected from the workers)",
+        )
+    group.add_argument(
+        "--workers",
+        type=worker_counts if worker_list else positive_int,
+        metavar="N,N,..." if worker_list else "N",
+        help=(
+            "worker counts to compare, e.g. 1,2,4"
+            if worker_list
+            else "workers to start (local: default one per core; local-cuda: default one per GPU)"
+        ),
+    )
+    group.add_argument("--threads-per-worker", type=positive_int, metavar="T", help="threads of each worker")
+    if "--rmm-pool" not in parser._option_string_actions:  # accel run has it already; with local-cuda: per worker
+        group.add_argument(
+            "--rmm-pool",
+            metavar="SIZE",
+            help="local-cuda: RMM pool per worker: auto, off, a size (20GB) or a fraction (0.5)",
+        )
+    group.add_argument(
+        "--device-memory-limit",
+        metavar="SIZE",
+        help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8",
+    )
+    group.add_argument(
+        "--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed"
+    )
+    group.add_argument(
+        "--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)"
+    )
+
+
+_LOCAL_FLAGS = {
+    "workers": "--workers",
+    "threads_per_worker": "--threads-per-worker",
+    "rmm_pool": "--rmm-pool",
+    "device_memory_limit": "--device-memory-limit",
+    "protocol": "--protocol",
+}
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The run configuration the scale-out flags ask for (``scale`` and ``cluster``)."""
+    out: dict[str, Any] = {"scale": getattr(args, "scale", None)}
+    given = {key: getattr(args, key) for key in _LOCAL_FLAGS if getattr(args, key, None) is not None}
+    kind, address = getattr(args, "cluster", None), getattr(args, "scheduler", None)
+    if not (kind or address):
+        given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
+    elif "rmm_pool" in given:
+        out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
+    if kind and address:
+        raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
+    if address:
+        if given:
+            flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
+            raise AccelError(
+                f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers"
+            )
+        out["cluster"] = {"kind": "scheduler", "address": address}
+    elif kind:
+        out["cluster"] = {"kind": kind, **given}
+    elif given:
+        flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
+        raise AccelError(f"{flags} need --cluster local|local-cuda")
+    return out
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
+    """A memory size as Dask-CUDA takes it: bytes (``"8GB"``) or a fraction of the GPU (``"0.5"``).
+
+    ``--rmm-pool`` also takes the single-process run's ``auto`` (each worker's pool starts at
+    the share of its GPU the single-process arm starts at) and ``off`` (no pool).
+    """
+    if text is None or text == "off":
+        return None
+    if text == "auto" and flag == "--rmm-pool":
+        from accel.memory import RMM_AUTO_INITIAL
+
+        return RMM_AUTO_INITIAL
+    from dask.utils import parse_bytes
+
+    try:
+        fraction = float(text)
+    except ValueError:
+        fraction = None
+    if fraction is not None and 0 < fraction <= 1:
+        return fraction
+    try:
+        size = parse_bytes(text)
+    except (ValueError, TypeError):
+        raise AccelError(
+            f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5"
+        ) from None
+    if size <= 0:
+        raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
+    return size
+
+
+def check_address(address: str) -> str:
+    address = address.strip()
+    match = _ADDRESS.match(address)
+    if not match or not 0 < int(match.group(3)) < 65536:
+        raise AccelError(
+            f"--scheduler {address!r} is not a scheduler address: expected tcp://HOST:PORT "
+            "(the address 'dask scheduler' prints, e.g. tcp://10.0.0.5:8786)"
+        )
+    return address
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """A checked cluster request: what to start, or where to attach."""
+
+    kind: Literal["local", "local-cuda", "scheduler"]
+    address: str | None = None
+    workers: int | None = None
+    threads_per_worker: int | None = None
+    worker_kind: WorkerKind | None = None  # None: learnt from the workers of a running cluster
+    rmm_pool_size: int | float | None = None
+    device_memory_limit: int | float | None = None
+    protocol: str = "tcp"
+
+
+def plan_cluster(config: Any) -> ClusterPlan:
+    """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
+
+    Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported.
+    """
+    kind = config.kind
+    if kind == "scheduler":
+        if not config.address:
+            raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+        return ClusterPlan("scheduler", address=check_address(config.address))
+    if config.address:
+        raise AccelError(f"an address only goes with a running cluster (--scheduler), not with --cluster {kind}")
+
+    if config.protocol == "ucx" and not (_installed("distributed_ucxx") or _installed("ucxx")):
+        raise AccelError(
+            "--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp"
+        )
+    if kind == "local":
+        for key, flag in (("rmm_pool", "--rmm-pool"), ("device_memory_limit", "--device-memory-limit")):
+            if getattr(config, key) is not None:
+                raise AccelError(f"{flag} applies to --cluster local-cuda (GPU workers), not to --cluster local")
+        cores = cpu_threads()
+        threads = config.threads_per_worker or max(1, cores // (config.workers or cores))
+        workers = config.workers or max(1, cores // threads)
+        if workers > cores:
+            raise AccelError(
+                f"--workers {workers}: this machine has {cores} cores for accel, so at most {cores} CPU workers"
+            )
+        if workers * threads > cores:
+            raise AccelError(
+                f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
+                f"has {cores} cores for accel; use fewer workers or threads"
+            )
+        return ClusterPlan(
+            "local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=config.protocol
+        )
+
+    # local-cuda: the GPU question is answered by the driver before anything else is tried.
+    probe = probe_gpu()
+    if not probe.usable:
+        raise AccelError(f"--cluster local-cuda needs a usable GPU: {probe.reason}")
+    if not _installed("dask_cuda"):
+        raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel[gpu-cu12]' (or [gpu-cu13])")
+    gpus = len(probe.devices)
+    workers = config.workers or gpus
+    if workers > gpus:
+        raise AccelError(
+            f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU"
+        )
+    return ClusterPlan(
+        "local-cuda",
+        workers=workers,
+        threads_per_worker=config.threads_per_worker or 1,
+        worker_kind="gpu",
+        rmm_pool_size=dask_cuda_size(config.rmm_pool, "--rmm-pool"),
+        device_memory_limit=dask_cuda_size(config.device_memory_limit, "--device-memory-limit"),
+        protocol=config.protocol,
+    )
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------- the session
+
+
+@dataclass
+class ClusterInfo:
+    """What a run record says about the cluster it ran on."""
+
+    kind: str
+    worker_kind: WorkerKind
+    address: str
+    dashboard: str | None
+    workers: int
+    threads_per_worker: int | list[int]
+    gpus_per_worker: int
+    protocol: str
+    rmm_pool_size: int | float | None = None
+    device_memory_limit: int | float | None = None
+    worker_details: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def total_threads(self) -> int:
+        return sum(int(w.get("nthreads", 0)) for w in self.worker_details)
+
+    def summary(self) -> str:
+        what = {"local": "local CPU cluster", "local-cuda": "local CUDA cluster", "scheduler": "running cluster"}[
+            self.kind
+        ]
+        per = (
+            f"{self.threads_per_worker} thread(s) each" if isinstance(self.threads_per_worker, int) else "threads vary"
+        )
+        gpus = ", 1 GPU each" if self.worker_kind == "gpu" else ""
+        return (
+            f"dask: {what}, {self.workers} {self.worker_kind.upper()} worker(s), {per}{gpus}; "
+            f"scheduler {self.address}; dashboard {self.dashboard or 'unavailable (pip install bokeh)'}"
+        )
+
+
+def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
+    """Run on each worker (``client.run``): who it is and, when asked, whether its GPU is usable."""
+    facts: dict[str, Any] = {
+        "name": str(dask_worker.name),
+        "host": dask_worker.address,
+        "pid": os.getpid(),
+        "nthreads": dask_worker.state.nthreads,
+        "memory_limit_bytes": dask_worker.memory_manager.memory_limit,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    if probe:
+        result = probe_gpu()
+        facts["gpu_usable"] = result.usable
+        facts["gpu_reason"] = result.reason
+        # Dask-CUDA workers list their own GPU first in CUDA_VISIBLE_DEVICES; device 0 is theirs.
+        facts["gpu_name"] = result.devices[0].name if result.usable and result.devices else None
+    return facts
+
+
+def worker_peak_rss() -> int:
+    """Peak resident memory of this process in bytes (run on each worker)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)
+
+
+class ClusterSession:
+    """Start or attach to a Dask cluster for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    plan : ClusterPlan
+        From :func:`plan_cluster`.
+    say : callable, optional
+        Where the one-line cluster description goes (default: stderr).
+    dashboard_address : str, default "127.0.0.1:8787"
+        Where a cluster started here serves its dashboard (Dask picks another port if taken).
+    no_worker_grace : float, default NO_WORKERS_GRACE_S
+        Seconds without any worker after which :meth:`no_worker_watchdog` gives up.
+
+    Attributes
+    ----------
+    client : distributed.Client
+    info : ClusterInfo
+    """
+
+    def __init__(
+        self,
+        plan: ClusterPlan,
+        say: Callable[[str], None] | None = None,
+        dashboard_address: str = DASHBOARD_ADDRESS,
+        no_worker_grace: float = NO_WORKERS_GRACE_S,
+    ):
+        self.plan = plan
+        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.dashboard_address = dashboard_address
+        self.cluster: Any = None
+        self.client: Any = None
+        self.info: ClusterInfo | None = None
+        self.no_worker_grace = no_worker_grace
+        self.all_workers_lost = False
+
+    def __enter__(self) -> ClusterSession:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        self.say(self.info.summary())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        from distributed import Client
+
+        plan = self.plan
+        if plan.kind == "scheduler":
+            try:
+                self.client = Client(plan.address, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as exc:
+                raise AccelError(
+                    f"cannot reach a Dask scheduler at {plan.address} within {CONNECT_TIMEOUT_S} s "
+                    f"({_first_line(exc)}); is 'dask scheduler' running there?"
+                ) from None
+            try:
+                self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+            except TimeoutError:
+                raise AccelError(
+                    f"no worker joined the scheduler at {plan.address} within {WORKERS_TIMEOUT_S} s; "
+                    f"start some with 'dask worker {plan.address}' (or 'dask cuda worker')"
+                ) from None
+        else:
+            self.cluster = self._start_local()
+            self.client = Client(self.cluster)
+        self.info = self._describe()
+
+    def _start_local(self) -> Any:
+        plan = self.plan
+        common = {
+            "n_workers": plan.workers,
+            "threads_per_worker": plan.threads_per_worker,
+            "host": "127.0.0.1",
+            "dashboard_address": self.dashboard_address,
+            "protocol": plan.protocol,
+            # Worker loss and restarts are reported by accel itself; Dask's own log lines would
+            # bury the run's output on stderr. Real errors still surface as exceptions.
+            "silence_logs": logging.CRITICAL,
+        }
+        try:
+            with _children_ignore_sigint():
+                if plan.kind == "local":
+                    from distributed import LocalCluster
+
+                    return LocalCluster(processes=True, **common)
+                from dask_cuda import LocalCUDACluster
+
+                extra: dict[str, Any] = {}
+                if plan.rmm_pool_size is not None:
+                    extra["rmm_pool_size"] = plan.rmm_pool_size
+                if plan.device_memory_limit is not None:
+                    extra["device_memory_limit"] = plan.device_memory_limit
+                return LocalCUDACluster(**common, **extra)
+        except (AccelError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
+            raise AccelError(f"could not start the {plan.kind} Dask cluster: {_first_line(exc)}") from None
+
+    def _describe(self) -> ClusterInfo:
+        plan = self.plan
+        probe = plan.worker_kind is None
+        try:
+            facts = self.client.run(_worker_facts, probe=probe)
+        except (ModuleNotFoundError, ImportError) as exc:
+            raise AccelError(
+                f"the Dask workers cannot import accel ({_first_line(exc)}): install the same accel on every worker node"
+            ) from None
+        details = [facts[address] | {"address": address} for address in sorted(facts)]
+        if not details:
+            raise AccelError("the Dask cluster has no workers")
+        if plan.worker_kind is not None:
+            worker_kind = plan.worker_kind
+        else:
+            usable = {bool(d["gpu_usable"]) for d in details}
+            if usable == {True, False}:
+                gpu = [d["address"] for d in details if d["gpu_usable"]]
+                raise AccelError(
+                    f"the cluster mixes GPU workers ({len(gpu)}) and CPU workers ({len(details) - len(gpu)}); "
+                    "start all of them with 'dask cuda worker' or all with 'dask worker'"
+                )
+            worker_kind = "gpu" if usable == {True} else "cpu"
+        threads = sorted({int(d["nthreads"]) for d in details})
+        return ClusterInfo(
+            kind=plan.kind,
+            worker_kind=worker_kind,
+            address=self.client.scheduler.address,
+            dashboard=_dashboard_link(self.client),
+            workers=len(details),
+            threads_per_worker=threads[0] if len(threads) == 1 else threads,
+            gpus_per_worker=1 if worker_kind == "gpu" else 0,
+            protocol=self.client.scheduler.address.split("://")[0],
+            rmm_pool_size=plan.rmm_pool_size,
+            device_memory_limit=plan.device_memory_limit,
+            worker_details=details,
+        )
+
+    def workers_now(self) -> list[str]:
+        """Addresses of the workers the scheduler knows right now."""
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    @contextmanager
+    def no_worker_watchdog(self, interval: float = 0.5) -> Iterator[None]:
+        """Cancel this client's work when the cluster has had no worker for ``no_worker_grace`` seconds.
+
+        Dask waits for workers to come back (a nanny restarts a killed one in seconds), so a
+        cluster that lost every worker would leave accel waiting forever. After the grace
+        period the pending futures are cancelled, the blocked call raises, and
+        :attr:`all_workers_lost` says why.
+        """
+        from distributed import Future
+
+        stop = threading.Event()
+        self.all_workers_lost = False
+
+        def watch() -> None:
+            empty_since = None
+            while not stop.wait(interval):
+                try:
+                    n = len(self.client.scheduler_info(n_workers=-1)["workers"])
+                except Exception:  # noqa: BLE001 - the client closing under us
+                    return
+                if n:
+                    empty_since = None
+                    continue
+                empty_since = empty_since or time.monotonic()
+                if time.monotonic() - empty_since >= self.no_worker_grace:
+                    self.all_workers_lost = True
+                    keys = list(self.client.futures)
+                    self.client.cancel([Future(k, self.client) for k in keys], reason="every Dask worker was lost")
+                    return
+
+        thread = threading.Thread(target=watch, name="accel-no-worker-watchdog", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def close(self) -> None:
+        """Close the client, then the cluster this session started (and its worker processes)."""
+        client, cluster = self.client, self.cluster
+        self.client = self.cluster = None
+        if client is not None:
+            try:
+                client.close(timeout=10)
+            except Exception:  # noqa: BLE001 - closing must not hide the error that got us here
+                pass
+        if cluster is not None:
+            try:
+                cluster.close(timeout=20)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+@contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored, then restore this process's handler.
+
+    Ctrl-C on a terminal signals the whole foreground process group. Only accel should get it:
+    it then closes the cluster, which stops the workers in order; workers that got it too
+    would each die printing a traceback. An ignored signal stays ignored across exec, so the
+    spawned workers inherit it. (A Ctrl-C during these seconds of start-up is lost.)
+    """
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _dashboard_link(client: Any) -> str | None:
+    try:
+        services = client.scheduler_info()["services"]
+    except Exception:  # noqa: BLE001
+        return None
+    if "dashboard" not in services:
+        return None
+    try:
+        return str(client.dashboard_link)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+# --------------------------------------------------------------------------- worker memory
+
+
+class WorkerMemorySampler:
+    """Peak memory of each worker as Dask reports it (scheduler heartbeats), overall and per stage.
+
+    A thread asks the scheduler every ``interval`` seconds for each worker's metrics: process
+    memory (``metrics.memory``) and, on GPU workers with NVML, device memory in use
+    (``metrics.gpu.memory-used``). At the end, :meth:`peaks` adds each worker's own peak RSS
+    (``getrusage``), which catches what heartbeats miss between two samples.
+    """
+
+    def __init__(self, client: Any, interval: float = 0.25):
+        self.client = client
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stage: str | None = None
+        self.host: dict[str, int] = {}
+        self.device: dict[str, int] = {}
+        self.stage_host: dict[str, dict[str, int]] = {}
+        self.stage_device: dict[str, dict[str, int]] = {}
+
+    def sample(self) -> None:
+        try:
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except Exception:  # noqa: BLE001 - a failed read must not end the run it watches
+            return
+        with self._lock:
+            for address, w in workers.items():
+                metrics = w.get("metrics", {})
+                host = int(metrics.get("memory") or 0)
+                device = (metrics.get("gpu") or {}).get("memory-used")
+                self.host[address] = max(self.host.get(address, 0), host)
+                if self._stage:
+                    per = self.stage_host.setdefault(self._stage, {})
+                    per[address] = max(per.get(address, 0), host)
+                if device is not None:
+                    self.device[address] = max(self.device.get(address, 0), int(device))
+                    if self._stage:
+                        per = self.stage_device.setdefault(self._stage, {})
+                        per[address] = max(per.get(address, 0), int(device))
+
+    def set_stage(self, stage: str | None) -> None:
+        self.sample()
+        with self._lock:
+            self._stage = stage
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> WorkerMemorySampler:
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="accel-worker-memory", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def peaks(self) -> dict[str, dict[str, Any]]:
+        """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
+        try:
+            rss = self.client.run(worker_peak_rss)
+        except Exception:  # noqa: BLE001 - e.g. a worker lost at the end
+            rss = {}
+        out: dict[str, dict[str, Any]] = {}
+        for address in sorted(set(self.host) | set(rss)):
+            out[address] = {
+                "dask_reported_peak_host_mb": _mb(self.host.get(address)),
+                "dask_reported_peak_device_mb": _mb(self.device.get(address)),
+                "peak_rss_mb": _mb(rss.get(address)),
+                "stage_peak_host_mb": {s: _mb(v.get(address)) for s, v in self.stage_host.items() if address in v},
+                "stage_peak_device_mb": {s: _mb(v.get(address)) for s, v in self.stage_device.items() if address in v},
+            }
+        return out
+
+
+def _mb(n: int | None) -> float | None:
+    return None if n is None else round(n / (1024 * 1024), 1)

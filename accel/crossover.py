@@ -1,0 +1,192 @@
+"""The crossover size: from how many rows on the GPU arm beats the CPU arm.
+
+Small inputs are often slower on the GPU: kernel launches, transfers and fixed costs dominate
+until there is enough work to fill the device. :func:`sweep` measures chosen operations at row
+counts spaced evenly on a log scale (1e3 .. 1e7 by default) on both arms and finds the smallest
+size from which the GPU is faster at every larger size measured. Without a GPU the CPU curve is
+measured and the GPU part is recorded as skipped with the reason: nothing is invented.
+
+Operations:
+
+- ``groupby``: db-benchmark groupby q3 ("sum v1 mean v3 by id3", K=100) on generated data;
+- ``join``: db-benchmark join q2 ("medium inner on int") on generated data;
+- any model of :data:`accel.modelbench.PAIRS` (``xgboost_classifier``, ``kmeans``, ...): fit time.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from accel.backend import Backend
+from accel.errors import AccelError
+from accel.timing import measure, speedup
+
+FRAME_OPERATIONS = {
+    "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
+    "join": ("join", "q2", "db-benchmark join q2 (medium inner on int)"),
+}
+DEFAULT_OPERATIONS = ("groupby", "join", "xgboost_classifier")
+
+
+def known_operations() -> list[str]:
+    from accel.modelbench import PAIRS
+
+    return [*FRAME_OPERATIONS, *PAIRS]
+
+
+def select_operations(names: str | Sequence[str] | None) -> list[str]:
+    if names is None:
+        return list(DEFAULT_OPERATIONS)
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    known = known_operations()
+    unknown = [n for n in wanted if n not in known]
+    if unknown or not wanted:
+        raise AccelError(
+            f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}"
+        )
+    return wanted
+
+
+def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[int]:
+    """Row counts from ``min_rows`` to ``max_rows``, ``steps_per_decade`` per factor of 10 (log-spaced)."""
+    if min_rows < 1 or max_rows < min_rows:
+        raise AccelError(f"--min-rows ({min_rows}) must be at least 1 and at most --max-rows ({max_rows})")
+    if steps_per_decade < 1:
+        raise AccelError(f"--steps-per-decade must be at least 1, got {steps_per_decade}")
+    lo, hi = math.log10(min_rows), math.log10(max_rows)
+    steps = int(math.floor((hi - lo) * steps_per_decade + 1e-9))
+    sizes = [int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)]
+    if sizes[-1] != max_rows:
+        sizes.append(max_rows)
+    return sorted(set(sizes))
+
+
+def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+    """Data for one size, and a factory giving each arm its timed call."""
+    from accel import datagen
+    from accel.dbbench import SUITES, tables_from_arrow
+
+    suite_name, question, description = FRAME_OPERATIONS[name]
+    suite = SUITES[suite_name]
+    if suite_name == "groupby":
+        arrow = {"x": datagen.groupby_table(rows, min(100, rows), seed=seed)}
+    else:
+        arrow = datagen.join_tables(rows, seed=seed)
+    q = suite.questions[question]
+
+    def factory(backend: Backend) -> Callable[[], Any]:
+        tables = tables_from_arrow(backend, suite, arrow)
+        return lambda: q.answer(backend.xdf, tables)
+
+    return factory, description
+
+
+def _model_operation(
+    name: str, rows: int, seed: int, features: int
+) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+    from accel.modelbench import PAIRS, make_data
+
+    pair = PAIRS[name]
+    kind = "regression" if pair.task == "regression" else "classification"
+    data = make_data(kind, max(rows, 10), features, seed)
+
+    def factory(backend: Backend) -> Callable[[], Any]:
+        xp = backend.xp
+        cls = backend.models[pair.key]
+        params = pair.params(backend, seed)
+        X = xp.asarray(data.X_train)
+        y = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
+        backend.synchronize()
+        return lambda: cls(**params).fit(X) if y is None else cls(**params).fit(X, y)
+
+    return factory, f"{name} fit, {features} features, 80% of the rows"
+
+
+def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
+    """The smallest size from which the GPU arm is faster at every larger size measured (None if never)."""
+    found = None
+    for point in reversed(points):
+        s = point.get("speedup", math.nan)
+        if isinstance(s, float) and s > 1.0:
+            found = point["rows"]
+        else:
+            break
+    return found
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]], repeats: int, warmup: int) -> dict:
+    try:
+        timing, out = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
+        del out
+        return {"status": "ok", "median": timing.median, "timing": timing.as_dict()}
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory at the largest size: record, go on
+        return {"status": "failed", "reason": _first_line(exc)}
+    finally:
+        gc.collect()
+
+
+def sweep(
+    operations: Sequence[str],
+    sizes: Sequence[int],
+    cpu: Backend,
+    gpu: Backend | None,
+    gpu_reason: str | None,
+    *,
+    repeats: int,
+    warmup: int,
+    seed: int,
+    features: int = 32,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> list[dict[str, Any]]:
+    """Measure each operation at each size on both arms; one entry per operation with its curve."""
+    from accel.modelbench import PAIRS, gpu_pair_skip
+
+    out = []
+    for name in operations:
+        points = []
+        gpu_skip = gpu_reason if gpu is None else None
+        if name in PAIRS and gpu_skip is None:
+            gpu_skip = gpu_pair_skip(PAIRS[name], gpu, gpu_reason)
+        description = ""
+        for rows in sizes:
+            if name in FRAME_OPERATIONS:
+                factory, description = _frame_operation(name, rows, seed)
+            else:
+                factory, description = _model_operation(name, rows, seed, features)
+            point: dict[str, Any] = {"rows": rows}
+            point["gpu"] = (
+                {"status": "skipped", "reason": gpu_skip}
+                if gpu_skip is not None
+                else _arm_point(gpu, factory, repeats, warmup)
+            )
+            point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
+            both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"
+            point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median")) if both else math.nan
+            points.append(point)
+            shown = {
+                arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
+                for arm in ("gpu", "cpu")
+            }
+            progress(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
+        gpu_status = "skipped" if gpu_skip is not None else "ok"
+        out.append(
+            {
+                "operation": name,
+                "description": description,
+                "points": points,
+                "gpu_status": gpu_status,
+                "gpu_reason": gpu_skip,
+                "crossover_rows": crossover_rows(points) if gpu_status == "ok" else None,
+            }
+        )
+    return out

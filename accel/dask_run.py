@@ -1,0 +1,480 @@
+"""One workflow run on a Dask cluster: timed stages, training retried once on a lost worker, the record.
+
+``accel run flights --cluster local|local-cuda`` or ``--scheduler tcp://HOST:PORT`` comes here.
+The stages are those of the single-process run (``load → features → to_device → train →
+predict``), each timed on the client from submission until the workers hold the result:
+
+- ``load``: flights row blocks read (and jittered copies made) on the workers, persisted;
+- ``features``: :class:`~accel.workflows.flights_dask.DaskFlights` (the single-process
+  feature code per partition, the global pieces reduced over partitions), persisted;
+- ``to_device``: the ``xgboost.dask.DaskQuantileDMatrix`` set up over the training
+  partitions (each worker sketches its own partitions when training starts, so most of the
+  matrix work is counted in ``train``);
+- ``train``: ``xgboost.dask.train``. If a worker is lost while it runs (XGBoost's collective
+  fails when a peer vanishes), training is retried once on the remaining workers, after Dask
+  has recomputed the lost partitions, and the record lists both attempts. A second failure
+  ends the run with an error and no record;
+- ``predict``: ``xgboost.dask.inplace_predict`` on the test partitions. Only the labels and
+  probabilities of the test rows (two numbers a row) come back to the client, where the same
+  scikit-learn metrics as in the single-process run score them (an exact AUC needs all scores).
+
+The record has the single-process record's shape: the cluster's arm sits under its workers'
+kind (``arms.gpu`` or ``arms.cpu``), the other arm is ``skipped`` with the reason and every
+speedup is NaN; ``accel scale`` compares against the single-process baseline. Beside that:
+``mode: "dask"`` and ``cluster`` (kind, address, dashboard, workers, threads, GPUs per
+worker, the workers themselves with their memory peaks, start-up seconds).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from accel import _compat
+from accel.backend import Backend, cpu_backend, gpu_backend, probe_gpu
+from accel.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
+from accel.errors import AccelError, DeviceUnavailable
+from accel.faultpoints import training_callbacks
+from accel.memory import MemoryMonitor, to_mb
+from accel.metrics import task_metrics
+from accel.models import XGBoostModel, XGBoostParams, xgboost_device_used, xgboost_threads_used
+from accel.pairing import STAGES, ArmResult, Listener, parity, skipped
+from accel.workflows.base import WorkflowSettings
+from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
+
+#: Workflows that can run on a cluster.
+DASK_WORKFLOWS = {"flights": DaskFlights}
+#: How far the distributed run's hold-out AUC may be from the single-process run's on the same
+#: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
+#: distributed ``hist`` merges per-worker quantile sketches, so bin edges, and then trees, can
+#: differ slightly. The same bound as between the GPU and CPU arms.
+DASK_PARITY_TOLERANCE = 0.005
+#: Seconds to wait for the scheduler to notice a worker that died while XGBoost trained.
+WORKER_LOSS_WAIT_S = 10.0
+
+
+class ClusterRunFailed(AccelError):
+    """The cluster could not finish the run (e.g. training failed twice); nothing is written."""
+
+    exit_code = 1
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def client_backend(kind: str) -> Backend:
+    """This process's backend for workers of ``kind``: Dask plans cuDF partitions with cuDF here."""
+    if kind == "cpu":
+        return cpu_backend()
+    try:
+        return gpu_backend()
+    except DeviceUnavailable:
+        raise AccelError(
+            "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
+            f"in this process too; run accel on one of the GPU nodes (here: {probe_gpu().reason})"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """One line saying what went wrong; for XGBoost's stacked errors, the innermost cause."""
+    lines = str(exc).strip().splitlines()
+    causes = [m.group(1) for m in (re.match(r"^- \[[^\]]*\]:\s*(.+)$", line.strip()) for line in lines) if m]
+    text = causes[-1] if causes else (lines[0] if lines else "")
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _lost_workers(session: ClusterSession, before: list[str]) -> list[str]:
+    """Workers that were there before training and are gone now (waiting briefly for the scheduler)."""
+    deadline = time.monotonic() + WORKER_LOSS_WAIT_S
+    while True:
+        try:
+            lost = sorted(set(before) - set(session.workers_now()))
+        except Exception:  # noqa: BLE001 - the scheduler itself may be gone
+            return []
+        if lost or time.monotonic() >= deadline:
+            return lost
+        time.sleep(0.2)
+
+
+def train_with_one_retry(
+    session: ClusterSession,
+    params: dict[str, Any],
+    rounds: int,
+    make_dtrain: Callable[[], Any],
+    dtrain: Any,
+    say: Callable[[str], None] = _say,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``xgboost.dask.train``; once more on the remaining workers if a worker was lost.
+
+    Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
+    failed one its ``reason`` and ``lost_workers``). Raises :class:`ClusterRunFailed` when the
+    first attempt fails without losing a worker (retrying would fail alike) or the retry fails.
+    """
+    from xgboost import dask as dxgb
+
+    client = session.client
+    attempts: list[dict[str, Any]] = []
+    for attempt in (1, 2):
+        before = session.workers_now()
+        try:
+            if attempt == 2:
+                dtrain = make_dtrain()  # over the partitions Dask recomputed on the remaining workers
+            output = dxgb.train(client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt))
+        except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
+            if session.all_workers_lost:
+                raise ClusterRunFailed(
+                    f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
+                ) from None
+            reason = _first_line(exc)
+            lost = _lost_workers(session, before)
+            attempts.append(
+                {"attempt": attempt, "status": "failed", "reason": reason, "workers": len(before), "lost_workers": lost}
+            )
+            if attempt == 2:
+                raise ClusterRunFailed(
+                    f"XGBoost training failed again on the retry ({reason}"
+                    f"{f'; lost {len(lost)} more worker(s)' if lost else ''}); no run record was written"
+                ) from None
+            if not lost:
+                raise ClusterRunFailed(
+                    f"XGBoost training failed on the cluster ({reason}); no run record was written"
+                ) from None
+            if len(lost) >= len(before):
+                raise ClusterRunFailed("XGBoost training lost every worker; no run record was written") from None
+            say(
+                f"dask: training lost {len(lost)} worker(s) ({reason}); "
+                f"retrying once on the {len(before) - len(lost)} remaining"
+            )
+            continue
+        attempts.append({"attempt": attempt, "status": "ok", "workers": len(before)})
+        return output["booster"], attempts
+    raise AssertionError("unreachable")
+
+
+def run_on_session(
+    session: ClusterSession,
+    workflow_name: str,
+    settings: WorkflowSettings,
+    params: XGBoostParams,
+    seed: int,
+    listener: Listener | None = None,
+    say: Callable[[str], None] = _say,
+) -> tuple[dict[str, Any], DaskFlights]:
+    """Run every stage on the session's cluster; the arm's part of the record and the workflow."""
+    from xgboost import dask as dxgb
+
+    info = session.info
+    assert info is not None
+    kind = info.worker_kind
+    client = session.client
+    backend = client_backend(kind)
+    try:
+        cls = DASK_WORKFLOWS[workflow_name]
+    except KeyError:
+        raise AccelError(
+            f"workflow {workflow_name!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}"
+        ) from None
+    threads = info.total_threads or info.workers
+    workflow = cls(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
+    model = XGBoostModel(params, task=cls.task, seed=seed)
+    # No nthread: xgboost.dask gives each worker its own thread count.
+    train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
+
+    seconds: dict[str, float] = {}
+    monitor = MemoryMonitor(cpu_backend(), on_sample=listener.memory if listener else None)
+    sampler = WorkerMemorySampler(client)
+
+    @contextmanager
+    def stage(name: str) -> Iterator[None]:
+        if listener:
+            listener.stage_started(kind, name)
+        monitor.set_stage(name)
+        sampler.set_stage(name)
+        start = time.perf_counter()
+        yield
+        seconds[name] = time.perf_counter() - start
+        sampler.set_stage(None)
+        monitor.set_stage(None)
+        if listener:
+            listener.stage_finished(kind, name, seconds[name])
+
+    import dask
+
+    if listener:
+        listener.arm_started(kind)
+    status = "failed"
+    try:
+        backend_config = dask.config.set({"dataframe.backend": "cudf" if kind == "gpu" else "pandas"})
+        with backend_config, monitor, sampler, session.no_worker_watchdog():
+            with stage("load"):
+                flights, loaded = workflow.load(client)
+            with stage("features"):
+                prepared = workflow.features(client, flights, loaded)
+                del flights
+
+            def make_dtrain() -> Any:
+                return dxgb.DaskQuantileDMatrix(
+                    client, prepared.X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
+                )
+
+            with stage("to_device"):
+                dtrain = make_dtrain()
+            with stage("train"):
+                booster, attempts = train_with_one_retry(
+                    session, train_params, params.n_estimators, make_dtrain, dtrain, say
+                )
+                del dtrain
+            with stage("predict"):
+                prediction = client.persist(dxgb.inplace_predict(client, booster, prepared.X_test))
+                y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
+            workers_memory = sampler.peaks()
+        status = "ok"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except (AccelError, ClusterRunFailed):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
+        if session.all_workers_lost:
+            raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
+        raise ClusterRunFailed(
+            f"the run failed on the Dask cluster ({_first_line(exc)}); no run record was written"
+        ) from None
+    finally:
+        if listener:
+            listener.arm_finished(kind, status)
+        try:
+            client.run(clear_worker_caches)
+        except Exception:  # noqa: BLE001 - a worker lost at the end keeps nothing anyway
+            pass
+
+    device_used = xgboost_device_used(booster)
+    result = ArmResult(
+        status="ok",
+        backend=kind,
+        device_used=device_used,
+        device_name=backend.device.name if backend.device else None,
+        stages={s: round(seconds[s], 6) for s in STAGES},
+        total_seconds=round(sum(seconds[s] for s in STAGES), 6),
+        metrics=task_metrics(workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
+        peak_host_mb=_max(w["peak_rss_mb"] for w in workers_memory.values()),
+        peak_device_mb=_max(w["dask_reported_peak_device_mb"] for w in workers_memory.values()),
+        host_mb_at_start=None,
+        threads={
+            "workers": info.workers,
+            "threads_per_worker": info.threads_per_worker,
+            "xgboost_nthread": xgboost_threads_used(booster),
+        },
+        rows=dict(prepared.rows),
+        features=prepared.feature_names,
+    )
+    wanted = "cuda" if kind == "gpu" else "cpu"
+    if not device_used.startswith(wanted):
+        result.status = "failed"
+        result.reason = f"XGBoost trained on {device_used!r} although {train_params['device']!r} was asked for"
+    arm = result.as_dict()
+    arm["placement"] = "dask"
+    arm["client_peak_host_mb"] = to_mb(monitor.peak_host)
+    arm["train_attempts"] = attempts
+    arm["train_retried"] = len(attempts) > 1
+    arm["workers_memory"] = workers_memory
+    return arm, workflow
+
+
+def _max(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+#: Options of a run in this process that a Dask run does not take: (config key, its default, flag).
+SINGLE_PROCESS_ONLY = (
+    ("device", "auto", "--device"),
+    ("data", None, "--data"),
+    ("model", "xgboost", "--model"),
+    ("precision", "fp32", "--precision"),
+    ("batch_rows", "auto", "--batch-rows"),
+    ("memory_budget", None, "--memory-budget"),
+)
+
+
+def check_dask_config(config: Any) -> None:
+    """Refuse, up front, what only a run in this process can honour (never ignored silently)."""
+    for key, default, flag in SINGLE_PROCESS_ONLY:
+        if getattr(config, key, default) != default:
+            raise AccelError(
+                f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): "
+                "on Dask the workers decide the device and hold their partitions in memory"
+            )
+
+
+def cluster_run(
+    config: Any, listener: Listener | None = None, say: Callable[[str], None] = _say
+) -> tuple[dict[str, Any], Any]:
+    """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
+
+    Everything refusable is refused before a process starts: the output folder, the workflow,
+    the cluster request (:func:`accel.cluster.plan_cluster`).
+    """
+    from accel.environment import collect_environment
+    from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
+
+    check_dask_config(config)
+    out = ensure_writable(config.out)
+    if config.workflow not in DASK_WORKFLOWS:
+        from accel.workflows import get_workflow
+
+        get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
+        raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+    plan = plan_cluster(config.cluster)
+    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    params = XGBoostParams(**config.xgboost.model_dump())
+
+    started = datetime.now(timezone.utc)
+    environment = collect_environment()
+    t0 = time.perf_counter()
+    with ClusterSession(plan, say=say) as session:
+        startup = time.perf_counter() - t0
+        arm, workflow = run_on_session(session, config.workflow, settings, params, config.seed, listener, say)
+        info = session.info
+    finished = datetime.now(timezone.utc)
+    record = {"schema_version": SCHEMA_VERSION, "run_id": new_run_id(started)}
+    record.update(build_record(config, info, arm, workflow, environment, started, finished, startup))
+    path = write_record(out, record, record_stem(workflow.name, started))
+    return record, path
+
+
+def build_record(
+    config: Any,
+    info: Any,
+    arm: dict[str, Any],
+    workflow: Any,
+    environment: dict[str, Any],
+    started: datetime,
+    finished: datetime,
+    startup_seconds: float,
+) -> dict[str, Any]:
+    kind = info.worker_kind
+    other = "cpu" if kind == "gpu" else "gpu"
+    other_arm = skipped(
+        f"not run: this run ran on a Dask cluster of {kind.upper()} workers "
+        "(accel scale compares clusters with the single-process CPU baseline)"
+    ).as_dict()
+    arms = {kind: arm, other: other_arm}
+    environment["threads_used"] = {kind: arm["threads"], other: {}}
+    cluster = info.as_dict()
+    cluster["startup_seconds"] = round(startup_seconds, 3)
+    cluster["memory_note"] = (
+        "per worker: peak_rss_mb from getrusage in the worker process (since that worker started); "
+        "dask_reported_* are maxima of the scheduler's heartbeat metrics sampled every 0.25 s"
+    )
+    for worker in cluster["worker_details"]:
+        worker["memory"] = arm["workers_memory"].get(worker["address"])
+    return {
+        "workflow": workflow.name,
+        "task": workflow.task,
+        "mode": "dask",
+        "started_at": started.isoformat(),
+        "finished_at": finished.isoformat(),
+        "git_sha": environment.get("git_sha"),
+        "config": config.model_dump(mode="json"),
+        "data": workflow.describe_data(),
+        "environment": environment,
+        "cluster": cluster,
+        "arms": {"gpu": arms["gpu"], "cpu": arms["cpu"]},
+        "speedup": {**{s: math.nan for s in STAGES}, "total": math.nan},
+        "parity": parity(
+            workflow.task, "xgboost", ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))
+        ),
+    }
+
+
+def _arm_fields(arm: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__}
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def render_cluster_run(record: dict[str, Any], console: Any) -> None:
+    """Seconds per stage, metrics, and the cluster with each worker's memory peak."""
+    from rich.table import Table
+
+    cluster = record["cluster"]
+    kind = cluster["worker_kind"]
+    arm = record["arms"][kind]
+    table = Table(
+        title=f"accel run {record['workflow']} on Dask — {cluster['workers']} {kind.upper()} worker(s)",
+        title_justify="left",
+    )
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    for stage in STAGES:
+        table.add_row(stage, f"{arm['stages'][stage]:.2f}")
+    table.add_row("total", f"{arm['total_seconds']:.2f}", style="bold")
+    console.print(table)
+    for name, value in arm["metrics"].items():
+        console.print(f"{name}: {value:.4f}", highlight=False)
+    console.print(
+        f"device used: {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s", highlight=False
+    )
+    attempts = arm.get("train_attempts", [])
+    if len(attempts) > 1:
+        first = attempts[0]
+        console.print(
+            f"training retried: attempt 1 lost {len(first['lost_workers'])} worker(s) ({first['reason']}); "
+            f"attempt 2 ran on {attempts[-1]['workers']}",
+            highlight=False,
+            markup=False,
+        )
+    workers = Table(title="workers", title_justify="left")
+    workers.add_column("worker")
+    workers.add_column("threads", justify="right")
+    workers.add_column("peak RSS (MB)", justify="right")
+    workers.add_column("peak device (MB)", justify="right")
+    for w in cluster["worker_details"]:
+        memory = w.get("memory") or {}
+        workers.add_row(
+            w["address"],
+            str(w["nthreads"]),
+            _fmt(memory.get("peak_rss_mb")),
+            _fmt(memory.get("dask_reported_peak_device_mb")),
+        )
+    console.print(workers)
+    if arm["status"] != "ok":
+        console.print(f"{kind.upper()} cluster arm failed: {arm['reason']}", highlight=False, markup=False)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
+
+
+def run_command(config: Any, as_json: bool) -> int:
+    """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
+    import json
+
+    from rich.console import Console
+
+    from accel.report import ProgressDisplay
+
+    progress = ProgressDisplay()
+    try:
+        record, path = cluster_run(config, progress)
+    finally:
+        progress.close()
+    if as_json:
+        print(json.dumps(record, indent=2, default=str))
+    else:
+        render_cluster_run(record, Console())
+    print(f"run record: {path}")
+    kind = record["cluster"]["worker_kind"]
+    if record["arms"][kind]["status"] != "ok":
+        print(f"accel: the {kind} cluster arm failed (see the record)", file=sys.stderr)
+        return 1
+    return 0

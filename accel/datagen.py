@@ -1,0 +1,335 @@
+"""The db-benchmark data sets, generated with NumPy and written with pyarrow.
+
+The column recipes follow h2oai/db-benchmark's R generators (``_data/groupby-datagen.R`` and
+``_data/join-datagen.R``); the random numbers are our own (NumPy's PCG64, seed 108 by default,
+as the R scripts ``set.seed(108)``), so files are not byte-identical to the benchmark's but have
+the same columns, types, cardinalities and NA pattern. Answers are checked across arms, not
+against published checksums.
+
+Groupby, ``G1_<N>_<K>_<nas>_<sort>``:
+
+- ``id1``, ``id2``: ``"id%03d"`` of 1..K (few large groups / few small groups, strings);
+- ``id3``: ``"id%010d"`` of 1..N/K (many groups, strings);
+- ``id4``, ``id5``: integers 1..K; ``id6``: integers 1..N/K;
+- ``v1``: integers 1..5; ``v2``: integers 1..15; ``v3``: uniform(0, 100) rounded to 6 places.
+- With ``nas`` percent: in each id column that share of its distinct values becomes NA in
+  every row holding it; in each v column that share of rows becomes NA.
+
+Join, ``J1_<N>_NA_<nas>_0`` (left, N rows) and three right tables of N/1e6, N/1e3 and N rows:
+keys are drawn so that 90 % of each key set is shared by both sides, 10 % only on the left and
+10 % only on the right; ``id4``/``id5``/``id6`` are ``"id<n>"`` strings of ``id1``/``id2``/``id3``;
+the left has ``v1``, the right ``v2`` (uniform(0, 100), 6 places). The benchmark needs N >= 1e7
+so that the small table has at least 10 rows; here the small table has at least 10 rows and the
+medium one at least 100, so N >= 1000 works for tests (the small and medium tables are then
+larger than N/1e6 and N/1e3).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel.errors import AccelError
+
+#: Columns of each table, in the benchmark's order.
+GROUPBY_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3")
+JOIN_X_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1")
+JOIN_SMALL_COLUMNS = ("id1", "id4", "v2")
+JOIN_MEDIUM_COLUMNS = ("id1", "id2", "id4", "id5", "v2")
+JOIN_BIG_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v2")
+
+DEFAULT_SEED = 108
+FORMATS = ("csv", "parquet")
+
+
+def pretty_count(n: int) -> str:
+    """``1e7`` for 10,000,000 (as the benchmark names files); other counts as plain digits."""
+    digits = str(int(n))
+    stripped = digits.rstrip("0")
+    if len(stripped) == 1 and len(digits) > 1:
+        return f"{stripped}e{len(digits) - 1}"
+    return digits
+
+
+def groupby_name(n: int, k: int, nas: int = 0, sort: bool = False) -> str:
+    return f"G1_{pretty_count(n)}_{pretty_count(k)}_{nas}_{int(sort)}"
+
+
+def _check_counts(n: int, k: int | None = None, nas: int = 0) -> None:
+    if n < 1:
+        raise AccelError(f"N must be a positive number of rows, got {n}")
+    if k is not None and not 1 <= k <= n:
+        raise AccelError(f"K must be between 1 and N ({n}), got {k}")
+    if not 0 <= nas <= 100:
+        raise AccelError(f"--nas must be a percentage between 0 and 100, got {nas}")
+
+
+def _labels(fmt: str, count: int) -> Any:
+    import pyarrow as pa
+
+    return pa.array([fmt % i for i in range(1, count + 1)], type=pa.string())
+
+
+def _dictionary(codes: np.ndarray, labels: Any, null: np.ndarray | None) -> Any:
+    """A pyarrow dictionary column from 1-based codes (strings are built once per distinct value)."""
+    import pyarrow as pa
+
+    indices = pa.array((codes - 1).astype(np.int32), mask=null)
+    return pa.DictionaryArray.from_arrays(indices, labels)
+
+
+def _null_values(rng: np.random.Generator, values: np.ndarray, nas: int) -> np.ndarray | None:
+    """The NA mask of an id column: ``nas`` % of its distinct values become NA wherever they occur."""
+    if not nas:
+        return None
+    distinct = np.unique(values)
+    count = int(len(distinct) * nas / 100)
+    if not count:
+        return None
+    return np.isin(values, rng.choice(distinct, size=count, replace=False))
+
+
+def _null_rows(rng: np.random.Generator, n: int, nas: int) -> np.ndarray | None:
+    """The NA mask of a value column: ``nas`` % of the rows, drawn at random."""
+    count = int(n * nas / 100)
+    if not count:
+        return None
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=count, replace=False)] = True
+    return mask
+
+
+def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = DEFAULT_SEED) -> Any:
+    """The groupby data set as a pyarrow Table (``groupby-datagen.R``'s recipe).
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    k : int
+        Groups of the low-cardinality keys (``id1``, ``id2``, ``id4``, ``id5``); the
+        high-cardinality keys (``id3``, ``id6``) have ``n // k`` groups.
+    nas : int, default 0
+        Percentage of NA (see the module docstring).
+    sort : bool, default False
+        Sort the rows by ``id1``..``id6`` (NA first), as the benchmark's sort flag does.
+    seed : int, default 108
+    """
+    import pyarrow as pa
+
+    _check_counts(n, k, nas)
+    rng = np.random.default_rng(seed)
+    nk = max(n // k, 1)
+    ids = {
+        "id1": rng.integers(1, k + 1, n),
+        "id2": rng.integers(1, k + 1, n),
+        "id3": rng.integers(1, nk + 1, n),
+        "id4": rng.integers(1, k + 1, n),
+        "id5": rng.integers(1, k + 1, n),
+        "id6": rng.integers(1, nk + 1, n),
+    }
+    values = {
+        "v1": rng.integers(1, 6, n),
+        "v2": rng.integers(1, 16, n),
+        "v3": np.round(rng.uniform(0, 100, n), 6),
+    }
+    id_nulls = {c: _null_values(rng, v, nas) for c, v in ids.items()}
+    v_nulls = {c: _null_rows(rng, n, nas) for c in values}
+
+    if sort:
+        # NA sorts first, as data.table's setkeyv puts it; zero-padded labels sort like their numbers.
+        keys = [np.where(id_nulls[c], 0, ids[c]) if id_nulls[c] is not None else ids[c] for c in reversed(list(ids))]
+        order = np.lexsort(keys)
+        ids = {c: v[order] for c, v in ids.items()}
+        values = {c: v[order] for c, v in values.items()}
+        id_nulls = {c: (m[order] if m is not None else None) for c, m in id_nulls.items()}
+        v_nulls = {c: (m[order] if m is not None else None) for c, m in v_nulls.items()}
+
+    short, long = _labels("id%03d", k), _labels("id%010d", nk)
+    columns = {
+        "id1": _dictionary(ids["id1"], short, id_nulls["id1"]),
+        "id2": _dictionary(ids["id2"], short, id_nulls["id2"]),
+        "id3": _dictionary(ids["id3"], long, id_nulls["id3"]),
+    }
+    for c in ("id4", "id5", "id6"):
+        columns[c] = pa.array(ids[c].astype(np.int32), mask=id_nulls[c])
+    columns["v1"] = pa.array(values["v1"].astype(np.int32), mask=v_nulls["v1"])
+    columns["v2"] = pa.array(values["v2"].astype(np.int32), mask=v_nulls["v2"])
+    columns["v3"] = pa.array(values["v3"], mask=v_nulls["v3"])
+    return pa.table(columns)
+
+
+# --------------------------------------------------------------------------- join
+
+
+def _split_keys(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``split_xlr``: a permutation of 1..1.1n cut into shared (0.9n), left-only and right-only (0.1n each)."""
+    n_x = int(round(n * 0.9))
+    n_side = n - n_x
+    keys = rng.permutation(n_x + 2 * n_side) + 1
+    return keys[:n_x], keys[n_x : n_x + n_side], keys[n_x + n_side :]
+
+
+def _sample_all(rng: np.random.Generator, keys: np.ndarray, size: int) -> np.ndarray:
+    """``sample_all``: every key at least once, the rest drawn with replacement, shuffled."""
+    if len(keys) > size:
+        raise AccelError(f"cannot place {len(keys)} distinct keys in {size} rows")
+    extra = rng.choice(keys, size=size - len(keys), replace=True)
+    return rng.permutation(np.concatenate([keys, extra]))
+
+
+def _id_strings(values: np.ndarray, null: np.ndarray | None) -> Any:
+    """``"id<n>"`` strings of integer keys (``sprintf("id%.0f", ...)``), NA where the key is NA."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    as_text = pc.binary_join_element_wise("id", pc.cast(pa.array(values), pa.string()), "")
+    if null is not None:
+        as_text = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), as_text)
+    return as_text
+
+
+#: The smallest left table: its three right tables must differ in size (they are told apart by it).
+MIN_JOIN_ROWS = 1000
+
+
+def join_sizes(n: int) -> dict[str, int]:
+    """Rows of the three right tables for a left table of ``n`` rows: N/1e6, N/1e3 and N, with
+    at least 10 rows in the small one and ten times that in the medium one."""
+    small = max(n // 10**6, 10)
+    return {"small": small, "medium": max(n // 10**3, 10 * small), "big": n}
+
+
+def join_names(n: int, nas: int = 0) -> dict[str, str]:
+    sizes = join_sizes(n)
+    names = {"x": f"J1_{pretty_count(n)}_NA_{nas}_0"}
+    for role, rows in sizes.items():
+        names[role] = f"J1_{pretty_count(n)}_{pretty_count(rows)}_{nas}_0"
+    return names
+
+
+def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """The join data sets as pyarrow Tables: ``{"x", "small", "medium", "big"}`` (``join-datagen.R``)."""
+    import pyarrow as pa
+
+    _check_counts(n, None, nas)
+    if n < MIN_JOIN_ROWS:
+        raise AccelError(
+            f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}"
+        )
+    rng = np.random.default_rng(seed)
+    sizes = join_sizes(n)
+    key1 = _split_keys(rng, sizes["small"])
+    key2 = _split_keys(rng, sizes["medium"])
+    key3 = _split_keys(rng, sizes["big"])
+
+    def left_keys(key: tuple) -> np.ndarray:
+        return np.concatenate([key[0], key[1]])
+
+    def right_keys(key: tuple) -> np.ndarray:
+        return np.concatenate([key[0], key[2]])
+
+    x_ids = {
+        "id1": _sample_all(rng, left_keys(key1), n),
+        "id2": _sample_all(rng, left_keys(key2), n),
+        "id3": _sample_all(rng, left_keys(key3), n),
+    }
+    v1 = np.round(rng.uniform(0, 100, n), 6)
+    x_nulls = {c: _null_values(rng, v, nas) for c, v in x_ids.items()}
+    v1_null = _null_rows(rng, n, nas)
+    x_cols: dict[str, Any] = {c: pa.array(v.astype(np.int32), mask=x_nulls[c]) for c, v in x_ids.items()}
+    for c_int, c_str in (("id1", "id4"), ("id2", "id5"), ("id3", "id6")):
+        x_cols[c_str] = _id_strings(x_ids[c_int], x_nulls[c_int])
+    x_cols["v1"] = pa.array(v1, mask=v1_null)
+    tables = {"x": pa.table(x_cols)}
+
+    def right(rows: int, keys: list[tuple[str, str, tuple]]) -> Any:
+        cols: dict[str, Any] = {}
+        strings = {}
+        for c_int, c_str, key in keys:
+            values = _sample_all(rng, right_keys(key), rows)
+            cols[c_int] = pa.array(values.astype(np.int32))
+            strings[c_str] = _id_strings(values, None)
+        cols.update(strings)
+        cols["v2"] = pa.array(np.round(rng.uniform(0, 100, rows), 6))
+        return pa.table(cols)
+
+    tables["small"] = right(sizes["small"], [("id1", "id4", key1)])
+    tables["medium"] = right(sizes["medium"], [("id1", "id4", key1), ("id2", "id5", key2)])
+    tables["big"] = right(sizes["big"], [("id1", "id4", key1), ("id2", "id5", key2), ("id3", "id6", key3)])
+    return tables
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def table_format(path: Path) -> str:
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix == "pq":
+        suffix = "parquet"
+    if suffix not in FORMATS:
+        raise AccelError(f"cannot tell the format of {str(path)!r}: name it .csv or .parquet")
+    return suffix
+
+
+def write_table(table: Any, path: Path) -> Path:
+    """Write a pyarrow Table as CSV (unquoted, NA as an empty field, like ``fwrite``) or Parquet.
+
+    The file appears whole or not at all: it is written beside its final name and renamed.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    fmt = table_format(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        if fmt == "csv":
+            plain = pa.table(
+                {
+                    name: (col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col)
+                    for name, col in zip(table.column_names, table.columns)
+                }
+            )
+            pacsv.write_csv(plain, tmp, write_options=pacsv.WriteOptions(quoting_style="none"))
+        else:
+            pq.write_table(table, tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a data file is as readable as any other
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def prepare_output(path: Path, *, folder: bool) -> Path:
+    """Check an output path before generating (generation of 1e8 rows takes a while)."""
+    path = Path(path)
+    target = path if folder else path.parent
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target, prefix=".accel-probe-"):
+            pass
+    except OSError as exc:
+        raise AccelError(f"cannot write to {str(target)!r} ({exc.strerror or type(exc).__name__})") from None
+    return path
+
+
+def rows_from_text(text: str) -> int:
+    """``1e7``, ``10000000`` or ``10_000_000`` as an int (a positive whole number)."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise ValueError(f"must be a positive whole number such as 1e7, got {text!r}") from None
+    if not math.isfinite(value) or value < 1 or value != int(value):
+        raise ValueError(f"must be a positive whole number such as 1e7, got {text!r}")
+    return int(value)

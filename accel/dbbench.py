@@ -1,0 +1,442 @@
+"""The db-benchmark questions (h2oai/db-benchmark), written once against the dataframe API.
+
+Each question is the expression of the benchmark's pandas solution (``pandas/groupby-pandas.py``,
+``pandas/join-pandas.py``): the same group keys, aggregations and options (``as_index=False,
+sort=False, observed=True, dropna=False``: NA keys form their own group), run on cuDF on the GPU
+arm and on pandas on the CPU arm, on data loaded with the benchmark's dtypes (ids ``id1``–``id3``
+categorical, integers NA-aware ``Int32``, ``v3`` float64; for join ``id4``–``id6`` categorical).
+
+The answer check is the benchmark's: the sum of each answer column it names (``chk``), and the
+answer's rows and columns. Answers of the two arms agree when their rows are equal and every
+checksum is within a relative 1e-3.
+
+One question differs in how it computes, not in what: groupby q9 ("regression v1 v2 by id2
+id4", r² = squared Pearson correlation of v1 and v2 per group, NA pairs left out). The pandas
+solution runs a Python function per group (``groupby.apply(lambda x: x.corr()...)``), which
+cuDF can only run group by group; here r² comes from per-group sums of v1, v2, v1², v2² and
+v1·v2, one vectorised aggregation on both arms. v1 and v2 are small integers, so those sums are
+exact in float64 and the answer equals the per-group correlation.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from accel import _compat
+from accel.backend import Backend
+from accel.errors import AccelError
+from accel.timing import measure
+
+#: Checksums of the two arms agree within this relative difference.
+CHECKSUM_RTOL = 1e-3
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question.
+
+    Attributes
+    ----------
+    name : str
+        ``q1`` .. ``q10`` (groupby) or ``q1`` .. ``q5`` (join).
+    title : str
+        The benchmark's own name of the question.
+    answer : callable
+        ``answer(xdf, tables) -> frame``: the question, on the arm's dataframe module.
+    checksum : tuple
+        The answer columns whose sums are the checksum, in the benchmark's order; a pair
+        names a column under a two-level header (``("v3", "median")``).
+    """
+
+    name: str
+    title: str
+    answer: Callable[[ModuleType, Mapping[str, Any]], Any]
+    checksum: tuple[str | tuple[str, str], ...]
+
+
+def _by(frame: Any, keys: str | list[str]) -> Any:
+    # The benchmark's options on every groupby question.
+    return frame.groupby(keys, as_index=False, sort=False, observed=True, dropna=False)
+
+
+def _q7(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+    ans = _by(t["x"], "id3").agg({"v1": "max", "v2": "min"})
+    return ans.assign(range_v1_v2=ans["v1"] - ans["v2"])[["id3", "range_v1_v2"]]
+
+
+def _q8(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+    x = t["x"]
+    ans = _by(x[~x["v3"].isna()][["id6", "v3"]].sort_values("v3", ascending=False), "id6").head(2)
+    return ans.reset_index(drop=True)
+
+
+def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+    keys = ["id2", "id4"]
+    x = t["x"][keys + ["v1", "v2"]].dropna(subset=["v1", "v2"])  # pairwise-complete, as DataFrame.corr
+    a = x["v1"].astype("float64")
+    b = x["v2"].astype("float64")
+    x = x.assign(v1=a, v2=b, v11=a * a, v22=b * b, v12=a * b)
+    s = _by(x, keys).agg(
+        n=("v1", "count"),
+        s1=("v1", "sum"),
+        s2=("v2", "sum"),
+        s11=("v11", "sum"),
+        s22=("v22", "sum"),
+        s12=("v12", "sum"),
+    )
+    cov = s["n"] * s["s12"] - s["s1"] * s["s2"]
+    var1 = s["n"] * s["s11"] - s["s1"] * s["s1"]
+    var2 = s["n"] * s["s22"] - s["s2"] * s["s2"]
+    # A constant group (or a single row) has no correlation: 0/0 is NaN on both arms, as in pandas.
+    return s.assign(r2=(cov * cov) / (var1 * var2))[keys + ["r2"]]
+
+
+GROUPBY_QUESTIONS: dict[str, Question] = {
+    q.name: q
+    for q in (
+        Question("q1", "sum v1 by id1", lambda xdf, t: _by(t["x"], "id1").agg({"v1": "sum"}), ("v1",)),
+        Question("q2", "sum v1 by id1:id2", lambda xdf, t: _by(t["x"], ["id1", "id2"]).agg({"v1": "sum"}), ("v1",)),
+        Question(
+            "q3",
+            "sum v1 mean v3 by id3",
+            lambda xdf, t: _by(t["x"], "id3").agg({"v1": "sum", "v3": "mean"}),
+            ("v1", "v3"),
+        ),
+        Question(
+            "q4",
+            "mean v1:v3 by id4",
+            lambda xdf, t: _by(t["x"], "id4").agg({"v1": "mean", "v2": "mean", "v3": "mean"}),
+            ("v1", "v2", "v3"),
+        ),
+        Question(
+            "q5",
+            "sum v1:v3 by id6",
+            lambda xdf, t: _by(t["x"], "id6").agg({"v1": "sum", "v2": "sum", "v3": "sum"}),
+            ("v1", "v2", "v3"),
+        ),
+        Question(
+            "q6",
+            "median v3 sd v3 by id4 id5",
+            lambda xdf, t: _by(t["x"], ["id4", "id5"]).agg({"v3": ["median", "std"]}),
+            (("v3", "median"), ("v3", "std")),
+        ),
+        Question("q7", "max v1 - min v2 by id3", _q7, ("range_v1_v2",)),
+        Question("q8", "largest two v3 by id6", _q8, ("v3",)),
+        Question("q9", "regression v1 v2 by id2 id4", _q9, ("r2",)),
+        Question(
+            "q10",
+            "sum v3 count by id1:id6",
+            lambda xdf, t: _by(t["x"], ["id1", "id2", "id3", "id4", "id5", "id6"]).agg({"v3": "sum", "v1": "size"}),
+            ("v3", "v1"),
+        ),
+    )
+}
+
+JOIN_QUESTIONS: dict[str, Question] = {
+    q.name: q
+    for q in (
+        Question("q1", "small inner on int", lambda xdf, t: t["x"].merge(t["small"], on="id1"), ("v1", "v2")),
+        Question("q2", "medium inner on int", lambda xdf, t: t["x"].merge(t["medium"], on="id2"), ("v1", "v2")),
+        Question(
+            "q3", "medium outer on int", lambda xdf, t: t["x"].merge(t["medium"], how="left", on="id2"), ("v1", "v2")
+        ),
+        Question("q4", "medium inner on factor", lambda xdf, t: t["x"].merge(t["medium"], on="id5"), ("v1", "v2")),
+        Question("q5", "big inner on int", lambda xdf, t: t["x"].merge(t["big"], on="id3"), ("v1", "v2")),
+    )
+}
+
+# Column kinds per table, as the benchmark's pandas solution casts them after loading.
+_C, _I, _F = "category", "int", "float"
+GROUPBY_SCHEMA = {
+    "x": {"id1": _C, "id2": _C, "id3": _C, "id4": _I, "id5": _I, "id6": _I, "v1": _I, "v2": _I, "v3": _F},
+}
+JOIN_SCHEMA = {
+    "x": {"id1": _I, "id2": _I, "id3": _I, "id4": _C, "id5": _C, "id6": _C, "v1": _F},
+    "small": {"id1": _I, "id4": _C, "v2": _F},
+    "medium": {"id1": _I, "id2": _I, "id4": _C, "id5": _C, "v2": _F},
+    "big": {"id1": _I, "id2": _I, "id3": _I, "id4": _C, "id5": _C, "id6": _C, "v2": _F},
+}
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str  # "groupby" | "join"
+    questions: dict[str, Question]
+    schema: dict[str, dict[str, str]]
+
+    @property
+    def benchmark(self) -> str:
+        return f"db_{self.name}"
+
+
+SUITES = {
+    "groupby": Suite("groupby", GROUPBY_QUESTIONS, GROUPBY_SCHEMA),
+    "join": Suite("join", JOIN_QUESTIONS, JOIN_SCHEMA),
+}
+
+
+def select_questions(suite: Suite, names: str | Sequence[str] | None) -> list[Question]:
+    """The questions named (``"q1,q3"``, a list, or None/``"all"`` for every one), in order."""
+    if names is None or names == "all":
+        return list(suite.questions.values())
+    wanted = [n.strip().lower() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    unknown = [n for n in wanted if n not in suite.questions]
+    if unknown or not wanted:
+        raise AccelError(
+            f"unknown {suite.name} question {', '.join(map(repr, unknown)) or 'list (empty)'}; "
+            f"known: {', '.join(suite.questions)}"
+        )
+    return [suite.questions[n] for n in suite.questions if n in wanted]
+
+
+# --------------------------------------------------------------------------- data files
+
+
+def file_columns(path: Path) -> list[str]:
+    """Column names of a CSV or Parquet file, read from its header or schema only."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return list(pq.read_schema(path).names)
+        with path.open("r", newline="") as f:
+            header = f.readline().strip()
+    except OSError as exc:
+        raise AccelError(f"cannot read {str(path)!r} ({exc.strerror or type(exc).__name__})") from None
+    except Exception as exc:  # noqa: BLE001 - a corrupt Parquet footer, say
+        raise AccelError(f"cannot read {str(path)!r} as a data file ({type(exc).__name__})") from None
+    return [c.strip().strip('"') for c in header.split(",")] if header else []
+
+
+def _data_file(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise AccelError(f"data file {str(path)!r} does not exist (make one with 'accel data groupby N K OUT')")
+    if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise AccelError(f"data file {str(path)!r} must be .csv or .parquet")
+    return path
+
+
+def locate_groupby(path: Path) -> dict[str, Path]:
+    return {"x": _data_file(path)}
+
+
+def _size_token(path: Path) -> float:
+    # J1_1e7_1e4_0_0 -> 1e4; the right tables are told apart by their size, as join_to_tbls does.
+    parts = path.stem.split("_")
+    try:
+        return float(parts[2])
+    except (IndexError, ValueError):
+        return math.inf
+
+
+def locate_join(folder: Path) -> dict[str, Path]:
+    """The four join tables in ``folder``: ``J1_<N>_NA_<nas>_<sort>`` and its three right tables."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AccelError(f"join data folder {str(folder)!r} does not exist (make one with 'accel data join N DIR')")
+    files = sorted(p for p in folder.iterdir() if p.name.startswith("J1_") and p.suffix.lower() in (".csv", ".parquet"))
+    lefts = [p for p in files if re.match(r"J1_[^_]+_NA_", p.name)]
+    if len(lefts) != 1:
+        found = ", ".join(p.name for p in lefts) or "none"
+        raise AccelError(f"{str(folder)!r} must hold exactly one left table J1_<N>_NA_<nas>_<sort> (found {found})")
+    x = lefts[0]
+    prefix, suffix = x.stem.split("_NA_")[0], x.stem.split("_NA_")[1]
+    rights = sorted(
+        (p for p in files if p != x and p.stem.startswith(prefix + "_") and p.stem.endswith("_" + suffix)),
+        key=_size_token,
+    )
+    if len(rights) != 3:
+        raise AccelError(
+            f"{str(folder)!r} must hold the three right tables of {x.name} (small, medium, big); found {len(rights)}"
+        )
+    return {"x": x, "small": rights[0], "medium": rights[1], "big": rights[2]}
+
+
+def check_columns(suite: Suite, paths: Mapping[str, Path]) -> None:
+    """Refuse, up front, a data file without the benchmark's columns, naming the missing ones."""
+    for role, path in paths.items():
+        have = set(file_columns(path))
+        missing = [c for c in suite.schema[role] if c not in have]
+        if missing:
+            need = ", ".join(suite.schema[role])
+            raise AccelError(
+                f"{str(path)!r} lacks the {suite.name} benchmark's columns {', '.join(missing)} (it needs {need})"
+            )
+
+
+def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
+    """Cast a table's columns as the benchmark's pandas solution does after loading."""
+    integer = _compat.nullable_int32(xdf)
+    for column, kind in schema.items():
+        dtype = {"category": "category", "int": integer, "float": "float64"}[kind]
+        frame[column] = frame[column].astype(dtype)
+    return frame
+
+
+def load_tables(backend: Backend, suite: Suite, paths: Mapping[str, Path]) -> dict[str, Any]:
+    """Read each table into the arm's dataframe and cast its columns as the benchmark does."""
+    xdf = backend.xdf
+    tables = {}
+    for role, path in paths.items():
+        schema = suite.schema[role]
+        tables[role] = apply_schema(xdf, schema, _compat.read_table(xdf, path, columns=list(schema)))
+    return tables
+
+
+def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Generated pyarrow tables (:mod:`accel.datagen`) as the arm's frames, cast as when loaded."""
+    xdf = backend.xdf
+    return {
+        role: apply_schema(xdf, suite.schema[role], _compat.from_arrow(xdf, table.select(list(suite.schema[role]))))
+        for role, table in arrow_tables.items()
+        if role in suite.schema
+    }
+
+
+# --------------------------------------------------------------------------- running
+
+
+def answer_column(frame: Any, path: str | tuple[str, str]) -> Any:
+    """One checksum column of an answer (a pair addresses a two-level header, as ``ans["v3"]["median"]``)."""
+    if isinstance(path, tuple):
+        return frame[path[0]][path[1]]
+    return frame[path]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def run_question(backend: Backend, question: Question, tables: Mapping[str, Any], repeats: int, warmup: int) -> dict:
+    """Time one question on one arm (cold run, warm-up, repeats) and check its answer.
+
+    ``run1`` is the cold run and ``run2`` the first timed repeat, the benchmark's two runs.
+    """
+    xdf = backend.xdf
+    timing, ans = measure(lambda: question.answer(xdf, tables), backend, repeats=repeats, warmup=warmup)
+    rows, cols = (int(v) for v in ans.shape)
+    checksum = [_compat.column_sum(answer_column(ans, c)) for c in question.checksum]
+    del ans
+    return {
+        "status": "ok",
+        "run1": timing.cold,
+        "run2": timing.times[0],
+        "median": timing.median,
+        "timing": timing.as_dict(),
+        "rows": rows,
+        "cols": cols,
+        "checksum": checksum,
+    }
+
+
+def run_arm(
+    backend: Backend,
+    suite: Suite,
+    paths: Mapping[str, Path],
+    questions: Sequence[Question],
+    repeats: int,
+    warmup: int,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load the data and run every question on one arm; a question that raises is ``failed``."""
+    import time
+
+    say = progress or (lambda _msg: None)
+    start = time.perf_counter()
+    try:
+        tables = load_tables(backend, suite, paths)
+        backend.synchronize()
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. the data does not fit in device memory: the other arm still runs
+        say(f"[{backend.name}] loading failed: {_first_line(exc)}")
+        return {"status": "failed", "reason": f"loading the data: {_first_line(exc)}", "backend": backend.name}
+    load_seconds = time.perf_counter() - start
+    rows_in = {role: int(len(frame)) for role, frame in tables.items()}
+    say(f"[{backend.name}] loaded {', '.join(f'{r} {n:,} rows' for r, n in rows_in.items())} in {load_seconds:.2f} s")
+    answers: dict[str, dict] = {}
+    for q in questions:
+        try:
+            answers[q.name] = run_question(backend, q, tables, repeats, warmup)
+            a = answers[q.name]
+            say(
+                f"[{backend.name}] {q.name:<4}{q.title:<28} run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  "
+                f"{a['rows']:,} rows"
+            )
+        except (AccelError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one question failing (GPU out of memory, say) must not end the others
+            answers[q.name] = {"status": "failed", "reason": _first_line(exc)}
+            say(f"[{backend.name}] {q.name:<4}{q.title:<28} FAILED: {answers[q.name]['reason']}")
+        gc.collect()
+    del tables
+    gc.collect()
+    return {
+        "status": "ok",
+        "backend": backend.name,
+        "device_name": backend.device.name if backend.device else None,
+        "load_seconds": load_seconds,
+        "rows_in": rows_in,
+        "questions": answers,
+    }
+
+
+def compare_answers(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, rtol: float = CHECKSUM_RTOL) -> dict:
+    """Whether two answers agree: rows equal and each checksum within ``rtol`` (None when one is missing)."""
+    if not a or not b or a.get("status") != "ok" or b.get("status") != "ok":
+        return {"agree": None, "rows_equal": None, "max_rel_diff": None}
+    diffs = []
+    for x, y in zip(a["checksum"], b["checksum"]):
+        if math.isnan(x) and math.isnan(y):
+            diffs.append(0.0)
+        elif x == y:
+            diffs.append(0.0)
+        else:
+            diffs.append(abs(x - y) / max(abs(x), abs(y)))
+    rows_equal = a["rows"] == b["rows"]
+    ok_sums = len(a["checksum"]) == len(b["checksum"]) and all(d <= rtol for d in diffs)
+    return {"agree": bool(rows_equal and ok_sums), "rows_equal": rows_equal, "max_rel_diff": max(diffs, default=0.0)}
+
+
+def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per question: both arms' measurements, whether they agree, and the speedup."""
+    from accel.timing import speedup
+
+    rows = []
+    for q in questions:
+        per_arm = {}
+        for arm in ("gpu", "cpu"):
+            result = arms[arm]
+            if result.get("status") != "ok":
+                per_arm[arm] = {"status": result.get("status", "skipped"), "reason": result.get("reason")}
+            else:
+                per_arm[arm] = result["questions"][q.name]
+        check = compare_answers(per_arm["gpu"], per_arm["cpu"])
+        both = per_arm["gpu"].get("status") == "ok" and per_arm["cpu"].get("status") == "ok"
+        rows.append(
+            {
+                "question": q.name,
+                "title": q.title,
+                "checksum_columns": ["_".join(c) if isinstance(c, tuple) else c for c in q.checksum],
+                "gpu": per_arm["gpu"],
+                "cpu": per_arm["cpu"],
+                **check,
+                "speedup": speedup(per_arm["cpu"].get("median"), per_arm["gpu"].get("median")) if both else math.nan,
+            }
+        )
+    return rows
+
+
+def stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

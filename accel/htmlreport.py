@@ -1,0 +1,628 @@
+"""``accel report DIR``: one self-contained HTML page and a Markdown summary from result files.
+
+It reads every ``*.json`` under DIR and recognises:
+
+- run records of ``accel run`` (``workflow`` + ``arms``): seconds per stage and arm, speedups, parity;
+- ``accel bench`` results (``benchmark``: ``db_groupby``, ``db_join``, ``models``, ``crossover``)
+  and the overhead benchmarks of ``benchmarks/`` (``groupby_overhead``, ``flights_overhead``);
+- scaling results (``"benchmark": "scaling"``, rows of workers / kind / stage / seconds /
+  speedup_vs_1 / efficiency / metric) and experiment (HPO) results (``"benchmark":
+  "experiments"``, rows of name / metric / seconds / peak_mb / pareto), written by other parts of
+  accel.
+
+A section appears only when files of its kind exist. Plots are PNGs drawn with matplotlib
+(Agg, no display needed) and embedded as base64, so the page is one file that opens anywhere.
+Numbers are shown with 4 significant digits; NaN (an arm that did not run) shows as ``n/a``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+
+KINDS = (
+    "run",
+    "db_groupby",
+    "db_join",
+    "groupby_overhead",
+    "flights_overhead",
+    "models",
+    "crossover",
+    "scaling",
+    "experiments",
+)
+
+
+@dataclass
+class Collected:
+    """The result files found, by kind, each as ``(path, content)``, oldest first."""
+
+    by_kind: dict[str, list[tuple[Path, dict]]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    ignored: list[tuple[Path, str]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.by_kind.values())
+
+
+def kind_of(content: Any) -> str | None:
+    if not isinstance(content, dict):
+        return None
+    if "workflow" in content and "arms" in content:
+        return "run"
+    bench = content.get("benchmark")
+    return bench if bench in KINDS else None
+
+
+def collect(folder: Path) -> Collected:
+    """Every recognised JSON file under ``folder`` (recursively)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AccelError(f"report folder {str(folder)!r} does not exist")
+    found = Collected()
+    for path in sorted(folder.rglob("*.json")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        try:
+            content = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            found.ignored.append((path, f"not readable JSON ({type(exc).__name__})"))
+            continue
+        kind = kind_of(content)
+        if kind is None:
+            found.ignored.append((path, "not a run record or benchmark result"))
+            continue
+        found.by_kind[kind].append((path, content))
+    return found
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def num(value: Any, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; ``n/a`` for NaN, ``—`` for missing."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        if math.isinf(value):
+            return "inf"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def checksum_text(values: Sequence[float]) -> str:
+    """Checksums with 10 significant digits: they are there to be compared."""
+    return "; ".join(num(v, 10) for v in values) or "—"
+
+
+def _ok(arm: dict | None) -> bool:
+    return bool(arm) and arm.get("status") == "ok"
+
+
+class Section:
+    """One part of the page: HTML pieces and Markdown lines built side by side."""
+
+    def __init__(self, anchor: str, title: str):
+        self.anchor, self.title = anchor, title
+        self.html: list[str] = []
+        self.md: list[str] = [f"## {title}", ""]
+
+    def para(self, text: str) -> None:
+        self.html.append(f"<p>{html.escape(text)}</p>")
+        self.md += [text, ""]
+
+    def table(
+        self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str, md: bool = True
+    ) -> None:
+        rows = [[num(c) if not isinstance(c, str) else c for c in r] for r in rows]
+        out = [f'<table id="{html.escape(table_id)}"><caption>{html.escape(caption)}</caption><thead><tr>']
+        out += [f"<th>{html.escape(h)}</th>" for h in header]
+        out.append("</tr></thead><tbody>")
+        for r in rows:
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+        out.append("</tbody></table>")
+        self.html.append("".join(out))
+        if md:
+            self.md += [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            self.md += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+            self.md.append("")
+
+    def figure(self, fig: Any, alt: str) -> None:
+        self.html.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png(fig)}"/></figure>')
+
+    def render(self) -> str:
+        return f'<section id="{self.anchor}"><h2>{html.escape(self.title)}</h2>{"".join(self.html)}</section>'
+
+
+def png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _env_line(content: dict) -> str:
+    env = content.get("environment") or {}
+    cores = env.get("cores") or {}
+    gpus = ", ".join(f"{g.get('name')} ({g.get('memory_gb')} GB)" for g in env.get("gpus") or []) or "no GPU"
+    sha = (env.get("git_sha") or content.get("git_sha") or "")[:10] or "unknown"
+    load = env.get("load_average")
+    busy = f"; load average {load[0]} / {load[1]} / {load[2]} (1/5/15 min) when it ended" if load else ""
+    return (
+        f"Machine: {env.get('cpu_model', 'unknown CPU')}, {cores.get('available', '?')} cores available "
+        f"({cores.get('physical', '?')} physical / {cores.get('logical', '?')} logical); {gpus}; git {sha}{busy}."
+    )
+
+
+def _meta(section: Section, path: Path, content: dict) -> None:
+    section.para(f"{path.name} — {_env_line(content)}")
+    fair = content.get("fairness")
+    if isinstance(fair, dict) and fair.get("line"):
+        section.para(fair["line"])
+    gpu = content.get("gpu")
+    if isinstance(gpu, dict) and gpu.get("status") != "ok" and gpu.get("reason"):
+        section.para(f"GPU arm {gpu.get('status')}: {gpu['reason']}")
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _runs(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("runs", "Workflow runs: seconds and speedup per stage")
+    plt = _plt()
+    for i, (path, rec) in enumerate(items):
+        arms = rec.get("arms", {})
+        gpu, cpu = arms.get("gpu", {}), arms.get("cpu", {})
+        stages = list((cpu.get("stages") or gpu.get("stages") or {}).keys())
+        speed = rec.get("speedup", {})
+        rows = []
+        for stage in [*stages, "total"]:
+            g = gpu.get("total_seconds") if stage == "total" else (gpu.get("stages") or {}).get(stage)
+            c = cpu.get("total_seconds") if stage == "total" else (cpu.get("stages") or {}).get(stage)
+            rows.append(
+                [
+                    stage,
+                    g if _ok(gpu) else gpu.get("status", "—"),
+                    c if _ok(cpu) else cpu.get("status", "—"),
+                    speed.get(stage, math.nan),
+                ]
+            )
+        s.table(
+            f"{rec.get('workflow')} run {rec.get('run_id', path.stem)}",
+            ["stage", "GPU arm (s)", "CPU arm (s)", "speedup"],
+            rows,
+            f"run-{i}",
+        )
+        parity = rec.get("parity") or {}
+        s.para(
+            f"Parity: {parity.get('metric')} GPU {num(parity.get('gpu'))}, CPU {num(parity.get('cpu'))}, "
+            f"tolerance {num(parity.get('tolerance'))}, agree: {num(parity.get('ok')) if parity.get('ok') is not None else 'not checked'}."
+        )
+        for arm_name, arm in (("GPU", gpu), ("CPU", cpu)):
+            if not _ok(arm) and arm.get("reason"):
+                s.para(f"{arm_name} arm {arm.get('status')}: {arm['reason']}")
+        s.para(_env_line(rec))
+    for path, rec in items[-4:]:
+        arms = rec.get("arms", {})
+        stages = list((arms.get("cpu", {}).get("stages") or {}).keys())
+        if not stages:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 3))
+        width = 0.4
+        for arm_name, offset in (("gpu", -width / 2), ("cpu", width / 2)):
+            arm = arms.get(arm_name, {})
+            if _ok(arm):
+                ax.bar(
+                    [j + offset for j in range(len(stages))],
+                    [arm["stages"].get(st, 0) for st in stages],
+                    width,
+                    label=f"{arm_name.upper()} arm",
+                )
+        ax.set_xticks(range(len(stages)), stages)
+        ax.set_ylabel("seconds")
+        ax.set_title(f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}")
+        ax.legend()
+        s.figure(fig, f"seconds per stage of run {rec.get('run_id')}")
+    return s
+
+
+def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
+    name = kind.removeprefix("db_")
+    s = Section(f"db-{name}", f"db-benchmark {name}: seconds per question, answers checked across arms")
+    plt = _plt()
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        header = ["q", "question", "CPU run1", "CPU run2", "CPU median", "GPU run1", "GPU run2", "GPU median", "speedup",
+                  "rows", "CPU checksum", "GPU checksum", "answers"]  # fmt: skip
+        rows = []
+        for q in res.get("questions", []):
+            c, g = q.get("cpu", {}), q.get("gpu", {})
+            agree = {True: "agree", False: "DISAGREE", None: "not compared"}[q.get("agree")]
+            rows.append([
+                q["question"], q.get("title", ""),
+                c.get("run1") if _ok(c) else c.get("status", "—"), c.get("run2") if _ok(c) else "—", c.get("median") if _ok(c) else "—",
+                g.get("run1") if _ok(g) else g.get("status", "—"), g.get("run2") if _ok(g) else "—", g.get("median") if _ok(g) else "—",
+                q.get("speedup", math.nan), c.get("rows", g.get("rows")),
+                checksum_text(c.get("checksum", [])), checksum_text(g.get("checksum", [])),
+                agree,
+            ])  # fmt: skip
+        s.table(f"{path.name}: {name} questions", header, rows, f"db-{name}-{i}")
+        engines = res.get("engines") or {}
+        if engines:
+            eh = ["q", "pandas arm run2"] + [f"{e} run2" for e in engines] + [f"{e} answers" for e in engines]
+            erows = []
+            for q in res.get("questions", []):
+                row: list[Any] = [q["question"], q["cpu"].get("run2") if _ok(q.get("cpu")) else "—"]
+                agrees = []
+                for eng in engines.values():
+                    a = (eng.get("questions") or {}).get(q["question"], {})
+                    row.append(a.get("run2") if _ok(a) else (a.get("status") or eng.get("status", "—")))
+                    agrees.append({True: "agree", False: "DISAGREE", None: "—"}[a.get("agree")])
+                erows.append(row + agrees)
+            s.table(
+                f"{path.name}: the same questions on other CPU engines (context, all cores)",
+                eh,
+                erows,
+                f"db-{name}-{i}-engines",
+            )
+            s.para(
+                "Engine threads: "
+                + ", ".join(
+                    f"{e} {eng.get('threads', '?')} ({eng.get('version', '?')})"
+                    for e, eng in engines.items()
+                    if _ok(eng)
+                )
+                + "; pandas runs groupby on one thread."
+            )
+        questions = res.get("questions", [])
+        if questions:
+            fig, ax = plt.subplots(figsize=(8, 3.2))
+            series = [("pandas (CPU arm)", [q["cpu"].get("run2") if _ok(q.get("cpu")) else None for q in questions])]
+            if any(_ok(q.get("gpu")) for q in questions):
+                series.append(
+                    ("cuDF (GPU arm)", [q["gpu"].get("run2") if _ok(q.get("gpu")) else None for q in questions])
+                )
+            for e, eng in engines.items():
+                series.append(
+                    (e, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions])
+                )
+            width = 0.8 / len(series)
+            for k, (label, values) in enumerate(series):
+                xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(questions))]
+                ax.bar(xs, [v if v is not None else 0 for v in values], width, label=label)
+            ax.set_xticks(range(len(questions)), [q["question"] for q in questions])
+            ax.set_yscale("log")
+            ax.set_ylabel("seconds (run 2, log)")
+            ax.set_title(f"db-benchmark {name}, {path.stem}", fontsize=9)
+            ax.legend(fontsize=8)
+            s.figure(fig, f"{name} question times")
+    return s
+
+
+def _overhead(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("overhead", "Overhead against the benchmark's own pandas solution")
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        if res.get("dispatch_overhead_seconds") is not None:
+            per_call = num(res["dispatch_overhead_seconds"] * 1e6)
+            s.para(f"accel's timed call adds {per_call} µs to each run (measured on a no-op).")
+        rows = [
+            [q["question"], q.get("title", ""), q.get("accel_median"), q.get("plain_median"), q.get("ratio"), q.get("ratio_min"),
+             num(q.get("checksums_equal")), q.get("max_rel_diff")]
+            for q in res.get("questions", [])
+        ]  # fmt: skip
+        s.table(
+            f"{path.name}: accel pandas arm vs plain pandas ({num(res.get('rows'))} rows, K={num(res.get('k'))}; target ratio <= {num(res.get('target'))})",
+            [
+                "q",
+                "question",
+                "accel median (s)",
+                "plain median (s)",
+                "ratio",
+                "min ratio",
+                "checksums equal",
+                "max rel diff",
+            ],
+            rows,
+            f"overhead-{i}",
+        )
+    return s
+
+
+def _flights_overhead(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("flights-overhead", "Flights workflow: accel CPU arm vs a hand-written script")
+    rows = []
+    for path, res in items:
+        med, auc = res.get("median_seconds") or {}, res.get("auc") or {}
+        rows.append(
+            [
+                path.name,
+                med.get("accel"),
+                med.get("handwritten"),
+                res.get("ratio"),
+                auc.get("accel"),
+                auc.get("handwritten"),
+            ]
+        )
+    s.table(
+        "median seconds and AUC",
+        ["file", "accel (s)", "hand-written (s)", "ratio", "AUC accel", "AUC hand-written"],
+        rows,
+        "flights-overhead",
+    )
+    return s
+
+
+def _models(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA")
+    plt = _plt()
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        data = res.get("data", {})
+        rows = []
+        for r in res.get("models", []):
+            c, g = r["cpu"], r["gpu"]
+            rows.append([
+                r["model"], r["metric"],
+                c["fit"]["median"] if _ok(c) else c["status"], g["fit"]["median"] if _ok(g) else g["status"], r.get("fit_speedup", math.nan),
+                c["predict"]["median"] if _ok(c) else c["status"], g["predict"]["median"] if _ok(g) else g["status"], r.get("predict_speedup", math.nan),
+                c.get("quality") if _ok(c) else "—", g.get("quality") if _ok(g) else "—",
+            ])  # fmt: skip
+        s.table(
+            f"{path.name}: {num(data.get('rows'))} rows x {num(data.get('features'))} features, median seconds",
+            [
+                "model",
+                "metric",
+                "CPU fit",
+                "GPU fit",
+                "fit speedup",
+                "CPU predict",
+                "GPU predict",
+                "predict speedup",
+                "CPU quality",
+                "GPU quality",
+            ],
+            rows,
+            f"models-{i}",
+        )
+        models = res.get("models", [])
+        if models:
+            fig, ax = plt.subplots(figsize=(8, 3.2))
+            for k, arm in enumerate(("cpu", "gpu")):
+                vals = [m[arm]["fit"]["median"] if _ok(m[arm]) else 0 for m in models]
+                if any(vals):
+                    ax.bar([j + (k - 0.5) * 0.4 for j in range(len(models))], vals, 0.4, label=f"{arm.upper()} arm")
+            ax.set_xticks(range(len(models)), [m["model"].replace("_", "\n") for m in models], fontsize=7)
+            ax.set_yscale("log")
+            ax.set_ylabel("fit seconds (median, log)")
+            ax.set_title(f"models, {path.stem}", fontsize=9)
+            ax.legend()
+            s.figure(fig, "fit seconds per model")
+    return s
+
+
+def _crossover(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("crossover", "Crossover: from how many rows the GPU arm wins")
+    plt = _plt()
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        ops = res.get("operations", [])
+        for j, op in enumerate(ops):
+            rows = [
+                [p["rows"], p["cpu"].get("median") if _ok(p["cpu"]) else p["cpu"]["status"],
+                 p["gpu"].get("median") if _ok(p["gpu"]) else p["gpu"]["status"], p.get("speedup", math.nan)]
+                for p in op["points"]
+            ]  # fmt: skip
+            s.table(
+                f"{path.name}: {op['operation']} ({op.get('description', '')}), median seconds",
+                ["rows", "CPU", "GPU", "speedup"],
+                rows,
+                f"crossover-{i}-{j}",
+            )
+            if op.get("gpu_status") != "ok":
+                s.para(
+                    f"{op['operation']}: crossover not measured, GPU arm {op.get('gpu_status')}: {op.get('gpu_reason')}"
+                )
+            elif op.get("crossover_rows") is None:
+                s.para(f"{op['operation']}: the GPU arm did not win at any size measured.")
+            else:
+                s.para(f"{op['operation']}: the GPU arm wins from {num(op['crossover_rows'])} rows on.")
+        if ops:
+            fig, ax = plt.subplots(figsize=(7, 3.5))
+            for op in ops:
+                for arm, style in (("cpu", "-o"), ("gpu", "--s")):
+                    pts = [(p["rows"], p[arm]["median"]) for p in op["points"] if _ok(p[arm])]
+                    if pts:
+                        ax.plot(*zip(*pts), style, label=f"{op['operation']} {arm.upper()}")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("rows")
+            ax.set_ylabel("median seconds")
+            ax.legend(fontsize=7)
+            s.figure(fig, "crossover curves")
+    return s
+
+
+def _scaling(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
+    plt = _plt()
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        rows = res.get("rows", [])
+        s.table(
+            f"{path.name}: scaling",
+            ["workers", "kind", "stage", "seconds", "speedup vs 1", "efficiency", "metric"],
+            [
+                [
+                    r.get("workers"),
+                    r.get("kind"),
+                    r.get("stage"),
+                    r.get("seconds"),
+                    r.get("speedup_vs_1"),
+                    r.get("efficiency"),
+                    r.get("metric"),
+                ]
+                for r in rows
+            ],
+            f"scaling-{i}",
+        )
+        if rows:
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            groups: dict[tuple, list] = {}
+            for r in rows:
+                groups.setdefault((r.get("kind"), r.get("stage")), []).append((r.get("workers"), r.get("speedup_vs_1")))
+            top = 1
+            for (kind, stage), pts in groups.items():
+                pts = sorted(p for p in pts if p[0] is not None and p[1] is not None)
+                if pts:
+                    ax.plot(*zip(*pts), "-o", label=f"{kind} {stage}")
+                    top = max(top, max(p[0] for p in pts))
+            ax.plot([1, top], [1, top], ":", color="grey", label="ideal")
+            ax.set_xlabel("workers")
+            ax.set_ylabel("speedup vs 1 worker")
+            ax.legend(fontsize=7)
+            s.figure(fig, "scaling curve")
+    return s
+
+
+def _experiments(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("experiments", "Experiments: accuracy against time, and the Pareto front")
+    plt = _plt()
+    for i, (path, res) in enumerate(items):
+        _meta(s, path, res)
+        rows = sorted(res.get("rows", []), key=lambda r: (r.get("seconds") is None, r.get("seconds") or 0))
+        s.table(
+            f"{path.name}: experiments",
+            ["name", "metric", "seconds", "peak MB", "pareto"],
+            [
+                [r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no"]
+                for r in rows
+            ],
+            f"experiments-{i}",
+        )
+        pts = [r for r in rows if r.get("seconds") is not None and r.get("metric") is not None]
+        if pts:
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            ax.scatter([r["seconds"] for r in pts], [r["metric"] for r in pts], color="lightgrey", label="trials")
+            front = sorted((r for r in pts if r.get("pareto")), key=lambda r: r["seconds"])
+            if front:
+                ax.plot(
+                    [r["seconds"] for r in front], [r["metric"] for r in front], "-o", color="C3", label="Pareto front"
+                )
+            ax.set_xscale("log")
+            ax.set_xlabel("seconds")
+            ax.set_ylabel("metric")
+            ax.legend(fontsize=8)
+            s.figure(fig, "accuracy against time")
+    return s
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:600;padding:.3em 0}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}p{font-size:.9em}figure{margin:1em 0}img{max-width:100%}
+"""
+
+
+def render(found: Collected, folder: Path) -> tuple[str, str]:
+    """The HTML page and the Markdown summary for what was found."""
+    sections: list[Section] = []
+    by = found.by_kind
+    if by["run"]:
+        sections.append(_runs(by["run"]))
+    for kind in ("db_groupby", "db_join"):
+        if by[kind]:
+            sections.append(_db(kind, by[kind]))
+    if by["groupby_overhead"]:
+        sections.append(_overhead(by["groupby_overhead"]))
+    if by["flights_overhead"]:
+        sections.append(_flights_overhead(by["flights_overhead"]))
+    if by["models"]:
+        sections.append(_models(by["models"]))
+    if by["crossover"]:
+        sections.append(_crossover(by["crossover"]))
+    if by["scaling"]:
+        sections.append(_scaling(by["scaling"]))
+    if by["experiments"]:
+        sections.append(_experiments(by["experiments"]))
+
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    intro = (
+        f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
+        "an arm that did not run shows its status and reason, and its speedup as n/a."
+    )
+    ignored = ""
+    if found.ignored:
+        items = "".join(f"<li>{html.escape(p.name)}: {html.escape(why)}</li>" for p, why in found.ignored)
+        ignored = f'<section id="ignored"><h2>Files not used</h2><ul>{items}</ul></section>'
+    toc = "".join(f'<li><a href="#{s.anchor}">{html.escape(s.title)}</a></li>' for s in sections)
+    page = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>accel report</title>"
+        f"<style>{CSS}</style></head><body><h1>accel report</h1><p>{html.escape(intro)}</p><ul>{toc}</ul>"
+        + "".join(s.render() for s in sections)
+        + ignored
+        + "</body></html>\n"
+    )
+    md = ["# accel report", "", intro, ""]
+    for s in sections:
+        md += s.md
+    if found.ignored:
+        md += [f"Files not used: {', '.join(p.name for p, _ in found.ignored)}", ""]
+    return page, "\n".join(md).rstrip() + "\n"
+
+
+def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:
+    """Write the HTML page (default ``DIR/report.html``) and return its path and the Markdown summary."""
+    found = collect(folder)
+    if not found.count:
+        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json)")
+    out = Path(out) if out is not None else Path(folder) / "report.html"
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise AccelError(f"the report is HTML: name it .html, not {out.name!r}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".accel-report-", suffix=".html")
+    except OSError as exc:
+        raise AccelError(
+            f"cannot write the report to {str(out.parent)!r} ({exc.strerror or type(exc).__name__}); choose --out"
+        ) from None
+    try:
+        page, markdown = render(found, Path(folder))
+        with os.fdopen(fd, "w") as f:
+            f.write(page)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out, markdown

@@ -1,0 +1,303 @@
+"""scikit-learn ↔ cuML model pairs and XGBoost CPU ↔ CUDA, fitted and scored on generated data.
+
+Each pair is declared as cuML's own benchmark declares its ``AlgorithmPair``: the key of the
+CPU/GPU classes in :data:`accel.backend.MODEL_CLASSES`, the parameters both arms share, and the
+ones only one arm takes (``n_jobs`` on the CPU, XGBoost's ``device``). The data are made once on
+the host (``make_classification`` / ``make_regression``, float32) and moved to the arm's array
+module before the clock starts; fit and predict are timed with :func:`accel.timing.measure`;
+the quality metric is computed on the host by the same code for both arms.
+
+The CPU arm uses every core it may: ``n_jobs=-1`` where scikit-learn takes it, XGBoost
+``n_jobs`` = the cores available, and BLAS/OpenMP pools at their default (all cores), recorded
+with threadpoolctl.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+from accel.backend import Backend
+from accel.errors import AccelError
+from accel.timing import measure, speedup
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A model on both arms.
+
+    Attributes
+    ----------
+    key : str
+        The model's key in :data:`accel.backend.MODEL_CLASSES`.
+    task : str
+        ``classification``, ``regression``, ``clustering`` or ``decomposition`` (decides the data).
+    metric : str
+        The quality measure: ``accuracy``, ``r2``, ``inertia`` (mean squared distance to the
+        assigned centre, lower is better) or ``explained_variance``.
+    shared : dict
+        Parameters both arms take.
+    cpu_only, gpu_only : dict
+        Parameters of one arm only.
+    predict : str
+        The method timed as "predict" (``predict`` or ``transform``).
+    max_predict_rows : int or None
+        Predict on at most this many rows (k-nearest neighbours costs rows x training rows).
+    """
+
+    key: str
+    task: str
+    metric: str
+    shared: dict[str, Any] = field(default_factory=dict)
+    cpu_only: dict[str, Any] = field(default_factory=dict)
+    gpu_only: dict[str, Any] = field(default_factory=dict)
+    predict: str = "predict"
+    max_predict_rows: int | None = None
+
+    @property
+    def needs_cuml(self) -> bool:
+        return not self.key.startswith("xgboost")
+
+    def params(self, backend: Backend, seed: int) -> dict[str, Any]:
+        params = {k: (seed if v == "SEED" else v) for k, v in self.shared.items()}
+        extra = self.gpu_only if backend.is_gpu else self.cpu_only
+        for k, v in extra.items():
+            params[k] = (
+                {"N_THREADS": backend.n_threads, "XGB_DEVICE": backend.xgb_device}.get(v, v)
+                if isinstance(v, str)
+                else v
+            )
+        return params
+
+
+PAIRS: dict[str, ModelPair] = {
+    p.key: p
+    for p in (
+        ModelPair(
+            "logistic_regression", "classification", "accuracy", shared={"C": 1.0, "max_iter": 1000, "tol": 1e-4}
+        ),
+        ModelPair(
+            "random_forest_classifier",
+            "classification",
+            "accuracy",
+            shared={"n_estimators": 100, "max_depth": 16, "max_features": "sqrt", "random_state": "SEED"},
+            cpu_only={"n_jobs": -1},
+        ),
+        ModelPair(
+            "knn_classifier",
+            "classification",
+            "accuracy",
+            shared={"n_neighbors": 5},
+            cpu_only={"n_jobs": -1},
+            max_predict_rows=10_000,
+        ),
+        ModelPair(
+            "kmeans",
+            "clustering",
+            "inertia",
+            shared={"n_clusters": 8, "max_iter": 300, "tol": 1e-4, "n_init": 1, "random_state": "SEED"},
+        ),
+        ModelPair("ridge", "regression", "r2", shared={"alpha": 1.0}),
+        ModelPair("pca", "decomposition", "explained_variance", shared={"n_components": 8}, predict="transform"),
+        ModelPair(
+            "xgboost_classifier",
+            "classification",
+            "accuracy",
+            shared={
+                "n_estimators": 100,
+                "max_depth": 8,
+                "learning_rate": 0.1,
+                "max_bin": 256,
+                "tree_method": "hist",
+                "random_state": "SEED",
+            },  # fmt: skip
+            cpu_only={"device": "cpu", "n_jobs": "N_THREADS"},
+            gpu_only={"device": "XGB_DEVICE"},
+        ),
+    )
+}
+
+
+def select_models(names: str | Sequence[str] | None) -> list[ModelPair]:
+    if names is None or names == "all":
+        return list(PAIRS.values())
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    unknown = [n for n in wanted if n not in PAIRS]
+    if unknown or not wanted:
+        raise AccelError(f"unknown model {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(PAIRS)}")
+    return [PAIRS[n] for n in PAIRS if n in wanted]
+
+
+@dataclass
+class HostData:
+    """Generated data on the host, split 80/20 (the generators already shuffle rows)."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+
+def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
+    from sklearn.datasets import make_classification, make_regression
+
+    if task == "regression":
+        X, y = make_regression(
+            n_samples=rows, n_features=features, n_informative=max(features // 2, 1), noise=10.0, random_state=seed
+        )
+    else:
+        X, y = make_classification(
+            n_samples=rows,
+            n_features=features,
+            n_informative=max(features // 2, 2),
+            n_redundant=features // 4,
+            random_state=seed,
+        )
+    X = X.astype(np.float32)
+    y = y.astype(np.float32 if task == "regression" else np.int32)
+    cut = int(rows * 0.8)
+    return HostData(X[:cut], y[:cut], X[cut:], y[cut:])
+
+
+def quality(pair: ModelPair, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
+    """The pair's metric, on the host, by the same code for both arms."""
+    from sklearn.metrics import accuracy_score, r2_score
+
+    pred = _compat.to_numpy(prediction)
+    y = data.y_test[:test_rows]
+    if pair.metric == "accuracy":
+        return float(accuracy_score(y, pred.astype(y.dtype)))
+    if pair.metric == "r2":
+        return float(r2_score(y, pred))
+    if pair.metric == "inertia":
+        centers = _compat.to_numpy(model.cluster_centers_)
+        X = data.X_test[:test_rows]
+        return float(np.mean(np.sum((X - centers[pred.astype(np.int64)]) ** 2, axis=1)))
+    if pair.metric == "explained_variance":
+        return float(np.sum(_compat.to_numpy(model.explained_variance_ratio_)))
+    raise ValueError(pair.metric)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def run_pair(
+    pair: ModelPair, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int
+) -> dict[str, Any]:
+    """Fit and predict one model on one arm; the data moves to the arm's device before any clock."""
+    xp = backend.xp
+    cls = backend.models[pair.key]
+    params = pair.params(backend, seed)
+    test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
+    X_train, X_test = xp.asarray(data.X_train), xp.asarray(data.X_test[:test_rows])
+    y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
+    backend.synchronize()
+
+    def fit() -> Any:
+        model = cls(**params)
+        return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
+
+    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup)
+    predict = getattr(model, pair.predict)
+    predict_timing, prediction = measure(lambda: predict(X_test), backend, repeats=repeats, warmup=warmup)
+    result: dict[str, Any] = {
+        "status": "ok",
+        "class": f"{cls.__module__.split('.')[0]}.{cls.__name__}",
+        "params": params,
+        "fit": fit_timing.as_dict(),
+        "predict": predict_timing.as_dict(),
+        "predict_rows": test_rows,
+        "quality": quality(pair, model, prediction, data, test_rows),
+    }
+    if pair.key.startswith("xgboost"):
+        from accel.models import xgboost_device_used
+
+        used = xgboost_device_used(model.get_booster())
+        result["device_used"] = used
+        if not used.startswith("cuda" if backend.is_gpu else "cpu"):
+            # XGBoost only warns when it cannot use the GPU: not a GPU result.
+            return {
+                "status": "failed",
+                "reason": f"XGBoost trained on {used!r} although {backend.xgb_device!r} was asked for",
+            }
+    return result
+
+
+def gpu_pair_skip(pair: ModelPair, gpu: Backend | None, gpu_reason: str | None) -> str | None:
+    """Why the GPU arm of ``pair`` cannot run (None when it can)."""
+    if gpu is None:
+        return gpu_reason or "GPU unavailable"
+    if pair.needs_cuml:
+        from accel.backend import probe_gpu
+
+        if probe_gpu().libraries.get("cuml") != "installed":
+            return "cuML not installed (pip install 'accel[gpu-cu12]' or [gpu-cu13])"
+    return None
+
+
+def run_models(
+    pairs: Sequence[ModelPair],
+    cpu: Backend,
+    gpu: Backend | None,
+    gpu_reason: str | None,
+    *,
+    rows: int,
+    features: int,
+    seed: int,
+    repeats: int,
+    warmup: int,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> list[dict[str, Any]]:
+    """Every pair on both arms: one row per model with both arms, quality and speedups."""
+    data_cache: dict[str, HostData] = {}
+    rows_out = []
+    for pair in pairs:
+        kind = "regression" if pair.task == "regression" else "classification"
+        if kind not in data_cache:
+            data_cache[kind] = make_data(kind, rows, features, seed)
+        data = data_cache[kind]
+        arms: dict[str, Mapping[str, Any]] = {}
+        skip = gpu_pair_skip(pair, gpu, gpu_reason)
+        for arm, backend in (("gpu", gpu), ("cpu", cpu)):
+            if arm == "gpu" and skip is not None:
+                arms[arm] = {"status": "skipped", "reason": skip}
+                continue
+            assert backend is not None
+            try:
+                arms[arm] = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup)
+            except (AccelError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
+                arms[arm] = {"status": "failed", "reason": _first_line(exc)}
+            finally:
+                gc.collect()
+            a = arms[arm]
+            if a["status"] == "ok":
+                progress(
+                    f"[{arm}] {pair.key:<26} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
+                    f"{pair.metric} {a['quality']:.4f}"
+                )
+            else:
+                progress(f"[{arm}] {pair.key:<26} {a['status'].upper()}: {a['reason']}")
+        g, c = arms["gpu"], arms["cpu"]
+        both = g.get("status") == "ok" and c.get("status") == "ok"
+        rows_out.append(
+            {
+                "model": pair.key,
+                "task": pair.task,
+                "metric": pair.metric,
+                "gpu": g,
+                "cpu": c,
+                "fit_speedup": speedup(c["fit"]["median"], g["fit"]["median"]) if both else math.nan,
+                "predict_speedup": speedup(c["predict"]["median"], g["predict"]["median"]) if both else math.nan,
+            }
+        )
+    return rows_out

@@ -1,0 +1,184 @@
+"""Model input storage: the feature matrix held as float32, or as float16 to fit twice the rows.
+
+:func:`store` turns a feature frame into a dense matrix in the arm's memory (CuPy on the GPU
+arm, NumPy on the CPU arm). With ``fp16`` each column is held in float16, guarded:
+
+- a column whose largest magnitude falls outside float16's comfortable range (above 65504, or
+  so small that its values would be subnormal) is scaled by a power of two, which changes no
+  mantissa bit; the scale is undone when the batch is read back;
+- a column that would still lose more than :data:`REL_TOL` relative precision (values spanning
+  more orders of magnitude than float16 can hold) stays in float32.
+
+Training and inference read the matrix back batch by batch as float32
+(:meth:`StoredMatrix.batch`), so only one batch is ever expanded. Categorical columns are held as
+their integer codes (exact in float16 up to 2048 categories) and passed to XGBoost as
+categorical features.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+from accel.backend import Backend
+
+FP16_MAX = 65504.0
+#: Largest relative rounding error a column may suffer in float16 (measured on a sample).
+REL_TOL = 1e-3
+#: Target magnitude after scaling: values up to 2**15, comfortably inside float16's range.
+_TARGET_EXP = 15
+_SAMPLE = 100_000
+
+
+@dataclass
+class ColumnPrecision:
+    name: str
+    storage: str  # "fp16" | "fp32"
+    scale: float = 1.0
+    reason: str = ""
+
+
+@dataclass
+class PrecisionPlan:
+    """Per column: float16 (possibly scaled by a power of two) or float32, and why."""
+
+    precision: str
+    columns: list[ColumnPrecision]
+
+    @property
+    def half_columns(self) -> list[int]:
+        return [i for i, c in enumerate(self.columns) if c.storage == "fp16"]
+
+    @property
+    def full_columns(self) -> list[int]:
+        return [i for i, c in enumerate(self.columns) if c.storage == "fp32"]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "rel_tol": REL_TOL,
+            "fp16_columns": sum(c.storage == "fp16" for c in self.columns),
+            "scaled": {c.name: {"scale": c.scale, "reason": c.reason} for c in self.columns if c.scale != 1.0},
+            "kept_fp32": {c.name: c.reason for c in self.columns if self.precision == "fp16" and c.storage == "fp32"},
+        }
+
+
+def _column_decision(name: str, values: np.ndarray) -> ColumnPrecision:
+    finite = values[np.isfinite(values)]
+    nonzero = np.abs(finite[finite != 0])
+    if nonzero.size == 0:
+        return ColumnPrecision(name, "fp16")
+    top = float(nonzero.max())
+    scale, reason = 1.0, ""
+    if top > FP16_MAX or top < 2.0**-8:
+        # A power of two moves the column into range without touching any mantissa bit.
+        scale = 2.0 ** (math.ceil(math.log2(top)) - _TARGET_EXP)
+        reason = f"max |x| = {top:.4g} is outside float16's range: scaled by 2^{int(math.log2(scale))}"
+    sample = nonzero[:: max(1, nonzero.size // _SAMPLE)] / scale
+    back = sample.astype(np.float16).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = float(np.nanmax(np.abs(back - sample) / sample)) if sample.size else 0.0
+    if not np.isfinite(error) or error > REL_TOL:
+        shown = "overflows" if not np.isfinite(error) else f"{error:.2g} relative error"
+        return ColumnPrecision(name, "fp32", 1.0, f"float16 would lose precision ({shown} > {REL_TOL:g})")
+    return ColumnPrecision(name, "fp16", scale, reason)
+
+
+def plan_precision(precision: str, columns: list[str], host_samples: list[np.ndarray]) -> PrecisionPlan:
+    """Decide each column's storage from host samples of its values (all the frames stored)."""
+    if precision == "fp32":
+        return PrecisionPlan("fp32", [ColumnPrecision(c, "fp32") for c in columns])
+    values = np.concatenate(host_samples, axis=0) if len(host_samples) > 1 else host_samples[0]
+    return PrecisionPlan("fp16", [_column_decision(c, values[:, i]) for i, c in enumerate(columns)])
+
+
+def frame_matrix(frame: Any, categorical: list[str]) -> Any:
+    """A feature frame as a float32 matrix on the arm's device; categoricals become their codes."""
+    if categorical:
+        frame = frame.copy()
+        for c in categorical:
+            codes = frame[c].cat.codes
+            frame[c] = codes.astype("float32").where(codes >= 0)
+    return _compat.frame_to_array(frame, "float32")
+
+
+@dataclass
+class StoredMatrix:
+    """A feature matrix in the arm's memory, float16 and/or float32 parts, read back as float32."""
+
+    xp: Any
+    n_rows: int
+    plan: PrecisionPlan
+    half: Any = None  # (n, k16) float16
+    full: Any = None  # (n, k32) float32
+    scales: Any = None  # (k16,) float32
+    feature_names: list[str] = field(default_factory=list)
+    feature_types: list[str] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return int((self.half.nbytes if self.half is not None else 0) + (self.full.nbytes if self.full is not None else 0))
+
+    @property
+    def nbytes_fp32(self) -> int:
+        return self.n_rows * len(self.feature_names) * 4
+
+    def batch(self, start: int, stop: int) -> Any:
+        """Rows ``start:stop`` as one float32 matrix (the only place float16 is expanded)."""
+        xp = self.xp
+        k = len(self.feature_names)
+        if self.half is None:
+            return self.full[start:stop]
+        if self.full is None and bool((self.scales == 1).all()):
+            return self.half[start:stop].astype(xp.float32)
+        out = xp.empty((stop - start, k), dtype=xp.float32)
+        half_idx, full_idx = self.plan.half_columns, self.plan.full_columns
+        out[:, half_idx] = self.half[start:stop].astype(xp.float32) * self.scales
+        if full_idx:
+            out[:, full_idx] = self.full[start:stop]
+        return out
+
+
+def xgboost_safe_name(name: str) -> str:
+    # XGBoost refuses '[', ']' and '<' in feature names (one-hot names carry category values).
+    return str(name).replace("[", "(").replace("]", ")").replace("<", "lt")
+
+
+def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: PrecisionPlan, batch_rows: int) -> StoredMatrix:
+    """Hold a feature frame as the precision plan says, filled ``batch_rows`` rows at a time.
+
+    Only one float32 batch exists at a time besides the stored matrix.
+    """
+    xp = backend.xp
+    n = len(frame)
+    names = [str(c) for c in frame.columns]
+    types = ["c" if c in categorical else "q" for c in names]
+    half_idx, full_idx = plan.half_columns, plan.full_columns
+    half = xp.empty((n, len(half_idx)), dtype=xp.float16) if half_idx else None
+    full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
+    scales = xp.asarray(np.array([plan.columns[i].scale for i in half_idx], dtype=np.float32)) if half_idx else None
+    step = max(1, batch_rows)
+    for a in range(0, n, step):
+        b = min(a + step, n)
+        m = frame_matrix(frame.iloc[a:b], categorical)
+        if half is not None:
+            half[a:b] = (m[:, half_idx] / scales).astype(xp.float16)
+        if full is not None:
+            full[a:b] = m[:, full_idx]
+    return StoredMatrix(xp, n, plan, half, full, scales, [xgboost_safe_name(c) for c in names], types)
+
+
+def plan_for_frames(precision: str, frames: list[Any], categorical: list[str]) -> PrecisionPlan:
+    """The precision plan for frames that share columns, decided on host samples of their rows."""
+    columns = [str(c) for c in frames[0].columns]
+    if precision == "fp32":
+        return plan_precision("fp32", columns, [])
+    samples = []
+    for f in frames:
+        step = max(1, len(f) // _SAMPLE)
+        samples.append(_compat.to_numpy(frame_matrix(f.iloc[::step], categorical)))
+    return plan_precision(precision, columns, samples)

@@ -1,0 +1,195 @@
+"""Streaming a table larger than the memory budget: every pass reads the file batch by batch.
+
+1. **fit** — read each batch, keep its training rows, add their partial statistics (target
+   sums and counts per category and fold); the statistics are then combined, and equal those of
+   one pass over all rows (tested).
+2. **to_device** — XGBoost builds its ``QuantileDMatrix`` from an ``xgboost.DataIter`` that reads
+   and featurises the training rows batch by batch; only XGBoost's compressed matrix is held.
+3. **train** — boosting on that matrix.
+4. **predict** — read each batch, featurise its test rows, predict, keep the predictions.
+
+Times are accumulated per stage (reading counts as ``load`` and featurising as ``features`` in
+every pass), so the table of stages means the same as for an in-memory run. Streaming trains
+XGBoost only: scikit-learn and cuML estimators fit on one matrix in memory.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from accel import _compat
+from accel.autofeatures import TableFeaturizer, target_codes
+from accel.backend import Backend
+from accel.batching import BatchPlan, with_backoff
+from accel.memory import MemoryMonitor, MemorySettings
+from accel.metrics import task_metrics
+from accel.precision import frame_matrix, xgboost_safe_name
+from accel.readers import iter_chunks
+from accel.timing import StageTimer
+
+
+class _Rows:
+    """Which rows of a chunk starting at file row ``start`` are training / test rows."""
+
+    def __init__(self, plan: Any):
+        used = plan.row_positions
+        self.train = used[plan.train_pos]  # ascending file rows
+        self.test = used[plan.test_pos]
+
+    @staticmethod
+    def pick(rows: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, slice]:
+        lo, hi = np.searchsorted(rows, start), np.searchsorted(rows, stop)
+        return rows[lo:hi] - start, slice(int(lo), int(hi))
+
+
+def run_streaming(
+    backend: Backend, workflow: Any, plan: BatchPlan, settings: MemorySettings, rmm: dict, listener: Any
+) -> Any:
+    from accel.pairing import _result
+
+    tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
+    xdf = backend.xdf
+    rows = _Rows(tplan)
+    dtypes = tplan.csv_dtypes()
+    columns = tplan.read_columns
+    featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
+    monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
+    timer = StageTimer(backend, monitor, listener)
+    arm = backend.name
+
+    def chunks(batch_rows: int):
+        reader = iter_chunks(xdf, source, columns, batch_rows, dtypes)
+        while True:
+            with timer.accumulate("load"):
+                item = next(reader, None)
+            if item is None:
+                return
+            yield item
+
+    def announce(stage: str) -> float:
+        if listener:
+            listener.stage_started(arm, stage)
+        return time.perf_counter()
+
+    def done(stage: str, t0: float) -> None:
+        if listener:
+            listener.stage_finished(arm, stage, time.perf_counter() - t0)
+
+    with monitor:
+        # 1. fit the statistics from partial results
+        def fit_pass(batch_rows: int) -> int:
+            featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
+            n = 0
+            for start, frame in chunks(batch_rows):
+                with timer.accumulate("features"):
+                    local, where = rows.pick(rows.train, start, start + len(frame))
+                    if len(local):
+                        train = frame.iloc[local]
+                        featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
+                n += 1
+            with timer.accumulate("features"):
+                featurizer.finalize()
+            return n
+
+        t0 = announce("fit pass")
+        batches = with_backoff(fit_pass, plan, backend, "fit pass")
+        done("fit pass", t0)
+
+        # 2. XGBoost's matrix from batches read and featurised on demand
+        import xgboost
+
+        names: list[str] = []
+        types: list[str] = []
+
+        class FileBatches(xgboost.DataIter):
+            def __init__(self, batch_rows: int) -> None:
+                self.batch_rows = batch_rows
+                self._it: Any = None
+                super().__init__()
+
+            def reset(self) -> None:
+                self._it = None
+
+            def next(self, input_data: Any) -> bool:
+                if self._it is None:
+                    self._it = chunks(self.batch_rows)
+                while True:
+                    item = next(self._it, None)
+                    if item is None:
+                        return False
+                    start, frame = item
+                    with timer.accumulate("features"):
+                        local, where = rows.pick(rows.train, start, start + len(frame))
+                        if not len(local):
+                            continue
+                        train = frame.iloc[local]
+                        X = featurizer.transform(train, featurizer.folds[where])
+                        y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
+                        matrix = frame_matrix(X, featurizer.categorical)
+                    if not names:
+                        names.extend(xgboost_safe_name(c) for c in X.columns)
+                        types.extend("c" if c in featurizer.categorical else "q" for c in X.columns)
+                    input_data(data=matrix, label=y, feature_names=names, feature_types=types)
+                    return True
+
+        t0 = announce("to_device")
+        inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
+        start_clock = time.perf_counter()
+
+        def build(batch_rows: int) -> Any:
+            return xgboost.QuantileDMatrix(
+                FileBatches(batch_rows), max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads
+            )
+
+        dtrain = with_backoff(build, plan, backend, "to_device")
+        backend.synchronize()
+        inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
+        timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
+        done("to_device", t0)
+
+        # 3. boosting
+        with timer.stage("train"):
+            booster = model.fit(backend, dtrain)
+        del dtrain
+
+        # 4. predictions batch by batch
+        def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+            preds, labels = [], []
+            for start, frame in chunks(batch_rows):
+                with timer.accumulate("features"):
+                    local, _ = rows.pick(rows.test, start, start + len(frame))
+                    if not len(local):
+                        continue
+                    test = frame.iloc[local]
+                    X = featurizer.transform(test)
+                    y = target_codes(xdf, test[tplan.target], tplan)
+                with timer.accumulate("predict"):
+                    p = booster.inplace_predict(frame_matrix(X, featurizer.categorical))
+                    preds.append(_compat.to_numpy(p))
+                labels.append(_compat.to_numpy(y))
+            return np.concatenate(preds), np.concatenate(labels)
+
+        t0 = announce("predict pass")
+        prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
+        done("predict pass", t0)
+
+    metrics = task_metrics(workflow.task, y_test, prediction)
+    memory_record = {
+        "rmm": {**rmm, **(backend.rmm_statistics() or {})},
+        "batches": {**plan.describe(), "batches_read_per_pass": batches},
+        "precision": {
+            "precision": settings.precision,
+            "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
+        },
+    }
+    workflow.feature_reports[backend.name] = {"encodings": featurizer.report.encodings, "imputed": [], "scaled": False}
+    rows_record = {
+        "loaded": tplan.rows_in_file,
+        "with_target": len(tplan.row_positions),
+        "train": len(tplan.train_pos),
+        "test": len(tplan.test_pos),
+    }
+    return _result(backend, workflow, model, booster, timer, monitor, metrics, rows_record, list(names), memory_record)

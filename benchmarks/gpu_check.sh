@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# The prepared GPU check (../shared/GPU.md): install the carried wheels, print the GPU and the
+# versions, run the GPU tests, run the paired suites at sizes that fill the chip, and leave every
+# log and result under $OUT.
+#
+#   benchmarks/gpu_check.sh [PHASE ...]      (default: all)
+#
+# Phases, in the order "all" runs them:
+#   install    pip-install every wheel under .whl/*/ into $SITE (parts NAME.whl.00, .01, ... spread
+#              over several folders are joined first; an incomplete one is reported and skipped)
+#   info       nvidia-smi, "${ACCEL[@]}" info (GPU, driver, library versions, which arms can run)
+#   tests      pytest -m gpu on tests/test_*_gpu.py
+#   groupby    "${ACCEL[@]}" data groupby $GROUPBY_ROWS $GROUPBY_K, then "${ACCEL[@]}" bench groupby on both arms
+#   join       "${ACCEL[@]}" data join $JOIN_ROWS, then "${ACCEL[@]}" bench join on both arms
+#   models     "${ACCEL[@]}" bench models at $MODEL_ROWS rows, and XGBoost alone at $XGB_ROWS rows
+#   crossover  "${ACCEL[@]}" bench crossover up to $CROSSOVER_MAX rows
+#   flights    accel run flights: the paired GPU/CPU run (float32, then float16) with its run records
+#   memory     benchmarks/bench_memory.py --device gpu (streaming over 10x a $MEMORY_BUDGET budget,
+#              chunked vs whole throughput, fp16 vs fp32) and bench_rmm_pool.py (pool vs no pool)
+#   dask       benchmarks/bench_dask_overhead.py --cluster local-cuda (1 Dask-CUDA worker vs one process)
+#   report     "${ACCEL[@]}" report over the results: $OUT/report.html
+#
+# Environment (defaults in brackets):
+#   OUT [./gpu-check-out]  logs ($OUT/log), results ($OUT/results/*.json), the report
+#   DRY_RUN [0]            1: the CPU-only parts at tiny sizes ("all" skips install; no nvidia-smi, no
+#                          pytest, no XGBoost run; --device auto, so the GPU arm is recorded as
+#                          skipped): what CI can test
+#   PYTHON [python3]  SITE [/tmp/site]  WHEELS [.whl]  DATA [/tmp/accel-data]
+#   GROUPBY_ROWS [1e8] GROUPBY_K [1e2] JOIN_ROWS [1e7] MODEL_ROWS [1e6] XGB_ROWS [1e7; 0 leaves it out]
+#   MODELS [auto: all pairs when cuML is installed, else xgboost_classifier]
+#   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost_classifier]
+#   REPEATS [1: run 1 (cold) and run 2, db-benchmark's protocol]  STEP_TIMEOUT [540 s per step]
+#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]
+#
+# Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
+# the pandas arm several minutes (q10 and q3 dominate); models at 1e6 (all pairs) 3-5 min on the
+# CPU arm. Run the phases in separate device calls when one call cannot hold them all, e.g.
+#   set -o pipefail; bash benchmarks/gpu_check.sh install info tests groupby
+#   set -o pipefail; bash benchmarks/gpu_check.sh models crossover report
+# Every phase appends to $OUT/log and writes results under $OUT/results (8 files at most come back).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${OUT:-$PWD/gpu-check-out}
+DRY_RUN=${DRY_RUN:-0}
+PY=${PYTHON:-python3}
+SITE=${SITE:-/tmp/site}
+WHEELS=${WHEELS:-.whl}
+DATA=${DATA:-/tmp/accel-data}
+if [ "$DRY_RUN" = 1 ]; then
+  GROUPBY_ROWS=${GROUPBY_ROWS:-2e3}; GROUPBY_K=${GROUPBY_K:-10}; JOIN_ROWS=${JOIN_ROWS:-2e3}
+  MODEL_ROWS=${MODEL_ROWS:-300}; XGB_ROWS=${XGB_ROWS:-0}; MODELS=${MODELS:-ridge,pca}
+  CROSSOVER_MAX=${CROSSOVER_MAX:-1e4}; CROSSOVER_OPS=${CROSSOVER_OPS:-groupby}; DEVICE=auto
+else
+  GROUPBY_ROWS=${GROUPBY_ROWS:-1e8}; GROUPBY_K=${GROUPBY_K:-1e2}; JOIN_ROWS=${JOIN_ROWS:-1e7}
+  MODEL_ROWS=${MODEL_ROWS:-1e6}; XGB_ROWS=${XGB_ROWS:-1e7}; MODELS=${MODELS:-auto}
+  CROSSOVER_MAX=${CROSSOVER_MAX:-1e7}; CROSSOVER_OPS=${CROSSOVER_OPS:-groupby,join,xgboost_classifier}; DEVICE=gpu
+fi
+REPEATS=${REPEATS:-1}
+STEP_TIMEOUT=${STEP_TIMEOUT:-540}
+RESULTS="$OUT/results"
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT" "$RESULTS" "$DATA"
+export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+FAILED=()
+step() {  # step NAME COMMAND...: run with a time limit, record failure, carry on
+  local name=$1; shift
+  echo "== $name: $*"
+  local start=$SECONDS
+  timeout "$STEP_TIMEOUT" "$@"
+  local rc=$?
+  echo "== $name: exit $rc after $((SECONDS - start)) s"
+  [ "$rc" -eq 0 ] || FAILED+=("$name (exit $rc)")
+  return 0
+}
+ACCEL=("$PY" -m accel)
+
+phase_install() {
+  shopt -s nullglob
+  local wheels=() part base joined
+  mkdir -p "$SITE/.joined" "$SITE/.installed"
+  for part in "$WHEELS"/*/*.whl.00; do
+    base=$(basename "${part%.00}")
+    joined=$SITE/.joined/$base
+    # Parts may sit in different folders (one per device call): join them in suffix order.
+    ls "$WHEELS"/*/"$base".[0-9][0-9] | awk -F. '{print $NF" "$0}' | sort -n | cut -d' ' -f2- | xargs cat > "$joined"
+    if "$PY" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).testzip()" "$joined" 2>/dev/null; then
+      wheels+=("$joined")
+    else
+      echo "incomplete wheel $base ($(ls "$WHEELS"/*/"$base".[0-9][0-9] | wc -l) parts here): skipped until all parts are carried"
+      rm -f "$joined"
+    fi
+  done
+  wheels+=("$WHEELS"/*/*.whl)
+  local todo=()
+  for w in "${wheels[@]}"; do
+    [ -e "$SITE/.installed/$(basename "$w")" ] || todo+=("$w")
+  done
+  if [ "${#todo[@]}" -eq 0 ]; then echo "no new wheels to install (${#wheels[@]} already in $SITE)"; return; fi
+  echo "== install: ${#todo[@]} wheels into $SITE"
+  if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${todo[@]}"; then
+    for w in "${todo[@]}"; do touch "$SITE/.installed/$(basename "$w")"; done
+    printf '  installed %s\n' "${todo[@]##*/}"
+  else
+    FAILED+=("install (pip)")
+  fi
+}
+
+phase_info() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: no nvidia-smi"; else step nvidia-smi nvidia-smi; fi
+  step accel-info "${ACCEL[@]}" info
+}
+
+phase_tests() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: pytest -m gpu not run"; return; fi
+  step pytest-gpu "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider tests/test_*_gpu.py
+}
+
+phase_groupby() {
+  local file="$DATA/G1_${GROUPBY_ROWS}_${GROUPBY_K}.parquet"
+  [ -e "$file" ] || step data-groupby "${ACCEL[@]}" data groupby "$GROUPBY_ROWS" "$GROUPBY_K" "$file"
+  step bench-groupby "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+}
+
+phase_join() {
+  local dir="$DATA/join_${JOIN_ROWS}"
+  [ -d "$dir" ] || step data-join "${ACCEL[@]}" data join "$JOIN_ROWS" "$dir" --format parquet
+  step bench-join "${ACCEL[@]}" bench join --data-dir "$dir" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+}
+
+phase_models() {
+  local models=$MODELS
+  if [ "$models" = auto ]; then
+    if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('cuml') is None)"; then
+      models=logistic_regression,random_forest_classifier,knn_classifier,kmeans,ridge,pca
+    else
+      models=""
+      echo "cuML is not installed: the scikit-learn/cuML pairs are left out (XGBoost only)"
+    fi
+  fi
+  if [ -n "$models" ]; then
+    step bench-models "${ACCEL[@]}" bench models --rows "$MODEL_ROWS" --models "$models" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+  fi
+  if [ "$XGB_ROWS" = 0 ]; then echo "XGB_ROWS=0: the XGBoost run is left out"; return; fi
+  step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost_classifier --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+}
+
+phase_crossover() {
+  step bench-crossover "${ACCEL[@]}" bench crossover --operations "$CROSSOVER_OPS" --max-rows "$CROSSOVER_MAX" --device "$DEVICE" --results "$RESULTS"
+}
+
+phase_flights() {
+  local rows=()
+  [ -n "${FLIGHTS_ROWS:-}" ] && rows=(--rows "$FLIGHTS_ROWS")
+  [ "$DRY_RUN" = 1 ] && rows=(--rows 3000)
+  step run-flights "${ACCEL[@]}" run flights --device "$DEVICE" "${rows[@]}" --out "$RESULTS"
+  step run-flights-fp16 "${ACCEL[@]}" run flights --device "$DEVICE" --precision fp16 "${rows[@]}" --out "$RESULTS"
+}
+
+phase_memory() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: memory benchmarks not run (tested by tests/test_memory_*.py)"; return; fi
+  step bench-memory "$PY" benchmarks/bench_memory.py --device gpu --budget "${MEMORY_BUDGET:-4GB}" --out "$RESULTS"
+  step bench-rmm-pool "$PY" benchmarks/bench_rmm_pool.py --out "$RESULTS"
+}
+
+phase_dask() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: Dask-CUDA benchmark not run (tested by tests/test_dask_*.py)"; return; fi
+  step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --out "$RESULTS"
+}
+
+phase_report() {
+  step report "${ACCEL[@]}" report "$RESULTS" --out "$OUT/report.html"
+}
+
+main() {
+  local phases=("$@")
+  [ "${#phases[@]}" -gt 0 ] || phases=(all)
+  if [ "${phases[*]}" = all ]; then
+    phases=(install info tests flights groupby join models crossover memory dask report)
+    [ "$DRY_RUN" = 1 ] && phases=(info tests flights groupby join models crossover memory dask report)  # nothing to install here
+  fi
+  echo "gpu_check: $(date -u +%FT%TZ) phases: ${phases[*]} (DRY_RUN=$DRY_RUN, OUT=$OUT)"
+  for phase in "${phases[@]}"; do
+    if ! declare -F "phase_$phase" >/dev/null; then echo "unknown phase '$phase'"; FAILED+=("$phase (unknown)"); continue; fi
+    "phase_$phase"
+  done
+  if [ "$DRY_RUN" != 1 ] && [ -d "$RESULTS" ]; then
+    # A device call brings back 8 files at most: the results travel as one archive.
+    tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$RESULTS" && echo "results packed into $OUT/results.tgz"
+  fi
+  if [ "${#FAILED[@]}" -gt 0 ]; then
+    printf 'gpu_check: FAILED: %s\n' "${FAILED[@]}"
+    return 1
+  fi
+  echo "gpu_check: all steps passed"
+}
+
+main "$@" 2>&1 | tee -a "$OUT/log"

@@ -1,0 +1,68 @@
+"""Test bodies shared by the Dask CPU and GPU suites (``test_dask_flights.py``, ``test_dask_gpu.py``).
+
+Each takes a started :class:`~accel.cluster.ClusterSession` and the workers' kind, and checks
+that the distributed run reproduces the single-process run of the same kind: the same rows and
+features exactly, and the hold-out AUC within :data:`accel.dask_run.DASK_PARITY_TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from accel.backend import Backend, cpu_backend, gpu_backend
+from accel.dask_run import DASK_PARITY_TOLERANCE, run_on_session
+from accel.models import XGBoostParams
+from accel.pairing import STAGES, run_arm
+from accel.workflows.base import WorkflowSettings
+from accel.workflows.flights import FlightsWorkflow
+from accel.workflows.flights_dask import DaskFlights, plan_blocks
+from tests.bodies import to_pandas
+
+
+def single_process_backend(kind: str) -> Backend:
+    return gpu_backend() if kind == "gpu" else cpu_backend()
+
+
+def check_dask_features_match_single_process(
+    session, kind: str, rows: int = 3000, scale: int = 2, seed: int = 7
+) -> None:
+    """Rows, split, joins, group statistics and categories: identical to the single-process frames."""
+    backend = single_process_backend(kind)
+    settings = WorkflowSettings(rows=rows, seed=seed, scale=scale)
+    workflow = FlightsWorkflow(settings)
+    expected = workflow.features(backend, workflow.load(backend))
+
+    info = session.info
+    dask_workflow = DaskFlights(settings, kind, backend, plan_blocks(settings, kind, info.workers, info.total_threads))
+    flights, loaded = dask_workflow.load(session.client)
+    got = dask_workflow.features(session.client, flights, loaded)
+
+    assert got.rows == expected.rows
+    assert got.X_train.npartitions > 1, "the data must really be partitioned by rows"
+    for name in ("X_train", "X_test", "y_train", "y_test"):
+        mine = to_pandas(getattr(got, name).compute()).reset_index(drop=True)
+        theirs = to_pandas(getattr(expected, name)).reset_index(drop=True)
+        if name.startswith("X"):
+            pd.testing.assert_frame_equal(mine, theirs)
+        else:
+            pd.testing.assert_series_equal(mine, theirs, check_names=False)
+
+
+def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 6000, seed: int = 3) -> dict:
+    """Same data and seed: the distributed AUC is within the stated tolerance of the single process's."""
+    backend = single_process_backend(kind)
+    settings = WorkflowSettings(rows=rows, seed=seed)
+    params = XGBoostParams(n_estimators=40, max_depth=6)
+    single = run_arm(backend, FlightsWorkflow(settings, params))
+    arm, _ = run_on_session(session, "flights", settings, params, seed)
+
+    assert arm["status"] == "ok", arm["reason"]
+    assert arm["rows"] == single.rows
+    assert set(arm["stages"]) == set(STAGES) and all(v >= 0 for v in arm["stages"].values())
+    assert arm["device_used"].startswith("cuda" if kind == "gpu" else "cpu")
+    assert abs(arm["metrics"]["auc"] - single.metrics["auc"]) <= DASK_PARITY_TOLERANCE, (arm["metrics"], single.metrics)
+    assert arm["train_attempts"] == [{"attempt": 1, "status": "ok", "workers": session.info.workers}]
+    memory = arm["workers_memory"]
+    assert set(memory) == {w["address"] for w in session.info.worker_details}
+    assert all(m["peak_rss_mb"] and m["peak_rss_mb"] > 50 for m in memory.values())
+    return arm

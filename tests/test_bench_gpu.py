@@ -1,0 +1,56 @@
+"""The bodies of test_bench_cpu.py on the GPU arm (cuDF, cuML, XGBoost CUDA), compared with the CPU arm.
+
+Skipped, with the probe's reason, where no GPU is usable; the cuML pairs also skip, saying so,
+where cuML is not installed (the GPU check machine may carry cuDF and XGBoost only).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from accel import dbbench
+from accel.backend import cpu_backend, gpu_backend
+from accel.modelbench import PAIRS
+from tests import bench_bodies as bodies
+from tests.conftest import requires_gpu
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+needs_cuml = pytest.mark.skipif(importlib.util.find_spec("cuml") is None, reason="cuML is not installed")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return gpu_backend()
+
+
+@pytest.mark.parametrize("fmt,nas", [("parquet", 0), ("csv", 10)])
+def test_groupby_answers_equal_the_benchmark_pandas_solution(backend, tmp_path, fmt, nas):
+    path = bodies.make_groupby_file(tmp_path, n=6000, k=10, nas=nas, fmt=fmt)
+    gpu = bodies.check_groupby_equals_benchmark_solution(backend, path)
+    cpu = bodies.run_groupby(cpu_backend(), path)
+    for name in dbbench.GROUPBY_QUESTIONS:
+        assert dbbench.compare_answers(gpu[name], cpu[name])["agree"], name
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_join_answers_equal_a_numpy_reference(backend, tmp_path, fmt):
+    bodies.check_join_answers(backend, bodies.make_join_dir(tmp_path, n=5000, fmt=fmt))
+
+
+def test_xgboost_trains_on_the_gpu(backend):
+    [result] = bodies.check_model_pairs(backend, ["xgboost_classifier"])
+    assert result["device_used"].startswith("cuda")
+
+
+@needs_cuml
+def test_cuml_pairs_match_the_cpu_quality(backend):
+    keys = [k for k in PAIRS if PAIRS[k].needs_cuml]
+    gpu = bodies.check_model_pairs(backend, keys)
+    cpu = bodies.check_model_pairs(cpu_backend(), keys)
+    for key, g, c in zip(keys, gpu, cpu):
+        assert g["class"].startswith("cuml."), key
+        if PAIRS[key].metric in ("accuracy", "r2", "explained_variance"):
+            assert abs(g["quality"] - c["quality"]) < 0.05, (key, g["quality"], c["quality"])

@@ -1,0 +1,143 @@
+"""Refusals up front (one line, exit 2, within seconds) and the cluster session's clean shutdown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from accel.backend import cpu_threads
+from accel.cli import main
+from accel.cluster import ClusterPlan, ClusterSession, check_address, dask_cuda_size, plan_cluster
+from accel.config import ClusterConfig
+from accel.errors import AccelError
+from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
+from tests.dask_procs import free_port
+from tests.test_cli import assert_one_line_error
+
+
+def _main(capsys, *argv):
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, rc, captured.out, captured.err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--cluster", "local", "--workers", "0"], ["--workers", "positive integer"]),
+        (["--cluster", "local", "--workers", "512"], ["--workers 512", "cores"]),
+        (["--cluster", "local", "--workers", "1", "--threads-per-worker", "512"], ["512", "cores"]),
+        (["--cluster", "local", "--rmm-pool", "1GB"], ["--rmm-pool", "local-cuda"]),
+        (["--cluster", "local", "--scheduler", "tcp://127.0.0.1:8786"], ["exclude each other"]),
+        (["--workers", "2"], ["--workers", "need --cluster"]),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--workers", "2"], ["--workers", "running cluster"]),
+        (["--cluster", "local", "--device", "cpu"], ["--device", "workers decide"]),
+        (["--cluster", "local", "--precision", "fp16"], ["--precision", "not to a Dask run"]),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),
+        (["--cluster", "nowhere"], ["--cluster", "invalid choice"]),
+        (["--scheduler", "127.0.0.1"], ["not a scheduler address", "tcp://HOST:PORT"]),
+        (["--scheduler", "tcp://host:99999"], ["not a scheduler address"]),
+        (["--cluster", "local", "--scale", "0"], ["--scale", "positive integer"]),
+    ],
+)
+def test_bad_cluster_requests_are_refused_before_anything_starts(capsys, tmp_path, argv, needles):
+    proc = _main(capsys, "run", "flights", "--rows", "1000", "--out", str(tmp_path), *argv)
+    assert_one_line_error(proc, *needles)
+    assert records_in(tmp_path) == []
+
+
+def test_sizes_are_parsed_by_dask_and_bad_ones_named():
+    from accel.memory import RMM_AUTO_INITIAL
+
+    assert dask_cuda_size("2GB", "--rmm-pool") == 2_000_000_000
+    assert dask_cuda_size("512MiB", "--rmm-pool") == 512 * 1024**2
+    assert dask_cuda_size("0.5", "--device-memory-limit") == 0.5
+    assert dask_cuda_size("auto", "--rmm-pool") == RMM_AUTO_INITIAL and dask_cuda_size("off", "--rmm-pool") is None
+    for bad in ("lots", "5 foos", "0", "-1GB"):
+        with pytest.raises(AccelError, match="--rmm-pool"):
+            dask_cuda_size(bad, "--rmm-pool")
+
+
+def test_addresses_are_checked():
+    assert check_address("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    assert check_address("tcp://[::1]:8786") == "tcp://[::1]:8786"
+    for bad in ("10.0.0.5:8786", "tcp://:8786", "tcp://host", "http://host:8786", "tcp://host:0"):
+        with pytest.raises(AccelError, match="not a scheduler address"):
+            check_address(bad)
+
+
+def test_default_local_plan_fills_the_cores_and_never_more():
+    plan = plan_cluster(ClusterConfig(kind="local"))
+    assert plan.workers * plan.threads_per_worker <= cpu_threads() and plan.worker_kind == "cpu"
+
+
+def test_unreachable_scheduler_fails_fast(tmp_path):
+    start = time.monotonic()
+    proc = run_accel(
+        "run", "flights", "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--out", str(tmp_path), timeout=60
+    )
+    assert_one_line_error(proc, "cannot reach a Dask scheduler", "dask scheduler")
+    assert time.monotonic() - start < 30
+    assert records_in(tmp_path) == []
+
+
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here")
+def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
+    code = (
+        "import sys\n"
+        "from accel.cli import main\n"
+        f"rc = main(['run', 'flights', '--cluster', 'local-cuda', '--out', {str(tmp_path)!r}])\n"
+        "print(rc, sorted(m for m in ('dask_cuda', 'cupy', 'cudf', 'rmm') if m in sys.modules))\n"
+    )
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert time.monotonic() - start < 20
+    assert proc.stdout.strip().splitlines()[-1] == "2 []"
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("accel: error: --cluster local-cuda needs a usable GPU")
+
+
+def test_scale_refuses_without_cluster_and_beyond_the_machine(capsys, tmp_path):
+    assert_one_line_error(_main(capsys, "scale", "flights", "--out", str(tmp_path)), "needs --cluster")
+    proc = _main(
+        capsys, "scale", "flights", "--cluster", "local", "--workers", f"1,{cpu_threads() + 1}", "--out", str(tmp_path)
+    )
+    assert_one_line_error(proc, f"--workers {cpu_threads() + 1}", "cores")
+    assert_one_line_error(_main(capsys, "scale", "flights", "--cluster", "local", "--workers", "1,x"), "--workers")
+    assert records_in(tmp_path) == []
+
+
+def test_session_closes_its_workers_when_the_run_fails():
+    plan = ClusterPlan("local", workers=2, threads_per_worker=1, worker_kind="cpu")
+    with pytest.raises(RuntimeError, match="boom"):
+        with ClusterSession(plan, say=lambda _: None) as session:
+            pids = [w["pid"] for w in session.info.worker_details]
+            assert len(pids) == 2 and all(psutil.pid_exists(p) for p in pids)
+            raise RuntimeError("boom")
+    assert session.client is None and session.cluster is None
+
+    def alive(pid):
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)
+
+
+def test_workflow_file_cluster_section_is_validated_like_the_rest(capsys, tmp_path):
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  wokers: 2\n")
+    assert_one_line_error(
+        _main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "unknown key 'cluster.wokers'"
+    )
+    cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  workers: 4096\n")
+    assert_one_line_error(_main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "--workers 4096")
+    assert records_in(tmp_path / "runs") == []

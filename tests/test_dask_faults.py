@@ -1,0 +1,136 @@
+"""Faults on a real cluster: ``dask scheduler`` and ``dask worker`` processes on 127.0.0.1.
+
+Workers are killed with SIGKILL at a known point of the workflow (``accel.faultpoints``: the
+first worker to reach an armed point kills itself), so the tests need no sleeps and no luck.
+Every process is killed at the end of its test, whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from accel.backend import cpu_backend
+from accel.cluster import ClusterSession, plan_cluster
+from accel.config import ClusterConfig
+from accel.dask_run import ClusterRunFailed, run_on_session
+from accel.models import XGBoostParams
+from accel.workflows.base import WorkflowSettings
+from accel.workflows.flights import FlightsWorkflow
+from accel.workflows.flights_dask import DaskFlights, plan_blocks
+from tests.conftest import ROOT, read_json, records_in
+from tests.dask_procs import DaskProcesses
+
+FAST_YAML = "workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n"
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    procs = DaskProcesses(tmp_path_factory.mktemp("dask"))
+    try:
+        procs.start_scheduler()
+        yield procs
+    finally:
+        procs.close()
+
+
+@pytest.fixture
+def cluster(scheduler, tmp_path, request):
+    """Fresh single-threaded workers (2, or the test's ``workers`` mark) that reach fault points in ``tmp_path/faults``."""
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    mark = request.node.get_closest_marker("workers")
+    try:
+        workers = scheduler.start_workers(mark.args[0] if mark else 2, env={"ACCEL_FAULT_DIR": str(faults)})
+        yield scheduler, workers, faults
+    finally:
+        scheduler.stop_workers()
+
+
+def _killed(workers):
+    return [w for w in workers if w.poll() == -signal.SIGKILL]
+
+
+def _run_cli(address, tmp_path, faults):
+    wf = tmp_path / "fast.yaml"
+    wf.write_text(FAST_YAML)
+    return subprocess.run(
+        [sys.executable, "-m", "accel", "run", str(wf), "--scheduler", address, "--out", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "ACCEL_FAULT_DIR": str(faults)},
+    )  # fmt: skip
+
+
+def test_worker_killed_during_feature_engineering_is_recomputed(cluster):
+    procs, workers, faults = cluster
+    (faults / "features.armed").touch()
+    settings = WorkflowSettings(rows=3000, seed=5, scale=2)
+    backend = cpu_backend()
+    with ClusterSession(
+        plan_cluster(ClusterConfig(kind="scheduler", address=procs.address)), say=lambda _: None
+    ) as session:
+        assert session.info.worker_kind == "cpu" and session.info.workers == 2
+        workflow = DaskFlights(settings, "cpu", backend, plan_blocks(settings, "cpu", 2, 2))
+        flights, loaded = workflow.load(session.client)
+        prepared = workflow.features(session.client, flights, loaded)
+        X_train = prepared.X_train.compute().reset_index(drop=True)
+        X_test = prepared.X_test.compute().reset_index(drop=True)
+        assert len(session.workers_now()) == 1
+    assert len(list(faults.glob("features.fired-*"))) == 1 and len(_killed(workers)) == 1
+    # The same result as without the kill: exactly the single-process features.
+    expected_flow = FlightsWorkflow(settings)
+    expected = expected_flow.features(backend, expected_flow.load(backend))
+    pd.testing.assert_frame_equal(X_train, expected.X_train)
+    pd.testing.assert_frame_equal(X_test, expected.X_test)
+
+
+def test_worker_killed_during_training_is_retried_once_and_recorded(cluster, tmp_path):
+    procs, workers, faults = cluster
+    (faults / "train-1.armed").touch()
+    proc = _run_cli(procs.address, tmp_path, faults)
+    assert proc.returncode == 0, proc.stderr
+    assert len(_killed(workers)) == 1
+    assert "retrying once on the 1 remaining" in proc.stderr
+    [path] = records_in(tmp_path / "runs")
+    r = read_json(path)
+    assert r["cluster"]["kind"] == "scheduler" and r["cluster"]["worker_kind"] == "cpu" and r["cluster"]["workers"] == 2
+    cpu = r["arms"]["cpu"]
+    assert cpu["status"] == "ok" and cpu["train_retried"] is True
+    first, second = cpu["train_attempts"]
+    assert first["status"] == "failed" and first["workers"] == 2 and len(first["lost_workers"]) == 1 and first["reason"]
+    assert second == {"attempt": 2, "status": "ok", "workers": 1}
+    assert 0.55 < cpu["metrics"]["auc"] < 1
+
+
+@pytest.mark.workers(3)
+def test_training_that_fails_again_is_an_error_without_record(cluster, tmp_path):
+    procs, workers, faults = cluster
+    (faults / "train-1.armed").touch()
+    (faults / "train-2.armed").touch()
+    proc = _run_cli(procs.address, tmp_path, faults)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("accel: error: ")]
+    assert len(errors) == 1 and "failed again on the retry" in errors[0] and "no run record" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert len(_killed(workers)) == 2
+    assert records_in(tmp_path / "runs") == []
+
+
+@pytest.mark.workers(1)
+def test_losing_every_worker_is_an_error_not_a_hang(cluster):
+    procs, workers, faults = cluster
+    (faults / "features.armed").touch()
+    settings = WorkflowSettings(rows=2000, seed=5)
+    plan = plan_cluster(ClusterConfig(kind="scheduler", address=procs.address))
+    start = time.monotonic()
+    with ClusterSession(plan, say=lambda _: None, no_worker_grace=2) as session:
+        with pytest.raises(ClusterRunFailed, match="every Dask worker was lost"):
+            run_on_session(session, "flights", settings, XGBoostParams(n_estimators=5), 5)
+    assert time.monotonic() - start < 60
+    assert _killed(workers) == workers

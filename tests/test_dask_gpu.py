@@ -1,0 +1,41 @@
+"""The Dask checks of ``test_dask_flights.py`` on a ``LocalCUDACluster`` (cuDF partitions, XGBoost on CUDA).
+
+Same bodies (``tests/dask_bodies.py``), GPU workers: skipped with the probe's reason where no
+GPU is usable, or where Dask-CUDA is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from accel.cluster import ClusterSession, plan_cluster
+from accel.config import ClusterConfig
+from tests.conftest import requires_gpu
+from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+
+@pytest.fixture(scope="module")
+def session():
+    if importlib.util.find_spec("dask_cuda") is None:
+        pytest.skip("dask-cuda is not installed (pip install 'accel[gpu-cu12]')")
+    plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1))
+    with ClusterSession(plan, say=lambda _: None) as s:
+        yield s
+
+
+def test_cuda_cluster_describes_itself(session):
+    info = session.info
+    assert info.kind == "local-cuda" and info.worker_kind == "gpu" and info.gpus_per_worker == 1 and info.workers == 1
+
+
+def test_features_on_cudf_partitions_equal_the_single_process_gpu_features(session):
+    check_dask_features_match_single_process(session, "gpu")
+
+
+def test_cuda_cluster_run_agrees_with_single_process_gpu_run(session):
+    arm = check_dask_run_agrees_with_single_process(session, "gpu")
+    assert arm["peak_device_mb"] is None or arm["peak_device_mb"] > 0

@@ -1,0 +1,164 @@
+"""Memory techniques on the CPU arm: sizes, budgets and batches, float16 storage, streaming,
+out-of-memory backoff. The GPU twins are in test_memory_gpu.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from accel.autofeatures import TargetEncoder
+from accel.backend import cpu_backend
+from accel.batching import MIN_BATCH_ROWS, BatchPlan, plan_batches, with_backoff
+from accel.errors import AccelError
+from accel.memory import parse_size, setup_rmm_pool
+from tests import bodies, tables
+from tests.conftest import ROOT, read_json, records_in
+from tests.test_table_cpu import assert_error, run_cli
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return cpu_backend()
+
+
+def test_parse_size():
+    assert parse_size("512MB", "--x") == 512_000_000
+    assert parse_size("1.5GiB", "--x") == 1_610_612_736
+    with pytest.raises(AccelError, match="cannot read '12XB' as a size"):
+        parse_size("12XB", "--memory-budget")
+    with pytest.raises(AccelError, match="must be positive"):
+        parse_size("0", "--memory-budget")
+
+
+def test_rmm_pool_on_the_cpu_arm_is_recorded_as_not_applicable(backend):
+    info = setup_rmm_pool(backend, "auto")
+    assert info["initial_bytes"] is None and "CPU arm" in info["reason"]
+
+
+def test_plan_batches():
+    fits = plan_batches(100_000, 1000.0, 10**9, "test", None)
+    assert fits.mode == "in-memory" and fits.rows_per_batch == 100_000 and fits.batches == 1
+    small = plan_batches(100_000, 1000.0, 10**7, "test", None)
+    assert small.mode == "streaming" and small.rows_per_batch == 8000 and small.batches == 13
+    given = plan_batches(100_000, 0.0, 10**9, "test", 30_000)
+    assert given.mode == "streaming" and given.batches == 4 and given.source == "given"
+    with pytest.raises(AccelError, match="below the minimum for one batch"):
+        plan_batches(100_000, 1000.0, 10**5, "test", None)
+
+
+def test_target_encoder_from_batches_equals_one_pass(backend):
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    n = 10_000
+    codes = pd.Series(rng.integers(0, 300, n).astype(float))
+    codes[::13] = np.nan
+    t = pd.Series(rng.normal(size=n))
+    folds = rng.integers(0, 5, n)
+    whole = TargetEncoder(pd, ["t"])
+    whole.partial_fit(codes, {"t": t}, folds)
+    whole.finalize()
+    batched = TargetEncoder(pd, ["t"])
+    for a in range(0, n, 1700):
+        batched.partial_fit(codes[a : a + 1700], {"t": t[a : a + 1700]}, folds[a : a + 1700])
+    batched.finalize()
+    pd.testing.assert_frame_equal(whole.totals, batched.totals, rtol=1e-12)
+    pd.testing.assert_frame_equal(whole.per_fold, batched.per_fold, rtol=1e-12)
+    test_codes = pd.Series(rng.integers(0, 320, 500).astype(float))
+    for a, b in zip(whole.transform(test_codes).values(), batched.transform(test_codes).values()):
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-12)
+    for a, b in zip(whole.transform(codes, folds).values(), batched.transform(codes, folds).values()):
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-12)
+
+
+def test_precision_guard(backend):
+    bodies.check_precision_guard(backend)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_streaming_equals_in_memory(backend, tmp_path, suffix):
+    df = tables.customers(12_000, seed=4)
+    path = tmp_path / f"c.{suffix}"
+    df.to_parquet(path, row_group_size=2500) if suffix == "parquet" else df.to_csv(path, index=False)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
+def test_backoff_halves_on_a_real_memory_error():
+    # A subprocess with a hard address-space limit: the first batch's allocation genuinely fails.
+    code = textwrap.dedent(
+        """
+        import resource, numpy as np
+        from accel.backend import cpu_backend
+        from accel.batching import BatchPlan, with_backoff
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (used + 1536 * 2**20, hard))
+        plan = BatchPlan(10**9, 'test', 65536.0, 100_000, 65536, 'in-memory', 'given')
+        def step(rows):
+            block = np.ones((rows, 8192))  # rows x 64 KiB
+            return rows, float(block[-1, -1])
+        print(with_backoff(step, plan, cpu_backend(), 'test'), [r['rows'] for r in plan.retries])
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    # 4 GiB and 2 GiB fail against the 1.5 GiB limit, 1 GiB fits.
+    assert proc.stdout.strip() == "(16384, 1.0) [65536, 32768]"
+
+
+def test_backoff_gives_up_below_the_minimum_batch(backend):
+    plan = BatchPlan(10**6, "test", 10**6, 100_000, 4 * MIN_BATCH_ROWS, "streaming", "auto")
+
+    def step(rows):
+        return np.empty(10**15, dtype=np.uint8)  # a petabyte: a real MemoryError
+
+    with pytest.raises(AccelError, match="out of memory even at .* rows per batch .*budget .*bytes per row"):
+        with_backoff(step, plan, backend, "predict")
+    assert [r["rows"] for r in plan.retries] == [4 * MIN_BATCH_ROWS, 2 * MIN_BATCH_ROWS]
+
+
+def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
+    cfg = tmp_path / "fp16.yaml"
+    cfg.write_text("workflow: flights\nrows: 8000\nprecision: fp16\nbatch_rows: 3000\nxgboost:\n  n_estimators: 60\n")
+    code, _, err = run_cli(capsys, "run", str(cfg), "--device", "cpu", "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    memory = read_json(records_in(tmp_path / "r")[0])["arms"]["cpu"]["memory"]
+    assert memory["batches"]["rows_per_batch"] == 3000 and memory["batches"]["mode"] == "in-memory"
+    ratio = memory["feature_bytes"]["stored"] / memory["feature_bytes"]["fp32"]
+    assert 0.5 <= ratio < 0.6, memory
+    check = memory["precision"]["fp32_check"]
+    assert abs(check["delta"]["auc"]) < 0.01
+
+
+def test_streaming_needs_xgboost(tmp_path, capsys):
+    path = tmp_path / "c.csv"
+    tables.customers(3000).to_csv(path, index=False)
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(path), "--target", "churned", "--model", "knn", "--batch-rows", "1000",
+        "--device", "cpu", "--out", str(tmp_path / "r"),
+    )
+    assert_error(code, err, "only xgboost trains batch by batch")
+    assert records_in(tmp_path / "r") == []
+
+
+@pytest.mark.parametrize(
+    "flag,value,needle",
+    [
+        ("--memory-budget", "12XB", "cannot read '12XB' as a size"),
+        ("--batch-rows", "0", "--batch-rows"),
+        ("--rmm-pool", "lots", "--rmm-pool: cannot read 'lots'"),
+        ("--memory-budget", "1KB", "below the minimum for one batch"),
+    ],
+)
+def test_bad_memory_flags(tmp_path, capsys, flag, value, needle):
+    path = tmp_path / "c.csv"
+    tables.customers(3000).to_csv(path, index=False)
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(path), "--target", "churned", flag, value, "--device", "cpu", "--out", str(tmp_path / "r")
+    )
+    assert_error(code, err, needle)
+    assert records_in(tmp_path / "r") == []

@@ -1,0 +1,78 @@
+"""The memory techniques of test_memory_cpu.py on the GPU arm: RMM pool, float16 CuPy storage,
+streaming from cuDF, and a real out-of-memory from a small RMM limit.
+
+Skipped, with the probe's reason, where no GPU is usable.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from accel.backend import gpu_backend
+from tests import bodies, tables
+from tests.conftest import ROOT, requires_gpu, run_accel
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return gpu_backend()
+
+
+def test_precision_guard(backend):
+    bodies.check_precision_guard(backend)
+
+
+def test_streaming_equals_in_memory(backend, tmp_path):
+    path = tmp_path / "c.parquet"
+    tables.customers(12_000, seed=4).to_parquet(path, row_group_size=2500)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
+def _in_subprocess(code: str) -> str:
+    # RMM's device resource is per process: pools and limits are tried in a fresh one.
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_rmm_pool_serves_cupy_and_counts_peak():
+    out = _in_subprocess(
+        """
+        from accel.backend import gpu_backend
+        from accel.memory import setup_rmm_pool
+        b = gpu_backend()
+        info = setup_rmm_pool(b, "auto")
+        x = b.xp.ones(50_000_000, dtype=b.xp.float32)  # 200 MB through the pool
+        stats = b.rmm_statistics()
+        print(info["initial_bytes"] > 0, stats["peak_bytes"] >= 200_000_000)
+        """
+    )
+    assert out == "True True"
+
+
+def test_backoff_on_a_real_device_out_of_memory():
+    out = _in_subprocess(
+        """
+        from accel.backend import gpu_backend
+        from accel.batching import BatchPlan, with_backoff
+        b = gpu_backend()
+        b.limit_device_memory(1536 * 2**20)
+        plan = BatchPlan(1536 * 2**20, 'test', 65536.0, 100_000, 65536, 'in-memory', 'given')
+        def step(rows):
+            block = b.xp.ones((rows, 8192))  # rows x 64 KiB on the device
+            return rows
+        print(with_backoff(step, plan, b, 'test'), [r['rows'] for r in plan.retries])
+        """
+    )
+    assert out == "16384 [65536, 32768]"
+
+
+def test_rmm_pool_larger_than_the_device(tmp_path):
+    proc = run_accel("run", "flights", "--rows", "2000", "--rmm-pool", "100TB", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "larger than the device" in proc.stderr

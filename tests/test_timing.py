@@ -1,0 +1,82 @@
+"""The benchmark harness: cold run apart, warm-up untimed, repeats timed with the device synchronised."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from accel.backend import cpu_backend
+from accel.timing import Timing, bench_environment, fairness, measure, speedup, write_result
+
+
+class RecordingBackend:
+    """Stands in for a Backend where only the order of synchronise calls and work matters."""
+
+    name = "cpu"
+
+    def __init__(self):
+        self.events: list[str] = []
+
+    def synchronize(self) -> None:
+        self.events.append("sync")
+
+
+def test_cold_warmup_and_repeats_are_kept_apart():
+    backend = RecordingBackend()
+    calls = []
+
+    def work():
+        calls.append(len(calls))
+        backend.events.append("work")
+        return len(calls)
+
+    timing, last = measure(work, backend, repeats=3, warmup=2)
+    assert len(calls) == 1 + 2 + 3 and last == 6
+    assert len(timing.times) == 3 and timing.warmup == 2 and timing.cold > 0
+    # Every timed call (the cold one and the repeats) has the device synchronised before and after.
+    timed = [i for i, e in enumerate(backend.events) if e == "work"]
+    for k in (0, 3, 4, 5):
+        i = timed[k]
+        assert backend.events[i - 1] == "sync" and backend.events[i + 1] == "sync", backend.events
+
+
+def test_repeats_must_be_positive():
+    with pytest.raises(ValueError, match="repeats"):
+        measure(lambda: None, RecordingBackend(), repeats=0)
+
+
+def test_statistics_of_the_repeats():
+    t = Timing(cold=5.0, times=[1.0, 3.0, 2.0, 2.0], warmup=1)
+    assert t.median == 2.0 and t.min == 1.0 and t.max == 3.0
+    mean = 2.0
+    sd = math.sqrt(((1 - mean) ** 2 + (3 - mean) ** 2) / 3)
+    assert t.cv == pytest.approx(sd / mean)
+    assert t.cold_ratio == pytest.approx(2.5)
+    d = t.as_dict()
+    assert d["cold"] == 5.0 and d["times"] == [1.0, 3.0, 2.0, 2.0] and d["repeats"] == 4
+    assert Timing(cold=1.0, times=[2.0]).cv == 0.0
+
+
+def test_speedup_is_nan_unless_both_arms_ran():
+    assert speedup(10.0, 2.0) == 5.0
+    assert math.isnan(speedup(10.0, None)) and math.isnan(speedup(None, 1.0)) and math.isnan(speedup(1.0, 0.0))
+
+
+def test_results_are_never_overwritten(tmp_path):
+    a = write_result(tmp_path, {"x": 1, "s": math.nan}, "demo", "cpu")
+    b = write_result(tmp_path, {"x": 2}, "demo", "cpu")
+    assert a != b and a.name.endswith("-demo-cpu-001.json") and b.name.endswith("-demo-cpu-002.json")
+    assert json.loads(a.read_text())["x"] == 1 and math.isnan(json.loads(a.read_text())["s"])
+
+
+def test_environment_and_fairness_are_recorded():
+    env = bench_environment()
+    assert env["cpu_model"] and env["cores"]["available"] >= 1 and "versions" in env
+    assert isinstance(env["blas_threads"], list)
+    assert env["load_average"] is None or len(env["load_average"]) == 3
+    cpu = cpu_backend()
+    f = fairness(cpu, "all 2", {"n_jobs": -1})
+    assert f["cores_available"] == cpu.n_threads
+    assert f["line"].startswith("CPU baseline: all 2 of ") and "n_jobs=-1" in f["line"]
