@@ -161,6 +161,16 @@ def iter_csv_chunks(
         offset += step
 
 
+def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:
+    """``s`` as a categorical with exactly these categories; other values become missing.
+
+    Both libraries do that in ``astype`` today, but pandas deprecates it (pandas 4 will raise),
+    so the values outside the vocabulary are masked first.
+    """
+    categories = list(categories)
+    return s.where(s.isin(categories)).astype(categorical_dtype(xdf, categories))
+
+
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
     """An unordered categorical dtype with exactly these categories, in this order."""
     return xdf.CategoricalDtype(categories=list(categories), ordered=False)

@@ -63,11 +63,11 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
         if plan.categories_numeric:
             # XGBoost refuses float categories; re-index the values by their integer codes,
             # which both libraries cast exactly (-1, missing or unseen, becomes missing).
-            codes = s.astype("float64").astype(_compat.categorical_dtype(xdf, categories)).cat.codes
-            return codes.astype("int64").astype(_compat.categorical_dtype(xdf, list(range(len(categories)))))
+            codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
+            return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
         if not _compat.is_text_dtype(s):
             s = s.astype("str")
-        return s.astype(_compat.categorical_dtype(xdf, categories))
+        return _compat.as_categorical(xdf, s, categories)
     if plan.kind == "datetime":
         if _compat.is_datetime_dtype(s):
             return _compat.naive_datetime(s)
@@ -95,7 +95,7 @@ def target_codes(xdf: ModuleType, y: Any, plan: TablePlan) -> Any:
         y = y.astype("float64")
     elif not _compat.is_text_dtype(y):
         y = y.astype("str")
-    return y.astype(_compat.categorical_dtype(xdf, plan.classes or [])).cat.codes.astype("int32")
+    return _compat.as_categorical(xdf, y, plan.classes or []).cat.codes.astype("int32")
 
 
 # --------------------------------------------------------------------------- encoders

@@ -852,56 +852,18 @@ def study_metric(study: Any) -> str:
 def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
     """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
 
-    ``local``: a LocalCluster of worker processes on this machine (``workers`` of them, default
-    as many as cores, up to 4), the cores shared out between them, the dashboard on 127.0.0.1
-    only. ``local-cuda``: Dask-CUDA's LocalCUDACluster, one worker per GPU. A scheduler address
-    must answer within 5 seconds.
+    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.cluster`): checked before
+    anything starts, the dashboard on 127.0.0.1, closed on success, error and Ctrl-C.
     """
     if cluster is None and scheduler is None:
         yield None
         return
-    import logging
+    from accel.cluster import ClusterSession, plan_cluster
+    from accel.config import ClusterConfig
 
-    from distributed import Client, LocalCluster
-
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="5s")
-        except Exception as exc:  # noqa: BLE001 - OSError/TimeoutError from an address nobody answers
-            raise AccelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r} ({first_line(exc)})") from None
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    if cluster == "local":
-        n = workers or max(1, min(4, backend_threads))
-        local = LocalCluster(
-            n_workers=n,
-            threads_per_worker=max(1, backend_threads // n),
-            processes=True,
-            dashboard_address="127.0.0.1:0",
-            silence_logs=logging.ERROR,
-        )
-    elif cluster == "local-cuda":
-        from accel.backend import probe_gpu
-
-        probe = probe_gpu()
-        if not probe.usable:
-            raise AccelError(f"--cluster local-cuda: no usable GPU here: {probe.reason}")
-        try:
-            from dask_cuda import LocalCUDACluster
-        except ImportError:
-            raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel[gpu-cu12]'") from None
-        local = LocalCUDACluster(dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
-    else:
-        raise AccelError(f"--cluster must be local or local-cuda, not {cluster!r}")
-    client = Client(local)
-    try:
-        yield client
-    finally:
-        client.close()
-        local.close()
+    request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
+    with ClusterSession(plan_cluster(request)) as session:
+        yield session.client
 
 
 # --------------------------------------------------------------------------- the whole search

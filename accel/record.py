@@ -48,6 +48,10 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
     folder = Path(folder)
     text = json.dumps(record, indent=2, sort_keys=False, default=str) + "\n"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".accel-record-", suffix=".json")
+    # mkstemp makes the file private (0600); a record is as readable as any file the user writes.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)

@@ -335,5 +335,5 @@ def test_parallel_trials_on_a_local_cluster(tmp_path, capsys):
 
 def test_unreachable_scheduler(tmp_path, capsys):
     code, _, err = run_cli(capsys, "hpo", "flights", "--out", str(tmp_path), "--scheduler", "tcp://127.0.0.1:9")
-    assert_one_line_error(code, err, "--scheduler: cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'")
+    assert_one_line_error(code, err, "cannot reach a Dask scheduler at tcp://127.0.0.1:9")
     assert not (tmp_path / "hpo.db").exists()
