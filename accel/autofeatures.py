@@ -85,7 +85,7 @@ def target_codes(xdf: ModuleType, y: Any, plan: TablePlan) -> Any:
     """The target as the model sees it: class codes 0..K-1 (int32), or float64 for regression."""
     if plan.task == "regression":
         return y.astype("float64")
-    if plan.classes == [False, True]:
+    if not plan.classes_numeric and plan.classes == [False, True]:
         # A boolean target, typed or as text ("True"/"true"): 1 for true. Rows without a
         # target are not in the plan's rows.
         if str(y.dtype) == "bool":

@@ -123,6 +123,18 @@ def test_integer_target_with_few_values_is_classification(tmp_path, capsys):
     assert r["task"] == "multiclass" and "integer target with 3 distinct values" in r["data"]["schema"]["task_reason"]
 
 
+def test_zero_one_integer_target(tmp_path, capsys):
+    df = tables.house_prices(400)
+    df["expensive"] = (df["price"] > df["price"].median()).astype(int)
+    path = tmp_path / "t.csv"
+    df.drop(columns=["price"]).to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "expensive", "--out", str(tmp_path / "r"), *FAST)
+    assert code == 0, err
+    r = only_record(tmp_path / "r")
+    assert r["task"] == "binary" and r["data"]["schema"]["classes"] == ["0.0", "1.0"]
+    assert 0.4 < r["arms"]["cpu"]["metrics"]["positive_rate"] < 0.6 and r["arms"]["cpu"]["metrics"]["auc"] > 0.8
+
+
 def test_task_override(tmp_path, capsys):
     df = tables.iris_like()
     df["species"] = df["species"].map({"setosa": 0, "versicolor": 1, "virginica": 2})
@@ -232,6 +244,7 @@ def test_five_thousand_columns(tmp_path, capsys):
     assert code == 0, err
     r = only_record(tmp_path / "r")
     assert len(r["arms"]["cpu"]["features"]) == k
+    assert r["task"] == "binary" and r["arms"]["cpu"]["metrics"]["auc"] > 0.7  # a 0/1 integer target
 
 
 # --------------------------------------------------------------------------- bad input
