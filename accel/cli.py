@@ -112,29 +112,33 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[dict, str]:
+    """Settings from the positional WORKFLOW of ``accel run``/``accel hpo``: a name or a YAML file.
 
-    from accel.config import build_config, read_workflow_file
-    from accel.pairing import paired_run
-    from accel.report import ProgressDisplay, render_run, show_plan
+    Returns ``(file values, where they came from)``.
+    """
+    from accel.config import read_workflow_file
 
-    target = args.workflow
-    file_values: dict = {}
-    source = "command line"
     if target is None:
-        if args.data is None:
-            raise AccelError("name a workflow (accel run flights) or give your table (accel run --data FILE --target COLUMN)")
-    elif target.endswith((".yaml", ".yml")) or Path(target).is_file():
-        file_values, source = read_workflow_file(Path(target)), target
+        if not has_data:
+            raise AccelError(
+                f"name a workflow (accel {command} flights) or give your table (accel {command} --data FILE --target COLUMN)"
+            )
+        return {}, "command line"
+    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+        values = read_workflow_file(Path(target))
         for key in ("out", "data"):
-            if file_values.get(key) is not None:
+            if values.get(key) is not None:
                 # Relative paths in a file are relative to where accel runs, like the flags.
-                file_values[key] = str(file_values[key])
-    else:
-        file_values = {"workflow": target}
+                values[key] = str(values[key])
+        return values, target
+    return {"workflow": target}, "command line"
+
+
+def table_overrides(args: argparse.Namespace) -> dict:
+    """The flags ``accel run`` and ``accel hpo`` share (None where not given)."""
     drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
-    overrides = {
+    return {
         "device": args.device,
         "rows": args.rows,
         "out": args.out,
@@ -146,6 +150,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "drop": drop,
         "delimiter": args.delimiter,
         "test_size": args.test_size,
+    }
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from accel.config import build_config
+    from accel.pairing import paired_run
+    from accel.report import ProgressDisplay, render_run, show_plan
+
+    file_values, source = workflow_source(args.workflow, args.data is not None, "run")
+    overrides = {
+        **table_overrides(args),
         "precision": args.precision,
         "batch_rows": args.batch_rows,
         "memory_budget": args.memory_budget,

@@ -103,27 +103,12 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> set[str]:
 
 def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
     """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
-    from accel.config import build_config, read_workflow_file
+    from accel.cli import table_overrides, workflow_source
+    from accel.config import build_config
 
     target = args.workflow
-    file_values: dict[str, Any] = {}
-    source = "command line"
-    if target is None:
-        if args.data is None and not args.resume:
-            raise AccelError("name a workflow (accel hpo flights) or give your table (accel hpo --data FILE --target COLUMN)")
-    elif target.endswith((".yaml", ".yml")) or Path(target).is_file():
-        file_values, source = read_workflow_file(Path(target)), target
-        for key in ("out", "data"):
-            if file_values.get(key) is not None:
-                file_values[key] = str(file_values[key])
-    else:
-        file_values = {"workflow": target}
-    drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
-    overrides = {
-        "device": args.device, "rows": args.rows, "out": args.out, "seed": args.seed, "data": args.data,
-        "target": args.target, "task": args.task, "model": args.model, "drop": drop,
-        "delimiter": args.delimiter, "test_size": args.test_size,
-    }  # fmt: skip
+    file_values, source = workflow_source(target, args.data is not None or args.resume, "hpo")
+    overrides = table_overrides(args)
     hpo_flags = {
         "trials": args.trials, "subset": args.subset, "trial_rounds": args.trial_rounds, "validation": args.validation,
         "timeout": args.timeout, "top": args.top, "storage": args.storage, "study": args.study,
