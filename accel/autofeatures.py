@@ -32,7 +32,7 @@ from accel.workflows.base import Prepared
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
 ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
 TE_FOLDS = 5
-TE_SMOOTHING = 20.0
+TE_SMOOTHING: float | str = "auto"  # per category, as scikit-learn's TargetEncoder(smooth="auto")
 FAMILIES = ("xgboost", "random_forest", "linear", "knn")
 
 
@@ -107,7 +107,12 @@ def _group_sums(xdf: ModuleType, frame: Any, keys: list[str], value: str, prefix
 
 
 def target_encode(
-    xdf: ModuleType, codes_train: Any, t_train: Any, codes_test: Any, folds: np.ndarray, smoothing: float = TE_SMOOTHING
+    xdf: ModuleType,
+    codes_train: Any,
+    t_train: Any,
+    codes_test: Any,
+    folds: np.ndarray,
+    smoothing: float | str = TE_SMOOTHING,
 ) -> tuple[Any, Any, Any]:
     """Out-of-fold smoothed target means for training rows, full-train means for test rows.
 
@@ -133,14 +138,24 @@ class TargetEncoder:
     up, so fitting batch by batch gives exactly the statistics of one pass over all rows.
     Training rows are encoded out of fold (their own fold's rows left out), other rows with all
     training rows; unseen or missing categories get the prior (the mean over all training rows).
+
+    A category with ``n`` rows and target sum ``s`` is encoded ``(s + prior * m) / (n + m)``.
+    ``smoothing`` is ``m``: a number, the same for every category, or ``"auto"``, the empirical
+    Bayes weight of scikit-learn's ``TargetEncoder(smooth="auto")``: ``m`` is the category's
+    target variance over the variance of the whole training target, so a category whose rows
+    agree keeps its own mean and a noisy one is pulled to the prior.
     """
 
-    def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float = TE_SMOOTHING):
+    def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float | str = TE_SMOOTHING):
+        if not (smoothing == "auto" or (isinstance(smoothing, (int, float)) and smoothing >= 0)):
+            raise ValueError(f"smoothing must be 'auto' or a number >= 0, not {smoothing!r}")
         self.xdf = xdf
         self.targets = targets
         self.smoothing = smoothing
         self._parts: list[Any] = []
         self._target_sums = dict.fromkeys(targets, 0.0)
+        self._target_squares = dict.fromkeys(targets, 0.0)
+        self.variance: dict[str, float] = {}
         self._rows = 0
         self.per_fold: Any = None
         self.totals: Any = None
@@ -153,41 +168,63 @@ class TargetEncoder:
         for name in self.targets:
             t = targets[name].reset_index(drop=True).astype("float64")
             frame[name] = t
+            frame[f"{name}__sq"] = t * t
             self._target_sums[name] += float(t.sum())
+            self._target_squares[name] += float((t * t).sum())
         self._rows += len(frame)
         grouped = frame.groupby(["c", "f"])
-        part = grouped[self.targets].sum()
+        part = grouped[self._stats].sum()
         part["n"] = grouped[self.targets[0]].count()
         self._parts.append(part.reset_index())
 
+    @property
+    def _stats(self) -> list[str]:
+        return [*self.targets, *(f"{t}__sq" for t in self.targets)]
+
     def finalize(self) -> None:
         xdf = self.xdf
+        columns = [*self._stats, "n"]
         parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
-        self.per_fold = parts.groupby(["c", "f"])[[*self.targets, "n"]].sum().reset_index()
-        self.totals = self.per_fold.groupby("c")[[*self.targets, "n"]].sum().reset_index()
-        self.prior = {t: self._target_sums[t] / max(self._rows, 1) for t in self.targets}
+        self.per_fold = parts.groupby(["c", "f"])[columns].sum().reset_index()
+        self.totals = self.per_fold.groupby("c")[columns].sum().reset_index()
+        rows = max(self._rows, 1)
+        self.prior = {t: self._target_sums[t] / rows for t in self.targets}
+        self.variance = {t: max(self._target_squares[t] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
         self._parts = []
+
+    def _weight(self, t: str, s: Any, squares: Any, n: Any) -> Any:
+        """``m`` per row: the fixed smoothing, or the category's variance over the target's."""
+        if self.smoothing != "auto":
+            return float(self.smoothing)
+        if self.variance[t] == 0.0:
+            return 0.0
+        mean = s / n.where(n > 0, 1.0)
+        within = (squares / n.where(n > 0, 1.0) - mean * mean).clip(lower=0.0)
+        return within / self.variance[t]
 
     def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
         """Encoded columns (one per target) and ``count`` for rows with these category codes."""
-        xdf, m = self.xdf, self.smoothing
+        xdf = self.xdf
+        columns = [*self._stats, "n"]
         frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
-        totals = self.totals.rename(columns={t: f"{t}__all" for t in [*self.targets, "n"]})
-        out = left_join(frame, totals, ["c"])
+        out = left_join(frame, self.totals.rename(columns={t: f"{t}__all" for t in columns}), ["c"])
         n = out["n__all"].fillna(0.0)
         if folds is not None:
             out["f"] = folds
-            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in [*self.targets, "n"]})
+            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in columns})
             out = left_join(out, fold, ["c", "f"])
-            n_out = n - out["n__fold"].fillna(0.0)
         result = {"count": n.astype("float64")}
+
+        def held(name: str) -> Any:  # the statistic over the rows that may inform these rows
+            value = out[f"{name}__all"].fillna(0.0)
+            return value if folds is None else value - out[f"{name}__fold"].fillna(0.0)
+
+        count = held("n")
         for t in self.targets:
-            s = out[f"{t}__all"].fillna(0.0)
-            if folds is not None:
-                s, count = s - out[f"{t}__fold"].fillna(0.0), n_out
-            else:
-                count = n
-            result[t] = (s + self.prior[t] * m) / (count + m)
+            s = held(t)
+            m = self._weight(t, s, held(f"{t}__sq"), count)
+            # No informing rows (unseen, missing, or only in the row's own fold): the prior.
+            result[t] = ((s + self.prior[t] * m) / (count + m)).where(count > 0, self.prior[t])
         return result
 
 

@@ -109,6 +109,37 @@ def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
     np.testing.assert_allclose(_compat.to_numpy(n_test), [3.0, 2.0, 0.0])
 
 
+def check_auto_smoothing_matches_scikit_learn(backend: Backend) -> None:
+    """``smoothing="auto"`` is scikit-learn's ``TargetEncoder(smooth="auto")``: the same encoding
+    of rows outside the training rows, for a continuous and a binary target; out-of-fold rows use
+    the same weights over the rows outside their fold."""
+    from sklearn.preprocessing import TargetEncoder as SkTargetEncoder
+
+    from accel.autofeatures import target_encode
+
+    rng = np.random.default_rng(3)
+    n = 600
+    codes = rng.integers(0, 40, size=n).astype("float64")
+    # Category means that differ, with noise that differs by category, so the weights matter.
+    continuous = codes * 0.5 + rng.normal(0, 1 + codes % 5, size=n)
+    binary = (rng.random(n) < (codes % 7) / 7).astype("float64")
+    test_codes = np.arange(-1, 42, dtype="float64")  # -1, 40 and 41 never seen: the prior
+    folds = rng.integers(0, 5, size=n)
+    for target, kind in ((continuous, "continuous"), (binary, "binary")):
+        enc_train, enc_test, _ = target_encode(
+            backend.xdf, backend.xdf.Series(codes), backend.xdf.Series(target), backend.xdf.Series(test_codes), folds
+        )
+        reference = SkTargetEncoder(smooth="auto", target_type=kind).fit(codes.reshape(-1, 1), target)
+        expected = reference.transform(test_codes.reshape(-1, 1))[:, 0]
+        np.testing.assert_allclose(_compat.to_numpy(enc_test), expected, rtol=1e-9)
+        # Row 0, out of fold: the rows of its category outside its fold, weighted by their variance.
+        same = (codes == codes[0]) & (folds != folds[0])
+        within, overall = target[same].var(), target.var()
+        weight = same.sum() * overall / (same.sum() * overall + within)
+        expected_row0 = weight * target[same].mean() + (1 - weight) * target.mean()
+        assert np.isclose(_compat.to_numpy(enc_train)[0], expected_row0)
+
+
 def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, family: str):
     """Plan on the host, build features on ``backend``; returns pandas frames for comparison."""
     from accel.autofeatures import build_table_features

@@ -24,6 +24,10 @@ def test_target_encoding_is_out_of_fold(backend):
     bodies.check_target_encoding_is_out_of_fold(backend)
 
 
+def test_auto_smoothing_matches_scikit_learn(backend):
+    bodies.check_auto_smoothing_matches_scikit_learn(backend)
+
+
 @pytest.mark.parametrize("family", ["xgboost", "random_forest", "linear", "knn"])
 def test_table_features_equal_the_cpu_arm(backend, family):
     df = tables.customers(400)
