@@ -73,16 +73,20 @@ def tables(workdir: Path) -> list[dict]:
 
 def handwritten(path: Path, target: str, drop: list[str], positions: np.ndarray, train_pos: np.ndarray,
                 test_pos: np.ndarray, task: str, seed: int) -> dict:
-    """The notebook way: strings as categories, everything else as is, the same XGBoost settings."""
+    """The notebook way: strings as categories, identifiers (a string column with more distinct
+    values than half its rows) dropped, everything else as is, the same XGBoost settings."""
     t0 = time.perf_counter()
     df = pd.read_csv(path, engine="pyarrow").iloc[positions].reset_index(drop=True)
     y = df.pop(target)
     df = df.drop(columns=[c for c in drop if c in df.columns])
-    for c in df.columns:
+    for c in list(df.columns):
         if df[c].dtype == object and df[c].dropna().map(lambda v: hasattr(v, "toordinal")).all():
             df[c] = pd.to_datetime(df[c]).astype("int64")  # the pyarrow engine gives dates as objects
         elif df[c].dtype == object or pd.api.types.is_string_dtype(df[c]):
-            df[c] = df[c].astype("category")
+            if df[c].nunique() > len(df) / 2:
+                df = df.drop(columns=c)
+            else:
+                df[c] = df[c].astype("category")
         elif pd.api.types.is_datetime64_any_dtype(df[c]):
             df[c] = df[c].astype("int64")
     params = {"tree_method": "hist", "max_depth": 8, "eta": 0.1, "max_bin": 256, "seed": seed, "nthread": cpu_threads()}
