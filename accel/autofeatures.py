@@ -18,6 +18,7 @@ host with the run's seed): a row's own target never enters its own encoding.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -30,6 +31,10 @@ from accel.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.workflows.base import Prepared
 
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
+NATIVE_CAP = 4096  # above NATIVE_MAX and up to this many values, the encoding probe may choose native categories
+PROBE_ROWS = 20_000  # training rows (of the planning rows) the encoding probe uses at most
+PROBE_MIN_ROWS = 500
+PROBE_ROUNDS = 50  # boosting rounds of each probe model (depth 6)
 ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
 TE_FOLDS = 5
 TE_SMOOTHING: float | str = "auto"  # per category, as scikit-learn's TargetEncoder(smooth="auto")
@@ -292,7 +297,7 @@ class TableFeaturizer:
                 kind = col.kind
             elif col.kind == "datetime":
                 kind = "date parts"
-            elif family == "xgboost" and col.cardinality <= NATIVE_MAX:
+            elif family == "xgboost" and (col.cardinality <= NATIVE_MAX or col.name in plan.native_categorical):
                 kind = "native categorical"
             elif family in ("linear", "knn") and col.cardinality <= ONEHOT_MAX:
                 kind = "one-hot"
@@ -413,3 +418,70 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
         rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
     )
     return prepared, featurizer.report
+
+
+# --------------------------------------------------------------------------- the encoding probe
+
+
+def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
+    """Choose, for XGBoost, between target + count encoding and native categories for the
+    categorical columns with more than :data:`NATIVE_MAX` (and at most :data:`NATIVE_CAP`) values.
+
+    Neither wins everywhere: native partition splits overfit a column like flights' ``tailnum``
+    (4,000 aircraft; AUC 0.74 against 0.81 with target encoding), while target encoding, one
+    number per value, loses what native splits find in interactions (restaurant inspections by
+    business and year: RMSE 3.9 against 3.3). So both are tried once, on the host, before either
+    arm runs: up to :data:`PROBE_ROWS` training rows among the planning rows ``head`` (the
+    file's first rows, indexed by file position), split 75/25, a small XGBoost model
+    (:data:`PROBE_ROUNDS` rounds, depth 6) on each encoding, scored on the held-out quarter
+    with the task's metric. Native categories are kept only when they score better. Sets ``plan.native_categorical``
+    and ``plan.encoding_probe``; nothing is fitted on test rows.
+    """
+    import pandas as pd
+    import xgboost as xgb
+
+    from accel.backend import cpu_threads
+    from accel.metrics import PARITY, task_metrics
+
+    candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
+    if not candidates:
+        return
+    positions = plan.row_positions[plan.train_pos]
+    positions = positions[positions < len(head)]
+    rng = np.random.default_rng(seed + 2)
+    if len(positions) > PROBE_ROWS:
+        positions = np.sort(rng.choice(positions, PROBE_ROWS, replace=False))
+    if len(positions) < PROBE_MIN_ROWS:
+        plan.encoding_probe = {"candidates": candidates, "skipped": f"fewer than {PROBE_MIN_ROWS} training rows"}
+        return
+    order = rng.permutation(len(positions))
+    cut = int(len(order) * 0.75)
+    frame = head.iloc[positions].reset_index(drop=True)
+    metric = PARITY[plan.task][0]
+    scores: dict[str, float] = {}
+    for option, native in (("target_encoding", []), ("native", candidates)):
+        sub = dataclasses.replace(
+            plan, row_positions=positions, train_pos=np.sort(order[:cut]), test_pos=np.sort(order[cut:]),
+            native_categorical=native, notices=[],
+        )
+        prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
+        params: dict[str, Any] = {"tree_method": "hist", "max_depth": 6, "eta": 0.1, "seed": seed, "nthread": cpu_threads()}
+        n_classes = len(plan.classes or [])
+        params["objective"] = {"binary": "binary:logistic", "regression": "reg:squarederror"}.get(plan.task, "multi:softprob")
+        if plan.task == "multiclass":
+            params["num_class"] = n_classes
+        dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
+        booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
+        prediction = booster.inplace_predict(prepared.X_test)
+        scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
+    better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
+    plan.native_categorical = candidates if better else []
+    plan.encoding_probe = {"candidates": candidates, "rows": int(len(positions)), "metric": metric, **scores,
+                           "chosen": "native" if better else "target_encoding"}
+    plan.notices.append(
+        f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values "
+        f"({', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}): "
+        f"{'native categories' if better else 'target + count encoding'} for XGBoost "
+        f"(probe on {len(positions):,} training rows: {metric} {scores['native']:.4g} native, "
+        f"{scores['target_encoding']:.4g} target-encoded)"
+    )

@@ -259,7 +259,7 @@ def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, A
 
 def build_workflow(config: Any) -> Any:
     """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
-    from accel.models import XGBoostParams
+    from accel.models import XGBoostParams, model_family
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
@@ -268,7 +268,9 @@ def build_workflow(config: Any) -> Any:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
         return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
-    planned = plan_table(str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter)
+    planned = plan_table(
+        str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, model_family(config.model)
+    )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 
 

@@ -78,6 +78,10 @@ class TablePlan:
     test_pos: np.ndarray
     notices: list[str] = field(default_factory=list)
     rows_in_file: int = 0
+    # Categorical columns above NATIVE_MAX values that XGBoost gets as native categories (chosen
+    # by accel.autofeatures.probe_native_categories), and what that probe measured.
+    native_categorical: list[str] = field(default_factory=list)
+    encoding_probe: dict[str, Any] | None = None
 
     def widen_vocabularies(self, uniques: dict[str, list[Any]]) -> None:
         """Categories seen anywhere in the file, where the kinds came from its first rows."""
@@ -134,6 +138,8 @@ class TablePlan:
                 for c in self.columns
             },
             "notices": list(self.notices),
+            "native_categorical": list(self.native_categorical),
+            "encoding_probe": self.encoding_probe,
         }
 
 

@@ -1,8 +1,9 @@
 """``accel run --data`` on real packaged tables against a hand-written XGBoost script, same split.
 
 For each table: rows, the inferred task, accel's metric and seconds per arm, the planning
-overhead (host read + schema inference) and the features stage next to the load stage and
-training, and the same metric from a plain hand-written pandas + XGBoost script (string columns
+overhead (host read + schema inference, and the encoding probe that picks target or native
+categories for XGBoost) and the features stage next to the load stage and training, and the
+same metric from a plain hand-written pandas + XGBoost script (string columns
 as categories, the same XGBoost parameters, the same train/test rows). Targets: accel within
 0.01 AUC / 2% RMSE of the hand-written script; the flights table as one plain CSV within 0.01
 AUC of the flights workflow.
@@ -150,6 +151,7 @@ def main() -> int:
                 "gpu_arm": record["arms"]["gpu"]["status"],
                 "handwritten_seconds": hand["seconds"],
                 "planning_seconds": plan_s,
+                "encoding_probe": schema["encoding_probe"],
                 "dropped": {k: v.get("reason") for k, v in schema["columns"].items() if v["kind"] == "dropped"},
             }
             if metric == "auc":
@@ -165,7 +167,8 @@ def main() -> int:
                 f"hand-written {row['handwritten']:.4f}  ({'ok' if row['ok'] else 'WORSE'})  "
                 f"cpu arm {row['accel_seconds_cpu_arm']:.1f} s (load {cpu['stages']['load']:.2f}, features "
                 f"{cpu['stages']['features']:.2f}, train {cpu['stages']['train']:.1f}), inference "
-                f"{plan_s['schema_inference']:.2f} s; (inference+features)/load = {overhead:.1f}",
+                f"{plan_s['schema_inference']:.2f} s; (inference+features)/load = {overhead:.1f}; encoding probe "
+                f"{plan_s['encoding_probe']:.2f} s ({(schema['encoding_probe'] or {}).get('chosen', 'none')})",
                 flush=True,
             )
     now = datetime.now(timezone.utc)

@@ -202,7 +202,7 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     from accel.workflows.table import TableWorkflow, plan_table
 
     settings = WorkflowSettings(seed=3)
-    planned = plan_table(str(path), target, None, [], settings)
+    planned = plan_table(str(path), target, None, [], settings, family="xgboost")  # as `accel run` plans it
     params = {"n_estimators": 30, "max_depth": 5}
     whole = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings())
     streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))

@@ -49,3 +49,54 @@ def test_statistics_come_from_training_rows_only(backend):
     b_train, b_test, _ = bodies.check_table_features(backend, flipped, "churned", "linear")
     pd.testing.assert_frame_equal(a_train, b_train)
     pd.testing.assert_frame_equal(a_test, b_test)
+
+
+# The encoding probe runs once, on the host, while the run is planned (both arms then use its
+# choice), so it has no GPU twin.
+
+
+def _shops(n: int, seed: int = 0) -> pd.DataFrame:
+    """80 shops (more than NATIVE_MAX): half gain with x, half lose. Each shop's mean is 0, so a
+    target encoding says nothing; native categories can group the shops and then split on x."""
+    rng = np.random.default_rng(seed)
+    shop = rng.integers(0, 80, n)
+    sign = np.where(rng.random(80) < 0.5, -1.0, 1.0)
+    x = rng.normal(size=n)
+    return pd.DataFrame({"shop": [f"shop{k:02d}" for k in shop], "x": x, "y": 3 * sign[shop] * x + rng.normal(0, 0.3, n)})
+
+
+def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None):
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import plan_table
+
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False)
+    return plan_table(str(path), target, None, [], WorkflowSettings(seed=0), family=family)
+
+
+def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path):
+    from accel.autofeatures import TableFeaturizer
+
+    planned = _plan(tmp_path, _shops(4000), "y", "xgboost")
+    plan = planned.plan
+    probe = plan.encoding_probe
+    assert probe["candidates"] == ["shop"] and probe["metric"] == "rmse" and probe["rows"] == len(plan.train_pos)
+    assert probe["native"] < 0.8 * probe["target_encoding"], probe
+    assert plan.native_categorical == ["shop"] and probe["chosen"] == "native"
+    assert any("native categories for XGBoost" in notice for notice in plan.notices)
+    assert plan.describe()["encoding_probe"] == probe
+    assert planned.probe_seconds > 0
+    assert TableFeaturizer(pd, plan, "xgboost", 0).encoding["shop"] == "native categorical"
+    # Models that cannot take native categories still get the target encoding.
+    assert TableFeaturizer(pd, plan, "linear", 0).encoding["shop"].startswith("out-of-fold")
+
+
+def test_encoding_probe_runs_only_for_xgboost_and_with_enough_rows(tmp_path):
+    from accel.autofeatures import PROBE_MIN_ROWS, TableFeaturizer
+
+    assert _plan(tmp_path, _shops(4000), "y", "random_forest").plan.encoding_probe is None
+    small = _plan(tmp_path, _shops(PROBE_MIN_ROWS), "y", "xgboost").plan  # 80% of the rows train
+    assert small.native_categorical == [] and "skipped" in small.encoding_probe
+    assert TableFeaturizer(pd, small, "xgboost", 0).encoding["shop"].startswith("out-of-fold")
+    # Nothing above NATIVE_MAX values: nothing to probe.
+    assert _plan(tmp_path, tables.house_prices(), "price", "xgboost").plan.encoding_probe is None

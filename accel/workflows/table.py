@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from accel.autofeatures import TableFeaturizer, build_table_features, target_codes
+from accel.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.backend import Backend
 from accel.models import build_model, model_family
 from accel.readers import TableSource, read_source, resolve_source
@@ -28,6 +28,7 @@ class PlannedTable:
     plan: TablePlan
     read_seconds: float
     infer_seconds: float
+    probe_seconds: float = 0.0
 
 
 #: Column kinds are inferred from at most this many first rows (categories from all rows).
@@ -41,12 +42,15 @@ def plan_table(
     drop: list[str],
     settings: WorkflowSettings,
     delimiter: str | None = None,
+    family: str | None = None,
 ) -> PlannedTable:
     """Check the file and plan the run (raises AccelError for every bad input).
 
     Reads on the host: the first rows (column kinds, leakage guard), the whole target column
     (rows, task, split) and, for a file longer than that, the distinct values of its
     categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
+    For the ``xgboost`` model ``family``, the encoding of categorical columns with many values is
+    chosen by :func:`~accel.autofeatures.probe_native_categories` on those first rows.
     """
     from accel.errors import AccelError
     from accel.readers import column_uniques, read_column, read_head
@@ -66,8 +70,11 @@ def plan_table(
         categorical = [c.name for c in plan.features if c.kind == "categorical"]
         plan.widen_vocabularies(column_uniques(source, categorical))
     t2 = time.perf_counter()
+    if family == "xgboost":
+        probe_native_categories(head, plan, settings.seed)
+    t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
-    return PlannedTable(source, plan, t1 - t0, t2 - t1)
+    return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
 
 
 class TableWorkflow:
@@ -93,6 +100,7 @@ class TableWorkflow:
             "planning_seconds": {
                 "read_on_host": round(self.planned.read_seconds, 6),
                 "schema_inference": round(self.planned.infer_seconds, 6),
+                "encoding_probe": round(self.planned.probe_seconds, 6),
             },
             "target": self.plan.target,
             "rows_requested": self.settings.rows,
