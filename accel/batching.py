@@ -23,15 +23,16 @@ from typing import Any, TypeVar
 
 from accel.backend import Backend, is_out_of_memory
 from accel.errors import AccelError
-from accel.memory import MemoryMonitor
+from accel.memory import MemoryMonitor, release_host_memory
 
 log = logging.getLogger("accel.batching")
 T = TypeVar("T")
 
 #: No batch is planned or retried below this many rows.
 MIN_BATCH_ROWS = 1024
-#: Rows in the probe slice for ``--batch-rows auto``.
-PROBE_ROWS = 20_000
+#: Rows in the probe slice for ``--batch-rows auto``: large enough that the fixed costs of reading
+#: (a Parquet row group decoded whole, buffers) do not dominate the bytes per row.
+PROBE_ROWS = 100_000
 #: Headroom: a batch may use this share of the budget (temporaries, allocator slack).
 BUDGET_USE = 0.8
 
@@ -77,6 +78,8 @@ def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int,
     ``memory_usage(deep=True)``). ``peak=False`` counts only the latter, for a probe with a
     fixed cost that does not grow with rows (the flights loader reads its whole file).
     """
+    if not backend.is_gpu:
+        release_host_memory()  # else memory cached from earlier work hides the probe's own peak
     monitor = MemoryMonitor(backend, interval=0.005)
     with monitor:
         before_host, before_device = monitor.sample()

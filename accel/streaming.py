@@ -24,7 +24,7 @@ from accel import _compat
 from accel.autofeatures import TableFeaturizer, target_codes
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
-from accel.memory import MemoryMonitor, MemorySettings
+from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_safe_name
 from accel.readers import iter_chunks
@@ -89,6 +89,9 @@ def run_streaming(
                     if len(local):
                         train = frame.iloc[local]
                         featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
+                        del train
+                    del frame
+                    release_host_memory(collect=False)
                 n += 1
             with timer.accumulate("features"):
                 featurizer.finalize()
@@ -157,20 +160,7 @@ def run_streaming(
 
         # 4. predictions batch by batch
         def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
-            preds, labels = [], []
-            for start, frame in chunks(batch_rows):
-                with timer.accumulate("features"):
-                    local, _ = rows.pick(rows.test, start, start + len(frame))
-                    if not len(local):
-                        continue
-                    test = frame.iloc[local]
-                    X = featurizer.transform(test)
-                    y = target_codes(xdf, test[tplan.target], tplan)
-                with timer.accumulate("predict"):
-                    p = booster.inplace_predict(frame_matrix(X, featurizer.categorical))
-                    preds.append(_compat.to_numpy(p))
-                labels.append(_compat.to_numpy(y))
-            return np.concatenate(preds), np.concatenate(labels)
+            return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer)
 
         t0 = announce("predict pass")
         prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
@@ -193,3 +183,52 @@ def run_streaming(
         "test": len(tplan.test_pos),
     }
     return _result(backend, workflow, model, booster, timer, monitor, metrics, rows_record, list(names), memory_record)
+
+
+def predict_batches(
+    xdf: Any,
+    featurizer: TableFeaturizer,
+    booster: Any,
+    source: Any,
+    positions: np.ndarray,
+    batch_rows: int,
+    timer: StageTimer | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Chunked features and inference: read the file ``batch_rows`` rows at a time, featurise the
+    rows at ``positions`` (ascending file rows) with the fitted ``featurizer`` and predict them;
+    only a batch and the predictions are held. Returns (predictions, target codes) in row order.
+    With a ``timer``, reading counts as ``load``, featurising as ``features``, predicting as
+    ``predict``.
+    """
+    from contextlib import nullcontext
+
+    tplan = featurizer.plan
+
+    def stage(name: str) -> Any:
+        return timer.accumulate(name) if timer is not None else nullcontext()
+
+    preds, labels = [], []
+    reader = iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
+    while True:
+        with stage("load"):
+            item = next(reader, None)
+        if item is None:
+            break
+        start, frame = item
+        item = None
+        with stage("features"):
+            local, _ = _Rows.pick(positions, start, start + len(frame))
+            if not len(local):
+                continue
+            rows = frame.iloc[local]
+            del frame
+            X = featurizer.transform(rows)
+            y = target_codes(xdf, rows[tplan.target], tplan)
+            del rows
+        with stage("predict"):
+            p = booster.inplace_predict(frame_matrix(X, featurizer.categorical))
+            preds.append(_compat.to_numpy(p))
+        labels.append(_compat.to_numpy(y))
+        del X, y, p
+        release_host_memory(collect=False)
+    return np.concatenate(preds), np.concatenate(labels)
