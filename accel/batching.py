@@ -33,6 +33,8 @@ MIN_BATCH_ROWS = 1024
 #: Rows in the probe slice for ``--batch-rows auto``: large enough that the fixed costs of reading
 #: (a Parquet row group decoded whole, buffers) do not dominate the bytes per row.
 PROBE_ROWS = 100_000
+#: Rows in a probe sized by the objects it returns (``peak=False``), which grow in proportion.
+SIZE_PROBE_ROWS = 20_000
 #: Headroom: a batch may use this share of the budget (temporaries, allocator slack).
 BUDGET_USE = 0.8
 
@@ -78,7 +80,7 @@ def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int,
     ``memory_usage(deep=True)``). ``peak=False`` counts only the latter, for a probe with a
     fixed cost that does not grow with rows (the flights loader reads its whole file).
     """
-    if not backend.is_gpu:
+    if peak and not backend.is_gpu:
         release_host_memory()  # else memory cached from earlier work hides the probe's own peak
     monitor = MemoryMonitor(backend, interval=0.005)
     with monitor:

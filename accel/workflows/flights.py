@@ -71,7 +71,7 @@ class FlightsWorkflow:
         """Batches of the model input; the flights tables themselves are always held in memory."""
         from dataclasses import replace
 
-        from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        from accel.batching import SIZE_PROBE_ROWS, measure_bytes_per_row, plan_batches
         from accel.errors import AccelError
         from accel.precision import frame_matrix
 
@@ -79,15 +79,15 @@ class FlightsWorkflow:
         if batch_rows is not None:
             plan = plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
         else:
-            probe_flow = FlightsWorkflow(replace(self.settings, rows=min(PROBE_ROWS, rows_total), scale=1))
+            probe_flow = FlightsWorkflow(replace(self.settings, rows=min(SIZE_PROBE_ROWS, rows_total), scale=1))
 
             def probe() -> Any:
                 tables = probe_flow.load(backend)
                 prepared = probe_flow.features(backend, tables)
                 return [tables.flights, prepared.X_train, frame_matrix(prepared.X_train, prepared.categorical)]
 
-            per_row = measure_bytes_per_row(backend, probe, min(PROBE_ROWS, rows_total), peak=False)
-            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(PROBE_ROWS, rows_total))
+            per_row = measure_bytes_per_row(backend, probe, min(SIZE_PROBE_ROWS, rows_total), peak=False)
+            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(SIZE_PROBE_ROWS, rows_total))
             if plan.mode == "streaming":
                 raise AccelError(
                     f"the flights workflow holds its {rows_total:,} rows in memory (about "
