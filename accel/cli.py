@@ -15,6 +15,7 @@ from pathlib import Path
 
 from accel import __version__, cluster, scaling
 from accel.errors import AccelError
+from accel.models import MODELS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--model",
-        choices=["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"],
+        choices=list(MODELS),
         help="with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)",
     )
     run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.models import MODELS
 
 
 def fraction(text: str) -> float:
@@ -56,7 +57,7 @@ def register(sub: Any) -> None:
     hpo.add_argument("--task", choices=["auto", "classification", "regression"], help="with --data: inferred when absent")
     hpo.add_argument(
         "--model",
-        choices=["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"],
+        choices=list(MODELS),
         help="with --data: the model to tune (default xgboost)",
     )
     hpo.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
