@@ -517,6 +517,45 @@ class ClusterSession:
             stop.set()
             thread.join()
 
+    @contextmanager
+    def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> Iterator[None]:
+        """Cancel the futures created inside this block once one of ``workers`` has been gone
+        for ``grace`` seconds and the block is still running.
+
+        For distributed XGBoost: a rank that died cannot come back into the running training,
+        which then either fails (a survivor reads EOF from the dead peer) or, depending on where
+        the peers were, waits (xgboost#9419, #10985). Cancelling the block's own futures makes
+        the blocked call raise; data persisted before the block is left alone.
+        """
+        from distributed import Future
+
+        stop = threading.Event()
+        before = set(self.client.futures)
+
+        def watch() -> None:
+            gone_since = None
+            while not stop.wait(interval):
+                try:
+                    now = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                except Exception:  # noqa: BLE001 - the client closing under us
+                    return
+                if set(workers) <= now:
+                    gone_since = None
+                    continue
+                gone_since = gone_since or time.monotonic()
+                if time.monotonic() - gone_since >= grace:
+                    keys = [k for k in list(self.client.futures) if k not in before]
+                    self.client.cancel([Future(k, self.client) for k in keys], reason="a training worker was lost")
+                    return
+
+        thread = threading.Thread(target=watch, name="accel-worker-loss-watchdog", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
     def close(self) -> None:
         """Close the client, then the cluster this session started (and its worker processes)."""
         client, cluster = self.client, self.cluster

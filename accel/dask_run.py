@@ -57,6 +57,12 @@ DASK_WORKFLOWS = {"flights": DaskFlights}
 DASK_PARITY_TOLERANCE = 0.005
 #: Seconds to wait for the scheduler to notice a worker that died while XGBoost trained.
 WORKER_LOSS_WAIT_S = 10.0
+#: Seconds a training attempt may go on after one of its workers is gone before its futures are
+#: cancelled (XGBoost cannot finish without the lost rank; usually it fails within a second).
+TRAINING_LOSS_GRACE_S = 20.0
+#: XGBoost's collective timeout (``dmlc_timeout``, seconds): a survivor waiting on a dead peer
+#: gives up after this, which frees a single-threaded worker for the retry.
+COLLECTIVE_TIMEOUT_S = 300
 
 
 class ClusterRunFailed(AccelError):
@@ -118,6 +124,7 @@ def train_with_one_retry(
     first attempt fails without losing a worker (retrying would fail alike) or the retry fails.
     """
     from xgboost import dask as dxgb
+    from xgboost.collective import Config as CollConfig
 
     client = session.client
     attempts: list[dict[str, Any]] = []
@@ -126,7 +133,11 @@ def train_with_one_retry(
         try:
             if attempt == 2:
                 dtrain = make_dtrain()  # over the partitions Dask recomputed on the remaining workers
-            output = dxgb.train(client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt))
+            with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
+                output = dxgb.train(
+                    client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
+                    coll_cfg=CollConfig(timeout=COLLECTIVE_TIMEOUT_S),
+                )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
             if session.all_workers_lost:
                 raise ClusterRunFailed(

@@ -134,3 +134,28 @@ def test_losing_every_worker_is_an_error_not_a_hang(cluster):
             run_on_session(session, "flights", settings, XGBoostParams(n_estimators=5), 5)
     assert time.monotonic() - start < 60
     assert _killed(workers) == workers
+
+
+def test_a_call_that_waits_on_a_lost_worker_is_cancelled_not_left_hanging(cluster):
+    """The watchdog around distributed training: once a worker the call started with is gone
+    for the grace period, the futures made inside the block are cancelled (the blocked call
+    raises); a future made before the block is untouched."""
+    from distributed import CancelledError
+
+    procs, workers, faults = cluster
+    plan = plan_cluster(ClusterConfig(kind="scheduler", address=procs.address))
+    with ClusterSession(plan, say=lambda _: None) as session:
+        before = session.workers_now()
+        kept = session.client.submit(sum, [1, 2, 3], workers=[before[0]])
+        assert kept.result(timeout=30) == 6
+        start = time.monotonic()
+        with pytest.raises(CancelledError):
+            with session.worker_loss_watchdog(before, grace=1.0, interval=0.2):
+                # Stands for a training rank that waits forever on a dead peer.
+                stuck = session.client.submit(time.sleep, 120, workers=[before[0]], pure=False)
+                time.sleep(0.5)
+                pids = session.client.run(os.getpid, workers=[before[1]])
+                os.kill(pids[before[1]], signal.SIGKILL)  # the other worker: kept's stays
+                stuck.result(timeout=60)
+        assert time.monotonic() - start < 30
+        assert kept.status == "finished" and kept.result() == 6
