@@ -87,6 +87,20 @@ def is_datetime_dtype(s: Any) -> bool:
     return str(s.dtype).startswith("datetime64")
 
 
+def parse_datetime(xdf: ModuleType, s: Any, date_format: str | None) -> Any:
+    """Text to datetimes in ``date_format``; what does not parse becomes missing.
+
+    pandas coerces (``errors="coerce"``); cuDF implements ``errors="coerce"`` only for scalars,
+    so on cuDF the strings that match the format (``str.istimestamp``) are parsed and the rest
+    masked first.
+    """
+    if is_pandas_module(xdf):
+        return xdf.to_datetime(s, format=date_format, errors="coerce")
+    if date_format is None:
+        return xdf.to_datetime(s)
+    return xdf.to_datetime(s.where(s.str.istimestamp(date_format)), format=date_format)
+
+
 def naive_datetime(s: Any) -> Any:
     """A datetime column without its time zone (as UTC wall time)."""
     if getattr(s.dt, "tz", None) is not None:

@@ -76,7 +76,7 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
     if plan.kind == "datetime":
         if _compat.is_datetime_dtype(s):
             return _compat.naive_datetime(s)
-        return xdf.to_datetime(s, format=plan.date_format, errors="coerce")
+        return _compat.parse_datetime(xdf, s, plan.date_format)
     raise ValueError(f"cannot cast a {plan.kind} column")
 
 

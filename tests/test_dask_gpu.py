@@ -32,10 +32,18 @@ def test_cuda_cluster_describes_itself(session):
     assert info.kind == "local-cuda" and info.worker_kind == "gpu" and info.gpus_per_worker == 1 and info.workers == 1
 
 
+needs_dask_cudf = pytest.mark.skipif(
+    importlib.util.find_spec("dask_cudf") is None,
+    reason="dask-cudf is not installed (pip install 'accel[gpu-cu12]'): cuDF partitions need it",
+)
+
+
+@needs_dask_cudf
 def test_features_on_cudf_partitions_equal_the_single_process_gpu_features(session):
     check_dask_features_match_single_process(session, "gpu")
 
 
+@needs_dask_cudf
 def test_cuda_cluster_run_agrees_with_single_process_gpu_run(session):
     arm = check_dask_run_agrees_with_single_process(session, "gpu")
     assert arm["peak_device_mb"] is None or arm["peak_device_mb"] > 0
