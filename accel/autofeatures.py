@@ -203,8 +203,9 @@ class TargetEncoder:
             return float(self.smoothing)
         if self.variance[t] == 0.0:
             return 0.0
-        mean = s / n.where(n > 0, 1.0)
-        within = (squares / n.where(n > 0, 1.0) - mean * mean).clip(lower=0.0)
+        rows = n.where(n > 0, 1.0)
+        mean = s / rows
+        within = (squares / rows - mean * mean).clip(lower=0.0)
         return within / self.variance[t]
 
     def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
@@ -440,8 +441,9 @@ def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
     import pandas as pd
     import xgboost as xgb
 
-    from accel.backend import cpu_threads
+    from accel.backend import cpu_backend
     from accel.metrics import PARITY, task_metrics
+    from accel.models import XGBoostModel, XGBoostParams
 
     candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
     if not candidates:
@@ -459,17 +461,14 @@ def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
     frame = head.iloc[positions].reset_index(drop=True)
     metric = PARITY[plan.task][0]
     scores: dict[str, float] = {}
+    probe_model = XGBoostModel(XGBoostParams(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
+    params = probe_model.booster_params(cpu_backend())
     for option, native in (("target_encoding", []), ("native", candidates)):
         sub = dataclasses.replace(
             plan, row_positions=positions, train_pos=np.sort(order[:cut]), test_pos=np.sort(order[cut:]),
             native_categorical=native, notices=[],
         )
         prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
-        params: dict[str, Any] = {"tree_method": "hist", "max_depth": 6, "eta": 0.1, "seed": seed, "nthread": cpu_threads()}
-        n_classes = len(plan.classes or [])
-        params["objective"] = {"binary": "binary:logistic", "regression": "reg:squarederror"}.get(plan.task, "multi:softprob")
-        if plan.task == "multiclass":
-            params["num_class"] = n_classes
         dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
         booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
         prediction = booster.inplace_predict(prepared.X_test)

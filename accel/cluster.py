@@ -487,35 +487,14 @@ class ClusterSession:
         period the pending futures are cancelled, the blocked call raises, and
         :attr:`all_workers_lost` says why.
         """
-        from distributed import Future
-
-        stop = threading.Event()
         self.all_workers_lost = False
 
-        def watch() -> None:
-            empty_since = None
-            while not stop.wait(interval):
-                try:
-                    n = len(self.client.scheduler_info(n_workers=-1)["workers"])
-                except Exception:  # noqa: BLE001 - the client closing under us
-                    return
-                if n:
-                    empty_since = None
-                    continue
-                empty_since = empty_since or time.monotonic()
-                if time.monotonic() - empty_since >= self.no_worker_grace:
-                    self.all_workers_lost = True
-                    keys = list(self.client.futures)
-                    self.client.cancel([Future(k, self.client) for k in keys], reason="every Dask worker was lost")
-                    return
+        def fired() -> None:
+            self.all_workers_lost = True
 
-        thread = threading.Thread(target=watch, name="accel-no-worker-watchdog", daemon=True)
-        thread.start()
-        try:
+        with self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(),
+                               interval, fired):  # fmt: skip
             yield
-        finally:
-            stop.set()
-            thread.join()
 
     @contextmanager
     def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> Iterator[None]:
@@ -527,28 +506,47 @@ class ClusterSession:
         the peers were, waits (xgboost#9419, #10985). Cancelling the block's own futures makes
         the blocked call raise; data persisted before the block is left alone.
         """
+        expected = set(workers)
+        with self._cancel_when(lambda now: not expected <= now, grace, "a training worker was lost",
+                               set(self.client.futures), interval):  # fmt: skip
+            yield
+
+    @contextmanager
+    def _cancel_when(
+        self,
+        bad: Callable[[set[str]], bool],
+        grace: float,
+        reason: str,
+        keep: set[Any],
+        interval: float,
+        fired: Callable[[], None] | None = None,
+    ) -> Iterator[None]:
+        """While the block runs, poll the scheduler's workers; once ``bad(workers)`` has held for
+        ``grace`` seconds, cancel this client's futures except those in ``keep`` (the blocked call
+        then raises) and call ``fired()``."""
         from distributed import Future
 
         stop = threading.Event()
-        before = set(self.client.futures)
 
         def watch() -> None:
-            gone_since = None
+            bad_since = None
             while not stop.wait(interval):
                 try:
                     now = set(self.client.scheduler_info(n_workers=-1)["workers"])
                 except Exception:  # noqa: BLE001 - the client closing under us
                     return
-                if set(workers) <= now:
-                    gone_since = None
+                if not bad(now):
+                    bad_since = None
                     continue
-                gone_since = gone_since or time.monotonic()
-                if time.monotonic() - gone_since >= grace:
-                    keys = [k for k in list(self.client.futures) if k not in before]
-                    self.client.cancel([Future(k, self.client) for k in keys], reason="a training worker was lost")
+                bad_since = bad_since or time.monotonic()
+                if time.monotonic() - bad_since >= grace:
+                    if fired is not None:
+                        fired()
+                    keys = [k for k in list(self.client.futures) if k not in keep]
+                    self.client.cancel([Future(k, self.client) for k in keys], reason=reason)
                     return
 
-        thread = threading.Thread(target=watch, name="accel-worker-loss-watchdog", daemon=True)
+        thread = threading.Thread(target=watch, name="accel-cluster-watchdog", daemon=True)
         thread.start()
         try:
             yield

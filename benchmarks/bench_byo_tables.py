@@ -125,14 +125,12 @@ def main() -> int:
                  "seed": args.seed, "out": str(workdir / "runs")},
                 {},
             )
-            record, _ = paired_run(cfg)
+            planned: list = []  # the run's own plan: the hand-written script uses its rows and split
+            record, _ = paired_run(cfg, on_plan=planned.append)
             cpu = record["arms"]["cpu"]
             schema = record["data"]["schema"]
             plan_s = record["data"]["planning_seconds"]
-            # The same rows and split as accel's plan.
-            from accel.pairing import build_workflow
-
-            plan = build_workflow(cfg).plan
+            plan = planned[0].plan
             hand = handwritten(spec["path"], spec["target"], spec["drop"], plan.row_positions, plan.train_pos,
                                plan.test_pos, plan.task, args.seed)
             metric = "rmse" if record["task"] == "regression" else "auc"

@@ -20,7 +20,6 @@ worker process reads the packaged tables itself (accel must be installed on ever
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -31,7 +30,7 @@ from accel.backend import Backend, cpu_backend, gpu_backend
 from accel.data import jittered_copy, split_positions
 from accel.faultpoints import fault_point
 from accel.features import GroupStats
-from accel.workflows.base import WorkflowSettings
+from accel.workflows.base import Prepared, WorkflowSettings
 from accel.workflows.flights import (
     CATEGORICAL,
     FEATURES,
@@ -143,22 +142,6 @@ def partition_metas(kind: str, rows: int | None, seed: int) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------- on the client
 
 
-@dataclass
-class DaskPrepared:
-    """Model-ready Dask collections, persisted on the workers."""
-
-    X_train: Any
-    y_train: Any
-    X_test: Any
-    y_test: Any
-    categorical: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def feature_names(self) -> list[str]:
-        return [str(c) for c in self.X_train.columns]
-
-
 def plan_blocks(settings: WorkflowSettings, kind: str, workers: int, threads: int) -> list[tuple[int, int, int]]:
     """``(copy, index, count)`` row blocks: enough partitions to keep every worker thread busy."""
     base = min(settings.rows or FLIGHTS_ROWS, FLIGHTS_ROWS)
@@ -215,7 +198,8 @@ class DaskFlights:
         wait(flights)
         return flights, sum(_partition_lengths(client, flights))
 
-    def features(self, client: Any, flights: Any, loaded_rows: int) -> DaskPrepared:
+    def features(self, client: Any, flights: Any, loaded_rows: int) -> Prepared:
+        """Model input as Dask collections (the frames of ``Prepared``), persisted on the workers."""
         from distributed import wait
 
         xdf = self.backend.xdf
@@ -267,7 +251,7 @@ class DaskFlights:
             [train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]]
         )
         wait([X_train, y_train, X_test, y_test])
-        return DaskPrepared(
+        return Prepared(
             X_train=X_train,
             y_train=y_train,
             X_test=X_test,
