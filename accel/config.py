@@ -7,23 +7,37 @@ and every validation problem becomes one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from accel.errors import AccelError
+from accel.yamlsafe import load as load_yaml
+from accel.yamlsafe import quote
+
+#: Bounds the libraries accept (or that fit in memory), checked here so a run never starts
+#: with a value the library refuses only after the data is loaded.
+MAX_ESTIMATORS = 100_000
+MAX_BIN = 65_536
+MAX_NEIGHBORS = 10_000
+#: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
+MAX_SEED = 2**32 - 1
+#: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
+#: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
+MIN_BATCH_ROWS = 1024
+#: Model settings are finite numbers: no inf or NaN (YAML's .inf / .nan).
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class XGBoostConfig(BaseModel):
     """XGBoost parameters shared by both arms (see :class:`accel.models.XGBoostParams`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
-    n_estimators: PositiveInt = 300
+    n_estimators: int = Field(300, ge=1, le=MAX_ESTIMATORS)
     max_depth: int = Field(8, ge=0, le=32)
     learning_rate: float = Field(0.1, gt=0, le=1)
-    max_bin: int = Field(256, ge=2)
+    max_bin: int = Field(256, ge=2, le=MAX_BIN)
     min_child_weight: float = Field(1.0, ge=0)
     reg_lambda: float = Field(1.0, ge=0)
     reg_alpha: float = Field(0.0, ge=0)
@@ -32,34 +46,35 @@ class XGBoostConfig(BaseModel):
 
 
 class RandomForestConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
-    n_estimators: PositiveInt = 100
+    n_estimators: int = Field(100, ge=1, le=MAX_ESTIMATORS)
     max_depth: int = Field(16, ge=1, le=64)
-    max_features: float | Literal["sqrt", "log2"] | None = None  # None: "sqrt" for classes, 1.0 for regression
+    # A share of the features in (0, 1], or sqrt/log2; None: "sqrt" for classes, 1.0 for regression.
+    max_features: Annotated[float, Field(gt=0, le=1)] | Literal["sqrt", "log2"] | None = None
 
 
 class LogisticRegressionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     C: float = Field(1.0, gt=0)
     l1_ratio: float = Field(0.0, ge=0, le=1)  # 0: L2 penalty, 1: L1, between: elastic net
-    max_iter: PositiveInt = 1000
+    max_iter: int = Field(1000, ge=1, le=1_000_000)
 
 
 class LinearRegressionConfig(BaseModel):
     """Ordinary least squares; with ``alpha`` set, an elastic net (``alpha``, ``l1_ratio``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     alpha: float | None = Field(None, gt=0)
     l1_ratio: float = Field(0.5, ge=0, le=1)  # read only with alpha set
 
 
 class KNNConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
-    n_neighbors: PositiveInt = 5
+    n_neighbors: int = Field(5, ge=1, le=MAX_NEIGHBORS)
     weights: Literal["uniform", "distance"] = "uniform"
 
 
@@ -69,7 +84,7 @@ ModelName = Literal["xgboost", "random_forest", "logistic_regression", "linear_r
 class SearchRange(BaseModel):
     """One parameter's search range in a workflow file: ``{low, high, log}`` or ``{choices}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     low: float | None = None
     high: float | None = None
@@ -160,12 +175,12 @@ class RunConfig(BaseModel):
     delimiter: str | None = Field(None, min_length=1, max_length=1)
     device: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["fp32", "fp16"] = "fp32"
-    batch_rows: Literal["auto"] | PositiveInt = "auto"
+    batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS)] = "auto"
     memory_budget: str | None = None
     rmm_pool: str = "auto"
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
-    seed: int = 42
+    seed: int = Field(42, ge=0, le=MAX_SEED)
     out: Path = Path("runs")
     xgboost: XGBoostConfig = Field(default_factory=XGBoostConfig)
     random_forest: RandomForestConfig = Field(default_factory=RandomForestConfig)
@@ -226,25 +241,49 @@ def _describe(error: dict[str, Any]) -> str:
         return f"unknown key {where!r}"
     if error["type"] == "missing":
         return f"missing key {where!r}"
-    return f"{where}: {error['msg']} (got {error.get('input')!r})"
+    return f"{where}: {error['msg']} (got {quote(error.get('input'))})"
+
+
+def _union_member(part: Any) -> bool:
+    """A location part pydantic adds for one member of a union (``literal['auto']``, ``constrained-int``)."""
+    return isinstance(part, str) and ("[" in part or part.startswith(("constrained-", "function-")) or part in ("int", "float", "str"))
 
 
 def validation_message(exc: ValidationError, source: str) -> str:
-    return f"{source}: " + "; ".join(_describe(e) for e in exc.errors())
+    errors = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        if loc and _union_member(loc[-1]):
+            # One message per field of a union: the member whose constraint failed says most.
+            if error["type"] == "literal_error" and any(
+                tuple(e["loc"])[:-1] == loc[:-1] and e["type"] != "literal_error" for e in exc.errors()
+            ):
+                continue
+            error = {**error, "loc": loc[:-1]}
+            if any(tuple(e["loc"]) == loc[:-1] for e in errors):
+                continue
+        errors.append(error)
+    return f"{source}: " + "; ".join(_describe(e) for e in errors)
 
 
 def read_workflow_file(path: Path) -> dict[str, Any]:
-    """The mapping in a workflow YAML file; a one-line error for anything else."""
+    """The mapping in a workflow YAML file; a one-line error for anything else.
+
+    Read with :func:`accel.yamlsafe.load`: duplicate keys, tags and alias bombs are refused.
+    """
+    from accel.files import file_kind
+
+    kind = file_kind(path)
+    if kind == "missing":
+        raise AccelError(f"workflow file {str(path)!r} does not exist")
+    if kind is not None:
+        raise AccelError(f"workflow file {str(path)!r} is {kind}, not a regular file")
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AccelError(f"workflow file {str(path)!r} does not exist") from None
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise AccelError(f"cannot read workflow file {str(path)!r}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise AccelError(f"workflow file {str(path)!r} is not valid YAML{where}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise AccelError(f"cannot read workflow file {str(path)!r} ({reason})") from None
+    data = load_yaml(text, f"workflow file {str(path)!r}")
     if not isinstance(data, dict):
         raise AccelError(f"workflow file {str(path)!r} must hold a mapping of settings (workflow: flights, ...)")
     return data

@@ -1,0 +1,115 @@
+"""The one YAML loader accel reads user files with: plain data, every problem one short line.
+
+On top of ``yaml.SafeLoader`` (no Python objects):
+
+- a key given twice in one mapping is an error naming it and its lines (PyYAML would keep the
+  last one silently);
+- tags (``!!python/object``, ``!!str``, ``!custom``) are not allowed: a workflow file is plain
+  settings;
+- anchors and aliases may be used, but the document may not expand to more than
+  :data:`MAX_NODES` values, so an alias bomb ("billion laughs") is refused before anything
+  is built from it;
+- what an error quotes from the file is capped (:func:`quote`).
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+import yaml
+
+from accel.errors import AccelError
+
+#: Most values (scalars, lists and mappings, counted with aliases expanded) in one document.
+MAX_NODES = 100_000
+#: Most characters any error quotes from a user's file.
+QUOTE_CHARS = 80
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 3
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 4
+_repr.maxstring = _repr.maxother = QUOTE_CHARS
+
+
+def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)``, with nested and long values cut short (``[1, 2, ...]``), at most ``limit`` characters."""
+    text = _repr.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Refused(Exception):
+    pass
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _check_tags(text: str) -> None:
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            shown = tag.replace("tag:yaml.org,2002:", "!!")
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise _Refused(f"YAML tags are not allowed ({shown} at line {event.start_mark.line + 1}); write plain values")
+
+
+def _check_size(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand to more than MAX_NODES values (counted without expanding)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # a node that holds itself (a recursive alias) counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        sizes[key] = min(total, MAX_NODES + 1)
+        return sizes[key]
+
+    if size(root) > MAX_NODES:
+        raise _Refused(f"the file expands to more than {MAX_NODES:,} values through its aliases (an alias bomb?)")
+
+
+class _Loader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _Refused(f"key {quote(key, 40)} is given twice (lines {seen[key]} and {_line(key_node)}); keep one")
+            except TypeError:  # an unhashable key: SafeLoader says so itself
+                break
+            seen[key] = _line(key_node)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load(text: str, source: str) -> Any:
+    """The data in ``text``; an :class:`AccelError` naming ``source`` for anything refused."""
+    try:
+        _check_tags(text)
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+            if root is None:
+                return None
+            _check_size(root)
+            return loader.construct_document(root)
+        finally:
+            loader.dispose()
+    except _Refused as exc:
+        raise AccelError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise AccelError(f"{source}: nested too deeply") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None)
+        detail = f": {problem if len(problem) <= 60 else problem[:57] + '...'}" if problem else ""
+        raise AccelError(f"{source} is not valid YAML{where}{detail}") from None
