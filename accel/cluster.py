@@ -317,6 +317,8 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "nthreads": dask_worker.state.nthreads,
         "memory_limit_bytes": dask_worker.memory_manager.memory_limit,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        # Workers accel starts inherit accel's PASSIVE; a running cluster's workers have their own.
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
     }
     if probe:
         result = probe_gpu()
@@ -401,7 +403,8 @@ class ClusterSession:
                     f"start some with 'dask worker {plan.address}' (or 'dask cuda worker')"
                 ) from None
         else:
-            self.cluster = self._start_local()
+            with _sigint_deferred():
+                self.cluster = self._start_local()
             self.client = Client(self.cluster)
         self.info = self._describe()
 
@@ -418,19 +421,18 @@ class ClusterSession:
             "silence_logs": logging.CRITICAL,
         }
         try:
-            with _children_ignore_sigint():
-                if plan.kind == "local":
-                    from distributed import LocalCluster
+            if plan.kind == "local":
+                from distributed import LocalCluster
 
-                    return LocalCluster(processes=True, **common)
-                from dask_cuda import LocalCUDACluster
+                return LocalCluster(processes=True, **common)
+            from dask_cuda import LocalCUDACluster
 
-                extra: dict[str, Any] = {}
-                if plan.rmm_pool_size is not None:
-                    extra["rmm_pool_size"] = plan.rmm_pool_size
-                if plan.device_memory_limit is not None:
-                    extra["device_memory_limit"] = plan.device_memory_limit
-                return LocalCUDACluster(**common, **extra)
+            extra: dict[str, Any] = {}
+            if plan.rmm_pool_size is not None:
+                extra["rmm_pool_size"] = plan.rmm_pool_size
+            if plan.device_memory_limit is not None:
+                extra["device_memory_limit"] = plan.device_memory_limit
+            return LocalCUDACluster(**common, **extra)
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
@@ -571,23 +573,38 @@ class ClusterSession:
 
 
 @contextmanager
-def _children_ignore_sigint() -> Iterator[None]:
-    """Start worker processes with SIGINT ignored, then restore this process's handler.
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back while worker processes start, then deliver it to this process.
 
     Ctrl-C on a terminal signals the whole foreground process group. Only accel should get it:
-    it then closes the cluster, which stops the workers in order; workers that got it too
-    would each die printing a traceback. An ignored signal stays ignored across exec, so the
-    spawned workers inherit it. (A Ctrl-C during these seconds of start-up is lost.)
+    it then closes the cluster, which stops the workers in order; workers that got it too would
+    each die printing a traceback. So SIGINT is blocked in this thread while the cluster starts:
+    every thread started meanwhile (Dask's IO loop, the threads that spawn the workers) inherits
+    the blocked mask, and so do the worker processes across fork and exec, for good. A Ctrl-C
+    that comes meanwhile stays pending and is delivered here the moment the mask is restored,
+    after the caller has kept hold of the cluster it must close. One that lands on an older
+    thread (a native thread of a numeric library) is caught by a recording handler and raised as
+    KeyboardInterrupt at the same point.
     """
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signals are not ours to change
-        yield
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals are not ours to change outside the main thread
         return
+    # multiprocessing's resource tracker, on its first start, *unblocks* SIGINT in the thread
+    # that starts it (CPython blocks it around the spawn, then unblocks instead of restoring);
+    # that thread is Dask's IO loop, which spawns the workers. Started here first, it stays up.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a pending Ctrl-C is raised here
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _dashboard_link(client: Any) -> str | None:

@@ -11,7 +11,14 @@ import pytest
 
 from accel.backend import cpu_threads
 from accel.cli import main
-from accel.cluster import ClusterPlan, ClusterSession, check_address, dask_cuda_size, plan_cluster
+from accel.cluster import (
+    CONNECT_TIMEOUT_S,
+    ClusterPlan,
+    ClusterSession,
+    check_address,
+    dask_cuda_size,
+    plan_cluster,
+)
 from accel.config import ClusterConfig
 from accel.errors import AccelError
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
@@ -81,7 +88,10 @@ def test_unreachable_scheduler_fails_fast(tmp_path):
         "run", "flights", "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--out", str(tmp_path), timeout=60
     )
     assert_one_line_error(proc, "cannot reach a Dask scheduler", "dask scheduler")
-    assert time.monotonic() - start < 30
+    assert f"within {CONNECT_TIMEOUT_S} s" in proc.stderr
+    # The promise is CONNECT_TIMEOUT_S (5 s) of waiting; the bound only tells a hang from a
+    # refusal, generous enough for interpreter start-up and imports on a loaded 2-core machine.
+    assert time.monotonic() - start < 90
     assert records_in(tmp_path) == []
 
 
@@ -91,11 +101,11 @@ def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
         "import sys\n"
         "from accel.cli import main\n"
         f"rc = main(['run', 'flights', '--cluster', 'local-cuda', '--out', {str(tmp_path)!r}])\n"
-        "print(rc, sorted(m for m in ('dask_cuda', 'cupy', 'cudf', 'rmm') if m in sys.modules))\n"
+        "print(rc, sorted(m for m in ('dask_cuda', 'cupy', 'cudf', 'rmm', 'distributed') if m in sys.modules))\n"
     )
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert time.monotonic() - start < 20
+    # "Fast" is a promise about order, not seconds: the refusal comes before any cluster is
+    # started, so not even distributed is imported (no wall-clock bound: load can break one).
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.stdout.strip().splitlines()[-1] == "2 []"
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("accel: error: --cluster local-cuda needs a usable GPU")
@@ -141,3 +151,34 @@ def test_workflow_file_cluster_section_is_validated_like_the_rest(capsys, tmp_pa
     cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  workers: 4096\n")
     assert_one_line_error(_main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "--workers 4096")
     assert records_in(tmp_path / "runs") == []
+
+
+def test_sigint_during_cluster_start_up_is_held_back_then_raised():
+    """The mechanism behind Ctrl-C during start-up, deterministically: a SIGINT that arrives
+    inside ``_sigint_deferred`` is raised as KeyboardInterrupt when the block ends (after the
+    caller has kept what it started), and a process started inside the block has SIGINT blocked
+    for good (a terminal's Ctrl-C reaches accel, not each worker)."""
+    code = (
+        "import os, signal, subprocess, sys\n"
+        "from accel.cluster import _sigint_deferred\n"
+        "kept = []\n"
+        "try:\n"
+        "    with _sigint_deferred():\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        child = subprocess.run([sys.executable, '-c', "
+        "'import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))'], "
+        "capture_output=True, text=True)\n"
+        "        kept.append(child.stdout.strip())\n"
+        "        import threading\n"
+        "        from multiprocessing import resource_tracker\n"
+        "        def spawner():\n"  # as Dask's IO loop thread: it must still block SIGINT after this
+        "            resource_tracker.ensure_running()\n"
+        "            kept.append(str(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))\n"
+        "        t = threading.Thread(target=spawner); t.start(); t.join()\n"
+        "    print('not raised')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('raised after', kept)\n"
+        "print('handler restored', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.stdout.splitlines() == ["raised after ['True', 'True']", "handler restored True"], proc.stderr

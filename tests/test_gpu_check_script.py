@@ -77,6 +77,7 @@ def test_install_joins_split_wheels_and_skips_incomplete_ones(tmp_path):
     assert "installed tinytwo" in (tmp_path / "out" / "log").read_text()
 
 
+@pytest.mark.slow
 def test_dry_run_runs_every_cpu_part(tmp_path):
     out = tmp_path / "out"
     env = {"OUT": str(out), "DRY_RUN": "1", "DATA": str(tmp_path / "data"), "SITE": str(tmp_path / "site")}

@@ -230,6 +230,7 @@ def test_workflow_yaml_with_data(tmp_path, customers_csv, capsys):
     assert r["model"]["name"] == "random_forest" and r["model"]["params"] == {"n_estimators": 20, "max_depth": 16}
 
 
+@pytest.mark.slow
 def test_five_thousand_columns(tmp_path, capsys):
     rng = np.random.default_rng(0)
     n, k = 200, 5000
