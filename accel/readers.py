@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import tempfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,13 +89,36 @@ def _duplicates(names: list[str]) -> list[str]:
     return [name for name, n in Counter(names).items() if n > 1]
 
 
+def _type_family(arrow_type: Any) -> str:
+    """What a Parquet column's type reads as in both arms: numbers mix, text is text, and so on."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    checks = (
+        (pa.types.is_null, "null"),
+        (pa.types.is_boolean, "boolean"),
+        (lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t), "number"),
+        (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "text"),
+        (pa.types.is_timestamp, "timestamp"),
+        (pa.types.is_date, "date"),
+    )
+    for test, family in checks:
+        if test(arrow_type):
+            return family
+    return str(arrow_type)
+
+
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     import pyarrow.parquet as pq
 
     columns: tuple[str, ...] | None = None
+    first_types: dict[str, tuple[Any, Path]] = {}
     for path in paths:
         try:
             schema = pq.read_schema(path)
+        except PermissionError:
+            raise AccelError(f"--data: cannot read {str(path)!r} (permission denied)") from None
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
             raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
         names = [n for n in schema.names if n != "__index_level_0__"]
@@ -105,6 +129,18 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
             columns = tuple(names)
         elif set(names) != set(columns):
             raise AccelError(f"--data: {str(path)!r} has other columns than the first file of {str(original)!r}")
+        # The files of a folder are read as one table: a column must read alike in every file.
+        for name in names:
+            arrow_type = schema.field(name).type
+            if name not in first_types or _type_family(first_types[name][0]) == "null":
+                first_types[name] = (arrow_type, path)
+                continue
+            seen, where = first_types[name]
+            if _type_family(arrow_type) not in (_type_family(seen), "null"):
+                raise AccelError(
+                    f"--data: column {name!r} is {seen} in {where.name!r} but {arrow_type} in {path.name!r}: "
+                    "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
+                )
     size = sum(p.stat().st_size for p in paths)
     return TableSource("parquet", tuple(paths), original, None, None, columns or (), size)
 
@@ -132,12 +168,16 @@ def _utf8_copy(path: Path, encoding: str) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out, io.TextIOWrapper(
-        _open_binary(path), encoding=encoding, newline=""
-    ) as src:
-        while chunk := src.read(1 << 20):
-            out.write(chunk)
-    os.replace(tmp, target)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out, io.TextIOWrapper(
+            _open_binary(path), encoding=encoding, newline=""
+        ) as src:
+            while chunk := src.read(1 << 20):
+                out.write(chunk)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # a full disk leaves no half copy behind
+        raise
     return target
 
 
@@ -158,8 +198,11 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     size = path.stat().st_size
     if size == 0:
         raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
-    with _open_binary(path) as f:
-        head = f.read(SNIFF_BYTES)
+    try:
+        with _open_binary(path) as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc) from None
     if head.startswith(b"PAR1"):
         raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
     if b"\x00" in head:
@@ -168,7 +211,10 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         raise AccelError(f"--data: {str(path)!r} holds only blank lines")
 
     notices: list[str] = []
-    encoding = _detect_encoding(path)
+    try:
+        encoding = _detect_encoding(path)  # reads the whole file: a broken archive shows here
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc) from None
     read_path = path
     if encoding not in ("utf-8", "utf-8-sig"):
         read_path = _utf8_copy(path, encoding)
@@ -177,16 +223,16 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     if encoding == "utf-8-sig":
         text = text.removeprefix("\ufeff")
 
-    header_line = text.splitlines()[0] if text.splitlines() else ""
     if delimiter is None:
         delimiter = ","
-        comma_fields = len(next(csv.reader([header_line], delimiter=",")))
+        comma_fields = len(_header(text, ","))
         if comma_fields == 1:
             sniffed = _sniff_delimiter(text)
             if sniffed and sniffed != ",":
                 delimiter = sniffed
                 notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
-    columns = [c.strip() for c in next(csv.reader([header_line], delimiter=delimiter))]
+    # The header is the first CSV record, not the first line: a quoted name may hold a line break.
+    columns = [c.strip() for c in _header(text, delimiter)]
     if any(c == "" for c in columns):
         raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
     dups = _duplicates(columns)
@@ -195,16 +241,58 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
 
+def _header(text: str, delimiter: str) -> list[str]:
+    """The first record of CSV ``text`` (quoted fields may span lines)."""
+    try:
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    except csv.Error:
+        return text.splitlines()[0].split(delimiter) if text.splitlines() else []
+
+
+def _unreadable(path: Path, exc: BaseException) -> AccelError:
+    """The one-line error for a file that cannot be read to the end (permissions, a broken archive)."""
+    if isinstance(exc, PermissionError):
+        return AccelError(f"--data: cannot read {str(path)!r} (permission denied)")
+    if _is_gzip(path) and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+        return AccelError(f"--data: {str(path)!r} is not a complete gzip file ({detail}); recompress it or give the plain CSV")
+    reason = getattr(exc, "strerror", None) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+    return AccelError(f"--data: cannot read {str(path)!r} ({reason})")
+
+
+def _check_readable(path: Path) -> None:
+    """A regular file this process may open (a FIFO or device is refused before it is opened)."""
+    from accel.files import file_kind
+
+    kind = file_kind(path)
+    if kind is not None:
+        raise AccelError(f"--data: {str(path)!r} is {kind}, not a regular file: give a CSV or Parquet file, or a folder of Parquet files")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
 def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSource:
     """Check a user's file or folder and say how both arms will read it."""
     path = Path(path).expanduser()
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise AccelError(f"--data: {str(path)!r} does not exist")
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(PARQUET_SUFFIXES))
+        from accel.files import regular_files
+
+        try:
+            found, _ = regular_files(path, "*")
+        except PermissionError:
+            raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
+        files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
         if not files:
             raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
+        for file in files:
+            _check_readable(file)
         return _resolve_parquet(files, path)
+    _check_readable(path)
     name = path.name.lower()
     if name.endswith(PARQUET_SUFFIXES):
         if path.stat().st_size == 0:
@@ -218,10 +306,27 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
 
 
 def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None = None) -> Any:
-    """Read the whole table with the arm's dataframe library."""
+    """Read the whole table with the arm's dataframe library (infinite numbers read as missing)."""
     if source.kind == "parquet":
-        return _compat.read_parquet(xdf, list(source.paths), columns)
-    return _compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ",")
+        return infinite_as_missing(_compat.read_parquet(xdf, list(source.paths), columns))
+    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ","))
+
+
+def infinite_as_missing(frame: Any) -> Any:
+    """``frame`` with every infinite float value missing, on either arm (pandas NaN, cuDF null).
+
+    Every model here reads a missing value as absent (XGBoost's ``missing=NaN``; the imputer in
+    front of the scikit-learn and cuML models); an infinity is treated the same way instead of
+    failing one arm. The target never gets here with an infinity: planning refuses it
+    (:func:`accel.guards.check_target`).
+    """
+    for name in frame.columns:
+        column = frame[name]
+        if getattr(column.dtype, "kind", "") == "f":
+            infinite = column.abs() == float("inf")
+            if bool(infinite.any()):
+                frame[name] = column.mask(infinite)
+    return frame
 
 
 # --------------------------------------------------------------------------- planning reads (host)
@@ -245,7 +350,46 @@ def read_head(source: TableSource, rows: int) -> Any:
         out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(source.columns))
         return out.drop(columns=[c for c in out.columns if c == "__index_level_0__"]).head(rows)
     # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).
-    return pd.read_csv(source.paths[0], sep=source.delimiter or ",", nrows=rows, low_memory=False)
+    head = pd.read_csv(source.paths[0], sep=source.delimiter or ",", nrows=rows, low_memory=False)
+    if len(head) < rows:
+        # The whole file was read, by a parser that fills short rows with missing values. The CPU
+        # arm's reader (pyarrow) refuses such rows: find them now, not in the middle of a run.
+        # (Longer files meet pyarrow here anyway: the whole target column is read with it.)
+        check_row_widths(source)
+    return head
+
+
+def check_row_widths(source: TableSource) -> None:
+    """Raise ValueError naming the first CSV row whose field count differs from the header's."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    bad: list[Any] = []
+
+    def handler(row: Any) -> str:
+        bad.append(row)
+        return "error"
+
+    first = source.columns[0] if source.columns else None
+    try:
+        reader = pcsv.open_csv(
+            source.paths[0],
+            read_options=pcsv.ReadOptions(use_threads=False),  # one thread: the row numbers are known
+            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
+            convert_options=pcsv.ConvertOptions(include_columns=[first] if first else None, column_types={first: pa.string()} if first else None),
+        )
+        for _ in reader:
+            pass
+    except pa.ArrowInvalid:
+        if not bad:
+            raise
+    if bad:
+        row = bad[0]
+        where = f"line {row.number}" if row.number is not None else "a row"  # the file's line, 1-based
+        raise ValueError(
+            f"{where} has {row.actual_columns} fields where the header has {row.expected_columns} "
+            f"({row.text[:60]!r}); the CPU arm's reader (pyarrow) refuses such rows: fix or remove it"
+        )
 
 
 def read_column(source: TableSource, column: str) -> Any:
@@ -309,5 +453,5 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
         )
     for frame in chunks:
         if len(frame):
-            yield start, frame.reset_index(drop=True)
+            yield start, infinite_as_missing(frame.reset_index(drop=True))
             start += len(frame)

@@ -169,10 +169,18 @@ def render_run(record: dict[str, Any], console: Console) -> None:
         console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
 
 
+def shown_name(name: str) -> str:
+    """A column name as it can be printed on one line: quoted with escapes (``'a\\nb'``) when it
+    holds a line break, a tab or another character that does not print."""
+    return name if name.isprintable() else repr(name)
+
+
 def show_plan(workflow: Any, console: Console) -> None:
     """Before the arms run: the table, the task and the inferred schema, one line per column kind."""
     plan = getattr(workflow, "plan", None)
     if plan is None:
+        for notice in getattr(workflow, "notices", None) or []:
+            console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
         return
     src = workflow.planned.source
     where = f"{src.kind}" + (f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)")
@@ -191,7 +199,7 @@ def show_plan(workflow: Any, console: Console) -> None:
         soft_wrap=True,
     )
     for kind, columns in plan.by_kind().items():
-        names = ", ".join(c.name + (f" ({c.reason})" if kind == "dropped" and c.reason else "") for c in columns[:8])
+        names = ", ".join(shown_name(c.name) + (f" ({c.reason})" if kind == "dropped" and c.reason else "") for c in columns[:8])
         more = f", … {len(columns) - 8} more" if len(columns) > 8 else ""
         console.print(f"  {kind:<11} {len(columns):>4}: {names}{more}", highlight=False, markup=False, soft_wrap=True)
     for notice in plan.notices:

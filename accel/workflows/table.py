@@ -53,6 +53,7 @@ def plan_table(
     chosen by :func:`~accel.autofeatures.probe_native_categories` on those first rows.
     """
     from accel.errors import AccelError
+    from accel.guards import check_features, check_target
     from accel.readers import column_uniques, read_column, read_head
 
     source = resolve_source(data, delimiter)
@@ -69,11 +70,15 @@ def plan_table(
     if target_values is not None:
         categorical = [c.name for c in plan.features if c.kind == "categorical"]
         plan.widen_vocabularies(column_uniques(source, categorical))
+    check_target(plan, target_values if target_values is not None else head[target])
+    plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
     if family == "xgboost":
         probe_native_categories(head, plan, settings.seed)
     t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
+    if settings.rows is not None and settings.rows >= plan.rows_in_file:
+        plan.notices.append(f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows")
     return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
 
 
