@@ -11,7 +11,6 @@ after writing its result.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from datetime import datetime, timezone
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.record import dumps as strict_json
 
 DEFAULT_RESULTS = Path("benchmarks") / "results"
 
@@ -207,7 +207,7 @@ def _print(text: str) -> None:
 
 
 def _dump(result: dict) -> None:
-    print(json.dumps(result, indent=2, default=str))
+    print(strict_json(result))
 
 
 # --------------------------------------------------------------------------- bench groupby / join

@@ -8,7 +8,6 @@ A run in which an arm failed exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from accel import __version__, cluster, scaling
 from accel.errors import AccelError
 from accel.models import MODELS
+from accel.record import dumps as strict_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -107,7 +107,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
     env = collect_environment()
     if args.json:
-        print(json.dumps(env, indent=2, default=str))
+        print(strict_json(env))
     else:
         render_info(env, Console())
     return 0
@@ -181,7 +181,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        print(json.dumps(record, indent=2, default=str))
+        print(strict_json(record))
     else:
         render_run(record, Console())
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":

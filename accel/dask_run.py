@@ -45,6 +45,7 @@ from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams, xgboost_device_used, xgboost_threads_used
 from accel.pairing import STAGES, ArmResult, Listener, parity, skipped
+from accel.record import dumps as strict_json
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
 
@@ -480,7 +481,7 @@ def run_command(config: Any, as_json: bool) -> int:
     finally:
         progress.close()
     if as_json:
-        print(json.dumps(record, indent=2, default=str))
+        print(strict_json(record))
     else:
         render_cluster_run(record, Console())
     print(f"run record: {path}")

@@ -17,7 +17,6 @@ both and better on one (the same for metric versus peak memory).
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.record import loads as record_loads
 
 #: Whether a larger value of a metric is better.
 HIGHER_IS_BETTER = {"auc": True, "accuracy": True, "r2": True, "rmse": False, "mae": False, "log_loss": False}
@@ -297,7 +297,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
         studies |= names
     for path in sorted(folder.rglob("*.json")):
         try:
-            record = json.loads(path.read_text())
+            record = record_loads(path.read_text())  # nulls listed in the record read back as NaN
         except (OSError, ValueError):
             notes.append(f"skipped {path}: not a JSON record")
             continue

@@ -7,7 +7,6 @@ calls the handler. Errors are :class:`~accel.errors.AccelError` (one line, exit 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from accel.errors import AccelError
 from accel.models import MODELS
+from accel.record import dumps as strict_json
 
 
 def fraction(text: str) -> float:
@@ -136,7 +136,7 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     request = SearchRequest(resume=args.resume, given=given, cluster=args.cluster, scheduler=args.scheduler, workers=args.workers)
     record, path = run_search(config, request)
     if args.json:
-        print(json.dumps(record, indent=2, default=str))
+        print(strict_json(record))
     else:
         render_hpo(record, _wide_console(Console))
     print(f"result record: {path}")
@@ -250,7 +250,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         record["plot"] = str(png)
     path = write_record(out, record, stem)
     if args.json:
-        print(json.dumps(record, indent=2, default=str))
+        print(strict_json(record))
     else:
         console = _wide_console(Console, 180)
         render(rows, console)

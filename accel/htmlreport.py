@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.record import loads as record_loads
 
 KINDS = (
     "run",
@@ -76,7 +77,7 @@ def collect(folder: Path) -> Collected:
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue
         try:
-            content = json.loads(path.read_text())
+            content = record_loads(path.read_text())  # nulls listed in the record read back as NaN
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             found.ignored.append((path, f"not readable JSON ({type(exc).__name__})"))
             continue

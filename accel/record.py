@@ -2,13 +2,21 @@
 
 Names are ``<UTC time stamp>-<workflow>-<sequence>.json``. The record is written to a temporary
 file in the same folder and then hard-linked to its final name, which fails if that name
-exists, so a record is never replaced and a reader never sees half of one. Speedups that could
-not be measured are ``NaN`` (Python's ``json`` reads and writes it), never 0 and never a copy.
+exists, so a record is never replaced and a reader never sees half of one.
+
+Records (and every ``--json`` output) are strict JSON: a number that is not finite (a speedup
+that could not be measured, a metric undefined on the rows) is written ``null``, and the
+record's top-level ``nulls`` list says where and why, one entry per value:
+``{"path": "/speedup/total", "value": "NaN", "reason": "not measured: the gpu arm was skipped"}``
+(``path`` is a JSON Pointer, RFC 6901). :func:`loads` and :func:`load_record` read such records
+back with those values as Python floats again (``nan``, ``inf``), and read older records that
+hold bare ``NaN`` as they are.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import uuid
@@ -19,6 +27,87 @@ from typing import Any
 from accel.errors import AccelError
 
 SCHEMA_VERSION = 1
+#: The top-level key listing the values written as ``null`` because they were not finite.
+NULLS_KEY = "nulls"
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _pointer(parts: list[str | int]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _unpointer(path: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+
+
+def _null_reason(record: Any, parts: list[str | int], value: str) -> str:
+    """Why a value is not finite, where the record says so; else what it was."""
+    if parts and parts[0] == "speedup" and isinstance(record, dict) and isinstance(record.get("arms"), dict):
+        status = {"skipped": "was skipped", "failed": "failed"}
+        missing = [
+            f"the {arm} arm {status.get(str(r.get('status')), str(r.get('status')))}"
+            for arm, r in record["arms"].items()
+            if isinstance(r, dict) and r.get("status") != "ok"
+        ]
+        if missing:
+            return "not measured: " + " and ".join(missing)
+    return {"NaN": "not a number", "Infinity": "infinite", "-Infinity": "infinite"}[value]
+
+
+def strict(obj: Any) -> tuple[Any, list[dict[str, str]]]:
+    """``obj`` with every non-finite float as None (NumPy scalars as Python numbers), and where
+    those were: ``[{"path", "value", "reason"}]``."""
+    nulls: list[dict[str, str]] = []
+
+    def walk(value: Any, parts: list[str | int]) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, [*parts, str(k)]) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v, [*parts, i]) for i, v in enumerate(value)]
+        if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            name = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            nulls.append({"path": _pointer(parts), "value": name, "reason": _null_reason(obj, parts, name)})
+            return None
+        return value
+
+    return walk(obj, []), nulls
+
+
+def dumps(obj: Any, indent: int | None = 2) -> str:
+    """``obj`` as strict JSON (``allow_nan=False``): non-finite numbers are ``null``, listed with
+    their reason under the top-level ``nulls`` key of a mapping (see the module docstring)."""
+    clean, nulls = strict(obj)
+    if isinstance(clean, dict):
+        known = [n for n in clean.get(NULLS_KEY) or [] if isinstance(n, dict) and n.get("path") not in {m["path"] for m in nulls}]
+        if nulls or known:
+            clean = {**clean, NULLS_KEY: known + nulls}
+    return json.dumps(clean, indent=indent, sort_keys=False, default=str, allow_nan=False)
+
+
+def loads(text: str) -> Any:
+    """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
+    ``inf``); older records with bare ``NaN`` are read as they are."""
+    record = json.loads(text)
+    if not isinstance(record, dict):
+        return record
+    for entry in record.get(NULLS_KEY) or []:
+        if not isinstance(entry, dict) or entry.get("value") not in _NON_FINITE or not isinstance(entry.get("path"), str):
+            continue
+        parts, node = _unpointer(entry["path"]), record
+        try:
+            for key in parts[:-1]:
+                node = node[int(key)] if isinstance(node, list) else node[key]
+            last = parts[-1]
+            if isinstance(node, list):
+                if node[int(last)] is None:
+                    node[int(last)] = _NON_FINITE[entry["value"]]
+            elif node.get(last, 0) is None:
+                node[last] = _NON_FINITE[entry["value"]]
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            continue  # a path that no longer fits the record: leave the value as it is
+    return record
 
 
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
@@ -46,7 +135,7 @@ def new_run_id(now: datetime | None = None) -> str:
 def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
     """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number."""
     folder = Path(folder)
-    text = json.dumps(record, indent=2, sort_keys=False, default=str) + "\n"
+    text = dumps(record) + "\n"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".accel-record-", suffix=".json")
     # mkstemp makes the file private (0600); a record is as readable as any file the user writes.
     umask = os.umask(0)
@@ -75,4 +164,4 @@ def record_stem(workflow: str, now: datetime | None = None) -> str:
 
 
 def load_record(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+    return loads(Path(path).read_text())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.record import dumps as strict_json
 
 STAGE_ROWS = ("load", "features", "to_device", "train", "predict", "total")
 METRIC = "auc"
@@ -322,7 +323,7 @@ def command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        print(json.dumps(record, indent=2, default=str))
+        print(strict_json(record))
     else:
         render_scaling(record, Console())
     print(f"scaling record: {path}")

@@ -47,5 +47,18 @@ def records_in(folder: Path) -> list[Path]:
     return sorted(Path(folder).glob("*.json")) if Path(folder).exists() else []
 
 
+def strict_json(text: str):
+    """JSON read the way a strict parser reads it (bare NaN/Infinity refused, as most parsers
+    outside Python do), then as accel reads its records (the ``nulls`` it lists back as NaN)."""
+    from accel.record import loads
+
+    def refuse(constant: str):
+        raise ValueError(f"not valid JSON: bare {constant}")
+
+    json.loads(text, parse_constant=refuse)
+    return loads(text)
+
+
 def read_json(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
+    """A record or result written by accel: strict JSON, every one (see :func:`strict_json`)."""
+    return strict_json(Path(path).read_text())

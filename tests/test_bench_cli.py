@@ -6,14 +6,13 @@ Bad input is one line on stderr, exit 2, and no result file.
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 
 import pytest
 
 from accel.cli import main
 from tests import bench_bodies as bodies
-from tests.conftest import gpu_skip_reason, records_in, run_accel
+from tests.conftest import gpu_skip_reason, records_in, run_accel, strict_json
 
 no_gpu_here = pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here: the GPU arm runs")
 
@@ -48,9 +47,9 @@ def test_data_groupby_then_bench_groupby_json(tmp_path):
     results = tmp_path / "results"
     proc = run_accel("bench", "groupby", "--data", str(data), "--repeats", "2", "--json", "--results", str(results))
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
+    result = strict_json(proc.stdout)
     [path] = records_in(results)
-    assert json.loads(path.read_text())["questions"] == json.loads(json.dumps(result["questions"]))
+    assert strict_json(path.read_text())["questions"] == result["questions"]
     assert f"results: {path}" in proc.stderr
     assert result["benchmark"] == "db_groupby" and [q["question"] for q in result["questions"]] == [
         f"q{i}" for i in range(1, 11)
@@ -87,7 +86,7 @@ def test_without_a_gpu_the_gpu_arm_is_skipped_not_invented(groupby_file, tmp_pat
     assert "GPU arm: GPU unavailable:" in out and "CPU baseline:" in out and "sum v1 mean v3 by id3" in out
     [path] = records_in(tmp_path)
     assert path.name.endswith("-db-groupby-cpu-001.json")
-    result = json.loads(path.read_text())
+    result = strict_json(path.read_text())
     assert result["gpu"]["status"] == "skipped" and result["gpu"]["reason"]
     assert [q["question"] for q in result["questions"]] == ["q1", "q3"]
     for q in result["questions"]:
@@ -99,7 +98,7 @@ def test_bench_join(join_dir, tmp_path, capsys):
     code = main(["bench", "join", "--data-dir", str(join_dir), "--repeats", "1", "--json", "--results", str(tmp_path)])
     out, _ = capsys.readouterr()
     assert code == 0
-    result = json.loads(out)
+    result = strict_json(out)
     assert [q["title"] for q in result["questions"]] == [
         "small inner on int", "medium inner on int", "medium outer on int", "medium inner on factor", "big inner on int",
     ]  # fmt: skip
@@ -125,7 +124,7 @@ def test_bench_models_and_crossover(tmp_path, capsys):
             str(tmp_path),
         ]
     )
-    result = json.loads(capsys.readouterr().out)
+    result = strict_json(capsys.readouterr().out)
     assert code == 0
     assert [m["model"] for m in result["models"]] == ["kmeans", "ridge"]
     for m in result["models"]:
@@ -152,7 +151,7 @@ def test_bench_models_and_crossover(tmp_path, capsys):
             str(tmp_path),
         ]
     )
-    result = json.loads(capsys.readouterr().out)
+    result = strict_json(capsys.readouterr().out)
     assert code == 0
     assert result["sizes"] == [100, 1000]
     for op in result["operations"]:
@@ -184,7 +183,7 @@ def test_engines_for_context(groupby_file, tmp_path, capsys):
             str(tmp_path),
         ]
     )
-    result = json.loads(capsys.readouterr().out)
+    result = strict_json(capsys.readouterr().out)
     assert code == 0
     for name in ("polars", "duckdb"):
         eng = result["engines"][name]

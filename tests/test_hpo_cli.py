@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from accel.cli import main
-from tests.conftest import ROOT, gpu_skip_reason, records_in
+from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in
 from tests.hpo_bodies import SMALL, small_config
 
 
@@ -62,7 +62,7 @@ def search(tmp_path_factory):
         code = main(["hpo", str(wf), "--trials", "6", "--top", "2", "--out", str(out)])
     assert code == 0, stderr.getvalue()
     [path] = records_in(out)
-    return json.loads(path.read_text()), path, out, stderr.getvalue().splitlines(), stdout.getvalue()
+    return read_json(path), path, out, stderr.getvalue().splitlines(), stdout.getvalue()
 
 
 def test_record_has_baseline_best_trial_top_k_and_final(search):

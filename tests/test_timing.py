@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
 from accel.backend import cpu_backend
 from accel.timing import Timing, bench_environment, fairness, measure, speedup, write_result
+from tests.conftest import read_json
 
 
 class RecordingBackend:
@@ -68,7 +68,7 @@ def test_results_are_never_overwritten(tmp_path):
     a = write_result(tmp_path, {"x": 1, "s": math.nan}, "demo", "cpu")
     b = write_result(tmp_path, {"x": 2}, "demo", "cpu")
     assert a != b and a.name.endswith("-demo-cpu-001.json") and b.name.endswith("-demo-cpu-002.json")
-    assert json.loads(a.read_text())["x"] == 1 and math.isnan(json.loads(a.read_text())["s"])
+    assert read_json(a)["x"] == 1 and math.isnan(read_json(a)["s"]), "strict JSON, NaN listed and read back"
 
 
 def test_environment_and_fairness_are_recorded():

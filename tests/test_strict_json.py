@@ -1,0 +1,99 @@
+"""Run records, results and ``--json`` output are strict JSON: a value that is not a finite number
+is ``null``, listed under ``nulls`` with its reason. ``accel report`` and ``accel experiments``
+read such records, and older records that hold bare ``NaN``.
+
+Every test that reads a record through ``tests.conftest.read_json`` reads it strictly as well;
+here the CPU end-to-end commands write into one folder and every file is checked."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from accel.cli import main
+from tests import tables
+from tests.conftest import records_in, strict_json
+
+
+def refuse(constant: str):
+    raise AssertionError(f"bare {constant}: not JSON for most parsers")
+
+
+def json_of(stdout: str) -> dict:
+    """The JSON document ``--json`` printed (``accel run`` prints the record's path after it)."""
+    return json.loads(stdout[: stdout.rindex("}") + 1], parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """A table run (--json), a flights run and a groupby benchmark, all on the CPU, in one folder."""
+    folder = tmp_path_factory.mktemp("strict")
+    data = folder / "customers.csv"
+    tables.customers().to_csv(data, index=False)
+    outputs = {}
+    for name, args in {
+        "table": ["run", "--data", str(data), "--target", "churned", "--device", "cpu", "--out", str(folder / "runs"), "--json"],
+        "flights": ["run", "flights", "--rows", "3000", "--device", "cpu", "--out", str(folder / "runs")],
+        "data": ["data", "groupby", "2000", "10", str(folder / "G1.csv")],
+        "bench": ["bench", "groupby", "--data", str(folder / "G1.csv"), "--repeats", "1", "--device", "cpu",
+                  "--questions", "q1,q2", "--results", str(folder / "results"), "--json"],
+    }.items():  # fmt: skip
+        import contextlib
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+        assert code == 0, (name, err.getvalue())
+        outputs[name] = out.getvalue()
+    return folder, outputs
+
+
+def test_every_file_written_is_strict_json(written):
+    folder, _ = written
+    files = records_in(folder / "runs") + records_in(folder / "results")
+    assert len(files) == 3
+    for path in files:
+        json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_json_output_is_strict_and_says_why_values_are_null(written):
+    folder, outputs = written
+    record = json_of(outputs["table"])
+    assert set(record["speedup"].values()) == {None}, "no GPU arm: nothing to divide by"
+    reasons = {n["path"]: n for n in record["nulls"]}
+    assert reasons["/speedup/total"] == {"path": "/speedup/total", "value": "NaN", "reason": "not measured: the gpu arm was skipped"}
+    assert all(p.startswith("/speedup/") for p in reasons)
+    bench = json_of(outputs["bench"])
+    assert {n["path"] for n in bench["nulls"]} >= {f"/questions/{i}/speedup" for i in range(2)}
+
+
+def test_records_read_back_with_nan_where_nulls_say(written):
+    folder, _ = written
+    for path in records_in(folder / "runs"):
+        record = strict_json(path.read_text())
+        assert all(math.isnan(v) for v in record["speedup"].values())
+
+
+def test_report_and_experiments_read_new_and_old_records(written, tmp_path, capsys):
+    folder, _ = written
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    new = records_in(folder / "runs")[0]
+    (runs / new.name).write_text(new.read_text())
+    old = strict_json(new.read_text())
+    old.pop("nulls")
+    (runs / "20260101-000000-table-001.json").write_text(json.dumps(old, indent=2))  # bare NaN, as before
+    assert "NaN" in (runs / "20260101-000000-table-001.json").read_text()
+
+    assert main(["experiments", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("run 20260101-000000-table-001") == 1 and out.count(f"run {new.stem}") == 1
+    assert main(["report", str(runs), "--out", str(tmp_path / "report.html")]) == 0
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<td>n/a</td>") >= 2 * 6, "both records' speedups shown as n/a, never blank"
+    [result] = [p for p in runs.glob("*.json") if "experiments" in p.name] or [None]
+    if result is not None:
+        json.loads(result.read_text(), parse_constant=refuse)
