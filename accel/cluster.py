@@ -187,6 +187,56 @@ def check_address(address: str) -> str:
     return address
 
 
+def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise AccelError unless a Dask scheduler at ``address`` completes Dask's handshake in ``timeout`` s.
+
+    Uses Dask's own ``distributed.comm.connect`` with ``distributed.comm.timeouts.connect`` set
+    to ``timeout``. That setting bounds reaching the port, but Dask then waits for the peer's
+    handshake without a limit, so a port that accepts and never answers (or an HTTP server)
+    would hang the client forever: the whole exchange is bounded here as well. Anything that is
+    not a Dask scheduler (garbage bytes, a protocol Dask cannot speak here) is one line.
+    """
+    import asyncio
+
+    import dask
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    scheme = address.split("://", 1)[0]
+    if scheme in ("ucx", "ucxx") and not (_installed("distributed_ucxx") or _installed("ucxx")):
+        raise AccelError(f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://")
+    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
+        raise AccelError(
+            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
+            "certificate in the Dask configuration), or use tcp://"
+        )
+    connection_args = Security().get_connection_args("client")
+
+    async def exchange() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout)
+        try:
+            # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
+            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+            reply = await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+        if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+            raise ValueError(f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler")
+
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout:g}s"}):
+            asyncio.run(exchange())
+    except (asyncio.TimeoutError, TimeoutError):
+        raise AccelError(
+            f"no Dask scheduler answered at {address} within {timeout:g} s (something may be listening there, but it "
+            "does not speak Dask's protocol); is 'dask scheduler' running there?"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - connection refused, garbage bytes, an unknown or uninstalled protocol
+        raise AccelError(
+            f"cannot reach a Dask scheduler at {address} ({_first_line(exc)}); is 'dask scheduler' running there?"
+        ) from None
+
+
 @dataclass(frozen=True)
 class ClusterPlan:
     """A checked cluster request: what to start, or where to attach."""
@@ -388,9 +438,13 @@ class ClusterSession:
 
         plan = self.plan
         if plan.kind == "scheduler":
+            import dask
+
+            probe_scheduler(plan.address)
             try:
-                self.client = Client(plan.address, timeout=CONNECT_TIMEOUT_S)
-            except (OSError, TimeoutError) as exc:
+                with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
+                    self.client = Client(plan.address, timeout=CONNECT_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
                 raise AccelError(
                     f"cannot reach a Dask scheduler at {plan.address} within {CONNECT_TIMEOUT_S} s "
                     f"({_first_line(exc)}); is 'dask scheduler' running there?"

@@ -110,6 +110,19 @@ def _lost_workers(session: ClusterSession, before: list[str]) -> list[str]:
         time.sleep(0.2)
 
 
+def tracker_host(client: Any) -> str:
+    """The address XGBoost's collective tracker listens on: the scheduler's own host.
+
+    xgboost.dask starts the tracker in the scheduler process and, unless told, binds it to the
+    address its ``get_host_ip`` guesses (the machine's outward-facing IP), even for a cluster
+    that listens on 127.0.0.1 only. Given the scheduler's host, a local cluster's tracker stays
+    on loopback too, and a remote scheduler's tracker on the interface the workers already reach.
+    """
+    from distributed.comm import get_address_host
+
+    return get_address_host(client.scheduler.address).strip("[]")
+
+
 def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
@@ -137,7 +150,7 @@ def train_with_one_retry(
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
                     client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
-                    coll_cfg=CollConfig(timeout=COLLECTIVE_TIMEOUT_S),
+                    coll_cfg=CollConfig(timeout=COLLECTIVE_TIMEOUT_S, tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
             if session.all_workers_lost:
