@@ -1,15 +1,26 @@
-"""The machine a result was measured on: CPU, memory, GPUs, library versions, git sha.
+"""The machine a result was measured on: CPU, memory, GPUs, library versions, the code that ran.
 
 Library versions come from installed package metadata, so asking for them imports nothing
 (a CPU run must not import cupy or cudf just to report its version).
+
+The code that ran (:func:`git_state`) is found where it runs: from this checkout's own git
+(the commit, and whether tracked files have uncommitted changes), or, on a copied tree without
+``.git`` (the lent GPU machine), from ``accel/_build_info.json``, which
+``benchmarks/gpu_check.sh build-info`` writes before the tree is carried, with a digest of every
+file so that a tree changed after it was written is reported as such. Every environment
+variable that accel or its benchmark scripts read and that is set is recorded
+(:func:`environment_overrides`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
+import json
 import os
 import platform
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +62,154 @@ def library_versions() -> dict[str, str | None]:
     return out
 
 
-def git_sha() -> str | None:
-    here = Path(__file__).resolve().parent
+#: The project's root (the folder holding ``accel/``) and the build-info file a copied tree carries.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BUILD_INFO = Path(__file__).resolve().parent / "_build_info.json"
+
+#: Environment variables accel, its benchmarks and the libraries it drives read: recorded when set.
+OVERRIDE_NAMES = (
+    "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+    "PYTHONHASHSEED", "PYTHONPATH", "KVIKIO_COMPAT_MODE", "KVIKIO_NTHREADS", "NUMBA_CUDA_DRIVER",
+)  # fmt: skip
+#: Prefixes of variables read by accel (``ACCEL_CACHE_DIR``, ``ACCEL_FAULT_DIR``, the GPU check's
+#: ``ACCEL_GPU_CHECK_OVERRIDES``) and by RAPIDS, Dask, XGBoost, UCX, NCCL and Polars.
+OVERRIDE_PREFIXES = (
+    "ACCEL_", "RAPIDS_", "RMM_", "CUDF_", "LIBCUDF_", "CUPY_", "CUML_", "XGBOOST_", "DASK_", "UCX_", "NCCL_", "POLARS_",
+)  # fmt: skip
+
+
+def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and sha else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _own_git() -> bool:
+    """Whether this tree is the top of its own git checkout (not a copy inside another repository)."""
+    top = _git("rev-parse", "--show-toplevel")
+    if not top:
+        return False
+    try:
+        return Path(top.strip()).resolve() == PROJECT_ROOT
+    except OSError:
+        return False
+
+
+def tree_files() -> list[str]:
+    """The files of this checkout that a copy of it holds: tracked, and untracked but not ignored."""
+    listed = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    if listed is None:
+        return []
+    return sorted({p for p in listed.split("\0") if p and (PROJECT_ROOT / p).is_file()})
+
+
+def tree_digest(files: list[str]) -> str:
+    """sha256 over each file's path and content (a file that is missing counts as such)."""
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        path = PROJECT_ROOT / rel
+        try:
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            content = "missing"
+        h.update(f"{rel}\0{content}\n".encode())
+    return h.hexdigest()
+
+
+def git_state() -> dict[str, Any]:
+    """The code that is running: ``sha``, ``dirty`` and ``source`` (``git`` | ``build-info`` | None).
+
+    ``dirty`` is True when tracked files differ from the commit (``git status --porcelain
+    --untracked-files=no``); ``untracked_files`` counts the untracked, not ignored files, which a
+    copy of the tree carries too. Without a git checkout of its own, the build-info file is read
+    and the files it lists are hashed again: ``tree_matches_build_info`` False means the tree
+    changed after the file was written, and the state is then reported dirty.
+    """
+    if _own_git():
+        sha = (_git("rev-parse", "HEAD") or "").strip() or None
+        status = _git("status", "--porcelain", "--untracked-files=no")
+        untracked = _git("ls-files", "--others", "--exclude-standard", "-z")
+        state: dict[str, Any] = {
+            "sha": sha,
+            "dirty": None if status is None else bool(status.strip()),
+            "source": "git",
+            "untracked_files": None if untracked is None else len([p for p in untracked.split("\0") if p]),
+        }
+        if state["dirty"]:
+            diff = _git("diff", "HEAD")
+            state["diff_sha256"] = hashlib.sha256(diff.encode()).hexdigest() if diff is not None else None
+        return state
+    try:
+        info = json.loads(BUILD_INFO.read_text())
+        git = info["git"]
+        files = list(info["files"])
+    except FileNotFoundError:
+        return {
+            "sha": None,
+            "dirty": None,
+            "source": None,
+            "reason": "no git checkout here and no accel/_build_info.json (benchmarks/gpu_check.sh build-info writes it)",
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {"sha": None, "dirty": None, "source": None, "reason": f"accel/_build_info.json unreadable ({type(exc).__name__})"}
+    matches = tree_digest(files) == info.get("tree_digest")
+    return {
+        "sha": git.get("sha"),
+        "dirty": bool(git.get("dirty")) or not matches,
+        "source": "build-info",
+        "untracked_files": git.get("untracked_files"),
+        "diff_sha256": git.get("diff_sha256"),
+        "build_info_written_at": info.get("written_at"),
+        "tree_matches_build_info": matches,
+    }
+
+
+def write_build_info(path: Path | None = None) -> dict[str, Any]:
+    """Write the build-info file a copied tree (no ``.git``) reads its provenance from.
+
+    Run in the git checkout, right before the tree is carried. Raises RuntimeError outside one.
+    """
+    if not _own_git():
+        raise RuntimeError(f"{PROJECT_ROOT} is not the top of a git checkout: no build info to write")
+    files = [f for f in tree_files() if f != str(BUILD_INFO.relative_to(PROJECT_ROOT))]
+    info = {
+        "git": git_state(),
+        "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "files": files,
+        "tree_digest": tree_digest(files),
+    }
+    target = Path(path) if path is not None else BUILD_INFO
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info, indent=1) + "\n")
+    tmp.replace(target)
+    return info
+
+
+def git_sha() -> str | None:
+    """The commit of the code that is running (see :func:`git_state`)."""
+    return git_state()["sha"]
+
+
+def environment_overrides(environ: Any = None) -> dict[str, str]:
+    """Every variable accel, its benchmarks or the libraries it drives read that is set here.
+
+    ``OMP_WAIT_POLICY`` counts only when the user set it (accel sets PASSIVE itself otherwise).
+    """
+    from accel import OMP_WAIT_POLICY
+
+    env = os.environ if environ is None else environ
+    out = {}
+    for name in sorted(env):
+        if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES):
+            if name == "OMP_WAIT_POLICY" and environ is None and OMP_WAIT_POLICY["source"] != "user environment":
+                continue
+            out[name] = env[name]
+    return out
 
 
 def collect_environment() -> dict[str, Any]:
@@ -82,6 +231,7 @@ def collect_environment() -> dict[str, Any]:
                 "memory_used_gb": round(extra["memory_used_bytes"] / 1024**3, 2) if extra else None,
             }
         )
+    git = git_state()
     arms = {
         "cpu": {"can_run": True, "reason": None},
         "gpu": {"can_run": probe.usable, "reason": probe.reason},
@@ -102,6 +252,8 @@ def collect_environment() -> dict[str, Any]:
         "nvml": {k: v for k, v in nvml.items() if k != "gpus"},
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "versions": library_versions(),
-        "git_sha": git_sha(),
+        "git_sha": git["sha"],
+        "git": git,
+        "overrides": environment_overrides(),
         "arms": arms,
     }

@@ -41,6 +41,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# Every setting below that came from the environment is an override: the records list them
+# (accel.environment.environment_overrides reads ACCEL_GPU_CHECK_OVERRIDES) and so does the log.
+CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA GROUPBY_ROWS GROUPBY_K JOIN_ROWS MODEL_ROWS XGB_ROWS MODELS
+                CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET DASK_SCALE)
+overrides=()
+for name in "${CHECK_SETTINGS[@]}"; do
+  [ -n "${!name+x}" ] && overrides+=("$name=${!name}")
+done
+export ACCEL_GPU_CHECK_OVERRIDES="${overrides[*]:-}"
+
 OUT=${OUT:-$PWD/gpu-check-out}
 DRY_RUN=${DRY_RUN:-0}
 PY=${PYTHON:-python3}
@@ -56,9 +66,18 @@ else
   MODEL_ROWS=${MODEL_ROWS:-1e6}; XGB_ROWS=${XGB_ROWS:-1e7}; MODELS=${MODELS:-auto}
   CROSSOVER_MAX=${CROSSOVER_MAX:-1e7}; CROSSOVER_OPS=${CROSSOVER_OPS:-groupby,join,xgboost_classifier}; DEVICE=gpu
 fi
-REPEATS=${REPEATS:-1}
+REPEATS=${REPEATS:-3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-540}
 RESULTS="$OUT/results"
+
+# Commands for the CPU machine, before any device call (nothing under $OUT, no log):
+case "${1:-}" in
+  build-info)  # what the copied tree (no .git there) reports as the code that ran
+    exec "$PY" -c "from accel.environment import write_build_info as w; i = w(); g = i['git']
+print(f\"accel/_build_info.json: {g['sha']} dirty={g['dirty']} ({len(i['files'])} files, digest {i['tree_digest'][:12]})\")" ;;
+  plan) shift; exec "$PY" benchmarks/gpu_plan.py plan "$@" ;;
+  fetch) shift; exec "$PY" benchmarks/gpu_plan.py fetch "$@" ;;
+esac
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$RESULTS" "$DATA"
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -181,6 +200,7 @@ main() {
     [ "$DRY_RUN" = 1 ] && phases=(info tests flights groupby join models crossover memory dask report)  # nothing to install here
   fi
   echo "gpu_check: $(date -u +%FT%TZ) phases: ${phases[*]} (DRY_RUN=$DRY_RUN, OUT=$OUT)"
+  echo "gpu_check: overrides: ${ACCEL_GPU_CHECK_OVERRIDES:-none}; code: $("$PY" -c 'from accel.environment import git_state as g; s = g(); print(s["sha"], "dirty" if s["dirty"] else "clean", "from", s["source"], s.get("reason") or "")' 2>&1 | tail -1)"
   for phase in "${phases[@]}"; do
     if ! declare -F "phase_$phase" >/dev/null; then echo "unknown phase '$phase'"; FAILED+=("$phase (unknown)"); continue; fi
     "phase_$phase"
