@@ -1,0 +1,726 @@
+"""``accel compare``: a user's unchanged pandas / scikit-learn script (or notebook), run twice.
+
+The CPU arm is ``python SCRIPT ARGS`` exactly; the GPU arm is the same script with RAPIDS'
+zero-code-change accelerators installed first (cudf.pandas, cuml.accel:
+:mod:`accel.compare_boot`). Each run is a fresh process group in its own copy of the script's
+folder (files the script writes do not collide, and the original is never touched), with the
+same environment, stdin closed, and a timeout that kills the whole group.
+
+Per arm: the cold wall time (process start to exit), ``--repeat`` warm runs (median/min/max),
+exit code, peak host RSS of the process tree, peak device memory (NVML, GPU arm), and the tails
+of stdout/stderr. Then parity — the numbers both arms printed, line by line, within
+``--rtol``/``--atol``; the files both wrote (CSV/Parquet numerically, others by hash) — and,
+from one extra profiled GPU run (never timed), the accelerators' own per-function profiles:
+which calls ran on the GPU and which fell back to the CPU, the costliest fallbacks first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+
+ACCELERATORS = ("cudf.pandas", "cuml.accel")
+#: What of a copied folder is left out (environments and caches are not the script's inputs).
+IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache")
+#: The most a working folder may hold to be copied for each run.
+MAX_COPY_BYTES = 2 * 1024**3
+TAIL_CHARS = 20_000
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])|\bnan\b|\binf\b", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_program(path: Path) -> str:
+    """``script`` or ``notebook``; a one-line error for anything that cannot be run."""
+    if not path.exists():
+        raise AccelError(f"{str(path)!r} does not exist: give the path of a Python script (.py) or a notebook (.ipynb)")
+    if not path.is_file():
+        raise AccelError(f"{str(path)!r} is not a regular file: give a Python script (.py) or a notebook (.ipynb)")
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 20)
+    except OSError as exc:
+        raise AccelError(f"cannot read {str(path)!r} ({exc.strerror or type(exc).__name__}): check its permissions") from None
+    if path.suffix == ".ipynb":
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AccelError(f"{str(path)!r} is not a notebook: not valid JSON ({str(exc).splitlines()[0][:120]})") from None
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+            raise AccelError(f"{str(path)!r} is not a notebook: it has no list of cells")
+        return "notebook"
+    if b"\0" in head:
+        raise AccelError(f"{str(path)!r} is a binary file, not a Python script")
+    return "script"
+
+
+def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
+    """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
+    import importlib.util
+
+    from accel.backend import probe_gpu
+
+    names = [a.strip() for a in (requested or "").split(",") if a.strip()] if requested else list(ACCELERATORS)
+    unknown = [a for a in names if a not in ACCELERATORS]
+    if unknown:
+        raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
+    if not names:
+        raise AccelError("--accelerators is empty: name at least one of " + ", ".join(ACCELERATORS))
+    installed = [a for a in names if importlib.util.find_spec(a.split(".")[0]) is not None]
+    if requested and len(installed) < len(names):
+        missing = sorted(set(names) - set(installed))
+        return names, f"{', '.join(missing)} not installed (pip install 'accel[gpu-cu12]')"
+    if not installed:
+        return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel[gpu-cu12]')"
+    probe = probe_gpu()
+    if not probe.usable:
+        return installed, f"no usable GPU: {probe.reason}"
+    return installed, None
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Run:
+    """One process: how long, how it ended, what it used and printed."""
+
+    seconds: float
+    exit_code: int | None
+    timed_out: bool
+    peak_rss_mb: float
+    peak_device_mb: float | None
+    stdout: str
+    stderr: str
+    written: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> None:
+    skip_resolved = {s.resolve() for s in skip}
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        return [n for n in names if n in IGNORED or (here / n).resolve() in skip_resolved]
+
+    shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+
+
+def folder_bytes(root: Path, skip: list[Path]) -> int:
+    skip_resolved = {s.resolve() for s in skip}
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in IGNORED and (Path(dirpath) / d).resolve() not in skip_resolved]
+        for name in filenames:
+            try:
+                total += (Path(dirpath) / name).lstat().st_size
+            except OSError:
+                pass
+    return total
+
+
+class _TreeSampler:
+    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold."""
+
+    def __init__(self, pid: int, device: bool, interval: float = 0.05):
+        self.pid, self.device, self.interval = pid, device, interval
+        self.peak_rss = 0
+        self.peak_device: int | None = None
+        self._stop = threading.Event()
+        self._nvml: Any = None
+        if device:
+            try:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = pynvml
+                self.peak_device = 0
+            except Exception:  # noqa: BLE001 - no NVML: device memory is reported as unknown
+                self._nvml = None
+        self._thread = threading.Thread(target=self._run, name="accel-compare-sampler", daemon=True)
+        self._thread.start()
+
+    def _pids(self) -> list[int]:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+            return [root.pid] + [c.pid for c in root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def _sample(self) -> None:
+        import psutil
+
+        pids = self._pids()
+        rss = 0
+        for pid in pids:
+            try:
+                rss += psutil.Process(pid).memory_info().rss
+            except psutil.Error:
+                continue
+        self.peak_rss = max(self.peak_rss, rss)
+        if self._nvml is not None:
+            used = 0
+            try:
+                for i in range(self._nvml.nvmlDeviceGetCount()):
+                    handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
+                    for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                        if proc.pid in pids and proc.usedGpuMemory:
+                            used += int(proc.usedGpuMemory)
+            except Exception:  # noqa: BLE001
+                return
+            self.peak_device = max(self.peak_device or 0, used)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool) -> Run:
+    """Run ``command`` in ``workdir`` as a new process group; stdin closed; killed whole at ``timeout``."""
+    before = _snapshot(workdir)
+    out_path, err_path = workdir.parent / f"{workdir.name}.stdout", workdir.parent / f"{workdir.name}.stderr"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
+        sampler = _TreeSampler(proc.pid, device)
+        ended: dict[str, Any] = {}
+
+        def wait() -> None:  # blocking wait4: the exit is timed exactly, and its rusage kept
+            ended["status"] = os.wait4(proc.pid, 0)
+            ended["at"] = time.perf_counter()
+
+        waiter = threading.Thread(target=wait, name="accel-compare-wait", daemon=True)
+        waiter.start()
+        timed_out = False
+        try:
+            waiter.join(timeout)
+            if waiter.is_alive():
+                timed_out = True
+                _kill_group(proc.pid)
+                waiter.join()
+        except BaseException:  # Ctrl-C: the script's whole group goes too
+            _kill_group(proc.pid)
+            waiter.join()
+            raise
+        finally:
+            sampler.stop()
+            proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
+        _kill_group(proc.pid)  # anything the script left running in its group
+        _, status, usage = ended["status"]
+        seconds = ended["at"] - start
+    exit_code = None if timed_out else os.waitstatus_to_exitcode(status)
+    peak = max(sampler.peak_rss, usage.ru_maxrss * 1024)
+    after = _snapshot(workdir)
+    written = {rel: _sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
+    return Run(
+        seconds=seconds,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        peak_rss_mb=peak / 1e6,
+        peak_device_mb=None if sampler.peak_device is None else sampler.peak_device / 1e6,
+        stdout=out_path.read_text(errors="replace"),
+        stderr=err_path.read_text(errors="replace"),
+        written=written,
+    )
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# --------------------------------------------------------------------------- parity
+
+
+def _numbers(line: str) -> tuple[str, list[float]]:
+    values = [float(m.group(0)) for m in NUMBER.finditer(line)]
+    return NUMBER.sub("<n>", line), values
+
+
+def _close(a: float, b: float, rtol: float, atol: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Pattern[str] | None = None) -> dict[str, Any]:
+    """Line by line: the words must be equal, the numbers within ``atol + rtol * |cpu|``."""
+    a = [line for line in cpu.splitlines() if line.strip() and not (ignore and ignore.search(line))]
+    b = [line for line in gpu.splitlines() if line.strip() and not (ignore and ignore.search(line))]
+    numbers = agree = 0
+    differences = []
+    for i, (la, lb) in enumerate(zip(a, b), start=1):
+        (sa, va), (sb, vb) = _numbers(la), _numbers(lb)
+        if sa != sb or len(va) != len(vb):
+            differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": "text differs"})
+            continue
+        bad = [(x, y) for x, y in zip(va, vb) if not _close(y, x, rtol, atol)]
+        numbers += len(va)
+        agree += len(va) - len(bad)
+        if bad:
+            x, y = bad[0]
+            differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": f"{x:g} vs {y:g}"})
+    if len(a) != len(b):
+        differences.append({"line": min(len(a), len(b)) + 1, "cpu": f"{len(a)} lines", "gpu": f"{len(b)} lines", "why": "line counts differ"})
+    return {
+        "lines": {"cpu": len(a), "gpu": len(b)},
+        "numbers_compared": numbers,
+        "numbers_agree": agree,
+        "differences": differences[:20],
+        "differences_total": len(differences),
+        "agree": not differences,
+    }
+
+
+def _read_table(path: Path) -> Any:
+    import pandas as pd
+
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    return pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",")
+
+
+def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
+    """``equal`` / ``close`` / ``differ`` and why: tables numerically, anything else by hash."""
+    if _sha256(a) == _sha256(b):
+        return "equal", "identical bytes"
+    if a.suffix not in (".csv", ".tsv", ".parquet"):
+        return "differ", "bytes differ"
+    import numpy as np
+    import pandas as pd
+
+    try:
+        x, y = _read_table(a), _read_table(b)
+    except Exception as exc:  # noqa: BLE001 - an unreadable table is a difference, said plainly
+        return "differ", f"cannot read as a table: {str(exc).splitlines()[0][:120]}"
+    if list(x.columns) != list(y.columns) or len(x) != len(y):
+        return "differ", f"shape {x.shape} vs {y.shape} or columns differ"
+    for col in x.columns:
+        cx, cy = x[col], y[col]
+        if pd.api.types.is_numeric_dtype(cx) and pd.api.types.is_numeric_dtype(cy):
+            if not np.allclose(cy.to_numpy(float), cx.to_numpy(float), rtol=rtol, atol=atol, equal_nan=True):
+                worst = float(np.nanmax(np.abs(cx.to_numpy(float) - cy.to_numpy(float))))
+                return "differ", f"column {col!r}: largest difference {worst:g}"
+        elif not cx.astype(str).equals(cy.astype(str)):
+            return "differ", f"column {col!r}: values differ"
+    return "close", f"numbers within rtol {rtol:g}"
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def fallback_table(profile: dict[str, Any] | None, top: int = 15) -> list[dict[str, Any]]:
+    """Every profiled function, costliest CPU fallback first (then the GPU time)."""
+    rows = []
+    for accelerator, functions in (profile or {}).items():
+        for name, s in functions.items():
+            rows.append(
+                {
+                    "accelerator": accelerator,
+                    "function": name,
+                    "gpu_calls": int(s.get("gpu_calls", 0)),
+                    "gpu_seconds": float(s.get("gpu_time", 0.0)),
+                    "cpu_calls": int(s.get("cpu_calls", 0)),
+                    "cpu_seconds": float(s.get("cpu_time", 0.0)),
+                    "fallback_reasons": list(s.get("fallback_reasons", [])),
+                }
+            )
+    rows.sort(key=lambda r: (-r["cpu_seconds"], -r["cpu_calls"], -r["gpu_seconds"]))
+    return rows[:top]
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@dataclass
+class Options:
+    program: Path
+    args: list[str]
+    out: Path
+    repeat: int = 0
+    accelerators: str | None = None
+    device: str = "auto"
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    timeout: float = 3600.0
+    profile: bool = True
+    ignore: str | None = None
+
+
+def _summary(runs: list[Run]) -> dict[str, Any]:
+    cold, warm = runs[0], runs[1:]
+    out: dict[str, Any] = {
+        "cold_seconds": cold.seconds,
+        "exit_code": cold.exit_code,
+        "timed_out": cold.timed_out,
+        "peak_host_mb": max(r.peak_rss_mb for r in runs),
+        "peak_device_mb": None if cold.peak_device_mb is None else max(r.peak_device_mb or 0.0 for r in runs),
+        "stdout_tail": cold.stdout[-TAIL_CHARS:],
+        "stderr_tail": cold.stderr[-TAIL_CHARS:],
+        "files_written": sorted(cold.written),
+    }
+    if warm:
+        secs = [r.seconds for r in warm]
+        out["warm"] = {"repeats": len(secs), "median": statistics.median(secs), "min": min(secs), "max": max(secs), "seconds": secs}
+    return out
+
+
+def _arm_status(run: Run) -> tuple[str, str | None]:
+    if run.timed_out:
+        return "failed", "timed out (--timeout); the process group was killed"
+    if run.exit_code != 0:
+        last = next((line for line in reversed(run.stderr.splitlines()) if line.strip()), "")
+        return "failed", f"exit code {run.exit_code}: {last[:300]}"
+    return "ok", None
+
+
+def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
+    """Run both arms, compare them, write the record; ``(record, path)``."""
+    from accel.environment import collect_environment
+    from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
+
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    program = opts.program.resolve()
+    kind = check_program(opts.program)
+    if opts.repeat < 0:
+        raise AccelError("--repeat must be 0 or more")
+    if not (opts.timeout > 0):
+        raise AccelError("--timeout must be a positive number of seconds")
+    if not (opts.rtol >= 0 and opts.atol >= 0):
+        raise AccelError("--rtol and --atol must be 0 or more")
+    ignore = None
+    if opts.ignore:
+        try:
+            ignore = re.compile(opts.ignore)
+        except re.error as exc:
+            raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
+    if kind == "notebook":
+        import importlib.util
+
+        if importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("ipykernel") is None:
+            raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel[notebook]'")
+    out = ensure_writable(opts.out, "compare records")
+    workdir = program.parent
+    skip = [out]
+    size = folder_bytes(workdir, skip)
+    if size > MAX_COPY_BYTES:
+        raise AccelError(
+            f"the script's folder {str(workdir)!r} holds {size / 1e9:.1f} GB; each run gets its own copy of it: "
+            f"move the script into a smaller folder (at most {MAX_COPY_BYTES / 1e9:.0f} GB)"
+        )
+    accelerators, gpu_reason = resolve_accelerators(opts.accelerators)
+    if opts.device == "cpu":
+        gpu_reason = "--device cpu"
+    elif opts.device == "gpu" and gpu_reason:
+        raise AccelError(f"--device gpu, but the GPU arm cannot run: {gpu_reason}")
+
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", "0")
+    rel = program.relative_to(workdir)
+    boot = [sys.executable, "-m", "accel.compare_boot"]
+    commands = {
+        "cpu": ([*boot, "--notebook", str(rel)] if kind == "notebook" else [sys.executable, str(rel), *opts.args]),
+        "gpu": [*boot, "--accelerators", ",".join(accelerators)]
+        + (["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]),
+    }
+    # accel.compare_boot must import in the arm's process wherever the copied folder is.
+    import accel
+
+    accel_root = str(Path(accel.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
+
+    started = datetime.now(timezone.utc)
+    environment = collect_environment()
+    arms: dict[str, Any] = {}
+    runs_of: dict[str, list[Run]] = {}
+    copies: dict[str, Path] = {}
+    with tempfile.TemporaryDirectory(prefix="accel-compare-") as tmp:
+        plan = [("cpu", False)] + ([] if gpu_reason else [("gpu", True)])
+        for i in range(1 + opts.repeat):
+            order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
+            for arm, device in order:
+                copy = Path(tmp) / f"{arm}-{i}"
+                _copy_folder(workdir, copy, skip)
+                say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{opts.repeat}'}")
+                run = run_once(commands[arm], copy, env, opts.timeout, device)
+                runs_of.setdefault(arm, []).append(run)
+                if i == 0:
+                    copies[arm] = copy
+                else:
+                    shutil.rmtree(copy, ignore_errors=True)
+                if i == 0 and arm == "cpu" and (run.exit_code != 0 or run.timed_out):
+                    status, reason = _arm_status(run)
+                    raise AccelError(
+                        f"the script fails on the CPU arm ({reason}); run it with plain python first"
+                        if not run.timed_out
+                        else f"the script did not finish within --timeout {opts.timeout:g} s on the CPU arm; nothing was written"
+                    )
+            if any(r.exit_code != 0 or r.timed_out for runs in runs_of.values() for r in runs[:1]) and i == 0:
+                break  # a failing arm is a finding, not something to time again
+        for arm, runs in runs_of.items():
+            status, reason = _arm_status(runs[0])
+            arms[arm] = {"status": status, "reason": reason, "command": commands[arm], **_summary(runs)}
+        if gpu_reason:
+            arms["gpu"] = {"status": "skipped", "reason": gpu_reason, "command": commands["gpu"]}
+        profile = None
+        if not gpu_reason and opts.profile and arms["gpu"]["status"] == "ok":
+            copy = Path(tmp) / "gpu-profile"
+            _copy_folder(workdir, copy, skip)
+            prof_path = Path(tmp) / "profile.json"
+            say("GPU arm: profiled run (not timed)")
+            cmd = [*boot, "--accelerators", ",".join(accelerators), "--profile-json", str(prof_path)]
+            cmd += ["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]
+            prun = run_once(cmd, copy, env, opts.timeout, True)
+            try:
+                profile = json.loads(prof_path.read_text())
+            except (OSError, ValueError):
+                profile = None
+                arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
+        parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
+        if arms["gpu"]["status"] == "ok":
+            cpu_run, gpu_run = runs_of["cpu"][0], runs_of["gpu"][0]
+            parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, ignore)
+            files = []
+            for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
+                if name not in gpu_run.written:
+                    files.append({"path": name, "status": "only cpu", "detail": "the GPU arm did not write it"})
+                elif name not in cpu_run.written:
+                    files.append({"path": name, "status": "only gpu", "detail": "the CPU arm did not write it"})
+                else:
+                    status, detail = compare_file(copies["cpu"] / name, copies["gpu"] / name, opts.rtol, opts.atol)
+                    files.append({"path": name, "status": status, "detail": detail})
+            parity["files"] = files
+            parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
+        else:
+            parity["agree"] = None
+            parity["reason"] = (
+                "the GPU arm was skipped" if arms["gpu"]["status"] == "skipped" else "the GPU arm did not run to the end"
+            )
+    finished = datetime.now(timezone.utc)
+
+    speedup: dict[str, float] = {"wall_cold": math.nan, "wall_warm_median": math.nan}
+    if arms["gpu"]["status"] == "ok":
+        speedup["wall_cold"] = arms["cpu"]["cold_seconds"] / arms["gpu"]["cold_seconds"]
+        if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
+            speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": new_run_id(started),
+        "kind": "compare",
+        "workflow": f"compare:{program.name}",
+        "program": {"path": str(program), "kind": kind, "args": list(opts.args), "sha256": _sha256(program)},
+        "config": {
+            "repeat": opts.repeat,
+            "accelerators": accelerators,
+            "device": opts.device,
+            "rtol": opts.rtol,
+            "atol": opts.atol,
+            "timeout": opts.timeout,
+            "profile": opts.profile,
+            "ignore_lines": opts.ignore,
+        },
+        "started_at": started.isoformat(),
+        "finished_at": finished.isoformat(),
+        "arms": arms,
+        "speedup": speedup,
+        "parity": parity,
+        "fallbacks": fallback_table(profile),
+        "profile": profile,
+        "environment": environment,
+    }
+    path = write_record(out, record, record_stem(f"compare-{program.stem}", started))
+    return record, path
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render(record: dict[str, Any], console: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"accel compare {record['program']['path']}", title_justify="left")
+    for col, justify in (("arm", "left"), ("status", "left"), ("exit", "right"), ("cold s", "right"),
+                         ("warm median s (min-max)", "right"), ("peak RSS MB", "right"), ("peak device MB", "right")):  # fmt: skip
+        table.add_column(col, justify=justify)
+    for arm in ("cpu", "gpu"):
+        r = record["arms"].get(arm) or {}
+        if r.get("status") == "skipped":
+            table.add_row(arm, "skipped", "", "", "", "", "")
+            continue
+        warm = r.get("warm")
+        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
+        dev = r.get("peak_device_mb")
+        table.add_row(
+            arm,
+            r["status"],
+            str(r.get("exit_code")),
+            f"{r['cold_seconds']:.2f}",
+            warm_text,
+            f"{r['peak_host_mb']:.0f}",
+            "-" if dev is None else f"{dev:.0f}",
+        )
+    console.print(table)
+    for arm in ("cpu", "gpu"):
+        r = record["arms"].get(arm) or {}
+        if r.get("status") != "ok" and r.get("reason"):
+            console.print(f"{arm.upper()} arm {r['status']}: {escape(str(r['reason']))}")
+    sp = record["speedup"]
+    if not math.isnan(sp.get("wall_cold", math.nan)):
+        warm = sp.get("wall_warm_median", math.nan)
+        console.print(f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x"))
+    parity = record["parity"]
+    if parity.get("agree") is None:
+        console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
+    else:
+        s = parity["stdout"]
+        console.print(
+            f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
+            f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
+            + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
+        )
+        for d in s["differences"][:5]:
+            console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
+    if record.get("fallbacks"):
+        table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
+        for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
+            table.add_column(col)
+        for f in record["fallbacks"]:
+            table.add_row(
+                f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
+                f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
+            )  # fmt: skip
+        console.print(table)
+
+
+def experiment_rows(record: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """What ``accel experiments`` shows of a compare record: one row per arm that ran."""
+    rows = []
+    parity = record.get("parity") or {}
+    stdout = parity.get("stdout") or {}
+    share = stdout.get("numbers_agree", 0) / stdout["numbers_compared"] if stdout.get("numbers_compared") else math.nan
+    for arm, r in (record.get("arms") or {}).items():
+        if not isinstance(r, dict) or r.get("status") != "ok":
+            continue
+        rows.append(
+            {
+                "arm": arm,
+                "seconds": r.get("cold_seconds"),
+                "peak_host_mb": r.get("peak_host_mb"),
+                "peak_device_mb": r.get("peak_device_mb"),
+                "metric": 1.0 if arm == "cpu" else share,
+                "source": source,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        usage="accel compare PROGRAM [options] [-- ARGS...]",
+        help="run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with cudf.pandas/cuml.accel",
+        description=(
+            "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as plain "
+            "'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports wall "
+            "time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to the CPU. "
+            "Arguments for the script go after '--'."
+        ),
+    )
+    p.add_argument("program", type=Path, help="a Python script (.py) or a notebook (.ipynb)")
+    p.add_argument("--repeat", type=int, default=0, help="warm runs of each arm after the cold one (median/min/max)")
+    p.add_argument("--accelerators", help="GPU arm: comma-separated, from cudf.pandas, cuml.accel (default: those installed)")
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto", help="cpu: the CPU arm only; gpu: fail if the GPU arm cannot run")
+    p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for numbers compared (default 1e-5)")
+    p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance for numbers compared (default 1e-8)")
+    p.add_argument("--ignore-lines", help="a regular expression: output lines matching it are not compared (e.g. timings)")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds one run may take; then its process group is killed")
+    p.add_argument("--no-profile", action="store_true", help="skip the extra profiled GPU run")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder for the record (default: runs/)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
+    # Arguments for the script follow '--'; accel.cli hands them over untouched (argparse would
+    # read them as its own options).
+    p.set_defaults(script_args=[])
+    p.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from accel.record import dumps
+
+    extra = list(args.script_args)
+    opts = Options(
+        program=args.program, args=extra, out=args.out, repeat=args.repeat, accelerators=args.accelerators,
+        device=args.device, rtol=args.rtol, atol=args.atol, timeout=args.timeout, profile=not args.no_profile,
+        ignore=args.ignore_lines,
+    )  # fmt: skip
+    record, path = compare(opts)
+    if args.json:
+        print(dumps(record))
+    else:
+        render(record, Console())
+    print(f"compare record: {path}")
+    gpu = record["arms"]["gpu"]
+    if gpu["status"] == "failed":
+        print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)
+        return 1
+    return 0
+
+
+def as_dict(run: Run) -> dict[str, Any]:
+    return asdict(run)
