@@ -8,6 +8,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -88,17 +89,133 @@ def is_datetime_dtype(s: Any) -> bool:
 
 
 def parse_datetime(xdf: ModuleType, s: Any, date_format: str | None) -> Any:
-    """Text to datetimes in ``date_format``; what does not parse becomes missing.
+    """Text to datetimes in ``date_format``; what does not parse becomes missing."""
+    return parse_datetime_where(xdf, s, date_format)[0]
 
-    pandas coerces (``errors="coerce"``); cuDF implements ``errors="coerce"`` only for scalars,
-    so on cuDF the strings that match the format (``str.istimestamp``) are parsed and the rest
-    masked first.
+
+#: The strptime directives cuDF's parser reads (libcudf ``to_timestamps``/``is_timestamp``), with
+#: the most characters each takes. Month names (%b, %B) are not among them: they are turned into
+#: month numbers first (see :func:`cudf_date_text`).
+CUDF_DIRECTIVES = {"Y": 4, "y": 2, "m": 2, "d": 2, "H": 2, "I": 2, "M": 2, "S": 2, "j": 3, "p": 2, "f": 9}
+MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_FIELD_PATTERN = {"Y": r"(\d{4})", "y": r"(\d{2})", "j": r"(\d{1,3})", "f": r"(\d{1,9})", "p": r"([AaPp][Mm])"}
+
+
+def _format_items(fmt: str) -> list[tuple[str, str]]:
+    """``fmt`` as ``("lit", char)`` and ``("dir", letter)`` items (``%%`` is a literal ``%``)."""
+    items, i = [], 0
+    while i < len(fmt):
+        if fmt[i] == "%" and i + 1 < len(fmt):
+            items.append(("lit", "%") if fmt[i + 1] == "%" else ("dir", fmt[i + 1]))
+            i += 2
+        else:
+            items.append(("lit", fmt[i]))
+            i += 1
+    return items
+
+
+def cudf_date_gap(fmt: str) -> str | None:
+    """Why cuDF's parser cannot read text in ``fmt``, or None when it can (month names included,
+    as numbers). The GPU arm parses such a column on the host and says so."""
+    unsupported = sorted({v for k, v in _format_items(fmt) if k == "dir" and v not in CUDF_DIRECTIVES and v not in "bB"})
+    if unsupported:
+        return f"cuDF's datetime parser has no {', '.join('%' + v for v in unsupported)}"
+    return None
+
+
+def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
+    """Text in ``fmt`` rewritten as fixed-width text in a format cuDF's ``to_datetime`` reads.
+
+    cuDF's ``to_datetime`` parses only strings that all have one length ("Cannot parse
+    date-like strings with different formats"), and its parser has no month names. So each
+    field is pulled out with one anchored regular expression, numbers are zero-padded to their
+    full width (``3/5/2021`` → ``03/05/2021``), month names become month numbers and runs of
+    spaces one space, and the new format has ``%m`` where ``%b``/``%B`` was. A value that does not
+    match becomes missing. Written against the string API pandas and cuDF share (``str.lower``,
+    ``str.extract``, ``str.zfill``, ``str.ljust``, ``replace``, ``+``); tested on pandas here.
+    """
+    items = _format_items(fmt)
+    named = any(k == "dir" and v in "bB" for k, v in items)
+    if named:
+        s = s.str.lower()  # month names in any case, as pandas reads them
+    pattern, new_fmt, fields = "^", "", []
+    for kind, value in items:
+        if kind == "lit":
+            lit = value.lower() if named else value
+            pattern += r"\s+" if lit == " " else re.escape(lit)
+            new_fmt += "%%" if lit == "%" else lit
+            fields.append(("lit", lit))
+        elif value in "bB":
+            names = MONTH_NAMES if value == "B" else tuple(m[:3] for m in MONTH_NAMES)
+            pattern += "(" + "|".join(names) + ")"
+            new_fmt += "%m"
+            fields.append(("month", value))
+        else:
+            pattern += _FIELD_PATTERN.get(value, r"(\d{1,2})")
+            new_fmt += "%" + value
+            fields.append(("dir", value))
+    if all(kind == "lit" for kind, _ in fields):
+        return s, fmt
+    groups = s.str.extract(pattern + "$", expand=True)
+    # Start from empty strings (missing where the value did not match), so that every step
+    # adds a string or a column to a column.
+    out, g = groups[groups.columns[0]].str.slice(0, 0), 0
+    for kind, value in fields:
+        if kind == "lit":
+            piece = value
+        else:
+            col = groups[groups.columns[g]]
+            g += 1
+            if kind == "month":
+                names = MONTH_NAMES if value == "B" else [m[:3] for m in MONTH_NAMES]
+                piece = col.replace(list(names), [f"{k:02d}" for k in range(1, 13)])
+            elif value == "p":
+                piece = col.str.upper()
+            elif value == "f":
+                piece = col.str.ljust(CUDF_DIRECTIVES["f"], "0")
+            else:
+                piece = col.str.zfill(CUDF_DIRECTIVES[value])
+        out = out + piece
+    return out, new_fmt
+
+
+def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tuple[Any, str]:
+    """Text to datetimes in ``date_format`` (missing where it does not parse), and where it was parsed.
+
+    pandas: ``to_datetime(format=..., errors="coerce")``. cuDF implements ``errors="coerce"``
+    only for scalars and parses only strings of one length, without month names; so on cuDF
+    the text is made fixed-width first when its lengths differ or it has month names
+    (:func:`cudf_date_text`), the strings that match the format (``str.istimestamp``) are kept,
+    and ``to_datetime`` parses them. A format cuDF's parser cannot read at all
+    (:func:`cudf_date_gap`) is parsed on the host with pandas and copied back, and the second
+    value says so.
     """
     if is_pandas_module(xdf):
-        return xdf.to_datetime(s, format=date_format, errors="coerce")
+        return xdf.to_datetime(s, format=date_format, errors="coerce"), "pandas"
     if date_format is None:
-        return xdf.to_datetime(s)
-    return xdf.to_datetime(s.where(s.str.istimestamp(date_format)), format=date_format)
+        return xdf.to_datetime(s), "cudf"
+    gap = cudf_date_gap(date_format)
+    if gap is not None:
+        import pandas as pd
+
+        parsed = pd.to_datetime(s.to_pandas(), format=date_format, errors="coerce")
+        return xdf.from_pandas(parsed), f"host (pandas): {gap}"
+    fmt, where = date_format, "cudf"
+    named = any(k == "dir" and v in "bB" for k, v in _format_items(date_format))
+    if named or int(s.str.len().nunique()) > 1:
+        s, fmt = cudf_date_text(s, date_format)
+        where = "cudf, after making the text fixed-width" + (" with month numbers" if named else "")
+    return xdf.to_datetime(s.where(s.str.istimestamp(fmt)), format=fmt), where
+
+
+def integer_text(xdf: ModuleType, s: Any) -> Any:
+    """A numeric column (``20210315``) as text of its integers, missing where it is missing."""
+    if is_pandas_module(xdf):
+        return s.astype("Int64").astype("string")
+    return s.astype("int64").astype("str")
 
 
 def naive_datetime(s: Any) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
+from accel.dates import ALL_PARTS
 from accel.features import left_join
 from accel.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.workflows.base import Prepared
@@ -48,6 +49,7 @@ class FeatureReport:
     encodings: dict[str, str] = field(default_factory=dict)
     imputed: list[str] = field(default_factory=list)
     scaled: bool = False
+    dates: dict[str, str] = field(default_factory=dict)  # datetime column -> where its text was parsed
 
 
 # --------------------------------------------------------------------------- casting
@@ -74,10 +76,18 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
             s = s.astype("str")
         return _compat.as_categorical(xdf, s, categories)
     if plan.kind == "datetime":
-        if _compat.is_datetime_dtype(s):
-            return _compat.naive_datetime(s)
-        return _compat.parse_datetime(xdf, s, plan.date_format)
+        return cast_datetime(xdf, s, plan)[0]
     raise ValueError(f"cannot cast a {plan.kind} column")
+
+
+def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
+    """A datetime column as naive datetimes, and where its text was parsed (``typed`` when the
+    reader already gave datetimes; see :func:`accel._compat.parse_datetime_where`)."""
+    if _compat.is_datetime_dtype(s):
+        return _compat.naive_datetime(s), "typed"
+    if plan.date_format is not None and getattr(s.dtype, "kind", "") in ("i", "u", "f"):
+        s = _compat.integer_text(xdf, s)  # --date-format on a column of numbers such as 20210315
+    return _compat.parse_datetime_where(xdf, s, plan.date_format)
 
 
 def category_codes(s: Any) -> Any:
@@ -243,16 +253,10 @@ def _mode(s: Any) -> float | None:
     return None if len(modes) == 0 else float(modes.min())
 
 
-def _datetime_parts(name: str, s: Any) -> dict[str, Any]:
+def _datetime_parts(name: str, s: Any, parts: list[str] | None = None) -> dict[str, Any]:
+    """The date parts the plan chose for this column (every part when it chose none)."""
     dt = s.dt
-    return {
-        f"{name}__year": dt.year.astype("float64"),
-        f"{name}__month": dt.month.astype("float64"),
-        f"{name}__day": dt.day.astype("float64"),
-        f"{name}__day_of_week": dt.day_of_week.astype("float64"),
-        f"{name}__day_of_year": dt.day_of_year.astype("float64"),
-        f"{name}__hour": dt.hour.astype("float64"),
-    }
+    return {f"{name}__{part}": getattr(dt, part).astype("float64") for part in (parts or ALL_PARTS)}
 
 
 def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any]) -> Any:
@@ -347,11 +351,15 @@ class TableFeaturizer:
             kind = self.encoding[col.name]
             if col.kind == "numeric":
                 continue
-            a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
+            if col.kind == "datetime":
+                a, self.report.dates[col.name] = cast_datetime(xdf, frame[col.name], col)
+                a = a.reset_index(drop=True)
+            else:
+                a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
             if kind == "boolean" or kind == "native categorical":
                 built[col.name] = a
             elif kind == "date parts":
-                built.update(_datetime_parts(col.name, a))
+                built.update(_datetime_parts(col.name, a, col.date_parts))
             elif kind == "one-hot":
                 codes = a.cat.codes
                 for k, value in enumerate(col.categories or []):

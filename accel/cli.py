@@ -44,6 +44,26 @@ def batch_rows(text: str) -> str | int:
         raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
 
 
+def date_format_flag(text: str) -> tuple[str, str]:
+    from accel.dates import parse_override
+
+    try:
+        return parse_override(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--date-format ")) from None
+
+
+def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--date-format",
+        type=date_format_flag,
+        action="append",
+        metavar="COL=FMT",
+        help="with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), "
+        "over the detected layout; repeatable",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="accel", description="Tabular data science on the GPU, measured against a fair CPU baseline.")
     parser.add_argument("--version", action="version", version=f"accel {__version__}")
@@ -68,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
     run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
+    add_date_format_argument(run)
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
@@ -139,7 +160,9 @@ def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[d
 def table_overrides(args: argparse.Namespace) -> dict:
     """The flags ``accel run`` and ``accel hpo`` share (None where not given)."""
     drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
+    date_format = dict(getattr(args, "date_format", None) or []) or None
     return {
+        "date_format": date_format,
         "device": args.device,
         "rows": args.rows,
         "out": args.out,

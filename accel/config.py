@@ -173,6 +173,8 @@ class RunConfig(BaseModel):
     model: ModelName = "xgboost"
     drop: list[str] = Field(default_factory=list)
     delimiter: str | None = Field(None, min_length=1, max_length=1)
+    # Column -> strptime format of its date text (``--date-format COL=FMT``), over the detected layout.
+    date_format: dict[str, str] = Field(default_factory=dict)
     device: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["fp32", "fp16"] = "fp32"
     batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS)] = "auto"
@@ -195,6 +197,8 @@ class RunConfig(BaseModel):
             raise ValueError("--data needs --target COLUMN (the column to predict)")
         if self.target and self.data is None:
             raise ValueError("--target applies to your own table: give it with --data FILE")
+        if self.date_format and self.data is None:
+            raise ValueError("--date-format applies to your own table: give it with --data FILE")
         if self.data is None and self.model != "xgboost":
             raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
         if self.data is not None:
@@ -292,7 +296,10 @@ def read_workflow_file(path: Path) -> dict[str, Any]:
 def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], source: str = "command line") -> RunConfig:
     """File values first, then the flags the user gave; validated as one."""
     merged: dict[str, Any] = dict(file_values or {})
-    merged.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(merged.get("date_format"), dict) and isinstance(given.get("date_format"), dict):
+        given["date_format"] = {**merged["date_format"], **given["date_format"]}  # flags win per column
+    merged.update(given)
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:

@@ -48,7 +48,7 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli import positive_int
+    from accel.cli import add_date_format_argument, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
@@ -62,6 +62,7 @@ def register(sub: Any) -> None:
     )
     hpo.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
     hpo.add_argument("--delimiter", help="with --data: the CSV delimiter")
+    add_date_format_argument(hpo)
     hpo.add_argument("--test-size", type=open_fraction, help="share of rows held out for the final score (default 0.2)")
     hpo.add_argument("--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)")
     hpo.add_argument("--subset", type=fraction, help="share of the fitting rows each trial trains on (default 0.1; 1 = all)")

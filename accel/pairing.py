@@ -269,7 +269,8 @@ def build_workflow(config: Any) -> Any:
     if config.data is None:
         return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
     planned = plan_table(
-        str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, model_family(config.model)
+        str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, model_family(config.model),
+        dict(config.date_format),
     )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 

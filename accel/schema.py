@@ -6,7 +6,8 @@ the same rows and the same split. Deciding once keeps the arms comparable (cuDF'
 readers do not always give a column the same dtype) and makes every decision reportable.
 
 Column kinds: ``numeric``, ``boolean``, ``categorical`` (strings, low-cardinality integers,
-mixed numbers and text, unparseable dates), ``datetime`` (typed, or ISO-like strings), and
+mixed numbers and text, text that looks like dates but fits no layout), ``datetime`` (typed, or
+text in a layout detected by :mod:`accel.dates` or given with ``--date-format COL=FMT``), and
 ``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target).
 """
 
@@ -20,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accel import dates
+from accel._compat import cudf_date_gap
 from accel.data import sample_positions, split_positions
 from accel.errors import AccelError
 
@@ -27,21 +30,14 @@ from accel.errors import AccelError
 LOW_CARDINALITY_INT = 10
 #: A classification target may have at most this many classes when inferred from integers.
 MAX_INFERRED_CLASSES = 20
+#: ``--task classification`` is refused for a numeric target with more distinct values than
+#: this, or with non-integer values more than :data:`MAX_CLASS_SHARE` of its rows distinct.
+MAX_CLASSES = 100
+MAX_CLASS_SHARE = 0.05
 #: A text column whose distinct values are at least this share of its values is ID-like.
 ID_LIKE_SHARE = 0.9
 #: Fewer rows than this cannot make a meaningful train/test split.
 MIN_ROWS = 20
-#: Date formats tried, in order, on text columns that look like dates.
-DATE_FORMATS = (
-    "%Y-%m-%d",
-    "%Y-%m-%d %H:%M:%S",
-    "%Y-%m-%dT%H:%M:%S",
-    "%Y-%m-%dT%H:%M:%SZ",
-    "%Y-%m-%d %H:%M",
-    "%Y/%m/%d",
-    "%Y%m%d",
-)
-_DATE_LIKE = re.compile(r"^\s*\d{4}[-/]?\d{2}[-/]?\d{2}([ T]\d{2}:\d{2}(:\d{2})?(\.\d+)?Z?)?\s*$")
 _ID_NAME = re.compile(r"(^|_)(id|uuid|guid|key)$|id$", re.IGNORECASE)
 TRUE_STRINGS = ("true", "t", "yes", "y")
 FALSE_STRINGS = ("false", "f", "no", "n")
@@ -57,6 +53,10 @@ class ColumnPlan:
     categories: list[Any] | None = None  # categorical: the vocabulary, sorted, in the column's type
     categories_numeric: bool = False
     date_format: str | None = None  # datetime given as text: the format that parses it
+    date_source: str = ""  # "detected" or "--date-format"
+    date_note: str = ""  # month-first/day-first resolution, share parsed
+    date_parts: list[str] | None = None  # the parts it becomes (None: every part)
+    date_gpu: str = ""  # how the GPU arm parses it: "cuDF" or "host (pandas): why"
 
     @property
     def cardinality(self) -> int:
@@ -134,6 +134,10 @@ class TablePlan:
                     **({"reason": c.reason} if c.reason else {}),
                     **({"categories": c.cardinality} if c.categories is not None else {}),
                     **({"date_format": c.date_format} if c.date_format else {}),
+                    **({"date_source": c.date_source} if c.date_source else {}),
+                    **({"date_note": c.date_note} if c.date_note else {}),
+                    **({"date_parts": list(c.date_parts)} if c.date_parts is not None else {}),
+                    **({"date_gpu": c.date_gpu} if c.date_gpu else {}),
                 }
                 for c in self.columns
             },
@@ -158,18 +162,6 @@ def _numeric_share(s: pd.Series) -> float:
     return float(pd.to_numeric(values, errors="coerce").notna().mean())
 
 
-def _date_format(values: pd.Series) -> str | None:
-    """The first format that parses at least 99% of these text values, or None."""
-    sample = values.dropna().astype(str).head(2000)
-    if sample.empty:
-        return None
-    for fmt in DATE_FORMATS:
-        parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
-        if parsed.notna().mean() >= 0.99:
-            return fmt
-    return None
-
-
 def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
     uniques = values.dropna().unique()
     if numeric:
@@ -182,7 +174,54 @@ def _bool_from_text(s: pd.Series) -> bool:
     return not values.empty and bool(values.isin(TRUE_STRINGS + FALSE_STRINGS).all())
 
 
-def _plan_column(name: str, s: pd.Series) -> ColumnPlan:
+def _datetime_plan(name: str, fmt: str, source: str, share: float, sampled: int, note: str, notices: list[str]) -> ColumnPlan:
+    """A column of date text in ``fmt``, and its line in the schema notice."""
+    gap = cudf_date_gap(fmt)
+    if gap is not None:
+        gpu = f"host (pandas): {gap}"
+    elif "%b" in fmt or "%B" in fmt:
+        gpu = "cuDF (month names as numbers)"
+    else:
+        gpu = "cuDF"
+    parts = dates.date_parts(fmt)
+    parsed = f"{share:.0%} of {sampled:,} sampled values parsed"
+    notices.append(
+        f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
+        f"features {', '.join(parts)}; GPU arm parses with {gpu}"
+    )
+    return ColumnPlan(
+        name, "datetime", f"date text ({source})", date_format=fmt, date_source=source,
+        date_note="; ".join(x for x in (parsed, note) if x), date_parts=parts, date_gpu=gpu,
+    )
+
+
+def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> ColumnPlan:
+    """``--date-format NAME=FMT``: checked on the sampled values; a format that parses none is an error."""
+    flag = f"--date-format {name}={fmt}"
+    values = s.dropna()
+    if values.empty:
+        raise AccelError(f"{flag}: column {name!r} has no values to parse")
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        notices.append(f"column {name!r} is already typed as datetimes: {flag} not needed")
+        return ColumnPlan(name, "datetime", "typed")
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        values = values[values % 1 == 0].astype("int64")  # 20210315 read as a number
+    sample = values.astype(str).head(dates.SAMPLE).reset_index(drop=True)
+    try:
+        pd.to_datetime(sample.head(1), format=fmt, errors="coerce")
+    except (ValueError, TypeError) as exc:
+        raise AccelError(f"{flag}: not a format pandas reads ({exc})") from None
+    share = dates.parsed_share(sample, fmt)
+    if share == 0:
+        raise AccelError(f"{flag} parses none of the {len(sample):,} sampled values of {name!r} (e.g. {sample.iloc[0]!r})")
+    note = "" if share == 1 else "the rest become missing"
+    return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices)
+
+
+def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date_format: str | None = None) -> ColumnPlan:
+    notices = [] if notices is None else notices
+    if date_format is not None:
+        return _override_plan(name, s, date_format, notices)
     n = int(s.notna().sum())
     if n == 0:
         return ColumnPlan(name, "dropped", "all values missing")
@@ -208,14 +247,20 @@ def _plan_column(name: str, s: pd.Series) -> ColumnPlan:
     if _bool_from_text(s):
         return ColumnPlan(name, "boolean", "true/false text")
     text = s.dropna().astype(str)
-    date_like = float(text.head(2000).str.match(_DATE_LIKE).mean())
-    if date_like >= 0.5:
-        fmt = _date_format(text)
-        if fmt is not None and date_like >= 0.99:
-            return ColumnPlan(name, "datetime", "date text", date_format=fmt)
+    reason = ""
+    date_like = dates.date_like_share(text)
+    if date_like >= dates.DATE_LIKE_SHARE:
+        layout = dates.detect_layout(text)
+        if layout is not None:
+            return _datetime_plan(name, layout.format, "detected", layout.parsed, layout.sampled, layout.note, notices)
         reason = "unparseable dates: kept as categorical"
-    else:
-        reason = ""
+        guess = dates.detect_layout(text, minimum=0.0)
+        hint = f" (the closest, {guess.format}, parses {guess.parsed:.0%})" if guess is not None else ""
+        notices.append(
+            f"column {name!r} looks like dates ({date_like:.0%} of sampled values) but no known layout parses "
+            f"{dates.MIN_PARSED:.0%} of them{hint}: not parsed as dates; give its layout with "
+            f"--date-format {name}=FORMAT (a strptime format such as %d/%m/%Y %H:%M)"
+        )
     numeric_share = _numeric_share(text)
     if 0 < numeric_share < 1:
         reason = reason or f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
@@ -310,6 +355,14 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         why = f"inferred: {why}"
     else:
         why = "given with --task"
+    if task == "classification" and is_numeric and why == "given with --task":
+        n = len(y)
+        if nunique > MAX_CLASSES or (not integral and nunique > MAX_CLASS_SHARE * n):
+            values = "integer" if integral else "non-integer"
+            raise AccelError(
+                f"--task classification: target {target!r} is numeric with {nunique:,} distinct {values} values "
+                f"in {n:,} rows, which is a quantity to predict, not classes; use --task regression"
+            )
     if task == "regression":
         if not is_numeric:
             example = y.astype(str).head(1).iloc[0]
@@ -334,6 +387,7 @@ def make_plan(
     test_size: float = 0.2,
     seed: int = 42,
     target_values: pd.Series | None = None,
+    date_formats: dict[str, str] | None = None,
 ) -> TablePlan:
     """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError.
 
@@ -351,6 +405,16 @@ def make_plan(
             raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
     if target in (drop or []):
         raise AccelError(f"--drop names the target {target!r}; drop other columns only")
+    date_formats = dict(date_formats or {})
+    for name, fmt in date_formats.items():
+        if name not in columns:
+            near = difflib.get_close_matches(name, columns, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f" (columns: {', '.join(columns[:10])})"
+            raise AccelError(f"--date-format {name}={fmt}: {name!r} is not a column of the table{hint}")
+        if name == target:
+            raise AccelError(f"--date-format {name}={fmt} names the target; it applies to feature columns")
+        if name in (drop or []):
+            raise AccelError(f"--date-format {name}={fmt} names a column that --drop leaves out")
     full_target = frame[target] if target_values is None else target_values.reset_index(drop=True)
     if len(full_target) == 0 or len(frame) == 0:
         raise AccelError("the table has a header but no data rows")
@@ -388,7 +452,7 @@ def make_plan(
         if name in (drop or []):
             plans.append(ColumnPlan(name, "dropped", "named in --drop"))
             continue
-        plans.append(_plan_column(name, sub[name]))
+        plans.append(_plan_column(name, sub[name], notices, date_formats.get(name)))
 
     # The leakage guard looks at training rows only: the split came first.
     train_in_sub = train_pos[train_pos < in_frame]

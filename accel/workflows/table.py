@@ -43,6 +43,7 @@ def plan_table(
     settings: WorkflowSettings,
     delimiter: str | None = None,
     family: str | None = None,
+    date_formats: dict[str, str] | None = None,
 ) -> PlannedTable:
     """Check the file and plan the run (raises AccelError for every bad input).
 
@@ -51,6 +52,7 @@ def plan_table(
     categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
     For the ``xgboost`` model ``family``, the encoding of categorical columns with many values is
     chosen by :func:`~accel.autofeatures.probe_native_categories` on those first rows.
+    ``date_formats`` (``--date-format``) gives columns' date layouts over the detected ones.
     """
     from accel.errors import AccelError
     from accel.guards import check_features, check_target
@@ -66,7 +68,9 @@ def plan_table(
         raise AccelError(f"--data: cannot parse {str(source.original)!r} as {source.kind.upper()}: {first}") from None
     t1 = time.perf_counter()
     task_arg = None if task in (None, "auto") else task
-    plan = make_plan(head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values)
+    plan = make_plan(
+        head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats
+    )
     if target_values is not None:
         categorical = [c.name for c in plan.features if c.kind == "categorical"]
         plan.widen_vocabularies(column_uniques(source, categorical))
@@ -146,6 +150,7 @@ class TableWorkflow:
             "encodings": report.encodings,
             "imputed": report.imputed,
             "scaled": report.scaled,
+            "dates": dict(report.dates),
         }
         prepared.rows["loaded"] = self.plan.rows_in_file
         return prepared

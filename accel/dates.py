@@ -1,0 +1,234 @@
+"""Dates written as text: which layout a column uses, decided once on the host from a sample.
+
+A text column is a date candidate when at least half of its sampled values *look* like dates
+(:func:`looks_like_date`: ISO, numbers with ``/`` ``-`` ``.`` separators, month names, with or
+without a time). Each candidate layout (an explicit strptime format, :data:`DATE_LAYOUTS` ×
+:data:`TIME_LAYOUTS`) is then tried on the sample with pandas, and the one that parses the most
+non-null values wins if it parses at least :data:`MIN_PARSED` of them. The whole column is later
+parsed with that exact format on both arms (pandas on the CPU arm, cuDF's parser on the GPU arm
+where it can read the format: see :func:`accel._compat.parse_datetime_where`).
+
+Month-first and day-first numeric dates (``03/04/2021``) are told apart from the data: a first
+field above 12 means day-first, a second field above 12 means month-first. A column where
+neither ever happens is ambiguous; it is read month-first (day-first for dotted dates, the
+European convention), and the notice says so and names the ``--date-format`` that reads it the
+other way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+#: A layout must parse at least this share of the sampled non-null values.
+MIN_PARSED = 0.95
+#: A text column is a date candidate when at least this share of its sample looks like dates.
+DATE_LIKE_SHARE = 0.5
+#: Values sampled (the first non-null ones) to choose the layout.
+SAMPLE = 2000
+#: Values tried first with every candidate, to skip the hopeless ones cheaply.
+PROBE = 20
+
+#: Date layouts tried, in order of preference when two parse equally well.
+DATE_LAYOUTS = (
+    # ISO-like, year first
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%Y%m%d",
+    "%Y-%m",
+    # numbers, month-first (US) and day-first; the data resolves which (see module docstring)
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%m-%d-%Y",
+    "%d-%m-%Y",
+    "%d.%m.%Y",
+    "%m.%d.%Y",
+    "%m/%d/%y",
+    "%d/%m/%y",
+    "%m-%d-%y",
+    "%d-%m-%y",
+    # month names (English, as pandas and Python's strptime read them)
+    "%Y %b",
+    "%Y %B",
+    "%b %Y",
+    "%B %Y",
+    "%Y-%b",
+    "%b-%Y",
+    "%b-%y",
+    "%d %b %Y",
+    "%d %B %Y",
+    "%d-%b-%Y",
+    "%d-%b-%y",
+    "%b %d, %Y",
+    "%B %d, %Y",
+    "%b %d %Y",
+    "%B %d %Y",
+)
+#: Time layouts tried after each date layout that has a day.
+TIME_LAYOUTS = (
+    "",
+    " %H:%M",
+    " %H:%M:%S",
+    "T%H:%M",
+    "T%H:%M:%S",
+    " %H:%M:%S.%f",
+    "T%H:%M:%S.%f",
+    "T%H:%M:%SZ",
+    " %I:%M %p",
+    " %I:%M:%S %p",
+)
+
+#: Date parts per layout: the features a datetime column becomes (see :func:`date_parts`).
+ALL_PARTS = ("year", "month", "day", "day_of_week", "day_of_year", "hour")
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_TIME = r"(?:(?:[ T]|\s+)\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[ap]m)?z?)?"
+_DATE_LIKE = re.compile(
+    r"^\s*(?:"
+    r"\d{4}[-/.]?\d{1,2}[-/.]?\d{1,2}"  # 2021-03-15, 2021/3/15, 20210315
+    r"|\d{4}-\d{2}"  # 2021-03
+    r"|\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})"  # 03/15/2021, 15-03-21
+    r"|\d{1,2}\.\d{1,2}\.\d{4}"  # 15.03.2021 (dotted with a four-digit year only: 1.2.21 is a version)
+    rf"|\d{{4}}[ -]{_MONTH}"  # 1939 Jan
+    rf"|{_MONTH}[ -]\d{{2,4}}"  # Jan 1939, Jan-21
+    rf"|\d{{1,2}}[ -]{_MONTH}[ -]\d{{2,4}}"  # 15 Mar 2021, 15-Mar-21
+    rf"|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}"  # Mar 15, 2021
+    rf"){_TIME}\s*$",
+    re.IGNORECASE,
+)
+_PAIRS = {"%m": "%d", "%d": "%m"}
+
+
+@dataclass
+class DateLayout:
+    """The layout chosen for a column: its strptime format, what share of the sample it parsed,
+    and a note (how month-first/day-first was resolved, or that it could not be)."""
+
+    format: str
+    parsed: float
+    sampled: int
+    note: str = ""
+
+
+def _sample(values: pd.Series) -> pd.Series:
+    return values.dropna().astype(str).head(SAMPLE).reset_index(drop=True)
+
+
+def date_like_share(values: pd.Series) -> float:
+    """Share of the sampled non-null values that look like dates (any layout, any time)."""
+    sample = _sample(values)
+    if sample.empty:
+        return 0.0
+    return float(sample.str.match(_DATE_LIKE).mean())
+
+
+def parsed_share(sample: pd.Series, fmt: str) -> float:
+    """Share of ``sample`` (non-null text) that ``fmt`` parses exactly; 0 for a format pandas refuses."""
+    if sample.empty:
+        return 0.0
+    try:
+        parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+    except (ValueError, TypeError):
+        return 0.0
+    return float(parsed.notna().mean())
+
+
+def candidate_formats() -> list[str]:
+    """Every date layout, with each time layout after the layouts that have a day."""
+    out = []
+    for date in DATE_LAYOUTS:
+        times = TIME_LAYOUTS if "%d" in date else ("",)
+        out.extend(date + t for t in times)
+    return out
+
+
+_CANDIDATES = frozenset(candidate_formats())
+
+
+def _swapped(fmt: str) -> str | None:
+    """``fmt`` with month and day exchanged (``%m/%d/%Y`` ↔ ``%d/%m/%Y``), for numeric dates."""
+    if "%m" not in fmt or "%d" not in fmt:
+        return None
+    return re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt)
+
+
+def _example(sample: pd.Series, fmt: str, other: str) -> str | None:
+    """A value ``fmt`` parses and ``other`` does not."""
+    a = pd.to_datetime(sample, format=fmt, errors="coerce").notna()
+    b = pd.to_datetime(sample, format=other, errors="coerce").notna()
+    hits = sample[a & ~b]
+    return None if hits.empty else str(hits.iloc[0])
+
+
+def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout | None:
+    """The layout that parses the most sampled values (at least ``minimum`` of them), or None."""
+    sample = _sample(values)
+    if sample.empty:
+        return None
+    probe = sample.drop_duplicates().head(PROBE)
+    scores: dict[str, float] = {}
+    for fmt in candidate_formats():
+        if parsed_share(probe, fmt) < DATE_LIKE_SHARE:
+            continue
+        scores[fmt] = parsed_share(sample, fmt)
+    if not scores:
+        return None
+    best = max(scores.values())
+    if best < minimum or best == 0:
+        return None
+    fmt = next(f for f in scores if scores[f] == best)  # the first of the best, in preference order
+    layout = DateLayout(fmt, best, len(sample))
+    other = _swapped(fmt)
+    if other is None or other not in _CANDIDATES:
+        return layout
+    other_share = scores.get(other, parsed_share(sample, other))
+    month_first = fmt.index("%m") < fmt.index("%d")
+    if other_share >= best:
+        # Never resolved by the data: month-first, but day-first for dotted dates.
+        if ("%m.%d" in fmt or "%d.%m" in fmt) and month_first:
+            fmt, other = other, fmt
+            layout.format = fmt
+            month_first = False
+        order = "month first (US)" if month_first else "day first"
+        layout.note = (
+            f"ambiguous: no sampled value has a day above 12, read {order}; "
+            f"give --date-format COLUMN={other} if that is wrong"
+        )
+    else:
+        example = _example(sample, fmt, other)
+        order = "month first (US)" if month_first else "day first"
+        field = "second" if month_first else "first"
+        layout.note = f"{order}: resolved from the data ({example!r} has a {field} field above 12)"
+    return layout
+
+
+def date_parts(fmt: str | None) -> list[str]:
+    """The parts a datetime column becomes, from what its format holds.
+
+    A monthly layout (``%Y %b``) has no day, weekday or hour to give, so it becomes year and
+    month only: the weekday of the first of each month is noise, and a constant day or hour is
+    no feature. Typed datetime columns (no format) get every part.
+    """
+    if fmt is None:
+        return list(ALL_PARTS)
+    parts = ["year"]
+    if any(d in fmt for d in ("%m", "%b", "%B")):
+        parts.append("month")
+    if "%d" in fmt or "%j" in fmt:
+        parts += ["day", "day_of_week", "day_of_year"]
+    if "%H" in fmt or "%I" in fmt:
+        parts.append("hour")
+    if "%M" in fmt:
+        parts.append("minute")
+    return parts
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``COL=FMT`` from ``--date-format`` as ``(column, format)``; ValueError when malformed."""
+    column, sep, fmt = text.partition("=")
+    if not sep or not column.strip() or not fmt:
+        raise ValueError(f"--date-format takes COLUMN=FORMAT (e.g. Month=%Y %b), got {text!r}")
+    return column.strip(), fmt
