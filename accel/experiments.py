@@ -105,7 +105,9 @@ def _workflow_label(record_workflow: str, config: dict[str, Any]) -> str:
 
 def _group(workflow: str, config: dict[str, Any], metric: str, evaluated_on: str) -> str:
     rows = config.get("rows") or "all"
-    return f"{workflow} · rows {rows} · test {config.get('test_size', 0.2)} · seed {config.get('seed', '?')} · {metric} on {evaluated_on}"
+    # Two tables may share a file name (a/data.csv, b/data.csv): the group names the path.
+    table = f"table:{config['data']}" if config.get("data") else workflow
+    return f"{table} · rows {rows} · test {config.get('test_size', 0.2)} · seed {config.get('seed', '?')} · {metric} on {evaluated_on}"
 
 
 def batch_rows_label(batches: dict[str, Any] | None, config: dict[str, Any]) -> str:
@@ -281,6 +283,26 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     return out, names
 
 
+def _shape_problem(record: Any, source: str, studies: set[str]) -> str | None:
+    """Why a run or hpo record cannot be read as one (a list where a mapping belongs, ...), or None.
+
+    Reads it the way :func:`collect` will, on a copy of nothing: the rows are thrown away.
+    """
+    if not isinstance(record, dict) or "benchmark" in record or record.get("kind") == "compare":
+        return None
+    try:
+        if record.get("kind") == "hpo":
+            study = record.get("study") or {}
+            summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
+            _hpo_rows(str(study.get("name")), record.get("config") or {}, study.get("metric", "auc"),
+                      record.get("baseline"), summary, record.get("best_trial"), source)  # fmt: skip
+        elif "arms" in record:
+            rows_from_run_record(record, source)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:80]}"
+    return None
+
+
 def collect(folder: Path, storages: list[str] | None = None, include_trials: bool = False) -> tuple[list[Row], list[str]]:
     """Every row under ``folder`` (and in ``storages``), fronts marked; and notes on what was skipped."""
     folder = Path(folder)
@@ -289,17 +311,27 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
     rows: list[Row] = []
     notes: list[str] = []
     studies: set[str] = set()
-    sources = [(f"sqlite:///{p.resolve()}", str(p)) for p in sorted(folder.rglob("*.db")) if is_optuna_sqlite(p)]
+    from accel.files import regular_files
+
+    # Regular files only: a FIFO or a link to a device named *.db / *.json is listed, never opened.
+    databases, others = regular_files(folder, "*.db")
+    json_files, other_json = regular_files(folder, "*.json")
+    notes += [f"skipped {p}: {why}" for p, why in others + other_json]
+    sources = [(f"sqlite:///{p.resolve()}", str(p)) for p in databases if is_optuna_sqlite(p)]
     sources += [(url, url) for url in storages or []]
     for url, source in sources:
         found, names = rows_from_storage(url, source, include_trials)
         rows += found
         studies |= names
-    for path in sorted(folder.rglob("*.json")):
+    for path in json_files:
         try:
             record = record_loads(path.read_text())  # nulls listed in the record read back as NaN
         except (OSError, ValueError):
             notes.append(f"skipped {path}: not a JSON record")
+            continue
+        problem = _shape_problem(record, str(path), studies)
+        if problem:
+            notes.append(f"skipped {path}: not the shape of a run or hpo record ({problem})")
             continue
         if not isinstance(record, dict) or "benchmark" in record:
             continue  # benchmark results and earlier experiments tables are not experiments
@@ -353,35 +385,79 @@ def mark_fronts(rows: list[Row]) -> None:
             r.pareto_memory = on
 
 
+#: Image formats ``--plot`` writes (by the file's extension).
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def plot_format(path: Path) -> str:
+    """The image format of ``path`` from its extension; a one-line error for any other."""
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in PLOT_FORMATS:
+        shown = f"'.{fmt}'" if fmt else "no extension"
+        raise AccelError(f"--plot {str(path)!r}: {shown} is not an image format accel writes; name it .png, .svg or .pdf")
+    return fmt
+
+
+def plot_panels(rows: list[Row]) -> list[dict[str, Any]]:
+    """What :func:`plot` draws: one panel per metric; in each, every group with its front (row names)."""
+    panels = []
+    for metric in sorted({r.metric_name for r in rows}):
+        groups: dict[str, list[Row]] = {}
+        for r in rows:
+            if r.metric_name == metric:
+                groups.setdefault(r.group, []).append(r)
+        panels.append({
+            "metric": metric,
+            "groups": [
+                {"group": g, "rows": len(members), "front": [r.name for r in sorted(members, key=lambda r: r.seconds) if r.pareto]}
+                for g, members in sorted(groups.items())
+            ],
+        })  # fmt: skip
+    return panels
+
+
 def plot(rows: list[Row], path: Path) -> Path:
-    """A PNG of metric versus seconds (log scale), one colour per group, each group's front drawn."""
+    """An image of metric versus seconds (log scale): one panel per metric (AUC and RMSE are never on
+    one axis), one colour per comparable group, each group's own Pareto front drawn.
+
+    Written whole, never over an existing file (an existing name gets ``-001``, ...); returns the
+    path written. The format comes from the extension (:data:`PLOT_FORMATS`).
+    """
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
+    matplotlib.rcParams["text.parse_math"] = False  # a '$' in a table's name is text
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(r)
-    for i, (group, members) in enumerate(sorted(groups.items())):
-        color = f"C{i % 10}"
-        ax.scatter([r.seconds for r in members], [r.metric for r in members], color=color, alpha=0.6, s=28, label=group)
-        front = sorted((r for r in members if r.pareto), key=lambda r: r.seconds)
-        if front:
-            ax.step([r.seconds for r in front], [r.metric for r in front], where="post", color=color, linewidth=1.5)
-            ax.scatter([r.seconds for r in front], [r.metric for r in front], color=color, edgecolor="black", s=60, zorder=3)
-    metric_names = sorted({r.metric_name for r in rows})
-    ax.set_xscale("log")
-    ax.set_xlabel("seconds (log scale)")
-    ax.set_ylabel(" / ".join(metric_names))
-    ax.set_title("metric versus time; Pareto fronts outlined")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    from accel.files import write_new
+
+    fmt = plot_format(path)
+    panels = plot_panels(rows)
+    fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 5.5), dpi=110, squeeze=False)
+    colors: dict[str, str] = {g: f"C{i % 10}" for i, g in enumerate(sorted({r.group for r in rows}))}
+    for ax, panel in zip(axes[0], panels):
+        metric = panel["metric"]
+        for entry in panel["groups"]:
+            group, color = entry["group"], colors[entry["group"]]
+            members = [r for r in rows if r.group == group and r.metric_name == metric]
+            ax.scatter([r.seconds for r in members], [r.metric for r in members], color=color, alpha=0.6, s=28, label=group)
+            front = sorted((r for r in members if r.pareto), key=lambda r: r.seconds)
+            if front:
+                ax.step([r.seconds for r in front], [r.metric for r in front], where="post", color=color, linewidth=1.5)
+                ax.scatter([r.seconds for r in front], [r.metric for r in front], color=color, edgecolor="black", s=60, zorder=3)
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds (log scale)")
+        ax.set_ylabel(metric)
+        ax.set_title(f"{metric} versus time; each group's Pareto front outlined")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt)
     plt.close(fig)
-    return Path(path)
+    return write_new(Path(path), buffer.getvalue(), "the plot", "choose another --plot FILE")
 
 
 def render(rows: list[Row], console: Any) -> None:

@@ -232,9 +232,11 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
 def cmd_experiments(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.experiments import collect, experiments_record, plot, render
+    from accel.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
     from accel.record import ensure_writable, record_stem, write_record
 
+    if args.plot:
+        plot_format(Path(args.plot))  # an unknown image format is refused before any work
     rows, notes = collect(args.folder, args.storage, include_trials=args.trials)
     if not rows:
         raise AccelError(f"no run records or studies under {str(args.folder)!r} (run accel run or accel hpo with --out there)")
@@ -245,10 +247,11 @@ def cmd_experiments(args: argparse.Namespace) -> int:
     if args.plot is not None:
         png = Path(args.plot) if args.plot else out / f"{stem}.png"
         try:
-            plot(rows, png)
+            png = plot(rows, png)  # a name that exists gets -001, ...: never overwritten
         except OSError as exc:
             raise AccelError(f"--plot: cannot write {str(png)!r} ({exc.strerror or type(exc).__name__})") from None
         record["plot"] = str(png)
+        record["plot_panels"] = plot_panels(rows)
     path = write_record(out, record, stem)
     if args.json:
         print(strict_json(record))

@@ -22,8 +22,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -73,7 +71,11 @@ def collect(folder: Path) -> Collected:
     if not folder.is_dir():
         raise AccelError(f"report folder {str(folder)!r} does not exist")
     found = Collected()
-    for path in sorted(folder.rglob("*.json")):
+    from accel.files import regular_files
+
+    files, others = regular_files(folder, "*.json")  # a FIFO or a link to a device is never opened
+    found.ignored += [(p, why) for p, why in others if not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    for path in files:
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue
         try:
@@ -166,9 +168,45 @@ def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
+    # Titles and labels hold names from the records (workflows, run ids, tables): a '$' in them
+    # is text, not the start of a formula (mathtext would fail on an odd number of them).
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _tolerant(builder: Any) -> Any:
+    """A section builder that sets aside the files whose content is not the shape it reads.
+
+    The builder runs on all the files of its kind; if it fails, each file is tried alone and
+    those that fail are listed as not used (``section.rejected``), as ``accel experiments``
+    lists what it skipped; the section is built from the others.
+    """
+    import functools
+
+    @functools.wraps(builder)
+    def build(*args: Any) -> Section:
+        *lead, items = args
+        try:
+            return builder(*lead, items)
+        except Exception:  # noqa: BLE001 - any shape error in any file: find which
+            pass
+        good, rejected = [], []
+        for item in items:
+            try:
+                builder(*lead, [item])
+                good.append(item)
+            except Exception as exc:  # noqa: BLE001
+                detail = (str(exc).strip().splitlines() or [""])[0][:80]
+                rejected.append((item[0], f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")))
+        _plt().close("all")
+        section = builder(*lead, good)
+        section.rejected = rejected
+        section.empty = not good
+        return section
+
+    return build
 
 
 def _env_line(content: dict) -> str:
@@ -515,37 +553,67 @@ def _scaling(items: list[tuple[Path, dict]]) -> Section:
     return s
 
 
+@_tolerant
 def _experiments(items: list[tuple[Path, dict]]) -> Section:
-    s = Section("experiments", "Experiments: accuracy against time, and the Pareto front")
+    """Per experiments result: the rows, and one Pareto front per comparable group.
+
+    A front is only meaningful between rows scored alike (the same table, split and metric on
+    the same rows: the ``group`` of :mod:`accel.experiments`), so each group's front is named
+    and drawn on its own, and groups with different metrics (AUC, RMSE) get their own axes.
+    """
+    s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")
     plt = _plt()
     for i, (path, res) in enumerate(items):
         _meta(s, path, res)
-        rows = sorted(res.get("rows", []), key=lambda r: (r.get("seconds") is None, r.get("seconds") or 0))
+        rows = res.get("rows", [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise TypeError("rows is not a list of rows")
+        rows = sorted(rows, key=lambda r: (r.get("seconds") is None, r.get("seconds") or 0))
         s.table(
             f"{path.name}: experiments",
-            ["name", "metric", "seconds", "peak MB", "pareto"],
+            ["name", "metric", "seconds", "peak MB", "pareto", "group"],
             [
-                [r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no"]
+                [r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no",
+                 str(r.get("group") or "all rows")]
                 for r in rows
-            ],
+            ],  # fmt: skip
             f"experiments-{i}",
         )
-        pts = [r for r in rows if r.get("seconds") is not None and r.get("metric") is not None]
-        if pts:
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            ax.scatter([r["seconds"] for r in pts], [r["metric"] for r in pts], color="lightgrey", label="trials")
-            front = sorted((r for r in pts if r.get("pareto")), key=lambda r: r["seconds"])
-            if front:
-                ax.plot(
-                    [r["seconds"] for r in front], [r["metric"] for r in front], "-o", color="C3", label="Pareto front"
-                )
+        groups: dict[str, list[dict]] = {}
+        for r in rows:
+            groups.setdefault(str(r.get("group") or "all rows"), []).append(r)
+        for group, members in sorted(groups.items()):
+            front = [str(r.get("name")) for r in members if r.get("pareto")]
+            s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
+        pts = [r for r in rows if isinstance(r.get("seconds"), (int, float)) and isinstance(r.get("metric"), (int, float))]
+        if not pts:
+            continue
+        metrics = sorted({str(r.get("metric_name") or "metric") for r in pts})
+        fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 3.5), squeeze=False)
+        for ax, metric in zip(axes[0], metrics):
+            for k, (group, members) in enumerate(sorted(groups.items())):
+                mine = [r for r in members if r in pts and str(r.get("metric_name") or "metric") == metric]
+                if not mine:
+                    continue
+                color = f"C{k % 10}"
+                ax.scatter([r["seconds"] for r in mine], [r["metric"] for r in mine], color=color, alpha=0.5, s=20)
+                front = sorted((r for r in mine if r.get("pareto")), key=lambda r: r["seconds"])
+                if front:
+                    ax.plot([r["seconds"] for r in front], [r["metric"] for r in front], "-o", color=color, label=group[:60])
             ax.set_xscale("log")
             ax.set_xlabel("seconds")
-            ax.set_ylabel("metric")
-            ax.legend(fontsize=8)
-            s.figure(fig, "accuracy against time")
+            ax.set_ylabel(metric)
+            ax.set_title(f"{metric}: each group's Pareto front", fontsize=9)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6)
+        s.figure(fig, f"accuracy against time, one Pareto front per group ({len(groups)} groups)")
     return s
 
+
+# Every section builder sets aside the files of its kind whose content is not the shape it reads.
+_runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
+    _tolerant, (_runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -578,6 +646,9 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     if by["experiments"]:
         sections.append(_experiments(by["experiments"]))
 
+    for section in sections:
+        found.ignored += getattr(section, "rejected", [])
+    sections = [s for s in sections if not getattr(s, "empty", False)]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     intro = (
         f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
@@ -611,19 +682,9 @@ def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:
     out = Path(out) if out is not None else Path(folder) / "report.html"
     if out.suffix.lower() not in (".html", ".htm"):
         raise AccelError(f"the report is HTML: name it .html, not {out.name!r}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".accel-report-", suffix=".html")
-    except OSError as exc:
-        raise AccelError(
-            f"cannot write the report to {str(out.parent)!r} ({exc.strerror or type(exc).__name__}); choose --out"
-        ) from None
-    try:
-        page, markdown = render(found, Path(folder))
-        with os.fdopen(fd, "w") as f:
-            f.write(page)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from accel.files import write_new
+
+    page, markdown = render(found, Path(folder))
+    # Never over an existing file: report.html exists -> report-001.html, and so on.
+    out = write_new(out, page.encode("utf-8"), "the report", "choose another --out")
     return out, markdown
