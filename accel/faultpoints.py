@@ -1,5 +1,11 @@
 """Named points where the fault tests kill a Dask worker, deterministically.
 
+The hook is off in every ordinary run, installed or not: it is active only where a test has
+enabled it explicitly, that is when ``ACCEL_FAULT_DIR`` names a folder that :func:`enable_for_tests`
+marked (the file ``ENABLED_FOR_TESTS`` in it), owned by this user and writable by nobody else. A
+stray ``ACCEL_FAULT_DIR`` in a user's environment, or a shared folder someone else can write to,
+arms nothing.
+
 A test arms a point by creating ``<name>.armed`` in the folder that ``ACCEL_FAULT_DIR``
 names in the worker processes' environment. The first worker to reach the point renames the
 file (atomic: exactly one process wins, so a point fires once) to ``<name>.fired-<pid>`` and
@@ -24,11 +30,41 @@ ENV = "ACCEL_FAULT_DIR"
 TRAIN_ROUND = 2
 
 
-def fault_point(name: str) -> None:
+#: The marker a test puts in the fault folder to enable the hook (see the module docstring).
+MARKER = "ENABLED_FOR_TESTS"
+
+
+def enable_for_tests(folder: Path) -> Path:
+    """Mark ``folder`` (a test's own, private folder) so that fault points read it. Returns it."""
+    folder = Path(folder)
+    folder.chmod(0o700)
+    (folder / MARKER).write_text("fault points of accel.faultpoints are enabled for tests in this folder\n")
+    return folder
+
+
+def active_folder() -> Path | None:
+    """The fault folder if a test enabled the hook (``ACCEL_FAULT_DIR`` + marker, private), else None."""
     folder = os.environ.get(ENV)
     if not folder:
+        return None
+    path = Path(folder)
+    try:
+        st = path.stat()
+        (path / MARKER).stat()
+    except OSError:
+        return None
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return None
+    if st.st_mode & 0o022:  # group or others may write: anyone could arm it
+        return None
+    return path
+
+
+def fault_point(name: str) -> None:
+    folder = active_folder()
+    if folder is None:
         return
-    armed = Path(folder) / f"{name}.armed"
+    armed = folder / f"{name}.armed"
     try:
         os.rename(armed, armed.with_name(f"{name}.fired-{os.getpid()}"))
     except OSError:  # not armed, or another worker won
@@ -39,10 +75,10 @@ def fault_point(name: str) -> None:
 def training_callbacks(attempt: int = 1) -> list[Any]:
     """The XGBoost callbacks that carry the ``train-<attempt>`` point to the workers, when under test.
 
-    Empty unless ``ACCEL_FAULT_DIR`` is set in this process too, so ordinary runs train
+    Empty unless a test enabled the hook in this process too (:func:`active_folder`), so ordinary runs train
     without them (and the workers import nothing for them).
     """
-    if not os.environ.get(ENV):
+    if active_folder() is None:
         return []
     import xgboost
 

@@ -20,6 +20,7 @@ from accel.backend import cpu_backend
 from accel.cluster import ClusterSession, plan_cluster
 from accel.config import ClusterConfig
 from accel.dask_run import ClusterRunFailed, run_on_session
+from accel.faultpoints import enable_for_tests
 from accel.models import XGBoostParams
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
@@ -48,6 +49,7 @@ def cluster(scheduler, tmp_path, request):
     """Fresh single-threaded workers (2, or the test's ``workers`` mark) that reach fault points in ``tmp_path/faults``."""
     faults = tmp_path / "faults"
     faults.mkdir()
+    enable_for_tests(faults)  # the hook is off unless a test marks its folder
     mark = request.node.get_closest_marker("workers")
     try:
         workers = scheduler.start_workers(mark.args[0] if mark else 2, env={"ACCEL_FAULT_DIR": str(faults)})
