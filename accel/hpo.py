@@ -206,14 +206,56 @@ def direction_of(task: str) -> tuple[str, str]:
     return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
 
 
+#: Query-string parameters of a storage URL that hold secrets (``?password=...``).
+SECRET_PARAMS = ("password", "passwd", "pwd", "pass", "secret", "token", "sslpassword", "access_key", "secret_key", "api_key")
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret strings in a storage URL: its password and secret query parameters (as given and decoded)."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            found += [parts.password, unquote(parts.password)]
+        for key, value in parse_qsl(parts.query, keep_blank_values=False):
+            if key.lower() in SECRET_PARAMS and value:
+                found.append(value)
+        for raw in parts.query.split("&"):
+            key, _, value = raw.partition("=")
+            if key.lower() in SECRET_PARAMS and value:
+                found.append(value)
+    except ValueError:
+        pass
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with every secret of ``url`` replaced by ``***`` (for messages quoting a driver's error)."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
+
+
 def redact(url: str) -> str:
-    """A storage URL without its password, for messages and records."""
+    """A storage URL without its password or secret query parameters, for messages, records and the study."""
     try:
         from sqlalchemy.engine import make_url
 
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it as given
-        return url
+        parsed = make_url(url)
+        query = {k: ("***" if k.lower() in SECRET_PARAMS else v) for k, v in parsed.query.items()}
+        return scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
+    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it with its secrets hidden
+        return scrub(url, url)
+
+
+def public_config(config: Any) -> dict[str, Any]:
+    """``config`` as JSON with the storage URL redacted: what records and study attributes hold."""
+    dump = config.model_dump(mode="json")
+    if dump.get("hpo", {}).get("storage"):
+        dump["hpo"]["storage"] = redact(dump["hpo"]["storage"])
+    return dump
 
 
 def default_storage(out: Path) -> str:
@@ -233,7 +275,7 @@ def open_storage(url: str) -> Any:
             warnings.simplefilter("ignore")
             return optuna.storages.RDBStorage(url, **kwargs)
     except Exception as exc:  # noqa: BLE001 - bad URL, missing driver, unreachable server, unwritable file
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        first = scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0], url)[:200]
         raise AccelError(f"cannot open study storage {redact(url)!r}: {type(exc).__name__}: {first} (check --storage)") from None
 
 
@@ -369,10 +411,18 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
             raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
         workflow = build_workflow(config)
         metric, direction = direction_of(workflow.task)
-        study = optuna.create_study(
-            storage=storage, study_name=name, direction=direction, sampler=_sampler(config.seed), pruner=_pruner(config.hpo.pruner)
-        )
-        study.set_user_attr("accel", {"identity": _search_identity(config), "config": config.model_dump(mode="json")})
+        try:
+            study = optuna.create_study(
+                storage=storage, study_name=name, direction=direction, sampler=_sampler(config.seed), pruner=_pruner(config.hpo.pruner)
+            )
+        except optuna.exceptions.DuplicatedStudyError:
+            # Another process created it between the check above and now (two runs started at once).
+            raise AccelError(
+                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has finished, "
+                "or choose a new --study"
+            ) from None
+        claim(study)
+        study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
         study.set_user_attr("metric", metric)
         return OpenedStudy(study, url, config, workflow, resumed=False)
 
@@ -386,6 +436,9 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     accel_attrs = existing[name].user_attrs.get("accel")
     if not accel_attrs:
         raise AccelError(f"--resume: study {name!r} in {redact(url)} was not made by accel hpo")
+    busy = running_elsewhere(existing[name].user_attrs.get(CLAIM_ATTR))
+    if busy:
+        raise AccelError(f"--resume: study {name!r} is being run by {busy}; wait for it to finish (or stop it), then resume")
     stored = RunConfig.model_validate(accel_attrs["config"])
     clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
     if clashes:
@@ -395,8 +448,68 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     workflow = build_workflow(resumed_config)
     study = optuna.load_study(study_name=name, storage=storage, sampler=_sampler(stored.seed), pruner=_pruner(stored.hpo.pruner))
+    claim(study)
     interrupted = mark_interrupted(study)
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
+
+
+#: The study attribute naming the process that runs the study: host, pid, start and last sign of life.
+CLAIM_ATTR = "running"
+#: A claim from another host with no sign of life for this long is stale (its process died).
+CLAIM_STALE_S = 1800
+
+
+def _process_started(pid: int) -> float | None:
+    try:
+        import psutil
+
+        return float(psutil.Process(pid).create_time())
+    except Exception:  # noqa: BLE001 - no such process, no psutil, no permission
+        return None
+
+
+def claim(study: Any) -> None:
+    """Mark ``study`` as run by this process (released by :func:`release`; refreshed by :func:`heartbeat`)."""
+    study.set_user_attr(
+        CLAIM_ATTR,
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()},
+    )
+
+
+def heartbeat(study: Any) -> None:
+    held = study.user_attrs.get(CLAIM_ATTR)
+    if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
+        study.set_user_attr(CLAIM_ATTR, {**held, "heartbeat": time.time()})
+
+
+def release(study: Any) -> None:
+    try:
+        held = study.user_attrs.get(CLAIM_ATTR)
+        if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
+            study.set_user_attr(CLAIM_ATTR, None)
+    except Exception:  # noqa: BLE001 - the storage may be gone on the way out; a dead claim is detected anyway
+        pass
+
+
+def running_elsewhere(held: Any) -> str | None:
+    """``process 123 on host h (last sign of life 5 s ago)`` if another live process runs the study, else None.
+
+    On this host a claim is alive while its process (same pid, same start time) is; on another
+    host, while it has shown a sign of life within :data:`CLAIM_STALE_S`.
+    """
+    if not isinstance(held, dict) or not held.get("pid"):
+        return None
+    pid, host = int(held["pid"]), str(held.get("host"))
+    age = time.time() - float(held.get("heartbeat") or 0)
+    who = f"process {pid} on {host} (last sign of life {age:,.0f} s ago)"
+    if host == socket.gethostname():
+        if pid == os.getpid():
+            return None
+        started = _process_started(pid)
+        if started is None or (held.get("started") is not None and abs(started - float(held["started"])) > 1.0):
+            return None  # that process is gone (or its pid was reused)
+        return who
+    return who if age < CLAIM_STALE_S else None
 
 
 def _given(difference: str, given: set[str]) -> bool:
@@ -748,6 +861,7 @@ def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | N
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
+        heartbeat(study)
 
     study.optimize(Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True)
 
@@ -780,7 +894,7 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     storage = open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
     study = optuna.load_study(
-        study_name=spec["study"], storage=storage, sampler=_sampler(config.seed + 1000 * spec["index"]), pruner=_pruner(config.hpo.pruner)
+        study_name=spec["study"], storage=storage, sampler=_sampler((config.seed + 1000 * spec["index"]) % 2**32), pruner=_pruner(config.hpo.pruner)
     )
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
     if timeout == 0.0:
@@ -818,7 +932,7 @@ def run_trials_on_client(
         if share == 0:
             continue
         spec = {
-            "config": config.model_dump(mode="json"),
+            "config": public_config(config),
             "study": study.study_name,
             "storage": storage_url,
             "arm": arm,
@@ -841,6 +955,7 @@ def run_trials_on_client(
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
                 log(describe_trial(t, study_metric(study)))
+                heartbeat(study)
     return len(workers)
 
 
@@ -925,7 +1040,10 @@ def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] =
         backend, gpu_note = cpu_backend(), f"GPU unavailable: {probe_gpu().reason}"
     with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
         opened = open_study(config, request.given, request.resume)
-        return _search(opened, backend, gpu_note, client, request, out, log)
+        try:
+            return _search(opened, backend, gpu_note, client, request, out, log)
+        finally:
+            release(opened.study)
 
 
 def _search(
@@ -1013,7 +1131,7 @@ def _search(
             "sampler": f"TPESampler(seed={config.seed})",
             "pruner": config.hpo.pruner,
         },
-        "config": config.model_dump(mode="json"),
+        "config": public_config(config),
         "search": {
             "arm": search_backend.name,
             "gpu_arm": "used" if search_backend.is_gpu else f"skipped: {gpu_note}",
