@@ -75,6 +75,11 @@ class GpuProbe:
         Devices the driver sees (respects ``CUDA_VISIBLE_DEVICES``).
     libraries : dict
         For each RAPIDS library, ``"installed"`` or ``"missing"``.
+    capabilities : dict
+        For each GPU library of :data:`CAPABILITIES`, ``{"available": bool, "reason": str or
+        None}``: whether the work it gives can run on the GPU here, and why not. The whole
+        GPU arm (``usable``) needs CuPy, cuDF and XGBoost-CUDA; a stage that needs less (XGBoost
+        on CuPy arrays, an RMM pool) can run on the GPU before cuDF is there.
     """
 
     usable: bool
@@ -83,6 +88,16 @@ class GpuProbe:
     driver_version: str | None = None
     devices: tuple[GpuDevice, ...] = ()
     libraries: dict[str, str] = field(default_factory=dict)
+    capabilities: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def available(self, *names: str) -> bool:
+        """Whether every named capability is available."""
+        return all(self.capabilities.get(n, {}).get("available") for n in names)
+
+    def missing(self, *names: str) -> str | None:
+        """Why the named capabilities are not all available (one line), or None."""
+        why = [f"{n}: {self.capabilities.get(n, {}).get('reason') or 'not probed'}" for n in names if not self.available(n)]
+        return "; ".join(why) or None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +107,7 @@ class GpuProbe:
             "driver_version": self.driver_version,
             "devices": [vars(d) for d in self.devices],
             "libraries": dict(self.libraries),
+            "capabilities": {k: dict(v) for k, v in self.capabilities.items()},
         }
 
 
@@ -176,6 +192,88 @@ def rapids_smoke_test() -> str | None:
     return None
 
 
+#: The GPU libraries reported one by one (capability -> (import name, what it gives)).
+CAPABILITIES: dict[str, tuple[str, str]] = {
+    "cupy": ("cupy", "device arrays: float16 storage, XGBoost's inputs"),
+    "rmm": ("rmm", "the RMM pool, its statistics and device out-of-memory limits"),
+    "xgboost_cuda": ("xgboost", "XGBoost training and prediction on CUDA"),
+    "cudf": ("cudf", "dataframes on the device: loading, features, db-benchmark"),
+    "cuml": ("cuml", "the scikit-learn twins on the device"),
+    "dask_cuda": ("dask_cuda", "LocalCUDACluster: one Dask worker per GPU"),
+    "dask_cudf": ("dask_cudf", "cuDF partitions on Dask"),
+}
+
+
+def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str, Any]]:
+    """Each GPU library on its own: ``{name: {"available": bool, "reason": str or None}}``. Never raises.
+
+    ``device_problem`` (no driver, no device) makes every one unavailable without importing any
+    of them. Otherwise CuPy, RMM and cuDF are imported and make one tiny allocation each (an
+    installed cuDF fails only at its first allocation); XGBoost is asked whether it was built
+    with CUDA; cuML, Dask-CUDA and dask-cudf are looked up, not imported (cuML's import takes
+    seconds), and count as available when what they stand on is.
+    """
+    caps: dict[str, dict[str, Any]] = {}
+
+    def put(name: str, ok: bool, reason: str | None = None) -> None:
+        caps[name] = {"available": ok, "reason": None if ok else reason}
+
+    installed = {name: _installed(module) for name, (module, _) in CAPABILITIES.items()}
+    if device_problem:
+        for name, (module, _) in CAPABILITIES.items():
+            put(name, False, device_problem + ("" if installed[name] else f"; {module} not installed"))
+        if installed["xgboost_cuda"] and not _xgboost_has_cuda():
+            caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
+        return caps
+
+    def smoke(name: str, check: Any) -> None:
+        if not installed[name]:
+            put(name, False, f"{CAPABILITIES[name][0]} not installed")
+            return
+        try:
+            check()
+        except Exception as exc:  # noqa: BLE001 - detection never raises
+            put(name, False, f"installed but cannot use the GPU ({_first_line(exc)})")
+        else:
+            put(name, True)
+
+    def cupy_check() -> None:
+        import cupy
+
+        cupy.zeros(1).sum().item()
+
+    def rmm_check() -> None:
+        import rmm
+
+        rmm.DeviceBuffer(size=8)
+
+    def cudf_check() -> None:
+        import cudf
+
+        cudf.Series([1.0]).sum()
+
+    smoke("cupy", cupy_check)
+    smoke("rmm", rmm_check)
+    if not installed["xgboost_cuda"]:
+        put("xgboost_cuda", False, "xgboost not installed")
+    elif not _xgboost_has_cuda():
+        put("xgboost_cuda", False, "xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)")
+    else:
+        put("xgboost_cuda", True)
+    if caps["cupy"]["available"]:
+        smoke("cudf", cudf_check)
+    else:
+        put("cudf", False, f"needs CuPy ({caps['cupy']['reason']})")
+    for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
+        if not installed[name]:
+            put(name, False, f"{CAPABILITIES[name][0]} not installed")
+        elif not caps[base]["available"]:
+            put(name, False, f"installed, but needs {base} ({caps[base]['reason']})")
+        else:
+            put(name, True)
+    return caps
+
+
 @lru_cache(maxsize=1)
 def probe_gpu() -> GpuProbe:
     """Find out whether the GPU arm can run here. Never raises.
@@ -210,6 +308,10 @@ def probe_gpu() -> GpuProbe:
         if broken:
             problems.append("rapids_broken")
             reasons.append(broken)
+    try:
+        capabilities = probe_capabilities(message or problem if problem else None)
+    except Exception as exc:  # noqa: BLE001 - detection never raises
+        capabilities = {n: {"available": False, "reason": f"probe failed ({_first_line(exc)})"} for n in CAPABILITIES}
 
     return GpuProbe(
         usable=not problems,
@@ -218,6 +320,7 @@ def probe_gpu() -> GpuProbe:
         driver_version=driver_version,
         devices=devices,
         libraries=libraries,
+        capabilities=capabilities,
     )
 
 
@@ -291,6 +394,9 @@ class Backend:
         The GPU this arm runs on.
     models : Mapping
         Model classes for this arm (scikit-learn or cuML), imported on first use.
+    host_frames : str or None
+        Set on a GPU arm built without cuDF (:func:`gpu_backend` with ``needs``): why its
+        dataframes are pandas on the host. None when the frames live where the arm does.
     """
 
     name: ArmName
@@ -300,10 +406,25 @@ class Backend:
     n_threads: int
     device: GpuDevice | None = None
     models: Mapping = field(default=None, repr=False)  # type: ignore[assignment]
+    host_frames: str | None = None
 
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
+
+    def stage_devices(self, model_device: str | None) -> dict[str, str]:
+        """Where each stage of a run ran: frames (load, features), arrays (to_device), the model.
+
+        ``model_device`` is what the trained model reports (XGBoost's booster, cuML or
+        scikit-learn), so a model that fell back to the CPU is named as such.
+        """
+        if self.xdf.__name__.split(".")[0] == "cudf":
+            frames = f"{self.xgb_device} (cudf)"
+        else:
+            frames = "cpu (pandas)" if self.host_frames is None else f"cpu (pandas: {self.host_frames})"
+        arrays = f"{self.xgb_device} (cupy)" if self.xp.__name__.split(".")[0] == "cupy" else "cpu (numpy)"
+        model = model_device or "unknown"
+        return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
@@ -414,16 +535,52 @@ def cpu_backend() -> Backend:
     return Backend("cpu", numpy, pandas, "cpu", cpu_threads(), None, ModelClasses("cpu"))
 
 
-def gpu_backend(device_index: int = 0) -> Backend:
-    """The GPU arm; raises :class:`DeviceUnavailable` (exit 2) saying why when it cannot run."""
+def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) -> Backend:
+    """The GPU arm; raises :class:`DeviceUnavailable` (exit 2) saying why when it cannot run.
+
+    Parameters
+    ----------
+    device_index : int, default 0
+        The CUDA device.
+    needs : tuple of str, optional
+        The capabilities (:data:`CAPABILITIES`) the caller's work uses. By default the whole
+        GPU arm: CuPy, cuDF and XGBoost-CUDA (:attr:`GpuProbe.usable`). Work that needs less
+        — XGBoost on CuPy arrays, an RMM pool, float16 CuPy storage — names it (CuPy is always
+        needed) and gets a GPU arm even where cuDF is missing or broken; its dataframes are
+        then pandas on the host and :attr:`Backend.host_frames` says why.
+    """
     probe = probe_gpu()
-    if not probe.usable:
-        raise DeviceUnavailable(f"--device gpu: no usable GPU here: {probe.reason}")
-    import cudf
+    if needs is None:
+        if not probe.usable:
+            raise DeviceUnavailable(f"--device gpu: no usable GPU here: {probe.reason}")
+        import cudf
+        import cupy
+
+        cupy.cuda.Device(device_index).use()
+        return Backend(
+            "gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu")
+        )
+    wanted = tuple(dict.fromkeys(("cupy", *needs)))
+    unknown = [n for n in wanted if n not in CAPABILITIES]
+    if unknown:
+        raise ValueError(f"unknown capability {', '.join(unknown)}; known: {', '.join(CAPABILITIES)}")
+    why = probe.missing(*wanted)
+    if why:
+        raise DeviceUnavailable(f"--device gpu: the GPU cannot do this work here: {why}")
     import cupy
 
     cupy.cuda.Device(device_index).use()
-    return Backend("gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"))
+    host_frames = None
+    if probe.available("cudf"):
+        import cudf as xdf
+    else:
+        import pandas as xdf
+
+        host_frames = f"cuDF not usable: {probe.capabilities['cudf']['reason']}"
+    return Backend(
+        "gpu", cupy, xdf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"),
+        host_frames,
+    )  # fmt: skip
 
 
 def get_backend(choice: DeviceChoice = "auto") -> Backend:

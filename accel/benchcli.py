@@ -381,7 +381,9 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     if args.features < 8:
         raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
     check_results_folder(args.results)
-    gpu, gpu_reason = gpu_arm(args.device)
+    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
+    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
+    gpu, gpu_reason = gpu_arm(args.device, needs=("cupy",))
     cpu = cpu_backend()
 
     started = datetime.now(timezone.utc)

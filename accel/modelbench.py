@@ -232,14 +232,20 @@ def run_pair(
 
 
 def gpu_pair_skip(pair: ModelPair, gpu: Backend | None, gpu_reason: str | None) -> str | None:
-    """Why the GPU arm of ``pair`` cannot run (None when it can)."""
+    """Why the GPU arm of ``pair`` cannot run (None when it can): the GPU arm, or the library
+    the pair needs on it (cuML for the scikit-learn twins, XGBoost built with CUDA)."""
     if gpu is None:
         return gpu_reason or "GPU unavailable"
-    if pair.needs_cuml:
-        from accel.backend import probe_gpu
+    from accel.backend import probe_gpu
 
-        if probe_gpu().libraries.get("cuml") != "installed":
+    probe = probe_gpu()
+    if pair.needs_cuml:
+        if probe.libraries.get("cuml") != "installed":
             return "cuML not installed (pip install 'accel[gpu-cu12]' or [gpu-cu13])"
+        if not probe.available("cuml"):
+            return f"cuML cannot run here: {probe.missing('cuml')}"
+    elif not probe.available("xgboost_cuda"):
+        return f"XGBoost cannot use the GPU here: {probe.missing('xgboost_cuda')}"
     return None
 
 

@@ -57,6 +57,8 @@ class ArmResult:
     rows: dict[str, int] = field(default_factory=dict)
     features: list[str] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
+    #: Where each stage ran ("cuda:0 (cudf)", "cpu (pandas)", the model's own device).
+    stage_devices: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,6 +209,7 @@ def _result(
         rows=dict(rows),
         features=features,
         memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
+        stage_devices=backend.stage_devices(device_used),
     )
     wanted = "cuda" if backend.is_gpu else "cpu"
     if not device_used.startswith(wanted):

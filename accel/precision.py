@@ -164,7 +164,9 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
     step = max(1, batch_rows)
     for a in range(0, n, step):
         b = min(a + step, n)
-        m = frame_matrix(frame.iloc[a:b], categorical)
+        # On the arm's device: a no-op for NumPy and for cuDF's CuPy matrix; a host-to-device
+        # copy where a GPU arm keeps pandas frames (cuDF missing) and stores in CuPy.
+        m = xp.asarray(frame_matrix(frame.iloc[a:b], categorical))
         if half is not None:
             half[a:b] = (m[:, half_idx] / scales).astype(xp.float16)
         if full is not None:

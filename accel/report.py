@@ -235,6 +235,16 @@ def render_info(env: dict[str, Any], console: Console) -> None:
         table.add_row(name, version or "—")
     console.print(table)
 
+    capabilities = (env.get("gpu_probe") or {}).get("capabilities") or {}
+    if capabilities:
+        # One line per GPU library: a stage runs on the GPU when its library is there.
+        caps = Table(title="GPU libraries, one by one", title_justify="left")
+        caps.add_column("library")
+        caps.add_column("on the GPU here")
+        for name, state in capabilities.items():
+            caps.add_row(name, "yes" if state.get("available") else f"no: {escape(str(state.get('reason')))}")
+        console.print(caps)
+
     for arm, state in env["arms"].items():
         verdict = "can run" if state["can_run"] else f"cannot run: {escape(str(state['reason']))}"
         console.print(f"[bold]{ARM_LABEL[arm]}[/bold] {verdict}", highlight=False)
