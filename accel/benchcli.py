@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -533,10 +535,12 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
     datagen.table_format(args.out)
     if args.k > args.n:
         raise AccelError(f"K ({args.k}) must not exceed N ({args.n})")
-    datagen.prepare_output(args.out, folder=False)
-    _progress(f"generating {datagen.groupby_name(args.n, args.k, args.nas, args.sort)}: {args.n:,} rows, K={args.k:,}")
-    table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
-    path = datagen.write_table(table, args.out)
+    datagen.check_memory(args.n, "groupby")  # from the RAM size, before anything is allocated or created
+    with _no_empty_folders(Path(args.out).parent):
+        datagen.prepare_output(args.out, folder=False)
+        _progress(f"generating {datagen.groupby_name(args.n, args.k, args.nas, args.sort)}: {args.n:,} rows, K={args.k:,}")
+        table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
+        path = datagen.write_table(table, args.out)
     print(f"wrote {path} ({table.num_rows:,} rows, columns {', '.join(table.column_names)})")
     return 0
 
@@ -548,14 +552,32 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
         raise AccelError(
             f"the join data needs N >= {datagen.MIN_JOIN_ROWS} rows (three right tables of different sizes), got {args.n}"
         )
-    datagen.prepare_output(args.out_dir, folder=True)
-    names = datagen.join_names(args.n, args.nas)
-    _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")
-    tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
-    for role, table in tables.items():
-        path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}")
-        print(f"wrote {path} ({role}, {table.num_rows:,} rows)")
+    datagen.check_memory(args.n, "join")  # from the RAM size, before anything is allocated or created
+    with _no_empty_folders(Path(args.out_dir)):
+        datagen.prepare_output(args.out_dir, folder=True)
+        names = datagen.join_names(args.n, args.nas)
+        _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")
+        tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
+        for role, table in tables.items():
+            path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}")
+            print(f"wrote {path} ({role}, {table.num_rows:,} rows)")
     return 0
+
+
+@contextmanager
+def _no_empty_folders(folder: Path) -> Iterator[None]:
+    """On failure, remove the folders under ``folder`` (and it) that this command created and left empty."""
+    folder = Path(folder).absolute()
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        yield
+    except BaseException:
+        for p in missing:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                break  # not empty (or not ours): leave it
+        raise
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
