@@ -205,25 +205,46 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
     return layout
 
 
-def date_parts(fmt: str | None) -> list[str]:
-    """The parts a datetime column becomes, from what its format holds.
+#: A column whose sampled values span at least this many months, all on one day of the month at
+#: midnight, is a monthly (or quarterly) series: its day-level parts are left out.
+MONTHLY_MIN_MONTHS = 12
+_DAY_PARTS = ("day", "day_of_week", "day_of_year", "hour", "minute")
 
-    A monthly layout (``%Y %b``) has no day, weekday or hour to give, so it becomes year and
-    month only: the weekday of the first of each month is noise, and a constant day or hour is
-    no feature. Typed datetime columns (no format) get every part.
+
+def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[str], str]:
+    """The parts a datetime column becomes, and why parts were left out ("" when none were).
+
+    From what its format holds: a monthly layout (``%Y %b``) has no day, weekday or hour to give,
+    so it becomes year and month only. Typed datetime columns (no format) start from every part.
+    Then from the sampled ``values`` (parsed): dates that span many months but all fall on the
+    same day of the month at midnight (``2019-09-01``, ``2019-10-01``, ...) are a monthly series
+    written as dates, so day, weekday, day of year and time are left out as well: the weekday of
+    the first of each month is noise to a model, and the day of the year repeats the month.
     """
     if fmt is None:
-        return list(ALL_PARTS)
-    parts = ["year"]
-    if any(d in fmt for d in ("%m", "%b", "%B")):
-        parts.append("month")
-    if "%d" in fmt or "%j" in fmt:
-        parts += ["day", "day_of_week", "day_of_year"]
-    if "%H" in fmt or "%I" in fmt:
-        parts.append("hour")
-    if "%M" in fmt:
-        parts.append("minute")
-    return parts
+        parts = list(ALL_PARTS)
+    else:
+        parts = ["year"]
+        if any(d in fmt for d in ("%m", "%b", "%B")):
+            parts.append("month")
+        if "%d" in fmt or "%j" in fmt:
+            parts += ["day", "day_of_week", "day_of_year"]
+        if "%H" in fmt or "%I" in fmt:
+            parts.append("hour")
+        if "%M" in fmt:
+            parts.append("minute")
+    if values is None or "day" not in parts:
+        return parts, ""
+    v = pd.Series(values).dropna()
+    if v.empty:
+        return parts, ""
+    midnight = bool((v.dt.hour == 0).all() and (v.dt.minute == 0).all() and (v.dt.second == 0).all())
+    months = int((v.dt.year * 12 + v.dt.month).nunique())
+    if midnight and v.dt.day.nunique() == 1 and months >= MONTHLY_MIN_MONTHS:
+        day = int(v.dt.day.iloc[0])
+        kept = [p for p in parts if p not in _DAY_PARTS]
+        return kept, f"monthly: every sampled value is day {day} of a month, across {months:,} months, so no day, weekday or time parts"
+    return parts, ""
 
 
 def parse_override(text: str) -> tuple[str, str]:

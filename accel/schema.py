@@ -174,8 +174,21 @@ def _bool_from_text(s: pd.Series) -> bool:
     return not values.empty and bool(values.isin(TRUE_STRINGS + FALSE_STRINGS).all())
 
 
-def _datetime_plan(name: str, fmt: str, source: str, share: float, sampled: int, note: str, notices: list[str]) -> ColumnPlan:
-    """A column of date text in ``fmt``, and its line in the schema notice."""
+def _typed_datetime_plan(name: str, s: pd.Series) -> ColumnPlan:
+    """A column the reader typed as datetimes: every date part, unless it is a monthly series."""
+    values = s.dropna()
+    if getattr(values.dt, "tz", None) is not None:
+        values = values.dt.tz_convert(None)
+    parts, why = dates.date_parts(None, values)
+    if not why:
+        return ColumnPlan(name, "datetime", "typed")
+    return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts)
+
+
+def _datetime_plan(
+    name: str, fmt: str, source: str, share: float, sampled: int, note: str, notices: list[str], text: pd.Series
+) -> ColumnPlan:
+    """A column of date text in ``fmt`` (``text``: its non-null values), and its line in the schema notice."""
     gap = cudf_date_gap(fmt)
     if gap is not None:
         gpu = f"host (pandas): {gap}"
@@ -183,15 +196,15 @@ def _datetime_plan(name: str, fmt: str, source: str, share: float, sampled: int,
         gpu = "cuDF (month names as numbers)"
     else:
         gpu = "cuDF"
-    parts = dates.date_parts(fmt)
+    parts, why = dates.date_parts(fmt, pd.to_datetime(text.astype(str), format=fmt, errors="coerce"))
     parsed = f"{share:.0%} of {sampled:,} sampled values parsed"
     notices.append(
         f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
-        f"features {', '.join(parts)}; GPU arm parses with {gpu}"
+        f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
     )
     return ColumnPlan(
         name, "datetime", f"date text ({source})", date_format=fmt, date_source=source,
-        date_note="; ".join(x for x in (parsed, note) if x), date_parts=parts, date_gpu=gpu,
+        date_note="; ".join(x for x in (parsed, note, why) if x), date_parts=parts, date_gpu=gpu,
     )
 
 
@@ -215,7 +228,7 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
     if share == 0:
         raise AccelError(f"{flag} parses none of the {len(sample):,} sampled values of {name!r} (e.g. {sample.iloc[0]!r})")
     note = "" if share == 1 else "the rest become missing"
-    return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices)
+    return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices, values.astype(str))
 
 
 def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date_format: str | None = None) -> ColumnPlan:
@@ -232,7 +245,7 @@ def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnPlan(name, "boolean")
     if pd.api.types.is_datetime64_any_dtype(dtype):
-        return ColumnPlan(name, "datetime", "typed")
+        return _typed_datetime_plan(name, s)
     if pd.api.types.is_integer_dtype(dtype) or (
         pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())
     ):
@@ -252,7 +265,7 @@ def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date
     if date_like >= dates.DATE_LIKE_SHARE:
         layout = dates.detect_layout(text)
         if layout is not None:
-            return _datetime_plan(name, layout.format, "detected", layout.parsed, layout.sampled, layout.note, notices)
+            return _datetime_plan(name, layout.format, "detected", layout.parsed, layout.sampled, layout.note, notices, text)
         reason = "unparseable dates: kept as categorical"
         guess = dates.detect_layout(text, minimum=0.0)
         hint = f" (the closest, {guess.format}, parses {guess.parsed:.0%})" if guess is not None else ""

@@ -85,6 +85,21 @@ def test_month_and_day_order_is_resolved_from_the_data_or_reported():
     assert col.date_format == "%d.%m.%Y" and "ambiguous" in col.date_note, "dotted dates default to day first"
 
 
+def test_monthly_series_written_as_full_dates_get_year_and_month_only(tmp_path):
+    months = pd.date_range("2000-01-01", periods=36, freq="MS")
+    frame = pd.DataFrame({"iso": months.strftime("%Y-%m-%d"), "typed": months, "y": np.arange(36.0) % 12})
+    plan = make_plan(frame, "y")
+    cols = {c.name: c for c in plan.columns}
+    assert cols["iso"].date_format == "%Y-%m-%d" and cols["iso"].date_parts == ["year", "month"]
+    assert "monthly: every sampled value is day 1 of a month, across 36 months" in cols["iso"].date_note
+    assert cols["typed"].reason == "typed" and cols["typed"].date_parts == ["year", "month"]
+    six = pd.DataFrame({"iso": np.repeat(months[:6].strftime("%Y-%m-%d"), 4), "y": np.arange(24.0)})
+    few = make_plan(six, "y")  # six months are not yet a monthly series
+    assert few.columns[0].date_parts == ["year", "month", "day", "day_of_week", "day_of_year"]
+    daily = pd.DataFrame({"d": pd.date_range("2000-01-01", periods=40).strftime("%Y-%m-%d"), "y": np.arange(40.0)})
+    assert make_plan(daily, "y").columns[0].date_parts == ["year", "month", "day", "day_of_week", "day_of_year"]
+
+
 def test_versions_and_plain_text_are_not_dates():
     frame = pd.DataFrame({"v": ["1.2.3", "1.10.2", "2.0.1"] * 10, "w": ["apple", "pear", "fig"] * 10, "y": np.arange(30.0)})
     plan = make_plan(frame, "y")
