@@ -60,7 +60,7 @@ def _percent(text: str) -> int:
     return value
 
 
-def _common(p: argparse.ArgumentParser, repeats: int) -> None:
+def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True) -> None:
     p.add_argument(
         "--device",
         choices=["auto", "cpu", "gpu"],
@@ -80,6 +80,26 @@ def _common(p: argparse.ArgumentParser, repeats: int) -> None:
         "--results", type=Path, default=DEFAULT_RESULTS, help=f"folder for the result JSON (default {DEFAULT_RESULTS})"
     )
     p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
+    if not progress_file:
+        return
+    p.add_argument(
+        "--progress-file",
+        type=Path,
+        default=None,
+        help="append each finished question or model (per arm and engine) to this JSON-lines file as it "
+        "completes, so that a time limit keeps what finished",
+    )
+
+
+def _cpu_from(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cpu-from",
+        type=Path,
+        default=None,
+        metavar="RESULT.json",
+        help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
+        "data file and machine (made with --device cpu) instead of running it again",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,14 +113,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g.add_argument("--questions", default="all", help="comma-separated q1..q10 (default all)")
     g.add_argument(
-        "--engines", default="", help="also run the questions on these CPU engines for context: polars,duckdb"
+        "--engines",
+        default="",
+        help="also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
     )
+    _cpu_from(g)
     _common(g, repeats=3)
     g.set_defaults(handler=_cmd_bench_db)
 
     j = bsub.add_parser("join", help="db-benchmark join questions q1-q5 on both arms, answers checked")
     j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
     j.add_argument("--questions", default="all", help="comma-separated q1..q5 (default all)")
+    _cpu_from(j)
     _common(j, repeats=3)
     j.set_defaults(handler=_cmd_bench_db, engines="")
 
@@ -125,7 +149,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--steps-per-decade", type=_positive_int, default=1, help="sizes per factor of 10 (default 1)")
     c.add_argument("--features", type=_positive_int, default=32, help="columns for model operations (default 32)")
     c.add_argument("--seed", type=int, default=42)
-    _common(c, repeats=3)
+    _common(c, repeats=3, progress_file=False)
     c.set_defaults(handler=_cmd_bench_crossover)
 
     data = sub.add_parser("data", help="generate the db-benchmark data sets")
@@ -204,6 +228,71 @@ def _fmt_x(value: Any) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1f}×"
 
 
+class _ProgressFile:
+    """One JSON line per finished question or model, appended as it finishes (a time limit keeps them).
+
+    Each line names the benchmark, the data, the arm or engine, the code that ran and the
+    machine, and holds that answer's measurements as the final result holds them.
+    """
+
+    def __init__(self, path: Path | None, benchmark: str, data: Any):
+        self.path = path
+        self.common: dict[str, Any] = {}
+        if path is None:
+            return
+        from accel.environment import cpu_model, git_state
+        from accel.record import ensure_writable
+
+        ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
+        git = git_state()
+        self.common = {"benchmark": benchmark, "data": data, "git_sha": git["sha"], "git_dirty": git["dirty"], "host": cpu_model()}
+
+    def __call__(self, arm: str, key: str, kind: str, answer: dict) -> None:
+        if self.path is None:
+            return
+        line = {"at": datetime.now(timezone.utc).isoformat(), **self.common, "arm": arm, kind: key, "result": answer}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(strict_json(line, indent=None) + "\n")
+            f.flush()
+
+
+def _reuse_cpu_arm(path: Path, benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
+    """The CPU arm and CPU engines of an earlier result, checked to be the same benchmark on the same
+    data files (path, size, modification time) and CPU; refused (exit 2) otherwise."""
+    from accel.environment import cpu_model
+    from accel.record import load_record
+
+    try:
+        prior = load_record(path)
+    except (OSError, ValueError) as exc:
+        raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
+    if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+        raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+    if prior.get("data_files") != data_files:
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data files (or they changed since)")
+    host = (prior.get("environment") or {}).get("cpu_model")
+    if host != cpu_model():
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+    rows = {row["question"]: row.get("cpu") or {} for row in prior.get("questions") or []}
+    missing = [q.name for q in questions if (rows.get(q.name) or {}).get("status") != "ok"]
+    if missing:
+        raise AccelError(f"--cpu-from: {str(path)!r} has no CPU answer for {', '.join(missing)}")
+    arm = {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items()}
+    arm.update({"questions": {q.name: rows[q.name] for q in questions}, "reused_from": str(path)})
+    from accel.engines import CPU_ENGINES
+
+    engines = {n: {**e, "reused_from": str(path)} for n, e in (prior.get("engines") or {}).items() if n in CPU_ENGINES}
+    return arm, engines
+
+
+def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
+    out = {}
+    for role, p in paths.items():
+        st = Path(p).stat()
+        out[role] = {"path": str(Path(p).resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return out
+
+
 def _print(text: str) -> None:
     print(text, flush=True)
 
@@ -226,26 +315,47 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     dbbench.check_columns(suite, paths)
     engine_names = engines.check_engines([e.strip() for e in args.engines.split(",") if e.strip()])
     check_results_folder(args.results)
+    data_files = _data_files(paths)
+    reused_cpu, reused_engines = (
+        _reuse_cpu_arm(args.cpu_from, suite.benchmark, data_files, questions) if args.cpu_from else (None, {})
+    )
     gpu, gpu_reason = gpu_arm(args.device)
     cpu = cpu_backend()
 
     started = datetime.now(timezone.utc)
     result = _envelope(suite.benchmark, args, started, gpu, gpu_reason)
     result["data"] = {role: str(p) for role, p in paths.items()}
+    result["data_files"] = data_files
+    keep = _ProgressFile(args.progress_file, suite.benchmark, result["data"])
     arms: dict[str, dict] = {}
     arms["gpu"] = (
-        dbbench.run_arm(gpu, suite, paths, questions, args.repeats, args.warmup, _progress)
+        dbbench.run_arm(
+            gpu, suite, paths, questions, args.repeats, args.warmup, _progress, lambda q, a: keep("gpu", q, "question", a)
+        )
         if gpu is not None
         else {"status": "skipped", "reason": gpu_reason}
     )
-    arms["cpu"] = dbbench.run_arm(cpu, suite, paths, questions, args.repeats, args.warmup, _progress)
+    if reused_cpu is not None:
+        arms["cpu"] = reused_cpu
+        _progress(f"[cpu] taken from {args.cpu_from} (same data files and CPU)")
+    else:
+        arms["cpu"] = dbbench.run_arm(
+            cpu, suite, paths, questions, args.repeats, args.warmup, _progress, lambda q, a: keep("cpu", q, "question", a)
+        )
     result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in arms.items()}
     result["questions"] = dbbench.combine(questions, arms)
-    if engine_names:
-        result["engines"] = engines.run_engines(engine_names, paths["x"], [q.name for q in questions], _progress)
+    if engine_names or reused_engines:
+        to_run = [n for n in engine_names if n not in reused_engines]
+        result["engines"] = {
+            **reused_engines,
+            **engines.run_engines(
+                to_run, paths["x"], [q.name for q in questions], _progress, args.repeats,
+                lambda n, q, a: keep(n, q, "question", a),
+            ),
+        }  # fmt: skip
         for row in result["questions"]:
             for eng in result["engines"].values():
-                if eng.get("status") == "ok":
+                if eng.get("status") == "ok" and row["question"] in eng["questions"]:
                     eng["questions"][row["question"]].update(
                         dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
                     )
@@ -334,7 +444,7 @@ def _render_db(result: dict) -> None:
                 )
     if result.get("engines"):
         names = list(result["engines"])
-        t = Table(title="the same questions on other CPU engines, for context (run 2, seconds)", title_justify="left")
+        t = Table(title="the same questions on other engines, for context (run 2, seconds)", title_justify="left")
         t.add_column("q")
         t.add_column("pandas arm", justify="right")
         for name in names:
@@ -392,9 +502,11 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     result = _envelope("models", args, started, gpu, gpu_reason)
     result["data"] = {"rows": args.rows, "train_rows": int(args.rows * 0.8), "features": args.features, "dtype": "float32",
                       "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
+    keep = _ProgressFile(args.progress_file, "models", result["data"])
     result["models"] = modelbench.run_models(
         pairs, cpu, gpu, gpu_reason, rows=args.rows, features=args.features, seed=args.seed,
         repeats=args.repeats, warmup=args.warmup, progress=_progress,
+        on_result=lambda arm, model, r: keep(arm, model, "model", r),
     )  # fmt: skip
     fair = _model_fairness(cpu)
     path = _finish(result, gpu is not None, args, fair)

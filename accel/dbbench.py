@@ -348,8 +348,13 @@ def run_arm(
     repeats: int,
     warmup: int,
     progress: Callable[[str], None] | None = None,
+    on_answer: Callable[[str, dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Load the data and run every question on one arm; a question that raises is ``failed``."""
+    """Load the data and run every question on one arm; a question that raises is ``failed``.
+
+    ``on_answer(question, answer)`` is called as each answer is ready, so that a caller can
+    keep it before the next question starts (a time limit then loses only the question it cut).
+    """
     import time
 
     say = progress or (lambda _msg: None)
@@ -379,6 +384,8 @@ def run_arm(
         except Exception as exc:  # noqa: BLE001 - one question failing (GPU out of memory, say) must not end the others
             answers[q.name] = {"status": "failed", "reason": _first_line(exc)}
             say(f"[{backend.name}] {q.name:<4}{q.title:<28} FAILED: {answers[q.name]['reason']}")
+        if on_answer is not None:
+            on_answer(q.name, answers[q.name])
         gc.collect()
     del tables
     gc.collect()

@@ -1,10 +1,16 @@
 """The groupby questions on polars and DuckDB, for context beside the pandas and cuDF arms.
 
 Not an arm and not a target: two other CPU engines, each using every core by default, so the
-report can show what the CPU does with a multi-threaded engine next to single-threaded pandas.
-The queries follow db-benchmark's own polars and DuckDB solutions (``polars/groupby-polars.py``,
-``duckdb/groupby-duckdb.R``), in today's polars API. Both are optional (``pip install
-'accel[bench]'``).
+report can show what the CPU does with a multi-threaded engine next to single-threaded pandas;
+and Polars' GPU engine (``polars-gpu``: cudf-polars, ``collect(engine=GPUEngine(...))``), the
+same polars queries on the GPU, with ``raise_on_fail=True`` so that a query it cannot run on the
+GPU fails instead of quietly running on the CPU. The queries follow db-benchmark's own polars
+and DuckDB solutions (``polars/groupby-polars.py``, ``duckdb/groupby-duckdb.R``), in today's
+polars API. polars and DuckDB are optional (``pip install 'accel[bench]'``); the GPU engine is
+recorded as skipped, with the reason, where cudf-polars or a GPU is missing.
+
+Each question is timed as the arms are (:func:`accel.timing.measure`: one cold run apart, then
+the repeats: median, min, max), and its answer checked against the pandas arm's checksums.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from typing import Any
 
 from accel.errors import AccelError
 
-ENGINES = ("polars", "duckdb")
+ENGINES = ("polars", "duckdb", "polars-gpu")
+#: Engines that need only what `pip install 'accel[bench]'` gives (the GPU one skips with a reason).
+CPU_ENGINES = ("polars", "duckdb")
 
 # DuckDB: the answer of each question as SQL over table x, and the checksum columns of that answer.
 DUCKDB_GROUPBY = {
@@ -88,14 +96,27 @@ def _polars_groupby(pl: Any) -> dict[str, tuple[Callable[[Any], Any], list[str]]
 
 
 def check_engines(names: Sequence[str]) -> list[str]:
-    """Validate ``--engines`` up front: known names, and installed."""
+    """Validate ``--engines`` up front: known names, and the CPU engines installed."""
     unknown = [n for n in names if n not in ENGINES]
     if unknown:
         raise AccelError(f"unknown engine {', '.join(map(repr, unknown))}; known: {', '.join(ENGINES)}")
-    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    needed = {"polars-gpu": "polars"}
+    missing = sorted({needed.get(n, n) for n in names if importlib.util.find_spec(needed.get(n, n)) is None})
     if missing:
         raise AccelError(f"{' and '.join(missing)} not installed: pip install 'accel[bench]'")
     return list(names)
+
+
+def polars_gpu_skip() -> str | None:
+    """Why Polars' GPU engine cannot run here (None when it can)."""
+    from accel.backend import probe_gpu
+
+    if importlib.util.find_spec("cudf_polars") is None:
+        return "cudf-polars is not installed (pip install cudf-polars-cu12 or -cu13): Polars' GPU engine needs it"
+    probe = probe_gpu()
+    if not probe.available("cudf"):
+        return f"Polars' GPU engine needs cuDF on a GPU: {probe.missing('cudf')}"
+    return None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -107,9 +128,58 @@ def _finite(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def run_polars(path: Path, questions: Sequence[str], progress: Callable[[str], None]) -> dict[str, Any]:
+def _timed_answers(
+    name: str,
+    questions: Sequence[str],
+    run: Callable[[str], Any],
+    answer: Callable[[str, Any], dict[str, Any]],
+    repeats: int,
+    progress: Callable[[str], None],
+    on_answer: Callable[[str, dict], None] | None,
+) -> dict[str, Any]:
+    """Each question: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
+    from accel.backend import cpu_backend
+    from accel.timing import measure
+
+    host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
+    out: dict[str, Any] = {}
+    for q in questions:
+        try:
+            timing, ans = measure(lambda: run(q), host, repeats=repeats)
+            out[q] = {
+                "status": "ok", "run1": timing.cold, "run2": timing.times[0], "median": timing.median,
+                "timing": timing.as_dict(), **answer(q, ans),
+            }  # fmt: skip
+            del ans
+        except Exception as exc:  # noqa: BLE001 - context only: record and go on
+            out[q] = {"status": "failed", "reason": _first_line(exc)}
+        a = out[q]
+        progress(f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"]))
+        if on_answer is not None:
+            on_answer(q, a)
+    return out
+
+
+def run_polars(
+    path: Path,
+    questions: Sequence[str],
+    progress: Callable[[str], None],
+    repeats: int = 1,
+    on_answer: Callable[[str, dict], None] | None = None,
+    gpu: bool = False,
+) -> dict[str, Any]:
+    """The questions on polars: on the CPU (every core), or with ``gpu`` on Polars' GPU engine.
+
+    The GPU engine runs each query from the host DataFrame (it keeps no frame on the device), so
+    its times include copying the columns a query reads to the GPU.
+    """
     import polars as pl
 
+    engine: Any = "cpu"
+    if gpu:
+        # in-memory: the data fit the device; raise_on_fail: a query the GPU cannot run fails
+        # here instead of running on the CPU under the GPU's name.
+        engine = pl.GPUEngine(executor="in-memory", raise_on_fail=True)
     start = time.perf_counter()
     x = pl.read_parquet(path) if str(path).endswith((".parquet", ".pq")) else pl.read_csv(path)
     x = x.with_columns(
@@ -119,38 +189,39 @@ def run_polars(path: Path, questions: Sequence[str], progress: Callable[[str], N
     )
     load = time.perf_counter() - start
     defs = _polars_groupby(pl)
-    out: dict[str, Any] = {}
-    for name in questions:
-        fn, chk_cols = defs[name]
-        try:
-            times = []
-            for _ in range(2):  # the benchmark's run 1 and run 2
-                t0 = time.perf_counter()
-                ans = fn(x)
-                times.append(time.perf_counter() - t0)
-            checksum = [_finite(ans[c].cast(pl.Float64).sum()) for c in chk_cols]
-            out[name] = {
-                "status": "ok",
-                "run1": times[0],
-                "run2": times[1],
-                "rows": ans.height,
-                "cols": ans.width,
-                "checksum": checksum,
-            }
-            del ans
-        except Exception as exc:  # noqa: BLE001 - context only: record and go on
-            out[name] = {"status": "failed", "reason": _first_line(exc)}
-        progress(f"[polars] {name}: {out[name].get('run1', float('nan')):.3f} s")
-    return {
+    lazy = x.lazy()
+
+    def answer(q: str, ans: Any) -> dict[str, Any]:
+        chk_cols = defs[q][1]
+        return {"rows": ans.height, "cols": ans.width, "checksum": [_finite(ans[c].cast(pl.Float64).sum()) for c in chk_cols]}
+
+    out = _timed_answers(
+        "polars-gpu" if gpu else "polars", questions, lambda q: defs[q][0](lazy).collect(engine=engine), answer,
+        repeats, progress, on_answer,
+    )  # fmt: skip
+    result = {
         "status": "ok",
         "version": pl.__version__,
         "threads": pl.thread_pool_size(),
         "load_seconds": load,
         "questions": out,
     }
+    if gpu:
+        import cudf_polars
+
+        result["engine"] = "polars GPUEngine(executor='in-memory', raise_on_fail=True)"
+        result["cudf_polars"] = cudf_polars.__version__
+        result["device"] = "cuda:0"
+    return result
 
 
-def run_duckdb(path: Path, questions: Sequence[str], progress: Callable[[str], None]) -> dict[str, Any]:
+def run_duckdb(
+    path: Path,
+    questions: Sequence[str],
+    progress: Callable[[str], None],
+    repeats: int = 1,
+    on_answer: Callable[[str, dict], None] | None = None,
+) -> dict[str, Any]:
     import duckdb
 
     con = duckdb.connect()
@@ -158,26 +229,20 @@ def run_duckdb(path: Path, questions: Sequence[str], progress: Callable[[str], N
     start = time.perf_counter()
     con.execute(f"CREATE TABLE x AS SELECT * FROM {reader}(?)", [str(path)])
     load = time.perf_counter() - start
-    out: dict[str, Any] = {}
-    for name in questions:
-        sql, chk_cols = DUCKDB_GROUPBY[name]
-        try:
-            times = []
-            for _ in range(2):
-                con.execute("DROP TABLE IF EXISTS ans")
-                t0 = time.perf_counter()
-                con.execute(f"CREATE TABLE ans AS {sql}")
-                times.append(time.perf_counter() - t0)
-            rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
-            cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
-            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in chk_cols) + " FROM ans").fetchone()
-            out[name] = {
-                "status": "ok", "run1": times[0], "run2": times[1], "rows": int(rows), "cols": cols,
-                "checksum": [_finite(v) for v in sums],
-            }  # fmt: skip
-        except Exception as exc:  # noqa: BLE001
-            out[name] = {"status": "failed", "reason": _first_line(exc)}
-        progress(f"[duckdb] {name}: {out[name].get('run1', float('nan')):.3f} s")
+
+    def run(q: str) -> str:
+        con.execute("DROP TABLE IF EXISTS ans")
+        con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q][0]}")
+        return q
+
+    def answer(q: str, _ans: Any) -> dict[str, Any]:
+        chk_cols = DUCKDB_GROUPBY[q][1]
+        rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
+        cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
+        sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in chk_cols) + " FROM ans").fetchone()
+        return {"rows": int(rows), "cols": cols, "checksum": [_finite(v) for v in sums]}
+
+    out = _timed_answers("duckdb", questions, run, answer, repeats, progress, on_answer)
     threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     con.close()
     return {
@@ -190,14 +255,33 @@ def run_duckdb(path: Path, questions: Sequence[str], progress: Callable[[str], N
 
 
 def run_engines(
-    names: Sequence[str], path: Path, questions: Sequence[str], progress: Callable[[str], None]
+    names: Sequence[str],
+    path: Path,
+    questions: Sequence[str],
+    progress: Callable[[str], None],
+    repeats: int = 1,
+    on_answer: Callable[[str, str, dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Each named engine on the groupby data file, each question run twice (run 1 and run 2)."""
-    runners = {"polars": run_polars, "duckdb": run_duckdb}
-    results = {}
+    """Each named engine on the groupby data file: each question one cold run, then ``repeats``.
+
+    ``on_answer(engine, question, answer)`` is called as each answer is ready (results kept as
+    they come, so a time limit loses only the question it cut).
+    """
+    results: dict[str, Any] = {}
     for name in names:
+        tell = (lambda q, a, n=name: on_answer(n, q, a)) if on_answer is not None else None
         try:
-            results[name] = runners[name](path, questions, progress)
+            if name == "polars-gpu":
+                why = polars_gpu_skip()
+                if why:
+                    results[name] = {"status": "skipped", "reason": why}
+                    progress(f"[{name}] skipped: {why}")
+                    continue
+                results[name] = run_polars(path, questions, progress, repeats, tell, gpu=True)
+            elif name == "polars":
+                results[name] = run_polars(path, questions, progress, repeats, tell)
+            else:
+                results[name] = run_duckdb(path, questions, progress, repeats, tell)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory loading: context, not the benchmark
             results[name] = {"status": "failed", "reason": _first_line(exc)}
     return results

@@ -261,8 +261,12 @@ def run_models(
     repeats: int,
     warmup: int,
     progress: Callable[[str], None] = lambda _m: None,
+    on_result: Callable[[str, str, dict], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every pair on both arms: one row per model with both arms, quality and speedups."""
+    """Every pair on both arms: one row per model with both arms, quality and speedups.
+
+    ``on_result(arm, model, result)`` is called as each arm of each model finishes.
+    """
     data_cache: dict[str, HostData] = {}
     rows_out = []
     for pair in pairs:
@@ -293,6 +297,8 @@ def run_models(
                 )
             else:
                 progress(f"[{arm}] {pair.key:<26} {a['status'].upper()}: {a['reason']}")
+            if on_result is not None:
+                on_result(arm, pair.key, dict(a))
         g, c = arms["gpu"], arms["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"
         rows_out.append(
