@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.hpocli import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
+    from accel.compare import register as register_compare
+
+    register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
     return parser
 
 
@@ -220,7 +223,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        passthrough = None
+        if argv[:1] == ["compare"] and "--" in argv:  # what follows '--' is the user's script's own
+            cut = argv.index("--")
+            argv, passthrough = argv[:cut], argv[cut + 1 :]
         args = parser.parse_args(argv)
+        if passthrough is not None:
+            args.script_args = passthrough
         handler = getattr(args, "handler", None)
         if handler is not None:  # subcommands registered by their own modules
             return handler(args)

@@ -296,6 +296,7 @@ def run_on_session(
             "workers": info.workers,
             "threads_per_worker": info.threads_per_worker,
             "xgboost_nthread": xgboost_threads_used(booster),
+            "omp_wait_policy": sorted({str(w.get("omp_wait_policy")) for w in info.worker_details}),
         },
         rows=dict(prepared.rows),
         features=prepared.feature_names,

@@ -27,7 +27,11 @@ from accel.errors import AccelError
 from accel.record import loads as record_loads
 
 #: Whether a larger value of a metric is better.
-HIGHER_IS_BETTER = {"auc": True, "accuracy": True, "r2": True, "rmse": False, "mae": False, "log_loss": False}
+HIGHER_IS_BETTER = {
+    "auc": True, "accuracy": True, "r2": True, "rmse": False, "mae": False, "log_loss": False,
+    # accel compare: the share of the numbers a script printed that agree with its CPU run.
+    "parity": True,
+}  # fmt: skip
 
 #: The parameters shown for each model, with the short names the table uses.
 KEY_PARAMS = {
@@ -163,6 +167,37 @@ def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
             )
         )
     return out
+
+
+def rows_from_compare_record(record: dict[str, Any], source: str) -> list[Row]:
+    """One row per arm of an ``accel compare`` record that ran: the script's wall time and memory;
+    its metric is the share of printed numbers that agree with the CPU arm (1 on the CPU arm)."""
+    from accel.compare import experiment_rows
+
+    program = record.get("program") or {}
+    workflow = str(record.get("workflow") or f"compare:{Path(str(program.get('path', '?'))).name}")
+    args = " ".join(str(a) for a in program.get("args") or []) or "(no args)"
+    return [
+        Row(
+            name=f"compare {Path(source).stem}",
+            workflow=workflow,
+            arm=r["arm"],
+            device=r["arm"],
+            precision="-",
+            batch_rows="-",
+            model="(the script's own)",
+            metric_name="parity",
+            metric=_num(r["metric"]),
+            evaluated_on="printed numbers vs the CPU arm",
+            seconds=_num(r["seconds"]),
+            peak_host_mb=r.get("peak_host_mb"),
+            peak_device_mb=r.get("peak_device_mb"),
+            group=f"{workflow} · {args} · parity of printed numbers",
+            source=source,
+            total_seconds=r["seconds"],
+        )
+        for r in experiment_rows(record, source)
+    ]
 
 
 def _hpo_rows(
@@ -343,6 +378,9 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
                     str(study), record.get("config") or {}, (record.get("study") or {}).get("metric", "auc"),
                     record.get("baseline"), summary, record.get("best_trial"), str(path),
                 )  # fmt: skip
+            continue
+        if record.get("kind") == "compare":
+            rows += rows_from_compare_record(record, str(path))
             continue
         if "arms" in record:
             rows += rows_from_run_record(record, str(path))

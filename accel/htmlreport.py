@@ -32,6 +32,7 @@ from accel.errors import AccelError
 from accel.record import loads as record_loads
 
 KINDS = (
+    "compare",
     "run",
     "db_groupby",
     "db_join",
@@ -59,6 +60,8 @@ class Collected:
 def kind_of(content: Any) -> str | None:
     if not isinstance(content, dict):
         return None
+    if content.get("kind") == "compare" and "arms" in content:
+        return "compare"
     if "workflow" in content and "arms" in content:
         return "run"
     bench = content.get("benchmark")
@@ -291,6 +294,52 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
         ax.set_title(f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}")
         ax.legend()
         s.figure(fig, f"seconds per stage of run {rec.get('run_id')}")
+    return s
+
+
+def _compare(items: list[tuple[Path, dict]]) -> Section:
+    s = Section("compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)")
+    for i, (path, rec) in enumerate(items):
+        arms = rec.get("arms") or {}
+        rows = []
+        for name in ("cpu", "gpu"):
+            arm = arms.get(name) or {}
+            warm = arm.get("warm") or {}
+            rows.append(
+                [
+                    name.upper(),
+                    arm.get("status", "—") if _ok(arm) else f"{arm.get('status', '—')}: {arm.get('reason') or ''}",
+                    arm.get("cold_seconds", math.nan),
+                    warm.get("median", math.nan),
+                    arm.get("peak_host_mb", math.nan),
+                    arm.get("peak_device_mb") if arm.get("peak_device_mb") is not None else "—",
+                ]
+            )
+        program = rec.get("program") or {}
+        s.table(
+            f"{Path(str(program.get('path', '?'))).name} {' '.join(program.get('args') or [])} — {path.name}",
+            ["arm", "status", "cold (s)", "warm median (s)", "peak RSS (MB)", "peak device (MB)"],
+            rows,
+            f"compare-{i}",
+        )
+        speed = (rec.get("speedup") or {}).get("wall_cold", math.nan)
+        parity = rec.get("parity") or {}
+        out = parity.get("stdout") or {}
+        agree = parity.get("agree")
+        s.para(
+            f"Speedup (CPU / GPU, cold wall): {num(speed)}. Parity: "
+            + ("not compared" if agree is None else ("agree" if agree else "differ"))
+            + (f" ({out.get('numbers_agree')}/{out.get('numbers_compared')} printed numbers within rtol {num(parity.get('rtol'))})" if out else "")
+            + "."
+        )
+        falls = rec.get("fallbacks") or []
+        if falls:
+            s.table(
+                "Where the GPU arm's time went (CPU fallbacks first)",
+                ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s"],
+                [[f["accelerator"], f["function"], f["gpu_calls"], f["gpu_seconds"], f["cpu_calls"], f["cpu_seconds"]] for f in falls],
+                f"compare-fallbacks-{i}",
+            )
     return s
 
 
@@ -628,6 +677,8 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     sections: list[Section] = []
     by = found.by_kind
+    if by["compare"]:
+        sections.append(_compare(by["compare"]))
     if by["run"]:
         sections.append(_runs(by["run"]))
     for kind in ("db_groupby", "db_join"):
