@@ -95,10 +95,12 @@ def _cpu_from(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cpu-from",
         type=Path,
+        action="append",
         default=None,
         metavar="RESULT.json",
         help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
-        "data file and machine (made with --device cpu) instead of running it again",
+        "data (same bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to "
+        "gather questions measured in several runs",
     )
 
 
@@ -256,40 +258,62 @@ class _ProgressFile:
             f.flush()
 
 
-def _reuse_cpu_arm(path: Path, benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
-    """The CPU arm and CPU engines of an earlier result, checked to be the same benchmark on the same
-    data files (path, size, modification time) and CPU; refused (exit 2) otherwise."""
+def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
+    """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
+    the same data (size and sha256 of every file) and CPU model; refused (exit 2) otherwise.
+    Questions are taken from the first result that has them."""
+    from accel.engines import CPU_ENGINES
     from accel.environment import cpu_model
     from accel.record import load_record
 
-    try:
-        prior = load_record(path)
-    except (OSError, ValueError) as exc:
-        raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
-    if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
-        raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-    if prior.get("data_files") != data_files:
-        raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data files (or they changed since)")
-    host = (prior.get("environment") or {}).get("cpu_model")
-    if host != cpu_model():
-        raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
-    rows = {row["question"]: row.get("cpu") or {} for row in prior.get("questions") or []}
-    missing = [q.name for q in questions if (rows.get(q.name) or {}).get("status") != "ok"]
+    rows: dict[str, dict] = {}
+    sources: dict[str, str] = {}
+    arm: dict[str, Any] = {}
+    engines: dict[str, dict] = {}
+    for path in paths:
+        try:
+            prior = load_record(path)
+        except (OSError, ValueError) as exc:
+            raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
+        if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+            raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+        theirs = {role: {k: f.get(k) for k in ("bytes", "sha256")} for role, f in (prior.get("data_files") or {}).items()}
+        mine = {role: {k: f.get(k) for k in ("bytes", "sha256")} for role, f in data_files.items()}
+        if theirs != mine:
+            raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+        host = (prior.get("environment") or {}).get("cpu_model")
+        if host != cpu_model():
+            raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+        arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
+        for row in prior.get("questions") or []:
+            if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
+                rows[row["question"]] = row["cpu"]
+                sources[row["question"]] = str(path)
+        for name, eng in (prior.get("engines") or {}).items():
+            if name not in CPU_ENGINES or eng.get("status") != "ok":
+                continue
+            merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
+            for q, a in (eng.get("questions") or {}).items():
+                merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
+    missing = [q.name for q in questions if q.name not in rows]
     if missing:
-        raise AccelError(f"--cpu-from: {str(path)!r} has no CPU answer for {', '.join(missing)}")
-    arm = {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items()}
-    arm.update({"questions": {q.name: rows[q.name] for q in questions}, "reused_from": str(path)})
-    from accel.engines import CPU_ENGINES
-
-    engines = {n: {**e, "reused_from": str(path)} for n, e in (prior.get("engines") or {}).items() if n in CPU_ENGINES}
+        raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
+    arm.update({"status": "ok", "questions": {q.name: rows[q.name] for q in questions}, "reused_from": {q.name: sources[q.name] for q in questions}})
     return arm, engines
 
 
 def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
+    """Each data file's path, size and sha256: what --cpu-from compares (a regenerated file with the
+    same bytes is the same data)."""
+    import hashlib
+
     out = {}
     for role, p in paths.items():
-        st = Path(p).stat()
-        out[role] = {"path": str(Path(p).resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        out[role] = {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": h.hexdigest()}
     return out
 
 
@@ -337,7 +361,7 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     )
     if reused_cpu is not None:
         arms["cpu"] = reused_cpu
-        _progress(f"[cpu] taken from {args.cpu_from} (same data files and CPU)")
+        _progress(f"[cpu] taken from {', '.join(map(str, args.cpu_from))} (same data and CPU model)")
     else:
         arms["cpu"] = dbbench.run_arm(
             cpu, suite, paths, questions, args.repeats, args.warmup, _progress, lambda q, a: keep("cpu", q, "question", a)

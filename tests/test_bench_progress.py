@@ -59,7 +59,7 @@ def test_cpu_arm_taken_from_an_earlier_result_on_the_same_data(groupby_file, tmp
     assert main([*base, "--device", "auto", "--cpu-from", str(earlier), "--results", str(tmp_path / "b"), "--json"]) == 0
     result = strict_json(capsys.readouterr().out)
     first = json.loads(earlier.read_text())
-    assert result["arms"]["cpu"]["reused_from"] == str(earlier)
+    assert set(result["arms"]["cpu"]["reused_from"].values()) == {str(earlier)}
     assert [r["cpu"]["checksum"] for r in result["questions"]] == [r["cpu"]["checksum"] for r in first["questions"]]
 
     # Another data file, a question the earlier result lacks, or a file that is not a result: refused.
@@ -67,12 +67,25 @@ def test_cpu_arm_taken_from_an_earlier_result_on_the_same_data(groupby_file, tmp
     assert main(["data", "groupby", "2000", "10", str(other), "--seed", "7"]) == 0
     capsys.readouterr()
     for argv, message in (
-        (["bench", "groupby", "--data", str(other), "--cpu-from", str(earlier)], "other data files"),
+        (["bench", "groupby", "--data", str(other), "--cpu-from", str(earlier)], "other data"),
         ([*base[:4], "--questions", "q1,q2", "--cpu-from", str(earlier)], "no CPU answer for q2"),
         ([*base, "--cpu-from", str(groupby_file)], "cannot read"),
     ):
         assert main([*argv, "--results", str(tmp_path / "c")]) == 2
         assert message in capsys.readouterr().err, argv
+
+
+def test_cpu_answers_gathered_from_several_runs(groupby_file, tmp_path, capsys):
+    base = ["bench", "groupby", "--data", str(groupby_file), "--repeats", "1", "--device", "cpu"]
+    assert main([*base, "--questions", "q1,q2", "--results", str(tmp_path / "a")]) == 0
+    assert main([*base, "--questions", "q10", "--results", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    [a], [b] = records_in(tmp_path / "a"), records_in(tmp_path / "b")
+    argv = ["bench", "groupby", "--data", str(groupby_file), "--questions", "q1,q10", "--cpu-from", str(a), "--cpu-from", str(b)]
+    assert main([*argv, "--results", str(tmp_path / "c"), "--json"]) == 0
+    result = strict_json(capsys.readouterr().out)
+    assert result["arms"]["cpu"]["reused_from"] == {"q1": str(a), "q10": str(b)}
+    assert [r["cpu"]["status"] for r in result["questions"]] == ["ok", "ok"]
 
 
 def test_models_are_kept_per_arm(tmp_path, capsys):
