@@ -14,14 +14,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from accel import _compat
+from accel import OMP_WAIT_POLICY, _compat
 from accel.backend import Backend
 from accel.errors import AccelError
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import parity_rule, task_metrics
-from accel.timing import StageTimer
+from accel.timing import STAGES, StageTimer
 
-STAGES = ("load", "features", "to_device", "train", "predict")
 
 
 class Listener(Protocol):
@@ -72,6 +71,7 @@ def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     from threadpoolctl import threadpool_info
 
     info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
+    info["omp_wait_policy"] = dict(OMP_WAIT_POLICY)
     if not backend.is_gpu:
         import pyarrow
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accel.memory import MB
-from accel.pairing import STAGES
+from accel.timing import STAGES
 
 ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
 

@@ -62,3 +62,19 @@ def strict_json(text: str):
 def read_json(path: Path) -> dict:
     """A record or result written by accel: strict JSON, every one (see :func:`strict_json`)."""
     return strict_json(Path(path).read_text())
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skipped tests, one line per reason with a count (``-ra`` repeats a reason per test location)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    counts: dict[str, int] = {}
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    terminalreporter.write_sep("=", "skipped, by reason")
+    for reason, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        terminalreporter.write_line(f"SKIPPED [{n}] {reason}")

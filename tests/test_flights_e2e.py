@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 
@@ -73,11 +74,37 @@ def test_without_gpu_the_gpu_arm_is_skipped_with_reason_and_speedup_is_nan(cpu_r
 
 
 def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):
-    proc = run_accel("run", str(fast_workflow), "--device", "cpu", "--out", str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "accel", "run", str(fast_workflow), "--device", "cpu", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env=env, cwd=ROOT,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     r = read_json(records_in(tmp_path)[0])
     assert r["arms"]["gpu"]["status"] == "skipped" and "--device cpu" in r["arms"]["gpu"]["reason"]
     assert r["arms"]["cpu"]["status"] == "ok"
+    # OpenMP threads sleep when idle unless the user chose otherwise; the record says which.
+    assert r["arms"]["cpu"]["threads"]["omp_wait_policy"] == {
+        "value": "PASSIVE",
+        "source": "accel default",
+        "loaded_before": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "value", "source"),
+    [(None, "PASSIVE", "accel default"), ("ACTIVE", "ACTIVE", "user environment"), ("", "PASSIVE", "accel default")],
+)
+def test_omp_wait_policy_is_set_before_openmp_loads_unless_the_user_set_it(given, value, source):
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = (
+        "import os, sys, accel\n"
+        "print(os.environ['OMP_WAIT_POLICY'], accel.OMP_WAIT_POLICY['source'], 'xgboost' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert proc.stdout.split() == [value, *source.split(), "False"], proc.stderr
 
 
 def test_same_seed_same_result(tmp_path, fast_workflow, cpu_run):
