@@ -97,10 +97,10 @@ def _cpu_from(p: argparse.ArgumentParser) -> None:
         type=Path,
         action="append",
         default=None,
-        metavar="RESULT.json",
+        metavar="RESULT.json|DIR",
         help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
         "data (same bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to "
-        "gather questions measured in several runs",
+        "gather questions measured in several runs; a folder: every matching result in it",
     )
 
 
@@ -270,20 +270,29 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     sources: dict[str, str] = {}
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
-    for path in paths:
+    # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
+    expanded = [(c, True) for p in paths if Path(p).is_dir() for c in sorted(Path(p).glob("*.json"))]
+    expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
+    for path, lenient in expanded:
         try:
             prior = load_record(path)
+            if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+            theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
+            mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
+            if theirs != mine:
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+            host = (prior.get("environment") or {}).get("cpu_model")
+            if host != cpu_model():
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
         except (OSError, ValueError) as exc:
+            if lenient:
+                continue
             raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
-        if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
-            raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-        theirs = {role: {k: f.get(k) for k in ("bytes", "sha256")} for role, f in (prior.get("data_files") or {}).items()}
-        mine = {role: {k: f.get(k) for k in ("bytes", "sha256")} for role, f in data_files.items()}
-        if theirs != mine:
-            raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-        host = (prior.get("environment") or {}).get("cpu_model")
-        if host != cpu_model():
-            raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+        except AccelError:
+            if lenient:
+                continue
+            raise
         arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
         for row in prior.get("questions") or []:
             if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:

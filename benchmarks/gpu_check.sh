@@ -11,6 +11,7 @@
 #   info       nvidia-smi, "${ACCEL[@]}" info (GPU, driver, library versions, which arms can run)
 #   tests      pytest -m gpu on tests/test_*_gpu.py
 #   groupby    "${ACCEL[@]}" data groupby $GROUPBY_ROWS $GROUPBY_K, then "${ACCEL[@]}" bench groupby on both arms
+#              and every engine there is; GROUPBY_ARMS=data|cpu|engines|gpu splits it over calls (see phase_groupby)
 #   join       "${ACCEL[@]}" data join $JOIN_ROWS, then "${ACCEL[@]}" bench join on both arms
 #   models     "${ACCEL[@]}" bench models at $MODEL_ROWS rows, and XGBoost alone at $XGB_ROWS rows
 #   crossover  "${ACCEL[@]}" bench crossover up to $CROSSOVER_MAX rows
@@ -18,7 +19,14 @@
 #   memory     benchmarks/bench_memory.py --device gpu (streaming over 10x a $MEMORY_BUDGET budget,
 #              chunked vs whole throughput, fp16 vs fp32) and bench_rmm_pool.py (pool vs no pool)
 #   dask       benchmarks/bench_dask_overhead.py --cluster local-cuda (1 Dask-CUDA worker vs one process)
+#   hpo        accel hpo flights on the GPU arm ($HPO_TRIALS trials)
 #   report     "${ACCEL[@]}" report over the results: $OUT/report.html
+#
+# On the CPU machine, before the device calls (see benchmarks/gpu_plan.py and ../shared/GPU.md):
+#   gpu_check.sh build-info    write accel/_build_info.json (the commit and tree the copy reports)
+#   gpu_check.sh fetch         download the lock's wheels into .whl/<track>-NN/, one folder per call
+#   gpu_check.sh plan          the calls, as JSON lines: what each carries and runs
+# Every bench step appends each finished question/model to $OUT/results/progress-*.jsonl as it goes.
 #
 # Environment (defaults in brackets):
 #   OUT [./gpu-check-out]  logs ($OUT/log), results ($OUT/results/*.json), the report
@@ -29,7 +37,8 @@
 #   GROUPBY_ROWS [1e8] GROUPBY_K [1e2] JOIN_ROWS [1e7] MODEL_ROWS [1e6] XGB_ROWS [1e7; 0 leaves it out]
 #   MODELS [auto: all pairs when cuML is installed, else xgboost_classifier]
 #   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost_classifier]
-#   REPEATS [1: run 1 (cold) and run 2, db-benchmark's protocol]  STEP_TIMEOUT [540 s per step]
+#   REPEATS [3 timed runs after the cold one]  STEP_TIMEOUT [540 s per step]  KEEP [/tmp/accel-keep]
+#   GROUPBY_ARMS [both] GROUPBY_QUESTIONS [all] HPO_TRIALS [20]
 #   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]
 #
 # Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
@@ -43,8 +52,9 @@ cd "$(dirname "$0")/.."
 
 # Every setting below that came from the environment is an override: the records list them
 # (accel.environment.environment_overrides reads ACCEL_GPU_CHECK_OVERRIDES) and so does the log.
-CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA GROUPBY_ROWS GROUPBY_K JOIN_ROWS MODEL_ROWS XGB_ROWS MODELS
-                CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET DASK_SCALE)
+CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA KEEP GROUPBY_ROWS GROUPBY_K GROUPBY_ARMS GROUPBY_QUESTIONS JOIN_ROWS
+                MODEL_ROWS XGB_ROWS MODELS CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET
+                DASK_SCALE HPO_TRIALS JOIN_ARMS PYTEST_FILES)
 overrides=()
 for name in "${CHECK_SETTINGS[@]}"; do
   [ -n "${!name+x}" ] && overrides+=("$name=${!name}")
@@ -57,6 +67,7 @@ PY=${PYTHON:-python3}
 SITE=${SITE:-/tmp/site}
 WHEELS=${WHEELS:-.whl}
 DATA=${DATA:-/tmp/accel-data}
+KEEP=${KEEP:-/tmp/accel-keep}
 if [ "$DRY_RUN" = 1 ]; then
   GROUPBY_ROWS=${GROUPBY_ROWS:-2e3}; GROUPBY_K=${GROUPBY_K:-10}; JOIN_ROWS=${JOIN_ROWS:-2e3}
   MODEL_ROWS=${MODEL_ROWS:-300}; XGB_ROWS=${XGB_ROWS:-0}; MODELS=${MODELS:-ridge,pca}
@@ -133,23 +144,56 @@ phase_info() {
 
 phase_tests() {
   if [ "$DRY_RUN" = 1 ]; then echo "dry run: pytest -m gpu not run"; return; fi
-  step pytest-gpu "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider tests/test_*_gpu.py
+  # shellcheck disable=SC2086  # PYTEST_FILES is a list of paths
+  step pytest-gpu "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider ${PYTEST_FILES:-tests/test_*_gpu.py}
+}
+
+installed_engines() {  # the CPU context engines importable here, comma-separated
+  "$PY" -c "import importlib.util as u; print(','.join(e for e in ('duckdb', 'polars') if u.find_spec(e)))"
 }
 
 phase_groupby() {
-  local file="$DATA/G1_${GROUPBY_ROWS}_${GROUPBY_K}.parquet"
+  # GROUPBY_ARMS: both (default: cuDF and pandas, plus every engine there is), data (generate only),
+  # cpu (pandas only, --device cpu), engines (DuckDB/polars only, --device cpu), gpu (cuDF and
+  # Polars' GPU engine, the CPU answers taken from earlier calls ($KEEP) or results (benchmarks/results)).
+  # Results made with cpu/engines are kept under $KEEP, which outlives the call while the machine is warm.
+  local file="$DATA/G1_${GROUPBY_ROWS}_${GROUPBY_K}.parquet" arms=${GROUPBY_ARMS:-both} q=${GROUPBY_QUESTIONS:-all}
+  local keep="$KEEP/groupby" progress=(--progress-file "$RESULTS/progress-groupby.jsonl")
+  mkdir -p "$keep"
   [ -e "$file" ] || step data-groupby "${ACCEL[@]}" data groupby "$GROUPBY_ROWS" "$GROUPBY_K" "$file"
-  step bench-groupby "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+  case "$arms" in
+    data) ;;
+    cpu) step bench-groupby-cpu "${ACCEL[@]}" bench groupby --data "$file" --device cpu --questions "$q" \
+           --repeats "$REPEATS" --results "$keep" "${progress[@]}" ;;
+    engines) step bench-groupby-engines "${ACCEL[@]}" bench groupby --data "$file" --device cpu --questions "$q" \
+           --engines "$(installed_engines)" --cpu-from "$keep" --repeats "$REPEATS" --results "$keep" "${progress[@]}" ;;
+    gpu) step bench-groupby-gpu "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
+           --engines polars-gpu --cpu-from "$keep" --cpu-from benchmarks/results --repeats "$REPEATS" \
+           --results "$RESULTS" "${progress[@]}" ;;
+    *) local engines; engines=$(installed_engines)
+       step bench-groupby "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
+         --engines "${engines:+$engines,}polars-gpu" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
+  esac
+  [ "$keep" = "$RESULTS" ] || cp -n "$keep"/*.json "$RESULTS"/ 2>/dev/null || true
 }
 
 phase_join() {
-  local dir="$DATA/join_${JOIN_ROWS}"
+  # JOIN_ARMS: both (default), cpu (pandas only, kept under $KEEP), gpu (cuDF, pandas answers from $KEEP)
+  local dir="$DATA/join_${JOIN_ROWS}" keep="$KEEP/join" progress=(--progress-file "$RESULTS/progress-join.jsonl")
+  mkdir -p "$keep"
   [ -d "$dir" ] || step data-join "${ACCEL[@]}" data join "$JOIN_ROWS" "$dir" --format parquet
-  step bench-join "${ACCEL[@]}" bench join --data-dir "$dir" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+  case "${JOIN_ARMS:-both}" in
+    cpu) step bench-join-cpu "${ACCEL[@]}" bench join --data-dir "$dir" --device cpu --repeats "$REPEATS" --results "$keep" "${progress[@]}"
+         cp -n "$keep"/*.json "$RESULTS"/ 2>/dev/null || true ;;
+    gpu) step bench-join-gpu "${ACCEL[@]}" bench join --data-dir "$dir" --device "$DEVICE" --cpu-from "$keep" \
+           --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
+    *) step bench-join "${ACCEL[@]}" bench join --data-dir "$dir" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
+  esac
 }
 
 phase_models() {
   local models=$MODELS
+  [ "$models" = none ] && models=""
   if [ "$models" = auto ]; then
     if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('cuml') is None)"; then
       models=logistic_regression,random_forest_classifier,knn_classifier,kmeans,ridge,pca
@@ -159,10 +203,12 @@ phase_models() {
     fi
   fi
   if [ -n "$models" ]; then
-    step bench-models "${ACCEL[@]}" bench models --rows "$MODEL_ROWS" --models "$models" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+    step bench-models "${ACCEL[@]}" bench models --rows "$MODEL_ROWS" --models "$models" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
+      --progress-file "$RESULTS/progress-models.jsonl"
   fi
   if [ "$XGB_ROWS" = 0 ]; then echo "XGB_ROWS=0: the XGBoost run is left out"; return; fi
-  step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost_classifier --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS"
+  step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost_classifier --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
+    --progress-file "$RESULTS/progress-models.jsonl"
 }
 
 phase_crossover() {
@@ -188,6 +234,11 @@ phase_dask() {
   step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --out "$RESULTS"
 }
 
+phase_hpo() {
+  if [ "$DRY_RUN" = 1 ]; then echo "dry run: accel hpo not run (tested by tests/test_hpo_*.py)"; return; fi
+  step hpo "${ACCEL[@]}" hpo flights --device "$DEVICE" --trials "${HPO_TRIALS:-20}" --out "$RESULTS"
+}
+
 phase_report() {
   step report "${ACCEL[@]}" report "$RESULTS" --out "$OUT/report.html"
 }
@@ -207,7 +258,10 @@ main() {
   done
   if [ "$DRY_RUN" != 1 ] && [ -d "$RESULTS" ]; then
     # A device call brings back 8 files at most: the results travel as one archive.
-    tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$RESULTS" && echo "results packed into $OUT/results.tgz"
+    # Several invocations in one call (one per planned step) each leave their own archive.
+    local tgz="$OUT/results.tgz" n=1
+    while [ -e "$tgz" ]; do n=$((n + 1)); tgz="$OUT/results-$n.tgz"; done
+    tar czf "$tgz" -C "$OUT" results && rm -rf "$RESULTS" && echo "results packed into $tgz"
   fi
   if [ "${#FAILED[@]}" -gt 0 ]; then
     printf 'gpu_check: FAILED: %s\n' "${FAILED[@]}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -86,6 +87,19 @@ def test_cpu_answers_gathered_from_several_runs(groupby_file, tmp_path, capsys):
     result = strict_json(capsys.readouterr().out)
     assert result["arms"]["cpu"]["reused_from"] == {"q1": str(a), "q10": str(b)}
     assert [r["cpu"]["status"] for r in result["questions"]] == ["ok", "ok"]
+    # A folder: the matching results in it are used, anything else there ignored.
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    for src in (a, b):
+        (folder / src.name.replace("001", src.parent.name)).write_text(src.read_text())
+    (folder / "unrelated.json").write_text('{"benchmark": "models"}')
+    argv = ["bench", "groupby", "--data", str(groupby_file), "--questions", "q2,q10", "--cpu-from", str(folder)]
+    assert main([*argv, "--results", str(tmp_path / "d"), "--json"]) == 0
+    result = strict_json(capsys.readouterr().out)
+    assert sorted(Path(v).name for v in result["arms"]["cpu"]["reused_from"].values()) == [
+        "2026-12-01-db-groupby-cpu-a.json".replace("2026-12-01", a.name[:10]),
+        "2026-12-01-db-groupby-cpu-b.json".replace("2026-12-01", b.name[:10]),
+    ]
 
 
 def test_models_are_kept_per_arm(tmp_path, capsys):
