@@ -11,6 +11,7 @@ import pytest
 from accel.backend import cpu_backend, gpu_backend
 from tests import bodies, tables
 from tests.conftest import requires_gpu
+from tests.gpu_marks import needs_cuml
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -37,7 +38,10 @@ def test_table_features_equal_the_cpu_arm(backend, family):
     pd.testing.assert_frame_equal(gpu_test, cpu_test, check_dtype=False, check_categorical=False, rtol=1e-5)
 
 
-@pytest.mark.parametrize("model", ["xgboost", "random_forest", "logistic_regression", "knn"])
+@pytest.mark.parametrize(
+    "model",
+    ["xgboost", *(pytest.param(m, marks=needs_cuml) for m in ("random_forest", "logistic_regression", "knn"))],
+)
 def test_models_on_the_gpu_arm_match_the_cpu_arm(backend, tmp_path, model):
     from accel.config import build_config
     from accel.pairing import paired_run

@@ -6,19 +6,17 @@ where cuML is not installed (the GPU check machine may carry cuDF and XGBoost on
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from accel import dbbench
 from accel.backend import cpu_backend, gpu_backend
+from accel.metrics import parity_rule
 from accel.modelbench import PAIRS
 from tests import bench_bodies as bodies
 from tests.conftest import requires_gpu
+from tests.gpu_marks import needs_cuml, needs_xgboost_cuda
 
-pytestmark = [pytest.mark.gpu, requires_gpu]
-
-needs_cuml = pytest.mark.skipif(importlib.util.find_spec("cuml") is None, reason="cuML is not installed")
+pytestmark = [pytest.mark.gpu]
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +24,7 @@ def backend():
     return gpu_backend()
 
 
+@requires_gpu
 @pytest.mark.parametrize("fmt,nas", [("parquet", 0), ("csv", 10)])
 def test_groupby_answers_equal_the_benchmark_pandas_solution(backend, tmp_path, fmt, nas):
     path = bodies.make_groupby_file(tmp_path, n=6000, k=10, nas=nas, fmt=fmt)
@@ -35,14 +34,22 @@ def test_groupby_answers_equal_the_benchmark_pandas_solution(backend, tmp_path, 
         assert dbbench.compare_answers(gpu[name], cpu[name])["agree"], name
 
 
+@requires_gpu
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_join_answers_equal_a_numpy_reference(backend, tmp_path, fmt):
     bodies.check_join_answers(backend, bodies.make_join_dir(tmp_path, n=5000, fmt=fmt))
 
 
-def test_xgboost_trains_on_the_gpu(backend):
-    [result] = bodies.check_model_pairs(backend, ["xgboost_classifier"])
-    assert result["device_used"].startswith("cuda")
+@needs_xgboost_cuda
+def test_xgboost_trains_on_the_gpu():
+    # CuPy arrays and XGBoost-CUDA only: this runs before cuDF is on the machine.
+    gpu = gpu_backend(needs=("xgboost_cuda",))
+    [g] = bodies.check_model_pairs(gpu, ["xgboost_classifier"], rows=20_000, features=16)
+    [c] = bodies.check_model_pairs(cpu_backend(), ["xgboost_classifier"], rows=20_000, features=16)
+    assert g["device_used"].startswith("cuda") and c["device_used"] == "cpu"
+    # Same data, same seed, same hist algorithm: the accuracy of the CPU arm within the parity tolerance.
+    _, tolerance, _ = parity_rule("binary", "xgboost")
+    assert abs(g["quality"] - c["quality"]) <= tolerance, (g["quality"], c["quality"])
 
 
 @needs_cuml

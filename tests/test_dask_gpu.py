@@ -13,6 +13,7 @@ import pytest
 from accel.cluster import ClusterSession, plan_cluster
 from accel.config import ClusterConfig
 from tests.conftest import requires_gpu
+from tests.gpu_marks import needs_dask_cudf
 from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
@@ -31,11 +32,19 @@ def test_cuda_cluster_describes_itself(session):
     info = session.info
     assert info.kind == "local-cuda" and info.worker_kind == "gpu" and info.gpus_per_worker == 1 and info.workers == 1
 
+    # The worker computes on its GPU what the host (the CPU arm) computes with NumPy.
+    def on_the_worker(n):
+        import cupy
 
-needs_dask_cudf = pytest.mark.skipif(
-    importlib.util.find_spec("dask_cudf") is None,
-    reason="dask-cudf is not installed (pip install 'accel[gpu-cu12]'): cuDF partitions need it",
-)
+        x = cupy.arange(n, dtype=cupy.float64)
+        return float((x * x).sum()), str(cupy.cuda.Device().id)
+
+    import numpy as np
+
+    n = 1_000_003
+    value, device = session.client.submit(on_the_worker, n, pure=False).result(timeout=120)
+    x = np.arange(n, dtype=np.float64)
+    assert value == pytest.approx(float((x * x).sum()), rel=1e-12) and device == "0"
 
 
 @needs_dask_cudf

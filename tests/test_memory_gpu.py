@@ -1,11 +1,15 @@
 """The memory techniques of test_memory_cpu.py on the GPU arm: RMM pool, float16 CuPy storage,
 streaming from cuDF, and a real out-of-memory from a small RMM limit.
 
-Skipped, with the probe's reason, where no GPU is usable.
+Each test needs only the libraries it uses: float16 storage needs CuPy, the pool and the
+out-of-memory back-off CuPy and RMM (they run before cuDF is carried to the GPU machine);
+streaming and the pool refusal of ``accel run`` need the whole GPU arm. Skipped, naming what is
+missing, elsewhere.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -14,9 +18,10 @@ import pytest
 
 from accel.backend import gpu_backend
 from tests import bodies, tables
-from tests.conftest import ROOT, requires_gpu, run_accel
+from tests.conftest import ROOT, records_in, requires_gpu, run_accel
+from tests.gpu_marks import needs_cupy, needs_rmm
 
-pytestmark = [pytest.mark.gpu, requires_gpu]
+pytestmark = [pytest.mark.gpu]
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +29,13 @@ def backend():
     return gpu_backend()
 
 
-def test_precision_guard(backend):
-    bodies.check_precision_guard(backend)
+@needs_cupy
+def test_precision_guard():
+    # CuPy storage of a pandas frame where cuDF is missing, of a cuDF frame where it is there.
+    bodies.check_precision_guard(gpu_backend(needs=("cupy",)))
 
 
+@requires_gpu
 def test_streaming_equals_in_memory(backend, tmp_path):
     path = tmp_path / "c.parquet"
     tables.customers(12_000, seed=4).to_parquet(path, row_group_size=2500)
@@ -41,12 +49,13 @@ def _in_subprocess(code: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+@needs_rmm
 def test_rmm_pool_serves_cupy_and_counts_peak():
     out = _in_subprocess(
         """
         from accel.backend import gpu_backend
         from accel.memory import setup_rmm_pool
-        b = gpu_backend()
+        b = gpu_backend(needs=("rmm",))
         info = setup_rmm_pool(b, "auto")
         x = b.xp.ones(50_000_000, dtype=b.xp.float32)  # 200 MB through the pool
         stats = b.rmm_statistics()
@@ -56,12 +65,13 @@ def test_rmm_pool_serves_cupy_and_counts_peak():
     assert out == "True True"
 
 
+@needs_rmm
 def test_backoff_on_a_real_device_out_of_memory():
     out = _in_subprocess(
         """
         from accel.backend import gpu_backend
         from accel.batching import BatchPlan, with_backoff
-        b = gpu_backend()
+        b = gpu_backend(needs=("rmm",))
         b.limit_device_memory(1536 * 2**20)
         plan = BatchPlan(1536 * 2**20, 'test', 65536.0, 100_000, 65536, 'in-memory', 'given')
         def step(rows):
@@ -73,6 +83,19 @@ def test_backoff_on_a_real_device_out_of_memory():
     assert out == "16384 [65536, 32768]"
 
 
+@requires_gpu
 def test_rmm_pool_larger_than_the_device(tmp_path):
-    proc = run_accel("run", "flights", "--rows", "2000", "--rmm-pool", "100TB", "--out", str(tmp_path))
-    assert proc.returncode == 2 and "larger than the device" in proc.stderr
+    from accel.backend import probe_gpu
+
+    device = probe_gpu().devices[0]
+    proc = run_accel("run", "flights", "--rows", "2000", "--rmm-pool", "100TB", "--out", str(tmp_path / "gpu"))
+    assert proc.returncode == 2, proc.stderr
+    # Refused before either arm ran, naming this device and its size as the driver reports them.
+    assert f"larger than the device ({device.memory_total_bytes / 1024**3:.1f} GiB on {device.name})" in proc.stderr
+    assert records_in(tmp_path / "gpu") == []
+    # The CPU arm has no device pool: the same flag runs there and the record says the pool does not apply.
+    proc = run_accel("run", "flights", "--rows", "2000", "--rmm-pool", "100TB", "--device", "cpu", "--out", str(tmp_path / "cpu"))
+    assert proc.returncode == 0, proc.stderr
+    [path] = records_in(tmp_path / "cpu")
+    record = json.loads(path.read_text())
+    assert record["arms"]["cpu"]["memory"]["rmm"]["reason"] == "CPU arm: no device memory pool"
