@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 import uuid
 from datetime import datetime, timezone
@@ -110,6 +111,10 @@ def loads(text: str) -> Any:
     return record
 
 
+#: Free space an output folder needs before a run starts (a record is tens of kilobytes).
+MIN_FREE_BYTES = 1 << 20
+
+
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
     """Create ``folder`` if needed and prove it writable, before any long work starts.
 
@@ -124,6 +129,14 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise AccelError(f"cannot write {what} to {str(folder)!r} ({reason}); choose a writable folder with {option}") from None
+    # An empty probe file fits on a full disk: the free space is asked for too, so that a run is
+    # refused before its work rather than failing to write its record at the end.
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE_BYTES:
+        raise AccelError(
+            f"cannot write {what} to {str(folder)!r} (no space left on device: {free:,} bytes free); "
+            f"free some space or choose another folder with {option}"
+        )
     return folder
 
 
