@@ -138,7 +138,7 @@ def test_streaming_needs_xgboost(tmp_path, capsys):
     path = tmp_path / "c.csv"
     tables.customers(3000).to_csv(path, index=False)
     code, _, err = run_cli(
-        capsys, "run", "--data", str(path), "--target", "churned", "--model", "knn", "--batch-rows", "1000",
+        capsys, "run", "--data", str(path), "--target", "churned", "--model", "knn", "--batch-rows", "1500",
         "--device", "cpu", "--out", str(tmp_path / "r"),
     )
     assert_error(code, err, "only xgboost trains batch by batch")
