@@ -34,7 +34,7 @@ GPU_REQUIRED = ("cupy", "cudf")
 #: Libraries the GPU arm uses for some work only (cuML models, RMM pools, Dask-CUDA clusters).
 GPU_OPTIONAL = ("cuml", "rmm", "dask_cuda", "dask_cudf")
 
-INSTALL_HINT = "pip install 'accel[gpu-cu12]' (or [gpu-cu13] for a CUDA 13 driver)"
+INSTALL_HINT = "pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13] for a CUDA 13 driver)"
 
 # CUDA driver API error codes we name in messages (cuda.h).
 _CU_ERRORS = {

@@ -293,7 +293,7 @@ def plan_cluster(config: Any) -> ClusterPlan:
     if not probe.usable:
         raise AccelError(f"--cluster local-cuda needs a usable GPU: {probe.reason}")
     if not _installed("dask_cuda"):
-        raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel[gpu-cu12]' (or [gpu-cu13])")
+        raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13])")
     gpus = len(probe.devices)
     workers = config.workers or gpus
     if workers > gpus:

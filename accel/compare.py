@@ -88,9 +88,9 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     installed = [a for a in names if importlib.util.find_spec(a.split(".")[0]) is not None]
     if requested and len(installed) < len(names):
         missing = sorted(set(names) - set(installed))
-        return names, f"{', '.join(missing)} not installed (pip install 'accel[gpu-cu12]')"
+        return names, f"{', '.join(missing)} not installed (pip install 'accel-tabular[gpu-cu12]')"
     if not installed:
-        return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel[gpu-cu12]')"
+        return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel-tabular[gpu-cu12]')"
     probe = probe_gpu()
     if not probe.usable:
         return installed, f"no usable GPU: {probe.reason}"
@@ -449,7 +449,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         import importlib.util
 
         if importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("ipykernel") is None:
-            raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel[notebook]'")
+            raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
     out = ensure_writable(opts.out, "compare records")
     workdir = program.parent
     skip = [out]

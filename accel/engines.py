@@ -6,7 +6,7 @@ and Polars' GPU engine (``polars-gpu``: cudf-polars, ``collect(engine=GPUEngine(
 same polars queries on the GPU, with ``raise_on_fail=True`` so that a query it cannot run on the
 GPU fails instead of quietly running on the CPU. The queries follow db-benchmark's own polars
 and DuckDB solutions (``polars/groupby-polars.py``, ``duckdb/groupby-duckdb.R``), in today's
-polars API. polars and DuckDB are optional (``pip install 'accel[bench]'``); the GPU engine is
+polars API. polars and DuckDB are optional (``pip install 'accel-tabular[bench]'``); the GPU engine is
 recorded as skipped, with the reason, where cudf-polars or a GPU is missing.
 
 Each question is timed as the arms are (:func:`accel.timing.measure`: one cold run apart, then
@@ -25,7 +25,7 @@ from typing import Any
 from accel.errors import AccelError
 
 ENGINES = ("polars", "duckdb", "polars-gpu")
-#: Engines that need only what `pip install 'accel[bench]'` gives (the GPU one skips with a reason).
+#: Engines that need only what `pip install 'accel-tabular[bench]'` gives (the GPU one skips with a reason).
 CPU_ENGINES = ("polars", "duckdb")
 
 # DuckDB: the answer of each question as SQL over table x, and the checksum columns of that answer.
@@ -103,7 +103,7 @@ def check_engines(names: Sequence[str]) -> list[str]:
     needed = {"polars-gpu": "polars"}
     missing = sorted({needed.get(n, n) for n in names if importlib.util.find_spec(needed.get(n, n)) is None})
     if missing:
-        raise AccelError(f"{' and '.join(missing)} not installed: pip install 'accel[bench]'")
+        raise AccelError(f"{' and '.join(missing)} not installed: pip install 'accel-tabular[bench]'")
     return list(names)
 
 

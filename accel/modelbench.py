@@ -241,7 +241,7 @@ def gpu_pair_skip(pair: ModelPair, gpu: Backend | None, gpu_reason: str | None) 
     probe = probe_gpu()
     if pair.needs_cuml:
         if probe.libraries.get("cuml") != "installed":
-            return "cuML not installed (pip install 'accel[gpu-cu12]' or [gpu-cu13])"
+            return "cuML not installed (pip install 'accel-tabular[gpu-cu12]' or [gpu-cu13])"
         if not probe.available("cuml"):
             return f"cuML cannot run here: {probe.missing('cuml')}"
     elif not probe.available("xgboost_cuda"):

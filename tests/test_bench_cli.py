@@ -199,7 +199,7 @@ def test_engines_not_installed_says_how_to_install(groupby_file, tmp_path, capsy
     one_line_error(
         capsys,
         ["bench", "groupby", "--data", str(groupby_file), "--engines", "polars", "--results", str(tmp_path)],
-        "pip install 'accel[bench]'",
+        "pip install 'accel-tabular[bench]'",
         results=tmp_path,
     )
 
