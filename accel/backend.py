@@ -16,11 +16,13 @@ from __future__ import annotations
 import ctypes
 import importlib
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -160,9 +162,22 @@ def _installed(name: str) -> bool:
         return False
 
 
+@lru_cache(maxsize=1)
 def _xgboost_has_cuda() -> bool:
+    """Whether the installed XGBoost was built with CUDA, asked of its library (``XGBuildInfo``)
+    without importing the Python package, which loads pandas and SciPy: ``accel info`` stays light."""
     try:
-        import xgboost
+        if "xgboost" in sys.modules:
+            return bool(sys.modules["xgboost"].build_info().get("USE_CUDA"))
+        spec = importlib.util.find_spec("xgboost")
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            lib = Path(folder) / "lib" / "libxgboost.so"
+            if lib.exists():
+                out = ctypes.c_char_p()
+                if ctypes.CDLL(str(lib)).XGBuildInfo(ctypes.byref(out)) != 0 or not out.value:
+                    return False
+                return bool(json.loads(out.value.decode()).get("USE_CUDA"))
+        import xgboost  # another platform's library name: ask the package
 
         return bool(xgboost.build_info().get("USE_CUDA"))
     except Exception:  # noqa: BLE001 - detection never raises
