@@ -260,6 +260,24 @@ def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, A
     return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "relative": relative, "ok": ok}
 
 
+def check_memory_flags(settings: Any) -> None:
+    """Refuse memory flags that cannot work before any planning work: sizes that do not parse, and
+    a budget below what one batch of the minimum size needs even at one 8-byte column."""
+    from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, _human
+    from accel.memory import parse_size
+
+    if settings.rmm_pool not in ("auto", "off"):
+        parse_size(settings.rmm_pool, "--rmm-pool")
+    if settings.memory_budget:
+        budget = parse_size(settings.memory_budget, "--memory-budget")
+        floor = MIN_BATCH_ROWS * 8 / BUDGET_USE
+        if budget < floor:
+            raise AccelError(
+                f"--memory-budget {_human(budget)} is below the minimum for one batch: {MIN_BATCH_ROWS:,} rows need "
+                f"at least {_human(floor)} even with a single 8-byte column; raise the budget"
+            )
+
+
 def build_workflow(config: Any) -> Any:
     """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
     from accel.models import XGBoostParams, model_family
@@ -293,6 +311,7 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
 
     out = ensure_writable(config.out)
+    check_memory_flags(config.memory_settings())  # before planning reads the file or probes
     workflow = build_workflow(config)
 
     gpu: Backend | None = None
