@@ -1,0 +1,1308 @@
+"""Hostile inputs and faults, each through the real ``accel`` command line; a verdict per case.
+
+Every case builds its own inputs in a scratch folder (tiny tables, fake servers, a full
+filesystem, a FIFO, ...), runs ``python -m accel ...`` in a subprocess with a time limit and
+judges what came back:
+
+- ``clean error``: exit 2, ``accel: error: ...`` on stderr, no traceback, nothing half-written;
+- ``handled``: the command did its job (exit 0) and the case's own check passed;
+- ``traceback``: a Python traceback reached the user;
+- ``hang``: still running at the case's time limit (killed);
+- ``unrefused``: bad input that ran (exit 0 or 1, often with a ``failed`` record) instead of
+  being refused;
+- ``wrong``: exit 0 but a silently wrong result (the case's check says what);
+- ``overwrite``: an existing file was replaced;
+- ``security``: a password printed or stored, a socket on a non-loopback address, a test hook
+  active in a user's run;
+- ``misleading``: refused, but the message says something untrue.
+
+Run against any tree: ``PYTHONPATH=/path/to/tree python benchmarks/hostile_cases.py`` (the
+tree's ``accel`` is what the subprocesses import). Prints a Markdown table and writes it as JSON
+to ``benchmarks/results/<date>-hostile-cases-cpu-NNN.json`` (next free NNN; ``--results``
+chooses the folder). Needs root for the full-filesystem cases (a 1 MB tmpfs is mounted) and
+the unreadable-file case (run as ``nobody``); without root they are reported ``skipped``.
+
+    python benchmarks/hostile_cases.py [--only NAME,...] [--results DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+VERDICTS = ("clean error", "handled", "traceback", "hang", "unrefused", "wrong", "overwrite", "security", "misleading", "skipped")
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class Result:
+    argv: list[str]
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
+
+
+@dataclass
+class Setup:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    #: ``(verdict, why)`` overriding the generic verdict, or None.
+    check: Callable[[Result], tuple[str, str] | None] | None = None
+    cleanup: Callable[[], None] | None = None
+    #: "refuse" (exit 2 expected), "ok" (exit 0 expected), "either" (0 with the check, or a clean 2)
+    expect: str = "refuse"
+    timeout: float = 90.0
+    user: int | None = None
+    #: A custom runner (races, concurrent processes): returns the Result to judge.
+    runner: Callable[[Setup], Result] | None = None
+    skip: str | None = None
+
+
+@dataclass
+class Case:
+    name: str
+    kind: str
+    what: str
+    build: Callable[[Path], Setup]
+
+
+def accel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    env.setdefault("ACCEL_CACHE_DIR", str(SHARED / "cache"))
+    env.update(extra or {})
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def run(argv: list[str], env: dict[str, str], timeout: float, cwd: Path, user: int | None = None) -> Result:
+    cmd = [sys.executable, "-m", "accel", *argv]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    grew = threading.Event()
+    threading.Thread(target=_memory_guard, args=(proc, grew), daemon=True).start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        if grew.is_set():
+            return Result(argv, None, out, err + f"\n[harness: killed, memory grew past {MEMORY_LIMIT_GB} GB]", time.perf_counter() - t0, True)
+        return Result(argv, proc.returncode, out, err, time.perf_counter() - t0, False)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return Result(argv, None, out, err, time.perf_counter() - t0, True)
+
+
+#: A case whose process tree holds more than this is killed and counted a hang (it reads without end).
+MEMORY_LIMIT_GB = 4
+
+
+def _memory_guard(proc: subprocess.Popen, grew: threading.Event) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.Error:
+        return
+    while proc.poll() is None:
+        try:
+            rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            rss = 0
+        if rss > MEMORY_LIMIT_GB * 2**30:
+            grew.set()
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        time.sleep(0.2)
+
+
+def message(res: Result) -> str:
+    lines = [line.strip() for line in res.stderr.splitlines() if line.strip()]
+    if "Traceback" in res.stderr:
+        return "Traceback: " + (lines[-1] if lines else "")
+    for line in lines:
+        if line.startswith("accel:"):
+            return line
+    if res.rc == 0:
+        out = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+        notes = [line for line in out if line.startswith("[harness")]
+        return notes[-1] if notes else (out[-1] if out else "") or (lines[-1] if lines else "")
+    return lines[-1] if lines else ""
+
+
+def judge(setup: Setup, res: Result) -> tuple[str, str]:
+    if res.timed_out:
+        if "[harness: killed, memory grew" in res.stderr:
+            return "hang", f"memory grew past {MEMORY_LIMIT_GB} GB (killed)"
+        return "hang", f"still running after {setup.timeout:.0f} s"
+    if "Traceback (most recent call last)" in res.stderr + res.stdout:
+        return "traceback", ""
+    if setup.check is not None:
+        override = setup.check(res)
+        if override is not None:
+            return override
+    error_lines = [line for line in res.stderr.splitlines() if line.startswith("accel: error:")]
+    if setup.expect == "refuse":
+        if res.rc == 2 and error_lines:
+            return "clean error", ""
+        return "unrefused", f"exit {res.rc}"
+    if res.rc == 0:
+        return "handled", ""
+    if setup.expect == "either" and res.rc == 2 and error_lines:
+        return "clean error", ""
+    return "unrefused" if res.rc in (0, 1) else "traceback", f"exit {res.rc}"
+
+
+# --------------------------------------------------------------------------- inputs
+
+SHARED = Path(tempfile.mkdtemp(prefix="hostile-shared-"))
+
+
+def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    plan = rng.choice(["basic", "plus", "pro"], size=n)
+    spend = rng.gamma(2.0, 30.0, size=n).round(2)
+    calls = rng.poisson(1.5, size=n)
+    logit = -1 + 1.2 * (plan == "basic") + 0.5 * calls - 0.01 * spend
+    churned = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    return pd.DataFrame({"plan": plan, "spend": spend, "calls": calls, "age": rng.integers(18, 80, n), "churned": churned})
+
+
+def prices(n: int = 300, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    size = rng.uniform(40, 250, n).round(1)
+    rooms = rng.integers(1, 7, n)
+    price = (2000 * size + 15000 * rooms + rng.normal(0, 20000, n)).round(0)
+    return pd.DataFrame({"size": size, "rooms": rooms, "price": price})
+
+
+def csv(tmp: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
+    path = tmp / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return path
+
+
+def table_args(path: Path, target: str = "churned", *extra: str, out: Path | None = None) -> list[str]:
+    return ["run", "--data", str(path), "--target", target, "--device", "cpu", "--out", str(out or path.parent / "runs"), *extra]
+
+
+_FIXTURES: dict[str, Path] = {}
+
+
+def fixture_runs() -> Path:
+    """A folder with two run records (a classification table and a regression table)."""
+    if "runs" not in _FIXTURES:
+        folder = SHARED / "runs"
+        a = csv(SHARED / "a", customers(), "churn.csv")
+        b = csv(SHARED / "b", prices(), "prices.csv")
+        for args in (table_args(a, out=folder), table_args(b, "price", out=folder)):
+            res = run(args, accel_env(), 300, SHARED)
+            if res.rc != 0:
+                raise SystemExit(f"could not make the fixture runs: {res.stderr[-2000:]}")
+        _FIXTURES["runs"] = folder
+    return _FIXTURES["runs"]
+
+
+def copy_runs(tmp: Path) -> Path:
+    target = tmp / "records"
+    shutil.copytree(fixture_runs(), target)
+    return target
+
+
+def no_files_left(folder: Path, allowed: set[str] | None = None) -> list[str]:
+    """Names under ``folder`` other than ``allowed`` (temporary files left behind)."""
+    if not folder.exists():
+        return []
+    return sorted(p.name for p in folder.rglob("*") if p.is_file() and p.name not in (allowed or set()))
+
+
+# --------------------------------------------------------------------------- servers
+
+
+class Server:
+    """A TCP server on 127.0.0.1 in a thread: ``http``, ``silent`` (accepts, never answers) or ``garbage``."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.held: list[socket.socket] = []
+        if kind == "http":
+            self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+            self.port = self.httpd.server_address[1]
+            threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+            return
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            if self.kind == "garbage":
+                try:
+                    conn.sendall(os.urandom(64) + b"\xff" * 8 + os.urandom(4096))
+                except OSError:
+                    pass
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        if self.kind == "http":
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            return
+        self.stopped = True
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def server_case(kind: str, command: str) -> Callable[[Path], Setup]:
+    def build(tmp: Path) -> Setup:
+        server = Server(kind)
+        if command == "run":
+            argv = ["run", "flights", "--rows", "2000", "--scheduler", server.address, "--out", str(tmp / "runs")]
+        else:
+            argv = ["hpo", "flights", "--rows", "2000", "--trials", "2", "--scheduler", server.address, "--out", str(tmp / "runs")]
+
+        def check(res: Result) -> tuple[str, str] | None:
+            if res.rc == 2 and res.seconds > 60:
+                return "hang", f"refused only after {res.seconds:.0f} s (the README promises 5 s)"
+            if (tmp / "runs").exists() and no_files_left(tmp / "runs"):
+                return "wrong", "files left in --out"
+            return None
+
+        return Setup(argv, check=check, cleanup=server.close, timeout=120)
+
+    return build
+
+
+# --------------------------------------------------------------------------- full filesystem
+
+
+def mount_full(tmp: Path) -> tuple[Path | None, str | None]:
+    """A 1 MB tmpfs, filled up; (its path, None) or (None, why not)."""
+    if os.geteuid() != 0:
+        return None, "needs root to mount a tmpfs"
+    point = tmp / "full"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], capture_output=True, text=True)
+    if done.returncode:
+        return None, f"mount failed: {done.stderr.strip()}"
+    try:
+        with open(point / "filler", "wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+    except OSError:
+        pass
+    return point, None
+
+
+def unmount(point: Path | None) -> None:
+    if point is not None:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def full_out(tmp: Path) -> Setup:
+    point, why = mount_full(tmp)
+    if point is None:
+        return Setup([], skip=why)
+    data = csv(tmp, customers())
+    out = point / "runs"
+
+    def check(res: Result) -> tuple[str, str] | None:
+        left = no_files_left(point, {"filler"})
+        return ("wrong", f"left behind: {left}") if left else None
+
+    return Setup(table_args(data, out=out), check=check, cleanup=lambda: unmount(point))
+
+
+def full_cache(tmp: Path) -> Setup:
+    point, why = mount_full(tmp)
+    if point is None:
+        return Setup([], skip=why)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        left = no_files_left(point, {"filler"})
+        return ("wrong", f"left behind: {left}") if left else None
+
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
+        env={"ACCEL_CACHE_DIR": str(point / "cache")},
+        check=check,
+        cleanup=lambda: unmount(point),
+    )
+
+
+def full_report(tmp: Path) -> Setup:
+    point, why = mount_full(tmp)
+    if point is None:
+        return Setup([], skip=why)
+    records = copy_runs(tmp)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        left = no_files_left(point, {"filler"})
+        return ("wrong", f"left behind: {left}") if left else None
+
+    return Setup(["report", str(records), "--out", str(point / "report.html")], check=check, cleanup=lambda: unmount(point))
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+def c(name: str, kind: str, what: str) -> Callable[[Callable[[Path], Setup]], Callable[[Path], Setup]]:
+    def register(build: Callable[[Path], Setup]) -> Callable[[Path], Setup]:
+        CASES.append(Case(name, kind, what, build))
+        return build
+
+    return register
+
+
+CASES: list[Case] = []
+
+# ---- hangs
+CASES.append(Case("scheduler-http", "hang", "--scheduler at an HTTP server", server_case("http", "run")))
+CASES.append(Case("scheduler-silent", "hang", "--scheduler at a port that accepts and never answers", server_case("silent", "run")))
+CASES.append(Case("hpo-scheduler-silent", "hang", "hpo --scheduler at a port that accepts and never answers", server_case("silent", "hpo")))
+
+
+@c("yaml-alias-bomb", "hang", "a workflow file that is a YAML alias bomb")
+def _(tmp: Path) -> Setup:
+    # Nine levels of nine aliases: 9**10 strings once expanded; "rows" is given the biggest.
+    lines = ['x0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        lines.append(f"x{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]")
+    lines += ["workflow: flights", "rows: *a9"]
+    path = tmp / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if len(res.stderr) > 2000:
+            return "wrong", f"the error quotes {len(res.stderr):,} characters"
+        return None
+
+    return Setup(["run", str(path), "--out", str(tmp / "runs")], check=check, timeout=60)
+
+
+def fifo_in(folder: Path, name: str) -> Path:
+    path = folder / name
+    os.mkfifo(path)
+    return path
+
+
+def _listed(res: Result, name: str) -> tuple[str, str] | None:
+    if res.rc == 0 and name not in res.stdout + res.stderr:
+        return "wrong", f"{name} not listed as not used"
+    return None
+
+
+@c("report-fifo", "hang", "accel report over a folder holding a FIFO named *.json")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    fifo_in(records, "pipe.json")
+    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "pipe.json"), timeout=60)
+
+
+@c("experiments-fifo", "hang", "accel experiments over a folder holding a FIFO named *.json")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    fifo_in(records, "pipe.json")
+    return Setup(["experiments", str(records)], expect="ok", check=lambda r: _listed(r, "pipe.json"), timeout=60)
+
+
+@c("report-dev-zero", "hang", "accel report over a folder holding a link to /dev/zero named *.json")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    (records / "zero.json").symlink_to("/dev/zero")
+    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "zero.json"), timeout=60)
+
+
+@c("experiments-dev-zero", "hang", "accel experiments over a folder holding a link to /dev/zero named *.db and *.json")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    (records / "zero.json").symlink_to("/dev/zero")
+    (records / "zero.db").symlink_to("/dev/zero")
+    return Setup(["experiments", str(records)], expect="ok", check=lambda r: _listed(r, "zero.json"), timeout=60)
+
+
+# ---- tracebacks
+@c("out-full", "traceback", "--out on a full filesystem")
+def _(tmp: Path) -> Setup:
+    return full_out(tmp)
+
+
+@c("cache-full", "traceback", "the cache ($ACCEL_CACHE_DIR) on a full filesystem")
+def _(tmp: Path) -> Setup:
+    return full_cache(tmp)
+
+
+@c("report-out-full", "traceback", "report --out on a full filesystem")
+def _(tmp: Path) -> Setup:
+    return full_report(tmp)
+
+
+@c("home-unwritable", "traceback", "HOME unwritable and missing, no ACCEL_CACHE_DIR: accel run flights")
+def _(tmp: Path) -> Setup:
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
+        env={"HOME": "/proc/accel-no-home", "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None},  # type: ignore[dict-item]
+        expect="either",
+    )
+
+
+@c("home-unset", "traceback", "HOME unset, no ACCEL_CACHE_DIR: accel run flights")
+def _(tmp: Path) -> Setup:
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
+        env={"HOME": None, "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None},  # type: ignore[dict-item]
+        expect="either",
+    )
+
+
+@c("unreadable-data", "traceback", "--data a file its user cannot read")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    data.chmod(0)
+    user = 65534 if os.geteuid() == 0 else None
+    if user is not None:
+        tmp.chmod(0o777)
+        (tmp / "cache").mkdir()
+        (tmp / "cache").chmod(0o777)
+    return Setup(
+        table_args(data, out=tmp / "runs"),
+        env={"HOME": str(tmp), "ACCEL_CACHE_DIR": str(tmp / "cache")},
+        user=user,
+    )
+
+
+@c("seed-negative", "traceback", "--seed -1")
+def _(tmp: Path) -> Setup:
+    return Setup(table_args(csv(tmp, customers()), "churned", "--seed", "-1"))
+
+
+@c("seed-huge", "traceback", "--seed 2**70")
+def _(tmp: Path) -> Setup:
+    return Setup(table_args(csv(tmp, customers()), "churned", "--seed", str(2**70)))
+
+
+@c("hpo-seed-huge", "traceback", "hpo --seed 2**70")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["hpo", "--data", str(data), "--target", "churned", "--trials", "2", "--seed", str(2**70), "--out", str(tmp / "runs")])
+
+
+@c("gzip-truncated", "traceback", "--data a truncated .csv.gz")
+def _(tmp: Path) -> Setup:
+    raw = gzip.compress(customers(3000).to_csv(index=False).encode())
+    path = tmp / "data.csv.gz"
+    path.write_bytes(raw[: len(raw) // 2])
+    return Setup(table_args(path), check=lambda r: ("wrong", "records written") if list((tmp / "runs").glob("*.json")) else None)
+
+
+@c("gzip-not-gzip", "traceback", "--data a .csv.gz that is plain text")
+def _(tmp: Path) -> Setup:
+    path = tmp / "data.csv.gz"
+    path.write_text(customers().to_csv(index=False))
+    return Setup(table_args(path))
+
+
+CASES.append(Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", server_case("garbage", "run")))
+
+
+@c("scheduler-ucx", "traceback", "--scheduler ucx://... without UCX installed")
+def _(tmp: Path) -> Setup:
+    return Setup(["run", "flights", "--rows", "2000", "--scheduler", "ucx://127.0.0.1:8786", "--out", str(tmp / "runs")], timeout=60)
+
+
+@c("scheduler-tls", "traceback", "--scheduler tls://... without certificates")
+def _(tmp: Path) -> Setup:
+    server = Server("silent")
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--scheduler", f"tls://127.0.0.1:{server.port}", "--out", str(tmp / "runs")],
+        cleanup=server.close,
+        timeout=60,
+    )
+
+
+@c("datagen-groupby-huge", "traceback", "accel data groupby 1e13 rows into a new folder")
+def _(tmp: Path) -> Setup:
+    target = tmp / "new" / "G1.parquet"
+
+    def check(res: Result) -> tuple[str, str] | None:
+        return ("wrong", "folder left behind") if (tmp / "new").exists() else None
+
+    return Setup(["data", "groupby", "1e13", "100", str(target)], check=check, timeout=60)
+
+
+@c("datagen-join-huge", "traceback", "accel data join 1e13 rows into a new folder")
+def _(tmp: Path) -> Setup:
+    def check(res: Result) -> tuple[str, str] | None:
+        return ("wrong", "folder left behind") if (tmp / "new").exists() else None
+
+    return Setup(["data", "join", "1e13", str(tmp / "new")], check=check, timeout=60)
+
+
+@c("report-wrong-shape", "traceback", "accel report over records of the wrong shape")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    (records / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"], "speedup": 3}))
+    (records / "bad-models.json").write_text(json.dumps({"benchmark": "models", "models": [1, 2, 3]}))
+    (records / "bad-scaling.json").write_text(json.dumps({"benchmark": "scaling", "rows": "many"}))
+    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "bad-run.json"))
+
+
+@c("report-dollar-names", "traceback", "accel report over a run whose workflow and id hold '$'")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    for path in sorted(records.glob("*.json")):
+        rec = json.loads(path.read_text())
+        rec["workflow"] = "cost$usd"
+        rec["run_id"] = "x$y_z"
+        path.write_text(json.dumps(rec))
+    return Setup(["report", str(records)], expect="ok")
+
+
+@c("experiments-plot-dollar", "traceback", "experiments --plot with '$' in a table's name")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers(), "cost$a_b.csv")
+    res = run(table_args(data, out=tmp / "runs"), accel_env(), 300, tmp)
+    if res.rc != 0:
+        return Setup([], skip=f"setup failed: {message(res)}")
+    return Setup(["experiments", str(tmp / "runs"), "--plot"], expect="ok")
+
+
+@c("experiments-plot-extension", "traceback", "experiments --plot plot.xyz")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    return Setup(["experiments", str(records), "--plot", str(tmp / "plot.xyz")])
+
+
+def hpo_args(data: Path, tmp: Path, *extra: str) -> list[str]:
+    return ["hpo", "--data", str(data), "--target", "churned", "--device", "cpu", "--out", str(tmp / "runs"), *extra]
+
+
+@c("hpo-same-study-race", "traceback", "two accel hpo processes creating the same study at once")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    argv = hpo_args(data, tmp, "--study", "same", "--trials", "2")
+
+    def runner(setup: Setup) -> Result:
+        env = accel_env(setup.env)
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+            for _ in range(2)
+        ]
+        t0 = time.perf_counter()
+        outs = []
+        for p in procs:
+            try:
+                o, e = p.communicate(timeout=setup.timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                o, e = p.communicate()
+                return Result(argv, None, o, e, time.perf_counter() - t0, True)
+            outs.append((p.returncode, o, e))
+        outs.sort(key=lambda x: x[0])  # the one that lost (the higher exit status) last
+        rc, o, e = outs[-1]
+        return Result(argv, rc, outs[0][1] + o, outs[0][2] + e, time.perf_counter() - t0, False)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc == 0:
+            return "wrong", "both processes ran in the same study"
+        return None
+
+    return Setup(argv, runner=runner, check=check, timeout=240)
+
+
+@c("hpo-resume-running", "traceback", "hpo --resume of a study another process is running")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers(3000))
+    first = hpo_args(data, tmp, "--study", "busy", "--trials", "400")
+    second = hpo_args(data, tmp, "--study", "busy", "--resume", "--trials", "400")
+
+    def runner(setup: Setup) -> Result:
+        env = accel_env(setup.env)
+        a = subprocess.Popen([sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+        db = tmp / "runs" / "hpo.db"
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and a.poll() is None:
+            try:
+                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+                n = con.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+                con.close()
+                if n >= 1:
+                    break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.2)
+        res = run(second, env, setup.timeout, tmp)
+        time.sleep(3)  # let the first process meet what the second did to its study
+        a.send_signal(signal.SIGINT)
+        try:
+            a_out, a_err = a.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a_out, a_err = a.communicate()
+        return Result(second, res.rc, res.stdout, res.stderr + "\n--- first process:\n" + a_err[-3000:], res.seconds, res.timed_out)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc == 0:
+            return "unrefused", "the resume ran beside the running process"
+        return None
+
+    return Setup(second, runner=runner, check=check, timeout=240)
+
+
+# ---- not refused
+@c("inf-target", "unrefused", "a regression target holding inf")
+def _(tmp: Path) -> Setup:
+    frame = prices()
+    frame.loc[[3, 17], "price"] = [np.inf, -np.inf]
+    return Setup(table_args(csv(tmp, frame), "price"), expect="either")
+
+
+@c("inf-feature", "unrefused", "a feature holding inf")
+def _(tmp: Path) -> Setup:
+    frame = customers()
+    frame["spend"] = frame["spend"].astype(float)
+    frame.loc[[2, 9, 40], "spend"] = np.inf
+    data = csv(tmp, frame)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc == 0 and "inf" not in (res.stdout + res.stderr).lower():
+            return "wrong", "ran without saying what happened to the infinities"
+        return None
+
+    return Setup(table_args(data), expect="either", check=check)
+
+
+@c("test-class-unseen", "unrefused", "a class whose only rows fall in the test split")
+def _(tmp: Path) -> Setup:
+    from accel.data import split_positions
+
+    frame = customers(200)
+    _, test = split_positions(len(frame), 0.2, 42)
+    frame.loc[test[:2], "churned"] = "maybe"
+    return Setup(table_args(csv(tmp, frame)))
+
+
+@c("short-row", "unrefused", "a CSV row with fewer fields than the header (pyarrow rejects it)")
+def _(tmp: Path) -> Setup:
+    path = csv(tmp, customers())
+    lines = path.read_text().splitlines()
+    lines[150] = ",".join(lines[150].split(",")[:3])
+    path.write_text("\n".join(lines) + "\n")
+    return Setup(table_args(path))
+
+
+@c("long-row", "unrefused", "a CSV row with more fields than the header")
+def _(tmp: Path) -> Setup:
+    path = csv(tmp, customers())
+    lines = path.read_text().splitlines()
+    lines[250] = lines[250] + ",7,8"
+    path.write_text("\n".join(lines) + "\n")
+    return Setup(table_args(path))
+
+
+@c("beyond-float32", "unrefused", "a feature with values beyond float32's range")
+def _(tmp: Path) -> Setup:
+    frame = customers()
+    frame["spend"] = frame["spend"] * 1e300
+    return Setup(table_args(csv(tmp, frame)))
+
+
+@c("target-beyond-float32", "unrefused", "a regression target beyond float32's range")
+def _(tmp: Path) -> Setup:
+    frame = prices()
+    frame["price"] = frame["price"] * 1e300
+    return Setup(table_args(csv(tmp, frame), "price"))
+
+
+def workflow_file(tmp: Path, text: str, data: Path, target: str = "churned") -> Path:
+    path = tmp / "w.yaml"
+    path.write_text(f"data: {data}\ntarget: {target}\ndevice: cpu\nout: {tmp / 'runs'}\n" + text)
+    return path
+
+
+@c("rf-max-features", "unrefused", "random_forest max_features: 5.0 in a workflow file")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["run", str(workflow_file(tmp, "model: random_forest\nrandom_forest:\n  max_features: 5.0\n", data))])
+
+
+@c("knn-neighbors", "unrefused", "knn n_neighbors larger than the training rows")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["run", str(workflow_file(tmp, "model: knn\nknn:\n  n_neighbors: 100000\n", data))])
+
+
+@c("xgb-max-bin", "unrefused", "xgboost max_bin: 1e10")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["run", str(workflow_file(tmp, "xgboost:\n  max_bin: 10000000000\n", data))], timeout=120)
+
+
+@c("logreg-C-inf", "unrefused", "logistic_regression C: .inf")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["run", str(workflow_file(tmp, "model: logistic_regression\nlogistic_regression:\n  C: .inf\n", data))])
+
+
+@c("xgb-reg-lambda-nan", "unrefused", "xgboost reg_lambda: .nan")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    return Setup(["run", str(workflow_file(tmp, "xgboost:\n  min_child_weight: .nan\n  reg_lambda: .inf\n", data))])
+
+
+# ---- silently wrong
+@c("one-row-per-class", "wrong", "a text target with one row per class")
+def _(tmp: Path) -> Setup:
+    frame = customers(60)
+    frame["churned"] = [f"c{i}" for i in range(60)]
+    return Setup(table_args(csv(tmp, frame)))
+
+
+@c("single-minority-row", "wrong", "a target with a single row of one class")
+def _(tmp: Path) -> Setup:
+    frame = customers(300)
+    frame.loc[5, "churned"] = "maybe"
+    return Setup(table_args(csv(tmp, frame)))
+
+
+@c("parquet-type-conflict", "wrong", "a Parquet folder whose files disagree on a column's type")
+def _(tmp: Path) -> Setup:
+    folder = tmp / "parts"
+    folder.mkdir()
+    frame = customers(400)
+    frame.iloc[:200].to_parquet(folder / "a.parquet", index=False)
+    other = frame.iloc[200:].copy()
+    other["calls"] = other["calls"].astype(str)
+    other.to_parquet(folder / "b.parquet", index=False)
+    return Setup(table_args(folder, out=tmp / "runs"))
+
+
+@c("newline-column-names", "wrong", "column names holding newlines")
+def _(tmp: Path) -> Setup:
+    frame = customers()
+    frame = frame.rename(columns={"spend": "monthly\nspend", "calls": "support\r\ncalls"})
+    data = csv(tmp, frame)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc != 0:
+            return None
+        records = sorted((tmp / "runs").glob("*.json"))
+        if not records:
+            return "wrong", "no record"
+        source = json.loads(records[0].read_text())["data"]["source"]
+        if source["columns"] != 5:
+            return "wrong", f"counted {source['columns']} columns, the table has 5"
+        if "'monthly\\nspend'" not in res.stdout and "monthly\\nspend" not in res.stdout:
+            return "wrong", "the plan does not show the name with its newline"
+        return None
+
+    return Setup(table_args(data), expect="either", check=check)
+
+
+@c("batch-rows-tiny", "wrong", "--batch-rows 1")
+def _(tmp: Path) -> Setup:
+    return Setup(table_args(csv(tmp, customers(3000)), "churned", "--batch-rows", "1"), timeout=180)
+
+
+@c("yaml-duplicate-keys", "wrong", "a workflow file with a key given twice")
+def _(tmp: Path) -> Setup:
+    path = tmp / "w.yaml"
+    path.write_text("workflow: flights\nrows: 1000\nrows: 2000\ndevice: cpu\n")
+    return Setup(["run", str(path), "--out", str(tmp / "runs")])
+
+
+@c("experiments-same-name-tables", "wrong", "two different tables both named data.csv: one group each")
+def _(tmp: Path) -> Setup:
+    a = csv(tmp / "x", customers(300, seed=1), "data.csv")
+    b = csv(tmp / "y", customers(300, seed=2), "data.csv")
+    for data in (a, b):
+        res = run(table_args(data, out=tmp / "runs"), accel_env(), 300, tmp)
+        if res.rc != 0:
+            return Setup([], skip=f"setup failed: {message(res)}")
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc != 0:
+            return None
+        record = json.loads(res.stdout.rsplit("\nexperiments record:", 1)[0])  # the JSON, then the record's path
+        if len(record["groups"]) != 2:
+            return "wrong", f"{len(record['groups'])} group(s) for two different tables"
+        return None
+
+    return Setup(["experiments", str(tmp / "runs"), "--json", "--out", str(tmp / "exp")], expect="ok", check=check)
+
+
+@c("report-front-per-group", "wrong", "accel report: one Pareto front per comparable group")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    res = run(["experiments", str(records), "--out", str(tmp / "exp")], accel_env(), 300, tmp)
+    if res.rc != 0:
+        return Setup([], skip=f"setup failed: {message(res)}")
+    groups = json.loads(next((tmp / "exp").glob("*.json")).read_text())["groups"]
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc != 0:
+            return None
+        fronts = res.stdout.count("Pareto front of ")
+        if fronts != len(groups):
+            return "wrong", f"{fronts} fronts named for {len(groups)} groups"
+        return None
+
+    return Setup(["report", str(tmp / "exp")], expect="ok", check=check)
+
+
+@c("experiments-plot-panels", "wrong", "experiments --plot: AUC and RMSE groups are not drawn on one axis")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc != 0:
+            return None
+        record = json.loads(next((tmp / "exp").glob("*.json")).read_text())
+        panels = record.get("plot_panels")
+        if not panels or len(panels) != 2:
+            return "wrong", "AUC and RMSE drawn on one axis"
+        return None
+
+    return Setup(["experiments", str(records), "--plot", str(tmp / "p.png"), "--out", str(tmp / "exp")], expect="ok", check=check)
+
+
+# ---- overwrites
+def _unchanged(path: Path, before: bytes) -> Callable[[Result], tuple[str, str] | None]:
+    def check(res: Result) -> tuple[str, str] | None:
+        if path.read_bytes() != before:
+            return "overwrite", f"{path.name} was replaced"
+        return None
+
+    return check
+
+
+@c("experiments-plot-exists", "overwrite", "experiments --plot FILE over an existing file")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    target = tmp / "mine.png"
+    target.write_bytes(b"precious")
+    return Setup(["experiments", str(records), "--plot", str(target)], expect="either", check=_unchanged(target, b"precious"))
+
+
+@c("report-out-exists", "overwrite", "report --out FILE over an existing file")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    target = tmp / "mine.html"
+    target.write_bytes(b"precious")
+    return Setup(["report", str(records), "--out", str(target)], expect="either", check=_unchanged(target, b"precious"))
+
+
+@c("report-permissions", "overwrite", "the report file is created with the permissions of a record")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc != 0:
+            return None
+        html = list(tmp.glob("r*.html"))
+        record = next(records.glob("*.json"))
+        if not html or (html[0].stat().st_mode & 0o777) != (record.stat().st_mode & 0o777):
+            return "wrong", f"report mode {oct(html[0].stat().st_mode & 0o777) if html else '?'} vs record {oct(record.stat().st_mode & 0o777)}"
+        return None
+
+    return Setup(["report", str(records), "--out", str(tmp / "r.html")], expect="ok", check=check)
+
+
+# ---- security
+def _no_secret(res: Result, tmp: Path) -> tuple[str, str] | None:
+    if "s3cret" in res.stdout + res.stderr:
+        return "security", "the password was printed"
+    for path in tmp.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".db"):
+            if b"s3cret" in path.read_bytes():
+                return "security", f"the password is stored in {path.name}"
+    return None
+
+
+@c("storage-password", "security", "hpo --storage with a password in the URL (unreachable server)")
+def _(tmp: Path) -> Setup:
+    return Setup(
+        ["hpo", "flights", "--rows", "2000", "--storage", "postgresql://u:s3cret@127.0.0.1:1/db", "--out", str(tmp / "runs")],
+        check=lambda r: _no_secret(r, tmp),
+    )
+
+
+@c("storage-query-password", "security", "hpo --storage with the password in the query string")
+def _(tmp: Path) -> Setup:
+    return Setup(
+        ["hpo", "flights", "--rows", "2000", "--storage", "postgresql://u@127.0.0.1:1/db?password=s3cret", "--out", str(tmp / "runs")],
+        check=lambda r: _no_secret(r, tmp),
+    )
+
+
+@c("storage-password-stored", "security", "hpo --storage sqlite:///...?password=...: not in the record or the study")
+def _(tmp: Path) -> Setup:
+    data = csv(tmp, customers())
+    url = f"sqlite:///{tmp / 'study.db'}?password=s3cret"
+    return Setup(hpo_args(data, tmp, "--storage", url, "--trials", "2"), expect="ok", check=lambda r: _no_secret(r, tmp))
+
+
+@c("loopback-sockets", "security", "accel run --cluster local: every listening socket on loopback")
+def _(tmp: Path) -> Setup:
+    import psutil
+
+    argv = ["run", "flights", "--rows", "3000", "--cluster", "local", "--workers", "1", "--out", str(tmp / "runs")]
+    found: list[tuple[str, str]] = []
+
+    def runner(setup: Setup) -> Result:
+        env = accel_env(setup.env)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+        chunks: dict[str, list[str]] = {"out": [], "err": []}
+        readers = [
+            threading.Thread(target=lambda s=s, k=k: chunks[k].append(s.read()), daemon=True) for s, k in ((proc.stdout, "out"), (proc.stderr, "err"))
+        ]
+        for r in readers:
+            r.start()
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None and time.perf_counter() - t0 < setup.timeout:
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    for conn in p.net_connections(kind="inet"):
+                        if conn.status == psutil.CONN_LISTEN and conn.laddr.ip not in ("127.0.0.1", "::1"):
+                            # The run's own process holds the scheduler, the dashboard, the nannies and
+                            # XGBoost's tracker; worker processes hold Dask's worker sockets (configured
+                            # for 127.0.0.1) and XGBoost's ring sockets, which XGBoost binds to every
+                            # interface itself (BindHost: INADDR_ANY), whatever it is told.
+                            role = "main process" if p.pid == root.pid else "worker process"
+                            entry = (role, f"{conn.laddr.ip}:{conn.laddr.port}")
+                            if entry not in found:
+                                found.append(entry)
+            except (psutil.Error, OSError):
+                pass
+            time.sleep(0.02)
+        timed_out = proc.poll() is None
+        if timed_out:
+            proc.kill()
+        proc.wait()
+        for r in readers:
+            r.join(5)
+        return Result(argv, None if timed_out else proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), time.perf_counter() - t0, timed_out)
+
+    def check(res: Result) -> tuple[str, str] | None:
+        ours = [a for who, a in found if who == "main process"]
+        xgboost_ring = [a for who, a in found if who == "worker process"]
+        note = f"; XGBoost's worker ring sockets on {', '.join(xgboost_ring)} (bound by XGBoost to every interface)" if xgboost_ring else ""
+        if ours:
+            return "security", "scheduler/dashboard/tracker process listening beyond loopback: " + ", ".join(ours) + note
+        if res.rc == 0 and note:
+            res.stdout += f"\n[harness{note}]"
+        return None
+
+    return Setup(argv, runner=runner, check=check, expect="ok", timeout=240)
+
+
+@c("fault-hook-env", "security", "ACCEL_FAULT_DIR set in a user's environment arms the worker kill hook")
+def _(tmp: Path) -> Setup:
+    faults = tmp / "faults"
+    faults.mkdir()
+    (faults / "features.armed").write_text("")
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if not (faults / "features.armed").exists():
+            return "security", "a worker killed itself on the hook"
+        return None
+
+    return Setup(
+        ["run", "flights", "--rows", "3000", "--cluster", "local", "--workers", "1", "--out", str(tmp / "runs")],
+        env={"ACCEL_FAULT_DIR": str(faults)},
+        check=check,
+        expect="ok",
+        timeout=240,
+    )
+
+
+# ---- misleading messages
+def _not_said(*phrases: str) -> Callable[[Result], tuple[str, str] | None]:
+    def check(res: Result) -> tuple[str, str] | None:
+        for phrase in phrases:
+            if phrase in res.stderr:
+                return "misleading", f"says {phrase!r}"
+        return None
+
+    return check
+
+
+@c("data-dev-null", "misleading", "--data /dev/null (a character device)")
+def _(tmp: Path) -> Setup:
+    return Setup(["run", "--data", "/dev/null", "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"))
+
+
+@c("data-fifo", "misleading", "--data a FIFO")
+def _(tmp: Path) -> Setup:
+    path = fifo_in(tmp, "pipe.csv")
+    return Setup(["run", "--data", str(path), "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"), timeout=60)
+
+
+@c("rows-more-than-table", "misleading", "--rows larger than the table")
+def _(tmp: Path) -> Setup:
+    def check(res: Result) -> tuple[str, str] | None:
+        if res.rc == 0 and "all 300 rows" not in res.stdout + res.stderr:
+            return "misleading", "does not say that all 300 rows were used"
+        return None
+
+    return Setup(table_args(csv(tmp, customers()), "churned", "--rows", "1000000"), expect="ok", check=check)
+
+
+@c("yaml-tag", "misleading", "a workflow file with a YAML tag (!!python/object)")
+def _(tmp: Path) -> Setup:
+    path = tmp / "w.yaml"
+    path.write_text('workflow: !!python/object/apply:os.system ["echo pwned"]\n')
+
+    def check(res: Result) -> tuple[str, str] | None:
+        if "not allowed" not in res.stderr:
+            return "misleading", "does not say tags are not allowed"
+        return None
+
+    return Setup(["run", str(path)], check=check)
+
+
+# ---- inputs refused cleanly before (kept to see that they stay so)
+@c("missing-file", "clean", "--data a file that does not exist")
+def _(tmp: Path) -> Setup:
+    return Setup(["run", "--data", str(tmp / "nope.csv"), "--target", "y"])
+
+
+@c("empty-csv", "clean", "--data an empty file")
+def _(tmp: Path) -> Setup:
+    (tmp / "e.csv").write_text("")
+    return Setup(["run", "--data", str(tmp / "e.csv"), "--target", "y", "--out", str(tmp / "runs")])
+
+
+@c("binary-csv", "clean", "--data a binary file")
+def _(tmp: Path) -> Setup:
+    (tmp / "b.csv").write_bytes(os.urandom(2000) + b"\0" * 10)
+    return Setup(["run", "--data", str(tmp / "b.csv"), "--target", "y", "--out", str(tmp / "runs")])
+
+
+@c("unknown-target", "clean", "--target a column that does not exist")
+def _(tmp: Path) -> Setup:
+    return Setup(table_args(csv(tmp, customers()), "churn"))
+
+
+@c("corrupt-parquet", "clean", "--data a corrupt Parquet file")
+def _(tmp: Path) -> Setup:
+    (tmp / "x.parquet").write_bytes(b"PAR1" + os.urandom(500))
+    return Setup(["run", "--data", str(tmp / "x.parquet"), "--target", "y", "--out", str(tmp / "runs")])
+
+
+@c("rows-zero", "clean", "--rows 0")
+def _(tmp: Path) -> Setup:
+    return Setup(["run", "flights", "--rows", "0"])
+
+
+@c("memory-budget-bad", "clean", "--memory-budget 12XB")
+def _(tmp: Path) -> Setup:
+    return Setup(table_args(csv(tmp, customers()), "churned", "--memory-budget", "12XB"))
+
+
+@c("scheduler-malformed", "clean", "--scheduler not-an-address")
+def _(tmp: Path) -> Setup:
+    return Setup(["run", "flights", "--scheduler", "http://x"])
+
+
+@c("scheduler-closed-port", "clean", "--scheduler a port nobody listens on")
+def _(tmp: Path) -> Setup:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return Setup(["run", "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp / "runs")], timeout=60)
+
+
+@c("hpo-subset-zero", "clean", "hpo --subset 0")
+def _(tmp: Path) -> Setup:
+    return Setup(["hpo", "flights", "--subset", "0"])
+
+
+@c("hpo-resume-missing", "clean", "hpo --resume of a study that does not exist")
+def _(tmp: Path) -> Setup:
+    return Setup(["hpo", "flights", "--rows", "2000", "--resume", "--study", "nope", "--out", str(tmp / "runs")])
+
+
+@c("experiments-no-folder", "clean", "experiments on a folder that does not exist")
+def _(tmp: Path) -> Setup:
+    return Setup(["experiments", str(tmp / "nope")])
+
+
+@c("report-empty-folder", "clean", "report on an empty folder")
+def _(tmp: Path) -> Setup:
+    (tmp / "empty").mkdir()
+    return Setup(["report", str(tmp / "empty")])
+
+
+@c("datagen-k-over-n", "clean", "accel data groupby with K > N")
+def _(tmp: Path) -> Setup:
+    return Setup(["data", "groupby", "100", "1000", str(tmp / "g.csv")])
+
+
+@c("yaml-unknown-key", "clean", "a workflow file with an unknown key")
+def _(tmp: Path) -> Setup:
+    path = tmp / "w.yaml"
+    path.write_text("workflow: flights\nxgboost:\n  n_estimatorz: 5\n")
+    return Setup(["run", str(path)])
+
+
+# --------------------------------------------------------------------------- main
+
+
+def run_case(case: Case, root: Path) -> dict[str, Any]:
+    tmp = root / case.name
+    tmp.mkdir(parents=True)
+    setup = case.build(tmp)
+    try:
+        if setup.skip:
+            return {"case": case.name, "kind": case.kind, "what": case.what, "command": "", "exit": None, "seconds": 0.0,
+                    "message": setup.skip, "verdict": "skipped", "why": setup.skip}  # fmt: skip
+        if setup.runner is not None:
+            res = setup.runner(setup)
+        else:
+            res = run(setup.argv, accel_env(setup.env), setup.timeout, tmp, setup.user)
+        verdict, why = judge(setup, res)
+    finally:
+        if setup.cleanup is not None:
+            setup.cleanup()
+    command = "accel " + " ".join(a.replace(str(tmp), "$TMP") for a in setup.argv)
+    return {
+        "case": case.name,
+        "kind": case.kind,
+        "what": case.what,
+        "command": command,
+        "exit": res.rc,
+        "seconds": round(res.seconds, 2),
+        "message": message(res)[:300],
+        "verdict": verdict,
+        "why": why,
+        "stderr_tail": res.stderr[-1500:],
+    }
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    out = ["| case | kind | command | exit | s | message (first line) | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        msg = r["message"].replace("|", "\\|").replace("\n", " ")
+        verdict = r["verdict"] + (f" ({r['why']})" if r["why"] and r["verdict"] not in ("clean error", "handled") else "")
+        cmd = r["command"].replace("|", "\\|")
+        out.append(f"| {r['case']} | {r['kind']} | `{cmd}` | {r['exit']} | {r['seconds']} | {msg} | {verdict} |")
+    return "\n".join(out)
+
+
+def write_json(folder: Path, payload: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{datetime.now(timezone.utc):%Y-%m-%d}-hostile-cases-cpu"
+    text = json.dumps(payload, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".hostile-", suffix=".json")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    try:
+        for seq in range(1, 1000):
+            path = folder / f"{stem}-{seq:03d}.json"
+            try:
+                os.link(tmp, path)
+                return path
+            except FileExistsError:
+                continue
+        raise SystemExit("no free result name")
+    finally:
+        os.unlink(tmp)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help="comma-separated case names")
+    parser.add_argument("--results", type=Path, default=HERE / "results")
+    parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
+    args = parser.parse_args()
+    cases = CASES
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = [c for c in CASES if c.name in wanted]
+    import accel
+
+    tree = Path(accel.__file__).resolve().parents[1]
+    sha = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "accel"], capture_output=True, text=True).stdout.strip())
+    root = Path(tempfile.mkdtemp(prefix="hostile-"))
+    root.chmod(0o755)  # the unreadable-data case runs as nobody under it
+    SHARED.chmod(0o755)
+    rows = []
+    started = datetime.now(timezone.utc)
+    for case in cases:
+        print(f"{case.name} ...", file=sys.stderr, flush=True)
+        try:
+            row = run_case(case, root)
+        except Exception as exc:  # noqa: BLE001 - the harness itself failed: say so in the table
+            row = {"case": case.name, "kind": case.kind, "what": case.what, "command": "", "exit": None, "seconds": 0.0,
+                   "message": f"harness error: {type(exc).__name__}: {exc}", "verdict": "skipped", "why": "harness error"}  # fmt: skip
+        print(f"  -> {row['verdict']} ({row['seconds']} s): {row['message'][:160]}", file=sys.stderr, flush=True)
+        rows.append(row)
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    print(markdown(rows))
+    print()
+    print("counts: " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
+    payload = {
+        "benchmark": "hostile_cases",
+        "label": args.label,
+        "started_at": started.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "tree": str(tree),
+        "git_sha": sha,
+        "tree_modified": dirty,
+        "is_root": os.geteuid() == 0,
+        "counts": counts,
+        "cases": rows,
+    }
+    path = write_json(args.results, payload)
+    print(f"results: {path}")
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(SHARED, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
