@@ -19,7 +19,9 @@ host with the run's seed): a row's own target never enters its own encoding.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +38,12 @@ NATIVE_CAP = 4096  # above NATIVE_MAX and up to this many values, the encoding p
 PROBE_ROWS = 20_000  # training rows (of the planning rows) the encoding probe uses at most
 PROBE_MIN_ROWS = 500
 PROBE_ROUNDS = 50  # boosting rounds of each probe model (depth 6)
+#: ``--probe auto``: the probe's boosting work (rows x rounds, both encodings) may be at most this
+#: share of the run's training work (training rows x rounds); a probe that would cost more is not
+#: run and target + count encoding is kept. ``--probe force`` ignores the bound.
+PROBE_SHARE = 0.10
+#: Bumped whenever the probe's method changes, so that cached decisions of an older method are not reused.
+PROBE_METHOD = 2
 ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
 TE_FOLDS = 5
 TE_SMOOTHING: float | str = "auto"  # per category, as scikit-learn's TargetEncoder(smooth="auto")
@@ -432,7 +440,58 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
 # --------------------------------------------------------------------------- the encoding probe
 
 
-def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
+def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], seed: int, rounds: int) -> str:
+    """What a probe decision depends on: the file (paths, sizes, modification times), the columns
+    probed with their cardinalities, the target and task, the rows and split, the seed, the
+    training rounds (the cost bound) and the probe's own method."""
+    import hashlib
+    import json
+
+    cards = {c.name: c.cardinality for c in plan.features if c.name in candidates}
+    key = {
+        "file": fingerprint, "candidates": cards, "target": plan.target, "task": plan.task,
+        "rows": int(len(plan.row_positions)), "train": int(len(plan.train_pos)), "seed": seed, "rounds": rounds,
+        "method": [PROBE_METHOD, PROBE_ROWS, PROBE_MIN_ROWS, PROBE_ROUNDS, PROBE_SHARE, NATIVE_MAX, NATIVE_CAP],
+    }  # fmt: skip
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _probe_cache_path(key: str) -> Path | None:
+    from accel.data import cache_dir
+
+    try:
+        return cache_dir() / "encoding-probe" / f"{key}.json"
+    except Exception:  # noqa: BLE001 - no usable cache folder: the probe just runs
+        return None
+
+
+def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any], how: str) -> None:
+    native = decision.get("chosen") == "native"
+    plan.native_categorical = list(candidates) if native else []
+    plan.encoding_probe = {**decision, "candidates": candidates}
+    what = "native categories" if native else "target + count encoding"
+    cols = f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}"
+    if "metric" in decision and "native" in decision:
+        measured = (
+            f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
+            f"{decision['target_encoding']:.4g} target-encoded"
+        )
+    else:
+        measured = decision.get("skipped", "")
+    plan.notices.append(
+        f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values ({cols}): "
+        f"{what} for XGBoost ({measured}{how})"
+    )
+
+
+def probe_native_categories(
+    head: Any,
+    plan: TablePlan,
+    seed: int,
+    mode: str = "auto",
+    fingerprint: str | None = None,
+    train_rounds: int | None = None,
+) -> None:
     """Choose, for XGBoost, between target + count encoding and native categories for the
     categorical columns with more than :data:`NATIVE_MAX` (and at most :data:`NATIVE_CAP`) values.
 
@@ -445,6 +504,13 @@ def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
     (:data:`PROBE_ROUNDS` rounds, depth 6) on each encoding, scored on the held-out quarter
     with the task's metric. Native categories are kept only when they score better. Sets ``plan.native_categorical``
     and ``plan.encoding_probe``; nothing is fitted on test rows.
+
+    ``mode`` (``--probe``): ``off`` keeps target + count encoding without probing; ``auto``
+    reuses the decision cached for the same file and columns (``fingerprint``; see
+    :func:`probe_cache_key`) and runs the probe only when its boosting work stays within
+    :data:`PROBE_SHARE` of the training's (``train_rounds`` rounds on the training rows), using
+    fewer probe rows where that keeps it within; ``force`` always probes, on up to
+    :data:`PROBE_ROWS` rows. A decision a probe measured is cached for the next run.
     """
     import pandas as pd
     import xgboost as xgb
@@ -453,16 +519,42 @@ def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
     from accel.metrics import PARITY, task_metrics
     from accel.models import XGBoostModel, XGBoostParams
 
+    import json
+
     candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
     if not candidates:
         return
+    if mode == "off":
+        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": "--probe off"}, "")
+        return
+    rounds = int(train_rounds or 300)
+    cache = _probe_cache_path(probe_cache_key(fingerprint, plan, candidates, seed, rounds)) if fingerprint else None
+    if mode == "auto" and cache is not None and cache.is_file():
+        try:
+            decision = json.loads(cache.read_text())
+        except (OSError, ValueError):
+            decision = None
+        if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding"):
+            how = "; decided by an earlier run of this table, --probe force measures again"
+            _apply_probe(plan, candidates, {**decision, "cached": str(cache)}, how)
+            return
     positions = plan.row_positions[plan.train_pos]
     positions = positions[positions < len(head)]
     rng = np.random.default_rng(seed + 2)
-    if len(positions) > PROBE_ROWS:
-        positions = np.sort(rng.choice(positions, PROBE_ROWS, replace=False))
+    limit = PROBE_ROWS
+    if mode == "auto":
+        # Both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
+        limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * len(plan.train_pos) / (2 * PROBE_ROUNDS)))
+        if limit < PROBE_MIN_ROWS:
+            _apply_probe(plan, candidates, {
+                "chosen": "target_encoding",
+                "skipped": f"a probe would cost more than {PROBE_SHARE:.0%} of training ({len(plan.train_pos):,} rows x {rounds} rounds)",
+            }, "")  # fmt: skip
+            return
+    if len(positions) > limit:
+        positions = np.sort(rng.choice(positions, limit, replace=False))
     if len(positions) < PROBE_MIN_ROWS:
-        plan.encoding_probe = {"candidates": candidates, "skipped": f"fewer than {PROBE_MIN_ROWS} training rows"}
+        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": f"fewer than {PROBE_MIN_ROWS} training rows"}, "")
         return
     order = rng.permutation(len(positions))
     cut = int(len(order) * 0.75)
@@ -482,13 +574,13 @@ def probe_native_categories(head: Any, plan: TablePlan, seed: int) -> None:
         prediction = booster.inplace_predict(prepared.X_test)
         scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
     better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
-    plan.native_categorical = candidates if better else []
-    plan.encoding_probe = {"candidates": candidates, "rows": int(len(positions)), "metric": metric, **scores,
-                           "chosen": "native" if better else "target_encoding"}
-    plan.notices.append(
-        f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values "
-        f"({', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}): "
-        f"{'native categories' if better else 'target + count encoding'} for XGBoost "
-        f"(probe on {len(positions):,} training rows: {metric} {scores['native']:.4g} native, "
-        f"{scores['target_encoding']:.4g} target-encoded)"
-    )
+    decision = {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}
+    _apply_probe(plan, candidates, decision, "")
+    if cache is not None:
+        try:  # the next run of the same table reuses the decision (written whole, then renamed)
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(decision))
+            os.replace(tmp, cache)
+        except OSError:
+            pass

@@ -89,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
     run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
     add_date_format_argument(run)
+    run.add_argument(
+        "--probe",
+        choices=["auto", "off", "force"],
+        help="with --data and xgboost: the encoding probe for categorical columns of 33-4,096 values "
+        "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
+        "off: target encoding; force: probe again)",
+    )
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
@@ -166,6 +173,7 @@ def table_overrides(args: argparse.Namespace) -> dict:
     date_format = dict(getattr(args, "date_format", None) or []) or None
     return {
         "date_format": date_format,
+        "probe": getattr(args, "probe", None),
         "device": args.device,
         "rows": args.rows,
         "out": args.out,

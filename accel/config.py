@@ -175,6 +175,8 @@ class RunConfig(BaseModel):
     delimiter: str | None = Field(None, min_length=1, max_length=1)
     # Column -> strptime format of its date text (``--date-format COL=FMT``), over the detected layout.
     date_format: dict[str, str] = Field(default_factory=dict)
+    # --probe: the encoding probe for XGBoost's many-valued categorical columns (auto: cached, bounded).
+    probe: Literal["auto", "off", "force"] = "auto"
     device: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["fp32", "fp16"] = "fp32"
     batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS)] = "auto"

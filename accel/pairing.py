@@ -291,7 +291,7 @@ def build_workflow(config: Any) -> Any:
         return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
     planned = plan_table(
         str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, model_family(config.model),
-        dict(config.date_format),
+        dict(config.date_format), config.probe, config.xgboost.n_estimators,
     )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 

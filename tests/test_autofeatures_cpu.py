@@ -65,19 +65,19 @@ def _shops(n: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"shop": [f"shop{k:02d}" for k in shop], "x": x, "y": 3 * sign[shop] * x + rng.normal(0, 0.3, n)})
 
 
-def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None):
+def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None, probe: str = "auto"):
     from accel.workflows import WorkflowSettings
     from accel.workflows.table import plan_table
 
     path = tmp_path / "table.csv"
     frame.to_csv(path, index=False)
-    return plan_table(str(path), target, None, [], WorkflowSettings(seed=0), family=family)
+    return plan_table(str(path), target, None, [], WorkflowSettings(seed=0), family=family, probe=probe)
 
 
 def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path):
     from accel.autofeatures import TableFeaturizer
 
-    planned = _plan(tmp_path, _shops(4000), "y", "xgboost")
+    planned = _plan(tmp_path, _shops(4000), "y", "xgboost", probe="force")  # every training row
     plan = planned.plan
     probe = plan.encoding_probe
     assert probe["candidates"] == ["shop"] and probe["metric"] == "rmse" and probe["rows"] == len(plan.train_pos)

@@ -242,6 +242,7 @@ def trial_states(db: Path) -> list[str]:
         return []  # not created yet, or locked for a moment
 
 
+@pytest.mark.slow
 def test_sigkill_in_the_middle_then_resume(tmp_path):
     """A real process killed with SIGKILL while a trial runs; --resume keeps every finished trial."""
     import optuna
@@ -309,6 +310,7 @@ def test_sigkill_in_the_middle_then_resume(tmp_path):
 # --------------------------------------------------------------------------- Dask workers
 
 
+@pytest.mark.slow
 def test_parallel_trials_on_a_local_cluster(tmp_path, capsys):
     """Two worker processes share the study; neither runs two trials at once."""
     wf = write_workflow(tmp_path, search_space={"xgboost": {"n_estimators": {"low": 20, "high": 40}, "max_depth": 3}})

@@ -350,3 +350,54 @@ def test_bad_input_through_the_real_command(tmp_path):
     proc = run_accel("run", "--data", str(tmp_path / "missing.csv"), "--target", "y", "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("accel: error: --data:")
+
+
+def _many_valued_table(path, n=6000, seed=3):
+    rng = np.random.default_rng(seed)
+    shop = rng.integers(0, 200, n)  # 200 values: a probe candidate (33-4,096)
+    effect = rng.normal(0, 1, 200)
+    x = rng.normal(size=n)
+    y = (effect[shop] + x + rng.normal(0, 0.5, n) > 0).astype(int)
+    pd.DataFrame({"shop": [f"s{v}" for v in shop], "x": x, "y": y}).to_csv(path, index=False)
+    return path
+
+
+def test_encoding_probe_is_cached_per_table_and_can_be_forced_or_turned_off(tmp_path):
+    data = _many_valued_table(tmp_path / "shops.csv")
+    env = {"ACCEL_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*flags):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        proc = run_accel("run", "--data", str(data), "--target", "y", "--device", "cpu", "--out", str(out), *flags, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return read_json(records_in(out)[0])["data"], proc.stdout + proc.stderr
+
+    first, _ = run()
+    probe = first["schema"]["encoding_probe"]
+    assert probe["candidates"] == ["shop"] and probe["chosen"] in ("native", "target_encoding") and "cached" not in probe
+    assert probe["rows"] >= 500 and first["planning_seconds"]["encoding_probe"] > 0
+    second, out = run()
+    cached = second["schema"]["encoding_probe"]
+    assert cached["cached"] and cached["chosen"] == probe["chosen"] and cached["metric"] == probe["metric"]
+    assert "decided by an earlier run of this table" in out
+    forced, _ = run("--probe", "force")
+    # force measures again, on every planning training row (auto keeps within 10% of training's cost)
+    assert "cached" not in forced["schema"]["encoding_probe"] and forced["schema"]["encoding_probe"]["rows"] >= probe["rows"]
+    off, _ = run("--probe", "off")
+    assert off["schema"]["encoding_probe"] == {"chosen": "target_encoding", "skipped": "--probe off", "candidates": ["shop"]}
+    # A changed file is a new table: its decision is measured, not read back.
+    _many_valued_table(data, n=6100)
+    changed, _ = run()
+    assert "cached" not in changed["schema"]["encoding_probe"]
+
+
+def test_encoding_probe_stays_within_its_share_of_training(tmp_path):
+    """With few training rounds the probe's boosting would outweigh training's: it is not run."""
+    data = _many_valued_table(tmp_path / "shops.csv", n=3000)
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(f"data: {data}\ntarget: y\nxgboost:\n  n_estimators: 20\n")
+    out = tmp_path / "out"
+    proc = run_accel("run", str(wf), "--device", "cpu", "--out", str(out), env={"ACCEL_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stderr
+    probe = read_json(records_in(out)[0])["data"]["schema"]["encoding_probe"]
+    assert probe["chosen"] == "target_encoding" and "would cost more than 10% of training" in probe["skipped"]

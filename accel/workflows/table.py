@@ -44,6 +44,8 @@ def plan_table(
     delimiter: str | None = None,
     family: str | None = None,
     date_formats: dict[str, str] | None = None,
+    probe: str = "auto",
+    train_rounds: int | None = None,
 ) -> PlannedTable:
     """Check the file and plan the run (raises AccelError for every bad input).
 
@@ -53,6 +55,8 @@ def plan_table(
     For the ``xgboost`` model ``family``, the encoding of categorical columns with many values is
     chosen by :func:`~accel.autofeatures.probe_native_categories` on those first rows.
     ``date_formats`` (``--date-format``) gives columns' date layouts over the detected ones.
+    ``probe`` (``--probe auto|off|force``) and ``train_rounds`` (the model's boosting rounds,
+    which bound the probe's cost) go to the probe; its decision is cached per file fingerprint.
     """
     from accel.errors import AccelError
     from accel.guards import check_features, check_target
@@ -78,12 +82,24 @@ def plan_table(
     plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
     if family == "xgboost":
-        probe_native_categories(head, plan, settings.seed)
+        probe_native_categories(head, plan, settings.seed, probe, source_fingerprint(source), train_rounds)
     t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
     if settings.rows is not None and settings.rows >= plan.rows_in_file:
         plan.notices.append(f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows")
     return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
+
+
+def source_fingerprint(source: TableSource) -> str:
+    """The files a table is read from, as they are now: resolved paths, sizes, modification times."""
+    import hashlib
+    import json
+
+    parts = []
+    for path in sorted(source.paths):
+        st = path.stat()
+        parts.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+    return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
 
 
 class TableWorkflow:
