@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -310,9 +311,12 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
 
+    clock = time.perf_counter
+    t_run = clock()
     out = ensure_writable(config.out)
     check_memory_flags(config.memory_settings())  # before planning reads the file or probes
     workflow = build_workflow(config)
+    t_planned = clock()
 
     gpu: Backend | None = None
     gpu_result: ArmResult | None = None
@@ -324,19 +328,34 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
         gpu_result = skipped(f"GPU unavailable: {probe_gpu().reason}")
 
     started = datetime.now(timezone.utc)
+    t_env = clock()
     environment = collect_environment()
+    t_env = clock() - t_env
     memory = config.memory_settings()
     cpu = cpu_backend()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
+    batch_plan: dict[str, float] = {}
+    t0 = clock()
     gpu_arm = prepare_arm(gpu, workflow, memory) if gpu is not None else None
+    batch_plan["gpu"], t0 = clock() - t0, clock()
     cpu_arm = prepare_arm(cpu, workflow, memory)
+    batch_plan["cpu"] = clock() - t0
     if on_plan is not None:
         on_plan(workflow)
+    arm_wall: dict[str, float] = {}
     if gpu is not None:
+        t0 = clock()
         gpu_result = run_arm_safely(gpu, workflow, listener, memory, gpu_arm)
+        arm_wall["gpu"] = clock() - t0
     assert gpu_result is not None
+    t0 = clock()
     cpu_result = run_arm_safely(cpu, workflow, listener, memory, cpu_arm)
+    arm_wall["cpu"] = clock() - t0
     finished = datetime.now(timezone.utc)
+    timeline = wall_timeline(
+        workflow, t_run, t_planned, t_env, batch_plan if gpu is not None else {"cpu": batch_plan["cpu"]}, arm_wall,
+        {"gpu": gpu_result, "cpu": cpu_result},
+    )  # fmt: skip
 
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
     model_name = getattr(workflow.model, "name", "xgboost")
@@ -356,6 +375,54 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
         "arms": {"gpu": gpu_result.as_dict(), "cpu": cpu_result.as_dict()},
         "speedup": speedups(gpu_result, cpu_result),
         "parity": parity(workflow.task, model_name, gpu_result, cpu_result),
+        "wall": timeline,
     }
     path = write_record(out, record, record_stem(workflow.name, started))
     return record, path
+
+
+def wall_timeline(
+    workflow: Any,
+    t_run: float,
+    t_planned: float,
+    t_env: float,
+    batch_plan: dict[str, float],
+    arm_wall: dict[str, float],
+    results: dict[str, ArmResult],
+) -> dict[str, Any]:
+    """Where the process's wall time went, up to the record being written: start-up (the
+    interpreter, imports, argument parsing), planning (reading the head, schema inference, the
+    encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
+    its work between them (set-up, the fp16 check), and what is left over. The parts add up to
+    ``process_seconds``; ``unaccounted_seconds`` is the remainder."""
+    import psutil
+
+    now = time.perf_counter()
+    process = max(time.time() - psutil.Process().create_time(), now - t_run)
+    planned = getattr(workflow, "planned", None)
+    planning_total = t_planned - t_run
+    planning = {"total": planning_total}
+    if planned is not None:
+        planning.update(
+            read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds, encoding_probe=planned.probe_seconds
+        )
+    arms = {}
+    for arm, seconds in arm_wall.items():
+        stages = results[arm].total_seconds if results[arm].status == "ok" else 0.0
+        arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
+    parts = {
+        "start_up": max(process - (now - t_run), 0.0),
+        "planning": planning_total,
+        "environment": t_env,
+        "batch_plan": sum(batch_plan.values()),
+        "arms": sum(a["wall"] for a in arms.values()),
+    }
+    accounted = sum(parts.values())
+    return {
+        "process_seconds": process,
+        "parts": parts,
+        "planning": planning,
+        "batch_plan": batch_plan,
+        "arms": arms,
+        "unaccounted_seconds": max(process - accounted, 0.0),
+    }

@@ -112,6 +112,26 @@ def _fmt_speedup(value: float | None) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.1f}×"
 
 
+def wall_line(wall: dict[str, Any]) -> str:
+    """``wall 21.3 s = start-up 1.9 + planning 0.4 (...) + ... + outside these 0.2 (1%)``."""
+    parts, planning = wall["parts"], wall.get("planning") or {}
+    plan_detail = ", ".join(
+        f"{label} {planning[key]:.2f}"
+        for key, label in (("read_on_host", "read"), ("schema_inference", "schema"), ("encoding_probe", "probe"))
+        if key in planning
+    )
+    arms = " + ".join(
+        f"{arm.upper()} arm {a['wall']:.2f} (stages {a['stages']:.2f})" for arm, a in (wall.get("arms") or {}).items()
+    )
+    total = wall["process_seconds"] or 1.0
+    return (
+        f"wall {wall['process_seconds']:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"
+        + (f" ({plan_detail})" if plan_detail else "")
+        + f" + environment {parts['environment']:.2f} + batch plans {parts['batch_plan']:.2f} + {arms}"
+        + f" + outside these {wall['unaccounted_seconds']:.2f} ({wall['unaccounted_seconds'] / total:.0%})"
+    )
+
+
 def render_run(record: dict[str, Any], console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
@@ -138,6 +158,9 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     console.print(table)
     if gpu_note:
         console.print(gpu_note, highlight=False, markup=False, soft_wrap=True)
+    wall = record.get("wall")
+    if wall:
+        console.print(wall_line(wall), highlight=False, markup=False, soft_wrap=True)
 
     metrics = Table(title="hold-out metrics and memory", title_justify="left")
     metrics.add_column("")

@@ -83,6 +83,13 @@ def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):
     r = read_json(records_in(tmp_path)[0])
     assert r["arms"]["gpu"]["status"] == "skipped" and "--device cpu" in r["arms"]["gpu"]["reason"]
     assert r["arms"]["cpu"]["status"] == "ok"
+    # Every second of the process up to the record is in a named part: start-up, planning, the
+    # environment report, batch plans, the arms (their stages and the work between them).
+    wall = r["wall"]
+    assert sum(wall["parts"].values()) + wall["unaccounted_seconds"] == pytest.approx(wall["process_seconds"], rel=1e-6)
+    assert wall["unaccounted_seconds"] <= 0.05 * wall["process_seconds"]
+    assert wall["arms"]["cpu"]["stages"] == pytest.approx(r["arms"]["cpu"]["total_seconds"])
+    assert "wall " in proc.stdout and "start-up" in proc.stdout
     # OpenMP threads sleep when idle unless the user chose otherwise; the record says which.
     assert r["arms"]["cpu"]["threads"]["omp_wait_policy"] == {
         "value": "PASSIVE",

@@ -401,3 +401,16 @@ def test_encoding_probe_stays_within_its_share_of_training(tmp_path):
     assert proc.returncode == 0, proc.stderr
     probe = read_json(records_in(out)[0])["data"]["schema"]["encoding_probe"]
     assert probe["chosen"] == "target_encoding" and "would cost more than 10% of training" in probe["skipped"]
+
+
+def test_planning_is_a_named_part_of_the_wall_time(tmp_path):
+    data = _many_valued_table(tmp_path / "shops.csv", n=4000)
+    out = tmp_path / "out"
+    proc = run_accel("run", "--data", str(data), "--target", "y", "--device", "cpu", "--out", str(out),
+                     env={"ACCEL_CACHE_DIR": str(tmp_path / "c")})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    wall = read_json(records_in(out)[0])["wall"]
+    planning = wall["planning"]
+    assert set(planning) == {"total", "read_on_host", "schema_inference", "encoding_probe"}
+    assert planning["read_on_host"] + planning["schema_inference"] + planning["encoding_probe"] <= planning["total"] + 1e-6
+    assert wall["parts"]["planning"] == planning["total"] and "probe" in proc.stdout
