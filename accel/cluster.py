@@ -213,7 +213,9 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     connection_args = Security().get_connection_args("client")
 
     async def exchange() -> None:
-        comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout)
+        # Dask's own timeout decides "nobody listens"; this outer bound only catches a peer that
+        # accepts and then never completes the handshake.
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout + 2)
         try:
             # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
             await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
@@ -228,8 +230,8 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             asyncio.run(exchange())
     except (asyncio.TimeoutError, TimeoutError):
         raise AccelError(
-            f"no Dask scheduler answered at {address} within {timeout:g} s (something may be listening there, but it "
-            "does not speak Dask's protocol); is 'dask scheduler' running there?"
+            f"cannot reach a Dask scheduler at {address}: no answer to Dask's handshake within {timeout:g} s (something "
+            "listens there, but does not speak Dask's protocol); is 'dask scheduler' running there?"
         ) from None
     except Exception as exc:  # noqa: BLE001 - connection refused, garbage bytes, an unknown or uninstalled protocol
         raise AccelError(
