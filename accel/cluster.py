@@ -233,9 +233,15 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             f"cannot reach a Dask scheduler at {address}: no answer to Dask's handshake within {timeout:g} s (something "
             "listens there, but does not speak Dask's protocol); is 'dask scheduler' running there?"
         ) from None
-    except Exception as exc:  # noqa: BLE001 - connection refused, garbage bytes, an unknown or uninstalled protocol
+    except OSError as exc:  # nobody listens (refused until Dask's connect timeout), no route, ...
         raise AccelError(
-            f"cannot reach a Dask scheduler at {address} ({_first_line(exc)}); is 'dask scheduler' running there?"
+            f"cannot reach a Dask scheduler at {address} within {timeout:g} s ({_first_line(exc)}); "
+            "is 'dask scheduler' running there?"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - garbage bytes, another protocol, a peer that is not a scheduler
+        raise AccelError(
+            f"cannot reach a Dask scheduler at {address}: the peer does not speak Dask's protocol ({_first_line(exc)}); "
+            "is 'dask scheduler' running there?"
         ) from None
 
 
