@@ -65,7 +65,12 @@ def cache_dir() -> Path:
             raise AccelError(f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder")
         return Path(chosen)
     try:
-        home_cache = Path.home() / ".cache" / "accel"
+        if "HOME" in os.environ and not os.environ["HOME"].strip():
+            raise RuntimeError("HOME is empty")  # Python would read it as / (the filesystem's root)
+        home = Path.home()
+        if not home.is_absolute():  # a relative HOME would put the cache in the current folder
+            raise RuntimeError(f"HOME is {str(home)!r}, not an absolute path")
+        home_cache = home / ".cache" / "accel"
         why = _writable_folder(home_cache)
     except (RuntimeError, KeyError, OSError) as exc:  # no HOME and no password entry
         home_cache, why = None, f"no home folder: {exc}"

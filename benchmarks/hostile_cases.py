@@ -179,6 +179,7 @@ def judge(setup: Setup, res: Result) -> tuple[str, str]:
 # --------------------------------------------------------------------------- inputs
 
 SHARED = Path(tempfile.mkdtemp(prefix="hostile-shared-"))
+STARTED = time.time()
 
 
 def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
@@ -489,6 +490,22 @@ def _(tmp: Path) -> Setup:
         ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
         env={"HOME": None, "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None},  # type: ignore[dict-item]
         expect="either",
+    )
+
+
+@c("home-empty", "traceback", "HOME set but empty, no ACCEL_CACHE_DIR: accel run flights")
+def _(tmp: Path) -> Setup:
+    def check(res: Result) -> tuple[str, str] | None:
+        for where in (Path("/.cache/accel"), tmp / ".cache"):
+            if where.exists() and where.stat().st_mtime >= STARTED:
+                return "wrong", f"the cache went to {where}"
+        return None
+
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
+        env={"HOME": "", "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None, "TMPDIR": str(tmp)},  # type: ignore[dict-item]
+        expect="either",
+        check=check,
     )
 
 

