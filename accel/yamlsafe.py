@@ -80,6 +80,8 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *base": merged keys may be overridden by the mapping's own
             key = self.construct_object(key_node, deep=True)
             try:
                 if key in seen:

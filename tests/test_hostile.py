@@ -596,6 +596,13 @@ def test_duplicate_keys_in_a_workflow_file(tmp_path, capsys):
     assert_refused(code, err, "key 'rows' is given twice (lines 2 and 3)")
 
 
+def test_merge_keys_may_be_overridden():
+    from accel.yamlsafe import load
+
+    text = "base: &b {n_estimators: 5, max_depth: 3}\nxgboost:\n  <<: *b\n  max_depth: 4\n"
+    assert load(text, "w.yaml")["xgboost"] == {"n_estimators": 5, "max_depth": 4}
+
+
 def test_tables_with_the_same_file_name_are_not_one_group(tmp_path, capsys):
     for sub, seed in (("x", 1), ("y", 2)):
         data = write_csv(tmp_path / sub, tables.customers(300, seed=seed))
