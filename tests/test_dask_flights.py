@@ -113,15 +113,36 @@ def test_cli_run_on_local_cluster_writes_record_and_leaves_no_process(tmp_path, 
     assert all(math.isnan(v) for v in r["speedup"].values())
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
+def _ctrl_c_dask_run(tmp_path, ready) -> None:
+    """Start ``accel run flights`` on a local 2-worker cluster in its own process group, wait until
+    ``ready(proc)`` says so, send SIGINT to the whole group (what Ctrl-C on a terminal does), then
+    check: exit 130, one line and no traceback, no record, and no process of the group left."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "accel", "run", "flights", "--cluster", "local", "--workers", "2", "--rows", "20000",
          "--out", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
-    seen = []
     try:
+        ready(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted; nothing was written" in err and "Traceback" not in err
+    assert records_in(tmp_path) == []
+    deadline = time.monotonic() + 20
+    while live_group_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert live_group_members(proc.pid) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
+    def running(proc) -> None:  # the cluster is up and the CPU arm has started
+        seen = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
@@ -130,19 +151,8 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
                 break
         assert any("CPU arm: running" in line for line in seen), "".join(seen)
         assert len(live_group_members(proc.pid)) >= 3, "accel and its two workers"
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does: the whole foreground group
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert "interrupted; nothing was written" in err and "Traceback" not in err
-    assert records_in(tmp_path) == []
-    deadline = time.monotonic() + 10
-    while live_group_members(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live_group_members(proc.pid) == []
+
+    _ctrl_c_dask_run(tmp_path, running)
 
 
 def _spawned_worker(pgid: int) -> bool:
@@ -164,29 +174,14 @@ def test_ctrl_c_during_cluster_start_up_is_not_lost(tmp_path):
     """Ctrl-C the moment the first worker process exists, while the cluster is still starting:
     it used to be ignored there (the run went on and exited 0); now it is held back and raised
     once the cluster is ours to close."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "accel", "run", "flights", "--cluster", "local", "--workers", "2", "--rows", "20000",
-         "--out", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
+
+    def starting(proc) -> None:
         deadline = time.monotonic() + 120
         while not _spawned_worker(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None and _spawned_worker(proc.pid), "no worker process appeared"
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert "interrupted; nothing was written" in err and "Traceback" not in err
-    assert records_in(tmp_path) == []
-    deadline = time.monotonic() + 20
-    while live_group_members(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live_group_members(proc.pid) == []
+
+    _ctrl_c_dask_run(tmp_path, starting)
 
 
 @pytest.mark.slow
