@@ -49,11 +49,15 @@ auc = roc_auc_score(y[split:], booster.predict(xgb.DMatrix(X[split:])))
 print(json.dumps({"seconds": seconds, "auc": float(auc), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}))
 """
 
-ARMS = {
+ALL_ARMS = {
     # name: (import accel first?, environment change)
-    "libgomp default": ("plain", {"OMP_WAIT_POLICY": None}),
-    "PASSIVE (accel)": ("accel", {"OMP_WAIT_POLICY": None}),
+    "libgomp default": ("plain", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}),
+    "PASSIVE (accel)": ("accel", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}),
+    # libgomp's own middle ground: spin this many times, then sleep (default 300,000).
+    "spin 10k": ("plain", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}),
+    "spin 100k": ("plain", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "100000"}),
 }
+ARMS = dict(ALL_ARMS)
 
 
 def _spin() -> None:
@@ -81,8 +85,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--conditions", default="quiet,busy", help="comma-separated: quiet, busy")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one sample may take")
+    parser.add_argument("--arms", default="libgomp default,PASSIVE (accel)", help="comma-separated, from: " + ", ".join(ALL_ARMS))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
+    names = [a.strip() for a in args.arms.split(",") if a.strip()]
+    if not names or set(names) - set(ALL_ARMS) or "libgomp default" not in names:
+        parser.error("--arms: names from " + ", ".join(ALL_ARMS) + ", including 'libgomp default'")
+    ARMS.clear()
+    ARMS.update({n: ALL_ARMS[n] for n in names})
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
@@ -121,11 +131,11 @@ def main() -> int:
             arm: statistics.median(s["seconds"] for s in samples if s["condition"] == condition and s["arm"] == arm)
             for arm in ARMS
         }
-        ratio = med["PASSIVE (accel)"] / med["libgomp default"]
-        summary[condition] = {"median_seconds": med, "ratio_passive_over_default": ratio}
+        ratios = {arm: med[arm] / med["libgomp default"] for arm in ARMS if arm != "libgomp default"}
+        summary[condition] = {"median_seconds": med, "ratio_over_default": ratios}
         print(
-            f"{condition:<5}  default {med['libgomp default']:7.2f} s   PASSIVE {med['PASSIVE (accel)']:7.2f} s   "
-            f"ratio PASSIVE / default = {ratio:.3f}"
+            f"{condition:<5}  " + "   ".join(f"{arm} {med[arm]:6.2f} s" for arm in ARMS) + "   ratio / default: "
+            + ", ".join(f"{arm} {r:.3f}" for arm, r in ratios.items())
         )
 
     sys.path.insert(0, str(ROOT))
@@ -139,6 +149,7 @@ def main() -> int:
         "started_at": now.isoformat(),
         "workload": {"rows": args.rows, "columns": 32, "rounds": args.rounds, "nthread": cores, "busy_spinners": cores},
         "repeats": args.repeats,
+        "arms": {name: ARMS[name][1] for name in ARMS},
         "samples": samples,
         "summary": summary,
         "environment": collect_environment(),
