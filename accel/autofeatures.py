@@ -512,14 +512,14 @@ def probe_native_categories(
     fewer probe rows where that keeps it within; ``force`` always probes, on up to
     :data:`PROBE_ROWS` rows. A decision a probe measured is cached for the next run.
     """
+    import json
+
     import pandas as pd
     import xgboost as xgb
 
     from accel.backend import cpu_backend
     from accel.metrics import PARITY, task_metrics
     from accel.models import XGBoostModel, XGBoostParams
-
-    import json
 
     candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
     if not candidates:

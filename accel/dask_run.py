@@ -483,7 +483,6 @@ def _fmt(value: float | None) -> str:
 
 def run_command(config: Any, as_json: bool) -> int:
     """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
-    import json
 
     from rich.console import Console
 

@@ -20,7 +20,6 @@ import numpy as np
 
 from accel.errors import AccelError
 
-
 CACHE_ENV = "ACCEL_CACHE_DIR"
 _fallback_said = False
 

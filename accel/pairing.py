@@ -23,7 +23,6 @@ from accel.metrics import parity_rule, task_metrics
 from accel.timing import STAGES, StageTimer
 
 
-
 class Listener(Protocol):
     def arm_started(self, arm: str) -> None: ...
 

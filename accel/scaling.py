@@ -310,7 +310,6 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
-    import json
 
     from rich.console import Console
 

@@ -234,9 +234,9 @@ def bench_environment() -> dict[str, Any]:
     """The machine a benchmark ran on (:func:`accel.environment.collect_environment`) plus the
     thread pools (BLAS, OpenMP) loaded at the time of the call (call it after the work ran) and
     the load average over 1, 5 and 15 minutes."""
-    from accel.environment import collect_environment
-
     import os
+
+    from accel.environment import collect_environment
 
     env = collect_environment()
     env["blas_threads"] = blas_threads()

@@ -56,7 +56,7 @@ def replicated_flights(path: Path, copies: int, seed: int = 0) -> int:
 
     writer = None
     rows = 0
-    for k in range(copies):
+    for _ in range(copies):
         part = flights.copy()
         part["arr_delay"] = part["arr_delay"] + rng.normal(0, 5, len(part)).round()
         part["distance"] = part["distance"] + rng.integers(-20, 21, len(part))
@@ -228,7 +228,7 @@ def main() -> int:
                                  "ratio_chunked_to_whole": ratios, "predictions_equal": same}
         print(f"2. throughput of features + inference, ten batches / one piece, on {n_fit:,} rows: "
               f"{', '.join(f'{r:.2f}' for r in ratios)} (target ≥ 0.9); "
-              f"{', '.join('%.0f / %.0f' % (w['rows_per_second'], t['rows_per_second']) for w, t in pairs)} rows/s "
+              f"{', '.join('{:.0f} / {:.0f}'.format(w['rows_per_second'], t['rows_per_second']) for w, t in pairs)} rows/s "
               f"(whole / ten batches); same predictions: {same}", flush=True)
 
     # 3. float16 on flights
