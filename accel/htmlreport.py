@@ -660,8 +660,8 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
 
 
 # Every section builder sets aside the files of its kind whose content is not the shape it reads.
-_runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
-    _tolerant, (_runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
+_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
+    _tolerant, (_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
 )
 
 CSS = """

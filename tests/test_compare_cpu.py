@@ -232,3 +232,14 @@ def test_ctrl_c_kills_the_running_script(tmp_path):
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_report_sets_aside_a_compare_record_of_the_wrong_shape(tmp_path):
+    out = tmp_path / "results"
+    assert run_accel("compare", str(SCRIPTS / "writes_files.py"), "--out", str(out)).returncode == 0
+    (out / "broken.json").write_text(json.dumps({"kind": "compare", "arms": ["not", "a", "mapping"]}))
+    page = tmp_path / "report.html"
+    proc = run_accel("report", str(out), "--out", str(page))
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert 'id="compare"' in text and "broken.json" in text and "not the shape of its kind" in text
