@@ -5,21 +5,26 @@ import sys as _sys
 
 __version__ = "0.1.0"
 
-# OpenMP's wait policy, settled before XGBoost (or anything else linking GNU OpenMP) loads:
-# libgomp reads OMP_WAIT_POLICY once, when it is loaded. By default its idle threads spin for
-# a while before they sleep; on a machine whose cores are shared with anything (a Dask worker,
-# the other arm, a CI job) the spinning threads take the cores the working ones need and CPU
-# XGBoost ran 10-30x slower. PASSIVE threads sleep at once; on a quiet machine it costs nothing
-# measurable (benchmarks/bench_omp_wait_policy.py). A value the user set is kept as it is.
-# Worker processes that Dask spawns inherit the environment, so they get the same policy.
-OMP_WAIT_POLICY_DEFAULT = "PASSIVE"
+# How long GNU OpenMP's idle threads spin before they sleep, settled before XGBoost (or anything
+# else linking libgomp) loads: libgomp reads it once, when it is loaded. Its default (300,000
+# spins) made CPU XGBoost 2-5x slower whenever the cores were shared (a Dask worker, the other
+# arm, a CI job): spinning threads take the cores the working ones need. OMP_WAIT_POLICY=PASSIVE
+# (sleep at once) fixes that but cost 18% on a quiet machine, which would handicap the CPU
+# baseline; 10,000 spins cost nothing quiet (0.98-0.99 of the default) and took most of the gain
+# busy (0.45-0.63 of the default, PASSIVE 0.44-0.47): benchmarks/bench_omp_wait_policy.py,
+# results 2026-12-01-omp-wait-policy-cpu-004 and -005. Whatever the
+# user set (OMP_WAIT_POLICY or GOMP_SPINCOUNT) is kept as it is. Worker processes that Dask
+# spawns inherit the environment, so they get the same setting.
+GOMP_SPINCOUNT_DEFAULT = "10000"
 _OMP_LIBRARIES = ("xgboost", "sklearn", "lightgbm", "torch")
+_user_set = {k: _os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if _os.environ.get(k)}
+if not _user_set:
+    _os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
+#: What the run record's threads section says of OpenMP's waiting threads.
 OMP_WAIT_POLICY = {
-    "value": _os.environ.get("OMP_WAIT_POLICY") or OMP_WAIT_POLICY_DEFAULT,
-    "source": "user environment" if _os.environ.get("OMP_WAIT_POLICY") else "accel default",
+    "OMP_WAIT_POLICY": _os.environ.get("OMP_WAIT_POLICY") or None,
+    "GOMP_SPINCOUNT": _os.environ.get("GOMP_SPINCOUNT") or None,
+    "source": "user environment" if _user_set else "accel default",
     # Set after an OpenMP user was imported, the setting cannot take effect in this process.
     "loaded_before": sorted(m for m in _OMP_LIBRARIES if m in _sys.modules),
 }
-_os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY_DEFAULT)
-if not _os.environ["OMP_WAIT_POLICY"]:
-    _os.environ["OMP_WAIT_POLICY"] = OMP_WAIT_POLICY_DEFAULT

@@ -375,8 +375,8 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "nthreads": dask_worker.state.nthreads,
         "memory_limit_bytes": dask_worker.memory_manager.memory_limit,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        # Workers accel starts inherit accel's PASSIVE; a running cluster's workers have their own.
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        # Workers accel starts inherit accel's setting; a running cluster's workers have their own.
+        "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
     }
     if probe:
         result = probe_gpu()

@@ -68,7 +68,7 @@ BUILD_INFO = Path(__file__).resolve().parent / "_build_info.json"
 
 #: Environment variables accel, its benchmarks and the libraries it drives read: recorded when set.
 OVERRIDE_NAMES = (
-    "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_MAX_THREADS",
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
     "PYTHONHASHSEED", "PYTHONPATH", "KVIKIO_COMPAT_MODE", "KVIKIO_NTHREADS", "NUMBA_CUDA_DRIVER",
 )  # fmt: skip
@@ -198,7 +198,8 @@ def git_sha() -> str | None:
 def environment_overrides(environ: Any = None) -> dict[str, str]:
     """Every variable accel, its benchmarks or the libraries it drives read that is set here.
 
-    ``OMP_WAIT_POLICY`` counts only when the user set it (accel sets PASSIVE itself otherwise).
+    ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` count only when the user set them (accel sets
+    ``GOMP_SPINCOUNT`` itself otherwise).
     """
     from accel import OMP_WAIT_POLICY
 
@@ -206,7 +207,11 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
     out = {}
     for name in sorted(env):
         if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES):
-            if name == "OMP_WAIT_POLICY" and environ is None and OMP_WAIT_POLICY["source"] != "user environment":
+            if (
+                name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                and environ is None
+                and OMP_WAIT_POLICY["source"] != "user environment"
+            ):
                 continue
             out[name] = env[name]
     return out

@@ -74,7 +74,7 @@ def test_without_gpu_the_gpu_arm_is_skipped_with_reason_and_speedup_is_nan(cpu_r
 
 
 def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     proc = subprocess.run(
         [sys.executable, "-m", "accel", "run", str(fast_workflow), "--device", "cpu", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, env=env, cwd=ROOT,
@@ -90,28 +90,34 @@ def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):
     assert wall["unaccounted_seconds"] <= 0.05 * wall["process_seconds"]
     assert wall["arms"]["cpu"]["stages"] == pytest.approx(r["arms"]["cpu"]["total_seconds"])
     assert "wall " in proc.stdout and "start-up" in proc.stdout
-    # OpenMP threads sleep when idle unless the user chose otherwise; the record says which.
+    # OpenMP's idle threads spin briefly, then sleep, unless the user chose otherwise; the record says which.
     assert r["arms"]["cpu"]["threads"]["omp_wait_policy"] == {
-        "value": "PASSIVE",
+        "OMP_WAIT_POLICY": None,
+        "GOMP_SPINCOUNT": "10000",
         "source": "accel default",
         "loaded_before": [],
     }
 
 
 @pytest.mark.parametrize(
-    ("given", "value", "source"),
-    [(None, "PASSIVE", "accel default"), ("ACTIVE", "ACTIVE", "user environment"), ("", "PASSIVE", "accel default")],
+    ("given", "policy", "spins", "source"),
+    [
+        ({}, "None", "10000", "accel default"),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, "PASSIVE", "None", "user environment"),
+        ({"GOMP_SPINCOUNT": "500"}, "None", "500", "user environment"),
+        ({"OMP_WAIT_POLICY": ""}, "None", "10000", "accel default"),
+    ],
 )
-def test_omp_wait_policy_is_set_before_openmp_loads_unless_the_user_set_it(given, value, source):
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if given is not None:
-        env["OMP_WAIT_POLICY"] = given
+def test_openmp_spin_is_set_before_openmp_loads_unless_the_user_set_it(given, policy, spins, source):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(given)
     code = (
         "import os, sys, accel\n"
-        "print(os.environ['OMP_WAIT_POLICY'], accel.OMP_WAIT_POLICY['source'], 'xgboost' in sys.modules)\n"
+        "print(os.environ.get('OMP_WAIT_POLICY') or None, os.environ.get('GOMP_SPINCOUNT'),"
+        " accel.OMP_WAIT_POLICY['source'], 'xgboost' in sys.modules)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
-    assert proc.stdout.split() == [value, *source.split(), "False"], proc.stderr
+    assert proc.stdout.split() == [policy, spins, *source.split(), "False"], proc.stderr
 
 
 def test_same_seed_same_result(tmp_path, fast_workflow, cpu_run):
