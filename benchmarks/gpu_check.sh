@@ -26,7 +26,9 @@
 #   gpu_check.sh build-info    write accel/_build_info.json (the commit and tree the copy reports)
 #   gpu_check.sh fetch         download the lock's wheels into .whl/<track>-NN/, one folder per call
 #   gpu_check.sh plan          the calls, as JSON lines: what each carries and runs
-# Every bench step appends each finished question/model to $OUT/results/progress-*.jsonl as it goes.
+# Every bench step appends each finished question/model to $OUT/results/progress-*.jsonl as it goes;
+# a step that ends well removes its progress file (its result holds the same), so what comes back
+# from a device call stays within 8 files, and a step cut short leaves what it finished.
 #
 # Environment (defaults in brackets):
 #   OUT [./gpu-check-out]  logs ($OUT/log), results ($OUT/results/*.json), the report
@@ -102,6 +104,11 @@ step() {  # step NAME COMMAND...: run with a time limit, record failure, carry o
   local rc=$?
   echo "== $name: exit $rc after $((SECONDS - start)) s"
   [ "$rc" -eq 0 ] || FAILED+=("$name (exit $rc)")
+  LAST_RC=$rc
+  return 0
+}
+progress_done() {  # progress_done FILE: the last step ended well, so its result file holds every line of FILE
+  [ "${LAST_RC:-1}" -eq 0 ] && rm -f "$1"
   return 0
 }
 ACCEL=("$PY" -m accel)
@@ -174,6 +181,7 @@ phase_groupby() {
        step bench-groupby "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
          --engines "${engines:+$engines,}polars-gpu" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
   esac
+  [ "$arms" = data ] || progress_done "${progress[1]}"
   [ "$keep" = "$RESULTS" ] || cp -n "$keep"/*.json "$RESULTS"/ 2>/dev/null || true
 }
 
@@ -189,6 +197,7 @@ phase_join() {
            --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
     *) step bench-join "${ACCEL[@]}" bench join --data-dir "$dir" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
   esac
+  progress_done "${progress[1]}"
 }
 
 phase_models() {
@@ -205,10 +214,12 @@ phase_models() {
   if [ -n "$models" ]; then
     step bench-models "${ACCEL[@]}" bench models --rows "$MODEL_ROWS" --models "$models" --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
       --progress-file "$RESULTS/progress-models.jsonl"
+    progress_done "$RESULTS/progress-models.jsonl"
   fi
   if [ "$XGB_ROWS" = 0 ]; then echo "XGB_ROWS=0: the XGBoost run is left out"; return; fi
   step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost_classifier --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
-    --progress-file "$RESULTS/progress-models.jsonl"
+    --progress-file "$RESULTS/progress-xgboost.jsonl"
+  progress_done "$RESULTS/progress-xgboost.jsonl"
 }
 
 phase_crossover() {
