@@ -167,6 +167,7 @@ def test_bench_models_and_crossover(tmp_path, capsys):
     importlib.util.find_spec("polars") is None or importlib.util.find_spec("duckdb") is None,
     reason="the bench extra (polars, duckdb) is not installed",
 )
+@pytest.mark.slow
 def test_engines_for_context(groupby_file, tmp_path, capsys):
     code = main(
         [

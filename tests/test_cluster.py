@@ -82,6 +82,7 @@ def test_default_local_plan_fills_the_cores_and_never_more():
     assert plan.workers * plan.threads_per_worker <= cpu_threads() and plan.worker_kind == "cpu"
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_fails_fast(tmp_path):
     start = time.monotonic()
     proc = run_accel(

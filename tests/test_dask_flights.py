@@ -45,6 +45,7 @@ def test_features_on_partitions_equal_the_single_process_features(session):
     check_dask_features_match_single_process(session, "cpu")
 
 
+@pytest.mark.slow
 def test_distributed_run_agrees_with_single_process(session):
     check_dask_run_agrees_with_single_process(session, "cpu")
 
@@ -81,6 +82,7 @@ def test_scale_replicates_with_jitter_keeping_keys_and_missing_targets():
     pd.testing.assert_frame_equal(blocks, whole)
 
 
+@pytest.mark.slow
 def test_cli_run_on_local_cluster_writes_record_and_leaves_no_process(tmp_path, fast_yaml):
     proc = subprocess.Popen(
         [sys.executable, "-m", "accel", "run", str(fast_yaml), "--cluster", "local", "--workers", "2", "--scale", "2",

@@ -144,6 +144,7 @@ class Server:
 
 @pytest.mark.parametrize("kind", ["http", "silent", "garbage"])
 @pytest.mark.parametrize("command", ["run", "hpo"])
+@pytest.mark.slow
 def test_scheduler_that_is_not_dask_fails_within_the_promise(tmp_path, kind, command):
     server = Server(kind)
     try:
@@ -276,6 +277,7 @@ def test_write_new_removes_its_temporary_file_when_the_disk_fills(tmp_path, monk
 # A missing HOME variable is not tested here: Python then finds the home folder in the password
 # database, and the test would write to the real ~/.cache. An empty HOME is the missing case.
 @pytest.mark.parametrize("home", ["/proc/accel-no-home", ""])
+@pytest.mark.slow
 def test_unwritable_or_missing_home_falls_back_to_a_temp_cache(tmp_path, home):
     env = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CACHE_DIR", "HOME")}
     env["HOME"] = home

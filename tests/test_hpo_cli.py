@@ -335,6 +335,7 @@ def test_parallel_trials_on_a_local_cluster(tmp_path, capsys):
     assert sum(line.startswith("trial ") for line in err.splitlines()) == 4, "progress read back from the storage"
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler(tmp_path, capsys):
     code, _, err = run_cli(capsys, "hpo", "flights", "--out", str(tmp_path), "--scheduler", "tcp://127.0.0.1:9")
     assert_one_line_error(code, err, "cannot reach a Dask scheduler at tcp://127.0.0.1:9")

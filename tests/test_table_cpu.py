@@ -362,6 +362,7 @@ def _many_valued_table(path, n=6000, seed=3):
     return path
 
 
+@pytest.mark.slow
 def test_encoding_probe_is_cached_per_table_and_can_be_forced_or_turned_off(tmp_path):
     data = _many_valued_table(tmp_path / "shops.csv")
     env = {"ACCEL_CACHE_DIR": str(tmp_path / "cache")}
