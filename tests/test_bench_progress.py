@@ -28,6 +28,7 @@ def _lines(path):
     return [strict_json(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_each_question_is_kept_as_it_finishes(groupby_file, tmp_path, capsys):
     progress = tmp_path / "p" / "progress.jsonl"
     engines = ["--engines", "polars,duckdb"] if has_engines else []
@@ -76,6 +77,7 @@ def test_cpu_arm_taken_from_an_earlier_result_on_the_same_data(groupby_file, tmp
         assert message in capsys.readouterr().err, argv
 
 
+@pytest.mark.slow
 def test_cpu_answers_gathered_from_several_runs(groupby_file, tmp_path, capsys):
     base = ["bench", "groupby", "--data", str(groupby_file), "--repeats", "1", "--device", "cpu"]
     assert main([*base, "--questions", "q1,q2", "--results", str(tmp_path / "a")]) == 0

@@ -41,6 +41,7 @@ def fast_yaml(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_features_on_partitions_equal_the_single_process_features(session):
     check_dask_features_match_single_process(session, "cpu")
 

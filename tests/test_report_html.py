@@ -14,6 +14,9 @@ from accel.cli import main
 from accel.htmlreport import num
 from tests import bench_bodies as bodies
 
+# One module fixture runs bench groupby/models/crossover and a flights run end to end: slow tier.
+pytestmark = pytest.mark.slow
+
 
 class Tables(HTMLParser):
     """Collects every table (by id) as rows of cell texts, the section ids and the images."""
