@@ -158,6 +158,13 @@ phase_tests() {
 installed_engines() {  # the CPU context engines importable here, comma-separated
   "$PY" -c "import importlib.util as u; print(','.join(e for e in ('duckdb', 'polars') if u.find_spec(e)))"
 }
+engine_args() {  # engine_args NAMES...: "--engines a,b" for those whose library is here (polars-gpu needs polars)
+  "$PY" -c "
+import importlib.util as u, sys
+need = {'polars-gpu': 'polars'}
+names = [n for a in sys.argv[1:] for n in a.split(',') if n and u.find_spec(need.get(n, n))]
+print('--engines ' + ','.join(names) if names else '')" "$@"
+}
 
 phase_groupby() {
   # GROUPBY_ARMS: both (default: cuDF and pandas, plus every engine there is), data (generate only),
@@ -174,12 +181,13 @@ phase_groupby() {
            --repeats "$REPEATS" --results "$keep" "${progress[@]}" ;;
     engines) step bench-groupby-engines "${ACCEL[@]}" bench groupby --data "$file" --device cpu --questions "$q" \
            --engines "$(installed_engines)" --cpu-from "$keep" --repeats "$REPEATS" --results "$keep" "${progress[@]}" ;;
-    gpu) step bench-groupby-gpu "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
-           --engines polars-gpu --cpu-from "$keep" --cpu-from benchmarks/results --repeats "$REPEATS" \
+    gpu) local engines; read -r -a engines <<< "$(engine_args polars-gpu)"
+         step bench-groupby-gpu "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
+           "${engines[@]}" --cpu-from "$keep" --cpu-from benchmarks/results --repeats "$REPEATS" \
            --results "$RESULTS" "${progress[@]}" ;;
-    *) local engines; engines=$(installed_engines)
+    *) local engines; read -r -a engines <<< "$(engine_args duckdb polars polars-gpu)"
        step bench-groupby "${ACCEL[@]}" bench groupby --data "$file" --device "$DEVICE" --questions "$q" \
-         --engines "${engines:+$engines,}polars-gpu" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
+         "${engines[@]}" --repeats "$REPEATS" --results "$RESULTS" "${progress[@]}" ;;
   esac
   [ "$arms" = data ] || progress_done "${progress[1]}"
   [ "$keep" = "$RESULTS" ] || cp -n "$keep"/*.json "$RESULTS"/ 2>/dev/null || true
