@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -720,7 +720,3 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)
         return 1
     return 0
-
-
-def as_dict(run: Run) -> dict[str, Any]:
-    return asdict(run)

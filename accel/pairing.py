@@ -261,13 +261,11 @@ def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, A
 
 
 def check_memory_flags(settings: Any) -> None:
-    """Refuse memory flags that cannot work before any planning work: sizes that do not parse, and
-    a budget below what one batch of the minimum size needs even at one 8-byte column."""
+    """Refuse, before any planning work, a budget below what one batch of the minimum size needs
+    even at one 8-byte column (sizes that do not parse were refused by the config already)."""
     from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, _human
     from accel.memory import parse_size
 
-    if settings.rmm_pool not in ("auto", "off"):
-        parse_size(settings.rmm_pool, "--rmm-pool")
     if settings.memory_budget:
         budget = parse_size(settings.memory_budget, "--memory-budget")
         floor = MIN_BATCH_ROWS * 8 / BUDGET_USE

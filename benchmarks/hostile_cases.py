@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import http.server
 import json
 import os
 import shutil
@@ -51,6 +50,9 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from tests.dask_procs import NotDaskServer  # noqa: E402 - the tests' own fake schedulers
+
 VERDICTS = ("clean error", "handled", "traceback", "hang", "unrefused", "wrong", "overwrite", "security", "misleading", "skipped")
 
 
@@ -245,55 +247,9 @@ def no_files_left(folder: Path, allowed: set[str] | None = None) -> list[str]:
 # --------------------------------------------------------------------------- servers
 
 
-class Server:
-    """A TCP server on 127.0.0.1 in a thread: ``http``, ``silent`` (accepts, never answers) or ``garbage``."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.held: list[socket.socket] = []
-        if kind == "http":
-            self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-            self.port = self.httpd.server_address[1]
-            threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-            return
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while not self.stopped:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-            if self.kind == "garbage":
-                try:
-                    conn.sendall(os.urandom(64) + b"\xff" * 8 + os.urandom(4096))
-                except OSError:
-                    pass
-
-    @property
-    def address(self) -> str:
-        return f"tcp://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        if self.kind == "http":
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            return
-        self.stopped = True
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
-
-
 def server_case(kind: str, command: str) -> Callable[[Path], Setup]:
     def build(tmp: Path) -> Setup:
-        server = Server(kind)
+        server = NotDaskServer(kind)
         if command == "run":
             argv = ["run", "flights", "--rows", "2000", "--scheduler", server.address, "--out", str(tmp / "runs")]
         else:
@@ -567,7 +523,7 @@ def _(tmp: Path) -> Setup:
 
 @c("scheduler-tls", "traceback", "--scheduler tls://... without certificates")
 def _(tmp: Path) -> Setup:
-    server = Server("silent")
+    server = NotDaskServer("silent")
     return Setup(
         ["run", "flights", "--rows", "2000", "--scheduler", f"tls://127.0.0.1:{server.port}", "--out", str(tmp / "runs")],
         cleanup=server.close,

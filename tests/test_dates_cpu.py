@@ -10,26 +10,12 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend
-from accel.cli import main
 from accel.schema import make_plan
 from tests import date_bodies
 from tests.conftest import read_json, records_in
+from tests.test_table_cpu import assert_error, run_cli
 
 FAST = ["--device", "cpu"]
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def assert_error(code: int, err: str, *needles: str) -> None:
-    assert code == 2, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("accel: error: "), err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def only_record(folder) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import gzip
-import http.server
 import json
 import os
 import shutil
@@ -20,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from accel.cli import main
 from accel.data import split_positions
 from tests import tables
 from tests.conftest import read_json, records_in, run_accel
+from tests.dask_procs import NotDaskServer
 
 # --------------------------------------------------------------------------- helpers
 
@@ -103,42 +102,6 @@ def record_copy(records, tmp_path) -> Path:
     return target
 
 
-class Server:
-    """A TCP server on 127.0.0.1 in a thread: ``http``, ``silent`` (accepts, never answers) or ``garbage``."""
-
-    def __init__(self, kind: str):
-        self.kind, self.held = kind, []
-        if kind == "http":
-            self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
-            self.port = self.httpd.server_address[1]
-            threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-            return
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-            if self.kind == "garbage":
-                conn.sendall(b"\xff" * 8 + os.urandom(2048))
-
-    def close(self) -> None:
-        if self.kind == "http":
-            self.httpd.shutdown()
-            self.httpd.server_close()
-        else:
-            self.sock.close()
-            for conn in self.held:
-                conn.close()
-
-
 # --------------------------------------------------------------------------- hangs
 
 
@@ -146,7 +109,7 @@ class Server:
 @pytest.mark.parametrize("command", ["run", "hpo"])
 @pytest.mark.slow
 def test_scheduler_that_is_not_dask_fails_within_the_promise(tmp_path, kind, command):
-    server = Server(kind)
+    server = NotDaskServer(kind)
     try:
         t0 = time.monotonic()
         args = [command, "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{server.port}", "--out", str(tmp_path / "runs")]
