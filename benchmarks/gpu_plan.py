@@ -178,7 +178,9 @@ def pack(lock: dict, track: str, budget: int) -> list[list[Piece]]:
                 continue
             while start < size:
                 take = min(room, size - start)
-                if take < MIB and start < size:  # not worth a part: start the next call
+                # A part under 1 MiB is not worth a call's room (start the next call), unless it is the
+                # wheel's last bytes: then it goes where it fits (else this loop never ended).
+                if take < MIB and take < size - start:
                     calls.append([])
                     room = budget
                     continue

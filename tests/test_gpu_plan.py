@@ -92,3 +92,30 @@ def test_fetch_layout_reassembles_each_wheel(tmp_path, monkeypatch):
         parts = sorted(p for f in folders for p in f.iterdir() if p.name.startswith(w["filename"]))
         joined = b"".join(p.read_bytes() for p in sorted(parts, key=lambda p: p.name))
         assert hashlib.sha256(joined).hexdigest() == w["sha256"], w["filename"]
+
+
+def test_packing_ends_and_carries_each_wheel_whole_at_any_tree_size():
+    """The plan depends on the working tree's size; at some sizes a wheel's last bytes came to
+    under 1 MiB and the packer opened empty calls for them forever (CI hung in ``plan``)."""
+    import signal
+
+    def too_long(*_):
+        raise TimeoutError("pack() did not finish within 10 s")
+
+    lock = gpu_plan.load_lock()
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(10)
+    try:
+        for track in gpu_plan.TRACKS:
+            sizes = {w["filename"]: w["size"] for s in gpu_plan.TRACKS[track]["sets"] for w in lock["by_set"][s]["wheels"]}
+            for tree in range(0, 8 * MIB, MIB // 8):  # trees of 0 to 8 MiB, in 128 KiB steps
+                budget = gpu_plan.CALL_LIMIT_BYTES - tree - gpu_plan.MARGIN_BYTES
+                calls = gpu_plan.pack(lock, track, budget)
+                assert all(calls) and all(sum(p.size for p in c) <= budget for c in calls), (track, tree)
+                carried: dict[str, int] = {}
+                for piece in (p for c in calls for p in c):
+                    carried[piece.filename] = carried.get(piece.filename, 0) + piece.size
+                assert carried == sizes, (track, tree)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
