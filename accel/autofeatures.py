@@ -30,6 +30,7 @@ import numpy as np
 from accel import _compat
 from accel.dates import ALL_PARTS
 from accel.features import left_join
+from accel.registry import FAMILIES
 from accel.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.workflows.base import Prepared
 
@@ -47,7 +48,6 @@ PROBE_METHOD = 2
 ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
 TE_FOLDS = 5
 TE_SMOOTHING: float | str = "auto"  # per category, as scikit-learn's TargetEncoder(smooth="auto")
-FAMILIES = ("xgboost", "random_forest", "linear", "knn")
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from accel.errors import DeviceUnavailable
+from accel.errors import DeviceUnavailable, first_line
 
 ArmName = Literal["cpu", "gpu"]
 DeviceChoice = Literal["auto", "cpu", "gpu"]
@@ -184,11 +184,6 @@ def _xgboost_has_cuda() -> bool:
         return False
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
 def rapids_smoke_test() -> str | None:
     """Import CuPy and cuDF and make one tiny allocation with each; the failure, or None.
 
@@ -203,7 +198,7 @@ def rapids_smoke_test() -> str | None:
 
         cudf.Series([1.0]).sum()
     except Exception as exc:  # noqa: BLE001 - e.g. cudaErrorInsufficientDriver, DynamicLibNotFoundError
-        return f"RAPIDS is installed but cannot use the GPU ({_first_line(exc)})"
+        return f"RAPIDS is installed but cannot use the GPU ({first_line(exc)})"
     return None
 
 
@@ -248,7 +243,7 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
         try:
             check()
         except Exception as exc:  # noqa: BLE001 - detection never raises
-            put(name, False, f"installed but cannot use the GPU ({_first_line(exc)})")
+            put(name, False, f"installed but cannot use the GPU ({first_line(exc)})")
         else:
             put(name, True)
 
@@ -304,7 +299,7 @@ def probe_gpu() -> GpuProbe:
     try:
         problem, message, devices, driver_version = _cuda_driver()
     except Exception as exc:  # noqa: BLE001 - a strange libcuda must not crash detection
-        problem, message, devices, driver_version = "no_driver", f"CUDA driver probe failed ({_first_line(exc)})", (), None
+        problem, message, devices, driver_version = "no_driver", f"CUDA driver probe failed ({first_line(exc)})", (), None
     if problem:
         problems.append(problem)
         reasons.append(message or problem)
@@ -326,7 +321,7 @@ def probe_gpu() -> GpuProbe:
     try:
         capabilities = probe_capabilities(message or problem if problem else None)
     except Exception as exc:  # noqa: BLE001 - detection never raises
-        capabilities = {n: {"available": False, "reason": f"probe failed ({_first_line(exc)})"} for n in CAPABILITIES}
+        capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
 
     return GpuProbe(
         usable=not problems,
@@ -341,41 +336,29 @@ def probe_gpu() -> GpuProbe:
 
 # --------------------------------------------------------------------------- model classes
 
-#: Model pairs as cuML's benchmark declares them: one CPU class and one GPU class per key.
-#: XGBoost is one class on both arms; the device is a parameter (``backend.xgb_device``).
-MODEL_CLASSES: dict[str, tuple[str, str]] = {
-    "xgboost_classifier": ("xgboost:XGBClassifier", "xgboost:XGBClassifier"),
-    "xgboost_regressor": ("xgboost:XGBRegressor", "xgboost:XGBRegressor"),
-    "random_forest_classifier": ("sklearn.ensemble:RandomForestClassifier", "cuml.ensemble:RandomForestClassifier"),
-    "random_forest_regressor": ("sklearn.ensemble:RandomForestRegressor", "cuml.ensemble:RandomForestRegressor"),
-    "logistic_regression": ("sklearn.linear_model:LogisticRegression", "cuml.linear_model:LogisticRegression"),
-    "linear_regression": ("sklearn.linear_model:LinearRegression", "cuml.linear_model:LinearRegression"),
-    "ridge": ("sklearn.linear_model:Ridge", "cuml.linear_model:Ridge"),
-    "elastic_net": ("sklearn.linear_model:ElasticNet", "cuml.linear_model:ElasticNet"),
-    "knn_classifier": ("sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier"),
-    "knn_regressor": ("sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor"),
-    "kmeans": ("sklearn.cluster:KMeans", "cuml.cluster:KMeans"),
-    "pca": ("sklearn.decomposition:PCA", "cuml.decomposition:PCA"),
-}
-
-
 class ModelClasses(Mapping):
     """The model classes of one arm, imported on first use (cuML takes seconds to import)."""
 
     def __init__(self, arm: ArmName):
-        self._column = 0 if arm == "cpu" else 1
+        self._arm = arm
 
     def __getitem__(self, key: str) -> type:
-        if key not in MODEL_CLASSES:
-            raise KeyError(f"unknown model {key!r}; known: {', '.join(MODEL_CLASSES)}")
-        module, _, cls = MODEL_CLASSES[key][self._column].partition(":")
+        from accel.registry import ESTIMATORS
+
+        if key not in ESTIMATORS:
+            raise KeyError(f"unknown model {key!r}; known: {', '.join(ESTIMATORS)}")
+        module, _, cls = ESTIMATORS[key].class_path(self._arm).partition(":")
         return getattr(importlib.import_module(module), cls)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(MODEL_CLASSES)
+        from accel.registry import ESTIMATORS
+
+        return iter(ESTIMATORS)
 
     def __len__(self) -> int:
-        return len(MODEL_CLASSES)
+        from accel.registry import ESTIMATORS
+
+        return len(ESTIMATORS)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -613,6 +596,42 @@ def get_backend(choice: DeviceChoice = "auto") -> Backend:
     raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
 
 
+@dataclass(frozen=True)
+class Arms:
+    """The two arms of a paired run, resolved once from ``--device``.
+
+    ``gpu`` is the accelerated arm, or None with ``gpu_skip`` saying why it does not run;
+    ``cpu`` is the baseline, always there.
+    """
+
+    gpu: Backend | None
+    gpu_skip: str | None
+    cpu: Backend
+
+
+def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
+    """The arms for ``--device auto|cpu|gpu``; every command resolves them here and nowhere else.
+
+    ``auto`` gives the accelerated arm when the GPU is usable (or skips it with the reason);
+    ``cpu`` skips it; ``gpu`` raises :class:`DeviceUnavailable` (exit 2) saying why, before any
+    work starts. ``needs`` names the GPU capabilities the work uses (see :func:`gpu_backend`);
+    by default the whole GPU arm with cuDF.
+    """
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"device must be auto, cpu or gpu, not {device!r}")
+    cpu = cpu_backend()
+    if device == "cpu":
+        return Arms(None, "not requested (--device cpu)", cpu)
+    probe = probe_gpu()
+    if needs is None:
+        if device == "gpu" or probe.usable:
+            return Arms(gpu_backend(), None, cpu)
+        return Arms(None, f"GPU unavailable: {probe.reason}", cpu)
+    if device == "gpu" or probe.available("cupy", *needs):
+        return Arms(gpu_backend(needs=needs), None, cpu)
+    return Arms(None, f"GPU unavailable: {probe.missing('cupy', *needs)}", cpu)
+
+
 def nvml_info() -> dict[str, Any]:
     """Driver version and per-GPU details from NVML, or why NVML is not there. Never raises.
 
@@ -622,11 +641,11 @@ def nvml_info() -> dict[str, Any]:
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"nvidia-ml-py not installed ({_first_line(exc)})"}
+        return {"available": False, "reason": f"nvidia-ml-py not installed ({first_line(exc)})"}
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
-        return {"available": False, "reason": f"NVML cannot start ({_first_line(exc) or type(exc).__name__})"}
+        return {"available": False, "reason": f"NVML cannot start ({first_line(exc) or type(exc).__name__})"}
     try:
         driver = pynvml.nvmlSystemGetDriverVersion()
         gpus = []
@@ -644,7 +663,7 @@ def nvml_info() -> dict[str, Any]:
             )
         return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver, "gpus": gpus}
     except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"NVML query failed ({_first_line(exc)})"}
+        return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
     finally:
         try:
             pynvml.nvmlShutdown()

@@ -339,8 +339,8 @@ def _dump(result: dict) -> None:
 
 def _cmd_bench_db(args: argparse.Namespace) -> int:
     from accel import dbbench, engines
-    from accel.backend import cpu_backend
-    from accel.timing import check_results_folder, fairness, gpu_arm
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.timing import check_results_folder, fairness
 
     suite = dbbench.SUITES[args.suite]
     questions = dbbench.select_questions(suite, args.questions)
@@ -352,7 +352,8 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     reused_cpu, reused_engines = (
         _reuse_cpu_arm(args.cpu_from, suite.benchmark, data_files, questions) if args.cpu_from else (None, {})
     )
-    gpu, gpu_reason = gpu_arm(args.device)
+    arms = resolve_arms(args.device)
+    gpu, gpu_reason = arms.gpu, arms.gpu_skip
     cpu = cpu_backend()
 
     started = datetime.now(timezone.utc)
@@ -517,8 +518,8 @@ def _model_fairness(cpu: Any) -> dict:
 
 def _cmd_bench_models(args: argparse.Namespace) -> int:
     from accel import modelbench
-    from accel.backend import cpu_backend
-    from accel.timing import check_results_folder, gpu_arm
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.timing import check_results_folder
 
     pairs = modelbench.select_models(args.models)
     if args.rows < 50:
@@ -528,7 +529,8 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     check_results_folder(args.results)
     # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
     # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-    gpu, gpu_reason = gpu_arm(args.device, needs=("cupy",))
+    arms = resolve_arms(args.device, needs=("cupy",))
+    gpu, gpu_reason = arms.gpu, arms.gpu_skip
     cpu = cpu_backend()
 
     started = datetime.now(timezone.utc)
@@ -597,8 +599,8 @@ def _render_models(result: dict) -> None:
 
 def _cmd_bench_crossover(args: argparse.Namespace) -> int:
     from accel import crossover
-    from accel.backend import cpu_backend
-    from accel.timing import check_results_folder, gpu_arm
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.timing import check_results_folder
 
     operations = crossover.select_operations(args.operations)
     sizes = crossover.row_counts(args.min_rows, args.max_rows, args.steps_per_decade)
@@ -611,7 +613,8 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
     if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
         raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
     check_results_folder(args.results)
-    gpu, gpu_reason = gpu_arm(args.device)
+    arms = resolve_arms(args.device)
+    gpu, gpu_reason = arms.gpu, arms.gpu_skip
     cpu = cpu_backend()
 
     started = datetime.now(timezone.utc)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from accel import __version__, cluster, scaling
 from accel.errors import AccelError
-from accel.models import MODELS
 from accel.record import dumps as strict_json
+from accel.registry import MODELS
 
 
 class _Parser(argparse.ArgumentParser):

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from accel.backend import cpu_threads, probe_gpu
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -235,12 +235,12 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         ) from None
     except OSError as exc:  # nobody listens (refused until Dask's connect timeout), no route, ...
         raise AccelError(
-            f"cannot reach a Dask scheduler at {address} within {timeout:g} s ({_first_line(exc)}); "
+            f"cannot reach a Dask scheduler at {address} within {timeout:g} s ({first_line(exc)}); "
             "is 'dask scheduler' running there?"
         ) from None
     except Exception as exc:  # noqa: BLE001 - garbage bytes, another protocol, a peer that is not a scheduler
         raise AccelError(
-            f"cannot reach a Dask scheduler at {address}: the peer does not speak Dask's protocol ({_first_line(exc)}); "
+            f"cannot reach a Dask scheduler at {address}: the peer does not speak Dask's protocol ({first_line(exc)}); "
             "is 'dask scheduler' running there?"
         ) from None
 
@@ -455,7 +455,7 @@ class ClusterSession:
             except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
                 raise AccelError(
                     f"cannot reach a Dask scheduler at {plan.address} within {CONNECT_TIMEOUT_S} s "
-                    f"({_first_line(exc)}); is 'dask scheduler' running there?"
+                    f"({first_line(exc)}); is 'dask scheduler' running there?"
                 ) from None
             try:
                 self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
@@ -498,7 +498,7 @@ class ClusterSession:
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
-            raise AccelError(f"could not start the {plan.kind} Dask cluster: {_first_line(exc)}") from None
+            raise AccelError(f"could not start the {plan.kind} Dask cluster: {first_line(exc)}") from None
 
     def _describe(self) -> ClusterInfo:
         plan = self.plan
@@ -507,7 +507,7 @@ class ClusterSession:
             facts = self.client.run(_worker_facts, probe=probe)
         except (ModuleNotFoundError, ImportError) as exc:
             raise AccelError(
-                f"the Dask workers cannot import accel ({_first_line(exc)}): install the same accel on every worker node"
+                f"the Dask workers cannot import accel ({first_line(exc)}): install the same accel on every worker node"
             ) from None
         details = [facts[address] | {"address": address} for address in sorted(facts)]
         if not details:
@@ -680,11 +680,6 @@ def _dashboard_link(client: Any) -> str | None:
         return str(client.dashboard_link)
     except Exception:  # noqa: BLE001
         return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 # --------------------------------------------------------------------------- worker memory

@@ -9,82 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
 
 from accel.errors import AccelError
+from accel.registry import MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote
 
-#: Bounds the libraries accept (or that fit in memory), checked here so a run never starts
-#: with a value the library refuses only after the data is loaded.
-MAX_ESTIMATORS = 100_000
-MAX_BIN = 65_536
-MAX_NEIGHBORS = 10_000
 #: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
 #: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
 #: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
 MIN_BATCH_ROWS = 1024
-#: Model settings are finite numbers: no inf or NaN (YAML's .inf / .nan).
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-
-class XGBoostConfig(BaseModel):
-    """XGBoost parameters shared by both arms (see :class:`accel.models.XGBoostParams`)."""
-
-    model_config = _STRICT
-
-    n_estimators: int = Field(300, ge=1, le=MAX_ESTIMATORS)
-    max_depth: int = Field(8, ge=0, le=32)
-    learning_rate: float = Field(0.1, gt=0, le=1)
-    max_bin: int = Field(256, ge=2, le=MAX_BIN)
-    min_child_weight: float = Field(1.0, ge=0)
-    reg_lambda: float = Field(1.0, ge=0)
-    reg_alpha: float = Field(0.0, ge=0)
-    subsample: float = Field(1.0, gt=0, le=1)  # below 1 each arm draws its own rows
-    colsample_bytree: float = Field(1.0, gt=0, le=1)
-
-
-class RandomForestConfig(BaseModel):
-    model_config = _STRICT
-
-    n_estimators: int = Field(100, ge=1, le=MAX_ESTIMATORS)
-    max_depth: int = Field(16, ge=1, le=64)
-    # A share of the features in (0, 1], or sqrt/log2; None: "sqrt" for classes, 1.0 for regression.
-    max_features: Annotated[float, Field(gt=0, le=1)] | Literal["sqrt", "log2"] | None = None
-
-
-class LogisticRegressionConfig(BaseModel):
-    model_config = _STRICT
-
-    C: float = Field(1.0, gt=0)
-    l1_ratio: float = Field(0.0, ge=0, le=1)  # 0: L2 penalty, 1: L1, between: elastic net
-    max_iter: int = Field(1000, ge=1, le=1_000_000)
-
-
-class LinearRegressionConfig(BaseModel):
-    """Ordinary least squares; with ``alpha`` set, an elastic net (``alpha``, ``l1_ratio``)."""
-
-    model_config = _STRICT
-
-    alpha: float | None = Field(None, gt=0)
-    l1_ratio: float = Field(0.5, ge=0, le=1)  # read only with alpha set
-
-
-class KNNConfig(BaseModel):
-    model_config = _STRICT
-
-    n_neighbors: int = Field(5, ge=1, le=MAX_NEIGHBORS)
-    weights: Literal["uniform", "distance"] = "uniform"
-
-
-ModelName = Literal["xgboost", "random_forest", "logistic_regression", "linear_regression", "knn"]
+#: ``--model`` choices: the models of the registry.
+ModelName = Literal[tuple(MODELS)]  # type: ignore[valid-type]
 
 
 class SearchRange(BaseModel):
     """One parameter's search range in a workflow file: ``{low, high, log}`` or ``{choices}``."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     low: float | None = None
     high: float | None = None
@@ -136,7 +81,7 @@ class HpoConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_parameters(self) -> HpoConfig:
-        from accel.hpo import check_search_space
+        from accel.registry import check_search_space
 
         for model, params in self.search_space.items():
             check_search_space(model, params)
@@ -161,7 +106,16 @@ class ClusterConfig(BaseModel):
     protocol: Literal["tcp", "ucx"] = "tcp"
 
 
-class RunConfig(BaseModel):
+#: One section per model of the registry (``xgboost:``, ``random_forest:``, ...), each its
+#: settings schema with their defaults.
+_ModelSections = create_model(
+    "_ModelSections",
+    __config__=ConfigDict(extra="forbid"),
+    **{name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()},
+)
+
+
+class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -186,11 +140,6 @@ class RunConfig(BaseModel):
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = Field(42, ge=0, le=MAX_SEED)
     out: Path = Path("runs")
-    xgboost: XGBoostConfig = Field(default_factory=XGBoostConfig)
-    random_forest: RandomForestConfig = Field(default_factory=RandomForestConfig)
-    logistic_regression: LogisticRegressionConfig = Field(default_factory=LogisticRegressionConfig)
-    linear_regression: LinearRegressionConfig = Field(default_factory=LinearRegressionConfig)
-    knn: KNNConfig = Field(default_factory=KNNConfig)
     hpo: HpoConfig = Field(default_factory=HpoConfig)
 
     @model_validator(mode="after")
@@ -229,10 +178,7 @@ class RunConfig(BaseModel):
 
     def model_params(self) -> dict[str, Any]:
         """Parameters of the chosen model, without the unset ones."""
-        params = getattr(self, self.model).model_dump()
-        if self.model == "linear_regression" and params.get("alpha") is None:
-            params.pop("l1_ratio")  # plain least squares has no penalty to mix
-        return {k: v for k, v in params.items() if v is not None}
+        return MODELS[self.model].given(getattr(self, self.model).model_dump())
     #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
     scale: PositiveInt = 1
     #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from accel.backend import Backend
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 from accel.timing import measure, speedup
 
 FRAME_OPERATIONS = {
@@ -87,7 +87,7 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
 def _model_operation(
     name: str, rows: int, seed: int, features: int
 ) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
-    from accel.modelbench import PAIRS, make_data
+    from accel.modelbench import PAIRS, make_data, pair_params
 
     pair = PAIRS[name]
     kind = "regression" if pair.task == "regression" else "classification"
@@ -96,7 +96,7 @@ def _model_operation(
     def factory(backend: Backend) -> Callable[[], Any]:
         xp = backend.xp
         cls = backend.models[pair.key]
-        params = pair.params(backend, seed)
+        params = pair_params(pair, backend, seed)
         X = xp.asarray(data.X_train)
         y = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
         backend.synchronize()
@@ -117,11 +117,6 @@ def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
     return found
 
 
-def _first_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
 def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]], repeats: int, warmup: int) -> dict:
     try:
         timing, out = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
@@ -130,7 +125,7 @@ def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]]
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory at the largest size: record, go on
-        return {"status": "failed", "reason": _first_line(exc)}
+        return {"status": "failed", "reason": first_line(exc)}
     finally:
         gc.collect()
 

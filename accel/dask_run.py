@@ -28,7 +28,6 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -39,13 +38,15 @@ from typing import Any
 from accel import _compat
 from accel.backend import Backend, cpu_backend, gpu_backend, probe_gpu
 from accel.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
-from accel.errors import AccelError, DeviceUnavailable
+from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
-from accel.models import XGBoostModel, XGBoostParams, xgboost_device_used, xgboost_threads_used
-from accel.pairing import STAGES, ArmResult, Listener, parity, skipped
+from accel.models import XGBoostModel, XGBoostParams
 from accel.record import dumps as strict_json
+from accel.registry import xgboost_device_used, xgboost_threads_used
+from accel.result import ArmResult, Listener, check_device, parity, skipped
+from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
 
@@ -87,14 +88,6 @@ def client_backend(kind: str) -> Backend:
             "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
             f"in this process too; run accel on one of the GPU nodes (here: {probe_gpu().reason})"
         ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    """One line saying what went wrong; for XGBoost's stacked errors, the innermost cause."""
-    lines = str(exc).strip().splitlines()
-    causes = [m.group(1) for m in (re.match(r"^- \[[^\]]*\]:\s*(.+)$", line.strip()) for line in lines) if m]
-    text = causes[-1] if causes else (lines[0] if lines else "")
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def _lost_workers(session: ClusterSession, before: list[str]) -> list[str]:
@@ -157,7 +150,7 @@ def train_with_one_retry(
                 raise ClusterRunFailed(
                     f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
                 ) from None
-            reason = _first_line(exc)
+            reason = first_line(exc)
             lost = _lost_workers(session, before)
             attempts.append(
                 {"attempt": attempt, "status": "failed", "reason": reason, "workers": len(before), "lost_workers": lost}
@@ -270,7 +263,7 @@ def run_on_session(
         if session.all_workers_lost:
             raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
         raise ClusterRunFailed(
-            f"the run failed on the Dask cluster ({_first_line(exc)}); no run record was written"
+            f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written"
         ) from None
     finally:
         if listener:
@@ -301,11 +294,7 @@ def run_on_session(
         rows=dict(prepared.rows),
         features=prepared.feature_names,
     )
-    wanted = "cuda" if kind == "gpu" else "cpu"
-    if not device_used.startswith(wanted):
-        result.status = "failed"
-        result.reason = f"XGBoost trained on {device_used!r} although {train_params['device']!r} was asked for"
-    arm = result.as_dict()
+    arm = check_device(result, kind == "gpu", str(train_params["device"])).as_dict()
     arm["placement"] = "dask"
     arm["client_peak_host_mb"] = to_mb(monitor.peak_host)
     arm["train_attempts"] = attempts

@@ -32,7 +32,7 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 from accel.timing import measure
 
 #: Checksums of the two arms agree within this relative difference.
@@ -313,11 +313,6 @@ def answer_column(frame: Any, path: str | tuple[str, str]) -> Any:
     return frame[path]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
 def run_question(backend: Backend, question: Question, tables: Mapping[str, Any], repeats: int, warmup: int) -> dict:
     """Time one question on one arm (cold run, warm-up, repeats) and check its answer.
 
@@ -365,8 +360,8 @@ def run_arm(
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. the data does not fit in device memory: the other arm still runs
-        say(f"[{backend.name}] loading failed: {_first_line(exc)}")
-        return {"status": "failed", "reason": f"loading the data: {_first_line(exc)}", "backend": backend.name}
+        say(f"[{backend.name}] loading failed: {first_line(exc)}")
+        return {"status": "failed", "reason": f"loading the data: {first_line(exc)}", "backend": backend.name}
     load_seconds = time.perf_counter() - start
     rows_in = {role: int(len(frame)) for role, frame in tables.items()}
     say(f"[{backend.name}] loaded {', '.join(f'{r} {n:,} rows' for r, n in rows_in.items())} in {load_seconds:.2f} s")
@@ -382,7 +377,7 @@ def run_arm(
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - one question failing (GPU out of memory, say) must not end the others
-            answers[q.name] = {"status": "failed", "reason": _first_line(exc)}
+            answers[q.name] = {"status": "failed", "reason": first_line(exc)}
             say(f"[{backend.name}] {q.name:<4}{q.title:<28} FAILED: {answers[q.name]['reason']}")
         if on_answer is not None:
             on_answer(q.name, answers[q.name])

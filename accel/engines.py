@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 
 ENGINES = ("polars", "duckdb", "polars-gpu")
 #: Engines that need only what `pip install 'accel-tabular[bench]'` gives (the GPU one skips with a reason).
@@ -119,11 +119,6 @@ def polars_gpu_skip() -> str | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
 def _finite(value: Any) -> float:
     return math.nan if value is None else float(value)
 
@@ -152,7 +147,7 @@ def _timed_answers(
             }  # fmt: skip
             del ans
         except Exception as exc:  # noqa: BLE001 - context only: record and go on
-            out[q] = {"status": "failed", "reason": _first_line(exc)}
+            out[q] = {"status": "failed", "reason": first_line(exc)}
         a = out[q]
         progress(f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"]))
         if on_answer is not None:
@@ -283,5 +278,5 @@ def run_engines(
             else:
                 results[name] = run_duckdb(path, questions, progress, repeats, tell)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory loading: context, not the benchmark
-            results[name] = {"status": "failed", "reason": _first_line(exc)}
+            results[name] = {"status": "failed", "reason": first_line(exc)}
     return results

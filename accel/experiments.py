@@ -25,6 +25,7 @@ from typing import Any
 
 from accel.errors import AccelError
 from accel.record import loads as record_loads
+from accel.registry import MODELS
 
 #: Whether a larger value of a metric is better.
 HIGHER_IS_BETTER = {
@@ -34,13 +35,7 @@ HIGHER_IS_BETTER = {
 }  # fmt: skip
 
 #: The parameters shown for each model, with the short names the table uses.
-KEY_PARAMS = {
-    "xgboost": (("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
-    "random_forest": (("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
-    "logistic_regression": (("C", "C"), ("l1_ratio", "l1_ratio")),
-    "linear_regression": (("alpha", "alpha"), ("l1_ratio", "l1_ratio")),
-    "knn": (("n_neighbors", "k"), ("weights", "weights")),
-}
+KEY_PARAMS = {name: spec.labels for name, spec in MODELS.items()}
 
 #: The stages of a run record that train and score the model: what a search times too.
 MODEL_STAGES = ("to_device", "train", "predict")

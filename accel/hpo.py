@@ -29,14 +29,13 @@ assumes no other process is still working on the study.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import socket
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -47,108 +46,21 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
+from accel.registry import MODELS, Dist, ran_where_asked
 
 # --------------------------------------------------------------------------- search spaces
 
-
-@dataclass(frozen=True)
-class Dist:
-    """One parameter's search distribution, or a fixed value (``kind="fixed"``)."""
-
-    kind: str  # "int" | "float" | "categorical" | "fixed"
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    step: float | None = None
-    choices: tuple = ()
-    value: Any = None
-
-    def describe(self) -> dict[str, Any]:
-        if self.kind == "fixed":
-            return {"fixed": self.value}
-        if self.kind == "categorical":
-            return {"choices": list(self.choices)}
-        out: dict[str, Any] = {"type": self.kind, "low": self.low, "high": self.high, "log": self.log}
-        if self.step is not None:
-            out["step"] = self.step
-        return out
-
-
-def _int(low: int, high: int, log: bool = False) -> Dist:
-    return Dist("int", low, high, log)
-
-
-def _float(low: float, high: float, log: bool = False) -> Dist:
-    return Dist("float", low, high, log)
-
-
-def _choice(*choices: Any) -> Dist:
-    return Dist("categorical", choices=tuple(choices))
-
-
-#: Built-in search spaces. ``n_estimators`` is the most rounds (trees) a model may use: XGBoost
-#: stops early on the validation part, so the rounds that count are found, not guessed.
-SEARCH_SPACES: dict[str, dict[str, Dist]] = {
-    "xgboost": {
-        "learning_rate": _float(0.01, 0.3, log=True),
-        "max_depth": _int(3, 12),
-        "min_child_weight": _float(0.5, 64.0, log=True),
-        "subsample": _float(0.5, 1.0),
-        "colsample_bytree": _float(0.4, 1.0),
-        "reg_lambda": _float(1e-3, 100.0, log=True),
-        "reg_alpha": _float(1e-3, 10.0, log=True),
-        "n_estimators": _int(100, 1000, log=True),
-    },
-    "random_forest": {
-        "n_estimators": _int(50, 500, log=True),
-        "max_depth": _int(4, 32),
-        "max_features": _choice("sqrt", "log2", 0.25, 0.5, 0.75, 1.0),
-    },
-    # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
-    "logistic_regression": {"C": _float(1e-3, 100.0, log=True), "l1_ratio": _choice(0.0, 0.5, 1.0)},
-    # Tuning a linear regression means choosing its penalty: an elastic net (alpha, l1_ratio).
-    "linear_regression": {"alpha": _float(1e-4, 10.0, log=True), "l1_ratio": _float(0.0, 1.0)},
-    "knn": {"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
-}
-
-#: Models whose ``n_estimators`` is a number of rounds / trees a subset trial scales down.
-ROUNDS_MODELS = {"xgboost", "random_forest"}
-
-
-def known_parameters(model: str) -> list[str]:
-    """Parameters a search space may name for ``model``: its search space and its settings."""
-    from accel.config import RunConfig
-
-    settings = RunConfig.model_fields[model].annotation.model_fields  # type: ignore[union-attr]
-    return sorted(set(SEARCH_SPACES[model]) | set(settings))
-
-
-def check_search_space(model: str, params: dict[str, Any]) -> None:
-    """Raise a one-line :class:`AccelError` for a parameter ``model`` does not have.
-
-    Raised (not ``ValueError``) from the config validator on purpose: pydantic lets it through
-    as it is, so the message stays one line naming the parameter.
-    """
-    known = known_parameters(model)
-    for name in params:
-        if name not in known:
-            near = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise AccelError(
-                f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}"
-            )
+#: Built-in search spaces, per model (declared in :mod:`accel.registry`).
+SEARCH_SPACES: dict[str, Mapping[str, Dist]] = {name: spec.search_space for name, spec in MODELS.items()}
 
 
 def _setting_is_int(model: str, name: str) -> bool:
     """Whether ``model``'s setting ``name`` takes whole numbers (for a range over a parameter without a built-in one)."""
-    from accel.config import RunConfig
-
-    settings = RunConfig.model_fields[model].annotation.model_fields  # type: ignore[union-attr]
-    info = settings.get(name)
+    info = MODELS[model].settings.model_fields.get(name)
     return info is not None and info.annotation is int
 
 
@@ -720,8 +632,7 @@ def train_and_score(
         finally:
             out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
     out.device_used = model.device_used(backend, fitted)
-    wanted = "cuda" if backend.is_gpu else "cpu"
-    if not out.device_used.startswith(wanted):
+    if not ran_where_asked(out.device_used, backend.is_gpu):
         # XGBoost only warns when it cannot use the GPU: that is no GPU result.
         raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
     if isinstance(model, XGBoostModel):
@@ -733,14 +644,9 @@ def train_and_score(
 def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> dict[str, Any]:
     """The parameters a trial trains with: a subset trial gets a share of the rounds / trees."""
     out = {**ctx.base_params, **params}
-    if subset and ctx.model in ROUNDS_MODELS and ctx.trial_rounds < 1 and "n_estimators" in out:
+    if subset and MODELS[ctx.model].rounds and ctx.trial_rounds < 1 and "n_estimators" in out:
         out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * ctx.trial_rounds)))
     return out
-
-
-def first_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 class Objective:
@@ -770,7 +676,7 @@ class Objective:
             raise
         except Exception as exc:
             # Marked failed with the reason; the study goes on (optimize's ``catch``).
-            trial.set_user_attr("error", first_line(exc))
+            trial.set_user_attr("error", first_line(exc, 300))
             raise
         finally:
             for key in ("seconds", "peak_host_mb", "peak_device_mb", "rows"):
@@ -949,7 +855,7 @@ def run_trials_on_client(
         time.sleep(0.5)
         for fut in [f for f in pending if f.done()]:
             if fut.status == "error":
-                log(f"a worker's trials stopped: {first_line(fut.exception())}")
+                log(f"a worker's trials stopped: {first_line(fut.exception(), 300)}")
         pending = [f for f in pending if not f.done()]
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished() and t.number not in seen:
@@ -1028,16 +934,12 @@ def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] =
     ``--resume``, the user's table) is checked before the study is created or changed and
     before the first model trains.
     """
-    from accel.backend import cpu_backend, get_backend, probe_gpu
+    from accel.backend import resolve_arms
     from accel.record import ensure_writable
 
     out = ensure_writable(config.out)
-    if config.device == "cpu":
-        backend, gpu_note = cpu_backend(), "not requested (--device cpu)"
-    elif config.device == "gpu" or probe_gpu().usable:
-        backend, gpu_note = get_backend("gpu"), None  # raises DeviceUnavailable (exit 2) with the reason
-    else:
-        backend, gpu_note = cpu_backend(), f"GPU unavailable: {probe_gpu().reason}"
+    arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
+    backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
     with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
         opened = open_study(config, request.given, request.resume)
         try:
@@ -1225,7 +1127,7 @@ def _search(
         cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
         log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
-        cpu_arm = {"status": "failed", "reason": first_line(exc), "seconds": math.nan}
+        cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan}
     phases["cpu_arm"] = time.perf_counter() - t0
     return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
-from accel.models import MODELS
 from accel.record import dumps as strict_json
+from accel.registry import MODELS
 
 
 def fraction(text: str) -> float:

@@ -68,9 +68,12 @@ def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[
 #: XGBoost, linear models and KNN compute the same model on both arms; cuML's random forest
 #: bins features (128 bins) where scikit-learn's does not, so it gets a wider tolerance.
 PARITY = {"binary": ("auc", 0.005, False), "multiclass": ("auc", 0.005, False), "regression": ("rmse", 0.02, True)}
-PARITY_WIDER = {"random_forest": 4.0}
 
 
 def parity_rule(task: str, model: str) -> tuple[str, float, bool]:
+    """The task's rule, its tolerance widened by the model's :attr:`~accel.registry.ModelSpec.parity_scale`."""
+    from accel.registry import MODELS
+
     metric, tolerance, relative = PARITY[task]
-    return metric, tolerance * PARITY_WIDER.get(model, 1.0), relative
+    spec = MODELS.get(model)
+    return metric, tolerance * (spec.parity_scale if spec else 1.0), relative

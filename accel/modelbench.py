@@ -1,8 +1,8 @@
 """scikit-learn ↔ cuML model pairs and XGBoost CPU ↔ CUDA, fitted and scored on generated data.
 
-Each pair is declared as cuML's own benchmark declares its ``AlgorithmPair``: the key of the
-CPU/GPU classes in :data:`accel.backend.MODEL_CLASSES`, the parameters both arms share, and the
-ones only one arm takes (``n_jobs`` on the CPU, XGBoost's ``device``). The data are made once on
+Each pair is an :class:`accel.registry.Estimator`, declared once as cuML's own benchmark declares
+its ``AlgorithmPair``: the CPU/GPU classes, the parameters both arms share (the model's default
+settings), and the ones only one arm takes (``n_jobs`` on the CPU, XGBoost's ``device``). The data are made once on
 the host (``make_classification`` / ``make_regression``, float32) and moved to the arm's array
 module before the clock starts; fit and predict are timed with :func:`accel.timing.measure`;
 the quality metric is computed on the host by the same code for both arms.
@@ -17,114 +17,27 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
+from accel.registry import BENCH_PAIRS, Estimator, ran_where_asked
 from accel.timing import measure, speedup
 
-
-@dataclass(frozen=True)
-class ModelPair:
-    """A model on both arms.
-
-    Attributes
-    ----------
-    key : str
-        The model's key in :data:`accel.backend.MODEL_CLASSES`.
-    task : str
-        ``classification``, ``regression``, ``clustering`` or ``decomposition`` (decides the data).
-    metric : str
-        The quality measure: ``accuracy``, ``r2``, ``inertia`` (mean squared distance to the
-        assigned centre, lower is better) or ``explained_variance``.
-    shared : dict
-        Parameters both arms take.
-    cpu_only, gpu_only : dict
-        Parameters of one arm only.
-    predict : str
-        The method timed as "predict" (``predict`` or ``transform``).
-    max_predict_rows : int or None
-        Predict on at most this many rows (k-nearest neighbours costs rows x training rows).
-    """
-
-    key: str
-    task: str
-    metric: str
-    shared: dict[str, Any] = field(default_factory=dict)
-    cpu_only: dict[str, Any] = field(default_factory=dict)
-    gpu_only: dict[str, Any] = field(default_factory=dict)
-    predict: str = "predict"
-    max_predict_rows: int | None = None
-
-    @property
-    def needs_cuml(self) -> bool:
-        return not self.key.startswith("xgboost")
-
-    def params(self, backend: Backend, seed: int) -> dict[str, Any]:
-        params = {k: (seed if v == "SEED" else v) for k, v in self.shared.items()}
-        extra = self.gpu_only if backend.is_gpu else self.cpu_only
-        for k, v in extra.items():
-            params[k] = (
-                {"N_THREADS": backend.n_threads, "XGB_DEVICE": backend.xgb_device}.get(v, v)
-                if isinstance(v, str)
-                else v
-            )
-        return params
+#: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by key.
+PAIRS: Mapping[str, Estimator] = BENCH_PAIRS
 
 
-PAIRS: dict[str, ModelPair] = {
-    p.key: p
-    for p in (
-        ModelPair(
-            "logistic_regression", "classification", "accuracy", shared={"C": 1.0, "max_iter": 1000, "tol": 1e-4}
-        ),
-        ModelPair(
-            "random_forest_classifier",
-            "classification",
-            "accuracy",
-            shared={"n_estimators": 100, "max_depth": 16, "max_features": "sqrt", "random_state": "SEED"},
-            cpu_only={"n_jobs": -1},
-        ),
-        ModelPair(
-            "knn_classifier",
-            "classification",
-            "accuracy",
-            shared={"n_neighbors": 5},
-            cpu_only={"n_jobs": -1},
-            max_predict_rows=10_000,
-        ),
-        ModelPair(
-            "kmeans",
-            "clustering",
-            "inertia",
-            shared={"n_clusters": 8, "max_iter": 300, "tol": 1e-4, "n_init": 1, "random_state": "SEED"},
-        ),
-        ModelPair("ridge", "regression", "r2", shared={"alpha": 1.0}),
-        ModelPair("pca", "decomposition", "explained_variance", shared={"n_components": 8}, predict="transform"),
-        ModelPair(
-            "xgboost_classifier",
-            "classification",
-            "accuracy",
-            shared={
-                "n_estimators": 100,
-                "max_depth": 8,
-                "learning_rate": 0.1,
-                "max_bin": 256,
-                "tree_method": "hist",
-                "random_state": "SEED",
-            },  # fmt: skip
-            cpu_only={"device": "cpu", "n_jobs": "N_THREADS"},
-            gpu_only={"device": "XGB_DEVICE"},
-        ),
-    )
-}
+def pair_params(pair: Estimator, backend: Backend, seed: int) -> dict[str, Any]:
+    """The keyword arguments of ``pair``'s class on ``backend``'s arm."""
+    return pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
 
 
-def select_models(names: str | Sequence[str] | None) -> list[ModelPair]:
+def select_models(names: str | Sequence[str] | None) -> list[Estimator]:
     if names is None or names == "all":
         return list(PAIRS.values())
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
@@ -165,7 +78,7 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
     return HostData(X[:cut], y[:cut], X[cut:], y[cut:])
 
 
-def quality(pair: ModelPair, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
+def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
     """The pair's metric, on the host, by the same code for both arms."""
     from sklearn.metrics import accuracy_score, r2_score
 
@@ -184,18 +97,13 @@ def quality(pair: ModelPair, model: Any, prediction: Any, data: HostData, test_r
     raise ValueError(pair.metric)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
 def run_pair(
-    pair: ModelPair, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int
+    pair: Estimator, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int
 ) -> dict[str, Any]:
     """Fit and predict one model on one arm; the data moves to the arm's device before any clock."""
     xp = backend.xp
     cls = backend.models[pair.key]
-    params = pair.params(backend, seed)
+    params = pair_params(pair, backend, seed)
     test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
     X_train, X_test = xp.asarray(data.X_train), xp.asarray(data.X_test[:test_rows])
     y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
@@ -217,21 +125,14 @@ def run_pair(
         "predict_rows": test_rows,
         "quality": quality(pair, model, prediction, data, test_rows),
     }
-    if pair.key.startswith("xgboost"):
-        from accel.models import xgboost_device_used
-
-        used = xgboost_device_used(model.get_booster())
-        result["device_used"] = used
-        if not used.startswith("cuda" if backend.is_gpu else "cpu"):
-            # XGBoost only warns when it cannot use the GPU: not a GPU result.
-            return {
-                "status": "failed",
-                "reason": f"XGBoost trained on {used!r} although {backend.xgb_device!r} was asked for",
-            }
+    used = result["device_used"] = pair.device_used(model, backend.xgb_device)
+    if not ran_where_asked(used, backend.is_gpu):
+        # XGBoost only warns when it cannot use the GPU: not a GPU result.
+        return {"status": "failed", "reason": f"the model ran on {used!r} although {backend.xgb_device!r} was asked for"}
     return result
 
 
-def gpu_pair_skip(pair: ModelPair, gpu: Backend | None, gpu_reason: str | None) -> str | None:
+def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) -> str | None:
     """Why the GPU arm of ``pair`` cannot run (None when it can): the GPU arm, or the library
     the pair needs on it (cuML for the scikit-learn twins, XGBoost built with CUDA)."""
     if gpu is None:
@@ -250,7 +151,7 @@ def gpu_pair_skip(pair: ModelPair, gpu: Backend | None, gpu_reason: str | None) 
 
 
 def run_models(
-    pairs: Sequence[ModelPair],
+    pairs: Sequence[Estimator],
     cpu: Backend,
     gpu: Backend | None,
     gpu_reason: str | None,
@@ -286,7 +187,7 @@ def run_models(
             except (AccelError, KeyboardInterrupt):
                 raise
             except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
-                arms[arm] = {"status": "failed", "reason": _first_line(exc)}
+                arms[arm] = {"status": "failed", "reason": first_line(exc)}
             finally:
                 gc.collect()
             a = arms[arm]

@@ -4,8 +4,8 @@
   the device XGBoost really used is read back from the booster's own configuration: with
   ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
 - Everything else: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
-  (``backend.models``, declared in pairs in :data:`accel.backend.MODEL_CLASSES`), with the
-  shared parameters in one dict and the arm-only ones apart, as cuML's benchmark does.
+  (``backend.models``), declared in pairs in :mod:`accel.registry` with the shared parameters in
+  one dict and the arm-only ones apart, as cuML's benchmark does.
 
 Each model has the same four steps the paired run times: ``to_device`` (model input built where
 the model runs), ``fit``, ``predict`` (probabilities for classification), and ``device_used``.
@@ -13,7 +13,6 @@ the model runs), ``fit``, ``predict`` (probabilities for classification), and ``
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
+from accel.registry import MODELS, Estimator, XGBoostSettings, xgboost_device_used, xgboost_threads_used
 
 
 def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
@@ -53,37 +53,12 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
 
     return StoredBatches()
 
-#: ``--model`` choices -> (feature family, MODEL_CLASSES key for classification, for regression).
-MODELS: dict[str, tuple[str, str | None, str | None]] = {
-    "xgboost": ("xgboost", "xgboost_classifier", "xgboost_regressor"),
-    "random_forest": ("random_forest", "random_forest_classifier", "random_forest_regressor"),
-    "logistic_regression": ("linear", "logistic_regression", None),
-    "linear_regression": ("linear", None, "linear_regression"),
-    "knn": ("knn", "knn_classifier", "knn_regressor"),
-}
-
-
 def is_classification(task: str) -> bool:
     return task in ("binary", "multiclass")
 
 
-@dataclass(frozen=True)
-class XGBoostParams:
-    """The boosting parameters both arms share.
-
-    Subsampling is off by default so that both arms see the same rows; a search
-    (:mod:`accel.hpo`) may turn it on, and then each arm draws its own rows from the seed.
-    """
-
-    n_estimators: int = 300
-    max_depth: int = 8
-    learning_rate: float = 0.1
-    max_bin: int = 256
-    min_child_weight: float = 1.0
-    reg_lambda: float = 1.0
-    reg_alpha: float = 0.0
-    subsample: float = 1.0
-    colsample_bytree: float = 1.0
+#: The boosting parameters both arms share (validated: the settings schema of the registry).
+XGBoostParams = XGBoostSettings
 
 
 #: XGBoost's evaluation metric per task, for early stopping and pruning on a validation set.
@@ -206,69 +181,31 @@ class XGBoostModel:
         return {"xgboost_nthread": xgboost_threads_used(booster)}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "library": "xgboost", "task": self.task, "params": vars(self.params)}
-
-
-def xgboost_device_used(booster: Any) -> str:
-    """The device the booster really trained on (``"cpu"`` or ``"cuda:0"``), from its own config."""
-    config = json.loads(booster.save_config())
-    return str(config["learner"]["generic_param"]["device"])
-
-
-def xgboost_threads_used(booster: Any) -> int:
-    config = json.loads(booster.save_config())
-    return int(config["learner"]["generic_param"]["nthread"])
-
-
-#: Parameters per model: shared by both arms, CPU-only (scikit-learn), GPU-only (cuML).
-#: Shared values are chosen so both arms fit the same model (cuML's RandomForest has depth 16
-#: by default, scikit-learn unlimited: both get 16).
-ESTIMATOR_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
-    "random_forest_classifier": {
-        "shared": {"n_estimators": 100, "max_depth": 16, "max_features": "sqrt"},
-        "cpu": {"n_jobs": -1},
-        "gpu": {},
-    },
-    "random_forest_regressor": {
-        "shared": {"n_estimators": 100, "max_depth": 16, "max_features": 1.0},
-        "cpu": {"n_jobs": -1},
-        "gpu": {},
-    },
-    "logistic_regression": {"shared": {"C": 1.0, "max_iter": 1000}, "cpu": {}, "gpu": {}},
-    "linear_regression": {"shared": {}, "cpu": {}, "gpu": {}},
-    # linear_regression with a penalty (alpha set, as a search sets it): elastic net.
-    "elastic_net": {"shared": {"alpha": 1.0, "l1_ratio": 0.5, "max_iter": 1000}, "cpu": {}, "gpu": {}},
-    "knn_classifier": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
-    "knn_regressor": {"shared": {"n_neighbors": 5, "weights": "uniform"}, "cpu": {"n_jobs": -1}, "gpu": {}},
-}
-#: Estimators that take ``random_state``.
-_SEEDED = {"random_forest_classifier", "random_forest_regressor"}
+        return {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
 
 
 @dataclass
 class EstimatorModel:
-    """A scikit-learn estimator on the CPU arm, its cuML twin on the GPU arm.
+    """A scikit-learn estimator on the CPU arm, its cuML twin on the GPU arm (one registry entry).
 
     :meth:`to_device` turns the feature frame into a float32 array in the arm's memory (CuPy on
     the GPU arm), which is what both libraries fit on.
     """
 
     name: str
-    key: str
+    estimator: Estimator
     task: str
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
+    @property
+    def key(self) -> str:
+        return self.estimator.key
+
     def estimator_params(self, backend: Backend) -> dict[str, Any]:
-        defaults = ESTIMATOR_DEFAULTS[self.key]
-        out = {**defaults["shared"], **self.params, **defaults["gpu" if backend.is_gpu else "cpu"]}
-        if "n_jobs" in out:
-            out["n_jobs"] = backend.n_threads
-        if self.key in _SEEDED:
-            out["random_state"] = self.seed
-        if self.key == "logistic_regression":
-            out = _logistic_penalty(out, backend.is_gpu)
-        return out
+        return self.estimator.params(
+            self.params, gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=self.seed
+        )
 
     def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> tuple[Any, Any]:
         # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
@@ -292,8 +229,7 @@ class EstimatorModel:
         return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
-        # cuML estimators run on the GPU and nothing else; scikit-learn on the CPU.
-        return backend.xgb_device if type(estimator).__module__.startswith("cuml") else "cpu"
+        return self.estimator.device_used(estimator, backend.xgb_device)
 
     def threads(self, backend: Backend, estimator: Any) -> dict[str, Any]:
         n_jobs = getattr(estimator, "n_jobs", None)
@@ -303,40 +239,22 @@ class EstimatorModel:
         return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
 
 
-def _logistic_penalty(params: dict[str, Any], gpu: bool) -> dict[str, Any]:
-    """One ``l1_ratio`` (0: ridge, 1: lasso, between: elastic net) in each library's terms.
-
-    scikit-learn >= 1.8 reads the penalty from ``l1_ratio`` alone but needs the ``saga`` solver
-    for any L1 part; cuML names the penalty and reads ``l1_ratio`` for elastic net only.
-    """
-    out = dict(params)
-    l1_ratio = float(out.pop("l1_ratio", 0.0) or 0.0)
-    if gpu:
-        out["penalty"] = "l2" if l1_ratio == 0 else "l1" if l1_ratio == 1 else "elasticnet"
-        if out["penalty"] == "elasticnet":
-            out["l1_ratio"] = l1_ratio
-    elif l1_ratio > 0:
-        out["l1_ratio"] = l1_ratio
-        out["solver"] = "saga"
-    return out
-
-
 def model_family(name: str) -> str:
-    return MODELS[name][0]
+    return MODELS[name].family
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
     """The model ``--model name`` means for ``task``; a one-line error when it cannot do the task."""
     if name not in MODELS:
         raise AccelError(f"unknown --model {name!r}; choose one of {', '.join(MODELS)}")
-    family, clf_key, reg_key = MODELS[name]
-    key = clf_key if is_classification(task) else reg_key
-    if key is None:
-        other = "linear_regression" if name == "logistic_regression" else "logistic_regression"
+    spec = MODELS[name]
+    estimator = spec.estimator(is_classification(task), params)
+    if estimator is None:
         kind = "classification" if is_classification(task) else "regression"
-        raise AccelError(f"--model {name} cannot do {kind}; use --model {other} (or xgboost, random_forest, knn)")
-    if name == "xgboost":
+        able = [m for m in MODELS.values() if m.estimator(is_classification(task)) is not None]
+        able.sort(key=lambda m: m.family != spec.family)  # the same family first
+        others = f" (or {', '.join(m.name for m in able[1:])})" if len(able) > 1 else ""
+        raise AccelError(f"--model {name} cannot do {kind}; use --model {able[0].name}{others}")
+    if spec.boosted:
         return XGBoostModel(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes)
-    if name == "linear_regression" and params.get("alpha") is not None:
-        key = "elastic_net"
-    return EstimatorModel(name=name, key=key, task=task, params=params, seed=seed)
+    return EstimatorModel(name=name, estimator=estimator, task=task, params=params, seed=seed)

@@ -10,78 +10,16 @@ speedup that needs it is NaN.
 from __future__ import annotations
 
 import gc
-import math
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from accel import OMP_WAIT_POLICY, _compat
+from accel import _compat
 from accel.backend import Backend
-from accel.errors import AccelError
-from accel.memory import MemoryMonitor, to_mb
-from accel.metrics import parity_rule, task_metrics
-from accel.timing import STAGES, StageTimer
-
-
-class Listener(Protocol):
-    def arm_started(self, arm: str) -> None: ...
-
-    def stage_started(self, arm: str, stage: str) -> None: ...
-
-    def stage_finished(self, arm: str, stage: str, seconds: float) -> None: ...
-
-    def memory(self, host_bytes: int, device_bytes: int | None) -> None: ...
-
-    def arm_finished(self, arm: str, status: str) -> None: ...
-
-
-@dataclass
-class ArmResult:
-    """One arm's part of the run record."""
-
-    status: str  # "ok" | "skipped" | "failed"
-    reason: str | None = None
-    backend: str | None = None
-    device_used: str | None = None
-    device_name: str | None = None
-    stages: dict[str, float] = field(default_factory=dict)
-    total_seconds: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    peak_host_mb: float | None = None
-    peak_device_mb: float | None = None
-    host_mb_at_start: float | None = None
-    stage_peak_host_mb: dict[str, float] = field(default_factory=dict)
-    stage_peak_device_mb: dict[str, float] = field(default_factory=dict)
-    threads: dict[str, Any] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
-    features: list[str] = field(default_factory=list)
-    memory: dict[str, Any] = field(default_factory=dict)
-    #: Where each stage ran ("cuda:0 (cudf)", "cpu (pandas)", the model's own device).
-    stage_devices: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def skipped(reason: str) -> ArmResult:
-    return ArmResult(status="skipped", reason=reason)
-
-
-def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
-    from threadpoolctl import threadpool_info
-
-    info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
-    info["omp_wait_policy"] = dict(OMP_WAIT_POLICY)
-    if not backend.is_gpu:
-        import pyarrow
-
-        info["csv_reader"] = f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads"
-        info["blas"] = [
-            {"library": p.get("internal_api"), "threads": p.get("num_threads")}
-            for p in threadpool_info()
-            if p.get("user_api") == "blas"
-        ]
-    return info
+from accel.errors import AccelError, first_line
+from accel.memory import MemoryMonitor
+from accel.metrics import task_metrics
+from accel.result import ArmResult, Listener, arm_result, parity, skipped, speedups
+from accel.timing import StageTimer
 
 
 def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[dict[str, Any], Any]:
@@ -163,7 +101,7 @@ def run_arm(
     if settings.precision == "fp16" and settings.precision_check:
         memory_record["precision"]["fp32_check"] = _fp32_check(backend, workflow, prepared, plan, metrics, y_test)
     del model_input
-    return _result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
+    return arm_result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
 
 
 def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
@@ -179,46 +117,6 @@ def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metri
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
-def _result(
-    backend: Backend,
-    workflow: Any,
-    model: Any,
-    fitted: Any,
-    timer: StageTimer,
-    monitor: MemoryMonitor,
-    metrics: dict[str, float],
-    rows: dict[str, int],
-    features: list[str],
-    memory_record: dict[str, Any],
-) -> ArmResult:
-    device_used = model.device_used(backend, fitted)
-    result = ArmResult(
-        status="ok",
-        backend=backend.name,
-        device_used=device_used,
-        device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
-        total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
-        metrics=metrics,
-        peak_host_mb=to_mb(monitor.peak_host),
-        peak_device_mb=to_mb(monitor.peak_device),
-        host_mb_at_start=to_mb(monitor.host_at_start),
-        stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
-        stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        threads=_threads(backend, model, fitted),
-        rows=dict(rows),
-        features=features,
-        memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
-        stage_devices=backend.stage_devices(device_used),
-    )
-    wanted = "cuda" if backend.is_gpu else "cpu"
-    if not device_used.startswith(wanted):
-        # XGBoost only warns when it cannot use the GPU; this must not pass as a GPU result.
-        result.status = "failed"
-        result.reason = f"the model ran on {device_used!r} although {backend.xgb_device!r} was asked for"
-    return result
-
-
 def run_arm_safely(
     backend: Backend, workflow: Any, listener: Listener | None, memory: Any = None, prepared_arm: Any = None
 ) -> ArmResult:
@@ -230,34 +128,12 @@ def run_arm_safely(
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
-        first = (str(exc).strip().splitlines() or [""])[0]
-        result = ArmResult(status="failed", reason=f"{type(exc).__name__}: {first}", backend=backend.name)
+        result = ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
     finally:
         gc.collect()
     if listener:
         listener.arm_finished(backend.name, result.status)
     return result
-
-
-def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
-    """CPU seconds / GPU seconds per stage and in total; NaN unless both arms ran."""
-    both = gpu.status == "ok" and cpu.status == "ok"
-    out = {}
-    for stage in STAGES:
-        g, c = gpu.stages.get(stage), cpu.stages.get(stage)
-        out[stage] = c / g if both and g and c is not None else math.nan
-    out["total"] = cpu.total_seconds / gpu.total_seconds if both and gpu.total_seconds else math.nan
-    return out
-
-
-def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
-    """Whether the two arms reach the same quality, within a stated tolerance."""
-    metric, tolerance, relative = parity_rule(task, model)
-    g = gpu.metrics.get(metric) if gpu.status == "ok" else None
-    c = cpu.metrics.get(metric) if cpu.status == "ok" else None
-    allowed = tolerance * abs(c) if relative and c is not None else tolerance
-    ok = None if g is None or c is None else abs(g - c) <= allowed
-    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "relative": relative, "ok": ok}
 
 
 def check_memory_flags(settings: Any) -> None:
@@ -304,7 +180,7 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     """
     from datetime import datetime, timezone
 
-    from accel.backend import cpu_backend, get_backend, probe_gpu
+    from accel.backend import resolve_arms
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
 
@@ -315,21 +191,15 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     workflow = build_workflow(config)
     t_planned = clock()
 
-    gpu: Backend | None = None
-    gpu_result: ArmResult | None = None
-    if config.device == "cpu":
-        gpu_result = skipped("not requested (--device cpu)")
-    elif config.device == "gpu" or probe_gpu().usable:
-        gpu = get_backend("gpu")  # raises DeviceUnavailable (exit 2) with the reason
-    else:
-        gpu_result = skipped(f"GPU unavailable: {probe_gpu().reason}")
+    arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
+    gpu, cpu = arms.gpu, arms.cpu
+    gpu_result: ArmResult | None = None if gpu is not None else skipped(str(arms.gpu_skip))
 
     started = datetime.now(timezone.utc)
     t_env = clock()
     environment = collect_environment()
     t_env = clock() - t_env
     memory = config.memory_settings()
-    cpu = cpu_backend()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
     t0 = clock()

@@ -288,24 +288,3 @@ def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: s
 
     now = datetime.now(timezone.utc)
     return write_record(Path(folder), result, f"{now:%Y-%m-%d}-{benchmark}-{device}")
-
-
-def gpu_arm(device: str, needs: tuple[str, ...] | None = None) -> tuple[Backend | None, str | None]:
-    """The accelerated arm for ``--device auto|cpu|gpu``: ``(backend, None)`` or ``(None, why skipped)``.
-
-    ``needs`` names the GPU capabilities the benchmark's work uses (see
-    :func:`accel.backend.gpu_backend`); by default the whole GPU arm with cuDF. ``gpu`` without
-    them raises :class:`~accel.errors.DeviceUnavailable` (exit 2) saying why, before any work starts.
-    """
-    from accel.backend import get_backend, gpu_backend, probe_gpu
-
-    if device == "cpu":
-        return None, "not requested (--device cpu)"
-    probe = probe_gpu()
-    if needs is None:
-        if device == "gpu" or probe.usable:
-            return get_backend("gpu"), None
-        return None, f"GPU unavailable: {probe.reason}"
-    if device == "gpu" or probe.available("cupy", *needs):
-        return gpu_backend(needs=needs), None
-    return None, f"GPU unavailable: {probe.missing('cupy', *needs)}"

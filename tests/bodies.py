@@ -13,7 +13,8 @@ from accel import _compat
 from accel.backend import Backend
 from accel.features import GroupStats, categorize, left_join
 from accel.models import XGBoostParams
-from accel.pairing import STAGES, run_arm
+from accel.pairing import run_arm
+from accel.timing import STAGES
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 from accel.backend import Backend, cpu_backend, gpu_backend
 from accel.dask_run import DASK_PARITY_TOLERANCE, run_on_session
 from accel.models import XGBoostParams
-from accel.pairing import STAGES, run_arm
+from accel.pairing import run_arm
+from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from accel.workflows.flights_dask import DaskFlights, plan_blocks

@@ -16,7 +16,7 @@ import pytest
 from accel.backend import cpu_backend
 from accel.cluster import ClusterPlan, ClusterSession
 from accel.data import replicate_with_jitter
-from accel.pairing import STAGES
+from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from tests.conftest import ROOT, read_json, records_in, run_accel

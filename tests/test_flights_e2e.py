@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from accel.pairing import STAGES
+from accel.timing import STAGES
 from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in, run_accel
 
 FAST = ["--rows", "6000"]

@@ -7,7 +7,8 @@ import pytest
 from accel.backend import cpu_backend
 from accel.config import SearchRange, build_config
 from accel.errors import AccelError
-from accel.hpo import SEARCH_SPACES, known_parameters, resolve_space
+from accel.hpo import SEARCH_SPACES, resolve_space
+from accel.registry import MODELS
 from tests import hpo_bodies
 
 
@@ -49,7 +50,7 @@ def test_built_in_spaces_cover_each_model():
     assert set(SEARCH_SPACES["linear_regression"]) == {"alpha", "l1_ratio"}
     assert set(SEARCH_SPACES["knn"]) == {"n_neighbors", "weights"}
     for model, space in SEARCH_SPACES.items():
-        assert set(space) <= set(known_parameters(model)), model
+        assert set(space) <= set(MODELS[model].known_parameters()), model
 
 
 def test_overrides_keep_the_parameter_type():

@@ -84,7 +84,7 @@ def test_classification_models(tmp_path, customers_csv, capsys, model, needle):
     assert "age" in r["features"]["cpu"]["imputed"]
 
 
-@pytest.mark.parametrize("model", ["xgboost", "random_forest", "linear_regression", "knn"])
+@pytest.mark.parametrize("model", ["xgboost", "random_forest", "linear_regression", "lasso", "knn"])
 def test_regression_models(tmp_path, capsys, model):
     path = tmp_path / "houses.parquet"
     tables.house_prices().to_parquet(path)

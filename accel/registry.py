@@ -1,0 +1,532 @@
+"""Every model accel trains, declared once.
+
+Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
+
+- :class:`Estimator` — one class pair: the CPU class (scikit-learn, or XGBoost on the host) and
+  its GPU twin (cuML, or XGBoost with ``device="cuda"``), the parameters both arms share, the
+  ones only one arm takes, how each library spells a setting they name differently, how to read
+  back the device it really ran on, and — for ``accel bench models`` — the quality measure.
+- :class:`ModelSpec` — one ``--model`` choice: its estimators per task, its settings (a pydantic
+  schema whose defaults and bounds are validated where the workflow file and the flags are
+  read), its built-in search space for ``accel hpo``, the feature family it gets, the parity
+  tolerance, and the parameters the experiments table shows.
+
+Everything else is a view of these two tables: the ``--model`` choices and the workflow file's
+model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo`), the feature plan
+(:mod:`accel.autofeatures`), the parity rule (:mod:`accel.metrics`), the pairs of ``accel bench
+models`` (:mod:`accel.modelbench`) and the model classes each arm imports
+(:class:`accel.backend.ModelClasses`). Adding a model pair is one entry here plus its tests.
+
+This module imports nothing heavy (no scikit-learn, cuML or XGBoost): classes are named as
+``"module:Class"`` and imported on first use, on the arm that needs them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from accel.errors import AccelError
+
+# --------------------------------------------------------------------------- settings schemas
+
+#: Bounds the libraries accept (or that fit in memory), checked when the config is read so a
+#: run never starts with a value the library refuses only after the data is loaded.
+MAX_ESTIMATORS = 100_000
+MAX_BIN = 65_536
+MAX_NEIGHBORS = 10_000
+MAX_ITER = 1_000_000
+#: Model settings are finite numbers: no inf or NaN (YAML's .inf / .nan).
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class XGBoostSettings(BaseModel):
+    """The boosting parameters both arms share.
+
+    Subsampling is off by default so that both arms see the same rows; a search
+    (:mod:`accel.hpo`) may turn it on, and then each arm draws its own rows from the seed.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+    n_estimators: int = Field(300, ge=1, le=MAX_ESTIMATORS)
+    max_depth: int = Field(8, ge=0, le=32)
+    learning_rate: float = Field(0.1, gt=0, le=1)
+    max_bin: int = Field(256, ge=2, le=MAX_BIN)
+    min_child_weight: float = Field(1.0, ge=0)
+    reg_lambda: float = Field(1.0, ge=0)
+    reg_alpha: float = Field(0.0, ge=0)
+    subsample: float = Field(1.0, gt=0, le=1)  # below 1 each arm draws its own rows
+    colsample_bytree: float = Field(1.0, gt=0, le=1)
+
+
+class RandomForestSettings(BaseModel):
+    """cuML's forest has depth 16 by default, scikit-learn's unlimited: both get 16."""
+
+    model_config = STRICT
+
+    n_estimators: int = Field(100, ge=1, le=MAX_ESTIMATORS)
+    max_depth: int = Field(16, ge=1, le=64)
+    # A share of the features in (0, 1], or sqrt/log2; None: the estimator's own ("sqrt" for
+    # classes, 1.0 for regression).
+    max_features: Annotated[float, Field(gt=0, le=1)] | Literal["sqrt", "log2"] | None = None
+
+
+class LogisticRegressionSettings(BaseModel):
+    model_config = STRICT
+
+    C: float = Field(1.0, gt=0)
+    l1_ratio: float = Field(0.0, ge=0, le=1)  # 0: L2 penalty, 1: L1, between: elastic net
+    max_iter: int = Field(1000, ge=1, le=MAX_ITER)
+
+
+class LinearRegressionSettings(BaseModel):
+    """Ordinary least squares; with ``alpha`` set, an elastic net (``alpha``, ``l1_ratio``)."""
+
+    model_config = STRICT
+
+    alpha: float | None = Field(None, gt=0)
+    l1_ratio: float = Field(0.5, ge=0, le=1)  # read only with alpha set
+
+
+class LassoSettings(BaseModel):
+    """Least squares with an L1 penalty (coordinate descent in both libraries)."""
+
+    model_config = STRICT
+
+    alpha: float = Field(1.0, gt=0)
+    max_iter: int = Field(1000, ge=1, le=MAX_ITER)
+
+
+class KNNSettings(BaseModel):
+    model_config = STRICT
+
+    n_neighbors: int = Field(5, ge=1, le=MAX_NEIGHBORS)
+    weights: Literal["uniform", "distance"] = "uniform"
+
+
+# --------------------------------------------------------------------------- search spaces
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One parameter's search distribution, or a fixed value (``kind="fixed"``)."""
+
+    kind: str  # "int" | "float" | "categorical" | "fixed"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple = ()
+    value: Any = None
+
+    def describe(self) -> dict[str, Any]:
+        if self.kind == "fixed":
+            return {"fixed": self.value}
+        if self.kind == "categorical":
+            return {"choices": list(self.choices)}
+        out: dict[str, Any] = {"type": self.kind, "low": self.low, "high": self.high, "log": self.log}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+
+def _int(low: int, high: int, log: bool = False) -> Dist:
+    return Dist("int", low, high, log)
+
+
+def _float(low: float, high: float, log: bool = False) -> Dist:
+    return Dist("float", low, high, log)
+
+
+def _choice(*choices: Any) -> Dist:
+    return Dist("categorical", choices=tuple(choices))
+
+
+# --------------------------------------------------------------------------- device read-back
+
+
+def xgboost_device_used(booster: Any) -> str:
+    """The device a booster really trained on (``"cpu"`` or ``"cuda:0"``), from its own config.
+
+    With ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
+    """
+    config = json.loads(booster.save_config())
+    return str(config["learner"]["generic_param"]["device"])
+
+
+def xgboost_threads_used(booster: Any) -> int:
+    config = json.loads(booster.save_config())
+    return int(config["learner"]["generic_param"]["nthread"])
+
+
+def _device_of_xgboost(fitted: Any, gpu_device: str) -> str:
+    # A scikit-learn-API XGBoost estimator, or a Booster (accel.models trains boosters).
+    return xgboost_device_used(fitted.get_booster() if hasattr(fitted, "get_booster") else fitted)
+
+
+def _device_of_module(fitted: Any, gpu_device: str) -> str:
+    # cuML estimators run on the GPU and nothing else; scikit-learn ones on the CPU.
+    return gpu_device if type(fitted).__module__.startswith("cuml") else "cpu"
+
+
+def ran_where_asked(device_used: str, is_gpu: bool) -> bool:
+    """Whether ``device_used`` is the arm's device: a GPU arm's model must not have run on the CPU."""
+    return device_used.startswith("cuda" if is_gpu else "cpu")
+
+
+# --------------------------------------------------------------------------- parameter spelling
+
+
+def _logistic_penalty(params: dict[str, Any], gpu: bool) -> dict[str, Any]:
+    """One ``l1_ratio`` (0: ridge, 1: lasso, between: elastic net) in each library's terms.
+
+    scikit-learn >= 1.8 reads the penalty from ``l1_ratio`` alone but needs the ``saga`` solver
+    for any L1 part; cuML names the penalty and reads ``l1_ratio`` for elastic net only.
+    """
+    out = dict(params)
+    l1_ratio = float(out.pop("l1_ratio", 0.0) or 0.0)
+    if gpu:
+        out["penalty"] = "l2" if l1_ratio == 0 else "l1" if l1_ratio == 1 else "elasticnet"
+        if out["penalty"] == "elasticnet":
+            out["l1_ratio"] = l1_ratio
+    elif l1_ratio > 0:
+        out["l1_ratio"] = l1_ratio
+        out["solver"] = "saga"
+    return out
+
+
+# --------------------------------------------------------------------------- entries
+
+#: Placeholders in per-arm parameters, filled in from the arm: its cores, XGBoost's device.
+N_THREADS, XGB_DEVICE = "N_THREADS", "XGB_DEVICE"
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """One class pair: the CPU arm's class and the GPU arm's twin.
+
+    Attributes
+    ----------
+    key : str
+        The pair's name (``random_forest_classifier``); ``accel bench models`` lists it so.
+    cpu, gpu : str
+        ``"module:Class"`` of each arm's class, imported on first use.
+    task : str
+        ``classification``, ``regression``, ``clustering`` or ``decomposition``.
+    shared : Mapping
+        Parameters both arms take, over the model's settings (a setting left ``None`` takes
+        the value here).
+    cpu_only, gpu_only : Mapping
+        Parameters of one arm only; :data:`N_THREADS` and :data:`XGB_DEVICE` are filled in
+        from the arm.
+    seeded : bool
+        Takes ``random_state`` (the run's seed on both arms).
+    spell : callable or None
+        ``(params, gpu) -> params``: a setting the two libraries name differently.
+    device_used : callable
+        ``(fitted, gpu_device) -> str``: the device the fitted model really ran on.
+    metric : str or None
+        ``accel bench models``: the quality measure (``accuracy``, ``r2``, ``inertia``,
+        ``explained_variance``); None keeps the pair out of that benchmark.
+    bench : Mapping
+        ``accel bench models``: parameters over the model's defaults (fewer rounds, a tolerance).
+    predict : str
+        The method timed as "predict" (``predict`` or ``transform``).
+    max_predict_rows : int or None
+        Predict on at most this many rows in ``accel bench models`` (k-nearest neighbours
+        costs rows x training rows).
+    """
+
+    key: str
+    cpu: str
+    gpu: str
+    task: str
+    shared: Mapping[str, Any] = field(default_factory=dict)
+    cpu_only: Mapping[str, Any] = field(default_factory=dict)
+    gpu_only: Mapping[str, Any] = field(default_factory=dict)
+    seeded: bool = False
+    spell: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None
+    device_used: Callable[[Any, str], str] = _device_of_module
+    metric: str | None = None
+    bench: Mapping[str, Any] = field(default_factory=dict)
+    predict: str = "predict"
+    max_predict_rows: int | None = None
+    #: The ``--model`` this estimator serves (set by the registry), whose settings' defaults it takes.
+    model: str | None = None
+
+    @property
+    def needs_cuml(self) -> bool:
+        return self.gpu.startswith("cuml")
+
+    def class_path(self, arm: str) -> str:
+        return self.cpu if arm == "cpu" else self.gpu
+
+    def params(
+        self, settings: Mapping[str, Any], *, gpu: bool, n_threads: int, xgb_device: str, seed: int
+    ) -> dict[str, Any]:
+        """The keyword arguments of one arm's class for the given model settings."""
+        out = {**self.shared, **{k: v for k, v in settings.items() if v is not None}}
+        for k, v in (self.gpu_only if gpu else self.cpu_only).items():
+            out[k] = {N_THREADS: n_threads, XGB_DEVICE: xgb_device}.get(v, v) if isinstance(v, str) else v
+        if self.seeded:
+            out["random_state"] = seed
+        return self.spell(out, gpu) if self.spell else out
+
+    def bench_params(self, *, gpu: bool, n_threads: int, xgb_device: str, seed: int) -> dict[str, Any]:
+        """What ``accel bench models`` fits: the model's default settings with :attr:`bench` over them."""
+        defaults = MODELS[self.model].settings().model_dump() if self.model else {}
+        return self.params({**defaults, **self.bench}, gpu=gpu, n_threads=n_threads, xgb_device=xgb_device, seed=seed)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One ``--model`` choice.
+
+    Attributes
+    ----------
+    name : str
+        The ``--model`` value and the workflow file's section for its settings.
+    family : str
+        The feature family it gets (:mod:`accel.autofeatures`): ``xgboost``, ``random_forest``,
+        ``linear`` or ``knn``.
+    settings : type
+        The pydantic schema of its settings (defaults and bounds).
+    classifier, regressor : Estimator or None
+        The estimator per task; None: the model cannot do that task.
+    search_space : Mapping
+        The built-in ranges of ``accel hpo`` (overridable in the workflow file).
+    labels : tuple
+        ``(setting, short name)`` pairs the experiments table shows.
+    rounds : bool
+        ``n_estimators`` counts rounds / trees, which a subset trial scales down.
+    parity_scale : float
+        The parity tolerance's multiple (cuML's forest bins features where scikit-learn's does not).
+    penalized : tuple or None
+        ``(setting, estimator)``: with that setting given, that estimator instead
+        (a linear regression with ``alpha`` is an elastic net).
+    boosted : bool
+        Trained as an XGBoost booster (:class:`accel.models.XGBoostModel`), batch by batch;
+        otherwise the estimator fits one matrix (:class:`accel.models.EstimatorModel`).
+    """
+
+    name: str
+    family: str
+    settings: type[BaseModel]
+    classifier: Estimator | None
+    regressor: Estimator | None
+    search_space: Mapping[str, Dist]
+    labels: tuple[tuple[str, str], ...]
+    rounds: bool = False
+    parity_scale: float = 1.0
+    penalized: tuple[str, Estimator] | None = None
+    boosted: bool = False
+
+    def __post_init__(self) -> None:
+        # Each estimator knows the model whose settings' defaults it takes (the penalized
+        # variant has settings of its own and takes none).
+        for name in ("classifier", "regressor"):
+            est = getattr(self, name)
+            if est is not None and est.model is None:
+                object.__setattr__(self, name, replace(est, model=self.name))
+
+    def known_parameters(self) -> list[str]:
+        """Parameters a search space may name: the built-in ones and the settings."""
+        return sorted(set(self.search_space) | set(self.settings.model_fields))
+
+    def estimator(self, classification: bool, settings: Mapping[str, Any] | None = None) -> Estimator | None:
+        """The estimator for the task; the penalized variant when its setting is given."""
+        if self.penalized and self.penalized_by(settings):
+            return self.penalized[1]
+        return self.classifier if classification else self.regressor
+
+    def penalized_by(self, settings: Mapping[str, Any] | None) -> bool:
+        return self.penalized is not None and (settings or {}).get(self.penalized[0]) is not None
+
+    def given(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings the chosen estimator takes, without the unset ones.
+
+        A model with a penalized variant takes none of its settings while the penalty is unset
+        (plain least squares has no penalty to mix).
+        """
+        if self.penalized is not None and not self.penalized_by(settings):
+            return {}
+        return {k: v for k, v in settings.items() if v is not None}
+
+
+_XGB_ARMS = {"cpu_only": {"n_jobs": N_THREADS, "device": "cpu"}, "gpu_only": {"device": XGB_DEVICE}}
+_XGB_SHARED = {"tree_method": "hist"}
+# accel bench models boosts 100 rounds (the model's default is 300).
+_XGB_BENCH = {"n_estimators": 100}
+
+_SPECS = (
+    ModelSpec(
+        "xgboost",
+        family="xgboost",
+        settings=XGBoostSettings,
+        classifier=Estimator(
+            "xgboost_classifier", "xgboost:XGBClassifier", "xgboost:XGBClassifier", "classification",
+            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, metric="accuracy", bench=_XGB_BENCH,
+            **_XGB_ARMS,
+        ),
+        regressor=Estimator(
+            "xgboost_regressor", "xgboost:XGBRegressor", "xgboost:XGBRegressor", "regression",
+            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, **_XGB_ARMS,
+        ),
+        # n_estimators is the most rounds a trial may use: XGBoost stops early on the
+        # validation part, so the rounds that count are found, not guessed.
+        search_space={
+            "learning_rate": _float(0.01, 0.3, log=True),
+            "max_depth": _int(3, 12),
+            "min_child_weight": _float(0.5, 64.0, log=True),
+            "subsample": _float(0.5, 1.0),
+            "colsample_bytree": _float(0.4, 1.0),
+            "reg_lambda": _float(1e-3, 100.0, log=True),
+            "reg_alpha": _float(1e-3, 10.0, log=True),
+            "n_estimators": _int(100, 1000, log=True),
+        },
+        labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
+        rounds=True,
+        boosted=True,
+    ),
+    ModelSpec(
+        "random_forest",
+        family="random_forest",
+        settings=RandomForestSettings,
+        classifier=Estimator(
+            "random_forest_classifier", "sklearn.ensemble:RandomForestClassifier",
+            "cuml.ensemble:RandomForestClassifier", "classification",
+            shared={"max_features": "sqrt"}, cpu_only={"n_jobs": N_THREADS}, seeded=True, metric="accuracy",
+        ),
+        regressor=Estimator(
+            "random_forest_regressor", "sklearn.ensemble:RandomForestRegressor",
+            "cuml.ensemble:RandomForestRegressor", "regression",
+            shared={"max_features": 1.0}, cpu_only={"n_jobs": N_THREADS}, seeded=True,
+        ),
+        search_space={
+            "n_estimators": _int(50, 500, log=True),
+            "max_depth": _int(4, 32),
+            "max_features": _choice("sqrt", "log2", 0.25, 0.5, 0.75, 1.0),
+        },
+        labels=(("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
+        rounds=True,
+        # cuML's forest bins features (128 bins) where scikit-learn's does not.
+        parity_scale=4.0,
+    ),
+    ModelSpec(
+        "logistic_regression",
+        family="linear",
+        settings=LogisticRegressionSettings,
+        classifier=Estimator(
+            "logistic_regression", "sklearn.linear_model:LogisticRegression",
+            "cuml.linear_model:LogisticRegression", "classification",
+            spell=_logistic_penalty, metric="accuracy", bench={"tol": 1e-4},
+        ),
+        regressor=None,
+        # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
+        search_space={"C": _float(1e-3, 100.0, log=True), "l1_ratio": _choice(0.0, 0.5, 1.0)},
+        labels=(("C", "C"), ("l1_ratio", "l1_ratio")),
+    ),
+    ModelSpec(
+        "linear_regression",
+        family="linear",
+        settings=LinearRegressionSettings,
+        classifier=None,
+        regressor=Estimator(
+            "linear_regression", "sklearn.linear_model:LinearRegression", "cuml.linear_model:LinearRegression",
+            "regression",
+        ),
+        # Tuning a linear regression means choosing its penalty: an elastic net (alpha, l1_ratio).
+        search_space={"alpha": _float(1e-4, 10.0, log=True), "l1_ratio": _float(0.0, 1.0)},
+        labels=(("alpha", "alpha"), ("l1_ratio", "l1_ratio")),
+        penalized=(
+            "alpha",
+            Estimator(
+                "elastic_net", "sklearn.linear_model:ElasticNet", "cuml.linear_model:ElasticNet", "regression",
+                shared={"max_iter": 1000},
+            ),
+        ),
+    ),
+    ModelSpec(
+        "lasso",
+        family="linear",
+        settings=LassoSettings,
+        classifier=None,
+        # scikit-learn's tolerance (cuML's default is 1e-3): both arms solve to the same one.
+        regressor=Estimator(
+            "lasso", "sklearn.linear_model:Lasso", "cuml.linear_model:Lasso", "regression",
+            shared={"tol": 1e-4}, metric="r2",
+        ),
+        search_space={"alpha": _float(1e-4, 10.0, log=True)},
+        labels=(("alpha", "alpha"),),
+    ),
+    ModelSpec(
+        "knn",
+        family="knn",
+        settings=KNNSettings,
+        classifier=Estimator(
+            "knn_classifier", "sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier",
+            "classification", cpu_only={"n_jobs": N_THREADS}, metric="accuracy", max_predict_rows=10_000,
+        ),
+        regressor=Estimator(
+            "knn_regressor", "sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor",
+            "regression", cpu_only={"n_jobs": N_THREADS},
+        ),
+        search_space={"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
+        labels=(("n_neighbors", "k"), ("weights", "weights")),
+    ),
+)  # fmt: skip
+
+#: ``--model`` choices, in the order the help lists them.
+MODELS: dict[str, ModelSpec] = {s.name: s for s in _SPECS}
+
+#: Pairs only ``accel bench models`` fits (no ``--model`` of their own).
+_BENCH_ONLY = (
+    Estimator(
+        "kmeans", "sklearn.cluster:KMeans", "cuml.cluster:KMeans", "clustering",
+        shared={"n_clusters": 8, "max_iter": 300, "tol": 1e-4, "n_init": 1}, seeded=True, metric="inertia",
+    ),
+    Estimator("ridge", "sklearn.linear_model:Ridge", "cuml.linear_model:Ridge", "regression",
+              shared={"alpha": 1.0}, metric="r2"),
+    Estimator(
+        "pca", "sklearn.decomposition:PCA", "cuml.decomposition:PCA", "decomposition",
+        shared={"n_components": 8}, metric="explained_variance", predict="transform",
+    ),
+)  # fmt: skip
+
+
+#: Every class pair by key; the bench pairs are the ones with a :attr:`Estimator.metric`.
+ESTIMATORS: dict[str, Estimator] = {
+    est.key: est
+    for spec in _SPECS
+    for est in (spec.classifier, spec.regressor, spec.penalized[1] if spec.penalized else None)
+    if est is not None
+} | {est.key: est for est in _BENCH_ONLY}
+
+#: Names of the feature families the models use.
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in _SPECS))
+
+
+#: The pairs ``accel bench models`` fits, in the order the registry declares them.
+BENCH_PAIRS: dict[str, Estimator] = {k: e for k, e in ESTIMATORS.items() if e.metric}
+
+
+def check_search_space(model: str, params: Mapping[str, Any]) -> None:
+    """Raise a one-line :class:`AccelError` for a parameter ``model`` does not have.
+
+    Raised (not ``ValueError``) from the config validator on purpose: pydantic lets it through
+    as it is, so the message stays one line naming the parameter.
+    """
+    known = MODELS[model].known_parameters()
+    for name in params:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise AccelError(
+                f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}"
+            )
