@@ -18,15 +18,18 @@ Numbers are shown with 4 significant digits; NaN (an arm that did not run) shows
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import io
 import json
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from accel.errors import AccelError
 from accel.record import loads as record_loads
@@ -43,6 +46,24 @@ KINDS = (
     "scaling",
     "experiments",
 )
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def templates() -> jinja2.Environment:
+    """The page and summary templates (package data in ``accel/templates``): HTML autoescaped,
+    Markdown not, and an unknown name in a template is an error rather than an empty string."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("accel", "templates"),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "htm", "html.j2"), disabled_extensions=("md", "md.j2"), default=True
+        ),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 @dataclass
@@ -124,38 +145,22 @@ def _ok(arm: dict | None) -> bool:
 
 
 class Section:
-    """One part of the page: HTML pieces and Markdown lines built side by side."""
+    """One part of the page: its blocks (paragraphs, tables, figures) in order, laid out as HTML
+    and as Markdown by the templates in ``accel/templates``."""
 
     def __init__(self, anchor: str, title: str):
         self.anchor, self.title = anchor, title
-        self.html: list[str] = []
-        self.md: list[str] = [f"## {title}", ""]
+        self.blocks: list[dict[str, Any]] = []
 
     def para(self, text: str) -> None:
-        self.html.append(f"<p>{html.escape(text)}</p>")
-        self.md += [text, ""]
+        self.blocks.append({"kind": "para", "text": text})
 
-    def table(
-        self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str, md: bool = True
-    ) -> None:
+    def table(self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str) -> None:
         rows = [[num(c) if not isinstance(c, str) else c for c in r] for r in rows]
-        out = [f'<table id="{html.escape(table_id)}"><caption>{html.escape(caption)}</caption><thead><tr>']
-        out += [f"<th>{html.escape(h)}</th>" for h in header]
-        out.append("</tr></thead><tbody>")
-        for r in rows:
-            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-        out.append("</tbody></table>")
-        self.html.append("".join(out))
-        if md:
-            self.md += [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            self.md += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-            self.md.append("")
+        self.blocks.append({"kind": "table", "id": table_id, "caption": caption, "header": list(header), "rows": rows})
 
     def figure(self, fig: Any, alt: str) -> None:
-        self.html.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png(fig)}"/></figure>')
-
-    def render(self) -> str:
-        return f'<section id="{self.anchor}"><h2>{html.escape(self.title)}</h2>{"".join(self.html)}</section>'
+        self.blocks.append({"kind": "figure", "alt": alt, "png": png(fig)})
 
 
 def png(fig: Any) -> str:
@@ -186,7 +191,6 @@ def _tolerant(builder: Any) -> Any:
     those that fail are listed as not used (``section.rejected``), as ``accel experiments``
     lists what it skipped; the section is built from the others.
     """
-    import functools
 
     @functools.wraps(builder)
     def build(*args: Any) -> Section:
@@ -194,7 +198,7 @@ def _tolerant(builder: Any) -> Any:
         try:
             return builder(*lead, items)
         except Exception:  # noqa: BLE001 - any shape error in any file: find which
-            pass
+            log.debug("%s failed on its %d files together; trying them one by one", builder.__name__, len(items), exc_info=True)
         good, rejected = [], []
         for item in items:
             try:
@@ -203,6 +207,7 @@ def _tolerant(builder: Any) -> Any:
             except Exception as exc:  # noqa: BLE001
                 detail = (str(exc).strip().splitlines() or [""])[0][:80]
                 rejected.append((item[0], f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")))
+                log.debug("%s: %s not used", builder.__name__, item[0], exc_info=True)
         _plt().close("all")
         section = builder(*lead, good)
         section.rejected = rejected
@@ -664,15 +669,6 @@ _compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scalin
     _tolerant, (_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
 )
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:600;padding:.3em 0}
-th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f4f4f4}
-td:first-child,th:first-child{text-align:left}p{font-size:.9em}figure{margin:1em 0}img{max-width:100%}
-"""
-
-
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     sections: list[Section] = []
@@ -701,28 +697,18 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
         found.ignored += getattr(section, "rejected", [])
     sections = [s for s in sections if not getattr(s, "empty", False)]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    intro = (
-        f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
-        "an arm that did not run shows its status and reason, and its speedup as n/a."
-    )
-    ignored = ""
-    if found.ignored:
-        items = "".join(f"<li>{html.escape(p.name)}: {html.escape(why)}</li>" for p, why in found.ignored)
-        ignored = f'<section id="ignored"><h2>Files not used</h2><ul>{items}</ul></section>'
-    toc = "".join(f'<li><a href="#{s.anchor}">{html.escape(s.title)}</a></li>' for s in sections)
-    page = (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>accel report</title>"
-        f"<style>{CSS}</style></head><body><h1>accel report</h1><p>{html.escape(intro)}</p><ul>{toc}</ul>"
-        + "".join(s.render() for s in sections)
-        + ignored
-        + "</body></html>\n"
-    )
-    md = ["# accel report", "", intro, ""]
-    for s in sections:
-        md += s.md
-    if found.ignored:
-        md += [f"Files not used: {', '.join(p.name for p, _ in found.ignored)}", ""]
-    return page, "\n".join(md).rstrip() + "\n"
+    context = {
+        "intro": (
+            f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
+            "an arm that did not run shows its status and reason, and its speedup as n/a."
+        ),
+        "sections": sections,
+        "ignored": [(p.name, why) for p, why in found.ignored],
+    }
+    env = templates()
+    page = env.get_template("report.html.j2").render(context)
+    md = env.get_template("report.md.j2").render(context)
+    return page, md.rstrip() + "\n"
 
 
 def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:
