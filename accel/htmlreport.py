@@ -162,6 +162,29 @@ class Section:
     def figure(self, fig: Any, alt: str) -> None:
         self.blocks.append({"kind": "figure", "alt": alt, "png": png(fig)})
 
+    def plot(
+        self, fig: Any, ax: Any, alt: str, *, log: str = "", xlabel: str = "", ylabel: str = "", title: str = "",
+        title_size: int | None = None, legend_size: int | None = None,
+    ) -> None:
+        """Finish ``ax`` (log scales on the axes named in ``log``, labels, title, legend) and add ``fig``."""
+        for axis in log:
+            getattr(ax, f"set_{axis}scale")("log")
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+        ax.legend(**({"fontsize": legend_size} if legend_size else {}))
+        self.figure(fig, alt)
+
+
+def _each(section: Section, items: list[tuple[Path, dict]]) -> Iterable[tuple[int, Path, dict]]:
+    """Each file of a section with its index, after the paragraphs on where it was measured."""
+    for i, (path, content) in enumerate(items):
+        _meta(section, path, content)
+        yield i, path, content
+
 
 def png(fig: Any) -> str:
     import matplotlib.pyplot as plt
@@ -295,10 +318,8 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
                     label=f"{arm_name.upper()} arm",
                 )
         ax.set_xticks(range(len(stages)), stages)
-        ax.set_ylabel("seconds")
-        ax.set_title(f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}")
-        ax.legend()
-        s.figure(fig, f"seconds per stage of run {rec.get('run_id')}")
+        title = f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}"
+        s.plot(fig, ax, f"seconds per stage of run {rec.get('run_id')}", ylabel="seconds", title=title)
     return s
 
 
@@ -352,8 +373,7 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
     name = kind.removeprefix("db_")
     s = Section(f"db-{name}", f"db-benchmark {name}: seconds per question, answers checked across arms")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         header = ["q", "question", "CPU run1", "CPU run2", "CPU median", "GPU run1", "GPU run2", "GPU median", "speedup",
                   "rows", "CPU checksum", "GPU checksum", "answers"]  # fmt: skip
         rows = []
@@ -413,18 +433,14 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
                 xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(questions))]
                 ax.bar(xs, [v if v is not None else 0 for v in values], width, label=label)
             ax.set_xticks(range(len(questions)), [q["question"] for q in questions])
-            ax.set_yscale("log")
-            ax.set_ylabel("seconds (run 2, log)")
-            ax.set_title(f"db-benchmark {name}, {path.stem}", fontsize=9)
-            ax.legend(fontsize=8)
-            s.figure(fig, f"{name} question times")
+            s.plot(fig, ax, f"{name} question times", log="y", ylabel="seconds (run 2, log)",
+                   title=f"db-benchmark {name}, {path.stem}", title_size=9, legend_size=8)  # fmt: skip
     return s
 
 
 def _overhead(items: list[tuple[Path, dict]]) -> Section:
     s = Section("overhead", "Overhead against the benchmark's own pandas solution")
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         if res.get("dispatch_overhead_seconds") is not None:
             per_call = num(res["dispatch_overhead_seconds"] * 1e6)
             s.para(f"accel's timed call adds {per_call} µs to each run (measured on a no-op).")
@@ -435,16 +451,7 @@ def _overhead(items: list[tuple[Path, dict]]) -> Section:
         ]  # fmt: skip
         s.table(
             f"{path.name}: accel pandas arm vs plain pandas ({num(res.get('rows'))} rows, K={num(res.get('k'))}; target ratio <= {num(res.get('target'))})",
-            [
-                "q",
-                "question",
-                "accel median (s)",
-                "plain median (s)",
-                "ratio",
-                "min ratio",
-                "checksums equal",
-                "max rel diff",
-            ],
+            ["q", "question", "accel median (s)", "plain median (s)", "ratio", "min ratio", "checksums equal", "max rel diff"],
             rows,
             f"overhead-{i}",
         )
@@ -478,8 +485,7 @@ def _flights_overhead(items: list[tuple[Path, dict]]) -> Section:
 def _models(items: list[tuple[Path, dict]]) -> Section:
     s = Section("models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         data = res.get("data", {})
         rows = []
         for r in res.get("models", []):
@@ -492,18 +498,8 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
             ])  # fmt: skip
         s.table(
             f"{path.name}: {num(data.get('rows'))} rows x {num(data.get('features'))} features, median seconds",
-            [
-                "model",
-                "metric",
-                "CPU fit",
-                "GPU fit",
-                "fit speedup",
-                "CPU predict",
-                "GPU predict",
-                "predict speedup",
-                "CPU quality",
-                "GPU quality",
-            ],
+            ["model", "metric", "CPU fit", "GPU fit", "fit speedup", "CPU predict", "GPU predict", "predict speedup",
+             "CPU quality", "GPU quality"],  # fmt: skip
             rows,
             f"models-{i}",
         )
@@ -515,19 +511,15 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
                 if any(vals):
                     ax.bar([j + (k - 0.5) * 0.4 for j in range(len(models))], vals, 0.4, label=f"{arm.upper()} arm")
             ax.set_xticks(range(len(models)), [m["model"].replace("_", "\n") for m in models], fontsize=7)
-            ax.set_yscale("log")
-            ax.set_ylabel("fit seconds (median, log)")
-            ax.set_title(f"models, {path.stem}", fontsize=9)
-            ax.legend()
-            s.figure(fig, "fit seconds per model")
+            s.plot(fig, ax, "fit seconds per model", log="y", ylabel="fit seconds (median, log)",
+                   title=f"models, {path.stem}", title_size=9)  # fmt: skip
     return s
 
 
 def _crossover(items: list[tuple[Path, dict]]) -> Section:
     s = Section("crossover", "Crossover: from how many rows the GPU arm wins")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         ops = res.get("operations", [])
         for j, op in enumerate(ops):
             rows = [
@@ -556,20 +548,14 @@ def _crossover(items: list[tuple[Path, dict]]) -> Section:
                     pts = [(p["rows"], p[arm]["median"]) for p in op["points"] if _ok(p[arm])]
                     if pts:
                         ax.plot(*zip(*pts), style, label=f"{op['operation']} {arm.upper()}")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("rows")
-            ax.set_ylabel("median seconds")
-            ax.legend(fontsize=7)
-            s.figure(fig, "crossover curves")
+            s.plot(fig, ax, "crossover curves", log="xy", xlabel="rows", ylabel="median seconds", legend_size=7)
     return s
 
 
 def _scaling(items: list[tuple[Path, dict]]) -> Section:
     s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         rows = res.get("rows", [])
         s.table(
             f"{path.name}: scaling",
@@ -600,10 +586,7 @@ def _scaling(items: list[tuple[Path, dict]]) -> Section:
                     ax.plot(*zip(*pts), "-o", label=f"{kind} {stage}")
                     top = max(top, max(p[0] for p in pts))
             ax.plot([1, top], [1, top], ":", color="grey", label="ideal")
-            ax.set_xlabel("workers")
-            ax.set_ylabel("speedup vs 1 worker")
-            ax.legend(fontsize=7)
-            s.figure(fig, "scaling curve")
+            s.plot(fig, ax, "scaling curve", xlabel="workers", ylabel="speedup vs 1 worker", legend_size=7)
     return s
 
 
@@ -617,8 +600,7 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
     """
     s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         rows = res.get("rows", [])
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise TypeError("rows is not a list of rows")
