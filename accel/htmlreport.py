@@ -18,15 +18,18 @@ Numbers are shown with 4 significant digits; NaN (an arm that did not run) shows
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import io
 import json
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from accel.errors import AccelError
 from accel.record import loads as record_loads
@@ -43,6 +46,24 @@ KINDS = (
     "scaling",
     "experiments",
 )
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def templates() -> jinja2.Environment:
+    """The page and summary templates (package data in ``accel/templates``): HTML autoescaped,
+    Markdown not, and an unknown name in a template is an error rather than an empty string."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("accel", "templates"),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "htm", "html.j2"), disabled_extensions=("md", "md.j2"), default=True
+        ),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 @dataclass
@@ -124,38 +145,45 @@ def _ok(arm: dict | None) -> bool:
 
 
 class Section:
-    """One part of the page: HTML pieces and Markdown lines built side by side."""
+    """One part of the page: its blocks (paragraphs, tables, figures) in order, laid out as HTML
+    and as Markdown by the templates in ``accel/templates``."""
 
     def __init__(self, anchor: str, title: str):
         self.anchor, self.title = anchor, title
-        self.html: list[str] = []
-        self.md: list[str] = [f"## {title}", ""]
+        self.blocks: list[dict[str, Any]] = []
 
     def para(self, text: str) -> None:
-        self.html.append(f"<p>{html.escape(text)}</p>")
-        self.md += [text, ""]
+        self.blocks.append({"kind": "para", "text": text})
 
-    def table(
-        self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str, md: bool = True
-    ) -> None:
+    def table(self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str) -> None:
         rows = [[num(c) if not isinstance(c, str) else c for c in r] for r in rows]
-        out = [f'<table id="{html.escape(table_id)}"><caption>{html.escape(caption)}</caption><thead><tr>']
-        out += [f"<th>{html.escape(h)}</th>" for h in header]
-        out.append("</tr></thead><tbody>")
-        for r in rows:
-            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-        out.append("</tbody></table>")
-        self.html.append("".join(out))
-        if md:
-            self.md += [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            self.md += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-            self.md.append("")
+        self.blocks.append({"kind": "table", "id": table_id, "caption": caption, "header": list(header), "rows": rows})
 
     def figure(self, fig: Any, alt: str) -> None:
-        self.html.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png(fig)}"/></figure>')
+        self.blocks.append({"kind": "figure", "alt": alt, "png": png(fig)})
 
-    def render(self) -> str:
-        return f'<section id="{self.anchor}"><h2>{html.escape(self.title)}</h2>{"".join(self.html)}</section>'
+    def plot(
+        self, fig: Any, ax: Any, alt: str, *, log: str = "", xlabel: str = "", ylabel: str = "", title: str = "",
+        title_size: int | None = None, legend_size: int | None = None,
+    ) -> None:
+        """Finish ``ax`` (log scales on the axes named in ``log``, labels, title, legend) and add ``fig``."""
+        for axis in log:
+            getattr(ax, f"set_{axis}scale")("log")
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+        ax.legend(**({"fontsize": legend_size} if legend_size else {}))
+        self.figure(fig, alt)
+
+
+def _each(section: Section, items: list[tuple[Path, dict]]) -> Iterable[tuple[int, Path, dict]]:
+    """Each file of a section with its index, after the paragraphs on where it was measured."""
+    for i, (path, content) in enumerate(items):
+        _meta(section, path, content)
+        yield i, path, content
 
 
 def png(fig: Any) -> str:
@@ -186,7 +214,6 @@ def _tolerant(builder: Any) -> Any:
     those that fail are listed as not used (``section.rejected``), as ``accel experiments``
     lists what it skipped; the section is built from the others.
     """
-    import functools
 
     @functools.wraps(builder)
     def build(*args: Any) -> Section:
@@ -194,7 +221,7 @@ def _tolerant(builder: Any) -> Any:
         try:
             return builder(*lead, items)
         except Exception:  # noqa: BLE001 - any shape error in any file: find which
-            pass
+            log.debug("%s failed on its %d files together; trying them one by one", builder.__name__, len(items), exc_info=True)
         good, rejected = [], []
         for item in items:
             try:
@@ -203,6 +230,7 @@ def _tolerant(builder: Any) -> Any:
             except Exception as exc:  # noqa: BLE001
                 detail = (str(exc).strip().splitlines() or [""])[0][:80]
                 rejected.append((item[0], f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")))
+                log.debug("%s: %s not used", builder.__name__, item[0], exc_info=True)
         _plt().close("all")
         section = builder(*lead, good)
         section.rejected = rejected
@@ -290,10 +318,8 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
                     label=f"{arm_name.upper()} arm",
                 )
         ax.set_xticks(range(len(stages)), stages)
-        ax.set_ylabel("seconds")
-        ax.set_title(f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}")
-        ax.legend()
-        s.figure(fig, f"seconds per stage of run {rec.get('run_id')}")
+        title = f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}"
+        s.plot(fig, ax, f"seconds per stage of run {rec.get('run_id')}", ylabel="seconds", title=title)
     return s
 
 
@@ -347,8 +373,7 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
     name = kind.removeprefix("db_")
     s = Section(f"db-{name}", f"db-benchmark {name}: seconds per question, answers checked across arms")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         header = ["q", "question", "CPU run1", "CPU run2", "CPU median", "GPU run1", "GPU run2", "GPU median", "speedup",
                   "rows", "CPU checksum", "GPU checksum", "answers"]  # fmt: skip
         rows = []
@@ -408,18 +433,14 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
                 xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(questions))]
                 ax.bar(xs, [v if v is not None else 0 for v in values], width, label=label)
             ax.set_xticks(range(len(questions)), [q["question"] for q in questions])
-            ax.set_yscale("log")
-            ax.set_ylabel("seconds (run 2, log)")
-            ax.set_title(f"db-benchmark {name}, {path.stem}", fontsize=9)
-            ax.legend(fontsize=8)
-            s.figure(fig, f"{name} question times")
+            s.plot(fig, ax, f"{name} question times", log="y", ylabel="seconds (run 2, log)",
+                   title=f"db-benchmark {name}, {path.stem}", title_size=9, legend_size=8)  # fmt: skip
     return s
 
 
 def _overhead(items: list[tuple[Path, dict]]) -> Section:
     s = Section("overhead", "Overhead against the benchmark's own pandas solution")
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         if res.get("dispatch_overhead_seconds") is not None:
             per_call = num(res["dispatch_overhead_seconds"] * 1e6)
             s.para(f"accel's timed call adds {per_call} µs to each run (measured on a no-op).")
@@ -430,16 +451,7 @@ def _overhead(items: list[tuple[Path, dict]]) -> Section:
         ]  # fmt: skip
         s.table(
             f"{path.name}: accel pandas arm vs plain pandas ({num(res.get('rows'))} rows, K={num(res.get('k'))}; target ratio <= {num(res.get('target'))})",
-            [
-                "q",
-                "question",
-                "accel median (s)",
-                "plain median (s)",
-                "ratio",
-                "min ratio",
-                "checksums equal",
-                "max rel diff",
-            ],
+            ["q", "question", "accel median (s)", "plain median (s)", "ratio", "min ratio", "checksums equal", "max rel diff"],
             rows,
             f"overhead-{i}",
         )
@@ -473,8 +485,7 @@ def _flights_overhead(items: list[tuple[Path, dict]]) -> Section:
 def _models(items: list[tuple[Path, dict]]) -> Section:
     s = Section("models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         data = res.get("data", {})
         rows = []
         for r in res.get("models", []):
@@ -487,18 +498,8 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
             ])  # fmt: skip
         s.table(
             f"{path.name}: {num(data.get('rows'))} rows x {num(data.get('features'))} features, median seconds",
-            [
-                "model",
-                "metric",
-                "CPU fit",
-                "GPU fit",
-                "fit speedup",
-                "CPU predict",
-                "GPU predict",
-                "predict speedup",
-                "CPU quality",
-                "GPU quality",
-            ],
+            ["model", "metric", "CPU fit", "GPU fit", "fit speedup", "CPU predict", "GPU predict", "predict speedup",
+             "CPU quality", "GPU quality"],  # fmt: skip
             rows,
             f"models-{i}",
         )
@@ -510,19 +511,15 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
                 if any(vals):
                     ax.bar([j + (k - 0.5) * 0.4 for j in range(len(models))], vals, 0.4, label=f"{arm.upper()} arm")
             ax.set_xticks(range(len(models)), [m["model"].replace("_", "\n") for m in models], fontsize=7)
-            ax.set_yscale("log")
-            ax.set_ylabel("fit seconds (median, log)")
-            ax.set_title(f"models, {path.stem}", fontsize=9)
-            ax.legend()
-            s.figure(fig, "fit seconds per model")
+            s.plot(fig, ax, "fit seconds per model", log="y", ylabel="fit seconds (median, log)",
+                   title=f"models, {path.stem}", title_size=9)  # fmt: skip
     return s
 
 
 def _crossover(items: list[tuple[Path, dict]]) -> Section:
     s = Section("crossover", "Crossover: from how many rows the GPU arm wins")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         ops = res.get("operations", [])
         for j, op in enumerate(ops):
             rows = [
@@ -551,20 +548,14 @@ def _crossover(items: list[tuple[Path, dict]]) -> Section:
                     pts = [(p["rows"], p[arm]["median"]) for p in op["points"] if _ok(p[arm])]
                     if pts:
                         ax.plot(*zip(*pts), style, label=f"{op['operation']} {arm.upper()}")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("rows")
-            ax.set_ylabel("median seconds")
-            ax.legend(fontsize=7)
-            s.figure(fig, "crossover curves")
+            s.plot(fig, ax, "crossover curves", log="xy", xlabel="rows", ylabel="median seconds", legend_size=7)
     return s
 
 
 def _scaling(items: list[tuple[Path, dict]]) -> Section:
     s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         rows = res.get("rows", [])
         s.table(
             f"{path.name}: scaling",
@@ -595,10 +586,7 @@ def _scaling(items: list[tuple[Path, dict]]) -> Section:
                     ax.plot(*zip(*pts), "-o", label=f"{kind} {stage}")
                     top = max(top, max(p[0] for p in pts))
             ax.plot([1, top], [1, top], ":", color="grey", label="ideal")
-            ax.set_xlabel("workers")
-            ax.set_ylabel("speedup vs 1 worker")
-            ax.legend(fontsize=7)
-            s.figure(fig, "scaling curve")
+            s.plot(fig, ax, "scaling curve", xlabel="workers", ylabel="speedup vs 1 worker", legend_size=7)
     return s
 
 
@@ -612,8 +600,7 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
     """
     s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")
     plt = _plt()
-    for i, (path, res) in enumerate(items):
-        _meta(s, path, res)
+    for i, path, res in _each(s, items):
         rows = res.get("rows", [])
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise TypeError("rows is not a list of rows")
@@ -664,15 +651,6 @@ _compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scalin
     _tolerant, (_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
 )
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:600;padding:.3em 0}
-th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f4f4f4}
-td:first-child,th:first-child{text-align:left}p{font-size:.9em}figure{margin:1em 0}img{max-width:100%}
-"""
-
-
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     sections: list[Section] = []
@@ -701,28 +679,18 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
         found.ignored += getattr(section, "rejected", [])
     sections = [s for s in sections if not getattr(s, "empty", False)]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    intro = (
-        f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
-        "an arm that did not run shows its status and reason, and its speedup as n/a."
-    )
-    ignored = ""
-    if found.ignored:
-        items = "".join(f"<li>{html.escape(p.name)}: {html.escape(why)}</li>" for p, why in found.ignored)
-        ignored = f'<section id="ignored"><h2>Files not used</h2><ul>{items}</ul></section>'
-    toc = "".join(f'<li><a href="#{s.anchor}">{html.escape(s.title)}</a></li>' for s in sections)
-    page = (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>accel report</title>"
-        f"<style>{CSS}</style></head><body><h1>accel report</h1><p>{html.escape(intro)}</p><ul>{toc}</ul>"
-        + "".join(s.render() for s in sections)
-        + ignored
-        + "</body></html>\n"
-    )
-    md = ["# accel report", "", intro, ""]
-    for s in sections:
-        md += s.md
-    if found.ignored:
-        md += [f"Files not used: {', '.join(p.name for p, _ in found.ignored)}", ""]
-    return page, "\n".join(md).rstrip() + "\n"
+    context = {
+        "intro": (
+            f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
+            "an arm that did not run shows its status and reason, and its speedup as n/a."
+        ),
+        "sections": sections,
+        "ignored": [(p.name, why) for p, why in found.ignored],
+    }
+    env = templates()
+    page = env.get_template("report.html.j2").render(context)
+    md = env.get_template("report.md.j2").render(context)
+    return page, md.rstrip() + "\n"
 
 
 def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:

@@ -277,3 +277,26 @@ def test_overhead_table(page):
     q = OVERHEAD["questions"][0]
     expected = [q["question"], q["title"], q["accel_median"], q["plain_median"], q["ratio"], q["ratio_min"], "yes", 0.0]
     assert all(same(c, v) for c, v in zip(cells, expected)), (cells, expected)
+
+
+def test_values_from_the_records_are_escaped_in_the_page(tmp_path, capsys):
+    """A run name, a caption, a paragraph or a file name holding HTML is shown as text, never markup."""
+    nasty = "<b>&"
+    folder = tmp_path / "results"
+    folder.mkdir()
+    rows = [{"name": nasty, "metric": 0.8, "seconds": 1.5, "peak_mb": 10.0, "pareto": True, "group": "<i>'g'\"</i>"}]
+    (folder / "hpo.json").write_text(json.dumps({"benchmark": "experiments", "rows": rows}))
+    (folder / "x<script>&.json").write_text(json.dumps({"something": "else"}))
+    out = tmp_path / "r.html"
+    assert main(["report", str(folder), "--out", str(out)]) == 0
+    text = out.read_text()
+    for raw in (nasty, "<i>", "<script>"):
+        assert raw not in text, f"{raw!r} reached the page unescaped"
+    assert "&lt;b&gt;&amp;" in text and "x&lt;script&gt;&amp;.json" in text
+    parser = Tables()
+    parser.feed(text)
+    [cells] = parser.tables["experiments-0"][1:]
+    assert cells[0] == nasty and cells[5] == "<i>'g'\"</i>", "the text reads back as it was recorded"
+    assert parser.sections == ["experiments", "ignored"]
+    # The Markdown summary is text for the terminal: not escaped.
+    assert f"| {nasty} |" in capsys.readouterr().out
