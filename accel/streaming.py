@@ -28,6 +28,7 @@ from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_safe_name
 from accel.readers import iter_chunks
+from accel.result import arm_result
 from accel.timing import StageTimer
 
 
@@ -48,8 +49,6 @@ class _Rows:
 def run_streaming(
     backend: Backend, workflow: Any, plan: BatchPlan, settings: MemorySettings, rmm: dict, listener: Any
 ) -> Any:
-    from accel.pairing import _result
-
     tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
     xdf = backend.xdf
     rows = _Rows(tplan)
@@ -182,7 +181,7 @@ def run_streaming(
         "train": len(tplan.train_pos),
         "test": len(tplan.test_pos),
     }
-    return _result(backend, workflow, model, booster, timer, monitor, metrics, rows_record, list(names), memory_record)
+    return arm_result(backend, workflow, model, booster, timer, monitor, metrics, rows_record, list(names), memory_record)
 
 
 def predict_batches(
