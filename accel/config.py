@@ -61,7 +61,7 @@ SearchParam = SearchRange | list[Any] | float | int | str | bool | None
 class HpoConfig(BaseModel):
     """``accel hpo`` settings; every one can be given in the workflow file's ``hpo:`` section.
 
-    ``search_space`` overrides the built-in ranges of :data:`accel.hpo.SEARCH_SPACES` per
+    ``search_space`` overrides the built-in ranges of :data:`accel.hpo.search.SEARCH_SPACES` per
     model and parameter; a parameter the model does not have is an error.
     """
 
@@ -89,7 +89,7 @@ class HpoConfig(BaseModel):
 
 
 class ClusterConfig(BaseModel):
-    """Where a run goes when it runs on Dask (checked further by :func:`accel.cluster.plan_cluster`).
+    """Where a run goes when it runs on Dask (checked further by :func:`accel.dist.cluster.plan_cluster`).
 
     ``kind``: ``local`` (CPU worker processes), ``local-cuda`` (one worker per GPU) or
     ``scheduler`` (a running cluster at ``address``). Sizes are strings Dask parses ("8GB").

@@ -81,7 +81,7 @@ def sequenced(path: Path, seq: int) -> Path:
     return path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
-#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main`` reports them as one line.
+#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
 ENVIRONMENT_ERRNOS = {
     errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM,
 }

@@ -9,7 +9,7 @@ what to do; what is only worked around comes back as a notice for the screen and
 - Numeric features: infinite values are treated as missing, the convention of every model here
   for absent values (XGBoost's ``missing=NaN``, the imputer in front of scikit-learn and cuML
   models), and the notice says so (the readers turn them into missing values on both arms:
-  :func:`accel.readers.infinite_as_missing`); finite values beyond float32's range (the
+  :func:`accel.data.readers.infinite_as_missing`); finite values beyond float32's range (the
   feature matrices are float32) are refused.
 """
 

@@ -12,9 +12,9 @@ Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
   tolerance, and the parameters the experiments table shows.
 
 Everything else is a view of these two tables: the ``--model`` choices and the workflow file's
-model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo`), the feature plan
-(:mod:`accel.autofeatures`), the parity rule (:mod:`accel.metrics`), the pairs of ``accel bench
-models`` (:mod:`accel.modelbench`) and the model classes each arm imports
+model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo.search`), the feature plan
+(:mod:`accel.data.autofeatures`), the parity rule (:mod:`accel.metrics`), the pairs of ``accel bench
+models`` (:mod:`accel.bench.models`) and the model classes each arm imports
 (:class:`accel.backend.ModelClasses`). Adding a model pair is one entry here plus its tests.
 
 This module imports nothing heavy (no scikit-learn, cuML or XGBoost): classes are named as
@@ -49,7 +49,7 @@ class XGBoostSettings(BaseModel):
     """The boosting parameters both arms share.
 
     Subsampling is off by default so that both arms see the same rows; a search
-    (:mod:`accel.hpo`) may turn it on, and then each arm draws its own rows from the seed.
+    (:mod:`accel.hpo.search`) may turn it on, and then each arm draws its own rows from the seed.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
@@ -293,7 +293,7 @@ class ModelSpec:
     name : str
         The ``--model`` value and the workflow file's section for its settings.
     family : str
-        The feature family it gets (:mod:`accel.autofeatures`): ``xgboost``, ``random_forest``,
+        The feature family it gets (:mod:`accel.data.autofeatures`): ``xgboost``, ``random_forest``,
         ``linear`` or ``knn``.
     settings : type
         The pydantic schema of its settings (defaults and bounds).

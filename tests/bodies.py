@@ -11,9 +11,9 @@ import pandas as pd
 
 from accel import _compat
 from accel.backend import Backend
-from accel.features import GroupStats, categorize, left_join
+from accel.data.features import GroupStats, categorize, left_join
 from accel.models import XGBoostParams
-from accel.pairing import run_arm
+from accel.run import run_arm
 from accel.timing import STAGES
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -89,7 +89,7 @@ def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
 
 def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
     """A training row's own target never enters its own encoding; test rows use all training rows."""
-    from accel.autofeatures import target_encode
+    from accel.data.autofeatures import target_encode
 
     xdf = backend.xdf
     codes = xdf.Series([0.0, 0.0, 0.0, 1.0, 1.0, np.nan])
@@ -116,7 +116,7 @@ def check_auto_smoothing_matches_scikit_learn(backend: Backend) -> None:
     the same weights over the rows outside their fold."""
     from sklearn.preprocessing import TargetEncoder as SkTargetEncoder
 
-    from accel.autofeatures import target_encode
+    from accel.data.autofeatures import target_encode
 
     rng = np.random.default_rng(3)
     n = 600
@@ -143,8 +143,8 @@ def check_auto_smoothing_matches_scikit_learn(backend: Backend) -> None:
 
 def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, family: str):
     """Plan on the host, build features on ``backend``; returns pandas frames for comparison."""
-    from accel.autofeatures import build_table_features
-    from accel.schema import make_plan
+    from accel.data.autofeatures import build_table_features
+    from accel.data.schema import make_plan
 
     plan = make_plan(frame, target, seed=5)
     arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
@@ -198,7 +198,7 @@ def check_precision_guard(backend: Backend) -> None:
 def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
     """The same table streamed in batches and held whole: same statistics, same model, same metrics."""
     from accel.memory import MemorySettings
-    from accel.pairing import run_arm
+    from accel.run import run_arm
     from accel.workflows import WorkflowSettings
     from accel.workflows.table import TableWorkflow, plan_table
 

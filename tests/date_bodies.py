@@ -75,8 +75,8 @@ def layout_frame(how, holds: str, n: int = 300, junk: int = 3, seed: int = 0) ->
 def check_layout(backend: Backend, how, expected: str, holds: str) -> str:
     """Planned with ``expected`` as its format, parsed on ``backend`` to the true moments; returns
     where the arm parsed it."""
-    from accel.autofeatures import cast_datetime
-    from accel.schema import make_plan
+    from accel.data.autofeatures import cast_datetime
+    from accel.data.schema import make_plan
 
     frame, truth = layout_frame(how, holds)
     plan = make_plan(frame, "y", seed=1)

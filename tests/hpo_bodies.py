@@ -15,7 +15,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.config import build_config
-from accel.hpo import Objective, build_context, resolve_space, train_and_score
+from accel.hpo.search import Objective, build_context, resolve_space, train_and_score
 
 #: A small flights search: 3,000 flights, shallow trees, few rounds.
 SMALL = {

@@ -38,7 +38,7 @@ def test_table_features(backend, family):
 
 def test_statistics_come_from_training_rows_only(backend):
     # Changing the test rows' targets must not change any feature of any row.
-    from accel.schema import make_plan
+    from accel.data.schema import make_plan
 
     df = tables.customers(400)
     plan = make_plan(df, "churned", seed=5)
@@ -75,7 +75,7 @@ def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None, probe:
 
 
 def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path):
-    from accel.autofeatures import TableFeaturizer
+    from accel.data.autofeatures import TableFeaturizer
 
     planned = _plan(tmp_path, _shops(4000), "y", "xgboost", probe="force")  # every training row
     plan = planned.plan
@@ -92,7 +92,7 @@ def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path
 
 
 def test_encoding_probe_runs_only_for_xgboost_and_with_enough_rows(tmp_path):
-    from accel.autofeatures import PROBE_MIN_ROWS, TableFeaturizer
+    from accel.data.autofeatures import PROBE_MIN_ROWS, TableFeaturizer
 
     assert _plan(tmp_path, _shops(4000), "y", "random_forest").plan.encoding_probe is None
     small = _plan(tmp_path, _shops(PROBE_MIN_ROWS), "y", "xgboost").plan  # 80% of the rows train

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from accel.cli import main
+from accel.cli.main import main
 from tests import bench_bodies as bodies
 from tests.conftest import gpu_skip_reason, records_in, run_accel, strict_json
 

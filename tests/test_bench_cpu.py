@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from accel import dbbench
 from accel.backend import cpu_backend
+from accel.bench import db as dbbench
+from accel.bench.models import PAIRS
 from accel.errors import AccelError
-from accel.modelbench import PAIRS
 from tests import bench_bodies as bodies
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from accel import dbbench
 from accel.backend import cpu_backend, gpu_backend
+from accel.bench import db as dbbench
+from accel.bench.models import PAIRS
 from accel.metrics import parity_rule
-from accel.modelbench import PAIRS
 from tests import bench_bodies as bodies
 from tests.conftest import requires_gpu
 from tests.gpu_marks import needs_cuml, needs_xgboost_cuda

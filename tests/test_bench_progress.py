@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accel.cli import main
+from accel.cli.main import main
 from tests.conftest import records_in, strict_json
 
 has_engines = importlib.util.find_spec("polars") is not None and importlib.util.find_spec("duckdb") is not None

@@ -104,7 +104,7 @@ def test_help_and_info_load_no_heavy_library():
     XGBoost CUDA check asks libxgboost directly (XGBuildInfo), stage names live beside the timer."""
     code = (
         "import contextlib, io, sys\n"
-        "from accel.cli import main\n"
+        "from accel.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
         "        main(['--help'])\n"

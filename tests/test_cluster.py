@@ -10,8 +10,9 @@ import psutil
 import pytest
 
 from accel.backend import cpu_threads
-from accel.cli import main
-from accel.cluster import (
+from accel.cli.main import main
+from accel.config import ClusterConfig
+from accel.dist.cluster import (
     CONNECT_TIMEOUT_S,
     ClusterPlan,
     ClusterSession,
@@ -19,7 +20,6 @@ from accel.cluster import (
     dask_cuda_size,
     plan_cluster,
 )
-from accel.config import ClusterConfig
 from accel.errors import AccelError
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
 from tests.dask_procs import free_port
@@ -100,7 +100,7 @@ def test_unreachable_scheduler_fails_fast(tmp_path):
 def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
     code = (
         "import sys\n"
-        "from accel.cli import main\n"
+        "from accel.cli.main import main\n"
         f"rc = main(['run', 'flights', '--cluster', 'local-cuda', '--out', {str(tmp_path)!r}])\n"
         "print(rc, sorted(m for m in ('dask_cuda', 'cupy', 'cudf', 'rmm', 'distributed') if m in sys.modules))\n"
     )
@@ -161,7 +161,7 @@ def test_sigint_during_cluster_start_up_is_held_back_then_raised():
     for good (a terminal's Ctrl-C reaches accel, not each worker)."""
     code = (
         "import os, signal, subprocess, sys\n"
-        "from accel.cluster import _sigint_deferred\n"
+        "from accel.dist.cluster import _sigint_deferred\n"
         "kept = []\n"
         "try:\n"
         "    with _sigint_deferred():\n"

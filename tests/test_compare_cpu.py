@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accel.compare import compare_file, compare_text, fallback_table
+from accel.bench.compare import compare_file, compare_text, fallback_table
 from tests.conftest import ROOT, read_json, records_in, run_accel
 
 SCRIPTS = ROOT / "tests" / "compare_scripts"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from accel.compare import resolve_accelerators
+from accel.bench.compare import resolve_accelerators
 from tests.conftest import ROOT, read_json, records_in, run_accel
 
 SCRIPTS = ROOT / "tests" / "compare_scripts"
@@ -25,7 +25,7 @@ def test_script_pairs_with_parity_and_a_profile(tmp_path):
     r = read_json(records_in(tmp_path)[0])
     cpu, gpu = r["arms"]["cpu"], r["arms"]["gpu"]
     assert cpu["status"] == "ok" and gpu["status"] == "ok", gpu.get("reason")
-    assert gpu["command"][1:4] == ["-m", "accel.compare_boot", "--accelerators"]
+    assert gpu["command"][1:4] == ["-m", "accel.bench.compare_boot", "--accelerators"]
     assert gpu["peak_device_mb"] is not None and gpu["peak_device_mb"] > 0  # NVML saw the arm's memory
     assert r["speedup"]["wall_cold"] == pytest.approx(cpu["cold_seconds"] / gpu["cold_seconds"])
     # Same data, same seeds: the row counts agree exactly, the AUCs within the tolerance given.

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend
-from accel.cluster import ClusterSession, plan_cluster
 from accel.config import ClusterConfig
-from accel.dask_run import ClusterRunFailed, run_on_session
+from accel.dist.cluster import ClusterSession, plan_cluster
+from accel.dist.runner import ClusterRunFailed, run_on_session
 from accel.faultpoints import enable_for_tests
 from accel.models import XGBoostParams
 from accel.workflows.base import WorkflowSettings

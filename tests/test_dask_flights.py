@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend
-from accel.cluster import ClusterPlan, ClusterSession
-from accel.data import replicate_with_jitter
+from accel.data.flights import replicate_with_jitter
+from accel.dist.cluster import ClusterPlan, ClusterSession
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
@@ -77,7 +77,7 @@ def test_scale_replicates_with_jitter_keeping_keys_and_missing_targets():
         assert copy["minute"].between(0, 59).all()
     # The same copy cut into blocks is the copy made whole (what the partitions rely on).
     whole = replicate_with_jitter(pd, flights, 2, seed=1).iloc[2000:].reset_index(drop=True)
-    from accel.data import jittered_copy
+    from accel.data.flights import jittered_copy
 
     blocks = pd.concat([jittered_copy(pd, flights, 1, 1, a, b) for a, b in ((0, 700), (700, 2000))], ignore_index=True)
     pd.testing.assert_frame_equal(blocks, whole)
@@ -212,7 +212,7 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     assert two["efficiency"] == pytest.approx(two["speedup_vs_1"] / 2)
     assert math.isnan(by[("single-process", 1, "total")]["efficiency"])
     # Same data and seed everywhere: the accuracies agree within the stated tolerance.
-    from accel.dask_run import DASK_PARITY_TOLERANCE
+    from accel.dist.runner import DASK_PARITY_TOLERANCE
 
     aucs = [by[(k, n, "total")]["metric"] for k, n in (("single-process", 1), ("local", 1), ("local", 2))]
     assert max(aucs) - min(aucs) <= DASK_PARITY_TOLERANCE

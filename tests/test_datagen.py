@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accel import datagen
+from accel.data import datagen
 from accel.errors import AccelError
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend
-from accel.schema import make_plan
+from accel.data.schema import make_plan
 from tests import date_bodies
 from tests.conftest import read_json, records_in
 from tests.test_table_cpu import assert_error, run_cli

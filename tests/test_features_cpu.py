@@ -33,7 +33,7 @@ def test_flights_features(backend):
 
 
 def test_left_join_refuses_a_right_side_that_duplicates_rows(backend):
-    from accel.features import left_join
+    from accel.data.features import left_join
 
     xdf = backend.xdf
     left = xdf.DataFrame({"k": [1, 2]})

@@ -2,7 +2,7 @@
 
 Every bad input is one line on stderr (``accel: error: ...``), exit status 2, no traceback and
 nothing half-written; what accel can work around runs and says what it did. Most tests call the
-command line in this process (``accel.cli.main``); those that could hang, read without end, or
+command line in this process (``accel.cli.main.main``); those that could hang, read without end, or
 need another environment (HOME, a full filesystem, another user) run ``python -m accel`` in a
 subprocess with a time limit. ``benchmarks/hostile_cases.py`` runs the same kinds of cases and
 prints the table with a verdict per case.
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accel.cli import main
-from accel.data import split_positions
+from accel.cli.main import main
+from accel.data.flights import split_positions
 from tests import tables
 from tests.conftest import read_json, records_in, run_accel
 from tests.dask_procs import NotDaskServer
@@ -130,7 +130,7 @@ def test_scheduler_that_is_not_dask_fails_within_the_promise(tmp_path, kind, com
     "address,needle", [("ucx://127.0.0.1:8786", "needs UCX support"), ("tls://127.0.0.1:8786", "needs Dask's TLS settings")]
 )
 def test_scheduler_protocol_that_cannot_be_spoken_here(address, needle):
-    from accel.cluster import probe_scheduler
+    from accel.dist.cluster import probe_scheduler
     from accel.errors import AccelError
 
     with pytest.raises(AccelError, match=needle):
@@ -257,7 +257,7 @@ def test_unwritable_or_missing_home_falls_back_to_a_temp_cache(tmp_path, home):
 
 
 def test_unwritable_cache_env_is_named(monkeypatch):
-    from accel.data import cache_dir
+    from accel.data.flights import cache_dir
     from accel.errors import AccelError
 
     monkeypatch.setenv("ACCEL_CACHE_DIR", "/proc/accel-no-cache")
@@ -317,7 +317,7 @@ def test_generators_refuse_more_rows_than_memory(tmp_path, capsys, command):
 
 
 def test_a_generator_that_fails_leaves_no_folder(tmp_path, monkeypatch):
-    from accel import datagen
+    from accel.data import datagen
 
     def boom(*args, **kwargs):
         raise MemoryError
@@ -373,9 +373,9 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
     """The other process creates the study between accel's check and its own create_study."""
     import optuna
 
-    from accel import pairing
+    from accel import run as pairing
     from accel.errors import AccelError
-    from accel.hpo import default_storage, open_study
+    from accel.hpo.search import default_storage, open_study
     from tests.hpo_bodies import small_config
 
     config = small_config(tmp_path).model_copy(update={"hpo": small_config(tmp_path).hpo.model_copy(update={"study": "same"})})
@@ -393,7 +393,7 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
 def test_resume_refuses_a_study_another_process_runs(tmp_path, capsys):
     import optuna
 
-    from accel.hpo import CLAIM_ATTR, SearchRequest, _process_started, default_storage, run_search
+    from accel.hpo.search import CLAIM_ATTR, SearchRequest, _process_started, default_storage, run_search
     from tests.hpo_bodies import small_config
 
     config = small_config(tmp_path, trials=2, top=1)
@@ -414,7 +414,7 @@ def test_resume_refuses_a_study_another_process_runs(tmp_path, capsys):
 
 
 def test_a_claim_of_a_dead_or_distant_process():
-    from accel.hpo import CLAIM_STALE_S, running_elsewhere
+    from accel.hpo.search import CLAIM_STALE_S, running_elsewhere
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -452,7 +452,7 @@ def test_infinite_feature_values_are_treated_as_missing_and_said(tmp_path, capsy
 def test_infinite_feature_read_as_missing_on_the_arm():
     import pandas as pd
 
-    from accel.readers import infinite_as_missing
+    from accel.data.readers import infinite_as_missing
 
     frame = infinite_as_missing(pd.DataFrame({"x": [1.0, np.inf, -np.inf, np.nan], "s": ["a", "b", "c", "d"]}))
     assert frame["x"].isna().tolist() == [False, True, True, True]
@@ -657,7 +657,7 @@ def test_storage_password_never_stored(tmp_path, capsys):
 
 
 def test_redact_and_scrub():
-    from accel.hpo import redact, scrub
+    from accel.hpo.search import redact, scrub
 
     assert "s3cret" not in redact("postgresql://u:s3cret@h/db")
     assert "s3cret" not in redact("postgresql://u@h/db?password=s3cret&sslmode=require")
@@ -666,7 +666,7 @@ def test_redact_and_scrub():
 
 
 def test_xgboost_tracker_listens_on_the_scheduler_host():
-    from accel.dask_run import tracker_host
+    from accel.dist.runner import tracker_host
 
     class Client:
         class scheduler:  # noqa: N801 - a stand-in for distributed's rpc object

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accel.cli import main
+from accel.cli.main import main
 from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in
 from tests.hpo_bodies import SMALL, small_config
 
@@ -113,7 +113,7 @@ def test_every_trial_stores_time_and_memory_in_the_storage(search):
 
 def test_baseline_is_the_model_accel_run_trains(search, tmp_path):
     from accel.backend import cpu_backend
-    from accel.pairing import build_workflow, run_arm
+    from accel.run import build_workflow, run_arm
 
     record = search[0]
     result = run_arm(cpu_backend(), build_workflow(small_config(tmp_path)))
@@ -125,7 +125,7 @@ def test_same_seed_same_trials(search):
     import optuna
 
     from accel.backend import cpu_backend
-    from accel.hpo import _pruner, _sampler, run_trials
+    from accel.hpo.search import _pruner, _sampler, run_trials
     from tests.hpo_bodies import small_context
 
     record, _, out, *_ = search
@@ -280,7 +280,7 @@ def test_sigkill_in_the_middle_then_resume(tmp_path):
 
     # Resume in a subprocess that also reports whether the CPU run imported GPU libraries.
     code = (
-        "import sys; from accel.cli import main; rc = main(sys.argv[1:]);"
+        "import sys; from accel.cli.main import main; rc = main(sys.argv[1:]);"
         "print('GPU_MODULES', [m for m in ('cupy', 'cudf') if m in sys.modules]); sys.exit(rc)"
     )
     total = len(complete_before) + 1

@@ -10,9 +10,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from accel.autofeatures import TargetEncoder
 from accel.backend import cpu_backend
 from accel.batching import MIN_BATCH_ROWS, BatchPlan, plan_batches, with_backoff
+from accel.data.autofeatures import TargetEncoder
 from accel.errors import AccelError
 from accel.memory import parse_size, setup_rmm_pool
 from tests import bodies, tables

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from accel.cli import main
-from accel.htmlreport import num
+from accel.cli.main import main
+from accel.report.html import num
 from tests import bench_bodies as bodies
 
 # One module fixture runs bench groupby/models/crossover and a flights run end to end: slow tier.

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from accel.cli import main
+from accel.cli.main import main
 from tests import tables
 from tests.conftest import records_in, strict_json
 

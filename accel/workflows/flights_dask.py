@@ -8,9 +8,9 @@ global here too, computed the Dask way, so the very same rows, features and cate
 XGBoost:
 
 - the train/test split: partition lengths give every row its global position, and each
-  partition takes its rows of the same host-drawn split (:func:`accel.data.split_positions`);
+  partition takes its rows of the same host-drawn split (:func:`accel.data.flights.split_positions`);
 - the group statistics: per-group target sums and row counts reduced over the training
-  partitions, made into the same table by :meth:`accel.features.GroupStats.from_sums`;
+  partitions, made into the same table by :meth:`accel.data.features.GroupStats.from_sums`;
 - the category vocabularies: the distinct values over all partitions.
 
 Workers hold cuDF partitions when they are GPU workers and pandas partitions otherwise; each
@@ -27,9 +27,9 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend, cpu_backend, gpu_backend
-from accel.data import jittered_copy, split_positions
+from accel.data.features import GroupStats
+from accel.data.flights import jittered_copy, split_positions
 from accel.faultpoints import fault_point
-from accel.features import GroupStats
 from accel.workflows.base import Prepared, WorkflowSettings
 from accel.workflows.flights import (
     CATEGORICAL,

@@ -3,7 +3,7 @@
 :func:`plan_table` looks at the file and plans the run once, on the host (readers + schema):
 how to read it, the column kinds, the task, the rows, the split, the leaks to drop. Each arm
 then reads the same files with its own library (``load``) and applies the plan
-(``features``, :mod:`accel.autofeatures`), so the two arms are comparable column for column.
+(``features``, :mod:`accel.data.autofeatures`), so the two arms are comparable column for column.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from accel.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.backend import Backend
+from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
+from accel.data.readers import TableSource, read_source, resolve_source
+from accel.data.schema import TablePlan, make_plan
 from accel.models import build_model, model_family
-from accel.readers import TableSource, read_source, resolve_source
-from accel.schema import TablePlan, make_plan
 from accel.workflows.base import Prepared, WorkflowSettings
 
 
@@ -53,14 +53,14 @@ def plan_table(
     (rows, task, split) and, for a file longer than that, the distinct values of its
     categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
     For the ``xgboost`` model ``family``, the encoding of categorical columns with many values is
-    chosen by :func:`~accel.autofeatures.probe_native_categories` on those first rows.
+    chosen by :func:`~accel.data.autofeatures.probe_native_categories` on those first rows.
     ``date_formats`` (``--date-format``) gives columns' date layouts over the detected ones.
     ``probe`` (``--probe auto|off|force``) and ``train_rounds`` (the model's boosting rounds,
     which bound the probe's cost) go to the probe; its decision is cached per file fingerprint.
     """
+    from accel.data.readers import column_uniques, read_column, read_head
     from accel.errors import AccelError
     from accel.guards import check_features, check_target
-    from accel.readers import column_uniques, read_column, read_head
 
     source = resolve_source(data, delimiter)
     t0 = time.perf_counter()
@@ -134,8 +134,8 @@ class TableWorkflow:
     def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
         """In memory when the table fits the budget, else streamed from the file in batches."""
         from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        from accel.data.readers import iter_chunks
         from accel.precision import frame_matrix
-        from accel.readers import iter_chunks
 
         rows_total = len(self.plan.row_positions)
         if batch_rows is not None:

@@ -309,7 +309,7 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     import optuna
 
     from accel.config import RunConfig
-    from accel.pairing import build_workflow
+    from accel.run import build_workflow
 
     _quiet_optuna()
     url = config.hpo.storage or default_storage(config.out)
@@ -692,13 +692,13 @@ class Objective:
 def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
     """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
 
-    The arm's memory is set up as ``accel run`` sets it up (:func:`accel.pairing.prepare_arm`:
+    The arm's memory is set up as ``accel run`` sets it up (:func:`accel.run.prepare_arm`:
     the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
     matrices are stored in the configured precision. A search holds its rows in memory: a table
     that would have to be streamed is refused.
     """
-    from accel.pairing import build_workflow, prepare_arm
     from accel.precision import plan_for_frames
+    from accel.run import build_workflow, prepare_arm
 
     workflow = workflow or build_workflow(config)
     rmm, batches = prepare_arm(backend, workflow, config.memory_settings())
@@ -873,14 +873,14 @@ def study_metric(study: Any) -> str:
 def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
     """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
 
-    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.cluster`): checked before
+    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.dist.cluster`): checked before
     anything starts, the dashboard on 127.0.0.1, closed on success, error and Ctrl-C.
     """
     if cluster is None and scheduler is None:
         yield None
         return
-    from accel.cluster import ClusterSession, plan_cluster
     from accel.config import ClusterConfig
+    from accel.dist.cluster import ClusterSession, plan_cluster
 
     request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
     with ClusterSession(plan_cluster(request)) as session:

@@ -294,7 +294,7 @@ def load_tables(backend: Backend, suite: Suite, paths: Mapping[str, Path]) -> di
 
 
 def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Generated pyarrow tables (:mod:`accel.datagen`) as the arm's frames, cast as when loaded."""
+    """Generated pyarrow tables (:mod:`accel.data.datagen`) as the arm's frames, cast as when loaded."""
     xdf = backend.xdf
     return {
         role: apply_schema(xdf, suite.schema[role], _compat.from_arrow(xdf, table.select(list(suite.schema[role]))))

@@ -10,7 +10,7 @@ Operations:
 
 - ``groupby``: db-benchmark groupby q3 ("sum v1 mean v3 by id3", K=100) on generated data;
 - ``join``: db-benchmark join q2 ("medium inner on int") on generated data;
-- any model of :data:`accel.modelbench.PAIRS` (``xgboost_classifier``, ``kmeans``, ...): fit time.
+- any model of :data:`accel.bench.models.PAIRS` (``xgboost_classifier``, ``kmeans``, ...): fit time.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ DEFAULT_OPERATIONS = ("groupby", "join", "xgboost_classifier")
 
 
 def known_operations() -> list[str]:
-    from accel.modelbench import PAIRS
+    from accel.bench.models import PAIRS
 
     return [*FRAME_OPERATIONS, *PAIRS]
 
@@ -66,8 +66,8 @@ def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[
 
 def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
     """Data for one size, and a factory giving each arm its timed call."""
-    from accel import datagen
-    from accel.dbbench import SUITES, tables_from_arrow
+    from accel.bench.db import SUITES, tables_from_arrow
+    from accel.data import datagen
 
     suite_name, question, description = FRAME_OPERATIONS[name]
     suite = SUITES[suite_name]
@@ -87,7 +87,7 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
 def _model_operation(
     name: str, rows: int, seed: int, features: int
 ) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
-    from accel.modelbench import PAIRS, make_data, pair_params
+    from accel.bench.models import PAIRS, make_data, pair_params
 
     pair = PAIRS[name]
     kind = "regression" if pair.task == "regression" else "classification"
@@ -144,7 +144,7 @@ def sweep(
     progress: Callable[[str], None] = lambda _m: None,
 ) -> list[dict[str, Any]]:
     """Measure each operation at each size on both arms; one entry per operation with its curve."""
-    from accel.modelbench import PAIRS, gpu_pair_skip
+    from accel.bench.models import PAIRS, gpu_pair_skip
 
     out = []
     for name in operations:

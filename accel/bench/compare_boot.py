@@ -1,6 +1,6 @@
 """Runs a user's script or notebook inside one arm of ``accel compare`` (a fresh process).
 
-    python -m accel.compare_boot [--accelerators cudf.pandas,cuml.accel] [--profile-json FILE]
+    python -m accel.bench.compare_boot [--accelerators cudf.pandas,cuml.accel] [--profile-json FILE]
                                  (--notebook NB.ipynb | SCRIPT) [-- ARGS...]
 
 With accelerators, they are installed before the user's code imports pandas or scikit-learn,
@@ -127,7 +127,7 @@ if "cuml.accel" in {acc!r}:
 _NOTEBOOK_PROFILE_END = """\
 _accel_stack.close()
 import json as _accel_json
-from accel.compare_boot import _cudf_pandas_stats, _cuml_accel_stats
+from accel.bench.compare_boot import _cudf_pandas_stats, _cuml_accel_stats
 _accel_out = {{}}
 if "cudf.pandas" in _accel_profiles:
     _accel_out["cudf.pandas"] = _cudf_pandas_stats(_accel_profiles["cudf.pandas"])
@@ -139,7 +139,7 @@ with open({out!r}, "w") as _f:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m accel.compare_boot", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m accel.bench.compare_boot", description=__doc__.splitlines()[0])
     parser.add_argument("--accelerators", default="", help="comma-separated: " + ", ".join(ACCELERATORS))
     parser.add_argument("--profile-json", help="write the accelerators' function profiles here (JSON)")
     parser.add_argument("--notebook", help="execute this notebook instead of a script")

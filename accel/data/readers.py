@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from accel import _compat
-from accel.data import cache_dir
+from accel.data.flights import cache_dir
 from accel.errors import AccelError
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")

@@ -167,7 +167,7 @@ def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
 def rows_from_compare_record(record: dict[str, Any], source: str) -> list[Row]:
     """One row per arm of an ``accel compare`` record that ran: the script's wall time and memory;
     its metric is the share of printed numbers that agree with the CPU arm (1 on the CPU arm)."""
-    from accel.compare import experiment_rows
+    from accel.bench.compare import experiment_rows
 
     program = record.get("program") or {}
     workflow = str(record.get("workflow") or f"compare:{Path(str(program.get('path', '?'))).name}")
@@ -268,7 +268,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     import optuna
     from optuna.trial import TrialState
 
-    from accel.hpo import direction_of, open_storage
+    from accel.hpo.search import direction_of, open_storage
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(url)

@@ -12,7 +12,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from accel import __version__, cluster, scaling
+from accel import __version__
+from accel.cli.options import (
+    add_cluster_arguments,
+    add_date_format_argument,
+    batch_rows,
+    config_overrides,
+    positive_int,
+    table_overrides,
+    workflow_source,
+)
+from accel.dist import scaling
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
 from accel.registry import MODELS
@@ -23,45 +33,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise AccelError(f"{message} (see '{self.prog} --help')")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def batch_rows(text: str) -> str | int:
-    if text == "auto":
-        return text
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
-
-
-def date_format_flag(text: str) -> tuple[str, str]:
-    from accel.dates import parse_override
-
-    try:
-        return parse_override(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--date-format ")) from None
-
-
-def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--date-format",
-        type=date_format_flag,
-        action="append",
-        metavar="COL=FMT",
-        help="with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), "
-        "over the detected layout; repeatable",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,17 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
-    cluster.add_cluster_arguments(run)
+    add_cluster_arguments(run)
     scaling.register(sub)
 
-    from accel.benchcli import register as register_bench
+    from accel.cli.bench import register as register_bench
 
     register_bench(sub)  # bench, data, report: each sets its own handler
 
-    from accel.hpocli import register as register_hpo
+    from accel.cli.hpo import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
-    from accel.compare import register as register_compare
+    from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
     return parser
@@ -134,7 +105,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.environment import collect_environment
-    from accel.report import render_info
+    from accel.report.console import render_info
 
     env = collect_environment()
     if args.json:
@@ -144,56 +115,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[dict, str]:
-    """Settings from the positional WORKFLOW of ``accel run``/``accel hpo``: a name or a YAML file.
-
-    Returns ``(file values, where they came from)``.
-    """
-    from accel.config import read_workflow_file
-
-    if target is None:
-        if not has_data:
-            raise AccelError(
-                f"name a workflow (accel {command} flights) or give your table (accel {command} --data FILE --target COLUMN)"
-            )
-        return {}, "command line"
-    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
-        values = read_workflow_file(Path(target))
-        for key in ("out", "data"):
-            if values.get(key) is not None:
-                # Relative paths in a file are relative to where accel runs, like the flags.
-                values[key] = str(values[key])
-        return values, target
-    return {"workflow": target}, "command line"
-
-
-def table_overrides(args: argparse.Namespace) -> dict:
-    """The flags ``accel run`` and ``accel hpo`` share (None where not given)."""
-    drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
-    date_format = dict(getattr(args, "date_format", None) or []) or None
-    return {
-        "date_format": date_format,
-        "probe": getattr(args, "probe", None),
-        "device": args.device,
-        "rows": args.rows,
-        "out": args.out,
-        "seed": args.seed,
-        "data": args.data,
-        "target": args.target,
-        "task": args.task,
-        "model": args.model,
-        "drop": drop,
-        "delimiter": args.delimiter,
-        "test_size": args.test_size,
-    }
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.config import build_config
-    from accel.pairing import paired_run
-    from accel.report import ProgressDisplay, render_run, show_plan
+    from accel.report.console import ProgressDisplay, render_run, show_plan
+    from accel.run import paired_run
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
     overrides = {
@@ -203,9 +130,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "memory_budget": args.memory_budget,
         "rmm_pool": args.rmm_pool,
     }
-    config = build_config(file_values, {**overrides, **cluster.config_overrides(args)}, source)
+    config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
     if config.cluster is not None:
-        from accel.dask_run import run_command
+        from accel.dist.runner import run_command
 
         return run_command(config, args.json)
 

@@ -7,7 +7,7 @@ readers do not always give a column the same dtype) and makes every decision rep
 
 Column kinds: ``numeric``, ``boolean``, ``categorical`` (strings, low-cardinality integers,
 mixed numbers and text, text that looks like dates but fits no layout), ``datetime`` (typed, or
-text in a layout detected by :mod:`accel.dates` or given with ``--date-format COL=FMT``), and
+text in a layout detected by :mod:`accel.data.dates` or given with ``--date-format COL=FMT``), and
 ``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target).
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accel import dates
 from accel._compat import cudf_date_gap
-from accel.data import sample_positions, split_positions
+from accel.data import dates
+from accel.data.flights import sample_positions, split_positions
 from accel.errors import AccelError
 
 #: An integer column with at most this many distinct values is categorical.
@@ -79,7 +79,7 @@ class TablePlan:
     notices: list[str] = field(default_factory=list)
     rows_in_file: int = 0
     # Categorical columns above NATIVE_MAX values that XGBoost gets as native categories (chosen
-    # by accel.autofeatures.probe_native_categories), and what that probe measured.
+    # by accel.data.autofeatures.probe_native_categories), and what that probe measured.
     native_categorical: list[str] = field(default_factory=list)
     encoding_probe: dict[str, Any] | None = None
 

@@ -1,6 +1,6 @@
 """The ``accel hpo`` and ``accel experiments`` commands, registered on the ``accel`` parser.
 
-``register(sub)`` adds both subcommands with ``set_defaults(handler=...)``; ``accel.cli.main``
+``register(sub)`` adds both subcommands with ``set_defaults(handler=...)``; ``accel.cli.main.main``
 calls the handler. Errors are :class:`~accel.errors.AccelError` (one line, exit 2).
 """
 
@@ -48,7 +48,7 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli import add_date_format_argument, positive_int
+    from accel.cli.options import add_date_format_argument, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
@@ -105,7 +105,7 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> set[str]:
 
 def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
     """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
-    from accel.cli import table_overrides, workflow_source
+    from accel.cli.options import table_overrides, workflow_source
     from accel.config import build_config
 
     target = args.workflow
@@ -129,7 +129,7 @@ def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
 def cmd_hpo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.hpo import SearchRequest, run_search
+    from accel.hpo.search import SearchRequest, run_search
 
     if args.workers is not None and args.cluster != "local":
         raise AccelError("--workers applies to --cluster local")
@@ -232,7 +232,7 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
 def cmd_experiments(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
+    from accel.hpo.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
     from accel.record import ensure_writable, record_stem, write_record
 
     if args.plot:

@@ -37,7 +37,7 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend, cpu_backend, gpu_backend, probe_gpu
-from accel.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
+from accel.dist.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.memory import MemoryMonitor, to_mb
@@ -335,7 +335,7 @@ def cluster_run(
     """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
-    the cluster request (:func:`accel.cluster.plan_cluster`).
+    the cluster request (:func:`accel.dist.cluster.plan_cluster`).
     """
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
@@ -475,7 +475,7 @@ def run_command(config: Any, as_json: bool) -> int:
 
     from rich.console import Console
 
-    from accel.report import ProgressDisplay
+    from accel.report.console import ProgressDisplay
 
     progress = ProgressDisplay()
     try:

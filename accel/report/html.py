@@ -52,10 +52,10 @@ log = logging.getLogger(__name__)
 
 @functools.cache
 def templates() -> jinja2.Environment:
-    """The page and summary templates (package data in ``accel/templates``): HTML autoescaped,
+    """The page and summary templates (package data in ``accel/report/templates``): HTML autoescaped,
     Markdown not, and an unknown name in a template is an error rather than an empty string."""
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("accel", "templates"),
+        loader=jinja2.PackageLoader("accel.report", "templates"),
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("html", "htm", "html.j2"), disabled_extensions=("md", "md.j2"), default=True
         ),
@@ -146,7 +146,7 @@ def _ok(arm: dict | None) -> bool:
 
 class Section:
     """One part of the page: its blocks (paragraphs, tables, figures) in order, laid out as HTML
-    and as Markdown by the templates in ``accel/templates``."""
+    and as Markdown by the templates in ``accel/report/templates``."""
 
     def __init__(self, anchor: str, title: str):
         self.anchor, self.title = anchor, title
@@ -595,7 +595,7 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
     """Per experiments result: the rows, and one Pareto front per comparable group.
 
     A front is only meaningful between rows scored alike (the same table, split and metric on
-    the same rows: the ``group`` of :mod:`accel.experiments`), so each group's front is named
+    the same rows: the ``group`` of :mod:`accel.hpo.experiments`), so each group's front is named
     and drawn on its own, and groups with different metrics (AUC, RMSE) get their own axes.
     """
     s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")

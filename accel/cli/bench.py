@@ -19,16 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.cli.options import positive_int
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
 
 DEFAULT_RESULTS = Path("benchmarks") / "results"
-
-
-def _positive_int(text: str) -> int:
-    from accel.cli import positive_int
-
-    return positive_int(text)
 
 
 def _non_negative_int(text: str) -> int:
@@ -42,7 +37,7 @@ def _non_negative_int(text: str) -> int:
 
 
 def _rows(text: str) -> int:
-    from accel.datagen import rows_from_text
+    from accel.data.datagen import rows_from_text
 
     try:
         return rows_from_text(text)
@@ -68,7 +63,7 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
         help="the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)",
     )
     p.add_argument(
-        "--repeats", type=_positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})"
+        "--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})"
     )
     p.add_argument(
         "--warmup",
@@ -134,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument(
         "--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)"
     )
-    m.add_argument("--features", type=_positive_int, default=32, help="columns of generated data (default 32)")
+    m.add_argument("--features", type=positive_int, default=32, help="columns of generated data (default 32)")
     m.add_argument("--models", default="all", help="comma-separated model keys (default all)")
     m.add_argument("--seed", type=int, default=42)
     _common(m, repeats=3)
@@ -148,8 +143,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--min-rows", type=_rows, default=1_000, help="smallest size (default 1e3)")
     c.add_argument("--max-rows", type=_rows, default=10_000_000, help="largest size (default 1e7)")
-    c.add_argument("--steps-per-decade", type=_positive_int, default=1, help="sizes per factor of 10 (default 1)")
-    c.add_argument("--features", type=_positive_int, default=32, help="columns for model operations (default 32)")
+    c.add_argument("--steps-per-decade", type=positive_int, default=1, help="sizes per factor of 10 (default 1)")
+    c.add_argument("--features", type=positive_int, default=32, help="columns for model operations (default 32)")
     c.add_argument("--seed", type=int, default=42)
     _common(c, repeats=3, progress_file=False)
     c.set_defaults(handler=_cmd_bench_crossover)
@@ -262,7 +257,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused (exit 2) otherwise.
     Questions are taken from the first result that has them."""
-    from accel.engines import CPU_ENGINES
+    from accel.bench.engines import CPU_ENGINES
     from accel.environment import cpu_model
     from accel.record import load_record
 
@@ -338,8 +333,9 @@ def _dump(result: dict) -> None:
 
 
 def _cmd_bench_db(args: argparse.Namespace) -> int:
-    from accel import dbbench, engines
     from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import db as dbbench
+    from accel.bench import engines
     from accel.timing import check_results_folder, fairness
 
     suite = dbbench.SUITES[args.suite]
@@ -517,8 +513,8 @@ def _model_fairness(cpu: Any) -> dict:
 
 
 def _cmd_bench_models(args: argparse.Namespace) -> int:
-    from accel import modelbench
     from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import models as modelbench
     from accel.timing import check_results_folder
 
     pairs = modelbench.select_models(args.models)
@@ -598,8 +594,8 @@ def _render_models(result: dict) -> None:
 
 
 def _cmd_bench_crossover(args: argparse.Namespace) -> int:
-    from accel import crossover
     from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import crossover
     from accel.timing import check_results_folder
 
     operations = crossover.select_operations(args.operations)
@@ -608,7 +604,7 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
         raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
     if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
         raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
-    from accel.datagen import MIN_JOIN_ROWS
+    from accel.data.datagen import MIN_JOIN_ROWS
 
     if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
         raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
@@ -678,7 +674,7 @@ def _render_crossover(result: dict) -> None:
 
 
 def _cmd_data_groupby(args: argparse.Namespace) -> int:
-    from accel import datagen
+    from accel.data import datagen
 
     datagen.table_format(args.out)
     if args.k > args.n:
@@ -694,7 +690,7 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_join(args: argparse.Namespace) -> int:
-    from accel import datagen
+    from accel.data import datagen
 
     if args.n < datagen.MIN_JOIN_ROWS:
         raise AccelError(
@@ -729,7 +725,7 @@ def _no_empty_folders(folder: Path) -> Iterator[None]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from accel.htmlreport import build_report
+    from accel.report.html import build_report
 
     html_path, markdown = build_report(args.dir, args.out)
     print(markdown)

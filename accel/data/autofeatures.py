@@ -1,4 +1,4 @@
-"""Automatic features for a user's table, from a :class:`~accel.schema.TablePlan`.
+"""Automatic features for a user's table, from a :class:`~accel.data.schema.TablePlan`.
 
 Written once against the pandas API and run on pandas or cuDF. What each model family gets:
 
@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel.dates import ALL_PARTS
-from accel.features import left_join
+from accel.data.dates import ALL_PARTS
+from accel.data.features import left_join
+from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.registry import FAMILIES
-from accel.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.workflows.base import Prepared
 
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
@@ -457,7 +457,7 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
 
 
 def _probe_cache_path(key: str) -> Path | None:
-    from accel.data import cache_dir
+    from accel.data.flights import cache_dir
 
     try:
         return cache_dir() / "encoding-probe" / f"{key}.json"

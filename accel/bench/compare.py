@@ -2,7 +2,7 @@
 
 The CPU arm is ``python SCRIPT ARGS`` exactly; the GPU arm is the same script with RAPIDS'
 zero-code-change accelerators installed first (cudf.pandas, cuml.accel:
-:mod:`accel.compare_boot`). Each run is a fresh process group in its own copy of the script's
+:mod:`accel.bench.compare_boot`). Each run is a fresh process group in its own copy of the script's
 folder (files the script writes do not collide, and the original is never touched), with the
 same environment, stdin closed, and a timeout that kills the whole group.
 
@@ -468,13 +468,13 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
     rel = program.relative_to(workdir)
-    boot = [sys.executable, "-m", "accel.compare_boot"]
+    boot = [sys.executable, "-m", "accel.bench.compare_boot"]
     commands = {
         "cpu": ([*boot, "--notebook", str(rel)] if kind == "notebook" else [sys.executable, str(rel), *opts.args]),
         "gpu": [*boot, "--accelerators", ",".join(accelerators)]
         + (["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]),
     }
-    # accel.compare_boot must import in the arm's process wherever the copied folder is.
+    # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
     import accel
 
     accel_root = str(Path(accel.__file__).resolve().parents[1])
@@ -692,7 +692,7 @@ def register(sub: Any) -> None:
     p.add_argument("--no-profile", action="store_true", help="skip the extra profiled GPU run")
     p.add_argument("--out", type=Path, default=Path("runs"), help="folder for the record (default: runs/)")
     p.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
-    # Arguments for the script follow '--'; accel.cli hands them over untouched (argparse would
+    # Arguments for the script follow '--'; accel.cli.main hands them over untouched (argparse would
     # read them as its own options).
     p.set_defaults(script_args=[])
     p.set_defaults(handler=_cmd_compare)

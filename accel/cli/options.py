@@ -1,0 +1,187 @@
+"""The argument types and option groups the commands share (argparse only).
+
+Imports only the flat core (and :mod:`accel.dist.cluster`'s list of cluster kinds), so that
+any slice's command may take its options from here without importing another command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from accel.dist.cluster import CLUSTER_KINDS
+from accel.errors import AccelError
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def batch_rows(text: str) -> str | int:
+    if text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be auto or a positive integer, got {text!r}") from None
+
+
+def date_format_flag(text: str) -> tuple[str, str]:
+    from accel.data.dates import parse_override
+
+    try:
+        return parse_override(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--date-format ")) from None
+
+
+def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--date-format",
+        type=date_format_flag,
+        action="append",
+        metavar="COL=FMT",
+        help="with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), "
+        "over the detected layout; repeatable",
+    )
+
+
+def worker_counts(text: str) -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]`` (sorted, distinct, each positive)."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas, got {text!r}") from None
+    if not counts or counts[0] <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas, got {text!r}")
+    return counts
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool = False) -> None:
+    """The scale-out options of ``accel run`` (and of ``accel scale`` with ``worker_list=True``)."""
+    group = parser.add_argument_group("scale out with Dask")
+    group.add_argument(
+        "--cluster",
+        choices=CLUSTER_KINDS,
+        help="start a Dask cluster here: local (CPU worker processes) or local-cuda (one worker per GPU)",
+    )
+    if not worker_list:
+        group.add_argument(
+            "--scheduler",
+            metavar="tcp://HOST:PORT",
+            help="run on a running Dask cluster (GPU or CPU workers, detected from the workers)",
+        )
+    group.add_argument(
+        "--workers",
+        type=worker_counts if worker_list else positive_int,
+        metavar="N,N,..." if worker_list else "N",
+        help=(
+            "worker counts to compare, e.g. 1,2,4"
+            if worker_list
+            else "workers to start (local: default one per core; local-cuda: default one per GPU)"
+        ),
+    )
+    group.add_argument("--threads-per-worker", type=positive_int, metavar="T", help="threads of each worker")
+    if "--rmm-pool" not in parser._option_string_actions:  # accel run has it already; with local-cuda: per worker
+        group.add_argument(
+            "--rmm-pool",
+            metavar="SIZE",
+            help="local-cuda: RMM pool per worker: auto, off, a size (20GB) or a fraction (0.5)",
+        )
+    group.add_argument(
+        "--device-memory-limit",
+        metavar="SIZE",
+        help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8",
+    )
+    group.add_argument(
+        "--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed"
+    )
+    group.add_argument(
+        "--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)"
+    )
+
+
+_LOCAL_FLAGS = {
+    "workers": "--workers",
+    "threads_per_worker": "--threads-per-worker",
+    "rmm_pool": "--rmm-pool",
+    "device_memory_limit": "--device-memory-limit",
+    "protocol": "--protocol",
+}
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The run configuration the scale-out flags ask for (``scale`` and ``cluster``)."""
+    out: dict[str, Any] = {"scale": getattr(args, "scale", None)}
+    given = {key: getattr(args, key) for key in _LOCAL_FLAGS if getattr(args, key, None) is not None}
+    kind, address = getattr(args, "cluster", None), getattr(args, "scheduler", None)
+    if not (kind or address):
+        given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
+    elif "rmm_pool" in given:
+        out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
+    if kind and address:
+        raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
+    if address:
+        if given:
+            flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
+            raise AccelError(
+                f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers"
+            )
+        out["cluster"] = {"kind": "scheduler", "address": address}
+    elif kind:
+        out["cluster"] = {"kind": kind, **given}
+    elif given:
+        flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
+        raise AccelError(f"{flags} need --cluster local|local-cuda")
+    return out
+
+
+def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[dict, str]:
+    """Settings from the positional WORKFLOW of ``accel run``/``accel hpo``: a name or a YAML file.
+
+    Returns ``(file values, where they came from)``.
+    """
+    from accel.config import read_workflow_file
+
+    if target is None:
+        if not has_data:
+            raise AccelError(
+                f"name a workflow (accel {command} flights) or give your table (accel {command} --data FILE --target COLUMN)"
+            )
+        return {}, "command line"
+    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+        values = read_workflow_file(Path(target))
+        for key in ("out", "data"):
+            if values.get(key) is not None:
+                # Relative paths in a file are relative to where accel runs, like the flags.
+                values[key] = str(values[key])
+        return values, target
+    return {"workflow": target}, "command line"
+
+
+def table_overrides(args: argparse.Namespace) -> dict:
+    """The flags ``accel run`` and ``accel hpo`` share (None where not given)."""
+    drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
+    date_format = dict(getattr(args, "date_format", None) or []) or None
+    return {
+        "date_format": date_format,
+        "probe": getattr(args, "probe", None),
+        "device": args.device,
+        "rows": args.rows,
+        "out": args.out,
+        "seed": args.seed,
+        "data": args.data,
+        "target": args.target,
+        "task": args.task,
+        "model": args.model,
+        "drop": drop,
+        "delimiter": args.delimiter,
+        "test_size": args.test_size,
+    }

@@ -1,0 +1,10 @@
+"""``accel hpo`` and ``accel experiments``: the search and the record of what was tried.
+
+- :mod:`~accel.hpo.search` — the Optuna study: baseline, subset-first trials, top-k on all rows,
+  the retrained best, resumable, in process or on Dask workers.
+- :mod:`~accel.hpo.experiments` — every run record and study side by side, with Pareto fronts.
+
+May import the flat core (the runners included), :mod:`accel.data`, :mod:`accel.workflows`,
+:mod:`accel.dist` (trials on Dask workers) and :mod:`accel.bench` (``accel compare`` results in
+the experiments table); not ``report`` or ``cli``.
+"""
