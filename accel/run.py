@@ -18,11 +18,13 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.registry import MODELS
 from accel.result import ArmResult, Listener, arm_result, parity, skipped, speedups
 from accel.timing import StageTimer
+from accel.workflows.base import Workflow
 
 
-def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[dict[str, Any], Any]:
+def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any]:
     """The arm's RMM pool and batch plan, settled before any stage runs.
 
     A refusal here (a budget below one batch, a table that must stream with a model that
@@ -37,7 +39,7 @@ def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[di
     else:
         budget, budget_source = default_budget(backend)
     plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
-    if plan.mode == "streaming" and getattr(workflow, "model_name", "xgboost") != "xgboost":
+    if plan.mode == "streaming" and not MODELS[workflow.model_name].boosted:
         raise AccelError(
             f"the table ({plan.rows_total:,} rows) is streamed in batches of {plan.rows_per_batch:,} "
             f"(budget {budget / 1e6:,.0f} MB) and only xgboost trains batch by batch: "
@@ -47,7 +49,7 @@ def prepare_arm(backend: Backend, workflow: Any, memory: Any = None) -> tuple[di
 
 
 def run_arm(
-    backend: Backend, workflow: Any, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
+    backend: Backend, workflow: Workflow, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
 ) -> ArmResult:
     """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises.
 
@@ -104,7 +106,7 @@ def run_arm(
     return arm_result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
 
 
-def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
+def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
     """Train the same model on the same rows in float32 (untimed) and report the metric change."""
     from accel.precision import plan_for_frames, store_frame
 
@@ -118,7 +120,7 @@ def _fp32_check(backend: Backend, workflow: Any, prepared: Any, plan: Any, metri
 
 
 def run_arm_safely(
-    backend: Backend, workflow: Any, listener: Listener | None, memory: Any = None, prepared_arm: Any = None
+    backend: Backend, workflow: Workflow, listener: Listener | None, memory: Any = None, prepared_arm: Any = None
 ) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run."""
     if listener:
@@ -225,7 +227,6 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     )  # fmt: skip
 
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
-    model_name = getattr(workflow.model, "name", "xgboost")
     record = {
         "schema_version": SCHEMA_VERSION,
         "run_id": new_run_id(started),
@@ -237,11 +238,11 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": workflow.describe_data(),
-        "features": getattr(workflow, "feature_reports", {}),
+        "features": workflow.feature_reports,
         "environment": environment,
         "arms": {"gpu": gpu_result.as_dict(), "cpu": cpu_result.as_dict()},
         "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, model_name, gpu_result, cpu_result),
+        "parity": parity(workflow.task, workflow.model_name, gpu_result, cpu_result),
         "wall": timeline,
     }
     path = write_record(out, record, record_stem(workflow.name, started))
@@ -249,7 +250,7 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
 
 
 def wall_timeline(
-    workflow: Any,
+    workflow: Workflow,
     t_run: float,
     t_planned: float,
     t_env: float,
@@ -266,7 +267,7 @@ def wall_timeline(
 
     now = time.perf_counter()
     process = max(time.time() - psutil.Process().create_time(), now - t_run)
-    planned = getattr(workflow, "planned", None)
+    planned = workflow.planned
     planning_total = t_planned - t_run
     planning = {"total": planning_total}
     if planned is not None:

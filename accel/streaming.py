@@ -30,6 +30,7 @@ from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_safe_name
 from accel.result import arm_result
 from accel.timing import StageTimer
+from accel.workflows.base import Workflow
 
 
 class _Rows:
@@ -47,7 +48,7 @@ class _Rows:
 
 
 def run_streaming(
-    backend: Backend, workflow: Any, plan: BatchPlan, settings: MemorySettings, rmm: dict, listener: Any
+    backend: Backend, workflow: Workflow, plan: BatchPlan, settings: MemorySettings, rmm: dict, listener: Any
 ) -> Any:
     tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
     xdf = backend.xdf

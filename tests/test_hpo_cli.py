@@ -219,7 +219,9 @@ def test_all_trials_failing_gives_no_tuned_model(tmp_path, capsys):
     record = json.loads(out[: out.rindex("}") + 1])
     assert record["trials"]["failed"] == 3 and record["trials"]["complete"] == 0
     assert record["final"]["status"] == "failed" and "subsample" in record["final"]["reason"]
-    assert err.count("failed: XGBoostError") == 3, "each failed trial is one line with its reason"
+    assert err.count("failed: ValidationError: subsample: Input should be less than or equal to 1") == 3, (
+        "each failed trial is one line with its reason"
+    )
     assert "Traceback" not in err
 
 

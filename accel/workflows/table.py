@@ -19,7 +19,7 @@ from accel.data.autofeatures import TableFeaturizer, build_table_features, probe
 from accel.data.readers import TableSource, read_source, resolve_source
 from accel.data.schema import TablePlan, make_plan
 from accel.models import build_model, model_family
-from accel.workflows.base import Prepared, WorkflowSettings
+from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
 
 @dataclass
@@ -102,12 +102,13 @@ def source_fingerprint(source: TableSource) -> str:
     return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
 
 
-class TableWorkflow:
+class TableWorkflow(WorkflowBase):
     """A user's table with automatic features and the chosen model."""
 
     name = "table"
 
     def __init__(self, settings: WorkflowSettings, planned: PlannedTable, model: str, model_params: dict[str, Any]):
+        super().__init__()
         self.settings = settings
         self.planned = planned
         self.plan = planned.plan
@@ -116,7 +117,6 @@ class TableWorkflow:
         self.family = model_family(model)
         n_classes = len(self.plan.classes or [])
         self.model = build_model(model, self.task, model_params, settings.seed, n_classes=max(n_classes, 2))
-        self.feature_reports: dict[str, Any] = {}
 
     def describe_data(self) -> dict[str, Any]:
         return {
