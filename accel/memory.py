@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -44,7 +45,43 @@ def release_host_memory(collect: bool = True) -> None:
             pass
 
 
-class MemoryMonitor:
+class PeriodicSampler:
+    """A daemon thread calling :meth:`sample` every ``interval`` seconds inside ``with``, and
+    the current stage for per-stage peaks. :class:`MemoryMonitor` samples this process and its
+    GPU; :class:`accel.dist.cluster.WorkerMemorySampler` the workers of a Dask cluster."""
+
+    thread_name = "accel-sampler"
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stage: str | None = None
+
+    def sample(self) -> Any:
+        raise NotImplementedError
+
+    def _started(self, first: Any) -> None:
+        """Called with the first sample, taken on entering, before the thread starts."""
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> Any:
+        self._started(self.sample())
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class MemoryMonitor(PeriodicSampler):
     """Peak host RSS (this process) and device memory in use, overall and per stage.
 
     Parameters
@@ -58,14 +95,10 @@ class MemoryMonitor:
     """
 
     def __init__(self, backend: Backend, interval: float = 0.02, on_sample: Callable[[int, int | None], None] | None = None):
+        super().__init__(interval)
         self.backend = backend
-        self.interval = interval
         self.on_sample = on_sample
         self._process = psutil.Process()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._stage: str | None = None
         self.peak_host = 0
         self.peak_device: int | None = None
         self.stage_peak_host: dict[str, int] = {}
@@ -102,20 +135,13 @@ class MemoryMonitor:
         if stage is not None:
             self.sample()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
+    thread_name = "accel-memory-monitor"
 
-    def __enter__(self) -> MemoryMonitor:
-        self.host_at_start = self.sample()[0]
-        self._thread = threading.Thread(target=self._run, name="accel-memory-monitor", daemon=True)
-        self._thread.start()
-        return self
+    def _started(self, first: tuple[int, int | None]) -> None:
+        self.host_at_start = first[0]
 
     def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        super().__exit__(*exc_info)
         self.set_stage(None)
 
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from accel.backend import cpu_threads, probe_gpu
 from accel.errors import AccelError, first_line
+from accel.memory import PeriodicSampler
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -590,7 +591,7 @@ def _dashboard_link(client: Any) -> str | None:
 # --------------------------------------------------------------------------- worker memory
 
 
-class WorkerMemorySampler:
+class WorkerMemorySampler(PeriodicSampler):
     """Peak memory of each worker as Dask reports it (scheduler heartbeats), overall and per stage.
 
     A thread asks the scheduler every ``interval`` seconds for each worker's metrics: process
@@ -599,13 +600,11 @@ class WorkerMemorySampler:
     (``getrusage``), which catches what heartbeats miss between two samples.
     """
 
+    thread_name = "accel-worker-memory"
+
     def __init__(self, client: Any, interval: float = 0.25):
+        super().__init__(interval)
         self.client = client
-        self.interval = interval
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._stage: str | None = None
         self.host: dict[str, int] = {}
         self.device: dict[str, int] = {}
         self.stage_host: dict[str, dict[str, int]] = {}
@@ -635,21 +634,6 @@ class WorkerMemorySampler:
         self.sample()
         with self._lock:
             self._stage = stage
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
-
-    def __enter__(self) -> WorkerMemorySampler:
-        self.sample()
-        self._thread = threading.Thread(target=self._run, name="accel-worker-memory", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
 
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
