@@ -61,7 +61,7 @@ SearchParam = SearchRange | list[Any] | float | int | str | bool | None
 class HpoConfig(BaseModel):
     """``accel hpo`` settings; every one can be given in the workflow file's ``hpo:`` section.
 
-    ``search_space`` overrides the built-in ranges of :data:`accel.hpo.search.SEARCH_SPACES` per
+    ``search_space`` overrides the built-in ranges of :data:`accel.hpo.space.SEARCH_SPACES` (the registry's) per
     model and parameter; a parameter the model does not have is an error.
     """
 

@@ -12,7 +12,7 @@ Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
   tolerance, and the parameters the experiments table shows.
 
 Everything else is a view of these two tables: the ``--model`` choices and the workflow file's
-model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo.search`), the feature plan
+model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo.space`), the feature plan
 (:mod:`accel.data.autofeatures`), the parity rule (:mod:`accel.metrics`), the pairs of ``accel bench
 models`` (:mod:`accel.bench.models`) and the model classes each arm imports
 (:class:`accel.backend.ModelClasses`). Adding a model pair is one entry here plus its tests.

@@ -15,7 +15,8 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.config import build_config
-from accel.hpo.search import Objective, build_context, resolve_space, train_and_score
+from accel.hpo.search import Objective, build_context, train_and_score
+from accel.hpo.space import resolve_space
 
 #: A small flights search: 3,000 flights, shallow trees, few rounds.
 SMALL = {

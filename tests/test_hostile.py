@@ -375,7 +375,7 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
 
     from accel import run as pairing
     from accel.errors import AccelError
-    from accel.hpo.search import default_storage, open_study
+    from accel.hpo.study import default_storage, open_study
     from tests.hpo_bodies import small_config
 
     config = small_config(tmp_path).model_copy(update={"hpo": small_config(tmp_path).hpo.model_copy(update={"study": "same"})})
@@ -393,7 +393,8 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
 def test_resume_refuses_a_study_another_process_runs(tmp_path, capsys):
     import optuna
 
-    from accel.hpo.search import CLAIM_ATTR, SearchRequest, _process_started, default_storage, run_search
+    from accel.hpo.search import SearchRequest, run_search
+    from accel.hpo.study import CLAIM_ATTR, _process_started, default_storage
     from tests.hpo_bodies import small_config
 
     config = small_config(tmp_path, trials=2, top=1)
@@ -414,7 +415,7 @@ def test_resume_refuses_a_study_another_process_runs(tmp_path, capsys):
 
 
 def test_a_claim_of_a_dead_or_distant_process():
-    from accel.hpo.search import CLAIM_STALE_S, running_elsewhere
+    from accel.hpo.study import CLAIM_STALE_S, running_elsewhere
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -657,7 +658,7 @@ def test_storage_password_never_stored(tmp_path, capsys):
 
 
 def test_redact_and_scrub():
-    from accel.hpo.search import redact, scrub
+    from accel.hpo.study import redact, scrub
 
     assert "s3cret" not in redact("postgresql://u:s3cret@h/db")
     assert "s3cret" not in redact("postgresql://u@h/db?password=s3cret&sslmode=require")

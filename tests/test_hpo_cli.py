@@ -125,12 +125,13 @@ def test_same_seed_same_trials(search):
     import optuna
 
     from accel.backend import cpu_backend
-    from accel.hpo.search import _pruner, _sampler, run_trials
+    from accel.hpo.search import run_trials
+    from accel.hpo.study import make_pruner, make_sampler
     from tests.hpo_bodies import small_context
 
     record, _, out, *_ = search
     stored = load_study(out / "hpo.db", record["study"]["name"]).trials
-    again = optuna.create_study(direction="maximize", sampler=_sampler(42), pruner=_pruner("median"))
+    again = optuna.create_study(direction="maximize", sampler=make_sampler(42), pruner=make_pruner("median"))
     run_trials(again, small_context(cpu_backend(), out), 4, None, lambda line: None)
     assert [(t.state, t.params, t.value) for t in again.trials] == [(t.state, t.params, t.value) for t in stored[:4]]
 

@@ -7,7 +7,7 @@ import pytest
 from accel.backend import cpu_backend
 from accel.config import SearchRange, build_config
 from accel.errors import AccelError
-from accel.hpo.search import SEARCH_SPACES, resolve_space
+from accel.hpo.space import SEARCH_SPACES, resolve_space
 from accel.registry import MODELS
 from tests import hpo_bodies
 

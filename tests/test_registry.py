@@ -19,7 +19,7 @@ from accel import registry
 from accel.backend import cpu_backend
 from accel.config import RunConfig, build_config
 from accel.errors import AccelError
-from accel.hpo.search import resolve_space
+from accel.hpo.space import resolve_space
 from accel.metrics import PARITY, parity_rule
 from accel.models import EstimatorModel, XGBoostModel, build_model
 

@@ -268,7 +268,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     import optuna
     from optuna.trial import TrialState
 
-    from accel.hpo.search import direction_of, open_storage
+    from accel.hpo.study import direction_of, open_storage
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_storage(url)

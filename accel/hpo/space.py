@@ -1,0 +1,63 @@
+"""Search spaces: the registry's built-in ranges, a workflow file's overrides, Optuna's suggestions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from accel.registry import MODELS, Dist
+
+# --------------------------------------------------------------------------- search spaces
+
+#: Built-in search spaces, per model (declared in :mod:`accel.registry`).
+SEARCH_SPACES: dict[str, Mapping[str, Dist]] = {name: spec.search_space for name, spec in MODELS.items()}
+
+
+def _setting_is_int(model: str, name: str) -> bool:
+    """Whether ``model``'s setting ``name`` takes whole numbers (for a range over a parameter without a built-in one)."""
+    info = MODELS[model].settings.model_fields.get(name)
+    return info is not None and info.annotation is int
+
+
+def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
+    """A :class:`Dist` from a workflow file's override of one parameter."""
+    if isinstance(value, list):
+        return Dist("categorical", choices=tuple(value))
+    if value is None or isinstance(value, (int, float, str, bool)):
+        return Dist("fixed", value=value)
+    # A SearchRange (accel.config): low/high(/log/step) or choices.
+    if value.choices is not None:
+        return Dist("categorical", choices=tuple(value.choices))
+    if default is not None and default.kind in ("int", "float"):
+        is_int = default.kind == "int"
+    else:
+        is_int = _setting_is_int(model, name)
+    low, high = (int(value.low), int(value.high)) if is_int else (float(value.low), float(value.high))
+    step = None if value.step is None else (int(value.step) if is_int else float(value.step))
+    return Dist("int" if is_int else "float", low, high, bool(value.log), step)
+
+
+def resolve_space(model: str, overrides: dict[str, Any] | None) -> dict[str, Dist]:
+    """The built-in space of ``model`` with a workflow file's overrides applied."""
+    space = dict(SEARCH_SPACES[model])
+    for name, value in (overrides or {}).items():
+        space[name] = _override(model, name, space.get(name), value)
+    return space
+
+
+def suggest(trial: Any, space: dict[str, Dist]) -> dict[str, Any]:
+    """Parameter values for one trial (fixed values as they are)."""
+    out: dict[str, Any] = {}
+    for name, d in space.items():
+        if d.kind == "fixed":
+            out[name] = d.value
+        elif d.kind == "int":
+            step = 1 if d.log or d.step is None else int(d.step)
+            out[name] = trial.suggest_int(name, int(d.low), int(d.high), log=d.log, step=step)
+        elif d.kind == "float":
+            out[name] = trial.suggest_float(name, float(d.low), float(d.high), log=d.log, step=None if d.log else d.step)
+        else:
+            out[name] = trial.suggest_categorical(name, list(d.choices))
+    return out
+
+

@@ -1,0 +1,341 @@
+"""The study and where it is kept: storage URLs (secrets never written), opening or resuming a
+study (interrupted trials marked failed, a changed search refused), and the claim that keeps
+two processes off one study."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+from accel.models import is_classification
+
+# --------------------------------------------------------------------------- storage and study
+
+#: Settings a run may change when it resumes a study; every other setting defines the study.
+RUN_ONLY = {"device", "out"}
+HPO_RUN_ONLY = {"trials", "timeout", "top", "storage", "study"}
+
+
+def direction_of(task: str) -> tuple[str, str]:
+    """(metric, direction) the study optimises for ``task``."""
+    return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
+
+
+#: Query-string parameters of a storage URL that hold secrets (``?password=...``).
+SECRET_PARAMS = ("password", "passwd", "pwd", "pass", "secret", "token", "sslpassword", "access_key", "secret_key", "api_key")
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret strings in a storage URL: its password and secret query parameters (as given and decoded)."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            found += [parts.password, unquote(parts.password)]
+        for key, value in parse_qsl(parts.query, keep_blank_values=False):
+            if key.lower() in SECRET_PARAMS and value:
+                found.append(value)
+        for raw in parts.query.split("&"):
+            key, _, value = raw.partition("=")
+            if key.lower() in SECRET_PARAMS and value:
+                found.append(value)
+    except ValueError:
+        pass
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with every secret of ``url`` replaced by ``***`` (for messages quoting a driver's error)."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def redact(url: str) -> str:
+    """A storage URL without its password or secret query parameters, for messages, records and the study."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        query = {k: ("***" if k.lower() in SECRET_PARAMS else v) for k, v in parsed.query.items()}
+        return scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
+    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it with its secrets hidden
+        return scrub(url, url)
+
+
+def public_config(config: Any) -> dict[str, Any]:
+    """``config`` as JSON with the storage URL redacted: what records and study attributes hold."""
+    dump = config.model_dump(mode="json")
+    if dump.get("hpo", {}).get("storage"):
+        dump["hpo"]["storage"] = redact(dump["hpo"]["storage"])
+    return dump
+
+
+def default_storage(out: Path) -> str:
+    return "sqlite:///" + str((Path(out) / "hpo.db").resolve())
+
+
+def open_storage(url: str) -> Any:
+    """Optuna's RDB storage for ``url``; a one-line error when it cannot be reached."""
+    import optuna
+
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # Several processes (Dask workers) write one SQLite file: wait for the lock, do not fail.
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return optuna.storages.RDBStorage(url, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - bad URL, missing driver, unreachable server, unwritable file
+        first = scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0], url)[:200]
+        raise AccelError(f"cannot open study storage {redact(url)!r}: {type(exc).__name__}: {first} (check --storage)") from None
+
+
+def quiet_optuna() -> None:
+    import optuna
+
+    # Our own progress lines replace Optuna's log; a failing trial is one line, not a traceback.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def make_sampler(seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
+
+def make_pruner(kind: str) -> Any:
+    import optuna
+
+    if kind == "none":
+        return optuna.pruners.NopPruner()
+    # Five trials before any pruning, and ten rounds into each trial before judging it.
+    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
+
+
+def mark_interrupted(study: Any) -> list[int]:
+    """Mark trials left RUNNING by a process that died as FAILED, with the reason; their numbers."""
+    from optuna.trial import TrialState
+
+    storage = study._storage  # noqa: SLF001 - the documented way to change another trial's state
+    marked = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        storage.set_trial_user_attr(trial._trial_id, "interrupted", True)  # noqa: SLF001
+        storage.set_trial_user_attr(
+            trial._trial_id,  # noqa: SLF001
+            "error",
+            "interrupted: the process running this trial stopped; marked failed on --resume",
+        )
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # noqa: SLF001
+        marked.append(trial.number)
+    return marked
+
+
+def counted_trials(study: Any) -> int:
+    """Trials that count towards ``--trials``: finished ones, except those failed by an interruption."""
+    from optuna.trial import TrialState
+
+    n = 0
+    for t in study.get_trials(deepcopy=False):
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
+            n += 1
+        elif t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"):
+            n += 1
+    return n
+
+
+def trial_counts(study: Any) -> dict[str, int]:
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    return {
+        "total": len(trials),
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        "failed": sum(not t.user_attrs.get("interrupted") for t in failed),
+        "interrupted": sum(bool(t.user_attrs.get("interrupted")) for t in failed),
+        "running": sum(t.state == TrialState.RUNNING for t in trials),
+    }
+
+
+def study_label(config: Any) -> str:
+    """A short name for what a study searches: ``flights-xgboost`` or ``table-<file>-<model>``."""
+    if config.data is None:
+        return f"{config.workflow}-{config.model}"
+    return f"table-{Path(str(config.data)).stem}-{config.model}"
+
+
+def _search_identity(config: Any) -> dict[str, Any]:
+    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON."""
+    dump = config.model_dump(mode="json")
+    for key in RUN_ONLY:
+        dump.pop(key, None)
+    for key in HPO_RUN_ONLY:
+        dump["hpo"].pop(key, None)
+    return dump
+
+
+def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} in the study, {b!r} now")
+    return out
+
+
+@dataclass
+class OpenedStudy:
+    study: Any
+    storage_url: str
+    config: Any
+    workflow: Any
+    resumed: bool
+    interrupted: list[int] = field(default_factory=list)
+
+
+def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
+    """Plan the workflow and create the study, or load it for ``resume``; refusals are one line.
+
+    ``given`` holds the settings the user gave explicitly (``"seed"``, ``"hpo.subset"``, ...):
+    on resume the study's stored settings win, and an explicit setting that differs from them
+    is an error naming it. Nothing is written to the storage before every check has passed
+    (the workflow is planned first: a user's table is read and checked then).
+    """
+    import optuna
+
+    from accel.config import RunConfig
+    from accel.run import build_workflow
+
+    quiet_optuna()
+    url = config.hpo.storage or default_storage(config.out)
+    storage = open_storage(url)
+    name = config.hpo.study
+    existing = {s.study_name: s for s in storage.get_all_studies()}
+    if not resume:
+        if name is None:
+            name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+        if name in existing:
+            raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
+        workflow = build_workflow(config)
+        metric, direction = direction_of(workflow.task)
+        try:
+            study = optuna.create_study(
+                storage=storage, study_name=name, direction=direction, sampler=make_sampler(config.seed), pruner=make_pruner(config.hpo.pruner)
+            )
+        except optuna.exceptions.DuplicatedStudyError:
+            # Another process created it between the check above and now (two runs started at once).
+            raise AccelError(
+                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has finished, "
+                "or choose a new --study"
+            ) from None
+        claim(study)
+        study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
+        study.set_user_attr("metric", metric)
+        return OpenedStudy(study, url, config, workflow, resumed=False)
+
+    if name is None:
+        if not existing:
+            raise AccelError(f"--resume: no study in {redact(url)} to resume (give --storage, or start one without --resume)")
+        name = max(existing.values(), key=lambda s: s._study_id).study_name  # noqa: SLF001 - the newest study
+    elif name not in existing:
+        known = ", ".join(sorted(existing)) or "none"
+        raise AccelError(f"--resume: no study named {name!r} in {redact(url)} (studies there: {known})")
+    accel_attrs = existing[name].user_attrs.get("accel")
+    if not accel_attrs:
+        raise AccelError(f"--resume: study {name!r} in {redact(url)} was not made by accel hpo")
+    busy = running_elsewhere(existing[name].user_attrs.get(CLAIM_ATTR))
+    if busy:
+        raise AccelError(f"--resume: study {name!r} is being run by {busy}; wait for it to finish (or stop it), then resume")
+    stored = RunConfig.model_validate(accel_attrs["config"])
+    clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
+    if clashes:
+        raise AccelError(f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study")
+    # The study's own settings, with this run's trials, time-out, top-k, device and output.
+    hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
+    resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
+    workflow = build_workflow(resumed_config)
+    study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(stored.seed), pruner=make_pruner(stored.hpo.pruner))
+    claim(study)
+    interrupted = mark_interrupted(study)
+    return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
+
+
+#: The study attribute naming the process that runs the study: host, pid, start and last sign of life.
+CLAIM_ATTR = "running"
+#: A claim from another host with no sign of life for this long is stale (its process died).
+CLAIM_STALE_S = 1800
+
+
+def _process_started(pid: int) -> float | None:
+    try:
+        import psutil
+
+        return float(psutil.Process(pid).create_time())
+    except Exception:  # noqa: BLE001 - no such process, no psutil, no permission
+        return None
+
+
+def claim(study: Any) -> None:
+    """Mark ``study`` as run by this process (released by :func:`release`; refreshed by :func:`heartbeat`)."""
+    study.set_user_attr(
+        CLAIM_ATTR,
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()},
+    )
+
+
+def heartbeat(study: Any) -> None:
+    held = study.user_attrs.get(CLAIM_ATTR)
+    if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
+        study.set_user_attr(CLAIM_ATTR, {**held, "heartbeat": time.time()})
+
+
+def release(study: Any) -> None:
+    try:
+        held = study.user_attrs.get(CLAIM_ATTR)
+        if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
+            study.set_user_attr(CLAIM_ATTR, None)
+    except Exception:  # noqa: BLE001 - the storage may be gone on the way out; a dead claim is detected anyway
+        pass
+
+
+def running_elsewhere(held: Any) -> str | None:
+    """``process 123 on host h (last sign of life 5 s ago)`` if another live process runs the study, else None.
+
+    On this host a claim is alive while its process (same pid, same start time) is; on another
+    host, while it has shown a sign of life within :data:`CLAIM_STALE_S`.
+    """
+    if not isinstance(held, dict) or not held.get("pid"):
+        return None
+    pid, host = int(held["pid"]), str(held.get("host"))
+    age = time.time() - float(held.get("heartbeat") or 0)
+    who = f"process {pid} on {host} (last sign of life {age:,.0f} s ago)"
+    if host == socket.gethostname():
+        if pid == os.getpid():
+            return None
+        started = _process_started(pid)
+        if started is None or (held.get("started") is not None and abs(started - float(held["started"])) > 1.0):
+            return None  # that process is gone (or its pid was reused)
+        return who
+    return who if age < CLAIM_STALE_S else None
+
+
+def _given(difference: str, given: set[str]) -> bool:
+    key = difference.split(":", 1)[0]
+    return any(key == g or key.startswith(g + ".") for g in given)
+
+
