@@ -336,6 +336,7 @@ def probe_gpu() -> GpuProbe:
 
 # --------------------------------------------------------------------------- model classes
 
+
 class ModelClasses(Mapping):
     """The model classes of one arm, imported on first use (cuML takes seconds to import)."""
 
@@ -555,9 +556,7 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
         import cupy
 
         cupy.cuda.Device(device_index).use()
-        return Backend(
-            "gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu")
-        )
+        return Backend("gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"))
     wanted = tuple(dict.fromkeys(("cupy", *needs)))
     unknown = [n for n in wanted if n not in CAPABILITIES]
     if unknown:

@@ -179,6 +179,7 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     def model_params(self) -> dict[str, Any]:
         """Parameters of the chosen model, without the unset ones."""
         return MODELS[self.model].given(getattr(self, self.model).model_dump())
+
     #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
     scale: PositiveInt = 1
     #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
@@ -198,7 +199,9 @@ def _describe(error: dict[str, Any]) -> str:
 
 def _union_member(part: Any) -> bool:
     """A location part pydantic adds for one member of a union (``literal['auto']``, ``constrained-int``)."""
-    return isinstance(part, str) and ("[" in part or part.startswith(("constrained-", "function-")) or part in ("int", "float", "str"))
+    return isinstance(part, str) and (
+        "[" in part or part.startswith(("constrained-", "function-")) or part in ("int", "float", "str")
+    )
 
 
 def validation_message(exc: ValidationError, source: str) -> str:

@@ -81,9 +81,7 @@ OVERRIDE_PREFIXES = (
 
 def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=10, check=False
-        )
+        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout if out.returncode == 0 else None

@@ -83,7 +83,15 @@ def sequenced(path: Path, seq: int) -> Path:
 
 #: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
 ENVIRONMENT_ERRNOS = {
-    errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EFBIG,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EMFILE,
+    errno.ENFILE,
+    errno.ENOMEM,
 }
 
 

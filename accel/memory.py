@@ -162,6 +162,7 @@ class MemorySettings:
     precision: str = "fp32"
     precision_check: bool = True  # fp16: also train in float32 (untimed) and record the metric delta
 
+
 #: ``--rmm-pool auto``: the pool starts at this share of the free device memory...
 RMM_AUTO_INITIAL = 0.5
 #: ...and may grow up to this share.

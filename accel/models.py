@@ -53,6 +53,7 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
 
     return StoredBatches()
 
+
 def is_classification(task: str) -> bool:
     return task in ("binary", "multiclass")
 

@@ -267,9 +267,7 @@ class Estimator:
     def class_path(self, arm: str) -> str:
         return self.cpu if arm == "cpu" else self.gpu
 
-    def params(
-        self, settings: Mapping[str, Any], *, gpu: bool, n_threads: int, xgb_device: str, seed: int
-    ) -> dict[str, Any]:
+    def params(self, settings: Mapping[str, Any], *, gpu: bool, n_threads: int, xgb_device: str, seed: int) -> dict[str, Any]:
         """The keyword arguments of one arm's class for the given model settings."""
         out = {**self.shared, **{k: v for k, v in settings.items() if v is not None}}
         for k, v in (self.gpu_only if gpu else self.cpu_only).items():
@@ -527,6 +525,4 @@ def check_search_space(model: str, params: Mapping[str, Any]) -> None:
         if name not in known:
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise AccelError(
-                f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}"
-            )
+            raise AccelError(f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}")

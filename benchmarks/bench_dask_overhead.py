@@ -99,9 +99,7 @@ def main() -> int:
                 )
         info = session.info.as_dict()
 
-    median = {
-        name: statistics.median(r["seconds"] for r in rows if r["impl"] == name) for name in ("single-process", "dask")
-    }
+    median = {name: statistics.median(r["seconds"] for r in rows if r["impl"] == name) for name in ("single-process", "dask")}
     auc = {name: next(r["auc"] for r in rows if r["impl"] == name) for name in ("single-process", "dask")}
     ratio = median["dask"] / median["single-process"]
     ratio_startup = (median["dask"] + startup) / median["single-process"]

@@ -162,8 +162,17 @@ def handwritten(path: Path, fmt: str, positions: np.ndarray, train_pos: np.ndarr
     for c in ("Series_ID", "Title"):
         X[c] = df[c].astype("category")
     y = df["Employed"].to_numpy(dtype=float)
-    params = {"objective": "reg:squarederror", "tree_method": "hist", "max_depth": 8, "eta": 0.1, "max_bin": 256,
-              "min_child_weight": 1.0, "lambda": 1.0, "seed": seed, "nthread": cpu_threads()}
+    params = {
+        "objective": "reg:squarederror",
+        "tree_method": "hist",
+        "max_depth": 8,
+        "eta": 0.1,
+        "max_bin": 256,
+        "min_child_weight": 1.0,
+        "lambda": 1.0,
+        "seed": seed,
+        "nthread": cpu_threads(),
+    }
     dtrain = xgb.QuantileDMatrix(X.iloc[train_pos], label=y[train_pos], enable_categorical=True, max_bin=256)
     booster = xgb.train(params, dtrain, num_boost_round=300)
     pred = booster.inplace_predict(X.iloc[test_pos])
@@ -173,8 +182,24 @@ def handwritten(path: Path, fmt: str, positions: np.ndarray, train_pos: np.ndarr
 def accel_run(path: Path, out: Path, seed: int) -> dict:
     """The real command line, in a subprocess importing the same accel as this script."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ACCEL_ROOT), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "Employed", "--task", "regression",
-           "--device", "cpu", "--seed", str(seed), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accel",
+        "run",
+        "--data",
+        str(path),
+        "--target",
+        "Employed",
+        "--task",
+        "regression",
+        "--device",
+        "cpu",
+        "--seed",
+        str(seed),
+        "--out",
+        str(out),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ACCEL_ROOT, check=False)
     seconds = time.perf_counter() - t0
@@ -211,8 +236,11 @@ def _source() -> dict:
         out = subprocess.run(["git", "-C", str(ACCEL_ROOT), *args], capture_output=True, text=True, check=False)
         return out.stdout.strip()
 
-    return {"accel": str(ACCEL_ROOT / "accel"), "commit": git("rev-parse", "HEAD"),
-            "changed_files": [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]}
+    return {
+        "accel": str(ACCEL_ROOT / "accel"),
+        "commit": git("rev-parse", "HEAD"),
+        "changed_files": [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()],
+    }
 
 
 def main() -> int:
@@ -231,12 +259,16 @@ def main() -> int:
         print(f"\n{'layout':<42} {'kind':<12} {'format':<20} parsed right")
         for r in layouts:
             right = "—" if r["parsed_right"] is None else f"{r['parsed_right']:.0%}"
-            print(f"{r['layout']:<42} {r['kind']:<12} {str(r['date_format'] or ''):<20} {right}"
-                  + (f"  ({r['reason']})" if r["kind"] != "datetime" and r["reason"] else ""))
+            print(
+                f"{r['layout']:<42} {r['kind']:<12} {str(r['date_format'] or ''):<20} {right}"
+                + (f"  ({r['reason']})" if r["kind"] != "datetime" and r["reason"] else "")
+            )
 
         table = employment_table(series=args.series)
-        print(f"\nus_employment-style: {len(table):,} rows, {table['Series_ID'].nunique()} series, "
-              f"{table['Month'].nunique()} months")
+        print(
+            f"\nus_employment-style: {len(table):,} rows, {table['Series_ID'].nunique()} series, "
+            f"{table['Month'].nunique()} months"
+        )
         employment = {}
         for case, fmt in (("Month as 1939 Jan", "%Y %b"), ("Month as ISO dates 1939-01-01", "%Y-%m-%d")):
             written = table.assign(Month=pd.to_datetime(table["Month"], format="%Y %b").dt.strftime(fmt))
@@ -247,14 +279,24 @@ def main() -> int:
             hand = handwritten(path, fmt, plan.row_positions, plan.train_pos, plan.test_pos, args.seed)
             ratio = ours["rmse"] / hand["rmse"]
             month = ours["month_column"]
-            print(f"{case:<31} Month planned as {month.get('kind')} {month.get('date_format') or ''} "
-                  f"parts {month.get('date_parts') or '(all)' if month.get('kind') == 'datetime' else '-'}")
-            print(f"{'':<31} RMSE accel {ours['rmse']:.2f}  hand-written {hand['rmse']:.2f}  ratio {ratio:.3f} "
-                  f"({'within' if ratio <= 1.05 else 'NOT within'} 5%); accel wall {ours['wall_seconds']:.1f} s, "
-                  f"hand-written {hand['seconds']:.1f} s")
-            employment[case] = {"format": fmt, "rows_train": int(len(plan.train_pos)), "rows_test": int(len(plan.test_pos)),
-                                "accel": ours, "handwritten": hand, "rmse_ratio": ratio,
-                                "within_5_percent": bool(ratio <= 1.05)}
+            print(
+                f"{case:<31} Month planned as {month.get('kind')} {month.get('date_format') or ''} "
+                f"parts {month.get('date_parts') or '(all)' if month.get('kind') == 'datetime' else '-'}"
+            )
+            print(
+                f"{'':<31} RMSE accel {ours['rmse']:.2f}  hand-written {hand['rmse']:.2f}  ratio {ratio:.3f} "
+                f"({'within' if ratio <= 1.05 else 'NOT within'} 5%); accel wall {ours['wall_seconds']:.1f} s, "
+                f"hand-written {hand['seconds']:.1f} s"
+            )
+            employment[case] = {
+                "format": fmt,
+                "rows_train": int(len(plan.train_pos)),
+                "rows_test": int(len(plan.test_pos)),
+                "accel": ours,
+                "handwritten": hand,
+                "rmse_ratio": ratio,
+                "within_5_percent": bool(ratio <= 1.05),
+            }
     now = datetime.now(timezone.utc)
     result = {
         "benchmark": "dates",

@@ -101,13 +101,20 @@ def main() -> int:
         "subset_first_wall_seconds": [first["wall_seconds"], second["wall_seconds"]],
         "within_10_minutes": all(r["wall_seconds"] <= 600 for r in runs[:2]),
     }
-    print(f"default AUC {summary['default_auc']:.4f}, tuned AUC {summary['tuned_auc']:.4f}: {summary['tuned_minus_default']:+.4f} (target >= +0.005)")
-    print(f"same seed twice: tuned AUC {first['tuned_auc']:.6f} and {second['tuned_auc']:.6f} -> {'reproduced' if same else 'DIFFERENT'}")
+    print(
+        f"default AUC {summary['default_auc']:.4f}, tuned AUC {summary['tuned_auc']:.4f}: {summary['tuned_minus_default']:+.4f} (target >= +0.005)"
+    )
+    print(
+        f"same seed twice: tuned AUC {first['tuned_auc']:.6f} and {second['tuned_auc']:.6f} -> {'reproduced' if same else 'DIFFERENT'}"
+    )
     print(f"subset-first wall: {first['wall_seconds']:.0f} s and {second['wall_seconds']:.0f} s (budget 600 s)")
     if not args.skip_full:
         full = runs[2]
         summary["full_data_wall_seconds"] = full["wall_seconds"]
-        summary["trial_phase_seconds"] = {"subset_first": first["phases_seconds"]["trials"], "full_data": full["phases_seconds"]["trials"]}
+        summary["trial_phase_seconds"] = {
+            "subset_first": first["phases_seconds"]["trials"],
+            "full_data": full["phases_seconds"]["trials"],
+        }
         summary["trial_phase_saved_seconds"] = full["phases_seconds"]["trials"] - first["phases_seconds"]["trials"]
         summary["trial_phase_ratio_full_over_subset"] = full["phases_seconds"]["trials"] / first["phases_seconds"]["trials"]
         summary["full_data_tuned_auc"] = full["tuned_auc"]

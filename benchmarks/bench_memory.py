@@ -122,8 +122,14 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
     X = fitting.transform(frame, fitting.folds)
     types = ["c" if c in fitting.categorical else "q" for c in X.columns]
     dtrain = xgb.DMatrix(frame_matrix(X, fitting.categorical), label=y.to_numpy(), enable_categorical=True, feature_types=types)
-    params = {"tree_method": "hist", "max_depth": 6, "objective": "binary:logistic", "seed": seed, "nthread": backend.n_threads,
-              "device": backend.xgb_device}
+    params = {
+        "tree_method": "hist",
+        "max_depth": 6,
+        "objective": "binary:logistic",
+        "seed": seed,
+        "nthread": backend.n_threads,
+        "device": backend.xgb_device,
+    }
     booster = xgb.train(params, dtrain, 50)
     del head, frame, X, y, dtrain
     featurizer = TableFeaturizer(backend.xdf, plan, "xgboost", seed)
@@ -191,25 +197,39 @@ def main() -> int:
         copies = max(1, int(np.ceil(10 * budget / (per_row * 336_776))))
         big = Path(tmp) / "big.parquet"
         rows = replicated_flights(big, copies, args.seed)
-        print(f"pipeline bytes per row {per_row:,.0f}; {copies} copies = {rows:,} rows ≈ "
-              f"{rows * per_row / 1e6:,.0f} MB in memory = {rows * per_row / budget:.1f}× the {args.budget} budget", flush=True)
+        print(
+            f"pipeline bytes per row {per_row:,.0f}; {copies} copies = {rows:,} rows ≈ "
+            f"{rows * per_row / 1e6:,.0f} MB in memory = {rows * per_row / budget:.1f}× the {args.budget} budget",
+            flush=True,
+        )
 
         scored = in_fresh_process(scoring_pass, backend.name, str(big), args.seed, budget, None)
         above = scored["peak_above_start_mb"]
-        results["chunked_10x"] = {**scored, "copies": copies, "rows_total": rows, "bytes_per_row_probe": per_row,
-                                  "ratio_to_budget": above * 2**20 / budget}
-        print(f"1. chunked features + inference over {rows * per_row / budget:.1f}× the budget: {scored['batches']} "
-              f"batches of {scored['batch_rows']:,} rows ({scored['bytes_per_row_planned']:,.0f} bytes per row planned); "
-              f"peak RSS {scored['peak_host_mb']:,.0f} MB, {above:,.0f} MB above the start of the pass = "
-              f"{above * 2**20 / budget:.2f}× the budget (target ≤ 1.2); {scored['rows_per_second']:,.0f} rows/s, "
-              f"AUC {scored['auc']:.4f}", flush=True)
+        results["chunked_10x"] = {
+            **scored,
+            "copies": copies,
+            "rows_total": rows,
+            "bytes_per_row_probe": per_row,
+            "ratio_to_budget": above * 2**20 / budget,
+        }
+        print(
+            f"1. chunked features + inference over {rows * per_row / budget:.1f}× the budget: {scored['batches']} "
+            f"batches of {scored['batch_rows']:,} rows ({scored['bytes_per_row_planned']:,.0f} bytes per row planned); "
+            f"peak RSS {scored['peak_host_mb']:,.0f} MB, {above:,.0f} MB above the start of the pass = "
+            f"{above * 2**20 / budget:.2f}× the budget (target ≤ 1.2); {scored['rows_per_second']:,.0f} rows/s, "
+            f"AUC {scored['auc']:.4f}",
+            flush=True,
+        )
         whole_run = in_fresh_process(run_table, backend.name, big, MemorySettings(memory_budget=args.budget), args.seed)
         grown = whole_run["peak_host_mb"] - whole_run["host_mb_at_start"]
         results["streamed_run_10x"] = {**whole_run, "peak_above_start_mb": grown, "ratio_to_budget": grown * 2**20 / budget}
-        print(f"   context: the whole streamed run with that budget ({whole_run['batches']['batches']} batches of "
-              f"{whole_run['batches']['rows_per_batch']:,} rows per pass): peak {grown:,.0f} MB above its start = "
-              f"{grown * 2**20 / budget:.2f}× the budget (XGBoost's matrix of every training row included), "
-              f"{sum(whole_run['stages'].values()):.0f} s, AUC {whole_run['auc']:.4f}", flush=True)
+        print(
+            f"   context: the whole streamed run with that budget ({whole_run['batches']['batches']} batches of "
+            f"{whole_run['batches']['rows_per_batch']:,} rows per pass): peak {grown:,.0f} MB above its start = "
+            f"{grown * 2**20 / budget:.2f}× the budget (XGBoost's matrix of every training row included), "
+            f"{sum(whole_run['stages'].values()):.0f} s, AUC {whole_run['auc']:.4f}",
+            flush=True,
+        )
 
         # 2. throughput on a table that fits: one piece against ten batches, alternately, fresh processes.
         fits = Path(tmp) / "fits.parquet"
@@ -222,14 +242,22 @@ def main() -> int:
             got = {name: in_fresh_process(scoring_pass, backend.name, str(fits), args.seed, None, rows_) for name, rows_ in order}
             pairs.append((got["whole"], got["tenth"]))
         ratios = [t["rows_per_second"] / w["rows_per_second"] for w, t in pairs]
-        same = all(abs(w["prediction_checksum"] - t["prediction_checksum"]) <= 1e-6 * abs(w["prediction_checksum"])
-                   for w, t in pairs)
-        results["throughput"] = {"rows": n_fit, "runs": [{"whole": w, "tenth": t} for w, t in pairs],
-                                 "ratio_chunked_to_whole": ratios, "predictions_equal": same}
-        print(f"2. throughput of features + inference, ten batches / one piece, on {n_fit:,} rows: "
-              f"{', '.join(f'{r:.2f}' for r in ratios)} (target ≥ 0.9); "
-              f"{', '.join('{:.0f} / {:.0f}'.format(w['rows_per_second'], t['rows_per_second']) for w, t in pairs)} rows/s "
-              f"(whole / ten batches); same predictions: {same}", flush=True)
+        same = all(
+            abs(w["prediction_checksum"] - t["prediction_checksum"]) <= 1e-6 * abs(w["prediction_checksum"]) for w, t in pairs
+        )
+        results["throughput"] = {
+            "rows": n_fit,
+            "runs": [{"whole": w, "tenth": t} for w, t in pairs],
+            "ratio_chunked_to_whole": ratios,
+            "predictions_equal": same,
+        }
+        print(
+            f"2. throughput of features + inference, ten batches / one piece, on {n_fit:,} rows: "
+            f"{', '.join(f'{r:.2f}' for r in ratios)} (target ≥ 0.9); "
+            f"{', '.join('{:.0f} / {:.0f}'.format(w['rows_per_second'], t['rows_per_second']) for w, t in pairs)} rows/s "
+            f"(whole / ten batches); same predictions: {same}",
+            flush=True,
+        )
 
     # 3. float16 on flights
     flow = FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams())
@@ -237,12 +265,20 @@ def main() -> int:
     mem = fp16.memory
     ratio = mem["feature_bytes"]["stored"] / mem["feature_bytes"]["fp32"]
     delta = mem["precision"]["fp32_check"]["delta"]["auc"]
-    results["fp16_flights"] = {"feature_bytes": mem["feature_bytes"], "ratio": ratio, "auc_fp16": fp16.metrics["auc"],
-                               "auc_fp32": mem["precision"]["fp32_check"]["metrics_fp32"]["auc"], "auc_delta": delta,
-                               "precision": mem["precision"]}
-    print(f"3. fp16 on flights: feature bytes fp16/fp32 = {ratio:.3f} (target 0.50; kept in fp32: "
-          f"{list(mem['precision']['kept_fp32'])}); AUC fp16 {fp16.metrics['auc']:.4f} vs fp32 "
-          f"{results['fp16_flights']['auc_fp32']:.4f}: delta {delta:+.5f} (target |delta| ≤ 0.002)", flush=True)
+    results["fp16_flights"] = {
+        "feature_bytes": mem["feature_bytes"],
+        "ratio": ratio,
+        "auc_fp16": fp16.metrics["auc"],
+        "auc_fp32": mem["precision"]["fp32_check"]["metrics_fp32"]["auc"],
+        "auc_delta": delta,
+        "precision": mem["precision"],
+    }
+    print(
+        f"3. fp16 on flights: feature bytes fp16/fp32 = {ratio:.3f} (target 0.50; kept in fp32: "
+        f"{list(mem['precision']['kept_fp32'])}); AUC fp16 {fp16.metrics['auc']:.4f} vs fp32 "
+        f"{results['fp16_flights']['auc_fp32']:.4f}: delta {delta:+.5f} (target |delta| ≤ 0.002)",
+        flush=True,
+    )
 
     now = datetime.now(timezone.utc)
     results["started_at"] = now.isoformat()

@@ -141,7 +141,9 @@ def main() -> int:
         ratios = {arm: med[arm] / med["libgomp default"] for arm in ARMS if arm != "libgomp default"}
         summary[condition] = {"median_seconds": med, "ratio_over_default": ratios}
         print(
-            f"{condition:<5}  " + "   ".join(f"{arm} {med[arm]:6.2f} s" for arm in ARMS) + "   ratio / default: "
+            f"{condition:<5}  "
+            + "   ".join(f"{arm} {med[arm]:6.2f} s" for arm in ARMS)
+            + "   ratio / default: "
             + ", ".join(f"{arm} {r:.3f}" for arm, r in ratios.items())
         )
 

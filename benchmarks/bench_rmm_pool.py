@@ -63,8 +63,14 @@ def main() -> int:
     off, pool = (statistics.median(r["seconds"]) for r in rows)
     print(f"no pool / pool = {off / pool:.2f}×")
     now = datetime.now(timezone.utc)
-    record = {"benchmark": "rmm_pool", "device": "gpu", "started_at": now.isoformat(), "rows": rows,
-              "ratio_off_to_pool": off / pool, "environment": collect_environment()}
+    record = {
+        "benchmark": "rmm_pool",
+        "device": "gpu",
+        "started_at": now.isoformat(),
+        "rows": rows,
+        "ratio_off_to_pool": off / pool,
+        "environment": collect_environment(),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-rmm-pool-gpu')}")
     return 0

@@ -17,16 +17,55 @@ import xgboost as xgb
 from sklearn.metrics import roc_auc_score
 
 
-def run(flights_csv: str, weather_csv: str, planes_csv: str, seed: int = 42, n_estimators: int = 300,
-        max_depth: int = 8, threads: int | None = None) -> dict:
+def run(
+    flights_csv: str,
+    weather_csv: str,
+    planes_csv: str,
+    seed: int = 42,
+    n_estimators: int = 300,
+    max_depth: int = 8,
+    threads: int | None = None,
+) -> dict:
     threads = threads or len(os.sched_getaffinity(0))
     t0 = time.perf_counter()
-    flights = pd.read_csv(flights_csv, engine="pyarrow", usecols=[
-        "year", "month", "day", "sched_arr_time", "arr_delay", "carrier", "tailnum", "origin", "dest",
-        "distance", "hour", "minute"])
-    weather = pd.read_csv(weather_csv, engine="pyarrow", usecols=[
-        "origin", "year", "month", "day", "hour", "temp", "dewp", "humid", "wind_dir", "wind_speed",
-        "wind_gust", "precip", "pressure", "visib"])
+    flights = pd.read_csv(
+        flights_csv,
+        engine="pyarrow",
+        usecols=[
+            "year",
+            "month",
+            "day",
+            "sched_arr_time",
+            "arr_delay",
+            "carrier",
+            "tailnum",
+            "origin",
+            "dest",
+            "distance",
+            "hour",
+            "minute",
+        ],
+    )
+    weather = pd.read_csv(
+        weather_csv,
+        engine="pyarrow",
+        usecols=[
+            "origin",
+            "year",
+            "month",
+            "day",
+            "hour",
+            "temp",
+            "dewp",
+            "humid",
+            "wind_dir",
+            "wind_speed",
+            "wind_gust",
+            "precip",
+            "pressure",
+            "visib",
+        ],
+    )
     planes = pd.read_csv(planes_csv, engine="pyarrow", usecols=["tailnum", "year", "engines", "seats"])
 
     df = flights.dropna(subset=["arr_delay"]).reset_index(drop=True)
@@ -49,10 +88,33 @@ def run(flights_csv: str, weather_csv: str, planes_csv: str, seed: int = 42, n_e
     rate = train.groupby(["carrier", "hour"])["delayed"].agg(["sum", "count"]).reset_index()
     rate["carrier_hour_delay_rate"] = (rate["sum"] + 20 * prior) / (rate["count"] + 20)
     rate = rate[["carrier", "hour", "carrier_hour_delay_rate"]]
-    features = ["month", "day", "day_of_week", "day_of_year", "hour", "minute", "sched_arr_hour", "distance",
-                "carrier", "origin", "dest", "temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust",
-                "precip", "pressure", "visib", "plane_year", "engines", "seats", "route_flights",
-                "carrier_hour_delay_rate"]
+    features = [
+        "month",
+        "day",
+        "day_of_week",
+        "day_of_year",
+        "hour",
+        "minute",
+        "sched_arr_hour",
+        "distance",
+        "carrier",
+        "origin",
+        "dest",
+        "temp",
+        "dewp",
+        "humid",
+        "wind_dir",
+        "wind_speed",
+        "wind_gust",
+        "precip",
+        "pressure",
+        "visib",
+        "plane_year",
+        "engines",
+        "seats",
+        "route_flights",
+        "carrier_hour_delay_rate",
+    ]
     frames = []
     for part in (train, test):
         part = part.merge(route, on=["origin", "dest"], how="left").merge(rate, on=["carrier", "hour"], how="left")
@@ -63,11 +125,21 @@ def run(flights_csv: str, weather_csv: str, planes_csv: str, seed: int = 42, n_e
         frames.append(part)
     train, test = frames
 
-    dtrain = xgb.QuantileDMatrix(train[features], label=train["delayed"], enable_categorical=True, max_bin=256,
-                                 nthread=threads)
-    booster = xgb.train({"objective": "binary:logistic", "tree_method": "hist", "device": "cpu", "nthread": threads,
-                         "max_depth": max_depth, "eta": 0.1, "max_bin": 256, "seed": seed}, dtrain,
-                        num_boost_round=n_estimators)
+    dtrain = xgb.QuantileDMatrix(train[features], label=train["delayed"], enable_categorical=True, max_bin=256, nthread=threads)
+    booster = xgb.train(
+        {
+            "objective": "binary:logistic",
+            "tree_method": "hist",
+            "device": "cpu",
+            "nthread": threads,
+            "max_depth": max_depth,
+            "eta": 0.1,
+            "max_bin": 256,
+            "seed": seed,
+        },
+        dtrain,
+        num_boost_round=n_estimators,
+    )
     prob = booster.inplace_predict(test[features])
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "auc": float(roc_auc_score(test["delayed"], prob)), "rows_train": len(train)}

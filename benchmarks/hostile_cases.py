@@ -105,13 +105,22 @@ def run(argv: list[str], env: dict[str, str], timeout: float, cwd: Path, user: i
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+    )
     grew = threading.Event()
     threading.Thread(target=_memory_guard, args=(proc, grew), daemon=True).start()
     try:
         out, err = proc.communicate(timeout=timeout)
         if grew.is_set():
-            return Result(argv, None, out, err + f"\n[harness: killed, memory grew past {MEMORY_LIMIT_GB} GB]", time.perf_counter() - t0, True)
+            return Result(
+                argv,
+                None,
+                out,
+                err + f"\n[harness: killed, memory grew past {MEMORY_LIMIT_GB} GB]",
+                time.perf_counter() - t0,
+                True,
+            )
         return Result(argv, proc.returncode, out, err, time.perf_counter() - t0, False)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -253,7 +262,18 @@ def server_case(kind: str, command: str) -> Callable[[Path], Setup]:
         if command == "run":
             argv = ["run", "flights", "--rows", "2000", "--scheduler", server.address, "--out", str(tmp / "runs")]
         else:
-            argv = ["hpo", "flights", "--rows", "2000", "--trials", "2", "--scheduler", server.address, "--out", str(tmp / "runs")]
+            argv = [
+                "hpo",
+                "flights",
+                "--rows",
+                "2000",
+                "--trials",
+                "2",
+                "--scheduler",
+                server.address,
+                "--out",
+                str(tmp / "runs"),
+            ]
 
         def check(res: Result) -> tuple[str, str] | None:
             if res.rc == 2 and res.seconds > 60:
@@ -353,8 +373,12 @@ CASES: list[Case] = []
 
 # ---- hangs
 CASES.append(Case("scheduler-http", "hang", "--scheduler at an HTTP server", server_case("http", "run")))
-CASES.append(Case("scheduler-silent", "hang", "--scheduler at a port that accepts and never answers", server_case("silent", "run")))
-CASES.append(Case("hpo-scheduler-silent", "hang", "hpo --scheduler at a port that accepts and never answers", server_case("silent", "hpo")))
+CASES.append(
+    Case("scheduler-silent", "hang", "--scheduler at a port that accepts and never answers", server_case("silent", "run"))
+)
+CASES.append(
+    Case("hpo-scheduler-silent", "hang", "hpo --scheduler at a port that accepts and never answers", server_case("silent", "hpo"))
+)
 
 
 @c("yaml-alias-bomb", "hang", "a workflow file that is a YAML alias bomb")
@@ -495,7 +519,9 @@ def _(tmp: Path) -> Setup:
 @c("hpo-seed-huge", "traceback", "hpo --seed 2**70")
 def _(tmp: Path) -> Setup:
     data = csv(tmp, customers())
-    return Setup(["hpo", "--data", str(data), "--target", "churned", "--trials", "2", "--seed", str(2**70), "--out", str(tmp / "runs")])
+    return Setup(
+        ["hpo", "--data", str(data), "--target", "churned", "--trials", "2", "--seed", str(2**70), "--out", str(tmp / "runs")]
+    )
 
 
 @c("gzip-truncated", "traceback", "--data a truncated .csv.gz")
@@ -513,12 +539,16 @@ def _(tmp: Path) -> Setup:
     return Setup(table_args(path))
 
 
-CASES.append(Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", server_case("garbage", "run")))
+CASES.append(
+    Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", server_case("garbage", "run"))
+)
 
 
 @c("scheduler-ucx", "traceback", "--scheduler ucx://... without UCX installed")
 def _(tmp: Path) -> Setup:
-    return Setup(["run", "flights", "--rows", "2000", "--scheduler", "ucx://127.0.0.1:8786", "--out", str(tmp / "runs")], timeout=60)
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--scheduler", "ucx://127.0.0.1:8786", "--out", str(tmp / "runs")], timeout=60
+    )
 
 
 @c("scheduler-tls", "traceback", "--scheduler tls://... without certificates")
@@ -596,7 +626,14 @@ def _(tmp: Path) -> Setup:
     def runner(setup: Setup) -> Result:
         env = accel_env(setup.env)
         procs = [
-            subprocess.Popen([sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+            subprocess.Popen(
+                [sys.executable, "-m", "accel", *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=tmp,
+            )
             for _ in range(2)
         ]
         t0 = time.perf_counter()
@@ -629,7 +666,9 @@ def _(tmp: Path) -> Setup:
 
     def runner(setup: Setup) -> Result:
         env = accel_env(setup.env)
-        a = subprocess.Popen([sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+        a = subprocess.Popen(
+            [sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp
+        )
         db = tmp / "runs" / "hpo.db"
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and a.poll() is None:
@@ -650,7 +689,9 @@ def _(tmp: Path) -> Setup:
         except subprocess.TimeoutExpired:
             a.kill()
             a_out, a_err = a.communicate()
-        return Result(second, res.rc, res.stdout, res.stderr + "\n--- first process:\n" + a_err[-3000:], res.seconds, res.timed_out)
+        return Result(
+            second, res.rc, res.stdout, res.stderr + "\n--- first process:\n" + a_err[-3000:], res.seconds, res.timed_out
+        )
 
     def check(res: Result) -> tuple[str, str] | None:
         if res.rc == 0:
@@ -913,7 +954,10 @@ def _(tmp: Path) -> Setup:
         html = list(tmp.glob("r*.html"))
         record = next(records.glob("*.json"))
         if not html or (html[0].stat().st_mode & 0o777) != (record.stat().st_mode & 0o777):
-            return "wrong", f"report mode {oct(html[0].stat().st_mode & 0o777) if html else '?'} vs record {oct(record.stat().st_mode & 0o777)}"
+            return (
+                "wrong",
+                f"report mode {oct(html[0].stat().st_mode & 0o777) if html else '?'} vs record {oct(record.stat().st_mode & 0o777)}",
+            )
         return None
 
     return Setup(["report", str(records), "--out", str(tmp / "r.html")], expect="ok", check=check)
@@ -941,7 +985,16 @@ def _(tmp: Path) -> Setup:
 @c("storage-query-password", "security", "hpo --storage with the password in the query string")
 def _(tmp: Path) -> Setup:
     return Setup(
-        ["hpo", "flights", "--rows", "2000", "--storage", "postgresql://u@127.0.0.1:1/db?password=s3cret", "--out", str(tmp / "runs")],
+        [
+            "hpo",
+            "flights",
+            "--rows",
+            "2000",
+            "--storage",
+            "postgresql://u@127.0.0.1:1/db?password=s3cret",
+            "--out",
+            str(tmp / "runs"),
+        ],
         check=lambda r: _no_secret(r, tmp),
     )
 
@@ -963,10 +1016,13 @@ def _(tmp: Path) -> Setup:
     def runner(setup: Setup) -> Result:
         env = accel_env(setup.env)
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp
+        )
         chunks: dict[str, list[str]] = {"out": [], "err": []}
         readers = [
-            threading.Thread(target=lambda s=s, k=k: chunks[k].append(s.read()), daemon=True) for s, k in ((proc.stdout, "out"), (proc.stderr, "err"))
+            threading.Thread(target=lambda s=s, k=k: chunks[k].append(s.read()), daemon=True)
+            for s, k in ((proc.stdout, "out"), (proc.stderr, "err"))
         ]
         for r in readers:
             r.start()
@@ -993,12 +1049,23 @@ def _(tmp: Path) -> Setup:
         proc.wait()
         for r in readers:
             r.join(5)
-        return Result(argv, None if timed_out else proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), time.perf_counter() - t0, timed_out)
+        return Result(
+            argv,
+            None if timed_out else proc.returncode,
+            "".join(chunks["out"]),
+            "".join(chunks["err"]),
+            time.perf_counter() - t0,
+            timed_out,
+        )
 
     def check(res: Result) -> tuple[str, str] | None:
         ours = [a for who, a in found if who == "main process"]
         xgboost_ring = [a for who, a in found if who == "worker process"]
-        note = f"; XGBoost's worker ring sockets on {', '.join(xgboost_ring)} (bound by XGBoost to every interface)" if xgboost_ring else ""
+        note = (
+            f"; XGBoost's worker ring sockets on {', '.join(xgboost_ring)} (bound by XGBoost to every interface)"
+            if xgboost_ring
+            else ""
+        )
         if ours:
             return "security", "scheduler/dashboard/tracker process listening beyond loopback: " + ", ".join(ours) + note
         if res.rc == 0 and note:
@@ -1047,7 +1114,9 @@ def _(tmp: Path) -> Setup:
 @c("data-fifo", "misleading", "--data a FIFO")
 def _(tmp: Path) -> Setup:
     path = fifo_in(tmp, "pipe.csv")
-    return Setup(["run", "--data", str(path), "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"), timeout=60)
+    return Setup(
+        ["run", "--data", str(path), "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"), timeout=60
+    )
 
 
 @c("rows-more-than-table", "misleading", "--rows larger than the table")
@@ -1123,7 +1192,9 @@ def _(tmp: Path) -> Setup:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    return Setup(["run", "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp / "runs")], timeout=60)
+    return Setup(
+        ["run", "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp / "runs")], timeout=60
+    )
 
 
 @c("hpo-subset-zero", "clean", "hpo --subset 0")
@@ -1240,7 +1311,9 @@ def main() -> int:
 
     tree = Path(accel.__file__).resolve().parents[1]
     sha = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "accel"], capture_output=True, text=True).stdout.strip())
+    dirty = bool(
+        subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "accel"], capture_output=True, text=True).stdout.strip()
+    )
     root = Path(tempfile.mkdtemp(prefix="hostile-"))
     root.chmod(0o755)  # the unreadable-data case runs as nobody under it
     SHARED.chmod(0o755)

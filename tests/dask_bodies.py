@@ -24,9 +24,7 @@ def single_process_backend(kind: str) -> Backend:
     return gpu_backend() if kind == "gpu" else cpu_backend()
 
 
-def check_dask_features_match_single_process(
-    session, kind: str, rows: int = 3000, scale: int = 2, seed: int = 7
-) -> None:
+def check_dask_features_match_single_process(session, kind: str, rows: int = 3000, scale: int = 2, seed: int = 7) -> None:
     """Rows, split, joins, group statistics and categories: identical to the single-process frames."""
     backend = single_process_backend(kind)
     settings = WorkflowSettings(rows=rows, seed=seed, scale=scale)

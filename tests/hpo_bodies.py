@@ -64,7 +64,9 @@ def check_split_for_search(backend: Backend, out: Path) -> None:
 def _study(pruner=None):
     import optuna
 
-    return optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0), pruner=pruner or optuna.pruners.NopPruner())
+    return optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.TPESampler(seed=0), pruner=pruner or optuna.pruners.NopPruner()
+    )
 
 
 def check_trials_store_time_and_memory(backend: Backend, out: Path) -> None:

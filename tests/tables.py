@@ -53,7 +53,9 @@ def house_prices(n: int = 500, seed: int = 1) -> pd.DataFrame:
     year = rng.integers(1950, 2020, n)
     price = 2000 * size + 15000 * rooms + np.where(hood == "centre", 80000, 0) + 300 * (year - 1950)
     price = price + rng.normal(0, 20000, n)
-    return pd.DataFrame({"size_m2": size.round(1), "rooms": rooms, "neighbourhood": hood, "year_built": year, "price": price.round(0)})
+    return pd.DataFrame(
+        {"size_m2": size.round(1), "rooms": rooms, "neighbourhood": hood, "year_built": year, "price": price.round(0)}
+    )
 
 
 def iris_like(n: int = 450, seed: int = 2) -> pd.DataFrame:

@@ -51,9 +51,7 @@ def test_data_groupby_then_bench_groupby_json(tmp_path):
     [path] = records_in(results)
     assert strict_json(path.read_text())["questions"] == result["questions"]
     assert f"results: {path}" in proc.stderr
-    assert result["benchmark"] == "db_groupby" and [q["question"] for q in result["questions"]] == [
-        f"q{i}" for i in range(1, 11)
-    ]
+    assert result["benchmark"] == "db_groupby" and [q["question"] for q in result["questions"]] == [f"q{i}" for i in range(1, 11)]
     for q in result["questions"]:
         cpu = q["cpu"]
         assert cpu["status"] == "ok" and cpu["rows"] > 0 and cpu["cols"] >= 2 and cpu["checksum"]
@@ -271,13 +269,9 @@ def test_missing_data(tmp_path, capsys):
         "does not exist",
         results=tmp_path,
     )
-    one_line_error(
-        capsys, ["bench", "join", "--data-dir", str(tmp_path / "nope"), "--results", str(tmp_path)], "does not exist"
-    )
+    one_line_error(capsys, ["bench", "join", "--data-dir", str(tmp_path / "nope"), "--results", str(tmp_path)], "does not exist")
     (tmp_path / "J1_2e3_NA_0_0.csv").write_text("id1\n1\n")
-    one_line_error(
-        capsys, ["bench", "join", "--data-dir", str(tmp_path), "--results", str(tmp_path)], "three right tables"
-    )
+    one_line_error(capsys, ["bench", "join", "--data-dir", str(tmp_path), "--results", str(tmp_path)], "three right tables")
 
 
 def test_bad_data_requests(tmp_path, capsys):

@@ -26,7 +26,9 @@ def _probe_in_subprocess() -> dict:
         "import json, sys; from accel.backend import probe_gpu; p = probe_gpu(); "
         "print(json.dumps({'probe': p.as_dict(), 'loaded': sorted(m for m in ('cupy','cudf','cuml','rmm') if m in sys.modules)}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ)
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -85,9 +85,7 @@ def test_default_local_plan_fills_the_cores_and_never_more():
 @pytest.mark.slow
 def test_unreachable_scheduler_fails_fast(tmp_path):
     start = time.monotonic()
-    proc = run_accel(
-        "run", "flights", "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--out", str(tmp_path), timeout=60
-    )
+    proc = run_accel("run", "flights", "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--out", str(tmp_path), timeout=60)
     assert_one_line_error(proc, "cannot reach a Dask scheduler", "dask scheduler")
     assert f"within {CONNECT_TIMEOUT_S} s" in proc.stderr
     # The promise is CONNECT_TIMEOUT_S (5 s) of waiting; the bound only tells a hang from a
@@ -114,9 +112,7 @@ def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
 
 def test_scale_refuses_without_cluster_and_beyond_the_machine(capsys, tmp_path):
     assert_one_line_error(_main(capsys, "scale", "flights", "--out", str(tmp_path)), "needs --cluster")
-    proc = _main(
-        capsys, "scale", "flights", "--cluster", "local", "--workers", f"1,{cpu_threads() + 1}", "--out", str(tmp_path)
-    )
+    proc = _main(capsys, "scale", "flights", "--cluster", "local", "--workers", f"1,{cpu_threads() + 1}", "--out", str(tmp_path))
     assert_one_line_error(proc, f"--workers {cpu_threads() + 1}", "cores")
     assert_one_line_error(_main(capsys, "scale", "flights", "--cluster", "local", "--workers", "1,x"), "--workers")
     assert records_in(tmp_path) == []
@@ -146,9 +142,7 @@ def test_session_closes_its_workers_when_the_run_fails():
 def test_workflow_file_cluster_section_is_validated_like_the_rest(capsys, tmp_path):
     cfg = tmp_path / "w.yaml"
     cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  wokers: 2\n")
-    assert_one_line_error(
-        _main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "unknown key 'cluster.wokers'"
-    )
+    assert_one_line_error(_main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "unknown key 'cluster.wokers'")
     cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  workers: 4096\n")
     assert_one_line_error(_main(capsys, "run", str(cfg), "--out", str(tmp_path / "runs")), "--workers 4096")
     assert records_in(tmp_path / "runs") == []

@@ -77,9 +77,7 @@ def test_worker_killed_during_feature_engineering_is_recomputed(cluster):
     (faults / "features.armed").touch()
     settings = WorkflowSettings(rows=3000, seed=5, scale=2)
     backend = cpu_backend()
-    with ClusterSession(
-        plan_cluster(ClusterConfig(kind="scheduler", address=procs.address)), say=lambda _: None
-    ) as session:
+    with ClusterSession(plan_cluster(ClusterConfig(kind="scheduler", address=procs.address)), say=lambda _: None) as session:
         assert session.info.worker_kind == "cpu" and session.info.workers == 2
         workflow = DaskFlights(settings, "cpu", backend, plan_blocks(settings, "cpu", 2, 2))
         flights, loaded = workflow.load(session.client)

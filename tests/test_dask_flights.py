@@ -28,9 +28,7 @@ FAST_YAML = "workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_
 
 @pytest.fixture(scope="module")
 def session():
-    with ClusterSession(
-        ClusterPlan("local", workers=2, threads_per_worker=1, worker_kind="cpu"), say=lambda _: None
-    ) as s:
+    with ClusterSession(ClusterPlan("local", workers=2, threads_per_worker=1, worker_kind="cpu"), say=lambda _: None) as s:
         yield s
 
 
@@ -189,9 +187,7 @@ def test_ctrl_c_during_cluster_start_up_is_not_lost(tmp_path):
 
 @pytest.mark.slow
 def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
-    proc = run_accel(
-        "scale", str(fast_yaml), "--cluster", "local", "--workers", "1,2", "--out", str(tmp_path), timeout=300
-    )
+    proc = run_accel("scale", str(fast_yaml), "--cluster", "local", "--workers", "1,2", "--out", str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr
     [path] = records_in(tmp_path)
     png = path.with_suffix(".png")

@@ -199,7 +199,9 @@ def test_classification_of_a_continuous_target_is_refused_before_training(tmp_pa
     frame["y"] = frame["x"] * 10 + rng.normal(0, 1, 3000)
     path = tmp_path / "c.csv"
     frame.to_csv(path, index=False)
-    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "y", "--task", "classification", "--out", str(tmp_path / "r"), *FAST)
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(path), "--target", "y", "--task", "classification", "--out", str(tmp_path / "r"), *FAST
+    )
     assert_error(code, err, "--task classification", "3,000 distinct non-integer values", "--task regression")
     assert records_in(tmp_path / "r") == []
 

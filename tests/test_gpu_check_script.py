@@ -17,9 +17,7 @@ import pytest
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-pytestmark = pytest.mark.skipif(
-    shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout"
-)
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
 
 
 def run_script(*phases: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -85,7 +83,16 @@ def test_dry_run_runs_every_cpu_part(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = (out / "log").read_text()
     assert "gpu_check: all steps passed" in log
-    for step in ("accel-info", "run-flights", "run-flights-fp16", "bench-groupby", "bench-join", "bench-models", "bench-crossover", "report"):
+    for step in (
+        "accel-info",
+        "run-flights",
+        "run-flights-fp16",
+        "bench-groupby",
+        "bench-join",
+        "bench-models",
+        "bench-crossover",
+        "report",
+    ):
         assert f"== {step}: exit 0" in log, step
     assert "dry run: pytest -m gpu not run" in log
     results = sorted(p.name for p in (out / "results").glob("*.json"))

@@ -112,7 +112,16 @@ def test_scheduler_that_is_not_dask_fails_within_the_promise(tmp_path, kind, com
     server = NotDaskServer(kind)
     try:
         t0 = time.monotonic()
-        args = [command, "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{server.port}", "--out", str(tmp_path / "runs")]
+        args = [
+            command,
+            "flights",
+            "--rows",
+            "2000",
+            "--scheduler",
+            f"tcp://127.0.0.1:{server.port}",
+            "--out",
+            str(tmp_path / "runs"),
+        ]
         if command == "hpo":
             args += ["--trials", "2"]
         proc = run_accel(*args, timeout=120)
@@ -588,7 +597,9 @@ def test_report_draws_one_front_per_group(records, tmp_path, capsys):
     assert len(groups) == 2
     code, out, err = cli(capsys, "report", tmp_path / "exp", "--out", tmp_path / "r.html")
     assert code == 0, err
-    assert sorted(line.split(": ")[0].removeprefix("Pareto front of ") for line in out.splitlines() if line.startswith("Pareto front of ")) == sorted(groups)
+    assert sorted(
+        line.split(": ")[0].removeprefix("Pareto front of ") for line in out.splitlines() if line.startswith("Pareto front of ")
+    ) == sorted(groups)
 
 
 def test_experiments_plot_gives_each_metric_its_own_panel(records, tmp_path, capsys):
@@ -752,7 +763,9 @@ def test_rows_more_than_flights_says_all_rows_were_used():
 
     flow = FlightsWorkflow(WorkflowSettings(rows=10**9))
     assert flow.settings.rows is None
-    assert flow.notices == [f"--rows 1,000,000,000 is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows"]
+    assert flow.notices == [
+        f"--rows 1,000,000,000 is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows"
+    ]
     assert flow.describe_data()["rows_requested"] == 10**9
 
 

@@ -184,7 +184,10 @@ def test_unknown_parameter_in_workflow_file(tmp_path, capsys):
 @pytest.mark.parametrize(
     "url, needle",
     [
-        ("sqlite:////nonexistent-folder/deeper/hpo.db", "cannot open study storage 'sqlite:////nonexistent-folder/deeper/hpo.db'"),
+        (
+            "sqlite:////nonexistent-folder/deeper/hpo.db",
+            "cannot open study storage 'sqlite:////nonexistent-folder/deeper/hpo.db'",
+        ),
         ("postgresql://user:s3cret@127.0.0.1:9/db", "cannot open study storage 'postgresql://user:***@127.0.0.1:9/db'"),
         ("not a url", "cannot open study storage"),
     ],
@@ -250,14 +253,23 @@ def test_sigkill_in_the_middle_then_resume(tmp_path):
     """A real process killed with SIGKILL while a trial runs; --resume keeps every finished trial."""
     import optuna
 
-    wf = write_workflow(tmp_path, pruner="none", search_space={"xgboost": {"n_estimators": 80, "max_depth": 4, "learning_rate": 0.001}})
+    wf = write_workflow(
+        tmp_path, pruner="none", search_space={"xgboost": {"n_estimators": 80, "max_depth": 4, "learning_rate": 0.001}}
+    )
     db, out = tmp_path / "hpo.db", tmp_path / "r"
     args = [str(wf), "--out", str(out), "--storage", f"sqlite:///{db}", "--study", "k", "--subset", "1", "--trial-rounds", "1"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     running_at_kill = None
     for attempt in range(3):  # the kill must land while a trial runs; a rare race gets another try
         flags = ["--trials", "40"] + (["--resume"] if attempt else [])
-        proc = subprocess.Popen([sys.executable, "-m", "accel", "hpo", *args, *flags], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "accel", "hpo", *args, *flags],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         try:
             while time.monotonic() < deadline:
@@ -302,7 +314,11 @@ def test_sigkill_in_the_middle_then_resume(tmp_path):
         t = after[number]
         assert t.state.name == "FAIL" and t.user_attrs["interrupted"] is True and "interrupted" in t.user_attrs["error"]
     assert not [t for t in after if t.state.name == "RUNNING"]
-    counted = [t for t in after if t.state.name in ("COMPLETE", "PRUNED") or (t.state.name == "FAIL" and not t.user_attrs.get("interrupted"))]
+    counted = [
+        t
+        for t in after
+        if t.state.name in ("COMPLETE", "PRUNED") or (t.state.name == "FAIL" and not t.user_attrs.get("interrupted"))
+    ]
     assert len(counted) == total
     [path] = records_in(out)
     record = json.loads(path.read_text())

@@ -73,7 +73,9 @@ def test_overrides_keep_the_parameter_type():
 
 
 def test_unknown_parameter_in_an_override_names_it():
-    with pytest.raises(AccelError, match=r"hpo\.search_space\.xgboost: unknown parameter 'learnin_rate' \(did you mean 'learning_rate'\?\)"):
+    with pytest.raises(
+        AccelError, match=r"hpo\.search_space\.xgboost: unknown parameter 'learnin_rate' \(did you mean 'learning_rate'\?\)"
+    ):
         build_config({"hpo": {"search_space": {"xgboost": {"learnin_rate": {"low": 0.1, "high": 0.2}}}}}, {})
 
 

@@ -184,9 +184,7 @@ def page(report, tmp_path_factory):
 
 
 def records(folder: Path, prefix: str) -> list[dict]:
-    return [
-        json.loads(p.read_text()) for p in sorted(folder.rglob("*.json")) if p.name.split("-", 3)[-1].startswith(prefix)
-    ]
+    return [json.loads(p.read_text()) for p in sorted(folder.rglob("*.json")) if p.name.split("-", 3)[-1].startswith(prefix)]
 
 
 def test_sections_exist_only_for_what_was_found(page):

@@ -64,7 +64,11 @@ def test_json_output_is_strict_and_says_why_values_are_null(written):
     record = json_of(outputs["table"])
     assert set(record["speedup"].values()) == {None}, "no GPU arm: nothing to divide by"
     reasons = {n["path"]: n for n in record["nulls"]}
-    assert reasons["/speedup/total"] == {"path": "/speedup/total", "value": "NaN", "reason": "not measured: the gpu arm was skipped"}
+    assert reasons["/speedup/total"] == {
+        "path": "/speedup/total",
+        "value": "NaN",
+        "reason": "not measured: the gpu arm was skipped",
+    }
     assert all(p.startswith("/speedup/") for p in reasons)
     bench = json_of(outputs["bench"])
     assert {n["path"] for n in bench["nulls"]} >= {f"/questions/{i}/speedup" for i in range(2)}

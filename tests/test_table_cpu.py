@@ -43,7 +43,9 @@ def only_record(folder) -> dict:
 
 
 def test_customers_end_to_end(tmp_path, customers_csv, capsys):
-    code, out, err = run_cli(capsys, "run", "--data", str(customers_csv), "--target", "churned", "--out", str(tmp_path / "r"), *FAST)
+    code, out, err = run_cli(
+        capsys, "run", "--data", str(customers_csv), "--target", "churned", "--out", str(tmp_path / "r"), *FAST
+    )
     assert code == 0, err
     r = only_record(tmp_path / "r")
     assert r["workflow"] == "table" and r["task"] == "binary"
@@ -88,7 +90,9 @@ def test_classification_models(tmp_path, customers_csv, capsys, model, needle):
 def test_regression_models(tmp_path, capsys, model):
     path = tmp_path / "houses.parquet"
     tables.house_prices().to_parquet(path)
-    code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--model", model, "--out", str(tmp_path / "r"), *FAST)
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(path), "--target", "price", "--model", model, "--out", str(tmp_path / "r"), *FAST
+    )
     assert code == 0, err
     r = only_record(tmp_path / "r")
     assert r["task"] == "regression" and "numeric target" in r["data"]["schema"]["task_reason"]
@@ -160,7 +164,9 @@ def test_semicolon_file_is_detected(tmp_path, capsys):
 
 def test_non_utf8_file_uses_a_fallback_encoding(tmp_path, capsys):
     df = tables.house_prices(200)
-    df["neighbourhood"] = df["neighbourhood"].map({"north": "Nord", "south": "Süd", "east": "Ost", "west": "West", "centre": "Zentrum"})
+    df["neighbourhood"] = df["neighbourhood"].map(
+        {"north": "Nord", "south": "Süd", "east": "Ost", "west": "West", "centre": "Zentrum"}
+    )
     path = tmp_path / "latin.csv"
     df.to_csv(path, index=False, encoding="cp1252")
     code, _, err = run_cli(capsys, "run", "--data", str(path), "--target", "price", "--out", str(tmp_path / "r"), *FAST)
@@ -212,8 +218,21 @@ def test_mixed_types_and_unparseable_dates_are_categorical_and_reported(tmp_path
 
 def test_drop_and_rows_and_test_size(tmp_path, customers_csv, capsys):
     code, _, err = run_cli(
-        capsys, "run", "--data", str(customers_csv), "--target", "churned", "--drop", "city,plan", "--rows", "300",
-        "--test-size", "0.3", "--out", str(tmp_path / "r"), *FAST,
+        capsys,
+        "run",
+        "--data",
+        str(customers_csv),
+        "--target",
+        "churned",
+        "--drop",
+        "city,plan",
+        "--rows",
+        "300",
+        "--test-size",
+        "0.3",
+        "--out",
+        str(tmp_path / "r"),
+        *FAST,
     )
     assert code == 0, err
     schema = only_record(tmp_path / "r")["data"]["schema"]
@@ -223,7 +242,9 @@ def test_drop_and_rows_and_test_size(tmp_path, customers_csv, capsys):
 
 def test_workflow_yaml_with_data(tmp_path, customers_csv, capsys):
     cfg = tmp_path / "mine.yaml"
-    cfg.write_text(f"data: {customers_csv}\ntarget: churned\nmodel: random_forest\nrandom_forest:\n  n_estimators: 20\ndevice: cpu\nout: {tmp_path / 'r'}\n")
+    cfg.write_text(
+        f"data: {customers_csv}\ntarget: churned\nmodel: random_forest\nrandom_forest:\n  n_estimators: 20\ndevice: cpu\nout: {tmp_path / 'r'}\n"
+    )
     code, _, err = run_cli(capsys, "run", str(cfg))
     assert code == 0, err
     r = only_record(tmp_path / "r")
@@ -338,7 +359,10 @@ def test_unknown_drop_column(tmp_path, customers_csv, capsys):
 
 def test_logistic_regression_cannot_regress(tmp_path, capsys):
     tables.house_prices(100).to_csv(tmp_path / "t.csv", index=False)
-    assert_error(*bad(tmp_path, capsys, tmp_path / "t.csv", "--model", "logistic_regression", target="price"), "use --model linear_regression")
+    assert_error(
+        *bad(tmp_path, capsys, tmp_path / "t.csv", "--model", "logistic_regression", target="price"),
+        "use --model linear_regression",
+    )
 
 
 def test_data_without_target(tmp_path, customers_csv, capsys):

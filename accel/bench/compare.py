@@ -312,7 +312,9 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
             x, y = bad[0]
             differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": f"{x:g} vs {y:g}"})
     if len(a) != len(b):
-        differences.append({"line": min(len(a), len(b)) + 1, "cpu": f"{len(a)} lines", "gpu": f"{len(b)} lines", "why": "line counts differ"})
+        differences.append(
+            {"line": min(len(a), len(b)) + 1, "cpu": f"{len(a)} lines", "gpu": f"{len(b)} lines", "why": "line counts differ"}
+        )
     return {
         "lines": {"cpu": len(a), "gpu": len(b)},
         "numbers_compared": numbers,
@@ -412,7 +414,13 @@ def _summary(runs: list[Run]) -> dict[str, Any]:
     }
     if warm:
         secs = [r.seconds for r in warm]
-        out["warm"] = {"repeats": len(secs), "median": statistics.median(secs), "min": min(secs), "max": max(secs), "seconds": secs}
+        out["warm"] = {
+            "repeats": len(secs),
+            "median": statistics.median(secs),
+            "min": min(secs),
+            "max": max(secs),
+            "seconds": secs,
+        }
     return out
 
 
@@ -619,7 +627,9 @@ def render(record: dict[str, Any], console: Any) -> None:
     sp = record["speedup"]
     if not math.isnan(sp.get("wall_cold", math.nan)):
         warm = sp.get("wall_warm_median", math.nan)
-        console.print(f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x"))
+        console.print(
+            f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x")
+        )
     parity = record["parity"]
     if parity.get("agree") is None:
         console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
@@ -633,7 +643,9 @@ def render(record: dict[str, Any], console: Any) -> None:
         for d in s["differences"][:5]:
             console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
     if record.get("fallbacks"):
-        table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
+        table = Table(
+            title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left"
+        )
         for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
             table.add_column(col)
         for f in record["fallbacks"]:
@@ -684,7 +696,12 @@ def register(sub: Any) -> None:
     p.add_argument("program", type=Path, help="a Python script (.py) or a notebook (.ipynb)")
     p.add_argument("--repeat", type=int, default=0, help="warm runs of each arm after the cold one (median/min/max)")
     p.add_argument("--accelerators", help="GPU arm: comma-separated, from cudf.pandas, cuml.accel (default: those installed)")
-    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto", help="cpu: the CPU arm only; gpu: fail if the GPU arm cannot run")
+    p.add_argument(
+        "--device",
+        choices=["auto", "cpu", "gpu"],
+        default="auto",
+        help="cpu: the CPU arm only; gpu: fail if the GPU arm cannot run",
+    )
     p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for numbers compared (default 1e-5)")
     p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance for numbers compared (default 1e-8)")
     p.add_argument("--ignore-lines", help="a regular expression: output lines matching it are not compared (e.g. timings)")

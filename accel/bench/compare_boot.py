@@ -90,9 +90,7 @@ def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -
         last.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_END.format(out=profile_json, acc=accelerators)))
     added = len(first)
     nb.cells = first + nb.cells + last
-    client = nbclient.NotebookClient(
-        nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(Path.cwd())}}
-    )
+    client = nbclient.NotebookClient(nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(Path.cwd())}})
     failed = None
     try:
         client.execute()

@@ -44,9 +44,7 @@ def select_operations(names: str | Sequence[str] | None) -> list[str]:
     known = known_operations()
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:
-        raise AccelError(
-            f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}"
-        )
+        raise AccelError(f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}")
     return wanted
 
 
@@ -84,9 +82,7 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
     return factory, description
 
 
-def _model_operation(
-    name: str, rows: int, seed: int, features: int
-) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+def _model_operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
     from accel.bench.models import PAIRS, make_data, pair_params
 
     pair = PAIRS[name]
@@ -160,9 +156,7 @@ def sweep(
                 factory, description = _model_operation(name, rows, seed, features)
             point: dict[str, Any] = {"rows": rows}
             point["gpu"] = (
-                {"status": "skipped", "reason": gpu_skip}
-                if gpu_skip is not None
-                else _arm_point(gpu, factory, repeats, warmup)
+                {"status": "skipped", "reason": gpu_skip} if gpu_skip is not None else _arm_point(gpu, factory, repeats, warmup)
             )
             point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
             both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"

@@ -145,9 +145,7 @@ JOIN_QUESTIONS: dict[str, Question] = {
     for q in (
         Question("q1", "small inner on int", lambda xdf, t: t["x"].merge(t["small"], on="id1"), ("v1", "v2")),
         Question("q2", "medium inner on int", lambda xdf, t: t["x"].merge(t["medium"], on="id2"), ("v1", "v2")),
-        Question(
-            "q3", "medium outer on int", lambda xdf, t: t["x"].merge(t["medium"], how="left", on="id2"), ("v1", "v2")
-        ),
+        Question("q3", "medium outer on int", lambda xdf, t: t["x"].merge(t["medium"], how="left", on="id2"), ("v1", "v2")),
         Question("q4", "medium inner on factor", lambda xdf, t: t["x"].merge(t["medium"], on="id5"), ("v1", "v2")),
         Question("q5", "big inner on int", lambda xdf, t: t["x"].merge(t["big"], on="id3"), ("v1", "v2")),
     )
@@ -269,9 +267,7 @@ def check_columns(suite: Suite, paths: Mapping[str, Path]) -> None:
         missing = [c for c in suite.schema[role] if c not in have]
         if missing:
             need = ", ".join(suite.schema[role])
-            raise AccelError(
-                f"{str(path)!r} lacks the {suite.name} benchmark's columns {', '.join(missing)} (it needs {need})"
-            )
+            raise AccelError(f"{str(path)!r} lacks the {suite.name} benchmark's columns {', '.join(missing)} (it needs {need})")
 
 
 def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
@@ -370,10 +366,7 @@ def run_arm(
         try:
             answers[q.name] = run_question(backend, q, tables, repeats, warmup)
             a = answers[q.name]
-            say(
-                f"[{backend.name}] {q.name:<4}{q.title:<28} run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  "
-                f"{a['rows']:,} rows"
-            )
+            say(f"[{backend.name}] {q.name:<4}{q.title:<28} run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  {a['rows']:,} rows")
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - one question failing (GPU out of memory, say) must not end the others

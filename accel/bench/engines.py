@@ -47,8 +47,7 @@ DUCKDB_GROUPBY = {
     ),
     "q9": ("SELECT id2, id4, pow(corr(v1, v2), 2) AS r2 FROM x GROUP BY id2, id4", ["r2"]),
     "q10": (
-        "SELECT id1, id2, id3, id4, id5, id6, sum(v3) AS v3, count(*) AS count FROM x"
-        " GROUP BY id1, id2, id3, id4, id5, id6",
+        "SELECT id1, id2, id3, id4, id5, id6, sum(v3) AS v3, count(*) AS count FROM x GROUP BY id1, id2, id3, id4, id5, id6",
         ["v3", "count"],
     ),
 }
@@ -66,9 +65,7 @@ def _polars_groupby(pl: Any) -> dict[str, tuple[Callable[[Any], Any], list[str]]
         ),
         "q5": (lambda x: x.group_by("id6").agg(col("v1").sum(), col("v2").sum(), col("v3").sum()), ["v1", "v2", "v3"]),
         "q6": (
-            lambda x: x.group_by(["id4", "id5"]).agg(
-                col("v3").median().alias("median_v3"), col("v3").std().alias("sd_v3")
-            ),
+            lambda x: x.group_by(["id4", "id5"]).agg(col("v3").median().alias("median_v3"), col("v3").std().alias("sd_v3")),
             ["median_v3", "sd_v3"],
         ),
         "q7": (
@@ -149,7 +146,9 @@ def _timed_answers(
         except Exception as exc:  # noqa: BLE001 - context only: record and go on
             out[q] = {"status": "failed", "reason": first_line(exc)}
         a = out[q]
-        progress(f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"]))
+        progress(
+            f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"])
+        )
         if on_answer is not None:
             on_answer(q, a)
     return out

@@ -97,9 +97,7 @@ def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_r
     raise ValueError(pair.metric)
 
 
-def run_pair(
-    pair: Estimator, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int
-) -> dict[str, Any]:
+def run_pair(pair: Estimator, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int) -> dict[str, Any]:
     """Fit and predict one model on one arm; the data moves to the arm's device before any clock."""
     xp = backend.xp
     cls = backend.models[pair.key]

@@ -62,9 +62,7 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
         default="auto",
         help="the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)",
     )
-    p.add_argument(
-        "--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})"
-    )
+    p.add_argument("--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
     p.add_argument(
         "--warmup",
         type=_non_negative_int,
@@ -105,9 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bsub = bench.add_subparsers(dest="suite", required=True, parser_class=type(bench))
 
     g = bsub.add_parser("groupby", help="db-benchmark groupby questions q1-q10 on both arms, answers checked")
-    g.add_argument(
-        "--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)"
-    )
+    g.add_argument("--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)")
     g.add_argument("--questions", default="all", help="comma-separated q1..q10 (default all)")
     g.add_argument(
         "--engines",
@@ -126,9 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.set_defaults(handler=_cmd_bench_db, engines="")
 
     m = bsub.add_parser("models", help="scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA")
-    m.add_argument(
-        "--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)"
-    )
+    m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
     m.add_argument("--features", type=positive_int, default=32, help="columns of generated data (default 32)")
     m.add_argument("--models", default="all", help="comma-separated model keys (default all)")
     m.add_argument("--seed", type=int, default=42)
@@ -163,18 +157,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
     dj.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the four tables to")
     dj.add_argument("--nas", type=_percent, default=0, help="percent of NA in the left table (default 0)")
-    dj.add_argument(
-        "--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)"
-    )
+    dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
     dj.add_argument("--seed", type=int, default=108)
     dj.set_defaults(handler=_cmd_data_join)
 
-    r = sub.add_parser(
-        "report", help="one HTML page (plots inline) and a Markdown summary from results and run records"
-    )
-    r.add_argument(
-        "dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)"
-    )
+    r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
+    r.add_argument("dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)")
     r.add_argument("--out", type=Path, default=None, help="HTML file to write (default DIR/report.html)")
     r.set_defaults(handler=_cmd_report)
 
@@ -242,7 +230,13 @@ class _ProgressFile:
 
         ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
         git = git_state()
-        self.common = {"benchmark": benchmark, "data": data, "git_sha": git["sha"], "git_dirty": git["dirty"], "host": cpu_model()}
+        self.common = {
+            "benchmark": benchmark,
+            "data": data,
+            "git_sha": git["sha"],
+            "git_dirty": git["dirty"],
+            "host": cpu_model(),
+        }
 
     def __call__(self, arm: str, key: str, kind: str, answer: dict) -> None:
         if self.path is None:
@@ -302,7 +296,13 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
-    arm.update({"status": "ok", "questions": {q.name: rows[q.name] for q in questions}, "reused_from": {q.name: sources[q.name] for q in questions}})
+    arm.update(
+        {
+            "status": "ok",
+            "questions": {q.name: rows[q.name] for q in questions},
+            "reused_from": {q.name: sources[q.name] for q in questions},
+        }
+    )
     return arm, engines
 
 
@@ -547,9 +547,7 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
         _render_models(result)
         _print(fair["line"])
     print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
-    failed = [
-        f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"
-    ]
+    failed = [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
     if failed:
         print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
     return 1 if failed else 0

@@ -64,9 +64,13 @@ def register(sub: Any) -> None:
     hpo.add_argument("--delimiter", help="with --data: the CSV delimiter")
     add_date_format_argument(hpo)
     hpo.add_argument("--test-size", type=open_fraction, help="share of rows held out for the final score (default 0.2)")
-    hpo.add_argument("--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)")
+    hpo.add_argument(
+        "--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)"
+    )
     hpo.add_argument("--subset", type=fraction, help="share of the fitting rows each trial trains on (default 0.1; 1 = all)")
-    hpo.add_argument("--trial-rounds", type=fraction, help="share of the boosting rounds / trees a subset trial uses (default 0.25)")
+    hpo.add_argument(
+        "--trial-rounds", type=fraction, help="share of the boosting rounds / trees a subset trial uses (default 0.25)"
+    )
     hpo.add_argument("--validation", type=open_fraction, help="share of the training rows trials are scored on (default 0.2)")
     hpo.add_argument("--timeout", type=positive_seconds, help="stop starting trials after this many seconds")
     hpo.add_argument("--top", type=positive_int, help="best trials re-evaluated on all fitting rows (default 3)")
@@ -85,10 +89,16 @@ def register(sub: Any) -> None:
     hpo.set_defaults(handler=cmd_hpo)
 
     exp = sub.add_parser("experiments", help="every run and study recorded so far: metric, time, memory, Pareto fronts")
-    exp.add_argument("folder", nargs="?", type=Path, default=Path("runs"), help="where run records and hpo.db live (default runs/)")
-    exp.add_argument("--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)")
+    exp.add_argument(
+        "folder", nargs="?", type=Path, default=Path("runs"), help="where run records and hpo.db live (default runs/)"
+    )
+    exp.add_argument(
+        "--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)"
+    )
     exp.add_argument("--trials", action="store_true", help="one row per completed trial of each study as well")
-    exp.add_argument("--plot", nargs="?", const="", default=None, metavar="PNG", help="write a PNG of metric versus time with the fronts")
+    exp.add_argument(
+        "--plot", nargs="?", const="", default=None, metavar="PNG", help="write a PNG of metric versus time with the fronts"
+    )
     exp.add_argument("--out", type=Path, help="folder for the experiments result JSON (default: the folder read)")
     exp.add_argument("--json", action="store_true", help="print the result JSON instead of the table")
     exp.set_defaults(handler=cmd_experiments)
@@ -199,7 +209,12 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
 
     add("default baseline", record["baseline"], f"all {rows['train']:,}", "hold-out")
     if "best_trial" in record:
-        add(f"best subset trial {record['best_trial']['number']}", record["best_trial"], f"subset {rows['subset']:,}", "validation")
+        add(
+            f"best subset trial {record['best_trial']['number']}",
+            record["best_trial"],
+            f"subset {rows['subset']:,}",
+            "validation",
+        )
         for entry in record.get("top_k", []):
             add(f"  top-{len(record['top_k'])}: trial {entry['trial']}", entry, f"fit {rows['fit']:,}", "validation")
         final = record["final"]
@@ -215,12 +230,17 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
         return
     gain = record["improvement"]["tuned_minus_default"]
     verdict = f"better by {gain:.4f}" if gain > 0 else f"worse by {-gain:.4f}" if gain < 0 else "the same"
-    console.print(f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({verdict})", highlight=False)
+    console.print(
+        f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({verdict})",
+        highlight=False,
+    )
     arms = record["arms"]
     for name, label in (("gpu", "GPU arm"), ("cpu", "CPU baseline arm")):
         a = arms[name]
         if a["status"] == "ok":
-            console.print(f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False)
+            console.print(
+                f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False
+            )
         else:
             console.print(f"final model, {label}: {a['status']} ({escape(str(a.get('reason')))})", highlight=False)
     speed = record["speedup"]["final_model"]

@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
     )
     run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
-    run.add_argument("--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)")
+    run.add_argument(
+        "--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)"
+    )
     run.add_argument(
         "--rmm-pool", help="GPU arm: RMM pool for cuDF, CuPy and XGBoost: auto (default), off, or a size such as 40GB"
     )

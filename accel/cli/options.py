@@ -100,12 +100,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
         metavar="SIZE",
         help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8",
     )
-    group.add_argument(
-        "--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed"
-    )
-    group.add_argument(
-        "--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)"
-    )
+    group.add_argument("--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed")
+    group.add_argument("--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)")
 
 
 _LOCAL_FLAGS = {
@@ -131,9 +127,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if address:
         if given:
             flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
-            raise AccelError(
-                f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers"
-            )
+            raise AccelError(f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
         out["cluster"] = {"kind": "scheduler", "address": address}
     elif kind:
         out["cluster"] = {"kind": kind, **given}

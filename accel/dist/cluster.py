@@ -74,9 +74,7 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
     try:
         size = parse_bytes(text)
     except (ValueError, TypeError):
-        raise AccelError(
-            f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5"
-        ) from None
+        raise AccelError(f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5") from None
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
     return size
@@ -110,7 +108,9 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
     scheme = address.split("://", 1)[0]
     if scheme in ("ucx", "ucxx") and not (_installed("distributed_ucxx") or _installed("ucxx")):
-        raise AccelError(f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://")
+        raise AccelError(
+            f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
+        )
     if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
         raise AccelError(
             f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
@@ -129,7 +129,9 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         finally:
             comm.abort()
         if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-            raise ValueError(f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler")
+            raise ValueError(
+                f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler"
+            )
 
     try:
         with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout:g}s"}):
@@ -179,9 +181,7 @@ def plan_cluster(config: Any) -> ClusterPlan:
         raise AccelError(f"an address only goes with a running cluster (--scheduler), not with --cluster {kind}")
 
     if config.protocol == "ucx" and not (_installed("distributed_ucxx") or _installed("ucxx")):
-        raise AccelError(
-            "--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp"
-        )
+        raise AccelError("--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp")
     if kind == "local":
         for key, flag in (("rmm_pool", "--rmm-pool"), ("device_memory_limit", "--device-memory-limit")):
             if getattr(config, key) is not None:
@@ -190,17 +190,13 @@ def plan_cluster(config: Any) -> ClusterPlan:
         threads = config.threads_per_worker or max(1, cores // (config.workers or cores))
         workers = config.workers or max(1, cores // threads)
         if workers > cores:
-            raise AccelError(
-                f"--workers {workers}: this machine has {cores} cores for accel, so at most {cores} CPU workers"
-            )
+            raise AccelError(f"--workers {workers}: this machine has {cores} cores for accel, so at most {cores} CPU workers")
         if workers * threads > cores:
             raise AccelError(
                 f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
                 f"has {cores} cores for accel; use fewer workers or threads"
             )
-        return ClusterPlan(
-            "local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=config.protocol
-        )
+        return ClusterPlan("local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=config.protocol)
 
     # local-cuda: the GPU question is answered by the driver before anything else is tried.
     probe = probe_gpu()
@@ -211,9 +207,7 @@ def plan_cluster(config: Any) -> ClusterPlan:
     gpus = len(probe.devices)
     workers = config.workers or gpus
     if workers > gpus:
-        raise AccelError(
-            f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU"
-        )
+        raise AccelError(f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU")
     return ClusterPlan(
         "local-cuda",
         workers=workers,
@@ -259,12 +253,8 @@ class ClusterInfo:
         return sum(int(w.get("nthreads", 0)) for w in self.worker_details)
 
     def summary(self) -> str:
-        what = {"local": "local CPU cluster", "local-cuda": "local CUDA cluster", "scheduler": "running cluster"}[
-            self.kind
-        ]
-        per = (
-            f"{self.threads_per_worker} thread(s) each" if isinstance(self.threads_per_worker, int) else "threads vary"
-        )
+        what = {"local": "local CPU cluster", "local-cuda": "local CUDA cluster", "scheduler": "running cluster"}[self.kind]
+        per = f"{self.threads_per_worker} thread(s) each" if isinstance(self.threads_per_worker, int) else "threads vary"
         gpus = ", 1 GPU each" if self.worker_kind == "gpu" else ""
         return (
             f"dask: {what}, {self.workers} {self.worker_kind.upper()} worker(s), {per}{gpus}; "

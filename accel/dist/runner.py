@@ -161,15 +161,10 @@ def train_with_one_retry(
                     f"{f'; lost {len(lost)} more worker(s)' if lost else ''}); no run record was written"
                 ) from None
             if not lost:
-                raise ClusterRunFailed(
-                    f"XGBoost training failed on the cluster ({reason}); no run record was written"
-                ) from None
+                raise ClusterRunFailed(f"XGBoost training failed on the cluster ({reason}); no run record was written") from None
             if len(lost) >= len(before):
                 raise ClusterRunFailed("XGBoost training lost every worker; no run record was written") from None
-            say(
-                f"dask: training lost {len(lost)} worker(s) ({reason}); "
-                f"retrying once on the {len(before) - len(lost)} remaining"
-            )
+            say(f"dask: training lost {len(lost)} worker(s) ({reason}); retrying once on the {len(before) - len(lost)} remaining")
             continue
         attempts.append({"attempt": attempt, "status": "ok", "workers": len(before)})
         return output["booster"], attempts
@@ -196,9 +191,7 @@ def run_on_session(
     try:
         cls = DASK_WORKFLOWS[workflow_name]
     except KeyError:
-        raise AccelError(
-            f"workflow {workflow_name!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}"
-        ) from None
+        raise AccelError(f"workflow {workflow_name!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}") from None
     threads = info.total_threads or info.workers
     workflow = cls(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
     model = XGBoostModel(params, task=cls.task, seed=seed)
@@ -245,9 +238,7 @@ def run_on_session(
             with stage("to_device"):
                 dtrain = make_dtrain()
             with stage("train"):
-                booster, attempts = train_with_one_retry(
-                    session, train_params, params.n_estimators, make_dtrain, dtrain, say
-                )
+                booster, attempts = train_with_one_retry(session, train_params, params.n_estimators, make_dtrain, dtrain, say)
                 del dtrain
             with stage("predict"):
                 prediction = client.persist(dxgb.inplace_predict(client, booster, prepared.X_test))
@@ -262,9 +253,7 @@ def run_on_session(
     except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
         if session.all_workers_lost:
             raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
-        raise ClusterRunFailed(
-            f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written"
-        ) from None
+        raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
     finally:
         if listener:
             listener.arm_finished(kind, status)
@@ -329,9 +318,7 @@ def check_dask_config(config: Any) -> None:
             )
 
 
-def cluster_run(
-    config: Any, listener: Listener | None = None, say: Callable[[str], None] = _say
-) -> tuple[dict[str, Any], Any]:
+def cluster_run(config: Any, listener: Listener | None = None, say: Callable[[str], None] = _say) -> tuple[dict[str, Any], Any]:
     """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
@@ -404,9 +391,7 @@ def build_record(
         "cluster": cluster,
         "arms": {"gpu": arms["gpu"], "cpu": arms["cpu"]},
         "speedup": {**{s: math.nan for s in STAGES}, "total": math.nan},
-        "parity": parity(
-            workflow.task, "xgboost", ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))
-        ),
+        "parity": parity(workflow.task, "xgboost", ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))),
     }
 
 
@@ -436,9 +421,7 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
     console.print(table)
     for name, value in arm["metrics"].items():
         console.print(f"{name}: {value:.4f}", highlight=False)
-    console.print(
-        f"device used: {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s", highlight=False
-    )
+    console.print(f"device used: {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s", highlight=False)
     attempts = arm.get("train_attempts", [])
     if len(attempts) > 1:
         first = attempts[0]

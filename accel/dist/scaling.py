@@ -67,9 +67,7 @@ def _config(args: argparse.Namespace) -> tuple[Any, list[int]]:
     from accel.config import build_config, read_workflow_file
 
     if getattr(args, "cluster", None) is None:
-        raise AccelError(
-            "accel scale needs --cluster local or --cluster local-cuda (it starts one cluster per worker count)"
-        )
+        raise AccelError("accel scale needs --cluster local or --cluster local-cuda (it starts one cluster per worker count)")
     target = args.workflow
     if target.endswith((".yaml", ".yml")) or Path(target).is_file():
         file_values, source = read_workflow_file(Path(target)), target
@@ -133,9 +131,7 @@ def scaling_study(
                 cluster = session.info.as_dict() | {"startup_seconds": round(startup, 3)}
         except ClusterRunFailed as exc:
             arm, cluster = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
-        runs.append(
-            {"workers": n, "kind": kind, "threads_per_worker": plan.threads_per_worker, "arm": arm, "cluster": cluster}
-        )
+        runs.append({"workers": n, "kind": kind, "threads_per_worker": plan.threads_per_worker, "arm": arm, "cluster": cluster})
     finished = datetime.now(timezone.utc)
 
     table, reference = scaling_rows(runs, kind)
@@ -269,28 +265,20 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
     table = Table(title=title, title_justify="left")
     table.add_column("")
     for run in runs:
-        name = (
-            "single process"
-            if run["kind"] == "single-process"
-            else f"{run['workers']} worker{'s' * (run['workers'] > 1)}"
-        )
+        name = "single process" if run["kind"] == "single-process" else f"{run['workers']} worker{'s' * (run['workers'] > 1)}"
         table.add_column(f"{name}\n{run['workers']} × {run['threads_per_worker']}", justify="right")
 
     def cells(stage: str, field: str, show: Any) -> list[str]:
         out = []
         for run in runs:
             row = next(
-                r
-                for r in record["rows"]
-                if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
+                r for r in record["rows"] if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
             )
             out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
         return out
 
     for stage in STAGE_ROWS:
-        table.add_row(
-            f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None
-        )
+        table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
     table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, "×")))
     table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, "")))
     table.add_row(METRIC.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))

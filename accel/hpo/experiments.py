@@ -147,7 +147,9 @@ def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
                 workflow=workflow,
                 arm=arm,
                 device=device,
-                precision=str(((result.get("memory") or {}).get("precision") or {}).get("precision") or config.get("precision") or "fp32"),
+                precision=str(
+                    ((result.get("memory") or {}).get("precision") or {}).get("precision") or config.get("precision") or "fp32"
+                ),
                 batch_rows=batch_rows_label((result.get("memory") or {}).get("batches"), config),
                 model=describe_model(str(model.get("name", config.get("model", "?"))), model.get("params")),
                 metric_name=metric,
@@ -238,7 +240,14 @@ def _hpo_rows(
         out.append(row(f"{study}: tuned (trial {final.get('trial')})", final, "hold-out"))
         cpu = ((summary or {}).get("arms") or {}).get("cpu") or {}
         if final.get("arm") == "gpu" and cpu.get("status") == "ok":
-            out.append(row(f"{study}: tuned (trial {final.get('trial')}), CPU arm", {**cpu, "params": final.get("params")}, "hold-out", "cpu"))
+            out.append(
+                row(
+                    f"{study}: tuned (trial {final.get('trial')}), CPU arm",
+                    {**cpu, "params": final.get("params")},
+                    "hold-out",
+                    "cpu",
+                )
+            )
     elif best_trial:
         out.append(row(f"{study}: best trial {best_trial.get('number')} (unfinished)", best_trial, "validation (subset trial)"))
     return out
@@ -397,9 +406,7 @@ def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_bette
         if not valid[i]:
             out.append(False)
             continue
-        dominated = any(
-            valid[j] and mj >= mi and cj <= ci and (mj > mi or cj < ci) for j, (mj, cj) in enumerate(pts) if j != i
-        )
+        dominated = any(valid[j] and mj >= mi and cj <= ci and (mj > mi or cj < ci) for j, (mj, cj) in enumerate(pts) if j != i)
         out.append(not dominated)
     return out
 

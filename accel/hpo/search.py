@@ -408,7 +408,9 @@ def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | N
         log(describe_trial(trial, ctx.metric))
         heartbeat(study)
 
-    study.optimize(Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True)
+    study.optimize(
+        Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True
+    )
 
 
 #: Per worker process: the search context of each study it has worked on (features once).
@@ -439,7 +441,10 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     storage = open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
     study = optuna.load_study(
-        study_name=spec["study"], storage=storage, sampler=make_sampler((config.seed + 1000 * spec["index"]) % 2**32), pruner=make_pruner(config.hpo.pruner)
+        study_name=spec["study"],
+        storage=storage,
+        sampler=make_sampler((config.seed + 1000 * spec["index"]) % 2**32),
+        pruner=make_pruner(config.hpo.pruner),
     )
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
     if timeout == 0.0:
@@ -486,7 +491,14 @@ def run_trials_on_client(
             "index": i,
         }
         futures.append(
-            client.submit(_worker_trials, spec, workers=[worker], allow_other_workers=False, pure=False, key=f"accel-hpo-{study.study_name}-{i}")
+            client.submit(
+                _worker_trials,
+                spec,
+                workers=[worker],
+                allow_other_workers=False,
+                pure=False,
+                key=f"accel-hpo-{study.study_name}-{i}",
+            )
         )
     seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     pending = futures
@@ -645,7 +657,9 @@ def _search(
     if client is None:
         run_trials(study, ctx, remaining, config.hpo.timeout, log)
     else:
-        n_workers = run_trials_on_client(client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log)
+        n_workers = run_trials_on_client(
+            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log
+        )
     phases["trials"] = time.perf_counter() - t0
     counts = trial_counts(study)
     log(
@@ -693,7 +707,9 @@ def _search(
     def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
         record["arms"] = arms
         both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
-        record["speedup"] = {"final_model": arms["cpu"]["seconds"] / arms["gpu"]["seconds"] if both and arms["gpu"]["seconds"] else math.nan}
+        record["speedup"] = {
+            "final_model": arms["cpu"]["seconds"] / arms["gpu"]["seconds"] if both and arms["gpu"]["seconds"] else math.nan
+        }
         record["phases_seconds"] = {k: round(v, 3) for k, v in phases.items()}
         record["finished_at"] = datetime.now(timezone.utc).isoformat()
         record["environment"] = collect_environment()
@@ -706,7 +722,10 @@ def _search(
     best = _best_trials(study, config.hpo.top)
     if not best:
         reasons = sorted({t.user_attrs["error"] for t in study.get_trials(deepcopy=False) if t.user_attrs.get("error")})
-        record["final"] = {"status": "failed", "reason": "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")}
+        record["final"] = {
+            "status": "failed",
+            "reason": "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else ""),
+        }
         log(f"no tuned model: {record['final']['reason']}")
         return finish({"gpu": _skipped_arm(gpu_note or "no trial completed"), "cpu": _skipped_arm("no trial completed")})
 
@@ -730,9 +749,19 @@ def _search(
     for t in best:
         params = trial_params(ctx, t.params, subset=False)
         m = train_and_score(ctx, params, ctx.data.X_fit, ctx.data.y_fit, ctx.data.X_valid, ctx.data.y_valid, True)
-        top.append({"trial": t.number, "params": params, **m.as_dict(), "metric": m.metrics[metric], "evaluated_on": "validation (all fitting rows)"})
+        top.append(
+            {
+                "trial": t.number,
+                "params": params,
+                **m.as_dict(),
+                "metric": m.metrics[metric],
+                "evaluated_on": "validation (all fitting rows)",
+            }
+        )
         rounds = f" · {m.rounds} rounds" if m.rounds else ""
-        log(f"top-{len(best)}: trial {t.number}: {metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s")
+        log(
+            f"top-{len(best)}: trial {t.number}: {metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s"
+        )
     phases["top_k"] = time.perf_counter() - t0
     winner = top[0]
     for cand in top[1:]:
@@ -747,7 +776,13 @@ def _search(
     t0 = time.perf_counter()
     fin = train_and_score(ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
     phases["final"] = time.perf_counter() - t0
-    final = {"trial": winner["trial"], "params": final_params, **fin.as_dict(), "metric": fin.metrics[metric], "evaluated_on": "hold-out"}
+    final = {
+        "trial": winner["trial"],
+        "params": final_params,
+        **fin.as_dict(),
+        "metric": fin.metrics[metric],
+        "evaluated_on": "hold-out",
+    }
     record["final"] = final
     gain = final["metric"] - baseline["metric"] if direction == "maximize" else baseline["metric"] - final["metric"]
     record["improvement"] = {"metric": metric, "tuned_minus_default": gain, "better": gain > 0}

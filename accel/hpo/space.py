@@ -59,5 +59,3 @@ def suggest(trial: Any, space: dict[str, Dist]) -> dict[str, Any]:
         else:
             out[name] = trial.suggest_categorical(name, list(d.choices))
     return out
-
-

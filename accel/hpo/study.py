@@ -230,12 +230,18 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
         if name is None:
             name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
         if name in existing:
-            raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
+            raise AccelError(
+                f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study"
+            )
         workflow = build_workflow(config)
         metric, direction = direction_of(workflow.task)
         try:
             study = optuna.create_study(
-                storage=storage, study_name=name, direction=direction, sampler=make_sampler(config.seed), pruner=make_pruner(config.hpo.pruner)
+                storage=storage,
+                study_name=name,
+                direction=direction,
+                sampler=make_sampler(config.seed),
+                pruner=make_pruner(config.hpo.pruner),
             )
         except optuna.exceptions.DuplicatedStudyError:
             # Another process created it between the check above and now (two runs started at once).
@@ -264,12 +270,16 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     stored = RunConfig.model_validate(accel_attrs["config"])
     clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
     if clashes:
-        raise AccelError(f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study")
+        raise AccelError(
+            f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study"
+        )
     # The study's own settings, with this run's trials, time-out, top-k, device and output.
     hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     workflow = build_workflow(resumed_config)
-    study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(stored.seed), pruner=make_pruner(stored.hpo.pruner))
+    study = optuna.load_study(
+        study_name=name, storage=storage, sampler=make_sampler(stored.seed), pruner=make_pruner(stored.hpo.pruner)
+    )
     claim(study)
     interrupted = mark_interrupted(study)
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
@@ -337,5 +347,3 @@ def running_elsewhere(held: Any) -> str | None:
 def _given(difference: str, given: set[str]) -> bool:
     key = difference.split(":", 1)[0]
     return any(key == g or key.startswith(g + ".") for g in given)
-
-

@@ -136,9 +136,12 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
-    gpu_note = None if gpu_ok else ("GPU unavailable: " if gpu["status"] == "skipped" else "GPU arm failed: ") + str(
-        gpu.get("reason", "")
-    ).removeprefix("GPU unavailable: ")
+    gpu_note = (
+        None
+        if gpu_ok
+        else ("GPU unavailable: " if gpu["status"] == "skipped" else "GPU arm failed: ")
+        + str(gpu.get("reason", "")).removeprefix("GPU unavailable: ")
+    )
 
     table = Table(title=f"accel run {record['workflow']} — seconds per stage", title_justify="left")
     table.add_column("stage")
@@ -184,8 +187,7 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     else:
         verdict = "agree" if p["ok"] else "DISAGREE"
         console.print(
-            f"parity: {p['metric']} GPU {p['gpu']:.4f} vs CPU {p['cpu']:.4f} — arms {verdict} "
-            f"(tolerance {p['tolerance']})",
+            f"parity: {p['metric']} GPU {p['gpu']:.4f} vs CPU {p['cpu']:.4f} — arms {verdict} (tolerance {p['tolerance']})",
             highlight=False,
         )
     if cpu.get("status") == "failed":
@@ -206,7 +208,9 @@ def show_plan(workflow: Any, console: Console) -> None:
             console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
         return
     src = workflow.planned.source
-    where = f"{src.kind}" + (f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)")
+    where = f"{src.kind}" + (
+        f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)"
+    )
     console.print(
         f"table {src.original} ({where}): {plan.rows_in_file:,} rows × {len(src.columns)} columns; "
         f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)",

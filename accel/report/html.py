@@ -163,8 +163,17 @@ class Section:
         self.blocks.append({"kind": "figure", "alt": alt, "png": png(fig)})
 
     def plot(
-        self, fig: Any, ax: Any, alt: str, *, log: str = "", xlabel: str = "", ylabel: str = "", title: str = "",
-        title_size: int | None = None, legend_size: int | None = None,
+        self,
+        fig: Any,
+        ax: Any,
+        alt: str,
+        *,
+        log: str = "",
+        xlabel: str = "",
+        ylabel: str = "",
+        title: str = "",
+        title_size: int | None = None,
+        legend_size: int | None = None,
     ) -> None:
         """Finish ``ax`` (log scales on the axes named in ``log``, labels, title, legend) and add ``fig``."""
         for axis in log:
@@ -355,7 +364,11 @@ def _compare(items: list[tuple[Path, dict]]) -> Section:
         s.para(
             f"Speedup (CPU / GPU, cold wall): {num(speed)}. Parity: "
             + ("not compared" if agree is None else ("agree" if agree else "differ"))
-            + (f" ({out.get('numbers_agree')}/{out.get('numbers_compared')} printed numbers within rtol {num(parity.get('rtol'))})" if out else "")
+            + (
+                f" ({out.get('numbers_agree')}/{out.get('numbers_compared')} printed numbers within rtol {num(parity.get('rtol'))})"
+                if out
+                else ""
+            )
             + "."
         )
         falls = rec.get("fallbacks") or []
@@ -363,7 +376,10 @@ def _compare(items: list[tuple[Path, dict]]) -> Section:
             s.table(
                 "Where the GPU arm's time went (CPU fallbacks first)",
                 ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s"],
-                [[f["accelerator"], f["function"], f["gpu_calls"], f["gpu_seconds"], f["cpu_calls"], f["cpu_seconds"]] for f in falls],
+                [
+                    [f["accelerator"], f["function"], f["gpu_calls"], f["gpu_seconds"], f["cpu_calls"], f["cpu_seconds"]]
+                    for f in falls
+                ],
                 f"compare-fallbacks-{i}",
             )
     return s
@@ -410,9 +426,7 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
             s.para(
                 "Engine threads: "
                 + ", ".join(
-                    f"{e} {eng.get('threads', '?')} ({eng.get('version', '?')})"
-                    for e, eng in engines.items()
-                    if _ok(eng)
+                    f"{e} {eng.get('threads', '?')} ({eng.get('version', '?')})" for e, eng in engines.items() if _ok(eng)
                 )
                 + "; pandas runs groupby on one thread."
             )
@@ -421,13 +435,9 @@ def _db(kind: str, items: list[tuple[Path, dict]]) -> Section:
             fig, ax = plt.subplots(figsize=(8, 3.2))
             series = [("pandas (CPU arm)", [q["cpu"].get("run2") if _ok(q.get("cpu")) else None for q in questions])]
             if any(_ok(q.get("gpu")) for q in questions):
-                series.append(
-                    ("cuDF (GPU arm)", [q["gpu"].get("run2") if _ok(q.get("gpu")) else None for q in questions])
-                )
+                series.append(("cuDF (GPU arm)", [q["gpu"].get("run2") if _ok(q.get("gpu")) else None for q in questions]))
             for e, eng in engines.items():
-                series.append(
-                    (e, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions])
-                )
+                series.append((e, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions]))
             width = 0.8 / len(series)
             for k, (label, values) in enumerate(series):
                 xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(questions))]
@@ -498,8 +508,18 @@ def _models(items: list[tuple[Path, dict]]) -> Section:
             ])  # fmt: skip
         s.table(
             f"{path.name}: {num(data.get('rows'))} rows x {num(data.get('features'))} features, median seconds",
-            ["model", "metric", "CPU fit", "GPU fit", "fit speedup", "CPU predict", "GPU predict", "predict speedup",
-             "CPU quality", "GPU quality"],  # fmt: skip
+            [
+                "model",
+                "metric",
+                "CPU fit",
+                "GPU fit",
+                "fit speedup",
+                "CPU predict",
+                "GPU predict",
+                "predict speedup",
+                "CPU quality",
+                "GPU quality",
+            ],  # fmt: skip
             rows,
             f"models-{i}",
         )
@@ -534,9 +554,7 @@ def _crossover(items: list[tuple[Path, dict]]) -> Section:
                 f"crossover-{i}-{j}",
             )
             if op.get("gpu_status") != "ok":
-                s.para(
-                    f"{op['operation']}: crossover not measured, GPU arm {op.get('gpu_status')}: {op.get('gpu_reason')}"
-                )
+                s.para(f"{op['operation']}: crossover not measured, GPU arm {op.get('gpu_status')}: {op.get('gpu_reason')}")
             elif op.get("crossover_rows") is None:
                 s.para(f"{op['operation']}: the GPU arm did not win at any size measured.")
             else:
@@ -609,8 +627,14 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
             f"{path.name}: experiments",
             ["name", "metric", "seconds", "peak MB", "pareto", "group"],
             [
-                [r.get("name"), r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no",
-                 str(r.get("group") or "all rows")]
+                [
+                    r.get("name"),
+                    r.get("metric"),
+                    r.get("seconds"),
+                    r.get("peak_mb"),
+                    "yes" if r.get("pareto") else "no",
+                    str(r.get("group") or "all rows"),
+                ]
                 for r in rows
             ],  # fmt: skip
             f"experiments-{i}",
@@ -650,6 +674,7 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
 _compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
     _tolerant, (_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
 )
+
 
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""

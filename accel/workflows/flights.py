@@ -60,7 +60,9 @@ class FlightsWorkflow(WorkflowBase):
         super().__init__()
         self.rows_requested = settings.rows
         if settings.rows is not None and settings.rows >= FLIGHTS_ROWS:
-            self.notices.append(f"--rows {settings.rows:,} is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows")
+            self.notices.append(
+                f"--rows {settings.rows:,} is not less than the table's {FLIGHTS_ROWS:,} flights: using all {FLIGHTS_ROWS:,} rows"
+            )
             settings = replace(settings, rows=None)
         self.settings = settings
         self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)

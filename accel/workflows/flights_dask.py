@@ -170,9 +170,7 @@ class DaskFlights:
     name = "flights"
     task = "binary"
 
-    def __init__(
-        self, settings: WorkflowSettings, kind: str, client_backend: Backend, blocks: list[tuple[int, int, int]]
-    ):
+    def __init__(self, settings: WorkflowSettings, kind: str, client_backend: Backend, blocks: list[tuple[int, int, int]]):
         self.settings = settings
         self.kind = kind
         self.backend = client_backend
@@ -191,9 +189,7 @@ class DaskFlights:
         from distributed import wait
 
         self._metas = client.submit(partition_metas, *self._args(), pure=False).result()
-        flights = dd.from_map(
-            load_block, self.blocks, args=list(self._args()), meta=self._metas[0], label="accel-load-flights"
-        )
+        flights = dd.from_map(load_block, self.blocks, args=list(self._args()), meta=self._metas[0], label="accel-load-flights")
         flights = client.persist(flights)
         wait(flights)
         return flights, sum(_partition_lengths(client, flights))
@@ -247,9 +243,7 @@ class DaskFlights:
         meta = finish_partition(rows_meta, stats, dtypes)
         train = train.map_partitions(finish_partition, stats, dtypes, meta=meta)
         test = test.map_partitions(finish_partition, stats, dtypes, meta=meta)
-        X_train, y_train, X_test, y_test = client.persist(
-            [train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]]
-        )
+        X_train, y_train, X_test, y_test = client.persist([train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]])
         wait([X_train, y_train, X_test, y_test])
         return Prepared(
             X_train=X_train,
