@@ -455,3 +455,101 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
         if len(frame):
             yield start, infinite_as_missing(frame.reset_index(drop=True))
             start += len(frame)
+
+
+class ColumnarCache:
+    """The chunks a streamed run reads, parsed once and then kept as Arrow IPC.
+
+    The first pass reads the source with the arm's own reader (:func:`iter_chunks`) and writes
+    each chunk, as Arrow, to a file in a private temporary folder under the cache folder; every
+    later pass reads the chunks back from that file (:func:`accel._compat.from_arrow`: pandas on
+    the CPU arm, cuDF on the GPU arm) instead of parsing the CSV again. Only one chunk is in
+    memory at a time. A pass abandoned before the end (an out-of-memory retry with smaller
+    batches) leaves no cache; a cache that cannot be written (a full disk) is given up and the
+    source is read again in each pass. :meth:`close` removes the folder.
+    """
+
+    def __init__(self, xdf: ModuleType, source: TableSource, columns: list[str], dtypes: dict[str, str]):
+        self.xdf, self.source, self.columns, self.dtypes = xdf, source, list(columns), dtypes
+        self.folder: Path | None = None
+        self.path: Path | None = None
+        self.complete = False
+        self.failed: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        size = self.path.stat().st_size if self.complete and self.path is not None and self.path.exists() else None
+        return {"format": "arrow-ipc", "complete": self.complete, "bytes": size, "failed": self.failed}
+
+    def chunks(self, rows: int):
+        """``(first_row, frame)`` for consecutive chunks of at most ``rows`` rows, in file order."""
+        if self.complete:
+            yield from self._read(rows)
+        elif self.failed is not None:
+            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
+        else:
+            yield from self._tee(rows)
+
+    def _tee(self, rows: int):
+        import pyarrow as pa
+
+        writer = None
+        finished = False
+        try:
+            if self.folder is None:
+                root = cache_dir() / "stream"
+                root.mkdir(parents=True, exist_ok=True)
+                self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
+            self.path = self.folder / "chunks.arrow"
+        except OSError as exc:
+            self.failed = f"no cache folder ({type(exc).__name__})"
+            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
+            return
+        try:
+            for start, frame in iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes):
+                if self.failed is None:
+                    try:
+                        table = _compat.to_arrow(frame)
+                        if writer is None:
+                            writer = pa.ipc.new_file(str(self.path), table.schema)
+                        writer.write_table(table)
+                        del table
+                    except (OSError, pa.ArrowException) as exc:  # a full disk: read the source again next time
+                        self.failed = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+                yield start, frame
+            if writer is not None and self.failed is None:
+                writer.close()
+                writer = None
+                self.complete = True
+            finished = True
+        finally:
+            if writer is not None:
+                try:
+                    writer.close()
+                except Exception:  # noqa: BLE001 - the file is removed below anyway
+                    pass
+            if not finished or self.failed is not None:
+                self.path.unlink(missing_ok=True)
+
+    def _read(self, rows: int):
+        import pyarrow as pa
+
+        start = 0
+        with pa.OSFile(str(self.path)) as f:  # read, not memory-mapped: only one batch is resident
+            reader = pa.ipc.open_file(f)
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                for a in range(0, batch.num_rows, max(rows, 1)):
+                    piece = pa.Table.from_batches([batch.slice(a, rows)])
+                    frame = _compat.from_arrow(self.xdf, piece)
+                    del piece
+                    if len(frame):
+                        yield start, frame
+                        start += len(frame)
+                del batch
+
+    def close(self) -> None:
+        import shutil
+
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.path, self.complete = None, None, False
