@@ -52,6 +52,13 @@ class BatchPlan:
     source: str  # "auto" (measured on a probe) | "given" (--batch-rows N)
     probe_rows: int = 0
     retries: list[dict[str, Any]] = field(default_factory=list)
+    #: XGBoost's training matrix when streaming: "in-memory" (``QuantileDMatrix``) or "external"
+    #: (``ExtMemQuantileDMatrix``, its pages on disk); None when not planned (in-memory runs).
+    training_matrix: str | None = None
+    #: Bytes held besides the batch, as planned: XGBoost's matrix (or one page of it) and its
+    #: per-row training state, with accel's own per-row arrays.
+    held_bytes: int = 0
+    matrix_bytes_per_row: float = 0.0
 
     @property
     def batches(self) -> int:
@@ -69,6 +76,9 @@ class BatchPlan:
             "rows_per_batch": self.rows_per_batch,
             "batches": self.batches,
             "oom_retries": list(self.retries),
+            "training_matrix": self.training_matrix,
+            "matrix_bytes_per_row": round(self.matrix_bytes_per_row, 1),
+            "held_bytes": self.held_bytes,
         }
 
 
@@ -132,6 +142,56 @@ def plan_batches(
         rows, source = min(fits_rows, rows_total), "auto"
     mode = "in-memory" if rows >= rows_total else "streaming"
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
+
+
+#: Bytes per training row that XGBoost holds while boosting besides its matrix (gradient pairs,
+#: predictions, labels, row partitions) plus accel's own per-row arrays (file positions, split,
+#: target-encoding folds, the streaming row lists): a conservative constant, not measured.
+TRAIN_STATE_BYTES = 96
+#: Streaming keeps XGBoost's quantile matrix in memory while it takes at most this share of the
+#: usable budget (the batches get the rest); above it the matrix goes to external memory.
+MATRIX_SHARE = 0.5
+
+
+def plan_streaming(
+    rows_total: int,
+    train_rows: int,
+    bytes_per_row: float,
+    matrix_bytes_per_row: float,
+    budget_bytes: int,
+    budget_source: str,
+    probe_rows: int = 0,
+) -> BatchPlan:
+    """Batches for a streamed XGBoost run whose whole process stays within the budget.
+
+    What is held besides a batch is planned first: XGBoost's per-row training state and its
+    quantile matrix (``matrix_bytes_per_row``, measured on the probe) when that takes at most
+    :data:`MATRIX_SHARE` of the usable budget; else the matrix goes to XGBoost's external memory
+    (``ExtMemQuantileDMatrix``: one page, the size of a batch, in memory at a time). The batch
+    gets what is left. When not even :data:`MIN_BATCH_ROWS` rows fit, a one-line error says
+    what budget would fit, before any work starts.
+    """
+    usable = budget_bytes * BUDGET_USE
+    state = train_rows * TRAIN_STATE_BYTES
+    matrix = train_rows * matrix_bytes_per_row
+    if state + matrix <= usable * MATRIX_SHARE:
+        kind, held, per_batch_row = "in-memory", state + matrix, bytes_per_row
+    else:
+        kind, held, per_batch_row = "external", state, bytes_per_row + matrix_bytes_per_row
+    fits_rows = int((usable - held) // max(per_batch_row, 1.0))
+    least = min(MIN_BATCH_ROWS, rows_total)
+    if fits_rows < least:
+        need = (state + least * (bytes_per_row + matrix_bytes_per_row)) / BUDGET_USE
+        raise AccelError(
+            f"--memory-budget {_human(budget_bytes)} cannot hold this run: XGBoost's state for "
+            f"{train_rows:,} training rows needs {_human(state)} even with its matrix in external memory, "
+            f"and a batch of {least:,} rows {_human(least * (bytes_per_row + matrix_bytes_per_row))} more; "
+            f"at least {_human(need)} would fit: raise --memory-budget or use --rows"
+        )
+    rows = min(fits_rows, rows_total)
+    plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), "streaming", "auto", probe_rows)
+    plan.training_matrix, plan.held_bytes, plan.matrix_bytes_per_row = kind, int(held), matrix_bytes_per_row
+    return plan
 
 
 def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, what: str) -> T:

@@ -489,17 +489,21 @@ class ColumnarCache:
         else:
             yield from self._tee(rows)
 
+    def scratch(self) -> Path:
+        """The run's private temporary folder (created on first use; :meth:`close` removes it)."""
+        if self.folder is None:
+            root = cache_dir() / "stream"
+            root.mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
+        return self.folder
+
     def _tee(self, rows: int):
         import pyarrow as pa
 
         writer = None
         finished = False
         try:
-            if self.folder is None:
-                root = cache_dir() / "stream"
-                root.mkdir(parents=True, exist_ok=True)
-                self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
-            self.path = self.folder / "chunks.arrow"
+            self.path = self.scratch() / "chunks.arrow"
         except OSError as exc:
             self.failed = f"no cache folder ({type(exc).__name__})"
             yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)

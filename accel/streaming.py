@@ -117,10 +117,10 @@ def run_streaming(
             types: list[str] = []
 
             class FileBatches(xgboost.DataIter):
-                def __init__(self, batch_rows: int) -> None:
+                def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
                     self.batch_rows = batch_rows
                     self._it: Any = None
-                    super().__init__()
+                    super().__init__(cache_prefix=cache_prefix)
 
                 def reset(self) -> None:
                     self._it = None
@@ -152,6 +152,13 @@ def run_streaming(
             start_clock = time.perf_counter()
 
             def build(batch_rows: int) -> Any:
+                if plan.training_matrix == "external":
+                    # The budget cannot hold XGBoost's whole matrix: its pages go to disk (next to the
+                    # chunk cache, removed with it) and are read back while boosting.
+                    return xgboost.ExtMemQuantileDMatrix(
+                        FileBatches(batch_rows, str(cache.scratch() / "xgboost")), max_bin=model.params.max_bin,
+                        enable_categorical=True, nthread=backend.n_threads,
+                    )  # fmt: skip
                 return xgboost.QuantileDMatrix(
                     FileBatches(batch_rows), max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads
                 )
@@ -166,6 +173,7 @@ def run_streaming(
             with timer.stage("train"):
                 booster = model.fit(backend, dtrain)
             del dtrain
+            release_host_memory()
 
             # 4. predictions batch by batch
             def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
