@@ -210,3 +210,33 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     assert streamed.memory["batches"]["mode"] == "streaming" and streamed.memory["batches"]["batches"] > 2
     for key, value in whole.metrics.items():
         assert abs(streamed.metrics[key] - value) < 1e-9, (key, value, streamed.metrics[key])
+
+
+def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
+    """A streamed run whose plan puts XGBoost's matrix in external memory (ExtMemQuantileDMatrix)
+    trains the same model as one holding the matrix in memory; both read their later passes
+    from the chunk cache, whose folder is gone afterwards."""
+    from accel.batching import BatchPlan
+    from accel.data import cache_dir
+    from accel.memory import MemorySettings
+    from accel.pairing import run_arm
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    params = {"n_estimators": 30, "max_depth": 5}
+    rows = len(planned.plan.row_positions)
+    results = {}
+    for kind in ("in-memory", "external"):
+        plan = BatchPlan(10**9, "test", 1000.0, rows, batch_rows, "streaming", "auto")
+        plan.training_matrix = kind
+        flow = TableWorkflow(settings, planned, "xgboost", params)
+        results[kind] = run_arm(backend, flow, memory=MemorySettings(), prepared_arm=({}, plan))
+        assert results[kind].status == "ok", results[kind].reason
+        assert results[kind].memory["batches"]["training_matrix"] == kind
+        assert results[kind].memory["chunk_cache"]["complete"] is True
+    for key, value in results["in-memory"].metrics.items():
+        assert abs(results["external"].metrics[key] - value) < 1e-9, (key, value, results["external"].metrics[key])
+    stream = cache_dir() / "stream"
+    assert not stream.exists() or list(stream.iterdir()) == []

@@ -162,3 +162,56 @@ def test_bad_memory_flags(tmp_path, capsys, flag, value, needle):
     )
     assert_error(code, err, needle)
     assert records_in(tmp_path / "r") == []
+
+
+def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.csv"
+    tables.customers(12_000, seed=4).to_csv(path, index=False)
+    bodies.check_external_memory_matrix_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
+def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
+    from accel.batching import TRAIN_STATE_BYTES, plan_streaming
+
+    # 80,000 training rows: state 7.68 MB; matrix 300 B/row = 24 MB.
+    roomy = plan_streaming(100_000, 80_000, 1000.0, 300.0, 10**8, "test")
+    assert roomy.training_matrix == "in-memory" and roomy.held_bytes == 80_000 * (TRAIN_STATE_BYTES + 300)
+    assert roomy.rows_per_batch == int((0.8 * 10**8 - roomy.held_bytes) // 1000)
+    tight = plan_streaming(100_000, 80_000, 1000.0, 300.0, 4 * 10**7, "test")
+    assert tight.training_matrix == "external" and tight.held_bytes == 80_000 * TRAIN_STATE_BYTES
+    assert tight.rows_per_batch == int((0.8 * 4 * 10**7 - tight.held_bytes) // 1300)
+    assert tight.describe()["training_matrix"] == "external"
+    with pytest.raises(AccelError, match=r"cannot hold this run: .* at least 11.3 MB would fit: raise --memory-budget or use --rows"):
+        plan_streaming(100_000, 80_000, 1000.0, 300.0, 9 * 10**6, "test")
+
+
+def test_columnar_cache_reads_back_what_the_first_pass_parsed(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from accel.readers import ColumnarCache, iter_chunks, resolve_source
+
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    df = tables.customers(5000, seed=2)
+    path = tmp_path / "c.csv"
+    df.to_csv(path, index=False)
+    source = resolve_source(path)
+    columns = list(source.columns)
+    dtypes = {c: ("str" if df[c].dtype == object or str(df[c].dtype) == "str" else "float64") for c in columns}
+    direct = list(iter_chunks(pd, source, columns, 1500, dtypes))
+    cache = ColumnarCache(pd, source, columns, dtypes)
+    abandoned = cache.chunks(1500)
+    next(abandoned)
+    abandoned.close()  # a pass given up half-way (an out-of-memory retry) leaves no cache
+    assert not cache.complete and not (cache.folder / "chunks.arrow").exists()
+    first = list(cache.chunks(1500))
+    assert cache.complete and (cache.folder / "chunks.arrow").stat().st_size > 0
+    again = list(cache.chunks(1000))  # smaller batches after a retry: slices of the cached ones
+    assert [s for s, _ in first] == [s for s, _ in direct]
+    assert all(len(f) <= 1000 for _, f in again)
+    for got in (first, again):
+        whole = pd.concat([f for _, f in got], ignore_index=True)
+        pd.testing.assert_frame_equal(whole, pd.concat([f for _, f in direct], ignore_index=True), check_dtype=False)
+    folder = cache.folder
+    cache.close()
+    assert not folder.exists()
