@@ -2,8 +2,8 @@
 
 Generated tables of 1e5, 1e6 (and, with ``--sizes``, 3e6) rows × 20 columns: ten numeric with
 5% missing, ten strings of 5–500 values, a binary target. Each size is written once as CSV
-(untimed). Then, alternately, each process is timed from start to exit, with its peak RSS
-(``wait4``'s ``ru_maxrss``):
+(untimed, in a process of its own). Then, alternately, each process is timed from start to exit, with its peak RSS
+(GNU time's ``%M`` where ``/usr/bin/time`` exists, else ``wait4``'s ``ru_maxrss``):
 
 - ``accel run --data FILE --target y --device cpu`` (XGBoost 300 rounds, depth 8, the defaults);
 - a hand-written pandas + XGBoost script: ``read_csv``, strings ``astype("category")``, the same
@@ -78,16 +78,41 @@ def generate(n: int, path: Path, seed: int = 0) -> None:
     pd.DataFrame(cols).to_csv(path, index=False)
 
 
+TIME = Path("/usr/bin/time")
+_MAXRSS = "accel-bench-maxrss-kb "
+
+
 def peak_rss(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str, str]:
-    """Wall seconds, peak RSS bytes (wait4), stdout, stderr."""
+    """Wall seconds, peak RSS bytes, stdout, stderr.
+
+    The peak is GNU time's ``%M`` where ``/usr/bin/time`` exists: the command is started by that
+    small program, so its peak is its own. (``wait4`` on a child of this process is the fallback;
+    a child forked from a large parent can report the parent's size as its peak.)
+    """
+    timed = TIME.exists()
+    full = [str(TIME), "-f", _MAXRSS + "%M", *cmd] if timed else cmd
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(full, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
-        return seconds, usage.ru_maxrss * 1024, out.read(), err.read()
+        stdout, stderr = out.read(), err.read()
+    peak = usage.ru_maxrss * 1024
+    if timed:
+        lines = stderr.splitlines()
+        found = [ln for ln in lines if ln.startswith(_MAXRSS)]
+        if found:
+            peak = int(found[-1][len(_MAXRSS):]) * 1024
+            stderr = "\n".join(ln for ln in lines if not ln.startswith(_MAXRSS))
+    return seconds, peak, stdout, stderr
+
+
+def generate_apart(n: int, path: Path, env: dict[str, str]) -> None:
+    """:func:`generate` in a process of its own, so that this one stays small (its children's
+    peaks are not inflated by a table it once held)."""
+    subprocess.run([sys.executable, __file__, "--generate", str(n), str(path)], env=env, check=True)
 
 
 def main() -> int:
@@ -96,7 +121,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--budget-run", help="SIZE:BUDGET, e.g. 3e6:400MB: a streamed run's peak RSS against the budget")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate:
+        generate(int(args.generate[0]), Path(args.generate[1]))
+        return 0
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     results = []
     with tempfile.TemporaryDirectory(prefix="accel-own-table-") as tmp:
@@ -108,7 +137,7 @@ def main() -> int:
         for n in sizes:
             path = tmp / f"table-{n}.csv"
             print(f"== {n:,} rows: generating (untimed)", flush=True)
-            generate(n, path)
+            generate_apart(n, path, env)
             rows = []
             accel_aucs, hand_aucs, walls = [], [], []
             for i in range(args.repeats):
@@ -164,7 +193,7 @@ def main() -> int:
             path = tmp / f"table-{n}.csv"
             if not path.exists():
                 print(f"== {n:,} rows: generating (untimed)", flush=True)
-                generate(n, path)
+                generate_apart(n, path, env)
             floor_cmd = [sys.executable, "-c", "import accel.cli, pandas, pyarrow, xgboost, sklearn, psutil; "
                          "from accel.pairing import paired_run"]  # fmt: skip
             _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
@@ -184,7 +213,18 @@ def main() -> int:
                       "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok}  # fmt: skip
             if ok:
                 record = json.loads(next(out.glob("*.json")).read_text())
-                budget["batches"] = (record["arms"]["cpu"].get("memory") or {}).get("batches")
+                arm = record["arms"]["cpu"]
+                budget["batches"] = (arm.get("memory") or {}).get("batches")
+                budget["chunk_cache"] = (arm.get("memory") or {}).get("chunk_cache")
+                budget.update(
+                    auc=arm["metrics"].get("auc"), stages=arm["stages"], arm_peak_host_mb=arm["peak_host_mb"],
+                    arm_host_mb_at_start=arm["host_mb_at_start"], stage_peak_host_mb=arm["stage_peak_host_mb"],
+                    wall=record["wall"],
+                )  # fmt: skip
+                print(f"  {budget['batches']['batches']} batches of {budget['batches']['rows_per_batch']:,} rows, "
+                      f"training matrix {budget['batches'].get('training_matrix')}; AUC {budget['auc']:.4f}; stages "
+                      + ", ".join(f"{k} {v:.1f}" for k, v in arm["stages"].items())
+                      + "; peak host per stage (MB) " + ", ".join(f"{k} {v:,.0f}" for k, v in arm["stage_peak_host_mb"].items()))  # fmt: skip
 
     from accel.environment import collect_environment
     from accel.record import write_record
