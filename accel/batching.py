@@ -144,13 +144,19 @@ def plan_batches(
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
 
 
-#: Bytes per training row that XGBoost holds while boosting besides its matrix (gradient pairs,
-#: predictions, labels, row partitions) plus accel's own per-row arrays (file positions, split,
-#: target-encoding folds, the streaming row lists): a conservative constant, not measured.
-TRAIN_STATE_BYTES = 96
+#: Bytes per training row held while boosting besides the matrix: XGBoost's own state (gradient
+#: pairs, predictions, labels, row partitions, the external-memory pages it has mapped) and
+#: accel's per-row arrays (file positions, split, target-encoding folds, the streaming row
+#: lists). Not measured per run: set from XGBoost 3.2 on the 3e6-row table of
+#: benchmarks/bench_own_table_speed.py, where boosting from external memory raised the RSS by
+#: 166 bytes per training row and accel's arrays add about 35.
+TRAIN_STATE_BYTES = 200
 #: Streaming keeps XGBoost's quantile matrix in memory while it takes at most this share of the
 #: usable budget (the batches get the rest); above it the matrix goes to external memory.
 MATRIX_SHARE = 0.5
+#: The batch size a refusal quotes a budget for, besides the bare minimum (fewer rows per batch
+#: mean more batches, each a pass of reading and featurising).
+PRACTICAL_BATCH_ROWS = 100_000
 
 
 def plan_streaming(
@@ -181,12 +187,18 @@ def plan_streaming(
     fits_rows = int((usable - held) // max(per_batch_row, 1.0))
     least = min(MIN_BATCH_ROWS, rows_total)
     if fits_rows < least:
-        need = (state + least * (bytes_per_row + matrix_bytes_per_row)) / BUDGET_USE
+        per_batch = bytes_per_row + matrix_bytes_per_row
+        need = (state + least * per_batch) / BUDGET_USE
+        practical = (state + min(PRACTICAL_BATCH_ROWS, rows_total) * per_batch) / BUDGET_USE
+        # --rows that this budget holds: the training state shrinks with the rows.
+        train_share = train_rows / max(rows_total, 1)
+        rows_fit = int(max(usable - least * per_batch, 0) // max(TRAIN_STATE_BYTES * train_share, 1.0))
         raise AccelError(
             f"--memory-budget {_human(budget_bytes)} cannot hold this run: XGBoost's state for "
             f"{train_rows:,} training rows needs {_human(state)} even with its matrix in external memory, "
-            f"and a batch of {least:,} rows {_human(least * (bytes_per_row + matrix_bytes_per_row))} more; "
-            f"at least {_human(need)} would fit: raise --memory-budget or use --rows"
+            f"and a batch of {least:,} rows {_human(least * per_batch)} more; at least {_human(need)} would fit "
+            f"({_human(practical)} for batches of {min(PRACTICAL_BATCH_ROWS, rows_total):,} rows): "
+            f"raise --memory-budget, or use --rows {rows_fit:,} or fewer"
         )
     rows = min(fits_rows, rows_total)
     plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), "streaming", "auto", probe_rows)

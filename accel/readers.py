@@ -393,12 +393,44 @@ def check_row_widths(source: TableSource) -> None:
 
 
 def read_column(source: TableSource, column: str) -> Any:
-    """One whole column with pandas (the target: rows, task and split come from all of it)."""
+    """One whole column with pandas (the target: rows, task and split come from all of it).
+
+    A CSV column is read with pyarrow's streaming reader, one block at a time, with the options
+    pandas' pyarrow engine uses (its missing-value strings; an all-missing column as float64):
+    pandas' reader holds the whole file in memory to return one column (1.4 GB for a 530 MB
+    file). Should a later block not fit the type the first one gave (integers, then text), the
+    column is read by pandas as before.
+    """
     import pandas as pd
 
     if source.kind == "parquet":
         return _compat.read_parquet(pd, list(source.paths), [column])[column]
-    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+    try:
+        return _stream_csv_column(source, column)
+    except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
+        return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+
+
+def _stream_csv_column(source: TableSource, column: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        nulls = sorted(STR_NA_VALUES)
+    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
+        nulls = None
+    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
+    if nulls is not None:
+        convert.null_values = nulls
+    reader = pcsv.open_csv(
+        source.paths[0], parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","), convert_options=convert
+    )
+    table = reader.read_all()
+    if pa.types.is_null(table.schema.field(0).type):
+        table = table.cast(pa.schema([pa.field(column, pa.float64())]))
+    return table.to_pandas()[column]
 
 
 def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:

@@ -145,6 +145,8 @@ def run_streaming(
                             names.extend(xgboost_safe_name(c) for c in X.columns)
                             types.extend("c" if c in featurizer.categorical else "q" for c in X.columns)
                         input_data(data=matrix, label=y, feature_names=names, feature_types=types)
+                        del frame, train, X, y, matrix
+                        release_host_memory(collect=False)
                         return True
 
             t0 = announce("to_device")
@@ -169,7 +171,8 @@ def run_streaming(
             timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
             done("to_device", t0)
 
-            # 3. boosting
+            # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
+            release_host_memory()
             with timer.stage("train"):
                 booster = model.fit(backend, dtrain)
             del dtrain

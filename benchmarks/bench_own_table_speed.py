@@ -119,7 +119,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e5,1e6", help="rows per table, comma-separated (default 1e5,1e6)")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--budget-run", help="SIZE:BUDGET, e.g. 3e6:400MB: a streamed run's peak RSS against the budget")
+    parser.add_argument("--budget-run", help="SIZE:BUDGET[,SIZE:BUDGET...], e.g. 3e6:400MB: a streamed run's peak RSS against the budget")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -186,55 +186,64 @@ def main() -> int:
             print(f"  encoding probe seconds: first run {first_probe or 0:.2f}, later runs {later} (cached)")
             results.append({"rows": n, "runs": rows, "ratio": ratio, "auc": {"accel": accel_aucs, "handwritten": hand_aucs}})
 
-        budget = None
-        if args.budget_run:
-            size_text, budget_text = args.budget_run.split(":")
-            n = int(float(size_text))
-            path = tmp / f"table-{n}.csv"
-            if not path.exists():
-                print(f"== {n:,} rows: generating (untimed)", flush=True)
-                generate_apart(n, path, env)
-            floor_cmd = [sys.executable, "-c", "import accel.cli, pandas, pyarrow, xgboost, sklearn, psutil; "
-                         "from accel.pairing import paired_run"]  # fmt: skip
-            _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
-            from accel.memory import parse_size
-
-            budget_bytes = parse_size(budget_text, "--budget-run")
-            out = tmp / "budget-runs"
-            cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
-                   "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
-            seconds, rss, so, se = peak_rss(cmd, env, tmp)
-            ok = bool(list(out.glob("*.json")))
-            limit = floor + 1.2 * budget_bytes
-            print(f"== budget run {n:,} rows, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
-                  f"{floor / 1e6:,.0f} MB + 1.2 x budget = {limit / 1e6:,.0f} MB -> {rss / limit:.2f} of the limit "
-                  f"({'ok' if rss <= limit else 'OVER'}); {seconds:.1f} s; {'record written' if ok else 'FAILED: ' + se[-300:]}")  # fmt: skip
-            budget = {"rows": n, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
-                      "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok}  # fmt: skip
-            if ok:
-                record = json.loads(next(out.glob("*.json")).read_text())
-                arm = record["arms"]["cpu"]
-                budget["batches"] = (arm.get("memory") or {}).get("batches")
-                budget["chunk_cache"] = (arm.get("memory") or {}).get("chunk_cache")
-                budget.update(
-                    auc=arm["metrics"].get("auc"), stages=arm["stages"], arm_peak_host_mb=arm["peak_host_mb"],
-                    arm_host_mb_at_start=arm["host_mb_at_start"], stage_peak_host_mb=arm["stage_peak_host_mb"],
-                    wall=record["wall"],
-                )  # fmt: skip
-                print(f"  {budget['batches']['batches']} batches of {budget['batches']['rows_per_batch']:,} rows, "
-                      f"training matrix {budget['batches'].get('training_matrix')}; AUC {budget['auc']:.4f}; stages "
-                      + ", ".join(f"{k} {v:.1f}" for k, v in arm["stages"].items())
-                      + "; peak host per stage (MB) " + ", ".join(f"{k} {v:,.0f}" for k, v in arm["stage_peak_host_mb"].items()))  # fmt: skip
+        budgets = []
+        for spec in [s for s in (args.budget_run or "").split(",") if s.strip()]:
+            budgets.append(_budget_run(spec.strip(), tmp, env))
 
     from accel.environment import collect_environment
     from accel.record import write_record
 
     now = datetime.now(timezone.utc)
     record = {"benchmark": "own_table_speed", "device": "cpu", "started_at": now.isoformat(), "repeats": args.repeats,
-              "sizes": results, "budget_run": budget, "environment": collect_environment()}  # fmt: skip
+              "sizes": results, "budget_run": budgets[0] if budgets else None, "budget_runs": budgets,
+              "environment": collect_environment()}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-own-table-speed-cpu')}")
     return 0
+
+
+def _budget_run(spec: str, tmp: Path, env: dict[str, str]) -> dict:
+    """``--budget-run SIZE:BUDGET``: a streamed run's peak RSS against the floor + 1.2 x budget,
+    or the refusal accel printed before any work (the line and how long it took)."""
+    from accel.memory import parse_size
+
+    size_text, budget_text = spec.split(":")
+    n = int(float(size_text))
+    path = tmp / f"table-{n}.csv"
+    if not path.exists():
+        print(f"== {n:,} rows: generating (untimed)", flush=True)
+        generate_apart(n, path, env)
+    floor_cmd = [sys.executable, "-c", "import accel.cli, pandas, pyarrow, xgboost, sklearn, psutil; "
+                 "from accel.pairing import paired_run"]  # fmt: skip
+    _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
+    budget_bytes = parse_size(budget_text, "--budget-run")
+    out = tmp / f"budget-runs-{n}-{budget_text}"
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
+           "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
+    seconds, rss, so, se = peak_rss(cmd, env, tmp)
+    ok = bool(list(out.glob("*.json")))
+    limit = floor + 1.2 * budget_bytes
+    refusal = None if ok else (se.strip().splitlines() or [""])[-1]
+    print(f"== budget run {n:,} rows, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
+          f"{floor / 1e6:,.0f} MB + 1.2 x budget = {limit / 1e6:,.0f} MB -> {rss / limit:.2f} of the limit "
+          f"({'ok' if rss <= limit else 'OVER'}); {seconds:.1f} s; {'record written' if ok else 'refused: ' + refusal}")  # fmt: skip
+    budget = {"rows": n, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
+              "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok, "refusal": refusal}  # fmt: skip
+    if ok:
+        record = json.loads(next(out.glob("*.json")).read_text())
+        arm = record["arms"]["cpu"]
+        budget["batches"] = (arm.get("memory") or {}).get("batches")
+        budget["chunk_cache"] = (arm.get("memory") or {}).get("chunk_cache")
+        budget.update(
+            auc=arm["metrics"].get("auc"), stages=arm["stages"], arm_peak_host_mb=arm["peak_host_mb"],
+            arm_host_mb_at_start=arm["host_mb_at_start"], stage_peak_host_mb=arm["stage_peak_host_mb"],
+            wall=record["wall"],
+        )  # fmt: skip
+        print(f"  {budget['batches']['batches']} batches of {budget['batches']['rows_per_batch']:,} rows, "
+              f"training matrix {budget['batches'].get('training_matrix')}; AUC {budget['auc']:.4f}; stages "
+              + ", ".join(f"{k} {v:.1f}" for k, v in arm["stages"].items())
+              + "; peak host per stage (MiB) " + ", ".join(f"{k} {v:,.0f}" for k, v in arm["stage_peak_host_mb"].items()))  # fmt: skip
+    return budget
 
 
 def _split_from_accel(path: Path, record: dict) -> dict[str, np.ndarray]:

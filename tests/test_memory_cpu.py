@@ -174,16 +174,23 @@ def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch)
 def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
     from accel.batching import TRAIN_STATE_BYTES, plan_streaming
 
-    # 80,000 training rows: state 7.68 MB; matrix 300 B/row = 24 MB.
-    roomy = plan_streaming(100_000, 80_000, 1000.0, 300.0, 10**8, "test")
-    assert roomy.training_matrix == "in-memory" and roomy.held_bytes == 80_000 * (TRAIN_STATE_BYTES + 300)
-    assert roomy.rows_per_batch == int((0.8 * 10**8 - roomy.held_bytes) // 1000)
-    tight = plan_streaming(100_000, 80_000, 1000.0, 300.0, 4 * 10**7, "test")
-    assert tight.training_matrix == "external" and tight.held_bytes == 80_000 * TRAIN_STATE_BYTES
-    assert tight.rows_per_batch == int((0.8 * 4 * 10**7 - tight.held_bytes) // 1300)
+    state = 80_000 * TRAIN_STATE_BYTES  # 80,000 training rows; matrix 300 B/row = 24 MB
+    roomy = plan_streaming(100_000, 80_000, 1000.0, 300.0, 2 * 10**8, "test")
+    assert roomy.training_matrix == "in-memory" and roomy.held_bytes == state + 80_000 * 300
+    assert roomy.rows_per_batch == min(100_000, int((0.8 * 2 * 10**8 - roomy.held_bytes) // 1000))
+    budget = int((2 * state + 50_000) / 0.8)  # the state alone fits, state + matrix would take over half
+    tight = plan_streaming(100_000, 80_000, 1000.0, 300.0, budget, "test")
+    assert tight.training_matrix == "external" and tight.held_bytes == state
+    assert tight.rows_per_batch == int((0.8 * budget - state) // 1300)
     assert tight.describe()["training_matrix"] == "external"
-    with pytest.raises(AccelError, match=r"cannot hold this run: .* at least 11.3 MB would fit: raise --memory-budget or use --rows"):
-        plan_streaming(100_000, 80_000, 1000.0, 300.0, 9 * 10**6, "test")
+    small = int(state / 0.8 * 0.9)  # not even the state fits
+    need = (state + 1024 * 1300) / 0.8 / 1e6
+    rows_fit = int((0.8 * small - 1024 * 1300) // (TRAIN_STATE_BYTES * 0.8))
+    with pytest.raises(AccelError) as info:
+        plan_streaming(100_000, 80_000, 1000.0, 300.0, small, "test")
+    message = str(info.value)
+    assert "cannot hold this run" in message and f"at least {need:.1f} MB would fit" in message
+    assert message.endswith(f"raise --memory-budget, or use --rows {rows_fit:,} or fewer") and "\n" not in message
 
 
 def test_columnar_cache_reads_back_what_the_first_pass_parsed(tmp_path, monkeypatch):
