@@ -105,7 +105,9 @@ def peak_rss(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int
         found = [ln for ln in lines if ln.startswith(_MAXRSS)]
         if found:
             peak = int(found[-1][len(_MAXRSS):]) * 1024
-            stderr = "\n".join(ln for ln in lines if not ln.startswith(_MAXRSS))
+            # GNU time also reports a non-zero exit or a signal on stderr: not the command's own output.
+            own = [ln for ln in lines if not ln.startswith((_MAXRSS, "Command exited with non-zero status", "Command terminated by signal"))]
+            stderr = "\n".join(own)
     return seconds, peak, stdout, stderr
 
 
