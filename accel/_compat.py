@@ -241,15 +241,14 @@ def array_module(frame: Any) -> ModuleType:
     return np
 
 
-def write_column(out: Any, series: Any) -> None:
-    """Write a numeric column into ``out`` (a float32 column of a matrix on the frame's device),
-    missing values as NaN, converting once on the way (no float32 copy of the column first)."""
+def column_values(series: Any) -> Any:
+    """A numeric column as a 1-D array on its device, missing values as NaN, without a copy
+    where its values already are one (a NumPy float column)."""
     if is_cudf(series):
-        out[...] = series.to_cupy(dtype=out.dtype, na_value=float("nan"))
-    elif isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
-        out[...] = series.to_numpy()  # a NumPy dtype: NumPy casts straight into the matrix
-    else:
-        out[...] = series.to_numpy(dtype=out.dtype, na_value=np.nan)
+        return series.to_cupy(dtype="float32" if series.dtype.kind != "f" else series.dtype, na_value=float("nan"))
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
+        return series.to_numpy()  # a NumPy dtype: NumPy casts it on the way into the matrix
+    return series.to_numpy(dtype="float32", na_value=np.nan)
 
 
 def series_to_array(series: Any) -> Any:
