@@ -16,7 +16,8 @@ Prints per size: wall ratio accel / hand-written (target <= 1.3), both AUCs (acc
 the script's - 0.005), accel's own breakdown of its wall (record ``wall``), and the second run of
 the same table, whose encoding probe comes from the cache. With ``--budget-run 3e6:400MB`` it also
 runs ``--memory-budget 400MB --batch-rows auto`` at that size and prints the peak RSS against
-the interpreter floor (Python + the libraries loaded) + 1.2 × budget.
+the interpreter floor (Python + the libraries loaded) + 1.2 × budget, or the line with which
+accel refused the budget before any work (several runs: ``3e6:400MB,3e6:800MB``).
 
     python benchmarks/bench_own_table_speed.py --sizes 1e5,1e6 --repeats 2
 """
