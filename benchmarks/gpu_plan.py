@@ -178,7 +178,7 @@ def pack(lock: dict, track: str, budget: int) -> list[list[Piece]]:
                 continue
             while start < size:
                 take = min(room, size - start)
-                if take < MIB and start < size:  # not worth a part: start the next call
+                if take < MIB and take < size - start:  # room for a sliver only: start the next call
                     calls.append([])
                     room = budget
                     continue

@@ -92,3 +92,16 @@ def test_fetch_layout_reassembles_each_wheel(tmp_path, monkeypatch):
         parts = sorted(p for f in folders for p in f.iterdir() if p.name.startswith(w["filename"]))
         joined = b"".join(p.read_bytes() for p in sorted(parts, key=lambda p: p.name))
         assert hashlib.sha256(joined).hexdigest() == w["sha256"], w["filename"]
+
+
+def test_a_wheel_whose_last_part_is_under_a_mib_is_packed(monkeypatch):
+    # The tail of a split wheel smaller than 1 MiB once looped forever (the working tree's size
+    # moves the budget, so any commit could land a wheel's tail there).
+    budget = 10 * MIB
+    size = 2 * budget + MIB // 2
+    lock = {"by_set": {"s": {"wheels": [{"filename": "w.whl", "size": size}]}}}
+    monkeypatch.setitem(gpu_plan.TRACKS, "t", {"sets": ["s"]})
+    calls = gpu_plan.pack(lock, "t", budget)
+    pieces = [p for c in calls for p in c]
+    assert sum(p.size for p in pieces) == size and pieces[-1].size == MIB // 2
+    assert all(sum(p.size for p in c) <= budget for c in calls)
