@@ -232,6 +232,25 @@ def frame_to_array(frame: Any, dtype: str = "float32") -> Any:
     return frame.to_numpy(dtype=dtype, na_value=float("nan"))
 
 
+def array_module(frame: Any) -> ModuleType:
+    """The array module of a frame's device: CuPy for cuDF (already imported by cuDF), NumPy for pandas."""
+    if is_cudf(frame):
+        import sys
+
+        return sys.modules["cupy"]
+    return np
+
+
+def column_values(series: Any) -> Any:
+    """A numeric column as a 1-D array on its device, missing values as NaN, without a copy
+    where its values already are one (a NumPy float column)."""
+    if is_cudf(series):
+        return series.to_cupy(dtype="float32" if series.dtype.kind != "f" else series.dtype, na_value=float("nan"))
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
+        return series.to_numpy()  # a NumPy dtype: NumPy casts it on the way into the matrix
+    return series.to_numpy(dtype="float32", na_value=np.nan)
+
+
 def series_to_array(series: Any) -> Any:
     """A column as a 1-D array on the arm's device."""
     if is_cudf(series):
@@ -299,7 +318,32 @@ def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:
     so the values outside the vocabulary are masked first.
     """
     categories = list(categories)
-    return s.where(s.isin(categories)).astype(categorical_dtype(xdf, categories))
+    dtype = categorical_dtype(xdf, categories)
+    if is_pandas_module(xdf):
+        # One hash lookup per value in Arrow's C++ (``index_in``) instead of pandas' ``isin`` and
+        # ``astype`` (which turn Arrow-backed text into Python objects): the same codes, ten
+        # times faster on the text columns pandas 3 reads.
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if has_categories(s, categories):
+            return s
+        try:
+            values = pa.array(s, from_pandas=True)
+            codes = pc.index_in(values, value_set=pa.array(categories, type=values.type)).fill_null(-1)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return s.where(s.isin(categories)).astype(dtype)
+        codes = np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
+        return xdf.Series(xdf.Categorical.from_codes(codes, dtype=dtype), index=s.index, name=s.name)
+    return s.where(s.isin(categories)).astype(dtype)
+
+
+def has_categories(s: Any, categories: Sequence[Any]) -> bool:
+    """Whether ``s`` is already categorical with exactly these categories in this order."""
+    if str(s.dtype) != "category":
+        return False
+    present = s.cat.categories
+    return len(present) == len(categories) and to_numpy(present).tolist() == list(categories)
 
 
 def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
@@ -332,6 +376,18 @@ def from_arrow(xdf: ModuleType, table: Any) -> Any:
     if is_pandas_module(xdf):
         return table.to_pandas()
     return xdf.DataFrame.from_arrow(table)
+
+
+def to_arrow(frame: Any) -> Any:
+    """A frame as a pyarrow Table on the host, without index or pandas metadata (cuDF copies
+    its columns off the device)."""
+    import pyarrow as pa
+
+    if is_cudf(frame):
+        table = frame.to_arrow(preserve_index=False)
+    else:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    return table.replace_schema_metadata(None)
 
 
 def nullable_int32(xdf: ModuleType) -> str:

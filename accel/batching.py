@@ -52,6 +52,13 @@ class BatchPlan:
     source: str  # "auto" (measured on a probe) | "given" (--batch-rows N)
     probe_rows: int = 0
     retries: list[dict[str, Any]] = field(default_factory=list)
+    #: XGBoost's training matrix when streaming: "in-memory" (``QuantileDMatrix``) or "external"
+    #: (``ExtMemQuantileDMatrix``, its pages on disk); None when not planned (in-memory runs).
+    training_matrix: str | None = None
+    #: Bytes held besides the batch, as planned: XGBoost's matrix (or one page of it) and its
+    #: per-row training state, with accel's own per-row arrays.
+    held_bytes: int = 0
+    matrix_bytes_per_row: float = 0.0
 
     @property
     def batches(self) -> int:
@@ -69,6 +76,9 @@ class BatchPlan:
             "rows_per_batch": self.rows_per_batch,
             "batches": self.batches,
             "oom_retries": list(self.retries),
+            "training_matrix": self.training_matrix,
+            "matrix_bytes_per_row": round(self.matrix_bytes_per_row, 1),
+            "held_bytes": self.held_bytes,
         }
 
 
@@ -134,6 +144,68 @@ def plan_batches(
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
 
 
+#: Bytes per training row held while boosting besides the matrix: XGBoost's own state (gradient
+#: pairs, predictions, labels, row partitions, the external-memory pages it has mapped) and
+#: accel's per-row arrays (file positions, split, target-encoding folds, the streaming row
+#: lists). Not measured per run: set from XGBoost 3.2 on the 3e6-row table of
+#: benchmarks/bench_own_table_speed.py, where boosting from external memory raised the RSS by
+#: 166 bytes per training row and accel's arrays add about 35.
+TRAIN_STATE_BYTES = 200
+#: Streaming keeps XGBoost's quantile matrix in memory while it takes at most this share of the
+#: usable budget (the batches get the rest); above it the matrix goes to external memory.
+MATRIX_SHARE = 0.5
+#: The batch size a refusal quotes a budget for, besides the bare minimum (fewer rows per batch
+#: mean more batches, each a pass of reading and featurising).
+PRACTICAL_BATCH_ROWS = 100_000
+
+
+def plan_streaming(
+    rows_total: int,
+    train_rows: int,
+    bytes_per_row: float,
+    matrix_bytes_per_row: float,
+    budget_bytes: int,
+    budget_source: str,
+    probe_rows: int = 0,
+) -> BatchPlan:
+    """Batches for a streamed XGBoost run whose whole process stays within the budget.
+
+    What is held besides a batch is planned first: XGBoost's per-row training state and its
+    quantile matrix (``matrix_bytes_per_row``, measured on the probe) when that takes at most
+    :data:`MATRIX_SHARE` of the usable budget; else the matrix goes to XGBoost's external memory
+    (``ExtMemQuantileDMatrix``: one page, the size of a batch, in memory at a time). The batch
+    gets what is left. When not even :data:`MIN_BATCH_ROWS` rows fit, a one-line error says
+    what budget would fit, before any work starts.
+    """
+    usable = budget_bytes * BUDGET_USE
+    state = train_rows * TRAIN_STATE_BYTES
+    matrix = train_rows * matrix_bytes_per_row
+    if state + matrix <= usable * MATRIX_SHARE:
+        kind, held, per_batch_row = "in-memory", state + matrix, bytes_per_row
+    else:
+        kind, held, per_batch_row = "external", state, bytes_per_row + matrix_bytes_per_row
+    fits_rows = int((usable - held) // max(per_batch_row, 1.0))
+    least = min(MIN_BATCH_ROWS, rows_total)
+    if fits_rows < least:
+        per_batch = bytes_per_row + matrix_bytes_per_row
+        need = (state + least * per_batch) / BUDGET_USE
+        practical = (state + min(PRACTICAL_BATCH_ROWS, rows_total) * per_batch) / BUDGET_USE
+        # --rows that this budget holds: the training state shrinks with the rows.
+        train_share = train_rows / max(rows_total, 1)
+        rows_fit = int(max(usable - least * per_batch, 0) // max(TRAIN_STATE_BYTES * train_share, 1.0))
+        raise AccelError(
+            f"--memory-budget {_human(budget_bytes)} cannot hold this run: XGBoost's state for "
+            f"{train_rows:,} training rows needs {_human(state)} even with its matrix in external memory, "
+            f"and a batch of {least:,} rows {_human(least * per_batch)} more; at least {_human(need)} would fit "
+            f"({_human(practical)} for batches of {min(PRACTICAL_BATCH_ROWS, rows_total):,} rows): "
+            f"raise --memory-budget, or use --rows {rows_fit:,} or fewer"
+        )
+    rows = min(fits_rows, rows_total)
+    plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), "streaming", "auto", probe_rows)
+    plan.training_matrix, plan.held_bytes, plan.matrix_bytes_per_row = kind, int(held), matrix_bytes_per_row
+    return plan
+
+
 def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, what: str) -> T:
     """``step(rows_per_batch)``, halving the batch after each out-of-memory until it fits."""
     rows = plan.rows_per_batch
@@ -150,7 +222,9 @@ def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, wh
                     f"{plan.bytes_per_row:,.0f} bytes per row); raise --memory-budget or free memory on the device"
                 ) from None
             log.warning("%s: out of memory at %d rows per batch; retrying with %d", what, rows, smaller)
-            plan.retries.append({"step": what, "rows": rows, "retry_rows": smaller, "error": type(exc).__name__, "at": time.time()})
+            plan.retries.append(
+                {"step": what, "rows": rows, "retry_rows": smaller, "error": type(exc).__name__, "at": time.time()}
+            )
             backend.release_memory()
             rows = smaller
             plan.rows_per_batch = rows

@@ -32,6 +32,8 @@ REL_TOL = 1e-3
 #: Target magnitude after scaling: values up to 2**15, comfortably inside float16's range.
 _TARGET_EXP = 15
 _SAMPLE = 100_000
+#: Rows :func:`frame_matrix` fills at a time (one block of every column stays in cache).
+_FILL_ROWS = 1024
 
 
 @dataclass
@@ -96,14 +98,33 @@ def plan_precision(precision: str, columns: list[str], host_samples: list[np.nda
     return PrecisionPlan("fp16", [_column_decision(c, values[:, i]) for i, c in enumerate(columns)])
 
 
-def frame_matrix(frame: Any, categorical: list[str]) -> Any:
-    """A feature frame as a float32 matrix on the arm's device; categoricals become their codes."""
-    if categorical:
-        frame = frame.copy()
-        for c in categorical:
-            codes = frame[c].cat.codes
-            frame[c] = codes.astype("float32").where(codes >= 0)
-    return _compat.frame_to_array(frame, "float32")
+def frame_matrix(frame: Any, categorical: list[str], out: Any = None) -> Any:
+    """A feature frame as a float32 matrix on the arm's device; categoricals become their codes.
+
+    Each column is converted once, straight into the matrix (``out`` when given, else a new
+    one): no float32 copy of the frame is made first.
+    """
+    if out is None:
+        if not categorical:
+            return _compat.frame_to_array(frame, "float32")
+        xp = _compat.array_module(frame)
+        out = xp.empty((len(frame), len(frame.columns)), dtype=xp.float32)
+    wanted = set(categorical)
+    values = []
+    for name in frame.columns:
+        column = frame[name]
+        if name in wanted:
+            codes = column.cat.codes
+            column = codes.astype("float32").where(codes >= 0)
+        values.append(_compat.column_values(column))
+    # Row blocks, columns within: on the host the writes into the row-major matrix stay in
+    # cache (whole strided columns were 2.5x slower); on a GPU one copy per column.
+    step = _FILL_ROWS if isinstance(out, np.ndarray) else max(len(frame), 1)
+    for a in range(0, len(frame), step):
+        b = min(a + step, len(frame))
+        for j, v in enumerate(values):
+            out[a:b, j] = v[a:b]
+    return out
 
 
 @dataclass
@@ -162,8 +183,14 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
     full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
     scales = xp.asarray(np.array([plan.columns[i].scale for i in half_idx], dtype=np.float32)) if half_idx else None
     step = max(1, batch_rows)
+    direct = half is None and _compat.array_module(frame) is xp
     for a in range(0, n, step):
         b = min(a + step, n)
+        if direct:
+            # float32 only, on the frame's own device: each column is converted once, straight
+            # into the stored matrix.
+            frame_matrix(frame.iloc[a:b], categorical, out=full[a:b])
+            continue
         # On the arm's device: a no-op for NumPy and for cuDF's CuPy matrix; a host-to-device
         # copy where a GPU arm keeps pandas frames (cuDF missing) and stores in CuPy.
         m = xp.asarray(frame_matrix(frame.iloc[a:b], categorical))

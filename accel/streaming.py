@@ -1,4 +1,8 @@
-"""Streaming a table larger than the memory budget: every pass reads the file batch by batch.
+"""Streaming a table larger than the memory budget: every pass reads the table batch by batch.
+
+The first pass parses the file and keeps its chunks as Arrow IPC in a temporary folder
+(:class:`~accel.data.readers.ColumnarCache`); the later passes read them back from there instead of
+parsing the CSV again. The folder is removed when the run ends.
 
 1. **fit** — read each batch, keep its training rows, add their partial statistics (target
    sums and counts per category and fold); the statistics are then combined, and equal those of
@@ -24,7 +28,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, target_codes
-from accel.data.readers import iter_chunks
+from accel.data.readers import ColumnarCache, iter_chunks
 from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_safe_name
@@ -60,8 +64,11 @@ def run_streaming(
     timer = StageTimer(backend, monitor, listener)
     arm = backend.name
 
+    # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
+    cache = ColumnarCache(xdf, source, columns, dtypes)
+
     def chunks(batch_rows: int):
-        reader = iter_chunks(xdf, source, columns, batch_rows, dtypes)
+        reader = cache.chunks(batch_rows)
         while True:
             with timer.accumulate("load"):
                 item = next(reader, None)
@@ -78,98 +85,115 @@ def run_streaming(
         if listener:
             listener.stage_finished(arm, stage, time.perf_counter() - t0)
 
-    with monitor:
-        # 1. fit the statistics from partial results
-        def fit_pass(batch_rows: int) -> int:
-            featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
-            n = 0
-            for start, frame in chunks(batch_rows):
-                with timer.accumulate("features"):
-                    local, where = rows.pick(rows.train, start, start + len(frame))
-                    if len(local):
-                        train = frame.iloc[local]
-                        featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
-                        del train
-                    del frame
-                    release_host_memory(collect=False)
-                n += 1
-            with timer.accumulate("features"):
-                featurizer.finalize()
-            return n
+    try:
+        with monitor:
+            # 1. fit the statistics from partial results
 
-        t0 = announce("fit pass")
-        batches = with_backoff(fit_pass, plan, backend, "fit pass")
-        done("fit pass", t0)
-
-        # 2. XGBoost's matrix from batches read and featurised on demand
-        import xgboost
-
-        names: list[str] = []
-        types: list[str] = []
-
-        class FileBatches(xgboost.DataIter):
-            def __init__(self, batch_rows: int) -> None:
-                self.batch_rows = batch_rows
-                self._it: Any = None
-                super().__init__()
-
-            def reset(self) -> None:
-                self._it = None
-
-            def next(self, input_data: Any) -> bool:
-                if self._it is None:
-                    self._it = chunks(self.batch_rows)
-                while True:
-                    item = next(self._it, None)
-                    if item is None:
-                        return False
-                    start, frame = item
+            def fit_pass(batch_rows: int) -> int:
+                featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
+                n = 0
+                for start, frame in chunks(batch_rows):
                     with timer.accumulate("features"):
                         local, where = rows.pick(rows.train, start, start + len(frame))
-                        if not len(local):
-                            continue
-                        train = frame.iloc[local]
-                        X = featurizer.transform(train, featurizer.folds[where])
-                        y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
-                        matrix = frame_matrix(X, featurizer.categorical)
-                    if not names:
-                        names.extend(xgboost_safe_name(c) for c in X.columns)
-                        types.extend("c" if c in featurizer.categorical else "q" for c in X.columns)
-                    input_data(data=matrix, label=y, feature_names=names, feature_types=types)
-                    return True
+                        if len(local):
+                            train = frame.iloc[local]
+                            featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
+                            del train
+                        del frame
+                        release_host_memory(collect=False)
+                    n += 1
+                with timer.accumulate("features"):
+                    featurizer.finalize()
+                return n
 
-        t0 = announce("to_device")
-        inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
-        start_clock = time.perf_counter()
+            t0 = announce("fit pass")
+            batches = with_backoff(fit_pass, plan, backend, "fit pass")
+            done("fit pass", t0)
 
-        def build(batch_rows: int) -> Any:
-            return xgboost.QuantileDMatrix(
-                FileBatches(batch_rows), max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads
-            )
+            # 2. XGBoost's matrix from batches read and featurised on demand
+            import xgboost
 
-        dtrain = with_backoff(build, plan, backend, "to_device")
-        backend.synchronize()
-        inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
-        timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
-        done("to_device", t0)
+            names: list[str] = []
+            types: list[str] = []
 
-        # 3. boosting
-        with timer.stage("train"):
-            booster = model.fit(backend, dtrain)
-        del dtrain
+            class FileBatches(xgboost.DataIter):
+                def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
+                    self.batch_rows = batch_rows
+                    self._it: Any = None
+                    super().__init__(cache_prefix=cache_prefix)
 
-        # 4. predictions batch by batch
-        def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
-            return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer)
+                def reset(self) -> None:
+                    self._it = None
 
-        t0 = announce("predict pass")
-        prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
-        done("predict pass", t0)
+                def next(self, input_data: Any) -> bool:
+                    if self._it is None:
+                        self._it = chunks(self.batch_rows)
+                    while True:
+                        item = next(self._it, None)
+                        if item is None:
+                            return False
+                        start, frame = item
+                        with timer.accumulate("features"):
+                            local, where = rows.pick(rows.train, start, start + len(frame))
+                            if not len(local):
+                                continue
+                            train = frame.iloc[local]
+                            X = featurizer.transform(train, featurizer.folds[where])
+                            y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
+                            matrix = frame_matrix(X, featurizer.categorical)
+                        if not names:
+                            names.extend(xgboost_safe_name(c) for c in X.columns)
+                            types.extend("c" if c in featurizer.categorical else "q" for c in X.columns)
+                        input_data(data=matrix, label=y, feature_names=names, feature_types=types)
+                        del frame, train, X, y, matrix
+                        release_host_memory(collect=False)
+                        return True
+
+            t0 = announce("to_device")
+            inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
+            start_clock = time.perf_counter()
+
+            def build(batch_rows: int) -> Any:
+                if plan.training_matrix == "external":
+                    # The budget cannot hold XGBoost's whole matrix: its pages go to disk (next to the
+                    # chunk cache, removed with it) and are read back while boosting.
+                    return xgboost.ExtMemQuantileDMatrix(
+                        FileBatches(batch_rows, str(cache.scratch() / "xgboost")), max_bin=model.params.max_bin,
+                        enable_categorical=True, nthread=backend.n_threads,
+                    )  # fmt: skip
+                return xgboost.QuantileDMatrix(
+                    FileBatches(batch_rows), max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads
+                )
+
+            dtrain = with_backoff(build, plan, backend, "to_device")
+            backend.synchronize()
+            inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
+            timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
+            done("to_device", t0)
+
+            # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
+            release_host_memory()
+            with timer.stage("train"):
+                booster = model.fit(backend, dtrain)
+            del dtrain
+            release_host_memory()
+
+            # 4. predictions batch by batch
+            def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+                return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks)
+
+            t0 = announce("predict pass")
+            prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
+            done("predict pass", t0)
+    finally:
+        cache_record = cache.describe()
+        cache.close()
 
     metrics = task_metrics(workflow.task, y_test, prediction)
     memory_record = {
         "rmm": {**rmm, **(backend.rmm_statistics() or {})},
         "batches": {**plan.describe(), "batches_read_per_pass": batches},
+        "chunk_cache": cache_record,
         "precision": {
             "precision": settings.precision,
             "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
@@ -193,12 +217,14 @@ def predict_batches(
     positions: np.ndarray,
     batch_rows: int,
     timer: StageTimer | None = None,
+    chunks: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Chunked features and inference: read the file ``batch_rows`` rows at a time, featurise the
     rows at ``positions`` (ascending file rows) with the fitted ``featurizer`` and predict them;
     only a batch and the predictions are held. Returns (predictions, target codes) in row order.
     With a ``timer``, reading counts as ``load``, featurising as ``features``, predicting as
-    ``predict``.
+    ``predict``. ``chunks(batch_rows)``, when given, yields the ``(first_row, frame)`` chunks
+    instead of reading the file (a :class:`~accel.data.readers.ColumnarCache`).
     """
     from contextlib import nullcontext
 
@@ -208,7 +234,10 @@ def predict_batches(
         return timer.accumulate(name) if timer is not None else nullcontext()
 
     preds, labels = [], []
-    reader = iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
+    if chunks is not None:
+        reader = chunks(batch_rows)
+    else:
+        reader = iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
     while True:
         with stage("load"):
             item = next(reader, None)

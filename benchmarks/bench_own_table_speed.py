@@ -2,8 +2,8 @@
 
 Generated tables of 1e5, 1e6 (and, with ``--sizes``, 3e6) rows × 20 columns: ten numeric with
 5% missing, ten strings of 5–500 values, a binary target. Each size is written once as CSV
-(untimed). Then, alternately, each process is timed from start to exit, with its peak RSS
-(``wait4``'s ``ru_maxrss``):
+(untimed, in a process of its own). Then, alternately, each process is timed from start to exit, with its peak RSS
+(GNU time's ``%M`` where ``/usr/bin/time`` exists, else ``wait4``'s ``ru_maxrss``):
 
 - ``accel run --data FILE --target y --device cpu`` (XGBoost 300 rounds, depth 8, the defaults);
 - a hand-written pandas + XGBoost script: ``read_csv``, strings ``astype("category")``, the same
@@ -16,7 +16,8 @@ Prints per size: wall ratio accel / hand-written (target <= 1.3), both AUCs (acc
 the script's - 0.005), accel's own breakdown of its wall (record ``wall``), and the second run of
 the same table, whose encoding probe comes from the cache. With ``--budget-run 3e6:400MB`` it also
 runs ``--memory-budget 400MB --batch-rows auto`` at that size and prints the peak RSS against
-the interpreter floor (Python + the libraries loaded) + 1.2 × budget.
+the interpreter floor (Python + the libraries loaded) + 1.2 × budget, or the line with which
+accel refused the budget before any work (several runs: ``3e6:400MB,3e6:800MB``).
 
     python benchmarks/bench_own_table_speed.py --sizes 1e5,1e6 --repeats 2
 """
@@ -78,25 +79,62 @@ def generate(n: int, path: Path, seed: int = 0) -> None:
     pd.DataFrame(cols).to_csv(path, index=False)
 
 
+TIME = Path("/usr/bin/time")
+_MAXRSS = "accel-bench-maxrss-kb "
+
+
 def peak_rss(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str, str]:
-    """Wall seconds, peak RSS bytes (wait4), stdout, stderr."""
+    """Wall seconds, peak RSS bytes, stdout, stderr.
+
+    The peak is GNU time's ``%M`` where ``/usr/bin/time`` exists: the command is started by that
+    small program, so its peak is its own. (``wait4`` on a child of this process is the fallback;
+    a child forked from a large parent can report the parent's size as its peak.)
+    """
+    timed = TIME.exists()
+    full = [str(TIME), "-f", _MAXRSS + "%M", *cmd] if timed else cmd
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(full, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
-        return seconds, usage.ru_maxrss * 1024, out.read(), err.read()
+        stdout, stderr = out.read(), err.read()
+    peak = usage.ru_maxrss * 1024
+    if timed:
+        lines = stderr.splitlines()
+        found = [ln for ln in lines if ln.startswith(_MAXRSS)]
+        if found:
+            peak = int(found[-1][len(_MAXRSS) :]) * 1024
+            # GNU time also reports a non-zero exit or a signal on stderr: not the command's own output.
+            own = [
+                ln
+                for ln in lines
+                if not ln.startswith((_MAXRSS, "Command exited with non-zero status", "Command terminated by signal"))
+            ]
+            stderr = "\n".join(own)
+    return seconds, peak, stdout, stderr
+
+
+def generate_apart(n: int, path: Path, env: dict[str, str]) -> None:
+    """:func:`generate` in a process of its own, so that this one stays small (its children's
+    peaks are not inflated by a table it once held)."""
+    subprocess.run([sys.executable, __file__, "--generate", str(n), str(path)], env=env, check=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e5,1e6", help="rows per table, comma-separated (default 1e5,1e6)")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--budget-run", help="SIZE:BUDGET, e.g. 3e6:400MB: a streamed run's peak RSS against the budget")
+    parser.add_argument(
+        "--budget-run", help="SIZE:BUDGET[,SIZE:BUDGET...], e.g. 3e6:400MB: a streamed run's peak RSS against the budget"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate:
+        generate(int(args.generate[0]), Path(args.generate[1]))
+        return 0
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     results = []
     with tempfile.TemporaryDirectory(prefix="accel-own-table-") as tmp:
@@ -108,7 +146,7 @@ def main() -> int:
         for n in sizes:
             path = tmp / f"table-{n}.csv"
             print(f"== {n:,} rows: generating (untimed)", flush=True)
-            generate(n, path)
+            generate_apart(n, path, env)
             rows = []
             accel_aucs, hand_aucs, walls = [], [], []
             for i in range(args.repeats):
@@ -135,12 +173,17 @@ def main() -> int:
                             positions = _split_from_accel(path, record)
                             np.savez(split, **positions)
                     else:
-                        seconds, rss, so, se = peak_rss([sys.executable, "-c", HANDWRITTEN, str(path), str(tmp / f"split-{n}.npz")], env, tmp)
+                        seconds, rss, so, se = peak_rss(
+                            [sys.executable, "-c", HANDWRITTEN, str(path), str(tmp / f"split-{n}.npz")], env, tmp
+                        )
                         if not so.strip():
                             raise SystemExit(f"hand-written script failed:\n{se[-2000:]}")
                         hand_aucs.append(json.loads(so.strip().splitlines()[-1])["auc"])
                         rows.append({"impl": "handwritten", "repeat": i, "seconds": seconds, "peak_rss_mb": rss / 1e6})
-                    print(f"  repeat {i}: {what:<6} {rows[-1]['seconds']:7.2f} s  peak RSS {rows[-1]['peak_rss_mb']:,.0f} MB", flush=True)
+                    print(
+                        f"  repeat {i}: {what:<6} {rows[-1]['seconds']:7.2f} s  peak RSS {rows[-1]['peak_rss_mb']:,.0f} MB",
+                        flush=True,
+                    )
             a = [r["seconds"] for r in rows if r["impl"] == "accel"]
             h = [r["seconds"] for r in rows if r["impl"] == "handwritten"]
             ratio = statistics.median(a) / statistics.median(h)
@@ -157,44 +200,64 @@ def main() -> int:
             print(f"  encoding probe seconds: first run {first_probe or 0:.2f}, later runs {later} (cached)")
             results.append({"rows": n, "runs": rows, "ratio": ratio, "auc": {"accel": accel_aucs, "handwritten": hand_aucs}})
 
-        budget = None
-        if args.budget_run:
-            size_text, budget_text = args.budget_run.split(":")
-            n = int(float(size_text))
-            path = tmp / f"table-{n}.csv"
-            if not path.exists():
-                print(f"== {n:,} rows: generating (untimed)", flush=True)
-                generate(n, path)
-            floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
-                         "from accel.run import paired_run"]  # fmt: skip
-            _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
-            from accel.memory import parse_size
-
-            budget_bytes = parse_size(budget_text, "--budget-run")
-            out = tmp / "budget-runs"
-            cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
-                   "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
-            seconds, rss, so, se = peak_rss(cmd, env, tmp)
-            ok = bool(list(out.glob("*.json")))
-            limit = floor + 1.2 * budget_bytes
-            print(f"== budget run {n:,} rows, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
-                  f"{floor / 1e6:,.0f} MB + 1.2 x budget = {limit / 1e6:,.0f} MB -> {rss / limit:.2f} of the limit "
-                  f"({'ok' if rss <= limit else 'OVER'}); {seconds:.1f} s; {'record written' if ok else 'FAILED: ' + se[-300:]}")  # fmt: skip
-            budget = {"rows": n, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
-                      "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok}  # fmt: skip
-            if ok:
-                record = json.loads(next(out.glob("*.json")).read_text())
-                budget["batches"] = (record["arms"]["cpu"].get("memory") or {}).get("batches")
+        budgets = []
+        for spec in [s for s in (args.budget_run or "").split(",") if s.strip()]:
+            budgets.append(_budget_run(spec.strip(), tmp, env))
 
     from accel.environment import collect_environment
     from accel.record import write_record
 
     now = datetime.now(timezone.utc)
     record = {"benchmark": "own_table_speed", "device": "cpu", "started_at": now.isoformat(), "repeats": args.repeats,
-              "sizes": results, "budget_run": budget, "environment": collect_environment()}  # fmt: skip
+              "sizes": results, "budget_run": budgets[0] if budgets else None, "budget_runs": budgets,
+              "environment": collect_environment()}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-own-table-speed-cpu')}")
     return 0
+
+
+def _budget_run(spec: str, tmp: Path, env: dict[str, str]) -> dict:
+    """``--budget-run SIZE:BUDGET``: a streamed run's peak RSS against the floor + 1.2 x budget,
+    or the refusal accel printed before any work (the line and how long it took)."""
+    from accel.memory import parse_size
+
+    size_text, budget_text = spec.split(":")
+    n = int(float(size_text))
+    path = tmp / f"table-{n}.csv"
+    if not path.exists():
+        print(f"== {n:,} rows: generating (untimed)", flush=True)
+        generate_apart(n, path, env)
+    floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
+                 "from accel.run import paired_run"]  # fmt: skip
+    _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
+    budget_bytes = parse_size(budget_text, "--budget-run")
+    out = tmp / f"budget-runs-{n}-{budget_text}"
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
+           "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
+    seconds, rss, so, se = peak_rss(cmd, env, tmp)
+    ok = bool(list(out.glob("*.json")))
+    limit = floor + 1.2 * budget_bytes
+    refusal = None if ok else (se.strip().splitlines() or [""])[-1]
+    print(f"== budget run {n:,} rows, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
+          f"{floor / 1e6:,.0f} MB + 1.2 x budget = {limit / 1e6:,.0f} MB -> {rss / limit:.2f} of the limit "
+          f"({'ok' if rss <= limit else 'OVER'}); {seconds:.1f} s; {'record written' if ok else 'refused: ' + refusal}")  # fmt: skip
+    budget = {"rows": n, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
+              "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok, "refusal": refusal}  # fmt: skip
+    if ok:
+        record = json.loads(next(out.glob("*.json")).read_text())
+        arm = record["arms"]["cpu"]
+        budget["batches"] = (arm.get("memory") or {}).get("batches")
+        budget["chunk_cache"] = (arm.get("memory") or {}).get("chunk_cache")
+        budget.update(
+            auc=arm["metrics"].get("auc"), stages=arm["stages"], arm_peak_host_mb=arm["peak_host_mb"],
+            arm_host_mb_at_start=arm["host_mb_at_start"], stage_peak_host_mb=arm["stage_peak_host_mb"],
+            wall=record["wall"],
+        )  # fmt: skip
+        print(f"  {budget['batches']['batches']} batches of {budget['batches']['rows_per_batch']:,} rows, "
+              f"training matrix {budget['batches'].get('training_matrix')}; AUC {budget['auc']:.4f}; stages "
+              + ", ".join(f"{k} {v:.1f}" for k, v in arm["stages"].items())
+              + "; peak host per stage (MiB) " + ", ".join(f"{k} {v:,.0f}" for k, v in arm["stage_peak_host_mb"].items()))  # fmt: skip
+    return budget
 
 
 def _split_from_accel(path: Path, record: dict) -> dict[str, np.ndarray]:

@@ -95,9 +95,7 @@ def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
     codes = xdf.Series([0.0, 0.0, 0.0, 1.0, 1.0, np.nan])
     t = xdf.Series([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
     folds = np.array([0, 1, 2, 0, 1, 2])
-    enc_train, enc_test, (n_train, n_test) = target_encode(
-        xdf, codes, t, xdf.Series([0.0, 1.0, 7.0]), folds, smoothing=1.0
-    )
+    enc_train, enc_test, (n_train, n_test) = target_encode(xdf, codes, t, xdf.Series([0.0, 1.0, 7.0]), folds, smoothing=1.0)
     prior = 4 / 6
     got = _compat.to_numpy(enc_train)
     # Row 0 (category 0, fold 0): the other rows of category 0 are rows 1 and 2 (targets 0, 1).
@@ -211,3 +209,33 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     assert streamed.memory["batches"]["mode"] == "streaming" and streamed.memory["batches"]["batches"] > 2
     for key, value in whole.metrics.items():
         assert abs(streamed.metrics[key] - value) < 1e-9, (key, value, streamed.metrics[key])
+
+
+def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
+    """A streamed run whose plan puts XGBoost's matrix in external memory (ExtMemQuantileDMatrix)
+    trains the same model as one holding the matrix in memory; both read their later passes
+    from the chunk cache, whose folder is gone afterwards."""
+    from accel.batching import BatchPlan
+    from accel.data.flights import cache_dir
+    from accel.memory import MemorySettings
+    from accel.run import run_arm
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    params = {"n_estimators": 30, "max_depth": 5}
+    rows = len(planned.plan.row_positions)
+    results = {}
+    for kind in ("in-memory", "external"):
+        plan = BatchPlan(10**9, "test", 1000.0, rows, batch_rows, "streaming", "auto")
+        plan.training_matrix = kind
+        flow = TableWorkflow(settings, planned, "xgboost", params)
+        results[kind] = run_arm(backend, flow, memory=MemorySettings(), prepared_arm=({}, plan))
+        assert results[kind].status == "ok", results[kind].reason
+        assert results[kind].memory["batches"]["training_matrix"] == kind
+        assert results[kind].memory["chunk_cache"]["complete"] is True
+    for key, value in results["in-memory"].metrics.items():
+        assert abs(results["external"].metrics[key] - value) < 1e-9, (key, value, results["external"].metrics[key])
+    stream = cache_dir() / "stream"
+    assert not stream.exists() or list(stream.iterdir()) == []

@@ -138,8 +138,20 @@ def test_streaming_needs_xgboost(tmp_path, capsys):
     path = tmp_path / "c.csv"
     tables.customers(3000).to_csv(path, index=False)
     code, _, err = run_cli(
-        capsys, "run", "--data", str(path), "--target", "churned", "--model", "knn", "--batch-rows", "1500",
-        "--device", "cpu", "--out", str(tmp_path / "r"),
+        capsys,
+        "run",
+        "--data",
+        str(path),
+        "--target",
+        "churned",
+        "--model",
+        "knn",
+        "--batch-rows",
+        "1500",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "r"),
     )
     assert_error(code, err, "only xgboost trains batch by batch")
     assert records_in(tmp_path / "r") == []
@@ -162,3 +174,63 @@ def test_bad_memory_flags(tmp_path, capsys, flag, value, needle):
     )
     assert_error(code, err, needle)
     assert records_in(tmp_path / "r") == []
+
+
+def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.csv"
+    tables.customers(12_000, seed=4).to_csv(path, index=False)
+    bodies.check_external_memory_matrix_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
+def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
+    from accel.batching import TRAIN_STATE_BYTES, plan_streaming
+
+    state = 80_000 * TRAIN_STATE_BYTES  # 80,000 training rows; matrix 300 B/row = 24 MB
+    roomy = plan_streaming(100_000, 80_000, 1000.0, 300.0, 2 * 10**8, "test")
+    assert roomy.training_matrix == "in-memory" and roomy.held_bytes == state + 80_000 * 300
+    assert roomy.rows_per_batch == min(100_000, int((0.8 * 2 * 10**8 - roomy.held_bytes) // 1000))
+    budget = int((2 * state + 50_000) / 0.8)  # the state alone fits, state + matrix would take over half
+    tight = plan_streaming(100_000, 80_000, 1000.0, 300.0, budget, "test")
+    assert tight.training_matrix == "external" and tight.held_bytes == state
+    assert tight.rows_per_batch == int((0.8 * budget - state) // 1300)
+    assert tight.describe()["training_matrix"] == "external"
+    small = int(state / 0.8 * 0.9)  # not even the state fits
+    need = (state + 1024 * 1300) / 0.8 / 1e6
+    rows_fit = int((0.8 * small - 1024 * 1300) // (TRAIN_STATE_BYTES * 0.8))
+    with pytest.raises(AccelError) as info:
+        plan_streaming(100_000, 80_000, 1000.0, 300.0, small, "test")
+    message = str(info.value)
+    assert "cannot hold this run" in message and f"at least {need:.1f} MB would fit" in message
+    assert message.endswith(f"raise --memory-budget, or use --rows {rows_fit:,} or fewer") and "\n" not in message
+
+
+def test_columnar_cache_reads_back_what_the_first_pass_parsed(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from accel.data.readers import ColumnarCache, iter_chunks, resolve_source
+
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    df = tables.customers(5000, seed=2)
+    path = tmp_path / "c.csv"
+    df.to_csv(path, index=False)
+    source = resolve_source(path)
+    columns = list(source.columns)
+    dtypes = {c: ("str" if df[c].dtype == object or str(df[c].dtype) == "str" else "float64") for c in columns}
+    direct = list(iter_chunks(pd, source, columns, 1500, dtypes))
+    cache = ColumnarCache(pd, source, columns, dtypes)
+    abandoned = cache.chunks(1500)
+    next(abandoned)
+    abandoned.close()  # a pass given up half-way (an out-of-memory retry) leaves no cache
+    assert not cache.complete and not (cache.folder / "chunks.arrow").exists()
+    first = list(cache.chunks(1500))
+    assert cache.complete and (cache.folder / "chunks.arrow").stat().st_size > 0
+    again = list(cache.chunks(1000))  # smaller batches after a retry: slices of the cached ones
+    assert [s for s, _ in first] == [s for s, _ in direct]
+    assert all(len(f) <= 1000 for _, f in again)
+    for got in (first, again):
+        whole = pd.concat([f for _, f in got], ignore_index=True)
+        pd.testing.assert_frame_equal(whole, pd.concat([f for _, f in direct], ignore_index=True), check_dtype=False)
+    folder = cache.folder
+    cache.close()
+    assert not folder.exists()

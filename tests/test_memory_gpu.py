@@ -42,6 +42,14 @@ def test_streaming_equals_in_memory(backend, tmp_path):
     bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
+@requires_gpu
+def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.parquet"
+    tables.customers(12_000, seed=4).to_parquet(path, row_group_size=2500)
+    bodies.check_external_memory_matrix_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
 def _in_subprocess(code: str) -> str:
     # RMM's device resource is per process: pools and limits are tried in a fresh one.
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, cwd=ROOT)

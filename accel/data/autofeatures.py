@@ -75,6 +75,8 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
         return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
     if plan.kind == "categorical":
         categories = plan.categories or []
+        if _compat.has_categories(s, range(len(categories)) if plan.categories_numeric else categories):
+            return s  # cast already (TableFeaturizer.cast): fitting and encoding share one cast
         if plan.categories_numeric:
             # XGBoost refuses float categories; re-index the values by their integer codes,
             # which both libraries cast exactly (-1, missing or unseen, becomes missing).
@@ -267,11 +269,15 @@ def _datetime_parts(name: str, s: Any, parts: list[str] | None = None) -> dict[s
     return {f"{name}__{part}": getattr(dt, part).astype("float64") for part in (parts or ALL_PARTS)}
 
 
-def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any]) -> Any:
+def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any], dense: str = "float64") -> Any:
+    """The feature frame; numbers as ``dense`` (float32 where nothing is fitted on them any more:
+    each column is cast once, as it is built, rather than the whole frame copied at the end)."""
     parts = []
     if numeric:
-        parts.append(frame[numeric].astype("float64").reset_index(drop=True))
+        parts.append(frame[numeric].astype(dense).reset_index(drop=True))
     if built:
+        if dense != "float64":
+            built = {k: v if str(v.dtype) in ("category", "bool") else v.astype(dense) for k, v in built.items()}
         parts.append(xdf.DataFrame(built))
     if not parts:
         raise ValueError("no features")
@@ -327,6 +333,18 @@ class TableFeaturizer:
         }
         self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
 
+    def cast(self, frame: Any) -> Any:
+        """``frame`` with its categorical columns cast once to the plan's categories, so that
+        fitting and encoding the same rows do not cast them again (:func:`cast_column` returns
+        a column cast already as it is)."""
+        names = [c for c in self.plan.features if c.kind == "categorical" and c.name in frame.columns]
+        if not names:
+            return frame
+        frame = frame.copy(deep=False)
+        for col in names:
+            frame[col.name] = cast_column(self.xdf, frame[col.name], col)
+        return frame
+
     def reset(self) -> None:
         """Forget what was fitted (before fitting again from the first batch)."""
         self.encoders = {name: TargetEncoder(self.xdf, self.targets) for name in self.encoders}
@@ -379,7 +397,9 @@ class TableFeaturizer:
                 for t in self.targets:
                     built[f"{col.name}__te" + ("" if t == "t" else f"_{t}")] = encoded[t]
                 built[f"{col.name}__count"] = encoded["count"]
-        return _assemble(xdf, frame.reset_index(drop=True), numeric, built)
+        # XGBoost needs no imputation or scaling (finish_dense): its numbers are final here.
+        dense = "float32" if self.family == "xgboost" else "float64"
+        return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
 
 
 def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any]:
@@ -407,7 +427,7 @@ def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFe
         X_train = (xdf.concat([scaled_train, X_train[rest]], axis=1) if rest else scaled_train)[columns]
         X_test = (xdf.concat([scaled_test, X_test[rest]], axis=1) if rest else scaled_test)[columns]
         report.scaled = True
-    if dense:
+    if dense and family != "xgboost":  # XGBoost's columns are float32 already (TableFeaturizer.transform)
         X_train = _with_float32(xdf, X_train, dense, columns)
         X_test = _with_float32(xdf, X_test, dense, columns)
     return X_train, X_test
@@ -416,6 +436,7 @@ def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFe
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
     """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
     featurizer = TableFeaturizer(xdf, plan, family, seed)
+    frame = featurizer.cast(frame)
     y = target_codes(xdf, frame[plan.target], plan)
     train = frame.iloc[plan.train_pos].reset_index(drop=True)
     test = frame.iloc[plan.test_pos].reset_index(drop=True)
@@ -565,8 +586,12 @@ def probe_native_categories(
     params = probe_model.booster_params(cpu_backend())
     for option, native in (("target_encoding", []), ("native", candidates)):
         sub = dataclasses.replace(
-            plan, row_positions=positions, train_pos=np.sort(order[:cut]), test_pos=np.sort(order[cut:]),
-            native_categorical=native, notices=[],
+            plan,
+            row_positions=positions,
+            train_pos=np.sort(order[:cut]),
+            test_pos=np.sort(order[cut:]),
+            native_categorical=native,
+            notices=[],
         )
         prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
         dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)

@@ -169,9 +169,10 @@ def _utf8_copy(path: Path, encoding: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out, io.TextIOWrapper(
-            _open_binary(path), encoding=encoding, newline=""
-        ) as src:
+        with (
+            os.fdopen(fd, "w", encoding="utf-8", newline="") as out,
+            io.TextIOWrapper(_open_binary(path), encoding=encoding, newline="") as src,
+        ):
             while chunk := src.read(1 << 20):
                 out.write(chunk)
         os.replace(tmp, target)
@@ -266,7 +267,9 @@ def _check_readable(path: Path) -> None:
 
     kind = file_kind(path)
     if kind is not None:
-        raise AccelError(f"--data: {str(path)!r} is {kind}, not a regular file: give a CSV or Parquet file, or a folder of Parquet files")
+        raise AccelError(
+            f"--data: {str(path)!r} is {kind}, not a regular file: give a CSV or Parquet file, or a folder of Parquet files"
+        )
     try:
         with open(path, "rb"):
             pass
@@ -376,7 +379,9 @@ def check_row_widths(source: TableSource) -> None:
             source.paths[0],
             read_options=pcsv.ReadOptions(use_threads=False),  # one thread: the row numbers are known
             parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
-            convert_options=pcsv.ConvertOptions(include_columns=[first] if first else None, column_types={first: pa.string()} if first else None),
+            convert_options=pcsv.ConvertOptions(
+                include_columns=[first] if first else None, column_types={first: pa.string()} if first else None
+            ),
         )
         for _ in reader:
             pass
@@ -393,12 +398,44 @@ def check_row_widths(source: TableSource) -> None:
 
 
 def read_column(source: TableSource, column: str) -> Any:
-    """One whole column with pandas (the target: rows, task and split come from all of it)."""
+    """One whole column with pandas (the target: rows, task and split come from all of it).
+
+    A CSV column is read with pyarrow's streaming reader, one block at a time, with the options
+    pandas' pyarrow engine uses (its missing-value strings; an all-missing column as float64):
+    pandas' reader holds the whole file in memory to return one column (1.4 GB for a 530 MB
+    file). Should a later block not fit the type the first one gave (integers, then text), the
+    column is read by pandas as before.
+    """
     import pandas as pd
 
     if source.kind == "parquet":
         return _compat.read_parquet(pd, list(source.paths), [column])[column]
-    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+    try:
+        return _stream_csv_column(source, column)
+    except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
+        return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+
+
+def _stream_csv_column(source: TableSource, column: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        nulls = sorted(STR_NA_VALUES)
+    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
+        nulls = None
+    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
+    if nulls is not None:
+        convert.null_values = nulls
+    reader = pcsv.open_csv(
+        source.paths[0], parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","), convert_options=convert
+    )
+    table = reader.read_all()
+    if pa.types.is_null(table.schema.field(0).type):
+        table = table.cast(pa.schema([pa.field(column, pa.float64())]))
+    return table.to_pandas()[column]
 
 
 def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
@@ -414,7 +451,9 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
 
     def add(batch: Any) -> None:
         for c in columns:
-            values = pc.unique(batch.column(c).drop_null()) if hasattr(batch.column(c), "drop_null") else pc.unique(batch.column(c))
+            values = (
+                pc.unique(batch.column(c).drop_null()) if hasattr(batch.column(c), "drop_null") else pc.unique(batch.column(c))
+            )
             seen[c].update(v for v in values.to_pylist() if v is not None)
 
     if source.kind == "parquet":
@@ -455,3 +494,105 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
         if len(frame):
             yield start, infinite_as_missing(frame.reset_index(drop=True))
             start += len(frame)
+
+
+class ColumnarCache:
+    """The chunks a streamed run reads, parsed once and then kept as Arrow IPC.
+
+    The first pass reads the source with the arm's own reader (:func:`iter_chunks`) and writes
+    each chunk, as Arrow, to a file in a private temporary folder under the cache folder; every
+    later pass reads the chunks back from that file (:func:`accel._compat.from_arrow`: pandas on
+    the CPU arm, cuDF on the GPU arm) instead of parsing the CSV again. Only one chunk is in
+    memory at a time. A pass abandoned before the end (an out-of-memory retry with smaller
+    batches) leaves no cache; a cache that cannot be written (a full disk) is given up and the
+    source is read again in each pass. :meth:`close` removes the folder.
+    """
+
+    def __init__(self, xdf: ModuleType, source: TableSource, columns: list[str], dtypes: dict[str, str]):
+        self.xdf, self.source, self.columns, self.dtypes = xdf, source, list(columns), dtypes
+        self.folder: Path | None = None
+        self.path: Path | None = None
+        self.complete = False
+        self.failed: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        size = self.path.stat().st_size if self.complete and self.path is not None and self.path.exists() else None
+        return {"format": "arrow-ipc", "complete": self.complete, "bytes": size, "failed": self.failed}
+
+    def chunks(self, rows: int):
+        """``(first_row, frame)`` for consecutive chunks of at most ``rows`` rows, in file order."""
+        if self.complete:
+            yield from self._read(rows)
+        elif self.failed is not None:
+            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
+        else:
+            yield from self._tee(rows)
+
+    def scratch(self) -> Path:
+        """The run's private temporary folder (created on first use; :meth:`close` removes it)."""
+        if self.folder is None:
+            root = cache_dir() / "stream"
+            root.mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
+        return self.folder
+
+    def _tee(self, rows: int):
+        import pyarrow as pa
+
+        writer = None
+        finished = False
+        try:
+            self.path = self.scratch() / "chunks.arrow"
+        except OSError as exc:
+            self.failed = f"no cache folder ({type(exc).__name__})"
+            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
+            return
+        try:
+            for start, frame in iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes):
+                if self.failed is None:
+                    try:
+                        table = _compat.to_arrow(frame)
+                        if writer is None:
+                            writer = pa.ipc.new_file(str(self.path), table.schema)
+                        writer.write_table(table)
+                        del table
+                    except (OSError, pa.ArrowException) as exc:  # a full disk: read the source again next time
+                        self.failed = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+                yield start, frame
+            if writer is not None and self.failed is None:
+                writer.close()
+                writer = None
+                self.complete = True
+            finished = True
+        finally:
+            if writer is not None:
+                try:
+                    writer.close()
+                except Exception:  # noqa: BLE001 - the file is removed below anyway
+                    pass
+            if not finished or self.failed is not None:
+                self.path.unlink(missing_ok=True)
+
+    def _read(self, rows: int):
+        import pyarrow as pa
+
+        start = 0
+        with pa.OSFile(str(self.path)) as f:  # read, not memory-mapped: only one batch is resident
+            reader = pa.ipc.open_file(f)
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                for a in range(0, batch.num_rows, max(rows, 1)):
+                    piece = pa.Table.from_batches([batch.slice(a, rows)])
+                    frame = _compat.from_arrow(self.xdf, piece)
+                    del piece
+                    if len(frame):
+                        yield start, frame
+                        start += len(frame)
+                del batch
+
+    def close(self) -> None:
+        import shutil
+
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.path, self.complete = None, None, False

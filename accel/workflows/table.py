@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.readers import TableSource, read_source, resolve_source
@@ -72,9 +73,7 @@ def plan_table(
         raise AccelError(f"--data: cannot parse {str(source.original)!r} as {source.kind.upper()}: {first}") from None
     t1 = time.perf_counter()
     task_arg = None if task in (None, "auto") else task
-    plan = make_plan(
-        head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats
-    )
+    plan = make_plan(head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats)
     if target_values is not None:
         categorical = [c.name for c in plan.features if c.kind == "categorical"]
         plan.widen_vocabularies(column_uniques(source, categorical))
@@ -86,7 +85,9 @@ def plan_table(
     t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
     if settings.rows is not None and settings.rows >= plan.rows_in_file:
-        plan.notices.append(f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows")
+        plan.notices.append(
+            f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows"
+        )
     return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
 
 
@@ -132,14 +133,20 @@ class TableWorkflow(WorkflowBase):
         }
 
     def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
-        """In memory when the table fits the budget, else streamed from the file in batches."""
-        from accel.batching import PROBE_ROWS, measure_bytes_per_row, plan_batches
+        """In memory when the table fits the budget, else streamed from the file in batches.
+
+        A streamed XGBoost run also plans what it holds besides the batch (XGBoost's quantile
+        matrix, measured on the probe's rows, and its training state), so that the budget covers
+        the whole run (:func:`accel.batching.plan_streaming`).
+        """
+        from accel.batching import BUDGET_USE, PROBE_ROWS, measure_bytes_per_row, plan_batches, plan_streaming
         from accel.data.readers import iter_chunks
         from accel.precision import frame_matrix
 
         rows_total = len(self.plan.row_positions)
         if batch_rows is not None:
             return plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
+        probed: dict[str, Any] = {}
 
         def probe() -> Any:
             # The real pipeline on the first rows: read, features (fitted on them), model input.
@@ -151,10 +158,42 @@ class TableWorkflow(WorkflowBase):
             featurizer.partial_fit(frame, y, folds)
             featurizer.finalize()
             X = featurizer.transform(frame, folds)
-            return [frame, X, frame_matrix(X, featurizer.categorical)]
+            matrix = frame_matrix(X, featurizer.categorical)
+            probed.update(matrix=matrix, y=y, X=X, categorical=list(featurizer.categorical))
+            return [frame, X, matrix]
 
-        per_row = measure_bytes_per_row(backend, probe, min(PROBE_ROWS, rows_total))
-        return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(PROBE_ROWS, rows_total))
+        probe_rows = min(PROBE_ROWS, rows_total)
+        per_row = measure_bytes_per_row(backend, probe, probe_rows)
+        streams = rows_total * per_row > budget * BUDGET_USE
+        if self.family != "xgboost" or not streams:
+            probed.clear()
+            return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probe_rows)
+        matrix_per_row = self._matrix_bytes_per_row(backend, probed)
+        probed.clear()
+        return plan_streaming(
+            rows_total, len(self.plan.train_pos), per_row, matrix_per_row, budget, budget_source, probe_rows=probe_rows
+        )
+
+    def _matrix_bytes_per_row(self, backend: Backend, probed: dict[str, Any]) -> float:
+        """Bytes per row of XGBoost's quantile matrix, built from the probe's model input."""
+        import xgboost
+
+        from accel.batching import measure_bytes_per_row
+        from accel.precision import xgboost_safe_name
+
+        matrix, X = probed.pop("matrix"), probed.pop("X")
+        names = [xgboost_safe_name(c) for c in X.columns]
+        types = ["c" if c in probed["categorical"] else "q" for c in X.columns]
+        label = _compat.series_to_array(probed.pop("y"))
+        del X
+
+        def build() -> Any:
+            return xgboost.QuantileDMatrix(
+                matrix, label=label, feature_names=names, feature_types=types, max_bin=self.model.params.max_bin,
+                enable_categorical=True, nthread=backend.n_threads,
+            )  # fmt: skip
+
+        return measure_bytes_per_row(backend, build, len(matrix))
 
     def load(self, backend: Backend) -> Any:
         frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns)
