@@ -3,7 +3,13 @@
 Prints the wall-time ratio (accel / hand-written, medians) and both AUCs; target: ratio <= 1.05
 and AUCs within 0.002. Writes the raw times to benchmarks/results/ (never overwritten).
 
+By default both run in this process (accel's CPU arm, ``run_arm``, against the script's
+function). ``--whole-process`` times each as a process from start to exit instead: ``accel run
+flights --device cpu`` (start-up, planning, the environment report and the record included)
+against ``python benchmarks/handwritten_flights.py`` (the same CSV files, extracted beforehand).
+
     python benchmarks/bench_flights_overhead.py --repeats 5
+    python benchmarks/bench_flights_overhead.py --whole-process --repeats 3
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of each, alternating (default 5)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--whole-process", action="store_true", help="time each as a process, start to exit")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -49,6 +56,28 @@ def main() -> int:
     def hand_once() -> tuple[float, float]:
         r = handwritten_flights.run(*paths, seed=args.seed, threads=backend.n_threads)
         return r["seconds"], r["auc"]
+
+    if args.whole_process:
+        import json
+        import subprocess
+        import tempfile
+
+        runs = Path(tempfile.mkdtemp(prefix="accel-flights-whole-"))
+        script = Path(handwritten_flights.__file__)
+
+        def accel_once() -> tuple[float, float]:
+            cmd = [sys.executable, "-m", "accel", "run", "flights", "--device", "cpu", "--seed", str(args.seed), "--json",
+                   "--out", str(runs)]  # fmt: skip
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            seconds = time.perf_counter() - t0
+            record = json.loads(out[: out.rindex("}") + 1])
+            return seconds, record["arms"]["cpu"]["metrics"]["auc"]
+
+        def hand_once() -> tuple[float, float]:
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True).stdout
+            return time.perf_counter() - t0, json.loads(out.strip().splitlines()[-1])["auc"]
 
     print("warm-up (untimed): one run of each", flush=True)
     accel_once()
@@ -83,6 +112,7 @@ def main() -> int:
     env = collect_environment()
     record = {
         "benchmark": "flights_overhead",
+        "mode": "whole_process" if args.whole_process else "in_process",
         "device": "cpu",
         "started_at": now.isoformat(),
         "repeats": args.repeats,

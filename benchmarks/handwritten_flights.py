@@ -143,3 +143,12 @@ def run(
     prob = booster.inplace_predict(test[features])
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "auc": float(roc_auc_score(test["delayed"], prob)), "rows_train": len(train)}
+
+
+if __name__ == "__main__":
+    # The whole process, as bench_flights_overhead.py --whole-process times it: the CSV paths
+    # (extracted by accel beforehand, untimed) as arguments; the result as one JSON line.
+    import json
+    import sys
+
+    print(json.dumps(run(*sys.argv[1:4])))
