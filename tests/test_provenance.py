@@ -116,3 +116,26 @@ def test_accel_s_own_wait_policy_is_not_an_override():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "OMP_WAIT_POLICY" not in json.loads(proc.stdout)
+
+
+def test_library_versions_name_the_distributions_the_slow_scan_finds():
+    """Each library's distribution is asked for by name (fast); the answer is the one a scan of
+    every installed distribution gives (what it was computed from before), here and in CI's
+    RAPIDS stage."""
+    import importlib.metadata as md
+
+    from accel.environment import LIBRARIES, library_versions
+
+    scan = md.packages_distributions()
+    expected = {}
+    for name in LIBRARIES:
+        found = None
+        for dist in scan.get(name) or []:
+            try:
+                found = f"{dist}=={md.version(dist)}"
+                break
+            except md.PackageNotFoundError:
+                continue
+        expected[name] = found
+    assert library_versions() == expected
+    assert expected["numpy"] and expected["sklearn"].startswith("scikit-learn==")
