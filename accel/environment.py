@@ -77,23 +77,22 @@ def library_versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     scanned: dict[str, list[str]] | None = None
     for name in LIBRARIES:
-        found = None
-        for dist in DISTRIBUTIONS.get(name, ()):
-            try:
-                found = f"{dist}=={md.version(dist)}"
-                break
-            except md.PackageNotFoundError:
-                continue
+        found = installed(DISTRIBUTIONS.get(name, ()))
         if found is None and importlib.util.find_spec(name) is not None:
             scanned = scanned if scanned is not None else md.packages_distributions()
-            for dist in scanned.get(name) or []:
-                try:
-                    found = f"{dist}=={md.version(dist)}"
-                    break
-                except md.PackageNotFoundError:
-                    continue
+            found = installed(scanned.get(name) or ())
         out[name] = found
     return out
+
+
+def installed(distributions: Any) -> str | None:
+    """``"distribution==version"`` of the first of ``distributions`` that is installed, else None."""
+    for dist in distributions:
+        try:
+            return f"{dist}=={md.version(dist)}"
+        except md.PackageNotFoundError:
+            continue
+    return None
 
 
 #: The project's root (the folder holding ``accel/``) and the build-info file a copied tree carries.

@@ -169,6 +169,13 @@ def xgboost_safe_name(name: str) -> str:
     return str(name).replace("[", "(").replace("]", ")").replace("<", "lt")
 
 
+def xgboost_features(columns: Any, categorical: list[str]) -> tuple[list[str], list[str]]:
+    """XGBoost's ``feature_names`` and ``feature_types`` (``"c"`` categorical, ``"q"`` numeric) of a frame's columns."""
+    wanted = {str(c) for c in categorical}
+    names = [str(c) for c in columns]
+    return [xgboost_safe_name(c) for c in names], ["c" if c in wanted else "q" for c in names]
+
+
 def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: PrecisionPlan, batch_rows: int) -> StoredMatrix:
     """Hold a feature frame as the precision plan says, filled ``batch_rows`` rows at a time.
 
@@ -176,8 +183,7 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
     """
     xp = backend.xp
     n = len(frame)
-    names = [str(c) for c in frame.columns]
-    types = ["c" if c in categorical else "q" for c in names]
+    names, types = xgboost_features(frame.columns, categorical)
     half_idx, full_idx = plan.half_columns, plan.full_columns
     half = xp.empty((n, len(half_idx)), dtype=xp.float16) if half_idx else None
     full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
@@ -198,7 +204,7 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
             half[a:b] = (m[:, half_idx] / scales).astype(xp.float16)
         if full is not None:
             full[a:b] = m[:, full_idx]
-    return StoredMatrix(xp, n, plan, half, full, scales, [xgboost_safe_name(c) for c in names], types)
+    return StoredMatrix(xp, n, plan, half, full, scales, names, types)
 
 
 def plan_for_frames(precision: str, frames: list[Any], categorical: list[str]) -> PrecisionPlan:

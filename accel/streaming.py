@@ -31,7 +31,7 @@ from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks
 from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
-from accel.precision import frame_matrix, xgboost_safe_name
+from accel.precision import frame_matrix, xgboost_features
 from accel.result import arm_result
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
@@ -142,8 +142,7 @@ def run_streaming(
                             y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
                             matrix = frame_matrix(X, featurizer.categorical)
                         if not names:
-                            names.extend(xgboost_safe_name(c) for c in X.columns)
-                            types.extend("c" if c in featurizer.categorical else "q" for c in X.columns)
+                            names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
                         input_data(data=matrix, label=y, feature_names=names, feature_types=types)
                         del frame, train, X, y, matrix
                         release_host_memory(collect=False)
@@ -154,16 +153,12 @@ def run_streaming(
             start_clock = time.perf_counter()
 
             def build(batch_rows: int) -> Any:
-                if plan.training_matrix == "external":
-                    # The budget cannot hold XGBoost's whole matrix: its pages go to disk (next to the
-                    # chunk cache, removed with it) and are read back while boosting.
-                    return xgboost.ExtMemQuantileDMatrix(
-                        FileBatches(batch_rows, str(cache.scratch() / "xgboost")), max_bin=model.params.max_bin,
-                        enable_categorical=True, nthread=backend.n_threads,
-                    )  # fmt: skip
-                return xgboost.QuantileDMatrix(
-                    FileBatches(batch_rows), max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads
-                )
+                # When the budget cannot hold XGBoost's whole matrix its pages go to disk (next to
+                # the chunk cache, removed with it) and are read back while boosting.
+                external = plan.training_matrix == "external"
+                matrix_class = xgboost.ExtMemQuantileDMatrix if external else xgboost.QuantileDMatrix
+                batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
+                return matrix_class(batches, max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads)
 
             dtrain = with_backoff(build, plan, backend, "to_device")
             backend.synchronize()

@@ -124,18 +124,9 @@ def test_library_versions_name_the_distributions_the_slow_scan_finds():
     RAPIDS stage."""
     import importlib.metadata as md
 
-    from accel.environment import LIBRARIES, library_versions
+    from accel.environment import LIBRARIES, installed, library_versions
 
     scan = md.packages_distributions()
-    expected = {}
-    for name in LIBRARIES:
-        found = None
-        for dist in scan.get(name) or []:
-            try:
-                found = f"{dist}=={md.version(dist)}"
-                break
-            except md.PackageNotFoundError:
-                continue
-        expected[name] = found
+    expected = {name: installed(scan.get(name) or ()) for name in LIBRARIES}
     assert library_versions() == expected
     assert expected["numpy"] and expected["sklearn"].startswith("scikit-learn==")

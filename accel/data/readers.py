@@ -25,7 +25,7 @@ from typing import Any
 
 from accel import _compat
 from accel.data.flights import cache_dir
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
@@ -557,7 +557,7 @@ class ColumnarCache:
                         writer.write_table(table)
                         del table
                     except (OSError, pa.ArrowException) as exc:  # a full disk: read the source again next time
-                        self.failed = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+                        self.failed = first_line(exc, 120)
                 yield start, frame
             if writer is not None and self.failed is None:
                 writer.close()

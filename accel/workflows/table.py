@@ -20,6 +20,7 @@ from accel.data.autofeatures import TableFeaturizer, build_table_features, probe
 from accel.data.readers import TableSource, read_source, resolve_source
 from accel.data.schema import TablePlan, make_plan
 from accel.models import build_model, model_family
+from accel.registry import MODELS
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
 
@@ -165,7 +166,7 @@ class TableWorkflow(WorkflowBase):
         probe_rows = min(PROBE_ROWS, rows_total)
         per_row = measure_bytes_per_row(backend, probe, probe_rows)
         streams = rows_total * per_row > budget * BUDGET_USE
-        if self.family != "xgboost" or not streams:
+        if not MODELS[self.model_name].boosted or not streams:
             probed.clear()
             return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probe_rows)
         matrix_per_row = self._matrix_bytes_per_row(backend, probed)
@@ -179,11 +180,10 @@ class TableWorkflow(WorkflowBase):
         import xgboost
 
         from accel.batching import measure_bytes_per_row
-        from accel.precision import xgboost_safe_name
+        from accel.precision import xgboost_features
 
         matrix, X = probed.pop("matrix"), probed.pop("X")
-        names = [xgboost_safe_name(c) for c in X.columns]
-        types = ["c" if c in probed["categorical"] else "q" for c in X.columns]
+        names, types = xgboost_features(X.columns, probed["categorical"])
         label = _compat.series_to_array(probed.pop("y"))
         del X
 
