@@ -234,3 +234,44 @@ def test_columnar_cache_reads_back_what_the_first_pass_parsed(tmp_path, monkeypa
     folder = cache.folder
     cache.close()
     assert not folder.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no getrusage on Windows: the monitor samples only")
+def test_monitor_catches_a_peak_between_samples():
+    """A stage that allocates 300 MB and frees it between two samples: the kernel's peak RSS rose
+    in that stage, so the stage's peak has it although no sample saw it. A fresh interpreter, so
+    that 300 MB is a new lifetime peak whatever ran before."""
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        from accel.backend import cpu_backend
+        from accel.memory import MB, MemoryMonitor
+
+        monitor = MemoryMonitor(cpu_backend(), interval=3600)  # the thread never samples
+        with monitor:
+            monitor.set_stage("quiet")
+            monitor.set_stage("spike")
+            block = np.ones(300 * MB, dtype=np.uint8)
+            del block
+            monitor.set_stage("after")
+        print(monitor.stage_peak_host["quiet"] // MB, monitor.stage_peak_host["spike"] // MB,
+              monitor.stage_peak_host["after"] // MB, monitor.peak_host // MB)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    quiet, spike, after, peak = (int(v) for v in out.split())
+    assert spike >= quiet + 290, (quiet, spike)
+    assert after < spike - 200 and peak == spike, (after, spike, peak)
+
+
+def test_monitor_samples_a_settled_stage_less_often(backend):
+    from accel.memory import SETTLE_SECONDS, SETTLED_INTERVAL, MemoryMonitor, kernel_peak_rss
+
+    monitor = MemoryMonitor(backend, interval=0.02)
+    monitor.set_stage("train")
+    assert monitor._wait_seconds() == 0.02
+    monitor._stage_since -= SETTLE_SECONDS
+    expected = SETTLED_INTERVAL if kernel_peak_rss() is not None else 0.02
+    assert monitor._wait_seconds() == expected
+    monitor.set_stage("predict")  # a new stage is watched closely again
+    assert monitor._wait_seconds() == 0.02
