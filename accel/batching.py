@@ -49,7 +49,7 @@ class BatchPlan:
     rows_total: int
     rows_per_batch: int
     mode: str  # "in-memory" (the table fits: one piece, batched model input) | "streaming"
-    source: str  # "auto" (measured on a probe) | "given" (--batch-rows N)
+    source: str  # "auto" (measured on a probe) | "given" (--batch-rows N) | "bound" (fits at a stated bound)
     probe_rows: int = 0
     retries: list[dict[str, Any]] = field(default_factory=list)
     #: XGBoost's training matrix when streaming: "in-memory" (``QuantileDMatrix``) or "external"

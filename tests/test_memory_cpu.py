@@ -275,3 +275,21 @@ def test_monitor_samples_a_settled_stage_less_often(backend):
     assert monitor._wait_seconds() == expected
     monitor.set_stage("predict")  # a new stage is watched closely again
     assert monitor._wait_seconds() == 0.02
+
+
+def test_flights_batch_plan_probes_only_when_the_bound_does_not_fit(backend):
+    """The whole flights table at ROW_BYTES_BOUND per row inside the budget: planned without a
+    probe. A budget below that (but above what the table needs) is measured on a probe, and the
+    measured size is under the bound it replaces."""
+    from accel.batching import BUDGET_USE, SIZE_PROBE_ROWS
+    from accel.workflows import FlightsWorkflow, WorkflowSettings
+    from accel.workflows.flights import FLIGHTS_ROWS, ROW_BYTES_BOUND
+
+    workflow = FlightsWorkflow(WorkflowSettings())
+    roomy = int(FLIGHTS_ROWS * ROW_BYTES_BOUND / BUDGET_USE) + 1
+    plan = workflow.plan_batches(backend, roomy, "test", None)
+    assert (plan.source, plan.probe_rows, plan.mode, plan.batches) == ("bound", 0, "in-memory", 1)
+    assert plan.bytes_per_row == ROW_BYTES_BOUND
+    probed = workflow.plan_batches(backend, roomy - 2, "test", None)
+    assert (probed.source, probed.probe_rows, probed.mode) == ("auto", SIZE_PROBE_ROWS, "in-memory")
+    assert 50 < probed.bytes_per_row < ROW_BYTES_BOUND / 10
