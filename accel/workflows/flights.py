@@ -84,8 +84,10 @@ class FlightsWorkflow(WorkflowBase):
     def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> Any:
         """Batches of the model input; the flights tables themselves are always held in memory.
 
-        A budget that holds the whole table at :data:`ROW_BYTES_BOUND` per row needs no probe
-        (the plan's ``source`` is ``"bound"``); a smaller one is measured on a probe.
+        On the CPU arm a budget that holds the whole table at :data:`ROW_BYTES_BOUND` per row
+        needs no probe (the plan's ``source`` is ``"bound"``); a smaller one is measured on a probe.
+        The GPU arm always probes: the probe also creates the CUDA context and loads cuDF's first
+        kernels, which would otherwise land in its timed load stage.
         """
         from dataclasses import replace
 
@@ -96,7 +98,7 @@ class FlightsWorkflow(WorkflowBase):
         rows_total = (self.settings.rows or FLIGHTS_ROWS) * self.settings.scale
         if batch_rows is not None:
             plan = plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
-        elif budget * BUDGET_USE >= rows_total * ROW_BYTES_BOUND:
+        elif not backend.is_gpu and budget * BUDGET_USE >= rows_total * ROW_BYTES_BOUND:
             plan = plan_batches(rows_total, ROW_BYTES_BOUND, budget, budget_source, None)
             plan.source = "bound"
         else:
