@@ -55,6 +55,8 @@ def check_categories_identical_across_splits(backend: Backend) -> None:
     a, b = categorize(xdf, [full.iloc[[0, 1]], full.iloc[[2, 3, 4]]], ["c"], vocabulary_from=full)
     assert list(to_pandas(a)["c"].cat.categories) == ["a", "m", "z"]
     assert list(to_pandas(a)["c"].cat.categories) == list(to_pandas(b)["c"].cat.categories)
+    assert to_pandas(a)["c"].cat.codes.tolist() == [2, 0] and to_pandas(b)["c"].cat.codes.tolist() == [1, 0, 2]
+    assert str(full["c"].dtype) != "category"  # the frames given are left as they were
 
 
 def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) -> pd.DataFrame:

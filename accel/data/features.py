@@ -128,9 +128,5 @@ def categorize(xdf: ModuleType, frames: Sequence[Any], columns: Sequence[str], v
     information, so taking it from the whole table is not a leak, and it keeps category codes
     identical between splits and between arms.
     """
-    out = [f.copy() for f in frames]
-    for column in columns:
-        dtype = _compat.categorical_dtype(xdf, _compat.sorted_unique(vocabulary_from[column]))
-        for f in out:
-            f[column] = f[column].astype(dtype)
-    return out
+    vocabulary = {column: _compat.sorted_unique(vocabulary_from[column]) for column in columns}
+    return [f.assign(**{c: _compat.as_categorical(xdf, f[c], vocabulary[c]) for c in columns}) for f in frames]
