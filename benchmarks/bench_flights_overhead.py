@@ -48,14 +48,15 @@ def main() -> int:
     backend = cpu_backend()
     workflow = FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams())
 
-    def accel_once() -> tuple[float, float]:
+    # Each returns (seconds, AUC, detail): the detail says where the time went, per run.
+    def accel_once() -> tuple[float, float, dict]:
         t0 = time.perf_counter()
         result = run_arm(backend, workflow)
-        return time.perf_counter() - t0, result.metrics["auc"]
+        return time.perf_counter() - t0, result.metrics["auc"], {"stages": result.stages}
 
-    def hand_once() -> tuple[float, float]:
+    def hand_once() -> tuple[float, float, dict]:
         r = handwritten_flights.run(*paths, seed=args.seed, threads=backend.n_threads)
-        return r["seconds"], r["auc"]
+        return r["seconds"], r["auc"], {}
 
     if args.whole_process:
         import json
@@ -65,19 +66,23 @@ def main() -> int:
         runs = Path(tempfile.mkdtemp(prefix="accel-flights-whole-"))
         script = Path(handwritten_flights.__file__)
 
-        def accel_once() -> tuple[float, float]:
+        def accel_once() -> tuple[float, float, dict]:
             cmd = [sys.executable, "-m", "accel", "run", "flights", "--device", "cpu", "--seed", str(args.seed), "--json",
                    "--out", str(runs)]  # fmt: skip
             t0 = time.perf_counter()
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             seconds = time.perf_counter() - t0
             record = json.loads(out[: out.rindex("}") + 1])
-            return seconds, record["arms"]["cpu"]["metrics"]["auc"]
+            cpu = record["arms"]["cpu"]
+            return seconds, cpu["metrics"]["auc"], {"wall_parts": record["wall"]["parts"], "stages": cpu["stages"]}
 
-        def hand_once() -> tuple[float, float]:
+        def hand_once() -> tuple[float, float, dict]:
             t0 = time.perf_counter()
             out = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True).stdout
-            return time.perf_counter() - t0, json.loads(out.strip().splitlines()[-1])["auc"]
+            seconds = time.perf_counter() - t0
+            inner = json.loads(out.strip().splitlines()[-1])
+            # Outside run(): the interpreter, the imports, printing and exit.
+            return seconds, inner["auc"], {"run_seconds": inner["seconds"], "outside_run": seconds - inner["seconds"]}
 
     print("warm-up (untimed): one run of each", flush=True)
     accel_once()
@@ -89,9 +94,15 @@ def main() -> int:
         if i % 2:
             order.reverse()
         for name, fn in order:
-            seconds, auc = fn()
-            rows.append({"repeat": i, "impl": name, "seconds": seconds, "auc": auc})
-            print(f"  repeat {i}: {name:<11} {seconds:7.2f} s  AUC {auc:.4f}", flush=True)
+            seconds, auc, detail = fn()
+            rows.append({"repeat": i, "impl": name, "seconds": seconds, "auc": auc, **detail})
+            where = ""
+            if "wall_parts" in detail:
+                parts = detail["wall_parts"]
+                where = f"  (start-up {parts['start_up']:.2f}, arm {parts['arms']:.2f}, train {detail['stages']['train']:.2f})"
+            elif "run_seconds" in detail:
+                where = f"  (outside run() {detail['outside_run']:.2f}, run() {detail['run_seconds']:.2f})"
+            print(f"  repeat {i}: {name:<11} {seconds:7.2f} s  AUC {auc:.4f}{where}", flush=True)
 
     acc = [r["seconds"] for r in rows if r["impl"] == "accel"]
     hand = [r["seconds"] for r in rows if r["impl"] == "handwritten"]
