@@ -14,7 +14,6 @@ from typing import Any
 
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
-from accel.registry import MODELS
 
 
 def fraction(text: str) -> float:
@@ -48,21 +47,11 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli.options import add_date_format_argument, positive_int
+    from accel.cli.options import add_table_arguments, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
-    hpo.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
-    hpo.add_argument("--target", help="with --data: the column to predict")
-    hpo.add_argument("--task", choices=["auto", "classification", "regression"], help="with --data: inferred when absent")
-    hpo.add_argument(
-        "--model",
-        choices=list(MODELS),
-        help="with --data: the model to tune (default xgboost)",
-    )
-    hpo.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
-    hpo.add_argument("--delimiter", help="with --data: the CSV delimiter")
-    add_date_format_argument(hpo)
+    add_table_arguments(hpo, "with --data: the model to tune (default xgboost)")
     hpo.add_argument("--test-size", type=open_fraction, help="share of rows held out for the final score (default 0.2)")
     hpo.add_argument(
         "--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)"

@@ -16,7 +16,7 @@ from pathlib import Path
 from accel import __version__
 from accel.cli.options import (
     add_cluster_arguments,
-    add_date_format_argument,
+    add_table_arguments,
     batch_rows,
     config_overrides,
     positive_int,
@@ -26,7 +26,6 @@ from accel.cli.options import (
 from accel.dist import scaling
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
-from accel.registry import MODELS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,21 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
     run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
-    run.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
-    run.add_argument("--target", help="with --data: the column to predict")
-    run.add_argument(
-        "--task",
-        choices=["auto", "classification", "regression"],
-        help="with --data: inferred when absent (text/boolean or few-valued integer target: classification)",
-    )
-    run.add_argument(
-        "--model",
-        choices=list(MODELS),
-        help="with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)",
-    )
-    run.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
-    run.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
-    add_date_format_argument(run)
+    add_table_arguments(run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)")
     run.add_argument(
         "--probe",
         choices=["auto", "off", "force"],

@@ -42,6 +42,23 @@ def date_format_flag(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--date-format ")) from None
 
 
+def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
+    """The flags that point a command at the user's own table (``accel run``, ``accel hpo``)."""
+    from accel.registry import MODELS
+
+    parser.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
+    parser.add_argument("--target", help="with --data: the column to predict")
+    parser.add_argument(
+        "--task",
+        choices=["auto", "classification", "regression"],
+        help="with --data: inferred when absent (text/boolean or few-valued integer target: classification)",
+    )
+    parser.add_argument("--model", choices=list(MODELS), help=model_help)
+    parser.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
+    parser.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
+    add_date_format_argument(parser)
+
+
 def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--date-format",
