@@ -155,7 +155,8 @@ def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str |
     return None, None, tuple(devices), driver_version
 
 
-def _installed(name: str) -> bool:
+def module_installed(name: str) -> bool:
+    """Whether module ``name`` can be imported, found without importing it."""
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):  # a broken parent package, or a stale sys.modules entry
@@ -228,7 +229,7 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     def put(name: str, ok: bool, reason: str | None = None) -> None:
         caps[name] = {"available": ok, "reason": None if ok else reason}
 
-    installed = {name: _installed(module) for name, (module, _) in CAPABILITIES.items()}
+    installed = {name: module_installed(module) for name, (module, _) in CAPABILITIES.items()}
     if device_problem:
         for name, (module, _) in CAPABILITIES.items():
             put(name, False, device_problem + ("" if installed[name] else f"; {module} not installed"))
@@ -304,7 +305,7 @@ def probe_gpu() -> GpuProbe:
         problems.append(problem)
         reasons.append(message or problem)
 
-    libraries = {name: ("installed" if _installed(name) else "missing") for name in GPU_REQUIRED + GPU_OPTIONAL}
+    libraries = {name: ("installed" if module_installed(name) else "missing") for name in GPU_REQUIRED + GPU_OPTIONAL}
     missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
     if missing:
         problems.append("rapids_missing")
@@ -637,7 +638,7 @@ def nvml_info() -> dict[str, Any]:
     NVML is what Dask-CUDA uses to count GPUs; when its library is missing,
     ``LocalCUDACluster()`` raises ``NVMLError_LibraryNotFound``, so the answer is worth stating.
     """
-    if importlib.util.find_spec("pynvml") is None:
+    if not module_installed("pynvml"):
         return {"available": False, "reason": "nvidia-ml-py not installed (no module named 'pynvml')"}
     if sys.platform.startswith("linux"):
         # The library pynvml loads first: without it NVML cannot start, and importing pynvml

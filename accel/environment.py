@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from accel.backend import cpu_threads, nvml_info, probe_gpu
+from accel.backend import cpu_threads, module_installed, nvml_info, probe_gpu
 
 #: Import names of every library an arm may use, in the order they are shown.
 LIBRARIES = (
@@ -72,13 +72,11 @@ def library_versions() -> dict[str, str | None]:
     Each library's known distributions are asked for by name; only a library that imports but
     is installed under another distribution name falls back to scanning them all.
     """
-    import importlib.util
-
     out: dict[str, str | None] = {}
     scanned: dict[str, list[str]] | None = None
     for name in LIBRARIES:
         found = installed(DISTRIBUTIONS.get(name, ()))
-        if found is None and importlib.util.find_spec(name) is not None:
+        if found is None and module_installed(name):
             scanned = scanned if scanned is not None else md.packages_distributions()
             found = installed(scanned.get(name) or ())
         out[name] = found

@@ -75,9 +75,7 @@ def check_program(path: Path) -> str:
 
 def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
-    import importlib.util
-
-    from accel.backend import probe_gpu
+    from accel.backend import module_installed, probe_gpu
 
     names = [a.strip() for a in (requested or "").split(",") if a.strip()] if requested else list(ACCELERATORS)
     unknown = [a for a in names if a not in ACCELERATORS]
@@ -85,7 +83,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
         raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
     if not names:
         raise AccelError("--accelerators is empty: name at least one of " + ", ".join(ACCELERATORS))
-    installed = [a for a in names if importlib.util.find_spec(a.split(".")[0]) is not None]
+    installed = [a for a in names if module_installed(a.split(".")[0])]
     if requested and len(installed) < len(names):
         missing = sorted(set(names) - set(installed))
         return names, f"{', '.join(missing)} not installed (pip install 'accel-tabular[gpu-cu12]')"
@@ -454,9 +452,9 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         except re.error as exc:
             raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
     if kind == "notebook":
-        import importlib.util
+        from accel.backend import module_installed
 
-        if importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("ipykernel") is None:
+        if not (module_installed("nbclient") and module_installed("ipykernel")):
             raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
     out = ensure_writable(opts.out, "compare records")
     workdir = program.parent

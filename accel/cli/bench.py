@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -195,14 +195,30 @@ def _envelope(benchmark: str, args: argparse.Namespace, started: datetime, gpu: 
     }
 
 
-def _finish(result: dict, gpu_ran: bool, args: argparse.Namespace, fairness: dict) -> Path:
+def _finish(result: dict, gpu_ran: bool, args: argparse.Namespace, fairness: dict, render: Callable[[dict], None]) -> None:
+    """Stamp the result, write it (never over an earlier one) and show it: JSON, or ``render``'s
+    tables with the fairness line; then where it was written."""
     from accel.timing import bench_environment, result_device, write_result
 
     result["finished_at"] = datetime.now(timezone.utc).isoformat()
     result["environment"] = bench_environment()
     result["fairness"] = fairness
     device = result_device(gpu_ran, result["environment"])
-    return write_result(args.results, result, result["benchmark"].replace("_", "-"), device)
+    path = write_result(args.results, result, result["benchmark"].replace("_", "-"), device)
+    if args.json:
+        _dump(result)
+    else:
+        render(result)
+        _print(fairness["line"])
+    print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+def _failed_exit(failed: list[str]) -> int:
+    """Exit status 1 naming what failed (the result has the reasons), else 0."""
+    if not failed:
+        return 0
+    print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
+    return 1
 
 
 def _fmt_s(value: Any) -> str:
@@ -402,14 +418,7 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
         if eng.get("status") == "ok":
             settings[f"{name} threads (context)"] = eng["threads"]
     fair = fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", settings)
-    path = _finish(result, gpu is not None, args, fair)
-
-    if args.json:
-        _dump(result)
-    else:
-        _render_db(result)
-        _print(fair["line"])
-    print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
+    _finish(result, gpu is not None, args, fair, _render_db)
     return _db_exit(result)
 
 
@@ -540,17 +549,9 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
         on_result=lambda arm, model, r: keep(arm, model, "model", r),
     )  # fmt: skip
     fair = _model_fairness(cpu)
-    path = _finish(result, gpu is not None, args, fair)
-    if args.json:
-        _dump(result)
-    else:
-        _render_models(result)
-        _print(fair["line"])
-    print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
+    _finish(result, gpu is not None, args, fair, _render_models)
     failed = [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
-    if failed:
-        print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
-    return 1 if failed else 0
+    return _failed_exit(failed)
 
 
 def _render_models(result: dict) -> None:
@@ -620,13 +621,7 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
     )  # fmt: skip
     fair = _model_fairness(cpu)
     fair["line"] += "; groupby/join: pandas, one thread"
-    path = _finish(result, gpu is not None, args, fair)
-    if args.json:
-        _dump(result)
-    else:
-        _render_crossover(result)
-        _print(fair["line"])
-    print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
+    _finish(result, gpu is not None, args, fair, _render_crossover)
     failed = [
         f"{o['operation']} at {p['rows']:,} ({arm})"
         for o in result["operations"]
@@ -634,9 +629,7 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
         for arm in ("gpu", "cpu")
         if p[arm]["status"] == "failed"
     ]
-    if failed:
-        print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
-    return 1 if failed else 0
+    return _failed_exit(failed)
 
 
 def _render_crossover(result: dict) -> None:

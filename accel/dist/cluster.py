@@ -17,7 +17,6 @@ known to be usable).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import os
 import re
@@ -31,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from accel.backend import cpu_threads, probe_gpu
+from accel.backend import cpu_threads, module_installed, probe_gpu
 from accel.errors import AccelError, first_line
 from accel.memory import PeriodicSampler
 
@@ -107,7 +106,7 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     from distributed.security import Security
 
     scheme = address.split("://", 1)[0]
-    if scheme in ("ucx", "ucxx") and not (_installed("distributed_ucxx") or _installed("ucxx")):
+    if scheme in ("ucx", "ucxx") and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
         raise AccelError(
             f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
         )
@@ -180,7 +179,7 @@ def plan_cluster(config: Any) -> ClusterPlan:
     if config.address:
         raise AccelError(f"an address only goes with a running cluster (--scheduler), not with --cluster {kind}")
 
-    if config.protocol == "ucx" and not (_installed("distributed_ucxx") or _installed("ucxx")):
+    if config.protocol == "ucx" and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
         raise AccelError("--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp")
     if kind == "local":
         for key, flag in (("rmm_pool", "--rmm-pool"), ("device_memory_limit", "--device-memory-limit")):
@@ -202,7 +201,7 @@ def plan_cluster(config: Any) -> ClusterPlan:
     probe = probe_gpu()
     if not probe.usable:
         raise AccelError(f"--cluster local-cuda needs a usable GPU: {probe.reason}")
-    if not _installed("dask_cuda"):
+    if not module_installed("dask_cuda"):
         raise AccelError("--cluster local-cuda needs dask-cuda: pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13])")
     gpus = len(probe.devices)
     workers = config.workers or gpus
@@ -217,13 +216,6 @@ def plan_cluster(config: Any) -> ClusterPlan:
         device_memory_limit=dask_cuda_size(config.device_memory_limit, "--device-memory-limit"),
         protocol=config.protocol,
     )
-
-
-def _installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 # --------------------------------------------------------------------------- the session
