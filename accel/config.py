@@ -89,7 +89,7 @@ class HpoConfig(BaseModel):
 
 
 class ClusterConfig(BaseModel):
-    """Where a run goes when it runs on Dask (checked further by :func:`accel.dist.cluster.plan_cluster`).
+    """Where a run goes when it runs on Dask (checked further by :func:`accel.scaleout.cluster.plan_cluster`).
 
     ``kind``: ``local`` (CPU worker processes), ``local-cuda`` (one worker per GPU) or
     ``scheduler`` (a running cluster at ``address``). Sizes are strings Dask parses ("8GB").

@@ -87,7 +87,7 @@ def release_host_memory(collect: bool = True) -> None:
 class PeriodicSampler:
     """A daemon thread calling :meth:`sample` every ``interval`` seconds inside ``with``, and
     the current stage for per-stage peaks. :class:`MemoryMonitor` samples this process and its
-    GPU; :class:`accel.dist.cluster.WorkerMemorySampler` the workers of a Dask cluster."""
+    GPU; :class:`accel.scaleout.cluster.WorkerMemorySampler` the workers of a Dask cluster."""
 
     thread_name = "accel-sampler"
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from accel.backend import cpu_backend, cpu_threads, gpu_backend
 from accel.config import ClusterConfig
-from accel.dist.cluster import ClusterSession, plan_cluster
-from accel.dist.runner import run_on_session
 from accel.environment import collect_environment
 from accel.models import XGBoostParams
 from accel.record import write_record
 from accel.run import run_arm
+from accel.scaleout.cluster import ClusterSession, plan_cluster
+from accel.scaleout.runner import run_on_session
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
 

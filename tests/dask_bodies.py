@@ -1,8 +1,8 @@
 """Test bodies shared by the Dask CPU and GPU suites (``test_dask_flights.py``, ``test_dask_gpu.py``).
 
-Each takes a started :class:`~accel.dist.cluster.ClusterSession` and the workers' kind, and checks
+Each takes a started :class:`~accel.scaleout.cluster.ClusterSession` and the workers' kind, and checks
 that the distributed run reproduces the single-process run of the same kind: the same rows and
-features exactly, and the hold-out AUC within :data:`accel.dist.runner.DASK_PARITY_TOLERANCE`.
+features exactly, and the hold-out AUC within :data:`accel.scaleout.runner.DASK_PARITY_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from accel.backend import Backend, cpu_backend, gpu_backend
-from accel.dist.runner import DASK_PARITY_TOLERANCE, run_on_session
 from accel.models import XGBoostParams
 from accel.run import run_arm
+from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow

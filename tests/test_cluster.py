@@ -12,7 +12,8 @@ import pytest
 from accel.backend import cpu_threads
 from accel.cli.main import main
 from accel.config import ClusterConfig
-from accel.dist.cluster import (
+from accel.errors import AccelError
+from accel.scaleout.cluster import (
     CONNECT_TIMEOUT_S,
     ClusterPlan,
     ClusterSession,
@@ -20,7 +21,6 @@ from accel.dist.cluster import (
     dask_cuda_size,
     plan_cluster,
 )
-from accel.errors import AccelError
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
 from tests.dask_procs import free_port
 from tests.test_cli import assert_one_line_error
@@ -155,7 +155,7 @@ def test_sigint_during_cluster_start_up_is_held_back_then_raised():
     for good (a terminal's Ctrl-C reaches accel, not each worker)."""
     code = (
         "import os, signal, subprocess, sys\n"
-        "from accel.dist.cluster import _sigint_deferred\n"
+        "from accel.scaleout.cluster import _sigint_deferred\n"
         "kept = []\n"
         "try:\n"
         "    with _sigint_deferred():\n"

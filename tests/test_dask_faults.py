@@ -18,10 +18,10 @@ import pytest
 
 from accel.backend import cpu_backend
 from accel.config import ClusterConfig
-from accel.dist.cluster import ClusterSession, plan_cluster
-from accel.dist.runner import ClusterRunFailed, run_on_session
 from accel.faultpoints import enable_for_tests
 from accel.models import XGBoostParams
+from accel.scaleout.cluster import ClusterSession, plan_cluster
+from accel.scaleout.runner import ClusterRunFailed, run_on_session
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from accel.workflows.flights_dask import DaskFlights, plan_blocks

@@ -15,7 +15,7 @@ import pytest
 
 from accel.backend import cpu_backend
 from accel.data.flights import replicate_with_jitter
-from accel.dist.cluster import ClusterPlan, ClusterSession
+from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
@@ -208,7 +208,7 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     assert two["efficiency"] == pytest.approx(two["speedup_vs_1"] / 2)
     assert math.isnan(by[("single-process", 1, "total")]["efficiency"])
     # Same data and seed everywhere: the accuracies agree within the stated tolerance.
-    from accel.dist.runner import DASK_PARITY_TOLERANCE
+    from accel.scaleout.runner import DASK_PARITY_TOLERANCE
 
     aucs = [by[(k, n, "total")]["metric"] for k, n in (("single-process", 1), ("local", 1), ("local", 2))]
     assert max(aucs) - min(aucs) <= DASK_PARITY_TOLERANCE

@@ -11,7 +11,7 @@ import importlib.util
 import pytest
 
 from accel.config import ClusterConfig
-from accel.dist.cluster import ClusterSession, plan_cluster
+from accel.scaleout.cluster import ClusterSession, plan_cluster
 from tests.conftest import requires_gpu
 from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
 from tests.gpu_marks import needs_dask_cudf

@@ -139,8 +139,8 @@ def test_scheduler_that_is_not_dask_fails_within_the_promise(tmp_path, kind, com
     "address,needle", [("ucx://127.0.0.1:8786", "needs UCX support"), ("tls://127.0.0.1:8786", "needs Dask's TLS settings")]
 )
 def test_scheduler_protocol_that_cannot_be_spoken_here(address, needle):
-    from accel.dist.cluster import probe_scheduler
     from accel.errors import AccelError
+    from accel.scaleout.cluster import probe_scheduler
 
     with pytest.raises(AccelError, match=needle):
         probe_scheduler(address)
@@ -678,7 +678,7 @@ def test_redact_and_scrub():
 
 
 def test_xgboost_tracker_listens_on_the_scheduler_host():
-    from accel.dist.runner import tracker_host
+    from accel.scaleout.runner import tracker_host
 
     class Client:
         class scheduler:  # noqa: N801 - a stand-in for distributed's rpc object

@@ -23,10 +23,10 @@ MAY_IMPORT = {
     "runners": {"core", "data", "workflows"},
     "report": {"core"},
     "bench": {"core", "data"},
-    "dist": {"core", "data", "workflows", "runners", "report", "cli.options"},
-    "hpo": {"core", "data", "workflows", "runners", "dist", "bench"},
-    "cli.options": {"core", "data", "dist"},
-    "cli": {"core", "data", "workflows", "runners", "report", "bench", "dist", "hpo", "cli.options"},
+    "scaleout": {"core", "data", "workflows", "runners", "report", "cli.options"},
+    "hpo": {"core", "data", "workflows", "runners", "scaleout", "bench"},
+    "cli.options": {"core", "data", "scaleout"},
+    "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options"},
 }
 
 

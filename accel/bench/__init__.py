@@ -7,5 +7,5 @@
 - :mod:`~accel.bench.compare` and :mod:`~accel.bench.compare_boot` — a user's script or
   notebook run as it is and under ``cudf.pandas`` / ``cuml.accel``, outputs compared.
 
-May import the flat core and :mod:`accel.data`; not ``dist``, ``hpo``, ``report`` or ``cli``.
+May import the flat core and :mod:`accel.data`; not ``scaleout``, ``hpo``, ``report`` or ``cli``.
 """

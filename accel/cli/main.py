@@ -23,9 +23,9 @@ from accel.cli.options import (
     table_overrides,
     workflow_source,
 )
-from accel.dist import scaling
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
+from accel.scaleout import scaling
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,7 +120,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }
     config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
     if config.cluster is not None:
-        from accel.dist.runner import run_command
+        from accel.scaleout.runner import run_command
 
         return run_command(config, args.json)
 

@@ -1,6 +1,6 @@
 """The argument types and option groups the commands share (argparse only).
 
-Imports only the flat core (and :mod:`accel.dist.cluster`'s list of cluster kinds), so that
+Imports only the flat core (and :mod:`accel.scaleout.cluster`'s list of cluster kinds), so that
 any slice's command may take its options from here without importing another command.
 """
 
@@ -10,8 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from accel.dist.cluster import CLUSTER_KINDS
 from accel.errors import AccelError
+from accel.scaleout.cluster import CLUSTER_KINDS
 
 
 def positive_int(text: str) -> int:

@@ -11,5 +11,5 @@
 
 May import the flat core (:mod:`accel.backend`, :mod:`accel.errors`, :mod:`accel.registry`,
 ...) but not its runners (:mod:`accel.run`, :mod:`accel.streaming`), and :mod:`accel.workflows`
-(``Prepared``); nothing of ``dist``, ``hpo``, ``bench``, ``report`` or ``cli``.
+(``Prepared``); nothing of ``scaleout``, ``hpo``, ``bench``, ``report`` or ``cli``.
 """

@@ -9,6 +9,6 @@
 - :mod:`~accel.hpo.experiments` — every run record and study side by side, with Pareto fronts.
 
 May import the flat core (the runners included), :mod:`accel.data`, :mod:`accel.workflows`,
-:mod:`accel.dist` (trials on Dask workers) and :mod:`accel.bench` (``accel compare`` results in
+:mod:`accel.scaleout` (trials on Dask workers) and :mod:`accel.bench` (``accel compare`` results in
 the experiments table); not ``report`` or ``cli``.
 """

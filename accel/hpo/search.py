@@ -524,14 +524,14 @@ def study_metric(study: Any) -> str:
 def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
     """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
 
-    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.dist.cluster`): checked before
+    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.scaleout.cluster`): checked before
     anything starts, the dashboard on 127.0.0.1, closed on success, error and Ctrl-C.
     """
     if cluster is None and scheduler is None:
         yield None
         return
     from accel.config import ClusterConfig
-    from accel.dist.cluster import ClusterSession, plan_cluster
+    from accel.scaleout.cluster import ClusterSession, plan_cluster
 
     request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
     with ClusterSession(plan_cluster(request)) as session:

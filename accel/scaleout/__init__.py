@@ -1,9 +1,9 @@
 """From one process to a Dask cluster: the ``--cluster`` / ``--scheduler`` slice.
 
-- :mod:`~accel.dist.cluster` — the cluster session (``LocalCluster``, ``LocalCUDACluster`` or a
+- :mod:`~accel.scaleout.cluster` — the cluster session (``LocalCluster``, ``LocalCUDACluster`` or a
   scheduler by address), its start-up guarded against Ctrl-C, and its memory sampler.
-- :mod:`~accel.dist.runner` — a paired run's arm on the cluster (Dask-cuDF / XGBoost's Dask API).
-- :mod:`~accel.dist.scaling` — ``accel scale``: the same work on 1, 2, ... workers.
+- :mod:`~accel.scaleout.runner` — a paired run's arm on the cluster (Dask-cuDF / XGBoost's Dask API).
+- :mod:`~accel.scaleout.scaling` — ``accel scale``: the same work on 1, 2, ... workers.
 
 May import the flat core (the runners :mod:`accel.run` and :mod:`accel.streaming` included),
 :mod:`accel.data`, :mod:`accel.workflows`, :mod:`accel.report.console` (its tables) and

@@ -37,7 +37,6 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend, cpu_backend, gpu_backend, probe_gpu
-from accel.dist.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.memory import MemoryMonitor, to_mb
@@ -46,6 +45,7 @@ from accel.models import XGBoostModel, XGBoostParams
 from accel.record import dumps as strict_json
 from accel.registry import xgboost_device_used, xgboost_threads_used
 from accel.result import ArmResult, Listener, check_device, parity, skipped
+from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
@@ -322,7 +322,7 @@ def cluster_run(config: Any, listener: Listener | None = None, say: Callable[[st
     """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
-    the cluster request (:func:`accel.dist.cluster.plan_cluster`).
+    the cluster request (:func:`accel.scaleout.cluster.plan_cluster`).
     """
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record

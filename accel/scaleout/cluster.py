@@ -16,7 +16,6 @@ known to be usable).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import re

@@ -2,7 +2,7 @@
 
 For each worker count a fresh cluster is started (``local``: CPU worker processes with the
 same threads each; ``local-cuda``: one worker per GPU), the workflow runs on it
-(:func:`accel.dist.runner.run_on_session`), and the cluster is closed before the next one starts.
+(:func:`accel.scaleout.runner.run_on_session`), and the cluster is closed before the next one starts.
 The single-process run without Dask (the CPU baseline arm of ``accel run``, every core) runs
 first on the same data and seed. The result is a table per stage — seconds, speedup against
 the smallest worker count (one worker when listed), parallel efficiency (speedup / worker
@@ -32,8 +32,7 @@ METRIC = "auc"
 
 def register(sub: Any) -> None:
     """Add ``accel scale`` to the ``accel`` command's subcommands."""
-    from accel.cli.options import positive_int
-    from accel.cli.options import add_cluster_arguments
+    from accel.cli.options import add_cluster_arguments, positive_int
 
     scale = sub.add_parser(
         "scale",
@@ -91,12 +90,12 @@ def scaling_study(
 ) -> tuple[dict[str, Any], Path, Path]:
     """Run the study and write its record and plot; ``(record, json_path, png_path)``."""
     from accel.backend import cpu_backend
-    from accel.dist.cluster import ClusterSession, plan_cluster
-    from accel.dist.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, run_on_session
     from accel.environment import collect_environment
     from accel.models import XGBoostParams
-    from accel.run import run_arm_safely
     from accel.record import ensure_writable, write_record
+    from accel.run import run_arm_safely
+    from accel.scaleout.cluster import ClusterSession, plan_cluster
+    from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, run_on_session
     from accel.workflows import WorkflowSettings, get_workflow
 
     say = say or _say
