@@ -95,13 +95,15 @@ def parse_datetime(xdf: ModuleType, s: Any, date_format: str | None) -> Any:
 
 #: The strptime directives cuDF's parser reads (libcudf ``to_timestamps``/``is_timestamp``), with
 #: the most characters each takes. Month names (%b, %B) are not among them: they are turned into
-#: month numbers first (see :func:`cudf_date_text`).
-CUDF_DIRECTIVES = {"Y": 4, "y": 2, "m": 2, "d": 2, "H": 2, "I": 2, "M": 2, "S": 2, "j": 3, "p": 2, "f": 9}
+#: month numbers first (see :func:`cudf_date_text`). Nor is ``%j``: libcudf accepts it, but
+#: ``timestamp_from_parts`` builds the date from year, month and day only, so ``2021074`` in
+#: ``%Y%j`` would come back as January 1 without an error; such a format is parsed on the host.
+CUDF_DIRECTIVES = {"Y": 4, "y": 2, "m": 2, "d": 2, "H": 2, "I": 2, "M": 2, "S": 2, "p": 2, "f": 9}
 MONTH_NAMES = (
     "january", "february", "march", "april", "may", "june",
     "july", "august", "september", "october", "november", "december",
 )  # fmt: skip
-_FIELD_PATTERN = {"Y": r"(\d{4})", "y": r"(\d{2})", "j": r"(\d{1,3})", "f": r"(\d{1,9})", "p": r"([AaPp][Mm])"}
+_FIELD_PATTERN = {"Y": r"(\d{4})", "y": r"(\d{2})", "f": r"(\d{1,9})", "p": r"([AaPp][Mm])"}
 
 
 def _format_items(fmt: str) -> list[tuple[str, str]]:
@@ -121,6 +123,8 @@ def cudf_date_gap(fmt: str) -> str | None:
     """Why cuDF's parser cannot read text in ``fmt``, or None when it can (month names included,
     as numbers). The GPU arm parses such a column on the host and says so."""
     unsupported = sorted({v for k, v in _format_items(fmt) if k == "dir" and v not in CUDF_DIRECTIVES and v not in "bB"})
+    if unsupported == ["j"]:
+        return "cuDF's datetime parser reads %j but ignores it (the day of the year)"
     if unsupported:
         return f"cuDF's datetime parser has no {', '.join('%' + v for v in unsupported)}"
     return None
@@ -225,8 +229,27 @@ def naive_datetime(s: Any) -> Any:
     return s
 
 
+def as_float(obj: Any, dtype: str = "float32") -> Any:
+    """A numeric Series or frame with every non-float column cast to ``dtype``, missing values kept.
+
+    The one cast before any frame → array conversion. cuDF fills missing values *before* it
+    casts (``Frame._to_array``: ``col.fillna(na_value)``, then ``astype``), and an integer or
+    boolean column cannot take NaN: ``to_cupy(dtype="float32", na_value=nan)`` on an int64
+    column with nulls raises ``TypeError: Cannot safely cast non-equivalent float to int64``
+    (``NumericalColumn._validate_fillna_value``). A left join gives such columns on cuDF, where
+    pandas makes them float64. Cast first, and the nulls become NaN on the way out; float
+    columns keep their width.
+    """
+    if hasattr(obj, "columns"):
+        casts = {c: dtype for c in obj.columns if getattr(obj[c].dtype, "kind", "O") != "f"}
+        return obj.astype(casts) if casts else obj
+    return obj if getattr(obj.dtype, "kind", "O") == "f" else obj.astype(dtype)
+
+
 def frame_to_array(frame: Any, dtype: str = "float32") -> Any:
-    """A frame as a 2-D array on the arm's device: CuPy for cuDF, NumPy for pandas."""
+    """A numeric frame as a 2-D ``dtype`` array on the arm's device (CuPy for cuDF, NumPy for
+    pandas), missing values as NaN, through :func:`as_float`."""
+    frame = as_float(frame, dtype)
     if is_cudf(frame):
         return frame.to_cupy(dtype=dtype, na_value=float("nan"))
     return frame.to_numpy(dtype=dtype, na_value=float("nan"))
@@ -245,10 +268,11 @@ def column_values(series: Any) -> Any:
     """A numeric column as a 1-D array on its device, missing values as NaN, without a copy
     where its values already are one (a NumPy float column)."""
     if is_cudf(series):
-        return series.to_cupy(dtype="float32" if series.dtype.kind != "f" else series.dtype, na_value=float("nan"))
+        series = as_float(series, "float32")
+        return series.to_cupy(dtype=series.dtype, na_value=float("nan"))
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
-        return series.to_numpy()  # a NumPy dtype: NumPy casts it on the way into the matrix
-    return series.to_numpy(dtype="float32", na_value=np.nan)
+        return series.to_numpy()  # a NumPy dtype holds no missing value: NumPy casts it on the way into the matrix
+    return as_float(series, "float32").to_numpy(dtype="float32", na_value=np.nan)
 
 
 def series_to_array(series: Any) -> Any:
@@ -272,6 +296,11 @@ def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: S
                 yield xdf.read_parquet(str(path), columns=list(columns), skip_rows=skip, nrows=min(rows, total - skip))
 
 
+#: Compressed CSV as libcudf infers it from the file's suffix (``infer_compression_type``), with
+#: the codec pyarrow decompresses it with (None: pyarrow has none).
+_CSV_CODECS = {"gz": "gzip", "bz2": "bz2", "zstd": "zstd", "zip": None, "sz": None, "xz": None}
+
+
 def iter_csv_chunks(
     xdf: ModuleType,
     path: str | Path,
@@ -282,33 +311,166 @@ def iter_csv_chunks(
     delimiter: str,
     size_bytes: int,
 ) -> Iterator[Any]:
-    """Consecutive chunks of a CSV file: pandas' chunked parser, or cuDF byte ranges.
+    """Consecutive chunks of a CSV file, in file order, every row in exactly one chunk.
 
-    cuDF reads the rows that start inside each byte range; the range size is estimated from the
-    file's mean row length (the header is only in the first range).
+    Parameters
+    ----------
+    xdf : module
+        pandas or cudf.
+    path : str or Path
+        The CSV file (compressed when its suffix says so: ``.gz``, ``.bz2``, ...).
+    all_columns : sequence of str
+        Every column of the file, in file order.
+    columns : sequence of str
+        The columns to read.
+    rows : int
+        Rows per chunk (cuDF byte ranges: about that many).
+    dtypes : dict
+        Column types (``"float64"``, ``"str"``), so that every chunk parses alike.
+    delimiter : str
+        Field delimiter.
+    size_bytes : int
+        Unused: the size is taken from the file as it is read.
+
+    Yields
+    ------
+    DataFrame
+        pandas' chunked C parser gives ``rows`` rows per chunk. cuDF reads an uncompressed file
+        in byte ranges: libcudf keeps the rows whose preceding line break lies in a range, so
+        each range here ends at a line break found on the host, and no row straddles two ranges
+        (a row longer than libcudf's read-ahead padding would otherwise be cut). libcudf refuses
+        byte ranges on compressed input: cuDF then parses it with pyarrow's streaming reader
+        (:func:`arrow_csv_chunks`, the same rows and types as pandas) and moves each chunk to
+        the device; a codec pyarrow lacks (zip) is read whole by cuDF and sliced. A quoted
+        field holding a line break is not found by the byte-range search (neither libcudf's
+        nor this one).
     """
     dtype = {c: t for c, t in dtypes.items() if c in columns}
     if is_pandas_module(xdf):
         yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype, chunksize=rows)
         return
+    suffix = Path(path).name.rpartition(".")[2].lower()
+    if suffix in _CSV_CODECS:
+        if _CSV_CODECS[suffix] is None:
+            whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype)
+            for a in range(0, len(whole), max(rows, 1)):
+                yield whole.iloc[a : a + rows]
+            return
+        for table in arrow_csv_chunks(path, all_columns, columns, rows, dtypes, delimiter, _CSV_CODECS[suffix]):
+            yield from_arrow(xdf, table)
+        return
+    size = Path(path).stat().st_size
     with open(path, "rb") as f:
         head = f.read(1 << 20)
-    lines = max(head.count(b"\n"), 1)
-    step = max(1 << 20, int(rows * len(head) / lines))
-    offset = 0
-    size_bytes = Path(path).stat().st_size
-    while offset < size_bytes:
-        first = offset == 0
-        yield xdf.read_csv(
-            str(path),
-            sep=delimiter,
-            byte_range=(offset, step),
-            header=0 if first else None,
-            names=None if first else list(all_columns),
-            usecols=list(columns),
-            dtype=dtype,
-        )
-        offset += step
+        lines = max(head.count(b"\n"), 1)
+        step = max(1 << 20, int(rows * len(head) / lines))
+        offset = 0
+        while offset < size:
+            end = _next_line_break(f, offset + step)
+            last = end is None or end + 1 >= size
+            first = offset == 0
+            yield xdf.read_csv(
+                str(path),
+                sep=delimiter,
+                # (offset, 0): to the end of the file; else up to the line break at ``end``
+                byte_range=(offset, 0 if last else end - offset),
+                header=0 if first else None,
+                names=None if first else list(all_columns),
+                usecols=list(columns),
+                dtype=dtype,
+            )
+            if last:
+                return
+            offset = end
+
+
+def _next_line_break(f: Any, position: int) -> int | None:
+    """The offset of the first ``\\n`` at or after ``position`` in the binary file ``f``, or None."""
+    f.seek(position)
+    block = 1 << 16
+    while piece := f.read(block):
+        found = piece.find(b"\n")
+        if found >= 0:
+            return position + found
+        position += len(piece)
+        block = min(block * 2, 1 << 24)
+    return None
+
+
+def arrow_csv_chunks(
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    rows: int,
+    dtypes: dict[str, str],
+    delimiter: str,
+    compression: str | None = None,
+) -> Iterator[Any]:
+    """Consecutive pyarrow Tables of ``rows`` rows (the last one shorter) of a CSV file.
+
+    pyarrow's streaming reader, with what pandas' C parser does by default: pandas' missing-value
+    strings (an empty or quoted-empty field is missing, text ones too), blank lines skipped,
+    quoted fields that hold line breaks, and the columns in file order.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+    all_columns : sequence of str
+        Every column of the file, in file order.
+    columns : sequence of str
+        The columns to read.
+    rows : int
+        Rows per table.
+    dtypes : dict
+        Column types: ``"str"`` reads as Arrow text, any other name as that NumPy type.
+    delimiter : str
+        Field delimiter.
+    compression : str, optional
+        The codec (``"gzip"``, ``"bz2"``, ``"zstd"``) the file is decompressed with as it is read.
+
+    Yields
+    ------
+    pyarrow.Table
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        nulls = sorted(STR_NA_VALUES)
+    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
+        nulls = None
+    wanted = set(columns)
+    include = [c for c in all_columns if c in wanted]
+    types = {c: pa.string() if t == "str" else pa.from_numpy_dtype(np.dtype(t)) for c, t in dtypes.items() if c in wanted}
+    convert = pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=True)
+    if nulls is not None:
+        convert.null_values = nulls
+    stream = pa.input_stream(str(path), compression=compression)
+    reader = pcsv.open_csv(
+        stream,
+        read_options=pcsv.ReadOptions(block_size=1 << 24),
+        parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+        convert_options=convert,
+    )
+    rows = max(rows, 1)
+    pending: list[Any] = []
+    held = 0
+    try:
+        for batch in reader:
+            pending.append(batch)
+            held += batch.num_rows
+            while held >= rows:
+                table = pa.Table.from_batches(pending, schema=reader.schema)
+                yield table.slice(0, rows)
+                rest = table.slice(rows)
+                pending, held = rest.to_batches(), rest.num_rows
+        if held:
+            yield pa.Table.from_batches(pending, schema=reader.schema)
+    finally:
+        stream.close()
 
 
 def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend
-from tests import bodies, tables
+from tests import bodies, null_bodies, tables
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +100,31 @@ def test_encoding_probe_runs_only_for_xgboost_and_with_enough_rows(tmp_path):
     assert TableFeaturizer(pd, small, "xgboost", 0).encoding["shop"].startswith("out-of-fold")
     # Nothing above NATIVE_MAX values: nothing to probe.
     assert _plan(tmp_path, tables.house_prices(), "price", "xgboost").plan.encoding_probe is None
+
+
+# --------------------------------------------------------------------------- missing values as cuDF holds them
+
+
+def test_model_matrix_of_integer_and_boolean_columns_with_missing_values(backend):
+    null_bodies.check_matrix_of_nullable_columns(backend)
+
+
+def test_one_hot_of_a_missing_category_is_all_zeros(backend):
+    null_bodies.check_one_hot_of_missing_categories_is_zero(backend)
+
+
+def test_linear_features_impute_no_one_hot_column(backend):
+    null_bodies.check_linear_features_of_missing_categories(backend)
+
+
+def test_the_float_cast_comes_before_any_conversion():
+    # cuDF fills missing values before it casts, which an integer column cannot take: the one
+    # cast (as_float) turns every non-float column to float first and leaves float ones alone.
+    from accel import _compat
+
+    frame = null_bodies.nullable_frame()[["year", "flag", "x", "count"]]
+    cast = _compat.as_float(frame, "float32")
+    assert [str(t) for t in cast.dtypes] == ["float32", "float32", "float64", "float32"]
+    assert cast["year"].isna().tolist() == frame["year"].isna().tolist()
+    x = frame["x"]
+    assert _compat.as_float(x) is x

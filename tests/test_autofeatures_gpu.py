@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from accel.backend import cpu_backend, gpu_backend
-from tests import bodies, tables
+from tests import bodies, null_bodies, tables
 from tests.conftest import requires_gpu
 from tests.gpu_marks import needs_cuml
 
@@ -53,3 +53,18 @@ def test_models_on_the_gpu_arm_match_the_cpu_arm(backend, tmp_path, model):
     assert record["arms"]["gpu"]["status"] == "ok", record["arms"]["gpu"]["reason"]
     assert record["arms"]["gpu"]["device_used"].startswith("cuda")
     assert record["parity"]["ok"], record["parity"]
+
+
+def test_model_matrix_of_integer_and_boolean_columns_with_missing_values(backend):
+    # cuDF's int64 and bool columns keep their nulls (a left join's columns on cuDF).
+    null_bodies.check_matrix_of_nullable_columns(backend)
+
+
+def test_one_hot_of_a_missing_category_is_all_zeros(backend):
+    null_bodies.check_one_hot_of_missing_categories_is_zero(backend)
+
+
+def test_linear_features_of_missing_categories_equal_the_cpu_arm(backend):
+    gpu = null_bodies.check_linear_features_of_missing_categories(backend)
+    cpu = null_bodies.check_linear_features_of_missing_categories(cpu_backend())
+    pd.testing.assert_frame_equal(gpu, cpu, check_dtype=False, rtol=1e-6)
