@@ -100,6 +100,17 @@ def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
     return _compat.parse_datetime_where(xdf, s, plan.date_format)
 
 
+def one_hot(name: str, s: Any, categories: list[Any]) -> dict[str, Any]:
+    """One float64 indicator column per category of a categorical column; 0.0 where it is missing.
+
+    A missing value's code is -1 on pandas but null on cuDF, where ``codes == k`` is then null
+    too (and would be imputed later): so the comparison's missing results are False on both
+    arms, and a missing category is all zeros, as scikit-learn's ``OneHotEncoder`` writes it.
+    """
+    codes = s.cat.codes
+    return {f"{name}=={value}": (codes == k).fillna(False).astype("float64") for k, value in enumerate(categories)}
+
+
 def category_codes(s: Any) -> Any:
     """Codes of a categorical column as float64, missing (and unseen) values as NaN."""
     codes = s.cat.codes
@@ -387,9 +398,7 @@ class TableFeaturizer:
             elif kind == "date parts":
                 built.update(_datetime_parts(col.name, a, col.date_parts))
             elif kind == "one-hot":
-                codes = a.cat.codes
-                for k, value in enumerate(col.categories or []):
-                    built[f"{col.name}=={value}"] = (codes == k).astype("float64")
+                built.update(one_hot(col.name, a, col.categories or []))
             elif kind == "ordinal codes":
                 built[col.name] = category_codes(a)
             else:
