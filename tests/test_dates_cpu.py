@@ -11,7 +11,7 @@ import pytest
 
 from accel.backend import cpu_backend
 from accel.data.schema import make_plan
-from tests import date_bodies
+from tests import date_bodies, null_bodies
 from tests.conftest import read_json, records_in
 from tests.test_table_cpu import assert_error, run_cli
 
@@ -48,6 +48,19 @@ def test_layout_is_detected_and_parsed(name, how, expected, holds):
 def test_fixed_width_rewrite_for_cudf_parses_like_pandas():
     """The text rewrite the GPU arm uses before cuDF's parser, checked here on pandas' string API."""
     date_bodies.check_fixed_width_rewrite(cpu_backend())
+
+
+def test_day_of_year_dates_parse_to_their_day():
+    assert null_bodies.check_day_of_year_dates(cpu_backend()) == "pandas"
+
+
+def test_formats_cudf_cannot_parse_are_named():
+    # libcudf reads %j but builds the date from year, month and day: January 1 for every value.
+    from accel import _compat
+
+    assert _compat.cudf_date_gap("%Y%j") == "cuDF's datetime parser reads %j but ignores it (the day of the year)"
+    assert _compat.cudf_date_gap("%a %d %b %Y") == "cuDF's datetime parser has no %a"
+    assert _compat.cudf_date_gap("%d/%m/%Y %H:%M") is None
 
 
 def test_month_and_day_order_is_resolved_from_the_data_or_reported():

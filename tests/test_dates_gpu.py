@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from accel.backend import gpu_backend
-from tests import date_bodies
+from tests import date_bodies, null_bodies
 from tests.conftest import requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
@@ -40,3 +40,8 @@ def test_a_format_cudf_cannot_read_is_parsed_on_the_host_and_said_so(backend):
     assert where == "host (pandas): cuDF's datetime parser has no %a"
     got = parsed.to_pandas().astype("datetime64[ns]").tolist()
     assert got[:2] == [pd.Timestamp("2021-03-15"), pd.Timestamp("2021-03-16")] and pd.isna(got[2])
+
+
+def test_day_of_year_dates_are_parsed_on_the_host(backend):
+    # cuDF's parser would return January 1 for every %j value, without an error.
+    assert null_bodies.check_day_of_year_dates(backend).startswith("host (pandas)")
