@@ -203,6 +203,11 @@ def _logistic_penalty(params: dict[str, Any], gpu: bool) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- entries
 
+#: Defaults the forests' classes name differently and that mean the same.
+_FOREST_DEFAULTS = {"max_samples": "None (scikit-learn) and 1.0 (cuML) both draw n rows per tree"}
+#: The neighbour searches' metric defaults.
+_KNN_DEFAULTS = {"metric": "minkowski with p=2 (scikit-learn) is euclidean (cuML)"}
+
 #: Placeholders in per-arm parameters, filled in from the arm: its cores, XGBoost's device.
 N_THREADS, XGB_DEVICE = "N_THREADS", "XGB_DEVICE"
 
@@ -241,6 +246,11 @@ class Estimator:
     max_predict_rows : int or None
         Predict on at most this many rows in ``accel bench models`` (k-nearest neighbours
         costs rows x training rows).
+    same_in_effect : Mapping
+        Parameters both classes take whose defaults differ, that neither arm sets, each with
+        why the two defaults do the same thing here. Any other default that differs is set on
+        both arms (``shared``), so the arms solve the same problem; ``tests/test_registry.py``
+        compares the two classes' signatures wherever cuML is installed.
     """
 
     key: str
@@ -257,6 +267,7 @@ class Estimator:
     bench: Mapping[str, Any] = field(default_factory=dict)
     predict: str = "predict"
     max_predict_rows: int | None = None
+    same_in_effect: Mapping[str, str] = field(default_factory=dict)
     #: The ``--model`` this estimator serves (set by the registry), whose settings' defaults it takes.
     model: str | None = None
 
@@ -400,11 +411,13 @@ _SPECS = (
             "random_forest_classifier", "sklearn.ensemble:RandomForestClassifier",
             "cuml.ensemble:RandomForestClassifier", "classification",
             shared={"max_features": "sqrt"}, cpu_only={"n_jobs": N_THREADS}, seeded=True, metric="accuracy",
+            same_in_effect=_FOREST_DEFAULTS,
         ),
         regressor=Estimator(
             "random_forest_regressor", "sklearn.ensemble:RandomForestRegressor",
             "cuml.ensemble:RandomForestRegressor", "regression",
             shared={"max_features": 1.0}, cpu_only={"n_jobs": N_THREADS}, seeded=True,
+            same_in_effect=_FOREST_DEFAULTS,
         ),
         search_space={
             "n_estimators": _int(50, 500, log=True),
@@ -424,6 +437,11 @@ _SPECS = (
             "logistic_regression", "sklearn.linear_model:LogisticRegression",
             "cuml.linear_model:LogisticRegression", "classification",
             spell=_logistic_penalty, metric="accuracy", bench={"tol": 1e-4},
+            same_in_effect={
+                "solver": "lbfgs (scikit-learn) and cuML's qn are both L-BFGS for an L2 penalty; an L1 part "
+                "takes saga / OWL-QN (the spelling function)",
+                "l1_ratio": "0.0 (scikit-learn) and None (cuML): an L2 penalty; the spelling function passes it where it is not",
+            },
         ),
         regressor=None,
         # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
@@ -446,7 +464,8 @@ _SPECS = (
             "alpha",
             Estimator(
                 "elastic_net", "sklearn.linear_model:ElasticNet", "cuml.linear_model:ElasticNet", "regression",
-                shared={"max_iter": 1000},
+                # scikit-learn's tolerance (cuML's default is 1e-3): both arms solve to the same one.
+                shared={"max_iter": 1000, "tol": 1e-4},
             ),
         ),
     ),
@@ -470,10 +489,11 @@ _SPECS = (
         classifier=Estimator(
             "knn_classifier", "sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier",
             "classification", cpu_only={"n_jobs": N_THREADS}, metric="accuracy", max_predict_rows=10_000,
+            same_in_effect=_KNN_DEFAULTS,
         ),
         regressor=Estimator(
             "knn_regressor", "sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor",
-            "regression", cpu_only={"n_jobs": N_THREADS},
+            "regression", cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS,
         ),
         search_space={"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
         labels=(("n_neighbors", "k"), ("weights", "weights")),
@@ -487,13 +507,21 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in _SPECS}
 _BENCH_ONLY = (
     Estimator(
         "kmeans", "sklearn.cluster:KMeans", "cuml.cluster:KMeans", "clustering",
-        shared={"n_clusters": 8, "max_iter": 300, "tol": 1e-4, "n_init": 1}, seeded=True, metric="inertia",
+        # init: cuML's default is k-means|| (scalable k-means++); "k-means++" is the classic
+        # seeding scikit-learn uses, which cuML runs as k-means|| with no oversampling.
+        shared={"n_clusters": 8, "max_iter": 300, "tol": 1e-4, "n_init": 1, "init": "k-means++"}, seeded=True,
+        metric="inertia",
     ),
     Estimator("ridge", "sklearn.linear_model:Ridge", "cuml.linear_model:Ridge", "regression",
               shared={"alpha": 1.0}, metric="r2"),
     Estimator(
         "pca", "sklearn.decomposition:PCA", "cuml.decomposition:PCA", "decomposition",
         shared={"n_components": 8}, metric="explained_variance", predict="transform",
+        same_in_effect={
+            "iterated_power": "read only by the iterative solvers (randomized, jacobi); both arms pick an exact "
+            "solver for the benchmark's tall matrices (scikit-learn's auto: covariance_eigh; cuML: full)",
+            "tol": "read only by the iterative solvers, as iterated_power",
+        },
     ),
 )  # fmt: skip
 

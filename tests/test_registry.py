@@ -79,6 +79,59 @@ def test_each_gpu_class_exists_in_cuml(key):
     assert set(params) <= set(inspect.signature(cls).parameters), key
 
 
+#: Arguments that say how a class reports or returns, not what it computes.
+_NOT_THE_PROBLEM = {"verbose", "output_type", "handle", "copy_X", "copy", "n_jobs"}
+
+
+def _defaults(cls) -> dict:
+    return {k: p.default for k, p in inspect.signature(cls).parameters.items() if p.default is not inspect.Parameter.empty}
+
+
+def differing_defaults(cpu_cls, gpu_cls, passed_cpu, passed_gpu) -> set[str]:
+    """Parameters both classes take, that neither arm sets, whose defaults differ."""
+    cpu, gpu = _defaults(cpu_cls), _defaults(gpu_cls)
+    common = (cpu.keys() & gpu.keys()) - _NOT_THE_PROBLEM - set(passed_cpu) - set(passed_gpu)
+    return {k for k in common if repr(cpu[k]) != repr(gpu[k])}
+
+
+def test_differing_defaults_are_found_where_an_arm_leaves_them():
+    class Cpu:
+        def __init__(self, tol=1e-4, alpha=1.0, max_iter=100, verbose=0):
+            pass
+
+    class Gpu:
+        def __init__(self, tol=1e-3, alpha=1.0, max_iter=1000, verbose=False, output_type=None):
+            pass
+
+    assert differing_defaults(Cpu, Gpu, {}, {}) == {"tol", "max_iter"}
+    assert differing_defaults(Cpu, Gpu, {"tol": 1e-4}, {"tol": 1e-4, "max_iter": 5}) == set()
+
+
+def test_the_tolerances_cuml_sets_differently_are_set_on_both_arms():
+    # cuML's Lasso and ElasticNet default to tol=1e-3, scikit-learn's to 1e-4.
+    for key in ("lasso", "elastic_net"):
+        est = registry.ESTIMATORS[key]
+        for gpu in (False, True):
+            assert est.params({}, gpu=gpu, n_threads=2, xgb_device="cpu", seed=0)["tol"] == 1e-4, (key, gpu)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cuml") is None, reason="cuml not installed: runs in CI's RAPIDS-without-GPU stage")
+@pytest.mark.parametrize("key", [k for k, e in registry.ESTIMATORS.items() if e.needs_cuml])
+def test_each_pair_solves_the_same_problem_on_both_arms(key):
+    """Every default the two classes name alike but set differently is set on both arms, or is
+    listed in the entry's ``same_in_effect`` with why it does the same (and only such ones)."""
+    est = registry.ESTIMATORS[key]
+    try:
+        gpu_cls = getattr(importlib.import_module(est.gpu.partition(":")[0]), est.gpu.partition(":")[2])
+    except ImportError as exc:
+        pytest.skip(f"cuml installed but does not import here: {exc}")
+    cpu_cls = cpu_backend().models[key]
+    spec = registry.MODELS.get(est.model or "")
+    settings = spec.given(spec.settings().model_dump()) if spec else {}
+    passed = [est.params(settings, gpu=gpu, n_threads=2, xgb_device="cpu", seed=0) for gpu in (False, True)]
+    assert differing_defaults(cpu_cls, gpu_cls, *passed) == set(est.same_in_effect), key
+
+
 def test_settings_are_validated_with_the_entrys_bounds():
     with pytest.raises(AccelError, match="lasso.alpha"):
         build_config(None, {"model": "lasso", "lasso": {"alpha": 0}})
