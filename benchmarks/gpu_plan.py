@@ -61,6 +61,15 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
 
 
+#: The GPU tests of the paths where cuDF's missing values are not pandas' (nulls in integer and
+#: categorical-code columns, compressed CSV read in ranges, labels of rows without a target,
+#: day-of-year dates) and of ``accel run flights`` end to end: run first once cuDF is there.
+CUDF_SEMANTICS_TESTS = (
+    "tests/test_flights_e2e_gpu.py",
+    "tests/test_autofeatures_gpu.py",
+    "tests/test_dates_gpu.py",
+    "tests/test_features_gpu.py",
+)
 #: Each track: the sets in the order they are carried, and the steps in priority order.
 #: Sets every cuDF step needs (numpy 2.3.5 replaces the image's 2.5, which RAPIDS 26.10 cannot use).
 _CUDF = ("pydantic", "numpy", "cudf")
@@ -81,6 +90,14 @@ TRACKS: dict[str, dict] = {
                 130,
                 "models",
                 {"MODELS": "none", "XGB_ROWS": "1e7"},
+            ),
+            Step(
+                "tests: first where cuDF and pandas differ (nulls in integer and categorical columns, gzip CSV, "
+                "missing targets early in a file, %j dates) and accel run flights end to end",
+                (*_CUDF, "rmm", "xgboost"),
+                60,
+                "tests",
+                {"PYTEST_FILES": "'" + " ".join(CUDF_SEMANTICS_TESTS) + "'"},
             ),
             Step(
                 "tests: all (cuDF, dates, Dask-CUDA, dask-cudf)",
