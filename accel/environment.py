@@ -19,6 +19,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -224,11 +225,30 @@ def git_sha() -> str | None:
     return git_state()["sha"]
 
 
+#: Parts of a variable's name that say it holds a credential (``DASK_COILED__TOKEN``,
+#: ``ACCEL_S3_SECRET_ACCESS_KEY``): such a value is never written, only that it is set.
+SECRET_NAME_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "SESSION")
+#: A URL with a password in it (``scheme://user:password@host``), whatever the variable's name.
+_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@")
+#: What a record holds instead of a value that may be a credential.
+NOT_RECORDED = "(set; value not recorded: it may hold a credential)"
+
+
+def recordable_value(name: str, value: str) -> str:
+    """``value`` as a record may hold it: :data:`NOT_RECORDED` where the variable's name says it is a
+    credential or the value holds a URL with a password, else the value itself."""
+    upper = name.upper()
+    if any(part in upper for part in SECRET_NAME_PARTS) or _URL_WITH_PASSWORD.search(value):
+        return NOT_RECORDED
+    return value
+
+
 def environment_overrides(environ: Any = None) -> dict[str, str]:
     """Every variable accel, its benchmarks or the libraries it drives read that is set here.
 
     ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` count only when the user set them (accel sets
-    ``GOMP_SPINCOUNT`` itself otherwise).
+    ``GOMP_SPINCOUNT`` itself otherwise). A value that may be a credential is replaced by
+    :data:`NOT_RECORDED` (:func:`recordable_value`): records are shared and committed.
     """
     from accel import OMP_WAIT_POLICY
 
@@ -242,7 +262,7 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
                 and OMP_WAIT_POLICY["source"] != "user environment"
             ):
                 continue
-            out[name] = env[name]
+            out[name] = recordable_value(name, env[name])
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accel.environment import PROJECT_ROOT, environment_overrides, git_state, tree_files, write_build_info
+from accel.environment import NOT_RECORDED, PROJECT_ROOT, environment_overrides, git_state, tree_files, write_build_info
 from tests.conftest import ROOT, run_accel
 
 needs_git = pytest.mark.skipif(
@@ -98,6 +98,38 @@ def test_overrides_are_the_variables_accel_and_its_libraries_read():
     }
     got = environment_overrides(env)
     assert got == {k: v for k, v in env.items() if k not in ("STEP_TIMEOUT", "HOME", "PATH")}
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("DASK_COILED__TOKEN", "coiled-abc123"),
+        ("ACCEL_S3_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+        ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY", "/home/me/.ssh/key.pem"),
+        ("XGBOOST_TRACKER_PASSWORD", "hunter2"),
+        ("RAPIDS_API_KEY", "k"),
+        ("ACCEL_STORAGE", "postgresql://me:hunter2@db.internal/optuna"),
+        ("DASK_SCHEDULER_ADDRESS", "tls://user:pw@10.0.0.1:8786"),
+    ],
+)
+def test_credentials_are_never_recorded_only_that_they_are_set(name, value):
+    got = environment_overrides({name: value, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"})
+    assert got[name] == NOT_RECORDED and value not in json.dumps(got)
+    assert got["DASK_DISTRIBUTED__WORKER__DAEMON"] == "False", "other values are recorded as they are"
+
+
+def test_a_credential_in_the_environment_reaches_no_record(tmp_path):
+    secret = "coiled-token-abc123-do-not-write"
+    env = {"DASK_COILED__TOKEN": secret, "ACCEL_DB_URL": f"postgresql://me:{secret}@db/x"}
+    info = run_accel("info", "--json", env=env)
+    assert info.returncode == 0, info.stderr
+    assert secret not in info.stdout and json.loads(info.stdout)["overrides"]["DASK_COILED__TOKEN"] == NOT_RECORDED
+    run = run_accel("run", "flights", "--device", "cpu", "--rows", "3000", "--out", str(tmp_path), env=env)
+    assert run.returncode == 0, run.stderr
+    assert secret not in run.stdout + run.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
 
 
 def test_info_records_the_code_and_the_overrides():
