@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)"
     )
     run.add_argument(
-        "--rmm-pool", help="GPU arm: RMM pool for cuDF, CuPy and XGBoost: auto (default), off, or a size such as 40GB"
+        "--rmm-pool",
+        help="GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the free "
+        "device memory), off, or a size such as 40GB",
     )
     run.add_argument(
         "--device",
@@ -149,6 +151,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from accel.interrupts import never_lost
+
+    with never_lost():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
