@@ -164,25 +164,62 @@ def module_installed(name: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _xgboost_has_cuda() -> bool:
-    """Whether the installed XGBoost was built with CUDA, asked of its library (``XGBuildInfo``)
-    without importing the Python package, which loads pandas and SciPy: ``accel info`` stays light."""
+def xgboost_build_info() -> dict[str, Any]:
+    """How the installed XGBoost was built (``XGBuildInfo``: ``USE_CUDA``, ``USE_RMM``, ...), asked
+    of its library without importing the Python package, which loads pandas and SciPy: ``accel
+    info`` stays light. Empty when there is no XGBoost or its library cannot say. Never raises."""
     try:
         if "xgboost" in sys.modules:
-            return bool(sys.modules["xgboost"].build_info().get("USE_CUDA"))
+            return dict(sys.modules["xgboost"].build_info())
         spec = importlib.util.find_spec("xgboost")
         for folder in (spec.submodule_search_locations or []) if spec else []:
             lib = Path(folder) / "lib" / "libxgboost.so"
             if lib.exists():
                 out = ctypes.c_char_p()
                 if ctypes.CDLL(str(lib)).XGBuildInfo(ctypes.byref(out)) != 0 or not out.value:
-                    return False
-                return bool(json.loads(out.value.decode()).get("USE_CUDA"))
+                    return {}
+                return dict(json.loads(out.value.decode()))
         import xgboost  # another platform's library name: ask the package
 
-        return bool(xgboost.build_info().get("USE_CUDA"))
+        return dict(xgboost.build_info())
     except Exception:  # noqa: BLE001 - detection never raises
-        return False
+        return {}
+
+
+def _xgboost_has_cuda() -> bool:
+    """Whether the installed XGBoost was built with CUDA (:func:`xgboost_build_info`)."""
+    return bool(xgboost_build_info().get("USE_CUDA"))
+
+
+def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Where XGBoost's device memory comes from, given its :func:`xgboost_build_info`.
+
+    Only an XGBoost built with the RMM plugin (``USE_RMM``) allocates from the RMM pool; it is
+    then told to route its cached allocations there too (``use_rmm``). The PyPI wheels are
+    built without it: there ``use_rmm`` would only switch XGBoost's caching allocator off
+    (every allocation a ``cudaMalloc``), so it is left alone and XGBoost keeps its own caching
+    allocator, beside the RMM pool.
+
+    Returns
+    -------
+    dict
+        ``through_rmm`` (bool), ``allocator`` (one line) and ``set_config`` (the XGBoost
+        global settings to apply, possibly empty).
+    """
+    if build_info.get("USE_RMM"):
+        return {"through_rmm": True, "allocator": "the RMM pool (XGBoost built with RMM, use_rmm=True)",
+                "set_config": {"use_rmm": True}}  # fmt: skip
+    return {
+        "through_rmm": False,
+        "allocator": "XGBoost's own caching allocator over cudaMalloc, outside the RMM pool (XGBoost built without RMM)",
+        "set_config": {},
+    }
+
+
+#: The RMM pool this process set up, as ``(device, initial_bytes, maximum_bytes)``. RMM's
+#: device resource is set once per process: a second ``rmm.reinitialize`` drops the first
+#: pool while buffers allocated from it may still be alive, which RMM leaves undefined.
+_RMM_POOL: tuple[int, int, int | None] | None = None
 
 
 def rapids_smoke_test() -> str | None:
@@ -450,20 +487,79 @@ class Backend:
         _, total = self.xp.cuda.runtime.memGetInfo()
         return int(total)
 
-    # -- RMM: one pool for cuDF, CuPy and XGBoost (GPU arm only)
-    def configure_rmm_pool(self, initial_bytes: int, maximum_bytes: int | None) -> None:
-        """Make an RMM pool the device allocator of cuDF, CuPy and XGBoost, with statistics on."""
+    # -- RMM: one pool for cuDF and CuPy, and for XGBoost when it is built with RMM (GPU arm only)
+    def xgboost_allocation(self) -> dict[str, Any]:
+        """Where XGBoost's device memory comes from on this arm (:func:`xgboost_allocation`)."""
+        if not self.is_gpu:
+            return {"through_rmm": False, "allocator": "CPU arm: no device memory", "set_config": {}}
+        return xgboost_allocation(xgboost_build_info())
+
+    def rmm_pool_configured(self) -> tuple[int, int | None] | None:
+        """``(initial_bytes, maximum_bytes)`` of the RMM pool this process set up on this arm's
+        device, or None when it set up none."""
+        if not self.is_gpu or _RMM_POOL is None or _RMM_POOL[0] != self._device_index:
+            return None
+        return _RMM_POOL[1], _RMM_POOL[2]
+
+    @property
+    def _device_index(self) -> int:
+        return self.device.index if self.device is not None else 0
+
+    def configure_rmm_pool(self, initial_bytes: int, maximum_bytes: int | None) -> bool:
+        """Make an RMM pool the device allocator of cuDF and CuPy (and of XGBoost when it is built
+        with RMM), with statistics on; at most once per process.
+
+        Returns
+        -------
+        bool
+            True when the pool was set up now; False when this process already has the same
+            pool, which is kept (no second ``rmm.reinitialize``).
+
+        Raises
+        ------
+        RuntimeError
+            On the CPU arm, or when this process already set up a pool of other sizes: RMM's
+            resource is not replaced while buffers of the first pool may be alive.
+        """
+        global _RMM_POOL
         if not self.is_gpu:
             raise RuntimeError("RMM pools are device memory: GPU arm only")
+        wanted = (self._device_index, int(initial_bytes), None if maximum_bytes is None else int(maximum_bytes))
+        if _RMM_POOL is not None:
+            if _RMM_POOL == wanted:
+                return False
+            device, initial, maximum = _RMM_POOL
+            raise RuntimeError(
+                f"this process already set up an RMM pool (device {device}, {initial:,} bytes, growing to "
+                f"{'the whole device' if maximum is None else f'{maximum:,} bytes'}); RMM's device resource is set "
+                "once per process"
+            )
         import rmm
         import rmm.statistics
-        import xgboost
         from rmm.allocators.cupy import rmm_cupy_allocator
 
-        rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_bytes, maximum_pool_size=maximum_bytes)
+        rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_bytes, maximum_pool_size=maximum_bytes, devices=wanted[0])
+        _RMM_POOL = wanted
         rmm.statistics.enable_statistics()
         self.xp.cuda.set_allocator(rmm_cupy_allocator)
-        xgboost.set_config(use_rmm=True)
+        settings = self.xgboost_allocation()["set_config"]
+        if settings:
+            import xgboost
+
+            xgboost.set_config(**settings)
+        return True
+
+    def rmm_pool_bytes(self) -> int | None:
+        """Bytes the RMM pool holds from the device now (its size, not what is allocated from it),
+        or None without a pool set up by :meth:`configure_rmm_pool`."""
+        if self.rmm_pool_configured() is None:
+            return None
+        import rmm.mr
+
+        resource = rmm.mr.get_current_device_resource()
+        while not isinstance(resource, rmm.mr.PoolMemoryResource) and hasattr(resource, "get_upstream"):
+            resource = resource.get_upstream()
+        return int(resource.pool_size()) if isinstance(resource, rmm.mr.PoolMemoryResource) else None
 
     def limit_device_memory(self, limit_bytes: int) -> None:
         """Cap RMM allocations at ``limit_bytes`` (a real out-of-memory for tests and benchmarks)."""
@@ -474,8 +570,9 @@ class Backend:
         rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, limit_bytes))
         self.xp.cuda.set_allocator(rmm_cupy_allocator)
 
-    def rmm_statistics(self) -> dict[str, int] | None:
-        """RMM's allocation counters (bytes in use now, peak, total), or None without statistics."""
+    def rmm_statistics(self) -> dict[str, int | None] | None:
+        """RMM's allocation counters (bytes in use now, peak, total) and the pool's size from the
+        device (``pool_bytes``), or None without statistics."""
         if not self.is_gpu or "rmm" not in sys.modules:
             return None
         import rmm.statistics
@@ -483,7 +580,12 @@ class Backend:
         stats = rmm.statistics.get_statistics()
         if stats is None:
             return None
-        return {"current_bytes": stats.current_bytes, "peak_bytes": stats.peak_bytes, "total_bytes": stats.total_bytes}
+        return {
+            "current_bytes": stats.current_bytes,
+            "peak_bytes": stats.peak_bytes,
+            "total_bytes": stats.total_bytes,
+            "pool_bytes": self.rmm_pool_bytes(),
+        }
 
     def rmm_scope_begin(self) -> bool:
         """Start counting RMM allocations for one stage (False when RMM statistics are off)."""
@@ -673,6 +775,39 @@ def nvml_info() -> dict[str, Any]:
         return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver, "gpus": gpus}
     except Exception as exc:  # noqa: BLE001
         return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
+    """``(free, total)`` bytes of the first ``count`` GPUs this process sees, in CUDA's order
+    (``CUDA_VISIBLE_DEVICES``: indices or UUIDs), from NVML, which reads them without creating a
+    CUDA context; None when NVML cannot say. Never raises."""
+    if not module_installed("pynvml"):
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML library, no driver
+        return None
+    try:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            ids = [v.strip() for v in visible.split(",") if v.strip()]
+        else:
+            ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        out = []
+        for dev in ids[:count]:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(int(dev)) if dev.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(dev)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            out.append((int(mem.free), int(mem.total)))
+        return out if len(out) == count else None
+    except Exception:  # noqa: BLE001
+        return None
     finally:
         try:
             pynvml.nvmlShutdown()

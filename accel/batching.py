@@ -85,25 +85,42 @@ class BatchPlan:
 def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int, peak: bool = True) -> float:
     """Bytes per row of ``probe()`` (which pushes ``rows`` rows through the pipeline).
 
-    The larger of: the peak memory increase while it ran (host RSS on the CPU arm, device
-    memory in use on the GPU arm) and the bytes of what it returned (sized with ``nbytes`` or
+    The larger of: the peak memory increase while it ran (host RSS on the CPU arm; on the GPU
+    arm :func:`device_increase`, which also sees allocations served by an RMM pool already
+    reserved) and the bytes of what it returned (sized with ``nbytes`` or
     ``memory_usage(deep=True)``). ``peak=False`` counts only the latter, for a probe with a
     fixed cost that does not grow with rows (the flights loader reads its whole file).
     """
     if peak and not backend.is_gpu:
         release_host_memory()  # else memory cached from earlier work hides the probe's own peak
     monitor = MemoryMonitor(backend, interval=0.005)
-    with monitor:
-        before_host, before_device = monitor.sample()
-        built = probe()
-        backend.synchronize()
-        monitor.sample()
+    counting = backend.rmm_scope_begin()  # RMM's counters for the probe alone (False without them)
+    try:
+        with monitor:
+            before_host, before_device = monitor.sample()
+            built = probe()
+            backend.synchronize()
+            monitor.sample()
+    finally:
+        pool_peak = backend.rmm_scope_end() if counting else None
     if backend.is_gpu:
-        increase = (monitor.peak_device or 0) - (before_device or 0)
+        increase = device_increase(before_device, monitor.peak_device, pool_peak)
     else:
         increase = monitor.peak_host - before_host
     size = _size_of(built)
     return max(increase if peak else 0, size, 1) / max(rows, 1)
+
+
+def device_increase(in_use_before: int | None, in_use_peak: int | None, pool_peak: int | None) -> int:
+    """The device memory a probe took at its peak.
+
+    The larger of the rise of the device-wide memory in use (``cudaMemGetInfo``: allocations
+    outside an RMM pool, such as XGBoost's own, and the pool growing) and the peak of what RMM
+    allocated during the probe (``pool_peak``, RMM's statistics counted from the probe's start):
+    an RMM pool reserved beforehand already counts as used, so allocations it serves do not move
+    the device-wide figure. None readings count as 0.
+    """
+    return max((in_use_peak or 0) - (in_use_before or 0), pool_peak or 0, 0)
 
 
 def _size_of(obj: Any) -> int:

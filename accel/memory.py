@@ -223,10 +223,52 @@ class MemorySettings:
 
 #: ``--rmm-pool auto``: the pool starts at this share of the free device memory...
 RMM_AUTO_INITIAL = 0.5
-#: ...and may grow up to this share.
+#: ...and may grow up to this share, when XGBoost allocates from it too (built with RMM). When
+#: XGBoost allocates beside the pool, the pool stays at its initial size and the rest of the free
+#: memory is left to XGBoost.
 RMM_AUTO_MAXIMUM = 0.9
-#: Default ``--memory-budget``: this share of the free memory of the arm's device.
+#: Default ``--memory-budget``: this share of the free memory of the arm's device (on the GPU
+#: arm: free before the RMM pool took its share, and no more than the pool may grow to).
 BUDGET_SHARE = 0.5
+
+#: The record of the RMM pool this process set up (``setup_rmm_pool``), kept for later runs
+#: in the same process: RMM's pool is set up once per process.
+_POOL_RECORD: dict[str, Any] | None = None
+
+
+def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool) -> tuple[int, int, str]:
+    """The ``--rmm-pool auto`` pool for a device with ``free_bytes`` free: ``(initial, maximum, why)``.
+
+    The pool starts at :data:`RMM_AUTO_INITIAL` of the free memory. It may grow to
+    :data:`RMM_AUTO_MAXIMUM` when XGBoost allocates from it; when XGBoost allocates beside it
+    (an XGBoost built without RMM), the pool keeps its initial size, so that XGBoost's own
+    allocations have the rest of the free memory and do not meet a pool grown into it. Sizes
+    are multiples of 256 bytes, as RMM's pool wants them.
+    """
+    initial = int(free_bytes * RMM_AUTO_INITIAL) // 256 * 256
+    if xgboost_through_rmm:
+        maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
+        why = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%} (XGBoost allocates from the pool)"
+    else:
+        maximum = initial
+        why = (
+            f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, not growing: XGBoost allocates beside the pool, "
+            f"from the other {1 - RMM_AUTO_INITIAL:.0%}"
+        )
+    return initial, maximum, why
+
+
+def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int, str]:
+    """The default memory budget of the GPU arm: ``(bytes, where it comes from)``.
+
+    :data:`BUDGET_SHARE` of the device memory that was free before the RMM pool reserved its
+    share (once reserved, the pool counts as used in the driver's free memory), and no more than
+    the pool may grow to (``pool_maximum``; None without a pool).
+    """
+    share = int(free_before_pool * BUDGET_SHARE)
+    if pool_maximum is not None and pool_maximum < share:
+        return pool_maximum, f"the RMM pool's maximum size ({pool_maximum / 1024**3:.1f} GiB)"
+    return share, f"{BUDGET_SHARE:.0%} of free device memory before the RMM pool ({free_before_pool / 1024**3:.1f} GiB)"
 
 
 def parse_size(text: str, option: str) -> int:
@@ -248,40 +290,67 @@ def setup_rmm_pool(backend: Backend, spec: str) -> dict:
     """Set up the RMM pool ``--rmm-pool auto|off|SIZE`` asks for; what was done, for the record.
 
     On the CPU arm there is no device pool: the record says so (``null`` sizes with the reason).
+    The record says where XGBoost's device memory comes from (``xgboost_through_rmm``,
+    ``xgboost_allocator``), as the installed XGBoost's build reports it.
+
+    The pool is set up once per process (RMM's resource is not replaced while buffers of the
+    first pool may be alive): a later call with the same ``spec`` gets the first call's record,
+    with ``reused`` true; one with another ``spec`` is refused.
     """
     from accel.errors import AccelError
 
+    global _POOL_RECORD
     if not backend.is_gpu:
         return {"mode": spec, "initial_bytes": None, "maximum_bytes": None, "reason": "CPU arm: no device memory pool"}
+    xgb = backend.xgboost_allocation()
+    xgboost_fields = {"xgboost_through_rmm": xgb["through_rmm"], "xgboost_allocator": xgb["allocator"]}
+    if _POOL_RECORD is not None and backend.rmm_pool_configured() is not None:
+        if _POOL_RECORD["mode"] != spec:
+            raise AccelError(
+                f"--rmm-pool {spec}: this process already set up the RMM pool --rmm-pool {_POOL_RECORD['mode']} "
+                "asked for, and RMM's pool is set up once per process; run with another --rmm-pool in a new process"
+            )
+        return {**_POOL_RECORD, "reused": True}
     if spec == "off":
-        return {"mode": "off", "initial_bytes": None, "maximum_bytes": None, "reason": "--rmm-pool off"}
+        return {"mode": "off", "initial_bytes": None, "maximum_bytes": None, "reason": "--rmm-pool off", **xgboost_fields}
     free, total = backend.device_memory_free() or 0, backend.device_memory_total() or 0
     if spec == "auto":
-        initial = int(free * RMM_AUTO_INITIAL) // 256 * 256
-        maximum = int(free * RMM_AUTO_MAXIMUM) // 256 * 256
+        initial, maximum, reason = rmm_auto_sizes(free, xgb["through_rmm"])
     else:
         initial = maximum = parse_size(spec, "--rmm-pool") // 256 * 256
+        reason = "fixed size"
         if initial > total:
             raise AccelError(
                 f"--rmm-pool {spec} is larger than the device ({total / 1024**3:.1f} GiB on "
                 f"{backend.device.name if backend.device else 'the GPU'}); use a smaller size or auto"
             )
-    backend.configure_rmm_pool(initial, maximum)
-    return {
+    try:
+        backend.configure_rmm_pool(initial, maximum)
+    except RuntimeError as exc:  # a pool of other sizes set up by other code in this process
+        raise AccelError(f"--rmm-pool {spec}: {exc}") from None
+    _POOL_RECORD = {
         "mode": spec,
         "initial_bytes": initial,
         "maximum_bytes": maximum,
         "free_bytes_before": free,
-        "reason": f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%}"
-        if spec == "auto"
-        else "fixed size",
+        "reason": reason,
+        **xgboost_fields,
+        "reused": False,
     }
+    return dict(_POOL_RECORD)
 
 
-def default_budget(backend: Backend) -> tuple[int, str]:
-    """The memory budget when none is given: a share of the arm device's free memory."""
+def default_budget(backend: Backend, rmm: dict | None = None) -> tuple[int, str]:
+    """The memory budget when none is given: a share of the arm device's free memory.
+
+    ``rmm`` is :func:`setup_rmm_pool`'s record: on the GPU arm with a pool, the budget is planned
+    from the memory free before the pool and from the pool's maximum (:func:`device_budget`),
+    not from the driver's free memory, where the reserved pool counts as used.
+    """
     if backend.is_gpu:
-        free = backend.device_memory_free() or 0
-        return int(free * BUDGET_SHARE), f"{BUDGET_SHARE:.0%} of free device memory ({free / 1024**3:.1f} GiB)"
+        rmm = rmm or {}
+        if rmm.get("free_bytes_before") is not None:
+            return device_budget(int(rmm["free_bytes_before"]), rmm.get("maximum_bytes"))
+        return device_budget(backend.device_memory_free() or 0, None)
     free = psutil.virtual_memory().available
     return int(free * BUDGET_SHARE), f"{BUDGET_SHARE:.0%} of available host memory ({free / 1024**3:.1f} GiB)"

@@ -37,7 +37,7 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
     if settings.memory_budget:
         budget, budget_source = parse_size(settings.memory_budget, "--memory-budget"), "--memory-budget"
     else:
-        budget, budget_source = default_budget(backend)
+        budget, budget_source = default_budget(backend, rmm)  # from the pool's record: its reserve counts as used
     plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
     if plan.mode == "streaming" and not MODELS[workflow.model_name].boosted:
         raise AccelError(

@@ -148,3 +148,47 @@ def test_empty_cuda_visible_devices_never_raises():
 
 def test_required_gpu_libraries():
     assert set(GPU_REQUIRED) == {"cupy", "cudf"}
+
+
+def test_xgboost_allocation_follows_the_build():
+    from accel.backend import xgboost_allocation
+
+    with_rmm = xgboost_allocation({"USE_CUDA": True, "USE_RMM": True})
+    assert with_rmm["through_rmm"] is True and with_rmm["set_config"] == {"use_rmm": True}
+    # Built without RMM (the PyPI wheel): use_rmm would only turn XGBoost's caching allocator
+    # off, so nothing is set and the record says XGBoost allocates outside the pool.
+    without = xgboost_allocation({"USE_CUDA": True, "USE_RMM": False})
+    assert without["through_rmm"] is False and without["set_config"] == {} and "outside the RMM pool" in without["allocator"]
+    assert xgboost_allocation({})["through_rmm"] is False
+
+
+@pytest.mark.skipif(not installed("xgboost"), reason="xgboost not installed")
+def test_xgboost_build_info_read_without_import_matches_the_package():
+    code = (
+        "import json, sys; from accel.backend import xgboost_build_info; info = xgboost_build_info(); "
+        "loaded = 'xgboost' in sys.modules; import xgboost; "
+        "print(json.dumps([loaded, info.get('USE_RMM'), xgboost.build_info().get('USE_RMM'), info.get('USE_CUDA'), "
+        "xgboost.build_info().get('USE_CUDA')]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    loaded, rmm_lib, rmm_pkg, cuda_lib, cuda_pkg = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded is False and rmm_lib == rmm_pkg and cuda_lib == cuda_pkg
+
+
+def test_cpu_arm_has_no_pool_and_xgboost_no_device_memory():
+    backend = cpu_backend()
+    assert backend.rmm_pool_configured() is None and backend.rmm_pool_bytes() is None
+    assert backend.xgboost_allocation()["through_rmm"] is False
+
+
+def test_visible_gpu_memory_is_read_where_nvml_is_and_none_elsewhere():
+    from accel.backend import visible_gpu_memory
+
+    nvml = nvml_info()
+    memory = visible_gpu_memory(1)
+    if not nvml["available"] or not nvml.get("gpus"):
+        assert memory is None
+    elif memory is not None:  # the first visible GPU: free within total, total as NVML lists GPUs
+        [(free, total)] = memory
+        assert 0 <= free <= total and total in {g["memory_total_bytes"] for g in nvml["gpus"]}

@@ -37,6 +37,62 @@ def test_parse_size():
 def test_rmm_pool_on_the_cpu_arm_is_recorded_as_not_applicable(backend):
     info = setup_rmm_pool(backend, "auto")
     assert info["initial_bytes"] is None and "CPU arm" in info["reason"]
+    # Not a pool set up once per process: the CPU arm answers the same every time.
+    assert setup_rmm_pool(backend, "1GB") == {**info, "mode": "1GB"} and backend.rmm_pool_configured() is None
+    with pytest.raises(RuntimeError, match="GPU arm only"):
+        backend.configure_rmm_pool(2**20, 2**20)
+
+
+def test_rmm_auto_pool_grows_only_when_xgboost_allocates_from_it():
+    from accel.memory import RMM_AUTO_INITIAL, RMM_AUTO_MAXIMUM, rmm_auto_sizes
+
+    free = 80 * 2**30 + 777
+    initial, maximum, why = rmm_auto_sizes(free, xgboost_through_rmm=True)
+    assert initial % 256 == 0 and 0 <= free * RMM_AUTO_INITIAL - initial < 256
+    assert maximum % 256 == 0 and 0 <= free * RMM_AUTO_MAXIMUM - maximum < 256 and "growing" in why
+    # XGBoost beside the pool (a build without RMM): the pool keeps its initial size, and the
+    # rest of the free memory is XGBoost's; the reason says so.
+    initial_b, maximum_b, why_b = rmm_auto_sizes(free, xgboost_through_rmm=False)
+    assert initial_b == maximum_b == initial and "XGBoost allocates beside the pool" in why_b
+
+
+def test_gpu_budget_is_planned_from_the_memory_free_before_the_pool():
+    from accel.memory import BUDGET_SHARE, device_budget, rmm_auto_sizes
+
+    free_before = 80 * 2**30
+    for through_rmm in (True, False):
+        initial, maximum, _ = rmm_auto_sizes(free_before, through_rmm)
+        budget, source = device_budget(free_before, maximum)
+        # The share of what was free before the pool, not of what the driver reports once the
+        # pool has reserved its initial size (that would be a quarter of the free memory).
+        assert budget == int(free_before * BUDGET_SHARE) and "before the RMM pool" in source
+        assert budget > (free_before - initial) * BUDGET_SHARE
+        assert budget <= maximum
+    # A fixed pool smaller than the share bounds the budget: nothing beyond it can be allocated.
+    small = 4 * 2**30
+    assert device_budget(free_before, small) == (small, "the RMM pool's maximum size (4.0 GiB)")
+    # Without a pool, the share of the free memory.
+    assert device_budget(free_before, None)[0] == int(free_before * BUDGET_SHARE)
+
+
+def test_default_budget_of_the_cpu_arm_ignores_a_pool_record(backend):
+    from accel.memory import default_budget
+
+    record = {"free_bytes_before": 10**6, "maximum_bytes": 10**5}
+    budget, source = default_budget(backend, record)
+    assert budget > 10**6 and "host memory" in source
+
+
+def test_probe_device_increase_counts_allocations_inside_a_reserved_pool():
+    from accel.batching import device_increase
+
+    # A pool reserved before the probe: the device-wide figure does not move, RMM's peak does.
+    assert device_increase(40 * 2**30, 40 * 2**30, 5_000_000) == 5_000_000
+    # Allocations beside the pool (XGBoost's own, the pool growing) show in the device-wide rise.
+    assert device_increase(40 * 2**30, 40 * 2**30 + 8_000_000, 1_000_000) == 8_000_000
+    # Without RMM statistics, the device-wide rise alone; no reading at all counts as nothing.
+    assert device_increase(100, 400, None) == 300 and device_increase(None, None, None) == 0
+    assert device_increase(500, 400, None) == 0  # memory freed during the probe is not negative
 
 
 def test_plan_batches():

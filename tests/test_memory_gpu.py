@@ -19,7 +19,7 @@ import pytest
 from accel.backend import gpu_backend
 from tests import bodies, tables
 from tests.conftest import ROOT, records_in, requires_gpu, run_accel
-from tests.gpu_marks import needs_cupy, needs_rmm
+from tests.gpu_marks import needs_cupy, needs_rmm, needs_xgboost_cuda
 
 pytestmark = [pytest.mark.gpu]
 
@@ -71,6 +71,60 @@ def test_rmm_pool_serves_cupy_and_counts_peak():
         """
     )
     assert out == "True True"
+
+
+@needs_rmm
+def test_budget_and_probe_are_planned_from_the_pool_not_from_the_driver():
+    out = _in_subprocess(
+        """
+        import json
+        from accel.backend import gpu_backend
+        from accel.batching import measure_bytes_per_row
+        from accel.memory import BUDGET_SHARE, default_budget, setup_rmm_pool
+        b = gpu_backend(needs=("rmm",))
+        info = setup_rmm_pool(b, "auto")
+        planned, _ = default_budget(b, info)
+        from_driver = int((b.device_memory_free() or 0) * BUDGET_SHARE)  # the reserved pool counts as used
+        rows = 1_000_000
+        per_row = measure_bytes_per_row(b, lambda: b.xp.ones((rows, 50), dtype=b.xp.float32).sum(axis=1), rows)
+        print(json.dumps([planned == int(info["free_bytes_before"] * BUDGET_SHARE), planned > from_driver * 1.5,
+                          per_row >= 200, b.rmm_pool_bytes() >= info["initial_bytes"]]))
+        """
+    )
+    # The probe's 200 MB (200 bytes per row) come from the reserved pool: only RMM's peak sees them.
+    assert out == "[true, true, true, true]"
+
+
+@needs_rmm
+@needs_xgboost_cuda
+def test_rmm_pool_set_up_once_and_record_says_where_xgboost_allocates():
+    out = _in_subprocess(
+        """
+        import json, xgboost
+        from accel.backend import gpu_backend
+        from accel.errors import AccelError
+        from accel.memory import setup_rmm_pool
+        b = gpu_backend(needs=("rmm", "xgboost_cuda"))
+        first = setup_rmm_pool(b, "auto")
+        again = setup_rmm_pool(b, "auto")  # no second rmm.reinitialize: the first pool is kept
+        try:
+            setup_rmm_pool(b, "1GB")
+            refused = False
+        except AccelError as exc:
+            refused = "once per process" in str(exc)
+        try:
+            b.configure_rmm_pool(2**30, 2**30)
+            raised = False
+        except RuntimeError:
+            raised = True
+        same = b.configure_rmm_pool(first["initial_bytes"], first["maximum_bytes"])
+        uses_rmm = bool(xgboost.build_info()["USE_RMM"])
+        print(json.dumps([again == {**first, "reused": True}, refused, raised, same is False,
+                          first["xgboost_through_rmm"] == uses_rmm, xgboost.get_config()["use_rmm"] == uses_rmm,
+                          (first["maximum_bytes"] > first["initial_bytes"]) == uses_rmm]))
+        """
+    )
+    assert out == "[true, true, true, true, true, true, true]"
 
 
 @needs_rmm
