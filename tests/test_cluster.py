@@ -18,11 +18,13 @@ from accel.scaleout.cluster import (
     ClusterPlan,
     ClusterSession,
     check_address,
+    cluster_pool_sizes,
     dask_cuda_size,
     plan_cluster,
 )
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
 from tests.dask_procs import free_port
+from tests.gpu_marks import needs_dask_cuda
 from tests.test_cli import assert_one_line_error
 
 
@@ -58,15 +60,50 @@ def test_bad_cluster_requests_are_refused_before_anything_starts(capsys, tmp_pat
 
 
 def test_sizes_are_parsed_by_dask_and_bad_ones_named():
-    from accel.memory import RMM_AUTO_INITIAL
-
     assert dask_cuda_size("2GB", "--rmm-pool") == 2_000_000_000
     assert dask_cuda_size("512MiB", "--rmm-pool") == 512 * 1024**2
     assert dask_cuda_size("0.5", "--device-memory-limit") == 0.5
-    assert dask_cuda_size("auto", "--rmm-pool") == RMM_AUTO_INITIAL and dask_cuda_size("off", "--rmm-pool") is None
-    for bad in ("lots", "5 foos", "0", "-1GB"):
+    assert dask_cuda_size("off", "--rmm-pool") is None and dask_cuda_size(None, "--rmm-pool") is None
+    for bad in ("lots", "5 foos", "0", "-1GB", "auto"):
         with pytest.raises(AccelError, match="--rmm-pool"):
             dask_cuda_size(bad, "--rmm-pool")
+
+
+def test_cluster_pool_sizes_mean_what_the_single_process_pool_means():
+    from accel.memory import rmm_auto_sizes
+
+    free = [70 * 2**30 + 1000, 60 * 2**30 + 12_345]  # two GPUs, the second with less free
+    for through_rmm in (True, False):
+        # auto: the single process's sizes for the GPU with the least free memory, in bytes, so
+        # that Dask-CUDA does not read a fraction as a share of the total memory.
+        initial, maximum, basis = cluster_pool_sizes("auto", free, through_rmm)
+        assert (initial, maximum) == rmm_auto_sizes(min(free), through_rmm)[:2]
+        assert isinstance(initial, int) and initial % 256 == 0 and "free memory" in basis and "per worker" in basis
+        assert (maximum > initial) is through_rmm
+    # A fraction is that share of the free memory, a fixed pool like a size.
+    initial, maximum, basis = cluster_pool_sizes("0.25", free, False)
+    assert initial == maximum == int(min(free) * 0.25) // 256 * 256 and "25%" in basis
+    assert cluster_pool_sizes("3GB", free, False)[:2] == (3_000_000_000 // 256 * 256,) * 2
+    assert cluster_pool_sizes("off", free, True) == (None, None, None) == cluster_pool_sizes(None, free, True)
+    # Without a reading of the workers' memory, auto is refused rather than guessed.
+    with pytest.raises(AccelError, match="cannot be read"):
+        cluster_pool_sizes("auto", [], True)
+    # Where only the driver's totals were read, the description says so.
+    assert "total memory" in cluster_pool_sizes("auto", free, True, basis="total")[2]
+
+
+@needs_dask_cuda
+@pytest.mark.gpu
+def test_local_cuda_plan_sizes_pools_from_free_memory():
+    from accel.backend import visible_gpu_memory, xgboost_allocation, xgboost_build_info
+
+    plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1, rmm_pool="auto"))
+    [(free, total)] = visible_gpu_memory(1)
+    through_rmm = xgboost_allocation(xgboost_build_info())["through_rmm"]
+    # Sized from this GPU's free memory now (within what other processes change meanwhile).
+    expected = cluster_pool_sizes("auto", [free], through_rmm)[0]
+    assert abs(plan.rmm_pool_size - expected) <= 0.02 * total
+    assert plan.rmm_pool_size <= plan.rmm_maximum_pool_size < total and "free memory" in plan.rmm_pool_basis
 
 
 def test_addresses_are_checked():

@@ -110,12 +110,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
         group.add_argument(
             "--rmm-pool",
             metavar="SIZE",
-            help="local-cuda: RMM pool per worker: auto, off, a size (20GB) or a fraction (0.5)",
+            help="local-cuda: RMM pool per worker: auto, off, a size (20GB) or a share of the GPU's free memory (0.5), as in a single-process run",
         )
     group.add_argument(
         "--device-memory-limit",
         metavar="SIZE",
-        help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8",
+        help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8 (of the GPU's total memory)",
     )
     group.add_argument("--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed")
     group.add_argument("--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)")

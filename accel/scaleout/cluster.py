@@ -29,7 +29,14 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from accel.backend import cpu_threads, module_installed, probe_gpu
+from accel.backend import (
+    cpu_threads,
+    module_installed,
+    probe_gpu,
+    visible_gpu_memory,
+    xgboost_allocation,
+    xgboost_build_info,
+)
 from accel.errors import AccelError, first_line
 from accel.memory import PeriodicSampler
 
@@ -50,17 +57,16 @@ _ADDRESS = re.compile(r"^(tcp|tls|ucx|ucxx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]
 
 
 def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
-    """A memory size as Dask-CUDA takes it: bytes (``"8GB"``) or a fraction of the GPU (``"0.5"``).
+    """A memory size as Dask-CUDA takes it: bytes (``"8GB"``) or a fraction (``"0.5"``).
 
-    ``--rmm-pool`` also takes the single-process run's ``auto`` (each worker's pool starts at
-    the share of its GPU the single-process arm starts at) and ``off`` (no pool).
+    Dask-CUDA reads a fraction as a share of the GPU's *total* memory. That is what
+    ``--device-memory-limit`` means; ``--rmm-pool`` is given its meaning by
+    :func:`cluster_pool_sizes` (``auto`` and fractions are shares of *free* memory, as in the
+    single-process run), which this only parses. ``off`` (and None) is no size; ``auto`` is
+    not a size (see :func:`cluster_pool_sizes`).
     """
     if text is None or text == "off":
         return None
-    if text == "auto" and flag == "--rmm-pool":
-        from accel.memory import RMM_AUTO_INITIAL
-
-        return RMM_AUTO_INITIAL
     from dask.utils import parse_bytes
 
     try:
@@ -76,6 +82,53 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
     return size
+
+
+#: ``--rmm-pool auto`` in :func:`cluster_pool_sizes`.
+RMM_AUTO = object()
+
+
+def cluster_pool_sizes(
+    spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free"
+) -> tuple[int | None, int | None, str | None]:
+    """Each Dask-CUDA worker's RMM pool for ``--rmm-pool``, in bytes: ``(initial, maximum, what it is)``.
+
+    The sizes mean what ``--rmm-pool`` means in the single-process run
+    (:func:`accel.memory.rmm_auto_sizes`): ``auto`` starts at a share of the GPU's free memory
+    and grows only when XGBoost allocates from the pool; a size is a pool of that fixed size. A
+    fraction (cluster only) is that share of the free memory, fixed. Dask-CUDA would read a
+    fraction as a share of the total memory and let a pool grow to the whole GPU, so the sizes
+    are handed to it in bytes, initial and maximum both.
+
+    Parameters
+    ----------
+    spec : str or None
+        ``--rmm-pool``: ``auto``, ``off``, a size or a fraction; None for no pool.
+    free_bytes : list of int
+        Free memory of the GPUs the workers get; the least of them sizes every worker's pool
+        (Dask-CUDA takes one size for all workers).
+    xgboost_through_rmm : bool
+        Whether XGBoost allocates from RMM (:meth:`accel.backend.Backend.xgboost_allocation`).
+    basis : str, default "free"
+        What ``free_bytes`` are, for the description ("total" where free memory could not be read).
+    """
+    from accel.memory import rmm_auto_sizes
+
+    if spec is None or spec == "off":
+        return None, None, None
+    size = RMM_AUTO if spec == "auto" else dask_cuda_size(spec, "--rmm-pool")
+    if isinstance(size, int):
+        fixed = size // 256 * 256
+        return fixed, fixed, "fixed size per worker"
+    if not free_bytes:
+        raise AccelError(f"--rmm-pool {spec}: the memory of the workers' GPUs cannot be read; give a size such as 20GB")
+    least = min(free_bytes)
+    where = f"of the {basis} memory of the workers' GPUs (the least: {least / 1024**3:.1f} GiB)"
+    if size is RMM_AUTO:
+        initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm)
+        return initial, maximum, why.replace("of free device memory", where, 1) + ", per worker"
+    fixed = int(least * size) // 256 * 256
+    return fixed, fixed, f"{size:.0%} {where}, fixed, per worker"
 
 
 def check_address(address: str) -> str:
@@ -160,9 +213,12 @@ class ClusterPlan:
     workers: int | None = None
     threads_per_worker: int | None = None
     worker_kind: WorkerKind | None = None  # None: learnt from the workers of a running cluster
-    rmm_pool_size: int | float | None = None
+    rmm_pool_size: int | None = None
     device_memory_limit: int | float | None = None
     protocol: str = "tcp"
+    #: Bytes each worker's pool may grow to (:func:`cluster_pool_sizes`), and what the sizes are.
+    rmm_maximum_pool_size: int | None = None
+    rmm_pool_basis: str | None = None
 
 
 def plan_cluster(config: Any) -> ClusterPlan:
@@ -206,14 +262,27 @@ def plan_cluster(config: Any) -> ClusterPlan:
     workers = config.workers or gpus
     if workers > gpus:
         raise AccelError(f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU")
+    initial = maximum = basis = None
+    if config.rmm_pool not in (None, "off", "auto"):
+        dask_cuda_size(config.rmm_pool, "--rmm-pool")  # a bad size is refused before NVML is asked
+    if config.rmm_pool not in (None, "off"):
+        memory = visible_gpu_memory(workers)  # NVML: free memory without a CUDA context here
+        if memory is not None:
+            free, kind = [f for f, _ in memory], "free"
+        else:  # no NVML reading: the driver's totals
+            free, kind = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
+        through_rmm = bool(xgboost_allocation(xgboost_build_info())["through_rmm"])
+        initial, maximum, basis = cluster_pool_sizes(config.rmm_pool, free, through_rmm, kind)
     return ClusterPlan(
         "local-cuda",
         workers=workers,
         threads_per_worker=config.threads_per_worker or 1,
         worker_kind="gpu",
-        rmm_pool_size=dask_cuda_size(config.rmm_pool, "--rmm-pool"),
+        rmm_pool_size=initial,
         device_memory_limit=dask_cuda_size(config.device_memory_limit, "--device-memory-limit"),
         protocol=config.protocol,
+        rmm_maximum_pool_size=maximum,
+        rmm_pool_basis=basis,
     )
 
 
@@ -232,9 +301,11 @@ class ClusterInfo:
     threads_per_worker: int | list[int]
     gpus_per_worker: int
     protocol: str
-    rmm_pool_size: int | float | None = None
+    rmm_pool_size: int | None = None
     device_memory_limit: int | float | None = None
     worker_details: list[dict[str, Any]] = field(default_factory=list)
+    rmm_maximum_pool_size: int | None = None
+    rmm_pool_basis: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -379,6 +450,7 @@ class ClusterSession:
             extra: dict[str, Any] = {}
             if plan.rmm_pool_size is not None:
                 extra["rmm_pool_size"] = plan.rmm_pool_size
+                extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
             if plan.device_memory_limit is not None:
                 extra["device_memory_limit"] = plan.device_memory_limit
             return LocalCUDACluster(**common, **extra)
@@ -423,6 +495,8 @@ class ClusterSession:
             rmm_pool_size=plan.rmm_pool_size,
             device_memory_limit=plan.device_memory_limit,
             worker_details=details,
+            rmm_maximum_pool_size=plan.rmm_maximum_pool_size,
+            rmm_pool_basis=plan.rmm_pool_basis,
         )
 
     def workers_now(self) -> list[str]:
