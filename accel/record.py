@@ -19,8 +19,10 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -169,6 +171,33 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
         raise AccelError(f"no free record name for {stem!r} in {str(folder)!r}")
     finally:
         os.unlink(tmp)
+
+
+def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None], written: dict[str, Any]) -> None:
+    """How every command shows what it made: with ``--json``, exactly one JSON document on stdout
+    (the record, as :func:`dumps` writes it) and the lines saying where its files went on stderr,
+    so ``accel ... --json | jq .`` parses; otherwise ``render``'s tables, then those lines on stdout.
+
+    Parameters
+    ----------
+    record : dict
+        What the command wrote (the run, search, study or comparison record).
+    as_json : bool
+        ``--json`` was given.
+    render : callable
+        Prints the human-readable view (tables, notes).
+    written : dict
+        ``label -> path`` of each file written, in the order they are said
+        (``{"run record": path}``, ``{"scaling record": path, "plot": png}``); None values are left out.
+    """
+    if as_json:
+        print(dumps(record), flush=True)
+    else:
+        render()
+    where = sys.stderr if as_json else sys.stdout
+    for label, path in written.items():
+        if path is not None:
+            print(f"{label}: {path}", file=where, flush=True)
 
 
 def record_stem(workflow: str, now: datetime | None = None) -> str:

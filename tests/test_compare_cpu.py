@@ -130,7 +130,8 @@ def test_experiments_and_report_show_compare_records(tmp_path):
     assert run_accel("compare", str(SCRIPTS / "writes_files.py"), "--out", str(out), "--", "2.5").returncode == 0
     proc = run_accel("experiments", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
-    table, _ = json.JSONDecoder().raw_decode(proc.stdout)  # then the line naming its own record
+    table = json.loads(proc.stdout)  # one JSON document; its own record is named on stderr
+    assert "experiments record: " in proc.stderr
     rows = [r for r in table["rows"] if r["workflow"] == "compare:writes_files.py"]
     assert [r["arm"] for r in rows] == ["cpu"] and rows[0]["metric_name"] == "parity" and rows[0]["seconds"] > 0
     page = tmp_path / "report.html"

@@ -220,7 +220,7 @@ def test_all_trials_failing_gives_no_tuned_model(tmp_path, capsys):
     wf = write_workflow(tmp_path, search_space={"xgboost": {"subsample": 1.5, "n_estimators": 20}})
     code, out, err = run_cli(capsys, "hpo", str(wf), "--trials", "3", "--out", str(tmp_path / "r"), "--json")
     assert code == 1, err
-    record = json.loads(out[: out.rindex("}") + 1])
+    record = json.loads(out)  # the whole of stdout: one JSON document
     assert record["trials"]["failed"] == 3 and record["trials"]["complete"] == 0
     assert record["final"]["status"] == "failed" and "subsample" in record["final"]["reason"]
     assert err.count("failed: ValidationError: subsample: Input should be less than or equal to 1") == 3, (
@@ -338,7 +338,7 @@ def test_parallel_trials_on_a_local_cluster(tmp_path, capsys):
         "--cluster", "local", "--workers", "2", "--json",
     )  # fmt: skip
     assert code == 0, err
-    record = json.loads(out[: out.rindex("}") + 1])
+    record = json.loads(out)  # the whole of stdout: one JSON document
     assert record["search"]["parallel"] == {"cluster": "local", "scheduler": None, "workers": 2}
     study = load_study(tmp_path / "r" / "hpo.db", "par")
     finished = [t for t in study.trials if t.state.is_finished()]

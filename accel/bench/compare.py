@@ -716,7 +716,7 @@ def register(sub: Any) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.record import dumps
+    from accel.record import show_result
 
     extra = list(args.script_args)
     opts = Options(
@@ -725,11 +725,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         ignore=args.ignore_lines,
     )  # fmt: skip
     record, path = compare(opts)
-    if args.json:
-        print(dumps(record))
-    else:
-        render(record, Console())
-    print(f"compare record: {path}")
+    show_result(record, args.json, lambda: render(record, Console()), {"compare record": path})
     gpu = record["arms"]["gpu"]
     if gpu["status"] == "failed":
         print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)

@@ -22,6 +22,7 @@ from typing import Any
 from accel.cli.options import positive_int
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
+from accel.record import show_result
 
 DEFAULT_RESULTS = Path("benchmarks") / "results"
 
@@ -205,12 +206,12 @@ def _finish(result: dict, gpu_ran: bool, args: argparse.Namespace, fairness: dic
     result["fairness"] = fairness
     device = result_device(gpu_ran, result["environment"])
     path = write_result(args.results, result, result["benchmark"].replace("_", "-"), device)
-    if args.json:
-        _dump(result)
-    else:
+
+    def show() -> None:
         render(result)
         _print(fairness["line"])
-    print(f"results: {path}", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    show_result(result, args.json, show, {"results": path})
 
 
 def _failed_exit(failed: list[str]) -> int:
@@ -339,10 +340,6 @@ def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
 
 def _print(text: str) -> None:
     print(text, flush=True)
-
-
-def _dump(result: dict) -> None:
-    print(strict_json(result))
 
 
 # --------------------------------------------------------------------------- bench groupby / join

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
-from accel.record import dumps as strict_json
+from accel.record import show_result
 
 
 def fraction(text: str) -> float:
@@ -135,11 +135,7 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     config, given = hpo_config(args)
     request = SearchRequest(resume=args.resume, given=given, cluster=args.cluster, scheduler=args.scheduler, workers=args.workers)
     record, path = run_search(config, request)
-    if args.json:
-        print(strict_json(record))
-    else:
-        render_hpo(record, _wide_console(Console))
-    print(f"result record: {path}")
+    show_result(record, args.json, lambda: render_hpo(record, _wide_console(Console)), {"result record": path})
     if record["final"].get("status") == "failed":
         print(f"accel: {record['final']['reason']}", file=sys.stderr)
         return 1
@@ -262,14 +258,12 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         record["plot"] = str(png)
         record["plot_panels"] = plot_panels(rows)
     path = write_record(out, record, stem)
-    if args.json:
-        print(strict_json(record))
-    else:
+
+    def show() -> None:
         console = _wide_console(Console, 180)
         render(rows, console)
         for note in notes:
             console.print(f"note: {note}", highlight=False)
-    if png is not None:
-        print(f"plot: {png}")
-    print(f"experiments record: {path}")
+
+    show_result(record, args.json, show, {"plot": png, "experiments record": path})
     return 0

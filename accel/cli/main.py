@@ -25,6 +25,7 @@ from accel.cli.options import (
 )
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
+from accel.record import show_result
 from accel.scaleout import scaling
 
 
@@ -136,13 +137,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         gc.unfreeze()
         progress.close()
-    if args.json:
-        print(strict_json(record))
-    else:
-        render_run(record, Console())
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
-    print(f"run record: {path}")
+    show_result(record, args.json, lambda: render_run(record, Console()), {"run record": path})
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

@@ -42,7 +42,7 @@ from accel.faultpoints import training_callbacks
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
-from accel.record import dumps as strict_json
+from accel.record import show_result
 from accel.registry import xgboost_device_used, xgboost_threads_used
 from accel.result import ArmResult, Listener, check_device, parity, skipped
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
@@ -465,11 +465,7 @@ def run_command(config: Any, as_json: bool) -> int:
         record, path = cluster_run(config, progress)
     finally:
         progress.close()
-    if as_json:
-        print(strict_json(record))
-    else:
-        render_cluster_run(record, Console())
-    print(f"run record: {path}")
+    show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})
     kind = record["cluster"]["worker_kind"]
     if record["arms"][kind]["status"] != "ok":
         print(f"accel: the {kind} cluster arm failed (see the record)", file=sys.stderr)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
-from accel.record import dumps as strict_json
+from accel.record import show_result
 
 STAGE_ROWS = ("load", "features", "to_device", "train", "predict", "total")
 METRIC = "auc"
@@ -308,12 +308,7 @@ def command(args: argparse.Namespace) -> int:
         record, path, png = scaling_study(config, counts, baseline=not args.no_baseline, listener=progress)
     finally:
         progress.close()
-    if args.json:
-        print(strict_json(record))
-    else:
-        render_scaling(record, Console())
-    print(f"scaling record: {path}")
-    print(f"plot: {png}")
+    show_result(record, args.json, lambda: render_scaling(record, Console()), {"scaling record": path, "plot": png})
     failed = [r for r in record["runs"] if r["arm"]["status"] != "ok"]
     if failed:
         print(f"accel: {len(failed)} of the runs failed (see the record)", file=sys.stderr)
