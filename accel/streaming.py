@@ -9,6 +9,8 @@ parsing the CSV again. The folder is removed when the run ends.
    one pass over all rows (tested).
 2. **to_device** — XGBoost builds its ``QuantileDMatrix`` from an ``xgboost.DataIter`` that reads
    and featurises the training rows batch by batch; only XGBoost's compressed matrix is held.
+   When the plan puts that matrix in external memory (``ExtMemQuantileDMatrix``), its pages
+   live on disk on the CPU arm and in host memory on the GPU arm (:func:`external_memory`).
 3. **train** — boosting on that matrix.
 4. **predict** — read each batch, featurise its test rows, predict, keep the predictions.
 
@@ -28,13 +30,40 @@ from accel import _compat
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, target_codes
-from accel.data.readers import ColumnarCache, iter_chunks
+from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
 from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_features
 from accel.result import arm_result
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
+
+
+def external_memory(backend: Backend) -> dict[str, Any]:
+    """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.
+
+    XGBoost 3.2's ``DataIter(on_host=True)`` (its default) caches the pages in host memory, but
+    only for a CUDA matrix: the CPU ``ExtMemQuantileDMatrix`` always writes them to files under
+    ``cache_prefix``. The GPU arm keeps them in host memory (on disk a GPU trains slower than
+    the CPU, XGBoost's external-memory guide says), all of them (``cache_host_ratio=1``: else
+    XGBoost keeps part of the cache in device memory, whatever the budget) and one batch per
+    page (``min_cache_page_bytes=0``: else pages are joined up to a share of the device's
+    memory), as the batch plan counts them. The CPU arm asks for disk, which it gets anyway.
+
+    Parameters
+    ----------
+    backend : Backend
+        The arm.
+
+    Returns
+    -------
+    dict
+        ``pages`` ("host memory" or "disk"), ``on_host`` (the ``DataIter`` argument) and, on the
+        GPU arm, ``cache_host_ratio`` and ``min_cache_page_bytes``; stored in the run record.
+    """
+    if backend.is_gpu:
+        return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
+    return {"pages": "disk", "on_host": False}
 
 
 class _Rows:
@@ -94,9 +123,8 @@ def run_streaming(
                 n = 0
                 for start, frame in chunks(batch_rows):
                     with timer.accumulate("features"):
-                        local, where = rows.pick(rows.train, start, start + len(frame))
-                        if len(local):
-                            train = frame.iloc[local]
+                        train, where = planned_rows(rows.train, start, frame)
+                        if train is not None:
                             featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
                             del train
                         del frame
@@ -116,11 +144,17 @@ def run_streaming(
             names: list[str] = []
             types: list[str] = []
 
+            placement = external_memory(backend)
+
             class FileBatches(xgboost.DataIter):
                 def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
                     self.batch_rows = batch_rows
                     self._it: Any = None
-                    super().__init__(cache_prefix=cache_prefix)
+                    super().__init__(
+                        cache_prefix=cache_prefix,
+                        on_host=placement["on_host"],
+                        min_cache_page_bytes=placement.get("min_cache_page_bytes"),
+                    )
 
                 def reset(self) -> None:
                     self._it = None
@@ -134,10 +168,9 @@ def run_streaming(
                             return False
                         start, frame = item
                         with timer.accumulate("features"):
-                            local, where = rows.pick(rows.train, start, start + len(frame))
-                            if not len(local):
+                            train, where = planned_rows(rows.train, start, frame)
+                            if train is None:
                                 continue
-                            train = frame.iloc[local]
                             X = featurizer.transform(train, featurizer.folds[where])
                             y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
                             matrix = frame_matrix(X, featurizer.categorical)
@@ -152,13 +185,19 @@ def run_streaming(
             inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
             start_clock = time.perf_counter()
 
+            external = plan.training_matrix == "external"
+
             def build(batch_rows: int) -> Any:
-                # When the budget cannot hold XGBoost's whole matrix its pages go to disk (next to
-                # the chunk cache, removed with it) and are read back while boosting.
-                external = plan.training_matrix == "external"
-                matrix_class = xgboost.ExtMemQuantileDMatrix if external else xgboost.QuantileDMatrix
+                # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
+                # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
+                # or in host memory (GPU arm), brought back page by page while boosting.
                 batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
-                return matrix_class(batches, max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads)
+                options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+                if not external:
+                    return xgboost.QuantileDMatrix(batches, **options)
+                if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
+                    options["cache_host_ratio"] = placement["cache_host_ratio"]
+                return xgboost.ExtMemQuantileDMatrix(batches, **options)
 
             dtrain = with_backoff(build, plan, backend, "to_device")
             backend.synchronize()
@@ -187,7 +226,11 @@ def run_streaming(
     metrics = task_metrics(workflow.task, y_test, prediction)
     memory_record = {
         "rmm": {**rmm, **(backend.rmm_statistics() or {})},
-        "batches": {**plan.describe(), "batches_read_per_pass": batches},
+        "batches": {
+            **plan.describe(),
+            "batches_read_per_pass": batches,
+            "external_memory": placement if external else None,
+        },
         "chunk_cache": cache_record,
         "precision": {
             "precision": settings.precision,
@@ -241,11 +284,10 @@ def predict_batches(
         start, frame = item
         item = None
         with stage("features"):
-            local, _ = _Rows.pick(positions, start, start + len(frame))
-            if not len(local):
-                continue
-            rows = frame.iloc[local]
+            rows, _ = planned_rows(positions, start, frame)
             del frame
+            if rows is None:
+                continue
             X = featurizer.transform(rows)
             y = target_codes(xdf, rows[tplan.target], tplan)
             del rows

@@ -23,6 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
 from accel.data.flights import cache_dir
 from accel.errors import AccelError, first_line
@@ -480,8 +482,11 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     """``(first_row, frame)`` for consecutive chunks of about ``rows`` rows, in file order.
 
     Parquet: pyarrow record batches (pandas) or ``skip_rows``/``nrows`` reads (cuDF). CSV:
-    pandas' chunked C parser, or cuDF byte ranges; both with the plan's column types, so every
-    chunk parses alike.
+    pandas' chunked C parser, or cuDF byte ranges (a compressed file, which libcudf cannot read
+    in byte ranges: pyarrow's streaming reader, moved to the device chunk by chunk); all with
+    the plan's column types, so every chunk parses alike
+    (:func:`accel._compat.iter_csv_chunks`). ``first_row`` counts the rows of the chunks before,
+    so a chunk's rows are file rows ``first_row`` onwards (:func:`planned_rows`).
     """
     start = 0
     if source.kind == "parquet":
@@ -494,6 +499,30 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
         if len(frame):
             yield start, infinite_as_missing(frame.reset_index(drop=True))
             start += len(frame)
+
+
+def planned_rows(positions: np.ndarray, start: int, frame: Any) -> tuple[Any, slice]:
+    """The rows of a chunk that are at ``positions`` (ascending file rows), and where they are.
+
+    Parameters
+    ----------
+    positions : ndarray
+        Ascending file rows: the plan's rows (each with a target) or its training or test rows.
+    start : int
+        The file row of the chunk's first row.
+    frame : DataFrame
+        The chunk.
+
+    Returns
+    -------
+    rows : DataFrame or None
+        The chunk's rows at ``positions``, in file order; None when it holds none of them.
+    where : slice
+        Their place in ``positions`` (to pick their target-encoding folds).
+    """
+    lo, hi = np.searchsorted(positions, start), np.searchsorted(positions, start + len(frame))
+    local = positions[lo:hi] - start
+    return (frame.iloc[local] if len(local) else None), slice(int(lo), int(hi))
 
 
 class ColumnarCache:

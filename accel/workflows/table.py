@@ -9,6 +9,7 @@ then reads the same files with its own library (``load``) and applies the plan
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,36 @@ def source_fingerprint(source: TableSource) -> str:
     return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
 
 
+def probe_rows(chunks: Iterator[tuple[int, Any]], positions: np.ndarray) -> Any:
+    """The plan rows of the first chunk that holds any: the rows a batch-size probe may use.
+
+    Parameters
+    ----------
+    chunks : iterator of (int, DataFrame)
+        ``(first_row, frame)`` chunks in file order (:func:`accel.data.readers.iter_chunks`).
+    positions : ndarray
+        The plan's rows (ascending file rows, each with a target).
+
+    Returns
+    -------
+    DataFrame
+        Those rows, with a fresh index; chunks without a plan row are read past.
+
+    Raises
+    ------
+    ValueError
+        When no chunk holds a plan row (the file changed since it was planned).
+    """
+    from accel.data.readers import planned_rows
+
+    for start, frame in chunks:
+        rows, _ = planned_rows(positions, start, frame)
+        del frame
+        if rows is not None:
+            return rows.reset_index(drop=True)
+    raise ValueError("no row of the file is a planned row: the file changed since the run was planned")
+
+
 class TableWorkflow(WorkflowBase):
     """A user's table with automatic features and the chosen model."""
 
@@ -139,6 +170,10 @@ class TableWorkflow(WorkflowBase):
         A streamed XGBoost run also plans what it holds besides the batch (XGBoost's quantile
         matrix, measured on the probe's rows, and its training state), so that the budget covers
         the whole run (:func:`accel.batching.plan_streaming`).
+
+        The probe's rows are plan rows (each with a target, :func:`probe_rows`), as every batch's
+        are: a missing target has no class code (pandas gives -1, cuDF a null that becomes NaN),
+        and XGBoost refuses such labels.
         """
         from accel.batching import BUDGET_USE, PROBE_ROWS, measure_bytes_per_row, plan_batches, plan_streaming
         from accel.data.readers import iter_chunks
@@ -150,9 +185,11 @@ class TableWorkflow(WorkflowBase):
         probed: dict[str, Any] = {}
 
         def probe() -> Any:
-            # The real pipeline on the first rows: read, features (fitted on them), model input.
+            # The real pipeline on the first plan rows: read, features (fitted on them), model input.
             chunks = iter_chunks(backend.xdf, self.planned.source, self.plan.read_columns, PROBE_ROWS, self.plan.csv_dtypes())
-            _, frame = next(chunks)
+            frame = probe_rows(chunks, self.plan.row_positions)
+            del chunks
+            probed["rows"] = len(frame)
             featurizer = TableFeaturizer(backend.xdf, self.plan, self.family, self.settings.seed)
             y = target_codes(backend.xdf, frame[self.plan.target], self.plan)
             folds = featurizer.folds[: len(frame)] if len(featurizer.folds) >= len(frame) else np.zeros(len(frame), int)
@@ -163,16 +200,19 @@ class TableWorkflow(WorkflowBase):
             probed.update(matrix=matrix, y=y, X=X, categorical=list(featurizer.categorical))
             return [frame, X, matrix]
 
-        probe_rows = min(PROBE_ROWS, rows_total)
-        per_row = measure_bytes_per_row(backend, probe, probe_rows)
+        # The probe's row count is known once it has read (the plan rows among a chunk's rows):
+        # it is measured whole, then divided.
+        probe_bytes = measure_bytes_per_row(backend, probe, 1)
+        probed_rows = int(probed.pop("rows"))
+        per_row = probe_bytes / max(probed_rows, 1)
         streams = rows_total * per_row > budget * BUDGET_USE
         if not MODELS[self.model_name].boosted or not streams:
             probed.clear()
-            return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probe_rows)
+            return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probed_rows)
         matrix_per_row = self._matrix_bytes_per_row(backend, probed)
         probed.clear()
         return plan_streaming(
-            rows_total, len(self.plan.train_pos), per_row, matrix_per_row, budget, budget_source, probe_rows=probe_rows
+            rows_total, len(self.plan.train_pos), per_row, matrix_per_row, budget, budget_source, probe_rows=probed_rows
         )
 
     def _matrix_bytes_per_row(self, backend: Backend, probed: dict[str, Any]) -> float:
