@@ -241,3 +241,143 @@ def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target
         assert abs(results["external"].metrics[key] - value) < 1e-9, (key, value, results["external"].metrics[key])
     stream = cache_dir() / "stream"
     assert not stream.exists() or list(stream.iterdir()) == []
+
+
+def hostile_table(n: int = 3000, seed: int = 5, missing_target_head: int = 700) -> pd.DataFrame:
+    """A table whose first ``missing_target_head`` rows have no target, with an integer column
+    holding missing values, text with delimiters, quotes and pandas' missing-value strings."""
+    rng = np.random.default_rng(seed)
+    calls = rng.poisson(2.0, n).astype(object)
+    calls[rng.random(n) < 0.1] = None  # integers with gaps: read as float64 on both arms
+    plan = rng.choice(["basic", "plus", "pro, annual", 'say "pro"'], n).astype(object)
+    plan[rng.random(n) < 0.05] = None
+    spend = rng.gamma(2.0, 30.0, n).round(2)
+    logit = -1.0 + 0.6 * np.nan_to_num(calls.astype(float)) - 0.01 * spend
+    churned = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no").astype(object)
+    churned[:missing_target_head] = None
+    churned[rng.random(n) < 0.05] = None
+    return pd.DataFrame({"calls": calls, "plan": plan, "monthly_spend": spend, "churned": churned})
+
+
+def check_csv_chunks_equal_whole_read(backend: Backend, path, rows: int, dtypes: dict[str, str]) -> None:
+    """The arm's chunked CSV reader gives every row of the file once, in order, with the values
+    and missing values of pandas reading the file whole with the same column types."""
+    from accel.data.readers import iter_chunks, resolve_source
+
+    source = resolve_source(path)
+    columns = list(source.columns)
+    starts, frames = [], []
+    for start, frame in iter_chunks(backend.xdf, source, columns, rows, dtypes):
+        starts.append(start)
+        frames.append(to_pandas(frame))
+    whole = pd.read_csv(path, dtype=dtypes)
+    assert len(frames) > 2, "the file is read in several chunks"
+    assert starts == list(np.cumsum([0] + [len(f) for f in frames[:-1]]))
+    got = pd.concat(frames, ignore_index=True)
+    assert len(got) == len(whole)
+    for name in columns:
+        a, b = got[name], whole[name]
+        assert a.isna().tolist() == b.isna().tolist(), name
+        if dtypes[name] == "str":
+            assert a[a.notna()].astype(str).tolist() == b[b.notna()].astype(str).tolist(), name
+        else:
+            np.testing.assert_array_equal(a.to_numpy(dtype="float64"), b.to_numpy(dtype="float64"), err_msg=name)
+
+
+def check_probe_sees_only_rows_with_target(backend: Backend, path, target: str, monkeypatch, probe_rows: int) -> None:
+    """The batch-size probe of a streamed XGBoost run fits and builds XGBoost's matrix on plan
+    rows only (each with a target), even when the file's first chunk holds none of them: the
+    labels it passes have no missing or -1 class code and are the targets of those rows."""
+    import xgboost
+
+    import accel.batching
+    from accel.data.autofeatures import TableFeaturizer
+    from accel.errors import AccelError
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    plan = planned.plan
+    monkeypatch.setattr(accel.batching, "PROBE_ROWS", probe_rows)
+    seen: dict[str, list] = {"fit": [], "matrix": []}
+    real_fit, real_matrix = TableFeaturizer.partial_fit, xgboost.QuantileDMatrix
+
+    def partial_fit(self, frame, y, folds):
+        seen["fit"].append(_compat.to_numpy(y))
+        return real_fit(self, frame, y, folds)
+
+    def matrix(data, *args, label=None, **kwargs):
+        seen["matrix"].append(_compat.to_numpy(label))
+        return real_matrix(data, *args, label=label, **kwargs)
+
+    monkeypatch.setattr(TableFeaturizer, "partial_fit", partial_fit)
+    monkeypatch.setattr(xgboost, "QuantileDMatrix", matrix)
+    flow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 5})
+    try:
+        flow.plan_batches(backend, 1, "test", None)  # one byte: always streamed
+    except AccelError:
+        pass  # no batch fits one byte: the probe has run by then
+    assert len(seen["fit"]) == 1 and len(seen["matrix"]) == 1
+    # The plan rows that the probe's chunk (of ``probe_rows`` file rows) holds, past the chunks without any.
+    positions = plan.row_positions
+    first = int(positions[0]) // probe_rows * probe_rows
+    expected_rows = positions[(positions >= first) & (positions < first + probe_rows)]
+    truth = pd.read_csv(path)[target].iloc[expected_rows]
+    assert truth.notna().all()
+    expected = truth.map({c: i for i, c in enumerate(plan.classes)}).to_numpy(dtype="float64")
+    for labels in (seen["fit"][0], seen["matrix"][0]):
+        labels = labels.astype("float64")
+        assert not np.isnan(labels).any() and (labels >= 0).all()
+        np.testing.assert_array_equal(labels, expected)
+
+
+def check_external_memory_record_says_where_pages_are(backend: Backend, path, target: str, batch_rows: int) -> None:
+    """A streamed run with XGBoost's matrix in external memory records where its pages live,
+    and that is where they are while boosting: page files in the run's cache folder on disk, or
+    none there when they are in host memory."""
+    from accel.batching import BatchPlan
+    from accel.data.flights import cache_dir
+    from accel.memory import MemorySettings
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import TableWorkflow, plan_table
+
+    settings = WorkflowSettings(seed=3)
+    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    rows = len(planned.plan.row_positions)
+    plan = BatchPlan(10**9, "test", 1000.0, rows, batch_rows, "streaming", "auto")
+    plan.training_matrix = "external"
+    flow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 10, "max_depth": 4})
+    pages: list[str] = []
+    fit = flow.model.fit
+
+    def fit_and_look(backend_, dtrain):
+        pages.extend(str(p) for p in (cache_dir() / "stream").rglob("*.page"))
+        return fit(backend_, dtrain)
+
+    flow.model.fit = fit_and_look
+    result = run_arm(backend, flow, memory=MemorySettings(), prepared_arm=({}, plan))
+    assert result.status == "ok", result.reason
+    batches = result.memory["batches"]
+    assert batches["training_matrix"] == "external"
+    where = batches["external_memory"]
+    assert where["pages"] == ("host memory" if backend.is_gpu else "disk")
+    assert where["on_host"] is backend.is_gpu
+    assert batches["batches"] > 2
+    if where["pages"] == "disk":
+        assert pages, "page files are written while the matrix is built"
+    else:
+        assert pages == [], pages
+
+
+#: Column types of :func:`hostile_table` (and :func:`long_rows_table`'s ``notes``) for chunked reads.
+CHUNK_DTYPES = {"calls": "float64", "plan": "str", "monthly_spend": "float64", "churned": "str", "notes": "str"}
+
+
+def long_rows_table(n: int = 8000, seed: int = 2) -> pd.DataFrame:
+    """:func:`hostile_table` with a text column whose every 50th value is 30 KB long: rows far
+    longer than the read-ahead of a cuDF byte range, a few MB in all."""
+    frame = hostile_table(n, seed=seed)
+    notes = np.array([f"n{i}" for i in range(n)], dtype=object)
+    notes[::50] = ["x" * 30_000 + str(i) for i in range(0, n, 50)]
+    return frame.assign(notes=notes)

@@ -63,3 +63,35 @@ def test_bad_dates_are_parsed_to_missing_as_on_the_cpu_arm(backend):
     pd.testing.assert_series_equal(
         cpu[: len(truth)].reset_index(drop=True), truth.astype("datetime64[ns]").reset_index(drop=True), check_names=False
     )
+
+
+# Chunked CSV reads, the batch-size probe and external memory on cuDF / XGBoost CUDA: a gzip CSV
+# (no byte ranges: pyarrow's streaming reader), a plain one with rows longer than a byte range's
+# read-ahead, missing targets in the first rows, integers with gaps.
+
+
+def test_gzip_csv_chunks_equal_whole_read(backend, tmp_path):
+    path = tmp_path / "t.csv.gz"
+    bodies.hostile_table(5000).to_csv(path, index=False)
+    bodies.check_csv_chunks_equal_whole_read(backend, path, 700, bodies.CHUNK_DTYPES)
+
+
+def test_byte_range_csv_chunks_equal_whole_read(backend, tmp_path):
+    path = tmp_path / "t.csv"
+    bodies.long_rows_table().to_csv(path, index=False)
+    bodies.check_csv_chunks_equal_whole_read(backend, path, 2000, bodies.CHUNK_DTYPES)
+
+
+def test_probe_sees_only_rows_with_target(backend, tmp_path, monkeypatch):
+    path = tmp_path / "t.csv.gz"
+    bodies.hostile_table(3000, missing_target_head=700).to_csv(path, index=False)
+    bodies.check_probe_sees_only_rows_with_target(backend, path, "churned", monkeypatch, probe_rows=500)
+
+
+def test_external_memory_record_says_pages_are_in_host_memory(backend, tmp_path, monkeypatch):
+    from tests import tables
+
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.csv.gz"
+    tables.customers(8000, seed=4).to_csv(path, index=False)
+    bodies.check_external_memory_record_says_where_pages_are(backend, path, "churned", batch_rows=2100)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import types
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from accel.cli.main import main
-from tests import tables
+from tests import bodies, tables
 from tests.conftest import read_json, records_in, run_accel
 
 FAST = ["--device", "cpu"]
@@ -439,3 +443,123 @@ def test_planning_is_a_named_part_of_the_wall_time(tmp_path):
     assert set(planning) == {"total", "read_on_host", "schema_inference", "encoding_probe"}
     assert planning["read_on_host"] + planning["schema_inference"] + planning["encoding_probe"] <= planning["total"] + 1e-6
     assert wall["parts"]["planning"] == planning["total"] and "probe" in proc.stdout
+
+
+# --------------------------------------------------------------------------- chunked reads, probe, external memory
+
+
+def fake_cudf() -> tuple[types.ModuleType, list]:
+    """A stand-in for cudf's ``read_csv`` with libcudf 26.10's byte-range rules (reader_impl.cu,
+    csv_gpu.cu): compressed input refuses byte ranges; a range past offset 0 starts after the
+    first line break at or after its offset; it keeps the rows that start at most ``size``
+    bytes past the offset; and it reads at most ``size`` + padding bytes (csv.hpp's
+    ``get_byte_range_padding``: 1 KB + 64 B per column named or typed), cutting a longer row."""
+    module = types.ModuleType("fakecudf")
+    calls: list = []
+
+    def read_csv(path, sep=",", byte_range=None, header="infer", names=None, usecols=None, dtype=None):
+        calls.append(byte_range)
+        if byte_range is not None and str(path).endswith(".gz"):
+            raise RuntimeError("Reading compressed data using `byte range` is unsupported")
+        data = Path(path).read_bytes()
+        offset, size = byte_range or (0, 0)
+        start = 0 if offset == 0 else (data.find(b"\n", offset) + 1 or len(data))
+        if size == 0:
+            kept = data[start:]
+        else:
+            limit = min(offset + size + 1024 + 64 * max(len(dtype or {}), len(names or [])), len(data))
+            pieces, pos = [], start
+            while pos < limit and pos - offset <= size:
+                nl = data.find(b"\n", pos, limit)
+                end = limit if nl < 0 else nl + 1
+                pieces.append(data[pos:end])
+                pos = end
+            kept = b"".join(pieces)
+        if not kept.strip():
+            return pd.DataFrame({c: pd.Series(dtype="float64") for c in usecols})
+        return pd.read_csv(
+            io.BytesIO(kept), sep=sep, header=0 if header == 0 else None, names=names, usecols=usecols, dtype=dtype
+        )
+
+    class DataFrame:
+        @staticmethod
+        def from_arrow(table):
+            return table.to_pandas()
+
+    module.read_csv, module.DataFrame = read_csv, DataFrame
+    return module, calls
+
+
+def test_gzip_csv_chunks_equal_whole_read(tmp_path):
+    from accel.backend import cpu_backend
+
+    path = tmp_path / "t.csv.gz"
+    bodies.hostile_table(5000).to_csv(path, index=False)
+    bodies.check_csv_chunks_equal_whole_read(cpu_backend(), path, 700, bodies.CHUNK_DTYPES)
+
+
+def test_arrow_csv_chunks_equal_pandas_chunks(tmp_path):
+    # The reader cuDF uses for compressed CSV: the same chunks as pandas' chunked parser, row for
+    # row (missing targets, integers with gaps, quoted delimiters), through accel's Arrow-to-frame path.
+    from accel import _compat
+
+    path = tmp_path / "t.csv.gz"
+    table = bodies.hostile_table(5000)
+    table.to_csv(path, index=False)
+    columns = ["plan", "calls", "churned"]
+    expected = list(pd.read_csv(path, usecols=columns, dtype=bodies.CHUNK_DTYPES, chunksize=700))
+    got = [
+        _compat.from_arrow(pd, t)
+        for t in _compat.arrow_csv_chunks(path, list(table.columns), columns, 700, bodies.CHUNK_DTYPES, ",", "gzip")
+    ]
+    assert [len(f) for f in got] == [len(f) for f in expected] == [700] * 7 + [100]
+    for a, b in zip(got, expected):
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+    assert got[0]["churned"].isna().all() and got[0]["calls"].isna().any()
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.csv.gz"])
+def test_cudf_chunk_reads_give_every_row_once(tmp_path, name):
+    # cuDF's side of iter_csv_chunks against libcudf's byte-range rules: ranges that end at a
+    # line break (no row cut at a range's end, none read twice), no byte range for gzip.
+    from accel import _compat
+
+    path = tmp_path / name
+    table = bodies.long_rows_table()
+    table.to_csv(path, index=False)
+    fake, calls = fake_cudf()
+    dtypes = bodies.CHUNK_DTYPES
+    columns = list(table.columns)
+    chunks = list(_compat.iter_csv_chunks(fake, path, columns, columns, 2000, dtypes, ",", 0))
+    got = pd.concat(chunks, ignore_index=True)
+    whole = pd.read_csv(path, dtype=dtypes)
+    pd.testing.assert_frame_equal(got[whole.columns], whole, check_dtype=False)
+    if name.endswith(".gz"):
+        assert calls == [] and [len(c) for c in chunks] == [2000] * 4
+    else:
+        assert len(calls) > 2 and all(r[1] > 0 for r in calls[:-1]) and calls[-1][1] == 0
+
+
+def test_probe_sees_only_rows_with_target(tmp_path, monkeypatch):
+    from accel.backend import cpu_backend
+
+    path = tmp_path / "t.csv.gz"
+    bodies.hostile_table(3000, missing_target_head=700).to_csv(path, index=False)
+    bodies.check_probe_sees_only_rows_with_target(cpu_backend(), path, "churned", monkeypatch, probe_rows=500)
+
+
+def test_external_memory_record_says_pages_are_on_disk(tmp_path, monkeypatch):
+    from accel.backend import cpu_backend
+
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.csv"
+    tables.customers(8000, seed=4).to_csv(path, index=False)
+    bodies.check_external_memory_record_says_where_pages_are(cpu_backend(), path, "churned", batch_rows=2100)
+
+
+def test_long_rows_csv_chunks_equal_whole_read(tmp_path):
+    from accel.backend import cpu_backend
+
+    path = tmp_path / "t.csv"
+    bodies.long_rows_table().to_csv(path, index=False)
+    bodies.check_csv_chunks_equal_whole_read(cpu_backend(), path, 2000, bodies.CHUNK_DTYPES)
