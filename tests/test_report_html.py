@@ -13,6 +13,7 @@ import pytest
 from accel.cli.main import main
 from accel.report.html import num
 from tests import bench_bodies as bodies
+from tests.conftest import read_json, records_in
 
 # One module fixture runs bench groupby/models/crossover and a flights run end to end: slow tier.
 pytestmark = pytest.mark.slow
@@ -298,3 +299,20 @@ def test_values_from_the_records_are_escaped_in_the_page(tmp_path, capsys):
     assert parser.sections == ["experiments", "ignored"]
     # The Markdown summary is text for the terminal: not escaped.
     assert f"| {nasty} |" in capsys.readouterr().out
+
+
+def test_a_search_record_is_shown_as_a_search_not_as_a_workflow_run(tmp_path, capsys):
+    from accel.report.html import collect, kind_of
+
+    out = tmp_path / "r"
+    assert main(["hpo", "flights", "--trials", "2", "--rows", "3000", "--device", "cpu", "--out", str(out)]) == 0
+    [path] = records_in(out)
+    record = read_json(path)
+    assert kind_of(record) == "hpo" and collect(out).by_kind["run"] == []
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert "Hyperparameter searches" in page and "Workflow runs" not in page
+    assert "Parity: None" not in page
+    study = record["study"]["name"]
+    assert study in page and f"{record['trials']['complete']} of {record['trials']['total']}" in page

@@ -3,6 +3,7 @@
 It reads every ``*.json`` under DIR and recognises:
 
 - run records of ``accel run`` (``workflow`` + ``arms``): seconds per stage and arm, speedups, parity;
+- search records of ``accel hpo`` (``"kind": "hpo"``): trials, the default against the tuned model;
 - ``accel bench`` results (``benchmark``: ``db_groupby``, ``db_join``, ``models``, ``crossover``)
   and the overhead benchmarks of ``benchmarks/`` (``groupby_overhead``, ``flights_overhead``);
 - scaling results (``"benchmark": "scaling"``, rows of workers / kind / stage / seconds /
@@ -37,6 +38,7 @@ from accel.record import loads as record_loads
 KINDS = (
     "compare",
     "run",
+    "hpo",
     "db_groupby",
     "db_join",
     "groupby_overhead",
@@ -81,8 +83,8 @@ class Collected:
 def kind_of(content: Any) -> str | None:
     if not isinstance(content, dict):
         return None
-    if content.get("kind") == "compare" and "arms" in content:
-        return "compare"
+    if content.get("kind") in ("compare", "hpo") and "arms" in content:
+        return content["kind"]
     if "workflow" in content and "arms" in content:
         return "run"
     bench = content.get("benchmark")
@@ -329,6 +331,39 @@ def _runs(items: list[tuple[Path, dict]]) -> Section:
         ax.set_xticks(range(len(stages)), stages)
         title = f"{rec.get('workflow')} — {rec.get('run_id', path.stem)}"
         s.plot(fig, ax, f"seconds per stage of run {rec.get('run_id')}", ylabel="seconds", title=title)
+    return s
+
+
+def _hpo(items: list[tuple[Path, dict]]) -> Section:
+    """``accel hpo`` records: the search, the default against the tuned model, the final model per arm."""
+    s = Section("hpo", "Hyperparameter searches: the default model against the tuned one")
+    rows = []
+    for path, rec in items:
+        study, trials = rec.get("study") or {}, rec.get("trials") or {}
+        metric = study.get("metric") or (rec.get("improvement") or {}).get("metric")
+        baseline = ((rec.get("baseline") or {}).get("metrics") or {}).get(metric)
+        final = ((rec.get("final") or {}).get("metrics") or {}).get(metric)
+        arms = rec.get("arms") or {}
+        gpu, cpu = arms.get("gpu") or {}, arms.get("cpu") or {}
+        rows.append(
+            [
+                study.get("name", path.stem),
+                f"{rec.get('workflow')} / {rec.get('model')}",
+                f"{trials.get('complete', 0)} of {trials.get('total', 0)} ({trials.get('pruned', 0)} pruned, {trials.get('failed', 0)} failed)",
+                metric,
+                baseline if baseline is not None else math.nan,
+                final if final is not None else math.nan,
+                gpu.get("seconds") if _ok(gpu) else gpu.get("status", "—"),
+                cpu.get("seconds") if _ok(cpu) else cpu.get("status", "—"),
+                (rec.get("speedup") or {}).get("final_model", math.nan),
+            ]
+        )
+    s.table(
+        "Each search: trials, the metric of the default and of the tuned model (hold-out), and the tuned model's training per arm",
+        ["study", "workflow / model", "trials", "metric", "default", "tuned", "GPU arm (s)", "CPU arm (s)", "speedup"],
+        rows,
+        "hpo-searches",
+    )
     return s
 
 
@@ -671,8 +706,8 @@ def _experiments(items: list[tuple[Path, dict]]) -> Section:
 
 
 # Every section builder sets aside the files of its kind whose content is not the shape it reads.
-_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
-    _tolerant, (_compare, _runs, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
+_compare, _runs, _hpo, _db, _overhead, _flights_overhead, _models, _crossover, _scaling = map(
+    _tolerant, (_compare, _runs, _hpo, _db, _overhead, _flights_overhead, _models, _crossover, _scaling)
 )
 
 
@@ -684,6 +719,8 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
         sections.append(_compare(by["compare"]))
     if by["run"]:
         sections.append(_runs(by["run"]))
+    if by["hpo"]:
+        sections.append(_hpo(by["hpo"]))
     for kind in ("db_groupby", "db_join"):
         if by[kind]:
             sections.append(_db(kind, by[kind]))
