@@ -53,7 +53,8 @@ class BatchPlan:
     probe_rows: int = 0
     retries: list[dict[str, Any]] = field(default_factory=list)
     #: XGBoost's training matrix when streaming: "in-memory" (``QuantileDMatrix``) or "external"
-    #: (``ExtMemQuantileDMatrix``, its pages on disk); None when not planned (in-memory runs).
+    #: (``ExtMemQuantileDMatrix``: pages on disk on the CPU arm, in host memory on the GPU arm; the
+    #: record's ``external_memory`` says which); None when not planned (in-memory runs).
     training_matrix: str | None = None
     #: Bytes held besides the batch, as planned: XGBoost's matrix (or one page of it) and its
     #: per-row training state, with accel's own per-row arrays.
@@ -190,7 +191,8 @@ def plan_streaming(
     What is held besides a batch is planned first: XGBoost's per-row training state and its
     quantile matrix (``matrix_bytes_per_row``, measured on the probe) when that takes at most
     :data:`MATRIX_SHARE` of the usable budget; else the matrix goes to XGBoost's external memory
-    (``ExtMemQuantileDMatrix``: one page, the size of a batch, in memory at a time). The batch
+    (``ExtMemQuantileDMatrix``: one page, the size of a batch, in memory at a time; on the device on
+    the GPU arm, which prefetches up to two pages). The batch
     gets what is left. When not even :data:`MIN_BATCH_ROWS` rows fit, a one-line error says
     what budget would fit, before any work starts.
     """

@@ -57,15 +57,18 @@ class StageTimer:
         if self.monitor is not None:
             self.monitor.set_stage(name)
         counting = self.backend.rmm_scope_begin()
-        self.backend.synchronize()
-        start = time.perf_counter()
-        yield
-        self.backend.synchronize()
-        self.seconds[name] = time.perf_counter() - start
-        if counting:
-            peak = self.backend.rmm_scope_end()
-            if peak is not None:
-                self.rmm_peak_bytes[name] = peak
+        try:
+            self.backend.synchronize()
+            start = time.perf_counter()
+            yield
+            self.backend.synchronize()
+            self.seconds[name] = time.perf_counter() - start
+        finally:
+            # RMM's counters are a stack: a stage that raises pops its own too, so the stage
+            # around it (or a retry) reads its own peak.
+            peak = self.backend.rmm_scope_end() if counting else None
+        if peak is not None:
+            self.rmm_peak_bytes[name] = peak
         if self.monitor is not None:
             self.monitor.set_stage(None)
         if self.listener is not None:
