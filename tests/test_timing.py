@@ -80,3 +80,36 @@ def test_environment_and_fairness_are_recorded():
     f = fairness(cpu, "all 2", {"n_jobs": -1})
     assert f["cores_available"] == cpu.n_threads
     assert f["line"].startswith("CPU baseline: all 2 of ") and "n_jobs=-1" in f["line"]
+
+
+def test_a_stage_that_raises_pops_its_memory_counters():
+    """RMM's statistics are a stack of counters, one per stage: a stage that raises pops its own,
+    so the next stage reads its peak and not the failed one's. (A recording stand-in for the
+    backend's two counter calls: the counters themselves are RMM's, tested on a GPU.)"""
+    from accel.timing import StageTimer
+
+    class Counters:
+        name = "gpu"
+
+        def __init__(self):
+            self.depth = 0
+
+        def rmm_scope_begin(self):
+            self.depth += 1
+            return True
+
+        def rmm_scope_end(self):
+            self.depth -= 1
+            return 1024 * self.depth + 7
+
+        def synchronize(self):
+            pass
+
+    backend = Counters()
+    timer = StageTimer(backend)
+    with pytest.raises(RuntimeError), timer.stage("load"):
+        raise RuntimeError("out of memory")
+    assert backend.depth == 0 and "load" not in timer.seconds
+    with timer.stage("features"):
+        pass
+    assert backend.depth == 0 and timer.rmm_peak_bytes["features"] == 7
