@@ -24,7 +24,6 @@ from accel.scaleout.cluster import (
 )
 from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
 from tests.dask_procs import free_port
-from tests.gpu_marks import needs_dask_cuda
 from tests.test_cli import assert_one_line_error
 
 
@@ -90,20 +89,6 @@ def test_cluster_pool_sizes_mean_what_the_single_process_pool_means():
         cluster_pool_sizes("auto", [], True)
     # Where only the driver's totals were read, the description says so.
     assert "total memory" in cluster_pool_sizes("auto", free, True, basis="total")[2]
-
-
-@needs_dask_cuda
-@pytest.mark.gpu
-def test_local_cuda_plan_sizes_pools_from_free_memory():
-    from accel.backend import visible_gpu_memory, xgboost_allocation, xgboost_build_info
-
-    plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1, rmm_pool="auto"))
-    [(free, total)] = visible_gpu_memory(1)
-    through_rmm = xgboost_allocation(xgboost_build_info())["through_rmm"]
-    # Sized from this GPU's free memory now (within what other processes change meanwhile).
-    expected = cluster_pool_sizes("auto", [free], through_rmm)[0]
-    assert abs(plan.rmm_pool_size - expected) <= 0.02 * total
-    assert plan.rmm_pool_size <= plan.rmm_maximum_pool_size < total and "free memory" in plan.rmm_pool_basis
 
 
 def test_addresses_are_checked():

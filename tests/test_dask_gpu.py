@@ -14,7 +14,7 @@ from accel.config import ClusterConfig
 from accel.scaleout.cluster import ClusterSession, plan_cluster
 from tests.conftest import requires_gpu
 from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
-from tests.gpu_marks import needs_dask_cudf
+from tests.gpu_marks import needs_dask_cuda, needs_dask_cudf
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -56,3 +56,17 @@ def test_features_on_cudf_partitions_equal_the_single_process_gpu_features(sessi
 def test_cuda_cluster_run_agrees_with_single_process_gpu_run(session):
     arm = check_dask_run_agrees_with_single_process(session, "gpu")
     assert arm["peak_device_mb"] is None or arm["peak_device_mb"] > 0
+
+
+@needs_dask_cuda
+def test_local_cuda_plan_sizes_pools_from_free_memory():
+    from accel.backend import visible_gpu_memory, xgboost_allocation, xgboost_build_info
+    from accel.scaleout.cluster import cluster_pool_sizes
+
+    plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1, rmm_pool="auto"))
+    [(free, total)] = visible_gpu_memory(1)
+    through_rmm = xgboost_allocation(xgboost_build_info())["through_rmm"]
+    # Sized from this GPU's free memory now (within what other processes change meanwhile).
+    expected = cluster_pool_sizes("auto", [free], through_rmm)[0]
+    assert abs(plan.rmm_pool_size - expected) <= 0.02 * total
+    assert plan.rmm_pool_size <= plan.rmm_maximum_pool_size < total and "free memory" in plan.rmm_pool_basis
