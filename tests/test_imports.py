@@ -26,7 +26,9 @@ MAY_IMPORT = {
     "scaleout": {"core", "data", "workflows", "runners", "report", "cli.options"},
     "hpo": {"core", "data", "workflows", "runners", "scaleout", "bench"},
     "cli.options": {"core", "data", "scaleout"},
-    "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options"},
+    "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options", "api"},
+    # The Python API (accel.run, accel.info): what the command line does, for notebooks and scripts.
+    "api": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options"},
 }
 
 
@@ -111,6 +113,8 @@ def room(module: str) -> str:
         return "runners"
     if module == "accel.cli.options":
         return "cli.options"
+    if module == "accel.api":
+        return "api"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else "core"
 

@@ -110,8 +110,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.config import build_config
+    from accel.api import run_config
     from accel.report.console import ProgressDisplay, render_run, show_plan
-    from accel.run import paired_run
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
     overrides = {
@@ -133,7 +133,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # the hand-written script pays). Unfrozen afterwards, so a caller's garbage is collected.
     gc.freeze()
     try:
-        record, path = paired_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
+        record, path = run_config(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:
         gc.unfreeze()
         progress.close()

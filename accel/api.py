@@ -1,0 +1,229 @@
+"""accel as a library: ``accel.run(...)`` in a notebook or a script does what ``accel run`` does.
+
+The command line is a thin layer over the same functions: one configuration (validated as the
+flags are), one paired run, one record written under ``out``. What comes back is a
+:class:`RunResult`: the record as a dict, and its stages, metrics and memory as pandas
+DataFrames; in Jupyter it shows the stage table and a speedup chart.
+
+>>> import accel
+>>> result = accel.run("flights", rows=20_000, device="cpu")  # doctest: +SKIP
+>>> result.stages  # doctest: +SKIP
+          gpu_seconds  cpu_seconds  speedup
+stage
+load              NaN        0.061      NaN
+...
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Keyword arguments of :func:`run` and the workflow-file setting (and flag) each one sets.
+_SETTINGS = (
+    "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "precision",
+    "batch_rows", "memory_budget", "rmm_pool", "rows", "test_size", "seed", "out",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One paired run: the record accel wrote, and views of it as tables.
+
+    Attributes
+    ----------
+    record : dict
+        The run record, as written (``accel report`` and ``accel experiments`` read the file).
+    path : pathlib.Path
+        Where the record was written.
+    """
+
+    record: dict[str, Any]
+    path: Path
+
+    @property
+    def stages(self) -> Any:
+        """Seconds per stage on each arm and the speedup (CPU seconds / GPU seconds); NaN where an arm did not run."""
+        import pandas as pd
+
+        arms, speedup = self.record["arms"], self.record.get("speedup") or {}
+        names = list(dict.fromkeys([*(arms["cpu"].get("stages") or {}), *(arms["gpu"].get("stages") or {})]))
+        rows = []
+        for stage in [*names, "total"]:
+            row = {"stage": stage}
+            for arm in ("gpu", "cpu"):
+                a = arms[arm]
+                value = a.get("total_seconds") if stage == "total" else (a.get("stages") or {}).get(stage)
+                row[f"{arm}_seconds"] = math.nan if value is None else float(value)
+            value = speedup.get(stage)
+            row["speedup"] = math.nan if value is None else float(value)
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("stage")
+
+    @property
+    def metrics(self) -> Any:
+        """The hold-out metrics of each arm (one row per metric)."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        names = list(dict.fromkeys([*(arms["cpu"].get("metrics") or {}), *(arms["gpu"].get("metrics") or {})]))
+        return pd.DataFrame(
+            {arm: [_float((arms[arm].get("metrics") or {}).get(m)) for m in names] for arm in ("gpu", "cpu")},
+            index=pd.Index(names, name="metric"),
+        )
+
+    @property
+    def memory(self) -> Any:
+        """Each arm's status and peak host and device memory (MB)."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        return pd.DataFrame(
+            {
+                "status": [arms[a].get("status") for a in ("gpu", "cpu")],
+                "peak_host_mb": [_float(arms[a].get("peak_host_mb")) for a in ("gpu", "cpu")],
+                "peak_device_mb": [_float(arms[a].get("peak_device_mb")) for a in ("gpu", "cpu")],
+            },
+            index=pd.Index(["gpu", "cpu"], name="arm"),
+        )
+
+    @property
+    def parity(self) -> dict[str, Any]:
+        """Whether the arms reached the same quality: metric, both values, tolerance, ``ok``."""
+        return dict(self.record.get("parity") or {})
+
+    @property
+    def speedup(self) -> float:
+        """The whole run's speedup (NaN unless both arms ran)."""
+        return _float((self.record.get("speedup") or {}).get("total"))
+
+    def __repr__(self) -> str:
+        arms = self.record["arms"]
+        shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
+        return f"RunResult({self.record.get('workflow')!r}, {shown}, speedup {self.speedup:.3g}, record {str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        """The stage table and a bar per stage's speedup, for Jupyter."""
+        stages = self.stages
+        arms = self.record["arms"]
+        notes = [
+            f"<p><b>{arm.upper()} arm {html.escape(str(a.get('status')))}</b>: {html.escape(str(a.get('reason')))}</p>"
+            for arm, a in arms.items()
+            if a.get("status") != "ok" and a.get("reason")
+        ]
+        finite = [v for v in stages["speedup"] if math.isfinite(v)]
+        top = max(finite, default=1.0) or 1.0
+        bars = "".join(
+            f"<tr><td>{html.escape(str(stage))}</td><td><div style='background:#76b900;height:0.9em;"
+            f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
+            for stage, value in stages["speedup"].items()
+            if math.isfinite(value)
+        )
+        chart = f"<table><caption>speedup per stage</caption>{bars}</table>" if bars else "<p>speedup: n/a (one arm ran)</p>"
+        title = f"<h4>accel run: {html.escape(str(self.record.get('workflow')))}</h4>"
+        where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
+        return title + stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a") + chart + "".join(notes) + where
+
+
+def _float(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def run(
+    workflow: str | os.PathLike[str] | None = None,
+    *,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
+    **settings: Any,
+) -> RunResult:
+    """Run a workflow on the accelerated arm and the CPU baseline, write its record, return it.
+
+    Parameters
+    ----------
+    workflow : str or path, optional
+        ``"flights"`` (the embedded default), or a workflow YAML file. Leave it out with
+        ``data=``: your own table.
+    cluster, scheduler, workers
+        Run on Dask, as ``--cluster local|local-cuda`` / ``--scheduler ADDR`` / ``--workers N`` do.
+    progress : bool
+        Show the stages as they run (on stderr), as the command line does.
+    **settings
+        What the command line's flags set, by the workflow file's names: ``data``, ``target``,
+        ``task``, ``model``, ``drop`` (a list), ``delimiter``, ``date_format`` (column -> format),
+        ``probe``, ``device`` (``"auto"``, ``"cpu"``, ``"gpu"``), ``precision``, ``batch_rows``,
+        ``memory_budget``, ``rmm_pool``, ``rows``, ``test_size``, ``seed``, ``out`` (default
+        ``runs``).
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    accel.errors.AccelError
+        For every bad input, with the one-line message the command line prints (nothing is
+        written then).
+    """
+    from accel.cli.options import workflow_source
+    from accel.config import build_config
+    from accel.errors import AccelError
+
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise AccelError(f"accel.run() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(_SETTINGS)}")
+    values = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()}
+    file_values, source = workflow_source(None if workflow is None else str(workflow), values.get("data") is not None, "run")
+    overrides: dict[str, Any] = dict(values)
+    if cluster is not None or scheduler is not None:
+        overrides["cluster"] = {"kind": "scheduler", "address": scheduler} if scheduler else {"kind": cluster, "workers": workers}
+    config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
+    listener = None
+    if progress:
+        from accel.report.console import ProgressDisplay
+
+        listener = ProgressDisplay()
+    try:
+        record, path = run_config(config, listener)
+    finally:
+        if listener is not None:
+            listener.close()
+    return RunResult(record, Path(path))
+
+
+def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[dict[str, Any], Path]:
+    """The run a validated :class:`~accel.config.RunConfig` asks for, in this process or on the
+    Dask cluster its ``cluster`` section names; ``accel run`` and :func:`run` both come here.
+
+    Parameters
+    ----------
+    config : RunConfig
+    listener : accel.result.Listener, optional
+        Told of each arm and stage as they start and end (the command line's progress display).
+    on_plan : callable, optional
+        ``on_plan(workflow)`` once a single-process run is planned, before its arms run.
+
+    Returns
+    -------
+    (dict, pathlib.Path)
+        The record and where it was written.
+    """
+    if config.cluster is not None:
+        from accel.scaleout.runner import cluster_run
+
+        return cluster_run(config, listener)
+    from accel.run import paired_run
+
+    return paired_run(config, listener, on_plan=on_plan)
+
+
+def info() -> dict[str, Any]:
+    """What ``accel info --json`` prints: devices, memory, library versions, which arms can run."""
+    from accel.environment import collect_environment
+
+    return collect_environment()
