@@ -109,8 +109,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.config import build_config
     from accel.api import run_config
+    from accel.config import build_config
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
