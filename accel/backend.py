@@ -463,6 +463,56 @@ class Backend:
         model = model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
+    @property
+    def probe_warms_up(self) -> bool:
+        """Whether this arm's batch-plan probe is also its warm-up, and so always runs: on the GPU
+        arm it creates the CUDA context and runs cuDF's first kernels, which would otherwise
+        land in the timed load stage."""
+        return self.is_gpu
+
+    def ran_here(self, device_used: str) -> bool:
+        """Whether a model that reports ``device_used`` ran on this arm's device (XGBoost with
+        ``device="cuda"`` and no usable GPU trains on the CPU and only warns)."""
+        return device_used.startswith("cuda" if self.is_gpu else "cpu")
+
+    def host_threads(self) -> dict[str, Any]:
+        """The host libraries' threads this arm's work runs on, for the record: the CSV reader and
+        BLAS on the CPU arm; nothing on the GPU arm, whose reader and arrays are on the device."""
+        if self.is_gpu:
+            return {}
+        import pyarrow
+        from threadpoolctl import threadpool_info
+
+        return {
+            "csv_reader": f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads",
+            "blas": [
+                {"library": p.get("internal_api"), "threads": p.get("num_threads")}
+                for p in threadpool_info()
+                if p.get("user_api") == "blas"
+            ],
+        }
+
+    def external_memory(self) -> dict[str, Any]:
+        """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.
+
+        XGBoost 3.2's ``DataIter(on_host=True)`` (its default) caches the pages in host memory, but
+        only for a CUDA matrix: the CPU ``ExtMemQuantileDMatrix`` always writes them to files under
+        ``cache_prefix``. The GPU arm keeps them in host memory (on disk a GPU trains slower than
+        the CPU, XGBoost's external-memory guide says), all of them (``cache_host_ratio=1``: else
+        XGBoost keeps part of the cache in device memory, whatever the budget) and one batch per
+        page (``min_cache_page_bytes=0``: else pages are joined up to a share of the device's
+        memory), as the batch plan counts them. The CPU arm asks for disk, which it gets anyway.
+
+        Returns
+        -------
+        dict
+            ``pages`` ("host memory" or "disk"), ``on_host`` (the ``DataIter`` argument) and, on the
+            GPU arm, ``cache_host_ratio`` and ``min_cache_page_bytes``; stored in the run record.
+        """
+        if self.is_gpu:
+            return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
+        return {"pages": "disk", "on_host": False}
+
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
         if self.is_gpu:

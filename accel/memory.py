@@ -177,7 +177,7 @@ class MemoryMonitor(PeriodicSampler):
         return host, device
 
     def _wait_seconds(self) -> float:
-        if self._kernel_seen is None or self.backend.is_gpu:
+        if self._kernel_seen is None or self.peak_device is not None:  # device memory: every 20 ms
             return self.interval
         settled = time.perf_counter() - self._stage_since >= SETTLE_SECONDS
         return max(self.interval, SETTLED_INTERVAL) if settled else self.interval

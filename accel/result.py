@@ -65,20 +65,9 @@ def skipped(reason: str) -> ArmResult:
 
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
-    from threadpoolctl import threadpool_info
-
     info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
     info["omp_wait_policy"] = dict(OMP_WAIT_POLICY)
-    if not backend.is_gpu:
-        import pyarrow
-
-        info["csv_reader"] = f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads"
-        info["blas"] = [
-            {"library": p.get("internal_api"), "threads": p.get("num_threads")}
-            for p in threadpool_info()
-            if p.get("user_api") == "blas"
-        ]
-    return info
+    return {**info, **backend.host_threads()}
 
 
 def arm_result(

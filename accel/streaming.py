@@ -10,7 +10,7 @@ parsing the CSV again. The folder is removed when the run ends.
 2. **to_device** — XGBoost builds its ``QuantileDMatrix`` from an ``xgboost.DataIter`` that reads
    and featurises the training rows batch by batch; only XGBoost's compressed matrix is held.
    When the plan puts that matrix in external memory (``ExtMemQuantileDMatrix``), its pages
-   live on disk on the CPU arm and in host memory on the GPU arm (:func:`external_memory`).
+   live on disk on the CPU arm and in host memory on the GPU arm (:meth:`~accel.backend.Backend.external_memory`).
 3. **train** — boosting on that matrix.
 4. **predict** — read each batch, featurise its test rows, predict, keep the predictions.
 
@@ -37,33 +37,6 @@ from accel.precision import frame_matrix, xgboost_features
 from accel.result import arm_result
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
-
-
-def external_memory(backend: Backend) -> dict[str, Any]:
-    """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.
-
-    XGBoost 3.2's ``DataIter(on_host=True)`` (its default) caches the pages in host memory, but
-    only for a CUDA matrix: the CPU ``ExtMemQuantileDMatrix`` always writes them to files under
-    ``cache_prefix``. The GPU arm keeps them in host memory (on disk a GPU trains slower than
-    the CPU, XGBoost's external-memory guide says), all of them (``cache_host_ratio=1``: else
-    XGBoost keeps part of the cache in device memory, whatever the budget) and one batch per
-    page (``min_cache_page_bytes=0``: else pages are joined up to a share of the device's
-    memory), as the batch plan counts them. The CPU arm asks for disk, which it gets anyway.
-
-    Parameters
-    ----------
-    backend : Backend
-        The arm.
-
-    Returns
-    -------
-    dict
-        ``pages`` ("host memory" or "disk"), ``on_host`` (the ``DataIter`` argument) and, on the
-        GPU arm, ``cache_host_ratio`` and ``min_cache_page_bytes``; stored in the run record.
-    """
-    if backend.is_gpu:
-        return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
-    return {"pages": "disk", "on_host": False}
 
 
 class _Rows:
@@ -144,7 +117,7 @@ def run_streaming(
             names: list[str] = []
             types: list[str] = []
 
-            placement = external_memory(backend)
+            placement = backend.external_memory()
 
             class FileBatches(xgboost.DataIter):
                 def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:

@@ -155,3 +155,58 @@ def test_every_workflow_has_the_interface_the_runners_use():
     flights = WORKFLOWS["flights"](WorkflowSettings(rows=1000))
     assert isinstance(flights, Workflow)  # every attribute and method of the protocol is there
     assert flights.model_name == "xgboost" and flights.plan is None and flights.feature_reports == {}
+
+
+#: Modules that decide what differs between the arms: the backend and the cuDF/pandas differences.
+DEVICE_MODULES = {"accel.backend", "accel._compat"}
+#: The device tests that remain elsewhere, each the module's own decision: the RMM pool's record
+#: and the device budget (from the pool's own statistics) in memory, and the probe's device or
+#: host bytes in batching; a cluster's worker kind in scaleout and flights_dask (a Dask worker
+#: process builds its own backend from it); in hpo, which arm the search ran on decides the
+#: record's arms and labels; compare refuses --device gpu where the script's GPU arm cannot run.
+ARM_TESTS_ALLOWED = {
+    "accel.memory": 2,
+    "accel.batching": 2,
+    "accel.scaleout.cluster": 2,
+    "accel.scaleout.runner": 2,
+    "accel.workflows.flights_dask": 2,
+    "accel.hpo.search": 3,
+    "accel.bench.compare": 1,
+}
+
+
+#: Names that hold the device of work about to run (not the arm a record's entry belongs to).
+DEVICE_NAMES = {"kind", "worker_kind", "device", "xgb_device"}
+
+
+def _asks_the_device(test: ast.AST) -> bool:
+    for n in ast.walk(test):
+        if isinstance(n, ast.Attribute) and n.attr == "is_gpu":
+            return True
+        if isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "gpu" for c in [n.left, *n.comparators]):
+            sides = [n.left, *n.comparators]
+            named = {x.id for x in sides if isinstance(x, ast.Name)} | {x.attr for x in sides if isinstance(x, ast.Attribute)}
+            if named & DEVICE_NAMES:
+                return True
+    return False
+
+
+def arm_tests(tree: ast.AST) -> int:
+    """``if``/conditional expressions whose test asks which device work runs on (``backend.is_gpu``,
+    ``kind == "gpu"``); reading a record's ``arms["gpu"]`` entry is not such a test."""
+    return sum(1 for node in ast.walk(tree) if isinstance(node, (ast.If, ast.IfExp)) and _asks_the_device(node.test))
+
+
+def test_the_device_is_decided_in_the_backend():
+    """What differs between the arms is a Backend method or a _compat function; elsewhere the
+    arm is asked for only where listed (the count may fall, never rise)."""
+    found = {}
+    for name, path in modules().items():
+        if name in DEVICE_MODULES:
+            continue
+        n = arm_tests(ast.parse(path.read_text(), str(path)))
+        if n:
+            found[name] = n
+    over = {m: n for m, n in found.items() if n > ARM_TESTS_ALLOWED.get(m, 0)}
+    assert over == {}, f"arm tests outside the backend: {over} (make it a Backend method or a _compat function)"
+    assert arm_tests(ast.parse('if backend.is_gpu:\n    pass\nx = 1 if kind == "gpu" else 2\n')) == 2

@@ -25,7 +25,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
-from accel.registry import BENCH_PAIRS, Estimator, ran_where_asked
+from accel.registry import BENCH_PAIRS, Estimator
 from accel.timing import measure, speedup
 
 #: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by key.
@@ -124,7 +124,7 @@ def run_pair(pair: Estimator, backend: Backend, data: HostData, *, seed: int, re
         "quality": quality(pair, model, prediction, data, test_rows),
     }
     used = result["device_used"] = pair.device_used(model, backend.xgb_device)
-    if not ran_where_asked(used, backend.is_gpu):
+    if not backend.ran_here(used):
         # XGBoost only warns when it cannot use the GPU: not a GPU result.
         return {"status": "failed", "reason": f"the model ran on {used!r} although {backend.xgb_device!r} was asked for"}
     return result

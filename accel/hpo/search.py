@@ -66,7 +66,7 @@ from accel.hpo.study import (
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
-from accel.registry import MODELS, Dist, ran_where_asked
+from accel.registry import MODELS, Dist
 
 # --------------------------------------------------------------------------- data for the search
 
@@ -271,7 +271,7 @@ def train_and_score(
         finally:
             out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
     out.device_used = model.device_used(backend, fitted)
-    if not ran_where_asked(out.device_used, backend.is_gpu):
+    if not backend.ran_here(out.device_used):
         # XGBoost only warns when it cannot use the GPU: that is no GPU result.
         raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
     if isinstance(model, XGBoostModel):
