@@ -213,10 +213,10 @@ def write_build_info(path: Path | None = None) -> dict[str, Any]:
         "files": files,
         "tree_digest": tree_digest(files),
     }
+    from accel.files import REPLACE, write_new
+
     target = Path(path) if path is not None else BUILD_INFO
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(info, indent=1) + "\n")
-    tmp.replace(target)
+    write_new(target, (json.dumps(info, indent=1) + "\n").encode(), "the build info", exists=REPLACE)
     return info
 
 

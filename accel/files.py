@@ -3,11 +3,16 @@
 - :func:`regular_files`: the files under a folder that match a pattern, regular files only
   (a FIFO would block a reader forever, a link to ``/dev/zero`` never ends); the others are
   returned with the reason, so a caller can list them as not used.
-- :func:`write_new`: write bytes beside the target and link them into place, so a file is
-  never half-written and never replaces another: a name that exists gets the next free
-  sequence number (``report-001.html``). Created with the permissions of any file the user
-  writes (``0666 & ~umask``), as run records are. A failure (a full disk) removes the
-  temporary file and is one :class:`~accel.errors.AccelError` line.
+- :func:`write_new`: the one writer of every file accel makes. The bytes (or what a writer
+  function puts in a temporary file) go beside the target and are linked into place, so a
+  file is never half-written. What happens to a name that exists is the caller's choice
+  (``exists``): a file the user named is refused, one line naming it and ``--overwrite``
+  (:data:`REFUSE`), or replaced when ``--overwrite`` says so (:data:`REPLACE`, also accel's
+  own caches); a name accel chose gets the next free sequence number, ``report-001.html``
+  (:data:`NUMBER`). Something that is not a regular file (a folder, a FIFO) is never
+  written over. Created with the permissions of any file the user writes
+  (``0666 & ~umask``), as run records are. A failure (a full disk) removes the temporary
+  file and is one :class:`~accel.errors.AccelError` line.
 - :func:`os_error_line`: an ``OSError`` as one line that names the file and what to do.
 """
 
@@ -17,7 +22,9 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from accel.errors import AccelError
 
@@ -122,31 +129,100 @@ def os_error_line(exc: OSError, what: str, hint: str = "") -> str:
     return f"cannot write {what} ({reason})" + (f"; {tail}" if tail else "")
 
 
-def write_new(path: Path, data: bytes, what: str = "the file", hint: str = "") -> Path:
-    """Write ``data`` to ``path``, or to the first free ``<stem>-NNN<suffix>`` if ``path`` exists.
+#: ``exists`` of :func:`write_new`: a name that exists gets the next free sequence number.
+NUMBER = "number"
+#: ``exists`` of :func:`write_new`: a name that exists is refused (the user named it; no ``--overwrite``).
+REFUSE = "refuse"
+#: ``exists`` of :func:`write_new`: a regular file of that name is replaced (``--overwrite``, or accel's cache).
+REPLACE = "replace"
 
-    Returns the path written. Whole or not at all: the bytes go to a temporary file in the same
-    folder first, which is hard-linked to the free name (a link fails if the name exists, so
-    nothing is ever replaced) and removed in every case. ``what`` and ``hint`` go into the
-    one-line error (``hint``: how to choose another place, e.g. ``choose another --out``).
+Exists = Literal["number", "refuse", "replace"]
+
+
+def exists_policy(overwrite: bool) -> Exists:
+    """:data:`REPLACE` with ``--overwrite``, else :data:`REFUSE`: for a path the user named."""
+    return REPLACE if overwrite else REFUSE
+
+
+def refuse_existing(path: Path, what: str, exists: Exists) -> None:
+    """Refuse, before any work, to write ``path`` where :func:`write_new` would refuse it.
+
+    One :class:`AccelError` line naming the file: it exists and ``exists`` is :data:`REFUSE`, or
+    it is not a regular file (a folder, a FIFO), which nothing replaces.
     """
     path = Path(path)
+    if not os.path.lexists(path):
+        return
+    kind = file_kind(path)
+    if kind is not None and kind not in ("missing", "a broken link"):
+        raise AccelError(f"{what} {str(path)!r} is {kind}, not a file accel may write: choose another name")
+    if exists == REFUSE:
+        raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
+
+
+def write_new(
+    path: Path,
+    data: bytes | Callable[[Path], None],
+    what: str = "the file",
+    hint: str = "",
+    exists: Exists = NUMBER,
+    first: int = 0,
+) -> Path:
+    """Write ``data`` to ``path`` whole or not at all; returns the path written.
+
+    Parameters
+    ----------
+    path : Path
+        Where the file goes; its folder is created if needed.
+    data : bytes or callable
+        The bytes, or a function that writes the file at the temporary path it is given
+        (pyarrow's writers, matplotlib's ``savefig``).
+    what, hint : str
+        What the file is and how to choose another place, for the one-line error
+        (``"the report"``, ``"choose another --out"``).
+    exists : {"number", "refuse", "replace"}
+        A name that exists: the first free ``<stem>-NNN<suffix>`` (:data:`NUMBER`, a name
+        accel chose), refused (:data:`REFUSE`, a name the user gave), or replaced
+        (:data:`REPLACE`, ``--overwrite``). Not a regular file: always refused.
+    first : int
+        With :data:`NUMBER`, the first sequence number tried (run records start at 1:
+        ``<stem>-001.json``).
+
+    Notes
+    -----
+    The data go to a temporary file in the same folder first, which is hard-linked to the free
+    name (a link fails if the name exists, so nothing is replaced unless :data:`REPLACE` says
+    so, which renames over it) and removed in every case.
+    """
+    path = Path(path)
+    if exists != NUMBER:
+        refuse_existing(path, what, exists)
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # The real suffix last: a writer function may choose the format by it (savefig).
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
         os.fchmod(fd, user_mode())  # mkstemp makes it private; this is a file for the user
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if callable(data):
+                data(Path(tmp))
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        for seq in range(MAX_SEQUENCE + 1):
+        if exists == REPLACE:
+            os.replace(tmp, path)
+            tmp = None
+            return path
+        for seq in range(first, MAX_SEQUENCE + 1) if exists == NUMBER else (0,):
             target = sequenced(path, seq)
             try:
                 os.link(tmp, target)
                 return target
             except FileExistsError:
                 continue
+        if exists == REFUSE:  # made by someone else since the check above
+            raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
         raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")
     except OSError as exc:
         raise AccelError(os_error_line(exc, f"{what} {str(path)!r}", hint)) from None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -149,28 +148,11 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
     """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number."""
-    folder = Path(folder)
+    from accel.files import write_new
+
     text = dumps(record) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".accel-record-", suffix=".json")
-    # mkstemp makes the file private (0600); a record is as readable as any file the user writes.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        for seq in range(1, 10_000):
-            path = folder / f"{stem}-{seq:03d}.json"
-            try:
-                os.link(tmp, path)  # fails if the name exists: never overwrite
-                return path
-            except FileExistsError:
-                continue
-        raise AccelError(f"no free record name for {stem!r} in {str(folder)!r}")
-    finally:
-        os.unlink(tmp)
+    # Never over another record: the first free sequence number, written whole (files.write_new).
+    return write_new(Path(folder) / f"{stem}.json", text.encode(), "the record", "choose another --out", first=1)
 
 
 def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None], written: dict[str, Any]) -> None:

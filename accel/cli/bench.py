@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accel.cli.options import positive_int
+from accel.cli.options import add_overwrite_argument, positive_int
 from accel.errors import AccelError
+from accel.files import exists_policy
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
@@ -81,8 +82,9 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
         type=Path,
         default=None,
         help="append each finished question or model (per arm and engine) to this JSON-lines file as it "
-        "completes, so that a time limit keeps what finished",
+        "completes, so that a time limit keeps what finished (a new file; --overwrite replaces one that exists)",
     )
+    add_overwrite_argument(p, "the --progress-file")
 
 
 def _cpu_from(p: argparse.ArgumentParser) -> None:
@@ -153,6 +155,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dg.add_argument("--nas", type=_percent, default=0, help="percent of NA (default 0)")
     dg.add_argument("--sort", action="store_true", help="sort rows by id1..id6, as the benchmark's sort flag")
     dg.add_argument("--seed", type=int, default=108)
+    add_overwrite_argument(dg, "OUT")
     dg.set_defaults(handler=_cmd_data_groupby)
     dj = dsub.add_parser("join", help="J1 join data: left table of N rows and three right tables")
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
@@ -160,11 +163,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     dj.add_argument("--nas", type=_percent, default=0, help="percent of NA in the left table (default 0)")
     dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
     dj.add_argument("--seed", type=int, default=108)
+    add_overwrite_argument(dj, "the four tables in OUT_DIR")
     dj.set_defaults(handler=_cmd_data_join)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
     r.add_argument("dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)")
-    r.add_argument("--out", type=Path, default=None, help="HTML file to write (default DIR/report.html)")
+    r.add_argument(
+        "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
+    )
+    add_overwrite_argument(r, "--out")
     r.set_defaults(handler=_cmd_report)
 
 
@@ -237,15 +244,18 @@ class _ProgressFile:
     machine, and holds that answer's measurements as the final result holds them.
     """
 
-    def __init__(self, path: Path | None, benchmark: str, data: Any):
+    def __init__(self, path: Path | None, benchmark: str, data: Any, overwrite: bool = False):
         self.path = path
         self.common: dict[str, Any] = {}
         if path is None:
             return
         from accel.environment import cpu_model, git_state
+        from accel.files import write_new
         from accel.record import ensure_writable
 
         ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
+        # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
+        write_new(Path(path), b"", "the progress file", "choose another --progress-file", exists=exists_policy(overwrite))
         git = git_state()
         self.common = {
             "benchmark": benchmark,
@@ -369,7 +379,7 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     result = _envelope(suite.benchmark, args, started, gpu, gpu_reason)
     result["data"] = {role: str(p) for role, p in paths.items()}
     result["data_files"] = data_files
-    keep = _ProgressFile(args.progress_file, suite.benchmark, result["data"])
+    keep = _ProgressFile(args.progress_file, suite.benchmark, result["data"], args.overwrite)
     arms: dict[str, dict] = {}
     arms["gpu"] = (
         dbbench.run_arm(
@@ -539,7 +549,7 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     result = _envelope("models", args, started, gpu, gpu_reason)
     result["data"] = {"rows": args.rows, "train_rows": int(args.rows * 0.8), "features": args.features, "dtype": "float32",
                       "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    keep = _ProgressFile(args.progress_file, "models", result["data"])
+    keep = _ProgressFile(args.progress_file, "models", result["data"], args.overwrite)
     result["models"] = modelbench.run_models(
         pairs, cpu, gpu, gpu_reason, rows=args.rows, features=args.features, seed=args.seed,
         repeats=args.repeats, warmup=args.warmup, progress=_progress,
@@ -669,10 +679,10 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
         raise AccelError(f"K ({args.k}) must not exceed N ({args.n})")
     datagen.check_memory(args.n, "groupby")  # from the RAM size, before anything is allocated or created
     with _no_empty_folders(Path(args.out).parent):
-        datagen.prepare_output(args.out, folder=False)
+        datagen.prepare_output(args.out, folder=False, exists=exists_policy(args.overwrite))
         _progress(f"generating {datagen.groupby_name(args.n, args.k, args.nas, args.sort)}: {args.n:,} rows, K={args.k:,}")
         table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
-        path = datagen.write_table(table, args.out)
+        path = datagen.write_table(table, args.out, exists_policy(args.overwrite))
     print(f"wrote {path} ({table.num_rows:,} rows, columns {', '.join(table.column_names)})")
     return 0
 
@@ -686,12 +696,13 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
         )
     datagen.check_memory(args.n, "join")  # from the RAM size, before anything is allocated or created
     with _no_empty_folders(Path(args.out_dir)):
-        datagen.prepare_output(args.out_dir, folder=True)
         names = datagen.join_names(args.n, args.nas)
+        files = [args.out_dir / f"{name}.{args.format}" for name in names.values()]
+        datagen.prepare_output(args.out_dir, folder=True, files=files, exists=exists_policy(args.overwrite))
         _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")
         tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
         for role, table in tables.items():
-            path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}")
+            path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}", exists_policy(args.overwrite))
             print(f"wrote {path} ({role}, {table.num_rows:,} rows)")
     return 0
 
@@ -715,7 +726,7 @@ def _no_empty_folders(folder: Path) -> Iterator[None]:
 def _cmd_report(args: argparse.Namespace) -> int:
     from accel.report.html import build_report
 
-    html_path, markdown = build_report(args.dir, args.out)
+    html_path, markdown = build_report(args.dir, args.out, overwrite=args.overwrite)
     print(markdown)
     print(f"report: {html_path}")
     return 0

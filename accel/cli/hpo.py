@@ -47,7 +47,7 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli.options import add_table_arguments, positive_int
+    from accel.cli.options import add_overwrite_argument, add_table_arguments, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
@@ -90,6 +90,7 @@ def register(sub: Any) -> None:
     )
     exp.add_argument("--out", type=Path, help="folder for the experiments result JSON (default: the folder read)")
     exp.add_argument("--json", action="store_true", help="print the result JSON instead of the table")
+    add_overwrite_argument(exp, "the --plot PNG")
     exp.set_defaults(handler=cmd_experiments)
 
 
@@ -237,11 +238,14 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
 def cmd_experiments(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from accel.files import NUMBER, exists_policy, refuse_existing
     from accel.hpo.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
     from accel.record import ensure_writable, record_stem, write_record
 
+    exists = exists_policy(args.overwrite) if args.plot else NUMBER  # --plot FILE: the user named it
     if args.plot:
         plot_format(Path(args.plot))  # an unknown image format is refused before any work
+        refuse_existing(Path(args.plot), "--plot", exists)
     rows, notes = collect(args.folder, args.storage, include_trials=args.trials)
     if not rows:
         raise AccelError(f"no run records or studies under {str(args.folder)!r} (run accel run or accel hpo with --out there)")
@@ -252,7 +256,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
     if args.plot is not None:
         png = Path(args.plot) if args.plot else out / f"{stem}.png"
         try:
-            png = plot(rows, png)  # a name that exists gets -001, ...: never overwritten
+            png = plot(rows, png, exists)  # --plot FILE: refused if it exists (no --overwrite); the default: -001, ...
         except OSError as exc:
             raise AccelError(f"--plot: cannot write {str(png)!r} ({exc.strerror or type(exc).__name__})") from None
         record["plot"] = str(png)

@@ -42,6 +42,13 @@ def date_format_flag(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--date-format ")) from None
 
 
+def add_overwrite_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--overwrite``: replace ``what`` (files the user named) if it exists; without it an existing file is refused."""
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace {what} if it exists (without it an existing file is refused)"
+    )
+
+
 def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
     """The flags that point a command at the user's own table (``accel run``, ``accel hpo``)."""
     from accel.registry import MODELS

@@ -19,7 +19,6 @@ host with the run's seed): a row's own target never enters its own encoding.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -611,10 +610,10 @@ def probe_native_categories(
     decision = {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}
     _apply_probe(plan, candidates, decision, "")
     if cache is not None:
-        try:  # the next run of the same table reuses the decision (written whole, then renamed)
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(decision))
-            os.replace(tmp, cache)
-        except OSError:
-            pass
+        from accel.errors import AccelError
+        from accel.files import REPLACE, write_new
+
+        try:  # the next run of the same table reuses the decision (written whole; the cache is accel's own)
+            write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
+        except AccelError:
+            pass  # no cache: the next run probes again

@@ -27,7 +27,6 @@ larger than N/1e6 and N/1e3).
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -275,20 +274,22 @@ def table_format(path: Path) -> str:
     return suffix
 
 
-def write_table(table: Any, path: Path) -> Path:
+def write_table(table: Any, path: Path, exists: str = "refuse") -> Path:
     """Write a pyarrow Table as CSV (unquoted, NA as an empty field, like ``fwrite``) or Parquet.
 
-    The file appears whole or not at all: it is written beside its final name and renamed.
+    Through :func:`accel.files.write_new`: the file appears whole or not at all, and a file
+    that exists is refused unless ``exists`` is ``"replace"`` (``--overwrite``).
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    from accel.files import write_new
+
     path = Path(path)
     fmt = table_format(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+
+    def write(tmp: Path) -> None:
         if fmt == "csv":
             plain = pa.table(
                 {
@@ -296,17 +297,11 @@ def write_table(table: Any, path: Path) -> Path:
                     for name, col in zip(table.column_names, table.columns)
                 }
             )
-            pacsv.write_csv(plain, tmp, write_options=pacsv.WriteOptions(quoting_style="none"))
+            pacsv.write_csv(plain, str(tmp), write_options=pacsv.WriteOptions(quoting_style="none"))
         else:
-            pq.write_table(table, tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a data file is as readable as any other
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+            pq.write_table(table, str(tmp))
+
+    return write_new(path, write, "the data file", "choose another OUT", exists=exists)  # type: ignore[arg-type]
 
 
 #: Peak bytes of memory per row while generating and writing (measured: groupby about 100 B/row at
@@ -330,9 +325,17 @@ def check_memory(n: int, kind: str, available: int | None = None) -> None:
         )
 
 
-def prepare_output(path: Path, *, folder: bool) -> Path:
-    """Check an output path before generating (generation of 1e8 rows takes a while)."""
+def prepare_output(path: Path, *, folder: bool, files: list[Path] | None = None, exists: str = "refuse") -> Path:
+    """Check an output path before generating (generation of 1e8 rows takes a while).
+
+    ``files``: the files that will be written (the path itself when not a folder); one that
+    exists is refused unless ``exists`` is ``"replace"`` (``--overwrite``).
+    """
+    from accel.files import refuse_existing
+
     path = Path(path)
+    for file in files if files is not None else ([] if folder else [path]):
+        refuse_existing(file, "the data file", exists)  # type: ignore[arg-type]
     target = path if folder else path.parent
     try:
         target.mkdir(parents=True, exist_ok=True)

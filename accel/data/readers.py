@@ -14,7 +14,6 @@ import csv
 import gzip
 import hashlib
 import io
-import os
 import tempfile
 import zlib
 from collections import Counter
@@ -168,19 +167,18 @@ def _utf8_copy(path: Path, encoding: str) -> Path:
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
-    try:
+    from accel.files import REPLACE, write_new
+
+    def convert(tmp: Path) -> None:
         with (
-            os.fdopen(fd, "w", encoding="utf-8", newline="") as out,
+            open(tmp, "w", encoding="utf-8", newline="") as out,
             io.TextIOWrapper(_open_binary(path), encoding=encoding, newline="") as src,
         ):
             while chunk := src.read(1 << 20):
                 out.write(chunk)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)  # a full disk leaves no half copy behind
-        raise
+
+    # Whole or not at all (a full disk leaves no half copy behind); the cache is accel's own.
+    write_new(target, convert, "a UTF-8 copy to the cache", "or set ACCEL_CACHE_DIR", exists=REPLACE)
     return target
 
 

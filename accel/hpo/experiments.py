@@ -280,7 +280,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     from accel.hpo.study import direction_of, open_storage
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    storage = open_storage(url)
+    storage = open_storage(url, read_only=True)  # a reader: never a table or a file made
     out: list[Row] = []
     names: set[str] = set()
     for summary in storage.get_all_studies():
@@ -365,7 +365,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
     for path in json_files:
         try:
             record = record_loads(path.read_text())  # nulls listed in the record read back as NaN
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: [[[...]]] nested 200,000 deep
             notes.append(f"skipped {path}: not a JSON record")
             continue
         problem = _shape_problem(record, str(path), studies)
@@ -456,11 +456,12 @@ def plot_panels(rows: list[Row]) -> list[dict[str, Any]]:
     return panels
 
 
-def plot(rows: list[Row], path: Path) -> Path:
+def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
     """An image of metric versus seconds (log scale): one panel per metric (AUC and RMSE are never on
     one axis), one colour per comparable group, each group's own Pareto front drawn.
 
-    Written whole, never over an existing file (an existing name gets ``-001``, ...); returns the
+    Written whole through :func:`accel.files.write_new` with ``exists`` (a name accel chose that
+    exists gets ``-001``, ...; one the user named is refused unless ``--overwrite``); returns the
     path written. The format comes from the extension (:data:`PLOT_FORMATS`).
     """
     import io
@@ -497,7 +498,7 @@ def plot(rows: list[Row], path: Path) -> Path:
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt)
     plt.close(fig)
-    return write_new(Path(path), buffer.getvalue(), "the plot", "choose another --plot FILE")
+    return write_new(Path(path), buffer.getvalue(), "the plot", "choose another --plot FILE", exists=exists)  # type: ignore[arg-type]
 
 
 def render(rows: list[Row], console: Any) -> None:

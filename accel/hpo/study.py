@@ -84,21 +84,58 @@ def default_storage(out: Path) -> str:
     return "sqlite:///" + str((Path(out) / "hpo.db").resolve())
 
 
-def open_storage(url: str) -> Any:
-    """Optuna's RDB storage for ``url``; a one-line error when it cannot be reached."""
+def _read_only_sqlite(url: str) -> str:
+    """The URL of an SQLite storage opened read-only; refused unless the file exists and holds Optuna's tables.
+
+    A reader never creates a file, nor adds Optuna's tables to a database of the user's own.
+    """
+    from sqlalchemy.engine import make_url
+
+    from accel.files import file_kind
+    from accel.hpo.experiments import is_optuna_sqlite
+
+    try:
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - an unparsable URL: RDBStorage says what is wrong with it
+        return url
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return url
+    kind = file_kind(database)
+    if kind == "missing":
+        raise AccelError(f"--storage {redact(url)!r}: no such file {database!r}; give an existing Optuna storage")
+    if kind is not None:
+        raise AccelError(f"--storage {redact(url)!r}: {database!r} is {kind}, not an SQLite file")
+    if not is_optuna_sqlite(Path(database)):
+        raise AccelError(f"--storage {redact(url)!r}: {database!r} holds no Optuna studies (nothing was written to it)")
+    return f"sqlite:///file:{Path(database).resolve()}?mode=ro&uri=true"
+
+
+def open_storage(url: str, read_only: bool = False) -> Any:
+    """Optuna's RDB storage for ``url``; a one-line error when it cannot be reached.
+
+    ``read_only``: for readers (``accel experiments``): Optuna creates no tables, and an SQLite
+    file is opened read-only and must exist and hold Optuna's tables already.
+    """
     import optuna
 
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         # Several processes (Dask workers) write one SQLite file: wait for the lock, do not fail.
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+    given = url
+    if read_only:
+        kwargs["skip_table_creation"] = True
+        if url.startswith("sqlite"):
+            url = _read_only_sqlite(url)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return optuna.storages.RDBStorage(url, **kwargs)
     except Exception as exc:  # noqa: BLE001 - bad URL, missing driver, unreachable server, unwritable file
-        first = scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0], url)[:200]
-        raise AccelError(f"cannot open study storage {redact(url)!r}: {type(exc).__name__}: {first} (check --storage)") from None
+        first = scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0], given)[:200]
+        raise AccelError(
+            f"cannot open study storage {redact(given)!r}: {type(exc).__name__}: {first} (check --storage)"
+        ) from None
 
 
 def quiet_optuna() -> None:

@@ -109,6 +109,9 @@ def collect(folder: Path) -> Collected:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             found.ignored.append((path, f"not readable JSON ({type(exc).__name__})"))
             continue
+        except RecursionError:  # [[[[...]]]] 200,000 deep: no record is nested like that
+            found.ignored.append((path, "not a record: nested too deeply"))
+            continue
         kind = kind_of(content)
         if kind is None:
             found.ignored.append((path, "not a run record or benchmark result"))
@@ -755,17 +758,23 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     return page, md.rstrip() + "\n"
 
 
-def build_report(folder: Path, out: Path | None = None) -> tuple[Path, str]:
-    """Write the HTML page (default ``DIR/report.html``) and return its path and the Markdown summary."""
-    found = collect(folder)
-    if not found.count:
-        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json)")
+def build_report(folder: Path, out: Path | None = None, overwrite: bool = False) -> tuple[Path, str]:
+    """Write the HTML page and return its path and the Markdown summary.
+
+    ``out`` given: that file, refused if it exists unless ``overwrite``. Not given:
+    ``DIR/report.html``, or the next free ``report-NNN.html`` (accel chose the name).
+    """
+    from accel.files import NUMBER, exists_policy, refuse_existing, write_new
+
+    exists = NUMBER if out is None else exists_policy(overwrite)
     out = Path(out) if out is not None else Path(folder) / "report.html"
     if out.suffix.lower() not in (".html", ".htm"):
         raise AccelError(f"the report is HTML: name it .html, not {out.name!r}")
-    from accel.files import write_new
-
+    if exists != NUMBER:
+        refuse_existing(out, "the report", exists)  # before reading anything
+    found = collect(folder)
+    if not found.count:
+        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json)")
     page, markdown = render(found, Path(folder))
-    # Never over an existing file: report.html exists -> report-001.html, and so on.
-    out = write_new(out, page.encode("utf-8"), "the report", "choose another --out")
+    out = write_new(out, page.encode("utf-8"), "the report", "choose another --out", exists=exists)
     return out, markdown

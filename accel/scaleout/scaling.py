@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -243,15 +241,10 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
     ax2.set_xticks(counts)
     ax2.set_title("speedup")
     ax2.legend(fontsize=8)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".accel-plot-", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    from accel.files import write_new
+
+    # Beside the record, whose name was free: a file that took the name meanwhile is not replaced.
+    return write_new(path, lambda tmp: fig.savefig(tmp, dpi=110), "the scaling plot", "choose another --out")
 
 
 def render_scaling(record: dict[str, Any], console: Any) -> None:
