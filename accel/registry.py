@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accel.errors import AccelError
 
@@ -543,14 +544,42 @@ BENCH_PAIRS: dict[str, Estimator] = {k: e for k, e in ESTIMATORS.items() if e.me
 
 
 def check_search_space(model: str, params: Mapping[str, Any]) -> None:
-    """Raise a one-line :class:`AccelError` for a parameter ``model`` does not have.
+    """Raise a one-line :class:`AccelError` for a parameter ``model`` does not have, or a value its settings refuse.
 
-    Raised (not ``ValueError``) from the config validator on purpose: pydantic lets it through
-    as it is, so the message stays one line naming the parameter.
+    Every value a search could try is checked against the model's settings schema
+    (:attr:`ModelSpec.settings`) before any study exists: the bounds of a range, each choice,
+    a fixed value; and a step must be positive and fit in its range. Raised (not
+    ``ValueError``) from the config validator on purpose: pydantic lets it through as it is,
+    so the message stays one line naming the parameter.
     """
-    known = MODELS[model].known_parameters()
-    for name in params:
+    spec = MODELS[model]
+    known = spec.known_parameters()
+    for name, value in params.items():
         if name not in known:
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise AccelError(f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}")
+        where = f"hpo.search_space.{model}.{name}"
+        step = getattr(value, "step", None)
+        if step is not None:
+            low, high = float(value.low), float(value.high)
+            if not math.isfinite(step) or step <= 0:
+                raise AccelError(f"{where}: step must be a positive number, got {step:g}")
+            if step > high - low and high > low:
+                raise AccelError(f"{where}: step {step:g} is wider than the range {low:g}..{high:g}")
+        if hasattr(value, "choices"):  # a SearchRange (accel.config)
+            candidates = list(value.choices) if value.choices is not None else [value.low, value.high]
+            labels = ["choice"] * len(candidates) if value.choices is not None else ["low", "high"]
+        elif isinstance(value, list):
+            candidates, labels = list(value), ["choice"] * len(value)
+        else:
+            candidates, labels = [value], ["value"]
+        if name not in spec.settings.model_fields:
+            continue  # a search-only parameter (none today): no schema to check it against
+        for label, candidate in zip(labels, candidates):
+            try:
+                spec.settings.model_validate({name: candidate})
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                shown = repr(candidate) if len(repr(candidate)) <= 40 else repr(candidate)[:37] + "..."
+                raise AccelError(f"{where}: {label} {shown} is not a valid {name} ({error['msg'].lower()})") from None

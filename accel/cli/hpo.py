@@ -95,11 +95,17 @@ def register(sub: Any) -> None:
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> set[str]:
+    """The settings given, as ``seed``, ``hpo.subset``, ...: the keys of the ``hpo`` section, not the section.
+
+    ``hpo`` itself is never one of them: it would count every ``hpo.*`` setting as given once
+    any one is (``--resume --trials 5`` would then clash with a study's ``--subset``).
+    """
     out = set()
     for key, value in values.items():
-        out.add(prefix + key)
         if isinstance(value, dict) and key == "hpo":
             out |= _flatten(value, prefix + key + ".")
+        else:
+            out.add(prefix + key)
     return out
 
 

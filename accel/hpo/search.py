@@ -52,6 +52,7 @@ from accel.hpo.study import (
     OpenedStudy,
     counted_trials,
     direction_of,
+    discard_if_empty,
     heartbeat,
     make_pruner,
     make_sampler,
@@ -61,6 +62,7 @@ from accel.hpo.study import (
     quiet_optuna,
     redact,
     release,
+    storage_failure,
     trial_counts,
 )
 from accel.memory import MemoryMonitor, to_mb
@@ -595,6 +597,13 @@ def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] =
         opened = open_study(config, request.given, request.resume)
         try:
             return _search(opened, backend, gpu_note, client, request, out, log)
+        except BaseException as exc:
+            if not opened.resumed:
+                discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
+            failure = storage_failure(exc, opened.storage_url)
+            if failure is not None:
+                raise AccelError(failure) from None
+            raise
         finally:
             release(opened.study)
 

@@ -322,6 +322,58 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
 
 
+def discard_if_empty(opened: OpenedStudy) -> bool:
+    """Delete a study this run created if no trial finished in it (the run failed or was refused).
+
+    A refused first run must not leave a study behind that ``--study NAME`` then collides with.
+    Returns whether it was deleted; a storage that fails on the way (a full disk) keeps it.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    try:
+        finished = opened.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+        if finished:
+            return False
+        optuna.delete_study(study_name=opened.study.study_name, storage=opened.study._storage)  # noqa: SLF001
+        return True
+    except Exception:  # noqa: BLE001 - the storage is failing (the reason being reported): leave the study
+        return False
+
+
+def storage_failure(exc: BaseException, url: str) -> str | None:
+    """One line for a failure of the study storage anywhere in ``exc``'s chain (a full disk); None for others.
+
+    Optuna wraps a database error in ``StorageInternalError`` and may then fail an assertion of
+    its own ("Should not reach."): the database's error, found in the chain, says what happened.
+    """
+    import errno
+
+    from optuna.exceptions import StorageInternalError
+
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    if not any(isinstance(e, StorageInternalError) for e in chain):
+        full = [e for e in chain if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)]
+        if not full:
+            return None
+    reasons = []
+    for e in chain:
+        orig = getattr(e, "orig", None)  # SQLAlchemy's DBAPIError: the driver's own error
+        text = str(orig if orig is not None else e).strip().splitlines()
+        if text and not isinstance(e, (StorageInternalError, AssertionError)):
+            reasons.append(scrub(text[0], url)[:160])
+    reason = reasons[0] if reasons else "the storage failed"
+    advice = (
+        "free some space, or choose another --storage / --out" if "full" in reason or "space" in reason else "check --storage"
+    )
+    return f"the study storage {redact(url)} failed during the search ({reason}); {advice}"
+
+
 #: The study attribute naming the process that runs the study: host, pid, start and last sign of life.
 CLAIM_ATTR = "running"
 #: A claim from another host with no sign of life for this long is stale (its process died).
