@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,8 @@ IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytes
 #: The most a working folder may hold to be copied for each run.
 MAX_COPY_BYTES = 2 * 1024**3
 TAIL_CHARS = 20_000
+#: The longest ``--timeout`` (a week): ``inf`` or ``1e300`` cannot be waited for (threading's limit).
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])|\bnan\b|\binf\b", re.IGNORECASE)
 
 
@@ -110,6 +113,8 @@ class Run:
     stdout: str
     stderr: str
     written: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    #: Processes the script left running (daemons, ``setsid`` grandchildren), killed after it ended.
+    killed: list[str] = field(default_factory=list)
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -129,14 +134,40 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> None:
+def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> list[str]:
+    """Copy the script's folder for one run; the paths left out because they are not files (relative).
+
+    Only folders, regular files and links (copied as links) are copied: a FIFO, a socket or a
+    device is left out, never opened (a FIFO would block the copy; shutil refuses them).
+    """
     skip_resolved = {s.resolve() for s in skip}
+    special: list[str] = []
 
     def ignore(folder: str, names: list[str]) -> list[str]:
         here = Path(folder)
-        return [n for n in names if n in IGNORED or (here / n).resolve() in skip_resolved]
+        out = []
+        for n in names:
+            if n in IGNORED or (here / n).resolve() in skip_resolved:
+                out.append(n)
+                continue
+            try:
+                mode = os.lstat(here / n).st_mode
+            except OSError:
+                out.append(n)
+                continue
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                special.append(str((here / n).relative_to(src)))
+                out.append(n)
+        return out
 
-    shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+    try:
+        shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+    except (shutil.Error, OSError) as exc:
+        detail = exc.args[0][0] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
+        if isinstance(detail, tuple):  # shutil.Error: [(src, dst, why), ...]
+            detail = f"{detail[0]}: {detail[2]}"
+        raise AccelError(f"cannot copy the script's folder {str(src)!r} for a run ({str(detail)[:200]})") from None
+    return sorted(special)
 
 
 def folder_bytes(root: Path, skip: list[Path]) -> int:
@@ -155,8 +186,8 @@ def folder_bytes(root: Path, skip: list[Path]) -> int:
 class _TreeSampler:
     """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold."""
 
-    def __init__(self, pid: int, device: bool, interval: float = 0.05):
-        self.pid, self.device, self.interval = pid, device, interval
+    def __init__(self, pid: int, device: bool, interval: float = 0.05, tree: _Tree | None = None):
+        self.pid, self.device, self.interval, self.tree = pid, device, interval, tree
         self.peak_rss = 0
         self.peak_device: int | None = None
         self._stop = threading.Event()
@@ -174,6 +205,8 @@ class _TreeSampler:
         self._thread.start()
 
     def _pids(self) -> list[int]:
+        if self.tree is not None:
+            return [p.pid for p in self.tree.processes()]
         import psutil
 
         try:
@@ -220,6 +253,98 @@ class _TreeSampler:
                 pass
 
 
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _subreaper(on: bool) -> bool | None:
+    """Make this process the Linux child subreaper (or stop); the previous setting, None where unsupported.
+
+    As subreaper, a process the script orphans (a ``setsid`` daemon whose parent exited) is
+    re-parented to accel, not to init, so it is still found among accel's descendants.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        old = ctypes.c_int(0)
+        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(old), 0, 0, 0) != 0:
+            return None
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            return None
+        return bool(old.value)
+    except (OSError, AttributeError):
+        return None
+
+
+class _Tree:
+    """Every process one run started: the script, its descendants, and those that left its group or session.
+
+    Taken from accel's own children (accel is the subreaper while the script runs: orphans come
+    back to it) other than those it had before, and from every process seen since, remembered
+    with its start time (a pid reused by another process is never touched).
+    """
+
+    def __init__(self, root: int):
+        import psutil
+
+        self.root = root
+        me = psutil.Process()
+        self._me = me
+        self._before = {c.pid for c in me.children()}
+        self._before.discard(root)
+        self._seen: dict[int, Any] = {}
+
+    def processes(self) -> list[Any]:
+        import psutil
+
+        found: dict[int, Any] = {}
+        try:
+            tops = [c for c in self._me.children() if c.pid not in self._before]
+        except psutil.Error:
+            tops = []
+        for top in tops:
+            found[top.pid] = top
+            try:
+                found.update({c.pid: c for c in top.children(recursive=True)})
+            except psutil.Error:
+                continue
+        for pid, proc in list(self._seen.items()):  # seen before: still the same process?
+            if pid not in found:
+                try:
+                    if proc.is_running():
+                        found[pid] = proc
+                except psutil.Error:
+                    pass
+        self._seen.update(found)
+        return list(found.values())
+
+    def sweep(self) -> list[str]:
+        """SIGKILL every process of the run still alive (SIGTERM can be ignored), until none is left; what was killed."""
+        import psutil
+
+        killed: list[str] = []
+        for _ in range(50):
+            alive = []
+            for proc in self.processes():
+                try:
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        alive.append(proc)  # reaped below if it is accel's child
+                        continue
+                    name = f"{proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})"
+                    proc.kill()
+                    killed.append(name)
+                    alive.append(proc)
+                except psutil.Error:
+                    continue
+            if not alive:
+                break
+            psutil.wait_procs(alive, timeout=1.0)
+            self._seen = {pid: p for pid, p in self._seen.items() if pid not in {a.pid for a in alive}}
+        return killed
+
+
 def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool) -> Run:
     """Run ``command`` in ``workdir`` as a new process group; stdin closed; killed whole at ``timeout``."""
     before = _snapshot(workdir)
@@ -229,7 +354,9 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         proc = subprocess.Popen(
             command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
-        sampler = _TreeSampler(proc.pid, device)
+        reaper = _subreaper(True)
+        tree = _Tree(proc.pid)
+        sampler = _TreeSampler(proc.pid, device, tree=tree)
         ended: dict[str, Any] = {}
 
         def wait() -> None:  # blocking wait4: the exit is timed exactly, and its rusage kept
@@ -245,14 +372,18 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
                 timed_out = True
                 _kill_group(proc.pid)
                 waiter.join()
-        except BaseException:  # Ctrl-C: the script's whole group goes too
+        except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
             _kill_group(proc.pid)
             waiter.join()
+            tree.sweep()
             raise
         finally:
             sampler.stop()
             proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
         _kill_group(proc.pid)  # anything the script left running in its group
+        killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
+        if reaper is not None:
+            _subreaper(reaper)
         _, status, usage = ended["status"]
         seconds = ended["at"] - start
     exit_code = None if timed_out else os.waitstatus_to_exitcode(status)
@@ -268,6 +399,7 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         stdout=out_path.read_text(errors="replace"),
         stderr=err_path.read_text(errors="replace"),
         written=written,
+        killed=killed,
     )
 
 
@@ -409,6 +541,8 @@ def _summary(runs: list[Run]) -> dict[str, Any]:
         "stdout_tail": cold.stdout[-TAIL_CHARS:],
         "stderr_tail": cold.stderr[-TAIL_CHARS:],
         "files_written": sorted(cold.written),
+        # Processes a run left behind (a daemon, a setsid grandchild), killed when it ended; per run.
+        "left_running_killed": [r.killed for r in runs],
     }
     if warm:
         secs = [r.seconds for r in warm]
@@ -441,8 +575,10 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     kind = check_program(opts.program)
     if opts.repeat < 0:
         raise AccelError("--repeat must be 0 or more")
-    if not (opts.timeout > 0):
-        raise AccelError("--timeout must be a positive number of seconds")
+    if not (0 < opts.timeout <= MAX_TIMEOUT_S):
+        raise AccelError(
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (a week); got {opts.timeout:g}"
+        )
     if not (opts.rtol >= 0 and opts.atol >= 0):
         raise AccelError("--rtol and --atol must be 0 or more")
     ignore = None
@@ -491,15 +627,25 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     arms: dict[str, Any] = {}
     runs_of: dict[str, list[Run]] = {}
     copies: dict[str, Path] = {}
+    left_out: list[str] = []
+    said_left_out = False
     with tempfile.TemporaryDirectory(prefix="accel-compare-") as tmp:
         plan = [("cpu", False)] + ([] if gpu_reason else [("gpu", True)])
         for i in range(1 + opts.repeat):
             order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
             for arm, device in order:
                 copy = Path(tmp) / f"{arm}-{i}"
-                _copy_folder(workdir, copy, skip)
+                left_out = _copy_folder(workdir, copy, skip)
+                if left_out and not said_left_out:
+                    said_left_out = True
+                    say(f"note: not copied for the runs (not regular files): {', '.join(left_out[:5])}")
                 say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{opts.repeat}'}")
                 run = run_once(commands[arm], copy, env, opts.timeout, device)
+                if run.killed:
+                    say(
+                        f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
+                        f"killed: {', '.join(run.killed[:3])}"
+                    )
                 runs_of.setdefault(arm, []).append(run)
                 if i == 0:
                     copies[arm] = copy
@@ -565,7 +711,13 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         "run_id": new_run_id(started),
         "kind": "compare",
         "workflow": f"compare:{program.name}",
-        "program": {"path": str(program), "kind": kind, "args": list(opts.args), "sha256": _sha256(program)},
+        "program": {
+            "path": str(program),
+            "kind": kind,
+            "args": list(opts.args),
+            "sha256": _sha256(program),
+            "not_copied": left_out,  # FIFOs, sockets, devices in the script's folder
+        },
         "config": {
             "repeat": opts.repeat,
             "accelerators": accelerators,
