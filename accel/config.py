@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 from accel.errors import AccelError
 from accel.registry import MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
-from accel.yamlsafe import quote
+from accel.yamlsafe import quote, read_capped
 
 #: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
@@ -234,7 +234,7 @@ def read_workflow_file(path: Path) -> dict[str, Any]:
     if kind is not None:
         raise AccelError(f"workflow file {str(path)!r} is {kind}, not a regular file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_capped(path, f"workflow file {str(path)!r}")  # a size cap before any parsing
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise AccelError(f"cannot read workflow file {str(path)!r} ({reason})") from None

@@ -91,7 +91,10 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 def loads(text: str) -> Any:
     """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
     ``inf``); older records with bare ``NaN`` are read as they are."""
-    record = json.loads(text)
+    try:
+        record = json.loads(text)
+    except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
+        raise ValueError("not a record: JSON nested too deeply") from None
     if not isinstance(record, dict):
         return record
     for entry in record.get(NULLS_KEY) or []:

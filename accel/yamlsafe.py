@@ -9,11 +9,14 @@ On top of ``yaml.SafeLoader`` (no Python objects):
 - anchors and aliases may be used, but the document may not expand to more than
   :data:`MAX_NODES` values, so an alias bomb ("billion laughs") is refused before anything
   is built from it;
-- what an error quotes from the file is capped (:func:`quote`).
+- what an error quotes from the file is capped (:func:`quote`);
+- a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`read_capped`):
+  PyYAML takes minutes and gigabytes over a 50 MB list before the value count could refuse it.
 """
 
 from __future__ import annotations
 
+import os
 import reprlib
 from typing import Any
 
@@ -23,6 +26,8 @@ from accel.errors import AccelError
 
 #: Most values (scalars, lists and mappings, counted with aliases expanded) in one document.
 MAX_NODES = 100_000
+#: Largest file read as YAML: a workflow file is a page of settings.
+MAX_BYTES = 1 << 20
 #: Most characters any error quotes from a user's file.
 QUOTE_CHARS = 80
 
@@ -90,6 +95,18 @@ class _Loader(yaml.SafeLoader):
                 break
             seen[key] = _line(key_node)
         return super().construct_mapping(node, deep=deep)
+
+
+def read_capped(path: str | os.PathLike[str], source: str, limit: int = MAX_BYTES) -> str:
+    """The text of ``path`` (UTF-8), refused in one line when it holds more than ``limit`` bytes.
+
+    Never reads more than ``limit + 1`` bytes, so a huge file (or one without end) costs nothing.
+    """
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise AccelError(f"{source} is larger than {limit // 1024:,} KiB; a workflow file holds settings, not data")
+    return data.decode("utf-8")
 
 
 def load(text: str, source: str) -> Any:

@@ -109,8 +109,8 @@ def collect(folder: Path) -> Collected:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             found.ignored.append((path, f"not readable JSON ({type(exc).__name__})"))
             continue
-        except RecursionError:  # [[[[...]]]] 200,000 deep: no record is nested like that
-            found.ignored.append((path, "not a record: nested too deeply"))
+        except ValueError as exc:  # record.loads: nested too deeply
+            found.ignored.append((path, str(exc)))
             continue
         kind = kind_of(content)
         if kind is None:
