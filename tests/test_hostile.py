@@ -617,19 +617,24 @@ def test_plot_never_overwrites_a_file(records, tmp_path, capsys):
     target = tmp_path / "mine.png"
     target.write_bytes(b"precious")
     code, out, err = cli(capsys, "experiments", records, "--plot", target, "--out", tmp_path / "exp")
-    assert code == 0, err
+    assert_refused(code, err, str(target), "--overwrite")
     assert target.read_bytes() == b"precious"
-    assert f"plot: {tmp_path / 'mine-001.png'}" in out
-    assert (tmp_path / "mine-001.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.png"]
+    code, out, err = cli(capsys, "experiments", records, "--plot", target, "--out", tmp_path / "exp", "--overwrite")
+    assert code == 0, err
+    assert target.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_report_never_overwrites_a_file(records, tmp_path, capsys):
     target = tmp_path / "mine.html"
     target.write_bytes(b"precious")
     code, out, err = cli(capsys, "report", records, "--out", target)
-    assert code == 0, err
+    assert_refused(code, err, str(target), "--overwrite")
     assert target.read_bytes() == b"precious"
-    assert f"report: {tmp_path / 'mine-001.html'}" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.html"]
+    code, out, err = cli(capsys, "report", records, "--out", target, "--overwrite")
+    assert code == 0, err
+    assert f"report: {target}" in out and target.read_bytes() != b"precious"
 
 
 def test_report_and_plot_are_created_like_records(records, tmp_path, capsys):
@@ -775,3 +780,262 @@ def test_yaml_tags_are_not_allowed(tmp_path, capsys):
     code, _, err = cli(capsys, "run", path)
     assert_refused(code, err, "YAML tags are not allowed", "line 1")
     assert "not valid YAML" not in err
+
+
+# --------------------------------------------------------------------------- writes only where asked, settings before the study, one line, processes
+
+
+def assert_untouched(folder: Path, files: dict[str, bytes]) -> None:
+    """Exactly ``files`` (name -> bytes) in ``folder``, byte for byte: nothing written, nothing beside them."""
+    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    for name, data in files.items():
+        assert (folder / name).read_bytes() == data
+
+
+def test_data_groupby_refuses_an_existing_file_unless_overwrite(tmp_path, capsys):
+    target = tmp_path / "mine.csv"
+    target.write_bytes(b"precious\n")
+    code, _, err = cli(capsys, "data", "groupby", "100", "10", target)
+    assert_refused(code, err, str(target), "--overwrite")
+    assert_untouched(tmp_path, {"mine.csv": b"precious\n"})
+    code, _, err = cli(capsys, "data", "groupby", "100", "10", target, "--overwrite")
+    assert code == 0, err
+    assert target.read_text().count("\n") == 101
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_data_groupby_never_writes_over_what_is_not_a_file(tmp_path, capsys, kind):
+    target = tmp_path / "out.csv"
+    target.mkdir() if kind == "folder" else os.mkfifo(target)
+    code, _, err = cli(capsys, "data", "groupby", "100", "10", target, "--overwrite")
+    assert_refused(code, err, str(target), "not a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_data_join_refuses_before_writing_any_table(tmp_path, capsys):
+    from accel.data import datagen
+
+    names = datagen.join_names(1000)
+    taken = tmp_path / f"{names['big']}.csv"
+    taken.write_bytes(b"precious")
+    code, _, err = cli(capsys, "data", "join", "1000", tmp_path)
+    assert_refused(code, err, str(taken), "--overwrite")
+    assert_untouched(tmp_path, {taken.name: b"precious"})
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_progress_file_is_new_or_overwritten_never_appended(tmp_path, capsys, kind):
+    data = tmp_path / "g.csv"
+    assert main(["data", "groupby", "200", "10", str(data)]) == 0
+    progress = tmp_path / "progress.jsonl"
+    progress.write_bytes(b"precious") if kind == "file" else progress.mkdir()
+    capsys.readouterr()
+    args = ["bench", "groupby", "--data", data, "--questions", "q1", "--repeats", "1", "--device", "cpu"]
+    args += ["--results", tmp_path / "results", "--progress-file", progress]
+    code, _, err = cli(capsys, *args)
+    assert_refused(code, err, str(progress))
+    if kind == "file":
+        assert progress.read_bytes() == b"precious"
+        code, _, err = cli(capsys, *args, "--overwrite")
+        assert code == 0, err
+        lines = progress.read_text().splitlines()
+        assert lines and all(json.loads(line)["benchmark"] for line in lines)
+
+
+def test_experiments_storage_is_read_only(tmp_path, capsys):
+    import sqlite3
+
+    (tmp_path / "runs").mkdir()
+    app = tmp_path / "app.db"
+    con = sqlite3.connect(app)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    before = app.read_bytes()
+    code, _, err = cli(capsys, "experiments", tmp_path / "runs", "--storage", f"sqlite:///{app}")
+    assert_refused(code, err, str(app), "no Optuna studies")
+    assert app.read_bytes() == before
+    missing = tmp_path / "nope.db"
+    code, _, err = cli(capsys, "experiments", tmp_path / "runs", "--storage", f"sqlite:///{missing}")
+    assert_refused(code, err, "no such file")
+    assert not missing.exists()
+
+
+def test_write_new_policies(tmp_path):
+    from accel.errors import AccelError
+    from accel.files import REFUSE, REPLACE, write_new
+
+    target = tmp_path / "t.txt"
+    target.write_bytes(b"old")
+    with pytest.raises(AccelError, match="already exists.*--overwrite"):
+        write_new(target, b"new", "the file", exists=REFUSE)
+    assert target.read_bytes() == b"old"
+    assert write_new(target, b"new", exists=REPLACE) == target and target.read_bytes() == b"new"
+    assert write_new(target, lambda tmp: tmp.write_bytes(b"third")).name == "t-001.txt"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def hpo_file(tmp_path: Path, space: str) -> Path:
+    data = write_csv(tmp_path, tables.customers(300))
+    path = tmp_path / "w.yaml"
+    path.write_text(f"data: {data}\ntarget: churned\nhpo:\n  search_space:\n    xgboost: {space}\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("space", "needle"),
+    [
+        ("{max_depth: {low: 2, high: 1e300}}", "high"),
+        ("{max_depth: {low: 2, high: 8, step: 0}}", "step"),
+        ('{max_depth: [3, "deep", null]}', "'deep'"),
+        ("{learning_rate: [0.1, null]}", "None"),
+        ("{subsample: {low: 0.5, high: 2}}", "subsample"),
+        ("{max_depth: {low: 2, high: 4, step: 9}}", "wider"),
+    ],
+)
+def test_search_space_checked_against_the_settings_before_any_study(tmp_path, capsys, space, needle):
+    path = hpo_file(tmp_path, space)
+    code, _, err = cli(capsys, "hpo", path, "--device", "cpu", "--trials", "2", "--out", tmp_path / "runs")
+    assert_refused(code, err, "hpo.search_space.xgboost.", needle)
+    assert not (tmp_path / "runs").exists()  # no storage, no study, no record
+
+
+def test_resume_compares_only_what_was_given_and_a_failed_first_run_leaves_no_study(tmp_path, capsys, monkeypatch):
+    import optuna
+
+    from accel.hpo import search
+
+    data = write_csv(tmp_path, tables.customers(300))
+    out = tmp_path / "runs"
+    base = ["hpo", "--data", data, "--target", "churned", "--device", "cpu", "--out", out, "--study", "s"]
+
+    def refused(*args, **kwargs):
+        from accel.errors import AccelError
+
+        raise AccelError("refused after the study was made")
+
+    monkeypatch.setattr(search, "build_context", refused)
+    code, _, err = cli(capsys, *base, "--trials", "2", "--subset", "0.5")
+    assert code == 2 and "Traceback" not in err and err.splitlines()[-1] == "accel: error: refused after the study was made"
+    assert [s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{out / 'hpo.db'}")] == []
+    monkeypatch.undo()
+    code, _, err = cli(capsys, *base, "--trials", "2", "--subset", "0.5")  # the corrected rerun: same name
+    assert code == 0, err
+    code, _, err = cli(capsys, *base, "--trials", "3", "--resume")  # no --subset: the study's is kept
+    assert code == 0, err
+    code, _, err = cli(capsys, *base, "--trials", "3", "--resume", "--subset", "0.25")
+    assert_refused(code, err, "hpo.subset")
+    code, _, err = cli(capsys, *base, "--trials", "3", "--resume", "--model", "random_forest")
+    assert_refused(code, err, "model")
+
+
+def test_a_failing_study_storage_is_one_line():
+    import sqlite3
+
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import OperationalError
+
+    from accel.hpo.study import storage_failure
+
+    try:
+        try:
+            try:
+                raise OperationalError("INSERT ...", {}, sqlite3.OperationalError("database or disk is full"))
+            except OperationalError as exc:
+                raise StorageInternalError("An exception is raised during the commit.") from exc
+        except StorageInternalError:
+            raise AssertionError("Should not reach.")  # noqa: B904 - as Optuna's _run_trial does
+    except AssertionError as exc:
+        line = storage_failure(exc, "sqlite:////x/hpo.db")
+    assert line is not None and "database or disk is full" in line and "free some space" in line
+    assert storage_failure(ValueError("other"), "sqlite:///x") is None
+
+
+@pytest.mark.slow
+def test_disk_filling_during_hpo_is_one_line(tmp_path, full_fs):
+    # full_fs leaves no room: the storage's first write fails, inside Optuna, as a filling disk does.
+    data = write_csv(tmp_path, tables.customers(300))
+    proc = run_accel(
+        "hpo", "--data", str(data), "--target", "churned", "--device", "cpu", "--trials", "2",
+        "--out", str(tmp_path / "runs"), "--storage", f"sqlite:///{full_fs / 'hpo.db'}", timeout=300,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "accel: error:" in proc.stderr and "full" in proc.stderr.lower()
+
+
+@pytest.mark.parametrize("timeout", ["inf", "1e300", "nan", "-1"])
+def test_compare_timeout_beyond_reason(tmp_path, capsys, timeout):
+    script = tmp_path / "s.py"
+    script.write_text("print(1)\n")
+    code, _, err = cli(capsys, "compare", script, "--timeout", timeout, "--device", "cpu", "--out", tmp_path / "out")
+    assert_refused(code, err, "--timeout")
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_leaves_fifos_and_sockets_out(tmp_path, capsys):
+    script = tmp_path / "s.py"
+    script.write_text("print('result', 1.5)\n")
+    os.mkfifo(tmp_path / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    try:
+        code, _, err = cli(capsys, "compare", script, "--device", "cpu", "--out", tmp_path / "out")
+    finally:
+        sock.close()
+    assert code == 0, err
+    assert "Traceback" not in err and "not copied" in err
+    (record,) = records_in(tmp_path / "out")
+    assert read_json(record)["program"]["not_copied"] == ["pipe", "sock"]
+
+
+DAEMON = """
+import os, subprocess, sys, time
+late = os.path.join(os.getcwd(), "late.txt")
+code = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3); "
+        f"open({late!r}, 'w').write('too late')")
+pid = os.fork()
+if pid == 0:  # a daemon: a new session, its parent gone, SIGTERM ignored
+    os.setsid()
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("result", 1.0)
+"""
+
+
+def test_compare_kills_what_the_script_left_running(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text(DAEMON)
+    out = tmp_path / "out"
+    proc = run_accel("compare", str(script), "--device", "cpu", "--out", str(out), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "left 1 process(es) running" in proc.stderr, proc.stderr
+    (record,) = records_in(out)
+    assert len(read_json(record)["arms"]["cpu"]["left_running_killed"][0]) == 1
+    time.sleep(4)  # the daemon would have written by now
+    assert not list(tmp_path.rglob("late.txt"))
+    assert not list(Path(tempfile.gettempdir()).glob("accel-compare-*/cpu-0/late.txt"))
+
+
+def test_report_over_json_nested_too_deeply(record_copy, capsys):
+    (record_copy / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    code, out, err = cli(capsys, "report", record_copy)
+    assert code == 0, err
+    assert "Traceback" not in err and "deep.json" in out
+
+
+def test_workflow_file_too_large_is_refused_before_parsing(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text("workflow: flights\nrows:\n" + "- 1\n" * 400_000)
+    t0 = time.perf_counter()
+    code, _, err = cli(capsys, "run", path)
+    assert_refused(code, err, "larger than", "big.yaml")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_workflow_file_that_is_a_device(tmp_path, capsys):
+    link = tmp_path / "zero.yaml"
+    link.symlink_to("/dev/zero")
+    code, _, err = cli(capsys, "run", link)
+    assert_refused(code, err, "zero.yaml", "character device")
