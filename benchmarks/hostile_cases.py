@@ -1230,6 +1230,121 @@ def _(tmp: Path) -> Setup:
     return Setup(["run", str(path)])
 
 
+# --------------------------------------------------------------------------- writes, search settings, one line, processes
+
+
+def _untouched(path: Path, data: bytes) -> Callable[[Result], tuple[str, str] | None]:
+    def check(res: Result) -> tuple[str, str] | None:
+        if not path.exists() or path.read_bytes() != data:
+            return "overwrite", f"{path.name} was changed"
+        return None
+
+    return check
+
+
+@c("groupby-over-existing", "overwrite", "accel data groupby N K EXISTING.csv")
+def _(tmp: Path) -> Setup:
+    target = tmp / "mine.csv"
+    target.write_bytes(b"precious\n")
+    return Setup(["data", "groupby", "100", "10", str(target)], check=_untouched(target, b"precious\n"))
+
+
+@c("groupby-over-folder", "overwrite", "accel data groupby N K OUT that is a folder, with --overwrite")
+def _(tmp: Path) -> Setup:
+    (tmp / "out.csv").mkdir()
+    return Setup(["data", "groupby", "100", "10", str(tmp / "out.csv"), "--overwrite"])
+
+
+@c("report-out-existing", "overwrite", "accel report --out over an existing file")
+def _(tmp: Path) -> Setup:
+    target = tmp / "mine.html"
+    target.write_bytes(b"precious")
+    return Setup(["report", str(copy_runs(tmp)), "--out", str(target)], check=_untouched(target, b"precious"))
+
+
+@c("experiments-foreign-db", "overwrite", "accel experiments --storage sqlite:///app.db (the user's own database)")
+def _(tmp: Path) -> Setup:
+    app = tmp / "app.db"
+    con = sqlite3.connect(app)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    (tmp / "runs").mkdir()
+    return Setup(["experiments", str(tmp / "runs"), "--storage", f"sqlite:///{app}"], check=_untouched(app, app.read_bytes()))
+
+
+def _space_case(space: str) -> Callable[[Path], Setup]:
+    def build(tmp: Path) -> Setup:
+        path = tmp / "w.yaml"
+        path.write_text(f"data: {csv(tmp, customers())}\ntarget: churned\nhpo:\n  search_space:\n    xgboost: {space}\n")
+
+        def check(res: Result) -> tuple[str, str] | None:
+            return ("wrong", "a study or record was made") if (tmp / "runs").exists() else None
+
+        return Setup(["hpo", str(path), "--device", "cpu", "--trials", "2", "--out", str(tmp / "runs")], check=check)
+
+    return build
+
+
+CASES.append(
+    Case(
+        "hpo-space-huge-high", "unrefused", "search space max_depth high 1e300", _space_case("{max_depth: {low: 2, high: 1e300}}")
+    )
+)
+CASES.append(
+    Case("hpo-space-step-zero", "unrefused", "search space step 0", _space_case("{max_depth: {low: 2, high: 8, step: 0}}"))
+)
+CASES.append(
+    Case("hpo-space-bad-choices", "unrefused", 'choices [3, "deep", null]', _space_case('{max_depth: [3, "deep", null]}'))
+)
+
+
+@c("compare-timeout-inf", "traceback", "accel compare --timeout inf")
+def _(tmp: Path) -> Setup:
+    (tmp / "s.py").write_text("print(1)\n")
+    return Setup(["compare", str(tmp / "s.py"), "--timeout", "inf", "--device", "cpu", "--out", str(tmp / "out")])
+
+
+@c("compare-fifo-in-folder", "traceback", "a FIFO beside the script of accel compare")
+def _(tmp: Path) -> Setup:
+    (tmp / "s.py").write_text("print(1)\n")
+    fifo_in(tmp, "pipe")
+    return Setup(["compare", str(tmp / "s.py"), "--device", "cpu", "--out", str(tmp / "out")], expect="ok", timeout=120)
+
+
+@c("compare-setsid-daemon", "wrong", "a script whose setsid daemon ignores SIGTERM and writes later")
+def _(tmp: Path) -> Setup:
+    late = tmp / "late.txt"
+    code = f"import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3); open({str(late)!r},'w').write('x')"
+    (tmp / "s.py").write_text(
+        "import os, subprocess, sys\npid = os.fork()\nif pid == 0:\n    os.setsid()\n"
+        f"    subprocess.Popen([sys.executable, '-c', {code!r}], start_new_session=True)\n    os._exit(0)\n"
+        "os.waitpid(pid, 0)\nprint('result', 1.0)\n"
+    )
+
+    def check(res: Result) -> tuple[str, str] | None:
+        time.sleep(4)
+        return ("wrong", "the daemon outlived the run and wrote") if late.exists() else None
+
+    return Setup(
+        ["compare", str(tmp / "s.py"), "--device", "cpu", "--out", str(tmp / "out")], expect="ok", check=check, timeout=120
+    )
+
+
+@c("report-deep-json", "traceback", "accel report over a JSON file nested 200,000 deep")
+def _(tmp: Path) -> Setup:
+    records = copy_runs(tmp)
+    (records / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "deep.json"), timeout=120)
+
+
+@c("yaml-50mb-list", "hang", "a 50 MB workflow file of one long list")
+def _(tmp: Path) -> Setup:
+    path = tmp / "big.yaml"
+    path.write_text("workflow: flights\nrows:\n" + "- 1\n" * (13 * 1024 * 1024))
+    return Setup(["run", str(path)], timeout=60)
+
+
 # --------------------------------------------------------------------------- main
 
 
