@@ -216,7 +216,12 @@ def test_existing_study_needs_resume_and_resume_refuses_other_settings(search, c
     assert_one_line_error(code, err, "hpo.subset: 0.5 in the study, 0.3 now")
 
 
-def test_all_trials_failing_gives_no_tuned_model(tmp_path, capsys):
+def test_all_trials_failing_gives_no_tuned_model(tmp_path, capsys, monkeypatch):
+    import accel.registry
+
+    # A value the settings refuse is now refused before the study exists; without that check the
+    # trials fail one by one, as any trial that fails in the library does.
+    monkeypatch.setattr(accel.registry, "check_search_space", lambda model, params: None)
     wf = write_workflow(tmp_path, search_space={"xgboost": {"subsample": 1.5, "n_estimators": 20}})
     code, out, err = run_cli(capsys, "hpo", str(wf), "--trials", "3", "--out", str(tmp_path / "r"), "--json")
     assert code == 1, err

@@ -18,12 +18,12 @@ both and better on one (the same for metric versus peak memory).
 from __future__ import annotations
 
 import math
-import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
+from accel.hpo.study import is_optuna_sqlite  # noqa: F401 - read here by callers
 from accel.record import loads as record_loads
 from accel.registry import MODELS
 
@@ -251,19 +251,6 @@ def _hpo_rows(
     elif best_trial:
         out.append(row(f"{study}: best trial {best_trial.get('number')} (unfinished)", best_trial, "validation (subset trial)"))
     return out
-
-
-def is_optuna_sqlite(path: Path) -> bool:
-    """Whether ``path`` is an SQLite file holding Optuna's tables (opened read-only)."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
-    return {"studies", "trials", "study_user_attributes"} <= names
 
 
 def _trained_params(trial: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -84,6 +85,19 @@ def default_storage(out: Path) -> str:
     return "sqlite:///" + str((Path(out) / "hpo.db").resolve())
 
 
+def is_optuna_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite file holding Optuna's tables (opened read-only)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return {"studies", "trials", "study_user_attributes"} <= names
+
+
 def _read_only_sqlite(url: str) -> str:
     """The URL of an SQLite storage opened read-only; refused unless the file exists and holds Optuna's tables.
 
@@ -92,7 +106,6 @@ def _read_only_sqlite(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     from accel.files import file_kind
-    from accel.hpo.experiments import is_optuna_sqlite
 
     try:
         database = make_url(url).database
