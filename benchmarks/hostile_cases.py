@@ -51,6 +51,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from tests import hostile_inputs  # noqa: E402 - the table of cases the tests run too
 from tests.dask_procs import NotDaskServer  # noqa: E402 - the tests' own fake schedulers
 
 VERDICTS = ("clean error", "handled", "traceback", "hang", "unrefused", "wrong", "overwrite", "security", "misleading", "skipped")
@@ -1343,6 +1344,34 @@ def _(tmp: Path) -> Setup:
     path = tmp / "big.yaml"
     path.write_text("workflow: flights\nrows:\n" + "- 1\n" * (13 * 1024 * 1024))
     return Setup(["run", str(path)], timeout=60)
+
+
+# ---- the shared table (tests/hostile_inputs.py): Arrow types, names, a file changed under the run,
+# results that mean nothing; tests/test_hostile.py runs the same cases
+
+
+def shared_case(case: hostile_inputs.Case) -> Case:
+    """A case of the shared table as a case of this benchmark: run and judged as the tests judge it."""
+
+    def build(tmp: Path) -> Setup:
+        judged: dict[str, Any] = {}
+
+        def runner(setup: Setup) -> Result:
+            argv, outcome = hostile_inputs.run_case(case, tmp, timeout=setup.timeout, env=accel_env())
+            setup.argv[:] = argv
+            judged["verdict"] = hostile_inputs.verdict(case, tmp, outcome)
+            stderr = outcome.stderr
+            if not stderr.strip() and outcome.rc == 0:
+                stderr = ""
+            return Result(argv, outcome.rc, outcome.stdout, stderr, outcome.seconds, outcome.timed_out)
+
+        return Setup([], expect="ok" if case.expected == "handled" else "refuse", runner=runner,
+                     check=lambda res: judged["verdict"], timeout=300)  # fmt: skip
+
+    return Case(case.name, case.kind, case.what, build)
+
+
+CASES.extend(shared_case(case) for case in hostile_inputs.CASES)
 
 
 # --------------------------------------------------------------------------- main
