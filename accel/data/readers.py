@@ -4,8 +4,15 @@
 every problem into a one-line :class:`~accel.errors.AccelError` (missing file, empty file or
 folder, binary content, duplicate column names, a wrong delimiter); a file that is not UTF-8 is
 decoded with the common fallbacks and read through a UTF-8 copy (cuDF reads UTF-8 only), and
-the notice says which encoding was used. Both arms then read the same resolved files with their
-own reader (:func:`read_source`).
+the notice says which encoding was used; so is a file with a byte-order mark (UTF-8, UTF-16,
+UTF-32), whose mark is never part of the first column's name. Header names are kept as written.
+
+A Parquet column's Arrow type decides its kind where the type says more than the values
+(:func:`arrow_kind`: decimals and durations are numbers, dictionary-encoded values categories,
+nested types are dropped with their reason); a folder's hive partitions (``key=value`` folders)
+are columns, as pyarrow reads them. Both arms then read the same resolved files with their own
+reader (:func:`read_source`, :func:`iter_chunks`), after checking that the files are still the
+ones planning read (:func:`check_unchanged`).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from accel.errors import AccelError, first_line
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-FALLBACK_ENCODINGS = ("utf-8", "utf-8-sig", "cp1252", "latin-1")
+FALLBACK_ENCODINGS = ("utf-8", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 16
 CANDIDATE_DELIMITERS = (",", ";", "\t", "|")
 
@@ -64,6 +71,23 @@ class TableSource:
     columns: tuple[str, ...]
     size_bytes: int
     notices: tuple[str, ...] = field(default_factory=tuple)
+    #: Parquet: column -> (kind, conversion, reason) where the Arrow type decides the kind
+    #: (:func:`arrow_kind`); the other columns' kinds are inferred from their values.
+    arrow_kinds: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: Parquet folder with hive partitions: per file of ``paths``, its ``(column, value)`` pairs.
+    partitions: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    #: What planning saw of the files (:func:`fingerprint`); each arm checks it before reading.
+    fingerprint: str = ""
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return [name for name, _ in self.partitions[0]] if self.partitions else []
+
+    @property
+    def file_columns(self) -> list[str]:
+        """The columns stored in the files: every column but nested ones and hive partitions."""
+        skip = set(self.partition_columns) | {n for n, (kind, _, _) in self.arrow_kinds.items() if kind == "dropped"}
+        return [c for c in self.columns if c not in skip]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -110,11 +134,75 @@ def _type_family(arrow_type: Any) -> str:
     return str(arrow_type)
 
 
+def arrow_kind(arrow_type: Any) -> tuple[str, str, str] | None:
+    """The kind a column of this Arrow type is, where the type decides it; None where its values do.
+
+    Every Arrow type the Parquet readers return maps here or to the value-based inference of
+    :mod:`accel.data.schema` (numbers, booleans, text, timestamps, dates, nulls).
+
+    Parameters
+    ----------
+    arrow_type : pyarrow.DataType
+
+    Returns
+    -------
+    (kind, conversion, reason) or None
+        ``kind`` as in :class:`accel.data.schema.ColumnPlan`; ``conversion`` is what the readers
+        do to the column on both arms (:func:`convert_columns`): ``"float64"`` (decimals),
+        ``"seconds"`` (durations), ``"decode"`` (dictionary-encoded values), ``"skip"`` (not read).
+    """
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        return "categorical", "decode", f"dictionary-encoded {t.value_type} (Parquet)"
+    if pa.types.is_decimal(t):
+        return "numeric", "float64", f"{t} read as float64"
+    if pa.types.is_duration(t):
+        return "numeric", "seconds", f"{t} read as seconds"
+    nested = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list, pa.types.is_struct, pa.types.is_map)
+    if any(test(t) for test in nested) or pa.types.is_union(t) or getattr(pa.types, "is_list_view", lambda _: False)(t):
+        return "dropped", "skip", f"nested type {t}: not a feature (flatten it into columns to use it)"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "dropped", "skip", f"binary type {t}: not a feature"
+    if pa.types.is_time(t) or pa.types.is_interval(t):
+        return "dropped", "skip", f"type {t}: not a feature (store it as a number of seconds to use it)"
+    return None
+
+
+def _hive_partitions(paths: list[Path], root: Path) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """Per file, the ``key=value`` folders between ``root`` and it, typed as pyarrow types them.
+
+    pyarrow's hive discovery (``pyarrow.parquet.read_table(folder)``) makes each key a column:
+    integers where every value of the key is one, else text (URL-decoded). Files that do not
+    all sit under the same keys have no partitions.
+    """
+    from urllib.parse import unquote
+
+    per_file = []
+    for path in paths:
+        parts = path.relative_to(root).parts[:-1]
+        pairs = [part.split("=", 1) for part in parts]
+        if not pairs or any(len(p) != 2 or not p[0] for p in pairs):
+            return ()
+        per_file.append([(key, unquote(value)) for key, value in pairs])
+    keys = [k for k, _ in per_file[0]]
+    if any([k for k, _ in pairs] != keys for pairs in per_file):
+        return ()
+
+    def is_int(text: str) -> bool:
+        return text.lstrip("-").isdigit()
+
+    integral = {k: all(is_int(dict(pairs)[k]) for pairs in per_file) for k in keys}
+    return tuple(tuple((k, int(v) if integral[k] else v) for k, v in pairs) for pairs in per_file)
+
+
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     import pyarrow.parquet as pq
 
     columns: tuple[str, ...] | None = None
     first_types: dict[str, tuple[Any, Path]] = {}
+    kinds: dict[str, tuple[str, str, str]] = {}
     for path in paths:
         try:
             schema = pq.read_schema(path)
@@ -133,6 +221,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         # The files of a folder are read as one table: a column must read alike in every file.
         for name in names:
             arrow_type = schema.field(name).type
+            if name not in kinds and arrow_kind(arrow_type) is not None:
+                kinds[name] = arrow_kind(arrow_type)  # decimal in one file, float64 in another: both converted
             if name not in first_types or _type_family(first_types[name][0]) == "null":
                 first_types[name] = (arrow_type, path)
                 continue
@@ -143,13 +233,56 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
                     "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
                 )
     size = sum(p.stat().st_size for p in paths)
-    return TableSource("parquet", tuple(paths), original, None, None, columns or (), size)
+    notices = [f"column {name!r} dropped: {reason}" for name, (kind, _, reason) in kinds.items() if kind == "dropped"]
+    partitions = _hive_partitions(paths, original) if original.is_dir() else ()
+    names = list(columns or ())
+    if partitions:
+        keys = [k for k, _ in partitions[0]]
+        clash = [k for k in keys if k in names]
+        if clash:
+            notices.append(f"hive partition {clash[0]!r} is also a column of the files: the files' column is used")
+            partitions = tuple(tuple((k, v) for k, v in pairs if k not in clash) for pairs in partitions)
+            keys = [k for k in keys if k not in clash]
+        if keys:
+            names += keys
+            for key in keys:
+                kinds[key] = ("categorical", "", "hive partition (from the folder names)")
+            shown = ", ".join(repr(k) for k in keys)
+            notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
+        else:
+            partitions = ()
+    return TableSource("parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions)
 
 
-def _detect_encoding(path: Path) -> str:
-    """The first of the fallback encodings that decodes the whole file."""
-    for encoding in FALLBACK_ENCODINGS:
-        decoder = io.TextIOWrapper(_open_binary(path), encoding=encoding, errors="strict", newline="")
+#: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
+BYTE_ORDER_MARKS = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
+def _byte_order_mark(head: bytes) -> tuple[bytes, str] | None:
+    """The byte-order mark ``head`` starts with and the codec it names, or None."""
+    for mark, codec in BYTE_ORDER_MARKS:
+        if head.startswith(mark):
+            return mark, codec
+    return None
+
+
+def _open_text(path: Path, encoding: str, skip: int, errors: str = "strict") -> io.TextIOWrapper:
+    """The file as text after its first ``skip`` bytes (a byte-order mark)."""
+    raw = _open_binary(path)
+    raw.read(skip)
+    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="")
+
+
+def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FALLBACK_ENCODINGS) -> str:
+    """The first of ``candidates`` that decodes the whole file after its first ``skip`` bytes."""
+    for encoding in candidates:
+        decoder = _open_text(path, encoding, skip)
         try:
             with decoder:
                 while decoder.read(1 << 20):
@@ -157,13 +290,13 @@ def _detect_encoding(path: Path) -> str:
             return encoding
         except UnicodeDecodeError:
             continue
-    return "latin-1"  # unreachable: latin-1 decodes any byte string
+    return "latin-1"  # latin-1 decodes any byte string (of the fallbacks: unreachable)
 
 
-def _utf8_copy(path: Path, encoding: str) -> Path:
-    """A UTF-8 copy of ``path`` in the cache, made once per file content and encoding."""
+def _utf8_copy(path: Path, encoding: str, skip: int = 0) -> Path:
+    """A UTF-8 copy of ``path`` (after its first ``skip`` bytes) in the cache, made once per file content and encoding."""
     stat = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{encoding}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{encoding}|{skip}".encode()).hexdigest()[:16]
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
@@ -172,7 +305,7 @@ def _utf8_copy(path: Path, encoding: str) -> Path:
     def convert(tmp: Path) -> None:
         with (
             open(tmp, "w", encoding="utf-8", newline="") as out,
-            io.TextIOWrapper(_open_binary(path), encoding=encoding, newline="") as src,
+            _open_text(path, encoding, skip) as src,
         ):
             while chunk := src.read(1 << 20):
                 out.write(chunk)
@@ -206,23 +339,37 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         raise _unreadable(path, exc) from None
     if head.startswith(b"PAR1"):
         raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
-    if b"\x00" in head:
+    # The one place the header's bytes are read: a byte-order mark is not part of the first name.
+    bom = _byte_order_mark(head)
+    mark, bom_codec = bom if bom is not None else (b"", "")
+    if b"\x00" in head and bom_codec not in ("utf-16", "utf-32"):
         raise AccelError(f"--data: {str(path)!r} looks binary (NUL bytes), not a CSV text file")
-    if not head.strip():
+    if not head[len(mark) :].strip(b" \t\r\n\x00"):
         raise AccelError(f"--data: {str(path)!r} holds only blank lines")
 
     notices: list[str] = []
+    wide = bom_codec in ("utf-16", "utf-32")
+    if wide:
+        bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
+    candidates = (bom_codec,) if wide else FALLBACK_ENCODINGS
     try:
-        encoding = _detect_encoding(path)  # reads the whole file: a broken archive shows here
+        encoding = _detect_encoding(path, len(mark), candidates)  # reads the whole file: a broken archive shows here
     except (OSError, EOFError, zlib.error) as exc:
         raise _unreadable(path, exc) from None
+    if encoding not in candidates:
+        raise AccelError(f"--data: {str(path)!r} starts with a {bom_codec.upper()} byte-order mark but is not such text")
     read_path = path
-    if encoding not in ("utf-8", "utf-8-sig"):
-        read_path = _utf8_copy(path, encoding)
-        notices.append(f"the file is not UTF-8: decoded as {encoding} and read through a UTF-8 copy")
-    text = head.decode(encoding, errors="replace")
-    if encoding == "utf-8-sig":
-        text = text.removeprefix("\ufeff")
+    if mark or encoding != "utf-8":
+        # Every reader of both arms reads UTF-8 without a mark: read through such a copy.
+        read_path = _utf8_copy(path, encoding, len(mark))
+        if wide:
+            notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
+        elif encoding == "utf-8":
+            notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
+        else:
+            behind = " after its UTF-8 byte-order mark" if mark else ""
+            notices.append(f"the file is not UTF-8: decoded as {encoding}{behind} and read through a UTF-8 copy")
+    text = head[len(mark) :].decode(encoding, errors="replace")
 
     if delimiter is None:
         delimiter = ","
@@ -233,12 +380,20 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
                 delimiter = sniffed
                 notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
     # The header is the first CSV record, not the first line: a quoted name may hold a line break.
-    columns = [c.strip() for c in _header(text, delimiter)]
-    if any(c == "" for c in columns):
+    # Names are kept as written (the readers of both arms select columns by their real names).
+    columns = _header(text, delimiter)
+    if any(c.strip() == "" for c in columns):
         raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
     dups = _duplicates(columns)
     if dups:
         raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
+    spaced = [c for c in columns if c != c.strip()]
+    if spaced:
+        shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
+        notices.append(
+            f"column name(s) {shown} begin or end with spaces: kept as written "
+            "(--target, --drop and --date-format also find them by the name without the spaces)"
+        )
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
 
@@ -310,9 +465,92 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
 
 def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None = None) -> Any:
     """Read the whole table with the arm's dataframe library (infinite numbers read as missing)."""
+    check_unchanged(source)
     if source.kind == "parquet":
-        return infinite_as_missing(_compat.read_parquet(xdf, list(source.paths), columns))
+        if not source.partitions:
+            frame = _compat.read_parquet(xdf, list(source.paths), _stored(source, columns))
+            return infinite_as_missing(convert_columns(frame, source))
+        frames = [
+            _with_partitions(_compat.read_parquet(xdf, [path], _stored(source, columns)), source, i, columns)
+            for i, path in enumerate(source.paths)
+        ]
+        frame = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
+        return infinite_as_missing(convert_columns(frame, source))
     return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ","))
+
+
+def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
+    """Of ``columns`` (None: all), those a Parquet file stores and the arms read."""
+    stored = source.file_columns
+    return stored if columns is None else [c for c in columns if c in set(stored)]
+
+
+def _with_partitions(frame: Any, source: TableSource, index: int, columns: list[str] | None = None) -> Any:
+    """``frame``, read from file ``index`` of ``source``, with its hive partition columns added."""
+    if not source.partitions:
+        return frame
+    for key, value in source.partitions[index]:
+        if columns is None or key in columns:
+            frame[key] = value
+    return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
+def convert_columns(frame: Any, source: TableSource) -> Any:
+    """``frame`` with the conversions of :func:`arrow_kind` done, alike on either arm.
+
+    Decimals become float64, durations seconds (float64), dictionary-encoded values their
+    values (categories are the plan's, not the file's dictionary).
+    """
+    for name, (_, conversion, _) in source.arrow_kinds.items():
+        if not conversion or conversion == "skip" or name not in frame.columns:
+            continue
+        s = frame[name]
+        if str(s.dtype) == "category":
+            kind = getattr(s.cat.categories.dtype, "kind", "")
+            s = s.astype("float64") if kind in ("i", "u", "f", "b") else s.astype(s.cat.categories.dtype)
+        if conversion == "float64":
+            s = s.astype("float64")
+        elif conversion == "seconds":
+            s = s.dt.total_seconds() if str(s.dtype).startswith("timedelta") else s.astype("float64")
+        frame[name] = s
+    return frame
+
+
+def fingerprint(source: TableSource) -> str:
+    """The files a table is read from, as they are now: resolved paths, sizes, modification times.
+
+    The file the user named is part of it too when the arms read a copy (a UTF-8 copy of
+    another encoding), so that a change to it is seen.
+    """
+    import json
+
+    files = sorted(set(source.paths) | ({source.original} if source.original.is_file() else set()))
+    parts = []
+    for path in files:
+        try:
+            st = path.stat()
+            parts.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+        except OSError:
+            parts.append([str(path), None, None])
+    return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
+
+
+def check_unchanged(source: TableSource) -> None:
+    """Refuse to read ``source`` when its files are not what planning read (cut, replaced, removed)."""
+    if source.fingerprint and fingerprint(source) != source.fingerprint:
+        missing = [p for p in (source.original, *source.paths) if not p.exists()]
+        how = f"{str(missing[0])!r} no longer exists" if missing else "its size or modification time differs"
+        raise AccelError(
+            f"--data: the file changed since it was planned ({how}): the plan's rows, columns and split "
+            f"no longer match {str(source.original)!r}; run again once it is complete"
+        )
+
+
+def planned_source(source: TableSource) -> TableSource:
+    """``source`` with the fingerprint of its files as they are now (taken when planning reads them)."""
+    from dataclasses import replace
+
+    return replace(source, fingerprint=fingerprint(source))
 
 
 def infinite_as_missing(frame: Any) -> Any:
@@ -342,16 +580,18 @@ def read_head(source: TableSource, rows: int) -> Any:
 
     if source.kind == "parquet":
         frames, left = [], rows
-        for path in source.paths:
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=min(left, 65536)):
-                frames.append(batch.to_pandas())
+        stored = source.file_columns
+        for i, path in enumerate(source.paths):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=min(left, 65536), columns=stored):
+                frames.append(convert_columns(_with_partitions(batch.to_pandas(), source, i), source))
                 left -= batch.num_rows
                 if left <= 0:
                     break
             if left <= 0:
                 break
         out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(source.columns))
-        return out.drop(columns=[c for c in out.columns if c == "__index_level_0__"]).head(rows)
+        # Columns not read (nested types) stay, empty, in file order: the plan lists them as dropped.
+        return out.reindex(columns=list(source.columns)).head(rows)
     # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).
     head = pd.read_csv(source.paths[0], sep=source.delimiter or ",", nrows=rows, low_memory=False)
     if len(head) < rows:
@@ -409,7 +649,7 @@ def read_column(source: TableSource, column: str) -> Any:
     import pandas as pd
 
     if source.kind == "parquet":
-        return _compat.read_parquet(pd, list(source.paths), [column])[column]
+        return read_source(pd, source, [column])[column]
     try:
         return _stream_csv_column(source, column)
     except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
@@ -457,9 +697,17 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
             seen[c].update(v for v in values.to_pylist() if v is not None)
 
     if source.kind == "parquet":
-        for path in source.paths:
-            for batch in pq.ParquetFile(path).iter_batches(columns=columns):
-                add(batch)
+        stored = [c for c in columns if c in set(source.file_columns)]
+        for i, path in enumerate(source.paths):
+            for key, value in source.partitions[i] if source.partitions else ():
+                if key in seen:
+                    seen[key].add(value)
+            if not stored:
+                continue
+            for batch in pq.ParquetFile(path).iter_batches(columns=stored):
+                table = pa.Table.from_pandas(convert_columns(batch.to_pandas(), source), preserve_index=False)
+                for c in stored:
+                    seen[c].update(v for v in pc.unique(table.column(c).drop_null()).to_pylist() if v is not None)
     else:
         reader = pcsv.open_csv(
             source.paths[0],
@@ -487,8 +735,13 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     so a chunk's rows are file rows ``first_row`` onwards (:func:`planned_rows`).
     """
     start = 0
+    check_unchanged(source)
     if source.kind == "parquet":
-        chunks = _compat.iter_parquet_chunks(xdf, list(source.paths), columns, rows)
+        chunks = (
+            convert_columns(_with_partitions(chunk, source, i, list(columns)), source)
+            for i, path in enumerate(source.paths)
+            for chunk in _compat.iter_parquet_chunks(xdf, [path], _stored(source, list(columns)), rows)
+        )
     else:
         chunks = _compat.iter_csv_chunks(
             xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",", source.size_bytes

@@ -8,7 +8,10 @@ readers do not always give a column the same dtype) and makes every decision rep
 Column kinds: ``numeric``, ``boolean``, ``categorical`` (strings, low-cardinality integers,
 mixed numbers and text, text that looks like dates but fits no layout), ``datetime`` (typed, or
 text in a layout detected by :mod:`accel.data.dates` or given with ``--date-format COL=FMT``), and
-``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target).
+``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target). A
+Parquet column whose Arrow type decides its kind gets that kind (``typed``, from
+:func:`accel.data.readers.arrow_kind`). ``--target``, ``--drop`` and ``--date-format`` find a
+column whose header name has surrounding spaces by the name without them (:func:`real_name`).
 """
 
 from __future__ import annotations
@@ -237,8 +240,17 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
     return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices, values.astype(str))
 
 
-def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date_format: str | None = None) -> ColumnPlan:
+def _plan_column(
+    name: str,
+    s: pd.Series,
+    notices: list[str] | None = None,
+    date_format: str | None = None,
+    typed: tuple[str, str, str] | None = None,
+) -> ColumnPlan:
+    """How one column is used; ``typed`` is the kind its Arrow type gives (:func:`accel.data.readers.arrow_kind`)."""
     notices = [] if notices is None else notices
+    if typed is not None and typed[0] == "dropped":
+        return ColumnPlan(name, "dropped", typed[2])
     if date_format is not None:
         return _override_plan(name, s, date_format, notices)
     n = int(s.notna().sum())
@@ -247,6 +259,12 @@ def _plan_column(name: str, s: pd.Series, notices: list[str] | None = None, date
     nunique = int(s.nunique(dropna=True))
     if nunique == 1:
         return ColumnPlan(name, "dropped", "constant")
+    if typed is not None and typed[0] == "numeric":
+        return ColumnPlan(name, "numeric", typed[2])
+    if typed is not None and typed[0] == "categorical":
+        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+        values = s if numeric else s.dropna().astype(str)
+        return ColumnPlan(name, "categorical", typed[2], _sorted_categories(values, numeric), numeric)
     dtype = s.dtype
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnPlan(name, "boolean")
@@ -352,6 +370,19 @@ def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series
 # --------------------------------------------------------------------------- the plan
 
 
+def real_name(name: str, columns: list[str]) -> str:
+    """The column ``name`` means: itself, else the one column whose name without surrounding spaces it is.
+
+    A header keeps its names as written (``" churned "``); a user who types ``--target churned``
+    means that column when no other fits. Where none or several fit, ``name`` comes back as given
+    (and is refused as not a column).
+    """
+    if name in columns:
+        return name
+    fits = [c for c in columns if c.strip() == name.strip()]
+    return fits[0] if len(fits) == 1 else name
+
+
 def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str, list[Any] | None, bool]:
     """(task, why, classes, classes_numeric) for the non-null target values ``y``."""
     nunique = int(y.nunique())
@@ -405,14 +436,20 @@ def make_plan(
     seed: int = 42,
     target_values: pd.Series | None = None,
     date_formats: dict[str, str] | None = None,
+    typed: dict[str, tuple[str, str, str]] | None = None,
 ) -> TablePlan:
     """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError.
 
     ``frame`` is the table, or its first rows when ``target_values`` (the whole target column)
     is given: rows, task and split then come from the whole column, column kinds and the
-    leakage guard from the training rows among the first rows.
+    leakage guard from the training rows among the first rows. ``typed`` gives the kinds that
+    columns' Arrow types decide (:attr:`accel.data.readers.TableSource.arrow_kinds`).
     """
+    typed = dict(typed or {})
     columns = [str(c) for c in frame.columns]
+    target = real_name(target, columns)
+    drop = [real_name(name, columns) for name in drop or []]
+    date_formats = {real_name(name, columns): fmt for name, fmt in (date_formats or {}).items()}
     if target not in columns:
         near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f"; columns: {', '.join(columns[:10])}"
@@ -422,6 +459,8 @@ def make_plan(
             raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
     if target in (drop or []):
         raise AccelError(f"--drop names the target {target!r}; drop other columns only")
+    if typed.get(target, ("",))[0] == "dropped":
+        raise AccelError(f"--target {target!r} cannot be a target: {typed[target][2]}; choose another --target")
     date_formats = dict(date_formats or {})
     for name, fmt in date_formats.items():
         if name not in columns:
@@ -469,7 +508,7 @@ def make_plan(
         if name in (drop or []):
             plans.append(ColumnPlan(name, "dropped", "named in --drop"))
             continue
-        plans.append(_plan_column(name, sub[name], notices, date_formats.get(name)))
+        plans.append(_plan_column(name, sub[name], notices, date_formats.get(name), typed.get(name)))
 
     # The leakage guard looks at training rows only: the split came first.
     train_in_sub = train_pos[train_pos < in_frame]

@@ -18,8 +18,8 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
-from accel.data.readers import TableSource, read_source, resolve_source
-from accel.data.schema import TablePlan, make_plan
+from accel.data.readers import TableSource, fingerprint, planned_source, read_source, resolve_source
+from accel.data.schema import TablePlan, make_plan, real_name
 from accel.models import build_model, model_family
 from accel.registry import MODELS
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
@@ -65,21 +65,25 @@ def plan_table(
     from accel.errors import AccelError
     from accel.guards import check_features, check_target
 
-    source = resolve_source(data, delimiter)
+    source = planned_source(resolve_source(data, delimiter))  # each arm checks it is still what was planned
     t0 = time.perf_counter()
     try:
         head = read_head(source, SCHEMA_ROWS)
+        target = real_name(target, list(source.columns))
         target_values = read_column(source, target) if target in source.columns and len(head) >= SCHEMA_ROWS else None
     except Exception as exc:  # noqa: BLE001 - a parser error on a user's file is their input's problem
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise AccelError(f"--data: cannot parse {str(source.original)!r} as {source.kind.upper()}: {first}") from None
     t1 = time.perf_counter()
     task_arg = None if task in (None, "auto") else task
-    plan = make_plan(head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats)
+    plan = make_plan(
+        head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats,
+        source.arrow_kinds,
+    )  # fmt: skip
     if target_values is not None:
         categorical = [c.name for c in plan.features if c.kind == "categorical"]
         plan.widen_vocabularies(column_uniques(source, categorical))
-    check_target(plan, target_values if target_values is not None else head[target])
+    check_target(plan, target_values if target_values is not None else head[target], settings.test_size, settings.seed)
     plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
     if family == "xgboost":
@@ -94,15 +98,8 @@ def plan_table(
 
 
 def source_fingerprint(source: TableSource) -> str:
-    """The files a table is read from, as they are now: resolved paths, sizes, modification times."""
-    import hashlib
-    import json
-
-    parts = []
-    for path in sorted(source.paths):
-        st = path.stat()
-        parts.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
-    return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
+    """The files a table is read from, as they are now (:func:`accel.data.readers.fingerprint`)."""
+    return fingerprint(source)
 
 
 def probe_rows(chunks: Iterator[tuple[int, Any]], positions: np.ndarray) -> Any:
@@ -246,6 +243,7 @@ class TableWorkflow(WorkflowBase):
             "imputed": report.imputed,
             "scaled": report.scaled,
             "dates": dict(report.dates),
+            **({"renamed": dict(report.renamed)} if report.renamed else {}),
         }
         prepared.rows["loaded"] = self.plan.rows_in_file
         return prepared
