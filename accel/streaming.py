@@ -210,7 +210,12 @@ def run_streaming(
             "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
         },
     }
-    workflow.feature_reports[backend.name] = {"encodings": featurizer.report.encodings, "imputed": [], "scaled": False}
+    workflow.feature_reports[backend.name] = {
+        "encodings": featurizer.report.encodings,
+        "imputed": [],
+        "scaled": False,
+        **({"renamed": dict(featurizer.report.renamed)} if featurizer.report.renamed else {}),
+    }
     rows_record = {
         "loaded": tplan.rows_in_file,
         "with_target": len(tplan.row_positions),

@@ -57,6 +57,8 @@ class FeatureReport:
     imputed: list[str] = field(default_factory=list)
     scaled: bool = False
     dates: dict[str, str] = field(default_factory=dict)  # datetime column -> where its text was parsed
+    #: Generated names that a column of the table already had -> the names given instead.
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- casting
@@ -342,6 +344,30 @@ class TableFeaturizer:
             name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind.startswith("out-of-fold")
         }
         self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
+        self._taken = {c.name for c in plan.columns} | {plan.target}
+        self._names: dict[tuple[str, str], str] = {}
+
+    def generated_name(self, column: str, wanted: str) -> str:
+        """The name of a feature built from ``column``: ``wanted``, suffixed until unique.
+
+        A table's own columns keep their names; a generated name that one of them (or another
+        generated feature) already has gets ``_2``, ``_3``, ... and the feature report records
+        it (``renamed``). The same ``(column, wanted)`` always gets the same name, on every batch.
+        """
+        key = (column, wanted)
+        if key not in self._names:
+            name, n = wanted, 1
+            while name in self._taken:
+                n += 1
+                name = f"{wanted}_{n}"
+            self._taken.add(name)
+            self._names[key] = name
+            if name != wanted:
+                self.report.renamed[wanted] = name
+        return self._names[key]
+
+    def _named(self, column: str, built: dict[str, Any]) -> dict[str, Any]:
+        return {self.generated_name(column, name): value for name, value in built.items()}
 
     def cast(self, frame: Any) -> Any:
         """``frame`` with its categorical columns cast once to the plan's categories, so that
@@ -395,16 +421,15 @@ class TableFeaturizer:
             if kind == "boolean" or kind == "native categorical":
                 built[col.name] = a
             elif kind == "date parts":
-                built.update(_datetime_parts(col.name, a, col.date_parts))
+                built.update(self._named(col.name, _datetime_parts(col.name, a, col.date_parts)))
             elif kind == "one-hot":
-                built.update(one_hot(col.name, a, col.categories or []))
+                built.update(self._named(col.name, one_hot(col.name, a, col.categories or [])))
             elif kind == "ordinal codes":
                 built[col.name] = category_codes(a)
             else:
                 encoded = self.encoders[col.name].transform(category_codes(a), folds)
-                for t in self.targets:
-                    built[f"{col.name}__te" + ("" if t == "t" else f"_{t}")] = encoded[t]
-                built[f"{col.name}__count"] = encoded["count"]
+                te = {f"{col.name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
+                built.update(self._named(col.name, {**te, f"{col.name}__count": encoded["count"]}))
         # XGBoost needs no imputation or scaling (finish_dense): its numbers are final here.
         dense = "float32" if self.family == "xgboost" else "float64"
         return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
