@@ -1,4 +1,4 @@
-"""Hostile input and faults, one test each (issue 11, part 4).
+"""Hostile input and faults, one test each.
 
 Every bad input is one line on stderr (``accel: error: ...``), exit status 2, no traceback and
 nothing half-written; what accel can work around runs and says what it did. Most tests call the
@@ -27,7 +27,7 @@ import pytest
 
 from accel.cli.main import main
 from accel.data.flights import split_positions
-from tests import tables
+from tests import hostile_inputs, tables
 from tests.conftest import read_json, records_in, run_accel
 from tests.dask_procs import NotDaskServer
 
@@ -1039,3 +1039,23 @@ def test_workflow_file_that_is_a_device(tmp_path, capsys):
     link.symlink_to("/dev/zero")
     code, _, err = cli(capsys, "run", link)
     assert_refused(code, err, "zero.yaml", "character device")
+
+
+# --------------------------------------------------------------------------- the shared table
+
+
+@pytest.mark.parametrize("case", hostile_inputs.CASES, ids=[c.name for c in hostile_inputs.CASES])
+def test_shared_case(case, tmp_path, capsys, monkeypatch):
+    """Each case of ``tests/hostile_inputs.py`` ends in its verdict (the benchmark runs the same table)."""
+    monkeypatch.chdir(tmp_path)
+
+    def capture() -> tuple[str, str]:
+        got = capsys.readouterr()
+        return got.out, got.err
+
+    _, outcome = hostile_inputs.run_in_process(case, tmp_path, capture)
+    verdict, why = hostile_inputs.verdict(case, tmp_path, outcome)
+    assert verdict == case.expected, f"{verdict}: {why}\n{outcome.stderr[-2000:]}"
+    if case.expected == "clean error":
+        assert_refused(outcome.rc, outcome.stderr, *case.needles)
+        assert not list(tmp_path.glob("runs/*")), "a refused run left files in --out"
