@@ -246,7 +246,9 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         if keys:
             names += keys
             for key in keys:
-                kinds[key] = ("categorical", "", "hive partition (from the folder names)")
+                if len({dict(pairs)[key] for pairs in partitions}) > 1:
+                    # Categorical whatever the first rows hold: they may all come from one folder.
+                    kinds[key] = ("categorical", "", "hive partition (from the folder names)")
             shown = ", ".join(repr(k) for k in keys)
             notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
         else:

@@ -257,7 +257,7 @@ def _plan_column(
     if n == 0:
         return ColumnPlan(name, "dropped", "all values missing")
     nunique = int(s.nunique(dropna=True))
-    if nunique == 1:
+    if nunique == 1 and not (typed is not None and typed[2].startswith("hive partition")):
         return ColumnPlan(name, "dropped", "constant")
     if typed is not None and typed[0] == "numeric":
         return ColumnPlan(name, "numeric", typed[2])
