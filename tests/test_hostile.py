@@ -1059,3 +1059,42 @@ def test_shared_case(case, tmp_path, capsys, monkeypatch):
     if case.expected == "clean error":
         assert_refused(outcome.rc, outcome.stderr, *case.needles)
         assert not list(tmp_path.glob("runs/*")), "a refused run left files in --out"
+
+
+def test_every_arrow_type_has_a_kind_or_is_inferred_from_its_values():
+    import pyarrow as pa
+
+    from accel.data.readers import arrow_kind
+
+    assert arrow_kind(pa.decimal128(10, 2))[:2] == ("numeric", "float64")
+    assert arrow_kind(pa.decimal256(40, 3))[:2] == ("numeric", "float64")
+    assert arrow_kind(pa.duration("us"))[:2] == ("numeric", "seconds")
+    assert arrow_kind(pa.dictionary(pa.int32(), pa.string()))[:2] == ("categorical", "decode")
+    nested = [pa.list_(pa.int64()), pa.large_list(pa.string()), pa.list_(pa.int8(), 3), pa.struct([("a", pa.int8())]),
+              pa.map_(pa.string(), pa.int64())]  # fmt: skip
+    for t in nested:
+        kind, conversion, reason = arrow_kind(t)
+        assert (kind, conversion) == ("dropped", "skip") and "nested" in reason, t
+    for t in (pa.binary(), pa.large_binary(), pa.binary(4), pa.time32("s"), pa.time64("ns")):
+        assert arrow_kind(t)[0] == "dropped", t
+    for t in (pa.int64(), pa.float32(), pa.bool_(), pa.string(), pa.large_string(), pa.timestamp("ms", "UTC"),
+              pa.date32(), pa.null()):  # fmt: skip
+        assert arrow_kind(t) is None, t
+
+
+def test_a_hive_partition_is_categorical_when_the_first_rows_hold_one_of_its_values(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from accel.workflows import WorkflowSettings
+    from accel.workflows import table as table_module
+
+    frame = hostile_inputs.customers(400)
+    for region, part in (("n", frame.iloc[:200]), ("s", frame.iloc[200:])):
+        (tmp_path / f"region={region}").mkdir()
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), tmp_path / f"region={region}" / "p.parquet")
+    monkeypatch.setattr(table_module, "SCHEMA_ROWS", 100)  # the first rows: all from region=n
+    planned = table_module.plan_table(str(tmp_path), "churned", None, [], WorkflowSettings())
+    [region] = [c for c in planned.plan.columns if c.name == "region"]
+    assert region.kind == "categorical" and region.categories == ["n", "s"]
+    assert any("hive partition" in n for n in planned.plan.notices)
