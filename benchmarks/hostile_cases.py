@@ -16,6 +16,10 @@ judges what came back:
   active in a user's run;
 - ``misleading``: refused, but the message says something untrue.
 
+The cases of ``tests/hostile_inputs.py`` (Arrow and Parquet types, header and generated names,
+a file that changes after planning, a test split that cannot be scored) are one table that
+``tests/test_hostile.py`` runs too: they are added here from it, judged by its ``verdict``.
+
 Run against any tree: ``PYTHONPATH=/path/to/tree python benchmarks/hostile_cases.py`` (the
 tree's ``accel`` is what the subprocesses import). Prints a Markdown table and writes it as JSON
 to ``benchmarks/results/<date>-hostile-cases-cpu-NNN.json`` (next free NNN; ``--results``
