@@ -1,12 +1,16 @@
 """One workflow run on a Dask cluster: timed stages, training retried once on a lost worker, the record.
 
-``accel run flights --cluster local|local-cuda`` or ``--scheduler tcp://HOST:PORT`` comes here.
+``accel run flights --cluster local|local-cuda`` or ``--scheduler tcp://HOST:PORT`` comes here,
+and so does a user's table (``accel run --data FILE --target COLUMN --cluster ...``). Any
+workflow with a :class:`~accel.workflows.base.DaskWorkflow` side runs here:
+:class:`~accel.workflows.flights_dask.DaskFlights` or :class:`~accel.workflows.table_dask.DaskTable`.
 The stages are those of the single-process run (``load → features → to_device → train →
 predict``), each timed on the client from submission until the workers hold the result:
 
-- ``load``: flights row blocks read (and jittered copies made) on the workers, persisted;
-- ``features``: :class:`~accel.workflows.flights_dask.DaskFlights` (the single-process
-  feature code per partition, the global pieces reduced over partitions), persisted;
+- ``load``: the rows read on the workers (flights row blocks with their jittered copies; the
+  table's file cut to the plan's rows), persisted;
+- ``features``: the single-process feature code per partition, the global pieces (group
+  statistics, target-encoder sums) reduced over partitions, persisted;
 - ``to_device``: the ``xgboost.dask.DaskQuantileDMatrix`` set up over the training
   partitions (each worker sketches its own partitions when training starts, so most of the
   matrix work is counted in ``train``);
@@ -47,11 +51,35 @@ from accel.registry import xgboost_device_used, xgboost_threads_used
 from accel.result import ArmResult, Listener, check_device, parity, skipped
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.timing import STAGES
-from accel.workflows.base import WorkflowSettings
+from accel.workflows.base import DaskWorkflow, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
 
-#: Workflows that can run on a cluster.
-DASK_WORKFLOWS = {"flights": DaskFlights}
+#: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
+DaskBuilder = Callable[[WorkflowSettings, str, Backend, Any], DaskWorkflow]
+
+
+def _dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, info: Any) -> DaskFlights:
+    threads = info.total_threads or info.workers
+    return DaskFlights(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
+
+
+#: Workflows that can run on a cluster by name (a user's table is built from its plan: :func:`table_builder`).
+DASK_WORKFLOWS: dict[str, DaskBuilder] = {"flights": _dask_flights}
+#: The ``--model`` choices with a distributed trainer (``xgboost.dask``).
+DASK_MODELS = ("xgboost",)
+
+
+def table_builder(planned: Any) -> DaskBuilder:
+    """The Dask side of a user's table planned on the host (:func:`accel.workflows.table.plan_table`)."""
+    from accel.workflows.table_dask import DaskTable
+
+    def build(settings: WorkflowSettings, kind: str, backend: Backend, info: Any) -> DaskWorkflow:
+        slots = 2 * (info.workers if kind == "gpu" else max(info.total_threads or 1, info.workers))
+        return DaskTable(planned, settings, kind, backend, slots)
+
+    return build
+
+
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
 #: distributed ``hist`` merges per-worker quantile sketches, so bin edges, and then trees, can
@@ -173,14 +201,17 @@ def train_with_one_retry(
 
 def run_on_session(
     session: ClusterSession,
-    workflow_name: str,
+    workflow: str | DaskBuilder,
     settings: WorkflowSettings,
     params: XGBoostParams,
     seed: int,
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
-) -> tuple[dict[str, Any], DaskFlights]:
-    """Run every stage on the session's cluster; the arm's part of the record and the workflow."""
+) -> tuple[dict[str, Any], DaskWorkflow]:
+    """Run every stage on the session's cluster; the arm's part of the record and the workflow.
+
+    ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
+    """
     from xgboost import dask as dxgb
 
     info = session.info
@@ -188,13 +219,15 @@ def run_on_session(
     kind = info.worker_kind
     client = session.client
     backend = client_backend(kind)
-    try:
-        cls = DASK_WORKFLOWS[workflow_name]
-    except KeyError:
-        raise AccelError(f"workflow {workflow_name!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}") from None
-    threads = info.total_threads or info.workers
-    workflow = cls(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
-    model = XGBoostModel(params, task=cls.task, seed=seed)
+    if isinstance(workflow, str):
+        try:
+            build = DASK_WORKFLOWS[workflow]
+        except KeyError:
+            raise AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}") from None
+    else:
+        build = workflow
+    dask_workflow = build(settings, kind, backend, info)
+    model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=getattr(dask_workflow, "n_classes", 2))
     # No nthread: xgboost.dask gives each worker its own thread count.
     train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
 
@@ -225,14 +258,15 @@ def run_on_session(
         backend_config = dask.config.set({"dataframe.backend": "cudf" if kind == "gpu" else "pandas"})
         with backend_config, monitor, sampler, session.no_worker_watchdog():
             with stage("load"):
-                flights, loaded = workflow.load(client)
+                raw, loaded = dask_workflow.load(client)
             with stage("features"):
-                prepared = workflow.features(client, flights, loaded)
-                del flights
+                prepared = dask_workflow.features(client, raw, loaded)
+                del raw
+            X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
 
             def make_dtrain() -> Any:
                 return dxgb.DaskQuantileDMatrix(
-                    client, prepared.X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
+                    client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
                 )
 
             with stage("to_device"):
@@ -241,7 +275,7 @@ def run_on_session(
                 booster, attempts = train_with_one_retry(session, train_params, params.n_estimators, make_dtrain, dtrain, say)
                 del dtrain
             with stage("predict"):
-                prediction = client.persist(dxgb.inplace_predict(client, booster, prepared.X_test))
+                prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                 y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
             workers_memory = sampler.peaks()
         status = "ok"
@@ -270,7 +304,7 @@ def run_on_session(
         device_name=backend.device.name if backend.device else None,
         stages={s: round(seconds[s], 6) for s in STAGES},
         total_seconds=round(sum(seconds[s] for s in STAGES), 6),
-        metrics=task_metrics(workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
+        metrics=task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
         peak_host_mb=_max(w["peak_rss_mb"] for w in workers_memory.values()),
         peak_device_mb=_max(w["dask_reported_peak_device_mb"] for w in workers_memory.values()),
         host_mb_at_start=None,
@@ -289,7 +323,15 @@ def run_on_session(
     arm["train_attempts"] = attempts
     arm["train_retried"] = len(attempts) > 1
     arm["workers_memory"] = workers_memory
-    return arm, workflow
+    return arm, dask_workflow
+
+
+def xgboost_named(frame: Any) -> Any:
+    """A Dask frame with the column names XGBoost accepts (no ``[``, ``]``, ``<``: a user's columns may have them)."""
+    from accel.precision import xgboost_safe_name
+
+    renamed = {c: xgboost_safe_name(c) for c in frame.columns if xgboost_safe_name(c) != c}
+    return frame.rename(columns=renamed) if renamed else frame
 
 
 def _max(values: Any) -> float | None:
@@ -300,8 +342,6 @@ def _max(values: Any) -> float | None:
 #: Options of a run in this process that a Dask run does not take: (config key, its default, flag).
 SINGLE_PROCESS_ONLY = (
     ("device", "auto", "--device"),
-    ("data", None, "--data"),
-    ("model", "xgboost", "--model"),
     ("precision", "fp32", "--precision"),
     ("batch_rows", "auto", "--batch-rows"),
     ("memory_budget", None, "--memory-budget"),
@@ -316,20 +356,41 @@ def check_dask_config(config: Any) -> None:
                 f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): "
                 "on Dask the workers decide the device and hold their partitions in memory"
             )
+    model = getattr(config, "model", "xgboost")
+    if model not in DASK_MODELS:
+        raise AccelError(
+            f"--model {model} has no distributed trainer: on a Dask cluster (--cluster/--scheduler) accel trains "
+            f"{', '.join(DASK_MODELS)} (xgboost.dask); run {model} in this process (without --cluster/--scheduler)"
+        )
 
 
-def cluster_run(config: Any, listener: Listener | None = None, say: Callable[[str], None] = _say) -> tuple[dict[str, Any], Any]:
+def cluster_run(
+    config: Any,
+    listener: Listener | None = None,
+    say: Callable[[str], None] = _say,
+    on_plan: Callable[[Any], None] | None = None,
+) -> tuple[dict[str, Any], Any]:
     """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
-    the cluster request (:func:`accel.scaleout.cluster.plan_cluster`).
+    a user's table and target (planned here, on the host, as for a run in this process; then
+    ``on_plan(workflow)`` is called with the single-process workflow that holds the plan), the
+    cluster request (:func:`accel.scaleout.cluster.plan_cluster`).
     """
     from accel.environment import collect_environment
     from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
 
     check_dask_config(config)
     out = ensure_writable(config.out)
-    if config.workflow not in DASK_WORKFLOWS:
+    workflow: str | DaskBuilder = config.workflow
+    if config.data is not None:
+        from accel.run import build_workflow
+
+        planned_workflow = build_workflow(config)  # the single-process plan: rows, split, columns
+        if on_plan is not None:
+            on_plan(planned_workflow)
+        workflow = table_builder(planned_workflow.planned)
+    elif config.workflow not in DASK_WORKFLOWS:
         from accel.workflows import get_workflow
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
@@ -343,12 +404,12 @@ def cluster_run(config: Any, listener: Listener | None = None, say: Callable[[st
     t0 = time.perf_counter()
     with ClusterSession(plan, say=say) as session:
         startup = time.perf_counter() - t0
-        arm, workflow = run_on_session(session, config.workflow, settings, params, config.seed, listener, say)
+        arm, dask_workflow = run_on_session(session, workflow, settings, params, config.seed, listener, say)
         info = session.info
     finished = datetime.now(timezone.utc)
     record = {"schema_version": SCHEMA_VERSION, "run_id": new_run_id(started)}
-    record.update(build_record(config, info, arm, workflow, environment, started, finished, startup))
-    path = write_record(out, record, record_stem(workflow.name, started))
+    record.update(build_record(config, info, arm, dask_workflow, environment, started, finished, startup))
+    path = write_record(out, record, record_stem(dask_workflow.name, started))
     return record, path
 
 
@@ -387,6 +448,7 @@ def build_record(
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": workflow.describe_data(),
+        "features": dict(getattr(workflow, "feature_reports", {})),
         "environment": environment,
         "cluster": cluster,
         "arms": {"gpu": arms["gpu"], "cpu": arms["cpu"]},
@@ -458,11 +520,11 @@ def run_command(config: Any, as_json: bool) -> int:
 
     from rich.console import Console
 
-    from accel.report.console import ProgressDisplay
+    from accel.report.console import ProgressDisplay, show_plan
 
     progress = ProgressDisplay()
     try:
-        record, path = cluster_run(config, progress)
+        record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:
         progress.close()
     show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})

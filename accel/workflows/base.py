@@ -90,3 +90,23 @@ class WorkflowBase:
     def __init__(self) -> None:
         self.feature_reports: dict[str, Any] = {}
         self.notices: list[str] = []
+
+
+@runtime_checkable
+class DaskWorkflow(Protocol):
+    """What the Dask runner (:func:`accel.scaleout.runner.run_on_session`) needs of a workflow's cluster side.
+
+    :class:`~accel.workflows.flights_dask.DaskFlights` and :class:`~accel.workflows.table_dask.DaskTable`
+    have it. ``load`` returns what the workers hold (persisted) and the rows loaded; ``features``
+    turns that into a :class:`Prepared` of Dask collections, persisted on the workers. The
+    runner trains ``xgboost.dask`` on them; a multiclass workflow also has ``n_classes``.
+    """
+
+    name: str
+    task: str
+
+    def describe_data(self) -> dict[str, Any]: ...
+
+    def load(self, client: Any) -> tuple[Any, int]: ...
+
+    def features(self, client: Any, raw: Any, loaded_rows: int) -> Prepared: ...

@@ -1,0 +1,253 @@
+"""A user's table (``--data FILE --target COLUMN``) on a Dask cluster, built from the single-process pieces.
+
+The plan is the single-process plan (:func:`accel.workflows.table.plan_table`, made once on the
+host): the columns, their kinds and vocabularies, the rows (``plan.row_positions``) and the split
+(``plan.train_pos`` / ``plan.test_pos``). The workers then read the file themselves:
+
+- ``load``: ``dask.dataframe.read_parquet`` (one partition per file or row-group block) or
+  ``read_csv`` (byte-range blocks) of the plan's columns, with Dask-cuDF on GPU workers. The
+  partitions' lengths give every row its position in the file (offsets), and each partition
+  keeps its rows of ``plan.row_positions``, so the cluster holds exactly the single-process rows;
+- ``features``: :class:`~accel.data.autofeatures.TableFeaturizer` per partition. Its fitted
+  state is the only global piece: the target encoders' sums and counts per (category, fold) and
+  their target sums and squares. Each partition fits them on its training rows with the folds
+  of their global training positions (``TableFeaturizer.folds`` in plan order), the client
+  adds the partitions' statistics up (sums add: :meth:`TargetEncoder.finalize` does exactly
+  that for batches) and every partition is encoded with the merged state. XGBoost's features
+  need no other fitted statistic (no imputation or scaling: :func:`finish_dense`), which is
+  why the cluster trains XGBoost only.
+
+The training rows of the partitions, taken in partition order, are the training rows in plan
+order, so the gathered feature frames equal the single-process frames row for row.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel.backend import Backend
+from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.data.readers import infinite_as_missing
+from accel.errors import AccelError
+from accel.faultpoints import fault_point
+from accel.workflows.base import Prepared, WorkflowSettings
+from accel.workflows.flights_dask import worker_backend
+from accel.workflows.table import PlannedTable, TableWorkflow
+
+#: The target's column in the featured partitions (beside the features, split off at the end).
+TARGET = "__y__"
+#: CSV bytes per partition at most: CPU workers like several partitions each (load balance,
+#: less memory per task); a GPU wants large partitions to keep its cores busy.
+CSV_BLOCK_BYTES = {"cpu": 64 << 20, "gpu": 1 << 30}
+#: CSV bytes per partition at least (a block must hold whole rows; tiny blocks only cost overhead).
+CSV_MIN_BLOCK_BYTES = 64 << 10
+
+
+# --------------------------------------------------------------------------- on the workers
+
+
+def select_rows(part: Any, positions: np.ndarray) -> Any:
+    """The partition's rows at these local positions (infinite numbers as missing, as when read whole)."""
+    return infinite_as_missing(part.iloc[positions].reset_index(drop=True))
+
+
+def _split(part: Any, featurizer: TableFeaturizer, positions: np.ndarray) -> tuple[Any, Any]:
+    """Rows of a partition (plan rows) at ``positions``, categoricals cast, and their target codes."""
+    plan = featurizer.plan
+    rows = featurizer.cast(part.iloc[positions].reset_index(drop=True))
+    return rows, target_codes(featurizer.xdf, rows[plan.target], plan)
+
+
+def fit_partition(part: Any, plan: Any, seed: int, kind: str, positions: np.ndarray, folds: np.ndarray) -> dict[str, Any]:
+    """The target encoders' partial statistics of this partition's training rows (``positions``)."""
+    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
+    rows, y = _split(part, featurizer, positions)
+    featurizer.partial_fit(rows, y, folds)
+    return {name: (enc._parts, enc._target_sums, enc._target_squares, enc._rows) for name, enc in featurizer.encoders.items()}
+
+
+def featurize_partition(part: Any, featurizer: TableFeaturizer, positions: np.ndarray, folds: np.ndarray | None) -> Any:
+    """The features of this partition's rows at ``positions`` (training rows with their folds) and the target."""
+    fault_point("features")
+    rows, y = _split(part, featurizer, positions)
+    out = featurizer.transform(rows, folds)
+    out[TARGET] = y.reset_index(drop=True)
+    return out
+
+
+def featured_meta(part: Any, featurizer: TableFeaturizer) -> tuple[Any, dict[str, str]]:
+    """An empty frame shaped like a featured partition, made on a worker from real rows, and
+    where each date column's text was parsed (for the run record)."""
+    head = np.arange(min(len(part), 1000))
+    return featurize_partition(part, featurizer, head, None).iloc[:0], dict(featurizer.report.dates)
+
+
+# --------------------------------------------------------------------------- on the client
+
+
+def csv_blocksize(size_bytes: int, kind: str, slots: int) -> int:
+    """Bytes per CSV partition: enough partitions to keep ``slots`` worker threads busy."""
+    return int(min(CSV_BLOCK_BYTES[kind], max(CSV_MIN_BLOCK_BYTES, math.ceil(size_bytes / max(slots, 1)))))
+
+
+def merge_fits(featurizer: TableFeaturizer, fits: list[dict[str, Any]]) -> None:
+    """Add the partitions' partial statistics into ``featurizer``'s encoders and finalize them.
+
+    Exactly what fitting every training row in one pass gives: the sums and counts per
+    (category, fold) are added up by :meth:`~accel.data.autofeatures.TargetEncoder.finalize`
+    (it groups the batches' parts again), the target sums, squares and row counts add here.
+    """
+    for name, encoder in featurizer.encoders.items():
+        for fit in fits:
+            parts, sums, squares, rows = fit[name]
+            encoder._parts.extend(parts)
+            for t in encoder.targets:
+                encoder._target_sums[t] += sums[t]
+                encoder._target_squares[t] += squares[t]
+            encoder._rows += rows
+    featurizer.finalize()
+
+
+class DaskTable:
+    """A user's table on a Dask client's workers (``kind``: their ``"cpu"`` or ``"gpu"``).
+
+    Parameters
+    ----------
+    planned : PlannedTable
+        The single-process plan (:func:`accel.workflows.table.plan_table`).
+    settings : WorkflowSettings
+        Rows, seed, split: the same settings as the plan's.
+    kind : {"cpu", "gpu"}
+        The workers' kind; partitions are pandas or cuDF frames accordingly.
+    client_backend : Backend
+        This process's backend of the same kind (it merges the encoders' statistics).
+    slots : int
+        Worker threads (GPU workers: workers) to keep busy; sizes the CSV blocks.
+    """
+
+    name = "table"
+    family = "xgboost"
+
+    def __init__(self, planned: PlannedTable, settings: WorkflowSettings, kind: str, client_backend: Backend, slots: int):
+        self.planned = planned
+        self.plan = planned.plan
+        self.task = self.plan.task
+        self.n_classes = max(len(self.plan.classes or []), 2)
+        self.settings = settings
+        self.kind = kind
+        self.backend = client_backend
+        self.slots = slots
+        self.feature_reports: dict[str, Any] = {}
+        self.partitions: int | None = None
+        self._bounds: list[tuple[int, int]] = []
+
+    def describe_data(self) -> dict[str, Any]:
+        described = TableWorkflow.describe_data(self)  # type: ignore[arg-type] - it reads planned, plan, settings
+        return {**described, "partitions": self.partitions}
+
+    def read(self) -> Any:
+        """The plan's columns of the file, as a Dask frame (lazy); Dask-cuDF under the cuDF backend."""
+        import dask.dataframe as dd
+
+        source, plan = self.planned.source, self.plan
+        columns = plan.read_columns
+        if source.kind == "parquet":
+            return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
+        path = Path(source.paths[0])
+        kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": plan.csv_dtypes()}
+        if path.name.lower().endswith(".gz"):  # a gzip stream cannot be cut into byte ranges
+            kwargs.update(compression="gzip", blocksize=None)
+        else:
+            kwargs["blocksize"] = csv_blocksize(path.stat().st_size, self.kind, self.slots)
+        return dd.read_csv(str(path), **kwargs)
+
+    def load(self, client: Any) -> tuple[Any, int]:
+        """The plan's rows, one persisted ``Delayed`` frame per partition as read; the file's row count.
+
+        The partitions are taken as Dask plans them (``to_delayed`` of the read, after its
+        optimisation, which may fuse small Parquet files), then persisted, counted and cut to
+        the plan's rows: position ``p`` of the file is row ``p - offset`` of its partition.
+        """
+        import dask
+        from distributed import wait
+
+        raw = client.persist(self.read().to_delayed())
+        wait(raw)
+        lengths = [int(v) for v in client.compute([dask.delayed(len)(part) for part in raw], sync=True)]
+        offsets = np.cumsum([0, *lengths])
+        if int(offsets[-1]) != self.plan.rows_in_file:
+            raise AccelError(
+                f"--data: the cluster read {int(offsets[-1]):,} rows of {str(self.planned.source.original)!r} where "
+                f"planning counted {self.plan.rows_in_file:,}: has the file changed since?"
+            )
+        starts = np.searchsorted(self.plan.row_positions, offsets)
+        self._bounds = [(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        rows = client.persist(
+            [
+                dask.delayed(select_rows)(part, self.plan.row_positions[a:b] - int(offsets[i]))
+                for i, (part, (a, b)) in enumerate(zip(raw, self._bounds, strict=True))
+            ]
+        )
+        wait(rows)
+        del raw
+        self.partitions = len(rows)
+        return rows, int(offsets[-1])
+
+    def features(self, client: Any, raw: Any, loaded_rows: int) -> Prepared:
+        """Model input as Dask collections (the frames of ``Prepared``), persisted on the workers."""
+        import dask
+        import dask.dataframe as dd
+        from distributed import wait
+
+        plan, seed = self.plan, self.settings.seed
+        featurizer = TableFeaturizer(self.backend.xdf, plan, self.family, seed)
+        parts: list[Any] = raw  # one persisted Delayed frame per partition (load)
+        train, test = [], []  # per partition: local positions (and folds) of its training / test rows
+        for a, b in self._bounds:
+            lo, hi = np.searchsorted(plan.train_pos, [a, b])
+            train.append((plan.train_pos[lo:hi] - a, featurizer.folds[lo:hi]))
+            lo, hi = np.searchsorted(plan.test_pos, [a, b])
+            test.append(plan.test_pos[lo:hi] - a)
+
+        if featurizer.encoders:  # the only fitted state of XGBoost's features: one pass, summed here
+            fits = [
+                dask.delayed(fit_partition)(part, plan, seed, self.kind, positions, folds)
+                for part, (positions, folds) in zip(parts, train, strict=True)
+            ]
+            merge_fits(featurizer, client.compute(fits, sync=True))
+        fitted = client.scatter(featurizer, broadcast=True, hash=False)
+        meta, dates = client.compute(dask.delayed(featured_meta, nout=2)(parts[0], fitted), sync=True)
+        train_frames = [
+            dask.delayed(featurize_partition)(part, fitted, positions, folds)
+            for part, (positions, folds) in zip(parts, train, strict=True)
+        ]
+        test_frames = [
+            dask.delayed(featurize_partition)(part, fitted, positions, None) for part, positions in zip(parts, test, strict=True)
+        ]
+        train_df = dd.from_delayed(train_frames, meta=meta, verify_meta=False)
+        test_df = dd.from_delayed(test_frames, meta=meta, verify_meta=False)
+        features = [c for c in meta.columns if c != TARGET]
+        X_train, y_train, X_test, y_test = client.persist(
+            [train_df[features], train_df[TARGET], test_df[features], test_df[TARGET]]
+        )
+        wait([X_train, y_train, X_test, y_test])
+        featurizer.report.dates = dates
+        self.feature_reports[self.kind] = {
+            "encodings": dict(featurizer.encoding),
+            "imputed": [],
+            "scaled": False,
+            "dates": dict(dates),
+        }
+        n_train, n_test = len(plan.train_pos), len(plan.test_pos)
+        return Prepared(
+            X_train=X_train,
+            y_train=y_train,
+            X_test=X_test,
+            y_test=y_test,
+            categorical=list(featurizer.categorical),
+            rows={"loaded": loaded_rows, "with_target": len(plan.row_positions), "train": n_train, "test": n_test},
+        )
