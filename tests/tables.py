@@ -65,3 +65,38 @@ def iris_like(n: int = 450, seed: int = 2) -> pd.DataFrame:
     centre = {"setosa": (1.0, 0.2), "versicolor": (4.3, 1.3), "virginica": (5.5, 2.0)}
     x = np.array([centre[s] for s in species]) + rng.normal(0, 0.45, (n, 2))
     return pd.DataFrame({"petal_length": x[:, 0], "petal_width": x[:, 1], "species": species})
+
+
+def shop_orders(n: int = 4000, seed: int = 5) -> pd.DataFrame:
+    """A table for the cluster tests: missing values everywhere, a date column as text, a
+    categorical column of 300 values (target-encoded across partitions), a text boolean, and
+    two targets: ``returned`` (yes/no, a few rows without it) and ``basket`` (a price)."""
+    rng = np.random.default_rng(seed)
+    shop = rng.choice([f"shop{i:03d}" for i in range(300)], size=n)
+    effect = dict(zip(sorted(set(shop)), rng.normal(0, 1.2, 300), strict=False))
+    channel = rng.choice(["web", "app", "store", "phone"], size=n, p=[0.4, 0.3, 0.2, 0.1])
+    items = rng.poisson(3, size=n).astype(float)
+    price = rng.gamma(2.0, 20.0, size=n)
+    gift = rng.choice(["yes", "no"], size=n)
+    day = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, size=n), unit="D")
+    shop_effect = np.array([effect[s] for s in shop])
+    logit = -0.5 + shop_effect + 0.3 * (channel == "web") - 0.01 * price + 0.6 * (gift == "yes") + 0.4 * (day.month >= 11)
+    returned = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no").astype(object)
+    basket = (items * price * (1 + 0.2 * shop_effect) + 5 * (channel == "store") + rng.normal(0, 10, n)).round(2)
+    frame = pd.DataFrame(
+        {
+            "order_id": np.arange(n) + 500_000,
+            "shop": shop.astype(object),
+            "channel": channel.astype(object),
+            "items": items,
+            "price": price.round(2),
+            "gift": gift.astype(object),
+            "ordered": day.strftime("%Y-%m-%d").astype(object),
+            "returned": returned,
+            "basket": basket,
+        }
+    )
+    for column, share in (("shop", 0.05), ("channel", 0.03), ("items", 0.08), ("price", 0.04), ("ordered", 0.02)):
+        frame.loc[rng.random(n) < share, column] = None
+    frame.loc[rng.random(n) < 0.02, "returned"] = None
+    return frame

@@ -10,12 +10,17 @@ host): the columns, their kinds and vocabularies, the rows (``plan.row_positions
   keeps its rows of ``plan.row_positions``, so the cluster holds exactly the single-process rows;
 - ``features``: :class:`~accel.data.autofeatures.TableFeaturizer` per partition. Its fitted
   state is the only global piece: the target encoders' sums and counts per (category, fold) and
-  their target sums and squares. Each partition fits them on its training rows with the folds
-  of their global training positions (``TableFeaturizer.folds`` in plan order), the client
-  adds the partitions' statistics up (sums add: :meth:`TargetEncoder.finalize` does exactly
-  that for batches) and every partition is encoded with the merged state. XGBoost's features
-  need no other fitted statistic (no imputation or scaling: :func:`finish_dense`), which is
-  why the cluster trains XGBoost only.
+  their target sums and squares. For a class target these are sums of 0/1 indicators, exact
+  in any order: each partition fits them on its training rows with the folds of their global
+  training positions (``TableFeaturizer.folds`` in plan order), the client adds the
+  partitions' statistics up (:func:`merge_fits`) and every partition is encoded with the
+  merged state. A regression target's sums are sums of floats, which depend on the order of
+  the additions in their last bits; so that they equal the single-process fit exactly, the
+  encoded columns' codes and the target of the training rows (a few numbers a row) come to
+  the client, which fits them in one pass in plan order, as the single process does
+  (:func:`encoder_inputs`). XGBoost's features need no other fitted statistic (no imputation
+  or scaling: :func:`~accel.data.autofeatures.finish_dense`), which is why the cluster trains
+  XGBoost only.
 
 The training rows of the partitions, taken in partition order, are the training rows in plan
 order, so the gathered feature frames equal the single-process frames row for row.
@@ -70,6 +75,14 @@ def fit_partition(part: Any, plan: Any, seed: int, kind: str, positions: np.ndar
     return {name: (enc._parts, enc._target_sums, enc._target_squares, enc._rows) for name, enc in featurizer.encoders.items()}
 
 
+def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, positions: np.ndarray) -> tuple[Any, Any]:
+    """The target-encoded columns (cast to their categories) and the target codes of this
+    partition's training rows (``positions``), for a fit in one pass on the client."""
+    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
+    rows, y = _split(part, featurizer, positions)
+    return rows[list(featurizer.encoders)], y
+
+
 def featurize_partition(part: Any, featurizer: TableFeaturizer, positions: np.ndarray, folds: np.ndarray | None) -> Any:
     """The features of this partition's rows at ``positions`` (training rows with their folds) and the target."""
     fault_point("features")
@@ -97,9 +110,12 @@ def csv_blocksize(size_bytes: int, kind: str, slots: int) -> int:
 def merge_fits(featurizer: TableFeaturizer, fits: list[dict[str, Any]]) -> None:
     """Add the partitions' partial statistics into ``featurizer``'s encoders and finalize them.
 
-    Exactly what fitting every training row in one pass gives: the sums and counts per
-    (category, fold) are added up by :meth:`~accel.data.autofeatures.TargetEncoder.finalize`
-    (it groups the batches' parts again), the target sums, squares and row counts add here.
+    The sums and counts per (category, fold) are added up by
+    :meth:`~accel.data.autofeatures.TargetEncoder.finalize` (it groups the batches' parts
+    again), the target sums, squares and row counts add here. For a class target (sums of 0/1
+    indicators, whole numbers) that is exactly what fitting every training row in one pass
+    gives; float sums would agree only to their last bits (a regression target: see
+    :func:`encoder_inputs`).
     """
     for name, encoder in featurizer.encoders.items():
         for fit in fits:
@@ -213,7 +229,18 @@ class DaskTable:
             lo, hi = np.searchsorted(plan.test_pos, [a, b])
             test.append(plan.test_pos[lo:hi] - a)
 
-        if featurizer.encoders:  # the only fitted state of XGBoost's features: one pass, summed here
+        if featurizer.encoders and plan.task == "regression":  # float sums: fitted in plan order (see above)
+            inputs = [
+                dask.delayed(encoder_inputs)(part, plan, seed, self.kind, positions)
+                for part, (positions, _) in zip(parts, train, strict=True)
+            ]
+            columns, targets = zip(*client.compute(inputs, sync=True), strict=True)
+            xdf = self.backend.xdf
+            featurizer.partial_fit(
+                xdf.concat(columns, ignore_index=True), xdf.concat(targets, ignore_index=True), featurizer.folds
+            )
+            featurizer.finalize()
+        elif featurizer.encoders:  # sums of 0/1 indicators: per partition, added up here
             fits = [
                 dask.delayed(fit_partition)(part, plan, seed, self.kind, positions, folds)
                 for part, (positions, folds) in zip(parts, train, strict=True)

@@ -1,0 +1,158 @@
+"""A user's table on a local Dask CPU cluster: the single-process rows and features, its metric, the record.
+
+The cluster tests run real worker processes on loopback (``slow``); the merge of the target
+encoders' partial statistics and the refusals are checked without a cluster (default tier).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from accel.cli.main import main
+from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.scaleout.cluster import ClusterPlan, ClusterSession
+from accel.scaleout.runner import DASK_PARITY_TOLERANCE
+from accel.timing import STAGES
+from accel.workflows.base import WorkflowSettings
+from accel.workflows.table_dask import CSV_BLOCK_BYTES, CSV_MIN_BLOCK_BYTES, csv_blocksize, fit_partition, merge_fits
+from tests.conftest import read_json, records_in, run_accel
+from tests.dask_table_bodies import (
+    check_table_features_match_single_process,
+    check_table_run_agrees_with_single_process,
+    plan,
+    write_tables,
+)
+from tests.test_cli import assert_one_line_error
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    return write_tables(tmp_path_factory.mktemp("orders"))
+
+
+@pytest.fixture(scope="module")
+def session():
+    with ClusterSession(ClusterPlan("local", workers=2, threads_per_worker=1, worker_kind="cpu"), say=lambda _: None) as s:
+        yield s
+
+
+# --------------------------------------------------------------------------- without a cluster
+
+
+def test_partition_statistics_merged_give_the_one_pass_fit(tables):
+    """Training rows cut into partitions, fitted apart and merged: the encoders of one pass, exactly
+    (a class target: sums of 0/1 indicators; a regression target is fitted in one pass instead)."""
+    settings = WorkflowSettings(seed=3)
+    planned = plan(tables["parquet"], "returned", settings)
+    p = planned.plan
+    frame = pd.read_csv(tables["csv"], usecols=p.read_columns, dtype=p.csv_dtypes()).iloc[p.row_positions]
+    frame = frame.reset_index(drop=True)
+    one = TableFeaturizer(pd, p, "xgboost", 3)
+    cast = one.cast(frame)
+    train = cast.iloc[p.train_pos].reset_index(drop=True)
+    one.partial_fit(train, target_codes(pd, train[p.target], p), one.folds)
+    one.finalize()
+
+    merged = TableFeaturizer(pd, p, "xgboost", 3)
+    bounds = [0, 500, 501, 1700, len(frame)]  # unequal partitions, one of a single row
+    fits = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        lo, hi = np.searchsorted(p.train_pos, [a, b])
+        fits.append(fit_partition(frame.iloc[a:b], p, 3, "cpu", p.train_pos[lo:hi] - a, merged.folds[lo:hi]))
+    merge_fits(merged, fits)
+    assert set(merged.encoders) == {"shop"}
+    for name, encoder in one.encoders.items():
+        theirs = merged.encoders[name]
+        pd.testing.assert_frame_equal(theirs.per_fold, encoder.per_fold, check_exact=True)
+        pd.testing.assert_frame_equal(theirs.totals, encoder.totals, check_exact=True)
+        assert theirs.prior == encoder.prior and theirs.variance == encoder.variance
+    pd.testing.assert_frame_equal(merged.transform(train, merged.folds), one.transform(train, one.folds), check_exact=True)
+
+
+def test_csv_blocks_keep_every_worker_busy_within_bounds():
+    assert csv_blocksize(10 << 20, "cpu", 4) == math.ceil((10 << 20) / 4)
+    assert csv_blocksize(100, "cpu", 4) == CSV_MIN_BLOCK_BYTES
+    assert csv_blocksize(100 << 30, "cpu", 4) == CSV_BLOCK_BYTES["cpu"]
+    assert csv_blocksize(100 << 30, "gpu", 2) == CSV_BLOCK_BYTES["gpu"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--model", "random_forest"], ["--model random_forest", "no distributed trainer", "xgboost"]),
+        (["--model", "logistic_regression"], ["--model logistic_regression", "no distributed trainer"]),
+        (["--batch-rows", "100000"], ["--batch-rows", "not to a Dask run"]),
+        (["--precision", "fp16"], ["--precision", "not to a Dask run"]),
+        (["--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),
+        (["--scale", "2"], ["--scale", "does not apply to your own table"]),
+    ],
+)
+def test_table_options_a_cluster_cannot_honour_are_refused_up_front(capsys, tmp_path, tables, argv, needles):
+    argv = ["run", "--data", str(tables["csv"]), "--target", "returned", "--cluster", "local", "--out", str(tmp_path), *argv]
+    rc = main(argv)
+    captured = capsys.readouterr()
+    assert_one_line_error(subprocess.CompletedProcess(argv, rc, captured.out, captured.err), *needles)
+    assert records_in(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- on a cluster
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("source", "target", "rows"),
+    [("parquet", "returned", None), ("csv", "returned", 3000), ("parquet", "basket", 3500), ("csv", "basket", None)],
+)
+def test_table_features_on_partitions_equal_the_single_process_features(session, tables, source, target, rows):
+    check_table_features_match_single_process(session, "cpu", tables[source], target, rows=rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "target"), [("parquet", "returned"), ("csv", "basket")])
+def test_table_run_on_the_cluster_agrees_with_single_process(session, tables, source, target):
+    check_table_run_agrees_with_single_process(session, "cpu", tables[source], target)
+
+
+@pytest.mark.slow
+def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tables):
+    """``accel run --data --target --cluster local``: the flights cluster record's shape, the table
+    described as a single-process run describes it, and the AUC of ``--device cpu`` on the same file.
+
+    A model of moderate size (as the flights cluster tests use): on 800 test rows, 300 rounds of
+    depth 8 magnify the trees' small differences (XGBoost merges the workers' quantile sketches)
+    into AUC differences of about 0.01 either way (with one worker they came out equal).
+    """
+    params = tmp_path / "params.yaml"
+    params.write_text("xgboost:\n  n_estimators: 60\n  max_depth: 5\n")
+    common = [str(params), "--data", str(tables["parquet"]), "--target", "returned", "--probe", "off", "--seed", "3"]
+    proc = run_accel("run", *common, "--cluster", "local", "--workers", "2", "--out", str(tmp_path / "dask"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "target 'returned': binary" in proc.stderr  # the plan, shown as for a run in this process
+    [path] = records_in(tmp_path / "dask")
+    r = read_json(path)
+    single_proc = run_accel("run", *common, "--device", "cpu", "--out", str(tmp_path / "single"), timeout=300)
+    assert single_proc.returncode == 0, single_proc.stderr
+    [single_path] = records_in(tmp_path / "single")
+    single = read_json(single_path)
+
+    assert r["mode"] == "dask" and r["workflow"] == "table" and r["task"] == "binary"
+    assert r["config"]["data"] == str(tables["parquet"]) and r["config"]["cluster"]["kind"] == "local"
+    assert r["data"]["partitions"] >= 2
+    assert {k: v for k, v in r["data"].items() if k not in ("partitions", "planning_seconds")} == {
+        k: v for k, v in single["data"].items() if k != "planning_seconds"
+    }
+    assert r["data"]["source"]["kind"] == "parquet" and r["data"]["source"]["files"] == 4
+    assert r["features"]["cpu"]["encodings"] == single["features"]["cpu"]["encodings"]
+    cpu, gpu = r["arms"]["cpu"], r["arms"]["gpu"]
+    assert cpu["status"] == "ok" and cpu["placement"] == "dask" and cpu["device_used"] == "cpu"
+    assert set(cpu["stages"]) == set(STAGES) and cpu["train_retried"] is False
+    assert cpu["rows"] == single["arms"]["cpu"]["rows"] and cpu["features"] == single["arms"]["cpu"]["features"]
+    assert gpu["status"] == "skipped" and gpu["reason"]
+    assert all(math.isnan(v) for v in r["speedup"].values())
+    assert r["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in r["cluster"]["worker_details"])
+    assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
