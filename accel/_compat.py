@@ -54,6 +54,11 @@ def to_pandas(obj: Any) -> Any:
     return obj.to_pandas() if is_cudf(obj) else obj
 
 
+def dask_dataframe_backend(xdf: ModuleType) -> str:
+    """Dask's ``dataframe.backend`` for partitions of ``xdf``: ``"pandas"``, or ``"cudf"`` (Dask-cuDF)."""
+    return "pandas" if is_pandas_module(xdf) else "cudf"
+
+
 def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None, delimiter: str = ",") -> Any:
     """Read a CSV file with each library's fastest reader, on all the cores it has.
 

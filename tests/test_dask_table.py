@@ -106,14 +106,26 @@ def test_table_options_a_cluster_cannot_honour_are_refused_up_front(capsys, tmp_
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "target", "rows"),
-    [("parquet", "returned", None), ("csv", "returned", 3000), ("parquet", "basket", 3500), ("csv", "basket", None)],
+    [
+        ("parquet", "returned", None),
+        ("csv", "returned", 3000),
+        ("parquet", "basket", 3500),
+        ("csv", "basket", None),
+        ("parquet", "channel", None),
+    ],
 )
 def test_table_features_on_partitions_equal_the_single_process_features(session, tables, source, target, rows):
     check_table_features_match_single_process(session, "cpu", tables[source], target, rows=rows)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("source", "target"), [("parquet", "returned"), ("csv", "basket")])
+def test_a_gzip_csv_is_read_whole_by_one_partition_with_the_same_features(session, tables):
+    table = check_table_features_match_single_process(session, "cpu", tables["csv.gz"], "returned", min_partitions=1)
+    assert table.partitions == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "target"), [("parquet", "returned"), ("csv", "basket"), ("csv", "channel")])
 def test_table_run_on_the_cluster_agrees_with_single_process(session, tables, source, target):
     check_table_run_agrees_with_single_process(session, "cpu", tables[source], target)
 

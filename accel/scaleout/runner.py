@@ -255,7 +255,7 @@ def run_on_session(
         listener.arm_started(kind)
     status = "failed"
     try:
-        backend_config = dask.config.set({"dataframe.backend": "cudf" if kind == "gpu" else "pandas"})
+        backend_config = dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)})
         with backend_config, monitor, sampler, session.no_worker_watchdog():
             with stage("load"):
                 raw, loaded = dask_workflow.load(client)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import infinite_as_missing
@@ -166,20 +167,26 @@ class DaskTable:
         return {**described, "partitions": self.partitions}
 
     def read(self) -> Any:
-        """The plan's columns of the file, as a Dask frame (lazy); Dask-cuDF under the cuDF backend."""
+        """The plan's columns of the file, as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
+
+        CSV columns are read with the plan's types (:meth:`~accel.data.schema.TablePlan.csv_dtypes`,
+        as the streamed single-process run reads its chunks), so that every block parses alike.
+        """
+        import dask
         import dask.dataframe as dd
 
         source, plan = self.planned.source, self.plan
         columns = plan.read_columns
-        if source.kind == "parquet":
-            return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
-        path = Path(source.paths[0])
-        kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": plan.csv_dtypes()}
-        if path.name.lower().endswith(".gz"):  # a gzip stream cannot be cut into byte ranges
-            kwargs.update(compression="gzip", blocksize=None)
-        else:
-            kwargs["blocksize"] = csv_blocksize(path.stat().st_size, self.kind, self.slots)
-        return dd.read_csv(str(path), **kwargs)
+        with dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(self.backend.xdf)}):
+            if source.kind == "parquet":
+                return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
+            path = Path(source.paths[0])
+            kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": plan.csv_dtypes()}
+            if path.name.lower().endswith(".gz"):  # a gzip stream cannot be cut into byte ranges
+                kwargs.update(compression="gzip", blocksize=None)
+            else:
+                kwargs["blocksize"] = csv_blocksize(path.stat().st_size, self.kind, self.slots)
+            return dd.read_csv(str(path), **kwargs)
 
     def load(self, client: Any) -> tuple[Any, int]:
         """The plan's rows, one persisted ``Delayed`` frame per partition as read; the file's row count.
