@@ -218,6 +218,21 @@ class TargetEncoder:
     def _stats(self) -> list[str]:
         return [*self.targets, *(f"{t}__sq" for t in self.targets)]
 
+    def partial_state(self) -> tuple[list[Any], dict[str, float], dict[str, float], int]:
+        """What :meth:`partial_fit` has gathered and :meth:`finalize` adds up: the parts (sums and
+        counts per category and fold), the target sums and squares, the rows."""
+        return list(self._parts), dict(self._target_sums), dict(self._target_squares), self._rows
+
+    def add_partial_state(self, state: tuple[list[Any], dict[str, float], dict[str, float], int]) -> None:
+        """Add another encoder's :meth:`partial_state` (its batches of training rows, fitted elsewhere:
+        a Dask worker's partition) as if its batches had been fitted here."""
+        parts, sums, squares, rows = state
+        self._parts.extend(parts)
+        for t in self.targets:
+            self._target_sums[t] += sums[t]
+            self._target_squares[t] += squares[t]
+        self._rows += rows
+
     def finalize(self) -> None:
         xdf = self.xdf
         columns = [*self._stats, "n"]

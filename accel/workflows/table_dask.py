@@ -73,7 +73,7 @@ def fit_partition(part: Any, plan: Any, seed: int, kind: str, positions: np.ndar
     featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
     rows, y = _split(part, featurizer, positions)
     featurizer.partial_fit(rows, y, folds)
-    return {name: (enc._parts, enc._target_sums, enc._target_squares, enc._rows) for name, enc in featurizer.encoders.items()}
+    return {name: encoder.partial_state() for name, encoder in featurizer.encoders.items()}
 
 
 def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, positions: np.ndarray) -> tuple[Any, Any]:
@@ -120,12 +120,7 @@ def merge_fits(featurizer: TableFeaturizer, fits: list[dict[str, Any]]) -> None:
     """
     for name, encoder in featurizer.encoders.items():
         for fit in fits:
-            parts, sums, squares, rows = fit[name]
-            encoder._parts.extend(parts)
-            for t in encoder.targets:
-                encoder._target_sums[t] += sums[t]
-                encoder._target_squares[t] += squares[t]
-            encoder._rows += rows
+            encoder.add_partial_state(fit[name])
     featurizer.finalize()
 
 
@@ -159,12 +154,13 @@ class DaskTable:
         self.backend = client_backend
         self.slots = slots
         self.feature_reports: dict[str, Any] = {}
+        self._single = TableWorkflow(settings, planned, "xgboost", {})  # describes the data as a run in this process does
         self.partitions: int | None = None
         self._bounds: list[tuple[int, int]] = []
 
     def describe_data(self) -> dict[str, Any]:
-        described = TableWorkflow.describe_data(self)  # type: ignore[arg-type] - it reads planned, plan, settings
-        return {**described, "partitions": self.partitions}
+        """The table as a single-process run describes it, and the partitions it was read in."""
+        return {**self._single.describe_data(), "partitions": self.partitions}
 
     def read(self) -> Any:
         """The plan's columns of the file, as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
