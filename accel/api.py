@@ -206,7 +206,8 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
     listener : accel.result.Listener, optional
         Told of each arm and stage as they start and end (the command line's progress display).
     on_plan : callable, optional
-        ``on_plan(workflow)`` once a single-process run is planned, before its arms run.
+        ``on_plan(workflow)`` once the run is planned, before its arms run (on a cluster: once
+        a user's table is planned, before the cluster starts).
 
     Returns
     -------
@@ -216,7 +217,7 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
     if config.cluster is not None:
         from accel.scaleout.runner import cluster_run
 
-        return cluster_run(config, listener)
+        return cluster_run(config, listener, on_plan=on_plan)
     from accel.run import paired_run
 
     return paired_run(config, listener, on_plan=on_plan)
