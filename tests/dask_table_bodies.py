@@ -18,6 +18,7 @@ from accel.run import run_arm
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session, table_builder
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
+from accel.workflows.flights_dask import worker_slots
 from accel.workflows.table import TableWorkflow, plan_table
 from accel.workflows.table_dask import DaskTable
 from tests.bodies import to_pandas
@@ -64,7 +65,7 @@ def check_table_features_match_single_process(
     expected = single.features(backend, single.load(backend))
 
     info = session.info
-    dask_table = DaskTable(planned, settings, kind, backend, slots=2 * max(info.total_threads, info.workers))
+    dask_table = DaskTable(planned, settings, kind, backend, slots=worker_slots(kind, info.workers, info.total_threads))
     raw, loaded = dask_table.load(session.client)
     got = dask_table.features(session.client, raw, loaded)
 

@@ -52,7 +52,7 @@ from accel.result import ArmResult, Listener, check_device, parity, skipped
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
 from accel.timing import STAGES
 from accel.workflows.base import DaskWorkflow, WorkflowSettings
-from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks
+from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
 #: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
 DaskBuilder = Callable[[WorkflowSettings, str, Backend, Any], DaskWorkflow]
@@ -74,8 +74,7 @@ def table_builder(planned: Any) -> DaskBuilder:
     from accel.workflows.table_dask import DaskTable
 
     def build(settings: WorkflowSettings, kind: str, backend: Backend, info: Any) -> DaskWorkflow:
-        slots = 2 * (info.workers if kind == "gpu" else max(info.total_threads or 1, info.workers))
-        return DaskTable(planned, settings, kind, backend, slots)
+        return DaskTable(planned, settings, kind, backend, worker_slots(kind, info.workers, info.total_threads or info.workers))
 
     return build
 

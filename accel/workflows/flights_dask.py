@@ -142,10 +142,15 @@ def partition_metas(kind: str, rows: int | None, seed: int) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------- on the client
 
 
+def worker_slots(kind: str, workers: int, threads: int) -> int:
+    """Partitions to aim at at least: two per worker thread (two per GPU worker: one GPU each)."""
+    return 2 * (workers if kind == "gpu" else max(threads, workers))
+
+
 def plan_blocks(settings: WorkflowSettings, kind: str, workers: int, threads: int) -> list[tuple[int, int, int]]:
     """``(copy, index, count)`` row blocks: enough partitions to keep every worker thread busy."""
     base = min(settings.rows or FLIGHTS_ROWS, FLIGHTS_ROWS)
-    slots = 2 * (workers if kind == "gpu" else max(threads, workers))
+    slots = worker_slots(kind, workers, threads)
     wanted = max(slots, math.ceil(base * settings.scale / PARTITION_ROWS[kind]))
     per_copy = max(1, math.ceil(wanted / settings.scale))
     return [(copy, index, per_copy) for copy in range(settings.scale) for index in range(per_copy)]
