@@ -1,4 +1,10 @@
-"""accel: end-to-end tabular data science on NVIDIA GPUs with RAPIDS, measured against a fair CPU baseline."""
+"""accel: end-to-end tabular data science on NVIDIA GPUs with RAPIDS, measured against a fair CPU baseline.
+
+As a library: ``accel.run(...)`` runs a workflow on both arms and returns a
+:class:`~accel.api.RunResult` (the record, and its stages, metrics and memory as DataFrames);
+``accel.info()`` says which arms can run here. Both are imported on first use, so ``import
+accel`` loads no data library.
+"""
 
 import os as _os
 import sys as _sys
@@ -28,3 +34,19 @@ OMP_WAIT_POLICY = {
     # Set after an OpenMP user was imported, the setting cannot take effect in this process.
     "loaded_before": sorted(m for m in _OMP_LIBRARIES if m in _sys.modules),
 }
+
+
+#: What ``accel.<name>`` gives, from :mod:`accel.api`, imported on first use.
+_API = ("run", "run_config", "info", "RunResult")
+
+
+def __getattr__(name: str):  # PEP 562: the API without importing pandas at ``import accel``
+    if name in _API:
+        from accel import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'accel' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

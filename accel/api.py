@@ -218,7 +218,7 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
         from accel.scaleout.runner import cluster_run
 
         return cluster_run(config, listener, on_plan=on_plan)
-    from accel.run import paired_run
+    from accel.runner import paired_run
 
     return paired_run(config, listener, on_plan=on_plan)
 

@@ -34,7 +34,7 @@ from accel.config import build_config
 from accel.data.flights import nycflights13_table
 from accel.environment import collect_environment
 from accel.record import write_record
-from accel.run import paired_run
+from accel.runner import paired_run
 
 OUTCOME_COLUMNS = ["dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"]
 

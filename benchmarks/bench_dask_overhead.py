@@ -26,7 +26,7 @@ from accel.config import ClusterConfig
 from accel.environment import collect_environment
 from accel.models import XGBoostParams
 from accel.record import write_record
-from accel.run import run_arm
+from accel.runner import run_arm
 from accel.scaleout.cluster import ClusterSession, plan_cluster
 from accel.scaleout.runner import run_on_session
 from accel.workflows import FlightsWorkflow, WorkflowSettings

@@ -30,7 +30,7 @@ from accel.data.flights import nycflights13_table  # noqa: E402
 from accel.environment import collect_environment  # noqa: E402
 from accel.models import XGBoostParams  # noqa: E402
 from accel.record import write_record  # noqa: E402
-from accel.run import run_arm  # noqa: E402
+from accel.runner import run_arm  # noqa: E402
 from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
 
 

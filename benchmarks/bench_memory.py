@@ -39,7 +39,7 @@ from accel.environment import collect_environment
 from accel.memory import MemorySettings, parse_size
 from accel.models import XGBoostParams
 from accel.record import write_record
-from accel.run import run_arm
+from accel.runner import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel.workflows.table import TableWorkflow, plan_table
 

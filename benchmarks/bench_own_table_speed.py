@@ -228,7 +228,7 @@ def _budget_run(spec: str, tmp: Path, env: dict[str, str]) -> dict:
         print(f"== {n:,} rows: generating (untimed)", flush=True)
         generate_apart(n, path, env)
     floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
-                 "from accel.run import paired_run"]  # fmt: skip
+                 "from accel.runner import paired_run"]  # fmt: skip
     _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
     budget_bytes = parse_size(budget_text, "--budget-run")
     out = tmp / f"budget-runs-{n}-{budget_text}"

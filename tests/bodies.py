@@ -13,7 +13,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.data.features import GroupStats, categorize, left_join
 from accel.models import XGBoostParams
-from accel.run import run_arm
+from accel.runner import run_arm
 from accel.timing import STAGES
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -198,7 +198,7 @@ def check_precision_guard(backend: Backend) -> None:
 def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_rows: int) -> None:
     """The same table streamed in batches and held whole: same statistics, same model, same metrics."""
     from accel.memory import MemorySettings
-    from accel.run import run_arm
+    from accel.runner import run_arm
     from accel.workflows import WorkflowSettings
     from accel.workflows.table import TableWorkflow, plan_table
 
@@ -220,7 +220,7 @@ def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target
     from accel.batching import BatchPlan
     from accel.data.flights import cache_dir
     from accel.memory import MemorySettings
-    from accel.run import run_arm
+    from accel.runner import run_arm
     from accel.workflows import WorkflowSettings
     from accel.workflows.table import TableWorkflow, plan_table
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from accel.backend import Backend, cpu_backend, gpu_backend
 from accel.models import XGBoostParams
-from accel.run import run_arm
+from accel.runner import run_arm
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings

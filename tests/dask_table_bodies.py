@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from accel.models import XGBoostParams
-from accel.run import run_arm
+from accel.runner import run_arm
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session, table_builder
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings

@@ -44,7 +44,7 @@ def test_table_features_equal_the_cpu_arm(backend, family):
 )
 def test_models_on_the_gpu_arm_match_the_cpu_arm(backend, tmp_path, model):
     from accel.config import build_config
-    from accel.run import paired_run
+    from accel.runner import paired_run
 
     path = tmp_path / "c.csv"
     tables.customers(2000).to_csv(path, index=False)

@@ -10,7 +10,7 @@ import pytest
 from accel.cli.main import main
 from accel.hpo.experiments import collect, pareto_mask
 from accel.hpo.search import SearchRequest, run_search
-from accel.run import paired_run
+from accel.runner import paired_run
 from tests.conftest import records_in
 from tests.hpo_bodies import small_config
 

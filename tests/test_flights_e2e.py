@@ -143,7 +143,7 @@ def test_cpu_run_leaves_cupy_and_cudf_unimported(tmp_path):
     code = (
         "import sys\n"
         "from accel.config import build_config\n"
-        "from accel.run import paired_run\n"
+        "from accel.runner import paired_run\n"
         f"cfg = build_config({{'workflow': 'flights', 'rows': 3000, 'out': {str(tmp_path)!r}, 'xgboost': {{'n_estimators': 5}}}}, {{}})\n"
         "record, _ = paired_run(cfg)\n"
         "assert record['arms']['cpu']['status'] == 'ok'\n"

@@ -382,7 +382,7 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
     """The other process creates the study between accel's check and its own create_study."""
     import optuna
 
-    from accel import run as pairing
+    from accel import runner as pairing
     from accel.errors import AccelError
     from accel.hpo.study import default_storage, open_study
     from tests.hpo_bodies import small_config

@@ -113,7 +113,7 @@ def test_every_trial_stores_time_and_memory_in_the_storage(search):
 
 def test_baseline_is_the_model_accel_run_trains(search, tmp_path):
     from accel.backend import cpu_backend
-    from accel.run import build_workflow, run_arm
+    from accel.runner import build_workflow, run_arm
 
     record = search[0]
     result = run_arm(cpu_backend(), build_workflow(small_config(tmp_path)))

@@ -10,6 +10,6 @@
 - :mod:`~accel.data.datagen` — generated tables for the benchmarks.
 
 May import the flat core (:mod:`accel.backend`, :mod:`accel.errors`, :mod:`accel.registry`,
-...) but not its runners (:mod:`accel.run`, :mod:`accel.streaming`), and :mod:`accel.workflows`
+...) but not its runners (:mod:`accel.runner`, :mod:`accel.streaming`), and :mod:`accel.workflows`
 (``Prepared``); nothing of ``scaleout``, ``hpo``, ``bench``, ``report`` or ``cli``.
 """

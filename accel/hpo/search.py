@@ -333,13 +333,13 @@ class Objective:
 def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
     """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
 
-    The arm's memory is set up as ``accel run`` sets it up (:func:`accel.run.prepare_arm`:
+    The arm's memory is set up as ``accel run`` sets it up (:func:`accel.runner.prepare_arm`:
     the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
     matrices are stored in the configured precision. A search holds its rows in memory: a table
     that would have to be streamed is refused.
     """
     from accel.precision import plan_for_frames
-    from accel.run import build_workflow, prepare_arm
+    from accel.runner import build_workflow, prepare_arm
 
     workflow = workflow or build_workflow(config)
     rmm, batches = prepare_arm(backend, workflow, config.memory_settings())

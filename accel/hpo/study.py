@@ -269,7 +269,7 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     import optuna
 
     from accel.config import RunConfig
-    from accel.run import build_workflow
+    from accel.runner import build_workflow
 
     quiet_optuna()
     url = config.hpo.storage or default_storage(config.out)

@@ -28,7 +28,7 @@ def _fmt_mb(value: float | None) -> str:
 
 
 class ProgressDisplay:
-    """A :class:`~accel.run.Listener` that shows the run as it goes."""
+    """A :class:`~accel.runner.Listener` that shows the run as it goes."""
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)

@@ -5,7 +5,7 @@
 - :mod:`~accel.scaleout.runner` — a paired run's arm on the cluster (Dask-cuDF / XGBoost's Dask API).
 - :mod:`~accel.scaleout.scaling` — ``accel scale``: the same work on 1, 2, ... workers.
 
-May import the flat core (the runners :mod:`accel.run` and :mod:`accel.streaming` included),
+May import the flat core (the runners :mod:`accel.runner` and :mod:`accel.streaming` included),
 :mod:`accel.data`, :mod:`accel.workflows`, :mod:`accel.report.console` (its tables) and
 :mod:`accel.cli.options` (the argparse options its commands share); not ``hpo``, ``bench`` or
 the rest of ``cli``. ``tests/test_imports.py`` holds every room to its list.

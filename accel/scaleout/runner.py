@@ -383,7 +383,7 @@ def cluster_run(
     out = ensure_writable(config.out)
     workflow: str | DaskBuilder = config.workflow
     if config.data is not None:
-        from accel.run import build_workflow
+        from accel.runner import build_workflow
 
         planned_workflow = build_workflow(config)  # the single-process plan: rows, split, columns
         if on_plan is not None:

@@ -91,7 +91,7 @@ def scaling_study(
     from accel.environment import collect_environment
     from accel.models import XGBoostParams
     from accel.record import ensure_writable, write_record
-    from accel.run import run_arm_safely
+    from accel.runner import run_arm_safely
     from accel.scaleout.cluster import ClusterSession, plan_cluster
     from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, run_on_session
     from accel.workflows import WorkflowSettings, get_workflow

@@ -1,6 +1,6 @@
 """What every workflow shares: its settings, the shape of its prepared data, and its interface.
 
-A workflow is what :func:`accel.run.run_arm` runs on each arm: :class:`Workflow` says what it
+A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
 must have, :class:`WorkflowBase` gives the optional parts their defaults.
 """
 

@@ -1,0 +1,80 @@
+"""accel as a library: ``accel.run(...)`` returns the record and its tables, writes the same record
+as the command line, and refuses bad input with the command line's one-line errors."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import accel
+from accel.errors import AccelError
+from accel.timing import STAGES
+from tests import tables
+from tests.conftest import ROOT, read_json, records_in
+
+
+@pytest.fixture(scope="module")
+def flights(tmp_path_factory):
+    out = tmp_path_factory.mktemp("api")
+    return accel.run("flights", rows=3000, device="cpu", seed=3, out=out), out
+
+
+def test_run_returns_the_record_it_wrote(flights):
+    result, out = flights
+    [path] = records_in(out)
+    assert result.path == path and read_json(path)["run_id"] == result.record["run_id"]
+    assert result.record["config"]["rows"] == 3000 and result.record["config"]["seed"] == 3
+
+
+def test_stages_metrics_and_memory_are_dataframes(flights):
+    result, _ = flights
+    stages = result.stages
+    assert isinstance(stages, pd.DataFrame) and list(stages.index) == [*STAGES, "total"]
+    assert list(stages.columns) == ["gpu_seconds", "cpu_seconds", "speedup"]
+    assert (stages["cpu_seconds"] >= 0).all() and stages["gpu_seconds"].isna().all(), "the GPU arm was not asked for"
+    assert stages.loc["total", "cpu_seconds"] == result.record["arms"]["cpu"]["total_seconds"]
+    assert 0.5 < result.metrics.loc["auc", "cpu"] < 1 and math.isnan(result.metrics.loc["auc", "gpu"])
+    assert result.memory.loc["cpu", "status"] == "ok" and result.memory.loc["cpu", "peak_host_mb"] > 50
+    assert math.isnan(result.speedup) and result.parity["ok"] is None
+
+
+def test_notebook_display_shows_the_stages_and_the_skip_reason(flights):
+    result, _ = flights
+    page = result._repr_html_()
+    assert "<table" in page and "features" in page and "not requested (--device cpu)" in page
+    assert "speedup: n/a" in page and str(result.path) in page
+    assert repr(result).startswith("RunResult('flights', gpu skipped, cpu ok")
+
+
+def test_your_own_table(tmp_path):
+    data = tmp_path / "customers.csv"
+    tables.customers(400).to_csv(data, index=False)
+    result = accel.run(data=data, target="churned", device="cpu", out=tmp_path / "runs")
+    assert result.record["workflow"] == "table" and result.record["data"]["target"] == "churned"
+    assert result.metrics.loc["auc", "cpu"] > 0.5
+
+
+def test_bad_input_is_the_command_lines_one_line_error(tmp_path):
+    with pytest.raises(AccelError, match="no setting 'rwos'"):
+        accel.run("flights", rwos=10, out=tmp_path)
+    with pytest.raises(AccelError, match="rows"):
+        accel.run("flights", rows=-1, out=tmp_path)
+    with pytest.raises(AccelError, match="name a workflow"):
+        accel.run(out=tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing written"
+
+
+def test_info_is_what_accel_info_json_prints():
+    env = accel.info()
+    assert {"cpu_model", "cores", "gpus", "versions"} <= set(env)
+
+
+def test_importing_accel_loads_no_data_library():
+    code = "import sys, accel; accel.RunResult; print(sorted(m for m in ('pandas', 'xgboost', 'cudf') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
