@@ -68,7 +68,9 @@ def _run_cli(address, tmp_path, faults):
     return subprocess.run(
         [sys.executable, "-m", "accel", "run", str(wf), "--scheduler", address, "--out", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env={**os.environ, "ACCEL_FAULT_DIR": str(faults)},
+        # A survivor stuck in the failed attempt's collective frees its one thread for the retry
+        # after this timeout: 300 s by default, longer than this test's patience.
+        env={**os.environ, "ACCEL_FAULT_DIR": str(faults), "ACCEL_DASK_COLLECTIVE_TIMEOUT_S": "30"},
     )  # fmt: skip
 
 

@@ -32,6 +32,7 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -90,8 +91,24 @@ WORKER_LOSS_WAIT_S = 10.0
 #: cancelled (XGBoost cannot finish without the lost rank; usually it fails within a second).
 TRAINING_LOSS_GRACE_S = 20.0
 #: XGBoost's collective timeout (``dmlc_timeout``, seconds): a survivor waiting on a dead peer
-#: gives up after this, which frees a single-threaded worker for the retry.
+#: gives up after this, which frees a single-threaded worker for the retry. The environment
+#: variable ``ACCEL_DASK_COLLECTIVE_TIMEOUT_S`` sets another (recorded with the overrides).
 COLLECTIVE_TIMEOUT_S = 300
+COLLECTIVE_TIMEOUT_ENV = "ACCEL_DASK_COLLECTIVE_TIMEOUT_S"
+
+
+def collective_timeout() -> int:
+    """The collective timeout in seconds: :data:`COLLECTIVE_TIMEOUT_S`, or the environment's."""
+    text = os.environ.get(COLLECTIVE_TIMEOUT_ENV)
+    if text is None:
+        return COLLECTIVE_TIMEOUT_S
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise AccelError(f"{COLLECTIVE_TIMEOUT_ENV}={text!r}: give a whole number of seconds, at least 1")
+    return value
 
 
 class ClusterRunFailed(AccelError):
@@ -170,7 +187,7 @@ def train_with_one_retry(
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
                     client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
-                    coll_cfg=CollConfig(timeout=COLLECTIVE_TIMEOUT_S, tracker_host_ip=tracker_host(client)),
+                    coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
             if session.all_workers_lost:
