@@ -199,3 +199,16 @@ def test_sigint_during_cluster_start_up_is_held_back_then_raised():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.stdout.splitlines() == ["raised after ['True', 'True']", "handler restored True"], proc.stderr
+
+
+def test_the_collective_timeout_is_settable_and_checked(monkeypatch):
+    from accel.scaleout.runner import COLLECTIVE_TIMEOUT_ENV, COLLECTIVE_TIMEOUT_S, collective_timeout
+
+    monkeypatch.delenv(COLLECTIVE_TIMEOUT_ENV, raising=False)
+    assert collective_timeout() == COLLECTIVE_TIMEOUT_S
+    monkeypatch.setenv(COLLECTIVE_TIMEOUT_ENV, "30")
+    assert collective_timeout() == 30
+    for bad in ("0", "-5", "1.5", "soon"):
+        monkeypatch.setenv(COLLECTIVE_TIMEOUT_ENV, bad)
+        with pytest.raises(AccelError, match=COLLECTIVE_TIMEOUT_ENV):
+            collective_timeout()
