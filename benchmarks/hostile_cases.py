@@ -200,13 +200,7 @@ STARTED = time.time()
 
 
 def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    plan = rng.choice(["basic", "plus", "pro"], size=n)
-    spend = rng.gamma(2.0, 30.0, size=n).round(2)
-    calls = rng.poisson(1.5, size=n)
-    logit = -1 + 1.2 * (plan == "basic") + 0.5 * calls - 0.01 * spend
-    churned = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
-    return pd.DataFrame({"plan": plan, "spend": spend, "calls": calls, "age": rng.integers(18, 80, n), "churned": churned})
+    return hostile_inputs.customers(n, seed, age=True)
 
 
 def prices(n: int = 300, seed: int = 1) -> pd.DataFrame:

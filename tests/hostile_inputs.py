@@ -71,15 +71,18 @@ class Case:
 # --------------------------------------------------------------------------- inputs
 
 
-def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
-    """A churn table with signal in every column."""
+def customers(n: int = 300, seed: int = 0, age: bool = False) -> pd.DataFrame:
+    """A churn table with signal in every column (and, with ``age``, an integer column without)."""
     rng = np.random.default_rng(seed)
     plan = rng.choice(["basic", "plus", "pro"], size=n)
     spend = rng.gamma(2.0, 30.0, size=n).round(2)
     calls = rng.poisson(1.5, size=n)
     logit = -1 + 1.2 * (plan == "basic") + 0.5 * calls - 0.01 * spend
     churned = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
-    return pd.DataFrame({"plan": plan, "spend": spend, "calls": calls, "churned": churned})
+    columns = {"plan": plan, "spend": spend, "calls": calls}
+    if age:
+        columns["age"] = rng.integers(18, 80, n)
+    return pd.DataFrame({**columns, "churned": churned})
 
 
 def run_argv(data: Path, target: str, tmp: Path, *extra: str) -> list[str]:
