@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,13 @@ def gpu_skip_reason() -> str | None:
 
 
 requires_gpu = pytest.mark.skipif(gpu_skip_reason() is not None, reason=gpu_skip_reason() or "")
+
+
+def sigint_default() -> None:
+    """A ``preexec_fn`` for a child that is sent SIGINT: SIGINT at its default there, whatever this
+    process inherited (a shell starts a background job with SIGINT ignored, and a Python started
+    so installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_accel(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ from accel.scaleout.cluster import (
     dask_cuda_size,
     plan_cluster,
 )
-from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel
+from tests.conftest import ROOT, gpu_skip_reason, records_in, run_accel, sigint_default
 from tests.dask_procs import free_port
 from tests.test_cli import assert_one_line_error
 
@@ -197,7 +197,9 @@ def test_sigint_during_cluster_start_up_is_held_back_then_raised():
         "    print('raised after', kept)\n"
         "print('handler restored', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, preexec_fn=sigint_default
+    )
     assert proc.stdout.splitlines() == ["raised after ['True', 'True']", "handler restored True"], proc.stderr
 
 

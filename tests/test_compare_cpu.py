@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from accel.bench.compare import compare_file, compare_text, fallback_table
-from tests.conftest import ROOT, read_json, records_in, run_accel
+from tests.conftest import ROOT, read_json, records_in, run_accel, sigint_default
 
 SCRIPTS = ROOT / "tests" / "compare_scripts"
 
@@ -207,6 +207,7 @@ def test_ctrl_c_kills_the_running_script(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "accel", "compare", str(SCRIPTS / "never_ends.py"), "--out", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=sigint_default,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60

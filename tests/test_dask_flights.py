@@ -19,7 +19,7 @@ from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
-from tests.conftest import ROOT, read_json, records_in, run_accel
+from tests.conftest import ROOT, read_json, records_in, run_accel, sigint_default
 from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
 from tests.dask_procs import live_group_members
 
@@ -87,6 +87,7 @@ def test_cli_run_on_local_cluster_writes_record_and_leaves_no_process(tmp_path, 
         [sys.executable, "-m", "accel", "run", str(fast_yaml), "--cluster", "local", "--workers", "2", "--scale", "2",
          "--out", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=sigint_default,
     )  # fmt: skip
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err
@@ -122,6 +123,7 @@ def _ctrl_c_dask_run(tmp_path, ready) -> None:
         [sys.executable, "-m", "accel", "run", "flights", "--cluster", "local", "--workers", "2", "--rows", "20000",
          "--out", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=sigint_default,
     )  # fmt: skip
     try:
         ready(proc)

@@ -3,11 +3,10 @@ only prints "Exception ignored") still stops the program, here and in a real ``a
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 
-from tests.conftest import ROOT, records_in
+from tests.conftest import ROOT, records_in, sigint_default
 
 #: A program that sends itself SIGINT from inside a gc callback, then has work left to do.
 _IN_A_GC_CALLBACK = """
@@ -32,7 +31,9 @@ print("finished", flush=True)
 
 def _run(setup: str, body: str) -> subprocess.CompletedProcess:
     code = _IN_A_GC_CALLBACK.format(setup=setup, body=body)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300, preexec_fn=sigint_default
+    )
 
 
 def test_python_swallows_an_interrupt_in_a_gc_callback():
@@ -67,9 +68,10 @@ def callback(phase, info):
 gc.callbacks.append(callback)
 sys.exit(main(["run", "flights", "--device", "cpu", "--rows", "3000", "--out", {str(tmp_path)!r}]))
 """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300, preexec_fn=sigint_default
+    )
     assert proc.returncode == 130, (proc.stdout[-2000:], proc.stderr[-3000:])
     assert "accel: interrupted; nothing was written" in proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert records_in(tmp_path) == []
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
