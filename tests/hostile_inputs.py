@@ -231,13 +231,18 @@ def _dictionary(tmp: Path) -> list[str]:
     return run_argv(_parquet(tmp, _arrow(frame, store=store, plan=plan)), "churned", tmp)
 
 
-def _hive(tmp: Path) -> list[str]:
-    frame = customers(400)
-    frame["region"] = np.where(np.arange(400) % 2 == 0, "n", "s")
+def _hive_folder(tmp: Path, key: str, values: np.ndarray) -> list[str]:
+    """The customers table as a hive-partitioned folder: one ``key=value`` folder per value."""
+    frame = customers(len(values))
+    frame[key] = values
     folder = tmp / "table"
-    for region, part in frame.groupby("region"):
-        _parquet(folder / f"region={region}", _arrow(part.drop(columns="region")), "part-0.parquet")
+    for value, part in frame.groupby(key):
+        _parquet(folder / f"{key}={value}", _arrow(part.drop(columns=key)), "part-0.parquet")
     return run_argv(folder, "churned", tmp)
+
+
+def _hive(tmp: Path) -> list[str]:
+    return _hive_folder(tmp, "region", np.where(np.arange(400) % 2 == 0, "n", "s"))
 
 
 def _nested_target(tmp: Path) -> list[str]:
@@ -249,12 +254,7 @@ def _nested_target(tmp: Path) -> list[str]:
 
 
 def _hive_int(tmp: Path) -> list[str]:
-    frame = customers(400)
-    frame["year"] = 2020 + np.arange(400) % 3
-    folder = tmp / "table"
-    for year, part in frame.groupby("year"):
-        _parquet(folder / f"year={year}", _arrow(part.drop(columns="year")), "part-0.parquet")
-    return run_argv(folder, "churned", tmp)
+    return _hive_folder(tmp, "year", 2020 + np.arange(400) % 3)
 
 
 def _time_of_day(tmp: Path) -> list[str]:
