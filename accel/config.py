@@ -92,17 +92,22 @@ class ClusterConfig(BaseModel):
     """Where a run goes when it runs on Dask (checked further by :func:`accel.scaleout.cluster.plan_cluster`).
 
     ``kind``: ``local`` (CPU worker processes), ``local-cuda`` (one worker per GPU) or
-    ``scheduler`` (a running cluster at ``address``). Sizes are strings Dask parses ("8GB").
+    ``scheduler`` (a running cluster at ``address``; ``baseline_address`` a running CPU cluster
+    for the baseline arm). Sizes are strings Dask parses ("8GB").
     """
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["local", "local-cuda", "scheduler"]
     address: str | None = None
+    #: ``scheduler`` with GPU workers: a running CPU cluster for the baseline arm.
+    baseline_address: str | None = None
     workers: PositiveInt | None = None
     threads_per_worker: PositiveInt | None = None
     rmm_pool: str | None = None
     device_memory_limit: str | None = None
+    #: Each worker's host memory limit (Dask spills partitions to disk beyond it).
+    worker_memory: str | None = None
     protocol: Literal["tcp", "ucx"] = "tcp"
 
 

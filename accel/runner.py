@@ -208,7 +208,7 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
 
     from accel.backend import resolve_arms
     from accel.environment import collect_environment
-    from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
+    from accel.record import ensure_writable, record_stem, write_record
 
     clock = time.perf_counter
     t_run = clock()
@@ -250,27 +250,54 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
         {"gpu": gpu_result, "cpu": cpu_result},
     )  # fmt: skip
 
+    record = run_record(
+        config, workflow, gpu_result.as_dict(), cpu_result.as_dict(), environment, started, finished,
+        model=workflow.model.describe(), wall=timeline,
+    )  # fmt: skip
+    path = write_record(out, record, record_stem(workflow.name, started))
+    return record, path
+
+
+def run_record(
+    config: Any,
+    workflow: Any,
+    gpu: dict[str, Any],
+    cpu: dict[str, Any],
+    environment: dict[str, Any],
+    started: Any,
+    finished: Any,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
+
+    ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
+    cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
+    come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
+    """
+    from accel.record import SCHEMA_VERSION, new_run_id
+
+    def result(arm: dict[str, Any]) -> ArmResult:
+        return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
+
+    gpu_result, cpu_result = result(gpu), result(cpu)
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
-    record = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "run_id": new_run_id(started),
         "workflow": workflow.name,
         "task": workflow.task,
-        "model": workflow.model.describe(),
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": workflow.describe_data(),
-        "features": workflow.feature_reports,
+        "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        "arms": {"gpu": gpu_result.as_dict(), "cpu": cpu_result.as_dict()},
+        "arms": {"gpu": gpu, "cpu": cpu},
         "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, workflow.model_name, gpu_result, cpu_result),
-        "wall": timeline,
+        "parity": parity(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu_result, cpu_result),
+        **extra,
     }
-    path = write_record(out, record, record_stem(workflow.name, started))
-    return record, path
 
 
 def wall_timeline(

@@ -43,7 +43,6 @@ def _main(capsys, *argv):
         (["--cluster", "local", "--scheduler", "tcp://127.0.0.1:8786"], ["exclude each other"]),
         (["--workers", "2"], ["--workers", "need --cluster"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--workers", "2"], ["--workers", "running cluster"]),
-        (["--cluster", "local", "--device", "cpu"], ["--device", "workers decide"]),
         (["--cluster", "local", "--precision", "fp16"], ["--precision", "not to a Dask run"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),
         (["--cluster", "nowhere"], ["--cluster", "invalid choice"]),
@@ -117,11 +116,11 @@ def test_unreachable_scheduler_fails_fast(tmp_path):
 
 
 @pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here")
-def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
+def test_local_cuda_with_device_gpu_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
     code = (
         "import sys\n"
         "from accel.cli.main import main\n"
-        f"rc = main(['run', 'flights', '--cluster', 'local-cuda', '--out', {str(tmp_path)!r}])\n"
+        f"rc = main(['run', 'flights', '--cluster', 'local-cuda', '--device', 'gpu', '--out', {str(tmp_path)!r}])\n"
         "print(rc, sorted(m for m in ('dask_cuda', 'cupy', 'cudf', 'rmm', 'distributed') if m in sys.modules))\n"
     )
     # "Fast" is a promise about order, not seconds: the refusal comes before any cluster is
@@ -129,7 +128,26 @@ def test_local_cuda_without_gpu_fails_fast_and_imports_no_gpu_library(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.stdout.strip().splitlines()[-1] == "2 []"
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("accel: error: --cluster local-cuda needs a usable GPU")
+    assert len(lines) == 1 and lines[0].startswith("accel: error: ") and "GPU" in lines[0], lines
+    assert records_in(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "argv, needles",
+    [
+        (["--cluster", "local", "--device", "gpu"], ["--device gpu needs GPU workers", "local-cuda"]),
+        (["--cluster", "local", "--baseline-scheduler", "tcp://127.0.0.1:8786"], ["--baseline-scheduler", "--scheduler"]),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--worker-memory", "1GB"], ["--worker-memory", "--cluster"]),
+        (["--cluster", "local", "--worker-memory", "lots"], ["--worker-memory 'lots'", "400MB"]),
+        (["--cluster", "local", "--worker-memory", "0.5"], ["--worker-memory '0.5'", "not a fraction"]),
+        (["--cluster", "local", "--worker-memory", "10MB"], ["--worker-memory '10MB'", "at least"]),
+        (["--scheduler", "tcp://127.0.0.1:8786", "--baseline-scheduler", "127.0.0.1"], ["127.0.0.1"]),
+    ],
+)
+def test_pairing_options_are_refused_before_any_cluster_starts(capsys, tmp_path, argv, needles):
+    proc = _main(capsys, "run", "flights", *argv, "--out", str(tmp_path))
+    assert_one_line_error(proc, *needles)
+    assert records_in(tmp_path) == []
 
 
 def test_scale_refuses_without_cluster_and_beyond_the_machine(capsys, tmp_path):

@@ -104,8 +104,8 @@ def test_worker_killed_during_training_is_retried_once_and_recorded(cluster, tmp
     assert "retrying once on the 1 remaining" in proc.stderr
     [path] = records_in(tmp_path / "runs")
     r = read_json(path)
-    assert r["cluster"]["kind"] == "scheduler" and r["cluster"]["worker_kind"] == "cpu" and r["cluster"]["workers"] == 2
     cpu = r["arms"]["cpu"]
+    assert cpu["cluster"]["kind"] == "scheduler" and cpu["cluster"]["worker_kind"] == "cpu" and cpu["cluster"]["workers"] == 2
     assert cpu["status"] == "ok" and cpu["train_retried"] is True
     first, second = cpu["train_attempts"]
     assert first["status"] == "failed" and first["workers"] == 2 and len(first["lost_workers"]) == 1 and first["reason"]

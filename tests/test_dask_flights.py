@@ -102,7 +102,7 @@ def test_cli_run_on_local_cluster_writes_record_and_leaves_no_process(tmp_path, 
     r = read_json(path)
     assert r["mode"] == "dask" and r["config"]["cluster"]["kind"] == "local" and r["config"]["scale"] == 2
     assert r["data"]["scale"] == 2 and "replication" in r["data"] and r["data"]["partitions"] >= 2
-    c = r["cluster"]
+    c = r["arms"]["cpu"]["cluster"]
     for key in ("kind", "worker_kind", "address", "dashboard", "workers", "threads_per_worker", "gpus_per_worker"):
         assert key in c, key
     assert c["workers"] == 2 and c["threads_per_worker"] == 1 and c["gpus_per_worker"] == 0

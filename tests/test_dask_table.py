@@ -166,5 +166,5 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert cpu["rows"] == single["arms"]["cpu"]["rows"] and cpu["features"] == single["arms"]["cpu"]["features"]
     assert gpu["status"] == "skipped" and gpu["reason"]
     assert all(math.isnan(v) for v in r["speedup"].values())
-    assert r["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in r["cluster"]["worker_details"])
+    assert cpu["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in cpu["cluster"]["worker_details"])
     assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE

@@ -723,7 +723,7 @@ def test_local_cluster_listens_on_loopback_only(tmp_path):
     assert proc.returncode == 0, err
     assert main_listeners and all(ip in ("127.0.0.1", "::1") for ip, _ in main_listeners), main_listeners
     record = read_json(records_in(tmp_path / "runs")[0])
-    dask_ports = {int(w["host"].rsplit(":", 1)[1]) for w in record["cluster"]["worker_details"]}
+    dask_ports = {int(w["host"].rsplit(":", 1)[1]) for w in record["arms"]["cpu"]["cluster"]["worker_details"]}
     assert all(ip == "127.0.0.1" for ip, port in worker_listeners if port in dask_ports), worker_listeners
 
 

@@ -102,6 +102,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
             metavar="tcp://HOST:PORT",
             help="run on a running Dask cluster (GPU or CPU workers, detected from the workers)",
         )
+        group.add_argument(
+            "--baseline-scheduler",
+            metavar="tcp://HOST:PORT",
+            help="with --scheduler of GPU workers: a running CPU cluster for the baseline arm (default: this process)",
+        )
     group.add_argument(
         "--workers",
         type=worker_counts if worker_list else positive_int,
@@ -124,6 +129,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
         metavar="SIZE",
         help="local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8 (of the GPU's total memory)",
     )
+    group.add_argument(
+        "--worker-memory",
+        metavar="SIZE",
+        help="host memory per worker of a cluster accel starts, e.g. 400MB or 4GB: Dask spills partitions to disk beyond it",
+    )
     group.add_argument("--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed")
     group.add_argument("--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)")
 
@@ -133,6 +143,7 @@ _LOCAL_FLAGS = {
     "threads_per_worker": "--threads-per-worker",
     "rmm_pool": "--rmm-pool",
     "device_memory_limit": "--device-memory-limit",
+    "worker_memory": "--worker-memory",
     "protocol": "--protocol",
 }
 
@@ -153,7 +164,11 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
             flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
             raise AccelError(f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
         out["cluster"] = {"kind": "scheduler", "address": address}
-    elif kind:
+        if getattr(args, "baseline_scheduler", None):
+            out["cluster"]["baseline_address"] = args.baseline_scheduler
+    elif getattr(args, "baseline_scheduler", None):
+        raise AccelError("--baseline-scheduler is the baseline of a running GPU cluster: it goes with --scheduler")
+    if kind and not address:
         out["cluster"] = {"kind": kind, **given}
     elif given:
         flags = ", ".join(_LOCAL_FLAGS[k] for k in given)

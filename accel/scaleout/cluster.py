@@ -84,6 +84,34 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
     return size
 
 
+def worker_memory_bytes(text: str | None) -> int | None:
+    """``--worker-memory``: each worker's host memory limit in bytes (Dask spills partitions to
+    disk from 60-70% of it, pauses the worker at 80%, restarts it at 95%: ``distributed.worker.memory``)."""
+    if text is None:
+        return None
+    from dask.utils import parse_bytes
+
+    try:
+        float(text)
+    except ValueError:
+        pass
+    else:
+        raise AccelError(f"--worker-memory {text!r}: give a size per worker such as 400MB or 4GB, not a fraction or a bare number")
+    try:
+        size = parse_bytes(text)
+    except (ValueError, TypeError):
+        raise AccelError(f"--worker-memory {text!r} is not a size: give one such as 400MB or 4GB per worker") from None
+    if size < MIN_WORKER_MEMORY:
+        raise AccelError(
+            f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
+            "give at least that"
+        )
+    return size
+
+
+#: The least ``--worker-memory``: a worker with pandas, XGBoost and accel imported holds ~200 MB.
+MIN_WORKER_MEMORY = 256 * 10**6
+
 #: ``--rmm-pool auto`` in :func:`cluster_pool_sizes`.
 RMM_AUTO = object()
 
@@ -219,6 +247,10 @@ class ClusterPlan:
     #: Bytes each worker's pool may grow to (:func:`cluster_pool_sizes`), and what the sizes are.
     rmm_maximum_pool_size: int | None = None
     rmm_pool_basis: str | None = None
+    #: Each worker's host memory limit (``--worker-memory``); None: Dask's share of the machine.
+    memory_limit: int | None = None
+    #: cuDF spilling on GPU workers (device buffers moved to host memory when the pool is full).
+    cudf_spill: bool = False
 
 
 def plan_cluster(config: Any) -> ClusterPlan:
@@ -230,9 +262,15 @@ def plan_cluster(config: Any) -> ClusterPlan:
     if kind == "scheduler":
         if not config.address:
             raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+        if config.worker_memory is not None:
+            raise AccelError("--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits")
+        if config.baseline_address:
+            check_address(config.baseline_address)
         return ClusterPlan("scheduler", address=check_address(config.address))
-    if config.address:
-        raise AccelError(f"an address only goes with a running cluster (--scheduler), not with --cluster {kind}")
+    if config.address or config.baseline_address:
+        flag = "--scheduler" if config.address else "--baseline-scheduler"
+        raise AccelError(f"{flag} (an address) only goes with a running cluster (--scheduler), not with --cluster {kind}")
+    memory_limit = worker_memory_bytes(config.worker_memory)
 
     if config.protocol == "ucx" and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
         raise AccelError("--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp")
@@ -250,7 +288,14 @@ def plan_cluster(config: Any) -> ClusterPlan:
                 f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
                 f"has {cores} cores for accel; use fewer workers or threads"
             )
-        return ClusterPlan("local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=config.protocol)
+        return ClusterPlan(
+            "local",
+            workers=workers,
+            threads_per_worker=threads,
+            worker_kind="cpu",
+            protocol=config.protocol,
+            memory_limit=memory_limit,
+        )
 
     # local-cuda: the GPU question is answered by the driver before anything else is tried.
     probe = probe_gpu()
@@ -283,6 +328,8 @@ def plan_cluster(config: Any) -> ClusterPlan:
         protocol=config.protocol,
         rmm_maximum_pool_size=maximum,
         rmm_pool_basis=basis,
+        memory_limit=memory_limit,
+        cudf_spill=True,
     )
 
 
@@ -306,6 +353,8 @@ class ClusterInfo:
     worker_details: list[dict[str, Any]] = field(default_factory=list)
     rmm_maximum_pool_size: int | None = None
     rmm_pool_basis: str | None = None
+    memory_limit: int | None = None
+    cudf_spill: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -440,6 +489,8 @@ class ClusterSession:
             # bury the run's output on stderr. Real errors still surface as exceptions.
             "silence_logs": logging.CRITICAL,
         }
+        if plan.memory_limit is not None:
+            common["memory_limit"] = plan.memory_limit
         try:
             if plan.kind == "local":
                 from distributed import LocalCluster
@@ -453,6 +504,10 @@ class ClusterSession:
                 extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
             if plan.device_memory_limit is not None:
                 extra["device_memory_limit"] = plan.device_memory_limit
+            if plan.cudf_spill:
+                # dask_cuda/local_cuda_cluster.py:238-243 sets the option in this process too;
+                # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
+                extra["enable_cudf_spill"] = True
             return LocalCUDACluster(**common, **extra)
         except (AccelError, KeyboardInterrupt):
             raise
@@ -497,6 +552,8 @@ class ClusterSession:
             worker_details=details,
             rmm_maximum_pool_size=plan.rmm_maximum_pool_size,
             rmm_pool_basis=plan.rmm_pool_basis,
+            memory_limit=plan.memory_limit,
+            cudf_spill=plan.cudf_spill,
         )
 
     def workers_now(self) -> list[str]:

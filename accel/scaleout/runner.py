@@ -31,12 +31,11 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -49,8 +48,9 @@ from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
 from accel.record import show_result
 from accel.registry import xgboost_device_used, xgboost_threads_used
-from accel.result import ArmResult, Listener, check_device, parity, skipped
-from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler, plan_cluster
+from accel.result import ArmResult, Listener, check_device, skipped
+from accel.scaleout.arms import ArmPlace, plan_arms
+from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
 from accel.timing import STAGES
 from accel.workflows.base import DaskWorkflow, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
@@ -223,10 +223,13 @@ def run_on_session(
     seed: int,
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
+    backend: Backend | None = None,
 ) -> tuple[dict[str, Any], DaskWorkflow]:
     """Run every stage on the session's cluster; the arm's part of the record and the workflow.
 
     ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
+    ``backend`` is this process's backend for the workers' kind, as
+    :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`).
     """
     from xgboost import dask as dxgb
 
@@ -234,7 +237,7 @@ def run_on_session(
     assert info is not None
     kind = info.worker_kind
     client = session.client
-    backend = client_backend(kind)
+    backend = backend or client_backend(kind)
     if isinstance(workflow, str):
         try:
             build = DASK_WORKFLOWS[workflow]
@@ -357,7 +360,6 @@ def _max(values: Any) -> float | None:
 
 #: Options of a run in this process that a Dask run does not take: (config key, its default, flag).
 SINGLE_PROCESS_ONLY = (
-    ("device", "auto", "--device"),
     ("precision", "fp32", "--precision"),
     ("batch_rows", "auto", "--batch-rows"),
     ("memory_budget", None, "--memory-budget"),
@@ -370,7 +372,7 @@ def check_dask_config(config: Any) -> None:
         if getattr(config, key, default) != default:
             raise AccelError(
                 f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): "
-                "on Dask the workers decide the device and hold their partitions in memory"
+                "on Dask the workers hold their partitions in memory (--worker-memory limits them, and Dask spills)"
             )
     model = getattr(config, "model", "xgboost")
     if model not in DASK_MODELS:
@@ -380,28 +382,79 @@ def check_dask_config(config: Any) -> None:
         )
 
 
+def run_placed_arm(
+    place: ArmPlace,
+    workflow: str | DaskBuilder,
+    settings: WorkflowSettings,
+    params: XGBoostParams,
+    seed: int,
+    listener: Listener | None,
+    say: Callable[[str], None],
+    single_process: Callable[[], Any] | None = None,
+    memory: Any = None,
+) -> tuple[dict[str, Any], Any]:
+    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the workflow)``.
+
+    A cluster accel starts is started for the arm and closed after it (the next arm gets the
+    node to itself); a running cluster stays attached. The arm in this process runs
+    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`.
+    """
+    if place.skip is not None:
+        return skipped(place.skip).as_dict(), None
+    if place.placement == "process":
+        from accel.runner import run_arm_safely
+
+        assert single_process is not None
+        single = single_process()
+        arm = run_arm_safely(place.backend, single, listener, memory, collect=False).as_dict()
+        arm.update(placement="process", placement_note=place.note, cluster=None)
+        return arm, single
+    t0 = time.perf_counter()
+    with ExitStack() as stack:
+        session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
+        startup = time.perf_counter() - t0 if place.session is None else 0.0
+        arm, dask_workflow = run_on_session(session, workflow, settings, params, seed, listener, say, place.backend)
+        arm["cluster"] = describe_cluster(session.info, arm, startup)
+    return arm, dask_workflow
+
+
+def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
+    """The cluster an arm ran on, each worker with its memory peaks."""
+    cluster = info.as_dict()
+    cluster["startup_seconds"] = round(startup_seconds, 3)
+    cluster["memory_note"] = (
+        "per worker: peak_rss_mb from getrusage in the worker process (since that worker started); "
+        "dask_reported_* are maxima of the scheduler's heartbeat metrics sampled every 0.25 s"
+    )
+    for worker in cluster["worker_details"]:
+        worker["memory"] = arm["workers_memory"].get(worker["address"])
+    return cluster
+
+
 def cluster_run(
     config: Any,
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
 ) -> tuple[dict[str, Any], Any]:
-    """Run ``config`` (which has a ``cluster``) on Dask and write its record; ``(record, path)``.
+    """Run ``config`` (which has a ``cluster``) on Dask, both arms, and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
     a user's table and target (planned here, on the host, as for a run in this process; then
     ``on_plan(workflow)`` is called with the single-process workflow that holds the plan), the
-    cluster request (:func:`accel.scaleout.cluster.plan_cluster`).
+    cluster request and the device (:func:`accel.scaleout.arms.plan_arms`). The accelerated
+    arm runs first, then the baseline; each arm's record part says where it ran
+    (``placement``, ``cluster``).
     """
     from accel.environment import collect_environment
-    from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
+    from accel.record import ensure_writable, record_stem, write_record
+    from accel.runner import build_workflow, run_record
 
     check_dask_config(config)
     out = ensure_writable(config.out)
     workflow: str | DaskBuilder = config.workflow
+    planned_workflow = None
     if config.data is not None:
-        from accel.runner import build_workflow
-
         planned_workflow = build_workflow(config)  # the single-process plan: rows, split, columns
         if on_plan is not None:
             on_plan(planned_workflow)
@@ -411,120 +464,86 @@ def cluster_run(
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    plan = plan_cluster(config.cluster)
     settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
     params = XGBoostParams(**config.xgboost.model_dump())
 
+    def single_process() -> Any:
+        return planned_workflow if planned_workflow is not None else build_workflow(config)
+
     started = datetime.now(timezone.utc)
     environment = collect_environment()
-    t0 = time.perf_counter()
-    with ClusterSession(plan, say=say) as session:
-        startup = time.perf_counter() - t0
-        arm, dask_workflow = run_on_session(session, workflow, settings, params, config.seed, listener, say)
-        info = session.info
+    arms: dict[str, dict[str, Any]] = {}
+    described = None
+    with ExitStack() as stack:
+        places = plan_arms(config, stack, say)
+        for kind in ("gpu", "cpu"):
+            arms[kind], ran = run_placed_arm(
+                places[kind], workflow, settings, params, config.seed, listener, say, single_process, config.memory_settings()
+            )
+            described = described or ran
     finished = datetime.now(timezone.utc)
-    record = {"schema_version": SCHEMA_VERSION, "run_id": new_run_id(started)}
-    record.update(build_record(config, info, arm, dask_workflow, environment, started, finished, startup))
-    path = write_record(out, record, record_stem(dask_workflow.name, started))
+    if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
+        raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
+    record = run_record(
+        config, described, arms["gpu"], arms["cpu"], environment, started, finished,
+        model={"name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump()},
+        mode="dask",
+    )  # fmt: skip
+    path = write_record(out, record, record_stem(described.name, started))
     return record, path
-
-
-def build_record(
-    config: Any,
-    info: Any,
-    arm: dict[str, Any],
-    workflow: Any,
-    environment: dict[str, Any],
-    started: datetime,
-    finished: datetime,
-    startup_seconds: float,
-) -> dict[str, Any]:
-    kind = info.worker_kind
-    other = "cpu" if kind == "gpu" else "gpu"
-    other_arm = skipped(
-        f"not run: this run ran on a Dask cluster of {kind.upper()} workers "
-        "(accel scale compares clusters with the single-process CPU baseline)"
-    ).as_dict()
-    arms = {kind: arm, other: other_arm}
-    environment["threads_used"] = {kind: arm["threads"], other: {}}
-    cluster = info.as_dict()
-    cluster["startup_seconds"] = round(startup_seconds, 3)
-    cluster["memory_note"] = (
-        "per worker: peak_rss_mb from getrusage in the worker process (since that worker started); "
-        "dask_reported_* are maxima of the scheduler's heartbeat metrics sampled every 0.25 s"
-    )
-    for worker in cluster["worker_details"]:
-        worker["memory"] = arm["workers_memory"].get(worker["address"])
-    return {
-        "workflow": workflow.name,
-        "task": workflow.task,
-        "mode": "dask",
-        "started_at": started.isoformat(),
-        "finished_at": finished.isoformat(),
-        "git_sha": environment.get("git_sha"),
-        "config": config.model_dump(mode="json"),
-        "data": workflow.describe_data(),
-        "features": dict(getattr(workflow, "feature_reports", {})),
-        "environment": environment,
-        "cluster": cluster,
-        "arms": {"gpu": arms["gpu"], "cpu": arms["cpu"]},
-        "speedup": {**{s: math.nan for s in STAGES}, "total": math.nan},
-        "parity": parity(workflow.task, "xgboost", ArmResult(**_arm_fields(arms["gpu"])), ArmResult(**_arm_fields(arms["cpu"]))),
-    }
-
-
-def _arm_fields(arm: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__}
 
 
 # --------------------------------------------------------------------------- the command
 
 
 def render_cluster_run(record: dict[str, Any], console: Any) -> None:
-    """Seconds per stage, metrics, and the cluster with each worker's memory peak."""
+    """The paired stage table (as for a run in one process), then where each arm ran: its
+    cluster, each worker's memory peak, and a retried training."""
     from rich.table import Table
 
-    cluster = record["cluster"]
-    kind = cluster["worker_kind"]
-    arm = record["arms"][kind]
-    table = Table(
-        title=f"accel run {record['workflow']} on Dask — {cluster['workers']} {kind.upper()} worker(s)",
-        title_justify="left",
-    )
-    table.add_column("stage")
-    table.add_column("seconds", justify="right")
-    for stage in STAGES:
-        table.add_row(stage, f"{arm['stages'][stage]:.2f}")
-    table.add_row("total", f"{arm['total_seconds']:.2f}", style="bold")
-    console.print(table)
-    for name, value in arm["metrics"].items():
-        console.print(f"{name}: {value:.4f}", highlight=False)
-    console.print(f"device used: {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s", highlight=False)
-    attempts = arm.get("train_attempts", [])
-    if len(attempts) > 1:
-        first = attempts[0]
+    from accel.report.console import render_run
+
+    render_run(record, console)
+    for kind in ("gpu", "cpu"):
+        arm = record["arms"][kind]
+        if arm["status"] == "skipped":
+            continue
+        cluster = arm.get("cluster")
+        if cluster is None:
+            console.print(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}", highlight=False, markup=False)
+            continue
         console.print(
-            f"training retried: attempt 1 lost {len(first['lost_workers'])} worker(s) ({first['reason']}); "
-            f"attempt 2 ran on {attempts[-1]['workers']}",
+            f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "
+            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s",
             highlight=False,
             markup=False,
         )
-    workers = Table(title="workers", title_justify="left")
-    workers.add_column("worker")
-    workers.add_column("threads", justify="right")
-    workers.add_column("peak RSS (MB)", justify="right")
-    workers.add_column("peak device (MB)", justify="right")
-    for w in cluster["worker_details"]:
-        memory = w.get("memory") or {}
-        workers.add_row(
-            w["address"],
-            str(w["nthreads"]),
-            _fmt(memory.get("peak_rss_mb")),
-            _fmt(memory.get("dask_reported_peak_device_mb")),
-        )
-    console.print(workers)
-    if arm["status"] != "ok":
-        console.print(f"{kind.upper()} cluster arm failed: {arm['reason']}", highlight=False, markup=False)
+        attempts = arm.get("train_attempts", [])
+        if len(attempts) > 1:
+            first = attempts[0]
+            console.print(
+                f"training retried: attempt 1 lost {len(first['lost_workers'])} worker(s) ({first['reason']}); "
+                f"attempt 2 ran on {attempts[-1]['workers']}",
+                highlight=False,
+                markup=False,
+            )
+        workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
+        workers.add_column("worker")
+        workers.add_column("threads", justify="right")
+        workers.add_column("memory limit (MB)", justify="right")
+        workers.add_column("peak RSS (MB)", justify="right")
+        workers.add_column("peak device (MB)", justify="right")
+        for w in cluster["worker_details"]:
+            memory = w.get("memory") or {}
+            limit = w.get("memory_limit_bytes")
+            workers.add_row(
+                w["address"],
+                str(w["nthreads"]),
+                _fmt(limit / 1e6 if limit else None),
+                _fmt(memory.get("peak_rss_mb")),
+                _fmt(memory.get("dask_reported_peak_device_mb")),
+            )
+        console.print(workers)
 
 
 def _fmt(value: float | None) -> str:
@@ -544,8 +563,8 @@ def run_command(config: Any, as_json: bool) -> int:
     finally:
         progress.close()
     show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})
-    kind = record["cluster"]["worker_kind"]
-    if record["arms"][kind]["status"] != "ok":
-        print(f"accel: the {kind} cluster arm failed (see the record)", file=sys.stderr)
+    failed = [kind for kind, arm in record["arms"].items() if arm["status"] == "failed"]
+    if failed:
+        print(f"accel: the {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
         return 1
     return 0

@@ -1,0 +1,189 @@
+"""Where each arm of a cluster run goes: the accelerated arm on GPU workers, the baseline on CPU workers.
+
+A run on Dask is paired like a run in one process: the same workflow on the accelerated arm
+and on the CPU baseline, both timed by stage, so that every speedup is a number whenever both
+ran. The device is decided once, by :func:`accel.backend.resolve_arms` (``--device
+auto|gpu|cpu``), in this process, which plans the partitions of both arms:
+
+- ``--cluster local-cuda``: the GPU arm on a ``LocalCUDACluster`` (one worker per GPU), then
+  the baseline on a ``LocalCluster`` of as many CPU workers sharing this node's cores. Without
+  a usable GPU (or without Dask-CUDA) the GPU arm is skipped with the reason and the CPU
+  cluster arm still runs, as ``--device auto`` does in one process.
+- ``--cluster local``: CPU workers only, the baseline arm; the GPU arm is skipped, saying
+  that ``--cluster local-cuda`` runs it.
+- ``--scheduler ADDR``: the arm of the workers found there (GPU or CPU). A GPU cluster's
+  baseline runs on the CPU cluster at ``--baseline-scheduler ADDR``, or, without one, in this
+  process (the single-process CPU arm, every core, streamed in batches when the table does
+  not fit); the CPU arm's ``placement`` says which.
+
+Clusters accel starts are started one at a time, each closed before the next arm, so the
+two arms never share the node; running clusters are attached to before either arm runs, so
+that a baseline cluster that is not a CPU cluster is refused before any work.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from accel.backend import Backend, cpu_backend, cpu_threads, module_installed, resolve_arms
+from accel.errors import AccelError, DeviceUnavailable
+from accel.scaleout.cluster import ClusterPlan, ClusterSession, plan_cluster
+
+ArmKind = Literal["gpu", "cpu"]
+#: Where an arm runs: on Dask workers, or in this process (the baseline of a running GPU cluster).
+Placement = Literal["dask", "process"]
+
+
+@dataclass
+class ArmPlace:
+    """Where one arm of a cluster run goes, or why it does not run.
+
+    Attributes
+    ----------
+    kind : {"gpu", "cpu"}
+    backend : Backend or None
+        This process's backend for the arm (it plans the arm's partitions); None when skipped.
+    plan : ClusterPlan or None
+        The cluster to start or attach to; None for an arm in this process or a skipped one.
+    session : ClusterSession or None
+        A running cluster already attached to (``--scheduler``); a cluster accel starts is
+        started when its arm runs.
+    skip : str or None
+        Why the arm does not run.
+    note : str or None
+        Why the arm runs where it does, when that is not the cluster asked for.
+    """
+
+    kind: ArmKind
+    backend: Backend | None = None
+    plan: ClusterPlan | None = None
+    session: ClusterSession | None = None
+    skip: str | None = None
+    note: str | None = None
+
+    @property
+    def placement(self) -> Placement | None:
+        if self.skip is not None:
+            return None
+        return "process" if self.plan is None and self.session is None else "dask"
+
+
+def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None = None) -> ClusterPlan:
+    """The CPU baseline beside ``workers`` GPU workers on this node: as many CPU workers, the node's cores shared among them."""
+    cores = cpu_threads()
+    if workers > cores:
+        raise AccelError(
+            f"--workers {workers}: the CPU baseline runs as many CPU workers, and this machine has {cores} cores for accel"
+        )
+    return ClusterPlan(
+        "local",
+        workers=workers,
+        threads_per_worker=max(1, cores // workers),
+        worker_kind="cpu",
+        protocol=protocol,
+        memory_limit=memory_limit,
+    )
+
+
+def plan_local_arms(config: Any, device: str) -> dict[ArmKind, ArmPlace]:
+    """Both arms for ``--cluster local`` / ``local-cuda``; nothing is started, refusals come first."""
+    cluster = config.cluster
+    if cluster.kind == "local":
+        if device == "gpu":
+            raise DeviceUnavailable("--device gpu needs GPU workers: use --cluster local-cuda (or --scheduler with dask cuda workers)")
+        gpu_skip = (
+            "not requested (--device cpu)"
+            if device == "cpu"
+            else "not run: --cluster local starts CPU workers only (--cluster local-cuda runs the GPU arm beside this baseline)"
+        )
+        return {"gpu": ArmPlace("gpu", skip=gpu_skip), "cpu": ArmPlace("cpu", cpu_backend(), plan_cluster(cluster))}
+
+    arms = resolve_arms(device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
+    gpu = ArmPlace("gpu", skip=arms.gpu_skip)
+    if arms.gpu is not None and not module_installed("dask_cuda"):
+        reason = "dask-cuda is not installed: pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13])"
+        if device == "gpu":
+            raise DeviceUnavailable(f"--cluster local-cuda needs {reason}")
+        gpu = ArmPlace("gpu", skip=f"GPU workers unavailable: {reason}")
+    elif arms.gpu is not None:
+        gpu = ArmPlace("gpu", arms.gpu, plan_cluster(cluster))
+    workers = gpu.plan.workers if gpu.plan is not None else (cluster.workers or 1)
+    protocol = cluster.protocol
+    memory_limit = gpu.plan.memory_limit if gpu.plan is not None else plan_cluster_memory(cluster)
+    cpu = ArmPlace("cpu", arms.cpu, baseline_plan(workers or 1, protocol, memory_limit))
+    return {"gpu": gpu, "cpu": cpu}
+
+
+def plan_cluster_memory(cluster: Any) -> int | None:
+    """``--worker-memory`` in bytes (checked by :func:`plan_cluster`'s parser)."""
+    from accel.scaleout.cluster import worker_memory_bytes
+
+    return worker_memory_bytes(cluster.worker_memory)
+
+
+def attach_scheduler_arms(config: Any, device: str, stack: ExitStack, say: Any) -> dict[ArmKind, ArmPlace]:
+    """Both arms for ``--scheduler``: attach to the cluster (and the baseline's), learn their workers' kind.
+
+    Sessions are entered on ``stack`` and stay open until the run ends.
+    """
+    cluster = config.cluster
+    primary = stack.enter_context(ClusterSession(plan_cluster(cluster), say=say))
+    kind = primary.info.worker_kind
+    baseline = None
+    if cluster.baseline_address:
+        if kind == "cpu":
+            raise AccelError(
+                f"--baseline-scheduler is the CPU baseline of a GPU cluster, but the workers at {cluster.address} are "
+                "CPU workers already: leave it out"
+            )
+        plan = plan_cluster(replace_address(cluster, cluster.baseline_address))
+        baseline = stack.enter_context(ClusterSession(plan, say=say))
+        if baseline.info.worker_kind != "cpu":
+            raise AccelError(
+                f"--baseline-scheduler {cluster.baseline_address}: its workers are GPU workers; the baseline needs "
+                "CPU workers (start them with 'dask worker')"
+            )
+    if kind == "cpu":
+        if device == "gpu":
+            raise DeviceUnavailable(f"--device gpu: the workers at {cluster.address} are CPU workers")
+        reason = (
+            "not requested (--device cpu)"
+            if device == "cpu"
+            else f"not run: the workers at {cluster.address} are CPU workers (point --scheduler at GPU workers for the GPU arm)"
+        )
+        return {"gpu": ArmPlace("gpu", skip=reason), "cpu": ArmPlace("cpu", cpu_backend(), session=primary)}
+
+    arms = resolve_arms(device)
+    if device == "cpu":
+        gpu = ArmPlace("gpu", skip=arms.gpu_skip)
+    elif arms.gpu is None:
+        raise AccelError(
+            "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
+            f"in this process too; run accel on one of the GPU nodes (here: {arms.gpu_skip})"
+        )
+    else:
+        gpu = ArmPlace("gpu", arms.gpu, session=primary)
+    if baseline is not None:
+        cpu = ArmPlace("cpu", arms.cpu, session=baseline)
+    else:
+        cpu = ArmPlace(
+            "cpu",
+            arms.cpu,
+            note="no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)",
+        )
+    return {"gpu": gpu, "cpu": cpu}
+
+
+def replace_address(cluster: Any, address: str) -> Any:
+    """The cluster request with another scheduler address (the baseline's)."""
+    return cluster.model_copy(update={"address": address, "baseline_address": None})
+
+
+def plan_arms(config: Any, stack: ExitStack, say: Any) -> dict[ArmKind, ArmPlace]:
+    """Where both arms of ``config``'s cluster run go (see the module's description)."""
+    device = getattr(config, "device", "auto")
+    if config.cluster.kind == "scheduler":
+        return attach_scheduler_arms(config, device, stack, say)
+    return plan_local_arms(config, device)
