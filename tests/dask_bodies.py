@@ -65,3 +65,33 @@ def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 60
     assert set(memory) == {w["address"] for w in session.info.worker_details}
     assert all(m["peak_rss_mb"] and m["peak_rss_mb"] > 50 for m in memory.values())
     return arm
+
+
+def check_local_cuda_run_is_paired_with_a_cpu_cluster(tmp_path, gpu_usable: bool) -> dict:
+    """``accel run flights --cluster local-cuda``: the GPU arm on GPU workers (skipped with the
+    reason where no GPU is usable), the CPU baseline on as many CPU workers of the same node,
+    speedups that are numbers exactly when both ran."""
+    import math
+
+    from tests.conftest import read_json, records_in, run_accel
+
+    proc = run_accel(
+        "run", "flights", "--rows", "3000", "--cluster", "local-cuda", "--workers", "1", "--out", str(tmp_path), timeout=300
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [path] = records_in(tmp_path)
+    r = read_json(path)
+    gpu, cpu = r["arms"]["gpu"], r["arms"]["cpu"]
+    assert r["mode"] == "dask" and r["config"]["cluster"]["kind"] == "local-cuda"
+    assert cpu["status"] == "ok" and cpu["placement"] == "dask" and cpu["device_used"] == "cpu"
+    assert cpu["cluster"]["kind"] == "local" and cpu["cluster"]["worker_kind"] == "cpu" and cpu["cluster"]["workers"] == 1
+    if gpu_usable:
+        assert gpu["status"] == "ok" and gpu["placement"] == "dask" and gpu["device_used"].startswith("cuda")
+        assert gpu["cluster"]["kind"] == "local-cuda" and gpu["cluster"]["cudf_spill"] is True
+        assert all(v > 0 and not math.isnan(v) for v in r["speedup"].values()), r["speedup"]
+        assert r["parity"]["ok"] is True, r["parity"]
+    else:
+        assert gpu["status"] == "skipped" and gpu["reason"].startswith("GPU unavailable: ")
+        assert all(math.isnan(v) for v in r["speedup"].values()) and r["parity"]["ok"] is None
+    assert "GPU arm" in proc.stdout and "CPU arm: 1 CPU Dask worker(s)" in proc.stdout
+    return r

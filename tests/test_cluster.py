@@ -232,3 +232,55 @@ def test_the_collective_timeout_is_settable_and_checked(monkeypatch):
         monkeypatch.setenv(COLLECTIVE_TIMEOUT_ENV, bad)
         with pytest.raises(AccelError, match=COLLECTIVE_TIMEOUT_ENV):
             collective_timeout()
+
+
+# --------------------------------------------------------------------------- where each arm goes
+
+
+def _arms(cluster: dict, device: str = "auto"):
+    from contextlib import ExitStack
+
+    from accel.config import build_config
+    from accel.scaleout.arms import plan_arms
+
+    config = build_config({"workflow": "flights"}, {"cluster": cluster, "device": device}, "test")
+    with ExitStack() as stack:
+        return plan_arms(config, stack, say=lambda _: None)
+
+
+def test_local_cluster_is_the_baseline_and_says_where_the_gpu_arm_runs():
+    arms = _arms({"kind": "local", "workers": 1, "worker_memory": "600MB"})
+    assert arms["gpu"].skip and "--cluster local-cuda runs the GPU arm" in arms["gpu"].skip
+    cpu = arms["cpu"]
+    assert cpu.placement == "dask" and cpu.plan.kind == "local" and cpu.plan.worker_kind == "cpu"
+    assert cpu.plan.workers == 1 and cpu.plan.memory_limit == 600 * 10**6 and cpu.backend.name == "cpu"
+    assert _arms({"kind": "local"}, "cpu")["gpu"].skip == "not requested (--device cpu)"
+
+
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here")
+def test_local_cuda_without_gpu_skips_the_gpu_arm_and_keeps_its_cpu_baseline():
+    arms = _arms({"kind": "local-cuda", "workers": 2, "worker_memory": "1GB"})
+    assert arms["gpu"].placement is None and arms["gpu"].skip.startswith("GPU unavailable: ")
+    plan = arms["cpu"].plan
+    assert plan.kind == "local" and plan.worker_kind == "cpu" and plan.workers == 2
+    assert plan.threads_per_worker == max(1, cpu_threads() // 2) and plan.memory_limit == 10**9
+    assert not plan.cudf_spill and arms["cpu"].backend.name == "cpu"
+    assert _arms({"kind": "local-cuda"}, "cpu")["gpu"].skip == "not requested (--device cpu)"
+
+
+@pytest.mark.skipif(gpu_skip_reason() is not None, reason=f"needs a usable GPU: {gpu_skip_reason()}")
+def test_local_cuda_pairs_one_cpu_worker_per_gpu_worker_on_the_node():
+    arms = _arms({"kind": "local-cuda"})
+    gpu, cpu = arms["gpu"].plan, arms["cpu"].plan
+    assert gpu.kind == "local-cuda" and gpu.worker_kind == "gpu" and gpu.cudf_spill
+    assert cpu.kind == "local" and cpu.workers == gpu.workers and cpu.workers * cpu.threads_per_worker <= cpu_threads()
+    assert arms["gpu"].backend.is_gpu and not arms["cpu"].backend.is_gpu
+
+
+def test_baseline_plan_shares_the_nodes_cores_and_refuses_more_workers_than_cores():
+    from accel.scaleout.arms import baseline_plan
+
+    plan = baseline_plan(1)
+    assert plan.workers == 1 and plan.threads_per_worker == cpu_threads()
+    with pytest.raises(AccelError, match="cores"):
+        baseline_plan(cpu_threads() + 1)

@@ -25,7 +25,7 @@ from accel.scaleout.runner import ClusterRunFailed, run_on_session
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from accel.workflows.flights_dask import DaskFlights, plan_blocks
-from tests.conftest import ROOT, read_json, records_in
+from tests.conftest import ROOT, read_json, records_in, run_accel
 from tests.dask_procs import DaskProcesses
 
 # Real scheduler and worker processes killed mid-run: the slow tier (`pytest -m slow`).
@@ -111,6 +111,21 @@ def test_worker_killed_during_training_is_retried_once_and_recorded(cluster, tmp
     assert first["status"] == "failed" and first["workers"] == 2 and len(first["lost_workers"]) == 1 and first["reason"]
     assert second == {"attempt": 2, "status": "ok", "workers": 1}
     assert 0.55 < cpu["metrics"]["auc"] < 1
+    gpu = r["arms"]["gpu"]
+    assert gpu["status"] == "skipped" and f"the workers at {procs.address} are CPU workers" in gpu["reason"]
+
+
+@pytest.mark.workers(1)
+def test_a_baseline_scheduler_beside_cpu_workers_is_refused_before_any_work(cluster, tmp_path):
+    procs, _, _ = cluster
+    proc = run_accel(
+        "run", "flights", "--rows", "2000", "--scheduler", procs.address, "--baseline-scheduler", procs.address,
+        "--out", str(tmp_path / "runs"), timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("accel: error: ")]
+    assert len(errors) == 1 and "--baseline-scheduler" in errors[0] and "CPU workers already" in errors[0]
+    assert "Traceback" not in proc.stderr and records_in(tmp_path / "runs") == []
 
 
 @pytest.mark.workers(3)

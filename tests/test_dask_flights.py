@@ -19,8 +19,12 @@ from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
-from tests.conftest import ROOT, read_json, records_in, run_accel, sigint_default
-from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
+from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in, run_accel, sigint_default
+from tests.dask_bodies import (
+    check_dask_features_match_single_process,
+    check_dask_run_agrees_with_single_process,
+    check_local_cuda_run_is_paired_with_a_cpu_cluster,
+)
 from tests.dask_procs import live_group_members
 
 FAST_YAML = "workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n"
@@ -115,6 +119,12 @@ def test_cli_run_on_local_cluster_writes_record_and_leaves_no_process(tmp_path, 
     assert all(math.isnan(v) for v in r["speedup"].values())
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here: tests/test_dask_gpu.py runs the paired run")
+def test_local_cuda_without_gpu_runs_its_cpu_baseline_cluster_and_says_why_the_gpu_arm_did_not(tmp_path):
+    check_local_cuda_run_is_paired_with_a_cpu_cluster(tmp_path, gpu_usable=False)
+
+
 def _ctrl_c_dask_run(tmp_path, ready) -> None:
     """Start ``accel run flights`` on a local 2-worker cluster in its own process group, wait until
     ``ready(proc)`` says so, send SIGINT to the whole group (what Ctrl-C on a terminal does), then
@@ -198,13 +208,14 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     r = read_json(path)
     assert r["benchmark"] == "scaling" and r["cluster_kind"] == "local" and r["worker_counts"] == [1, 2]
     rows = r["rows"]
-    assert {(row["kind"], row["workers"]) for row in rows} == {("single-process", 1), ("local", 1), ("local", 2)}
+    assert {(row["kind"], row["workers"]) for row in rows} == {("single-process", 1), ("cpu", 1), ("cpu", 2)}
+    assert "--cluster local-cuda runs the GPU arm" in r["skipped_arms"]["gpu"]
     for row in rows:
         assert set(row) >= {"workers", "kind", "stage", "seconds", "speedup_vs_1", "efficiency", "metric"}
         assert isinstance(row["workers"], int) and row["stage"] in (*STAGES, "total")
         assert row["seconds"] > 0 and 0.5 < row["metric"] < 1
     by = {(row["kind"], row["workers"], row["stage"]): row for row in rows}
-    one, two = by[("local", 1, "total")], by[("local", 2, "total")]
+    one, two = by[("cpu", 1, "total")], by[("cpu", 2, "total")]
     assert one["speedup_vs_1"] == pytest.approx(1.0) and one["efficiency"] == pytest.approx(1.0)
     assert two["speedup_vs_1"] == pytest.approx(one["seconds"] / two["seconds"])
     assert two["efficiency"] == pytest.approx(two["speedup_vs_1"] / 2)
@@ -212,6 +223,6 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     # Same data and seed everywhere: the accuracies agree within the stated tolerance.
     from accel.scaleout.runner import DASK_PARITY_TOLERANCE
 
-    aucs = [by[(k, n, "total")]["metric"] for k, n in (("single-process", 1), ("local", 1), ("local", 2))]
+    aucs = [by[(k, n, "total")]["metric"] for k, n in (("single-process", 1), ("cpu", 1), ("cpu", 2))]
     assert max(aucs) - min(aucs) <= DASK_PARITY_TOLERANCE
     assert np.isfinite([row["seconds"] for row in rows]).all()

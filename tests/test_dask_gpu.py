@@ -13,7 +13,11 @@ import pytest
 from accel.config import ClusterConfig
 from accel.scaleout.cluster import ClusterSession, plan_cluster
 from tests.conftest import requires_gpu
-from tests.dask_bodies import check_dask_features_match_single_process, check_dask_run_agrees_with_single_process
+from tests.dask_bodies import (
+    check_dask_features_match_single_process,
+    check_dask_run_agrees_with_single_process,
+    check_local_cuda_run_is_paired_with_a_cpu_cluster,
+)
 from tests.gpu_marks import needs_dask_cuda, needs_dask_cudf
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
@@ -70,3 +74,9 @@ def test_local_cuda_plan_sizes_pools_from_free_memory():
     expected = cluster_pool_sizes("auto", [free], through_rmm)[0]
     assert abs(plan.rmm_pool_size - expected) <= 0.02 * total
     assert plan.rmm_pool_size <= plan.rmm_maximum_pool_size < total and "free memory" in plan.rmm_pool_basis
+
+
+@needs_dask_cudf
+@needs_dask_cuda
+def test_local_cuda_run_pairs_the_gpu_workers_with_a_cpu_cluster(tmp_path):
+    check_local_cuda_run_is_paired_with_a_cpu_cluster(tmp_path, gpu_usable=True)

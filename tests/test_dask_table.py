@@ -168,3 +168,27 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert all(math.isnan(v) for v in r["speedup"].values())
     assert cpu["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in cpu["cluster"]["worker_details"])
     assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
+
+
+@pytest.mark.slow
+def test_scale_on_a_users_table_runs_each_count_beside_the_single_process_baseline(tmp_path, tables):
+    """``accel scale --data --target``: the table planned once, 1 and 2 CPU workers, the
+    single-process run as reference, RMSE (a regression target) at every count."""
+    proc = run_accel(
+        "scale", "--data", str(tables["parquet"]), "--target", "basket", "--probe", "off", "--cluster", "local",
+        "--workers", "1,2", "--out", str(tmp_path), timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [path] = records_in(tmp_path)
+    assert path.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    r = read_json(path)
+    assert r["benchmark"] == "scaling" and r["workflow"] == "table" and r["metric_name"] == "rmse"
+    assert r["config"]["data"] == str(tables["parquet"]) and r["data"]["source"]["kind"] == "parquet"
+    by = {(row["kind"], row["workers"], row["stage"]): row for row in r["rows"]}
+    assert {(k, n) for k, n, _ in by} == {("single-process", 1), ("cpu", 1), ("cpu", 2)}
+    single, one, two = (by[(k, n, "total")] for k, n in (("single-process", 1), ("cpu", 1), ("cpu", 2)))
+    assert all(row["status"] == "ok" and row["seconds"] > 0 for row in (single, one, two))
+    assert two["efficiency"] == pytest.approx(two["speedup_vs_1"] / 2)
+    # The same rows and features at every count; XGBoost's merged sketches move RMSE a little.
+    assert max(abs(row["metric"] - single["metric"]) for row in (one, two)) <= 0.02 * single["metric"]
+    assert "RMSE" in proc.stdout and "GPU arm skipped at every worker count" in proc.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 from accel import __version__
 from accel.cli.options import (
     add_cluster_arguments,
+    add_probe_argument,
     add_table_arguments,
     batch_rows,
     config_overrides,
@@ -47,13 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
     run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
     add_table_arguments(run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)")
-    run.add_argument(
-        "--probe",
-        choices=["auto", "off", "force"],
-        help="with --data and xgboost: the encoding probe for categorical columns of 33-4,096 values "
-        "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
-        "off: target encoding; force: probe again)",
-    )
+    add_probe_argument(run)
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"

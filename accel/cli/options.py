@@ -66,6 +66,17 @@ def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> Non
     add_date_format_argument(parser)
 
 
+def add_probe_argument(parser: argparse.ArgumentParser) -> None:
+    """``--probe``: the encoding probe of a user's table (``accel run``, ``accel scale``)."""
+    parser.add_argument(
+        "--probe",
+        choices=["auto", "off", "force"],
+        help="with --data and xgboost: the encoding probe for categorical columns of 33-4,096 values "
+        "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
+        "off: target encoding; force: probe again)",
+    )
+
+
 def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--date-format",

@@ -92,7 +92,9 @@ def plan_local_arms(config: Any, device: str) -> dict[ArmKind, ArmPlace]:
     cluster = config.cluster
     if cluster.kind == "local":
         if device == "gpu":
-            raise DeviceUnavailable("--device gpu needs GPU workers: use --cluster local-cuda (or --scheduler with dask cuda workers)")
+            raise DeviceUnavailable(
+                "--device gpu needs GPU workers: use --cluster local-cuda (or --scheduler with dask cuda workers)"
+            )
         gpu_skip = (
             "not requested (--device cpu)"
             if device == "cpu"

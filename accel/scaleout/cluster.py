@@ -96,7 +96,9 @@ def worker_memory_bytes(text: str | None) -> int | None:
     except ValueError:
         pass
     else:
-        raise AccelError(f"--worker-memory {text!r}: give a size per worker such as 400MB or 4GB, not a fraction or a bare number")
+        raise AccelError(
+            f"--worker-memory {text!r}: give a size per worker such as 400MB or 4GB, not a fraction or a bare number"
+        )
     try:
         size = parse_bytes(text)
     except (ValueError, TypeError):
@@ -263,7 +265,9 @@ def plan_cluster(config: Any) -> ClusterPlan:
         if not config.address:
             raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
         if config.worker_memory is not None:
-            raise AccelError("--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits")
+            raise AccelError(
+                "--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits"
+            )
         if config.baseline_address:
             check_address(config.baseline_address)
         return ClusterPlan("scheduler", address=check_address(config.address))

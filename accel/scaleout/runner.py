@@ -510,7 +510,9 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
             continue
         cluster = arm.get("cluster")
         if cluster is None:
-            console.print(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}", highlight=False, markup=False)
+            console.print(
+                f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}", highlight=False, markup=False
+            )
             continue
         console.print(
             f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,14 +29,22 @@ METRIC = "auc"
 
 def register(sub: Any) -> None:
     """Add ``accel scale`` to the ``accel`` command's subcommands."""
-    from accel.cli.options import add_cluster_arguments, positive_int
+    from accel.cli.options import add_cluster_arguments, add_probe_argument, add_table_arguments, positive_int
 
     scale = sub.add_parser(
         "scale",
-        help="scaling study: the workflow on 1, 2, 4 ... Dask workers against the single-process CPU baseline",
+        help="scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline",
     )
-    scale.add_argument("workflow", help="a workflow name (flights) or a workflow YAML file")
+    scale.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
+    add_table_arguments(scale, "with --data: the model (xgboost: the one with a distributed trainer)")
+    add_probe_argument(scale)
     add_cluster_arguments(scale, worker_list=True)
+    scale.add_argument(
+        "--device",
+        choices=["auto", "cpu", "gpu"],
+        help="the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)",
+    )
+    scale.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     scale.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (before --scale)")
     scale.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     scale.add_argument("--out", type=Path, help="folder for the scaling record and its plot (default: runs/)")
@@ -60,123 +67,157 @@ def default_counts(kind: str) -> list[int]:
 
 def _config(args: argparse.Namespace) -> tuple[Any, list[int]]:
     from accel.backend import cpu_threads
-    from accel.cli.options import config_overrides
-    from accel.config import build_config, read_workflow_file
+    from accel.cli.options import config_overrides, table_overrides, workflow_source
+    from accel.config import build_config
 
     if getattr(args, "cluster", None) is None:
         raise AccelError("accel scale needs --cluster local or --cluster local-cuda (it starts one cluster per worker count)")
-    target = args.workflow
-    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
-        file_values, source = read_workflow_file(Path(target)), target
-        file_values.pop("cluster", None)  # the study decides the clusters
-        if file_values.get("out") is not None:
-            file_values["out"] = str(file_values["out"])
-    else:
-        file_values, source = {"workflow": target}, "command line"
+    file_values, source = workflow_source(args.workflow, args.data is not None, "scale")
+    file_values.pop("cluster", None)  # the study decides the clusters
     counts = args.workers or default_counts(args.cluster)
     overrides = config_overrides(argparse.Namespace(**{**vars(args), "workers": None}))
     cluster = overrides["cluster"]
     if args.cluster == "local" and cluster.get("threads_per_worker") is None:
         # Every worker count gets workers of the same size, so n workers have n times the cores.
         cluster["threads_per_worker"] = max(1, cpu_threads() // max(counts))
-    overrides.update({"rows": args.rows, "seed": args.seed, "out": args.out})
+    overrides.update({k: v for k, v in table_overrides(args).items() if v is not None})
     return build_config(file_values, overrides, source), counts
 
 
 def scaling_study(
     config: Any, counts: list[int], baseline: bool = True, listener: Any = None, say: Any = None
 ) -> tuple[dict[str, Any], Path, Path]:
-    """Run the study and write its record and plot; ``(record, json_path, png_path)``."""
-    from accel.backend import cpu_backend
+    """Run the study and write its record and plot; ``(record, json_path, png_path)``.
+
+    At each worker count both arms of a cluster run (:func:`accel.scaleout.arms.plan_arms`):
+    with ``local-cuda`` the GPU workers, then as many CPU workers sharing the node's cores;
+    with ``local`` the CPU workers only. A user's table (``config.data``) is planned once, here.
+    """
+    from contextlib import ExitStack
+
     from accel.environment import collect_environment
     from accel.models import XGBoostParams
     from accel.record import ensure_writable, write_record
-    from accel.runner import run_arm_safely
-    from accel.scaleout.cluster import ClusterSession, plan_cluster
-    from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, run_on_session
+    from accel.runner import build_workflow, run_arm_safely
+    from accel.scaleout.arms import plan_arms
+    from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, check_dask_config, run_placed_arm, table_builder
     from accel.workflows import WorkflowSettings, get_workflow
 
     say = say or _say
+    check_dask_config(config)
     out = ensure_writable(config.out)
-    get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
-    if config.workflow not in DASK_WORKFLOWS:
-        raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+    planned = None
+    workflow: Any = config.workflow
+    if config.data is not None:
+        planned = build_workflow(config)  # the single-process plan, made once for every count
+        workflow = table_builder(planned.planned)
+    else:
+        get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
+        if config.workflow not in DASK_WORKFLOWS:
+            raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
     kind = config.cluster.kind
     # Every count is checked against the machine before the first cluster starts.
-    plans = [plan_cluster(config.cluster.model_copy(update={"workers": n})) for n in counts]
+    configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
+    with ExitStack() as stack:
+        places = [plan_arms(c, stack, say) for c in configs]
     settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
     params = XGBoostParams(**config.xgboost.model_dump())
+
+    def single_process() -> Any:
+        return planned if planned is not None else build_workflow(config)
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     runs: list[dict[str, Any]] = []
+    described = planned
     if baseline:
         say("single-process CPU baseline (no Dask, every core)")
-        workflow = get_workflow(config.workflow, settings, xgboost_params=params)
-        arm = run_arm_safely(cpu_backend(), workflow, listener, config.memory_settings()).as_dict()
+        arm = run_arm_safely(places[0]["cpu"].backend, single_process(), listener, config.memory_settings()).as_dict()
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
-    data = None
-    for n, plan in zip(counts, plans, strict=True):
-        say(f"{kind}: {n} worker(s)")
-        t0 = time.perf_counter()
-        try:
-            with ClusterSession(plan, say=say) as session:
-                startup = time.perf_counter() - t0
-                arm, workflow = run_on_session(session, config.workflow, settings, params, config.seed, listener, say)
-                data = workflow.describe_data()
-                cluster = session.info.as_dict() | {"startup_seconds": round(startup, 3)}
-        except ClusterRunFailed as exc:
-            arm, cluster = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
-        runs.append({"workers": n, "kind": kind, "threads_per_worker": plan.threads_per_worker, "arm": arm, "cluster": cluster})
+    skipped_arms: dict[str, str] = {}
+    for n, place in zip(counts, places, strict=True):
+        for arm_kind in ("gpu", "cpu"):
+            where = place[arm_kind]
+            if where.skip is not None:
+                skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
+                continue
+            say(f"{arm_kind.upper()} arm: {n} worker(s)")
+            try:
+                arm, ran = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
+            except ClusterRunFailed as exc:
+                arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
+            described = described or ran
+            threads = (arm.get("cluster") or {}).get("threads_per_worker") or (
+                where.plan.threads_per_worker if where.plan else None
+            )
+            runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
     finished = datetime.now(timezone.utc)
 
-    table, reference = scaling_rows(runs, kind)
+    table, reference = scaling_rows(runs)
+    name = described.name if described is not None else config.workflow
     record = {
         "benchmark": "scaling",
-        "workflow": config.workflow,
+        "workflow": name,
         "cluster_kind": kind,
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
-        "data": data or get_workflow(config.workflow, settings).describe_data(),
+        "data": described.describe_data() if described is not None else get_workflow(config.workflow, settings).describe_data(),
         "worker_counts": counts,
-        "speedup_reference": {"workers": reference, "kind": kind},
-        "metric_name": METRIC,
+        "speedup_reference": reference,
+        "metric_name": _metric(described),
         "definitions": {
-            "speedup_vs_1": f"seconds with {reference} {kind} worker(s) / seconds of this row, per stage",
-            "efficiency": f"speedup_vs_1 / (workers / {reference}); NaN for the single-process row",
+            "speedup_vs_1": "seconds with the fewest workers of the same arm / seconds of this row, per stage",
+            "efficiency": "speedup_vs_1 / (workers / the fewest workers); NaN for the single-process row",
+            "gpu_vs_cpu": "seconds of the CPU arm with as many workers / seconds of the GPU arm (GPU rows only)",
             "single-process": "the CPU baseline arm of accel run (no Dask, every core); its speedup_vs_1 is the "
-            f"{reference}-worker cluster's seconds / the single process's seconds",
+            "fewest-worker CPU cluster's seconds / the single process's seconds",
         },
         "rows": table,
         "runs": runs,
+        "skipped_arms": skipped_arms,
         "environment": environment,
     }
-    stem = f"{started:%Y-%m-%d}-scaling-{config.workflow}-{kind}"
+    stem = f"{started:%Y-%m-%d}-scaling-{name}-{kind}"
     path = write_record(out, record, stem)
     png = write_plot(record, path.with_suffix(".png"))
     return record, path, png
 
 
-def scaling_rows(runs: list[dict[str, Any]], kind: str) -> tuple[list[dict[str, Any]], int | None]:
-    """The tidy table: one row per (configuration, stage), with speedup, efficiency and metric."""
-    cluster_runs = [r for r in runs if r["kind"] == kind and r["arm"]["status"] == "ok"]
-    ref = min(cluster_runs, key=lambda r: r["workers"]) if cluster_runs else None
-    reference = ref["workers"] if ref else None
+def _metric(workflow: Any) -> str:
+    """The headline metric of the study: AUC for a classifier, RMSE for a regressor."""
+    task = getattr(workflow, "task", "binary")
+    return "rmse" if task == "regression" else METRIC
+
+
+def scaling_rows(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int | None]]:
+    """The tidy table: one row per (arm, workers, stage), with speedup, efficiency, GPU-vs-CPU and metric."""
+    ok = [r for r in runs if r["arm"]["status"] == "ok"]
+    refs = {}
+    for kind in ("gpu", "cpu"):
+        mine = [r for r in ok if r["kind"] == kind]
+        refs[kind] = min(mine, key=lambda r: r["workers"]) if mine else None
+    reference = {kind: (ref["workers"] if ref else None) for kind, ref in refs.items()}
+    metric = next((name for r in ok for name in ("auc", "rmse") if name in r["arm"]["metrics"]), METRIC)
     rows = []
     for run in runs:
         arm = run["arm"]
-        ok = arm["status"] == "ok"
+        good = arm["status"] == "ok"
+        ref = refs["cpu" if run["kind"] == "single-process" else run["kind"]]
+        same_count_cpu = next((r for r in ok if r["kind"] == "cpu" and r["workers"] == run["workers"]), None)
         for stage in STAGE_ROWS:
-            seconds = _seconds(arm, stage) if ok else math.nan
+            seconds = _seconds(arm, stage) if good else math.nan
             base = _seconds(ref["arm"], stage) if ref else math.nan
-            speedup = base / seconds if ok and ref and seconds > 0 else math.nan
-            if run["kind"] == "single-process" or not ok or reference is None:
+            speedup = base / seconds if good and ref and seconds > 0 else math.nan
+            if run["kind"] == "single-process" or not good or ref is None:
                 efficiency = math.nan
             else:
-                efficiency = speedup / (run["workers"] / reference)
+                efficiency = speedup / (run["workers"] / ref["workers"])
+            vs_cpu = math.nan
+            if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
+                vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
             rows.append(
                 {
                     "workers": run["workers"],
@@ -185,7 +226,8 @@ def scaling_rows(runs: list[dict[str, Any]], kind: str) -> tuple[list[dict[str, 
                     "seconds": seconds,
                     "speedup_vs_1": speedup,
                     "efficiency": efficiency,
-                    "metric": arm["metrics"].get(METRIC, math.nan) if ok else math.nan,
+                    "gpu_vs_cpu": vs_cpu,
+                    "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
                     "threads_per_worker": run["threads_per_worker"],
                     "status": arm["status"],
                 }
@@ -197,8 +239,14 @@ def _seconds(arm: dict[str, Any], stage: str) -> float:
     return float(arm["total_seconds"] if stage == "total" else arm["stages"][stage])
 
 
+def _label(kind: str, workers: int) -> str:
+    if kind == "single-process":
+        return "single process"
+    return f"{kind.upper()} × {workers}"
+
+
 def write_plot(record: dict[str, Any], path: Path) -> Path:
-    """Seconds per stage for each configuration, and speedup against workers with the ideal line."""
+    """Seconds per stage for each configuration, and speedup against workers with the ideal line, per arm."""
     from matplotlib.figure import Figure
 
     rows = record["rows"]
@@ -207,7 +255,7 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
         key = (r["kind"], r["workers"])
         if key not in configs:
             configs.append(key)
-    labels = ["single\nprocess" if k == "single-process" else f"{n} worker{'s' if n > 1 else ''}" for k, n in configs]
+    labels = [_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     bottom = [0.0] * len(configs)
@@ -218,27 +266,31 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
             values.append(0.0 if math.isnan(row["seconds"]) else row["seconds"])
         ax1.bar(labels, values, bottom=bottom, label=stage)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    metric = record.get("metric_name", METRIC)
     for i, (kind, n) in enumerate(configs):
         total = next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == "total")
         if not math.isnan(total["metric"]):
-            ax1.annotate(f"AUC {total['metric']:.4f}", (i, bottom[i]), ha="center", va="bottom", fontsize=8)
+            ax1.annotate(f"{metric.upper()} {total['metric']:.4f}", (i, bottom[i]), ha="center", va="bottom", fontsize=8)
     ax1.set_ylabel("seconds")
     ax1.set_title(f"{record['workflow']}: seconds per stage ({record['cluster_kind']})")
     ax1.legend(fontsize=8)
 
-    kind = record["cluster_kind"]
-    counts = sorted({r["workers"] for r in rows if r["kind"] == kind})
-    for stage, style in (("total", "o-"), ("train", "s--"), ("features", "^:")):
-        values = [
-            next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == stage)["speedup_vs_1"]
-            for n in counts
-        ]
-        ax2.plot(counts, values, style, label=stage)
-    reference = record["speedup_reference"]["workers"] or 1
-    ax2.plot(counts, [n / reference for n in counts], "k-", alpha=0.3, label="ideal")
-    ax2.set_xlabel(f"{kind} workers")
-    ax2.set_ylabel(f"speedup vs {reference} worker(s)")
-    ax2.set_xticks(counts)
+    for kind in ("gpu", "cpu"):
+        counts = sorted({r["workers"] for r in rows if r["kind"] == kind and r["status"] == "ok"})
+        if not counts:
+            continue
+        for stage, style in (("total", "o-"), ("train", "s--")):
+            values = [
+                next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == stage)["speedup_vs_1"]
+                for n in counts
+            ]
+            ax2.plot(counts, values, style, label=f"{kind.upper()} {stage}")
+        reference = record["speedup_reference"].get(kind) or 1
+        ax2.plot(counts, [n / reference for n in counts], "k-", alpha=0.3, label=f"{kind.upper()} ideal")
+    all_counts = sorted({r["workers"] for r in rows if r["kind"] != "single-process"})
+    ax2.set_xlabel("Dask workers")
+    ax2.set_ylabel("speedup vs the fewest workers")
+    ax2.set_xticks(all_counts)
     ax2.set_title("speedup")
     ax2.legend(fontsize=8)
     from accel.files import write_new
@@ -248,7 +300,7 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
 
 
 def render_scaling(record: dict[str, Any], console: Any) -> None:
-    """Stages down, configurations across: seconds, then speedup, efficiency and AUC."""
+    """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
     from rich.table import Table
 
     kind = record["cluster_kind"]
@@ -257,8 +309,9 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
     table = Table(title=title, title_justify="left")
     table.add_column("")
     for run in runs:
-        name = "single process" if run["kind"] == "single-process" else f"{run['workers']} worker{'s' * (run['workers'] > 1)}"
-        table.add_column(f"{name}\n{run['workers']} × {run['threads_per_worker']}", justify="right")
+        table.add_column(
+            f"{_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}", justify="right"
+        )
 
     def cells(stage: str, field: str, show: Any) -> list[str]:
         out = []
@@ -269,20 +322,25 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
             out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
         return out
 
+    metric = record.get("metric_name", METRIC)
     for stage in STAGE_ROWS:
         table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
     table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, "×")))
     table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, "")))
-    table.add_row(METRIC.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
+    if any(r["kind"] == "gpu" for r in runs):
+        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt(v, "×")))
+    table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
     console.print(table)
-    ref = record["speedup_reference"]["workers"]
     console.print(
-        f"speedup: total seconds with {ref} {kind} worker(s) / total seconds; efficiency: speedup / worker ratio",
+        "speedup: total seconds with the fewest workers of the same arm / total seconds; efficiency: speedup / worker "
+        "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's",
         highlight=False,
     )
-    for run in runs:
-        if run["arm"]["status"] != "ok":
-            console.print(f"{run['workers']} worker(s): {run['arm']['reason']}", highlight=False, markup=False)
+    for arm_kind, reason in (record.get("skipped_arms") or {}).items():
+        console.print(f"{arm_kind.upper()} arm skipped at every worker count: {reason}", highlight=False, markup=False)
+    reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
+    for reason in sorted(r for r in reasons if r):
+        console.print(reason, highlight=False, markup=False)
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -302,7 +360,7 @@ def command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     show_result(record, args.json, lambda: render_scaling(record, Console()), {"scaling record": path, "plot": png})
-    failed = [r for r in record["runs"] if r["arm"]["status"] != "ok"]
+    failed = [r for r in record["runs"] if r["arm"]["status"] == "failed"]
     if failed:
         print(f"accel: {len(failed)} of the runs failed (see the record)", file=sys.stderr)
         return 1
