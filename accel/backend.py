@@ -784,6 +784,17 @@ def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
     return Arms(None, f"GPU unavailable: {probe.missing('cupy', *needs)}", cpu)
 
 
+def gpu_arm_skip(device: str, reason: str) -> str:
+    """Why the GPU arm does not run where it cannot for ``reason`` (e.g. a cluster of CPU workers).
+
+    With ``--device gpu`` that is an error, :class:`DeviceUnavailable` saying ``reason``; with
+    ``--device cpu`` the arm was not asked for; with ``auto`` it is skipped for ``reason``.
+    """
+    if device == "gpu":
+        raise DeviceUnavailable(f"--device gpu: {reason}")
+    return "not requested (--device cpu)" if device == "cpu" else reason
+
+
 def nvml_info() -> dict[str, Any]:
     """Driver version and per-GPU details from NVML, or why NVML is not there. Never raises.
 

@@ -135,7 +135,7 @@ def test_local_cuda_with_device_gpu_without_gpu_fails_fast_and_imports_no_gpu_li
 @pytest.mark.parametrize(
     "argv, needles",
     [
-        (["--cluster", "local", "--device", "gpu"], ["--device gpu needs GPU workers", "local-cuda"]),
+        (["--cluster", "local", "--device", "gpu"], ["--device gpu", "CPU workers only", "local-cuda"]),
         (["--cluster", "local", "--baseline-scheduler", "tcp://127.0.0.1:8786"], ["--baseline-scheduler", "--scheduler"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--worker-memory", "1GB"], ["--worker-memory", "--cluster"]),
         (["--cluster", "local", "--worker-memory", "lots"], ["--worker-memory 'lots'", "400MB"]),

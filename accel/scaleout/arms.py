@@ -27,8 +27,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from accel.backend import Backend, cpu_backend, cpu_threads, module_installed, resolve_arms
-from accel.errors import AccelError, DeviceUnavailable
+from accel.backend import Backend, cpu_backend, cpu_threads, gpu_arm_skip, module_installed, resolve_arms
+from accel.errors import AccelError
 from accel.scaleout.cluster import ClusterPlan, ClusterSession, plan_cluster
 
 ArmKind = Literal["gpu", "cpu"]
@@ -91,24 +91,17 @@ def plan_local_arms(config: Any, device: str) -> dict[ArmKind, ArmPlace]:
     """Both arms for ``--cluster local`` / ``local-cuda``; nothing is started, refusals come first."""
     cluster = config.cluster
     if cluster.kind == "local":
-        if device == "gpu":
-            raise DeviceUnavailable(
-                "--device gpu needs GPU workers: use --cluster local-cuda (or --scheduler with dask cuda workers)"
-            )
-        gpu_skip = (
-            "not requested (--device cpu)"
-            if device == "cpu"
-            else "not run: --cluster local starts CPU workers only (--cluster local-cuda runs the GPU arm beside this baseline)"
+        gpu_skip = gpu_arm_skip(
+            device,
+            "not run: --cluster local starts CPU workers only (--cluster local-cuda runs the GPU arm beside this baseline)",
         )
         return {"gpu": ArmPlace("gpu", skip=gpu_skip), "cpu": ArmPlace("cpu", cpu_backend(), plan_cluster(cluster))}
 
     arms = resolve_arms(device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     gpu = ArmPlace("gpu", skip=arms.gpu_skip)
     if arms.gpu is not None and not module_installed("dask_cuda"):
-        reason = "dask-cuda is not installed: pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13])"
-        if device == "gpu":
-            raise DeviceUnavailable(f"--cluster local-cuda needs {reason}")
-        gpu = ArmPlace("gpu", skip=f"GPU workers unavailable: {reason}")
+        reason = "GPU workers unavailable: dask-cuda is not installed: pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13])"
+        gpu = ArmPlace("gpu", skip=gpu_arm_skip(device, reason))
     elif arms.gpu is not None:
         gpu = ArmPlace("gpu", arms.gpu, plan_cluster(cluster))
     workers = gpu.plan.workers if gpu.plan is not None else (cluster.workers or 1)
@@ -148,12 +141,9 @@ def attach_scheduler_arms(config: Any, device: str, stack: ExitStack, say: Any) 
                 "CPU workers (start them with 'dask worker')"
             )
     if kind == "cpu":
-        if device == "gpu":
-            raise DeviceUnavailable(f"--device gpu: the workers at {cluster.address} are CPU workers")
-        reason = (
-            "not requested (--device cpu)"
-            if device == "cpu"
-            else f"not run: the workers at {cluster.address} are CPU workers (point --scheduler at GPU workers for the GPU arm)"
+        reason = gpu_arm_skip(
+            device,
+            f"not run: the workers at {cluster.address} are CPU workers (point --scheduler at GPU workers for the GPU arm)",
         )
         return {"gpu": ArmPlace("gpu", skip=reason), "cpu": ArmPlace("cpu", cpu_backend(), session=primary)}
 
