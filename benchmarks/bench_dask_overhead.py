@@ -3,12 +3,22 @@
 CPU (default): a ``LocalCluster`` whose workers together have as many threads as the single
 process uses (every core), against the CPU arm of ``accel run``. GPU (``--cluster
 local-cuda``): a ``LocalCUDACluster`` with one worker against the single-process GPU arm.
-Both run the flights workflow replicated ``--scale`` times (default 10). After an untimed
-warm-up of each (imports, worker start-up), the two alternate ``--repeats`` times; the script
-prints the wall ratio (Dask / single process, medians of the stage totals; cluster start-up is
-reported beside it, not inside) and both AUCs. Target on CPU: ratio <= 1.3.
+The data is the flights workflow replicated ``--scale`` times (default 10), or, with
+``--table ROWS``, a generated table of that many rows (ten numeric columns with 5% missing,
+ten strings of 5-500 values, a binary target: ``bench_own_table_speed.generate``) written as a
+folder of Parquet files, planned once as ``accel run --data DIR --target y --probe off`` plans
+it. After an untimed warm-up of each (imports, worker start-up), the two alternate
+``--repeats`` times; the script prints the wall ratio (Dask / single process, medians of the
+stage totals; cluster start-up is reported beside it, not inside) and both AUCs. Target on
+CPU with one worker: ratio <= 1.3, AUCs within 0.005.
+
+``--worker-memory SIZE`` limits each worker's host memory (Dask spills persisted partitions
+to disk beyond it): the run must finish with the single process's AUC, and the record holds
+each worker's peak beside its limit and the table's size in memory.
 
     python benchmarks/bench_dask_overhead.py --scale 10 --workers 2
+    python benchmarks/bench_dask_overhead.py --table 1e6 --workers 1 --rounds 100
+    python benchmarks/bench_dask_overhead.py --table 3e6 --workers 2 --worker-memory 700MB --repeats 1
     python benchmarks/bench_dask_overhead.py --cluster local-cuda --scale 10      # on a GPU machine
 """
 
@@ -17,19 +27,43 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from accel.backend import cpu_backend, cpu_threads, gpu_backend
-from accel.config import ClusterConfig
+from accel.config import ClusterConfig, build_config
 from accel.environment import collect_environment
 from accel.models import XGBoostParams
 from accel.record import write_record
-from accel.runner import run_arm
+from accel.runner import build_workflow, run_arm
 from accel.scaleout.cluster import ClusterSession, plan_cluster
-from accel.scaleout.runner import run_on_session
+from accel.scaleout.runner import run_on_session, table_builder
 from accel.workflows import FlightsWorkflow, WorkflowSettings
+
+#: Parquet files the generated table is written as (the partitions a user already has).
+TABLE_FILES = 8
+
+
+def write_table(rows: int, folder: Path) -> tuple[Path, int]:
+    """The generated table as ``TABLE_FILES`` Parquet files; ``(folder, its bytes in pandas memory)``."""
+    import pandas as pd
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_own_table_speed import generate
+
+    csv = folder / "table.csv"
+    generate(rows, csv)
+    frame = pd.read_csv(csv, engine="pyarrow")
+    csv.unlink()
+    memory = int(frame.memory_usage(deep=True).sum())
+    out = folder / "table"
+    out.mkdir()
+    step = -(-len(frame) // TABLE_FILES)
+    for i in range(TABLE_FILES):
+        frame.iloc[i * step : (i + 1) * step].to_parquet(out / f"part-{i}.parquet", index=False)
+    return out, memory
 
 
 def main() -> int:
@@ -37,6 +71,8 @@ def main() -> int:
     parser.add_argument("--cluster", choices=["local", "local-cuda"], default="local")
     parser.add_argument("--workers", type=int, default=None, help="local: workers (default: one per core)")
     parser.add_argument("--scale", type=int, default=10, help="copies of the flights table (default 10)")
+    parser.add_argument("--table", type=float, default=None, metavar="ROWS", help="a generated table of ROWS rows instead")
+    parser.add_argument("--worker-memory", default=None, metavar="SIZE", help="host memory limit per worker, e.g. 700MB")
     parser.add_argument("--rounds", type=int, default=300, help="boosting rounds (default 300, as accel run)")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each, alternating (default 1)")
     parser.add_argument("--seed", type=int, default=42)
@@ -48,34 +84,77 @@ def main() -> int:
     gpu = args.cluster == "local-cuda"
     cores = cpu_threads()
     if gpu:
-        plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1))
+        plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1, worker_memory=args.worker_memory))
         backend = gpu_backend()
     else:
         workers = args.workers or cores
-        plan = plan_cluster(ClusterConfig(kind="local", workers=workers, threads_per_worker=max(1, cores // workers)))
+        plan = plan_cluster(
+            ClusterConfig(
+                kind="local", workers=workers, threads_per_worker=max(1, cores // workers), worker_memory=args.worker_memory
+            )
+        )
         backend = cpu_backend()
-    settings = WorkflowSettings(seed=args.seed, scale=args.scale)
     params = XGBoostParams(n_estimators=args.rounds)
-    workflow = FlightsWorkflow(settings, params)
+    scratch = tempfile.TemporaryDirectory(prefix="accel-bench-dask-")
+    table_memory = None
+    if args.table is not None:
+        print(f"writing a generated table of {int(args.table):,} rows (untimed)", flush=True)
+        folder, table_memory = write_table(int(args.table), Path(scratch.name))
+        config = build_config(
+            {},
+            {"data": str(folder), "target": "y", "probe": "off", "seed": args.seed, "xgboost": {"n_estimators": args.rounds}},
+            "benchmark",
+        )
+        workflow = build_workflow(config)
+        settings = WorkflowSettings(seed=args.seed, test_size=config.test_size)
+        dask_workflow = table_builder(workflow.planned)
+        name = f"table-{int(args.table):.0e}".replace("+0", "")
+        small = build_config(
+            {},
+            {
+                "data": str(folder),
+                "target": "y",
+                "probe": "off",
+                "seed": args.seed,
+                "rows": 5000,
+                "xgboost": {"n_estimators": 10},
+            },
+            "benchmark",
+        )
+        small_workflow = build_workflow(small)
+        small_settings = WorkflowSettings(rows=5000, seed=args.seed, test_size=small.test_size)
+        warm_single = lambda: run_arm(backend, small_workflow)  # noqa: E731
+        warm_dask = lambda session: run_on_session(  # noqa: E731
+            session, table_builder(small_workflow.planned), small_settings, XGBoostParams(n_estimators=10), args.seed
+        )
+    else:
+        settings = WorkflowSettings(seed=args.seed, scale=args.scale)
+        workflow = FlightsWorkflow(settings, params)
+        dask_workflow = "flights"
+        name = "flights"
+        warm = WorkflowSettings(rows=5000, seed=args.seed)
+        warm_single = lambda: run_arm(backend, FlightsWorkflow(warm, XGBoostParams(n_estimators=10)))  # noqa: E731
+        warm_dask = lambda session: run_on_session(session, "flights", warm, XGBoostParams(n_estimators=10), args.seed)  # noqa: E731
     layout = f"{plan.workers} worker(s) x {plan.threads_per_worker} thread(s)"
-    print(f"single process: {backend.name}, {backend.n_threads} threads; Dask: {args.cluster}, {layout}", flush=True)
+    limit = f", {args.worker_memory} each" if args.worker_memory else ""
+    print(f"single process: {backend.name}, {backend.n_threads} threads; Dask: {args.cluster}, {layout}{limit}", flush=True)
 
     rows: list[dict] = []
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     with ClusterSession(plan) as session:
         startup = time.perf_counter() - t0
-        warm = WorkflowSettings(rows=5000, seed=args.seed)
-        print("warm-up (untimed): a 5,000-row run of each", flush=True)
-        run_arm(backend, FlightsWorkflow(warm, XGBoostParams(n_estimators=10)))
-        run_on_session(session, "flights", warm, XGBoostParams(n_estimators=10), args.seed)
+        if warm_single is not None:
+            print("warm-up (untimed): a 5,000-row run of each", flush=True)
+            warm_single()
+            warm_dask(session)
 
         def single() -> dict:
             r = run_arm(backend, workflow)
             return {"stages": r.stages, "seconds": r.total_seconds, "auc": r.metrics["auc"], "rows": r.rows}
 
         def dask() -> dict:
-            arm, _ = run_on_session(session, "flights", settings, params, args.seed)
+            arm, _ = run_on_session(session, dask_workflow, settings, params, args.seed)
             return {
                 "stages": arm["stages"],
                 "seconds": arm["total_seconds"],
@@ -116,8 +195,10 @@ def main() -> int:
         "device": "gpu" if gpu else "cpu",
         "started_at": started.isoformat(),
         "finished_at": now.isoformat(),
-        "workflow": "flights",
+        "workflow": name,
         "data": workflow.describe_data(),
+        "table_memory_bytes": table_memory,
+        "worker_memory": args.worker_memory,
         "seed": args.seed,
         "rounds": args.rounds,
         "repeats": args.repeats,
@@ -132,8 +213,15 @@ def main() -> int:
         "environment": collect_environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
+    if table_memory is not None and plan.memory_limit:
+        peaks = {a: m["peak_rss_mb"] for r in rows if r["impl"] == "dask" for a, m in r["workers_memory"].items()}
+        print(
+            f"table in memory {table_memory / 1e6:,.0f} MB = {table_memory / plan.memory_limit:.1f} x one worker's limit "
+            f"({plan.memory_limit / 1e6:,.0f} MB); worker peaks (MB): {', '.join(f'{v:.0f}' for v in peaks.values())}"
+        )
     path = write_record(args.out, record, f"{now:%Y-%m-%d}-dask-overhead-{'gpu' if gpu else 'cpu'}")
     print(f"results: {path}")
+    scratch.cleanup()
     return 0
 
 
