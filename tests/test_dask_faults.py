@@ -181,3 +181,62 @@ def test_a_call_that_waits_on_a_lost_worker_is_cancelled_not_left_hanging(cluste
         # Cancelled, not finished: well under the 120 s the stuck task sleeps, on any load.
         assert time.monotonic() - start < 110
         assert kept.status == "finished" and kept.result() == 6
+
+
+# --------------------------------------------------------------------------- a user's table
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory):
+    from tests.dask_table_bodies import write_tables
+
+    return write_tables(tmp_path_factory.mktemp("orders"))
+
+
+def test_table_worker_killed_during_features_gives_the_single_process_features(cluster, orders):
+    """Out-of-fold target encoding across partitions, recomputed after a worker died mid-features:
+    still exactly the single-process frames."""
+    from accel.workflows.flights_dask import worker_slots
+    from accel.workflows.table import TableWorkflow
+    from accel.workflows.table_dask import DaskTable
+    from tests.dask_table_bodies import plan
+
+    procs, workers, faults = cluster
+    (faults / "features.armed").touch()
+    settings = WorkflowSettings(seed=3)
+    planned = plan(orders["parquet"], "returned", settings)
+    backend = cpu_backend()
+    with ClusterSession(plan_cluster(ClusterConfig(kind="scheduler", address=procs.address)), say=lambda _: None) as session:
+        table = DaskTable(planned, settings, "cpu", backend, slots=worker_slots("cpu", 2, 2))
+        raw, loaded = table.load(session.client)
+        got = table.features(session.client, raw, loaded)
+        X_train = got.X_train.compute().reset_index(drop=True)
+        y_train = got.y_train.compute().reset_index(drop=True)
+        assert len(session.workers_now()) == 1
+    assert len(list(faults.glob("features.fired-*"))) == 1 and len(_killed(workers)) == 1
+    single = TableWorkflow(settings, planned, "xgboost", {})
+    expected = single.features(backend, single.load(backend))
+    pd.testing.assert_frame_equal(X_train, expected.X_train.reset_index(drop=True), check_exact=True)
+    pd.testing.assert_series_equal(y_train, expected.y_train.reset_index(drop=True), check_names=False, check_exact=True)
+
+
+def test_table_worker_killed_during_training_is_retried_once_and_recorded(cluster, orders, tmp_path):
+    procs, workers, faults = cluster
+    (faults / "train-1.armed").touch()
+    params = tmp_path / "params.yaml"
+    params.write_text("xgboost:\n  n_estimators: 20\n  max_depth: 4\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "accel", "run", str(params), "--data", str(orders["csv"]), "--target", "basket",
+         "--probe", "off", "--scheduler", procs.address, "--out", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "ACCEL_FAULT_DIR": str(faults), "ACCEL_DASK_COLLECTIVE_TIMEOUT_S": "30"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(_killed(workers)) == 1 and "retrying once on the 1 remaining" in proc.stderr
+    [path] = records_in(tmp_path / "runs")
+    r = read_json(path)
+    cpu = r["arms"]["cpu"]
+    assert r["workflow"] == "table" and r["task"] == "regression" and cpu["status"] == "ok" and cpu["train_retried"] is True
+    first, second = cpu["train_attempts"]
+    assert first["status"] == "failed" and len(first["lost_workers"]) == 1 and second["status"] == "ok"
+    assert cpu["metrics"]["rmse"] > 0 and r["arms"]["gpu"]["status"] == "skipped"

@@ -157,6 +157,7 @@ class DaskTable:
         self._single = TableWorkflow(settings, planned, "xgboost", {})  # describes the data as a run in this process does
         self.partitions: int | None = None
         self._bounds: list[tuple[int, int]] = []
+        self._fitted: Any = None  # the scattered featurizer (see features)
 
     def describe_data(self) -> dict[str, Any]:
         """The table as a single-process run describes it, and the partitions it was read in."""
@@ -250,6 +251,10 @@ class DaskTable:
             ]
             merge_fits(featurizer, client.compute(fits, sync=True))
         fitted = client.scatter(featurizer, broadcast=True, hash=False)
+        # Held for the run: scattered data has no task to recompute it, so once the client lets go
+        # of it the scheduler forgets it, and partitions lost with a worker later (during
+        # training) could not be recomputed ("cancelled for reason: already forgotten").
+        self._fitted = fitted
         meta, dates = client.compute(dask.delayed(featured_meta, nout=2)(parts[0], fitted), sync=True)
         train_frames = [
             dask.delayed(featurize_partition)(part, fitted, positions, folds)
