@@ -233,9 +233,12 @@ class DaskTable:
             lo, hi = np.searchsorted(plan.test_pos, [a, b])
             test.append(plan.test_pos[lo:hi] - a)
 
+        # The plan (with the positions of every row) goes to the workers once, as one task of the
+        # graph, not once inside each partition's task (27 MB a graph at 1e6 rows).
+        shared_plan = dask.delayed(plan, traverse=False)
         if featurizer.encoders and plan.task == "regression":  # float sums: fitted in plan order (see above)
             inputs = [
-                dask.delayed(encoder_inputs)(part, plan, seed, self.kind, positions)
+                dask.delayed(encoder_inputs)(part, shared_plan, seed, self.kind, positions)
                 for part, (positions, _) in zip(parts, train, strict=True)
             ]
             columns, targets = zip(*client.compute(inputs, sync=True), strict=True)
@@ -246,7 +249,7 @@ class DaskTable:
             featurizer.finalize()
         elif featurizer.encoders:  # sums of 0/1 indicators: per partition, added up here
             fits = [
-                dask.delayed(fit_partition)(part, plan, seed, self.kind, positions, folds)
+                dask.delayed(fit_partition)(part, shared_plan, seed, self.kind, positions, folds)
                 for part, (positions, folds) in zip(parts, train, strict=True)
             ]
             merge_fits(featurizer, client.compute(fits, sync=True))
