@@ -43,10 +43,18 @@ class StageListener(Protocol):
 class StageTimer:
     """Wall seconds per named stage of one arm, with the memory monitor told of each stage."""
 
-    def __init__(self, backend: Backend, monitor: MemoryMonitor | None = None, listener: StageListener | None = None):
+    def __init__(
+        self,
+        backend: Backend,
+        monitor: MemoryMonitor | None = None,
+        listener: StageListener | None = None,
+        trackers: tuple[Any, ...] = (),
+    ):
         self.backend = backend
         self.monitor = monitor
         self.listener = listener
+        #: Other samplers told of each stage (``set_stage``): a cluster's worker memory.
+        self.trackers = trackers
         self.seconds: dict[str, float] = {}
         self.rmm_peak_bytes: dict[str, int] = {}
 
@@ -56,6 +64,8 @@ class StageTimer:
             self.listener.stage_started(self.backend.name, name)
         if self.monitor is not None:
             self.monitor.set_stage(name)
+        for tracker in self.trackers:
+            tracker.set_stage(name)
         counting = self.backend.rmm_scope_begin()
         try:
             self.backend.synchronize()
@@ -69,6 +79,8 @@ class StageTimer:
             peak = self.backend.rmm_scope_end() if counting else None
         if peak is not None:
             self.rmm_peak_bytes[name] = peak
+        for tracker in self.trackers:
+            tracker.set_stage(None)
         if self.monitor is not None:
             self.monitor.set_stage(None)
         if self.listener is not None:

@@ -34,8 +34,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from typing import Any
 
@@ -51,7 +51,7 @@ from accel.registry import xgboost_device_used, xgboost_threads_used
 from accel.result import ArmResult, Listener, check_device, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
-from accel.timing import STAGES
+from accel.timing import STAGES, StageTimer
 from accel.workflows.base import DaskWorkflow, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
@@ -250,23 +250,11 @@ def run_on_session(
     # No nthread: xgboost.dask gives each worker its own thread count.
     train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
 
-    seconds: dict[str, float] = {}
     monitor = MemoryMonitor(cpu_backend(), on_sample=listener.memory if listener else None)
     sampler = WorkerMemorySampler(client)
-
-    @contextmanager
-    def stage(name: str) -> Iterator[None]:
-        if listener:
-            listener.stage_started(kind, name)
-        monitor.set_stage(name)
-        sampler.set_stage(name)
-        start = time.perf_counter()
-        yield
-        seconds[name] = time.perf_counter() - start
-        sampler.set_stage(None)
-        monitor.set_stage(None)
-        if listener:
-            listener.stage_finished(kind, name, seconds[name])
+    # The one stage timer of every arm; the clock stops when the workers hold the stage's result.
+    timer = StageTimer(backend, monitor, listener, trackers=(sampler,))
+    stage = timer.stage
 
     import dask
 
@@ -321,8 +309,8 @@ def run_on_session(
         backend=kind,
         device_used=device_used,
         device_name=backend.device.name if backend.device else None,
-        stages={s: round(seconds[s], 6) for s in STAGES},
-        total_seconds=round(sum(seconds[s] for s in STAGES), 6),
+        stages={s: round(timer.seconds[s], 6) for s in STAGES},
+        total_seconds=round(sum(timer.seconds[s] for s in STAGES), 6),
         metrics=task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
         peak_host_mb=_max(w["peak_rss_mb"] for w in workers_memory.values()),
         peak_device_mb=_max(w["dask_reported_peak_device_mb"] for w in workers_memory.values()),
