@@ -214,3 +214,15 @@ def test_the_device_is_decided_in_the_backend():
     over = {m: n for m, n in found.items() if n > ARM_TESTS_ALLOWED.get(m, 0)}
     assert over == {}, f"arm tests outside the backend: {over} (make it a Backend method or a _compat function)"
     assert arm_tests(ast.parse('if backend.is_gpu:\n    pass\nx = 1 if kind == "gpu" else 2\n')) == 2
+
+
+def test_every_paired_run_record_is_built_by_one_builder():
+    """A run in one process and a run on Dask are both recorded by :func:`accel.runner.run_record`:
+    the speedups and the parity of two arms are computed there and nowhere else."""
+    import re
+
+    pairing = re.compile(r"(?<!def )\b(speedups|parity)\(")
+    computing = {name for name, path in modules().items() if name != "accel.result" and pairing.search(path.read_text())}
+    assert computing == {"accel.runner"}
+    building = {name for name, path in modules().items() if re.search(r"\brun_record\(", path.read_text())}
+    assert building == {"accel.runner", "accel.scaleout.runner"}
