@@ -1,0 +1,574 @@
+"""Measured results, rendered from ``benchmarks/results/*.json`` while the docs build.
+
+``.. accel-results:: KIND`` renders every result file of one benchmark (``models``,
+``db_groupby``, ``flights_overhead``, ...; ``run`` for run records) as tables, newest file
+first, each table naming its file and the machine it was measured on. ``.. accel-results::
+files`` lists every file; ``.. accel-results:: other`` renders, generically, the kinds no
+directive before it on the page has claimed, so a new benchmark is never left out.
+
+No number on the measured-results page is typed by hand. GPU columns come only from files whose
+name says they were measured on an NVIDIA GPU (``...-nvidia-<model>-NNN.json``); every other
+file's GPU arm was skipped, and its GPU fields are never read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from accel.record import loads
+
+logger = logging.getLogger(__name__)
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+#: ``<date>-<name>-<device>-<NNN>.json``; the device part names the GPU where one ran.
+GPU_FILE = re.compile(r"-nvidia-[a-z0-9]+-\d{3}\.json$")
+DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})-")
+
+
+# --------------------------------------------------------------------------- the files
+
+
+class Result:
+    """One results file: its name, what it holds, whether its GPU arm ran on a GPU."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.name = path.name
+        self.data: dict[str, Any] = loads(path.read_text())
+        self.kind = str(self.data.get("benchmark") or ("run" if "arms" in self.data and "run_id" in self.data else "unknown"))
+        self.gpu = bool(GPU_FILE.search(self.name))
+        m = DATE.match(self.name)
+        self.date = m.group(1) if m else ""
+
+    @property
+    def machine(self) -> str:
+        env = self.data.get("environment") or {}
+        if not isinstance(env, dict) or not env:
+            return "not recorded"
+        cores = env.get("cores") or {}
+        count = cores.get("available") or cores.get("logical") if isinstance(cores, dict) else cores
+        text = f"{env.get('cpu_model') or 'CPU'}, {count} cores" if count else str(env.get("cpu_model") or "CPU")
+        if env.get("ram_gb"):
+            text += f", {env['ram_gb']:.0f} GB"
+        if self.gpu:
+            gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, dict)]
+            if gpus:
+                text += "; " + ", ".join(sorted(set(gpus)))
+        return text
+
+
+def load_results(folder: Path = RESULTS) -> list[Result]:
+    """Every results file, newest first (by name: the date, then the sequence number)."""
+    return [Result(p) for p in sorted(folder.glob("*.json"), reverse=True)]
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def secs(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    if v >= 0.01:
+        return f"{v:.3f}"
+    return f"{v:.2g}"
+
+
+def ratio(value: Any, digits: int = 3) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def times(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "—"
+    return f"{v:.0f}×" if v >= 100 else f"{v:.1f}×" if v >= 10 else f"{v:.2f}×"
+
+
+def metric(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "—"
+    return f"{v:,.1f}" if abs(v) >= 1000 else f"{v:.4f}" if abs(v) < 10 else f"{v:.2f}"
+
+
+def mb(value: Any) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:,.0f}"
+
+
+def count(value: Any) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:,.0f}"
+
+
+def text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+# --------------------------------------------------------------------------- docutils
+
+
+def table(header: list[str], rows: Iterable[list[Any]], caption: str | None = None) -> nodes.table:
+    rows = list(rows)
+    tbl = nodes.table(classes=["accel-results"])
+    if caption:
+        tbl += nodes.title(text=caption)
+    group = nodes.tgroup(cols=len(header))
+    tbl += group
+    for _ in header:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    head += _row(header)
+    body = nodes.tbody()
+    group += body
+    for row in rows:
+        body += _row(row)
+    return tbl
+
+
+def _row(cells: list[Any]) -> nodes.row:
+    """A table row; a cell is text, or a list of inline nodes."""
+    row = nodes.row()
+    for cell in cells:
+        entry = nodes.entry()
+        if isinstance(cell, list):
+            p = nodes.paragraph()
+            p.extend(cell)
+            entry += p
+        else:
+            entry += nodes.paragraph(text=str(cell))
+        row += entry
+    return row
+
+
+def para(*parts: str | nodes.Node) -> nodes.paragraph:
+    p = nodes.paragraph()
+    for part in parts:
+        p += nodes.Text(part) if isinstance(part, str) else part
+    return p
+
+
+def literal(value: str) -> nodes.literal:
+    return nodes.literal(text=value)
+
+
+def source(result: Result, extra: str = "") -> nodes.paragraph:
+    """The line under each table: the file and the machine."""
+    line = para(literal(result.name), f" — {result.machine}")
+    if extra:
+        line += nodes.Text(f". {extra}")
+    return line
+
+
+# --------------------------------------------------------------------------- one renderer per benchmark
+
+
+def _stats(arm: dict[str, Any], key: str) -> Any:
+    part = arm.get(key) if isinstance(arm, dict) else None
+    return part.get("median") if isinstance(part, dict) else None
+
+
+def render_run(result: Result) -> list[nodes.Node]:
+    """A run record: seconds per stage on each arm, the speedup, the metric of both."""
+    rec = result.data
+    arms = rec.get("arms") or {}
+    cpu, gpu = arms.get("cpu") or {}, arms.get("gpu") or {}
+    use_gpu = result.gpu and gpu.get("status") == "ok"
+    stages = list(cpu.get("stages") or gpu.get("stages") or {})
+    header = ["stage", "CPU s"] + (["GPU s", "speedup"] if use_gpu else [])
+    rows = []
+    for stage in [*stages, "total"]:
+        c = cpu.get("total_seconds") if stage == "total" else (cpu.get("stages") or {}).get(stage)
+        row = [stage, secs(c)]
+        if use_gpu:
+            g = gpu.get("total_seconds") if stage == "total" else (gpu.get("stages") or {}).get(stage)
+            row += [secs(g), times((rec.get("speedup") or {}).get(stage))]
+        rows.append(row)
+    config = rec.get("config") or {}
+    caption = f"accel run {rec.get('workflow')}, {config.get('rows') or 'all'} rows, {config.get('precision') or 'fp32'}"
+    parity = rec.get("parity") or {}
+    name = parity.get("metric") or "metric"
+    notes = [f"{name} CPU {metric(parity.get('cpu'))}"]
+    if use_gpu:
+        notes += [f"GPU {metric(parity.get('gpu'))}", f"parity {text(parity.get('ok'))} (tolerance {parity.get('tolerance')})"]
+        notes.append(f"GPU arm's model ran on {gpu.get('device_used')}")
+    return [table(header, rows, caption), source(result, "; ".join(notes))]
+
+
+def render_models(result: Result) -> list[nodes.Node]:
+    data = result.data
+    rows = []
+    header = ["model", "metric", "CPU fit s", "CPU predict s", "CPU quality"]
+    if result.gpu:
+        header += ["GPU fit s", "GPU predict s", "GPU quality", "fit speedup", "predict speedup"]
+    for m in data.get("models") or []:
+        cpu, gpu = m.get("cpu") or {}, m.get("gpu") or {}
+        row = [m.get("model"), m.get("metric"), secs(_stats(cpu, "fit")), secs(_stats(cpu, "predict")), metric(cpu.get("quality"))]
+        if result.gpu:
+            row += [secs(_stats(gpu, "fit")), secs(_stats(gpu, "predict")), metric(gpu.get("quality"))]
+            row += [times(m.get("fit_speedup")), times(m.get("predict_speedup"))]
+        rows.append(row)
+    d = data.get("data") or {}
+    cfg = data.get("config") or {}
+    caption = f"accel bench models, {count(d.get('rows'))} rows × {d.get('features')} features, median of {cfg.get('repeats')}"
+    return [table(header, rows, caption), source(result, (data.get("fairness") or {}).get("line", ""))]
+
+
+def render_db(result: Result) -> list[nodes.Node]:
+    data = result.data
+    engines = data.get("engines") or {}
+    engine_names = [e for e, v in engines.items() if isinstance(v, dict) and v.get("status") == "ok"]
+    header = ["q", "question", "pandas run 1", "pandas run 2", "pandas median"]
+    if result.gpu:
+        header += ["cuDF run 1", "cuDF run 2", "cuDF median", "speedup", "answers agree"]
+    header += [f"{e} run 2" for e in engine_names]
+    rows = []
+    for q in data.get("questions") or []:
+        cpu, gpu = q.get("cpu") or {}, q.get("gpu") or {}
+        row = [q.get("question"), q.get("title"), secs(cpu.get("run1")), secs(cpu.get("run2")), secs(cpu.get("median"))]
+        if result.gpu:
+            row += [secs(gpu.get("run1")), secs(gpu.get("run2")), secs(gpu.get("median")), times(q.get("speedup")), text(q.get("agree"))]
+        for e in engine_names:
+            row.append(secs(((engines[e].get("questions") or {}).get(q.get("question")) or {}).get("run2")))
+        rows.append(row)
+    what = "groupby" if result.kind == "db_groupby" else "join"
+    files = data.get("data") or {}
+    first = Path(str(files.get("x") or "")).name
+    cfg = data.get("config") or {}
+    caption = f"db-benchmark {what}, {first or 'data'}, seconds (median of {cfg.get('repeats')})"
+    return [table(header, rows, caption), source(result, (data.get("fairness") or {}).get("line", ""))]
+
+
+def render_crossover(result: Result) -> list[nodes.Node]:
+    data = result.data
+    out: list[nodes.Node] = []
+    for op in data.get("operations") or []:
+        header = ["rows", "CPU s"] + (["GPU s", "speedup"] if result.gpu else [])
+        rows = []
+        for p in op.get("points") or []:
+            row = [count(p.get("rows")), secs((p.get("cpu") or {}).get("median"))]
+            if result.gpu:
+                row += [secs((p.get("gpu") or {}).get("median")), times(p.get("speedup"))]
+            rows.append(row)
+        out.append(table(header, rows, f"crossover: {op.get('description') or op.get('operation')}"))
+        if result.gpu:
+            out.append(para(f"crossover at {count(op.get('crossover_rows'))} rows"))
+    out.append(source(result))
+    return out
+
+
+def _overhead_row(result: Result) -> list[str]:
+    d = result.data
+    med = d.get("median_seconds") or {}
+    auc = d.get("auc") or {}
+    return [
+        result.name, text(d.get("mode") or "in process"), text(d.get("repeats")), secs(med.get("accel")),
+        secs(med.get("handwritten")), ratio(d.get("ratio")), ratio(d.get("ratio_paired_median")),
+        ratio(d.get("ratio_fastest")), metric(auc.get("accel")), metric(auc.get("handwritten")),
+    ]  # fmt: skip
+
+
+def render_flights_overheads(results: list[Result]) -> list[nodes.Node]:
+    header = ["file", "mode", "repeats", "accel median s", "hand-written median s", "ratio of medians",
+              "median of paired ratios", "fastest / fastest", "AUC accel", "AUC hand-written"]  # fmt: skip
+    machines = sorted({r.machine for r in results})
+    return [table(header, [_overhead_row(r) for r in results], "accel run flights (CPU arm) against a hand-written script"),
+            para("Measured on: " + "; ".join(machines))]  # fmt: skip
+
+
+def render_compare_overheads(results: list[Result]) -> list[nodes.Node]:
+    header = ["file", "script", "repeats", "ratio of medians", "median of paired ratios"]
+    rows = [
+        [r.name, " ".join([str(r.data.get("script")), *map(str, r.data.get("script_args") or [])]), text(r.data.get("repeats")),
+         ratio(r.data.get("ratio")), ratio(r.data.get("ratio_paired_median"))]
+        for r in results
+    ]  # fmt: skip
+    return [table(header, rows, "accel compare's CPU arm against plain python SCRIPT"),
+            para("Measured on: " + "; ".join(sorted({r.machine for r in results})))]  # fmt: skip
+
+
+def render_dask_overhead(result: Result) -> list[nodes.Node]:
+    d = result.data
+    cluster = d.get("cluster") or {}
+    med = d.get("median_seconds") or {}
+    auc = d.get("auc") or {}
+    by_impl = {r.get("impl"): r for r in d.get("rows") or []}
+    header = ["", "seconds", "load", "features", "to_device", "train", "predict", "AUC"]
+    rows = []
+    for impl in ("single-process", "dask"):
+        stages = (by_impl.get(impl) or {}).get("stages") or {}
+        rows.append([impl, secs(med.get(impl)), *(secs(stages.get(s)) for s in ("load", "features", "to_device", "train", "predict")),
+                     metric(auc.get(impl))])  # fmt: skip
+    caption = (
+        f"Dask against one process, {d.get('workflow')} ×{(d.get('data') or {}).get('scale')}, "
+        f"{cluster.get('workers')} workers × {cluster.get('threads_per_worker')} thread(s) against "
+        f"{d.get('single_process_threads')} threads"
+    )
+    extra = (f"wall ratio {ratio(d.get('ratio'))}, {ratio(d.get('ratio_with_startup'))} with the cluster's "
+             f"start-up ({secs(d.get('cluster_startup_seconds'))} s)")  # fmt: skip
+    return [table(header, rows, caption), source(result, extra)]
+
+
+def render_groupby_overhead(result: Result) -> list[nodes.Node]:
+    d = result.data
+    header = ["q", "question", "accel median s", "plain median s", "ratio", "fastest / fastest", "checksums equal"]
+    rows = [
+        [q.get("question"), q.get("title"), secs(q.get("accel_median")), secs(q.get("plain_median")), ratio(q.get("ratio"), 2),
+         ratio(q.get("ratio_min"), 2), text(q.get("checksums_equal"))]
+        for q in d.get("questions") or []
+    ]  # fmt: skip
+    caption = (f"accel's pandas arm against db-benchmark's pandas solution, {count(d.get('rows'))} rows, "
+               f"K={d.get('k')}, {d.get('repeats')} alternating repeats")  # fmt: skip
+    return [table(header, rows, caption), source(result)]
+
+
+def render_hpo(result: Result) -> list[nodes.Node]:
+    d = result.data
+    header = ["run", "trials", "subset", "trial rounds", "complete", "pruned", "wall s", "trials s", "default AUC", "tuned AUC"]
+    rows = []
+    for r in d.get("runs") or []:
+        tc = r.get("trial_counts") or {}
+        rows.append([r.get("label"), text(r.get("trials")), text(r.get("subset")), text(r.get("trial_rounds")),
+                     text(tc.get("complete")), text(tc.get("pruned")), secs(r.get("wall_seconds")),
+                     secs((r.get("phases_seconds") or {}).get("trials")), metric(r.get("default_auc")), metric(r.get("tuned_auc"))])  # fmt: skip
+    extra = f"arm {d.get('arm')}; OMP_WAIT_POLICY {d.get('omp_wait_policy')}" if d.get("omp_wait_policy") else f"arm {d.get('arm')}"
+    return [table(header, rows, "accel hpo flights"), source(result, extra)]
+
+
+def render_memory(result: Result) -> list[nodes.Node]:
+    d = result.data
+    budget = _num(d.get("budget_bytes")) or math.nan
+    rows = []
+    ch = d.get("chunked_10x") or {}
+    if ch:
+        rows.append(["chunked features + inference", f"{count(ch.get('rows'))} rows in {ch.get('batches')} batches",
+                     f"peak {mb(ch.get('peak_above_start_mb'))} MB above the start = "
+                     f"{ratio((_num(ch.get('peak_above_start_mb')) or math.nan) * 1e6 / budget, 2)} × the budget"])  # fmt: skip
+    st = d.get("streamed_run_10x") or {}
+    if st:
+        b = st.get("batches") or {}
+        rows.append(["the whole streamed run", f"{count(b.get('rows_total'))} rows in {b.get('batches')} batches",
+                     f"{ratio(st.get('ratio_to_budget'), 2)} × the budget, AUC {metric(st.get('auc'))}"])  # fmt: skip
+    tp = d.get("throughput") or {}
+    if tp:
+        rows.append(["ten batches against one piece", f"{count(tp.get('rows'))} rows",
+                     "rows per second × " + ", ".join(ratio(x, 2) for x in tp.get("ratio_chunked_to_whole") or [])
+                     + f"; predictions equal: {text(tp.get('predictions_equal'))}"])  # fmt: skip
+    fp = d.get("fp16_flights") or {}
+    if fp:
+        rows.append(["float16 storage, flights", "stored bytes / float32 " + ratio(fp.get("ratio")),
+                     f"AUC {metric(fp.get('auc_fp16'))} against {metric(fp.get('auc_fp32'))} in float32"])  # fmt: skip
+    caption = f"memory, budget {mb(budget / 1e6)} MB, device {d.get('device')}"
+    return [table(["measurement", "size", "result"], rows, caption), source(result)]
+
+
+def render_byo(result: Result) -> list[nodes.Node]:
+    header = ["table", "rows", "task", "metric", "accel", "hand-written", "CPU arm s", "train s", "probe chose"]
+    rows = [
+        [r.get("table"), count(r.get("rows_used")), text(r.get("task")), text(r.get("metric")), metric(r.get("accel")),
+         metric(r.get("handwritten")), secs(r.get("accel_seconds_cpu_arm")), secs((r.get("accel_stages") or {}).get("train")),
+         text((r.get("encoding_probe") or {}).get("chosen") or "no probe").replace("_", " ")]
+        for r in result.data.get("rows") or []
+    ]  # fmt: skip
+    return [table(header, rows, "accel run --data against a hand-written pandas + XGBoost script"), source(result)]
+
+
+def render_dates(result: Result) -> list[nodes.Node]:
+    d = result.data
+    header = ["layout", "kind", "format", "parsed right"]
+    rows = [
+        [x.get("layout"), text(x.get("kind")), text(x.get("date_format")),
+         "—" if _num(x.get("parsed_right")) is None else f"{100 * x['parsed_right']:.0f}%"]
+        for x in d.get("layouts") or []
+    ]  # fmt: skip
+    out: list[nodes.Node] = [table(header, rows, f"dates written as text: {d.get('label')}")]
+    us = d.get("us_employment") or {}
+    if us.get("cases"):
+        rows = [
+            [case, text(c.get("format")), metric((c.get("accel") or {}).get("rmse")), metric((c.get("handwritten") or {}).get("rmse")),
+             ratio(c.get("rmse_ratio"))]
+            for case, c in us["cases"].items()
+        ]  # fmt: skip
+        cap = f"a us_employment-shaped table, {count(us.get('rows'))} rows, {us.get('series')} series, {us.get('months')} months"
+        out.append(table(["case", "format", "RMSE accel", "RMSE hand-written", "ratio"], rows, cap))
+    out.append(source(result))
+    return out
+
+
+def render_own_table(result: Result) -> list[nodes.Node]:
+    d = result.data
+    header = ["rows", "accel s", "hand-written s", "ratio", "AUC accel", "AUC hand-written", "accel peak RSS MB"]
+    rows = []
+    for s in d.get("sizes") or []:
+        runs = s.get("runs") or []
+        acc = [r for r in runs if r.get("impl") == "accel"]
+        hand = [r for r in runs if r.get("impl") == "handwritten"]
+        auc = s.get("auc") or {}
+        rows.append([count(s.get("rows")), ", ".join(secs(r.get("seconds")) for r in acc), ", ".join(secs(r.get("seconds")) for r in hand),
+                     ratio(s.get("ratio")), ", ".join(metric(x) for x in auc.get("accel") or []),
+                     ", ".join(metric(x) for x in auc.get("handwritten") or []), ", ".join(mb(r.get("peak_rss_mb")) for r in acc)])  # fmt: skip
+    out: list[nodes.Node] = []
+    if rows:
+        out.append(table(header, rows, "your own table, whole process against a hand-written script"))
+    budget = d.get("budget_runs") or []
+    if budget:
+        brows = [
+            [count(b.get("rows")), text(b.get("budget")), "refused before any arm ran" if b.get("refusal") else "ran",
+             mb(b.get("peak_rss_mb")), mb(b.get("limit_mb")), text((b.get("batches") or {}).get("training_matrix") or "—"),
+             metric(b.get("auc")), secs(b.get("seconds"))]
+            for b in budget
+        ]  # fmt: skip
+        out.append(table(["rows", "--memory-budget", "outcome", "peak RSS MB", "floor + 1.2 × budget MB", "training matrix", "AUC", "seconds"],
+                         brows, "the whole run within a memory budget"))  # fmt: skip
+    out.append(source(result))
+    return out
+
+
+def render_omp(result: Result) -> list[nodes.Node]:
+    d = result.data
+    summary = d.get("summary") or {}
+    arms = list(d.get("arms") or next(iter(summary.values()), {}).get("median_seconds", {}))
+    header = ["condition", *[f"{a} s" for a in arms], *[f"{a} / default" for a in arms if a != "libgomp default"]]
+    rows = []
+    for cond, s in summary.items():
+        med, rel = s.get("median_seconds") or {}, s.get("ratio_over_default") or {}
+        rows.append([cond, *[secs(med.get(a)) for a in arms], *[ratio(rel.get(a)) for a in arms if a != "libgomp default"]])
+    w = d.get("workload") or {}
+    caption = (f"OpenMP idle threads: XGBoost hist, {count(w.get('rows'))} × {w.get('columns')}, {w.get('rounds')} rounds, "
+               f"{w.get('nthread')} threads, median of {d.get('repeats')}")  # fmt: skip
+    return [table(header, rows, caption), source(result)]
+
+
+def render_scaling(result: Result) -> list[nodes.Node]:
+    d = result.data
+    rows = [
+        [text(r.get("kind")), text(r.get("workers")), text(r.get("threads_per_worker")), secs(r.get("seconds")),
+         ratio(r.get("speedup_vs_1"), 2), ratio(r.get("efficiency"), 2), metric(r.get("metric"))]
+        for r in d.get("rows") or []
+        if r.get("stage") == "total"
+    ]  # fmt: skip
+    header = ["configuration", "workers", "threads per worker", "seconds", "speedup", "efficiency", d.get("metric_name") or "metric"]
+    return [table(header, rows, f"accel scale {d.get('workflow')} --cluster {d.get('cluster_kind')}"), source(result)]
+
+
+def render_hostile(result: Result) -> list[nodes.Node]:
+    d = result.data
+    counts = {k: v for k, v in (d.get("counts") or {}).items()}
+    header = ["cases", *counts]
+    rows = [[str(len(d.get("cases") or [])), *[str(v) for v in counts.values()]]]
+    return [table(header, rows, f"hostile inputs: {d.get('label')}"), para(literal(result.name))]
+
+
+def render_generic(result: Result) -> list[nodes.Node]:
+    """Any other result: its top-level numbers and words."""
+    rows = [[k, text(v) if not isinstance(v, float) else metric(v)] for k, v in result.data.items()
+            if isinstance(v, (str, int, float, bool)) and k != "benchmark"]  # fmt: skip
+    return [table(["field", "value"], rows, result.kind), source(result)]
+
+
+#: Per file: ``kind -> renderer``.
+RENDERERS: dict[str, Callable[[Result], list[nodes.Node]]] = {
+    "run": render_run,
+    "models": render_models,
+    "db_groupby": render_db,
+    "db_join": render_db,
+    "crossover": render_crossover,
+    "dask_overhead": render_dask_overhead,
+    "groupby_overhead": render_groupby_overhead,
+    "hpo_flights": render_hpo,
+    "memory": render_memory,
+    "byo_tables": render_byo,
+    "dates": render_dates,
+    "own_table_speed": render_own_table,
+    "omp_wait_policy": render_omp,
+    "scaling": render_scaling,
+    "hostile_cases": render_hostile,
+}
+#: Kinds whose files make one table together (a row per file).
+SUMMARIES: dict[str, Callable[[list[Result]], list[nodes.Node]]] = {
+    "flights_overhead": render_flights_overheads,
+    "compare_overhead": render_compare_overheads,
+}
+
+
+def render(kind: str, results: list[Result], gpu: bool | None = None) -> list[nodes.Node]:
+    """Every file of ``kind`` (only GPU files, or only the others, when ``gpu`` says so)."""
+    chosen = [r for r in results if r.kind == kind and (gpu is None or r.gpu == gpu)]
+    if kind in SUMMARIES:
+        return SUMMARIES[kind](chosen) if chosen else []
+    out: list[nodes.Node] = []
+    for r in chosen:
+        out.extend(RENDERERS.get(kind, render_generic)(r))
+    return out
+
+
+def render_files(results: list[Result]) -> list[nodes.Node]:
+    rows = [[r.name, r.kind, r.date, "yes" if r.gpu else "no", r.machine] for r in results]
+    return [table(["file", "benchmark", "date", "GPU arm ran on a GPU", "machine"], rows, f"benchmarks/results: {len(results)} files")]
+
+
+# --------------------------------------------------------------------------- the directive
+
+
+class ResultsDirective(SphinxDirective):
+    """``.. accel-results:: KIND [gpu|cpu]``, ``.. accel-results:: files`` or ``.. accel-results:: other``."""
+
+    required_arguments = 1
+    optional_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        results = load_results()
+        for r in results:
+            self.env.note_dependency(str(r.path))
+        claimed = self.env.temp_data.setdefault("accel_results_claimed", set())
+        kind = self.arguments[0]
+        gpu = {"gpu": True, "cpu": False}.get(self.arguments[1]) if len(self.arguments) > 1 else None
+        if kind == "files":
+            return render_files(results)
+        if kind == "other":
+            out: list[nodes.Node] = []
+            for other in sorted({r.kind for r in results} - claimed):
+                logger.info("results: no section for benchmark %r, shown as plain fields", other)
+                section = nodes.rubric(text=other)
+                out.append(section)
+                out.extend(render(other, results))
+            return out
+        claimed.add(kind)
+        out = render(kind, results, gpu)
+        if not out and not any(r.kind == kind for r in results):
+            logger.warning("accel-results: no file in benchmarks/results holds benchmark %r", kind, location=self.get_location())
+        return out or [para("No file yet.")]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_directive("accel-results", ResultsDirective)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
