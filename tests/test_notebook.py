@@ -53,7 +53,7 @@ def test_the_tour_runs_top_to_bottom(tmp_path, monkeypatch):
     schema = next(o for c, o in zip(cells, outputs) if c.source.startswith("schema = "))
     assert "%d/%m/%Y" in schema and "dropped" in schema
     # The bad target is the command line's one line, suggesting the nearest column.
-    bad = next(o for c, o in zip(cells, outputs) if "target=\"churn\"" in c.source)
+    bad = next(o for c, o in zip(cells, outputs) if 'target="churn"' in c.source)
     assert "churned" in bad and "Traceback" not in bad
     # The comparison ran its CPU arm and printed the script's own output.
     printed = next(o for c, o in zip(cells, outputs) if c.source.startswith("print(record"))

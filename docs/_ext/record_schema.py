@@ -182,7 +182,11 @@ class RecordExampleDirective(SphinxDirective):
         text = json.dumps(make_records()["flights"], indent=2)
         block = nodes.literal_block(text, text, language="json")
         return [
-            nodes.raw("", "<details><summary>A run record (flights, 2,000 rows, CPU arm, made while these pages were built)</summary>", format="html"),
+            nodes.raw(
+                "",
+                "<details><summary>A run record (flights, 2,000 rows, CPU arm, made while these pages were built)</summary>",
+                format="html",
+            ),
             block,
             nodes.raw("", "</details>", format="html"),
         ]

@@ -232,7 +232,13 @@ def render_models(result: Result) -> list[nodes.Node]:
         header += ["GPU fit s", "GPU predict s", "GPU quality", "fit speedup", "predict speedup"]
     for m in data.get("models") or []:
         cpu, gpu = m.get("cpu") or {}, m.get("gpu") or {}
-        row = [m.get("model"), m.get("metric"), secs(_stats(cpu, "fit")), secs(_stats(cpu, "predict")), metric(cpu.get("quality"))]
+        row = [
+            m.get("model"),
+            m.get("metric"),
+            secs(_stats(cpu, "fit")),
+            secs(_stats(cpu, "predict")),
+            metric(cpu.get("quality")),
+        ]
         if result.gpu:
             row += [secs(_stats(gpu, "fit")), secs(_stats(gpu, "predict")), metric(gpu.get("quality"))]
             row += [times(m.get("fit_speedup")), times(m.get("predict_speedup"))]
@@ -256,7 +262,13 @@ def render_db(result: Result) -> list[nodes.Node]:
         cpu, gpu = q.get("cpu") or {}, q.get("gpu") or {}
         row = [q.get("question"), q.get("title"), secs(cpu.get("run1")), secs(cpu.get("run2")), secs(cpu.get("median"))]
         if result.gpu:
-            row += [secs(gpu.get("run1")), secs(gpu.get("run2")), secs(gpu.get("median")), times(q.get("speedup")), text(q.get("agree"))]
+            row += [
+                secs(gpu.get("run1")),
+                secs(gpu.get("run2")),
+                secs(gpu.get("median")),
+                times(q.get("speedup")),
+                text(q.get("agree")),
+            ]
         for e in engine_names:
             row.append(secs(((engines[e].get("questions") or {}).get(q.get("question")) or {}).get("run2")))
         rows.append(row)
@@ -360,7 +372,9 @@ def render_hpo(result: Result) -> list[nodes.Node]:
         rows.append([r.get("label"), text(r.get("trials")), text(r.get("subset")), text(r.get("trial_rounds")),
                      text(tc.get("complete")), text(tc.get("pruned")), secs(r.get("wall_seconds")),
                      secs((r.get("phases_seconds") or {}).get("trials")), metric(r.get("default_auc")), metric(r.get("tuned_auc"))])  # fmt: skip
-    extra = f"arm {d.get('arm')}; OMP_WAIT_POLICY {d.get('omp_wait_policy')}" if d.get("omp_wait_policy") else f"arm {d.get('arm')}"
+    extra = (
+        f"arm {d.get('arm')}; OMP_WAIT_POLICY {d.get('omp_wait_policy')}" if d.get("omp_wait_policy") else f"arm {d.get('arm')}"
+    )
     return [table(header, rows, "accel hpo flights"), source(result, extra)]
 
 
@@ -476,7 +490,15 @@ def render_scaling(result: Result) -> list[nodes.Node]:
         for r in d.get("rows") or []
         if r.get("stage") == "total"
     ]  # fmt: skip
-    header = ["configuration", "workers", "threads per worker", "seconds", "speedup", "efficiency", d.get("metric_name") or "metric"]
+    header = [
+        "configuration",
+        "workers",
+        "threads per worker",
+        "seconds",
+        "speedup",
+        "efficiency",
+        d.get("metric_name") or "metric",
+    ]
     return [table(header, rows, f"accel scale {d.get('workflow')} --cluster {d.get('cluster_kind')}"), source(result)]
 
 
@@ -533,7 +555,9 @@ def render(kind: str, results: list[Result], gpu: bool | None = None) -> list[no
 
 def render_files(results: list[Result]) -> list[nodes.Node]:
     rows = [[r.name, r.kind, r.date, "yes" if r.gpu else "no", r.machine] for r in results]
-    return [table(["file", "benchmark", "date", "GPU arm ran on a GPU", "machine"], rows, f"benchmarks/results: {len(results)} files")]
+    return [
+        table(["file", "benchmark", "date", "GPU arm ran on a GPU", "machine"], rows, f"benchmarks/results: {len(results)} files")
+    ]
 
 
 # --------------------------------------------------------------------------- the directive
