@@ -41,7 +41,7 @@
 #   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost_classifier]
 #   REPEATS [3 timed runs after the cold one]  STEP_TIMEOUT [540 s per step]  KEEP [/tmp/accel-keep]
 #   GROUPBY_ARMS [both] GROUPBY_QUESTIONS [all] HPO_TRIALS [20]
-#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]
+#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]  DASK_TABLE_ROWS [1e6]
 #
 # Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
 # the pandas arm several minutes (q10 and q3 dominate); models at 1e6 (all pairs) 3-5 min on the
@@ -56,7 +56,7 @@ cd "$(dirname "$0")/.."
 # (accel.environment.environment_overrides reads ACCEL_GPU_CHECK_OVERRIDES) and so does the log.
 CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA KEEP GROUPBY_ROWS GROUPBY_K GROUPBY_ARMS GROUPBY_QUESTIONS JOIN_ROWS
                 MODEL_ROWS XGB_ROWS MODELS CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET
-                DASK_SCALE HPO_TRIALS JOIN_ARMS PYTEST_FILES)
+                DASK_SCALE DASK_TABLE_ROWS HPO_TRIALS JOIN_ARMS PYTEST_FILES)
 overrides=()
 for name in "${CHECK_SETTINGS[@]}"; do
   [ -n "${!name+x}" ] && overrides+=("$name=${!name}")
@@ -251,6 +251,10 @@ phase_memory() {
 phase_dask() {
   if [ "$DRY_RUN" = 1 ]; then echo "dry run: Dask-CUDA benchmark not run (tested by tests/test_dask_*.py)"; return; fi
   step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --out "$RESULTS"
+  # A user's table on Dask-cuDF partitions, one Dask-CUDA worker against the single-process GPU arm.
+  step bench-dask-table "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --table "${DASK_TABLE_ROWS:-1e6}" --rounds 100 --out "$RESULTS"
+  # The paired cluster run: the GPU arm on GPU workers, the CPU baseline on as many CPU workers.
+  step run-flights-local-cuda "${ACCEL[@]}" run flights --cluster local-cuda --out "$RESULTS"
 }
 
 phase_hpo() {
