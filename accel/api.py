@@ -223,6 +223,247 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
     return paired_run(config, listener, on_plan=on_plan)
 
 
+#: Keyword arguments of :func:`tune` that set the ``hpo:`` section of a workflow file.
+_SEARCH_SETTINGS = ("trials", "subset", "trial_rounds", "validation", "timeout", "top", "storage", "study")
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """One hyperparameter search: the record accel wrote, and views of it as tables.
+
+    Attributes
+    ----------
+    record : dict
+        The search record (``accel report`` and ``accel experiments`` read the file).
+    path : pathlib.Path
+        Where the record was written.
+    """
+
+    record: dict[str, Any]
+    path: Path
+
+    @property
+    def metric(self) -> str:
+        """The metric the search optimised (``auc``, ``rmse``, ...)."""
+        return str(self.record["study"]["metric"])
+
+    @property
+    def candidates(self) -> Any:
+        """The default model, the best subset trial, the top-k on all fitting rows and the
+        retrained best on the hold-out: metric, seconds, peak memory, where each was scored."""
+        import pandas as pd
+
+        r = self.record
+        rows = []
+
+        def add(label: str, entry: dict[str, Any] | None) -> None:
+            if entry:
+                rows.append(
+                    {
+                        "candidate": label,
+                        self.metric: _float(entry.get("metric")),
+                        "seconds": _float(entry.get("seconds")),
+                        "peak_host_mb": _float(entry.get("peak_host_mb")),
+                        "peak_device_mb": _float(entry.get("peak_device_mb")),
+                        "evaluated_on": entry.get("evaluated_on"),
+                    }
+                )
+
+        add("default", r.get("baseline"))
+        add("best subset trial", r.get("best_trial"))
+        for entry in r.get("top_k") or []:
+            add(f"top-k: trial {entry.get('trial')}", entry)
+        if (r.get("final") or {}).get("status") != "failed":
+            add("retrained best", r.get("final"))
+        return pd.DataFrame(rows).set_index("candidate") if rows else pd.DataFrame()
+
+    @property
+    def best_params(self) -> dict[str, Any]:
+        """The retrained best model's settings (empty when no trial completed)."""
+        return dict((self.record.get("final") or {}).get("params") or {})
+
+    @property
+    def arms(self) -> Any:
+        """The final model trained on each arm: status and seconds (the speedup is CPU / GPU)."""
+        import pandas as pd
+
+        arms = self.record.get("arms") or {}
+        return pd.DataFrame(
+            {
+                "status": [(arms.get(a) or {}).get("status") for a in ("gpu", "cpu")],
+                "seconds": [_float((arms.get(a) or {}).get("seconds")) for a in ("gpu", "cpu")],
+            },
+            index=pd.Index(["gpu", "cpu"], name="arm"),
+        )
+
+    def __repr__(self) -> str:
+        final = self.record.get("final") or {}
+        value = final.get("metric")
+        shown = f"{self.metric} {value:.4g}" if isinstance(value, (int, float)) else str(final.get("reason"))
+        return f"TuneResult({self.record['study']['name']!r}, {shown}, record {str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        title = f"<h4>accel hpo: {html.escape(str(self.record['study']['name']))}</h4>"
+        table = self.candidates.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
+        where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
+        return title + table + where
+
+
+def tune(
+    workflow: str | os.PathLike[str] | None = None,
+    *,
+    resume: bool = False,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    **settings: Any,
+) -> TuneResult:
+    """Search a model's hyperparameters with Optuna, as ``accel hpo`` does; write its record, return it.
+
+    (``accel.hpo`` is the subpackage that holds the search, hence the name.)
+
+    Parameters
+    ----------
+    workflow : str or path, optional
+        ``"flights"``, or a workflow YAML file (its ``hpo:`` section is the search); leave it
+        out with ``data=`` (your own table) or ``resume=True`` (the study's own workflow).
+    resume : bool
+        Continue the study named by ``study`` in ``storage`` (``--resume``).
+    cluster, scheduler, workers
+        Run the trials in parallel on Dask, as ``--cluster``, ``--scheduler``, ``--workers`` do.
+    **settings
+        The search's settings (``trials``, ``subset``, ``trial_rounds``, ``validation``,
+        ``timeout``, ``top``, ``storage``, ``study``) and those of :func:`run` (``data``,
+        ``target``, ``model``, ``device``, ``rows``, ``seed``, ``out``, ...).
+
+    Returns
+    -------
+    TuneResult
+
+    Raises
+    ------
+    accel.errors.AccelError
+        For every bad input, with the one-line message the command line prints.
+    """
+    from accel.cli.options import workflow_source
+    from accel.errors import AccelError
+    from accel.hpo.search import SearchRequest, run_search, search_config
+
+    known = (*_SETTINGS, *_SEARCH_SETTINGS)
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
+    if workers is not None and cluster != "local":
+        raise AccelError("workers= applies to cluster='local'")
+    values = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()}
+    search = {k: values.pop(k) for k in _SEARCH_SETTINGS if k in values}
+    named = workflow is not None
+    file_values, source = workflow_source(str(workflow) if named else None, values.get("data") is not None or resume, "hpo")
+    config, given = search_config(file_values, values, search, "accel.tune()" if source == "command line" else source, named)
+    request = SearchRequest(resume=resume, given=given, cluster=cluster, scheduler=scheduler, workers=workers)
+    record, path = run_search(config, request)
+    return TuneResult(record, Path(path))
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Your script on the CPU and with cudf.pandas / cuml.accel: the record, and views of it.
+
+    Attributes
+    ----------
+    record : dict
+        The compare record.
+    path : pathlib.Path
+        Where the record was written.
+    """
+
+    record: dict[str, Any]
+    path: Path
+
+    @property
+    def arms(self) -> Any:
+        """Each arm's status, cold wall seconds, warm median (with ``repeat``) and peak memory."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        return pd.DataFrame(
+            {
+                "status": [arms[a].get("status") for a in ("gpu", "cpu")],
+                "cold_seconds": [_float(arms[a].get("cold_seconds")) for a in ("gpu", "cpu")],
+                "warm_median_seconds": [_float((arms[a].get("warm") or {}).get("median")) for a in ("gpu", "cpu")],
+                "peak_host_mb": [_float(arms[a].get("peak_host_mb")) for a in ("gpu", "cpu")],
+                "peak_device_mb": [_float(arms[a].get("peak_device_mb")) for a in ("gpu", "cpu")],
+            },
+            index=pd.Index(["gpu", "cpu"], name="arm"),
+        )
+
+    @property
+    def speedup(self) -> float:
+        """CPU / GPU cold wall seconds (NaN unless the GPU arm ran)."""
+        return _float((self.record.get("speedup") or {}).get("wall_cold"))
+
+    @property
+    def agree(self) -> bool | None:
+        """Whether both arms printed and wrote the same numbers (None when the GPU arm did not run)."""
+        return (self.record.get("parity") or {}).get("agree")
+
+    def __repr__(self) -> str:
+        arms = self.record["arms"]
+        shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
+        return f"CompareResult({self.record['program']['path']!r}, {shown}, speedup {self.speedup:.3g}, agree {self.agree})"
+
+    def _repr_html_(self) -> str:
+        title = f"<h4>accel compare: {html.escape(str(self.record['program']['path']))}</h4>"
+        table = self.arms.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
+        notes = "".join(
+            f"<p><b>{a.upper()} arm {html.escape(str(arm.get('status')))}</b>: {html.escape(str(arm.get('reason')))}</p>"
+            for a, arm in self.record["arms"].items()
+            if arm.get("status") != "ok" and arm.get("reason")
+        )
+        return title + table + notes + f"<p>outputs agree: {self.agree}</p>"
+
+
+def compare(
+    program: str | os.PathLike[str],
+    *args: str,
+    repeat: int = 0,
+    accelerators: str | None = None,
+    device: str = "auto",
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    timeout: float = 3600.0,
+    profile: bool = True,
+    ignore_lines: str | None = None,
+    out: str | os.PathLike[str] = "runs",
+) -> CompareResult:
+    """Run your unchanged script (or notebook) on the CPU and with cudf.pandas / cuml.accel, as
+    ``accel compare PROGRAM -- ARGS`` does; write its record, return it.
+
+    Parameters
+    ----------
+    program : str or path
+        A Python script (``.py``) or a notebook (``.ipynb``).
+    *args : str
+        Arguments for the script.
+    repeat, accelerators, device, rtol, atol, timeout, profile, ignore_lines, out
+        As the command's ``--repeat``, ``--accelerators``, ``--device``, ``--rtol``, ``--atol``,
+        ``--timeout``, ``--no-profile`` (``profile=False``), ``--ignore-lines``, ``--out``.
+
+    Returns
+    -------
+    CompareResult
+    """
+    from accel.bench.compare import Options
+    from accel.bench.compare import compare as run_compare
+
+    opts = Options(
+        program=Path(program), args=[str(a) for a in args], out=Path(out), repeat=repeat, accelerators=accelerators,
+        device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
+    )  # fmt: skip
+    record, path = run_compare(opts)
+    return CompareResult(record, Path(path))
+
+
 def info() -> dict[str, Any]:
     """What ``accel info --json`` prints: devices, memory, library versions, which arms can run."""
     from accel.environment import collect_environment

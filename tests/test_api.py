@@ -78,3 +78,40 @@ def test_importing_accel_loads_no_data_library():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- tune and compare
+
+
+def test_tune_searches_and_returns_the_candidates(tmp_path):
+    from tests.test_hpo_cli import write_workflow
+
+    result = accel.tune(write_workflow(tmp_path), trials=3, top=2, out=tmp_path / "runs")
+    [path] = records_in(tmp_path / "runs")
+    assert isinstance(result, accel.TuneResult) and result.path == path
+    assert read_json(path)["study"]["name"] == result.record["study"]["name"]
+    table = result.candidates
+    assert list(table.index[:2]) == ["default", "best subset trial"] and table.index[-1] == "retrained best"
+    assert len([i for i in table.index if i.startswith("top-k")]) == 2
+    assert table[result.metric].between(0.5, 1).all() and (table["seconds"] > 0).all()
+    assert result.best_params == result.record["final"]["params"] and result.best_params
+    assert result.arms.loc["cpu", "status"] == "ok" and "<table" in result._repr_html_()
+
+
+def test_tune_refuses_what_it_does_not_take_in_one_line(tmp_path):
+    with pytest.raises(AccelError, match="accel.tune\\(\\) has no setting 'trails'"):
+        accel.tune("flights", trails=3, out=tmp_path)
+    with pytest.raises(AccelError, match="trials"):
+        accel.tune("flights", trials=0, out=tmp_path)
+    assert records_in(tmp_path) == []
+
+
+def test_compare_runs_a_script_on_both_arms(tmp_path):
+    result = accel.compare(ROOT / "tests" / "compare_scripts" / "features_model.py", "--rows", "2000", out=tmp_path)
+    [path] = records_in(tmp_path)
+    assert isinstance(result, accel.CompareResult) and result.path == path
+    arms = result.arms
+    assert arms.loc["cpu", "status"] == "ok" and arms.loc["cpu", "cold_seconds"] > 0
+    if arms.loc["gpu", "status"] == "skipped":  # no GPU here: nothing invented for it
+        assert math.isnan(result.speedup) and result.agree is None and math.isnan(arms.loc["gpu", "cold_seconds"])
+    assert "accel compare" in result._repr_html_()

@@ -94,42 +94,17 @@ def register(sub: Any) -> None:
     exp.set_defaults(handler=cmd_experiments)
 
 
-def _flatten(values: dict[str, Any], prefix: str = "") -> set[str]:
-    """The settings given, as ``seed``, ``hpo.subset``, ...: the keys of the ``hpo`` section, not the section.
-
-    ``hpo`` itself is never one of them: it would count every ``hpo.*`` setting as given once
-    any one is (``--resume --trials 5`` would then clash with a study's ``--subset``).
-    """
-    out = set()
-    for key, value in values.items():
-        if isinstance(value, dict) and key == "hpo":
-            out |= _flatten(value, prefix + key + ".")
-        else:
-            out.add(prefix + key)
-    return out
-
-
 def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
     """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
     from accel.cli.options import table_overrides, workflow_source
-    from accel.config import build_config
+    from accel.hpo.search import search_config
 
-    target = args.workflow
-    file_values, source = workflow_source(target, args.data is not None or args.resume, "hpo")
-    overrides = table_overrides(args)
+    file_values, source = workflow_source(args.workflow, args.data is not None or args.resume, "hpo")
     hpo_flags = {
         "trials": args.trials, "subset": args.subset, "trial_rounds": args.trial_rounds, "validation": args.validation,
         "timeout": args.timeout, "top": args.top, "storage": args.storage, "study": args.study,
     }  # fmt: skip
-    hpo_flags = {k: v for k, v in hpo_flags.items() if v is not None}
-    if hpo_flags:
-        section = file_values.get("hpo", {})
-        # Flags override single keys of the file's hpo: section, not the whole section.
-        file_values["hpo"] = {**section, **hpo_flags} if isinstance(section, dict) else section
-    given = _flatten(file_values) | {k for k, v in overrides.items() if v is not None}
-    if target is None:
-        given.discard("workflow")
-    return build_config(file_values, overrides, source), given
+    return search_config(file_values, table_overrides(args), hpo_flags, source, named=args.workflow is not None)
 
 
 def cmd_hpo(args: argparse.Namespace) -> int:
