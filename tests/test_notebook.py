@@ -33,7 +33,7 @@ def _text(output: dict) -> str:
     return "".join(output.get("text") or data.get("text/plain") or "") + "".join(data.get("text/html") or "")
 
 
-@pytest.mark.slow  # a kernel, four paired runs and a comparison: 30-60 s on two shared cores
+@pytest.mark.slow  # a kernel, four paired runs, a comparison and a three-trial search: 60-120 s on two shared cores
 def test_the_tour_runs_top_to_bottom(tmp_path, monkeypatch):
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -56,8 +56,11 @@ def test_the_tour_runs_top_to_bottom(tmp_path, monkeypatch):
     bad = next(o for c, o in zip(cells, outputs) if 'target="churn"' in c.source)
     assert "churned" in bad and "Traceback" not in bad
     # The comparison ran its CPU arm and printed the script's own output.
-    printed = next(o for c, o in zip(cells, outputs) if c.source.startswith("print(record"))
+    printed = next(o for c, o in zip(cells, outputs) if c.source.startswith("print(comparison"))
     assert "rows 20000" in printed and "auc" in printed
+    # The search: its candidates table (the baseline, the trials, the final model) and the best settings.
+    candidates = next(o for c, o in zip(cells, outputs) if c.source.startswith("study = accel.tune"))
+    assert "<table" in candidates and "retrained best" in candidates
     # It wrote nowhere but the temporary folder it made: nothing in the kernel's working folder.
     assert not any(cwd.iterdir()) and [p.name[:11] for p in temp.iterdir()] == ["accel-tour-"]
 
