@@ -16,9 +16,12 @@ judges what came back:
   active in a user's run;
 - ``misleading``: refused, but the message says something untrue.
 
-The cases of ``tests/hostile_inputs.py`` (Arrow and Parquet types, header and generated names,
-a file that changes after planning, a test split that cannot be scored) are one table that
-``tests/test_hostile.py`` runs too: they are added here from it, judged by its ``verdict``.
+The cases of ``tests/hostile_inputs.py`` (secrets in records and messages, writes only where
+asked, Arrow and Parquet types, header names and encodings, a file that changes after planning,
+search settings, one line instead of a traceback, results that mean nothing, processes left
+running, signals) are one table that ``tests/test_hostile.py`` runs too: they are added here
+from it, judged by its ``verdict``. Its cases marked ``invented`` (made up beyond the examples
+the table was seeded with) are counted apart (``counts_invented``; the others ``counts_listed``).
 
 Run against any tree: ``PYTHONPATH=/path/to/tree python benchmarks/hostile_cases.py`` (the
 tree's ``accel`` is what the subprocesses import). Prints a Markdown table and writes it as JSON
@@ -96,6 +99,8 @@ class Case:
     kind: str
     what: str
     build: Callable[[Path], Setup]
+    #: Made up beyond the examples the table was seeded with (counted apart).
+    invented: bool = False
 
 
 def accel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -1241,13 +1246,6 @@ def _untouched(path: Path, data: bytes) -> Callable[[Result], tuple[str, str] | 
     return check
 
 
-@c("groupby-over-existing", "overwrite", "accel data groupby N K EXISTING.csv")
-def _(tmp: Path) -> Setup:
-    target = tmp / "mine.csv"
-    target.write_bytes(b"precious\n")
-    return Setup(["data", "groupby", "100", "10", str(target)], check=_untouched(target, b"precious\n"))
-
-
 @c("groupby-over-folder", "overwrite", "accel data groupby N K OUT that is a folder, with --overwrite")
 def _(tmp: Path) -> Setup:
     (tmp / "out.csv").mkdir()
@@ -1261,112 +1259,31 @@ def _(tmp: Path) -> Setup:
     return Setup(["report", str(copy_runs(tmp)), "--out", str(target)], check=_untouched(target, b"precious"))
 
 
-@c("experiments-foreign-db", "overwrite", "accel experiments --storage sqlite:///app.db (the user's own database)")
-def _(tmp: Path) -> Setup:
-    app = tmp / "app.db"
-    con = sqlite3.connect(app)
-    con.execute("CREATE TABLE users (name TEXT)")
-    con.commit()
-    con.close()
-    (tmp / "runs").mkdir()
-    return Setup(["experiments", str(tmp / "runs"), "--storage", f"sqlite:///{app}"], check=_untouched(app, app.read_bytes()))
-
-
-def _space_case(space: str) -> Callable[[Path], Setup]:
-    def build(tmp: Path) -> Setup:
-        path = tmp / "w.yaml"
-        path.write_text(f"data: {csv(tmp, customers())}\ntarget: churned\nhpo:\n  search_space:\n    xgboost: {space}\n")
-
-        def check(res: Result) -> tuple[str, str] | None:
-            return ("wrong", "a study or record was made") if (tmp / "runs").exists() else None
-
-        return Setup(["hpo", str(path), "--device", "cpu", "--trials", "2", "--out", str(tmp / "runs")], check=check)
-
-    return build
-
-
-CASES.append(
-    Case(
-        "hpo-space-huge-high", "unrefused", "search space max_depth high 1e300", _space_case("{max_depth: {low: 2, high: 1e300}}")
-    )
-)
-CASES.append(
-    Case("hpo-space-step-zero", "unrefused", "search space step 0", _space_case("{max_depth: {low: 2, high: 8, step: 0}}"))
-)
-CASES.append(
-    Case("hpo-space-bad-choices", "unrefused", 'choices [3, "deep", null]', _space_case('{max_depth: [3, "deep", null]}'))
-)
-
-
-@c("compare-timeout-inf", "traceback", "accel compare --timeout inf")
-def _(tmp: Path) -> Setup:
-    (tmp / "s.py").write_text("print(1)\n")
-    return Setup(["compare", str(tmp / "s.py"), "--timeout", "inf", "--device", "cpu", "--out", str(tmp / "out")])
-
-
-@c("compare-fifo-in-folder", "traceback", "a FIFO beside the script of accel compare")
-def _(tmp: Path) -> Setup:
-    (tmp / "s.py").write_text("print(1)\n")
-    fifo_in(tmp, "pipe")
-    return Setup(["compare", str(tmp / "s.py"), "--device", "cpu", "--out", str(tmp / "out")], expect="ok", timeout=120)
-
-
-@c("compare-setsid-daemon", "wrong", "a script whose setsid daemon ignores SIGTERM and writes later")
-def _(tmp: Path) -> Setup:
-    late = tmp / "late.txt"
-    code = f"import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3); open({str(late)!r},'w').write('x')"
-    (tmp / "s.py").write_text(
-        "import os, subprocess, sys\npid = os.fork()\nif pid == 0:\n    os.setsid()\n"
-        f"    subprocess.Popen([sys.executable, '-c', {code!r}], start_new_session=True)\n    os._exit(0)\n"
-        "os.waitpid(pid, 0)\nprint('result', 1.0)\n"
-    )
-
-    def check(res: Result) -> tuple[str, str] | None:
-        time.sleep(4)
-        return ("wrong", "the daemon outlived the run and wrote") if late.exists() else None
-
-    return Setup(
-        ["compare", str(tmp / "s.py"), "--device", "cpu", "--out", str(tmp / "out")], expect="ok", check=check, timeout=120
-    )
-
-
-@c("report-deep-json", "traceback", "accel report over a JSON file nested 200,000 deep")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    (records / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
-    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "deep.json"), timeout=120)
-
-
-@c("yaml-50mb-list", "hang", "a 50 MB workflow file of one long list")
-def _(tmp: Path) -> Setup:
-    path = tmp / "big.yaml"
-    path.write_text("workflow: flights\nrows:\n" + "- 1\n" * (13 * 1024 * 1024))
-    return Setup(["run", str(path)], timeout=60)
-
-
-# ---- the shared table (tests/hostile_inputs.py): Arrow types, names, a file changed under the run,
-# results that mean nothing; tests/test_hostile.py runs the same cases
+# ---- the shared table (tests/hostile_inputs.py): secrets, writes, Arrow types, names, a file changed
+# under the run, search settings, one line, results that mean nothing, processes, interrupts;
+# tests/test_hostile.py runs the same cases
 
 
 def shared_case(case: hostile_inputs.Case) -> Case:
     """A case of the shared table as a case of this benchmark: run and judged as the tests judge it."""
 
     def build(tmp: Path) -> Setup:
+        try:
+            argv = case.make_input(tmp)
+        except hostile_inputs.Skip as why:
+            return Setup([], skip=str(why), cleanup=(lambda: case.cleanup(tmp)) if case.cleanup else None)
         judged: dict[str, Any] = {}
 
         def runner(setup: Setup) -> Result:
-            argv, outcome = hostile_inputs.run_case(case, tmp, timeout=setup.timeout, env=accel_env())
-            setup.argv[:] = argv
+            _, outcome = hostile_inputs.run_case(case, tmp, timeout=setup.timeout, env=accel_env(), argv=argv)
             judged["verdict"] = hostile_inputs.verdict(case, tmp, outcome)
-            stderr = outcome.stderr
-            if not stderr.strip() and outcome.rc == 0:
-                stderr = ""
-            return Result(argv, outcome.rc, outcome.stdout, stderr, outcome.seconds, outcome.timed_out)
+            return Result(argv, outcome.rc, outcome.stdout, outcome.stderr, outcome.seconds, outcome.timed_out)
 
-        return Setup([], expect="ok" if case.expected == "handled" else "refuse", runner=runner,
-                     check=lambda res: judged["verdict"], timeout=300)  # fmt: skip
+        return Setup(argv, expect="ok" if case.expected == "handled" else "refuse", runner=runner,
+                     check=lambda res: judged["verdict"], timeout=case.timeout,
+                     cleanup=(lambda: case.cleanup(tmp)) if case.cleanup else None)  # fmt: skip
 
-    return Case(case.name, case.kind, case.what, build)
+    return Case(case.name, case.kind, case.what, build, invented=case.invented)
 
 
 CASES.extend(shared_case(case) for case in hostile_inputs.CASES)
@@ -1381,8 +1298,8 @@ def run_case(case: Case, root: Path) -> dict[str, Any]:
     setup = case.build(tmp)
     try:
         if setup.skip:
-            return {"case": case.name, "kind": case.kind, "what": case.what, "command": "", "exit": None, "seconds": 0.0,
-                    "message": setup.skip, "verdict": "skipped", "why": setup.skip}  # fmt: skip
+            return {"case": case.name, "kind": case.kind, "invented": case.invented, "what": case.what, "command": "",
+                    "exit": None, "seconds": 0.0, "message": setup.skip, "verdict": "skipped", "why": setup.skip}  # fmt: skip
         if setup.runner is not None:
             res = setup.runner(setup)
         else:
@@ -1395,6 +1312,7 @@ def run_case(case: Case, root: Path) -> dict[str, Any]:
     return {
         "case": case.name,
         "kind": case.kind,
+        "invented": case.invented,
         "what": case.what,
         "command": command,
         "exit": res.rc,
@@ -1408,11 +1326,13 @@ def run_case(case: Case, root: Path) -> dict[str, Any]:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     out = ["| case | kind | command | exit | s | message (first line) | verdict |", "|---|---|---|---|---|---|---|"]
+    rows = sorted(rows, key=lambda r: r.get("invented", False))  # the invented cases last
     for r in rows:
         msg = r["message"].replace("|", "\\|").replace("\n", " ")
         verdict = r["verdict"] + (f" ({r['why']})" if r["why"] and r["verdict"] not in ("clean error", "handled") else "")
         cmd = r["command"].replace("|", "\\|")
-        out.append(f"| {r['case']} | {r['kind']} | `{cmd}` | {r['exit']} | {r['seconds']} | {msg} | {verdict} |")
+        kind = r["kind"] + (" (invented)" if r.get("invented") else "")
+        out.append(f"| {r['case']} | {kind} | `{cmd}` | {r['exit']} | {r['seconds']} | {msg} | {verdict} |")
     return "\n".join(out)
 
 
@@ -1448,6 +1368,9 @@ def main() -> int:
     cases = CASES
     if args.only:
         wanted = set(args.only.split(","))
+        unknown = sorted(wanted - {c.name for c in CASES})
+        if unknown:
+            parser.error(f"no such case: {', '.join(unknown)}")
         cases = [c for c in CASES if c.name in wanted]
     import accel
 
@@ -1466,14 +1389,21 @@ def main() -> int:
         try:
             row = run_case(case, root)
         except Exception as exc:  # noqa: BLE001 - the harness itself failed: say so in the table
-            row = {"case": case.name, "kind": case.kind, "what": case.what, "command": "", "exit": None, "seconds": 0.0,
+            row = {"case": case.name, "kind": case.kind, "invented": case.invented, "what": case.what, "command": "",
+                   "exit": None, "seconds": 0.0,
                    "message": f"harness error: {type(exc).__name__}: {exc}", "verdict": "skipped", "why": "harness error"}  # fmt: skip
         print(f"  -> {row['verdict']} ({row['seconds']} s): {row['message'][:160]}", file=sys.stderr, flush=True)
         rows.append(row)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    apart = {
+        side: {v: sum(r["verdict"] == v and r["invented"] == (side == "invented") for r in rows) for v in VERDICTS}
+        for side in ("listed", "invented")
+    }
     print(markdown(rows))
     print()
     print("counts: " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
+    for side, by_verdict in apart.items():
+        print(f"  {side}: " + (", ".join(f"{v} {n}" for v, n in by_verdict.items() if n) or "none"))
     payload = {
         "benchmark": "hostile_cases",
         "label": args.label,
@@ -1484,6 +1414,8 @@ def main() -> int:
         "tree_modified": dirty,
         "is_root": os.geteuid() == 0,
         "counts": counts,
+        "counts_listed": apart["listed"],
+        "counts_invented": apart["invented"],
         "cases": rows,
     }
     path = write_json(args.results, payload)

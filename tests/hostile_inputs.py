@@ -1,30 +1,47 @@
-"""Hostile tables as data: one list of cases that ``tests/test_hostile.py`` and
+"""Hostile inputs as data: one table of cases that ``tests/test_hostile.py`` and
 ``benchmarks/hostile_cases.py`` both run.
 
 Each :class:`Case` builds its input in a scratch folder (``make_input`` returns the command line
-after ``accel``), says the verdict it must end in (``"clean error"``: exit 2, one
-``accel: error: ...`` line naming the problem, no traceback, no record written; ``"handled"``:
-exit 0 and a record whose content ``check`` accepts) and, for a file that changes under the
-run, what happens to the file once the run is planned (``after_planning``).
+after ``accel``) and says the verdict it must end in: ``"clean error"`` (exit 2, one
+``accel: error: ...`` line naming the problem, no traceback, no record written) or
+``"handled"`` (the expected exit status, 0 unless said, and the records whose content ``check``
+accepts). ``inspect`` looks further (a user's file changed, a secret written, a process left
+running) and names the verdict when it finds something wrong. A case may act on the run at a
+point of its own (``after``: done once the function ``hook`` names has returned, by default
+once the table is planned: a file cut, a signal sent).
 
 :func:`run_case` runs a case in a subprocess (``python -m tests.hostile_inputs NAME TMP ...``, so
-that an ``after_planning`` action can hook planning) and :func:`verdict` judges it. The kinds:
-``types`` (Arrow and Parquet types), ``names`` (header names and generated feature names),
-``changed`` (the file changes after planning) and ``meaningless`` (a split whose test part
-cannot be scored).
+that ``after`` can hook the run), :func:`run_in_process` in this one, and :func:`verdict`
+judges either. The kinds: ``secrets`` (credentials in records and messages), ``writes``
+(only where the user asked), ``types`` (Arrow and Parquet types), ``names`` (header names,
+encodings and generated feature names), ``changed`` (the file changes after planning),
+``search`` (search settings checked before the study exists), ``one line`` (what used to end
+in a traceback, huge or nested inputs), ``meaningless`` (results that mean nothing),
+``processes`` (what a script leaves running, signals) and ``interrupts`` (Ctrl-C never lost).
+``invented`` marks the cases made up beyond the examples the table was seeded with: the
+benchmark counts them apart.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import decimal
+import gzip
+import importlib
+import io
 import json
 import os
+import shutil
+import signal
+import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +49,18 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Where a case acts on the run by default: once the user's table has been planned.
+PLANNED = "accel.workflows.table:plan_table"
+
+
+@dataclass
+class Outcome:
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
 
 
 @dataclass(frozen=True)
@@ -43,19 +72,45 @@ class Case:
     name : str
         Unique, used on the command line of the benchmark (``--only``).
     kind : str
-        ``types``, ``names``, ``changed`` or ``meaningless``.
+        ``secrets``, ``writes``, ``types``, ``names``, ``changed``, ``search``, ``one line``,
+        ``meaningless``, ``processes`` or ``interrupts``.
     what : str
         The input, in words.
     make_input : callable
-        ``make_input(tmp) -> argv`` (after ``accel``); writes the input under ``tmp``.
+        ``make_input(tmp) -> argv`` (after ``accel``); writes the input under ``tmp``; raises
+        :class:`Skip` where the case cannot run here (a mount needs root).
     expected : str
         ``"clean error"`` or ``"handled"``.
     needles : tuple of str
-        Words the error line must hold (clean error), or the record's text must hold (handled).
+        Words the error line must hold (clean error), or the newest record's text (handled,
+        with records), or the output (handled, no record).
     check : callable or None
-        ``check(record) -> problem or None`` for a handled case.
-    after_planning : callable or None
-        ``after_planning(tmp)``: done to the input once the run is planned, before an arm reads it.
+        ``check(record) -> problem or None`` for a handled case (the newest record).
+    after : callable or None
+        ``after(tmp)``: done to the input or the process once ``hook`` has returned.
+    hook : str
+        ``module:attribute`` (``attribute`` may be ``Class.method``) after which ``after`` acts.
+    invented : bool
+        Made up beyond the examples the table was seeded with (reported apart).
+    env : mapping
+        Environment variables the command runs with.
+    inspect : callable or None
+        ``inspect(tmp, outcome) -> (verdict, why) or None``: what is wrong beyond the exit status
+        (``overwrite``, ``security``, ``wrong``, ``hang``, ``misleading``).
+    records : int
+        Run records a handled case leaves in ``TMP/runs``.
+    exit : int
+        The exit status of a handled case (130: interrupted).
+    unsaid : tuple of str
+        Words the error line must not hold (advice that would not help).
+    own_process : bool
+        Runs only in a subprocess of its own (a signal, a process tree, a cluster).
+    slow : bool
+        The test runs it in the slow tier only.
+    timeout : float
+        Seconds before the case counts as a hang.
+    cleanup : callable or None
+        ``cleanup(tmp)`` once the case is judged (unmounting what it mounted).
     """
 
     name: str
@@ -65,7 +120,22 @@ class Case:
     expected: str
     needles: tuple[str, ...] = ()
     check: Callable[[dict[str, Any]], str | None] | None = None
-    after_planning: Callable[[Path], None] | None = None
+    after: Callable[[Path], None] | None = None
+    hook: str = PLANNED
+    invented: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    inspect: Callable[[Path, Outcome], tuple[str, str] | None] | None = None
+    records: int = 1
+    exit: int = 0
+    unsaid: tuple[str, ...] = ()
+    own_process: bool = False
+    slow: bool = False
+    timeout: float = 300
+    cleanup: Callable[[Path], None] | None = None
+
+
+class Skip(Exception):
+    """Raised by a case's ``make_input``: the case cannot run here (why)."""
 
 
 # --------------------------------------------------------------------------- inputs
@@ -85,12 +155,26 @@ def customers(n: int = 300, seed: int = 0, age: bool = False) -> pd.DataFrame:
     return pd.DataFrame({**columns, "churned": churned})
 
 
+def prices(n: int = 300, seed: int = 1) -> pd.DataFrame:
+    """A regression table: price from size and rooms."""
+    rng = np.random.default_rng(seed)
+    size = rng.uniform(40, 250, n).round(1)
+    rooms = rng.integers(1, 7, n)
+    price = (2000 * size + 15000 * rooms + rng.normal(0, 20000, n)).round(0)
+    return pd.DataFrame({"size": size, "rooms": rooms, "price": price})
+
+
 def run_argv(data: Path, target: str, tmp: Path, *extra: str) -> list[str]:
     return ["run", "--data", str(data), "--target", target, "--device", "cpu", "--out", str(tmp / "runs"), *extra]
 
 
+def hpo_argv(data: Path, tmp: Path, *extra: str) -> list[str]:
+    return ["hpo", "--data", str(data), "--target", "churned", "--device", "cpu", "--out", str(tmp / "runs"), *extra]
+
+
 def _csv(tmp: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
     path = tmp / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)
     return path
 
@@ -115,6 +199,114 @@ def _arrow(frame: pd.DataFrame, **columns: Any) -> Any:
         else:
             table = table.append_column(name, array)
     return table
+
+
+@contextlib.contextmanager
+def hooked(point: str, action: Callable[[Path], None] | None, tmp: Path) -> Iterator[None]:
+    """While inside, ``action(tmp)`` runs each time the function ``point`` names has returned."""
+    if action is None:
+        yield
+        return
+    module_name, _, attribute = point.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *path, name = attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+
+    def then_act(*args: Any, **kwargs: Any) -> Any:
+        done = original(*args, **kwargs)
+        action(tmp)
+        return done
+
+    setattr(owner, name, then_act)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def quiet(argv: list[Any], expect: int = 0, hook: str = PLANNED, after: Callable[[Path], None] | None = None,
+          tmp: Path | None = None) -> None:  # fmt: skip
+    """Run ``accel argv`` in this process for a case's set-up, its output kept from the case's."""
+    from accel.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), hooked(hook, after, tmp or Path(".")):
+        rc = main([str(a) for a in argv])
+    if rc != expect:
+        raise RuntimeError(f"set-up 'accel {' '.join(map(str, argv))}' exited {rc}, not {expect}: {err.getvalue()[-1500:]}")
+
+
+_MADE: dict[str, Path] = {}
+
+
+def two_records(tmp: Path) -> Path:
+    """``TMP/records``: a copy of two run records (a classification and a regression table), made once per process."""
+    if "records" not in _MADE:
+        folder = Path(tempfile.mkdtemp(prefix="hostile-records-"))
+        atexit.register(shutil.rmtree, folder, True)
+        churn, house = _csv(folder, customers(), "churn.csv"), _csv(folder, prices(), "prices.csv")
+        quiet(run_argv(churn, "churned", folder))
+        quiet(run_argv(house, "price", folder))
+        _MADE["records"] = folder / "runs"
+    target = tmp / "records"
+    shutil.copytree(_MADE["records"], target)
+    return target
+
+
+def keep(path: Path) -> Path:
+    """Remember ``path``'s bytes beside it (``.kept-NAME``), for :func:`unchanged`."""
+    shutil.copyfile(path, path.with_name(f".kept-{path.name}"))
+    return path
+
+
+PRECIOUS = b"precious: the user's own file\n"
+
+
+def precious(path: Path) -> Path:
+    """A user's file at ``path``, remembered (:func:`keep`)."""
+    path.write_bytes(PRECIOUS)
+    return keep(path)
+
+
+def mounted(tmp: Path, name: str, options: str) -> Path:
+    """A tmpfs mounted at ``TMP/name`` with ``options``; :class:`Skip` where that needs root."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        raise Skip("needs root to mount a tmpfs")
+    point = tmp / name
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True, text=True)
+    if done.returncode:
+        raise Skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    return point
+
+
+def full_filesystem(tmp: Path) -> Path:
+    """``TMP/full``: a 1 MB tmpfs with no room left."""
+    point = mounted(tmp, "full", "size=1m")
+    try:
+        with open(point / "filler", "wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+    except OSError:
+        pass
+    return point
+
+
+def read_only_filesystem(tmp: Path) -> Path:
+    """``TMP/ro``: a read-only tmpfs (root may write anywhere else)."""
+    return mounted(tmp, "ro", "ro,size=1m")
+
+
+def unmount(tmp: Path) -> None:
+    for name in ("full", "ro"):
+        if os.path.ismount(tmp / name):
+            subprocess.run(["umount", "-l", str(tmp / name)], capture_output=True)
+
+
+# --------------------------------------------------------------------------- checks of a record
 
 
 def _kind(record: dict[str, Any], column: str, kind: str, reason: str = "") -> str | None:
@@ -166,6 +358,222 @@ def renamed(wanted: str) -> Callable[[dict[str, Any]], str | None]:
         return None if wanted in names else f"{wanted!r} not in the feature report's renamed names ({names})"
 
     return check
+
+
+def task_is(task: str) -> Callable[[dict[str, Any]], str | None]:
+    return lambda record: None if record["task"] == task else f"task {record['task']}, not {task}"
+
+
+def target_is(name: str) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        got = record["data"]["schema"]["target"]
+        return None if got == name else f"the target is {got!r}, not {name!r}"
+
+    return check
+
+
+def set_not_recorded(name: str) -> Callable[[dict[str, Any]], str | None]:
+    """The record says ``name`` was set, and not its value."""
+
+    def check(record: dict[str, Any]) -> str | None:
+        from accel.environment import NOT_RECORDED
+
+        value = (record.get("environment") or {}).get("overrides", {}).get(name)
+        if value is None:
+            return f"the record does not say {name} was set"
+        return None if value == NOT_RECORDED else f"{name} recorded as {value[:40]!r}"
+
+    return check
+
+
+# --------------------------------------------------------------------------- inspections (beyond the exit status)
+
+Inspect = Callable[[Path, Outcome], "tuple[str, str] | None"]
+
+
+def _first(*inspections: Inspect) -> Inspect:
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        for one in inspections:
+            found = one(tmp, outcome)
+            if found:
+                return found
+        return None
+
+    return inspect
+
+
+def unchanged(*names: str) -> Inspect:
+    """Each ``TMP/name`` still holds the bytes :func:`keep` remembered."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        for name in names:
+            path = tmp / name
+            kept = path.with_name(f".kept-{path.name}")
+            if not path.exists() or path.read_bytes() != kept.read_bytes():
+                return "overwrite", f"{name} was changed"
+        return None
+
+    return inspect
+
+
+def absent(*names: str) -> Inspect:
+    """Nothing at ``TMP/name`` (accel made nothing there)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        made = [n for n in names if os.path.lexists(tmp / n)]
+        return ("wrong", f"{made[0]} was made") if made else None
+
+    return inspect
+
+
+SECRET = "s3cret-never-written"
+
+
+def no_secret(*inputs: str) -> Inspect:
+    """:data:`SECRET` is neither printed nor in any file under ``TMP`` but the ``inputs`` (the user's own)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        if SECRET in outcome.stdout + outcome.stderr:
+            return "security", "the secret was printed"
+        for path in sorted(tmp.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.name not in inputs:
+                if SECRET.encode() in path.read_bytes():
+                    return "security", f"the secret is written in {path.relative_to(tmp)}"
+        return None
+
+    return inspect
+
+
+def said(text: str) -> Inspect:
+    """The output says ``text`` (what was done about the input)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        return None if text in outcome.stdout + outcome.stderr else ("misleading", f"does not say {text!r}")
+
+    return inspect
+
+
+def not_said(text: str) -> Inspect:
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        return ("misleading", f"says {text!r}") if text in outcome.stdout + outcome.stderr else None
+
+    return inspect
+
+
+def within(seconds: float) -> Inspect:
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        return None if outcome.seconds < seconds else ("hang", f"took {outcome.seconds:.0f} s (more than {seconds:g})")
+
+    return inspect
+
+
+def nothing_left_in(folder: str) -> Inspect:
+    """No file at all under ``TMP/folder`` (a temporary file left by a run stopped half-way)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        left = sorted(p.name for p in (tmp / folder).rglob("*") if p.is_file()) if (tmp / folder).exists() else []
+        return ("wrong", f"left in {folder}/: {left[:3]}") if left else None
+
+    return inspect
+
+
+def never_written(name: str, wait: float) -> Inspect:
+    """``TMP/name`` is still absent ``wait`` seconds after the command ended (what it started is gone)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        time.sleep(wait)
+        return ("wrong", f"a process outlived the run and wrote {name}") if (tmp / name).exists() else None
+
+    return inspect
+
+
+#: The environment variable every process of a case inherits (its scratch folder): survivors carry it.
+MARK = "HOSTILE_CASE_TMP"
+
+
+def no_survivors(wait: float = 3.0) -> Inspect:
+    """No process that inherited the case's :data:`MARK` is alive ``wait`` seconds after the command ended."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        import psutil
+
+        time.sleep(wait)
+        mark, found = f"{MARK}={tmp}".encode(), []
+        for pid in psutil.pids():
+            if pid == os.getpid():
+                continue
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if mark in environ.split(b"\0"):
+                found.append(pid)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        return ("wrong", f"{len(found)} process(es) of the run still alive (killed now)") if found else None
+
+    return inspect
+
+
+def no_study(db: str) -> Inspect:
+    """The Optuna storage ``TMP/db`` holds no study (an interrupted first run leaves none behind)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        path = tmp / db
+        if not path.exists():
+            return None
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = [row[0] for row in con.execute("SELECT study_name FROM studies")]
+        except sqlite3.Error:
+            names = []
+        finally:
+            con.close()
+        return ("wrong", f"studies left behind: {names}") if names else None
+
+    return inspect
+
+
+# --------------------------------------------------------------------------- signals sent inside the run
+
+
+def send(sig: int) -> Callable[[Path], None]:
+    def act(tmp: Path) -> None:
+        os.kill(os.getpid(), sig)
+        for _ in range(1000):  # bytecode for Python to run the handler in
+            pass
+
+    return act
+
+
+def interrupt_in_gc_callback(tmp: Path) -> None:
+    """SIGINT delivered while Python runs a garbage-collector callback (where an exception is only printed)."""
+    import gc
+
+    fired: list[int] = []
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and not fired:
+            fired.append(1)
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):
+                pass
+
+    gc.callbacks.append(callback)
+    gc.collect()
+
+
+class _InterruptWhenCollected:
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):
+            pass
+
+
+def interrupt_in_del(tmp: Path) -> None:
+    """SIGINT delivered while Python runs a ``__del__`` method."""
+    gone = _InterruptWhenCollected()
+    del gone
 
 
 def _decimal_spend(tmp: Path) -> list[str]:
@@ -415,6 +823,413 @@ def _one_value_regression_test(tmp: Path) -> list[str]:
     return run_argv(_csv(tmp, frame), "price", tmp)
 
 
+# ---- secrets
+
+
+def _info(tmp: Path) -> list[str]:
+    return ["info", "--json"]
+
+
+def _compare_script(tmp: Path, code: str = "print('result', 1.0)\n", *extra: str) -> list[str]:
+    (tmp / "s.py").write_text(code)
+    return ["compare", str(tmp / "s.py"), "--device", "cpu", "--out", str(tmp / "runs"), *extra]
+
+
+def _hpo_plain(tmp: Path) -> list[str]:
+    return hpo_argv(_csv(tmp, customers()), tmp, "--trials", "2")
+
+
+def _workflow_storage_password(tmp: Path) -> list[str]:
+    data = _csv(tmp, customers())
+    path = tmp / "w.yaml"
+    path.write_text(
+        f"data: {data}\ntarget: churned\ndevice: cpu\nout: {tmp / 'runs'}\n"
+        f"hpo:\n  trials: 2\n  storage: sqlite:///{tmp / 'study.db'}?password={SECRET}\n"
+    )
+    return ["hpo", str(path)]
+
+
+# ---- writes
+
+
+def _groupby_over(tmp: Path) -> list[str]:
+    return ["data", "groupby", "100", "10", str(precious(tmp / "mine.csv"))]
+
+
+def _progress_file_existing(tmp: Path) -> list[str]:
+    quiet(["data", "groupby", "200", "10", tmp / "g.csv"])
+    progress = precious(tmp / "progress.jsonl")
+    return ["bench", "groupby", "--data", str(tmp / "g.csv"), "--questions", "q1", "--repeats", "1", "--device", "cpu",
+            "--results", str(tmp / "results"), "--progress-file", str(progress)]  # fmt: skip
+
+
+def _foreign_db(tmp: Path) -> Path:
+    app = tmp / "app.db"
+    con = sqlite3.connect(app)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    return keep(app)
+
+
+def _experiments_foreign_db(tmp: Path) -> list[str]:
+    (tmp / "records").mkdir()
+    return ["experiments", str(tmp / "records"), "--storage", f"sqlite:///{_foreign_db(tmp)}"]
+
+
+def _experiments_missing_db(tmp: Path) -> list[str]:
+    (tmp / "records").mkdir()
+    return ["experiments", str(tmp / "records"), "--storage", f"sqlite:///{tmp / 'nope.db'}"]
+
+
+def _report_out_link(tmp: Path) -> list[str]:
+    precious(tmp / "mine.html")
+    (tmp / "link.html").symlink_to(tmp / "mine.html")
+    return ["report", str(two_records(tmp)), "--out", str(tmp / "link.html")]
+
+
+def _groupby_dangling_link(tmp: Path) -> list[str]:
+    (tmp / "elsewhere").mkdir()
+    (tmp / "link.csv").symlink_to(tmp / "elsewhere" / "new.csv")
+    return ["data", "groupby", "100", "10", str(tmp / "link.csv")]
+
+
+def _out_is_a_file(tmp: Path) -> list[str]:
+    return ["run", "--data", str(_csv(tmp, customers())), "--target", "churned", "--device", "cpu",
+            "--out", str(precious(tmp / "mine.txt"))]  # fmt: skip
+
+
+def _out_read_only(tmp: Path) -> list[str]:
+    point = read_only_filesystem(tmp)
+    return ["run", "--data", str(_csv(tmp, customers())), "--target", "churned", "--device", "cpu", "--out", str(point / "runs")]
+
+
+def _report_out_read_only(tmp: Path) -> list[str]:
+    records = two_records(tmp)
+    return ["report", str(records), "--out", str(read_only_filesystem(tmp) / "report.html")]
+
+
+def _hpo_storage_text_file(tmp: Path) -> list[str]:
+    notes = precious(tmp / "notes.txt")
+    return hpo_argv(_csv(tmp, customers()), tmp, "--trials", "2", "--storage", f"sqlite:///{notes}")
+
+
+# ---- Arrow and Parquet types (more)
+
+
+def _large_types(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    plan = pa.array(frame["plan"].tolist(), pa.large_string())
+    tags = pa.array([[str(c)] * 2 for c in frame["calls"]], pa.large_list(pa.large_string()))
+    return run_argv(_parquet(tmp, _arrow(frame, plan=plan, tags=tags)), "churned", tmp)
+
+
+def _decimal256(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    values = [decimal.Decimal(f"{v:.3f}") for v in frame["spend"]]
+    return run_argv(_parquet(tmp, _arrow(frame, spend=pa.array(values, pa.decimal256(40, 3)))), "churned", tmp)
+
+
+def _null_columns(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    table = _arrow(customers(), note=pa.nulls(300, pa.string()), nothing=pa.nulls(300))
+    return run_argv(_parquet(tmp, table), "churned", tmp)
+
+
+def _dictionary_target(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    return run_argv(_parquet(tmp, _arrow(frame, churned=pa.array(frame["churned"]).dictionary_encode())), "churned", tmp)
+
+
+def _float16(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    spend = pa.array(frame["spend"].to_numpy(dtype=np.float16), pa.float16())
+    return run_argv(_parquet(tmp, _arrow(frame, spend=spend)), "churned", tmp)
+
+
+def _timestamp_target(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    start = np.datetime64("2021-01-01T00:00:00", "us").astype("int64")
+    signup = pa.array(start + np.arange(300, dtype="int64") * 3_600_000_000, pa.timestamp("us", tz="UTC"))
+    return run_argv(_parquet(tmp, _arrow(frame, signup=signup)), "signup", tmp)
+
+
+def _wide_parquet(tmp: Path) -> list[str]:
+    import pyarrow as pa
+
+    frame = customers()
+    rng = np.random.default_rng(11)
+    wide = {f"f{i:05d}": rng.random(300, dtype=np.float32) for i in range(10_000)}
+    table = pa.table({**{c: frame[c].to_numpy() for c in frame.columns}, **wide})
+    return run_argv(_parquet(tmp, table), "churned", tmp)
+
+
+def _parquet_no_rows(tmp: Path) -> list[str]:
+    return run_argv(_parquet(tmp, _arrow(customers().iloc[:0])), "churned", tmp)
+
+
+def _folder_missing_column(tmp: Path) -> list[str]:
+    frame = customers(400)
+    _parquet(tmp / "table", _arrow(frame.iloc[:200]), "a.parquet")
+    _parquet(tmp / "table", _arrow(frame.iloc[200:].drop(columns="calls")), "b.parquet")
+    return run_argv(tmp / "table", "churned", tmp)
+
+
+# ---- names and encodings (more)
+
+
+def _names_by_case(tmp: Path) -> list[str]:
+    frame = customers()
+    frame["Plan"] = np.where(np.arange(300) % 3 == 0, "annual", "monthly")
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _spaced_target_twin(tmp: Path) -> list[str]:
+    frame = customers()
+    flip = np.random.default_rng(12).random(300) < 0.3
+    frame[" churned"] = np.where(flip, np.where(frame["churned"] == "yes", "no", "yes"), frame["churned"])
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _utf16_no_bom(tmp: Path) -> list[str]:
+    path = tmp / "data.csv"
+    path.write_bytes(customers().to_csv(index=False).encode("utf-16-le"))
+    return run_argv(path, "churned", tmp)
+
+
+def _gzip_bom(tmp: Path) -> list[str]:
+    path = tmp / "data.csv.gz"
+    path.write_bytes(gzip.compress(b"\xef\xbb\xbf" + customers().to_csv(index=False).encode()))
+    return run_argv(path, "churned", tmp)
+
+
+def _cp1252(tmp: Path) -> list[str]:
+    frame = customers()
+    frame["plan"] = frame["plan"].map({"basic": "basic", "plus": "plus \u2013 \u20ac9", "pro": "pro \u201cgold\u201d"})
+    path = tmp / "data.csv"
+    path.write_bytes(frame.to_csv(index=False).encode("cp1252"))
+    return run_argv(path, "churned", tmp)
+
+
+def _internal_names(tmp: Path) -> list[str]:
+    frame = customers()
+    rng = np.random.default_rng(13)
+    frame["__accel_row__"] = rng.normal(size=300)
+    frame["__y__"] = [f"shop{i % 60}" for i in range(300)]
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _header_only_bom(tmp: Path) -> list[str]:
+    path = tmp / "data.csv"
+    path.write_bytes(b"\xef\xbb\xbfplan,spend,calls,churned\n")
+    return run_argv(path, "churned", tmp)
+
+
+# ---- a file that changes under the run (more)
+
+
+def rewrite_same_size_and_time(tmp: Path) -> None:
+    """Change bytes in place, then give the file back its size and modification time (``cp -p``, ``rsync -t``)."""
+    path = tmp / "data.csv"
+    st = path.stat()
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"yes", b"y_s"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def remove_part(tmp: Path) -> None:
+    (tmp / "table" / "b.parquet").unlink()
+
+
+def _parquet_folder(tmp: Path) -> list[str]:
+    frame = customers(400)
+    _parquet(tmp / "table", _arrow(frame.iloc[:200]), "a.parquet")
+    _parquet(tmp / "table", _arrow(frame.iloc[200:]), "b.parquet")
+    return run_argv(tmp / "table", "churned", tmp)
+
+
+# ---- search settings checked before the study exists
+
+
+def _space(space: str) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        path = tmp / "w.yaml"
+        path.write_text(f"data: {_csv(tmp, customers())}\ntarget: churned\nhpo:\n  search_space:\n    xgboost: {space}\n")
+        return ["hpo", str(path), "--device", "cpu", "--trials", "2", "--out", str(tmp / "runs")]
+
+    return make
+
+
+def _resume_keeps_subset(tmp: Path) -> list[str]:
+    data = _csv(tmp, customers())
+    quiet(hpo_argv(data, tmp, "--study", "s", "--trials", "2", "--subset", "0.5"))
+    return hpo_argv(data, tmp, "--study", "s", "--trials", "3", "--resume")
+
+
+def _rerun_after_refused_first(tmp: Path) -> list[str]:
+    data = _csv(tmp, customers())
+    argv = hpo_argv(data, tmp, "--study", "s", "--trials", "2")
+    quiet(argv, expect=2, after=cut_in_half, tmp=tmp)  # refused: the file changed after planning
+    _csv(tmp, customers())  # the file whole again: the corrected rerun
+    return argv
+
+
+# ---- one line, never a traceback
+
+
+def _disk_full_hpo(tmp: Path) -> list[str]:
+    full = full_filesystem(tmp)
+    return hpo_argv(_csv(tmp, customers()), tmp, "--trials", "2", "--storage", f"sqlite:///{full / 'hpo.db'}")
+
+
+def _compare_fifo(tmp: Path) -> list[str]:
+    os.mkfifo(tmp / "pipe")
+    return _compare_script(tmp, "print('result', 1.5)\n")
+
+
+def _compare_socket(tmp: Path) -> list[str]:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp / "sock"))
+    sock.close()  # the socket file stays
+    return _compare_script(tmp, "print('result', 1.5)\n")
+
+
+def _not_copied(*names: str) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        got = record.get("program", {}).get("not_copied")
+        return None if got == list(names) else f"not_copied is {got}, not {list(names)}"
+
+    return check
+
+
+def _report_deep_json(tmp: Path) -> list[str]:
+    records = two_records(tmp)
+    (records / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    return ["report", str(records)]
+
+
+def _report_undecodable_json(tmp: Path) -> list[str]:
+    records = two_records(tmp)
+    (records / "garbage.json").write_bytes(np.random.default_rng(14).bytes(5000))
+    (records / "latin.json").write_bytes(b'{"workflow": "caf\xe9", "arms": {}}')
+    return ["report", str(records)]
+
+
+def _yaml_list(tmp: Path) -> list[str]:
+    path = tmp / "big.yaml"
+    path.write_text("workflow: flights\nrows:\n" + "- 1\n" * (13 * 1024 * 1024))
+    return ["run", str(path), "--out", str(tmp / "runs")]
+
+
+def _yaml_deep_maps(tmp: Path) -> list[str]:
+    lines = ["workflow: flights", "xgboost:"] + [" " * (i + 1) + f"k{i}:" for i in range(1000)]
+    (tmp / "deep.yaml").write_text("\n".join(lines) + " 1\n")
+    return ["run", str(tmp / "deep.yaml"), "--out", str(tmp / "runs")]
+
+
+def _yaml_deep_flow(tmp: Path) -> list[str]:
+    (tmp / "deep.yaml").write_text("workflow: flights\nrows: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    return ["run", str(tmp / "deep.yaml"), "--out", str(tmp / "runs")]
+
+
+def _csv_long_field(tmp: Path) -> list[str]:
+    frame = customers()
+    notes = [f"note {i}" for i in range(300)]
+    notes[7] = "x" * (10 * 1024 * 1024)
+    frame["notes"] = notes
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _csv_one_long_line(tmp: Path) -> list[str]:
+    path = tmp / "data.csv"
+    path.write_text(",".join(f"c{i}" for i in range(1_200_000)))  # ~10 MB, no newline, no rows
+    return run_argv(path, "c0", tmp)
+
+
+# ---- results that mean nothing (more)
+
+
+def _constant_target(tmp: Path) -> list[str]:
+    frame = customers()
+    frame["churned"] = "no"
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _constant_numeric_target(tmp: Path) -> list[str]:
+    frame = prices()
+    frame["price"] = 100.0
+    return run_argv(_csv(tmp, frame), "price", tmp)
+
+
+def _target_copy(tmp: Path) -> list[str]:
+    frame = customers()
+    frame["churn_flag"] = (frame["churned"] == "yes").astype(int)
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _target_empty(tmp: Path) -> list[str]:
+    frame = customers()
+    frame["churned"] = ""
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+# ---- processes and signals
+
+
+DAEMON = """
+import os, subprocess, sys
+late = {late!r}
+code = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3); "
+        f"open({{late!r}}, 'w').write('too late')")
+pid = os.fork()
+if pid == 0:
+    {detach}
+    subprocess.Popen([sys.executable, "-c", code], start_new_session={new_session})
+    os._exit(0)
+os.waitpid(pid, 0)
+print("result", 1.0)
+"""
+
+
+def _daemon(detach: str, new_session: bool) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        code = DAEMON.format(late=str(tmp / "late.txt"), detach=detach, new_session=new_session)
+        return _compare_script(tmp, code)
+
+    return make
+
+
+def _left_running(count: int | None) -> Callable[[dict[str, Any]], str | None]:
+    """The CPU arm killed ``count`` processes the script left running (None: at least one)."""
+
+    def check(record: dict[str, Any]) -> str | None:
+        killed = record["arms"]["cpu"].get("left_running_killed") or []
+        ok = killed and (len(killed[0]) == count if count is not None else len(killed[0]) >= 1)
+        return None if ok else f"left_running_killed is {killed}"
+
+    return check
+
+
+def _cluster_table(tmp: Path) -> list[str]:
+    data = _csv(tmp, customers())
+    return ["run", "--data", str(data), "--target", "churned", "--cluster", "local", "--workers", "1", "--out", str(tmp / "runs")]
+
+
+def _hpo_study(tmp: Path) -> list[str]:
+    return hpo_argv(_csv(tmp, customers()), tmp, "--study", "s", "--trials", "5")
+
+
 CHANGED = "the file changed since it was planned"
 
 CASES: list[Case] = [
@@ -473,13 +1288,13 @@ CASES: list[Case] = [
          check=_all(renamed("plan==basic"), scored)),
     # ---- a file that changes under the run
     Case("file-cut-after-planning", "changed", "the CSV cut to half its rows after planning", _plain_csv,
-         "clean error", (CHANGED, "run again"), after_planning=cut_in_half),
+         "clean error", (CHANGED, "run again"), after=cut_in_half),
     Case("file-replaced-larger", "changed", "the CSV replaced by a larger one after planning", _plain_csv,
-         "clean error", (CHANGED,), after_planning=replace_larger),
+         "clean error", (CHANGED,), after=replace_larger),
     Case("file-removed-after-planning", "changed", "the CSV removed after planning", _plain_csv,
-         "clean error", (CHANGED,), after_planning=remove_file),
+         "clean error", (CHANGED,), after=remove_file),
     Case("parquet-replaced", "changed", "the Parquet file replaced by another after planning", _plain_parquet,
-         "clean error", (CHANGED,), after_planning=replace_parquet),
+         "clean error", (CHANGED,), after=replace_parquet),
     # ---- results that mean nothing
     Case("rows-21", "meaningless", "--rows 21: a test part of 4 rows",
          lambda tmp: run_argv(_csv(tmp, customers()), "churned", tmp, "--rows", "21"), "clean error",
@@ -496,6 +1311,194 @@ CASES: list[Case] = [
          _one_value_regression_test, "clean error", ("test split", "single value")),
 ]  # fmt: skip
 
+CASES += [
+    # ---- secrets: a variable whose name or value says it is a credential is never written
+    Case("env-token-info", "secrets", "accel info --json with DASK_COILED__TOKEN set", _info, "handled",
+         ("DASK_COILED__TOKEN",), records=0, env={"DASK_COILED__TOKEN": SECRET}, inspect=no_secret()),
+    Case("env-url-password-info", "secrets", "accel info --json with a URL holding a password in ACCEL_DB_URL", _info,
+         "handled", ("ACCEL_DB_URL",), records=0, env={"ACCEL_DB_URL": f"postgresql://me:{SECRET}@db/x"},
+         inspect=no_secret()),
+    Case("env-token-run-record", "secrets", "a run record made with DASK_COILED__TOKEN set", _plain_csv, "handled",
+         check=_all(set_not_recorded("DASK_COILED__TOKEN"), scored), env={"DASK_COILED__TOKEN": SECRET},
+         inspect=no_secret()),
+    Case("env-token-compare-record", "secrets", "a compare record made with DASK_COILED__TOKEN set", _compare_script,
+         "handled", check=set_not_recorded("DASK_COILED__TOKEN"), env={"DASK_COILED__TOKEN": SECRET},
+         inspect=no_secret("s.py")),
+    # ---- never write where the user did not ask
+    Case("groupby-over-existing", "writes", "accel data groupby N K EXISTING.csv", _groupby_over, "clean error",
+         ("mine.csv", "--overwrite"), inspect=unchanged("mine.csv")),
+    Case("progress-file-existing", "writes", "accel bench groupby --progress-file EXISTING", _progress_file_existing,
+         "clean error", ("progress.jsonl", "--overwrite"), inspect=_first(unchanged("progress.jsonl"), nothing_left_in("results"))),
+    Case("experiments-foreign-db", "writes", "accel experiments --storage sqlite:///app.db (the user's own database)",
+         _experiments_foreign_db, "clean error", ("no Optuna studies",), inspect=unchanged("app.db")),
+    Case("experiments-missing-db", "writes", "accel experiments --storage sqlite:///nope.db (no such file)",
+         _experiments_missing_db, "clean error", ("no such file",), inspect=absent("nope.db")),
+    # ---- search settings checked before the study exists
+    Case("hpo-space-huge-high", "search", "search space max_depth high 1e300",
+         _space("{max_depth: {low: 2, high: 1e300}}"), "clean error", ("hpo.search_space.xgboost.", "high"),
+         inspect=absent("runs")),
+    Case("hpo-space-step-zero", "search", "search space step 0", _space("{max_depth: {low: 2, high: 8, step: 0}}"),
+         "clean error", ("hpo.search_space.xgboost.", "step"), inspect=absent("runs")),
+    Case("hpo-space-bad-choices", "search", 'search space choices [3, "deep", null]',
+         _space('{max_depth: [3, "deep", null]}'), "clean error", ("hpo.search_space.xgboost.", "'deep'"),
+         inspect=absent("runs")),
+    Case("hpo-resume-keeps-subset", "search", "--resume, without --subset, of a study made with --subset 0.5",
+         _resume_keeps_subset, "handled", records=2),
+    Case("hpo-rerun-after-refused-first", "search", "the corrected rerun of a first hpo refused after planning",
+         _rerun_after_refused_first, "handled"),
+    # ---- one line, never a traceback
+    Case("hpo-disk-full", "one line", "the study storage on a full filesystem during accel hpo", _disk_full_hpo,
+         "clean error", ("full",), cleanup=unmount),
+    Case("compare-timeout-inf", "one line", "accel compare --timeout inf",
+         lambda tmp: _compare_script(tmp, "print(1)\n", "--timeout", "inf"), "clean error", ("--timeout",),
+         inspect=absent("runs")),
+    Case("compare-fifo-in-folder", "one line", "a FIFO beside the script of accel compare", _compare_fifo, "handled",
+         check=_not_copied("pipe"), inspect=said("not copied")),
+    Case("compare-socket-in-folder", "one line", "a Unix socket beside the script of accel compare", _compare_socket,
+         "handled", check=_not_copied("sock"), inspect=said("not copied")),
+    Case("report-deep-json", "one line", "accel report over a JSON file nested 200,000 deep", _report_deep_json,
+         "handled", ("deep.json",), records=0),
+    Case("yaml-50mb-list", "one line", "a 50 MB workflow file of one long list", _yaml_list, "clean error",
+         ("larger than", "big.yaml"), inspect=within(20)),
+    # ---- processes: nothing the script started outlives accel compare
+    Case("compare-setsid-daemon", "processes", "a script whose setsid daemon ignores SIGTERM and writes later",
+         _daemon("os.setsid()", True), "handled", check=_left_running(1),
+         inspect=_first(said("left 1 process(es) running"), never_written("late.txt", 4))),
+    # ---- Ctrl-C is never lost
+    Case("interrupt-in-gc-callback", "interrupts", "SIGINT delivered inside a garbage-collector callback during a run",
+         _plain_csv, "handled", ("interrupted",), after=interrupt_in_gc_callback, records=0, exit=130,
+         inspect=not_said("Exception ignored"), own_process=True),
+]  # fmt: skip
+
+#: Cases made up beyond the examples the table was seeded with, of the same kinds.
+CASES += [
+    # ---- secrets
+    Case("env-password-in-query-info", "secrets", "accel info --json with ACCEL_RESULTS_DB=...?password=...", _info,
+         "handled", ("ACCEL_RESULTS_DB",), records=0, invented=True,
+         env={"ACCEL_RESULTS_DB": f"postgresql://me@db.example/results?sslmode=require&password={SECRET}"},
+         inspect=no_secret()),
+    Case("env-url-password-hpo-record", "secrets", "an hpo record made with DASK_GATEWAY__ADDRESS=https://user:pw@...",
+         _hpo_plain, "handled", check=set_not_recorded("DASK_GATEWAY__ADDRESS"), invented=True,
+         env={"DASK_GATEWAY__ADDRESS": f"https://alice:{SECRET}@gateway.example/"}, inspect=no_secret("data.csv")),
+    Case("data-url-password", "secrets", "--data https://user:password@host/churn.csv",
+         lambda tmp: run_argv(f"https://alice:{SECRET}@data.example/churn.csv", "churned", tmp), "clean error",
+         ("--data",), invented=True, inspect=no_secret()),
+    Case("scheduler-url-password", "secrets", "--scheduler tcp://user:password@127.0.0.1:1",
+         lambda tmp: ["run", "flights", "--rows", "2000", "--scheduler", f"tcp://alice:{SECRET}@127.0.0.1:1",
+                      "--out", str(tmp / "runs")], "clean error", ("--scheduler",), invented=True,
+         inspect=no_secret(), timeout=90),
+    Case("workflow-storage-password", "secrets", "a workflow file whose hpo.storage holds ?password=...",
+         _workflow_storage_password, "handled", invented=True, inspect=no_secret("w.yaml")),
+    # ---- writes
+    Case("report-out-link-to-file", "writes", "accel report --out a link to an existing file", _report_out_link,
+         "clean error", ("link.html", "--overwrite"), invented=True, inspect=unchanged("mine.html")),
+    Case("groupby-out-dangling-link", "writes", "accel data groupby N K LINK, a link to a file that does not exist",
+         _groupby_dangling_link, "clean error", ("link.csv",), invented=True, inspect=absent("elsewhere/new.csv")),
+    Case("out-is-a-file", "writes", "--out a file of the user's", _out_is_a_file, "clean error", ("--out",),
+         invented=True, inspect=unchanged("mine.txt")),
+    Case("out-read-only", "writes", "--out on a read-only filesystem", _out_read_only, "clean error", ("--out",),
+         invented=True, cleanup=unmount),
+    Case("report-out-read-only", "writes", "accel report --out on a read-only filesystem", _report_out_read_only,
+         "clean error", ("--out",), invented=True, cleanup=unmount),
+    Case("hpo-storage-text-file", "writes", "accel hpo --storage sqlite:///notes.txt (a user's text file)",
+         _hpo_storage_text_file, "clean error", ("notes.txt",), invented=True,
+         inspect=_first(unchanged("notes.txt"), nothing_left_in("runs"))),
+    # ---- Arrow and Parquet types
+    Case("parquet-large-types", "types", "a large_string column and a large_list<large_string> column", _large_types,
+         "handled", check=_all(kind_is("plan", "categorical"), kind_is("tags", "dropped", "nested"), scored),
+         invented=True),
+    Case("parquet-decimal256", "types", "a decimal256(40,3) feature", _decimal256, "handled",
+         check=_all(kind_is("spend", "numeric"), scored), invented=True),
+    Case("parquet-null-columns", "types", "an all-null string column and a column of Arrow type null", _null_columns,
+         "handled", check=_all(kind_is("note", "dropped"), kind_is("nothing", "dropped"), scored), invented=True),
+    Case("parquet-dictionary-target", "types", "a dictionary-encoded text target", _dictionary_target, "handled",
+         check=_all(task_is("binary"), scored), invented=True),
+    Case("parquet-float16", "types", "a float16 (halffloat) feature", _float16, "handled",
+         check=_all(kind_is("spend", "numeric"), scored), invented=True),
+    Case("parquet-timestamp-target", "types", "--target a timestamp[us, UTC] column", _timestamp_target, "clean error",
+         ("'signup'",), invented=True),
+    Case("parquet-10000-columns", "types", "a Parquet file of 300 rows and 10,000 float columns", _wide_parquet,
+         "handled", check=scored, invented=True, slow=True, timeout=600),
+    Case("parquet-no-rows", "types", "a Parquet file with its schema and no rows", _parquet_no_rows, "clean error",
+         ("rows",), invented=True),
+    Case("parquet-folder-missing-column", "types", "a folder whose second file lacks a column", _folder_missing_column,
+         "clean error", ("'calls'",), invented=True),
+    # ---- names and encodings
+    Case("csv-names-differ-by-case", "names", "columns 'plan' and 'Plan'", _names_by_case, "handled",
+         check=_all(kind_is("plan", "categorical"), kind_is("Plan", "categorical"), scored), invented=True),
+    Case("csv-target-and-spaced-twin", "names", "columns 'churned' and ' churned', --target churned",
+         _spaced_target_twin, "handled", check=_all(target_is("churned"), kind_is(" churned", "boolean"), scored),
+         invented=True),
+    Case("csv-utf16-no-bom", "names", "a UTF-16-LE file without a byte-order mark", _utf16_no_bom, "clean error",
+         ("UTF-16",), invented=True),
+    Case("csv-gzip-utf8-bom", "names", "a .csv.gz whose text starts with a UTF-8 byte-order mark", _gzip_bom, "handled",
+         check=_all(kind_is("plan", "categorical"), noticed("byte-order mark"), scored), invented=True),
+    Case("csv-cp1252", "names", "a Windows-1252 file (en dash, euro sign, curly quotes) without a mark", _cp1252,
+         "handled", check=_all(kind_is("plan", "categorical"), noticed("not UTF-8"), scored), invented=True),
+    Case("generated-internal-names", "names", "columns named __accel_row__ and __y__ (accel's working names)",
+         _internal_names, "handled",
+         check=_all(kind_is("__accel_row__", "numeric"), kind_is("__y__", "categorical"), scored), invented=True),
+    Case("csv-header-only-bom", "names", "a byte-order mark and a header, no rows", _header_only_bom, "clean error",
+         ("rows",), invented=True),
+    # ---- a file that changes under the run
+    Case("file-rewritten-same-size-and-time", "changed", "the CSV rewritten in place, its size and time kept",
+         _plain_csv, "clean error", (CHANGED,), after=rewrite_same_size_and_time, invented=True),
+    Case("parquet-folder-part-removed", "changed", "one file of a Parquet folder removed after planning",
+         _parquet_folder, "clean error", (CHANGED,), after=remove_part, invented=True),
+    # ---- search settings
+    Case("hpo-space-unknown-parameter", "search", "search space for a parameter the model does not have (max_dept)",
+         _space("{max_dept: {low: 2, high: 8}}"), "clean error", ("max_dept",), invented=True, inspect=absent("runs")),
+    Case("hpo-space-low-above-high", "search", "search space max_depth low 9, high 3",
+         _space("{max_depth: {low: 9, high: 3}}"), "clean error", ("max_depth",), invented=True,
+         inspect=absent("runs")),
+    Case("hpo-space-log-from-zero", "search", "search space learning_rate low 0 on a log scale",
+         _space("{learning_rate: {low: 0, high: 0.3, log: true}}"), "clean error", ("learning_rate",), invented=True,
+         inspect=absent("runs")),
+    # ---- one line: huge and nested inputs
+    Case("yaml-deep-maps", "one line", "a workflow file of maps nested 1,000 deep", _yaml_deep_maps, "clean error",
+         ("deep.yaml",), invented=True, inspect=within(20), timeout=120),
+    Case("yaml-deep-flow-lists", "one line", "a workflow file with a list nested 100,000 deep", _yaml_deep_flow,
+         "clean error", ("deep.yaml",), invented=True, inspect=within(20), timeout=120),
+    Case("csv-10mb-field", "one line", "a CSV with one 10 MB field in a text column", _csv_long_field, "handled",
+         check=scored, invented=True),
+    Case("csv-10mb-single-line", "one line", "a CSV that is one 10 MB line (1.2 million names, no rows)",
+         _csv_one_long_line, "clean error", (), invented=True, inspect=within(60)),
+    Case("compare-timeout-zero", "one line", "accel compare --timeout 0",
+         lambda tmp: _compare_script(tmp, "print(1)\n", "--timeout", "0"), "clean error", ("--timeout",),
+         invented=True, inspect=absent("runs")),
+    Case("report-undecodable-json", "one line", "accel report over *.json files of random bytes and of latin-1",
+         _report_undecodable_json, "handled", ("garbage.json", "latin.json"), records=0, invented=True),
+    # ---- results that mean nothing
+    Case("constant-target", "meaningless", "a target with one class in every row", _constant_target, "clean error",
+         ("'churned'",), unsaid=("--seed", "--test-size"), invented=True),
+    Case("constant-numeric-target", "meaningless", "a numeric target with one value in every row",
+         _constant_numeric_target, "clean error", ("'price'",), unsaid=("--seed", "--test-size"), invented=True),
+    Case("target-copy-as-feature", "meaningless", "a feature that is the target coded 0/1", _target_copy, "handled",
+         check=_all(noticed("'churn_flag'"), scored), invented=True),
+    Case("test-size-0.99", "meaningless", "--test-size 0.99 on 300 rows: 3 training rows",
+         lambda tmp: run_argv(_csv(tmp, customers()), "churned", tmp, "--test-size", "0.99"), "clean error",
+         ("--test-size",), invented=True),
+    Case("target-all-empty", "meaningless", "a target column with no value in any row", _target_empty, "clean error",
+         ("'churned'",), invented=True),
+    # ---- processes and signals
+    Case("compare-double-fork-daemon", "processes", "a script whose double-forked child (own process group) ignores "
+         "SIGTERM and writes later", _daemon("os.setpgid(0, 0)\n    if os.fork():\n        os._exit(0)", False),
+         "handled", check=_left_running(None), invented=True, inspect=never_written("late.txt", 4)),
+    Case("sigterm-after-planning", "processes", "SIGTERM during accel run, after planning", _plain_csv, "handled",
+         ("terminated",), after=send(signal.SIGTERM), records=0, exit=143, invented=True, own_process=True,
+         inspect=nothing_left_in("runs")),
+    Case("sigterm-cluster-workers", "processes", "SIGTERM during accel run --cluster local, once the cluster is up",
+         _cluster_table, "handled", ("terminated",), after=send(signal.SIGTERM),
+         hook="accel.scaleout.cluster:ClusterSession.__enter__", records=0, exit=143, invented=True,
+         own_process=True, slow=True, inspect=no_survivors()),
+    Case("sigint-during-hpo", "interrupts", "SIGINT during accel hpo, once the study exists", _hpo_study, "handled",
+         ("interrupted",), after=send(signal.SIGINT), hook="accel.hpo.search:build_context", records=0, exit=130,
+         invented=True, own_process=True, inspect=no_study("runs/hpo.db")),
+    Case("interrupt-in-del", "interrupts", "SIGINT delivered inside a __del__ method during a run", _plain_csv,
+         "handled", ("interrupted",), after=interrupt_in_del, records=0, exit=130, invented=True, own_process=True,
+         inspect=not_said("Exception ignored")),
+]  # fmt: skip
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
@@ -503,71 +1506,72 @@ assert len(BY_NAME) == len(CASES), "case names must be unique"
 # --------------------------------------------------------------------------- running and judging
 
 
-@dataclass
-class Outcome:
-    rc: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool
-
-
 @contextlib.contextmanager
-def hooked_planning(case: Case, tmp: Path) -> Iterator[None]:
-    """While inside, ``case.after_planning(tmp)`` runs each time a table has been planned."""
-    if case.after_planning is None:
-        yield
-        return
-    import accel.workflows.table as table
-
-    original = table.plan_table
-
-    def plan_then_change(*args: Any, **kwargs: Any) -> Any:
-        planned = original(*args, **kwargs)
-        case.after_planning(tmp)
-        return planned
-
-    table.plan_table = plan_then_change
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set while inside."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        table.plan_table = original
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]) -> tuple[list[str], Outcome]:
     """Build the case's input under ``tmp`` and run the command line in this process.
 
     ``capture()`` returns what was written to stdout and stderr since the last call (pytest's
-    ``capsys.readouterr``).
+    ``capsys.readouterr``). A case that must run in its own process (``own_process``) is run
+    in a subprocess instead.
     """
+    if case.own_process:
+        return run_case(case, tmp, timeout=case.timeout)
     from accel.cli.main import main
 
     tmp.mkdir(parents=True, exist_ok=True)
     argv = case.make_input(tmp)
     capture()
     t0 = time.perf_counter()
-    with hooked_planning(case, tmp):
+    with environment({**case.env, MARK: str(tmp)}), hooked(case.hook, case.after, tmp):
         rc = main(argv)
     out, err = capture()
     return argv, Outcome(rc, out, err, time.perf_counter() - t0, False)
 
 
-def run_case(case: Case, tmp: Path, timeout: float = 300, env: dict[str, str] | None = None) -> tuple[list[str], Outcome]:
-    """Build the case's input under ``tmp`` and run it in a subprocess; (argv, outcome)."""
+def _signals_at_default() -> None:
+    """A ``preexec_fn``: SIGINT and SIGTERM at their defaults in the child, whatever this process
+    inherited (a shell starts a background job with SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_case(
+    case: Case, tmp: Path, timeout: float | None = None, env: dict[str, str] | None = None, argv: list[str] | None = None
+) -> tuple[list[str], Outcome]:
+    """Build the case's input under ``tmp`` (unless ``argv`` is the one built) and run it in a subprocess."""
     tmp.mkdir(parents=True, exist_ok=True)
-    argv = case.make_input(tmp)
+    if argv is None:
+        argv = case.make_input(tmp)
     cmd = [sys.executable, "-m", "tests.hostile_inputs", case.name, str(tmp), *argv]
     # The tree under test comes first on the path (PYTHONPATH as given), then this one (for this module).
     path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
-    full_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(path)}
+    full_env = {**os.environ, **(env or {}), **case.env, MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
+    limit = case.timeout if timeout is None else timeout
     t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=tmp,
+                            start_new_session=True, preexec_fn=_signals_at_default)  # fmt: skip
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=tmp)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
         return argv, Outcome(None, out, err, time.perf_counter() - t0, True)
-    return argv, Outcome(done.returncode, done.stdout, done.stderr, time.perf_counter() - t0, False)
+    return argv, Outcome(proc.returncode, out, err, time.perf_counter() - t0, False)
 
 
 def records(tmp: Path) -> list[Path]:
@@ -582,6 +1586,10 @@ def verdict(case: Case, tmp: Path, outcome: Outcome) -> tuple[str, str]:
     if "Traceback (most recent call last)" in outcome.stderr + outcome.stdout:
         lines = [line for line in outcome.stderr.splitlines() if line.strip()]
         return "traceback", lines[-1] if lines else ""
+    if case.inspect is not None:
+        found = case.inspect(tmp, outcome)
+        if found:
+            return found
     lines = [line for line in outcome.stderr.splitlines() if line.strip()]
     written = records(tmp)
     if case.expected == "clean error":
@@ -595,16 +1603,26 @@ def verdict(case: Case, tmp: Path, outcome: Outcome) -> tuple[str, str]:
         missing = [n for n in case.needles if n not in errors[0]]
         if missing:
             return "misleading", f"the error does not say {missing}"
+        wrong = [n for n in case.unsaid if n in errors[0]]
+        if wrong:
+            return "misleading", f"the error says {wrong}, which would not help"
         return "clean error", ""
-    if outcome.rc != 0:
+    if outcome.rc != case.exit:
+        if case.exit != 0:
+            return "wrong", f"exit {outcome.rc}, not {case.exit}: {(lines or [''])[-1][:200]}"
         return ("unrefused" if outcome.rc in (1, 2) else "traceback"), f"exit {outcome.rc}: {(lines or [''])[-1][:200]}"
-    if len(written) != 1:
-        return "wrong", f"{len(written)} records written"
-    record = json.loads(written[0].read_text())
+    if len(written) != case.records:
+        return "wrong", f"{len(written)} records written, not {case.records}"
+    if not written:
+        text = outcome.stdout + outcome.stderr
+        missing = [n for n in case.needles if n not in text]
+        return ("wrong", f"the output does not say {missing}") if missing else ("handled", "")
+    newest = max(written, key=lambda p: p.stat().st_mtime_ns)
+    record = json.loads(newest.read_text())
     problem = case.check(record) if case.check is not None else None
     if problem:
         return "wrong", problem
-    text = written[0].read_text()
+    text = newest.read_text()
     missing = [n for n in case.needles if n not in text]
     return ("wrong", f"the record does not say {missing}") if missing else ("handled", "")
 
@@ -625,8 +1643,9 @@ def _main(argv: list[str]) -> int:
     """``python -m tests.hostile_inputs NAME TMP ACCEL-ARGS...``: the command line, with the case's hook."""
     from accel.cli.main import main
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as Python's default, however started
     case, tmp = BY_NAME[argv[0]], Path(argv[1])
-    with hooked_planning(case, tmp):
+    with hooked(case.hook, case.after, tmp):
         return main(argv[2:])
 
 

@@ -842,25 +842,6 @@ def test_progress_file_is_new_or_overwritten_never_appended(tmp_path, capsys, ki
         assert lines and all(json.loads(line)["benchmark"] for line in lines)
 
 
-def test_experiments_storage_is_read_only(tmp_path, capsys):
-    import sqlite3
-
-    (tmp_path / "runs").mkdir()
-    app = tmp_path / "app.db"
-    con = sqlite3.connect(app)
-    con.execute("CREATE TABLE users (name TEXT)")
-    con.commit()
-    con.close()
-    before = app.read_bytes()
-    code, _, err = cli(capsys, "experiments", tmp_path / "runs", "--storage", f"sqlite:///{app}")
-    assert_refused(code, err, str(app), "no Optuna studies")
-    assert app.read_bytes() == before
-    missing = tmp_path / "nope.db"
-    code, _, err = cli(capsys, "experiments", tmp_path / "runs", "--storage", f"sqlite:///{missing}")
-    assert_refused(code, err, "no such file")
-    assert not missing.exists()
-
-
 def test_write_new_policies(tmp_path):
     from accel.errors import AccelError
     from accel.files import REFUSE, REPLACE, write_new
@@ -885,9 +866,6 @@ def hpo_file(tmp_path: Path, space: str) -> Path:
 @pytest.mark.parametrize(
     ("space", "needle"),
     [
-        ("{max_depth: {low: 2, high: 1e300}}", "high"),
-        ("{max_depth: {low: 2, high: 8, step: 0}}", "step"),
-        ('{max_depth: [3, "deep", null]}', "'deep'"),
         ("{learning_rate: [0.1, null]}", "None"),
         ("{subsample: {low: 0.5, high: 2}}", "subsample"),
         ("{max_depth: {low: 2, high: 4, step: 9}}", "wider"),
@@ -951,87 +929,13 @@ def test_a_failing_study_storage_is_one_line():
     assert storage_failure(ValueError("other"), "sqlite:///x") is None
 
 
-@pytest.mark.slow
-def test_disk_filling_during_hpo_is_one_line(tmp_path, full_fs):
-    # full_fs leaves no room: the storage's first write fails, inside Optuna, as a filling disk does.
-    data = write_csv(tmp_path, tables.customers(300))
-    proc = run_accel(
-        "hpo", "--data", str(data), "--target", "churned", "--device", "cpu", "--trials", "2",
-        "--out", str(tmp_path / "runs"), "--storage", f"sqlite:///{full_fs / 'hpo.db'}", timeout=300,
-    )  # fmt: skip
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 2, proc.stderr
-    assert "accel: error:" in proc.stderr and "full" in proc.stderr.lower()
-
-
-@pytest.mark.parametrize("timeout", ["inf", "1e300", "nan", "-1"])
+@pytest.mark.parametrize("timeout", ["1e300", "nan", "-1"])  # inf and 0: the shared table
 def test_compare_timeout_beyond_reason(tmp_path, capsys, timeout):
     script = tmp_path / "s.py"
     script.write_text("print(1)\n")
     code, _, err = cli(capsys, "compare", script, "--timeout", timeout, "--device", "cpu", "--out", tmp_path / "out")
     assert_refused(code, err, "--timeout")
     assert not (tmp_path / "out").exists()
-
-
-def test_compare_leaves_fifos_and_sockets_out(tmp_path, capsys):
-    script = tmp_path / "s.py"
-    script.write_text("print('result', 1.5)\n")
-    os.mkfifo(tmp_path / "pipe")
-    sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(tmp_path / "sock"))
-    try:
-        code, _, err = cli(capsys, "compare", script, "--device", "cpu", "--out", tmp_path / "out")
-    finally:
-        sock.close()
-    assert code == 0, err
-    assert "Traceback" not in err and "not copied" in err
-    (record,) = records_in(tmp_path / "out")
-    assert read_json(record)["program"]["not_copied"] == ["pipe", "sock"]
-
-
-DAEMON = """
-import os, subprocess, sys, time
-late = os.path.join(os.getcwd(), "late.txt")
-code = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3); "
-        f"open({late!r}, 'w').write('too late')")
-pid = os.fork()
-if pid == 0:  # a daemon: a new session, its parent gone, SIGTERM ignored
-    os.setsid()
-    subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    os._exit(0)
-os.waitpid(pid, 0)
-print("result", 1.0)
-"""
-
-
-def test_compare_kills_what_the_script_left_running(tmp_path):
-    script = tmp_path / "s.py"
-    script.write_text(DAEMON)
-    out = tmp_path / "out"
-    proc = run_accel("compare", str(script), "--device", "cpu", "--out", str(out), timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "left 1 process(es) running" in proc.stderr, proc.stderr
-    (record,) = records_in(out)
-    assert len(read_json(record)["arms"]["cpu"]["left_running_killed"][0]) == 1
-    time.sleep(4)  # the daemon would have written by now
-    assert not list(tmp_path.rglob("late.txt"))
-    assert not list(Path(tempfile.gettempdir()).glob("accel-compare-*/cpu-0/late.txt"))
-
-
-def test_report_over_json_nested_too_deeply(record_copy, capsys):
-    (record_copy / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
-    code, out, err = cli(capsys, "report", record_copy)
-    assert code == 0, err
-    assert "Traceback" not in err and "deep.json" in out
-
-
-def test_workflow_file_too_large_is_refused_before_parsing(tmp_path, capsys):
-    path = tmp_path / "big.yaml"
-    path.write_text("workflow: flights\nrows:\n" + "- 1\n" * 400_000)
-    t0 = time.perf_counter()
-    code, _, err = cli(capsys, "run", path)
-    assert_refused(code, err, "larger than", "big.yaml")
-    assert time.perf_counter() - t0 < 10
 
 
 def test_workflow_file_that_is_a_device(tmp_path, capsys):
@@ -1044,7 +948,11 @@ def test_workflow_file_that_is_a_device(tmp_path, capsys):
 # --------------------------------------------------------------------------- the shared table
 
 
-@pytest.mark.parametrize("case", hostile_inputs.CASES, ids=[c.name for c in hostile_inputs.CASES])
+def _shared(case: hostile_inputs.Case):
+    return pytest.param(case, id=case.name, marks=[pytest.mark.slow] if case.slow else [])
+
+
+@pytest.mark.parametrize("case", [_shared(c) for c in hostile_inputs.CASES])
 def test_shared_case(case, tmp_path, capsys, monkeypatch):
     """Each case of ``tests/hostile_inputs.py`` ends in its verdict (the benchmark runs the same table)."""
     monkeypatch.chdir(tmp_path)
@@ -1053,11 +961,16 @@ def test_shared_case(case, tmp_path, capsys, monkeypatch):
         got = capsys.readouterr()
         return got.out, got.err
 
-    _, outcome = hostile_inputs.run_in_process(case, tmp_path, capture)
-    verdict, why = hostile_inputs.verdict(case, tmp_path, outcome)
+    try:
+        _, outcome = hostile_inputs.run_in_process(case, tmp_path, capture)
+        verdict, why = hostile_inputs.verdict(case, tmp_path, outcome)
+    except hostile_inputs.Skip as reason:
+        pytest.skip(str(reason))
+    finally:
+        if case.cleanup is not None:
+            case.cleanup(tmp_path)
     assert verdict == case.expected, f"{verdict}: {why}\n{outcome.stderr[-2000:]}"
-    if case.expected == "clean error":
-        assert_refused(outcome.rc, outcome.stderr, *case.needles)
+    if case.expected == "clean error":  # verdict: exit 2, one error line with the needles, no record
         assert not list(tmp_path.glob("runs/*")), "a refused run left files in --out"
 
 
