@@ -19,7 +19,6 @@ import importlib.metadata as md
 import json
 import os
 import platform
-import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -225,22 +224,17 @@ def git_sha() -> str | None:
     return git_state()["sha"]
 
 
-#: Parts of a variable's name that say it holds a credential (``DASK_COILED__TOKEN``,
-#: ``ACCEL_S3_SECRET_ACCESS_KEY``): such a value is never written, only that it is set.
-SECRET_NAME_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "SESSION")
-#: A URL with a password in it (``scheme://user:password@host``), whatever the variable's name.
-_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@")
 #: What a record holds instead of a value that may be a credential.
 NOT_RECORDED = "(set; value not recorded: it may hold a credential)"
 
 
 def recordable_value(name: str, value: str) -> str:
     """``value`` as a record may hold it: :data:`NOT_RECORDED` where the variable's name says it is a
-    credential or the value holds a URL with a password, else the value itself."""
-    upper = name.upper()
-    if any(part in upper for part in SECRET_NAME_PARTS) or _URL_WITH_PASSWORD.search(value):
-        return NOT_RECORDED
-    return value
+    credential or the value holds one (a URL with a password, a secret query parameter), else the
+    value itself (:func:`accel.credentials.holds_secret`)."""
+    from accel.credentials import holds_secret
+
+    return NOT_RECORDED if holds_secret(name, value) else value
 
 
 def environment_overrides(environ: Any = None) -> dict[str, str]:

@@ -24,6 +24,7 @@ from accel.cli.options import (
     table_overrides,
     workflow_source,
 )
+from accel.credentials import hide
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
 from accel.record import show_result
@@ -171,7 +172,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
-        print(f"accel: error: {exc}", file=sys.stderr)
+        print(f"accel: error: {hide(str(exc))}", file=sys.stderr)  # a password quoted from an argument is not shown
         return exc.exit_code
     except OSError as exc:
         # What the machine refused wherever it happens (a full disk, a read-only folder, no
@@ -180,7 +181,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
-        print(f"accel: error: {environment_error_line(exc)}", file=sys.stderr)
+        print(f"accel: error: {hide(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("accel: interrupted; nothing was written", file=sys.stderr)

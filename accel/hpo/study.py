@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.credentials import SECRET_PARAMS
 from accel.errors import AccelError
 from accel.models import is_classification
 
@@ -27,10 +28,6 @@ HPO_RUN_ONLY = {"trials", "timeout", "top", "storage", "study"}
 def direction_of(task: str) -> tuple[str, str]:
     """(metric, direction) the study optimises for ``task``."""
     return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
-
-
-#: Query-string parameters of a storage URL that hold secrets (``?password=...``).
-SECRET_PARAMS = ("password", "passwd", "pwd", "pass", "secret", "token", "sslpassword", "access_key", "secret_key", "api_key")
 
 
 def _secrets(url: str) -> list[str]:
