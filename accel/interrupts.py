@@ -10,6 +10,12 @@ SIGINT is sent again a moment later, when the main thread has left the callback 
 interrupt can stop the run like any other Ctrl-C (clean-up included: ``finally`` blocks, the
 cluster's close). An interrupt that propagates normally is never repeated.
 
+SIGTERM (``kill``, a batch scheduler's or a container's stop) stops the run the same way: while
+:func:`never_lost` is active it raises :class:`Terminated`, a ``KeyboardInterrupt``, so that
+every clean-up a Ctrl-C runs (the cluster's close, an empty study discarded, temporary files
+removed) runs for it too, and the command line exits with 143 (128 + SIGTERM) instead of
+dying at once with workers and temporary files left behind.
+
 Only the command line installs it (:func:`never_lost` around ``accel.cli.main``): a library
 call in a user's notebook leaves their hooks alone.
 """
@@ -29,25 +35,40 @@ from typing import Any
 REDELIVER_AFTER_S = 0.05
 
 
-def _redeliver() -> None:
-    os.kill(os.getpid(), signal.SIGINT)
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: the run stops as for Ctrl-C (exit status 143)."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _redeliver(sig: int) -> None:
+    os.kill(os.getpid(), sig)
 
 
 @contextmanager
 def never_lost() -> Iterator[None]:
-    """While active, a ``KeyboardInterrupt`` swallowed by a callback is raised again in the main thread."""
+    """While active, a ``KeyboardInterrupt`` swallowed by a callback is raised again in the main
+    thread, and SIGTERM raises :class:`Terminated` (where SIGTERM is at its default, in the main thread)."""
     previous = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            timer = threading.Timer(REDELIVER_AFTER_S, _redeliver)
+            sig = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+            timer = threading.Timer(REDELIVER_AFTER_S, _redeliver, (sig,))
             timer.daemon = True
             timer.start()
             return
         previous(unraisable)
 
     sys.unraisablehook = hook
+    on_term = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if on_term:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         yield
     finally:
+        if on_term:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
         sys.unraisablehook = previous

@@ -183,7 +183,12 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         print(f"accel: error: {hide(environment_error_line(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from accel.interrupts import Terminated
+
+        if isinstance(exc, Terminated):
+            print("accel: terminated (SIGTERM); nothing was written", file=sys.stderr)
+            return 143
         print("accel: interrupted; nothing was written", file=sys.stderr)
         return 130
 
