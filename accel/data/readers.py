@@ -217,7 +217,16 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         if columns is None:
             columns = tuple(names)
         elif set(names) != set(columns):
-            raise AccelError(f"--data: {str(path)!r} has other columns than the first file of {str(original)!r}")
+            missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
+            differ = "; ".join(
+                f"{what} {', '.join(map(repr, cols[:5]))}" + (f" and {len(cols) - 5:,} more" if len(cols) > 5 else "")
+                for what, cols in (("missing", missing), ("extra", extra))
+                if cols
+            )
+            raise AccelError(
+                f"--data: {str(path)!r} has other columns than {paths[0].name!r}, the first file of {str(original)!r} "
+                f"({differ}): the files of a folder must hold the same columns (rewrite one, or move it out of the folder)"
+            )
         # The files of a folder are read as one table: a column must read alike in every file.
         for name in names:
             arrow_type = schema.field(name).type
@@ -274,6 +283,20 @@ def _byte_order_mark(head: bytes) -> tuple[bytes, str] | None:
     return None
 
 
+def _wide_text_without_mark(head: bytes) -> str | None:
+    """``"UTF-16-LE"`` or ``"UTF-16-BE"`` where ``head`` reads as such text (ASCII letters with a NUL
+    byte each, every other byte), else None (binary)."""
+    even = head[: len(head) // 2 * 2]
+    for name, text, zeros in (("UTF-16-LE", even[0::2], even[1::2]), ("UTF-16-BE", even[1::2], even[0::2])):
+        if len(text) >= 8 and zeros.count(0) >= 0.9 * len(zeros) and not text.count(0):
+            try:
+                even.decode(name.lower())
+            except UnicodeDecodeError:
+                continue
+            return name
+    return None
+
+
 def _open_text(path: Path, encoding: str, skip: int, errors: str = "strict") -> io.TextIOWrapper:
     """The file as text after its first ``skip`` bytes (a byte-order mark)."""
     raw = _open_binary(path)
@@ -298,7 +321,8 @@ def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FA
 def _utf8_copy(path: Path, encoding: str, skip: int = 0) -> Path:
     """A UTF-8 copy of ``path`` (after its first ``skip`` bytes) in the cache, made once per file content and encoding."""
     stat = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{encoding}|{skip}".encode()).hexdigest()[:16]
+    made = f"{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}|{stat.st_ctime_ns}"  # as readers.fingerprint sees the file
+    key = hashlib.sha256(f"{path.resolve()}|{made}|{encoding}|{skip}".encode()).hexdigest()[:16]
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
@@ -345,6 +369,12 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     bom = _byte_order_mark(head)
     mark, bom_codec = bom if bom is not None else (b"", "")
     if b"\x00" in head and bom_codec not in ("utf-16", "utf-32"):
+        wide = _wide_text_without_mark(head)
+        if wide:
+            raise AccelError(
+                f"--data: {str(path)!r} looks like {wide} text without a byte-order mark: save it as UTF-8 "
+                "(or as UTF-16 with its byte-order mark, as Excel's 'Unicode Text' does)"
+            )
         raise AccelError(f"--data: {str(path)!r} looks binary (NUL bytes), not a CSV text file")
     if not head[len(mark) :].strip(b" \t\r\n\x00"):
         raise AccelError(f"--data: {str(path)!r} holds only blank lines")
@@ -519,7 +549,7 @@ def convert_columns(frame: Any, source: TableSource) -> Any:
 
 
 def fingerprint(source: TableSource) -> str:
-    """The files a table is read from, as they are now: resolved paths, sizes, modification times.
+    """The files a table is read from, as they are now: resolved paths, sizes, modification and change times, inodes.
 
     The file the user named is part of it too when the arms read a copy (a UTF-8 copy of
     another encoding), so that a change to it is seen.
@@ -531,7 +561,9 @@ def fingerprint(source: TableSource) -> str:
     for path in files:
         try:
             st = path.stat()
-            parts.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+            # The inode and the change time too: a file rewritten in place with its size and
+            # modification time put back (``cp -p``, ``rsync -t``) has a new change time.
+            parts.append([str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns])
         except OSError:
             parts.append([str(path), None, None])
     return hashlib.sha256(json.dumps([str(source.original.resolve()), parts]).encode()).hexdigest()
@@ -541,7 +573,7 @@ def check_unchanged(source: TableSource) -> None:
     """Refuse to read ``source`` when its files are not what planning read (cut, replaced, removed)."""
     if source.fingerprint and fingerprint(source) != source.fingerprint:
         missing = [p for p in (source.original, *source.paths) if not p.exists()]
-        how = f"{str(missing[0])!r} no longer exists" if missing else "its size or modification time differs"
+        how = f"{str(missing[0])!r} no longer exists" if missing else "its size, modification or change time differs"
         raise AccelError(
             f"--data: the file changed since it was planned ({how}): the plan's rows, columns and split "
             f"no longer match {str(source.original)!r}; run again once it is complete"
@@ -604,6 +636,11 @@ def read_head(source: TableSource, rows: int) -> Any:
     return head
 
 
+#: Bytes pyarrow's CSV readers here take at a time. A row must fit in one block: pyarrow's
+#: default (1 MB) refuses a row holding a long text field ("straddling object ...").
+CSV_BLOCK_BYTES = 1 << 26
+
+
 def check_row_widths(source: TableSource) -> None:
     """Raise ValueError naming the first CSV row whose field count differs from the header's."""
     import pyarrow as pa
@@ -619,7 +656,7 @@ def check_row_widths(source: TableSource) -> None:
     try:
         reader = pcsv.open_csv(
             source.paths[0],
-            read_options=pcsv.ReadOptions(use_threads=False),  # one thread: the row numbers are known
+            read_options=pcsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),  # one thread: row numbers known
             parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
             convert_options=pcsv.ConvertOptions(
                 include_columns=[first] if first else None, column_types={first: pa.string()} if first else None
@@ -672,7 +709,10 @@ def _stream_csv_column(source: TableSource, column: str) -> Any:
     if nulls is not None:
         convert.null_values = nulls
     reader = pcsv.open_csv(
-        source.paths[0], parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","), convert_options=convert
+        source.paths[0],
+        read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+        parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
+        convert_options=convert,
     )
     table = reader.read_all()
     if pa.types.is_null(table.schema.field(0).type):
@@ -713,6 +753,7 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
     else:
         reader = pcsv.open_csv(
             source.paths[0],
+            read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
             parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
             convert_options=pcsv.ConvertOptions(
                 include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
