@@ -9,7 +9,8 @@ what to do; what is only worked around comes back as a notice for the screen and
 - The test split: fewer than :data:`MIN_TEST_ROWS` rows, a single class (classification) or a
   single target value (regression) cannot be scored (AUC, R² undefined): refused with the test
   size, seed or rows that would give a split that can (:func:`check_test_split`), for a user's
-  table and for the flights workflow alike.
+  table and for the flights workflow alike; so is a training split of fewer than
+  :data:`MIN_TRAIN_ROWS` rows (``--test-size 0.99``), which no model learns from.
 - Numeric features: infinite values are treated as missing, the convention of every model here
   for absent values (XGBoost's ``missing=NaN``, the imputer in front of scikit-learn and cuML
   models), and the notice says so (the readers turn them into missing values on both arms:
@@ -32,6 +33,8 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 MIN_CLASS_ROWS = 2
 #: Fewest rows the test split needs for its score to mean something.
 MIN_TEST_ROWS = 10
+#: Fewest rows the training split needs for a model trained on it to mean something.
+MIN_TRAIN_ROWS = 10
 
 
 def _shown(value: Any) -> str:
@@ -60,10 +63,22 @@ def split_order(n: int, seed: int) -> np.ndarray:
 
 
 def check_test_rows(n: int, test_size: float) -> None:
-    """Refuse a split of ``n`` rows whose test part would hold fewer than :data:`MIN_TEST_ROWS` rows."""
+    """Refuse a split of ``n`` rows whose test part would hold fewer than :data:`MIN_TEST_ROWS` rows,
+    or its training part fewer than :data:`MIN_TRAIN_ROWS`."""
     n_test = int(round(n * test_size))
     if n_test >= MIN_TEST_ROWS:
-        return
+        if n - n_test >= MIN_TRAIN_ROWS:
+            return
+        size = math.floor((n - MIN_TRAIN_ROWS + 0.5) / n * 100) / 100
+        fix = (
+            f"use --test-size {size:g} or less, or more rows"
+            if size >= 0.01 and round(n * size) >= MIN_TEST_ROWS
+            else "use more rows"
+        )
+        raise AccelError(
+            f"the training split would hold {n - n_test:,} of {n:,} rows (--test-size {test_size:g}): at least "
+            f"{MIN_TRAIN_ROWS} are needed to train a model; {fix} (--rows, or a larger table)"
+        )
     size = _test_size_from(MIN_TEST_ROWS, n)
     options = f"--test-size {size:g} or more, or " if size <= 0.5 else ""
     rows = math.ceil(MIN_TEST_ROWS / test_size) if test_size > 0 else None
