@@ -11,7 +11,10 @@ On top of ``yaml.SafeLoader`` (no Python objects):
   is built from it;
 - what an error quotes from the file is capped (:func:`quote`);
 - a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`read_capped`):
-  PyYAML takes minutes and gigabytes over a 50 MB list before the value count could refuse it.
+  PyYAML takes minutes and gigabytes over a 50 MB list before the value count could refuse it;
+- flow collections (``[...]``, ``{...}``) nested more than :data:`MAX_DEPTH` deep are refused
+  before PyYAML sees them: its scanner takes time quadratic in the depth (minutes for a 200 KB
+  line of brackets); blocks nested too deeply end in Python's recursion limit, refused too.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ MAX_NODES = 100_000
 MAX_BYTES = 1 << 20
 #: Most characters any error quotes from a user's file.
 QUOTE_CHARS = 80
+#: Deepest nesting of flow collections (``[`` and ``{``) a file may have.
+MAX_DEPTH = 64
 
 _repr = reprlib.Repr()
 _repr.maxlevel = 3
@@ -49,6 +54,30 @@ class _Refused(Exception):
 
 def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
+
+
+def _check_depth(text: str) -> None:
+    """Refuse flow collections nested deeper than :data:`MAX_DEPTH`, scanning the text once
+    (brackets inside quotes and comments do not count)."""
+    depth, quote, line = 0, "", 1
+    previous = "\n"
+    for char in text:
+        if char == "\n":
+            line += 1
+            if quote == "#":
+                quote = ""
+        elif quote:
+            if char == quote and quote != "#":
+                quote = ""
+        elif (char in "'\"" and previous in " \t\n[{,:-") or (char == "#" and previous in " \t\n"):
+            quote = char  # a quoted scalar or a comment begins (an apostrophe inside a word does not)
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Refused(f"nested more than {MAX_DEPTH} deep (line {line}); a workflow file holds plain settings")
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous = char
 
 
 def _check_tags(text: str) -> None:
@@ -112,6 +141,7 @@ def read_capped(path: str | os.PathLike[str], source: str, limit: int = MAX_BYTE
 def load(text: str, source: str) -> Any:
     """The data in ``text``; an :class:`AccelError` naming ``source`` for anything refused."""
     try:
+        _check_depth(text)
         _check_tags(text)
         loader = _Loader(text)
         try:
