@@ -15,6 +15,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -1011,3 +1012,87 @@ def test_a_hive_partition_is_categorical_when_the_first_rows_hold_one_of_its_val
     [region] = [c for c in planned.plan.columns if c.name == "region"]
     assert region.kind == "categorical" and region.categories == ["n", "s"]
     assert any("hive partition" in n for n in planned.plan.notices)
+
+
+# --------------------------------------------------------------------------- the mechanisms the shared cases check
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("postgresql://me:s3cret@db/x", "postgresql://me:***@db/x"),
+        ("--data 'https:/alice:s3cret@host/a.csv' does not exist", "--data 'https:/alice:***@host/a.csv' does not exist"),
+        ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("amqp://u:p@ss-s3cret@rabbit//", "amqp://u:***@rabbit//"),
+        ("postgresql://me@db/x?sslmode=require&password=s3cret&x=1", "postgresql://me@db/x?sslmode=require&password=***&x=1"),
+        ("https://host/a?TOKEN=s3cret", "https://host/a?TOKEN=***"),
+    ],
+)
+def test_credentials_are_hidden_in_text(text, hidden):
+    from accel.credentials import hide
+
+    assert hide(text) == hidden
+
+
+@pytest.mark.parametrize("text", ["/data/a:b/c.csv", "tcp://10.0.0.5:8786", "C:/x.csv", "see http://host:8787/status", "a?b=c"])
+def test_text_without_credentials_is_kept(text):
+    from accel.credentials import hide
+
+    assert hide(text) == text
+
+
+def test_a_variable_whose_value_holds_a_credential_is_not_recorded():
+    from accel.environment import NOT_RECORDED, environment_overrides
+
+    env = {
+        "ACCEL_RESULTS_DB": "postgresql://me@db/x?password=s3cret",
+        "DASK_GATEWAY__ADDRESS": "https://alice:s3cret@gateway/",
+        "DASK_SCHEDULER_ADDRESS": "tcp://10.0.0.5:8786",
+    }
+    got = environment_overrides(env)
+    assert got["ACCEL_RESULTS_DB"] == got["DASK_GATEWAY__ADDRESS"] == NOT_RECORDED
+    assert got["DASK_SCHEDULER_ADDRESS"] == "tcp://10.0.0.5:8786"
+
+
+@pytest.mark.skipif(signal.getsignal(signal.SIGTERM) != signal.SIG_DFL, reason="SIGTERM is handled by this test runner")
+def test_sigterm_stops_like_ctrl_c_while_never_lost_is_active():
+    from accel.interrupts import Terminated, never_lost
+
+    with pytest.raises(Terminated), never_lost():
+        assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+        signal.raise_signal(signal.SIGTERM)
+        for _ in range(1000):  # bytecode for the handler to run in
+            pass
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert issubclass(Terminated, KeyboardInterrupt)  # every Ctrl-C clean-up runs for it too
+
+
+def test_a_training_split_too_small_to_learn_from():
+    from accel.errors import AccelError
+    from accel.guards import MIN_TRAIN_ROWS, check_test_rows
+
+    with pytest.raises(AccelError, match=r"training split would hold 3 of 300 rows .*--test-size 0\.96 or less"):
+        check_test_rows(300, 0.99)
+    check_test_rows(300, 0.96)  # 12 training rows
+    assert round(300 * (1 - 0.96)) >= MIN_TRAIN_ROWS
+
+
+def test_flow_nesting_is_refused_before_the_scanner_sees_it():
+    from accel.errors import AccelError
+    from accel.yamlsafe import MAX_DEPTH, load
+
+    t0 = time.perf_counter()
+    with pytest.raises(AccelError, match=f"nested more than {MAX_DEPTH} deep"):
+        load("rows: " + "[" * 50_000 + "]" * 50_000, "w.yaml")
+    assert time.perf_counter() - t0 < 1
+    deep_ok = "x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\ny: '[[[[' # {{{{\nz: it's\n"
+    assert load(deep_ok, "w.yaml")["y"] == "[[[["
+
+
+def test_utf16_without_a_mark_is_told_from_binary():
+    from accel.data.readers import _wide_text_without_mark
+
+    text = "plan,spend,churned\nbasic,1.5,no\n"
+    assert _wide_text_without_mark(text.encode("utf-16-le")) == "UTF-16-LE"
+    assert _wide_text_without_mark(text.encode("utf-16-be")) == "UTF-16-BE"
+    assert _wide_text_without_mark(np.random.default_rng(0).bytes(4000) + b"\0" * 8) is None
