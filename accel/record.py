@@ -11,6 +11,11 @@ record's top-level ``nulls`` list says where and why, one entry per value:
 (``path`` is a JSON Pointer, RFC 6901). :func:`loads` and :func:`load_record` read such records
 back with those values as Python floats again (``nan``, ``inf``), and read older records that
 hold bare ``NaN`` as they are.
+
+Every record starts with :func:`record_head`: ``schema_version``, ``kind`` (what it is, one of
+:data:`RECORD_KINDS`) and ``run_id``. Readers (``accel report``, ``accel experiments``) ask
+:func:`kind_of`, which reads ``kind``, and infers it only for records written before records
+carried one (``schema_version`` 1 or none).
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from accel.errors import AccelError
 
-SCHEMA_VERSION = 1
+#: 2: every record carries ``kind``.
+SCHEMA_VERSION = 2
+#: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
+#: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
+#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
+RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
+RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 #: The top-level key listing the values written as ``null`` because they were not finite.
 NULLS_KEY = "nulls"
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -147,6 +158,38 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def record_head(kind: RecordKind, started: datetime | None = None) -> dict[str, Any]:
+    """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (from ``started``)."""
+    if kind not in RECORD_KINDS:
+        raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(RECORD_KINDS)}")
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": new_run_id(started)}
+
+
+def kind_of(record: Any) -> RecordKind | None:
+    """What ``record`` is: its ``kind``; None for what is not a record.
+
+    A record written before records carried ``kind`` (``schema_version`` 1 or none, as the
+    results of the scripts in ``benchmarks/``) has it inferred here, from the keys those
+    records had: ``benchmark`` (``scaling``, ``experiments``, else a benchmark result) or a
+    ``workflow`` with ``arms`` (a run). A record of a later version without a known ``kind``
+    is not guessed at.
+    """
+    if not isinstance(record, dict):
+        return None
+    kind = record.get("kind")
+    if kind in RECORD_KINDS:
+        return kind
+    version = record.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 2:
+        return None
+    bench = record.get("benchmark")
+    if isinstance(bench, str):
+        return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
+    if "workflow" in record and isinstance(record.get("arms"), dict):
+        return "run"
+    return None
 
 
 def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:

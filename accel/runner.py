@@ -274,7 +274,7 @@ def run_record(
     cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
     come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
     """
-    from accel.record import SCHEMA_VERSION, new_run_id
+    from accel.record import record_head
 
     def result(arm: dict[str, Any]) -> ArmResult:
         return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
@@ -282,8 +282,7 @@ def run_record(
     gpu_result, cpu_result = result(gpu), result(cpu)
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
     return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": new_run_id(started),
+        **record_head("run", started),
         "workflow": workflow.name,
         "task": workflow.task,
         "started_at": started.isoformat(),

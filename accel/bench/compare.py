@@ -568,7 +568,7 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
-    from accel.record import SCHEMA_VERSION, ensure_writable, new_run_id, record_stem, write_record
+    from accel.record import ensure_writable, record_head, record_stem, write_record
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     program = opts.program.resolve()
@@ -707,9 +707,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
             speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
     record = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": new_run_id(started),
-        "kind": "compare",
+        **record_head("compare", started),
         "workflow": f"compare:{program.name}",
         "program": {
             "path": str(program),

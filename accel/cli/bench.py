@@ -183,11 +183,11 @@ def _progress(message: str) -> None:
 
 
 def _envelope(benchmark: str, args: argparse.Namespace, started: datetime, gpu: Any, gpu_reason: str | None) -> dict:
-    from accel.record import SCHEMA_VERSION
+    from accel.record import record_head
 
     return {
+        **record_head("bench", started),
         "benchmark": benchmark,
-        "schema_version": SCHEMA_VERSION,
         "started_at": started.isoformat(),
         "finished_at": None,
         "config": {

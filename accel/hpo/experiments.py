@@ -24,6 +24,7 @@ from typing import Any
 
 from accel.errors import AccelError
 from accel.hpo.study import is_optuna_sqlite  # noqa: F401 - read here by callers
+from accel.record import kind_of, record_head
 from accel.record import loads as record_loads
 from accel.registry import MODELS
 
@@ -309,20 +310,25 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     return out, names
 
 
-def _shape_problem(record: Any, source: str, studies: set[str]) -> str | None:
+def _hpo_record_rows(record: dict[str, Any], source: str) -> list[Row]:
+    """The rows of an ``accel hpo`` record, from the record itself (its study kept elsewhere)."""
+    study = record.get("study") or {}
+    summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
+    return _hpo_rows(
+        str(study.get("name")), record.get("config") or {}, study.get("metric", "auc"),
+        record.get("baseline"), summary, record.get("best_trial"), source,
+    )  # fmt: skip
+
+
+def _shape_problem(record: dict[str, Any], kind: str, source: str) -> str | None:
     """Why a run or hpo record cannot be read as one (a list where a mapping belongs, ...), or None.
 
     Reads it the way :func:`collect` will, on a copy of nothing: the rows are thrown away.
     """
-    if not isinstance(record, dict) or "benchmark" in record or record.get("kind") == "compare":
-        return None
     try:
-        if record.get("kind") == "hpo":
-            study = record.get("study") or {}
-            summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
-            _hpo_rows(str(study.get("name")), record.get("config") or {}, study.get("metric", "auc"),
-                      record.get("baseline"), summary, record.get("best_trial"), source)  # fmt: skip
-        elif "arms" in record:
+        if kind == "hpo":
+            _hpo_record_rows(record, source)
+        elif kind == "run":
             rows_from_run_record(record, source)
     except (AttributeError, TypeError, KeyError, ValueError) as exc:
         return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:80]}"
@@ -355,25 +361,19 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
         except (OSError, ValueError):
             notes.append(f"skipped {path}: not a JSON record")
             continue
-        problem = _shape_problem(record, str(path), studies)
+        kind = kind_of(record)
+        if kind not in ("run", "hpo", "compare"):
+            continue  # benchmark results, scaling studies and earlier snapshots are not experiments
+        problem = _shape_problem(record, kind, str(path))
         if problem:
             notes.append(f"skipped {path}: not the shape of a run or hpo record ({problem})")
             continue
-        if not isinstance(record, dict) or "benchmark" in record:
-            continue  # benchmark results and earlier experiments tables are not experiments
-        if record.get("kind") == "hpo":
-            study = (record.get("study") or {}).get("name")
-            if study not in studies:  # its storage is elsewhere: the record says what it found
-                summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
-                rows += _hpo_rows(
-                    str(study), record.get("config") or {}, (record.get("study") or {}).get("metric", "auc"),
-                    record.get("baseline"), summary, record.get("best_trial"), str(path),
-                )  # fmt: skip
-            continue
-        if record.get("kind") == "compare":
+        if kind == "hpo":
+            if (record.get("study") or {}).get("name") not in studies:  # its storage is elsewhere: the record says what it found
+                rows += _hpo_record_rows(record, str(path))
+        elif kind == "compare":
             rows += rows_from_compare_record(record, str(path))
-            continue
-        if "arms" in record:
+        else:
             rows += rows_from_run_record(record, str(path))
     rows = [r for r in rows if not math.isnan(r.metric)]
     mark_fronts(rows)
@@ -518,9 +518,11 @@ def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
     """The result JSON (``benchmark: experiments``) a report generator reads."""
     from datetime import datetime, timezone
 
+    now = datetime.now(timezone.utc)
     return {
+        **record_head("experiments", now),
         "benchmark": "experiments",
-        "created_at": datetime.now(timezone.utc).isoformat(),
+        "created_at": now.isoformat(),
         "folder": str(folder),
         "rows": [r.as_dict() for r in rows],
         "groups": sorted({r.group for r in rows}),

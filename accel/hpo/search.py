@@ -655,7 +655,7 @@ def _search(
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
-    from accel.record import SCHEMA_VERSION, new_run_id, record_stem, write_record
+    from accel.record import record_head, record_stem, write_record
 
     config, study, workflow = opened.config, opened.study, opened.workflow
     metric, direction = direction_of(workflow.task)
@@ -714,9 +714,7 @@ def _search(
     )
 
     record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "hpo",
-        "run_id": new_run_id(started),
+        **record_head("hpo", started),
         "workflow": workflow.name,
         "task": workflow.task,
         "model": config.model,

@@ -97,7 +97,7 @@ def scaling_study(
 
     from accel.environment import collect_environment
     from accel.models import XGBoostParams
-    from accel.record import ensure_writable, write_record
+    from accel.record import ensure_writable, record_head, write_record
     from accel.runner import build_workflow, run_arm_safely
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, check_dask_config, run_placed_arm, table_builder
@@ -157,6 +157,7 @@ def scaling_study(
     table, reference = scaling_rows(runs)
     name = described.name if described is not None else config.workflow
     record = {
+        **record_head("scaling", started),
         "benchmark": "scaling",
         "workflow": name,
         "cluster_kind": kind,
