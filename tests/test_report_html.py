@@ -1,11 +1,11 @@
-"""accel report: one self-contained HTML page whose tables hold the numbers of the records."""
+"""accel report on every kind of record: one self-contained HTML page whose tables hold the numbers of the records."""
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-from html.parser import HTMLParser
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,51 +13,12 @@ import pytest
 from accel.cli.main import main
 from accel.report.html import num
 from tests import bench_bodies as bodies
-from tests.conftest import read_json, records_in
+from tests import report_checks
+from tests.conftest import ROOT, read_json, records_in, run_accel
 
-# One module fixture runs bench groupby/models/crossover and a flights run end to end: slow tier.
+# One module fixture runs bench groupby/models/crossover, a flights run in one process and on
+# Dask, a scaling study and accel compare end to end: slow tier.
 pytestmark = pytest.mark.slow
-
-
-class Tables(HTMLParser):
-    """Collects every table (by id) as rows of cell texts, the section ids and the images."""
-
-    def __init__(self):
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self.sections: list[str] = []
-        self.images: list[str] = []
-        self.links: list[str] = []
-        self._table: str | None = None
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "table":
-            self._table = a.get("id")
-            self.tables[self._table] = []
-        elif tag == "tr" and self._table is not None:
-            self.tables[self._table].append([])
-        elif tag in ("td", "th") and self._table is not None:
-            self._cell = []
-        elif tag == "section":
-            self.sections.append(a.get("id"))
-        elif tag == "img":
-            self.images.append(a.get("src", ""))
-        for key in ("src", "href"):
-            if key in a:
-                self.links.append(a[key])
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            self.tables[self._table][-1].append("".join(self._cell))
-            self._cell = None
-        elif tag == "table":
-            self._table = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
 
 
 def same(cell: str, value) -> bool:
@@ -168,6 +129,11 @@ def report(tmp_path_factory):
     wf = folder.parent / "fast.yaml"
     wf.write_text("workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n")
     assert main(["run", str(wf), "--out", str(folder / "runs"), "--device", "cpu"]) == 0
+    assert main(["run", str(wf), "--out", str(folder / "runs"), "--cluster", "local", "--workers", "1"]) == 0
+    assert main(["scale", str(wf), "--cluster", "local", "--workers", "1,2", "--out", str(folder / "scale")]) == 0
+    script = ROOT / "tests" / "compare_scripts" / "writes_files.py"
+    proc = run_accel("compare", str(script), "--out", str(folder / "compare"), "--repeat", "1", "--", "2.5")
+    assert proc.returncode == 0, proc.stderr
     (folder / "scaling.json").write_text(json.dumps(SCALING))
     (folder / "hpo.json").write_text(json.dumps(EXPERIMENTS))
     (folder / "overhead.json").write_text(json.dumps(OVERHEAD))
@@ -176,12 +142,15 @@ def report(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(report, tmp_path_factory):
+def page_path(report, tmp_path_factory):
     out = tmp_path_factory.mktemp("page") / "report.html"
     assert main(["report", str(report), "--out", str(out)]) == 0
-    parser = Tables()
-    parser.feed(out.read_text())
-    return parser
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(page_path):
+    return report_checks.check_page(page_path.read_text())
 
 
 def records(folder: Path, prefix: str) -> list[dict]:
@@ -189,16 +158,33 @@ def records(folder: Path, prefix: str) -> list[dict]:
 
 
 def test_sections_exist_only_for_what_was_found(page):
-    assert {"runs", "db-groupby", "models", "crossover", "scaling", "experiments", "ignored"} <= set(page.sections)
-    assert "db-join" not in page.sections and "flights-overhead" not in page.sections
+    assert page.sections == [
+        "summary", "measured", "runs", "compare", "db-groupby", "models", "crossover", "overhead", "scaling",
+        "experiments", "ignored",
+    ]  # fmt: skip
 
 
-def test_page_is_self_contained_with_plots_inline(page):
-    assert page.images, "plots are embedded"
+def test_page_is_self_contained_with_charts_inline(page):
+    assert page.images, "charts are embedded"
     for src in page.images:
-        assert src.startswith("data:image/png;base64,")
-        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-    assert all(not link.startswith(("http:", "https:", "//")) for link in page.links if not link.startswith("#"))
+        assert report_checks.svg_of(src).lstrip().startswith("<?xml")
+    # Every chart of every section that draws one; a scaling chart per study.
+    assert {s: len(c) for s, c in page.charts.items() if c} == {
+        "runs": 1, "compare": 1, "db-groupby": 1, "models": 1, "crossover": 1, "scaling": 2, "experiments": 1,
+    }  # fmt: skip
+
+
+def test_summary_has_a_row_per_record_of_every_kind(page, report):
+    rows = page.rows("summary")
+    kinds = sorted(r["kind"] for r in rows)
+    assert kinds == sorted(["run", "run on Dask", "scaling", "scaling", "compare", "bench db groupby", "bench models",
+                            "bench crossover", "bench groupby overhead"])  # fmt: skip
+    [dask] = [r for r in rows if r["kind"] == "run on Dask"]
+    [record] = [read_json(p) for p in records_in(report / "runs") if "cluster" in read_json(p)]
+    assert dask["devices"].startswith("Dask local: 1 CPU worker ×")
+    assert dask["AUC (CPU arm)"] == num(record["arms"]["cpu"]["metrics"]["auc"])
+    [compare] = [r for r in rows if r["kind"] == "compare"]
+    assert compare["data"] == "writes_files.py 2.5" and compare["parity"] == "n/a"
 
 
 def test_db_table_holds_the_recorded_numbers(page, report):
@@ -207,34 +193,35 @@ def test_db_table_holds_the_recorded_numbers(page, report):
     header, body = rows[0], rows[1:]
     col = {name: i for i, name in enumerate(header)}
     assert len(body) == 10
+    assert not [h for h in header if h.startswith("GPU")], "the GPU arm did not run: no column of skipped cells"
     for cells, q in zip(body, result["questions"]):
         assert cells[col["q"]] == q["question"] and cells[col["question"]] == q["title"]
         for name, key in (("CPU run1", "run1"), ("CPU run2", "run2"), ("CPU median", "median")):
             assert same(cells[col[name]], q["cpu"][key]), (name, cells[col[name]], q["cpu"][key])
         assert same(cells[col["rows"]], q["cpu"]["rows"])
         assert cells[col["CPU checksum"]] == "; ".join(num(v, 10) for v in q["cpu"]["checksum"])
-        if q["gpu"]["status"] != "ok":
-            assert cells[col["GPU run1"]] == q["gpu"]["status"] and cells[col["speedup"]] == "n/a"
-            assert cells[col["answers"]] == "not compared"
 
 
-def test_run_record_table(page, report):
-    [record] = [json.loads(p.read_text()) for p in (report / "runs").glob("*.json")]
-    body = page.tables["run-0"][1:]
-    stages = list(record["arms"]["cpu"]["stages"])
-    assert [r[0] for r in body] == [*stages, "total"]
-    for cells in body:
-        stage = cells[0]
-        cpu = record["arms"]["cpu"]["total_seconds"] if stage == "total" else record["arms"]["cpu"]["stages"][stage]
-        assert same(cells[2], cpu)
-        assert cells[1] == "skipped" and cells[3] == "n/a"
+def test_run_record_tables(page, report):
+    records_ = [read_json(p) for p in records_in(report / "runs")]
+    body = page.rows("runs-stages")
+    assert [r["arm"] for r in body] == ["CPU arm", "CPU arm"], "one row per arm that ran, every run"
+    for cells, record in zip(body, records_):
+        cpu = record["arms"]["cpu"]
+        for stage, seconds in cpu["stages"].items():
+            assert same(cells[stage], seconds)
+        assert same(cells["total"], cpu["total_seconds"])
+    [dask] = page.rows("runs-dask")
+    assert dask["workers"] == "1" and dask["worker kind"] == "CPU" and dask["training attempts"] == "1"
 
 
 def test_models_and_crossover_tables(page, report):
     [models] = records(report, "models")
-    [row] = page.tables["models-0"][1:]
     m = models["models"][0]
-    assert row[0] == "ridge" and same(row[2], m["cpu"]["fit"]["median"]) and same(row[8], m["cpu"]["quality"])
+    [row] = page.rows(f"models-0-{m['metric']}")
+    assert (
+        row["model"] == "ridge" and same(row["CPU fit"], m["cpu"]["fit"]["median"]) and same(row["CPU R²"], m["cpu"]["quality"])
+    )
     [cross] = records(report, "crossover")
     body = page.tables["crossover-0-0"][1:]
     assert [r[0] for r in body] == ["100", "1000"]
@@ -242,16 +229,41 @@ def test_models_and_crossover_tables(page, report):
         assert same(cells[1], p["cpu"]["median"])
 
 
-def test_scaling_and_experiments_tables(page):
-    body = page.tables["scaling-0"][1:]
+def test_scaling_and_experiments_tables(page, report):
+    [study] = [read_json(p) for p in records_in(report / "scale")]
+    body = page.rows("scaling-0")
+    assert [(r["workers"], r["cluster"]) for r in body] == [("1", "single-process"), ("1", "local"), ("2", "local")]
+    for cells in body:
+        total = next(r for r in study["rows"] if r["stage"] == "total" and str(r["workers"]) == cells["workers"]
+                     and r["kind"] == cells["cluster"])  # fmt: skip
+        assert same(cells["total"], total["seconds"]) and same(cells["speedup vs 1"], total["speedup_vs_1"])
+        assert same(cells["AUC"], total["metric"])
+    body = page.rows("scaling-1")  # a record written before records carried a kind: one stage timed
     assert len(body) == 3
     for cells, r in zip(body, SCALING["rows"]):
-        expected = [r["workers"], r["kind"], r["stage"], r["seconds"], r["speedup_vs_1"], r["efficiency"], r["metric"]]
-        assert all(same(c, v) for c, v in zip(cells, expected)), (cells, expected)
-    body = page.tables["experiments-0"][1:]
+        assert cells["workers"] == str(r["workers"]) and cells["cluster"] == r["kind"] and cells["total"] == ""
+        for column, key in (
+            ("train", "seconds"),
+            ("speedup vs 1", "speedup_vs_1"),
+            ("efficiency", "efficiency"),
+            ("metric", "metric"),
+        ):
+            assert same(cells[column], r[key]), (column, cells, r)
+    body = page.tables["experiments-0-metric"][1:]
     assert [c[0] for c in body] == ["trial-1", "trial-2", "trial-3"], "sorted by time"
-    assert [c[4] for c in body] == ["yes", "no", "yes"]
-    assert same(body[2][1], 0.812) and same(body[2][3], 900.0)
+    assert [c[7] for c in body] == ["yes", "no", "yes"]
+    assert same(body[2][4], 0.812) and same(body[2][6], 900.0)
+
+
+def test_the_page_in_a_browser(page_path, page, tmp_path):
+    executable, why = report_checks.browser()
+    if executable is None:
+        pytest.skip(why)
+    shot = tmp_path / "report.png"
+    seen = report_checks.check_in_browser(page_path, shot, executable)
+    assert len(seen["images"]) == len(page.images)
+    if os.environ.get("ACCEL_REPORT_SCREENSHOT"):  # where to keep the screenshot, to look at it
+        shutil.copy(shot, os.environ["ACCEL_REPORT_SCREENSHOT"])
 
 
 def test_markdown_summary_on_the_terminal(report, tmp_path, capsys):
@@ -292,10 +304,9 @@ def test_values_from_the_records_are_escaped_in_the_page(tmp_path, capsys):
     for raw in (nasty, "<i>", "<script>"):
         assert raw not in text, f"{raw!r} reached the page unescaped"
     assert "&lt;b&gt;&amp;" in text and "x&lt;script&gt;&amp;.json" in text
-    parser = Tables()
-    parser.feed(text)
-    [cells] = parser.tables["experiments-0"][1:]
-    assert cells[0] == nasty and cells[5] == "<i>'g'\"</i>", "the text reads back as it was recorded"
+    parser = report_checks.Page(text)
+    [cells] = parser.tables["experiments-0-metric"][1:]
+    assert cells[0] == nasty and cells[8] == "<i>'g'\"</i>", "the text reads back as it was recorded"
     assert parser.sections == ["experiments", "ignored"]
     # The Markdown summary is text for the terminal: not escaped.
     assert f"| {nasty} |" in capsys.readouterr().out
