@@ -180,7 +180,7 @@ def test_summary_has_a_row_per_record_of_every_kind(page, report):
     assert kinds == sorted(["run", "run on Dask", "scaling", "scaling", "compare", "bench db groupby", "bench models",
                             "bench crossover", "bench groupby overhead"])  # fmt: skip
     [dask] = [r for r in rows if r["kind"] == "run on Dask"]
-    [record] = [read_json(p) for p in records_in(report / "runs") if "cluster" in read_json(p)]
+    [record] = [read_json(p) for p in records_in(report / "runs") if read_json(p).get("mode") == "dask"]
     assert dask["devices"].startswith("Dask local: 1 CPU worker ×")
     assert dask["AUC (CPU arm)"] == num(record["arms"]["cpu"]["metrics"]["auc"])
     [compare] = [r for r in rows if r["kind"] == "compare"]
@@ -232,16 +232,17 @@ def test_models_and_crossover_tables(page, report):
 def test_scaling_and_experiments_tables(page, report):
     [study] = [read_json(p) for p in records_in(report / "scale")]
     body = page.rows("scaling-0")
-    assert [(r["workers"], r["cluster"]) for r in body] == [("1", "single-process"), ("1", "local"), ("2", "local")]
+    assert [(r["workers"], r["run"]) for r in body] == [("1", "single process"), ("1", "CPU workers"), ("2", "CPU workers")]
+    kinds = {"single process": "single-process", "CPU workers": "cpu"}
     for cells in body:
         total = next(r for r in study["rows"] if r["stage"] == "total" and str(r["workers"]) == cells["workers"]
-                     and r["kind"] == cells["cluster"])  # fmt: skip
+                     and r["kind"] == kinds[cells["run"]])  # fmt: skip
         assert same(cells["total"], total["seconds"]) and same(cells["speedup vs 1"], total["speedup_vs_1"])
         assert same(cells["AUC"], total["metric"])
     body = page.rows("scaling-1")  # a record written before records carried a kind: one stage timed
     assert len(body) == 3
     for cells, r in zip(body, SCALING["rows"]):
-        assert cells["workers"] == str(r["workers"]) and cells["cluster"] == r["kind"] and cells["total"] == ""
+        assert cells["workers"] == str(r["workers"]) and cells["run"] == r["kind"] and cells["total"] == ""
         for column, key in (
             ("train", "seconds"),
             ("speedup vs 1", "speedup_vs_1"),

@@ -86,7 +86,7 @@ class Entry:
     def kind_text(self) -> str:
         if self.kind == "bench":
             return f"bench {self.benchmark.replace('_', ' ')}"
-        if self.kind == "run" and isinstance(self.content.get("cluster"), dict):
+        if self.kind == "run" and on_dask(self.content):
             return "run on Dask"
         return self.kind
 
@@ -165,27 +165,49 @@ def _gpu_name(arm: dict[str, Any]) -> str:
     return str(arm.get("device_name") or "GPU")
 
 
+def on_dask(content: dict[str, Any]) -> bool:
+    """A run record of ``accel run --cluster / --scheduler``."""
+    return content.get("mode") == "dask" or isinstance(content.get("cluster"), dict)
+
+
+def cluster_of(content: dict[str, Any], arm: str) -> dict[str, Any] | None:
+    """The Dask cluster an arm of a run ran on (the arm's ``cluster``; a record that ran one arm
+    on Dask kept it at the top), or None for an arm that ran in the process."""
+    part = (content.get("arms") or {}).get(arm) or {}
+    if isinstance(part.get("cluster"), dict):
+        return part["cluster"]
+    top = content.get("cluster")
+    return top if isinstance(top, dict) and top.get("worker_kind") == arm else None
+
+
+def cluster_text(c: dict[str, Any]) -> str:
+    n = c.get("workers")
+    return f"Dask {c.get('kind')}: {n} {str(c.get('worker_kind', '?')).upper()} worker{'s' * (n != 1)} × {c.get('threads_per_worker')} threads"
+
+
 def devices_of(content: dict[str, Any], kind: str) -> str:
     """Where a record's work ran: the arms that ran, and a Dask cluster's workers."""
-    if kind == "run" and isinstance(content.get("cluster"), dict):
-        c = content["cluster"]
-        n = c.get("workers")
-        return f"Dask {c.get('kind')}: {n} {str(c.get('worker_kind', '?')).upper()} worker{'s' * (n != 1)} × {c.get('threads_per_worker')} threads"
     if kind == "scaling":
         rows = content.get("rows") or []
+        arms = [k for k in dict.fromkeys(str(r.get("kind")) for r in rows) if k != "single-process"]
         counts = content.get("worker_counts") or sorted(
             {r.get("workers") for r in rows if r.get("kind") != "single-process"} - {None}
         )
-        cluster = content.get("cluster_kind") or next((r.get("kind") for r in rows if r.get("kind") != "single-process"), "")
-        single = any(r.get("kind") == "single-process" for r in rows)
-        return f"Dask {cluster}: {', '.join(map(str, counts))} workers".replace("Dask : ", "Dask: ") + (
-            "; one process" if single else ""
-        )
+        cluster = content.get("cluster_kind") or ""
+        which = " and ".join(a.upper() if a in ARMS else a for a in arms)
+        return (f"Dask {cluster}: {', '.join(map(str, counts))} {which} workers".replace("Dask : ", "Dask: ")
+                + ("; one process" if any(r.get("kind") == "single-process" for r in rows) else ""))  # fmt: skip
     if kind == "bench":
         gpu = content.get("gpu") or {}
         return "CPU" + (f" + {gpu.get('device_name') or 'GPU'}" if ok(gpu) else "")
     arms = content.get("arms") or {}
     parts = []
+    if kind == "run" and on_dask(content):
+        for a in ARMS:
+            if ok(arms.get(a)):
+                c = cluster_of(content, a)
+                parts.append(cluster_text(c) if c else f"{a.upper()} in this process")
+        return " + ".join(parts) or "none ran"
     if ok(arms.get("gpu")):
         parts.append(_gpu_name(arms["gpu"]) if kind == "run" else "GPU")
     if ok(arms.get("cpu")):
@@ -212,11 +234,16 @@ def headline(content: dict[str, Any], kind: str) -> tuple[float, str]:
     if kind == "compare":
         return _float(speedup.get("wall_cold")), "cold wall"
     if kind == "scaling":
-        ref = (content.get("speedup_reference") or {}).get("workers") or 1
-        top = max((r for r in content.get("rows") or [] if r.get("stage") == "total" and r.get("kind") != "single-process"),
-                  key=lambda r: r.get("workers") or 0, default=None)  # fmt: skip
+        totals = [r for r in content.get("rows") or [] if r.get("stage") == "total" and r.get("kind") != "single-process"]
+        gpu = [r for r in totals if is_number(r.get("gpu_vs_cpu"))]
+        if gpu:  # both arms ran: the GPU workers against as many CPU workers
+            top = max(gpu, key=lambda r: r.get("workers") or 0)
+            return float(top["gpu_vs_cpu"]), f"total, {top.get('workers')} GPU workers vs as many CPU workers"
+        top = max(totals, key=lambda r: (r.get("workers") or 0, r.get("kind") == "gpu"), default=None)
         if top is None:
             return math.nan, ""
+        ref = content.get("speedup_reference") or {}
+        ref = ref.get(str(top.get("kind"))) or ref.get("workers") or 1
         return _float(top.get("speedup_vs_1")), f"total, {top.get('workers')} workers vs {ref}"
     bench = content.get("benchmark")
     if bench in ("db_groupby", "db_join"):
@@ -343,11 +370,13 @@ def _reasons(e: Entry) -> list[tuple[str, str, str]]:
         gpu = content.get("gpu") or {}
         return [("gpu", str(gpu.get("status")), str(gpu.get("reason")))] if gpu and not ok(gpu) and gpu.get("reason") else []
     if e.kind == "scaling":
-        return [
-            (str((r.get("cluster") or {}).get("worker_kind") or "cpu"), str(r["arm"].get("status")), str(r["arm"].get("reason")))
+        skipped = content.get("skipped_arms") if isinstance(content.get("skipped_arms"), dict) else {}
+        return [(str(a), "skipped", str(why)) for a, why in skipped.items()] + [
+            (str(r.get("kind") if r.get("kind") in ARMS else (r.get("cluster") or {}).get("worker_kind") or "cpu"),
+             str(r["arm"].get("status")), str(r["arm"].get("reason")))
             for r in content.get("runs") or []
             if isinstance(r.get("arm"), dict) and not ok(r["arm"]) and r["arm"].get("reason")
-        ]
+        ]  # fmt: skip
     arms = content.get("arms") if isinstance(content.get("arms"), dict) else {}
     return [(a, str(arm.get("status")), str(arm.get("reason"))) for a, arm in arms.items()
             if isinstance(arm, dict) and not ok(arm) and arm.get("reason")]  # fmt: skip

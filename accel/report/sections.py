@@ -26,7 +26,7 @@ from typing import Any
 
 from accel.report import charts
 from accel.report.layout import Section, checksum_text, num
-from accel.report.overview import ARM_NAMES, ARMS, Entry, is_number, metric_name, ok
+from accel.report.overview import ARM_NAMES, ARMS, Entry, cluster_of, is_number, metric_name, ok
 
 log = logging.getLogger(__name__)
 
@@ -146,22 +146,25 @@ def runs(entries: list[Entry]) -> Section:
             table,
             f"runs-{task}",
         )
-    dask = [e for e in entries if isinstance(e.content.get("cluster"), dict)]
-    if dask:
-        table = []
-        for e in dask:
-            c = e.content["cluster"]
+    table = []
+    for e in entries:
+        for a in _ran(e.content["arms"]):
+            c = cluster_of(e.content, a)
+            if c is None:
+                continue
+            arm = e.content["arms"][a]
             peaks = [(w.get("memory") or {}).get("peak_rss_mb") for w in c.get("worker_details") or []]
-            attempts = [arm.get("train_attempts") or [] for arm in e.content["arms"].values() if ok(arm)]
+            peaks += [m.get("peak_rss_mb") for m in (arm.get("workers_memory") or {}).values() if isinstance(m, dict)]
             table.append([
-                e.label, str(c.get("kind")), c.get("workers"), str(c.get("worker_kind", "")).upper(), c.get("threads_per_worker"),
-                c.get("startup_seconds"), max((p for p in peaks if is_number(p)), default=""),
-                len(attempts[0]) if attempts else "",
+                e.label, ARM_NAMES[a], str(c.get("kind")), c.get("workers"), str(c.get("worker_kind", "")).upper(),
+                c.get("threads_per_worker"), c.get("startup_seconds"), max((p for p in peaks if is_number(p)), default=""),
+                len(arm.get("train_attempts") or []) or "",
             ])  # fmt: skip
+    if table:
         s.table(
-            "Runs on a Dask cluster",
-            ["run", "cluster", "workers", "worker kind", "threads per worker", "start-up (s)", "largest worker peak RSS (MB)",
-             "training attempts"],
+            "Arms that ran on a Dask cluster",
+            ["run", "arm", "cluster", "workers", "worker kind", "threads per worker", "start-up (s)",
+             "largest worker peak RSS (MB)", "training attempts"],
             table,
             "runs-dask",
         )  # fmt: skip
@@ -494,6 +497,11 @@ def flights_overhead(entries: list[Entry]) -> Section:
 # --------------------------------------------------------------------------- scaling
 
 
+def _workers_of(kind: Any) -> str:
+    """A scaling row's ``kind`` as the page says it: the arm whose workers ran, or the single process."""
+    return {"gpu": "GPU workers", "cpu": "CPU workers", "single-process": "single process"}.get(str(kind), str(kind))
+
+
 @tolerant
 def scaling(entries: list[Entry]) -> Section:
     s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
@@ -507,16 +515,18 @@ def scaling(entries: list[Entry]) -> Section:
         configs: dict[tuple, dict[str, dict]] = {}
         for r in rows:
             configs.setdefault((r.get("kind"), r.get("workers")), {})[str(r.get("stage"))] = r
+        versus = any(is_number(r.get("gpu_vs_cpu")) for r in rows)  # both arms ran at a count
         table = []
         for (kind, workers), by_stage in configs.items():
             total = by_stage.get("total") or {}
             last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
-            table.append([workers, str(kind), *[(by_stage.get(st) or {}).get("seconds", "") for st in stages], total.get("seconds", ""),
-                          last.get("speedup_vs_1", ""), last.get("efficiency", ""), last.get("metric", "")])  # fmt: skip
+            table.append([workers, _workers_of(kind), *[(by_stage.get(st) or {}).get("seconds", "") for st in stages],
+                          total.get("seconds", ""), last.get("speedup_vs_1", ""), last.get("efficiency", ""),
+                          *([last.get("gpu_vs_cpu", "")] if versus else []), last.get("metric", "")])  # fmt: skip
         s.table(
             f"{e.label}: seconds per stage at each worker count; speedup and efficiency (of the total where timed) against "
-            f"{(res.get('speedup_reference') or {}).get('workers', 1)} worker(s)",
-            ["workers", "cluster", *stages, "total", "speedup vs 1", "efficiency", metric],
+            "the fewest workers of the same kind",
+            ["workers", "run", *stages, "total", "speedup vs 1", "efficiency", *(["GPU vs CPU"] if versus else []), metric],
             table,
             f"scaling-{i}",
         )
@@ -524,9 +534,12 @@ def scaling(entries: list[Entry]) -> Section:
         for r in rows:
             if r.get("kind") != "single-process":
                 groups.setdefault((r.get("kind"), r.get("stage")), []).append((r.get("workers"), r.get("speedup_vs_1")))
+        kinds = {k for k, _ in groups}
+        if len(kinds) > 1:  # both arms: their totals, so that the lines stay few
+            groups = {(k, st): pts for (k, st), pts in groups.items() if st == "total"}
         if groups:
             top = max((w for pts in groups.values() for w, _ in pts if is_number(w)), default=1)
-            series = [(f"{stage}" if len({k for k, _ in groups}) == 1 else f"{kind} {stage}", pts, "-o")
+            series = [(f"{stage}" if len(kinds) == 1 else f"{_workers_of(kind)}, {stage}", pts, "-o")
                       for (kind, stage), pts in groups.items()]  # fmt: skip
             s.chart(
                 charts.lines(series, title=f"Speedup by workers: {e.label}", xlabel="workers", ylabel="speedup vs 1 worker",
