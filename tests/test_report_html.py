@@ -328,3 +328,58 @@ def test_a_search_record_is_shown_as_a_search_not_as_a_workflow_run(tmp_path, ca
     assert "Parity: None" not in page
     study = record["study"]["name"]
     assert study in page and f"{record['trials']['complete']} of {record['trials']['total']}" in page
+
+
+def _page_of(record: dict, folder: Path) -> report_checks.Page:
+    folder.mkdir()
+    record.pop("nulls", None)
+    (folder / "record.json").write_text(json.dumps(record))
+    assert main(["report", str(folder), "--out", str(folder / "r.html")]) == 0
+    return report_checks.check_page((folder / "r.html").read_text())
+
+
+def test_a_cluster_run_whose_gpu_arm_ran_on_gpu_workers(report, tmp_path):
+    """The layout of a --cluster local-cuda record: the GPU arm on Dask-CUDA workers, the CPU arm
+    in this process. No GPU here: the CPU arm's dict is copied into the gpu slot, named so on the
+    page; it is test data for the layout, not a measurement."""
+    [record] = [read_json(p) for p in records_in(report / "runs") if read_json(p).get("mode") == "dask"]
+    cpu = record["arms"]["cpu"]
+    cluster = {**cpu["cluster"], "kind": "local-cuda", "worker_kind": "gpu"}
+    gpu = {**cpu, "backend": "gpu", "device_name": "the CPU arm copied", "cluster": cluster}
+    here = {k: v for k, v in cpu.items() if k not in ("cluster", "train_attempts", "workers_memory")}
+    here |= {"placement": "process", "placement_note": "the CPU baseline in this process", "cluster": None}
+    record["arms"] = {"gpu": gpu, "cpu": here}
+    record["speedup"] = {k: 1.0 for k in record["speedup"]}
+    record["parity"] |= {"gpu": record["parity"]["cpu"], "ok": True}
+    page = _page_of(record, tmp_path / "in")
+    [row] = page.rows("summary")
+    threads = cluster["threads_per_worker"]
+    assert row["kind"] == "run on Dask" and row["speedup"] == "1" and row["parity"] == "agree"
+    assert row["devices"] == f"Dask local-cuda: 1 GPU worker × {threads} threads + CPU in this process"
+    assert row["AUC GPU arm"] == row["AUC CPU arm"] == num(cpu["metrics"]["auc"])
+    [dask] = page.rows("runs-dask")  # only the arm that ran on the cluster
+    assert dask["arm"] == "GPU arm" and dask["cluster"] == "local-cuda" and dask["worker kind"] == "GPU"
+    assert [r["arm"] for r in page.rows("runs-stages")] == ["GPU arm", "CPU arm", "speedup (CPU s / GPU s)"]
+
+
+def test_a_scaling_study_of_both_arms(report, tmp_path):
+    """The layout of an accel scale record whose GPU workers ran beside the CPU workers at each
+    count. No GPU here: the CPU rows are copied as GPU rows with a GPU vs CPU of 2; test data for
+    the layout, not a measurement."""
+    [study] = [read_json(p) for p in records_in(report / "scale")]
+    cpu_rows = [r for r in study["rows"] if r["kind"] == "cpu"]
+    study["rows"] += [{**r, "kind": "gpu", "gpu_vs_cpu": 2.0} for r in cpu_rows]
+    study["speedup_reference"] = {"gpu": 1, "cpu": 1}
+    study.pop("skipped_arms")
+    page = _page_of(study, tmp_path / "in")
+    [row] = page.rows("summary")
+    top = max(r["workers"] for r in cpu_rows)
+    assert row["speedup"] == "2" and row["speedup of"] == f"total, {top} GPU workers vs as many CPU workers"
+    assert row["devices"] == "Dask local: 1, 2 GPU and CPU workers; one process"
+    total = next(r for r in cpu_rows if r["stage"] == "total" and r["workers"] == top)
+    assert row["AUC GPU arm"] == row["AUC CPU arm"] == num(total["metric"])
+    body = page.rows("scaling-0")
+    assert [r["run"] for r in body] == ["single process", "CPU workers", "CPU workers", "GPU workers", "GPU workers"]
+    assert [r["GPU vs CPU"] for r in body] == ["n/a", "n/a", "n/a", "2", "2"]
+    labels = report_checks.svg_texts(page.charts["scaling"][0])
+    assert "GPU workers, total" in labels and "CPU workers, total" in labels and "CPU workers, train" not in labels

@@ -185,6 +185,13 @@ def cluster_text(c: dict[str, Any]) -> str:
     return f"Dask {c.get('kind')}: {n} {str(c.get('worker_kind', '?')).upper()} worker{'s' * (n != 1)} × {c.get('threads_per_worker')} threads"
 
 
+def row_arm(row: dict[str, Any]) -> str:
+    """The arm whose workers ran a scaling row: its ``kind``; an old record's rows name the
+    cluster instead (``local-cuda``: GPU workers, ``local``: CPU workers)."""
+    kind = str(row.get("kind"))
+    return kind if kind in ARMS else "gpu" if kind == "local-cuda" else "cpu"
+
+
 def devices_of(content: dict[str, Any], kind: str) -> str:
     """Where a record's work ran: the arms that ran, and a Dask cluster's workers."""
     if kind == "scaling":
@@ -194,8 +201,8 @@ def devices_of(content: dict[str, Any], kind: str) -> str:
             {r.get("workers") for r in rows if r.get("kind") != "single-process"} - {None}
         )
         cluster = content.get("cluster_kind") or ""
-        which = " and ".join(a.upper() if a in ARMS else a for a in arms)
-        return (f"Dask {cluster}: {', '.join(map(str, counts))} {which} workers".replace("Dask : ", "Dask: ")
+        which = " and ".join(a.upper() for a in ARMS if a in arms)  # an old record's rows name the cluster instead
+        return (f"Dask {cluster}: {', '.join(map(str, counts))} {which} workers".replace("Dask : ", "Dask: ").replace("  ", " ")
                 + ("; one process" if any(r.get("kind") == "single-process" for r in rows) else ""))  # fmt: skip
     if kind == "bench":
         gpu = content.get("gpu") or {}
@@ -285,6 +292,17 @@ def metrics_of(content: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
                 a: arms[a].get("metric") if ok(arms.get(a)) else (arms.get(a) or {}).get("status") for a in ARMS if a in arms
             }
         }
+    if kind == "scaling":  # each arm's metric at its most workers
+        metric = content.get("metric_name")
+        totals = [r for r in content.get("rows") or [] if r.get("kind") != "single-process" and is_number(r.get("metric"))]
+        if not metric or not totals:
+            return {}
+        by_arm: dict[str, dict[str, Any]] = {}
+        for r in totals:
+            arm = row_arm(r)
+            if (r.get("workers") or 0) >= (by_arm.get(arm, {}).get("workers") or 0):
+                by_arm[arm] = r
+        return {str(metric): {a: by_arm[a]["metric"] for a in ARMS if a in by_arm}}
     return {}
 
 
@@ -386,6 +404,14 @@ def _records(n: int) -> str:
     return f"{n} record{'s' * (n != 1)}"
 
 
+def _which(entries: list[Entry], named: int = 4) -> str:
+    """The records a line applies to: by label when they are at most ``named``, else counted by kind."""
+    if len(entries) <= named:
+        return ", ".join(e.label for e in entries)
+    kinds = Counter(e.noun for e in entries)
+    return ", ".join(f"{n} {noun[n != 1]}" for noun, n in kinds.most_common())
+
+
 def measured_on(entries: list[Entry]) -> list[str]:
     """The paragraphs said once for the whole page: the machine(s), the code, how loaded the
     machine was, and each reason an arm did not run with the records it applies to."""
@@ -407,7 +433,7 @@ def measured_on(entries: list[Entry]) -> list[str]:
         [(machine, those)] = machines.items()
         out.append(f"Machine: {machine} ({'every record' if len(those) >= len(recorded) else _records(len(those))}).")
     for machine, those in machines.items() if len(machines) > 1 else ():
-        out.append(f"Machine: {machine}: {', '.join(e.label for e in those)}.")
+        out.append(f"Machine: {machine}: {_which(those)}.")
     if shas:
         out.append("Code: " + "; ".join(f"git {sha} ({_records(n)})" for sha, n in shas.most_common()) + ".")
     if loads:
@@ -420,9 +446,7 @@ def measured_on(entries: list[Entry]) -> list[str]:
             if e not in reasons.setdefault(key, []):
                 reasons[key].append(e)
     for (arm, status, reason), those in sorted(reasons.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
-        kinds = Counter(e.noun for e in those)
-        which = ", ".join(f"{n} {noun[n != 1]}" for noun, n in kinds.most_common())
-        out.append(f"{ARM_NAMES.get(arm, arm)} {status} in {which}: {reason}")
+        out.append(f"{ARM_NAMES.get(arm, arm)} {status} in {_which(those, named=0)}: {reason}")
     return out
 
 
