@@ -196,7 +196,9 @@ def run(
     return RunResult(record, Path(path))
 
 
-def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[dict[str, Any], Path]:
+def run_config(
+    config: Any, listener: Any = None, on_plan: Any = None, process_start: float | None = None
+) -> tuple[dict[str, Any], Path]:
     """The run a validated :class:`~accel.config.RunConfig` asks for, in this process or on the
     Dask cluster its ``cluster`` section names; ``accel run`` and :func:`run` both come here.
 
@@ -208,6 +210,9 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
     on_plan : callable, optional
         ``on_plan(workflow)`` once the run is planned, before its arms run (on a cluster: once
         a user's table is planned, before the cluster starts).
+    process_start : float, optional
+        When the process's interpreter started (``time.time()``), where the run is the whole
+        process (the command line): the wall breakdown's start-up counts from it.
 
     Returns
     -------
@@ -220,7 +225,7 @@ def run_config(config: Any, listener: Any = None, on_plan: Any = None) -> tuple[
         return cluster_run(config, listener, on_plan=on_plan)
     from accel.runner import paired_run
 
-    return paired_run(config, listener, on_plan=on_plan)
+    return paired_run(config, listener, on_plan=on_plan, process_start=process_start)
 
 
 #: Keyword arguments of :func:`tune` that set the ``hpo:`` section of a workflow file.

@@ -13,6 +13,7 @@ the model runs), ``fit``, ``predict`` (probabilities for classification), and ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,26 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
             self._i = 0
 
     return StoredBatches()
+
+
+#: ``on_round(done, total)``: told after each boosting round (the progress display's rounds and ETA).
+RoundListener = Callable[[int, int], None]
+
+
+def round_callback(on_round: RoundListener, total: int) -> Any:
+    """An XGBoost ``TrainingCallback`` that tells ``on_round`` each round done, out of ``total``.
+
+    It only reports (``after_iteration`` returns False: training goes on); one Python call per
+    round, next to the round's own work.
+    """
+    import xgboost
+
+    class Rounds(xgboost.callback.TrainingCallback):
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            on_round(epoch + 1, total)
+            return False
+
+    return Rounds()
 
 
 def is_classification(task: str) -> bool:
@@ -120,10 +141,13 @@ class XGBoostModel:
             nthread=backend.n_threads,
         )
 
-    def fit(self, backend: Backend, dtrain: Any) -> Any:
+    def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
+        """Boost ``n_estimators`` rounds; ``on_round(done, total)`` is told of each one."""
         import xgboost
 
-        return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=self.params.n_estimators)
+        rounds = self.params.n_estimators
+        callbacks = [round_callback(on_round, rounds)] if on_round is not None else None
+        return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=rounds, callbacks=callbacks)
 
     def fit_validated(
         self,
@@ -212,7 +236,9 @@ class EstimatorModel:
         # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
         return X.batch(0, X.n_rows), _compat.series_to_array(y)
 
-    def fit(self, backend: Backend, data: tuple[Any, Any]) -> Any:
+    def fit(self, backend: Backend, data: tuple[Any, Any], on_round: RoundListener | None = None) -> Any:
+        """One ``fit`` call of the arm's class. scikit-learn and cuML report no progress while
+        they fit, so ``on_round`` is never called (the display shows the elapsed time)."""
         X, y = data
         estimator = backend.models[self.key](**self.estimator_params(backend))
         estimator.fit(X, y)

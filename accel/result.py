@@ -21,9 +21,18 @@ from accel.timing import STAGES, StageTimer, speedup
 
 
 class Listener(Protocol):
+    """Told of a run as it goes (the progress display, :class:`accel.report.console.ProgressDisplay`)."""
+
+    def section(self, label: str | None) -> None:
+        """What follows belongs to ``label`` (one configuration of ``accel scale``, the baseline of
+        ``accel hpo``); None: to no configuration."""
+
     def arm_started(self, arm: str) -> None: ...
 
     def stage_started(self, arm: str, stage: str) -> None: ...
+
+    def rounds(self, arm: str, stage: str, done: int, total: int) -> None:
+        """``done`` of ``total`` boosting rounds of the running stage are done (XGBoost only)."""
 
     def stage_finished(self, arm: str, stage: str, seconds: float) -> None: ...
 

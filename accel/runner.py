@@ -88,7 +88,7 @@ def run_arm(
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
         with timer.stage("train"):
-            fitted = model.fit(backend, model_input)
+            fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
 
@@ -106,6 +106,13 @@ def run_arm(
     return arm_result(
         backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record
     )
+
+
+def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
+    """``on_round(done, total)`` for a model's ``fit``, telling ``listener`` of each boosting round."""
+    if listener is None:
+        return None
+    return lambda done, total: listener.rounds(arm, stage, done, total)
 
 
 def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
@@ -196,13 +203,17 @@ def build_workflow(config: Any) -> Any:
     return TableWorkflow(settings, planned, config.model, config.model_params())
 
 
-def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = None) -> tuple[dict[str, Any], Any]:
+def paired_run(
+    config: Any, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
+) -> tuple[dict[str, Any], Any]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
     workflow name, the user's file and target, ``--device gpu`` without a GPU), so a refusal
     leaves nothing behind. ``on_plan(workflow)`` is called once the workflow is planned, before
-    the arms run. Returns ``(record, path)``.
+    the arms run. ``process_start`` (``time.time()``): when the run is the whole process (the
+    command line), when its interpreter started, so that the wall breakdown counts the
+    start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
     from datetime import datetime, timezone
 
@@ -247,7 +258,7 @@ def paired_run(config: Any, listener: Listener | None = None, on_plan: Any = Non
     finished = datetime.now(timezone.utc)
     timeline = wall_timeline(
         workflow, t_run, t_planned, t_env, batch_plan if gpu is not None else {"cpu": batch_plan["cpu"]}, arm_wall,
-        {"gpu": gpu_result, "cpu": cpu_result},
+        {"gpu": gpu_result, "cpu": cpu_result}, process_start,
     )  # fmt: skip
 
     record = run_record(
@@ -307,16 +318,17 @@ def wall_timeline(
     batch_plan: dict[str, float],
     arm_wall: dict[str, float],
     results: dict[str, ArmResult],
+    process_start: float | None = None,
 ) -> dict[str, Any]:
-    """Where the process's wall time went, up to the record being written: start-up (the
-    interpreter, imports, argument parsing), planning (reading the head, schema inference, the
+    """Where the process's wall time went, up to the record being written: start-up (from
+    ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
+    a run called from Python), planning (reading the head, schema inference, the
     encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
     its work between them (set-up, the fp16 check), and what is left over. The parts add up to
     ``process_seconds``; ``unaccounted_seconds`` is the remainder."""
-    import psutil
-
     now = time.perf_counter()
-    process = max(time.time() - psutil.Process().create_time(), now - t_run)
+    since_start = 0.0 if process_start is None else time.time() - process_start
+    process = max(since_start, now - t_run)
     planned = workflow.planned
     planning_total = t_planned - t_run
     planning = {"total": planning_total}

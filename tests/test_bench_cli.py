@@ -81,7 +81,7 @@ def test_without_a_gpu_the_gpu_arm_is_skipped_not_invented(groupby_file, tmp_pat
     )
     out, _ = capsys.readouterr()
     assert code == 0
-    assert "GPU arm: GPU unavailable:" in out and "CPU baseline:" in out and "sum v1 mean v3 by id3" in out
+    assert "GPU arm skipped: " in out and "CPU baseline:" in out and "sum v1 mean v3 by id3" in out
     [path] = records_in(tmp_path)
     assert path.name.endswith("-db-groupby-cpu-001.json")
     result = strict_json(path.read_text())

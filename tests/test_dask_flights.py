@@ -205,6 +205,15 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     png = path.with_suffix(".png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"scaling record: {path}" in proc.stdout and "efficiency" in proc.stdout
+    # Each configuration's progress is labelled, in order, each stage once.
+    lines = proc.stderr.splitlines()
+    labels = ("single process", "CPU × 1", "CPU × 2")  # as the table's columns name them
+    for label in labels:
+        tag = f"  [{label}] "
+        finished = [line for line in lines if line.startswith(tag) and " s  round " not in line]  # not "so far" lines
+        assert [line[len(tag) :].split()[0] for line in finished] == list(STAGES), proc.stderr
+    ends = [lines.index(f"{label}: ok") for label in labels]
+    assert ends == sorted(ends) and not any(line.startswith("  [cpu] ") for line in lines)
     r = read_json(path)
     assert r["benchmark"] == "scaling" and r["cluster_kind"] == "local" and r["worker_counts"] == [1, 2]
     rows = r["rows"]

@@ -39,6 +39,7 @@ def test_run_succeeds_and_prints_the_record_path(cpu_run):
     assert "load" in proc.stdout and "speedup" in proc.stdout
     for stage in STAGES:
         assert f"[cpu] {stage}" in proc.stderr, "progress is shown per stage"
+    assert "(60 rounds, peak host" in proc.stderr, "the boosting rounds XGBoost reported"
 
 
 def test_record_schema(cpu_run):
@@ -80,7 +81,11 @@ def test_without_gpu_the_gpu_arm_is_skipped_with_reason_and_speedup_is_nan(cpu_r
     assert gpu["stages"] == {} and gpu["metrics"] == {}
     assert all(math.isnan(v) for v in r["speedup"].values()), "never 0, never a copy"
     assert r["parity"]["ok"] is None and r["parity"]["gpu"] is None
-    assert "GPU unavailable: " in proc.stdout
+    # The stage table says what the record says (skipped), and the reason once.
+    assert "GPU arm skipped: " in proc.stdout and "unavailable" not in proc.stdout.replace("GPU unavailable", "")
+    assert all(f"│ {stage:<9} │     skipped │" in proc.stdout for stage in (*STAGES, "total")), proc.stdout
+    said = proc.stdout.replace("\n", " ") + proc.stderr
+    assert said.count(gpu["reason"].removeprefix("GPU unavailable: ")[:40]) == 1
 
 
 def test_device_cpu_runs_only_the_baseline(tmp_path, fast_workflow):

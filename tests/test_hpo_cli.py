@@ -88,10 +88,14 @@ def test_record_has_baseline_best_trial_top_k_and_final(search):
 
 
 def test_gpu_arm_is_skipped_with_the_reason_never_invented(search):
-    record = search[0]
+    record, *_, lines, out = search
     if gpu_skip_reason() is not None:
         gpu = record["arms"]["gpu"]
         assert gpu["status"] == "skipped" and gpu["reason"].startswith("GPU unavailable: ")
+        # Said once, with the results; the progress says only that the arm is skipped.
+        said = "\n".join([*lines, out.replace("\n", " ")])
+        assert said.count(gpu["reason"].removeprefix("GPU unavailable: ")[:40]) == 1, said
+        assert "search on the CPU arm (GPU arm skipped)" in lines
         assert math.isnan(record["speedup"]["final_model"])
         assert record["arms"]["cpu"]["status"] == "ok" and record["arms"]["cpu"]["seconds"] == record["final"]["seconds"]
     else:
@@ -139,7 +143,10 @@ def test_same_seed_same_trials(search):
 def test_progress_names_every_trial(search):
     lines = search[3]
     assert all(not line.startswith("accel: error") for line in lines)
-    assert any(line.startswith("default baseline: auc ") for line in lines)
+    # The baseline is announced before it trains, then its result.
+    starts = [i for i, line in enumerate(lines) if line.startswith("default baseline: xgboost on all ")]
+    results = [i for i, line in enumerate(lines) if line.startswith("default baseline: auc ")]
+    assert len(starts) == 1 and len(results) == 1 and starts[0] < results[0], lines
     assert sum(line.startswith("trial ") for line in lines) == 6
     assert any(line.startswith("retrained best (trial ") for line in lines)
 

@@ -10,3 +10,43 @@ The top of the layers: may import anything in accel; nothing in accel imports it
 :mod:`accel.cli.options`, which imports only the flat core. Kept empty so that importing
 ``accel.cli.options`` loads no command.
 """
+
+from __future__ import annotations
+
+import os as _os
+import time as _time
+
+
+def _process_start(now: float, cpu: float) -> float:
+    """When this interpreter started (``time.time()``), judged as this package is first imported.
+
+    The process's own start (Linux: ``/proc/self/stat``, to the clock tick; elsewhere psutil) is
+    where the interpreter began, unless the process ran something else first: a shell that runs
+    ``sleep 8 && accel run`` as ``bash -c`` waits for ``sleep`` and then *becomes* accel (exec,
+    same process, same start time). Such a process has waited for a child, or spent far longer
+    than its CPU time before accel was imported; then the interpreter's start is taken as ``now``
+    less the CPU time the process has used (the interpreter's start-up is CPU work; a shell's
+    waiting is not), which leaves out what ran before.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start, in ticks since boot
+        started = now - (_time.clock_gettime(_time.CLOCK_BOOTTIME) - ticks / _os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        import psutil
+
+        started = psutil.Process().create_time()
+    try:
+        import resource
+
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        waited = children.ru_utime + children.ru_stime > 0
+    except ImportError:  # not on Windows
+        waited = False
+    if waited or now - started > cpu + 1.0:
+        return max(started, now - cpu)
+    return started
+
+
+#: When this interpreter started (``time.time()``): the start of ``start-up`` in a run's wall breakdown.
+PROCESS_STARTED_AT = _process_start(_time.time(), _time.process_time())

@@ -454,6 +454,8 @@ def _console() -> Any:
 def _render_db(result: dict) -> None:
     from rich.table import Table
 
+    from accel.report.console import gpu_status_line
+
     console = _console()
     gpu_shown = any(row["gpu"].get("status") in ("ok", "failed") for row in result["questions"])
     table = Table(title=f"db-benchmark {result['benchmark'].removeprefix('db_')} — seconds", title_justify="left")
@@ -478,7 +480,7 @@ def _render_db(result: dict) -> None:
         table.add_row(*cells)
     console.print(table)
     if result["gpu"]["status"] != "ok":
-        console.print(f"GPU arm: {result['gpu']['reason']}", highlight=False, markup=False, soft_wrap=True)
+        console.print(gpu_status_line(result["gpu"]), highlight=False, markup=False, soft_wrap=True)
     for row in result["questions"]:
         for arm in ("gpu", "cpu"):
             if row[arm].get("status") == "failed":
@@ -564,6 +566,8 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
 def _render_models(result: dict) -> None:
     from rich.table import Table
 
+    from accel.report.console import gpu_status_line
+
     console = _console()
     gpu_shown = any(r["gpu"]["status"] in ("ok", "failed") for r in result["models"])
     title = f"models on {result['data']['rows']:,} rows × {result['data']['features']} features — median seconds"
@@ -596,7 +600,7 @@ def _render_models(result: dict) -> None:
                 )
     reasons = sorted({r["gpu"]["reason"] for r in result["models"] if r["gpu"]["status"] == "skipped"})
     for reason in reasons:
-        console.print(f"GPU arm skipped: {reason}", highlight=False, markup=False, soft_wrap=True)
+        console.print(gpu_status_line({"status": "skipped", "reason": reason}), highlight=False, markup=False, soft_wrap=True)
 
 
 def _cmd_bench_crossover(args: argparse.Namespace) -> int:
@@ -642,7 +646,10 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
 def _render_crossover(result: dict) -> None:
     from rich.table import Table
 
+    from accel.report.console import gpu_status_line
+
     console = _console()
+    reasons: list[str] = []  # each said once, after the tables
     for op in result["operations"]:
         t = Table(title=f"{op['operation']}: {op['description']} — median seconds", title_justify="left")
         for col in ("rows", "CPU", "GPU", "speedup"):
@@ -656,16 +663,15 @@ def _render_crossover(result: dict) -> None:
             )
         console.print(t)
         if op["gpu_status"] != "ok":
-            console.print(
-                f"crossover: not measured (GPU arm {op['gpu_status']}: {op['gpu_reason']})",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
+            line = gpu_status_line({"status": op["gpu_status"], "reason": op["gpu_reason"]})
+            reasons += [line] if line not in reasons else []
+            console.print(f"crossover: not measured (GPU arm {op['gpu_status']})", highlight=False)
         elif op["crossover_rows"] is None:
             console.print("crossover: the GPU arm did not win from any size measured on", highlight=False)
         else:
             console.print(f"crossover: the GPU arm wins from {op['crossover_rows']:,} rows on", highlight=False)
+    for line in reasons:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- data, report

@@ -111,12 +111,17 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.hpo.search import SearchRequest, run_search
+    from accel.report.console import ProgressDisplay
 
     if args.workers is not None and args.cluster != "local":
         raise AccelError("--workers applies to --cluster local")
     config, given = hpo_config(args)
     request = SearchRequest(resume=args.resume, given=given, cluster=args.cluster, scheduler=args.scheduler, workers=args.workers)
-    record, path = run_search(config, request)
+    progress = ProgressDisplay()
+    try:
+        record, path = run_search(config, request, listener=progress)
+    finally:
+        progress.close()
     show_result(record, args.json, lambda: render_hpo(record, _wide_console(Console)), {"result record": path})
     if record["final"].get("status") == "failed":
         print(f"accel: {record['final']['reason']}", file=sys.stderr)
@@ -143,12 +148,16 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from accel.report.console import gpu_status_line
+
     study, search, counts = record["study"], record["search"], record["trials"]
     metric = study["metric"]
     arm = "GPU arm" if search["arm"] == "gpu" else "CPU arm"
     console.print(f"study [bold]{escape(study['name'])}[/] in {escape(study['storage'])} — search on the {arm}")
+    skip_reason = None
     if search["arm"] != "gpu":
-        console.print(f"GPU arm {escape(search['gpu_arm'])}", highlight=False)
+        skip_reason = search["gpu_arm"].removeprefix("skipped: ")
+        console.print(escape(gpu_status_line({"status": "skipped", "reason": skip_reason})), highlight=False)
     console.print(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts.get("interrupted") else "")
@@ -208,8 +217,10 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
             console.print(
                 f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False
             )
-        else:
+        elif a.get("reason") and a.get("reason") != skip_reason:
             console.print(f"final model, {label}: {a['status']} ({escape(str(a.get('reason')))})", highlight=False)
+        else:  # the reason was said above
+            console.print(f"final model, {label}: {a['status']}", highlight=False)
     speed = record["speedup"]["final_model"]
     console.print(f"speedup of the final model (CPU s / GPU s): {'n/a' if math.isnan(speed) else f'{speed:.1f}×'}")
     phases = record["phases_seconds"]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from accel import __version__
+from accel.cli import PROCESS_STARTED_AT
 from accel.cli.options import (
     add_cluster_arguments,
     add_probe_argument,
@@ -129,7 +130,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # the hand-written script pays). Unfrozen afterwards, so a caller's garbage is collected.
     gc.freeze()
     try:
-        record, path = run_config(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
+        record, path = run_config(
+            config, progress, on_plan=lambda wf: show_plan(wf, progress.console), process_start=PROCESS_STARTED_AT
+        )
     finally:
         gc.unfreeze()
         progress.close()

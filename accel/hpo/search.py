@@ -192,9 +192,10 @@ class Measured:
 
 
 @contextmanager
-def measured(backend: Backend, into: Measured) -> Iterator[None]:
-    """Time (device synchronised) and watch memory; fills ``into`` even when the body raises."""
-    monitor = MemoryMonitor(backend)
+def measured(backend: Backend, into: Measured, on_sample: Callable[[int, int | None], None] | None = None) -> Iterator[None]:
+    """Time (device synchronised) and watch memory (each sample to ``on_sample`` too); fills
+    ``into`` even when the body raises."""
+    monitor = MemoryMonitor(backend, on_sample=on_sample)
     try:
         with monitor:
             backend.synchronize()
@@ -238,6 +239,7 @@ def train_and_score(
     validate: bool,
     callbacks: tuple = (),
     out: Measured | None = None,
+    listener: Any = None,
 ) -> Measured:
     """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
 
@@ -245,15 +247,19 @@ def train_and_score(
     early stopping and pruning; otherwise (the baseline and the final model) it boosts exactly
     ``n_estimators`` rounds, as ``accel run`` does. Seconds cover building the model input,
     training and predicting. Pass ``out`` to keep the seconds and memory of a run that raises
-    (a pruned trial).
+    (a pruned trial). A ``listener`` (:class:`~accel.result.Listener`) is told of the training
+    as a ``train`` stage: its memory, and XGBoost's rounds as they are done.
     """
+    from accel.runner import rounds_listener
+
     backend = ctx.backend
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
     # Library warnings (a solver that did not converge) are kept with the result, one line
     # each, instead of a screenful per trial.
-    with measured(backend, out), warnings.catch_warnings(record=True) as caught:
+    on_sample = listener.memory if listener is not None else None
+    with measured(backend, out, on_sample), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             model_input = model.to_device(backend, X, y, ctx.batch_rows)
@@ -268,7 +274,12 @@ def train_and_score(
                     callbacks=callbacks,
                 )
             else:
-                fitted = model.fit(backend, model_input)
+                if listener is not None:
+                    listener.stage_started(backend.name, "train")
+                started = time.perf_counter()
+                fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
+                if listener is not None:
+                    listener.stage_finished(backend.name, "train", time.perf_counter() - started)
             prediction = model.predict(backend, fitted, X_eval, ctx.batch_rows)
         finally:
             out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
@@ -616,9 +627,13 @@ def _better(a: float, b: float, direction: str) -> bool:
     return a > b if direction == "maximize" else a < b
 
 
-def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] = _log) -> tuple[dict[str, Any], Path]:
+def run_search(
+    config: Any, request: SearchRequest, log: Callable[[str], None] = _log, listener: Any = None
+) -> tuple[dict[str, Any], Path]:
     """The whole search for ``config``: baseline, trials, top-k, retrained best, CPU arm; the record.
 
+    ``log`` gets one line per step and trial; ``listener`` (:class:`~accel.result.Listener`,
+    the command line's progress display) is shown the default baseline while it trains.
     Everything that can be refused (output folder, device, Dask cluster, storage, study name,
     ``--resume``, the user's table) is checked before the study is created or changed and
     before the first model trains.
@@ -632,7 +647,7 @@ def run_search(config: Any, request: SearchRequest, log: Callable[[str], None] =
     with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
         opened = open_study(config, request.given, request.resume)
         try:
-            return _search(opened, backend, gpu_note, client, request, out, log)
+            return _search(opened, backend, gpu_note, client, request, out, log, listener)
         except BaseException as exc:
             if not opened.resumed:
                 discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
@@ -652,6 +667,7 @@ def _search(
     request: SearchRequest,
     out: Path,
     log: Callable[[str], None],
+    listener: Any = None,
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
@@ -667,7 +683,8 @@ def _search(
     log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
-    log(f"search on the {arm_label}" + (f" (GPU arm skipped: {gpu_note})" if gpu_note else ""))
+    # The reason the GPU arm is skipped is said once, with the results (and in the record).
+    log(f"search on the {arm_label}" + (" (GPU arm skipped)" if gpu_note else ""))
 
     phases: dict[str, float] = {}
     ctx, workflow, phases["features"] = build_context(config, search_backend, workflow)
@@ -682,8 +699,16 @@ def _search(
     # 1. The default baseline: the model accel run trains, on all training rows, on the hold-out.
     baseline = study.user_attrs.get("baseline")
     if baseline is None:
+        log(f"default baseline: {config.model} on all {rows['train']:,} training rows, scored on the hold-out")
         t0 = time.perf_counter()
-        base = train_and_score(ctx, ctx.base_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
+        if listener is not None:
+            listener.section("default baseline")
+        try:
+            d = ctx.data
+            base = train_and_score(ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener)
+        finally:
+            if listener is not None:
+                listener.section(None)
         phases["baseline"] = time.perf_counter() - t0
         baseline = {"params": dict(ctx.base_params), **base.as_dict(), "metric": base.metrics[metric], "evaluated_on": "hold-out"}
         study.set_user_attr("baseline", _json_safe(baseline))

@@ -1,7 +1,11 @@
 """What the user sees: live progress on stderr, then tables on stdout.
 
-On a terminal, progress is a live panel (arm, stage, elapsed seconds, host RSS, device memory)
-that the memory monitor refreshes; elsewhere (a log, CI) it is one plain line per finished stage.
+On a terminal, progress is a live panel (what runs, its stage, elapsed seconds, boosting rounds
+done and the time left, host RSS, device memory) that the memory monitor refreshes; elsewhere
+(a log, CI) it is one plain line per finished stage, and a line every
+:data:`PROGRESS_EVERY_S` seconds while a long stage boosts. Every line names what it belongs to:
+the arm (``[cpu]``), or the configuration a command runs several of (``[2 workers]`` in
+``accel scale``, ``[default baseline]`` in ``accel hpo``).
 """
 
 from __future__ import annotations
@@ -22,21 +26,67 @@ from accel.timing import STAGES
 
 ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
 
+#: Outside a terminal, a running stage that boosts says how far it is at most this often.
+PROGRESS_EVERY_S = 10.0
+
 
 def _fmt_mb(value: float | None) -> str:
     return "—" if value is None else (f"{value / 1024:.2f} GB" if value >= 1024 else f"{value:.0f} MB")
 
 
-class ProgressDisplay:
-    """A :class:`~accel.runner.Listener` that shows the run as it goes."""
+def fmt_eta(seconds: float) -> str:
+    """``"8 s"``, ``"2 min 05 s"``: the time left, to the second."""
+    whole = max(0, int(round(seconds)))
+    return f"{whole} s" if whole < 90 else f"{whole // 60} min {whole % 60:02d} s"
 
-    def __init__(self, console: Console | None = None):
+
+class _Rounds:
+    """Boosting rounds of the running stage: done, total, and the pace since the first one."""
+
+    def __init__(self, done: int, total: int, now: float):
+        self.total = total
+        self.first, self.first_at = done, now
+        self.done, self.at = done, now
+
+    def update(self, done: int, now: float) -> None:
+        self.done, self.at = done, now
+
+    def eta(self, now: float) -> float | None:
+        """Seconds left at ``now``: the rounds left at the pace so far (None before two rounds)."""
+        if self.done <= self.first:
+            return None
+        per_round = (self.at - self.first_at) / (self.done - self.first)
+        return max(0.0, per_round * (self.total - self.done) - (now - self.at))
+
+    def describe(self, now: float) -> str:
+        eta = self.eta(now)
+        return f"round {self.done}/{self.total}" + ("" if eta is None else f" · ETA {fmt_eta(eta)}")
+
+
+class ProgressDisplay:
+    """A :class:`~accel.result.Listener` that shows the run as it goes.
+
+    Parameters
+    ----------
+    console : rich.console.Console, optional
+        Where it is shown (default: stderr).
+    live : bool, optional
+        A live panel (default: when the console is a terminal), or plain lines. A run whose
+        Dask workers write to the same terminal (their logs, XGBoost's tracker) takes plain
+        lines: a live panel redraws over lines it did not write, repeating and mixing its own.
+    """
+
+    def __init__(self, console: Console | None = None, live: bool | None = None):
         self.console = console or Console(stderr=True)
-        self.live_mode = self.console.is_terminal
+        self.live_mode = self.console.is_terminal if live is None else live
         self._lock = threading.Lock()
+        self._label: str | None = None
         self._arm: str | None = None
+        self._in_arm = False
         self._stage: str | None = None
         self._stage_start = 0.0
+        self._rounds: _Rounds | None = None
+        self._said_at = 0.0
         self._host = 0
         self._device: int | None = None
         self._stage_peak_host = 0
@@ -44,33 +94,68 @@ class ProgressDisplay:
         self._done: list[tuple[str, str, float]] = []
         self._live: Live | None = None
 
-    # -- Listener
-    def arm_started(self, arm: str) -> None:
-        with self._lock:
-            self._arm = arm
+    def _tag(self, arm: str) -> str:
+        return self._label or arm
+
+    def _say(self, line: str) -> None:
+        self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    def _start_live(self) -> None:
         if self.live_mode and self._live is None:
             self._live = Live(self, console=self.console, refresh_per_second=8, transient=True)
             self._live.start()
-        elif not self.live_mode:
-            self.console.print(f"{ARM_LABEL.get(arm, arm)}: running {' → '.join(STAGES)}", highlight=False, markup=False)
+
+    # -- Listener
+    def section(self, label: str | None) -> None:
+        """What follows belongs to ``label``: its lines carry it, and the live panel starts afresh."""
+        with self._lock:
+            self._label = label
+            self._done = []
+
+    def arm_started(self, arm: str) -> None:
+        with self._lock:
+            self._arm, self._in_arm = arm, True
+        self._start_live()
+        if not self.live_mode:
+            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(STAGES)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:
+            self._arm = arm
             self._stage, self._stage_start = stage, time.perf_counter()
+            self._said_at = self._stage_start
+            self._rounds = None
             self._stage_peak_host, self._stage_peak_device = 0, None
+        self._start_live()
+
+    def rounds(self, arm: str, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            if self._rounds is None:
+                self._rounds = _Rounds(done, total, now)
+            else:
+                self._rounds.update(done, now)
+            line = None
+            if not self.live_mode and now - self._said_at >= PROGRESS_EVERY_S and done < total:
+                self._said_at = now
+                line = f"  [{self._tag(arm)}] {stage:<9} {now - self._stage_start:8.1f} s  {self._rounds.describe(now)}"
+        if line is not None:
+            self._say(line)
 
     def stage_finished(self, arm: str, stage: str, seconds: float) -> None:
         with self._lock:
-            self._done.append((arm, stage, seconds))
+            tag = self._tag(arm)
+            self._done.append((tag, stage, seconds))
             self._stage = None
+            rounds = self._rounds.done if self._rounds is not None else None
+            self._rounds = None
             peak_host, peak_device = self._stage_peak_host, self._stage_peak_device
-        if not self.live_mode:
+        # An arm's stages are listed as they finish; a stage on its own (the baseline of accel
+        # hpo, whose result line follows) is shown only while it runs.
+        if not self.live_mode and self._in_arm:
+            done = "" if rounds is None else f"{rounds} rounds, "
             device = "" if peak_device is None else f", device {_fmt_mb(peak_device / MB)}"
-            self.console.print(
-                f"  [{arm}] {stage:<9} {seconds:8.2f} s  (peak host {_fmt_mb(peak_host / MB)}{device})",
-                highlight=False,
-                markup=False,
-            )
+            self._say(f"  [{tag}] {stage:<9} {seconds:8.2f} s  ({done}peak host {_fmt_mb(peak_host / MB)}{device})")
 
     def memory(self, host_bytes: int, device_bytes: int | None) -> None:
         with self._lock:
@@ -80,8 +165,10 @@ class ProgressDisplay:
                 self._stage_peak_device = max(self._stage_peak_device or 0, device_bytes)
 
     def arm_finished(self, arm: str, status: str) -> None:
+        with self._lock:
+            self._in_arm = False
         if not self.live_mode:
-            self.console.print(f"{ARM_LABEL.get(arm, arm)}: {status}", highlight=False, markup=False)
+            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: {status}")
 
     def close(self) -> None:
         if self._live is not None:
@@ -90,14 +177,17 @@ class ProgressDisplay:
 
     # -- live rendering
     def __rich__(self) -> Any:
+        now = time.perf_counter()
         with self._lock:
-            lines = [Text(f"✓ [{a}] {s:<9} {sec:7.2f} s", style="dim") for a, s, sec in self._done]
+            lines = [Text(f"✓ [{tag}] {s:<9} {sec:7.2f} s", style="dim") for tag, s, sec in self._done]
             if self._arm and self._stage:
-                elapsed = time.perf_counter() - self._stage_start
+                elapsed = now - self._stage_start
+                rounds = "" if self._rounds is None else f" · {self._rounds.describe(now)}"
+                host = f" · host {_fmt_mb(self._host / MB)}" if self._host else ""
                 device = "" if self._device is None else f" · device {_fmt_mb(self._device / MB)}"
                 lines.append(
                     Text(
-                        f"▶ [{self._arm}] {self._stage:<9} {elapsed:7.1f} s · host {_fmt_mb(self._host / MB)}{device}",
+                        f"▶ [{self._tag(self._arm)}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}",
                         style="bold",
                     )
                 )
@@ -110,6 +200,12 @@ def _fmt_seconds(value: float | None) -> str:
 
 def _fmt_speedup(value: float | None) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.1f}×"
+
+
+def gpu_status_line(arm: dict[str, Any]) -> str:
+    """``GPU arm skipped: no CUDA driver (...)``: the record's status and its reason, once."""
+    reason = str(arm.get("reason") or "no reason recorded").removeprefix("GPU unavailable: ")
+    return f"GPU arm {arm['status']}: {reason}"
 
 
 def wall_line(wall: dict[str, Any]) -> str:
@@ -136,12 +232,7 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
-    gpu_note = (
-        None
-        if gpu_ok
-        else ("GPU unavailable: " if gpu["status"] == "skipped" else "GPU arm failed: ")
-        + str(gpu.get("reason", "")).removeprefix("GPU unavailable: ")
-    )
+    gpu_note = None if gpu_ok else gpu_status_line(gpu)
 
     table = Table(title=f"accel run {record['workflow']} — seconds per stage", title_justify="left")
     table.add_column("stage")
@@ -153,7 +244,7 @@ def render_run(record: dict[str, Any], console: Console) -> None:
         c = cpu["total_seconds"] if stage == "total" else cpu["stages"].get(stage)
         table.add_row(
             stage,
-            _fmt_seconds(g) if gpu_ok else "unavailable",
+            _fmt_seconds(g) if gpu_ok else gpu["status"],
             _fmt_seconds(c) if cpu_ok else cpu["status"],
             _fmt_speedup(record["speedup"].get(stage)),
             style="bold" if stage == "total" else None,

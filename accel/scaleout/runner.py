@@ -547,7 +547,7 @@ def run_command(config: Any, as_json: bool) -> int:
 
     from accel.report.console import ProgressDisplay, show_plan
 
-    progress = ProgressDisplay()
+    progress = ProgressDisplay(live=False)  # the workers write to the same terminal
     try:
         record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:

@@ -132,6 +132,8 @@ def scaling_study(
     described = planned
     if baseline:
         say("single-process CPU baseline (no Dask, every core)")
+        if listener:
+            listener.section(_label("single-process", 1))
         arm = run_arm_safely(places[0]["cpu"].backend, single_process(), listener, config.memory_settings()).as_dict()
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
@@ -143,6 +145,8 @@ def scaling_study(
                 skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
             say(f"{arm_kind.upper()} arm: {n} worker(s)")
+            if listener:
+                listener.section(_label(arm_kind, n))  # as the table's column names it
             try:
                 arm, ran = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
             except ClusterRunFailed as exc:
@@ -355,7 +359,7 @@ def command(args: argparse.Namespace) -> int:
     from accel.report.console import ProgressDisplay
 
     config, counts = _config(args)
-    progress = ProgressDisplay()
+    progress = ProgressDisplay(live=False)  # the workers write to the same terminal
     try:
         record, path, png = scaling_study(config, counts, baseline=not args.no_baseline, listener=progress)
     finally:
