@@ -158,7 +158,7 @@ def run(
         ``task``, ``model``, ``drop`` (a list), ``delimiter``, ``date_format`` (column -> format),
         ``probe``, ``device`` (``"auto"``, ``"cpu"``, ``"gpu"``), ``precision``, ``batch_rows``,
         ``memory_budget``, ``rmm_pool``, ``rows``, ``test_size``, ``seed``, ``out`` (default
-        ``runs``).
+        ``$ACCEL_OUT_DIR``, else ``runs``).
 
     Returns
     -------

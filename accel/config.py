@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
 
 from accel.errors import AccelError
+from accel.record import output_root
 from accel.registry import MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote, read_capped
@@ -144,7 +145,7 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = Field(42, ge=0, le=MAX_SEED)
-    out: Path = Path("runs")
+    out: Path = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
     hpo: HpoConfig = Field(default_factory=HpoConfig)
 
     @model_validator(mode="after")

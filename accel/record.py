@@ -1,8 +1,15 @@
 """Run records: one JSON file per run, written whole or not at all, never overwritten.
 
-Names are ``<UTC time stamp>-<workflow>-<sequence>.json``. The record is written to a temporary
+Everything accel writes goes under one folder, :func:`output_root`: ``$ACCEL_OUT_DIR``, else
+``runs`` in the current folder (each command's ``--out`` / ``--results`` chooses another).
+Every file accel names is ``<UTC date>-<what>-<NNN>.json`` (``2026-12-01-flights-003.json``,
+``2026-12-01-models-cpu-001.json``): one date style, and the first free sequence number of the
+day. A record's ``run_id`` is that name without ``.json``: the run is called the same in the
+folder, in the record and in every table that lists it. The record is written to a temporary
 file in the same folder and then hard-linked to its final name, which fails if that name
-exists, so a record is never replaced and a reader never sees half of one.
+exists, so a record is never replaced and a reader never sees half of one. Older records
+(``20261201-204516-flights-001.json`` holding ``run_id`` ``20261201T204516Z-a61fee9e``) are read
+as they are.
 
 Records (and every ``--json`` output) are strict JSON: a number that is not finite (a speedup
 that could not be measured, a metric undefined on the rows) is written ``null``, and the
@@ -22,10 +29,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 import tempfile
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +47,8 @@ SCHEMA_VERSION = 2
 #: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
 RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
+#: The variable naming the folder everything accel writes goes under (default ``runs``).
+OUT_ENV = "ACCEL_OUT_DIR"
 #: The top-level key listing the values written as ``null`` because they were not finite.
 NULLS_KEY = "nulls"
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -126,6 +135,15 @@ def loads(text: str) -> Any:
     return record
 
 
+def output_root() -> Path:
+    """The folder accel writes to when no ``--out`` says otherwise: ``$ACCEL_OUT_DIR``, else ``./runs``.
+
+    Run, search, comparison and scaling records and the search storage go in it, benchmark
+    results in its ``benchmarks`` folder; ``accel experiments`` and ``accel report`` read it.
+    """
+    return Path(os.environ.get(OUT_ENV) or "runs")
+
+
 #: Free space an output folder needs before a run starts (a record is tens of kilobytes).
 MIN_FREE_BYTES = 1 << 20
 
@@ -155,16 +173,12 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     return folder
 
 
-def new_run_id(now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-
-
-def record_head(kind: RecordKind, started: datetime | None = None) -> dict[str, Any]:
-    """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (from ``started``)."""
+def record_head(kind: RecordKind) -> dict[str, Any]:
+    """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (the file
+    name, set by :func:`write_record`)."""
     if kind not in RECORD_KINDS:
         raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(RECORD_KINDS)}")
-    return {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": new_run_id(started)}
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": None}
 
 
 def kind_of(record: Any) -> RecordKind | None:
@@ -193,12 +207,28 @@ def kind_of(record: Any) -> RecordKind | None:
 
 
 def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
-    """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number."""
-    from accel.files import write_new
+    """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number.
 
-    text = dumps(record) + "\n"
-    # Never over another record: the first free sequence number, written whole (files.write_new).
-    return write_new(Path(folder) / f"{stem}.json", text.encode(), "the record", "choose another --out", first=1)
+    A record with a ``run_id`` key (a run, a search, a comparison) gets its file name as its
+    ``run_id``, set in ``record`` itself, so that what the command shows or prints as JSON is
+    what the file holds.
+    """
+    from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
+
+    # Never over another record: the first free sequence number, written whole (files.write_new);
+    # a name taken between the look and the write (another accel in the same folder) is skipped.
+    for seq in range(1, MAX_SEQUENCE + 1):
+        path = sequenced(Path(folder) / f"{stem}.json", seq)
+        if os.path.lexists(path):
+            continue
+        if "run_id" in record:
+            record["run_id"] = path.stem
+        try:
+            return write_new(path, (dumps(record) + "\n").encode(), "the record", "choose another --out", exists=REFUSE)
+        except AccelError:
+            if not os.path.lexists(path):
+                raise
+    raise AccelError(f"no free name for {stem!r} records in {str(folder)!r} (tried up to {MAX_SEQUENCE:03d})")
 
 
 def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None], written: dict[str, Any]) -> None:
@@ -228,9 +258,10 @@ def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None
             print(f"{label}: {path}", file=where, flush=True)
 
 
-def record_stem(workflow: str, now: datetime | None = None) -> str:
+def record_stem(what: str, now: datetime | None = None) -> str:
+    """``2026-12-01-flights``: the UTC date and what the file holds (:func:`write_record` numbers it)."""
     now = now or datetime.now(timezone.utc)
-    return f"{now:%Y%m%d-%H%M%S}-{workflow}"
+    return f"{now:%Y-%m-%d}-{what}"
 
 
 def load_record(path: Path) -> dict[str, Any]:

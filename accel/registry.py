@@ -220,7 +220,8 @@ class Estimator:
     Attributes
     ----------
     key : str
-        The pair's name (``random_forest_classifier``); ``accel bench models`` lists it so.
+        The class pair (``random_forest_classifier``): which classes, for the backends and the
+        run record's ``model.estimator``. Users name a pair by :attr:`name`.
     cpu, gpu : str
         ``"module:Class"`` of each arm's class, imported on first use.
     task : str
@@ -271,6 +272,12 @@ class Estimator:
     same_in_effect: Mapping[str, str] = field(default_factory=dict)
     #: The ``--model`` this estimator serves (set by the registry), whose settings' defaults it takes.
     model: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The one key of its registry entry: the ``--model`` it serves (``random_forest``), or its
+        own key for a pair that serves none (``kmeans``); ``accel bench models`` takes and lists it."""
+        return self.model or self.key
 
     @property
     def needs_cuml(self) -> bool:
@@ -539,8 +546,13 @@ ESTIMATORS: dict[str, Estimator] = {
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in _SPECS))
 
 
-#: The pairs ``accel bench models`` fits, in the order the registry declares them.
-BENCH_PAIRS: dict[str, Estimator] = {k: e for k, e in ESTIMATORS.items() if e.metric}
+#: The pairs ``accel bench models`` fits, by :attr:`Estimator.name` (one per registry entry: the
+#: entry's ``--model`` name), in the order the registry declares them.
+BENCH_PAIRS: dict[str, Estimator] = {e.name: e for e in ESTIMATORS.values() if e.metric}
+
+#: Keys ``accel bench`` took before each registry entry had one (``random_forest_classifier``),
+#: still understood, each with a notice: -> the key.
+OLD_BENCH_KEYS: dict[str, str] = {e.key: name for name, e in BENCH_PAIRS.items() if e.key != name}
 
 
 def check_search_space(model: str, params: Mapping[str, Any]) -> None:

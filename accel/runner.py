@@ -293,7 +293,7 @@ def run_record(
     gpu_result, cpu_result = result(gpu), result(cpu)
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
     return {
-        **record_head("run", started),
+        **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
         "started_at": started.isoformat(),

@@ -37,8 +37,8 @@
 #                          skipped): what CI can test
 #   PYTHON [python3]  SITE [/tmp/site]  WHEELS [.whl]  DATA [/tmp/accel-data]
 #   GROUPBY_ROWS [1e8] GROUPBY_K [1e2] JOIN_ROWS [1e7] MODEL_ROWS [1e6] XGB_ROWS [1e7; 0 leaves it out]
-#   MODELS [auto: all pairs when cuML is installed, else xgboost_classifier]
-#   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost_classifier]
+#   MODELS [auto: all pairs when cuML is installed, else xgboost]
+#   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost]
 #   REPEATS [3 timed runs after the cold one]  STEP_TIMEOUT [540 s per step]  KEEP [/tmp/accel-keep]
 #   GROUPBY_ARMS [both] GROUPBY_QUESTIONS [all] HPO_TRIALS [20]
 #   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]  DASK_TABLE_ROWS [1e6]
@@ -77,7 +77,7 @@ if [ "$DRY_RUN" = 1 ]; then
 else
   GROUPBY_ROWS=${GROUPBY_ROWS:-1e8}; GROUPBY_K=${GROUPBY_K:-1e2}; JOIN_ROWS=${JOIN_ROWS:-1e7}
   MODEL_ROWS=${MODEL_ROWS:-1e6}; XGB_ROWS=${XGB_ROWS:-1e7}; MODELS=${MODELS:-auto}
-  CROSSOVER_MAX=${CROSSOVER_MAX:-1e7}; CROSSOVER_OPS=${CROSSOVER_OPS:-groupby,join,xgboost_classifier}; DEVICE=gpu
+  CROSSOVER_MAX=${CROSSOVER_MAX:-1e7}; CROSSOVER_OPS=${CROSSOVER_OPS:-groupby,join,xgboost}; DEVICE=gpu
 fi
 REPEATS=${REPEATS:-3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-540}
@@ -213,7 +213,7 @@ phase_models() {
   [ "$models" = none ] && models=""
   if [ "$models" = auto ]; then
     if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('cuml') is None)"; then
-      models=logistic_regression,random_forest_classifier,knn_classifier,kmeans,ridge,pca
+      models=logistic_regression,random_forest,knn,kmeans,ridge,pca
     else
       models=""
       echo "cuML is not installed: the scikit-learn/cuML pairs are left out (XGBoost only)"
@@ -225,7 +225,7 @@ phase_models() {
     progress_done "$RESULTS/progress-models.jsonl"
   fi
   if [ "$XGB_ROWS" = 0 ]; then echo "XGB_ROWS=0: the XGBoost run is left out"; return; fi
-  step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost_classifier --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
+  step bench-xgboost "${ACCEL[@]}" bench models --rows "$XGB_ROWS" --models xgboost --device "$DEVICE" --repeats "$REPEATS" --results "$RESULTS" \
     --progress-file "$RESULTS/progress-xgboost.jsonl"
   progress_done "$RESULTS/progress-xgboost.jsonl"
 }

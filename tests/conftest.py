@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session", autouse=True)
 def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # Extracted data goes to a per-session folder, not the user's ~/.cache.
+    # Extracted data goes to a per-session folder, not the user's ~/.cache; what a command
+    # writes without --out, to another (not runs/ in the checkout).
     os.environ["ACCEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("accel-cache"))
+    os.environ["ACCEL_OUT_DIR"] = str(tmp_path_factory.mktemp("accel-out"))
 
 
 def gpu_skip_reason() -> str | None:

@@ -238,7 +238,7 @@ def test_missing_join_columns_are_named(join_dir, tmp_path, capsys):
         (["bench", "groupby", "--repeats", "0"], ["--repeats", "positive integer"]),
         (["bench", "groupby", "--warmup", "-1"], ["--warmup"]),
         (["bench", "groupby", "--engines", "pandas2"], ["unknown engine 'pandas2'"]),
-        (["bench", "models", "--models", "svm"], ["unknown model 'svm'", "xgboost_classifier"]),
+        (["bench", "models", "--models", "svm"], ["unknown model 'svm'", "xgboost, random_forest"]),
         (["bench", "models", "--repeats", "0"], ["--repeats"]),
         (["bench", "crossover", "--operations", "sort"], ["unknown operation 'sort'", "groupby"]),
         (["bench", "crossover", "--min-rows", "1e5", "--max-rows", "1e3"], ["--min-rows"]),
@@ -280,3 +280,18 @@ def test_bad_data_requests(tmp_path, capsys):
     one_line_error(capsys, ["data", "groupby", "100", "10", str(tmp_path / "g.csv"), "--nas", "120"], "--nas")
     one_line_error(capsys, ["data", "join", "10", str(tmp_path / "j")], "N >= 1000")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_model_key_everywhere_and_the_old_spelling_is_understood(tmp_path, capsys):
+    from accel.registry import BENCH_PAIRS, MODELS
+
+    # A pair that serves a --model is named as --model names it; the others keep their own key.
+    assert {"xgboost", "random_forest", "knn", "logistic_regression", "lasso"} <= set(BENCH_PAIRS) - {"kmeans", "ridge", "pca"}
+    assert all(name in MODELS or name in ("kmeans", "ridge", "pca") for name in BENCH_PAIRS)
+    code = main(["bench", "models", "--rows", "300", "--features", "8", "--models", "xgboost_classifier", "--repeats", "1"]
+                + ["--json", "--results", str(tmp_path)])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert [m["model"] for m in strict_json(out.out)["models"]] == ["xgboost"]
+    notices = [line for line in out.err.splitlines() if line.startswith("notice: ")]
+    assert notices == ["notice: --models xgboost_classifier is called xgboost now (the same model)"]

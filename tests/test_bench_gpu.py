@@ -44,8 +44,8 @@ def test_join_answers_equal_a_numpy_reference(backend, tmp_path, fmt):
 def test_xgboost_trains_on_the_gpu():
     # CuPy arrays and XGBoost-CUDA only: this runs before cuDF is on the machine.
     gpu = gpu_backend(needs=("xgboost_cuda",))
-    [g] = bodies.check_model_pairs(gpu, ["xgboost_classifier"], rows=20_000, features=16)
-    [c] = bodies.check_model_pairs(cpu_backend(), ["xgboost_classifier"], rows=20_000, features=16)
+    [g] = bodies.check_model_pairs(gpu, ["xgboost"], rows=20_000, features=16)
+    [c] = bodies.check_model_pairs(cpu_backend(), ["xgboost"], rows=20_000, features=16)
     assert g["device_used"].startswith("cuda") and c["device_used"] == "cpu"
     # Same data, same seed, same hist algorithm: the accuracy of the CPU arm within the parity tolerance.
     _, tolerance, _ = parity_rule("binary", "xgboost")

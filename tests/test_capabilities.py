@@ -83,7 +83,7 @@ def test_the_run_record_says_where_each_stage_ran(tmp_path):
 @no_gpu_here
 def test_bench_models_skips_the_gpu_arm_naming_cupy(tmp_path):
     proc = run_accel(
-        "bench", "models", "--rows", "300", "--features", "8", "--models", "ridge,xgboost_classifier",
+        "bench", "models", "--rows", "300", "--features", "8", "--models", "ridge,xgboost",
         "--repeats", "1", "--results", str(tmp_path), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -128,10 +128,11 @@ def test_unreadable_script(tmp_path):
 def test_experiments_and_report_show_compare_records(tmp_path):
     out = tmp_path / "results"
     assert run_accel("compare", str(SCRIPTS / "writes_files.py"), "--out", str(out), "--", "2.5").returncode == 0
+    before = sorted(out.iterdir())
     proc = run_accel("experiments", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
-    table = json.loads(proc.stdout)  # one JSON document; its own record is named on stderr
-    assert "experiments record: " in proc.stderr
+    table = json.loads(proc.stdout)  # one JSON document, and no file: none was asked for (--save)
+    assert "experiments record: " not in proc.stderr and sorted(out.iterdir()) == before
     rows = [r for r in table["rows"] if r["workflow"] == "compare:writes_files.py"]
     assert [r["arm"] for r in rows] == ["cpu"] and rows[0]["metric_name"] == "parity" and rows[0]["seconds"] > 0
     page = tmp_path / "report.html"

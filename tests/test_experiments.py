@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -102,6 +103,29 @@ def test_cli_table_json_and_plot(folder, tmp_path, capsys):
     # Reading the folder the record went to again: the experiments record is not an experiment.
     shutil.copy(path, out / path.name)
     assert len(collect(out)[0]) == len(record["rows"])
+
+
+def test_a_snapshot_is_written_only_when_asked(folder, capsys):
+    out = folder[0]
+    before = sorted(out.iterdir())
+    code, stdout, err = run_cli(capsys, "experiments", str(out))
+    assert code == 0, err
+    assert "experiments record:" not in stdout and sorted(out.iterdir()) == before
+    code, stdout, err = run_cli(capsys, "experiments", str(out), "--save")
+    assert code == 0, err
+    [path] = sorted(set(out.iterdir()) - set(before))
+    assert f"experiments record: {path}" in stdout and re.fullmatch(r"\d{4}-\d{2}-\d{2}-experiments-\d{3}\.json", path.name)
+    path.unlink()
+
+
+def test_the_folder_read_by_default_is_the_output_root(folder, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ACCEL_OUT_DIR", str(folder[0]))
+    code, stdout, err = run_cli(capsys, "experiments", "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["folder"] == str(folder[0])
+    monkeypatch.setenv("ACCEL_OUT_DIR", str(tmp_path / "none"))
+    code, _, err = run_cli(capsys, "experiments")
+    assert code == 2 and str(tmp_path / "none") in err
 
 
 def test_empty_or_missing_folder(tmp_path, capsys):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from accel.errors import AccelError
-from accel.record import dumps, ensure_writable, load_record, write_record
+from accel.record import dumps, ensure_writable, load_record, record_stem, write_record
 
 
 def test_records_are_never_overwritten(tmp_path):
@@ -66,3 +68,39 @@ def test_unserialisable_record_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError):
         write_record(tmp_path, {"x": Weird()}, "x")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_records_run_id_is_its_file_name(tmp_path):
+    record = {"run_id": None, "n": 1}
+    first = write_record(tmp_path, record, record_stem("flights"))
+    assert record["run_id"] == first.stem and json.loads(first.read_text())["run_id"] == first.stem
+    second = write_record(tmp_path, {"run_id": None}, record_stem("flights"))
+    assert json.loads(second.read_text())["run_id"] == second.stem != first.stem
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-flights-00[12]", first.stem), "one date style: the UTC date, then what"
+    assert "run_id" not in json.loads(write_record(tmp_path, {"n": 2}, "x").read_text()), "only records that have one"
+
+
+def test_a_name_taken_meanwhile_is_skipped(tmp_path, monkeypatch):
+    """Another process takes the free name between the look and the write: the next one is used."""
+    import accel.files
+
+    real = accel.files.write_new
+
+    def racing(path, *args, **kwargs):
+        if path.name.endswith("-001.json"):
+            path.write_text("{}")  # someone else's record, just now
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(accel.files, "write_new", racing)
+    path = write_record(tmp_path, {"run_id": None}, "2026-01-01-flights")
+    assert path.name == "2026-01-01-flights-002.json" and json.loads(path.read_text())["run_id"] == path.stem
+
+
+def test_the_output_root_is_one_variable(monkeypatch, tmp_path):
+    from accel.config import RunConfig
+    from accel.record import OUT_ENV, output_root
+
+    monkeypatch.delenv(OUT_ENV, raising=False)
+    assert output_root() == Path("runs") and RunConfig().out == Path("runs")
+    monkeypatch.setenv(OUT_ENV, str(tmp_path / "all"))
+    assert output_root() == tmp_path / "all" and RunConfig().out == tmp_path / "all"

@@ -153,14 +153,14 @@ def test_the_penalized_variant_and_the_per_library_spelling():
 
 
 def test_bench_pairs_take_the_models_defaults_once():
-    rf = registry.BENCH_PAIRS["random_forest_classifier"]
+    rf = registry.BENCH_PAIRS["random_forest"]
     cpu = rf.bench_params(gpu=False, n_threads=3, xgb_device="cpu", seed=7)
     gpu = rf.bench_params(gpu=True, n_threads=3, xgb_device="cuda:0", seed=7)
     defaults = registry.RandomForestSettings()
     assert cpu["n_estimators"] == gpu["n_estimators"] == defaults.n_estimators
     assert cpu["max_features"] == "sqrt" and cpu["random_state"] == gpu["random_state"] == 7
     assert cpu["n_jobs"] == 3 and "n_jobs" not in gpu
-    xgb = registry.BENCH_PAIRS["xgboost_classifier"]
+    xgb = registry.BENCH_PAIRS["xgboost"]
     assert xgb.bench_params(gpu=True, n_threads=3, xgb_device="cuda:0", seed=0)["device"] == "cuda:0"
     assert xgb.bench_params(gpu=False, n_threads=3, xgb_device="cpu", seed=0)["n_estimators"] == 100
 

@@ -707,7 +707,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
             speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
     record = {
-        **record_head("compare", started),
+        **record_head("compare"),
         "workflow": f"compare:{program.name}",
         "program": {
             "path": str(program),
@@ -855,7 +855,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ignore-lines", help="a regular expression: output lines matching it are not compared (e.g. timings)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one run may take; then its process group is killed")
     p.add_argument("--no-profile", action="store_true", help="skip the extra profiled GPU run")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder for the record (default: runs/)")
+    p.add_argument("--out", type=Path, default=None, help="folder for the record (default: $ACCEL_OUT_DIR, else runs/)")
     p.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
     # Arguments for the script follow '--'; accel.cli.main hands them over untouched (argparse would
     # read them as its own options).
@@ -866,11 +866,11 @@ def register(sub: Any) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from accel.record import show_result
+    from accel.record import output_root, show_result
 
     extra = list(args.script_args)
     opts = Options(
-        program=args.program, args=extra, out=args.out, repeat=args.repeat, accelerators=args.accelerators,
+        program=args.program, args=extra, out=args.out or output_root(), repeat=args.repeat, accelerators=args.accelerators,
         device=args.device, rtol=args.rtol, atol=args.atol, timeout=args.timeout, profile=not args.no_profile,
         ignore=args.ignore_lines,
     )  # fmt: skip

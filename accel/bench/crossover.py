@@ -10,7 +10,7 @@ Operations:
 
 - ``groupby``: db-benchmark groupby q3 ("sum v1 mean v3 by id3", K=100) on generated data;
 - ``join``: db-benchmark join q2 ("medium inner on int") on generated data;
-- any model of :data:`accel.bench.models.PAIRS` (``xgboost_classifier``, ``kmeans``, ...): fit time.
+- any model of :data:`accel.bench.models.PAIRS` (``xgboost``, ``kmeans``, ...): fit time.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ FRAME_OPERATIONS = {
     "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
     "join": ("join", "q2", "db-benchmark join q2 (medium inner on int)"),
 }
-DEFAULT_OPERATIONS = ("groupby", "join", "xgboost_classifier")
+DEFAULT_OPERATIONS = ("groupby", "join", "xgboost")
 
 
 def known_operations() -> list[str]:
@@ -37,10 +37,14 @@ def known_operations() -> list[str]:
     return [*FRAME_OPERATIONS, *PAIRS]
 
 
-def select_operations(names: str | Sequence[str] | None) -> list[str]:
+def select_operations(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[str]:
+    """The operations ``--operations`` names (older spellings of model keys noticed to ``say``)."""
+    from accel.bench.models import pair_name
+
     if names is None:
         return list(DEFAULT_OPERATIONS)
-    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    listed = names.split(",") if isinstance(names, str) else names
+    wanted = [pair_name(n.strip(), say, "--operations") for n in listed if n.strip()]
     known = known_operations()
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:

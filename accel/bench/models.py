@@ -25,11 +25,23 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
-from accel.registry import BENCH_PAIRS, Estimator
+from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
 
-#: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by key.
+#: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by name: the
+#: ``--model`` name where the pair serves one (``random_forest``), else its own (``kmeans``).
 PAIRS: Mapping[str, Estimator] = BENCH_PAIRS
+
+
+def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "--models") -> str:
+    """The key ``name`` means: itself, or the key an older spelling (``random_forest_classifier``)
+    stands for, with a one-line notice to ``say``."""
+    new = OLD_BENCH_KEYS.get(name)
+    if new is None:
+        return name
+    if say is not None:
+        say(f"notice: {flag} {name} is called {new} now (the same model)")
+    return new
 
 
 def pair_params(pair: Estimator, backend: Backend, seed: int) -> dict[str, Any]:
@@ -37,10 +49,12 @@ def pair_params(pair: Estimator, backend: Backend, seed: int) -> dict[str, Any]:
     return pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
 
 
-def select_models(names: str | Sequence[str] | None) -> list[Estimator]:
+def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[Estimator]:
+    """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
     if names is None or names == "all":
         return list(PAIRS.values())
-    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    listed = names.split(",") if isinstance(names, str) else names
+    wanted = [pair_name(n.strip(), say) for n in listed if n.strip()]
     unknown = [n for n in wanted if n not in PAIRS]
     if unknown or not wanted:
         raise AccelError(f"unknown model {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(PAIRS)}")
@@ -191,18 +205,18 @@ def run_models(
             a = arms[arm]
             if a["status"] == "ok":
                 progress(
-                    f"[{arm}] {pair.key:<26} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
+                    f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
                     f"{pair.metric} {a['quality']:.4f}"
                 )
             else:
-                progress(f"[{arm}] {pair.key:<26} {a['status'].upper()}: {a['reason']}")
+                progress(f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}")
             if on_result is not None:
-                on_result(arm, pair.key, dict(a))
+                on_result(arm, pair.name, dict(a))
         g, c = arms["gpu"], arms["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"
         rows_out.append(
             {
-                "model": pair.key,
+                "model": pair.name,
                 "task": pair.task,
                 "metric": pair.metric,
                 "gpu": g,

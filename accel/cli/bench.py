@@ -25,7 +25,8 @@ from accel.files import exists_policy
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
-DEFAULT_RESULTS = Path("benchmarks") / "results"
+#: Where results go without --results: this folder of the output root (accel.record.output_root).
+RESULTS_FOLDER = "benchmarks"
 
 
 def _non_negative_int(text: str) -> int:
@@ -72,7 +73,10 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
         help="untimed runs between the cold run and the timed ones (default 0)",
     )
     p.add_argument(
-        "--results", type=Path, default=DEFAULT_RESULTS, help=f"folder for the result JSON (default {DEFAULT_RESULTS})"
+        "--results",
+        type=Path,
+        default=None,
+        help=f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)",
     )
     p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
     if not progress_file:
@@ -127,7 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     m = bsub.add_parser("models", help="scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA")
     m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
     m.add_argument("--features", type=positive_int, default=32, help="columns of generated data (default 32)")
-    m.add_argument("--models", default="all", help="comma-separated model keys (default all)")
+    from accel.registry import BENCH_PAIRS
+
+    m.add_argument("--models", default="all", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
     m.add_argument("--seed", type=int, default=42)
     _common(m, repeats=3)
     m.set_defaults(handler=_cmd_bench_models)
@@ -136,7 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--operations",
         default=None,
-        help="comma-separated: groupby, join, or model keys (default groupby,join,xgboost_classifier)",
+        help="comma-separated: groupby, join, or model names as accel bench models lists them (default groupby,join,xgboost)",
     )
     c.add_argument("--min-rows", type=_rows, default=1_000, help="smallest size (default 1e3)")
     c.add_argument("--max-rows", type=_rows, default=10_000_000, help="largest size (default 1e7)")
@@ -167,7 +173,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     dj.set_defaults(handler=_cmd_data_join)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
-    r.add_argument("dir", type=Path, metavar="DIR", help="folder of run records and benchmark results (searched recursively)")
+    r.add_argument(
+        "dir",
+        type=Path,
+        metavar="DIR",
+        nargs="?",
+        default=None,
+        help="folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
+    )
     r.add_argument(
         "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
     )
@@ -178,6 +191,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
+def _results_folder(args: argparse.Namespace) -> Path:
+    """``--results``, or the output root's benchmarks folder (set on ``args`` for the rest of the command)."""
+    from accel.record import output_root
+
+    if args.results is None:
+        args.results = output_root() / RESULTS_FOLDER
+    return args.results
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -186,7 +208,7 @@ def _envelope(benchmark: str, args: argparse.Namespace, started: datetime, gpu: 
     from accel.record import record_head
 
     return {
-        **record_head("bench", started),
+        **record_head("bench"),
         "benchmark": benchmark,
         "started_at": started.isoformat(),
         "finished_at": None,
@@ -366,7 +388,7 @@ def _cmd_bench_db(args: argparse.Namespace) -> int:
     paths = dbbench.locate_groupby(args.data) if suite.name == "groupby" else dbbench.locate_join(args.data_dir)
     dbbench.check_columns(suite, paths)
     engine_names = engines.check_engines([e.strip() for e in args.engines.split(",") if e.strip()])
-    check_results_folder(args.results)
+    check_results_folder(_results_folder(args))
     data_files = _data_files(paths)
     reused_cpu, reused_engines = (
         _reuse_cpu_arm(args.cpu_from, suite.benchmark, data_files, questions) if args.cpu_from else (None, {})
@@ -535,12 +557,12 @@ def _cmd_bench_models(args: argparse.Namespace) -> int:
     from accel.bench import models as modelbench
     from accel.timing import check_results_folder
 
-    pairs = modelbench.select_models(args.models)
+    pairs = modelbench.select_models(args.models, say=_progress)
     if args.rows < 50:
         raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {args.rows}")
     if args.features < 8:
         raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
-    check_results_folder(args.results)
+    check_results_folder(_results_folder(args))
     # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
     # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
     arms = resolve_arms(args.device, needs=("cupy",))
@@ -608,7 +630,7 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
     from accel.bench import crossover
     from accel.timing import check_results_folder
 
-    operations = crossover.select_operations(args.operations)
+    operations = crossover.select_operations(args.operations, say=_progress)
     sizes = crossover.row_counts(args.min_rows, args.max_rows, args.steps_per_decade)
     if args.features < 8:
         raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
@@ -618,7 +640,7 @@ def _cmd_bench_crossover(args: argparse.Namespace) -> int:
 
     if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
         raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
-    check_results_folder(args.results)
+    check_results_folder(_results_folder(args))
     arms = resolve_arms(args.device)
     gpu, gpu_reason = arms.gpu, arms.gpu_skip
     cpu = cpu_backend()
@@ -730,9 +752,10 @@ def _no_empty_folders(folder: Path) -> Iterator[None]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from accel.record import output_root
     from accel.report.html import build_report
 
-    html_path, markdown = build_report(args.dir, args.out, overwrite=args.overwrite)
+    html_path, markdown = build_report(args.dir or output_root(), args.out, overwrite=args.overwrite)
     print(markdown)
     print(f"report: {html_path}")
     return 0

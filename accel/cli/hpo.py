@@ -47,7 +47,7 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli.options import add_overwrite_argument, add_table_arguments, positive_int
+    from accel.cli.options import OUT_DEFAULT, add_overwrite_argument, add_table_arguments, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
@@ -72,14 +72,14 @@ def register(sub: Any) -> None:
     hpo.add_argument("--workers", type=positive_int, help="with --cluster local: worker processes (default: cores, up to 4)")
     hpo.add_argument("--device", choices=["auto", "cpu", "gpu"], help="the arm the search runs on (default auto)")
     hpo.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
-    hpo.add_argument("--out", type=Path, help="folder for the result record and the default storage (default runs/)")
+    hpo.add_argument("--out", type=Path, help=f"folder for the result record and the default storage (default: {OUT_DEFAULT})")
     hpo.add_argument("--seed", type=int, help="seed of the sampler, the splits and the models (default 42)")
     hpo.add_argument("--json", action="store_true", help="print the result record as JSON instead of tables")
     hpo.set_defaults(handler=cmd_hpo)
 
     exp = sub.add_parser("experiments", help="every run and study recorded so far: metric, time, memory, Pareto fronts")
     exp.add_argument(
-        "folder", nargs="?", type=Path, default=Path("runs"), help="where run records and hpo.db live (default runs/)"
+        "folder", nargs="?", type=Path, default=None, help=f"where run records and hpo.db live (default: {OUT_DEFAULT})"
     )
     exp.add_argument(
         "--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)"
@@ -88,8 +88,9 @@ def register(sub: Any) -> None:
     exp.add_argument(
         "--plot", nargs="?", const="", default=None, metavar="PNG", help="write a PNG of metric versus time with the fronts"
     )
-    exp.add_argument("--out", type=Path, help="folder for the experiments result JSON (default: the folder read)")
-    exp.add_argument("--json", action="store_true", help="print the result JSON instead of the table")
+    exp.add_argument("--save", action="store_true", help="also write the table as an experiments JSON in the folder read")
+    exp.add_argument("--out", type=Path, help="write the experiments JSON (and --plot's default PNG) to this folder instead")
+    exp.add_argument("--json", action="store_true", help="print the table as JSON (a file only with --save or --out)")
     add_overwrite_argument(exp, "the --plot PNG")
     exp.set_defaults(handler=cmd_experiments)
 
@@ -232,28 +233,30 @@ def cmd_experiments(args: argparse.Namespace) -> int:
 
     from accel.files import NUMBER, exists_policy, refuse_existing
     from accel.hpo.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
-    from accel.record import ensure_writable, record_stem, write_record
+    from accel.record import ensure_writable, output_root, record_stem, write_record
 
+    folder = args.folder if args.folder is not None else output_root()
+    save = args.save or args.out is not None  # a snapshot only when asked for
     exists = exists_policy(args.overwrite) if args.plot else NUMBER  # --plot FILE: the user named it
     if args.plot:
         plot_format(Path(args.plot))  # an unknown image format is refused before any work
         refuse_existing(Path(args.plot), "--plot", exists)
-    rows, notes = collect(args.folder, args.storage, include_trials=args.trials)
+    rows, notes = collect(folder, args.storage, include_trials=args.trials)
     if not rows:
-        raise AccelError(f"no run records or studies under {str(args.folder)!r} (run accel run or accel hpo with --out there)")
-    out = ensure_writable(args.out or args.folder)
+        raise AccelError(f"no run records or studies under {str(folder)!r} (run accel run or accel hpo with --out there)")
+    out = ensure_writable(args.out or folder) if save or args.plot == "" else None  # the JSON, the default PNG
     stem = record_stem("experiments")
-    record = experiments_record(rows, args.folder)
+    record = experiments_record(rows, folder)
     png = None
     if args.plot is not None:
-        png = Path(args.plot) if args.plot else out / f"{stem}.png"
+        png = Path(args.plot) if args.plot else Path(out or folder) / f"{stem}.png"
         try:
             png = plot(rows, png, exists)  # --plot FILE: refused if it exists (no --overwrite); the default: -001, ...
         except OSError as exc:
             raise AccelError(f"--plot: cannot write {str(png)!r} ({exc.strerror or type(exc).__name__})") from None
         record["plot"] = str(png)
         record["plot_panels"] = plot_panels(rows)
-    path = write_record(out, record, stem)
+    path = write_record(out, record, stem) if save and out is not None else None
 
     def show() -> None:
         console = _wide_console(Console, 180)

@@ -16,6 +16,7 @@ from pathlib import Path
 from accel import __version__
 from accel.cli import PROCESS_STARTED_AT
 from accel.cli.options import (
+    OUT_DEFAULT,
     add_cluster_arguments,
     add_probe_argument,
     add_table_arguments,
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)",
     )
     run.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
-    run.add_argument("--out", type=Path, help="folder for run records (default: runs/)")
+    run.add_argument("--out", type=Path, help=f"folder for run records (default: {OUT_DEFAULT})")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
     add_cluster_arguments(run)

@@ -13,6 +13,9 @@ from typing import Any
 from accel.errors import AccelError
 from accel.scaleout.cluster import CLUSTER_KINDS
 
+#: What the help says of the output folder's default (:func:`accel.record.output_root`).
+OUT_DEFAULT = "$ACCEL_OUT_DIR, else runs/"
+
 
 def positive_int(text: str) -> int:
     try:

@@ -520,7 +520,7 @@ def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
 
     now = datetime.now(timezone.utc)
     return {
-        **record_head("experiments", now),
+        **record_head("experiments"),
         "benchmark": "experiments",
         "created_at": now.isoformat(),
         "folder": str(folder),

@@ -739,7 +739,7 @@ def _search(
     )
 
     record: dict[str, Any] = {
-        **record_head("hpo", started),
+        **record_head("hpo"),
         "workflow": workflow.name,
         "task": workflow.task,
         "model": config.model,

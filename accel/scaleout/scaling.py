@@ -29,7 +29,7 @@ METRIC = "auc"
 
 def register(sub: Any) -> None:
     """Add ``accel scale`` to the ``accel`` command's subcommands."""
-    from accel.cli.options import add_cluster_arguments, add_probe_argument, add_table_arguments, positive_int
+    from accel.cli.options import OUT_DEFAULT, add_cluster_arguments, add_probe_argument, add_table_arguments, positive_int
 
     scale = sub.add_parser(
         "scale",
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     scale.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     scale.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (before --scale)")
     scale.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
-    scale.add_argument("--out", type=Path, help="folder for the scaling record and its plot (default: runs/)")
+    scale.add_argument("--out", type=Path, help=f"folder for the scaling record and its plot (default: {OUT_DEFAULT})")
     scale.add_argument("--no-baseline", action="store_true", help="leave out the single-process CPU baseline")
     scale.add_argument("--json", action="store_true", help="print the scaling record as JSON instead of the table")
     scale.set_defaults(handler=command)
@@ -161,7 +161,7 @@ def scaling_study(
     table, reference = scaling_rows(runs)
     name = described.name if described is not None else config.workflow
     record = {
-        **record_head("scaling", started),
+        **record_head("scaling"),
         "benchmark": "scaling",
         "workflow": name,
         "cluster_kind": kind,
