@@ -352,12 +352,22 @@ def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series
     X = frame[names].to_numpy(dtype=np.float64, na_value=np.nan)
     if task == "regression":
         t = y.to_numpy(dtype=np.float64)
-        Xc = np.where(np.isnan(X), np.nan, X - np.nanmean(X, axis=0))
-        tc = t - t.mean()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            num = np.nansum(Xc * tc[:, None], axis=0)
-            den = np.sqrt(np.nansum(Xc**2, axis=0) * np.sum(tc**2))
-            corr = np.abs(num / den)
+        if not np.isfinite(t).all():
+            return set()  # a target with gaps correlates with nothing here
+        # Each column (and the target) scaled by its largest magnitude first, so that no sum of
+        # squares overflows; a missing or infinite value counts as absent from its column. A
+        # column with no finite value other than 0, or a constant one, correlates with nothing.
+        finite = np.isfinite(X)
+        scale = np.where(finite, np.abs(X), 0.0).max(axis=0)
+        Xs = np.where(finite, X, 0.0) / np.where(scale > 0, scale, 1.0)
+        mean = Xs.sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
+        Xc = np.where(finite, Xs - mean, 0.0)
+        t_scale = float(np.abs(t).max()) if len(t) else 0.0
+        tc = t / (t_scale or 1.0)
+        tc = tc - tc.mean() if len(tc) else tc
+        num = np.abs(Xc.T @ tc)
+        den = np.sqrt((Xc**2).sum(axis=0) * float(np.sum(tc**2)))
+        corr = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
         return {n for n, c in zip(names, corr) if c > 0.999}
     codes = pd.factorize(y)[0]
     order = np.argsort(np.where(np.isnan(X), np.inf, X), axis=0, kind="stable")
