@@ -275,7 +275,7 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     existing = {s.study_name: s for s in storage.get_all_studies()}
     if not resume:
         if name is None:
-            name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+            name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"  # the date as file names have it
         if name in existing:
             raise AccelError(
                 f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study"
