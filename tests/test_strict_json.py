@@ -7,14 +7,16 @@ here the CPU end-to-end commands write into one folder and every file is checked
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+from pathlib import Path
 
 import pytest
 
-from accel.cli.main import main
+from accel.cli.main import build_parser, main
 from tests import tables
-from tests.conftest import records_in, strict_json
+from tests.conftest import ROOT, records_in, run_accel, strict_json
 from tests.report_checks import Page
 
 
@@ -108,6 +110,69 @@ def test_report_and_experiments_read_new_and_old_records(written, tmp_path, caps
     assert main(["report", str(runs), "--out", str(tmp_path / "report.html")]) == 0
     page = Page((tmp_path / "report.html").read_text())
     assert [r["speedup"] for r in page.rows("summary")] == ["n/a", "n/a"], "both records' speedups shown as n/a, never blank"
-    [result] = [p for p in runs.glob("*.json") if "experiments" in p.name] or [None]
-    if result is not None:
-        json.loads(result.read_text(), parse_constant=refuse)
+    assert not [p for p in runs.glob("*.json") if "experiments" in p.name], "a table written without --save"
+
+
+# --------------------------------------------------------------------------- every --json command
+
+FAST_YAML = "workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n"
+
+
+def _json_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[str]:
+    """Every (sub)command of the parser that takes ``--json``, as ``"bench models"``."""
+    found = [" ".join(path)] if any("--json" in a.option_strings for a in parser._actions) else []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _json_commands(sub, (*path, name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    """What the commands read: a small flights workflow, a groupby file, a join folder, run records."""
+    from tests import bench_bodies
+
+    folder = tmp_path_factory.mktemp("json-inputs")
+    (folder / "fast.yaml").write_text(FAST_YAML)
+    bench_bodies.make_join_dir(folder / "join", n=2000)
+    assert main(["data", "groupby", "2000", "10", str(folder / "G1.csv")]) == 0
+    assert main(["run", str(folder / "fast.yaml"), "--device", "cpu", "--out", str(folder / "runs")]) == 0
+    return folder
+
+
+#: One invocation of each command with --json (``{in}``: the inputs, ``{out}``: a fresh folder).
+JSON_COMMANDS = {
+    "info": ["info"],
+    "run": ["run", "{in}/fast.yaml", "--device", "cpu", "--out", "{out}"],
+    "scale": ["scale", "{in}/fast.yaml", "--cluster", "local", "--workers", "1", "--out", "{out}"],
+    "bench groupby": ["bench", "groupby", "--data", "{in}/G1.csv", "--questions", "q1", "--repeats", "1", "--results", "{out}"],
+    "bench join": ["bench", "join", "--data-dir", "{in}/join", "--questions", "q1", "--repeats", "1", "--results", "{out}"],
+    "bench models": ["bench", "models", "--rows", "100", "--features", "8", "--models", "ridge", "--repeats", "1",
+                     "--results", "{out}"],
+    "bench crossover": ["bench", "crossover", "--operations", "ridge", "--min-rows", "100", "--max-rows", "300",
+                        "--repeats", "1", "--results", "{out}"],
+    "hpo": ["hpo", "{in}/fast.yaml", "--trials", "2", "--top", "1", "--out", "{out}"],
+    "experiments": ["experiments", "{in}/runs"],
+    "compare": ["compare", str(ROOT / "tests" / "compare_scripts" / "writes_files.py"), "--no-profile", "--out", "{out}"],
+}  # fmt: skip
+#: A cluster per worker count, and a search with its baseline, trials and final model: minutes on two cores.
+SLOW = {"scale", "hpo"}
+
+
+def test_every_command_with_json_is_checked_here():
+    assert sorted(_json_commands(build_parser())) == sorted(JSON_COMMANDS)
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in JSON_COMMANDS])
+def test_json_prints_one_document_and_nothing_else(command, inputs, tmp_path):
+    """The real command line in a process of its own: whatever writes to the process's stdout
+    (a library's native log, a worker process) would show here, as it would to ``| jq .``."""
+    args = [a.replace("{in}", str(inputs)).replace("{out}", str(tmp_path / "out")) for a in JSON_COMMANDS[command]]
+    proc = run_accel(*args, "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    document = json_of(proc.stdout)  # the whole of stdout: one document, nothing before or after it
+    assert isinstance(document, dict) and document and proc.stdout.endswith("}\n"), proc.stdout[-200:]
+    written = sorted(p for p in (tmp_path / "out").rglob("*") if p.is_file()) if (tmp_path / "out").exists() else []
+    for path in (p for p in written if p.suffix == ".json"):  # where the files went: said on stderr
+        assert f": {path}" in proc.stderr, (path, proc.stderr)
