@@ -304,6 +304,27 @@ def _plan_column(
     return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
 
 
+def _identical(a: np.ndarray, b: np.ndarray, finite: np.ndarray) -> bool:
+    """``np.allclose(a, b)`` without overflow: the same infinities, and on the finite values the
+    halves' difference within half the tolerance (``1e308`` against ``-1e308`` overflows no sum)."""
+    if not np.array_equal(a[~finite], b[~finite]):
+        return False
+    a, b = a[finite], b[finite]
+    return bool(np.all(np.abs(a / 2 - b / 2) <= (1e-8 + 1e-5 * np.abs(b)) / 2))
+
+
+def _abs_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """|Pearson correlation| of two finite arrays, each scaled by its largest magnitude first so
+    that no sum of squares overflows; 0 where either is constant (or empty)."""
+    if len(a) < 2:
+        return 0.0
+    a = a / (float(np.abs(a).max()) or 1.0)
+    b = b / (float(np.abs(b).max()) or 1.0)
+    a, b = a - a.mean(), b - b.mean()
+    den = float(np.sqrt(np.dot(a, a) * np.dot(b, b)))
+    return abs(float(np.dot(a, b))) / den if den > 0 else 0.0
+
+
 def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) -> str | None:
     """Why ``feature`` gives the target away on the training rows, or None."""
     mask = feature.notna() & y.notna()
@@ -315,10 +336,11 @@ def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) 
         if plan.kind == "boolean" and fv.isna().all():
             fv = f.astype(str).str.strip().str.lower().isin(TRUE_STRINGS).astype(float)
         if task == "regression":
-            tv = t.astype(float)
-            if np.allclose(fv.to_numpy(dtype=float), tv.to_numpy()):
+            fa, ta = fv.to_numpy(dtype=float), t.to_numpy(dtype=float)
+            finite = np.isfinite(fa) & np.isfinite(ta)
+            if _identical(fa, ta, finite):
                 return "identical to the target"
-            if fv.std() > 0 and tv.std() > 0 and abs(np.corrcoef(fv, tv)[0, 1]) > 0.9999:
+            if _abs_correlation(fa[finite], ta[finite]) > 0.9999:
                 return "a linear function of the target (|correlation| > 0.9999)"
             return None
         # Classification: a perfect threshold predictor. Sorted by value, the class changes
