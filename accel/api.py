@@ -187,7 +187,8 @@ def run(
     if progress:
         from accel.report.console import ProgressDisplay
 
-        listener = ProgressDisplay()
+        # Plain lines where Dask workers write to the same terminal, as accel run prints them.
+        listener = ProgressDisplay(live=False if config.cluster is not None else None)
     try:
         record, path = run_config(config, listener)
     finally:
