@@ -110,10 +110,15 @@ class RunResult:
         """The stage table and a bar per stage's speedup, for Jupyter."""
         stages = self.stages
         arms = self.record["arms"]
-        notes = [
-            f"<p><b>{arm.upper()} arm {html.escape(str(a.get('status')))}</b>: {html.escape(str(a.get('reason')))}</p>"
+        from accel.report.console import gpu_status_line
+
+        said = [
+            gpu_status_line(a) if arm == "gpu" else f"{arm.upper()} arm {a.get('status')}: {a.get('reason')}"
             for arm, a in arms.items()
             if a.get("status") != "ok" and a.get("reason")
+        ]  # the terminal's words: "GPU arm skipped: no CUDA driver ..."
+        notes = [
+            f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in (line.partition(": ") for line in said)
         ]
         finite = [v for v in stages["speedup"] if math.isfinite(v)]
         top = max(finite, default=1.0) or 1.0

@@ -47,6 +47,7 @@ def test_notebook_display_shows_the_stages_and_the_skip_reason(flights):
     page = result._repr_html_()
     assert "<table" in page and "features" in page and "not requested (--device cpu)" in page
     assert "speedup: n/a" in page and str(result.path) in page
+    assert "<b>GPU arm skipped</b>: not requested (--device cpu)" in page, "the terminal's words"
     assert repr(result).startswith("RunResult('flights', gpu skipped, cpu ok")
 
 
