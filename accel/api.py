@@ -445,7 +445,7 @@ def compare(
     timeout: float = 3600.0,
     profile: bool = True,
     ignore_lines: str | None = None,
-    out: str | os.PathLike[str] = "runs",
+    out: str | os.PathLike[str] | None = None,
 ) -> CompareResult:
     """Run your unchanged script (or notebook) on the CPU and with cudf.pandas / cuml.accel, as
     ``accel compare PROGRAM -- ARGS`` does; write its record, return it.
@@ -458,7 +458,8 @@ def compare(
         Arguments for the script.
     repeat, accelerators, device, rtol, atol, timeout, profile, ignore_lines, out
         As the command's ``--repeat``, ``--accelerators``, ``--device``, ``--rtol``, ``--atol``,
-        ``--timeout``, ``--no-profile`` (``profile=False``), ``--ignore-lines``, ``--out``.
+        ``--timeout``, ``--no-profile`` (``profile=False``), ``--ignore-lines``, ``--out``
+        (default ``$ACCEL_OUT_DIR``, else ``runs``).
 
     Returns
     -------
@@ -466,9 +467,10 @@ def compare(
     """
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
+    from accel.record import output_root
 
     opts = Options(
-        program=Path(program), args=[str(a) for a in args], out=Path(out), repeat=repeat, accelerators=accelerators,
+        program=Path(program), args=[str(a) for a in args], out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
     )  # fmt: skip
     record, path = run_compare(opts)

@@ -40,8 +40,8 @@ from typing import Any, Literal, get_args
 
 from accel.errors import AccelError
 
-#: 2: every record carries ``kind``.
-SCHEMA_VERSION = 2
+#: 2: every record carries ``kind``; 3: its ``run_id`` is its file name.
+SCHEMA_VERSION = 3
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
 #: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
