@@ -19,7 +19,15 @@ from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE
 from accel.timing import STAGES
 from accel.workflows.base import WorkflowSettings
-from accel.workflows.table_dask import CSV_BLOCK_BYTES, CSV_MIN_BLOCK_BYTES, csv_blocksize, fit_partition, merge_fits
+from accel.workflows.table_dask import (
+    CSV_BLOCK_BYTES,
+    CSV_MIN_BLOCK_BYTES,
+    Rows,
+    csv_blocksize,
+    fit_partition,
+    merge_fits,
+    worker_plan,
+)
 from tests.conftest import read_json, records_in, run_accel
 from tests.dask_table_bodies import (
     check_table_features_match_single_process,
@@ -63,7 +71,8 @@ def test_partition_statistics_merged_give_the_one_pass_fit(tables):
     fits = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         lo, hi = np.searchsorted(p.train_pos, [a, b])
-        fits.append(fit_partition(frame.iloc[a:b], p, 3, "cpu", p.train_pos[lo:hi] - a, merged.folds[lo:hi]))
+        rows = Rows.at(p.train_pos[lo:hi] - a, b - a)
+        fits.append(fit_partition(frame.iloc[a:b], worker_plan(p), 3, "cpu", rows, merged.folds[lo:hi].astype(np.int8)))
     merge_fits(merged, fits)
     assert set(merged.encoders) == {"shop"}
     for name, encoder in one.encoders.items():
@@ -72,6 +81,22 @@ def test_partition_statistics_merged_give_the_one_pass_fit(tables):
         pd.testing.assert_frame_equal(theirs.totals, encoder.totals, check_exact=True)
         assert theirs.prior == encoder.prior and theirs.variance == encoder.variance
     pd.testing.assert_frame_equal(merged.transform(train, merged.folds), one.transform(train, one.folds), check_exact=True)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 1000])
+def test_a_partitions_rows_travel_as_bits_and_come_back_the_same(size):
+    rng = np.random.default_rng(size)
+    for positions in (np.arange(size), np.sort(rng.choice(size, size // 2, replace=False)), np.array([], dtype=int)):
+        rows = Rows.at(positions, size)
+        assert rows.bits.nbytes == -(-size // 8)
+        np.testing.assert_array_equal(rows.positions(), positions)
+
+
+def test_the_workers_plan_holds_no_row_positions_of_the_table(tables):
+    p = plan(tables["parquet"], "returned", WorkflowSettings(seed=3)).plan
+    shipped = worker_plan(p)
+    assert len(shipped.row_positions) == len(shipped.train_pos) == len(shipped.test_pos) == 0
+    assert shipped.columns == p.columns and shipped.target == p.target and len(p.train_pos) > 0
 
 
 def test_csv_blocks_keep_every_worker_busy_within_bounds():

@@ -28,7 +28,10 @@ order, so the gathered feature frames equal the single-process frames row for ro
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import infinite_as_missing
+from accel.data.schema import TablePlan
 from accel.errors import AccelError
 from accel.faultpoints import fault_point
 from accel.workflows.base import Prepared, WorkflowSettings
@@ -56,9 +60,34 @@ CSV_MIN_BLOCK_BYTES = 64 << 10
 # --------------------------------------------------------------------------- on the workers
 
 
-def select_rows(part: Any, positions: np.ndarray) -> Any:
-    """The partition's rows at these local positions (infinite numbers as missing, as when read whole)."""
-    return infinite_as_missing(part.iloc[positions].reset_index(drop=True))
+@dataclass(frozen=True)
+class Rows:
+    """Some rows of a partition, one bit per row of it: how a task carries its rows (the
+    positions of 3e6 rows are 24 MB as int64 in a graph, 375 KB as bits)."""
+
+    bits: np.ndarray
+    size: int
+
+    @classmethod
+    def at(cls, positions: np.ndarray, size: int) -> Rows:
+        """The rows at ``positions`` (sorted, unique) of a partition of ``size`` rows."""
+        mask = np.zeros(size, dtype=bool)
+        mask[positions] = True
+        return cls(np.packbits(mask), size)
+
+    def positions(self) -> np.ndarray:
+        """Their positions in the partition, in order."""
+        return np.flatnonzero(np.unpackbits(self.bits, count=self.size))
+
+
+def _folds(folds: np.ndarray) -> np.ndarray:
+    """A task's folds (sent in one byte each) in the type the single-process fit has them."""
+    return folds.astype(np.int64)
+
+
+def select_rows(part: Any, rows: Rows) -> Any:
+    """The partition's ``rows`` (infinite numbers as missing, as when read whole)."""
+    return infinite_as_missing(part.iloc[rows.positions()].reset_index(drop=True))
 
 
 def _split(part: Any, featurizer: TableFeaturizer, positions: np.ndarray) -> tuple[Any, Any]:
@@ -68,27 +97,27 @@ def _split(part: Any, featurizer: TableFeaturizer, positions: np.ndarray) -> tup
     return rows, target_codes(featurizer.xdf, rows[plan.target], plan)
 
 
-def fit_partition(part: Any, plan: Any, seed: int, kind: str, positions: np.ndarray, folds: np.ndarray) -> dict[str, Any]:
-    """The target encoders' partial statistics of this partition's training rows (``positions``)."""
+def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds: np.ndarray) -> dict[str, Any]:
+    """The target encoders' partial statistics of this partition's training rows."""
     featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
-    rows, y = _split(part, featurizer, positions)
-    featurizer.partial_fit(rows, y, folds)
+    rows, y = _split(part, featurizer, train.positions())
+    featurizer.partial_fit(rows, y, _folds(folds))
     return {name: encoder.partial_state() for name, encoder in featurizer.encoders.items()}
 
 
-def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, positions: np.ndarray) -> tuple[Any, Any]:
+def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, train: Rows) -> tuple[Any, Any]:
     """The target-encoded columns (cast to their categories) and the target codes of this
-    partition's training rows (``positions``), for a fit in one pass on the client."""
+    partition's training rows, for a fit in one pass on the client."""
     featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
-    rows, y = _split(part, featurizer, positions)
+    rows, y = _split(part, featurizer, train.positions())
     return rows[list(featurizer.encoders)], y
 
 
-def featurize_partition(part: Any, featurizer: TableFeaturizer, positions: np.ndarray, folds: np.ndarray | None) -> Any:
-    """The features of this partition's rows at ``positions`` (training rows with their folds) and the target."""
+def featurize_partition(part: Any, featurizer: TableFeaturizer, at: Rows, folds: np.ndarray | None) -> Any:
+    """The features of this partition's rows ``at`` (training rows with their folds) and the target."""
     fault_point("features")
-    rows, y = _split(part, featurizer, positions)
-    out = featurizer.transform(rows, folds)
+    rows, y = _split(part, featurizer, at.positions())
+    out = featurizer.transform(rows, None if folds is None else _folds(folds))
     out[TARGET] = y.reset_index(drop=True)
     return out
 
@@ -96,11 +125,21 @@ def featurize_partition(part: Any, featurizer: TableFeaturizer, positions: np.nd
 def featured_meta(part: Any, featurizer: TableFeaturizer) -> tuple[Any, dict[str, str]]:
     """An empty frame shaped like a featured partition, made on a worker from real rows, and
     where each date column's text was parsed (for the run record)."""
-    head = np.arange(min(len(part), 1000))
+    head = Rows.at(np.arange(min(len(part), 1000)), len(part))
     return featurize_partition(part, featurizer, head, None).iloc[:0], dict(featurizer.report.dates)
 
 
 # --------------------------------------------------------------------------- on the client
+
+#: Row positions of the whole table, as a worker's plan holds them: none (each partition's task
+#: carries its own rows, as ``Rows``, and its training rows' folds in one byte each).
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+def worker_plan(plan: TablePlan) -> TablePlan:
+    """``plan`` without the positions of every row of the table, which the workers never read
+    (at 3e6 rows they were 48 MB in every graph that carried the plan, and on every worker)."""
+    return dataclasses.replace(plan, row_positions=_NO_ROWS, train_pos=_NO_ROWS, test_pos=_NO_ROWS)
 
 
 def csv_blocksize(size_bytes: int, kind: str, slots: int) -> int:
@@ -208,7 +247,7 @@ class DaskTable:
         self._bounds = [(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         rows = client.persist(
             [
-                dask.delayed(select_rows)(part, self.plan.row_positions[a:b] - int(offsets[i]))
+                dask.delayed(select_rows)(part, Rows.at(self.plan.row_positions[a:b] - int(offsets[i]), lengths[i]))
                 for i, (part, (a, b)) in enumerate(zip(raw, self._bounds, strict=True))
             ]
         )
@@ -229,13 +268,13 @@ class DaskTable:
         train, test = [], []  # per partition: local positions (and folds) of its training / test rows
         for a, b in self._bounds:
             lo, hi = np.searchsorted(plan.train_pos, [a, b])
-            train.append((plan.train_pos[lo:hi] - a, featurizer.folds[lo:hi]))
+            train.append((Rows.at(plan.train_pos[lo:hi] - a, b - a), featurizer.folds[lo:hi].astype(np.int8)))
             lo, hi = np.searchsorted(plan.test_pos, [a, b])
-            test.append(plan.test_pos[lo:hi] - a)
+            test.append(Rows.at(plan.test_pos[lo:hi] - a, b - a))
 
-        # The plan (with the positions of every row) goes to the workers once, as one task of the
-        # graph, not once inside each partition's task (27 MB a graph at 1e6 rows).
-        shared_plan = dask.delayed(plan, traverse=False)
+        # The plan goes to the workers without the table's row positions, once, as one task of
+        # the graph (not once inside each partition's task).
+        shared_plan = dask.delayed(worker_plan(plan), traverse=False)
         if featurizer.encoders and plan.task == "regression":  # float sums: fitted in plan order (see above)
             inputs = [
                 dask.delayed(encoder_inputs)(part, shared_plan, seed, self.kind, positions)
@@ -253,7 +292,9 @@ class DaskTable:
                 for part, (positions, folds) in zip(parts, train, strict=True)
             ]
             merge_fits(featurizer, client.compute(fits, sync=True))
-        fitted = client.scatter(featurizer, broadcast=True, hash=False)
+        shipped = copy.copy(featurizer)  # its plan and folds as the workers need them (each task has its folds)
+        shipped.plan, shipped.folds = worker_plan(plan), _NO_ROWS
+        fitted = client.scatter(shipped, broadcast=True, hash=False)
         # Held for the run: scattered data has no task to recompute it, so once the client lets go
         # of it the scheduler forgets it, and partitions lost with a worker later (during
         # training) could not be recomputed ("cancelled for reason: already forgotten").
