@@ -897,21 +897,40 @@ class ColumnarCache:
                 self.path.unlink(missing_ok=True)
 
     def _read(self, rows: int):
+        """Chunks of ``rows`` rows (the last one shorter), whatever record batches the file holds:
+        the first pass's frames reach Arrow in pieces (pyarrow's CSV reader makes 32,768-row
+        blocks), and each later pass must cut the table as the plan does, or XGBoost's
+        external-memory matrix gets a page per piece."""
         import pyarrow as pa
 
+        rows = max(rows, 1)
         start = 0
         with pa.OSFile(str(self.path)) as f:  # read, not memory-mapped: only one batch is resident
             reader = pa.ipc.open_file(f)
+            pieces: list[Any] = []
+            held = 0
             for i in range(reader.num_record_batches):
                 batch = reader.get_batch(i)
-                for a in range(0, batch.num_rows, max(rows, 1)):
-                    piece = pa.Table.from_batches([batch.slice(a, rows)])
-                    frame = _compat.from_arrow(self.xdf, piece)
-                    del piece
-                    if len(frame):
-                        yield start, frame
-                        start += len(frame)
+                a = 0
+                while a < batch.num_rows:
+                    piece = batch.slice(a, rows - held)
+                    pieces.append(piece)
+                    held += piece.num_rows
+                    a += piece.num_rows
+                    if held == rows:
+                        yield start, self._frame(pieces)
+                        start += held
+                        pieces, held = [], 0
                 del batch
+            if held:
+                yield start, self._frame(pieces)
+
+    def _frame(self, pieces: list[Any]) -> Any:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(pieces)
+        pieces.clear()
+        return _compat.from_arrow(self.xdf, table)
 
     def close(self) -> None:
         import shutil
