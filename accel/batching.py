@@ -56,10 +56,14 @@ class BatchPlan:
     #: (``ExtMemQuantileDMatrix``: pages on disk on the CPU arm, in host memory on the GPU arm; the
     #: record's ``external_memory`` says which); None when not planned (in-memory runs).
     training_matrix: str | None = None
-    #: Bytes held besides the batch, as planned: XGBoost's matrix (or one page of it) and its
-    #: per-row training state, with accel's own per-row arrays.
+    #: Bytes held while boosting, as planned: XGBoost's state, histograms and matrix (whole or the
+    #: pages held at once) with accel's own arrays.
     held_bytes: int = 0
     matrix_bytes_per_row: float = 0.0
+    #: The planned peak of each phase of a streamed XGBoost run, and the budget's parts while
+    #: boosting with what each is for (:class:`StreamingCosts`).
+    phase_bytes: dict[str, int] = field(default_factory=dict)
+    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def batches(self) -> int:
@@ -80,6 +84,8 @@ class BatchPlan:
             "training_matrix": self.training_matrix,
             "matrix_bytes_per_row": round(self.matrix_bytes_per_row, 1),
             "held_bytes": self.held_bytes,
+            "phase_bytes": dict(self.phase_bytes),
+            "budget_parts": dict(self.parts),
         }
 
 
@@ -162,67 +168,219 @@ def plan_batches(
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
 
 
-#: Bytes per training row held while boosting besides the matrix: XGBoost's own state (gradient
-#: pairs, predictions, labels, row partitions, the external-memory pages it has mapped) and
-#: accel's per-row arrays (file positions, split, target-encoding folds, the streaming row
-#: lists). Not measured per run: set from XGBoost 3.2 on the 3e6-row table of
-#: benchmarks/bench_own_table_speed.py, where boosting from external memory raised the RSS by
-#: 166 bytes per training row and accel's arrays add about 35.
-TRAIN_STATE_BYTES = 200
-#: Streaming keeps XGBoost's quantile matrix in memory while it takes at most this share of the
-#: usable budget (the batches get the rest); above it the matrix goes to external memory.
-MATRIX_SHARE = 0.5
-#: The batch size a refusal quotes a budget for, besides the bare minimum (fewer rows per batch
-#: mean more batches, each a pass of reading and featurising).
+# --------------------------------------------------------------------------- streamed XGBoost runs
+#
+# What a streamed XGBoost run holds besides its batch, each part measured (XGBoost 3.2, CPU
+# ``hist``, benchmarks/bench_streamed_bytes.py: a standalone script feeding the same
+# ``ExtMemQuantileDMatrix`` from the same batches, 1e5 to 3e6 rows) or counted (accel's arrays).
+
+#: XGBoost's state per training row while boosting: gradient pairs, predictions, labels, the row
+#: partition and its per-block buffers (least-squares slope of boosting's peak over the row counts).
+TRAIN_STATE_BYTES = 80
+#: Per external-memory page while boosting: every page has its own row partitioner, whose buffers
+#: grow with the nodes split at the tree's last level (``2 ** (max_depth - 1)``); bytes per such
+#: node and page (1.6 MiB per page measured at depth 8, i.e. 12.8 KiB a node, rounded up).
+PAGE_NODE_BYTES = 16 * 1024
+#: Pages of the quantile matrix held at once while boosting: the one being read, the one XGBoost
+#: prefetches (it has two workers for that) and the last one built (measured: 2.3 pages' bytes).
+PAGES_HELD = 3
+#: XGBoost's histogram cache: one histogram per node of a tree (the CPU keeps up to 2**16), each
+#: of its quantile bins holding a gradient and a hessian sum in float64.
+HIST_BIN_BYTES = 16
+HIST_MAX_NODES = 2**16
+#: XGBoost's bytes while boosting that do not grow with the rows or pages (thread pools, buffers;
+#: the least-squares intercept less the histogram cache).
+XGBOOST_FIXED_BYTES = 16 * 10**6
+#: Streaming keeps XGBoost's quantile matrix in memory when that still leaves batches of at least
+#: this many rows (fewer rows per batch mean more batches, each a pass of reading and
+#: featurising); above it the matrix goes to external memory. Also the batch size a refusal
+#: quotes a budget for, besides the bare minimum.
 PRACTICAL_BATCH_ROWS = 100_000
+
+
+def hist_bytes(total_bins: int, max_depth: int) -> int:
+    """XGBoost's histogram cache for trees of ``max_depth`` (0: no limit) on ``total_bins`` bins."""
+    nodes = HIST_MAX_NODES if max_depth <= 0 or max_depth >= 16 else min(2 ** (max_depth + 1) - 1, HIST_MAX_NODES)
+    return int(nodes * total_bins * HIST_BIN_BYTES)
+
+
+@dataclass(frozen=True)
+class StreamingCosts:
+    """What a streamed XGBoost run holds besides the batch being read and featurised.
+
+    Attributes
+    ----------
+    accel_bytes : int
+        accel's own arrays for the whole run (the plan's row positions, the streamed passes' row
+        lists and target-encoding folds, the predictions and their labels), counted from their dtypes.
+    page_bytes_per_row : float
+        XGBoost's quantile matrix per training row: the size of the probe's external-memory page.
+    build_bytes_per_row : float
+        XGBoost's peak while it builds a page from a batch, per row of the batch (the probe's).
+    hist_bytes : int
+        XGBoost's histogram cache (:func:`hist_bytes`).
+    page_node_bytes : int
+        Each external-memory page's row-partition buffers (:data:`PAGE_NODE_BYTES` per node).
+    row_bytes : float
+        XGBoost's state per training row (:data:`TRAIN_STATE_BYTES`).
+    pages_held : int
+        Pages held at once while boosting (:data:`PAGES_HELD`).
+    fixed_bytes : int
+        XGBoost's fixed bytes (:data:`XGBOOST_FIXED_BYTES`).
+    """
+
+    accel_bytes: int = 0
+    page_bytes_per_row: float = 0.0
+    build_bytes_per_row: float = 0.0
+    hist_bytes: int = 0
+    page_node_bytes: int = 0
+    row_bytes: float = TRAIN_STATE_BYTES
+    pages_held: int = PAGES_HELD
+    fixed_bytes: int = XGBOOST_FIXED_BYTES
+
+    def phases(self, kind: str, rows_total: int, train_rows: int, batch_rows: int, bytes_per_row: float) -> dict[str, float]:
+        """The bytes held at the peak of each phase for batches of ``batch_rows`` plan rows.
+
+        ``kind`` is the training matrix: "in-memory" or "external" (a page per batch).
+        """
+        share = train_rows / max(rows_total, 1)
+        page_rows = max(batch_rows * share, 1.0)
+        pages = -(-train_rows // max(int(page_rows), 1))
+        batch = batch_rows * bytes_per_row
+        building = page_rows * self.build_bytes_per_row
+        xgboost = train_rows * self.row_bytes + self.hist_bytes + self.fixed_bytes
+        if kind == "in-memory":
+            matrix = train_rows * self.page_bytes_per_row
+            return {
+                "passes": self.accel_bytes + batch,
+                "matrix build": self.accel_bytes + matrix + batch + building,
+                "boosting": self.accel_bytes + xgboost + matrix + self.page_node_bytes,
+            }
+        return {
+            "passes": self.accel_bytes + batch,
+            "matrix build": self.accel_bytes + batch + building,
+            "boosting": self.accel_bytes
+            + xgboost
+            + pages * self.page_node_bytes
+            + self.pages_held * page_rows * self.page_bytes_per_row,
+        }
+
+    def parts(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, dict[str, Any]]:
+        """The budget's parts while boosting, each with what it is for (for the run record)."""
+        share = train_rows / max(rows_total, 1)
+        page_rows = max(batch_rows * share, 1.0)
+        pages = -(-train_rows // max(int(page_rows), 1))
+        out = {
+            "accel_arrays": (self.accel_bytes, "accel's row positions, split, streamed row lists, folds, predictions"),
+            "xgboost_rows": (
+                train_rows * self.row_bytes,
+                f"XGBoost's gradient pairs, predictions, labels and row partition: {self.row_bytes:g} B per training row",
+            ),
+            "xgboost_histograms": (self.hist_bytes, "XGBoost's histogram cache: a histogram per tree node"),
+            "xgboost_fixed": (self.fixed_bytes, "XGBoost's thread pools and buffers"),
+        }
+        if kind == "in-memory":
+            out["matrix"] = (train_rows * self.page_bytes_per_row, "XGBoost's quantile matrix, whole, in memory")
+        else:
+            out["pages_held"] = (
+                self.pages_held * page_rows * self.page_bytes_per_row,
+                f"{self.pages_held} external-memory pages of {page_rows:,.0f} rows in memory at once (read, prefetched, last built)",
+            )
+            out["page_partitions"] = (pages * self.page_node_bytes, f"row-partition buffers of {pages} pages")
+        return {k: {"bytes": int(v), "for": why} for k, (v, why) in out.items()}
+
+
+def _batch_candidates(least: int, rows_total: int) -> list[int]:
+    rows, out = float(least), []
+    while rows < rows_total:
+        out.append(int(rows))
+        rows *= 1.05
+    return [*out, rows_total]
+
+
+def _largest_fit(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, usable: float) -> int:
+    """The largest batch (plan rows) whose every phase fits ``usable`` bytes; 0 when none does."""
+    least = min(MIN_BATCH_ROWS, rows_total)
+    fits = [
+        r for r in _batch_candidates(least, rows_total)
+        if max(costs.phases(kind, rows_total, train_rows, r, bytes_per_row).values()) <= usable
+    ]  # fmt: skip
+    return max(fits, default=0)
+
+
+def _least_need(
+    costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, batch_rows: int | None = None
+) -> float:
+    """The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the
+    best batch size, or at ``batch_rows``)."""
+    least = min(MIN_BATCH_ROWS, rows_total)
+    candidates = [batch_rows] if batch_rows else _batch_candidates(least, rows_total)
+    return min(max(costs.phases("external", rows_total, train_rows, r, bytes_per_row).values()) for r in candidates)
 
 
 def plan_streaming(
     rows_total: int,
     train_rows: int,
     bytes_per_row: float,
-    matrix_bytes_per_row: float,
+    costs: StreamingCosts,
     budget_bytes: int,
     budget_source: str,
     probe_rows: int = 0,
 ) -> BatchPlan:
     """Batches for a streamed XGBoost run whose whole process stays within the budget.
 
-    What is held besides a batch is planned first: XGBoost's per-row training state and its
-    quantile matrix (``matrix_bytes_per_row``, measured on the probe) when that takes at most
-    :data:`MATRIX_SHARE` of the usable budget; else the matrix goes to XGBoost's external memory
-    (``ExtMemQuantileDMatrix``: one page, the size of a batch, in memory at a time; on the device on
-    the GPU arm, which prefetches up to two pages). The batch
-    gets what is left. When not even :data:`MIN_BATCH_ROWS` rows fit, a one-line error says
-    what budget would fit, before any work starts.
+    Each phase's peak is planned (:meth:`StreamingCosts.phases`): the passes (accel's arrays and a
+    batch), the matrix build (a batch and the page XGBoost builds from it) and boosting (XGBoost's
+    per-row state, histograms and fixed part; its matrix whole, or the external-memory pages
+    held at once and each page's partition buffers). XGBoost's matrix stays in memory when that
+    leaves batches of :data:`PRACTICAL_BATCH_ROWS` rows (or the largest external-memory batch);
+    else it goes to external memory (``ExtMemQuantileDMatrix``: one page per batch). The batch is
+    the largest whose every phase fits :data:`BUDGET_USE` of the budget. When none fits, a
+    one-line error says what budget would fit, before any work starts.
     """
     usable = budget_bytes * BUDGET_USE
-    state = train_rows * TRAIN_STATE_BYTES
-    matrix = train_rows * matrix_bytes_per_row
-    if state + matrix <= usable * MATRIX_SHARE:
-        kind, held, per_batch_row = "in-memory", state + matrix, bytes_per_row
+    external = _largest_fit(costs, "external", rows_total, train_rows, bytes_per_row, usable)
+    in_memory = _largest_fit(costs, "in-memory", rows_total, train_rows, bytes_per_row, usable)
+    if in_memory and in_memory >= min(PRACTICAL_BATCH_ROWS, rows_total, max(external, 1)):
+        kind, rows = "in-memory", in_memory
+    elif external:
+        kind, rows = "external", external
     else:
-        kind, held, per_batch_row = "external", state, bytes_per_row + matrix_bytes_per_row
-    fits_rows = int((usable - held) // max(per_batch_row, 1.0))
-    least = min(MIN_BATCH_ROWS, rows_total)
-    if fits_rows < least:
-        per_batch = bytes_per_row + matrix_bytes_per_row
-        need = (state + least * per_batch) / BUDGET_USE
-        practical = (state + min(PRACTICAL_BATCH_ROWS, rows_total) * per_batch) / BUDGET_USE
-        # --rows that this budget holds: the training state shrinks with the rows.
-        train_share = train_rows / max(rows_total, 1)
-        rows_fit = int(max(usable - least * per_batch, 0) // max(TRAIN_STATE_BYTES * train_share, 1.0))
-        raise AccelError(
-            f"--memory-budget {_human(budget_bytes)} cannot hold this run: XGBoost's state for "
-            f"{train_rows:,} training rows needs {_human(state)} even with its matrix in external memory, "
-            f"and a batch of {least:,} rows {_human(least * per_batch)} more; at least {_human(need)} would fit "
-            f"({_human(practical)} for batches of {min(PRACTICAL_BATCH_ROWS, rows_total):,} rows): "
-            f"raise --memory-budget, or use --rows {rows_fit:,} or fewer"
-        )
-    rows = min(fits_rows, rows_total)
-    plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), "streaming", "auto", probe_rows)
-    plan.training_matrix, plan.held_bytes, plan.matrix_bytes_per_row = kind, int(held), matrix_bytes_per_row
+        raise AccelError(_refusal(costs, rows_total, train_rows, bytes_per_row, budget_bytes))
+    plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, rows, "streaming", "auto", probe_rows)
+    phases = costs.phases(kind, rows_total, train_rows, rows, bytes_per_row)
+    plan.training_matrix, plan.held_bytes = kind, int(phases["boosting"])
+    plan.matrix_bytes_per_row = costs.page_bytes_per_row
+    plan.phase_bytes = {k: int(v) for k, v in phases.items()}
+    plan.parts = costs.parts(kind, rows_total, train_rows, rows)
     return plan
+
+
+def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:
+    least = min(MIN_BATCH_ROWS, rows_total)
+    practical = min(PRACTICAL_BATCH_ROWS, rows_total)
+    need = _least_need(costs, rows_total, train_rows, bytes_per_row) / BUDGET_USE
+    need_practical = _least_need(costs, rows_total, train_rows, bytes_per_row, practical) / BUDGET_USE
+    usable = budget_bytes * BUDGET_USE
+    state = train_rows * costs.row_bytes + costs.hist_bytes + costs.fixed_bytes + costs.accel_bytes
+
+    def fits(n: int) -> bool:  # --rows n: accel's arrays and the training rows shrink with the rows
+        scale = n / max(rows_total, 1)
+        scaled = StreamingCosts(**{**costs.__dict__, "accel_bytes": int(costs.accel_bytes * scale)})
+        return _least_need(scaled, n, int(train_rows * scale), bytes_per_row) <= usable
+
+    lo, hi = 0, rows_total  # the largest --rows that fits, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if mid >= least and fits(mid) else (lo, mid - 1)
+    rows_hint = f"use --rows {lo:,} or fewer" if lo >= least else "no --rows fits it"
+    return (
+        f"--memory-budget {_human(budget_bytes)} cannot hold this run: boosting {train_rows:,} training rows needs "
+        f"{_human(state)} even with XGBoost's matrix in external memory (XGBoost's state "
+        f"{_human(train_rows * costs.row_bytes)}, histograms {_human(costs.hist_bytes)}, accel's row arrays "
+        f"{_human(costs.accel_bytes)}), and a batch of {least:,} rows more; at least {_human(need)} would fit "
+        f"({_human(need_practical)} for batches of {practical:,} rows): raise --memory-budget, or {rows_hint}"
+    )
 
 
 def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, what: str) -> T:

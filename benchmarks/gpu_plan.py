@@ -100,6 +100,14 @@ TRACKS: dict[str, dict] = {
                 {"PYTEST_FILES": "'" + " ".join(CUDF_SEMANTICS_TESTS) + "'"},
             ),
             Step(
+                "tests: a streamed run within its planned device bytes (XGBoost's state, histograms and pages held "
+                "counted; external-memory pages in host memory, DataIter(on_host=True), recorded; --rmm-pool off)",
+                (*_CUDF, "rmm", "xgboost"),
+                40,
+                "tests",
+                {"PYTEST_FILES": "tests/test_memory_gpu.py::test_streamed_run_stays_within_its_planned_device_bytes"},
+            ),
+            Step(
                 "tests: all (cuDF, dates, Dask-CUDA, dask-cudf)",
                 ("pydantic", "rmm", "xgboost", "numpy", "dask", "dask-cudf", "cudf"),
                 110,

@@ -239,26 +239,86 @@ def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch)
     bodies.check_external_memory_matrix_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
-def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
-    from accel.batching import TRAIN_STATE_BYTES, plan_streaming
+def _costs(**kw):
+    from accel.batching import StreamingCosts
 
-    state = 80_000 * TRAIN_STATE_BYTES  # 80,000 training rows; matrix 300 B/row = 24 MB
-    roomy = plan_streaming(100_000, 80_000, 1000.0, 300.0, 2 * 10**8, "test")
-    assert roomy.training_matrix == "in-memory" and roomy.held_bytes == state + 80_000 * 300
-    assert roomy.rows_per_batch == min(100_000, int((0.8 * 2 * 10**8 - roomy.held_bytes) // 1000))
-    budget = int((2 * state + 50_000) / 0.8)  # the state alone fits, state + matrix would take over half
-    tight = plan_streaming(100_000, 80_000, 1000.0, 300.0, budget, "test")
-    assert tight.training_matrix == "external" and tight.held_bytes == state
-    assert tight.rows_per_batch == int((0.8 * budget - state) // 1300)
-    assert tight.describe()["training_matrix"] == "external"
-    small = int(state / 0.8 * 0.9)  # not even the state fits
-    need = (state + 1024 * 1300) / 0.8 / 1e6
-    rows_fit = int((0.8 * small - 1024 * 1300) // (TRAIN_STATE_BYTES * 0.8))
+    base = dict(accel_bytes=2_000_000, page_bytes_per_row=150.0, build_bytes_per_row=400.0, hist_bytes=5_000_000,
+                page_node_bytes=1_000_000, row_bytes=80.0, pages_held=3, fixed_bytes=4_000_000)  # fmt: skip
+    return StreamingCosts(**{**base, **kw})
+
+
+def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
+    from accel.batching import BUDGET_USE, plan_streaming
+
+    costs = _costs()
+    rows, train = 1_000_000, 800_000
+    roomy = plan_streaming(rows, train, 1000.0, costs, 10**9, "test")
+    assert roomy.training_matrix == "in-memory"
+    tight = plan_streaming(rows, train, 1000.0, costs, 250 * 10**6, "test")
+    assert tight.training_matrix == "external"
+    for plan in (roomy, tight):
+        # every phase's planned peak fits the usable budget, and the next larger batch would not
+        assert max(plan.phase_bytes.values()) <= plan.budget_bytes * BUDGET_USE
+        assert plan.held_bytes == plan.phase_bytes["boosting"]
+        described = plan.describe()
+        assert described["training_matrix"] == plan.training_matrix and described["budget_parts"]
+        assert all(part["bytes"] >= 0 and part["for"] for part in described["budget_parts"].values())
+    bigger = int(tight.rows_per_batch * 1.06) + 1
+    phases = costs.phases("external", rows, train, bigger, 1000.0)
+    assert max(phases.values()) > tight.budget_bytes * BUDGET_USE
+    # the external plan's boosting part: XGBoost's state, histograms, fixed part, pages, accel's arrays
+    parts = tight.parts
+    assert parts["xgboost_rows"]["bytes"] == train * 80
+    assert parts["accel_arrays"]["bytes"] == 2_000_000 and parts["xgboost_histograms"]["bytes"] == 5_000_000
+    assert sum(p["bytes"] for p in parts.values()) == pytest.approx(tight.held_bytes, abs=len(parts))
+
+
+def test_plan_streaming_more_pages_cost_more_while_boosting():
+    """Each external-memory page brings its own row-partition buffers: boosting from small pages
+    holds more than from large ones, and the planner counts it."""
+    costs = _costs()
+    small = costs.phases("external", 1_000_000, 800_000, 10_000, 1000.0)
+    large = costs.phases("external", 1_000_000, 800_000, 100_000, 1000.0)
+    assert small["boosting"] - large["boosting"] > 50 * costs.page_node_bytes
+    assert small["passes"] < large["passes"]
+
+
+def test_plan_streaming_refuses_a_budget_that_cannot_hold_the_run():
+    from accel.batching import BUDGET_USE, plan_streaming
+
+    costs = _costs()
+    state = 800_000 * 80 + 5_000_000 + 4_000_000 + 2_000_000
+    small = int(state / BUDGET_USE * 0.9)  # not even XGBoost's state and accel's arrays fit
     with pytest.raises(AccelError) as info:
-        plan_streaming(100_000, 80_000, 1000.0, 300.0, small, "test")
+        plan_streaming(1_000_000, 800_000, 1000.0, costs, small, "test")
     message = str(info.value)
-    assert "cannot hold this run" in message and f"at least {need:.1f} MB would fit" in message
-    assert message.endswith(f"raise --memory-budget, or use --rows {rows_fit:,} or fewer") and "\n" not in message
+    assert "cannot hold this run" in message and "\n" not in message
+    need = float(message.split("at least ")[1].split(" MB")[0]) * 1e6
+    assert need > small
+    # what the message says would fit does fit
+    assert plan_streaming(1_000_000, 800_000, 1000.0, costs, int(need * 1.001) + 1, "test").training_matrix == "external"
+    rows_fit = int(message.rsplit("use --rows ", 1)[1].split(" ")[0].replace(",", ""))
+    assert message.endswith(f"raise --memory-budget, or use --rows {rows_fit:,} or fewer")
+    scaled = _costs(accel_bytes=int(2_000_000 * rows_fit / 1_000_000))
+    assert plan_streaming(rows_fit, int(800_000 * rows_fit / 1_000_000), 1000.0, scaled, small, "test")
+
+
+def test_streamed_run_counts_its_own_arrays():
+    """accel's arrays in a streamed run are counted from their types: the plan's int64 positions,
+    4-byte row lists, one-byte folds and the predictions with their labels."""
+    import numpy as np
+
+    from accel.streaming import FOLD_DTYPE, PREDICTION_BYTES, accel_bytes, row_dtype
+
+    class Plan:
+        row_positions = np.arange(1000, dtype=np.int64)
+        train_pos = np.arange(800, dtype=np.int64)
+        test_pos = np.arange(800, 1000, dtype=np.int64)
+        rows_in_file = 1200
+
+    assert row_dtype(1200) == np.uint32 and row_dtype(2**32) == np.int64
+    expected = 8 * (1000 + 800 + 200) + 4 * 1000 + 800 * np.dtype(FOLD_DTYPE).itemsize + 200 * PREDICTION_BYTES
+    assert accel_bytes(Plan()) == expected
 
 
 def test_columnar_cache_reads_back_what_the_first_pass_parsed(tmp_path, monkeypatch):

@@ -165,8 +165,8 @@ class TableWorkflow(WorkflowBase):
         """In memory when the table fits the budget, else streamed from the file in batches.
 
         A streamed XGBoost run also plans what it holds besides the batch (XGBoost's quantile
-        matrix, measured on the probe's rows, and its training state), so that the budget covers
-        the whole run (:func:`accel.batching.plan_streaming`).
+        matrix pages and histograms, measured on the probe's rows, its training state and accel's
+        own arrays), so that the budget covers the whole run (:func:`accel.batching.plan_streaming`).
 
         The probe's rows are plan rows (each with a target, :func:`probe_rows`), as every batch's
         are: a missing target has no class code (pandas gives -1, cuDF a null that becomes NaN),
@@ -206,31 +206,21 @@ class TableWorkflow(WorkflowBase):
         if not MODELS[self.model_name].boosted or not streams:
             probed.clear()
             return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probed_rows)
-        matrix_per_row = self._matrix_bytes_per_row(backend, probed)
+        costs = self._streaming_costs(backend, probed)
         probed.clear()
-        return plan_streaming(
-            rows_total, len(self.plan.train_pos), per_row, matrix_per_row, budget, budget_source, probe_rows=probed_rows
-        )
+        return plan_streaming(rows_total, len(self.plan.train_pos), per_row, costs, budget, budget_source, probe_rows=probed_rows)
 
-    def _matrix_bytes_per_row(self, backend: Backend, probed: dict[str, Any]) -> float:
-        """Bytes per row of XGBoost's quantile matrix, built from the probe's model input."""
-        import xgboost
-
-        from accel.batching import measure_bytes_per_row
+    def _streaming_costs(self, backend: Backend, probed: dict[str, Any]) -> Any:
+        """What a streamed run holds besides its batch (:func:`accel.streaming.measure_costs`),
+        measured on the probe's model input."""
         from accel.precision import xgboost_features
+        from accel.streaming import measure_costs
 
         matrix, X = probed.pop("matrix"), probed.pop("X")
         names, types = xgboost_features(X.columns, probed["categorical"])
         label = _compat.series_to_array(probed.pop("y"))
         del X
-
-        def build() -> Any:
-            return xgboost.QuantileDMatrix(
-                matrix, label=label, feature_names=names, feature_types=types, max_bin=self.model.params.max_bin,
-                enable_categorical=True, nthread=backend.n_threads,
-            )  # fmt: skip
-
-        return measure_bytes_per_row(backend, build, len(matrix))
+        return measure_costs(backend, self.model, self.plan, matrix, label, names, types)
 
     def load(self, backend: Backend) -> Any:
         frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns)
