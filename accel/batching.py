@@ -335,10 +335,12 @@ def plan_streaming(
     held at once and each page's partition buffers). XGBoost's matrix stays in memory when that
     leaves batches of :data:`PRACTICAL_BATCH_ROWS` rows (or the largest external-memory batch);
     else it goes to external memory (``ExtMemQuantileDMatrix``: one page per batch). The batch is
-    the largest whose every phase fits :data:`BUDGET_USE` of the budget. When none fits, a
-    one-line error says what budget would fit, before any work starts.
+    the largest whose every phase fits the budget: each part is a measured peak of the resident
+    set (allocator slack included) or an exact count, so no share of the budget is kept back as
+    headroom (:data:`BUDGET_USE` is for the in-memory plan's one bytes-per-row figure). When none
+    fits, a one-line error says what budget would fit, before any work starts.
     """
-    usable = budget_bytes * BUDGET_USE
+    usable = float(budget_bytes)
     external = _largest_fit(costs, "external", rows_total, train_rows, bytes_per_row, usable)
     in_memory = _largest_fit(costs, "in-memory", rows_total, train_rows, bytes_per_row, usable)
     if in_memory and in_memory >= min(PRACTICAL_BATCH_ROWS, rows_total, max(external, 1)):
@@ -359,9 +361,9 @@ def plan_streaming(
 def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:
     least = min(MIN_BATCH_ROWS, rows_total)
     practical = min(PRACTICAL_BATCH_ROWS, rows_total)
-    need = _least_need(costs, rows_total, train_rows, bytes_per_row) / BUDGET_USE
-    need_practical = _least_need(costs, rows_total, train_rows, bytes_per_row, practical) / BUDGET_USE
-    usable = budget_bytes * BUDGET_USE
+    need = _least_need(costs, rows_total, train_rows, bytes_per_row)
+    need_practical = _least_need(costs, rows_total, train_rows, bytes_per_row, practical)
+    usable = float(budget_bytes)
     state = train_rows * costs.row_bytes + costs.hist_bytes + costs.fixed_bytes + costs.accel_bytes
 
     def fits(n: int) -> bool:  # --rows n: accel's arrays and the training rows shrink with the rows

@@ -129,6 +129,10 @@ def main() -> int:
     parser.add_argument(
         "--budget-run", help="SIZE:BUDGET[,SIZE:BUDGET...], e.g. 3e6:400MB: a streamed run's peak RSS against the budget"
     )
+    parser.add_argument(
+        "--no-reference", action="store_true", help="no in-memory run beside each --budget-run (its AUC and boosting seconds)"
+    )
+    parser.add_argument("--tables", type=Path, help="folder to keep generated tables in (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -139,14 +143,17 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="accel-own-table-") as tmp:
         tmp = Path(tmp)
+        tables = args.tables or tmp
+        tables.mkdir(parents=True, exist_ok=True)
         # Both processes get the OpenMP wait policy accel sets for itself, so that the ratio measures
         # accel's work and not spinning threads (benchmarks/bench_omp_wait_policy.py measures that).
         env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp / "cache"), "OMP_WAIT_POLICY": "PASSIVE"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
         for n in sizes:
-            path = tmp / f"table-{n}.csv"
-            print(f"== {n:,} rows: generating (untimed)", flush=True)
-            generate_apart(n, path, env)
+            path = tables / f"table-{n}.csv"
+            if not path.exists():
+                print(f"== {n:,} rows: generating (untimed)", flush=True)
+                generate_apart(n, path, env)
             rows = []
             accel_aucs, hand_aucs, walls = [], [], []
             for i in range(args.repeats):
@@ -202,7 +209,7 @@ def main() -> int:
 
         budgets = []
         for spec in [s for s in (args.budget_run or "").split(",") if s.strip()]:
-            budgets.append(_budget_run(spec.strip(), tmp, env))
+            budgets.append(_budget_run(spec.strip(), tmp, env, tables, reference=not args.no_reference))
 
     from accel.environment import collect_environment
     from accel.record import write_record
@@ -216,32 +223,49 @@ def main() -> int:
     return 0
 
 
-def _budget_run(spec: str, tmp: Path, env: dict[str, str]) -> dict:
-    """``--budget-run SIZE:BUDGET``: a streamed run's peak RSS against the floor + 1.2 x budget,
-    or the refusal accel printed before any work (the line and how long it took)."""
-    from accel.memory import parse_size
-
-    size_text, budget_text = spec.split(":")
+def _budget_table(size_text: str, tables: Path, env: dict[str, str]) -> tuple[Path, str, int | None]:
+    """The table of a ``--budget-run``: a generated one (``3e6``: target ``y``) or the flights
+    table replicated (``flights_x3``: bench_memory.replicated_flights, target ``delayed``)."""
+    if size_text.startswith("flights_x"):
+        copies = int(size_text[len("flights_x") :])
+        path = tables / f"{size_text}.parquet"
+        if not path.exists():
+            print(f"== {size_text}: replicating flights (untimed)", flush=True)
+            code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+                    "from bench_memory import replicated_flights; replicated_flights(Path(sys.argv[2]), int(sys.argv[3]))")  # fmt: skip
+            subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), str(path), str(copies)], env=env, check=True)
+        return path, "delayed", None
     n = int(float(size_text))
-    path = tmp / f"table-{n}.csv"
+    path = tables / f"table-{n}.csv"
     if not path.exists():
         print(f"== {n:,} rows: generating (untimed)", flush=True)
         generate_apart(n, path, env)
+    return path, "y", n
+
+
+def _budget_run(spec: str, tmp: Path, env: dict[str, str], tables: Path, reference: bool = True) -> dict:
+    """``--budget-run SIZE:BUDGET``: a streamed run's peak RSS against the floor + 1.2 x budget,
+    or the refusal accel printed before any work (the line and how long it took); with
+    ``--budget-reference``, its AUC against an in-memory run of the same table (no budget)."""
+    from accel.memory import parse_size
+
+    size_text, budget_text = spec.split(":")
+    path, target, n = _budget_table(size_text, tables, env)
     floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
                  "from accel.runner import paired_run"]  # fmt: skip
     _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
     budget_bytes = parse_size(budget_text, "--budget-run")
-    out = tmp / f"budget-runs-{n}-{budget_text}"
-    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
+    out = tmp / f"budget-runs-{size_text}-{budget_text}"
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", target, "--device", "cpu",
            "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
     seconds, rss, so, se = peak_rss(cmd, env, tmp)
     ok = bool(list(out.glob("*.json")))
     limit = floor + 1.2 * budget_bytes
     refusal = None if ok else (se.strip().splitlines() or [""])[-1]
-    print(f"== budget run {n:,} rows, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
+    print(f"== budget run {size_text}, --memory-budget {budget_text}: peak RSS {rss / 1e6:,.0f} MB, floor "
           f"{floor / 1e6:,.0f} MB + 1.2 x budget = {limit / 1e6:,.0f} MB -> {rss / limit:.2f} of the limit "
           f"({'ok' if rss <= limit else 'OVER'}); {seconds:.1f} s; {'record written' if ok else 'refused: ' + refusal}")  # fmt: skip
-    budget = {"rows": n, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
+    budget = {"rows": n, "table": size_text, "budget": budget_text, "peak_rss_mb": rss / 1e6, "floor_mb": floor / 1e6,
               "limit_mb": limit / 1e6, "share_of_limit": rss / limit, "seconds": seconds, "ok": ok, "refusal": refusal}  # fmt: skip
     if ok:
         record = json.loads(next(out.glob("*.json")).read_text())
@@ -257,7 +281,26 @@ def _budget_run(spec: str, tmp: Path, env: dict[str, str]) -> dict:
               f"training matrix {budget['batches'].get('training_matrix')}; AUC {budget['auc']:.4f}; stages "
               + ", ".join(f"{k} {v:.1f}" for k, v in arm["stages"].items())
               + "; peak host per stage (MiB) " + ", ".join(f"{k} {v:,.0f}" for k, v in arm["stage_peak_host_mb"].items()))  # fmt: skip
+        if reference:
+            budget["in_memory"] = _in_memory_reference(path, target, size_text, tmp, env, budget)
     return budget
+
+
+def _in_memory_reference(path: Path, target: str, size_text: str, tmp: Path, env: dict[str, str], streamed: dict) -> dict:
+    """The same table in memory (no budget): its AUC and boosting seconds beside the streamed run's."""
+    out = tmp / f"in-memory-{size_text}"
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", target, "--device", "cpu", "--out", str(out)]
+    seconds, rss, _, se = peak_rss(cmd, env, tmp)
+    if not list(out.glob("*.json")):
+        raise SystemExit(f"in-memory reference failed:\n{se[-2000:]}")
+    arm = json.loads(next(out.glob("*.json")).read_text())["arms"]["cpu"]
+    auc, train = arm["metrics"]["auc"], arm["stages"]["train"]
+    ratio = streamed["stages"]["train"] / train
+    print(f"  in memory: AUC {auc:.4f} (streamed - in memory {streamed['auc'] - auc:+.4f}, target within 0.005); "
+          f"boosting {train:.1f} s, streamed / in memory {ratio:.2f} (target <= 2); peak RSS {rss / 1e6:,.0f} MB; "
+          f"{seconds:.1f} s", flush=True)  # fmt: skip
+    return {"auc": auc, "auc_diff": streamed["auc"] - auc, "stages": arm["stages"], "boosting_ratio": ratio,
+            "peak_rss_mb": rss / 1e6, "seconds": seconds}  # fmt: skip
 
 
 def _split_from_accel(path: Path, record: dict) -> dict[str, np.ndarray]:

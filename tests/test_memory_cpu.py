@@ -248,7 +248,7 @@ def _costs(**kw):
 
 
 def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
-    from accel.batching import BUDGET_USE, plan_streaming
+    from accel.batching import plan_streaming
 
     costs = _costs()
     rows, train = 1_000_000, 800_000
@@ -258,14 +258,14 @@ def test_plan_streaming_holds_the_matrix_or_puts_it_in_external_memory():
     assert tight.training_matrix == "external"
     for plan in (roomy, tight):
         # every phase's planned peak fits the usable budget, and the next larger batch would not
-        assert max(plan.phase_bytes.values()) <= plan.budget_bytes * BUDGET_USE
+        assert max(plan.phase_bytes.values()) <= plan.budget_bytes
         assert plan.held_bytes == plan.phase_bytes["boosting"]
         described = plan.describe()
         assert described["training_matrix"] == plan.training_matrix and described["budget_parts"]
         assert all(part["bytes"] >= 0 and part["for"] for part in described["budget_parts"].values())
     bigger = int(tight.rows_per_batch * 1.06) + 1
     phases = costs.phases("external", rows, train, bigger, 1000.0)
-    assert max(phases.values()) > tight.budget_bytes * BUDGET_USE
+    assert max(phases.values()) > tight.budget_bytes
     # the external plan's boosting part: XGBoost's state, histograms, fixed part, pages, accel's arrays
     parts = tight.parts
     assert parts["xgboost_rows"]["bytes"] == train * 80
@@ -284,11 +284,11 @@ def test_plan_streaming_more_pages_cost_more_while_boosting():
 
 
 def test_plan_streaming_refuses_a_budget_that_cannot_hold_the_run():
-    from accel.batching import BUDGET_USE, plan_streaming
+    from accel.batching import plan_streaming
 
     costs = _costs()
     state = 800_000 * 80 + 5_000_000 + 4_000_000 + 2_000_000
-    small = int(state / BUDGET_USE * 0.9)  # not even XGBoost's state and accel's arrays fit
+    small = int(state * 0.9)  # not even XGBoost's state and accel's arrays fit
     with pytest.raises(AccelError) as info:
         plan_streaming(1_000_000, 800_000, 1000.0, costs, small, "test")
     message = str(info.value)
