@@ -22,7 +22,6 @@ XGBoost only: scikit-learn and cuML estimators fit on one matrix in memory.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,11 +37,7 @@ from accel.precision import frame_matrix, xgboost_features
 from accel.result import arm_result
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
-
-
-def row_dtype(rows_in_file: int) -> Any:
-    """The integer type of the streamed passes' file-row lists: 4 bytes a row below 2**32 rows."""
-    return np.uint32 if rows_in_file < 2**32 else np.int64
+from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
 
 
 class _Rows:
@@ -53,94 +48,6 @@ class _Rows:
         dtype = row_dtype(max(int(plan.rows_in_file), len(used)))
         self.train: np.ndarray | None = used[plan.train_pos].astype(dtype)
         self.test = used[plan.test_pos].astype(dtype)
-
-
-#: Target-encoding folds of the streamed passes, one per training row (values below TE_FOLDS).
-FOLD_DTYPE = np.int8
-#: Bytes per test row of the prediction pass's results: float32 predictions, int32 labels, each
-#: held twice while the batches' parts are joined.
-PREDICTION_BYTES = 2 * (4 + 4)
-
-
-def accel_bytes(tplan: Any) -> int:
-    """accel's own arrays in a streamed run, counted from their types: the plan's row positions
-    and split, the passes' row lists, the target-encoding folds and the predictions with their
-    labels. (The training rows' list and the folds are released before boosting; counted for the
-    whole run, as they are held during the passes.)"""
-    rows, train, test = len(tplan.row_positions), len(tplan.train_pos), len(tplan.test_pos)
-    item = np.dtype(row_dtype(max(int(tplan.rows_in_file), rows))).itemsize
-    plan_arrays = tplan.row_positions.nbytes + tplan.train_pos.nbytes + tplan.test_pos.nbytes
-    return int(plan_arrays + (train + test) * item + train * np.dtype(FOLD_DTYPE).itemsize + test * PREDICTION_BYTES)
-
-
-def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: Any, names: list[str], types: list[str]) -> Any:
-    """What a streamed XGBoost run would hold besides its batch (:class:`~accel.batching.StreamingCosts`),
-    from the probe's model input (``matrix``, ``label``).
-
-    On the CPU arm the probe's rows become one page of an ``ExtMemQuantileDMatrix`` in a scratch
-    folder (removed at once): the page file's size per row is what a page of the run holds, the
-    peak while building it per row what building a page takes, and its quantile cuts give the
-    histogram cache. On the GPU arm, whose pages live in host memory, the probe builds a
-    ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
-    """
-    import shutil
-    import tempfile
-
-    import xgboost
-
-    from accel.batching import PAGE_NODE_BYTES, StreamingCosts, hist_bytes, measure_bytes_per_row
-    from accel.data.flights import cache_dir
-
-    rows = len(matrix)
-    options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-    built: dict[str, Any] = {}
-
-    class Probe(xgboost.DataIter):
-        def __init__(self, cache_prefix: str | None) -> None:
-            self.done = False
-            super().__init__(cache_prefix=cache_prefix, on_host=False)
-
-        def reset(self) -> None:
-            self.done = False
-
-        def next(self, input_data: Any) -> bool:
-            if self.done:
-                return False
-            input_data(data=matrix, label=label, feature_names=names, feature_types=types)
-            self.done = True
-            return True
-
-    if backend.is_gpu:
-
-        def build() -> Any:
-            built["m"] = xgboost.QuantileDMatrix(matrix, label=label, feature_names=names, feature_types=types, **options)
-
-        build_per_row = measure_bytes_per_row(backend, build, rows)
-        page_per_row = build_per_row
-        cut = built.pop("m").get_quantile_cut()
-    else:
-        root = cache_dir() / "stream"
-        root.mkdir(parents=True, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="accel-probe-", dir=root)
-        try:
-
-            def build() -> Any:
-                built["m"] = xgboost.ExtMemQuantileDMatrix(Probe(str(Path(folder) / "probe")), **options)
-
-            build_per_row = measure_bytes_per_row(backend, build, rows)
-            page_per_row = sum(p.stat().st_size for p in Path(folder).iterdir()) / max(rows, 1)
-            cut = built["m"].get_quantile_cut()
-            del built["m"]
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    depth = model.params.max_depth
-    return StreamingCosts(
-        accel_bytes=accel_bytes(tplan),
-        page_bytes_per_row=page_per_row,
-        build_bytes_per_row=build_per_row,
-        hist_bytes=hist_bytes(len(cut[1]), depth),
-        page_node_bytes=PAGE_NODE_BYTES * (2 ** (max(depth, 1) - 1) if 0 < depth < 16 else 2**15),
-    )
 
 
 def run_streaming(

@@ -308,7 +308,7 @@ def test_streamed_run_counts_its_own_arrays():
     4-byte row lists, one-byte folds and the predictions with their labels."""
     import numpy as np
 
-    from accel.streaming import FOLD_DTYPE, PREDICTION_BYTES, accel_bytes, row_dtype
+    from accel.workflows.streaming_costs import FOLD_DTYPE, PREDICTION_BYTES, accel_bytes, row_dtype
 
     class Plan:
         row_positions = np.arange(1000, dtype=np.int64)

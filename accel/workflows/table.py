@@ -211,10 +211,10 @@ class TableWorkflow(WorkflowBase):
         return plan_streaming(rows_total, len(self.plan.train_pos), per_row, costs, budget, budget_source, probe_rows=probed_rows)
 
     def _streaming_costs(self, backend: Backend, probed: dict[str, Any]) -> Any:
-        """What a streamed run holds besides its batch (:func:`accel.streaming.measure_costs`),
+        """What a streamed run holds besides its batch (:func:`accel.workflows.streaming_costs.measure_costs`),
         measured on the probe's model input."""
         from accel.precision import xgboost_features
-        from accel.streaming import measure_costs
+        from accel.workflows.streaming_costs import measure_costs
 
         matrix, X = probed.pop("matrix"), probed.pop("X")
         names, types = xgboost_features(X.columns, probed["categorical"])
