@@ -245,8 +245,8 @@ def _budget_table(size_text: str, tables: Path, env: dict[str, str]) -> tuple[Pa
 
 def _budget_run(spec: str, tmp: Path, env: dict[str, str], tables: Path, reference: bool = True) -> dict:
     """``--budget-run SIZE:BUDGET``: a streamed run's peak RSS against the floor + 1.2 x budget,
-    or the refusal accel printed before any work (the line and how long it took); with
-    ``--budget-reference``, its AUC against an in-memory run of the same table (no budget)."""
+    or the refusal accel printed before any work (the line and how long it took); beside it the
+    same table in memory (no budget; skipped with ``--no-reference``): its AUC and boosting seconds."""
     from accel.memory import parse_size
 
     size_text, budget_text = spec.split(":")

@@ -456,14 +456,62 @@ def render_own_table(result: Result) -> list[nodes.Node]:
     budget = d.get("budget_runs") or []
     if budget:
         brows = [
-            [count(b.get("rows")), text(b.get("budget")), "refused before any arm ran" if b.get("refusal") else "ran",
-             mb(b.get("peak_rss_mb")), mb(b.get("limit_mb")), text((b.get("batches") or {}).get("training_matrix") or "—"),
-             metric(b.get("auc")), secs(b.get("seconds"))]
+            [text(b.get("table")) if b.get("table") else count(b.get("rows")), text(b.get("budget")),
+             "refused before any arm ran" if b.get("refusal") else "ran", mb(b.get("peak_rss_mb")), mb(b.get("limit_mb")),
+             text((b.get("batches") or {}).get("training_matrix") or "—"), metric(b.get("auc")),
+             metric((b.get("in_memory") or {}).get("auc_diff")), ratio((b.get("in_memory") or {}).get("boosting_ratio"), 2),
+             secs(b.get("seconds"))]
             for b in budget
         ]  # fmt: skip
-        out.append(table(["rows", "--memory-budget", "outcome", "peak RSS MB", "floor + 1.2 × budget MB", "training matrix", "AUC", "seconds"],
+        out.append(table(["table", "--memory-budget", "outcome", "peak RSS MB", "floor + 1.2 × budget MB", "training matrix", "AUC",
+                          "AUC − in memory", "boosting streamed / in memory", "seconds"],
                          brows, "the whole run within a memory budget"))  # fmt: skip
     out.append(source(result))
+    return out
+
+
+def render_streamed_bytes(result: Result) -> list[nodes.Node]:
+    d = result.data
+    who = {
+        "accel": "accel streamed",
+        "external": "XGBoost alone, ExtMemQuantileDMatrix",
+        "in-memory": "XGBoost alone, QuantileDMatrix",
+    }
+    header = ["rows", "training rows", "process", "floor MiB", "matrix build B/row", "boosting B/row", "boosting s"]
+    rows = []
+    for s in d.get("sizes") or []:
+        train = _num(s.get("train_rows")) or math.nan
+        for key, label in who.items():
+            proc = s.get(key) or {}
+            ph = proc.get("phases") or {}
+
+            def grown(phase: str) -> str:
+                p = ph.get(phase) or {}
+                return count(((_num(p.get("peak")) or math.nan) - (_num(p.get("rss_before")) or math.nan)) / train)
+
+            rows.append([count(s.get("rows")), count(train), label, mb((_num(proc.get("floor")) or math.nan) / 2**20),
+                         grown("matrix build"), grown("boosting"), secs((ph.get("boosting") or {}).get("seconds"))])  # fmt: skip
+    out: list[nodes.Node] = [table(header, rows, "each phase's peak above the RSS at its start, per training row")]
+    per = d.get("per_row") or {}
+    fits = [[who.get(k, k), phase, count(v.get("bytes_per_row")), ratio(v.get("fixed_mib"), 1)]
+            for k, phases in per.items() if k in who for phase, v in phases.items()]  # fmt: skip
+    if fits:
+        out.append(table(["process", "phase", "B per training row", "fixed MiB"], fits, "least squares over the sizes"))
+    pages = per.get("pages") or {}
+    ratios = ", ".join(ratio(x, 2) for x in per.get("boosting_ratio_streamed_to_in_memory") or [])
+    out.append(para(f"external-memory pages {count(pages.get('bytes_per_row'))} B per training row; XGBoost alone, "
+                    f"boosting from external memory / in memory: {ratios or '—'}"))  # fmt: skip
+    sweep = [(s.get("rows"), p) for s in d.get("sizes") or [] for p in s.get("page_sweep") or []]
+    if sweep:
+        srows = []
+        for n, p in sweep:
+            b = (p.get("phases") or {}).get("boosting") or {}
+            srows.append([count(n), count(p.get("page_rows")), mb(((_num(b.get("peak")) or math.nan) - (_num(p.get("floor")) or math.nan)) / 2**20),
+                          secs(b.get("seconds"))])  # fmt: skip
+        out.append(
+            table(["rows", "page rows", "boosting peak above the floor MiB", "boosting s"], srows, "XGBoost alone, page size")
+        )
+    out.append(source(result, f"{d.get('rounds')} rounds, batches of {count(d.get('batch_rows'))} rows"))
     return out
 
 
@@ -531,6 +579,7 @@ RENDERERS: dict[str, Callable[[Result], list[nodes.Node]]] = {
     "byo_tables": render_byo,
     "dates": render_dates,
     "own_table_speed": render_own_table,
+    "streamed_bytes": render_streamed_bytes,
     "omp_wait_policy": render_omp,
     "scaling": render_scaling,
     "hostile_cases": render_hostile,
