@@ -84,6 +84,26 @@ def release_host_memory(collect: bool = True) -> None:
             pass
 
 
+def returnable_arrow_pool(memory_budget: str | None) -> str | None:
+    """With a memory budget, Arrow allocates from the C library's heap instead of its default
+    mimalloc pool, so that what it frees goes back to the system at :func:`release_host_memory`:
+    mimalloc keeps freed pages that ``release_unused`` does not return (after planning flights ×3,
+    46 MiB more resident than with the system pool; the whole run's peak 527 MB against 478 MB).
+
+    Arrow reads ``ARROW_DEFAULT_MEMORY_POOL`` once, when pyarrow is imported (``set_memory_pool``
+    reaches only pyarrow's own calls, not its readers'), so this is called before planning first
+    imports it (the command line calls it with ``--memory-budget`` before it imports anything
+    else; pandas imports pyarrow); a pool the user chose in that variable is kept. Returns the
+    variable's value (None without a budget, or where pyarrow was imported already).
+    """
+    import os
+    import sys
+
+    if not memory_budget or "pyarrow" in sys.modules:
+        return None
+    return os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+
 class PeriodicSampler:
     """A daemon thread calling :meth:`sample` every ``interval`` seconds inside ``with``, and
     the current stage for per-stage peaks. :class:`MemoryMonitor` samples this process and its

@@ -409,3 +409,45 @@ def test_flights_batch_plan_probes_only_when_the_bound_does_not_fit(backend):
     probed = workflow.plan_batches(backend, roomy - 2, "test", None)
     assert (probed.source, probed.probe_rows, probed.mode) == ("auto", SIZE_PROBE_ROWS, "in-memory")
     assert 50 < probed.bytes_per_row < ROW_BYTES_BOUND / 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "env_pool", "expected"),
+    [
+        (["run", "--memory-budget", "1GB"], None, "system"),  # a budgeted run: freed memory goes back to the system
+        (["run"], None, "default"),  # no budget: Arrow's own pool
+        (["run", "--memory-budget", "1GB"], "jemalloc", "jemalloc"),  # the user's choice is kept
+    ],
+)
+def test_a_budgeted_run_gives_arrow_the_system_allocator(argv, env_pool, expected, tmp_path):
+    """``accel run --memory-budget`` sets Arrow's pool before anything imports pyarrow (pandas
+    does), so that what Arrow frees is returned by release_host_memory."""
+    import os
+
+    data = tmp_path / "t.csv"
+    data.write_text("x,y\n" + "".join(f"{i},{i % 2}\n" for i in range(50)))
+    default = subprocess.run([sys.executable, "-c", "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import accel.cli.main as cli
+        seen = []
+        def fake_run_config(config, *a, **k):
+            import pyarrow
+            seen.append(pyarrow.default_memory_pool().backend_name)
+            raise SystemExit(0)
+        import accel.api
+        accel.api.run_config = fake_run_config
+        try:
+            cli.main([*{argv!r}, "--data", {str(data)!r}, "--target", "y", "--device", "cpu", "--out", {str(tmp_path / "out")!r}])
+        except SystemExit:
+            pass
+        print(seen[0] if seen else "not reached")
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if env_pool:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = env_pool
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.stdout.strip() == (default if expected == "default" else expected), out.stderr[-2000:]

@@ -105,6 +105,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from accel.memory import returnable_arrow_pool
+
+    returnable_arrow_pool(args.memory_budget)  # before anything imports pyarrow
     from rich.console import Console
 
     from accel.api import run_config
