@@ -175,8 +175,11 @@ def plan_batches(
 # ``ExtMemQuantileDMatrix`` from the same batches, 1e5 to 3e6 rows) or counted (accel's arrays).
 
 #: XGBoost's state per training row while boosting: gradient pairs, predictions, labels, the row
-#: partition and its per-block buffers (least-squares slope of boosting's peak over the row counts).
-TRAIN_STATE_BYTES = 80
+#: partition and its per-block buffers. XGBoost alone, boosting from pages of 80,000 training rows,
+#: rose 66.6 B per training row (least-squares slope over 80,000-800,000 rows,
+#: benchmarks/results/2026-12-02-streamed-bytes-cpu-001.json); less those pages' partition buffers
+#: (:data:`PAGE_NODE_BYTES` x 128 nodes per 80,000 rows = 26.2 B), counted apart, 40 B.
+TRAIN_STATE_BYTES = 40
 #: Per external-memory page while boosting: every page has its own row partitioner, whose buffers
 #: grow with the nodes split at the tree's last level (``2 ** (max_depth - 1)``); bytes per such
 #: node and page (1.6 MiB per page measured at depth 8, i.e. 12.8 KiB a node, rounded up).
