@@ -287,10 +287,11 @@ def check_csv_chunks_equal_whole_read(backend: Backend, path, rows: int, dtypes:
 def check_probe_sees_only_rows_with_target(backend: Backend, path, target: str, monkeypatch, probe_rows: int) -> None:
     """The batch-size probe of a streamed XGBoost run fits and builds XGBoost's matrix on plan
     rows only (each with a target), even when the file's first chunk holds none of them: the
-    labels it passes have no missing or -1 class code and are the targets of those rows."""
-    import xgboost
-
+    labels it passes have no missing or -1 class code and are the targets of those rows (the
+    labels that reach :func:`accel.workflows.streaming_costs.measure_costs`, which builds the
+    probe's matrix on either arm)."""
     import accel.batching
+    import accel.workflows.streaming_costs as streaming_costs
     from accel.data.autofeatures import TableFeaturizer
     from accel.errors import AccelError
     from accel.workflows import WorkflowSettings
@@ -301,18 +302,18 @@ def check_probe_sees_only_rows_with_target(backend: Backend, path, target: str, 
     plan = planned.plan
     monkeypatch.setattr(accel.batching, "PROBE_ROWS", probe_rows)
     seen: dict[str, list] = {"fit": [], "matrix": []}
-    real_fit, real_matrix = TableFeaturizer.partial_fit, xgboost.QuantileDMatrix
+    real_fit, real_costs = TableFeaturizer.partial_fit, streaming_costs.measure_costs
 
     def partial_fit(self, frame, y, folds):
         seen["fit"].append(_compat.to_numpy(y))
         return real_fit(self, frame, y, folds)
 
-    def matrix(data, *args, label=None, **kwargs):
+    def costs(backend, model, tplan, matrix, label, *args):
         seen["matrix"].append(_compat.to_numpy(label))
-        return real_matrix(data, *args, label=label, **kwargs)
+        return real_costs(backend, model, tplan, matrix, label, *args)
 
     monkeypatch.setattr(TableFeaturizer, "partial_fit", partial_fit)
-    monkeypatch.setattr(xgboost, "QuantileDMatrix", matrix)
+    monkeypatch.setattr(streaming_costs, "measure_costs", costs)
     flow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 5})
     try:
         flow.plan_batches(backend, 1, "test", None)  # one byte: always streamed
