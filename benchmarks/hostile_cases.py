@@ -209,11 +209,7 @@ def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
 
 
 def prices(n: int = 300, seed: int = 1) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    size = rng.uniform(40, 250, n).round(1)
-    rooms = rng.integers(1, 7, n)
-    price = (2000 * size + 15000 * rooms + rng.normal(0, 20000, n)).round(0)
-    return pd.DataFrame({"size": size, "rooms": rooms, "price": price})
+    return hostile_inputs.prices(n, seed)
 
 
 def csv(tmp: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:

@@ -187,28 +187,14 @@ def test_report_and_experiments_read_regular_files_only(record_copy, command):
 # --------------------------------------------------------------------------- no space, no home, no permission
 
 
-def _root_mount_tmpfs(point: Path) -> None:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a small tmpfs (a full filesystem)")
-    point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        with open(point / "filler", "wb") as f:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-    except OSError:
-        pass
-
-
 @pytest.fixture
 def full_fs(tmp_path):
-    point = tmp_path / "full"
-    _root_mount_tmpfs(point)
+    try:
+        point = hostile_inputs.full_filesystem(tmp_path)  # the shared table's full filesystem
+    except hostile_inputs.Skip as why:
+        pytest.skip(str(why))
     yield point
-    subprocess.run(["umount", "-l", str(point)], capture_output=True)
+    hostile_inputs.unmount(tmp_path)
 
 
 def test_out_on_a_full_filesystem(tmp_path, full_fs):
