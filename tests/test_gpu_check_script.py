@@ -95,8 +95,9 @@ def test_dry_run_runs_every_cpu_part(tmp_path):
     ):
         assert f"== {step}: exit 0" in log, step
     assert "dry run: pytest -m gpu not run" in log
-    results = sorted(p.name for p in (out / "results").glob("*.json"))
-    runs = [n for n in results if n[:8].isdigit()]  # run records: 20261130-HHMMSS-flights-NNN.json
+    records = {p.name: json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))}
+    results = list(records)
+    runs = [n for n, r in records.items() if r.get("kind") == "run"]  # accel run flights: <date>-flights-NNN.json
     benches = [n for n in results if n not in runs]
     kinds = [n.split("-", 3)[-1].rsplit("-", 2)[0] for n in benches]
     assert sorted(kinds) == ["crossover", "db-groupby", "db-join", "models"], results

@@ -654,7 +654,12 @@ def check_row_widths(source: TableSource) -> None:
 
     first = source.columns[0] if source.columns else None
     try:
-        reader = pcsv.open_csv(
+        # The whole-file reader, not the streaming one (the file is small: pandas read it whole).
+        # A streaming reader's last read-ahead can finish on Arrow's I/O thread after the loop,
+        # and drop the reader there, and with it this Python handler: at interpreter exit that
+        # thread cannot take the GIL and the process aborts ("terminate called without an
+        # active exception").
+        pcsv.read_csv(
             source.paths[0],
             read_options=pcsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),  # one thread: row numbers known
             parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
@@ -662,8 +667,6 @@ def check_row_widths(source: TableSource) -> None:
                 include_columns=[first] if first else None, column_types={first: pa.string()} if first else None
             ),
         )
-        for _ in reader:
-            pass
     except pa.ArrowInvalid:
         if not bad:
             raise

@@ -271,7 +271,18 @@ def run_on_session(
                 del raw
             X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
 
+            built: list[Any] = []
+
             def make_dtrain() -> Any:
+                nonlocal prepared, X_train, X_test
+                if built:
+                    # The retry builds its model input again on the remaining workers: partitions
+                    # lost with a worker are not always recomputed (their futures cancelled as
+                    # "already forgotten" while XGBoost held them), so nothing of the first
+                    # attempt's data is reused.
+                    prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
+                    X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
+                built.append(X_train)
                 return dxgb.DaskQuantileDMatrix(
                     client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
                 )
