@@ -183,7 +183,7 @@ def train_with_one_retry(
         before = session.workers_now()
         try:
             if attempt == 2:
-                dtrain = make_dtrain()  # over the partitions Dask recomputed on the remaining workers
+                dtrain = make_dtrain()  # its model input built again on the remaining workers
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
                     client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
