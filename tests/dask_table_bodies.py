@@ -42,7 +42,13 @@ def write_tables(folder: Path, n: int = 4000) -> dict[str, Path]:
     cuts = [0, n // 10, n // 2, (3 * n) // 4, n]
     for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
         frame.iloc[a:b].to_parquet(parquet / f"part-{i}.parquet", index=False)
-    return {"csv": csv, "csv.gz": gz, "parquet": parquet}
+    # A partition with no row of the plan: the first 60% of the file has no target, so a CSV
+    # read in two or more blocks starts with one whose every row is dropped (no rows, no folds).
+    gaps = frame.copy()
+    gaps.loc[: (6 * n) // 10, ["returned", "basket"]] = None
+    no_target = folder / "orders-gaps.csv"
+    gaps.to_csv(no_target, index=False)
+    return {"csv": csv, "csv.gz": gz, "parquet": parquet, "csv-gaps": no_target}
 
 
 def plan(path: Path, target: str, settings: WorkflowSettings, probe: str = "off"):

@@ -137,6 +137,8 @@ def test_table_options_a_cluster_cannot_honour_are_refused_up_front(capsys, tmp_
         ("parquet", "basket", 3500),
         ("csv", "basket", None),
         ("parquet", "channel", None),
+        ("csv-gaps", "returned", None),
+        ("csv-gaps", "basket", None),
     ],
 )
 def test_table_features_on_partitions_equal_the_single_process_features(session, tables, source, target, rows):

@@ -37,7 +37,12 @@ def session():
 
 @pytest.mark.parametrize(
     ("source", "target", "rows", "min_partitions"),
-    [("parquet", "returned", None, 1), ("csv", "returned", 3000, 2), ("csv", "basket", None, 2)],
+    [
+        ("parquet", "returned", None, 1),
+        ("csv", "returned", 3000, 2),
+        ("csv", "basket", None, 2),
+        ("csv-gaps", "returned", None, 2),  # a partition with no plan row: an empty gather on cuDF
+    ],
 )
 def test_table_features_on_cudf_partitions_equal_the_single_process_gpu_features(
     session, tables, source, target, rows, min_partitions
