@@ -291,22 +291,11 @@ def server_case(kind: str, command: str) -> Callable[[Path], Setup]:
 
 
 def mount_full(tmp: Path) -> tuple[Path | None, str | None]:
-    """A 1 MB tmpfs, filled up; (its path, None) or (None, why not)."""
-    if os.geteuid() != 0:
-        return None, "needs root to mount a tmpfs"
-    point = tmp / "full"
-    point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], capture_output=True, text=True)
-    if done.returncode:
-        return None, f"mount failed: {done.stderr.strip()}"
+    """A 1 MB tmpfs, filled up (the shared table's); (its path, None) or (None, why not)."""
     try:
-        with open(point / "filler", "wb") as f:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-    except OSError:
-        pass
-    return point, None
+        return hostile_inputs.full_filesystem(tmp), None
+    except hostile_inputs.Skip as why:
+        return None, str(why)
 
 
 def unmount(point: Path | None) -> None:

@@ -274,7 +274,8 @@ class DaskTable:
 
         # The plan goes to the workers without the table's row positions, once, as one task of
         # the graph (not once inside each partition's task).
-        shared_plan = dask.delayed(worker_plan(plan), traverse=False)
+        shipped_plan = worker_plan(plan)
+        shared_plan = dask.delayed(shipped_plan, traverse=False)
         if featurizer.encoders and plan.task == "regression":  # float sums: fitted in plan order (see above)
             inputs = [
                 dask.delayed(encoder_inputs)(part, shared_plan, seed, self.kind, positions)
@@ -293,7 +294,7 @@ class DaskTable:
             ]
             merge_fits(featurizer, client.compute(fits, sync=True))
         shipped = copy.copy(featurizer)  # its plan and folds as the workers need them (each task has its folds)
-        shipped.plan, shipped.folds = worker_plan(plan), _NO_ROWS
+        shipped.plan, shipped.folds = shipped_plan, _NO_ROWS
         fitted = client.scatter(shipped, broadcast=True, hash=False)
         # Held for the run: scattered data has no task to recompute it, so once the client lets go
         # of it the scheduler forgets it, and partitions lost with a worker later (during
