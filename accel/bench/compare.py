@@ -358,23 +358,29 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         tree = _Tree(proc.pid)
         sampler = _TreeSampler(proc.pid, device, tree=tree)
         ended: dict[str, Any] = {}
+        # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
+        # Python 3.11's join release the running thread's lock and call it stopped, so a second
+        # join returned at once, the sweep below reaped the script first, and wait4 failed.
+        exited = threading.Event()
 
         def wait() -> None:  # blocking wait4: the exit is timed exactly, and its rusage kept
-            ended["status"] = os.wait4(proc.pid, 0)
-            ended["at"] = time.perf_counter()
+            try:
+                ended["status"] = os.wait4(proc.pid, 0)
+                ended["at"] = time.perf_counter()
+            finally:
+                exited.set()
 
         waiter = threading.Thread(target=wait, name="accel-compare-wait", daemon=True)
         waiter.start()
         timed_out = False
         try:
-            waiter.join(timeout)
-            if waiter.is_alive():
+            if not exited.wait(timeout):
                 timed_out = True
                 _kill_group(proc.pid)
-                waiter.join()
+                exited.wait()
         except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
             _kill_group(proc.pid)
-            waiter.join()
+            exited.wait()
             tree.sweep()
             raise
         finally:
