@@ -23,13 +23,18 @@ running, signals) are one table that ``tests/test_hostile.py`` runs too: they ar
 from it, judged by its ``verdict``. Its cases marked ``invented`` (made up beyond the examples
 the table was seeded with) are counted apart (``counts_invented``; the others ``counts_listed``).
 
-Run against any tree: ``PYTHONPATH=/path/to/tree python benchmarks/hostile_cases.py`` (the
-tree's ``accel`` is what the subprocesses import). Prints a Markdown table and writes it as JSON
-to ``benchmarks/results/<date>-hostile-cases-cpu-NNN.json`` (next free NNN; ``--results``
-chooses the folder). Needs root for the full-filesystem cases (a 1 MB tmpfs is mounted) and
-the unreadable-file case (run as ``nobody``); without root they are reported ``skipped``.
+Run against any checkout: ``--tree DIR`` puts ``DIR/accel`` first on the path of this process
+(where the cases build their inputs) and of every ``accel`` it starts, while the cases, the
+tests' helpers and this script stay this checkout's (an older tree has older ``tests``, or none).
+The results name the code under test (``code_under_test``: the tree, its commit, whether its
+``accel`` had changes not committed, and the ``accel`` a started process imported) apart from the
+code of the cases (``cases_git_sha``). Prints a Markdown table and writes it as JSON to
+``benchmarks/results/<date>-hostile-cases-cpu-NNN.json`` (next free NNN; ``--results`` chooses
+the folder). Needs root for the full-filesystem cases (a 1 MB tmpfs is mounted) and the
+unreadable-file case (run as ``nobody``); without root they are reported ``skipped``.
 
-    python benchmarks/hostile_cases.py [--only NAME,...] [--results DIR]
+    python benchmarks/hostile_cases.py [--tree DIR] [--only NAME,...] [--kind KIND,...]
+        [--shared] [--listed] [--label TEXT] [--results DIR]
 """
 
 from __future__ import annotations
@@ -1344,9 +1349,56 @@ def write_json(folder: Path, payload: dict[str, Any]) -> Path:
         os.unlink(tmp)
 
 
+SHARED_NAMES = {case.name for case in hostile_inputs.CASES}
+
+
+def use_tree(tree: Path) -> None:
+    """``tree/accel`` first on the path, here and in every process started from here.
+
+    The path gets a folder holding only a link to ``tree/accel``: the tree's own ``tests`` (older,
+    or without the shared table) never shadows this checkout's.
+    """
+    package = tree.resolve() / "accel"
+    if not (package / "__init__.py").is_file():
+        raise SystemExit(f"{tree} has no accel package")
+    if "accel" in sys.modules:
+        raise SystemExit("accel was imported before the tree under test was chosen")
+    folder = SHARED / "tree"
+    folder.mkdir()
+    (folder / "accel").symlink_to(package, target_is_directory=True)
+    sys.path.insert(0, str(folder))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def git(tree: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True).stdout.strip()
+
+
+def code_under_test(cwd: Path) -> dict[str, Any]:
+    """The ``accel`` this process imports and the one a started ``python`` imports (they must agree)."""
+    import accel
+
+    here = Path(accel.__file__).resolve()
+    started = subprocess.run([sys.executable, "-c", "import accel; print(accel.__file__)"], env=accel_env(),
+                             cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    if Path(started).resolve() != here:
+        raise SystemExit(f"a started process imports {started}, this one {here}")
+    tree = here.parents[1]
+    return {
+        "tree": str(tree),
+        "git_sha": git(tree, "rev-parse", "HEAD"),
+        "accel_modified": bool(git(tree, "status", "--porcelain", "accel")),
+        "accel_imported": started,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tree", type=Path, help="the checkout whose accel is under test (default: the accel imported)")
     parser.add_argument("--only", help="comma-separated case names")
+    parser.add_argument("--kind", help="comma-separated kinds (secrets, writes, search, 'one line', hang, ...)")
+    parser.add_argument("--shared", action="store_true", help="only the cases of the shared table (tests/hostile_inputs.py)")
+    parser.add_argument("--listed", action="store_true", help="without the cases marked invented")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -1356,15 +1408,24 @@ def main() -> int:
         unknown = sorted(wanted - {c.name for c in CASES})
         if unknown:
             parser.error(f"no such case: {', '.join(unknown)}")
-        cases = [c for c in CASES if c.name in wanted]
-    import accel
-
-    tree = Path(accel.__file__).resolve().parents[1]
-    sha = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(
-        subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "accel"], capture_output=True, text=True).stdout.strip()
-    )
+        cases = [c for c in cases if c.name in wanted]
+    if args.kind:
+        kinds = set(args.kind.split(","))
+        unknown = sorted(kinds - {c.kind for c in CASES})
+        if unknown:
+            parser.error(f"no such kind: {', '.join(unknown)}")
+        cases = [c for c in cases if c.kind in kinds]
+    if args.shared:
+        cases = [c for c in cases if c.name in SHARED_NAMES]
+    if args.listed:
+        cases = [c for c in cases if not c.invented]
+    if not cases:
+        parser.error("no case left to run")
+    if args.tree is not None:
+        use_tree(args.tree)
     root = Path(tempfile.mkdtemp(prefix="hostile-"))
+    code = code_under_test(root)
+    own_tree = HERE.parent
     root.chmod(0o755)  # the unreadable-data case runs as nobody under it
     SHARED.chmod(0o755)
     rows = []
@@ -1394,9 +1455,13 @@ def main() -> int:
         "label": args.label,
         "started_at": started.isoformat(),
         "finished_at": datetime.now(timezone.utc).isoformat(),
-        "tree": str(tree),
-        "git_sha": sha,
-        "tree_modified": dirty,
+        "tree": code["tree"],
+        "git_sha": code["git_sha"],
+        "tree_modified": code["accel_modified"],
+        "code_under_test": code,
+        "cases_git_sha": git(own_tree, "rev-parse", "HEAD"),
+        "cases_modified": bool(git(own_tree, "status", "--porcelain", "tests/hostile_inputs.py", "benchmarks/hostile_cases.py")),
+        "selection": {"only": args.only, "kind": args.kind, "shared": args.shared, "listed": args.listed},
         "is_root": os.geteuid() == 0,
         "counts": counts,
         "counts_listed": apart["listed"],
