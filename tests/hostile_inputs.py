@@ -1077,6 +1077,47 @@ def _resume_keeps_subset(tmp: Path) -> list[str]:
     return hpo_argv(data, tmp, "--study", "s", "--trials", "3", "--resume")
 
 
+def _kept_subset(subset: float) -> Callable[[dict[str, Any]], str | None]:
+    """The newest record is of the resumed study, which searched on ``subset`` of the fitting rows."""
+
+    def check(record: dict[str, Any]) -> str | None:
+        study, search = record.get("study") or {}, record.get("search") or {}
+        if study.get("resumed") is not True:
+            return f"the newest record's study.resumed is {study.get('resumed')}"
+        asked = (record.get("config") or {}).get("hpo", {}).get("subset")
+        if search.get("subset") != subset or asked != subset:
+            return f"the resumed study searched subset {search.get('subset')} (config {asked}), not {subset}"
+        rows = search.get("rows") or {}
+        if not isinstance(rows.get("subset"), int) or abs(rows["subset"] - subset * rows.get("fit", 0)) > 1:
+            return f"the resumed trials ran on {rows.get('subset')} of {rows.get('fit')} fitting rows, not {subset:g} of them"
+        return None
+
+    return check
+
+
+def _trials_on_subset(subset: float, study: str = "s") -> Inspect:
+    """In ``TMP/runs/hpo.db``, study ``study`` was made with ``subset`` and every trial (the first
+    run's and the resumed ones) ran on as many rows."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        import optuna
+
+        db = tmp / "runs" / "hpo.db"
+        if outcome.rc != 0 or not db.exists():
+            return None  # the exit status says what happened
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        found = optuna.load_study(study_name=study, storage=f"sqlite:///{db}")
+        made = found.user_attrs.get("accel", {}).get("identity", {}).get("hpo", {}).get("subset")
+        if made is not None and made != subset:
+            return "wrong", f"the study says subset {made}, not {subset}"
+        rows = [t.user_attrs.get("rows") for t in found.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        if len(set(rows)) != 1:
+            return "wrong", f"the study's trials ran on {rows} rows (one subset expected)"
+        return None
+
+    return inspect
+
+
 def _rerun_after_refused_first(tmp: Path) -> list[str]:
     data = _csv(tmp, customers())
     argv = hpo_argv(data, tmp, "--study", "s", "--trials", "2")
@@ -1343,7 +1384,7 @@ CASES += [
          _space('{max_depth: [3, "deep", null]}'), "clean error", ("hpo.search_space.xgboost.", "'deep'"),
          inspect=absent("runs")),
     Case("hpo-resume-keeps-subset", "search", "--resume, without --subset, of a study made with --subset 0.5",
-         _resume_keeps_subset, "handled", records=2),
+         _resume_keeps_subset, "handled", records=2, check=_kept_subset(0.5), inspect=_trials_on_subset(0.5)),
     Case("hpo-rerun-after-refused-first", "search", "the corrected rerun of a first hpo refused after planning",
          _rerun_after_refused_first, "handled"),
     # ---- one line, never a traceback

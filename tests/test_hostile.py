@@ -890,6 +890,13 @@ def test_resume_compares_only_what_was_given_and_a_failed_first_run_leaves_no_st
     assert code == 0, err
     code, _, err = cli(capsys, *base, "--trials", "3", "--resume")  # no --subset: the study's is kept
     assert code == 0, err
+    resumed = json.loads(max(out.glob("*.json"), key=lambda p: p.stat().st_mtime_ns).read_text())
+    assert resumed["study"]["resumed"] is True
+    assert resumed["search"]["subset"] == resumed["config"]["hpo"]["subset"] == 0.5
+    assert resumed["search"]["rows"]["subset"] == resumed["search"]["rows"]["fit"] // 2
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'hpo.db'}")
+    assert study.user_attrs["accel"]["identity"]["hpo"]["subset"] == 0.5
+    assert {t.user_attrs["rows"] for t in study.trials} == {resumed["search"]["rows"]["subset"]}
     code, _, err = cli(capsys, *base, "--trials", "3", "--resume", "--subset", "0.25")
     assert_refused(code, err, "hpo.subset")
     code, _, err = cli(capsys, *base, "--trials", "3", "--resume", "--model", "random_forest")
