@@ -118,14 +118,20 @@ def test_report_and_experiments_read_new_and_old_records(written, tmp_path, caps
 FAST_YAML = "workflow: flights\nrows: 3000\nxgboost:\n  n_estimators: 20\n  max_depth: 4\n"
 
 
-def _json_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[str]:
-    """Every (sub)command of the parser that takes ``--json``, as ``"bench models"``."""
-    found = [" ".join(path)] if any("--json" in a.option_strings for a in parser._actions) else []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found += _json_commands(sub, (*path, name))
+def _leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+    """Every command of the parser that runs something (has no subcommands), as ``"bench models" -> parser``."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {" ".join(path): parser}
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in subs:
+        for name, sub in action.choices.items():
+            found.update(_leaf_commands(sub, (*path, name)))
     return found
+
+
+def _takes_json(parser: argparse.ArgumentParser) -> bool:
+    return any("--json" in a.option_strings for a in parser._actions)
 
 
 @pytest.fixture(scope="module")
@@ -155,13 +161,22 @@ JSON_COMMANDS = {
     "hpo": ["hpo", "{in}/fast.yaml", "--trials", "2", "--top", "1", "--out", "{out}"],
     "experiments": ["experiments", "{in}/runs"],
     "compare": ["compare", str(ROOT / "tests" / "compare_scripts" / "writes_files.py"), "--no-profile", "--out", "{out}"],
+    "data groupby": ["data", "groupby", "200", "5", "{out}/G1.csv"],
+    "data join": ["data", "join", "1000", "{out}/join"],
+    "report": ["report", "{in}/runs", "--out", "{out}/report.html"],
 }  # fmt: skip
 #: A cluster per worker count, and a search with its baseline, trials and final model: minutes on two cores.
 SLOW = {"scale", "hpo"}
+#: Commands whose every file is named, in the document and on stderr (the others also write
+#: files of a user's script or a search's storage, which their records list in their own way).
+NAMES_EVERY_FILE = {"data groupby", "data join", "report"}
 
 
-def test_every_command_with_json_is_checked_here():
-    assert sorted(_json_commands(build_parser())) == sorted(JSON_COMMANDS)
+def test_every_command_takes_json_and_is_checked_here():
+    commands = _leaf_commands(build_parser())
+    assert len(commands) > 10, sorted(commands)  # the walk reached the nested commands (bench, data)
+    assert [name for name, parser in commands.items() if not _takes_json(parser)] == [], "commands without --json"
+    assert sorted(commands) == sorted(JSON_COMMANDS), "every command is run with --json below, and nothing else"
 
 
 @pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in JSON_COMMANDS])
@@ -176,3 +191,7 @@ def test_json_prints_one_document_and_nothing_else(command, inputs, tmp_path):
     written = sorted(p for p in (tmp_path / "out").rglob("*") if p.is_file()) if (tmp_path / "out").exists() else []
     for path in (p for p in written if p.suffix == ".json"):  # where the files went: said on stderr
         assert f": {path}" in proc.stderr, (path, proc.stderr)
+    if command in NAMES_EVERY_FILE:
+        assert written, proc.stderr
+        for path in written:
+            assert f": {path}" in proc.stderr and str(path) in json.dumps(document), (path, proc.stderr)

@@ -162,6 +162,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dg.add_argument("--sort", action="store_true", help="sort rows by id1..id6, as the benchmark's sort flag")
     dg.add_argument("--seed", type=int, default=108)
     add_overwrite_argument(dg, "OUT")
+    dg.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
     dg.set_defaults(handler=_cmd_data_groupby)
     dj = dsub.add_parser("join", help="J1 join data: left table of N rows and three right tables")
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
@@ -170,6 +171,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
     dj.add_argument("--seed", type=int, default=108)
     add_overwrite_argument(dj, "the four tables in OUT_DIR")
+    dj.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
     dj.set_defaults(handler=_cmd_data_join)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
@@ -185,6 +187,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
     )
     add_overwrite_argument(r, "--out")
+    r.add_argument(
+        "--json", action="store_true", help="print the records shown and their figures as JSON instead of the Markdown summary"
+    )
     r.set_defaults(handler=_cmd_report)
 
 
@@ -711,7 +716,9 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
         _progress(f"generating {datagen.groupby_name(args.n, args.k, args.nas, args.sort)}: {args.n:,} rows, K={args.k:,}")
         table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
         path = datagen.write_table(table, args.out, exists_policy(args.overwrite))
-    print(f"wrote {path} ({table.num_rows:,} rows, columns {', '.join(table.column_names)})")
+    name = datagen.groupby_name(args.n, args.k, args.nas, args.sort)
+    settings = {"rows": args.n, "k": args.k, "nas": args.nas, "sort": args.sort, "seed": args.seed}
+    _show_data("groupby", name, settings, {"groupby data": ("x", path, table)}, args.json)
     return 0
 
 
@@ -729,10 +736,40 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
         datagen.prepare_output(args.out_dir, folder=True, files=files, exists=exists_policy(args.overwrite))
         _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")
         tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
+        written = {}
         for role, table in tables.items():
             path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}", exists_policy(args.overwrite))
-            print(f"wrote {path} ({role}, {table.num_rows:,} rows)")
+            written[f"{role} table"] = (role, path, table)
+    settings = {"rows": args.n, "nas": args.nas, "format": args.format, "seed": args.seed}
+    _show_data("join", names["x"], settings, written, args.json)
     return 0
+
+
+def _show_data(dataset: str, name: str, settings: dict, written: dict[str, tuple[str, Path, Any]], as_json: bool) -> None:
+    """Say what ``accel data`` wrote: a line per table (rows, columns), then where each file went;
+    with ``--json``, one JSON document (the settings and each file's role, rows, columns and size).
+
+    ``written`` maps the label each file is named by to its role in the data set (``x``, the
+    table the questions read; ``small``, ``medium``, ``big``, the join's right tables), its path
+    and the pyarrow Table written there.
+    """
+    files = [
+        {
+            "role": role,
+            "path": str(path),
+            "rows": table.num_rows,
+            "columns": list(table.column_names),
+            "bytes": path.stat().st_size,
+        }
+        for role, path, table in written.values()
+    ]
+    document = {"dataset": dataset, "name": name, **settings, "files": files}
+
+    def render() -> None:
+        for label, f in zip(written, files):
+            _print(f"{label}: {f['rows']:,} rows, columns {', '.join(f['columns'])}")
+
+    show_result(document, as_json, render, {label: path for label, (_, path, _) in written.items()})
 
 
 @contextmanager
@@ -753,9 +790,8 @@ def _no_empty_folders(folder: Path) -> Iterator[None]:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from accel.record import output_root
-    from accel.report.html import build_report
+    from accel.report.html import write_report
 
-    html_path, markdown = build_report(args.dir or output_root(), args.out, overwrite=args.overwrite)
-    print(markdown)
-    print(f"report: {html_path}")
+    report = write_report(args.dir or output_root(), args.out, overwrite=args.overwrite)
+    show_result(report.figures(), args.json, lambda: _print(report.markdown), {"report": report.path})
     return 0

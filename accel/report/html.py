@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -32,7 +33,18 @@ from accel.record import loads as record_loads
 from accel.report import overview, sections
 from accel.report.layout import Section, checksum_text, num
 
-__all__ = ["Collected", "build_report", "checksum_text", "collect", "kind_of", "num", "render", "templates"]
+__all__ = [
+    "Collected",
+    "Report",
+    "build_report",
+    "checksum_text",
+    "collect",
+    "kind_of",
+    "num",
+    "render",
+    "templates",
+    "write_report",
+]
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +187,58 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     return page, md.rstrip() + "\n"
 
 
-def build_report(folder: Path, out: Path | None = None, overwrite: bool = False) -> tuple[Path, str]:
-    """Write the HTML page and return its path and the Markdown summary.
+@dataclass(frozen=True)
+class Report:
+    """A report written: the page's path, the Markdown summary and the records it was made from."""
 
-    ``out`` given: that file, refused if it exists unless ``overwrite``. Not given:
-    ``DIR/report.html``, or the next free ``report-NNN.html`` (accel chose the name).
+    path: Path
+    markdown: str
+    folder: Path
+    found: Collected
+
+    def figures(self) -> dict[str, Any]:
+        """What ``accel report --json`` prints: the page written, how many records of each kind it
+        shows, one entry per record (its summary row's figures) and the files not used, with why."""
+        return {
+            "report": str(self.path),
+            "folder": str(self.folder),
+            "records": self.found.count,
+            "by_kind": {kind: len(v) for kind, v in self.found.by_kind.items() if v},
+            "entries": [
+                {
+                    "file": str(e.path),
+                    "kind": e.kind_text,
+                    "data": e.label,
+                    "rows": e.rows,
+                    "devices": e.devices,
+                    "speedup": e.speedup,
+                    "speedup_of": e.speedup_note,
+                    "metrics": e.metrics,
+                    "parity": e.parity,
+                }
+                for e in self.found.entries
+            ],
+            "ignored": [{"file": str(p), "reason": why} for p, why in self.found.ignored],
+        }
+
+
+def write_report(folder: Path, out: Path | None = None, overwrite: bool = False) -> Report:
+    """Write the HTML page for the records under ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        Searched recursively for run records and benchmark results.
+    out : Path, optional
+        The page to write, refused if it exists unless ``overwrite``. Not given:
+        ``folder/report.html``, or the next free ``report-NNN.html`` (accel chose the name).
+    overwrite : bool, default False
+        Replace ``out`` if it exists.
+
+    Returns
+    -------
+    Report
+        The page's path, the Markdown summary and the records shown.
     """
     from accel.files import NUMBER, exists_policy, refuse_existing, write_new
 
@@ -194,4 +253,10 @@ def build_report(folder: Path, out: Path | None = None, overwrite: bool = False)
         raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json)")
     page, markdown = render(found, Path(folder))
     out = write_new(out, page.encode("utf-8"), "the report", "choose another --out", exists=exists)
-    return out, markdown
+    return Report(out, markdown, Path(folder), found)
+
+
+def build_report(folder: Path, out: Path | None = None, overwrite: bool = False) -> tuple[Path, str]:
+    """Write the HTML page (as :func:`write_report`) and return its path and the Markdown summary."""
+    report = write_report(folder, out, overwrite)
+    return report.path, report.markdown
