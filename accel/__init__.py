@@ -3,8 +3,9 @@
 As a library: ``accel.run(...)`` runs a workflow on both arms and returns a
 :class:`~accel.api.RunResult` (the record, and its stages, metrics and memory as DataFrames);
 ``accel.tune(...)`` searches hyperparameters (``accel hpo``), ``accel.compare(...)`` runs your
-own script on the CPU and with cudf.pandas / cuml.accel; ``accel.info()`` says which arms can
-run here. Both are imported on first use, so ``import
+own script on the CPU and with cudf.pandas / cuml.accel, ``accel.benchmark(...)`` runs an
+``accel bench`` suite and ``accel.scale(...)`` a scaling study on 1, 2, 4 ... Dask workers;
+``accel.info()`` says which arms can run here. They are imported on first use, so ``import
 accel`` loads no data library.
 """
 
@@ -39,7 +40,10 @@ OMP_WAIT_POLICY = {
 
 
 #: What ``accel.<name>`` gives, from :mod:`accel.api`, imported on first use.
-_API = ("run", "run_config", "tune", "compare", "info", "RunResult", "TuneResult", "CompareResult")
+_API = (
+    "run", "run_config", "tune", "compare", "benchmark", "scale", "info",
+    "RunResult", "TuneResult", "CompareResult", "BenchResult", "ScaleResult",
+)  # fmt: skip
 
 
 def __getattr__(name: str):  # PEP 562: the API without importing pandas at ``import accel``

@@ -3,7 +3,9 @@
 The command line is a thin layer over the same functions: one configuration (validated as the
 flags are), one paired run, one record written under ``out``. What comes back is a
 :class:`RunResult`: the record as a dict, and its stages, metrics and memory as pandas
-DataFrames; in Jupyter it shows the stage table and a speedup chart.
+DataFrames; in Jupyter it shows the stage table and a speedup chart. :func:`benchmark` (``accel
+bench``) and :func:`scale` (``accel scale``) return a :class:`BenchResult` and a
+:class:`ScaleResult` the same way.
 
 >>> import accel
 >>> result = accel.run("flights", rows=20_000, device="cpu")  # doctest: +SKIP
@@ -19,11 +21,12 @@ from __future__ import annotations
 import html
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Keyword arguments of :func:`run` and the workflow-file setting (and flag) each one sets.
+#: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (
     "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "precision",
     "batch_rows", "memory_budget", "rmm_pool", "rows", "test_size", "seed", "out",
@@ -109,33 +112,41 @@ class RunResult:
     def _repr_html_(self) -> str:
         """The stage table and a bar per stage's speedup, for Jupyter."""
         stages = self.stages
-        arms = self.record["arms"]
-        from accel.report.console import gpu_status_line
-
-        said = [
-            gpu_status_line(a) if arm == "gpu" else f"{arm.upper()} arm {a.get('status')}: {a.get('reason')}"
-            for arm, a in arms.items()
-            if a.get("status") != "ok" and a.get("reason")
-        ]  # the terminal's words: "GPU arm skipped: no CUDA driver ..."
-        notes = [
-            f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in (line.partition(": ") for line in said)
-        ]
-        finite = [v for v in stages["speedup"] if math.isfinite(v)]
-        top = max(finite, default=1.0) or 1.0
-        bars = "".join(
-            f"<tr><td>{html.escape(str(stage))}</td><td><div style='background:#76b900;height:0.9em;"
-            f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
-            for stage, value in stages["speedup"].items()
-            if math.isfinite(value)
-        )
-        chart = f"<table><caption>speedup per stage</caption>{bars}</table>" if bars else "<p>speedup: n/a (one arm ran)</p>"
+        notes = _skip_notes(self.record["arms"].items())
+        chart = _speedup_chart(stages["speedup"].items(), "speedup per stage") or "<p>speedup: n/a (one arm ran)</p>"
         title = f"<h4>accel run: {html.escape(str(self.record.get('workflow')))}</h4>"
         where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
-        return title + stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a") + chart + "".join(notes) + where
+        return title + stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a") + chart + notes + where
 
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
+
+
+def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str) -> str:
+    """A bar per finite speedup (label, value), scaled to the largest; empty when none is finite."""
+    finite = [(label, value) for label, value in speedups if math.isfinite(value)]
+    top = max((value for _, value in finite), default=1.0) or 1.0
+    bars = "".join(
+        f"<tr><td>{html.escape(str(label))}</td><td><div style='background:#76b900;height:0.9em;"
+        f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
+        for label, value in finite
+    )
+    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else ""
+
+
+def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
+    """Why each arm that did not run did not, in the terminal's words ("GPU arm skipped: ...")."""
+    from accel.report.console import gpu_status_line
+
+    said = [
+        gpu_status_line(a) if arm == "gpu" else f"{arm.upper()} arm {a.get('status')}: {a.get('reason')}"
+        for arm, a in arms
+        if a.get("status") != "ok" and a.get("reason")
+    ]
+    return "".join(
+        f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in (line.partition(": ") for line in said)
+    )
 
 
 def run(
@@ -200,6 +211,39 @@ def run(
         if listener is not None:
             listener.close()
     return RunResult(record, Path(path))
+
+
+def _table_settings(
+    data: str | os.PathLike[str] | None,
+    target: str | None,
+    task: str | None,
+    model: str | None,
+    drop: Sequence[str] | None,
+    delimiter: str | None,
+    date_format: Mapping[str, str] | None,
+    probe: str | None,
+    device: str | None,
+    rows: int | None,
+    test_size: float | None,
+    seed: int | None,
+    out: str | os.PathLike[str] | None,
+) -> dict[str, Any]:
+    """The settings :func:`run` and :func:`scale` share, as :func:`accel.cli.options.table_overrides` names them."""
+    return {
+        "data": None if data is None else os.fspath(data),
+        "target": target,
+        "task": task,
+        "model": model,
+        "drop": None if drop is None else ([drop] if isinstance(drop, str) else list(drop)),
+        "delimiter": delimiter,
+        "date_format": None if date_format is None else dict(date_format),
+        "probe": probe,
+        "device": device,
+        "rows": rows,
+        "test_size": test_size,
+        "seed": seed,
+        "out": None if out is None else os.fspath(out),
+    }
 
 
 def run_config(
@@ -475,6 +519,421 @@ def compare(
     )  # fmt: skip
     record, path = run_compare(opts)
     return CompareResult(record, Path(path))
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One ``accel bench`` suite on both arms: the result accel wrote, and views of it as tables.
+
+    Attributes
+    ----------
+    record : dict
+        The benchmark result, as written (``accel report`` reads the file).
+    path : pathlib.Path
+        Where it was written.
+    """
+
+    record: dict[str, Any]
+    path: Path
+
+    @property
+    def suite(self) -> str:
+        """``groupby``, ``join``, ``models`` or ``crossover``."""
+        from accel.bench.suites import suite_of
+
+        return suite_of(self.record)
+
+    @property
+    def table(self) -> Any:
+        """One row per question (groupby, join), model (models) or operation and size (crossover).
+
+        Each arm's status and median seconds (models: of ``fit`` and ``predict``, and the quality
+        reached), the speedup (CPU seconds / GPU seconds; NaN unless both arms ran) and, for the
+        db-benchmark questions, whether the arms' answers agree.
+        """
+        import pandas as pd
+
+        r = self.record
+        if self.suite == "models":
+            rows = [
+                {
+                    "model": m["model"],
+                    "metric": m["metric"],
+                    **{
+                        f"{arm}_{what}": value
+                        for arm in ("gpu", "cpu")
+                        for what, value in (
+                            ("status", m[arm].get("status")),
+                            ("fit_seconds", _float((m[arm].get("fit") or {}).get("median"))),
+                            ("predict_seconds", _float((m[arm].get("predict") or {}).get("median"))),
+                            ("quality", _float(m[arm].get("quality"))),
+                        )
+                    },
+                    "fit_speedup": _float(m.get("fit_speedup")),
+                    "predict_speedup": _float(m.get("predict_speedup")),
+                }
+                for m in r.get("models") or []
+            ]
+            return pd.DataFrame(rows).set_index("model")
+        if self.suite == "crossover":
+            rows = [
+                {
+                    "operation": op["operation"],
+                    "rows": p["rows"],
+                    **_arm_medians(p),
+                    "speedup": _float(p.get("speedup")),
+                }
+                for op in r.get("operations") or []
+                for p in op["points"]
+            ]
+            return pd.DataFrame(rows).set_index(["operation", "rows"])
+        rows = [
+            {
+                "question": q["question"],
+                "title": q["title"],
+                **_arm_medians(q),
+                "speedup": _float(q.get("speedup")),
+                "agree": q.get("agree"),
+            }
+            for q in r.get("questions") or []
+        ]
+        return pd.DataFrame(rows).set_index("question")
+
+    @property
+    def speedups(self) -> Any:
+        """Each speedup the suite measured, as a Series: per question, per model's ``fit`` and
+        ``predict``, or per operation and size; NaN where an arm did not run."""
+        import pandas as pd
+
+        table = self.table
+        if self.suite == "models":
+            pairs = [(f"{m} {what}", table.loc[m, f"{what}_speedup"]) for m in table.index for what in ("fit", "predict")]
+        elif self.suite == "crossover":
+            pairs = [(f"{op} at {rows:,} rows", v) for (op, rows), v in table["speedup"].items()]
+        else:
+            pairs = list(table["speedup"].items())
+        return pd.Series(dict(pairs), name="speedup", dtype=float)
+
+    @property
+    def crossover_rows(self) -> dict[str, int | None]:
+        """crossover: per operation, the row count from which the GPU arm wins (None: it did not
+        win at any size measured, or did not run); empty for the other suites."""
+        return {op["operation"]: op.get("crossover_rows") for op in self.record.get("operations") or []}
+
+    @property
+    def failed(self) -> list[str]:
+        """What failed on an arm, e.g. ``["q3 (gpu)"]`` (the result has the reasons)."""
+        from accel.bench.suites import failures
+
+        return failures(self.record)
+
+    @property
+    def disagree(self) -> list[str]:
+        """The questions whose answers differ between the arms (groupby and join)."""
+        from accel.bench.suites import disagreements
+
+        return disagreements(self.record)
+
+    def __repr__(self) -> str:
+        gpu = self.record.get("gpu") or {}
+        return f"BenchResult({self.suite!r}, gpu {gpu.get('status')}, failed {self.failed}, result {str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        """The table and a bar per speedup, for Jupyter."""
+        title = f"<h4>accel bench {html.escape(self.suite)}</h4>"
+        table = self.table.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
+        chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
+        notes = _skip_notes([("gpu", self.record.get("gpu") or {})])
+        if not chart:
+            chart = "<p>speedup: n/a (the GPU arm did not run)</p>"
+        lines = [f"crossover of {op}: " + (f"from {n:,} rows" if n else "none measured") for op, n in self.crossover_rows.items()]
+        lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
+        lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
+        lines += [str((self.record.get("fairness") or {}).get("line") or "")]
+        extra = "".join(f"<p>{html.escape(line)}</p>" for line in lines if line)
+        where = f"<p>result: <code>{html.escape(str(self.path))}</code></p>"
+        return title + table + chart + notes + extra + where
+
+
+def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        f"{arm}_{what}": value
+        for arm in ("gpu", "cpu")
+        for what, value in (("status", row[arm].get("status")), ("seconds", _float(row[arm].get("median"))))
+    }
+
+
+def benchmark(
+    suite: str,
+    *,
+    data: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    questions: str | Sequence[str] | None = None,
+    engines: str | Sequence[str] | None = None,
+    cpu_from: Sequence[str | os.PathLike[str]] | None = None,
+    rows: int | None = None,
+    features: int | None = None,
+    models: str | Sequence[str] | None = None,
+    operations: str | Sequence[str] | None = None,
+    min_rows: int | None = None,
+    max_rows: int | None = None,
+    steps_per_decade: int | None = None,
+    seed: int | None = None,
+    device: str = "auto",
+    repeats: int = 3,
+    warmup: int = 0,
+    results: str | os.PathLike[str] | None = None,
+    progress_file: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> BenchResult:
+    """Run one of the ``accel bench`` suites on both arms, as ``accel bench SUITE`` does; write its
+    result, return it.
+
+    (``accel.bench`` is the subpackage that holds the suites, hence the name.) Each setting is
+    the command's flag of the same name; one that another suite takes (``rows=`` for
+    ``"groupby"``) is refused. None takes the command's default.
+
+    Parameters
+    ----------
+    suite : {"groupby", "join", "models", "crossover"}
+        The db-benchmark groupby or join questions (pandas against cuDF, answers checked), the
+        registry's model pairs (scikit-learn against cuML, XGBoost CPU against CUDA), or the
+        row count from which the GPU arm is faster, per operation.
+    data : str or path, optional
+        groupby: the data file (``accel data groupby N K FILE``), ``.csv`` or ``.parquet``.
+    data_dir : str or path, optional
+        join: the folder of the four join tables (``accel data join N DIR``).
+    questions : str or sequence of str, optional
+        groupby, join: ``"q1,q3"`` or ``["q1", "q3"]`` (default all).
+    engines : str or sequence of str, optional
+        groupby: other engines for context, of ``polars``, ``duckdb``, ``polars-gpu``.
+    cpu_from : sequence of str or path, optional
+        groupby, join: earlier results (or folders of them) of the same benchmark on the same
+        data and CPU, whose CPU arm is taken instead of running it again.
+    rows : int, optional
+        models: rows of generated data, 80% for training (default 100,000).
+    features : int, optional
+        models, crossover: columns of generated data (default 32).
+    models : str or sequence of str, optional
+        models: the pairs to run (default all).
+    operations : str or sequence of str, optional
+        crossover: ``groupby``, ``join`` or model names (default groupby, join, xgboost).
+    min_rows, max_rows : int, optional
+        crossover: the smallest and largest size (default 1,000 and 10,000,000).
+    steps_per_decade : int, optional
+        crossover: sizes per factor of 10 (default 1).
+    seed : int, optional
+        models, crossover: the data's seed (default 42).
+    device : {"auto", "cpu", "gpu"}, default "auto"
+        The accelerated arm: ``"auto"`` (the GPU when usable, else recorded as skipped),
+        ``"gpu"`` (an error if none), ``"cpu"`` (only the CPU arm).
+    repeats : int, default 3
+        Timed runs after the cold one.
+    warmup : int, default 0
+        Untimed runs between the cold run and the timed ones.
+    results : str or path, optional
+        Folder for the result (default ``benchmarks/`` in ``$ACCEL_OUT_DIR``, else in ``runs/``).
+    progress_file : str or path, optional
+        groupby, join, models: a new JSON-lines file that each finished question or model is
+        appended to as it finishes.
+    overwrite : bool, default False
+        Replace ``progress_file`` if it exists.
+    progress : bool, default False
+        Say each question, model or size as it is measured (on stderr), as the command does.
+
+    Returns
+    -------
+    BenchResult
+
+    Raises
+    ------
+    accel.errors.AccelError
+        For every bad input, before anything is measured, with the one-line message the
+        command line prints (nothing is written then).
+    """
+    from accel.bench.suites import request, run_suite
+
+    given = {
+        "data": data, "data_dir": data_dir, "questions": questions, "engines": engines, "cpu_from": cpu_from,
+        "rows": rows, "features": features, "models": models, "operations": operations, "min_rows": min_rows,
+        "max_rows": max_rows, "steps_per_decade": steps_per_decade, "seed": seed, "device": device,
+        "repeats": repeats, "warmup": warmup, "results": results, "progress_file": progress_file, "overwrite": overwrite,
+    }  # fmt: skip
+    record, path = run_suite(request(suite, given, progress))
+    return BenchResult(record, Path(path))
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """One scaling study (``accel scale``): the record accel wrote, its plot, and views as tables.
+
+    Attributes
+    ----------
+    record : dict
+        The scaling record (``"benchmark": "scaling"``), as written.
+    path : pathlib.Path
+        Where it was written.
+    plot : pathlib.Path
+        The PNG beside it: seconds per stage per configuration, and speedup against workers.
+    """
+
+    record: dict[str, Any]
+    path: Path
+    plot: Path
+
+    @property
+    def table(self) -> Any:
+        """The tidy table: one row per configuration (arm and workers) and stage, with seconds,
+        speedup against the fewest workers, parallel efficiency, GPU against CPU and the metric."""
+        import pandas as pd
+
+        return pd.DataFrame(self.record["rows"]).astype({k: float for k in _SCALE_NUMBERS})
+
+    @property
+    def totals(self) -> Any:
+        """The ``total`` stage of :attr:`table`, one row per configuration (``kind``, ``workers``)."""
+        table = self.table
+        return table[table["stage"] == "total"].drop(columns="stage").set_index(["kind", "workers"])
+
+    @property
+    def failed(self) -> list[str]:
+        """The configurations whose run failed, e.g. ``["CPU × 4"]`` (the record has the reasons)."""
+        from accel.scaleout.scaling import run_label
+
+        return [run_label(r["kind"], r["workers"]) for r in self.record["runs"] if r["arm"]["status"] == "failed"]
+
+    def __repr__(self) -> str:
+        runs = ", ".join(f"{r['kind']} × {r['workers']} {r['arm']['status']}" for r in self.record["runs"])
+        return f"ScaleResult({self.record['workflow']!r}, {self.record['cluster_kind']}, {runs}, record {str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        """The totals per configuration and a bar per configuration's speedup, for Jupyter."""
+        from accel.scaleout.scaling import run_label
+
+        totals = self.totals
+        title = f"<h4>accel scale: {html.escape(str(self.record['workflow']))} ({html.escape(self.record['cluster_kind'])})</h4>"
+        table = totals.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
+        speedups = [(run_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
+        chart = _speedup_chart(speedups, "speedup of the total against the fewest workers of the same arm")
+        chart = chart or "<p>speedup: n/a (no configuration ran)</p>"
+        skipped = (self.record.get("skipped_arms") or {}).items()  # the same reason at every count
+        notes = _skip_notes([(arm, {"status": "skipped", "reason": reason}) for arm, reason in skipped])
+        failed = "".join(
+            f"<p><b>{html.escape(run_label(r['kind'], r['workers']))} failed</b>: {html.escape(str(r['arm'].get('reason')))}</p>"
+            for r in self.record["runs"]
+            if r["arm"]["status"] == "failed"
+        )
+        where = f"<p>record: <code>{html.escape(str(self.path))}</code>, plot: <code>{html.escape(str(self.plot))}</code></p>"
+        return title + table + chart + notes + failed + where
+
+
+#: The numeric columns of a scaling record's rows (NaN where a run did not complete).
+_SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric")
+
+
+def scale(
+    workflow: str | os.PathLike[str] | None = None,
+    *,
+    data: str | os.PathLike[str] | None = None,
+    target: str | None = None,
+    task: str | None = None,
+    model: str | None = None,
+    drop: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    date_format: Mapping[str, str] | None = None,
+    probe: str | None = None,
+    cluster: str = "local",
+    workers: Sequence[int] | None = None,
+    threads_per_worker: int | None = None,
+    rmm_pool: str | None = None,
+    device_memory_limit: str | None = None,
+    worker_memory: str | None = None,
+    protocol: str | None = None,
+    scale: int | None = None,
+    device: str | None = None,
+    test_size: float | None = None,
+    rows: int | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    baseline: bool = True,
+    progress: bool = False,
+) -> ScaleResult:
+    """Run a workflow on 1, 2, 4 ... Dask workers beside the single-process CPU baseline, as
+    ``accel scale`` does; write the scaling record and its plot, return them.
+
+    A fresh cluster is started for each worker count and closed before the next. Each setting
+    is the command's flag of the same name, checked by the same functions.
+
+    Parameters
+    ----------
+    workflow : str or path, optional
+        ``"flights"``, or a workflow YAML file (its ``cluster:`` section is left out: the study
+        decides the clusters). Leave it out with ``data=``.
+    data, target, task, model, drop, delimiter, date_format, probe
+        Your own table, as for :func:`run` (``model``: ``"xgboost"``, the one with a
+        distributed trainer).
+    cluster : {"local", "local-cuda"}, default "local"
+        CPU worker processes of the same threads each, or one worker per GPU.
+    workers : sequence of int, optional
+        The worker counts to compare, e.g. ``[1, 2, 4]`` (default 1, 2, 4 ... up to the cores,
+        or the GPUs, of this machine).
+    threads_per_worker : int, optional
+        Threads of each worker (``local`` default: the cores / the largest count).
+    rmm_pool, device_memory_limit : str, optional
+        ``local-cuda``: each worker's RMM pool, and the device memory above which it spills.
+    worker_memory : str, optional
+        Host memory per worker, beyond which Dask spills partitions to disk.
+    protocol : {"tcp", "ucx"}, optional
+        The workers' protocol (default ``"tcp"``).
+    scale : int, optional
+        Replicate the data this many times with jitter (default 1).
+    device : {"auto", "cpu", "gpu"}, optional
+        The accelerated arm on GPU workers: ``"auto"`` (when usable), ``"gpu"`` (an error if
+        none), ``"cpu"`` (CPU workers only).
+    test_size : float, optional
+        Share of rows held out for testing (default 0.2).
+    rows : int, optional
+        A seeded sample of this many rows (before ``scale``).
+    seed : int, optional
+        Seed for sampling, splitting and the model (default 42).
+    out : str or path, optional
+        Folder for the record and its plot (default ``$ACCEL_OUT_DIR``, else ``runs``).
+    baseline : bool, default True
+        Run the single-process CPU baseline (no Dask, every core) first.
+    progress : bool, default False
+        Show the stages as they run (on stderr), as the command does.
+
+    Returns
+    -------
+    ScaleResult
+
+    Raises
+    ------
+    accel.errors.AccelError
+        For every bad input (a worker count beyond this machine's cores or GPUs included),
+        before the first cluster starts, with the one-line message the command line prints.
+    """
+    from accel.scaleout.scaling import scaling_study, study_config
+
+    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
+    dask = {
+        "cluster": cluster, "workers": workers, "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool,
+        "device_memory_limit": device_memory_limit, "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
+    }  # fmt: skip
+    workflow_name = None if workflow is None else str(workflow)
+    config, counts = study_config(workflow_name, settings, dask)
+    listener = None
+    if progress:
+        from accel.report.console import ProgressDisplay
+
+        listener = ProgressDisplay(live=False)  # the workers write to the same terminal
+    try:
+        record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
+    finally:
+        if listener is not None:
+            listener.close()
+    return ScaleResult(record, Path(path), Path(png))
 
 
 def info() -> dict[str, Any]:

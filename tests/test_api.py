@@ -116,3 +116,82 @@ def test_compare_runs_a_script_on_both_arms(tmp_path):
     if arms.loc["gpu", "status"] == "skipped":  # no GPU here: nothing invented for it
         assert math.isnan(result.speedup) and result.agree is None and math.isnan(arms.loc["gpu", "cold_seconds"])
     assert "accel compare" in result._repr_html_()
+
+
+# --------------------------------------------------------------------------- benchmark and scale
+
+
+@pytest.fixture(scope="module")
+def groupby_file(tmp_path_factory):
+    from tests.bench_bodies import make_groupby_file
+
+    return make_groupby_file(tmp_path_factory.mktemp("g"), n=3000, k=10, nas=5)
+
+
+def test_benchmark_returns_the_result_it_wrote(groupby_file, tmp_path):
+    result = accel.benchmark("groupby", data=groupby_file, questions=["q1", "q3"], repeats=1, device="cpu", results=tmp_path)
+    [path] = records_in(tmp_path)
+    assert isinstance(result, accel.BenchResult) and result.path == path and result.suite == "groupby"
+    assert read_json(path)["questions"] == result.record["questions"]
+    assert result.record["config"]["questions"] == "q1,q3" and result.record["config"]["repeats"] == 1
+    table = result.table
+    assert list(table.index) == ["q1", "q3"] and (table["cpu_status"] == "ok").all() and (table["cpu_seconds"] > 0).all()
+    assert (table["gpu_status"] == "skipped").all() and table["speedup"].isna().all() and table["agree"].isna().all()
+    assert result.failed == [] and result.disagree == []
+    page = result._repr_html_()
+    assert "speedup: n/a" in page and "<b>GPU arm skipped</b>: not requested (--device cpu)" in page and str(path) in page
+
+
+def test_benchmark_chart_of_a_real_gpu_result():
+    path = ROOT / "benchmarks" / "results" / "2026-11-30-models-nvidia-h200-001.json"
+    result = accel.BenchResult(read_json(path), path)
+    speedups = result.speedups
+    assert result.suite == "models" and len(speedups) == 2 * len(result.record["models"])
+    first = result.record["models"][0]
+    assert speedups[f"{first['model']} fit"] == pytest.approx(first["fit_speedup"])
+    page = result._repr_html_()
+    assert "<caption>speedup (CPU seconds / GPU seconds)</caption>" in page and "n/a (the GPU arm" not in page
+    assert page.count("<td><div style=") == speedups.notna().sum()
+
+
+def test_benchmark_refuses_what_its_suite_does_not_take(groupby_file, tmp_path):
+    with pytest.raises(AccelError, match="rows= does not apply to the groupby benchmark"):
+        accel.benchmark("groupby", data=groupby_file, rows=1000, results=tmp_path)
+    with pytest.raises(AccelError, match="unknown benchmark suite 'e2e'; known: groupby, join, models, crossover"):
+        accel.benchmark("e2e", results=tmp_path)
+    with pytest.raises(AccelError, match="repeats must be a positive integer, got 0"):
+        accel.benchmark("groupby", data=groupby_file, repeats=0, results=tmp_path)
+    with pytest.raises(AccelError, match="needs its data file"):
+        accel.benchmark("groupby", results=tmp_path)
+    with pytest.raises(AccelError, match="unknown model 'nope'"):
+        accel.benchmark("models", models=["nope"], results=tmp_path)
+    assert records_in(tmp_path) == []
+
+
+def test_scale_refuses_before_any_cluster_starts(tmp_path):
+    from accel.backend import cpu_threads
+
+    with pytest.raises(AccelError, match="needs --cluster local or --cluster local-cuda"):
+        accel.scale("flights", cluster=None, out=tmp_path)
+    with pytest.raises(AccelError, match="cores"):
+        accel.scale("flights", workers=[1, cpu_threads() + 1], out=tmp_path)
+    with pytest.raises(AccelError, match="--workers must be positive integers"):
+        accel.scale("flights", workers=[0, 1], out=tmp_path)
+    with pytest.raises(AccelError, match="--worker-memory 'lots' is not a size"):
+        accel.scale("flights", cluster="local", worker_memory="lots", out=tmp_path)
+    assert records_in(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_scale_returns_the_study_it_wrote(tmp_path):
+    from tests.test_dask_flights import FAST_YAML
+
+    workflow = tmp_path / "fast.yaml"
+    workflow.write_text(FAST_YAML)
+    result = accel.scale(workflow, cluster="local", workers=[1], out=tmp_path / "out")
+    [path] = records_in(tmp_path / "out")
+    assert isinstance(result, accel.ScaleResult) and result.path == path and result.plot == path.with_suffix(".png")
+    totals = result.totals
+    assert list(totals.index) == [("single-process", 1), ("cpu", 1)] and (totals["seconds"] > 0).all()
+    assert totals.loc[("cpu", 1), "speedup_vs_1"] == pytest.approx(1.0) and result.failed == []
+    assert len(result.table) == 2 * 6 and "CPU × 1" in result._repr_html_()

@@ -1,5 +1,7 @@
 """``accel bench`` and ``accel compare``: paired CPU/GPU measurements outside a workflow.
 
+- :mod:`~accel.bench.suites` — an ``accel bench`` suite end to end (:func:`accel.benchmark`):
+  inputs checked, both arms measured, the result written.
 - :mod:`~accel.bench.models` — the registry's model pairs fitted on generated data.
 - :mod:`~accel.bench.db` — the db-benchmark groupby and join questions, pandas against cuDF.
 - :mod:`~accel.bench.engines` — other CPU engines (Polars, DuckDB, Polars' GPU engine) for context.

@@ -3,7 +3,8 @@
 - :mod:`~accel.cli.main` — the parser, ``run``, ``info``, ``report``, ``compare``, and
   :func:`~accel.cli.main.main` (the console script), which turns user errors into one line.
 - :mod:`~accel.cli.options` — the argument types and option groups the commands share.
-- :mod:`~accel.cli.bench` — ``accel bench`` (models, groupby, join, crossover).
+- :mod:`~accel.cli.bench` — ``accel bench`` (models, groupby, join, crossover), ``accel data``, ``accel report``.
+- :mod:`~accel.cli.scale` — ``accel scale``.
 - :mod:`~accel.cli.hpo` — ``accel hpo`` and ``accel experiments``.
 
 The top of the layers: may import anything in accel; nothing in accel imports it except

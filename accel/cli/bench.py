@@ -5,7 +5,7 @@
 starts (data files and their columns, question and model names, ``--repeats``, the results
 folder, ``--device gpu`` without a GPU): one line, ``accel: error: ...``, exit 2, nothing written.
 A benchmark in which an arm failed a question, or whose arms' answers disagree, exits with 1
-after writing its result.
+after writing its result. ``accel bench SUITE`` is :func:`accel.benchmark` and its tables.
 """
 
 from __future__ import annotations
@@ -13,20 +13,16 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.bench.suites import RESULTS_FOLDER
 from accel.cli.options import add_overwrite_argument, positive_int
 from accel.errors import AccelError
 from accel.files import exists_policy
-from accel.record import dumps as strict_json
 from accel.record import show_result
-
-#: Where results go without --results: this folder of the output root (accel.record.output_root).
-RESULTS_FOLDER = "benchmarks"
 
 
 def _non_negative_int(text: str) -> int:
@@ -119,14 +115,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _cpu_from(g)
     _common(g, repeats=3)
-    g.set_defaults(handler=_cmd_bench_db)
+    g.set_defaults(handler=_cmd_bench)
 
     j = bsub.add_parser("join", help="db-benchmark join questions q1-q5 on both arms, answers checked")
     j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
     j.add_argument("--questions", default="all", help="comma-separated q1..q5 (default all)")
     _cpu_from(j)
     _common(j, repeats=3)
-    j.set_defaults(handler=_cmd_bench_db, engines="")
+    j.set_defaults(handler=_cmd_bench)
 
     m = bsub.add_parser("models", help="scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA")
     m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
@@ -136,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--models", default="all", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
     m.add_argument("--seed", type=int, default=42)
     _common(m, repeats=3)
-    m.set_defaults(handler=_cmd_bench_models)
+    m.set_defaults(handler=_cmd_bench)
 
     c = bsub.add_parser("crossover", help="the row count from which the GPU arm wins, per operation")
     c.add_argument(
@@ -150,7 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--features", type=positive_int, default=32, help="columns for model operations (default 32)")
     c.add_argument("--seed", type=int, default=42)
     _common(c, repeats=3, progress_file=False)
-    c.set_defaults(handler=_cmd_bench_crossover)
+    c.set_defaults(handler=_cmd_bench)
 
     data = sub.add_parser("data", help="generate the db-benchmark data sets")
     dsub = data.add_subparsers(dest="dataset", required=True, parser_class=type(data))
@@ -196,64 +192,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
-def _results_folder(args: argparse.Namespace) -> Path:
-    """``--results``, or the output root's benchmarks folder (set on ``args`` for the rest of the command)."""
-    from accel.record import output_root
-
-    if args.results is None:
-        args.results = output_root() / RESULTS_FOLDER
-    return args.results
-
-
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _envelope(benchmark: str, args: argparse.Namespace, started: datetime, gpu: Any, gpu_reason: str | None) -> dict:
-    from accel.record import record_head
-
-    return {
-        **record_head("bench"),
-        "benchmark": benchmark,
-        "started_at": started.isoformat(),
-        "finished_at": None,
-        "config": {
-            k: (str(v) if isinstance(v, Path) else v)
-            for k, v in vars(args).items()
-            if k not in ("handler", "command", "suite", "json")
-        },
-        "gpu": {
-            "status": "ok" if gpu is not None else "skipped",
-            "reason": gpu_reason,
-            "device_name": gpu.device.name if gpu is not None and gpu.device else None,
-        },
-    }
-
-
-def _finish(result: dict, gpu_ran: bool, args: argparse.Namespace, fairness: dict, render: Callable[[dict], None]) -> None:
-    """Stamp the result, write it (never over an earlier one) and show it: JSON, or ``render``'s
-    tables with the fairness line; then where it was written."""
-    from accel.timing import bench_environment, result_device, write_result
-
-    result["finished_at"] = datetime.now(timezone.utc).isoformat()
-    result["environment"] = bench_environment()
-    result["fairness"] = fairness
-    device = result_device(gpu_ran, result["environment"])
-    path = write_result(args.results, result, result["benchmark"].replace("_", "-"), device)
-
-    def show() -> None:
-        render(result)
-        _print(fairness["line"])
-
-    show_result(result, args.json, show, {"results": path})
-
-
-def _failed_exit(failed: list[str]) -> int:
-    """Exit status 1 naming what failed (the result has the reasons), else 0."""
-    if not failed:
-        return 0
-    print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
-    return 1
 
 
 def _fmt_s(value: Any) -> str:
@@ -264,211 +204,31 @@ def _fmt_x(value: Any) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1f}×"
 
 
-class _ProgressFile:
-    """One JSON line per finished question or model, appended as it finishes (a time limit keeps them).
-
-    Each line names the benchmark, the data, the arm or engine, the code that ran and the
-    machine, and holds that answer's measurements as the final result holds them.
-    """
-
-    def __init__(self, path: Path | None, benchmark: str, data: Any, overwrite: bool = False):
-        self.path = path
-        self.common: dict[str, Any] = {}
-        if path is None:
-            return
-        from accel.environment import cpu_model, git_state
-        from accel.files import write_new
-        from accel.record import ensure_writable
-
-        ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
-        # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
-        write_new(Path(path), b"", "the progress file", "choose another --progress-file", exists=exists_policy(overwrite))
-        git = git_state()
-        self.common = {
-            "benchmark": benchmark,
-            "data": data,
-            "git_sha": git["sha"],
-            "git_dirty": git["dirty"],
-            "host": cpu_model(),
-        }
-
-    def __call__(self, arm: str, key: str, kind: str, answer: dict) -> None:
-        if self.path is None:
-            return
-        line = {"at": datetime.now(timezone.utc).isoformat(), **self.common, "arm": arm, kind: key, "result": answer}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(strict_json(line, indent=None) + "\n")
-            f.flush()
-
-
-def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
-    """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
-    the same data (size and sha256 of every file) and CPU model; refused (exit 2) otherwise.
-    Questions are taken from the first result that has them."""
-    from accel.bench.engines import CPU_ENGINES
-    from accel.environment import cpu_model
-    from accel.record import load_record
-
-    rows: dict[str, dict] = {}
-    sources: dict[str, str] = {}
-    arm: dict[str, Any] = {}
-    engines: dict[str, dict] = {}
-    # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
-    expanded = [(c, True) for p in paths if Path(p).is_dir() for c in sorted(Path(p).glob("*.json"))]
-    expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
-    for path, lenient in expanded:
-        try:
-            prior = load_record(path)
-            if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
-                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-            theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
-            mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
-            if theirs != mine:
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-            host = (prior.get("environment") or {}).get("cpu_model")
-            if host != cpu_model():
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
-        except (OSError, ValueError) as exc:
-            if lenient:
-                continue
-            raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
-        except AccelError:
-            if lenient:
-                continue
-            raise
-        arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
-        for row in prior.get("questions") or []:
-            if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
-                rows[row["question"]] = row["cpu"]
-                sources[row["question"]] = str(path)
-        for name, eng in (prior.get("engines") or {}).items():
-            if name not in CPU_ENGINES or eng.get("status") != "ok":
-                continue
-            merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
-            for q, a in (eng.get("questions") or {}).items():
-                merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
-    missing = [q.name for q in questions if q.name not in rows]
-    if missing:
-        raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
-    arm.update(
-        {
-            "status": "ok",
-            "questions": {q.name: rows[q.name] for q in questions},
-            "reused_from": {q.name: sources[q.name] for q in questions},
-        }
-    )
-    return arm, engines
-
-
-def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
-    """Each data file's path, size and sha256: what --cpu-from compares (a regenerated file with the
-    same bytes is the same data)."""
-    import hashlib
-
-    out = {}
-    for role, p in paths.items():
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        out[role] = {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": h.hexdigest()}
-    return out
-
-
 def _print(text: str) -> None:
     print(text, flush=True)
 
 
-# --------------------------------------------------------------------------- bench groupby / join
+# --------------------------------------------------------------------------- bench
 
 
-def _cmd_bench_db(args: argparse.Namespace) -> int:
-    from accel.backend import cpu_backend, resolve_arms
-    from accel.bench import db as dbbench
-    from accel.bench import engines
-    from accel.timing import check_results_folder, fairness
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from accel.api import benchmark
+    from accel.bench.suites import COMMON_SETTINGS, SUITE_SETTINGS
 
-    suite = dbbench.SUITES[args.suite]
-    questions = dbbench.select_questions(suite, args.questions)
-    paths = dbbench.locate_groupby(args.data) if suite.name == "groupby" else dbbench.locate_join(args.data_dir)
-    dbbench.check_columns(suite, paths)
-    engine_names = engines.check_engines([e.strip() for e in args.engines.split(",") if e.strip()])
-    check_results_folder(_results_folder(args))
-    data_files = _data_files(paths)
-    reused_cpu, reused_engines = (
-        _reuse_cpu_arm(args.cpu_from, suite.benchmark, data_files, questions) if args.cpu_from else (None, {})
-    )
-    arms = resolve_arms(args.device)
-    gpu, gpu_reason = arms.gpu, arms.gpu_skip
-    cpu = cpu_backend()
+    names = (*SUITE_SETTINGS[args.suite], *COMMON_SETTINGS)
+    result = benchmark(args.suite, **{k: getattr(args, k) for k in names if hasattr(args, k)}, progress=True)
+    render = {"groupby": _render_db, "join": _render_db, "models": _render_models, "crossover": _render_crossover}[args.suite]
 
-    started = datetime.now(timezone.utc)
-    result = _envelope(suite.benchmark, args, started, gpu, gpu_reason)
-    result["data"] = {role: str(p) for role, p in paths.items()}
-    result["data_files"] = data_files
-    keep = _ProgressFile(args.progress_file, suite.benchmark, result["data"], args.overwrite)
-    arms: dict[str, dict] = {}
-    arms["gpu"] = (
-        dbbench.run_arm(
-            gpu, suite, paths, questions, args.repeats, args.warmup, _progress, lambda q, a: keep("gpu", q, "question", a)
-        )
-        if gpu is not None
-        else {"status": "skipped", "reason": gpu_reason}
-    )
-    if reused_cpu is not None:
-        arms["cpu"] = reused_cpu
-        _progress(f"[cpu] taken from {', '.join(map(str, args.cpu_from))} (same data and CPU model)")
-    else:
-        arms["cpu"] = dbbench.run_arm(
-            cpu, suite, paths, questions, args.repeats, args.warmup, _progress, lambda q, a: keep("cpu", q, "question", a)
-        )
-    result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in arms.items()}
-    result["questions"] = dbbench.combine(questions, arms)
-    if engine_names or reused_engines:
-        to_run = [n for n in engine_names if n not in reused_engines]
-        result["engines"] = {
-            **reused_engines,
-            **engines.run_engines(
-                to_run, paths["x"], [q.name for q in questions], _progress, args.repeats,
-                lambda n, q, a: keep(n, q, "question", a),
-            ),
-        }  # fmt: skip
-        for row in result["questions"]:
-            for eng in result["engines"].values():
-                if eng.get("status") == "ok" and row["question"] in eng["questions"]:
-                    eng["questions"][row["question"]].update(
-                        dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
-                    )
+    def show() -> None:
+        render(result.record)
+        _print(result.record["fairness"]["line"])
 
-    import pandas
-    import pyarrow
-
-    settings: dict[str, Any] = {
-        "pandas": pandas.__version__,
-        "groupby/merge threads": 1,
-        "file reader": f"pyarrow, {pyarrow.cpu_count()} threads",
-    }
-    for name, eng in result.get("engines", {}).items():
-        if eng.get("status") == "ok":
-            settings[f"{name} threads (context)"] = eng["threads"]
-    fair = fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", settings)
-    _finish(result, gpu is not None, args, fair, _render_db)
-    return _db_exit(result)
-
-
-def _db_exit(result: dict) -> int:
-    failed = [
-        f"{row['question']} ({arm})"
-        for row in result["questions"]
-        for arm in ("gpu", "cpu")
-        if row[arm].get("status") == "failed"
-    ]
-    disagree = [row["question"] for row in result["questions"] if row["agree"] is False]
-    if failed:
-        print(f"accel: failed: {', '.join(failed)} (see the result)", file=sys.stderr)
-    if disagree:
-        print(f"accel: the arms' answers DISAGREE on {', '.join(disagree)} (see the result)", file=sys.stderr)
-    return 1 if failed or disagree else 0
+    show_result(result.record, args.json, show, {"results": result.path})
+    if result.failed:
+        print(f"accel: failed: {', '.join(result.failed)} (see the result)", file=sys.stderr)
+    if result.disagree:
+        print(f"accel: the arms' answers DISAGREE on {', '.join(result.disagree)} (see the result)", file=sys.stderr)
+    return 1 if result.failed or result.disagree else 0
 
 
 def _console() -> Any:
@@ -542,52 +302,7 @@ def _render_db(result: dict) -> None:
                 console.print(f"{name}: {eng.get('reason')}", highlight=False, markup=False, soft_wrap=True)
 
 
-# --------------------------------------------------------------------------- bench models / crossover
-
-
-def _model_fairness(cpu: Any) -> dict:
-    from accel.timing import blas_threads, fairness
-
-    pools = {f"{p['user_api']} ({p['library']})": p["threads"] for p in blas_threads()}
-    settings = {
-        "scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)",
-        "xgboost n_jobs": cpu.n_threads,
-        **pools,
-    }
-    return fairness(cpu, f"all {cpu.n_threads}", settings)
-
-
-def _cmd_bench_models(args: argparse.Namespace) -> int:
-    from accel.backend import cpu_backend, resolve_arms
-    from accel.bench import models as modelbench
-    from accel.timing import check_results_folder
-
-    pairs = modelbench.select_models(args.models, say=_progress)
-    if args.rows < 50:
-        raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {args.rows}")
-    if args.features < 8:
-        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
-    check_results_folder(_results_folder(args))
-    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
-    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-    arms = resolve_arms(args.device, needs=("cupy",))
-    gpu, gpu_reason = arms.gpu, arms.gpu_skip
-    cpu = cpu_backend()
-
-    started = datetime.now(timezone.utc)
-    result = _envelope("models", args, started, gpu, gpu_reason)
-    result["data"] = {"rows": args.rows, "train_rows": int(args.rows * 0.8), "features": args.features, "dtype": "float32",
-                      "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    keep = _ProgressFile(args.progress_file, "models", result["data"], args.overwrite)
-    result["models"] = modelbench.run_models(
-        pairs, cpu, gpu, gpu_reason, rows=args.rows, features=args.features, seed=args.seed,
-        repeats=args.repeats, warmup=args.warmup, progress=_progress,
-        on_result=lambda arm, model, r: keep(arm, model, "model", r),
-    )  # fmt: skip
-    fair = _model_fairness(cpu)
-    _finish(result, gpu is not None, args, fair, _render_models)
-    failed = [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
-    return _failed_exit(failed)
+# --------------------------------------------------------------------------- tables
 
 
 def _render_models(result: dict) -> None:
@@ -628,46 +343,6 @@ def _render_models(result: dict) -> None:
     reasons = sorted({r["gpu"]["reason"] for r in result["models"] if r["gpu"]["status"] == "skipped"})
     for reason in reasons:
         console.print(gpu_status_line({"status": "skipped", "reason": reason}), highlight=False, markup=False, soft_wrap=True)
-
-
-def _cmd_bench_crossover(args: argparse.Namespace) -> int:
-    from accel.backend import cpu_backend, resolve_arms
-    from accel.bench import crossover
-    from accel.timing import check_results_folder
-
-    operations = crossover.select_operations(args.operations, say=_progress)
-    sizes = crossover.row_counts(args.min_rows, args.max_rows, args.steps_per_decade)
-    if args.features < 8:
-        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {args.features}")
-    if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
-        raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
-    from accel.data.datagen import MIN_JOIN_ROWS
-
-    if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
-        raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
-    check_results_folder(_results_folder(args))
-    arms = resolve_arms(args.device)
-    gpu, gpu_reason = arms.gpu, arms.gpu_skip
-    cpu = cpu_backend()
-
-    started = datetime.now(timezone.utc)
-    result = _envelope("crossover", args, started, gpu, gpu_reason)
-    result["sizes"] = sizes
-    result["operations"] = crossover.sweep(
-        operations, sizes, cpu, gpu, gpu_reason, repeats=args.repeats, warmup=args.warmup, seed=args.seed,
-        features=args.features, progress=_progress,
-    )  # fmt: skip
-    fair = _model_fairness(cpu)
-    fair["line"] += "; groupby/join: pandas, one thread"
-    _finish(result, gpu is not None, args, fair, _render_crossover)
-    failed = [
-        f"{o['operation']} at {p['rows']:,} ({arm})"
-        for o in result["operations"]
-        for p in o["points"]
-        for arm in ("gpu", "cpu")
-        if p[arm]["status"] == "failed"
-    ]
-    return _failed_exit(failed)
 
 
 def _render_crossover(result: dict) -> None:

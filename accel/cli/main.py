@@ -30,7 +30,6 @@ from accel.credentials import hide
 from accel.errors import AccelError
 from accel.record import dumps as strict_json
 from accel.record import show_result
-from accel.scaleout import scaling
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
     add_cluster_arguments(run)
-    scaling.register(sub)
+    from accel.cli.scale import register as register_scale
+
+    register_scale(sub)  # scale: the same workflow on 1, 2, 4 ... Dask workers
 
     from accel.cli.bench import register as register_bench
 

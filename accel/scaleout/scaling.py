@@ -9,48 +9,24 @@ the smallest worker count (one worker when listed), parallel efficiency (speedup
 ratio), and the accuracy reached — written as a ``"benchmark": "scaling"`` record with a plot
 beside it. Several workers buy throughput and pay in communication; with XGBoost the quantile
 sketch is also merged across workers, so the accuracy is recorded at every count.
+
+:func:`accel.scale` and ``accel scale`` (:mod:`accel.cli.scale`) both come here:
+:func:`study_config`, then :func:`scaling_study`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from accel.errors import AccelError
-from accel.record import show_result
+from accel.scaleout.cluster import CLUSTER_KINDS
 
 STAGE_ROWS = ("load", "features", "to_device", "train", "predict", "total")
 METRIC = "auc"
-
-
-def register(sub: Any) -> None:
-    """Add ``accel scale`` to the ``accel`` command's subcommands."""
-    from accel.cli.options import OUT_DEFAULT, add_cluster_arguments, add_probe_argument, add_table_arguments, positive_int
-
-    scale = sub.add_parser(
-        "scale",
-        help="scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline",
-    )
-    scale.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
-    add_table_arguments(scale, "with --data: the model (xgboost: the one with a distributed trainer)")
-    add_probe_argument(scale)
-    add_cluster_arguments(scale, worker_list=True)
-    scale.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        help="the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)",
-    )
-    scale.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
-    scale.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (before --scale)")
-    scale.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
-    scale.add_argument("--out", type=Path, help=f"folder for the scaling record and its plot (default: {OUT_DEFAULT})")
-    scale.add_argument("--no-baseline", action="store_true", help="leave out the single-process CPU baseline")
-    scale.add_argument("--json", action="store_true", help="print the scaling record as JSON instead of the table")
-    scale.set_defaults(handler=command)
 
 
 def default_counts(kind: str) -> list[int]:
@@ -65,23 +41,55 @@ def default_counts(kind: str) -> list[int]:
     return counts
 
 
-def _config(args: argparse.Namespace) -> tuple[Any, list[int]]:
+def study_config(workflow: str | None, settings: dict[str, Any], dask: dict[str, Any]) -> tuple[Any, list[int]]:
+    """The study's run configuration and worker counts, checked as ``accel scale``'s flags are.
+
+    Parameters
+    ----------
+    workflow : str, optional
+        A workflow name or YAML file (its ``cluster:`` section is left out: the study decides
+        the clusters); None with ``settings["data"]``.
+    settings : dict
+        The table and run settings by the flags' names (:func:`accel.cli.options.table_overrides`);
+        None where not given.
+    dask : dict
+        ``cluster`` (``local`` or ``local-cuda``), ``workers`` (the counts, None: 1, 2, 4 ... up
+        to this machine's) and the other cluster flags by their names (``threads_per_worker``,
+        ``rmm_pool``, ``device_memory_limit``, ``worker_memory``, ``protocol``, ``scale``).
+
+    Returns
+    -------
+    (RunConfig, list of int)
+    """
     from accel.backend import cpu_threads
-    from accel.cli.options import config_overrides, table_overrides, workflow_source
+    from accel.cli.options import config_overrides, workflow_source
     from accel.config import build_config
 
-    if getattr(args, "cluster", None) is None:
+    kind = dask.get("cluster")
+    if kind is None:
         raise AccelError("accel scale needs --cluster local or --cluster local-cuda (it starts one cluster per worker count)")
-    file_values, source = workflow_source(args.workflow, args.data is not None, "scale")
+    if kind not in CLUSTER_KINDS:
+        raise AccelError(f"--cluster must be one of {', '.join(CLUSTER_KINDS)}, got {kind!r}")
+    counts = _counts(dask.get("workers")) or default_counts(kind)
+    file_values, source = workflow_source(workflow, settings.get("data") is not None, "scale")
     file_values.pop("cluster", None)  # the study decides the clusters
-    counts = args.workers or default_counts(args.cluster)
-    overrides = config_overrides(argparse.Namespace(**{**vars(args), "workers": None}))
+    overrides = config_overrides(argparse.Namespace(**{**dask, "workers": None}))
     cluster = overrides["cluster"]
-    if args.cluster == "local" and cluster.get("threads_per_worker") is None:
+    if kind == "local" and cluster.get("threads_per_worker") is None:
         # Every worker count gets workers of the same size, so n workers have n times the cores.
         cluster["threads_per_worker"] = max(1, cpu_threads() // max(counts))
-    overrides.update({k: v for k, v in table_overrides(args).items() if v is not None})
+    overrides.update({k: v for k, v in settings.items() if v is not None})
     return build_config(file_values, overrides, source), counts
+
+
+def _counts(workers: Any) -> list[int]:
+    """The worker counts asked for, sorted and distinct (empty: none asked for)."""
+    if workers is None:
+        return []
+    listed = [workers] if isinstance(workers, int) else list(workers)
+    if not listed or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in listed):
+        raise AccelError(f"--workers must be positive integers, got {workers!r}")
+    return sorted(set(listed))
 
 
 def scaling_study(
@@ -133,7 +141,7 @@ def scaling_study(
     if baseline:
         say("single-process CPU baseline (no Dask, every core)")
         if listener:
-            listener.section(_label("single-process", 1))
+            listener.section(run_label("single-process", 1))
         arm = run_arm_safely(places[0]["cpu"].backend, single_process(), listener, config.memory_settings()).as_dict()
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
@@ -146,7 +154,7 @@ def scaling_study(
                 continue
             say(f"{arm_kind.upper()} arm: {n} worker(s)")
             if listener:
-                listener.section(_label(arm_kind, n))  # as the table's column names it
+                listener.section(run_label(arm_kind, n))  # as the table's column names it
             try:
                 arm, ran = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
             except ClusterRunFailed as exc:
@@ -244,7 +252,8 @@ def _seconds(arm: dict[str, Any], stage: str) -> float:
     return float(arm["total_seconds"] if stage == "total" else arm["stages"][stage])
 
 
-def _label(kind: str, workers: int) -> str:
+def run_label(kind: str, workers: int) -> str:
+    """How a configuration is named in tables and the plot: ``single process``, ``CPU × 2``."""
     if kind == "single-process":
         return "single process"
     return f"{kind.upper()} × {workers}"
@@ -260,7 +269,7 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
         key = (r["kind"], r["workers"])
         if key not in configs:
             configs.append(key)
-    labels = [_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
+    labels = [run_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     bottom = [0.0] * len(configs)
@@ -315,7 +324,7 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
     table.add_column("")
     for run in runs:
         table.add_column(
-            f"{_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}", justify="right"
+            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}", justify="right"
         )
 
     def cells(stage: str, field: str, show: Any) -> list[str]:
@@ -350,23 +359,3 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
 
 def _fmt(value: float, unit: str) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.2f}{unit}"
-
-
-def command(args: argparse.Namespace) -> int:
-
-    from rich.console import Console
-
-    from accel.report.console import ProgressDisplay
-
-    config, counts = _config(args)
-    progress = ProgressDisplay(live=False)  # the workers write to the same terminal
-    try:
-        record, path, png = scaling_study(config, counts, baseline=not args.no_baseline, listener=progress)
-    finally:
-        progress.close()
-    show_result(record, args.json, lambda: render_scaling(record, Console()), {"scaling record": path, "plot": png})
-    failed = [r for r in record["runs"] if r["arm"]["status"] == "failed"]
-    if failed:
-        print(f"accel: {len(failed)} of the runs failed (see the record)", file=sys.stderr)
-        return 1
-    return 0

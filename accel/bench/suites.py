@@ -1,0 +1,488 @@
+"""The ``accel bench`` suites run end to end: inputs checked, both arms measured, the result written.
+
+:func:`run_suite` is what :func:`accel.benchmark` and ``accel bench SUITE`` both call. Every
+input that can be refused is checked before measuring starts (data files and their columns,
+question and model names, the repeat counts, the results folder, ``device="gpu"`` without a
+GPU): one :class:`~accel.errors.AccelError`, nothing written. The result is a ``bench`` record,
+written under ``results`` as ``<date>-<benchmark>-<device>-<NNN>.json`` (never over an earlier one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accel.errors import AccelError
+from accel.files import exists_policy
+from accel.record import dumps as strict_json
+
+#: Where results go without ``results``: this folder of the output root (:func:`accel.record.output_root`).
+RESULTS_FOLDER = "benchmarks"
+
+#: The settings every suite takes.
+COMMON_SETTINGS = ("device", "repeats", "warmup", "results")
+#: The settings of each suite besides :data:`COMMON_SETTINGS`, as ``accel bench SUITE`` names its flags.
+SUITE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "groupby": ("data", "questions", "engines", "cpu_from", "progress_file", "overwrite"),
+    "join": ("data_dir", "questions", "cpu_from", "progress_file", "overwrite"),
+    "models": ("rows", "features", "models", "seed", "progress_file", "overwrite"),
+    "crossover": ("operations", "min_rows", "max_rows", "steps_per_decade", "features", "seed"),
+}
+#: What a setting is when not given (``data`` and ``data_dir`` have none: their suite needs them).
+DEFAULTS: dict[str, Any] = {
+    "questions": "all",
+    "engines": "",
+    "cpu_from": None,
+    "progress_file": None,
+    "overwrite": False,
+    "rows": 100_000,
+    "features": 32,
+    "models": "all",
+    "seed": 42,
+    "operations": None,
+    "min_rows": 1_000,
+    "max_rows": 10_000_000,
+    "steps_per_decade": 1,
+}
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    """One benchmark, as :func:`accel.benchmark` or ``accel bench SUITE`` asks for it.
+
+    Attributes
+    ----------
+    suite : str
+        ``groupby``, ``join``, ``models`` or ``crossover``.
+    settings : dict
+        The suite's settings by their names in :data:`SUITE_SETTINGS` and
+        :data:`COMMON_SETTINGS`, defaults filled in.
+    say : callable
+        Told each progress line (a question, a model, a size measured).
+    notice : callable
+        Told what the user should read whether or not progress is shown (an older model name).
+    """
+
+    suite: str
+    settings: dict[str, Any]
+    say: Callable[[str], None]
+    notice: Callable[[str], None]
+
+
+def stderr_line(message: str) -> None:
+    """One progress line on stderr (stdout is the result's)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
+    """The request for ``suite`` from the settings the caller gave (None: not given).
+
+    A setting that belongs to another suite is refused, naming the ones this suite takes.
+    """
+    if suite not in SUITE_SETTINGS:
+        raise AccelError(f"unknown benchmark suite {suite!r}; known: {', '.join(SUITE_SETTINGS)}")
+    takes = (*SUITE_SETTINGS[suite], *COMMON_SETTINGS)
+    foreign = [k for k, v in given.items() if k not in takes and v is not None and v is not False]
+    if foreign:
+        raise AccelError(
+            f"{', '.join(f'{k}=' for k in foreign)} does not apply to the {suite} benchmark; it takes: {', '.join(takes)}"
+        )
+    settings = {k: given.get(k) if given.get(k) is not None else DEFAULTS.get(k) for k in takes}
+    for name in ("questions", "engines", "models", "operations"):
+        value = settings.get(name)
+        if value is not None and not isinstance(value, str):
+            settings[name] = ",".join(str(v) for v in value)  # as the flag spells it, and the record keeps it
+    if settings.get("cpu_from") is not None:
+        paths = [settings["cpu_from"]] if isinstance(settings["cpu_from"], (str, Path)) else settings["cpu_from"]
+        settings["cpu_from"] = [Path(p) for p in paths]
+    for name in ("data", "data_dir", "results", "progress_file"):
+        if settings.get(name) is not None:
+            settings[name] = Path(settings[name])
+    _check_counts(settings)
+    return SuiteRequest(suite, settings, stderr_line if progress else _quiet, stderr_line)
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def _check_counts(settings: Mapping[str, Any]) -> None:
+    """The whole-number settings, as the flags' argument types check them."""
+    if settings["device"] not in ("auto", "cpu", "gpu"):
+        raise AccelError(f"device must be 'auto', 'cpu' or 'gpu', got {settings['device']!r}")
+    floors = {"repeats": 1, "warmup": 0, "rows": 1, "features": 1, "min_rows": 1, "max_rows": 1, "steps_per_decade": 1}
+    for name, floor in floors.items():
+        if name not in settings:
+            continue
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+            what = "a positive integer" if floor else "0 or a positive integer"
+            raise AccelError(f"{name} must be {what}, got {value!r}")
+
+
+def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+    """Check the inputs, measure both arms, write the result.
+
+    Parameters
+    ----------
+    req : SuiteRequest
+        From :func:`request`.
+
+    Returns
+    -------
+    (dict, pathlib.Path)
+        The result and where it was written.
+    """
+    runner = {"groupby": _run_db, "join": _run_db, "models": _run_models, "crossover": _run_crossover}[req.suite]
+    return runner(req)
+
+
+# --------------------------------------------------------------------------- shared parts
+
+
+def _results_folder(settings: dict[str, Any]) -> Path:
+    """``results``, or the output root's benchmarks folder, created and proved writable."""
+    from accel.record import output_root
+    from accel.timing import check_results_folder
+
+    if settings["results"] is None:
+        settings["results"] = output_root() / RESULTS_FOLDER
+    return check_results_folder(settings["results"])
+
+
+def _envelope(benchmark: str, settings: Mapping[str, Any], started: datetime, gpu: Any, gpu_reason: str | None) -> dict:
+    from accel.record import record_head
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Path):
+            return str(value)
+        return [plain(v) for v in value] if isinstance(value, list) else value
+
+    return {
+        **record_head("bench"),
+        "benchmark": benchmark,
+        "started_at": started.isoformat(),
+        "finished_at": None,
+        "config": {k: plain(v) for k, v in settings.items()},
+        "gpu": {
+            "status": "ok" if gpu is not None else "skipped",
+            "reason": gpu_reason,
+            "device_name": gpu.device.name if gpu is not None and gpu.device else None,
+        },
+    }
+
+
+def _finish(result: dict, gpu_ran: bool, folder: Path, fairness: dict) -> Path:
+    """Stamp the result and write it, never over an earlier one."""
+    from accel.timing import bench_environment, result_device, write_result
+
+    result["finished_at"] = datetime.now(timezone.utc).isoformat()
+    result["environment"] = bench_environment()
+    result["fairness"] = fairness
+    device = result_device(gpu_ran, result["environment"])
+    return write_result(folder, result, result["benchmark"].replace("_", "-"), device)
+
+
+class _ProgressFile:
+    """One JSON line per finished question or model, appended as it finishes (a time limit keeps them).
+
+    Each line names the benchmark, the data, the arm or engine, the code that ran and the
+    machine, and holds that answer's measurements as the final result holds them.
+    """
+
+    def __init__(self, path: Path | None, benchmark: str, data: Any, overwrite: bool = False):
+        self.path = path
+        self.common: dict[str, Any] = {}
+        if path is None:
+            return
+        from accel.environment import cpu_model, git_state
+        from accel.files import write_new
+        from accel.record import ensure_writable
+
+        ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
+        # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
+        write_new(Path(path), b"", "the progress file", "choose another --progress-file", exists=exists_policy(overwrite))
+        git = git_state()
+        self.common = {
+            "benchmark": benchmark,
+            "data": data,
+            "git_sha": git["sha"],
+            "git_dirty": git["dirty"],
+            "host": cpu_model(),
+        }
+
+    def __call__(self, arm: str, key: str, kind: str, answer: dict) -> None:
+        if self.path is None:
+            return
+        line = {"at": datetime.now(timezone.utc).isoformat(), **self.common, "arm": arm, kind: key, "result": answer}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(strict_json(line, indent=None) + "\n")
+            f.flush()
+
+
+def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
+    """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
+    the same data (size and sha256 of every file) and CPU model; refused otherwise.
+    Questions are taken from the first result that has them."""
+    from accel.bench.engines import CPU_ENGINES
+    from accel.environment import cpu_model
+    from accel.record import load_record
+
+    rows: dict[str, dict] = {}
+    sources: dict[str, str] = {}
+    arm: dict[str, Any] = {}
+    engines: dict[str, dict] = {}
+    # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
+    expanded = [(c, True) for p in paths if Path(p).is_dir() for c in sorted(Path(p).glob("*.json"))]
+    expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
+    for path, lenient in expanded:
+        try:
+            prior = load_record(path)
+            if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+            theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
+            mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
+            if theirs != mine:
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+            host = (prior.get("environment") or {}).get("cpu_model")
+            if host != cpu_model():
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+        except (OSError, ValueError) as exc:
+            if lenient:
+                continue
+            raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
+        except AccelError:
+            if lenient:
+                continue
+            raise
+        arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
+        for row in prior.get("questions") or []:
+            if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
+                rows[row["question"]] = row["cpu"]
+                sources[row["question"]] = str(path)
+        for name, eng in (prior.get("engines") or {}).items():
+            if name not in CPU_ENGINES or eng.get("status") != "ok":
+                continue
+            merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
+            for q, a in (eng.get("questions") or {}).items():
+                merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
+    missing = [q.name for q in questions if q.name not in rows]
+    if missing:
+        raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
+    arm.update(
+        {
+            "status": "ok",
+            "questions": {q.name: rows[q.name] for q in questions},
+            "reused_from": {q.name: sources[q.name] for q in questions},
+        }
+    )
+    return arm, engines
+
+
+def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
+    """Each data file's path, size and sha256: what ``cpu_from`` compares (a regenerated file with
+    the same bytes is the same data)."""
+    out = {}
+    for role, p in paths.items():
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        out[role] = {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": h.hexdigest()}
+    return out
+
+
+def _model_fairness(cpu: Any) -> dict:
+    from accel.timing import blas_threads, fairness
+
+    pools = {f"{p['user_api']} ({p['library']})": p["threads"] for p in blas_threads()}
+    settings = {
+        "scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)",
+        "xgboost n_jobs": cpu.n_threads,
+        **pools,
+    }
+    return fairness(cpu, f"all {cpu.n_threads}", settings)
+
+
+# --------------------------------------------------------------------------- groupby / join
+
+
+def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import db as dbbench
+    from accel.bench import engines
+    from accel.timing import fairness
+
+    s, say = req.settings, req.say
+    suite = dbbench.SUITES[req.suite]
+    questions = dbbench.select_questions(suite, s["questions"])
+    if suite.name == "groupby":
+        if s["data"] is None:
+            raise AccelError("the groupby benchmark needs its data file (--data, data=): accel data groupby N K FILE")
+        paths = dbbench.locate_groupby(s["data"])
+    else:
+        if s["data_dir"] is None:
+            raise AccelError("the join benchmark needs the folder of its tables (--data-dir, data_dir=): accel data join N DIR")
+        paths = dbbench.locate_join(s["data_dir"])
+    dbbench.check_columns(suite, paths)
+    engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
+    folder = _results_folder(s)
+    data_files = _data_files(paths)
+    reused_cpu, reused_engines = (
+        _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
+    )
+    resolved = resolve_arms(s["device"])
+    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
+    cpu = cpu_backend()
+
+    started = datetime.now(timezone.utc)
+    result = _envelope(suite.benchmark, s, started, gpu, gpu_reason)
+    result["data"] = {role: str(p) for role, p in paths.items()}
+    result["data_files"] = data_files
+    keep = _ProgressFile(s["progress_file"], suite.benchmark, result["data"], s["overwrite"])
+    arms: dict[str, dict] = {}
+    arms["gpu"] = (
+        dbbench.run_arm(gpu, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep("gpu", q, "question", a))
+        if gpu is not None
+        else {"status": "skipped", "reason": gpu_reason}
+    )
+    if reused_cpu is not None:
+        arms["cpu"] = reused_cpu
+        say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
+    else:
+        arms["cpu"] = dbbench.run_arm(
+            cpu, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep("cpu", q, "question", a)
+        )
+    result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in arms.items()}
+    result["questions"] = dbbench.combine(questions, arms)
+    if engine_names or reused_engines:
+        to_run = [n for n in engine_names if n not in reused_engines]
+        result["engines"] = {
+            **reused_engines,
+            **engines.run_engines(
+                to_run, paths["x"], [q.name for q in questions], say, s["repeats"],
+                lambda n, q, a: keep(n, q, "question", a),
+            ),
+        }  # fmt: skip
+        for row in result["questions"]:
+            for eng in result["engines"].values():
+                if eng.get("status") == "ok" and row["question"] in eng["questions"]:
+                    eng["questions"][row["question"]].update(
+                        dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
+                    )
+
+    import pandas
+    import pyarrow
+
+    thread_settings: dict[str, Any] = {
+        "pandas": pandas.__version__,
+        "groupby/merge threads": 1,
+        "file reader": f"pyarrow, {pyarrow.cpu_count()} threads",
+    }
+    for name, eng in result.get("engines", {}).items():
+        if eng.get("status") == "ok":
+            thread_settings[f"{name} threads (context)"] = eng["threads"]
+    fair = fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
+    return result, _finish(result, gpu is not None, folder, fair)
+
+
+# --------------------------------------------------------------------------- models / crossover
+
+
+def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import models as modelbench
+
+    s = req.settings
+    pairs = modelbench.select_models(s["models"], say=req.notice)
+    if s["rows"] < 50:
+        raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {s['rows']}")
+    if s["features"] < 8:
+        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {s['features']}")
+    folder = _results_folder(s)
+    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
+    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
+    resolved = resolve_arms(s["device"], needs=("cupy",))
+    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
+    cpu = cpu_backend()
+
+    started = datetime.now(timezone.utc)
+    result = _envelope("models", s, started, gpu, gpu_reason)
+    result["data"] = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
+                      "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
+    keep = _ProgressFile(s["progress_file"], "models", result["data"], s["overwrite"])
+    result["models"] = modelbench.run_models(
+        pairs, cpu, gpu, gpu_reason, rows=s["rows"], features=s["features"], seed=s["seed"],
+        repeats=s["repeats"], warmup=s["warmup"], progress=req.say,
+        on_result=lambda arm, model, r: keep(arm, model, "model", r),
+    )  # fmt: skip
+    return result, _finish(result, gpu is not None, folder, _model_fairness(cpu))
+
+
+def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+    from accel.backend import cpu_backend, resolve_arms
+    from accel.bench import crossover
+    from accel.data.datagen import MIN_JOIN_ROWS
+
+    s = req.settings
+    operations = crossover.select_operations(s["operations"], say=req.notice)
+    sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
+    if s["features"] < 8:
+        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {s['features']}")
+    if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
+        raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
+    if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
+        raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
+    folder = _results_folder(s)
+    resolved = resolve_arms(s["device"])
+    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
+    cpu = cpu_backend()
+
+    started = datetime.now(timezone.utc)
+    result = _envelope("crossover", s, started, gpu, gpu_reason)
+    result["sizes"] = sizes
+    result["operations"] = crossover.sweep(
+        operations, sizes, cpu, gpu, gpu_reason, repeats=s["repeats"], warmup=s["warmup"], seed=s["seed"],
+        features=s["features"], progress=req.say,
+    )  # fmt: skip
+    fair = _model_fairness(cpu)
+    fair["line"] += "; groupby/join: pandas, one thread"
+    return result, _finish(result, gpu is not None, folder, fair)
+
+
+# --------------------------------------------------------------------------- what failed
+
+
+def failures(result: Mapping[str, Any]) -> list[str]:
+    """What failed in a result, each as ``"q3 (gpu)"`` / ``"kmeans (cpu)"`` / ``"join at 1,000 (gpu)"``."""
+    if "questions" in result:
+        return [
+            f"{row['question']} ({arm})"
+            for row in result["questions"]
+            for arm in ("gpu", "cpu")
+            if row[arm].get("status") == "failed"
+        ]
+    if "models" in result:
+        return [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
+    return [
+        f"{o['operation']} at {p['rows']:,} ({arm})"
+        for o in result.get("operations") or []
+        for p in o["points"]
+        for arm in ("gpu", "cpu")
+        if p[arm]["status"] == "failed"
+    ]
+
+
+def disagreements(result: Mapping[str, Any]) -> list[str]:
+    """The questions whose answers differ between the arms (db-benchmark suites only)."""
+    return [row["question"] for row in result.get("questions") or [] if row.get("agree") is False]
+
+
+def suite_of(result: Mapping[str, Any]) -> str:
+    """``groupby``, ``join``, ``models`` or ``crossover``, from a result's ``benchmark``."""
+    return str(result.get("benchmark", "")).removeprefix("db_")
