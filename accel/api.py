@@ -152,29 +152,99 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
+    data: str | os.PathLike[str] | None = None,
+    target: str | None = None,
+    task: str | None = None,
+    model: str | None = None,
+    drop: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    date_format: Mapping[str, str] | None = None,
+    probe: str | None = None,
+    device: str | None = None,
+    precision: str | None = None,
+    batch_rows: int | str | None = None,
+    memory_budget: str | None = None,
+    rmm_pool: str | None = None,
+    rows: int | None = None,
+    test_size: float | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike[str] | None = None,
     cluster: str | None = None,
     scheduler: str | None = None,
+    baseline_scheduler: str | None = None,
     workers: int | None = None,
+    threads_per_worker: int | None = None,
+    worker_memory: str | None = None,
+    device_memory_limit: str | None = None,
+    protocol: str | None = None,
+    scale: int | None = None,
     progress: bool = False,
-    **settings: Any,
 ) -> RunResult:
     """Run a workflow on the accelerated arm and the CPU baseline, write its record, return it.
+
+    Every parameter is the command line's flag of the same name (``rows=`` is ``--rows``);
+    None leaves the workflow file's value, else the default. The settings are checked as the
+    flags are, by the same functions, and refused with the same one-line error.
 
     Parameters
     ----------
     workflow : str or path, optional
         ``"flights"`` (the embedded default), or a workflow YAML file. Leave it out with
         ``data=``: your own table.
-    cluster, scheduler, workers
-        Run on Dask, as ``--cluster local|local-cuda`` / ``--scheduler ADDR`` / ``--workers N`` do.
-    progress : bool
+    data : str or path, optional
+        Your own table: a CSV file, a Parquet file, or a folder of Parquet files.
+    target : str, optional
+        With ``data``: the column to predict.
+    task : {"auto", "classification", "regression"}, optional
+        With ``data``: inferred when left out.
+    model : str, optional
+        With ``data``: the model (default ``"xgboost"``), cuML on the GPU arm and scikit-learn
+        on the CPU arm.
+    drop : sequence of str, optional
+        With ``data``: columns to leave out.
+    delimiter : str, optional
+        With ``data``: the CSV delimiter (detected when the file parses into one column).
+    date_format : mapping of str to str, optional
+        With ``data``: column -> strptime format of its dates, over the detected layout.
+    probe : {"auto", "off", "force"}, optional
+        With ``data`` and XGBoost: the encoding probe for categorical columns.
+    device : {"auto", "cpu", "gpu"}, optional
+        The accelerated arm: ``"auto"`` (the GPU when usable, else recorded as skipped),
+        ``"gpu"`` (an error if none), ``"cpu"`` (only the CPU baseline).
+    precision : {"fp32", "fp16"}, optional
+        Storage of the feature matrix.
+    batch_rows : int or "auto", optional
+        Rows per batch (``"auto"``: planned from the memory budget).
+    memory_budget : str, optional
+        Memory a run may hold, e.g. ``"8GB"``.
+    rmm_pool : str, optional
+        The GPU arm's RMM pool: ``"auto"``, ``"off"`` or a size; with ``cluster``, per worker.
+    rows : int, optional
+        A seeded sample of this many rows.
+    test_size : float, optional
+        Share of rows held out for testing (default 0.2).
+    seed : int, optional
+        Seed for sampling, splitting and the model (default 42).
+    out : str or path, optional
+        Folder for the run record (default ``$ACCEL_OUT_DIR``, else ``runs``).
+    cluster : {"local", "local-cuda"}, optional
+        Start a Dask cluster here and run on it.
+    scheduler : str, optional
+        Run on a running Dask cluster at this address (``tcp://HOST:PORT``); not with ``cluster``.
+    baseline_scheduler : str, optional
+        With ``scheduler`` of GPU workers: a running CPU cluster for the baseline arm.
+    workers, threads_per_worker : int, optional
+        With ``cluster``: the workers to start and the threads of each.
+    worker_memory : str, optional
+        With ``cluster``: host memory per worker, beyond which Dask spills to disk.
+    device_memory_limit : str, optional
+        With ``cluster="local-cuda"``: device memory per worker above which Dask-CUDA spills.
+    protocol : {"tcp", "ucx"}, optional
+        With ``cluster``: the workers' protocol.
+    scale : int, optional
+        Replicate the data this many times with jitter (default 1).
+    progress : bool, default False
         Show the stages as they run (on stderr), as the command line does.
-    **settings
-        What the command line's flags set, by the workflow file's names: ``data``, ``target``,
-        ``task``, ``model``, ``drop`` (a list), ``delimiter``, ``date_format`` (column -> format),
-        ``probe``, ``device`` (``"auto"``, ``"cpu"``, ``"gpu"``), ``precision``, ``batch_rows``,
-        ``memory_budget``, ``rmm_pool``, ``rows``, ``test_size``, ``seed``, ``out`` (default
-        ``$ACCEL_OUT_DIR``, else ``runs``).
 
     Returns
     -------
@@ -184,20 +254,22 @@ def run(
     ------
     accel.errors.AccelError
         For every bad input, with the one-line message the command line prints (nothing is
-        written then).
+        written then): ``workers=`` without ``cluster=``, ``cluster=`` with ``scheduler=``, ...
     """
-    from accel.cli.options import workflow_source
-    from accel.config import build_config
-    from accel.errors import AccelError
+    from argparse import Namespace
 
-    unknown = sorted(set(settings) - set(_SETTINGS))
-    if unknown:
-        raise AccelError(f"accel.run() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(_SETTINGS)}")
-    values = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()}
-    file_values, source = workflow_source(None if workflow is None else str(workflow), values.get("data") is not None, "run")
-    overrides: dict[str, Any] = dict(values)
-    if cluster is not None or scheduler is not None:
-        overrides["cluster"] = {"kind": "scheduler", "address": scheduler} if scheduler else {"kind": cluster, "workers": workers}
+    from accel.cli.options import config_overrides, workflow_source
+    from accel.config import build_config
+
+    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
+    settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
+    dask = Namespace(
+        cluster=cluster, scheduler=scheduler, baseline_scheduler=baseline_scheduler, workers=workers,
+        threads_per_worker=threads_per_worker, rmm_pool=rmm_pool, device_memory_limit=device_memory_limit,
+        worker_memory=worker_memory, protocol=protocol, scale=scale,
+    )  # fmt: skip
+    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
+    file_values, source = workflow_source(None if workflow is None else str(workflow), data is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
     listener = None
     if progress:

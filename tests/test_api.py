@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import accel
+from accel.cli.main import main
 from accel.errors import AccelError
 from accel.timing import STAGES
 from tests import tables
@@ -60,13 +61,50 @@ def test_your_own_table(tmp_path):
 
 
 def test_bad_input_is_the_command_lines_one_line_error(tmp_path):
-    with pytest.raises(AccelError, match="no setting 'rwos'"):
+    with pytest.raises(TypeError, match="'rwos'"):
         accel.run("flights", rwos=10, out=tmp_path)
     with pytest.raises(AccelError, match="rows"):
         accel.run("flights", rows=-1, out=tmp_path)
     with pytest.raises(AccelError, match="name a workflow"):
         accel.run(out=tmp_path)
     assert not any(tmp_path.iterdir()), "nothing written"
+
+
+def cli_error(capsys, *argv: str) -> str:
+    """The one line ``accel ARGV`` prints on stderr when it refuses its input (exit 2)."""
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    return err.removeprefix("accel: error: ")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argv", "needle"),
+    [
+        ({"workers": 2}, ["--workers", "2"], "--workers need --cluster local|local-cuda"),
+        (
+            {"worker_memory": "1GB", "threads_per_worker": 2},
+            ["--threads-per-worker", "2", "--worker-memory", "1GB"],
+            "need --cluster",
+        ),
+        (
+            {"cluster": "local", "scheduler": "tcp://127.0.0.1:8786"},
+            ["--cluster", "local", "--scheduler", "tcp://127.0.0.1:8786"],
+            "--cluster and --scheduler exclude each other",
+        ),
+        (
+            {"baseline_scheduler": "tcp://127.0.0.1:8787"},
+            ["--baseline-scheduler", "tcp://127.0.0.1:8787"],
+            "goes with --scheduler",
+        ),
+    ],
+)
+def test_cluster_options_are_refused_as_the_command_line_refuses_them(tmp_path, capsys, kwargs, argv, needle):
+    with pytest.raises(AccelError) as refused:
+        accel.run("flights", out=tmp_path, **kwargs)
+    assert needle in str(refused.value)
+    assert str(refused.value) == cli_error(capsys, "run", "flights", *argv, "--out", str(tmp_path)), "the same line"
+    assert records_in(tmp_path) == [], "nothing written"
 
 
 def test_info_is_what_accel_info_json_prints():
