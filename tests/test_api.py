@@ -4,6 +4,7 @@ as the command line, and refuses bad input with the command line's one-line erro
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -105,6 +106,47 @@ def test_cluster_options_are_refused_as_the_command_line_refuses_them(tmp_path, 
     assert needle in str(refused.value)
     assert str(refused.value) == cli_error(capsys, "run", "flights", *argv, "--out", str(tmp_path)), "the same line"
     assert records_in(tmp_path) == [], "nothing written"
+
+
+# --------------------------------------------------------------------------- the notebook view of a run
+
+#: A real run of both arms (flights on an H200 and its host's CPU), as accel wrote it.
+H200_RUN = ROOT / "benchmarks" / "results" / "2026-11-30-flights-run-nvidia-h200-001.json"
+
+
+def test_notebook_chart_has_a_bar_per_stage_when_both_arms_ran():
+    record = read_json(H200_RUN)
+    assert {a["status"] for a in record["arms"].values()} == {"ok"}
+    page = accel.RunResult(record, H200_RUN)._repr_html_()
+    assert "speedup per stage" in page and "n/a" not in page
+    chart = page[page.index("<caption>speedup per stage</caption>") :]
+    bars = re.findall(r"<tr><td>(\w+)</td><td><div style='[^']*width:(\d+)px'></div></td><td>([\d.]+)×</td></tr>", chart)
+    assert [b[0] for b in bars] == [*STAGES, "total"]
+    speedup = record["speedup"]
+    for stage, width, shown in bars:
+        cpu, gpu = record["arms"]["cpu"], record["arms"]["gpu"]
+        seconds = (
+            (cpu["total_seconds"], gpu["total_seconds"]) if stage == "total" else (cpu["stages"][stage], gpu["stages"][stage])
+        )
+        assert float(shown) == pytest.approx(seconds[0] / seconds[1], rel=1e-2), stage  # CPU seconds / GPU seconds
+        assert int(width) == round(200 * speedup[stage] / max(speedup.values())), stage  # the largest is 200 px
+    assert "GPU arm" not in page, "no skip note when both ran"
+
+
+def test_notebook_chart_says_n_a_when_one_arm_was_skipped():
+    from accel.result import ArmResult, skipped, speedups
+
+    record = read_json(H200_RUN)
+    cpu = record["arms"]["cpu"]
+    record["arms"]["gpu"] = skipped("GPU unavailable: no CUDA driver").as_dict()
+    record["speedup"] = speedups(
+        ArmResult(**record["arms"]["gpu"]), ArmResult(status="ok", stages=cpu["stages"], total_seconds=cpu["total_seconds"])
+    )
+    result = accel.RunResult(record, H200_RUN)
+    assert result.stages["speedup"].isna().all() and math.isnan(result.speedup)
+    page = result._repr_html_()
+    assert "speedup: n/a (one arm ran)" in page and "<caption>" not in page
+    assert "<b>GPU arm skipped</b>: no CUDA driver" in page
 
 
 def test_info_is_what_accel_info_json_prints():
