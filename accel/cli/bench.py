@@ -421,8 +421,9 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
 
 
 def _show_data(dataset: str, name: str, settings: dict, written: dict[str, tuple[str, Path, Any]], as_json: bool) -> None:
-    """Say what ``accel data`` wrote: a line per table (rows, columns), then where each file went;
-    with ``--json``, one JSON document (the settings and each file's role, rows, columns and size).
+    """Say what ``accel data`` wrote: ``wrote PATH (rows, columns)``, a line per file; with
+    ``--json``, one JSON document (the settings and each file's role, rows, columns and size) on
+    stdout and where each file went on stderr.
 
     ``written`` maps the label each file is named by to its role in the data set (``x``, the
     table the questions read; ``small``, ``medium``, ``big``, the join's right tables), its path
@@ -440,11 +441,11 @@ def _show_data(dataset: str, name: str, settings: dict, written: dict[str, tuple
     ]
     document = {"dataset": dataset, "name": name, **settings, "files": files}
 
-    def render() -> None:
+    def render() -> None:  # the files are named in these lines: they are not said again below
         for label, f in zip(written, files):
-            _print(f"{label}: {f['rows']:,} rows, columns {', '.join(f['columns'])}")
+            _print(f"wrote {f['path']} ({label}, {f['rows']:,} rows, columns {', '.join(f['columns'])})")
 
-    show_result(document, as_json, render, {label: path for label, (_, path, _) in written.items()})
+    show_result(document, as_json, render, {label: path for label, (_, path, _) in written.items()} if as_json else {})
 
 
 @contextmanager
