@@ -550,12 +550,24 @@ def render_scaling(result: Result) -> list[nodes.Node]:
     return [table(header, rows, f"accel scale {d.get('workflow')} --cluster {d.get('cluster_kind')}"), source(result)]
 
 
-def render_hostile(result: Result) -> list[nodes.Node]:
-    d = result.data
-    counts = {k: v for k, v in (d.get("counts") or {}).items()}
-    header = ["cases", *counts]
-    rows = [[str(len(d.get("cases") or [])), *[str(v) for v in counts.values()]]]
-    return [table(header, rows, f"hostile inputs: {d.get('label')}"), para(literal(result.name))]
+def render_hostile(results: list[Result]) -> list[nodes.Node]:
+    """One row per run of the hostile cases: what it ran, the code under test, its counts per verdict.
+
+    A before run (older code) and its after run name the same cases in their labels; the commit is
+    the one whose ``accel`` the cases ran against (``code_under_test``, else ``git_sha``).
+    """
+    verdicts: list[str] = []
+    for r in results:
+        verdicts += [v for v in r.data.get("counts") or {} if v not in verdicts]
+    shown = [v for v in verdicts if any((r.data.get("counts") or {}).get(v) for r in results)]
+    rows = []
+    for r in results:
+        d = r.data
+        sha = str((d.get("code_under_test") or {}).get("git_sha") or d.get("git_sha") or "")[:7] or "not recorded"
+        counts = d.get("counts") or {}
+        rows.append([r.name, text(d.get("label")), sha, str(len(d.get("cases") or [])), *[str(counts.get(v, 0)) for v in shown]])
+    caption = "hostile inputs: cases per verdict, each run against the code of its commit"
+    return [table(["file", "run", "code under test", "cases", *shown], rows, caption)]
 
 
 def render_generic(result: Result) -> list[nodes.Node]:
@@ -582,12 +594,12 @@ RENDERERS: dict[str, Callable[[Result], list[nodes.Node]]] = {
     "streamed_bytes": render_streamed_bytes,
     "omp_wait_policy": render_omp,
     "scaling": render_scaling,
-    "hostile_cases": render_hostile,
 }
 #: Kinds whose files make one table together (a row per file).
 SUMMARIES: dict[str, Callable[[list[Result]], list[nodes.Node]]] = {
     "flights_overhead": render_flights_overheads,
     "compare_overhead": render_compare_overheads,
+    "hostile_cases": render_hostile,
 }
 
 
