@@ -185,7 +185,8 @@ def kind_of(record: Any) -> RecordKind | None:
     """What ``record`` is: its ``kind``; None for what is not a record.
 
     A record written before records carried ``kind`` (``schema_version`` 1 or none, as the
-    results of the scripts in ``benchmarks/``) has it inferred here, from the keys those
+    results the scripts in ``benchmarks/`` wrote before :func:`accel.timing.write_result` gave
+    them a head; those files are never rewritten) has it inferred here, from the keys those
     records had: ``benchmark`` (``scaling``, ``experiments``, else a benchmark result) or a
     ``workflow`` with ``arms`` (a run). A record of a later version without a known ``kind``
     is not guessed at.

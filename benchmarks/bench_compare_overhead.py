@@ -82,7 +82,7 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from accel.environment import collect_environment
-    from accel.record import write_record
+    from accel.timing import write_result
 
     now = datetime.now(timezone.utc)
     record = {
@@ -98,7 +98,7 @@ def main() -> int:
         "environment": collect_environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-compare-overhead-cpu')}")
+    print(f"results: {write_result(args.out, record, 'compare-overhead', 'cpu')}")
     return 0
 
 

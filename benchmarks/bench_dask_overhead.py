@@ -36,10 +36,10 @@ from accel.backend import cpu_backend, cpu_threads, gpu_backend
 from accel.config import ClusterConfig, build_config
 from accel.environment import collect_environment
 from accel.models import XGBoostParams
-from accel.record import write_record
 from accel.runner import build_workflow, run_arm
 from accel.scaleout.cluster import ClusterSession, plan_cluster
 from accel.scaleout.runner import run_on_session, table_builder
+from accel.timing import write_result
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
 #: Parquet files the generated table is written as (the partitions a user already has).
@@ -219,7 +219,7 @@ def main() -> int:
             f"table in memory {table_memory / 1e6:,.0f} MB = {table_memory / plan.memory_limit:.1f} x one worker's limit "
             f"({plan.memory_limit / 1e6:,.0f} MB); worker peaks (MB): {', '.join(f'{v:.0f}' for v in peaks.values())}"
         )
-    path = write_record(args.out, record, f"{now:%Y-%m-%d}-dask-overhead-{'gpu' if gpu else 'cpu'}")
+    path = write_result(args.out, record, "dask-overhead", "gpu" if gpu else "cpu")
     print(f"results: {path}")
     scratch.cleanup()
     return 0

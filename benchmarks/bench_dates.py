@@ -43,7 +43,7 @@ import pandas as pd
 import accel
 from accel.backend import cpu_threads
 from accel.data.autofeatures import cast_column
-from accel.record import write_record
+from accel.timing import write_result
 from accel.workflows import WorkflowSettings
 from accel.workflows.table import plan_table
 
@@ -313,7 +313,7 @@ def main() -> int:
         },
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    written = write_record(args.out, result, f"{now:%Y-%m-%d}-dates-cpu")
+    written = write_result(args.out, result, "dates", "cpu")
     print(f"results: {written}")
     return 0
 

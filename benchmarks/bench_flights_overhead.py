@@ -29,8 +29,8 @@ from accel.backend import cpu_backend  # noqa: E402
 from accel.data.flights import nycflights13_table  # noqa: E402
 from accel.environment import collect_environment  # noqa: E402
 from accel.models import XGBoostParams  # noqa: E402
-from accel.record import write_record  # noqa: E402
 from accel.runner import run_arm  # noqa: E402
+from accel.timing import write_result  # noqa: E402
 from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
 
 
@@ -138,7 +138,7 @@ def main() -> int:
         "environment": env,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = write_record(args.out, record, f"{now:%Y-%m-%d}-flights-overhead-cpu")
+    path = write_result(args.out, record, "flights-overhead", "cpu")
     print(f"results: {path}")
     return 0
 

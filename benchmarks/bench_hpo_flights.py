@@ -30,7 +30,7 @@ from pathlib import Path
 from accel.config import build_config
 from accel.environment import collect_environment
 from accel.hpo.search import SearchRequest, run_search
-from accel.record import write_record
+from accel.timing import write_result
 
 
 def search(label: str, trials: int, subset: float, trial_rounds: float, timeout: float | None, seed: int, folder: Path) -> dict:
@@ -137,7 +137,7 @@ def main() -> int:
         "note": "2-core machine shared with other jobs: seconds are noisy; AUCs are deterministic",
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = write_record(args.out, record, f"{started:%Y-%m-%d}-hpo-flights-cpu")
+    path = write_result(args.out, record, "hpo-flights", "cpu")
     print(f"results: {path}")
     return 0
 

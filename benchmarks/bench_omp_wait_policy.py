@@ -149,7 +149,7 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from accel.environment import collect_environment
-    from accel.record import write_record
+    from accel.timing import write_result
 
     now = datetime.now(timezone.utc)
     record = {
@@ -164,7 +164,7 @@ def main() -> int:
         "environment": collect_environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = write_record(args.out, record, f"{now:%Y-%m-%d}-omp-wait-policy-cpu")
+    path = write_result(args.out, record, "omp-wait-policy", "cpu")
     print(f"results: {path}")
     return 0
 

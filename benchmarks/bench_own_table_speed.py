@@ -212,14 +212,14 @@ def main() -> int:
             budgets.append(_budget_run(spec.strip(), tmp, env, tables, reference=not args.no_reference))
 
     from accel.environment import collect_environment
-    from accel.record import write_record
+    from accel.timing import write_result
 
     now = datetime.now(timezone.utc)
     record = {"benchmark": "own_table_speed", "device": "cpu", "started_at": now.isoformat(), "repeats": args.repeats,
               "sizes": results, "budget_run": budgets[0] if budgets else None, "budget_runs": budgets,
               "environment": collect_environment()}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-own-table-speed-cpu')}")
+    print(f"results: {write_result(args.out, record, 'own-table-speed', 'cpu')}")
     return 0
 
 

@@ -49,7 +49,7 @@ def main() -> int:
 
     from accel.backend import probe_gpu
     from accel.environment import collect_environment
-    from accel.record import write_record
+    from accel.timing import write_result
 
     probe = probe_gpu()
     if not probe.usable:
@@ -72,7 +72,7 @@ def main() -> int:
         "environment": collect_environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-rmm-pool-gpu')}")
+    print(f"results: {write_result(args.out, record, 'rmm-pool', 'gpu')}")
     return 0
 
 

@@ -323,13 +323,13 @@ def main() -> int:
     summary = _summary(results)
     now = datetime.now(timezone.utc)
     from accel.environment import collect_environment
-    from accel.record import write_record
+    from accel.timing import write_result
 
     record = {"benchmark": "streamed_bytes", "device": "cpu", "started_at": now.isoformat(),
               "batch_rows": args.batch_rows, "rounds": args.rounds, "params": params, "sizes": results,
               "per_row": summary, "environment": collect_environment()}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_record(args.out, record, f'{now:%Y-%m-%d}-streamed-bytes-cpu')}")
+    print(f"results: {write_result(args.out, record, 'streamed-bytes', 'cpu')}")
     return 0
 
 

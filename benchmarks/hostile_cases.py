@@ -66,6 +66,9 @@ sys.path.insert(0, str(HERE.parent))
 from tests import hostile_inputs  # noqa: E402 - the table of cases the tests run too
 from tests.dask_procs import NotDaskServer  # noqa: E402 - the tests' own fake schedulers
 
+#: What every result starts with, as ``accel.record.record_head("bench")`` writes it (then the
+#: ``run_id``). Spelled out, not imported: ``--tree`` may put an older accel first on the path.
+RESULT_HEAD = {"schema_version": 3, "kind": "bench"}
 VERDICTS = ("clean error", "handled", "traceback", "hang", "unrefused", "wrong", "overwrite", "security", "misleading", "skipped")
 
 
@@ -1327,26 +1330,29 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def write_json(folder: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` as ``<folder>/<date>-hostile-cases-cpu-<NNN>.json`` (next free NNN), headed
+    by :data:`RESULT_HEAD` and its ``run_id`` (the file name): written whole, never over a file."""
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{datetime.now(timezone.utc):%Y-%m-%d}-hostile-cases-cpu"
-    text = json.dumps(payload, indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".hostile-", suffix=".json")
     umask = os.umask(0)
     os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    try:
-        for seq in range(1, 1000):
-            path = folder / f"{stem}-{seq:03d}.json"
-            try:
-                os.link(tmp, path)
-                return path
-            except FileExistsError:
-                continue
-        raise SystemExit("no free result name")
-    finally:
-        os.unlink(tmp)
+    for seq in range(1, 1000):
+        path = folder / f"{stem}-{seq:03d}.json"
+        if os.path.lexists(path):
+            continue
+        text = json.dumps({**RESULT_HEAD, "run_id": path.stem, **payload}, indent=2) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".hostile-", suffix=".json")
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            os.link(tmp, path)
+            return path
+        except FileExistsError:
+            continue
+        finally:
+            os.unlink(tmp)
+    raise SystemExit("no free result name")
 
 
 SHARED_NAMES = {case.name for case in hostile_inputs.CASES}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -69,6 +70,59 @@ def test_results_are_never_overwritten(tmp_path):
     b = write_result(tmp_path, {"x": 2}, "demo", "cpu")
     assert a != b and a.name.endswith("-demo-cpu-001.json") and b.name.endswith("-demo-cpu-002.json")
     assert read_json(a)["x"] == 1 and math.isnan(read_json(a)["s"]), "strict JSON, NaN listed and read back"
+
+
+def test_a_benchmark_result_carries_its_kind(tmp_path):
+    """A script's result, written without a head of its own, gets one: its kind is read, not inferred."""
+    from accel.record import SCHEMA_VERSION, kind_of
+
+    result = {"benchmark": "groupby_overhead", "device": "cpu", "rows": [{"seconds": 1.0}]}
+    path = write_result(tmp_path, result, "groupby-overhead", "cpu")
+    written = read_json(path)
+    assert list(written)[:3] == ["schema_version", "kind", "run_id"]
+    assert written["schema_version"] == SCHEMA_VERSION and written["kind"] == "bench" and written["run_id"] == path.stem
+    assert written == result, "what the caller holds is what the file holds"
+    assert kind_of(written) == "bench"
+    assert kind_of({**written, "kind": None}) is None, "a record of this version is never guessed at"
+    # accel bench's results start with their head already: it is kept as it is.
+    head = {"schema_version": SCHEMA_VERSION, "kind": "bench", "run_id": None, "benchmark": "models"}
+    assert list(read_json(write_result(tmp_path, dict(head), "models", "cpu"))) == list(head)
+
+
+def test_hostile_cases_results_carry_the_same_head(tmp_path, monkeypatch):
+    """benchmarks/hostile_cases.py writes its results itself (it may run an older accel): with the
+    head record_head("bench") gives, and its file name as run_id."""
+    import importlib.util
+    import shutil
+
+    from accel.record import kind_of, record_head
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("hostile_cases", ROOT / "benchmarks" / "hostile_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    shutil.rmtree(module.SHARED, ignore_errors=True)  # made at import, for the cases' shared files
+    assert {**module.RESULT_HEAD, "run_id": None} == record_head("bench")
+    first = module.write_json(tmp_path, {"benchmark": "hostile_cases", "cases": []})
+    second = module.write_json(tmp_path, {"benchmark": "hostile_cases", "cases": []})
+    assert first.name.endswith("-001.json") and second.name.endswith("-002.json")
+    written = read_json(second)
+    assert list(written)[:4] == ["schema_version", "kind", "run_id", "benchmark"] and written["run_id"] == second.stem
+    assert kind_of(written) == "bench" and kind_of({**written, "kind": None}) is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [], "no temporary file left"
+
+
+def test_shipped_results_without_kind_are_still_read():
+    """Results written before results carried a kind are never rewritten: their kind is inferred."""
+    from accel.record import kind_of, load_record
+    from tests.conftest import ROOT
+
+    results = {p: load_record(p) for p in sorted((ROOT / "benchmarks" / "results").glob("*.json"))}  # some hold bare NaN
+    old = {p: r for p, r in results.items() if "kind" not in r}
+    assert old, "the results folder holds results written before results carried a kind"
+    for path, record in old.items():
+        assert kind_of(record) in ("bench", "run", "scaling"), path.name
 
 
 def test_environment_and_fairness_are_recorded():

@@ -23,7 +23,7 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from accel.record import loads
+from accel.record import kind_of, loads
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,9 @@ class Result:
         self.path = path
         self.name = path.name
         self.data: dict[str, Any] = loads(path.read_text())
-        self.kind = str(self.data.get("benchmark") or ("run" if "arms" in self.data and "run_id" in self.data else "unknown"))
+        # Which benchmark; else the record's kind (``run``), read from the file, or inferred for
+        # results written before results carried one (accel.record.kind_of).
+        self.kind = str(self.data.get("benchmark") or kind_of(self.data) or "unknown")
         self.gpu = bool(GPU_FILE.search(self.name))
         m = DATE.match(self.name)
         self.date = m.group(1) if m else ""
