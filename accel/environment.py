@@ -5,7 +5,7 @@ Library versions come from installed package metadata, so asking for them import
 
 The code that ran (:func:`git_state`) is found where it runs: from this checkout's own git
 (the commit, and whether tracked files have uncommitted changes), or, on a copied tree without
-``.git`` (the lent GPU machine), from ``accel/_build_info.json``, which
+``.git`` (a GPU machine the tree was copied to), from ``accel/_build_info.json``, which
 ``benchmarks/gpu_check.sh build-info`` writes before the tree is carried, with a digest of every
 file so that a tree changed after it was written is reported as such. Every environment
 variable that accel or its benchmark scripts read and that is set is recorded

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU check (../shared/GPU.md): install the carried wheels, print the GPU and the
+# The prepared GPU check, run on the GPU machine: install the carried wheels, print the GPU and the
 # versions, run the GPU tests, run the paired suites at sizes that fill the chip, and leave every
 # log and result under $OUT.
 #
@@ -22,13 +22,13 @@
 #   hpo        accel hpo flights on the GPU arm ($HPO_TRIALS trials)
 #   report     "${ACCEL[@]}" report over the results: $OUT/report.html
 #
-# On the CPU machine, before the device calls (see benchmarks/gpu_plan.py and ../shared/GPU.md):
+# On the CPU machine, before the calls to the GPU machine (see benchmarks/gpu_plan.py):
 #   gpu_check.sh build-info    write accel/_build_info.json (the commit and tree the copy reports)
 #   gpu_check.sh fetch         download the lock's wheels into .whl/<track>-NN/, one folder per call
 #   gpu_check.sh plan          the calls, as JSON lines: what each carries and runs
 # Every bench step appends each finished question/model to $OUT/results/progress-*.jsonl as it goes;
 # a step that ends well removes its progress file (its result holds the same), so what comes back
-# from a device call stays within 8 files, and a step cut short leaves what it finished.
+# from one call to the GPU machine stays within 8 files, and a step cut short leaves what it finished.
 #
 # Environment (defaults in brackets):
 #   OUT [./gpu-check-out]  logs ($OUT/log), results ($OUT/results/*.json), the report
@@ -45,7 +45,7 @@
 #
 # Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
 # the pandas arm several minutes (q10 and q3 dominate); models at 1e6 (all pairs) 3-5 min on the
-# CPU arm. Run the phases in separate device calls when one call cannot hold them all, e.g.
+# CPU arm. Run the phases in separate calls to the GPU machine when one call cannot hold them all, e.g.
 #   set -o pipefail; bash benchmarks/gpu_check.sh install info tests groupby
 #   set -o pipefail; bash benchmarks/gpu_check.sh models crossover report
 # Every phase appends to $OUT/log and writes results under $OUT/results (8 files at most come back).
@@ -83,7 +83,7 @@ REPEATS=${REPEATS:-3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-540}
 RESULTS="$OUT/results"
 
-# Commands for the CPU machine, before any device call (nothing under $OUT, no log):
+# Commands for the CPU machine, before any call to the GPU machine (nothing under $OUT, no log):
 case "${1:-}" in
   build-info)  # what the copied tree (no .git there) reports as the code that ran
     exec "$PY" -c "from accel.environment import write_build_info as w; i = w(); g = i['git']
@@ -120,7 +120,7 @@ phase_install() {
   for part in "$WHEELS"/*/*.whl.00; do
     base=$(basename "${part%.00}")
     joined=$SITE/.joined/$base
-    # Parts may sit in different folders (one per device call): join them in suffix order.
+    # Parts may sit in different folders (one per call): join them in suffix order.
     ls "$WHEELS"/*/"$base".[0-9][0-9] | awk -F. '{print $NF" "$0}' | sort -n | cut -d' ' -f2- | xargs cat > "$joined"
     if "$PY" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).testzip()" "$joined" 2>/dev/null; then
       wheels+=("$joined")
@@ -280,7 +280,7 @@ main() {
     "phase_$phase"
   done
   if [ "$DRY_RUN" != 1 ] && [ -d "$RESULTS" ]; then
-    # A device call brings back 8 files at most: the results travel as one archive.
+    # At most 8 files come back from one call to the GPU machine: the results travel as one archive.
     # Several invocations in one call (one per planned step) each leave their own archive.
     local tgz="$OUT/results.tgz" n=1
     while [ -e "$tgz" ]; do n=$((n + 1)); tgz="$OUT/results-$n.tgz"; done

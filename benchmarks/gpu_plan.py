@@ -1,29 +1,32 @@
-"""The lent GPU machine's calls, planned from the wheel lock file: what each call carries and runs.
+"""The GPU check's calls to the GPU machine, planned from the wheel lock file: what each call
+carries and runs.
 
-    python benchmarks/gpu_plan.py plan [--track core|groupby|ml]   JSON lines, one per device call
+    python benchmarks/gpu_plan.py plan [--track core|groupby|ml]   JSON lines, one per call
     python benchmarks/gpu_plan.py fetch [--track ...]              download the lock's wheels, lay out .whl/
     python benchmarks/gpu_plan.py lock                             rewrite the lock from PyPI's metadata
 
 (``benchmarks/gpu_check.sh plan|fetch`` run the first two.)
 
-Why a plan: a device call carries at most 64 MiB (working tree included), a session has 15
-device-minutes (machine start, every call and every idle wait included) and a call runs at most
-540 s here. The machine keeps what earlier calls carried only while it is warm, so a wheel larger
-than a call arrives in parts over consecutive calls, and every call should run something useful.
+Why a plan: the GPU machine reaches no package index and runs one command at a time, a *call*:
+a call carries at most 64 MiB of files (the working tree included) and runs at most 540 s, and a
+GPU check runs within a time budget of 15 minutes of device time (the machine's start, every
+call and every wait between calls included). The machine keeps what earlier calls carried only
+while it stays started, so a wheel larger than a call arrives in parts over consecutive calls,
+and every call should run something useful.
 
 The lock (``benchmarks/gpu-wheels.lock.json``) names every wheel by exact version, file name,
-size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...). A *track* is one session's worth:
-its sets in the order they are carried, and its steps, each needing some sets. The planner cuts
-the track's wheels, in order, into calls of at most the carry budget (a wheel that does not fit
-the rest of a call is cut there, into ``NAME.whl.00``, ``.01``, ... which ``gpu_check.sh install``
-joins once every part has arrived), and gives each step to the first call by which every set it
-needs has arrived, keeping each call under the time limit. ``fetch`` lays the files out exactly
-so: ``.whl/<track>-<NN>/`` is what call NN of that track carries.
+size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...). A *track* is what one GPU check's
+budget holds: its sets in the order they are carried, and its steps, each needing some sets. The
+planner cuts the track's wheels, in order, into calls of at most the carry budget (a wheel that
+does not fit the rest of a call is cut there, into ``NAME.whl.00``, ``.01``, ... which
+``gpu_check.sh install`` joins once every part has arrived), and gives each step to the first
+call by which every set it needs has arrived, keeping each call under the time limit. ``fetch``
+lays the files out exactly so: ``.whl/<track>-<NN>/`` is what call NN of that track carries.
 
 Every ``seconds`` is an estimate of the command's run time on the H200 host (16 cores), from the
 2026-11-30 logs where a step ran there and from the CPU machine's results scaled where it did not;
 the summary adds the machine's start and each call's transfer (assumed, see ``START_S`` and
-``PER_CALL_S``) to say whether the track fits one session.
+``PER_CALL_S``) to say whether the track fits the time budget.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ LOCK = ROOT / "benchmarks" / "gpu-wheels.lock.json"
 MIB = 1 << 20
 CALL_LIMIT_BYTES = 64 * MIB  #: one call carries at most this, working tree included
 CALL_LIMIT_S = 540  #: the longest command planned into one call
-SESSION_S = 900  #: device time of one session
+BUDGET_S = 900  #: the device time a GPU check runs within
 START_S = 120  #: assumed: the machine's start ("minutes")
 PER_CALL_S = 10  #: assumed: each call's transfer and process start, beyond its command
 INSTALL_S = 10  #: pip-installing what arrived (joining parts, unzipping), per call
@@ -328,15 +331,15 @@ def plan(lock: dict, track: str, tree: int) -> list[dict]:
 
 def summary(lines: list[dict]) -> dict:
     seconds = sum(x["seconds"] for x in lines)
-    session = START_S + PER_CALL_S * len(lines) + seconds
+    device_s = START_S + PER_CALL_S * len(lines) + seconds
     return {
         "track": lines[0]["track"],
         "calls": len(lines),
         "carry_mib": round(sum(x["wheels_mib"] for x in lines), 2),
         "seconds": seconds,
-        "session_s_estimate": session,
-        "fits_one_session": session <= SESSION_S,
-        "assumed": f"machine start {START_S} s, {PER_CALL_S} s per call beyond its command, {SESSION_S} s a session",
+        "device_s_estimate": device_s,
+        "fits_the_budget": device_s <= BUDGET_S,
+        "assumed": f"machine start {START_S} s, {PER_CALL_S} s per call beyond its command, {BUDGET_S} s of device time in all",
     }
 
 

@@ -111,7 +111,7 @@ def test_dry_run_runs_every_cpu_part(tmp_path):
         result = json.loads(p.read_text())
         assert result["gpu"]["status"] in ("skipped", "ok") and result["environment"]["cpu_model"]
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
-    # What comes back from a device call: at most 8 files, two folders down.
+    # What comes back from one call to the GPU machine: at most 8 files, two folders down.
     assert len([p for p in out.rglob("*") if p.is_file()]) <= 8
 
 

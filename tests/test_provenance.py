@@ -1,6 +1,6 @@
 """Provenance: every record names the code that ran (commit, uncommitted changes) and the
 environment overrides it ran under, found where it runs: in this checkout from git, in a copy
-without ``.git`` (the lent GPU machine) from the build-info file written before carrying."""
+without ``.git`` (a GPU machine the tree was copied to) from the build-info file written before carrying."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_state_in_this_checkout_is_read_from_git():
 
 
 def _copy_tree(dest: Path) -> Path:
-    # What a device call carries: the tracked and untracked-but-not-ignored files, no .git.
+    # What a call to the GPU machine carries: the tracked and untracked-but-not-ignored files, no .git.
     for rel in tree_files():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
