@@ -613,17 +613,32 @@ def read_head(source: TableSource, rows: int) -> Any:
     import pyarrow.parquet as pq
 
     if source.kind == "parquet":
+        import pyarrow as pa
+
         frames, left = [], rows
         stored = source.file_columns
         for i, path in enumerate(source.paths):
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=min(left, 65536), columns=stored):
-                frames.append(convert_columns(_with_partitions(batch.to_pandas(), source, i), source))
-                left -= batch.num_rows
-                if left <= 0:
-                    break
+            batches = []
+            with pq.ParquetFile(path) as reader:  # closed at once: its row-group buffers go with it
+                for batch in reader.iter_batches(batch_size=min(left, 65536), columns=stored):
+                    batches.append(batch.slice(0, left))
+                    left -= batch.num_rows
+                    if left <= 0:
+                        break
+            if batches:
+                # One conversion per file, Arrow's buffers released column by column as pandas
+                # takes them: the head is held once, not as batches, their frames and a concat.
+                table = pa.Table.from_batches(batches)
+                del batches
+                frame = table.to_pandas(self_destruct=True, split_blocks=True)
+                del table
+                frames.append(convert_columns(_with_partitions(frame, source, i), source))
             if left <= 0:
                 break
-        out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(source.columns))
+        if not frames:
+            out = pd.DataFrame(columns=list(source.columns))
+        else:
+            out = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         # Columns not read (nested types) stay, empty, in file order: the plan lists them as dropped.
         return out.reindex(columns=list(source.columns)).head(rows)
     # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).

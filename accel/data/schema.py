@@ -363,15 +363,21 @@ def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) 
     return None
 
 
-def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series, task: str) -> set[str]:
+def _numeric_leak_candidates(
+    frame: pd.DataFrame, names: list[str], y: pd.Series, task: str, rows: np.ndarray | None = None
+) -> set[str]:
     """Numeric columns that might give the target away, found for all columns at once.
 
     A cheap vectorised pass (one sort per column in NumPy) so that a 5,000-column table needs
-    the exact per-column check only for the few columns that pass it.
+    the exact per-column check only for the few columns that pass it. ``rows``: the positions
+    of ``frame`` that ``y`` belongs to (all rows by default).
     """
     if not names:
         return set()
-    X = frame[names].to_numpy(dtype=np.float64, na_value=np.nan)
+    X = np.empty((len(y), len(names)), dtype=np.float64)
+    for j, name in enumerate(names):  # one column at a time: no float64 copy of the whole frame first
+        values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        X[:, j] = values if rows is None else values[rows]
     if task == "regression":
         t = y.to_numpy(dtype=np.float64)
         if not np.isfinite(t).all():
@@ -529,7 +535,10 @@ def make_plan(
     train_pos, test_pos = split_positions(len(positions), test_size, seed)
     # The rows the schema is inferred from: the used rows among the first rows given.
     in_frame = int(np.searchsorted(positions, len(frame)))
-    sub = frame.iloc[positions[:in_frame]].reset_index(drop=True)
+    if in_frame == len(frame) and bool((positions[:in_frame] == np.arange(in_frame)).all()):
+        sub = frame.reset_index(drop=True)  # every first row is used: no copy of the rows
+    else:
+        sub = frame.iloc[positions[:in_frame]].reset_index(drop=True)
     if in_frame < len(positions):
         notices.append(f"column kinds inferred from the first {len(frame):,} rows; categories from all rows")
 
@@ -547,13 +556,13 @@ def make_plan(
     y_train = y.iloc[train_in_sub]
     if task_kind != "regression" and not classes_numeric:
         y_train = y_train.astype(str)
-    train_frame = sub.iloc[train_in_sub]
-    prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(train_frame[p.name].dtype)]
-    candidates = _numeric_leak_candidates(train_frame, prefiltered, y_train, task_kind)
+    # Training rows are taken column by column, never as a copy of the whole sample.
+    prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(sub[p.name].dtype)]
+    candidates = _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_in_sub)
     for plan in plans:
         if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
             continue
-        leak = _leak_reason(train_frame[plan.name], plan, y_train, task_kind)
+        leak = _leak_reason(sub[plan.name].iloc[train_in_sub], plan, y_train, task_kind)
         if leak:
             plan.kind, plan.reason = "dropped", f"leak: {leak}"
             notices.append(f"column {plan.name!r} dropped: {leak}")
@@ -561,8 +570,7 @@ def make_plan(
     if not any(p.kind != "dropped" for p in plans):
         raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
     if task_kind != "regression":
-        present = set(np.unique(y.iloc[train_pos].astype(str)))
-        if len(present) < 2:
+        if y.iloc[train_pos].nunique(dropna=True) < 2:  # counted as they are: no text copy of the column
             raise AccelError(f"the training split of target {target!r} has a single class: use more rows")
     return TablePlan(
         target=target,
