@@ -1431,7 +1431,9 @@ def main() -> int:
         use_tree(args.tree)
     root = Path(tempfile.mkdtemp(prefix="hostile-"))
     code = code_under_test(root)
-    own_tree = HERE.parent
+    own_tree = HERE.parent  # the cases' commit, as the run starts (the checkout may move on meanwhile)
+    cases_code = {"git_sha": git(own_tree, "rev-parse", "HEAD"),
+                  "modified": bool(git(own_tree, "status", "--porcelain", "tests/hostile_inputs.py", "benchmarks/hostile_cases.py"))}  # fmt: skip
     root.chmod(0o755)  # the unreadable-data case runs as nobody under it
     SHARED.chmod(0o755)
     rows = []
@@ -1465,8 +1467,8 @@ def main() -> int:
         "git_sha": code["git_sha"],
         "tree_modified": code["accel_modified"],
         "code_under_test": code,
-        "cases_git_sha": git(own_tree, "rev-parse", "HEAD"),
-        "cases_modified": bool(git(own_tree, "status", "--porcelain", "tests/hostile_inputs.py", "benchmarks/hostile_cases.py")),
+        "cases_git_sha": cases_code["git_sha"],
+        "cases_modified": cases_code["modified"],
         "selection": {"only": args.only, "kind": args.kind, "shared": args.shared, "listed": args.listed},
         "is_root": os.geteuid() == 0,
         "counts": counts,
