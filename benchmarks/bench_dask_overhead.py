@@ -168,12 +168,12 @@ def main() -> int:
             order = [("single-process", single), ("dask", dask)]
             if i % 2:
                 order.reverse()
-            for name, fn in order:
+            for impl, fn in order:  # not `name`: that is the workflow's, written in the record
                 result = fn()
-                rows.append({"repeat": i, "impl": name, **result})
+                rows.append({"repeat": i, "impl": impl, **result})
                 stages = "  ".join(f"{s} {v:.1f}" for s, v in result["stages"].items())
                 print(
-                    f"  repeat {i}: {name:<14} {result['seconds']:7.1f} s  AUC {result['auc']:.4f}  ({stages})",
+                    f"  repeat {i}: {impl:<14} {result['seconds']:7.1f} s  AUC {result['auc']:.4f}  ({stages})",
                     flush=True,
                 )
         info = session.info.as_dict()
