@@ -342,8 +342,13 @@ def render_dask_overhead(result: Result) -> list[nodes.Node]:
         stages = (by_impl.get(impl) or {}).get("stages") or {}
         rows.append([impl, secs(med.get(impl)), *(secs(stages.get(s)) for s in ("load", "features", "to_device", "train", "predict")),
                      metric(auc.get(impl))])  # fmt: skip
+    data = d.get("data") or {}
+    table_rows = (data.get("schema") or {}).get("rows_in_file")
+    # A user's table is named by its rows (files written before the record's workflow was the
+    # table's name say "single-process" or "dask" there); flights by its scale.
+    what = f"a table of {table_rows:,} rows" if table_rows else f"{d.get('workflow')} ×{data.get('scale')}"
     caption = (
-        f"Dask against one process, {d.get('workflow')} ×{(d.get('data') or {}).get('scale')}, "
+        f"Dask against one process, {what}, "
         f"{cluster.get('workers')} workers × {cluster.get('threads_per_worker')} thread(s) against "
         f"{d.get('single_process_threads')} threads"
     )
