@@ -58,6 +58,18 @@ class GpuDevice:
     memory_total_bytes: int
 
 
+#: The words for a GPU arm that cannot run on this machine, before the probe's reason (as
+#: cuML's benchmark writes its missing arm's reason).
+GPU_UNAVAILABLE = "GPU unavailable"
+
+
+def gpu_unavailable(why: str | None = None) -> str:
+    """``GPU unavailable: no CUDA driver (...)``: why the GPU arm cannot run here, said once for
+    every output: the ``reason`` of a skipped GPU arm in a record, the terminal's line about it,
+    the GPU arm of ``accel info`` and the ``--device gpu`` refusal."""
+    return f"{GPU_UNAVAILABLE}: {why}" if why else GPU_UNAVAILABLE
+
+
 @dataclass(frozen=True)
 class GpuProbe:
     """What :func:`probe_gpu` found.
@@ -100,6 +112,13 @@ class GpuProbe:
         """Why the named capabilities are not all available (one line), or None."""
         why = [f"{n}: {self.capabilities.get(n, {}).get('reason') or 'not probed'}" for n in names if not self.available(n)]
         return "; ".join(why) or None
+
+    def why_not(self, *needs: str) -> str | None:
+        """Why the GPU arm cannot run here, in the words every output uses (:func:`gpu_unavailable`);
+        None when it can. ``needs``: only these capabilities are asked for; none, the whole GPU arm."""
+        if not needs:
+            return None if self.usable else gpu_unavailable(self.reason)
+        return None if self.available(*needs) else gpu_unavailable(self.missing(*needs))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -704,7 +723,7 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
     probe = probe_gpu()
     if needs is None:
         if not probe.usable:
-            raise DeviceUnavailable(f"--device gpu: no usable GPU here: {probe.reason}")
+            raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
         import cudf
         import cupy
 
@@ -778,10 +797,10 @@ def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
     if needs is None:
         if device == "gpu" or probe.usable:
             return Arms(gpu_backend(), None, cpu)
-        return Arms(None, f"GPU unavailable: {probe.reason}", cpu)
+        return Arms(None, probe.why_not(), cpu)
     if device == "gpu" or probe.available("cupy", *needs):
         return Arms(gpu_backend(needs=needs), None, cpu)
-    return Arms(None, f"GPU unavailable: {probe.missing('cupy', *needs)}", cpu)
+    return Arms(None, probe.why_not("cupy", *needs), cpu)
 
 
 def gpu_arm_skip(device: str, reason: str) -> str:

@@ -282,7 +282,7 @@ def collect_environment() -> dict[str, Any]:
     git = git_state()
     arms = {
         "cpu": {"can_run": True, "reason": None},
-        "gpu": {"can_run": probe.usable, "reason": probe.reason},
+        "gpu": {"can_run": probe.usable, "reason": probe.why_not()},  # as a skipped GPU arm's record says it
     }
     return {
         "cpu_model": cpu_model(),

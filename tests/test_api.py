@@ -146,7 +146,7 @@ def test_notebook_chart_says_n_a_when_one_arm_was_skipped():
     assert result.stages["speedup"].isna().all() and math.isnan(result.speedup)
     page = result._repr_html_()
     assert "speedup: n/a (one arm ran)" in page and "<caption>" not in page
-    assert "<b>GPU arm skipped</b>: no CUDA driver" in page
+    assert "<b>GPU arm skipped</b>: GPU unavailable: no CUDA driver" in page, "the record's words"
 
 
 def test_info_is_what_accel_info_json_prints():

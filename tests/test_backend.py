@@ -141,6 +141,27 @@ def test_auto_gives_cpu_and_gpu_refuses_with_the_reason():
 
 
 @no_gpu_here
+def test_a_gpu_arm_that_cannot_run_is_said_in_the_same_words_everywhere():
+    """The record's reason, the terminal's line, ``accel info`` and the ``--device gpu`` refusal
+    say why from one place (``gpu_unavailable``), with the probe's reason once."""
+    from accel.backend import GPU_UNAVAILABLE, resolve_arms
+    from accel.environment import collect_environment
+    from accel.report.console import gpu_status_line
+
+    probe = probe_gpu()
+    words = probe.why_not()
+    assert words == f"{GPU_UNAVAILABLE}: {probe.reason}"
+    assert resolve_arms("auto").gpu_skip == words, "the record's reason"
+    assert collect_environment()["arms"]["gpu"] == {"can_run": False, "reason": words}, "accel info"
+    assert gpu_status_line({"status": "skipped", "reason": words}) == f"GPU arm skipped: {words}", "the terminal"
+    with pytest.raises(DeviceUnavailable) as info:
+        get_backend("gpu")
+    assert str(info.value) == f"--device gpu: {words}"
+    assert resolve_arms("auto", needs=("xgboost_cuda",)).gpu_skip == probe.why_not("cupy", "xgboost_cuda")
+    assert probe.why_not("cupy").startswith(f"{GPU_UNAVAILABLE}: cupy: ")
+
+
+@no_gpu_here
 def test_empty_cuda_visible_devices_never_raises():
     probe = probe_in_subprocess({"CUDA_VISIBLE_DEVICES": ""})["probe"]
     assert probe["usable"] is False and probe["reason"]

@@ -44,7 +44,7 @@ def test_unwritable_output_directory(tmp_path):
 @pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is usable here")
 def test_device_gpu_without_a_gpu_says_why(tmp_path):
     proc = run_accel("run", "flights", "--device", "gpu", "--rows", "1000", "--out", str(tmp_path))
-    assert_one_line_error(proc, "--device gpu", "no usable GPU")
+    assert_one_line_error(proc, "--device gpu", "GPU unavailable: ")
     assert any(word in proc.stderr for word in ("no CUDA driver", "no CUDA device", "RAPIDS"))
     assert records_in(tmp_path) == []
 

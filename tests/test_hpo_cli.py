@@ -94,7 +94,7 @@ def test_gpu_arm_is_skipped_with_the_reason_never_invented(search):
         assert gpu["status"] == "skipped" and gpu["reason"].startswith("GPU unavailable: ")
         # Said once, with the results; the progress says only that the arm is skipped.
         said = "\n".join([*lines, out.replace("\n", " ")])
-        assert said.count(gpu["reason"].removeprefix("GPU unavailable: ")[:40]) == 1, said
+        assert said.count(gpu["reason"][:40]) == 1, said
         assert "search on the CPU arm (GPU arm skipped)" in lines
         assert math.isnan(record["speedup"]["final_model"])
         assert record["arms"]["cpu"]["status"] == "ok" and record["arms"]["cpu"]["seconds"] == record["final"]["seconds"]

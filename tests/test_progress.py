@@ -167,7 +167,7 @@ def test_the_stage_table_says_what_the_record_says():
     assert "unavailable" not in text.replace("GPU unavailable", "")
     assert text.count("skipped") >= 6, "each stage and the total: the arm's status"
     assert text.count("no CUDA driver") == 1
-    assert "GPU arm skipped: no CUDA driver (libcuda.so.1 cannot be loaded)" in text
+    assert "GPU arm skipped: GPU unavailable: no CUDA driver (libcuda.so.1 cannot be loaded)" in text, "the record's words"
 
 
 def _since_start(shell: str) -> float:

@@ -94,7 +94,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
         return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel-tabular[gpu-cu12]')"
     probe = probe_gpu()
     if not probe.usable:
-        return installed, f"no usable GPU: {probe.reason}"
+        return installed, probe.why_not()
     return installed, None
 
 

@@ -203,9 +203,9 @@ def _fmt_speedup(value: float | None) -> str:
 
 
 def gpu_status_line(arm: dict[str, Any]) -> str:
-    """``GPU arm skipped: no CUDA driver (...)``: the record's status and its reason, once."""
-    reason = str(arm.get("reason") or "no reason recorded").removeprefix("GPU unavailable: ")
-    return f"GPU arm {arm['status']}: {reason}"
+    """``GPU arm skipped: GPU unavailable: no CUDA driver (...)``: the record's status and its
+    reason, in the record's words (:func:`accel.backend.gpu_unavailable`), once."""
+    return f"GPU arm {arm['status']}: {arm.get('reason') or 'no reason recorded'}"
 
 
 def wall_line(wall: dict[str, Any]) -> str:
