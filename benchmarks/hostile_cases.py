@@ -40,12 +40,10 @@ unreadable-file case (run as ``nobody``); without root they are reported ``skipp
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -378,24 +376,6 @@ CASES.append(
 )
 
 
-@c("yaml-alias-bomb", "hang", "a workflow file that is a YAML alias bomb")
-def _(tmp: Path) -> Setup:
-    # Nine levels of nine aliases: 9**10 strings once expanded; "rows" is given the biggest.
-    lines = ['x0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for i in range(1, 10):
-        lines.append(f"x{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]")
-    lines += ["workflow: flights", "rows: *a9"]
-    path = tmp / "bomb.yaml"
-    path.write_text("\n".join(lines) + "\n")
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if len(res.stderr) > 2000:
-            return "wrong", f"the error quotes {len(res.stderr):,} characters"
-        return None
-
-    return Setup(["run", str(path), "--out", str(tmp / "runs")], check=check, timeout=60)
-
-
 def fifo_in(folder: Path, name: str) -> Path:
     path = folder / name
     os.mkfifo(path)
@@ -503,39 +483,6 @@ def _(tmp: Path) -> Setup:
     )
 
 
-@c("seed-negative", "traceback", "--seed -1")
-def _(tmp: Path) -> Setup:
-    return Setup(table_args(csv(tmp, customers()), "churned", "--seed", "-1"))
-
-
-@c("seed-huge", "traceback", "--seed 2**70")
-def _(tmp: Path) -> Setup:
-    return Setup(table_args(csv(tmp, customers()), "churned", "--seed", str(2**70)))
-
-
-@c("hpo-seed-huge", "traceback", "hpo --seed 2**70")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(
-        ["hpo", "--data", str(data), "--target", "churned", "--trials", "2", "--seed", str(2**70), "--out", str(tmp / "runs")]
-    )
-
-
-@c("gzip-truncated", "traceback", "--data a truncated .csv.gz")
-def _(tmp: Path) -> Setup:
-    raw = gzip.compress(customers(3000).to_csv(index=False).encode())
-    path = tmp / "data.csv.gz"
-    path.write_bytes(raw[: len(raw) // 2])
-    return Setup(table_args(path), check=lambda r: ("wrong", "records written") if list((tmp / "runs").glob("*.json")) else None)
-
-
-@c("gzip-not-gzip", "traceback", "--data a .csv.gz that is plain text")
-def _(tmp: Path) -> Setup:
-    path = tmp / "data.csv.gz"
-    path.write_text(customers().to_csv(index=False))
-    return Setup(table_args(path))
-
-
 CASES.append(
     Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", server_case("garbage", "run"))
 )
@@ -556,24 +503,6 @@ def _(tmp: Path) -> Setup:
         cleanup=server.close,
         timeout=60,
     )
-
-
-@c("datagen-groupby-huge", "traceback", "accel data groupby 1e13 rows into a new folder")
-def _(tmp: Path) -> Setup:
-    target = tmp / "new" / "G1.parquet"
-
-    def check(res: Result) -> tuple[str, str] | None:
-        return ("wrong", "folder left behind") if (tmp / "new").exists() else None
-
-    return Setup(["data", "groupby", "1e13", "100", str(target)], check=check, timeout=60)
-
-
-@c("datagen-join-huge", "traceback", "accel data join 1e13 rows into a new folder")
-def _(tmp: Path) -> Setup:
-    def check(res: Result) -> tuple[str, str] | None:
-        return ("wrong", "folder left behind") if (tmp / "new").exists() else None
-
-    return Setup(["data", "join", "1e13", str(tmp / "new")], check=check, timeout=60)
 
 
 @c("report-wrong-shape", "traceback", "accel report over records of the wrong shape")
@@ -603,12 +532,6 @@ def _(tmp: Path) -> Setup:
     if res.rc != 0:
         return Setup([], skip=f"setup failed: {message(res)}")
     return Setup(["experiments", str(tmp / "runs"), "--plot"], expect="ok")
-
-
-@c("experiments-plot-extension", "traceback", "experiments --plot plot.xyz")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    return Setup(["experiments", str(records), "--plot", str(tmp / "plot.xyz")])
 
 
 def hpo_args(data: Path, tmp: Path, *extra: str) -> list[str]:
@@ -1140,91 +1063,11 @@ def _(tmp: Path) -> Setup:
 
 
 # ---- inputs refused cleanly before (kept to see that they stay so)
-@c("missing-file", "clean", "--data a file that does not exist")
-def _(tmp: Path) -> Setup:
-    return Setup(["run", "--data", str(tmp / "nope.csv"), "--target", "y"])
-
-
-@c("empty-csv", "clean", "--data an empty file")
-def _(tmp: Path) -> Setup:
-    (tmp / "e.csv").write_text("")
-    return Setup(["run", "--data", str(tmp / "e.csv"), "--target", "y", "--out", str(tmp / "runs")])
-
-
-@c("binary-csv", "clean", "--data a binary file")
-def _(tmp: Path) -> Setup:
-    (tmp / "b.csv").write_bytes(os.urandom(2000) + b"\0" * 10)
-    return Setup(["run", "--data", str(tmp / "b.csv"), "--target", "y", "--out", str(tmp / "runs")])
-
-
-@c("unknown-target", "clean", "--target a column that does not exist")
-def _(tmp: Path) -> Setup:
-    return Setup(table_args(csv(tmp, customers()), "churn"))
-
-
-@c("corrupt-parquet", "clean", "--data a corrupt Parquet file")
-def _(tmp: Path) -> Setup:
-    (tmp / "x.parquet").write_bytes(b"PAR1" + os.urandom(500))
-    return Setup(["run", "--data", str(tmp / "x.parquet"), "--target", "y", "--out", str(tmp / "runs")])
-
-
-@c("rows-zero", "clean", "--rows 0")
-def _(tmp: Path) -> Setup:
-    return Setup(["run", "flights", "--rows", "0"])
-
-
-@c("memory-budget-bad", "clean", "--memory-budget 12XB")
-def _(tmp: Path) -> Setup:
-    return Setup(table_args(csv(tmp, customers()), "churned", "--memory-budget", "12XB"))
-
-
-@c("scheduler-malformed", "clean", "--scheduler not-an-address")
-def _(tmp: Path) -> Setup:
-    return Setup(["run", "flights", "--scheduler", "http://x"])
-
-
-@c("scheduler-closed-port", "clean", "--scheduler a port nobody listens on")
-def _(tmp: Path) -> Setup:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp / "runs")], timeout=60
-    )
-
-
-@c("hpo-subset-zero", "clean", "hpo --subset 0")
-def _(tmp: Path) -> Setup:
-    return Setup(["hpo", "flights", "--subset", "0"])
 
 
 @c("hpo-resume-missing", "clean", "hpo --resume of a study that does not exist")
 def _(tmp: Path) -> Setup:
     return Setup(["hpo", "flights", "--rows", "2000", "--resume", "--study", "nope", "--out", str(tmp / "runs")])
-
-
-@c("experiments-no-folder", "clean", "experiments on a folder that does not exist")
-def _(tmp: Path) -> Setup:
-    return Setup(["experiments", str(tmp / "nope")])
-
-
-@c("report-empty-folder", "clean", "report on an empty folder")
-def _(tmp: Path) -> Setup:
-    (tmp / "empty").mkdir()
-    return Setup(["report", str(tmp / "empty")])
-
-
-@c("datagen-k-over-n", "clean", "accel data groupby with K > N")
-def _(tmp: Path) -> Setup:
-    return Setup(["data", "groupby", "100", "1000", str(tmp / "g.csv")])
-
-
-@c("yaml-unknown-key", "clean", "a workflow file with an unknown key")
-def _(tmp: Path) -> Setup:
-    path = tmp / "w.yaml"
-    path.write_text("workflow: flights\nxgboost:\n  n_estimatorz: 5\n")
-    return Setup(["run", str(path)])
 
 
 # --------------------------------------------------------------------------- writes, search settings, one line, processes

@@ -18,6 +18,9 @@ encodings and generated feature names), ``changed`` (the file changes after plan
 ``search`` (search settings checked before the study exists), ``one line`` (what used to end
 in a traceback, huge or nested inputs), ``meaningless`` (results that mean nothing),
 ``processes`` (what a script leaves running, signals) and ``interrupts`` (Ctrl-C never lost).
+The older cases are of kinds named by what such an input used to end in: ``hang``,
+``traceback``, ``unrefused``, ``wrong``, ``overwrite``, ``security``, ``misleading``, and
+``clean`` (refused cleanly all along, kept to see that it stays so).
 ``invented`` marks the cases made up beyond the examples the table was seeded with: the
 benchmark counts them apart.
 """
@@ -73,7 +76,8 @@ class Case:
         Unique, used on the command line of the benchmark (``--only``).
     kind : str
         ``secrets``, ``writes``, ``types``, ``names``, ``changed``, ``search``, ``one line``,
-        ``meaningless``, ``processes`` or ``interrupts``.
+        ``meaningless``, ``processes`` or ``interrupts``; the older cases ``hang``, ``traceback``,
+        ``unrefused``, ``wrong``, ``overwrite``, ``security``, ``misleading`` or ``clean``.
     what : str
         The input, in words.
     make_input : callable
@@ -93,7 +97,7 @@ class Case:
     invented : bool
         Made up beyond the examples the table was seeded with (reported apart).
     env : mapping
-        Environment variables the command runs with.
+        Environment variables the command runs with (``None``: unset).
     inspect : callable or None
         ``inspect(tmp, outcome) -> (verdict, why) or None``: what is wrong beyond the exit status
         (``overwrite``, ``security``, ``wrong``, ``hang``, ``misleading``).
@@ -123,7 +127,7 @@ class Case:
     after: Callable[[Path], None] | None = None
     hook: str = PLANNED
     invented: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str | None] = field(default_factory=dict)
     inspect: Callable[[Path, Outcome], tuple[str, str] | None] | None = None
     records: int = 1
     exit: int = 0
@@ -1540,6 +1544,142 @@ CASES += [
          inspect=not_said("Exception ignored")),
 ]  # fmt: skip
 
+
+# --------------------------------------------------------------------------- the older cases
+# Of kinds named by what such an input used to end in (a hang, a traceback, a run that should
+# have been refused, ...); the tables have the benchmark's older columns (an ``age`` too).
+
+
+def older(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    """The customers table of the older cases (with an ``age`` column)."""
+    return customers(n, seed, age=True)
+
+
+def _older_csv(tmp: Path, *extra: str, target: str = "churned") -> list[str]:
+    return run_argv(_csv(tmp, older()), target, tmp, *extra)
+
+
+def short_error(limit: int = 400) -> Inspect:
+    """The error line is under ``limit`` characters and stderr under 2,000 (no input quoted whole)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        errors = [line for line in outcome.stderr.splitlines() if line.startswith("accel: error: ")]
+        if len(outcome.stderr) > 2000 or any(len(line) >= limit for line in errors):
+            return "wrong", f"the error quotes {len(outcome.stderr):,} characters"
+        return None
+
+    return inspect
+
+
+def _alias_bomb(tmp: Path) -> list[str]:
+    # Nine levels of nine aliases: 9**10 strings once expanded; "rows" is given the biggest.
+    lines = ['x0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"x{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    (tmp / "bomb.yaml").write_text("\n".join([*lines, "workflow: flights", "rows: *a9"]) + "\n")
+    return ["run", str(tmp / "bomb.yaml"), "--out", str(tmp / "runs")]
+
+
+def _gzip_truncated(tmp: Path) -> list[str]:
+    raw = gzip.compress(older(3000).to_csv(index=False).encode())
+    (tmp / "data.csv.gz").write_bytes(raw[: len(raw) // 2])
+    return run_argv(tmp / "data.csv.gz", "churned", tmp)
+
+
+def _gzip_not_gzip(tmp: Path) -> list[str]:
+    (tmp / "data.csv.gz").write_text(older().to_csv(index=False))
+    return run_argv(tmp / "data.csv.gz", "churned", tmp)
+
+
+def _written(name: str, data: bytes) -> Callable[[Path], list[str]]:
+    """``--data TMP/name`` holding ``data``, ``--target y``."""
+
+    def make(tmp: Path) -> list[str]:
+        (tmp / name).write_bytes(data)
+        return ["run", "--data", str(tmp / name), "--target", "y", "--out", str(tmp / "runs")]
+
+    return make
+
+
+def _closed_port(tmp: Path) -> list[str]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return ["run", "flights", "--rows", "2000", "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp / "runs")]
+
+
+def _yaml_text(text: str, *extra: str) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        (tmp / "w.yaml").write_text(text)
+        return ["run", str(tmp / "w.yaml"), *extra]
+
+    return make
+
+
+def _plot_extension(tmp: Path) -> list[str]:
+    return ["experiments", str(two_records(tmp)), "--plot", str(tmp / "plot.xyz")]
+
+
+def _empty_folder(tmp: Path) -> list[str]:
+    (tmp / "empty").mkdir()
+    return ["report", str(tmp / "empty")]
+
+
+CASES += [
+    # ---- hangs
+    Case("yaml-alias-bomb", "hang", "a workflow file that is a YAML alias bomb", _alias_bomb, "clean error",
+         ("bomb.yaml", "alias"), inspect=short_error(), timeout=60),
+    # ---- tracebacks
+    Case("seed-negative", "traceback", "--seed -1", lambda tmp: _older_csv(tmp, "--seed", "-1"), "clean error",
+         ("seed",)),
+    Case("seed-huge", "traceback", "--seed 2**70", lambda tmp: _older_csv(tmp, "--seed", str(2**70)), "clean error",
+         ("seed",)),
+    Case("hpo-seed-huge", "traceback", "hpo --seed 2**70",
+         lambda tmp: ["hpo", "--data", str(_csv(tmp, older())), "--target", "churned", "--trials", "2",
+                      "--seed", str(2**70), "--out", str(tmp / "runs")], "clean error", ("seed",)),
+    Case("gzip-truncated", "traceback", "--data a truncated .csv.gz", _gzip_truncated, "clean error",
+         ("not a complete gzip file", "data.csv.gz")),
+    Case("gzip-not-gzip", "traceback", "--data a .csv.gz that is plain text", _gzip_not_gzip, "clean error",
+         ("not a complete gzip file", "data.csv.gz")),
+    Case("datagen-groupby-huge", "traceback", "accel data groupby 1e13 rows into a new folder",
+         lambda tmp: ["data", "groupby", "1e13", "100", str(tmp / "new" / "G1.parquet")], "clean error",
+         ("GB of memory", "available"), inspect=absent("new"), timeout=60),
+    Case("datagen-join-huge", "traceback", "accel data join 1e13 rows into a new folder",
+         lambda tmp: ["data", "join", "1e13", str(tmp / "new")], "clean error", ("GB of memory", "available"),
+         inspect=absent("new"), timeout=60),
+    Case("experiments-plot-extension", "traceback", "experiments --plot plot.xyz", _plot_extension, "clean error",
+         ("'.xyz'", ".png"), inspect=absent("plot.xyz")),
+    # ---- refused cleanly all along (kept to see that they stay so)
+    Case("missing-file", "clean", "--data a file that does not exist",
+         lambda tmp: ["run", "--data", str(tmp / "nope.csv"), "--target", "y"], "clean error",
+         ("nope.csv", "does not exist")),
+    Case("empty-csv", "clean", "--data an empty file", _written("e.csv", b""), "clean error", ("empty (0 bytes)",)),
+    Case("binary-csv", "clean", "--data a binary file", _written("b.csv", os.urandom(2000) + b"\0" * 10),
+         "clean error", ("looks binary",)),
+    Case("unknown-target", "clean", "--target a column that does not exist",
+         lambda tmp: _older_csv(tmp, target="churn"), "clean error", ("'churn'", "'churned'")),
+    Case("corrupt-parquet", "clean", "--data a corrupt Parquet file", _written("x.parquet", b"PAR1" + os.urandom(500)),
+         "clean error", ("not a readable Parquet file",)),
+    Case("rows-zero", "clean", "--rows 0", lambda tmp: ["run", "flights", "--rows", "0"], "clean error", ("--rows",)),
+    Case("memory-budget-bad", "clean", "--memory-budget 12XB",
+         lambda tmp: _older_csv(tmp, "--memory-budget", "12XB"), "clean error", ("--memory-budget", "12XB")),
+    Case("scheduler-malformed", "clean", "--scheduler not-an-address",
+         lambda tmp: ["run", "flights", "--scheduler", "http://x"], "clean error", ("--scheduler", "http://x")),
+    Case("scheduler-closed-port", "clean", "--scheduler a port nobody listens on", _closed_port, "clean error",
+         ("cannot reach a Dask scheduler",), slow=True, timeout=60),
+    Case("hpo-subset-zero", "clean", "hpo --subset 0", lambda tmp: ["hpo", "flights", "--subset", "0"], "clean error",
+         ("--subset",)),
+    Case("experiments-no-folder", "clean", "experiments on a folder that does not exist",
+         lambda tmp: ["experiments", str(tmp / "nope")], "clean error", ("no folder",)),
+    Case("report-empty-folder", "clean", "report on an empty folder", _empty_folder, "clean error",
+         ("no run records",)),
+    Case("datagen-k-over-n", "clean", "accel data groupby with K > N",
+         lambda tmp: ["data", "groupby", "100", "1000", str(tmp / "g.csv")], "clean error", ("K (1000)", "N (100)")),
+    Case("yaml-unknown-key", "clean", "a workflow file with an unknown key",
+         _yaml_text("workflow: flights\nxgboost:\n  n_estimatorz: 5\n"), "clean error", ("n_estimatorz",)),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
@@ -1548,10 +1688,14 @@ assert len(BY_NAME) == len(CASES), "case names must be unique"
 
 
 @contextlib.contextmanager
-def environment(values: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``values`` set while inside."""
+def environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (``None``: unset) while inside."""
     before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     try:
         yield
     finally:
@@ -1601,6 +1745,7 @@ def run_case(
     # The tree under test comes first on the path (PYTHONPATH as given), then this one (for this module).
     path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
     full_env = {**os.environ, **(env or {}), **case.env, MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
+    full_env = {name: value for name, value in full_env.items() if value is not None}
     limit = case.timeout if timeout is None else timeout
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=tmp,
