@@ -56,7 +56,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
@@ -388,35 +387,6 @@ def _listed(res: Result, name: str) -> tuple[str, str] | None:
     return None
 
 
-@c("report-fifo", "hang", "accel report over a folder holding a FIFO named *.json")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    fifo_in(records, "pipe.json")
-    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "pipe.json"), timeout=60)
-
-
-@c("experiments-fifo", "hang", "accel experiments over a folder holding a FIFO named *.json")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    fifo_in(records, "pipe.json")
-    return Setup(["experiments", str(records)], expect="ok", check=lambda r: _listed(r, "pipe.json"), timeout=60)
-
-
-@c("report-dev-zero", "hang", "accel report over a folder holding a link to /dev/zero named *.json")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    (records / "zero.json").symlink_to("/dev/zero")
-    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "zero.json"), timeout=60)
-
-
-@c("experiments-dev-zero", "hang", "accel experiments over a folder holding a link to /dev/zero named *.db and *.json")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    (records / "zero.json").symlink_to("/dev/zero")
-    (records / "zero.db").symlink_to("/dev/zero")
-    return Setup(["experiments", str(records)], expect="ok", check=lambda r: _listed(r, "zero.json"), timeout=60)
-
-
 # ---- tracebacks
 @c("out-full", "traceback", "--out on a full filesystem")
 def _(tmp: Path) -> Setup:
@@ -503,15 +473,6 @@ def _(tmp: Path) -> Setup:
         cleanup=server.close,
         timeout=60,
     )
-
-
-@c("report-wrong-shape", "traceback", "accel report over records of the wrong shape")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    (records / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"], "speedup": 3}))
-    (records / "bad-models.json").write_text(json.dumps({"benchmark": "models", "models": [1, 2, 3]}))
-    (records / "bad-scaling.json").write_text(json.dumps({"benchmark": "scaling", "rows": "many"}))
-    return Setup(["report", str(records)], expect="ok", check=lambda r: _listed(r, "bad-run.json"))
 
 
 @c("report-dollar-names", "traceback", "accel report over a run whose workflow and id hold '$'")
@@ -622,68 +583,6 @@ def _(tmp: Path) -> Setup:
 
 
 # ---- not refused
-@c("inf-target", "unrefused", "a regression target holding inf")
-def _(tmp: Path) -> Setup:
-    frame = prices()
-    frame.loc[[3, 17], "price"] = [np.inf, -np.inf]
-    return Setup(table_args(csv(tmp, frame), "price"), expect="either")
-
-
-@c("inf-feature", "unrefused", "a feature holding inf")
-def _(tmp: Path) -> Setup:
-    frame = customers()
-    frame["spend"] = frame["spend"].astype(float)
-    frame.loc[[2, 9, 40], "spend"] = np.inf
-    data = csv(tmp, frame)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc == 0 and "inf" not in (res.stdout + res.stderr).lower():
-            return "wrong", "ran without saying what happened to the infinities"
-        return None
-
-    return Setup(table_args(data), expect="either", check=check)
-
-
-@c("test-class-unseen", "unrefused", "a class whose only rows fall in the test split")
-def _(tmp: Path) -> Setup:
-    from accel.data.flights import split_positions
-
-    frame = customers(200)
-    _, test = split_positions(len(frame), 0.2, 42)
-    frame.loc[test[:2], "churned"] = "maybe"
-    return Setup(table_args(csv(tmp, frame)))
-
-
-@c("short-row", "unrefused", "a CSV row with fewer fields than the header (pyarrow rejects it)")
-def _(tmp: Path) -> Setup:
-    path = csv(tmp, customers())
-    lines = path.read_text().splitlines()
-    lines[150] = ",".join(lines[150].split(",")[:3])
-    path.write_text("\n".join(lines) + "\n")
-    return Setup(table_args(path))
-
-
-@c("long-row", "unrefused", "a CSV row with more fields than the header")
-def _(tmp: Path) -> Setup:
-    path = csv(tmp, customers())
-    lines = path.read_text().splitlines()
-    lines[250] = lines[250] + ",7,8"
-    path.write_text("\n".join(lines) + "\n")
-    return Setup(table_args(path))
-
-
-@c("beyond-float32", "unrefused", "a feature with values beyond float32's range")
-def _(tmp: Path) -> Setup:
-    frame = customers()
-    frame["spend"] = frame["spend"] * 1e300
-    return Setup(table_args(csv(tmp, frame)))
-
-
-@c("target-beyond-float32", "unrefused", "a regression target beyond float32's range")
-def _(tmp: Path) -> Setup:
-    frame = prices()
-    frame["price"] = frame["price"] * 1e300
-    return Setup(table_args(csv(tmp, frame), "price"))
 
 
 def workflow_file(tmp: Path, text: str, data: Path, target: str = "churned") -> Path:
@@ -692,95 +591,7 @@ def workflow_file(tmp: Path, text: str, data: Path, target: str = "churned") -> 
     return path
 
 
-@c("rf-max-features", "unrefused", "random_forest max_features: 5.0 in a workflow file")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(["run", str(workflow_file(tmp, "model: random_forest\nrandom_forest:\n  max_features: 5.0\n", data))])
-
-
-@c("knn-neighbors", "unrefused", "knn n_neighbors larger than the training rows")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(["run", str(workflow_file(tmp, "model: knn\nknn:\n  n_neighbors: 100000\n", data))])
-
-
-@c("xgb-max-bin", "unrefused", "xgboost max_bin: 1e10")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(["run", str(workflow_file(tmp, "xgboost:\n  max_bin: 10000000000\n", data))], timeout=120)
-
-
-@c("logreg-C-inf", "unrefused", "logistic_regression C: .inf")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(["run", str(workflow_file(tmp, "model: logistic_regression\nlogistic_regression:\n  C: .inf\n", data))])
-
-
-@c("xgb-reg-lambda-nan", "unrefused", "xgboost reg_lambda: .nan")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    return Setup(["run", str(workflow_file(tmp, "xgboost:\n  min_child_weight: .nan\n  reg_lambda: .inf\n", data))])
-
-
 # ---- silently wrong
-@c("one-row-per-class", "wrong", "a text target with one row per class")
-def _(tmp: Path) -> Setup:
-    frame = customers(60)
-    frame["churned"] = [f"c{i}" for i in range(60)]
-    return Setup(table_args(csv(tmp, frame)))
-
-
-@c("single-minority-row", "wrong", "a target with a single row of one class")
-def _(tmp: Path) -> Setup:
-    frame = customers(300)
-    frame.loc[5, "churned"] = "maybe"
-    return Setup(table_args(csv(tmp, frame)))
-
-
-@c("parquet-type-conflict", "wrong", "a Parquet folder whose files disagree on a column's type")
-def _(tmp: Path) -> Setup:
-    folder = tmp / "parts"
-    folder.mkdir()
-    frame = customers(400)
-    frame.iloc[:200].to_parquet(folder / "a.parquet", index=False)
-    other = frame.iloc[200:].copy()
-    other["calls"] = other["calls"].astype(str)
-    other.to_parquet(folder / "b.parquet", index=False)
-    return Setup(table_args(folder, out=tmp / "runs"))
-
-
-@c("newline-column-names", "wrong", "column names holding newlines")
-def _(tmp: Path) -> Setup:
-    frame = customers()
-    frame = frame.rename(columns={"spend": "monthly\nspend", "calls": "support\r\ncalls"})
-    data = csv(tmp, frame)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc != 0:
-            return None
-        records = sorted((tmp / "runs").glob("*.json"))
-        if not records:
-            return "wrong", "no record"
-        source = json.loads(records[0].read_text())["data"]["source"]
-        if source["columns"] != 5:
-            return "wrong", f"counted {source['columns']} columns, the table has 5"
-        if "monthly\\nspend" not in res.stdout + res.stderr:  # the plan goes to stderr with the progress
-            return "wrong", "the plan does not show the name with its newline"
-        return None
-
-    return Setup(table_args(data), expect="either", check=check)
-
-
-@c("batch-rows-tiny", "wrong", "--batch-rows 1")
-def _(tmp: Path) -> Setup:
-    return Setup(table_args(csv(tmp, customers(3000)), "churned", "--batch-rows", "1"), timeout=180)
-
-
-@c("yaml-duplicate-keys", "wrong", "a workflow file with a key given twice")
-def _(tmp: Path) -> Setup:
-    path = tmp / "w.yaml"
-    path.write_text("workflow: flights\nrows: 1000\nrows: 2000\ndevice: cpu\n")
-    return Setup(["run", str(path), "--out", str(tmp / "runs")])
 
 
 @c("experiments-same-name-tables", "wrong", "two different tables both named data.csv: one group each")
@@ -846,22 +657,6 @@ def _unchanged(path: Path, before: bytes) -> Callable[[Result], tuple[str, str] 
         return None
 
     return check
-
-
-@c("experiments-plot-exists", "overwrite", "experiments --plot FILE over an existing file")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    target = tmp / "mine.png"
-    target.write_bytes(b"precious")
-    return Setup(["experiments", str(records), "--plot", str(target)], expect="either", check=_unchanged(target, b"precious"))
-
-
-@c("report-out-exists", "overwrite", "report --out FILE over an existing file")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    target = tmp / "mine.html"
-    target.write_bytes(b"precious")
-    return Setup(["report", str(records), "--out", str(target)], expect="either", check=_unchanged(target, b"precious"))
 
 
 @c("report-permissions", "overwrite", "the report file is created with the permissions of a record")
@@ -1026,42 +821,6 @@ def _not_said(*phrases: str) -> Callable[[Result], tuple[str, str] | None]:
     return check
 
 
-@c("data-dev-null", "misleading", "--data /dev/null (a character device)")
-def _(tmp: Path) -> Setup:
-    return Setup(["run", "--data", "/dev/null", "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"))
-
-
-@c("data-fifo", "misleading", "--data a FIFO")
-def _(tmp: Path) -> Setup:
-    path = fifo_in(tmp, "pipe.csv")
-    return Setup(
-        ["run", "--data", str(path), "--target", "y", "--out", str(tmp / "runs")], check=_not_said("empty (0 bytes)"), timeout=60
-    )
-
-
-@c("rows-more-than-table", "misleading", "--rows larger than the table")
-def _(tmp: Path) -> Setup:
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc == 0 and "all 300 rows" not in res.stdout + res.stderr:
-            return "misleading", "does not say that all 300 rows were used"
-        return None
-
-    return Setup(table_args(csv(tmp, customers()), "churned", "--rows", "1000000"), expect="ok", check=check)
-
-
-@c("yaml-tag", "misleading", "a workflow file with a YAML tag (!!python/object)")
-def _(tmp: Path) -> Setup:
-    path = tmp / "w.yaml"
-    path.write_text('workflow: !!python/object/apply:os.system ["echo pwned"]\n')
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if "not allowed" not in res.stderr:
-            return "misleading", "does not say tags are not allowed"
-        return None
-
-    return Setup(["run", str(path)], check=check)
-
-
 # ---- inputs refused cleanly before (kept to see that they stay so)
 
 
@@ -1080,19 +839,6 @@ def _untouched(path: Path, data: bytes) -> Callable[[Result], tuple[str, str] | 
         return None
 
     return check
-
-
-@c("groupby-over-folder", "overwrite", "accel data groupby N K OUT that is a folder, with --overwrite")
-def _(tmp: Path) -> Setup:
-    (tmp / "out.csv").mkdir()
-    return Setup(["data", "groupby", "100", "10", str(tmp / "out.csv"), "--overwrite"])
-
-
-@c("report-out-existing", "overwrite", "accel report --out over an existing file")
-def _(tmp: Path) -> Setup:
-    target = tmp / "mine.html"
-    target.write_bytes(b"precious")
-    return Setup(["report", str(copy_runs(tmp)), "--out", str(target)], check=_untouched(target, b"precious"))
 
 
 # ---- the shared table (tests/hostile_inputs.py): secrets, writes, Arrow types, names, a file changed

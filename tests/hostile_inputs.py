@@ -1680,6 +1680,233 @@ CASES += [
 ]  # fmt: skip
 
 
+def _older_prices_csv(tmp: Path, frame: pd.DataFrame, *extra: str) -> list[str]:
+    return run_argv(_csv(tmp, frame), "price", tmp, *extra)
+
+
+def _inf_target(tmp: Path) -> list[str]:
+    frame = prices()
+    frame.loc[[3, 17], "price"] = [np.inf, -np.inf]
+    return _older_prices_csv(tmp, frame)
+
+
+def _inf_feature(tmp: Path) -> list[str]:
+    frame = older()
+    frame["spend"] = frame["spend"].astype(float)
+    frame.loc[[2, 9, 40], "spend"] = np.inf
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _class_unseen(tmp: Path) -> list[str]:
+    from accel.data.flights import split_positions
+
+    frame = older(200)
+    _, test = split_positions(len(frame), 0.2, 42)
+    frame.loc[test[:2], "churned"] = "maybe"
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _row_edited(line: int, edit: Callable[[str], str]) -> Callable[[Path], list[str]]:
+    """The older table as CSV, its ``line`` (0: the header) edited."""
+
+    def make(tmp: Path) -> list[str]:
+        path = _csv(tmp, older())
+        lines = path.read_text().splitlines()
+        lines[line] = edit(lines[line])
+        path.write_text("\n".join(lines) + "\n")
+        return run_argv(path, "churned", tmp)
+
+    return make
+
+
+def _beyond_float32(tmp: Path) -> list[str]:
+    frame = older()
+    frame["spend"] = frame["spend"] * 1e300
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _target_beyond_float32(tmp: Path) -> list[str]:
+    frame = prices()
+    frame["price"] = frame["price"] * 1e300
+    return _older_prices_csv(tmp, frame)
+
+
+def _settings(text: str) -> Callable[[Path], list[str]]:
+    """A workflow file on the older table with ``text`` (model settings) after its head."""
+
+    def make(tmp: Path) -> list[str]:
+        data = _csv(tmp, older())
+        path = tmp / "w.yaml"
+        path.write_text(f"data: {data}\ntarget: churned\ndevice: cpu\nout: {tmp / 'runs'}\n" + text)
+        return ["run", str(path)]
+
+    return make
+
+
+def _one_row_per_class(tmp: Path) -> list[str]:
+    frame = older(60)
+    frame["churned"] = [f"c{i}" for i in range(60)]
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _single_minority_row(tmp: Path) -> list[str]:
+    frame = older()
+    frame.loc[5, "churned"] = "maybe"
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _type_conflict(tmp: Path) -> list[str]:
+    folder = tmp / "parts"
+    folder.mkdir()
+    frame = older(400)
+    frame.iloc[:200].to_parquet(folder / "a.parquet", index=False)
+    other = frame.iloc[200:].copy()
+    other["calls"] = other["calls"].astype(str)
+    other.to_parquet(folder / "b.parquet", index=False)
+    return run_argv(folder, "churned", tmp)
+
+
+def _newline_names(tmp: Path) -> list[str]:
+    frame = older().rename(columns={"spend": "monthly\nspend", "calls": "support\r\ncalls"})
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _source_columns(count: int) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        got = record["data"]["source"]["columns"]
+        return None if got == count else f"counted {got} columns, the table has {count}"
+
+    return check
+
+
+def _fifo(tmp: Path) -> list[str]:
+    os.mkfifo(tmp / "pipe.csv")
+    return ["run", "--data", str(tmp / "pipe.csv"), "--target", "y", "--out", str(tmp / "runs")]
+
+
+def _special_in_records(command: str, **links: str) -> Callable[[Path], list[str]]:
+    """``accel COMMAND`` over a copy of two records beside a FIFO ``pipe.json`` (no ``links``) or
+    links (name: target)."""
+
+    def make(tmp: Path) -> list[str]:
+        records = two_records(tmp)
+        if not links:
+            os.mkfifo(records / "pipe.json")
+        for name, target in links.items():
+            (records / name).symlink_to(target)
+        return [command, str(records)]
+
+    return make
+
+
+def _wrong_shapes(tmp: Path) -> list[str]:
+    records = two_records(tmp)
+    (records / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"], "speedup": 3}))
+    (records / "bad-models.json").write_text(json.dumps({"benchmark": "models", "models": [1, 2, 3]}))
+    (records / "bad-scaling.json").write_text(json.dumps({"benchmark": "scaling", "rows": "many"}))
+    return ["report", str(records)]
+
+
+def _groupby_over_folder(tmp: Path) -> list[str]:
+    (tmp / "out.csv").mkdir()
+    return ["data", "groupby", "100", "10", str(tmp / "out.csv"), "--overwrite"]
+
+
+def _over_precious(name: str, command: str, flag: str) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        return [command, str(two_records(tmp)), flag, str(precious(tmp / name))]
+
+    return make
+
+
+CASES += [
+    # ---- hangs: special files among the records
+    Case("report-fifo", "hang", "accel report over a folder holding a FIFO named *.json",
+         _special_in_records("report"), "handled", ("pipe.json",), records=0, own_process=True, timeout=60),
+    Case("experiments-fifo", "hang", "accel experiments over a folder holding a FIFO named *.json",
+         _special_in_records("experiments"), "handled", ("pipe.json",), records=0, own_process=True, timeout=60),
+    Case("report-dev-zero", "hang", "accel report over a folder holding a link to /dev/zero named *.json",
+         _special_in_records("report", **{"zero.json": "/dev/zero"}), "handled", ("zero.json",), records=0,
+         own_process=True, timeout=60),
+    Case("experiments-dev-zero", "hang",
+         "accel experiments over a folder holding a link to /dev/zero named *.db and *.json",
+         _special_in_records("experiments", **{"zero.json": "/dev/zero", "zero.db": "/dev/zero"}), "handled",
+         ("zero.json",), records=0, own_process=True, timeout=60),
+    # ---- tracebacks
+    Case("report-wrong-shape", "traceback", "accel report over records of the wrong shape", _wrong_shapes, "handled",
+         ("bad-run.json", "bad-models.json", "bad-scaling.json", "## Workflow runs"), records=0),
+    # ---- not refused
+    Case("inf-target", "unrefused", "a regression target holding inf", _inf_target, "clean error",
+         ("target 'price' has 2 infinite value(s)",)),
+    Case("inf-feature", "unrefused", "a feature holding inf", _inf_feature, "handled",
+         check=_all(noticed("infinite"), scored),
+         inspect=said("column 'spend': 3 infinite value(s) treated as missing")),
+    Case("test-class-unseen", "unrefused", "a class whose only rows fall in the test split", _class_unseen,
+         "clean error", ("class 'maybe' (2 rows) falls only in the test split",)),
+    Case("short-row", "unrefused", "a CSV row with fewer fields than the header (pyarrow rejects it)",
+         _row_edited(150, lambda row: ",".join(row.split(",")[:3])), "clean error", ("line 151 has 3 fields",)),
+    Case("long-row", "unrefused", "a CSV row with more fields than the header",
+         _row_edited(250, lambda row: row + ",7,8"), "clean error", ("cannot parse",)),
+    Case("beyond-float32", "unrefused", "a feature with values beyond float32's range", _beyond_float32,
+         "clean error", ("column 'spend'", "beyond float32's range")),
+    Case("target-beyond-float32", "unrefused", "a regression target beyond float32's range", _target_beyond_float32,
+         "clean error", ("target 'price'", "beyond float32's range")),
+    Case("rf-max-features", "unrefused", "random_forest max_features: 5.0 in a workflow file",
+         _settings("model: random_forest\nrandom_forest:\n  max_features: 5.0\n"), "clean error",
+         ("random_forest.max_features",)),
+    Case("knn-neighbors", "unrefused", "knn n_neighbors larger than the training rows",
+         _settings("model: knn\nknn:\n  n_neighbors: 100000\n"), "clean error", ("knn.n_neighbors",)),
+    Case("xgb-max-bin", "unrefused", "xgboost max_bin: 1e10", _settings("xgboost:\n  max_bin: 10000000000\n"),
+         "clean error", ("xgboost.max_bin",), timeout=120),
+    Case("logreg-C-inf", "unrefused", "logistic_regression C: .inf",
+         _settings("model: logistic_regression\nlogistic_regression:\n  C: .inf\n"), "clean error",
+         ("logistic_regression.C", "finite number")),
+    Case("xgb-reg-lambda-nan", "unrefused", "xgboost reg_lambda: .nan",
+         _settings("xgboost:\n  min_child_weight: .nan\n  reg_lambda: .inf\n"), "clean error", ("finite number",)),
+    # ---- silently wrong
+    Case("one-row-per-class", "wrong", "a text target with one row per class", _one_row_per_class, "clean error",
+         ("one row per class", "60 classes")),
+    Case("single-minority-row", "wrong", "a target with a single row of one class", _single_minority_row,
+         "clean error", ("'maybe' 1", "'no' 167", "'yes' 132")),
+    Case("parquet-type-conflict", "wrong", "a Parquet folder whose files disagree on a column's type",
+         _type_conflict, "clean error", ("column 'calls' is int64 in 'a.parquet' but", "string in 'b.parquet'")),
+    Case("newline-column-names", "wrong", "column names holding newlines", _newline_names, "handled",
+         check=_all(_source_columns(5), scored),
+         inspect=_first(said("300 rows × 5 columns"), said("'monthly\\nspend'"), said("'support\\r\\ncalls'"))),
+    Case("batch-rows-tiny", "wrong", "--batch-rows 1",
+         lambda tmp: run_argv(_csv(tmp, older(3000)), "churned", tmp, "--batch-rows", "1"), "clean error",
+         ("batch_rows", "1024"), timeout=180),
+    Case("yaml-duplicate-keys", "wrong", "a workflow file with a key given twice",
+         _yaml_text("workflow: flights\nrows: 1000\nrows: 2000\ndevice: cpu\n"), "clean error",
+         ("key 'rows' is given twice (lines 2 and 3)",)),
+    # ---- overwrites
+    Case("experiments-plot-exists", "overwrite", "experiments --plot FILE over an existing file",
+         _over_precious("mine.png", "experiments", "--plot"), "clean error", ("mine.png", "--overwrite"),
+         inspect=unchanged("mine.png")),
+    Case("report-out-exists", "overwrite", "report --out FILE over an existing file",
+         _over_precious("mine.html", "report", "--out"), "clean error", ("mine.html", "--overwrite"),
+         inspect=unchanged("mine.html")),
+    Case("groupby-over-folder", "overwrite", "accel data groupby N K OUT that is a folder, with --overwrite",
+         _groupby_over_folder,
+         "clean error", ("out.csv", "not a file")),
+    Case("report-out-existing", "overwrite", "accel report --out over an existing file",
+         _over_precious("mine.html", "report", "--out"), "clean error", ("mine.html", "--overwrite"),
+         inspect=unchanged("mine.html")),
+    # ---- misleading messages
+    Case("data-dev-null", "misleading", "--data /dev/null (a character device)",
+         lambda tmp: ["run", "--data", "/dev/null", "--target", "y", "--out", str(tmp / "runs")], "clean error",
+         ("a character device", "not a regular file"), unsaid=("empty",)),
+    Case("data-fifo", "misleading", "--data a FIFO", _fifo, "clean error", ("a FIFO", "not a regular file"),
+         unsaid=("empty",), timeout=60),
+    Case("rows-more-than-table", "misleading", "--rows larger than the table",
+         lambda tmp: _older_csv(tmp, "--rows", "1000000"), "handled", check=scored,
+         inspect=said("--rows 1,000,000 is not less than the table's 300 rows: using all 300 rows")),
+    Case("yaml-tag", "misleading", "a workflow file with a YAML tag (!!python/object)",
+         _yaml_text('workflow: !!python/object/apply:os.system ["echo pwned"]\n'), "clean error",
+         ("YAML tags are not allowed", "line 1"), unsaid=("not valid YAML",)),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
