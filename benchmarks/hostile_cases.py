@@ -388,19 +388,11 @@ def _listed(res: Result, name: str) -> tuple[str, str] | None:
 
 
 # ---- tracebacks
-@c("out-full", "traceback", "--out on a full filesystem")
-def _(tmp: Path) -> Setup:
-    return full_out(tmp)
 
 
 @c("cache-full", "traceback", "the cache ($ACCEL_CACHE_DIR) on a full filesystem")
 def _(tmp: Path) -> Setup:
     return full_cache(tmp)
-
-
-@c("report-out-full", "traceback", "report --out on a full filesystem")
-def _(tmp: Path) -> Setup:
-    return full_report(tmp)
 
 
 @c("home-unwritable", "traceback", "HOME unwritable and missing, no ACCEL_CACHE_DIR: accel run flights")
@@ -458,13 +450,6 @@ CASES.append(
 )
 
 
-@c("scheduler-ucx", "traceback", "--scheduler ucx://... without UCX installed")
-def _(tmp: Path) -> Setup:
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--scheduler", "ucx://127.0.0.1:8786", "--out", str(tmp / "runs")], timeout=60
-    )
-
-
 @c("scheduler-tls", "traceback", "--scheduler tls://... without certificates")
 def _(tmp: Path) -> Setup:
     server = NotDaskServer("silent")
@@ -473,26 +458,6 @@ def _(tmp: Path) -> Setup:
         cleanup=server.close,
         timeout=60,
     )
-
-
-@c("report-dollar-names", "traceback", "accel report over a run whose workflow and id hold '$'")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    for path in sorted(records.glob("*.json")):
-        rec = json.loads(path.read_text())
-        rec["workflow"] = "cost$usd"
-        rec["run_id"] = "x$y_z"
-        path.write_text(json.dumps(rec))
-    return Setup(["report", str(records)], expect="ok")
-
-
-@c("experiments-plot-dollar", "traceback", "experiments --plot with '$' in a table's name")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers(), "cost$a_b.csv")
-    res = run(table_args(data, out=tmp / "runs"), accel_env(), 300, tmp)
-    if res.rc != 0:
-        return Setup([], skip=f"setup failed: {message(res)}")
-    return Setup(["experiments", str(tmp / "runs"), "--plot"], expect="ok")
 
 
 def hpo_args(data: Path, tmp: Path, *extra: str) -> list[str]:
@@ -594,61 +559,6 @@ def workflow_file(tmp: Path, text: str, data: Path, target: str = "churned") -> 
 # ---- silently wrong
 
 
-@c("experiments-same-name-tables", "wrong", "two different tables both named data.csv: one group each")
-def _(tmp: Path) -> Setup:
-    a = csv(tmp / "x", customers(300, seed=1), "data.csv")
-    b = csv(tmp / "y", customers(300, seed=2), "data.csv")
-    for data in (a, b):
-        res = run(table_args(data, out=tmp / "runs"), accel_env(), 300, tmp)
-        if res.rc != 0:
-            return Setup([], skip=f"setup failed: {message(res)}")
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc != 0:
-            return None
-        record = json.loads(res.stdout.rsplit("\nexperiments record:", 1)[0])  # the JSON, then the record's path
-        if len(record["groups"]) != 2:
-            return "wrong", f"{len(record['groups'])} group(s) for two different tables"
-        return None
-
-    return Setup(["experiments", str(tmp / "runs"), "--json", "--out", str(tmp / "exp")], expect="ok", check=check)
-
-
-@c("report-front-per-group", "wrong", "accel report: one Pareto front per comparable group")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-    res = run(["experiments", str(records), "--out", str(tmp / "exp")], accel_env(), 300, tmp)
-    if res.rc != 0:
-        return Setup([], skip=f"setup failed: {message(res)}")
-    groups = json.loads(next((tmp / "exp").glob("*.json")).read_text())["groups"]
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc != 0:
-            return None
-        fronts = sum(line.startswith("Pareto front of ") for line in res.stdout.splitlines())
-        if fronts != len(groups):
-            return "wrong", f"{fronts} fronts named for {len(groups)} groups"
-        return None
-
-    return Setup(["report", str(tmp / "exp")], expect="ok", check=check)
-
-
-@c("experiments-plot-panels", "wrong", "experiments --plot: AUC and RMSE groups are not drawn on one axis")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc != 0:
-            return None
-        record = json.loads(next((tmp / "exp").glob("*.json")).read_text())
-        panels = record.get("plot_panels")
-        if not panels or len(panels) != 2:
-            return "wrong", "AUC and RMSE drawn on one axis"
-        return None
-
-    return Setup(["experiments", str(records), "--plot", str(tmp / "p.png"), "--out", str(tmp / "exp")], expect="ok", check=check)
-
-
 # ---- overwrites
 def _unchanged(path: Path, before: bytes) -> Callable[[Result], tuple[str, str] | None]:
     def check(res: Result) -> tuple[str, str] | None:
@@ -657,25 +567,6 @@ def _unchanged(path: Path, before: bytes) -> Callable[[Result], tuple[str, str] 
         return None
 
     return check
-
-
-@c("report-permissions", "overwrite", "the report file is created with the permissions of a record")
-def _(tmp: Path) -> Setup:
-    records = copy_runs(tmp)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc != 0:
-            return None
-        html = list(tmp.glob("r*.html"))
-        record = next(records.glob("*.json"))
-        if not html or (html[0].stat().st_mode & 0o777) != (record.stat().st_mode & 0o777):
-            return (
-                "wrong",
-                f"report mode {oct(html[0].stat().st_mode & 0o777) if html else '?'} vs record {oct(record.stat().st_mode & 0o777)}",
-            )
-        return None
-
-    return Setup(["report", str(records), "--out", str(tmp / "r.html")], expect="ok", check=check)
 
 
 # ---- security
@@ -687,38 +578,6 @@ def _no_secret(res: Result, tmp: Path) -> tuple[str, str] | None:
             if b"s3cret" in path.read_bytes():
                 return "security", f"the password is stored in {path.name}"
     return None
-
-
-@c("storage-password", "security", "hpo --storage with a password in the URL (unreachable server)")
-def _(tmp: Path) -> Setup:
-    return Setup(
-        ["hpo", "flights", "--rows", "2000", "--storage", "postgresql://u:s3cret@127.0.0.1:1/db", "--out", str(tmp / "runs")],
-        check=lambda r: _no_secret(r, tmp),
-    )
-
-
-@c("storage-query-password", "security", "hpo --storage with the password in the query string")
-def _(tmp: Path) -> Setup:
-    return Setup(
-        [
-            "hpo",
-            "flights",
-            "--rows",
-            "2000",
-            "--storage",
-            "postgresql://u@127.0.0.1:1/db?password=s3cret",
-            "--out",
-            str(tmp / "runs"),
-        ],
-        check=lambda r: _no_secret(r, tmp),
-    )
-
-
-@c("storage-password-stored", "security", "hpo --storage sqlite:///...?password=...: not in the record or the study")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers())
-    url = f"sqlite:///{tmp / 'study.db'}?password=s3cret"
-    return Setup(hpo_args(data, tmp, "--storage", url, "--trials", "2"), expect="ok", check=lambda r: _no_secret(r, tmp))
 
 
 @c("loopback-sockets", "security", "accel run --cluster local: every listening socket on loopback")

@@ -1907,6 +1907,159 @@ CASES += [
 ]  # fmt: skip
 
 
+def _scheduler_ucx(tmp: Path) -> list[str]:
+    return ["run", "flights", "--rows", "2000", "--scheduler", "ucx://127.0.0.1:8786", "--out", str(tmp / "runs")]
+
+
+def _full_out(tmp: Path) -> list[str]:
+    point = full_filesystem(tmp)
+    return run_argv(_csv(tmp, older()), "churned", tmp)[:-2] + ["--out", str(point / "runs")]
+
+
+def _full_report(tmp: Path) -> list[str]:
+    point = full_filesystem(tmp)
+    return ["report", str(two_records(tmp)), "--out", str(point / "report.html")]
+
+
+def _only_filler(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    """Nothing left on the full filesystem but what filled it."""
+    left = sorted(p.name for p in (tmp / "full").rglob("*") if p.is_file() and p.name != "filler")
+    return ("wrong", f"left behind: {left}") if left else None
+
+
+def _dollar_names(tmp: Path) -> list[str]:
+    records = two_records(tmp)
+    for path in sorted(records.glob("*.json")):
+        record = json.loads(path.read_text())
+        record["workflow"], record["run_id"] = "cost$usd", "x$y_z"
+        path.write_text(json.dumps(record))
+    return ["report", str(records)]
+
+
+def _plot_dollar(tmp: Path) -> list[str]:
+    quiet(run_argv(_csv(tmp, older(), "cost$a_b.csv"), "churned", tmp))
+    return ["experiments", str(tmp / "runs"), "--plot"]
+
+
+def _same_name_tables(tmp: Path) -> list[str]:
+    for sub, seed in (("x", 1), ("y", 2)):
+        quiet(run_argv(_csv(tmp / sub, older(300, seed)), "churned", tmp))
+    return ["experiments", str(tmp / "runs"), "--json", "--out", str(tmp / "exp")]
+
+
+def _one_group_each(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    if outcome.rc != 0:
+        return None
+    record = json.loads(outcome.stdout.rsplit("\nexperiments record:", 1)[0])  # the JSON, then the record's path
+    if len(record["groups"]) != 2:
+        return "wrong", f"{len(record['groups'])} group(s) for two different tables"
+    if not all(row["pareto"] for row in record["rows"]):
+        return "wrong", "a run alone in its group is not its group's front"
+    return None
+
+
+def _front_per_group(tmp: Path) -> list[str]:
+    quiet(["experiments", two_records(tmp), "--out", tmp / "exp"])
+    return ["report", str(tmp / "exp")]
+
+
+def _experiments_record(tmp: Path) -> dict[str, Any]:
+    return json.loads(next((tmp / "exp").glob("*.json")).read_text())
+
+
+def _fronts_named(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    if outcome.rc != 0:
+        return None
+    groups = _experiments_record(tmp)["groups"]
+    prefix = "Pareto front of "
+    fronts = [line.removeprefix(prefix).split(": ")[0] for line in outcome.stdout.splitlines() if line.startswith(prefix)]
+    return None if sorted(fronts) == sorted(groups) else ("wrong", f"fronts named {fronts} for the groups {sorted(groups)}")
+
+
+def _plot_panels(tmp: Path) -> list[str]:
+    return ["experiments", str(two_records(tmp)), "--plot", str(tmp / "p.png"), "--out", str(tmp / "exp")]
+
+
+def _a_panel_per_metric(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    if outcome.rc != 0:
+        return None
+    panels = _experiments_record(tmp).get("plot_panels") or []
+    if sorted(p["metric"] for p in panels) != ["auc", "rmse"]:
+        return "wrong", f"panels {[p['metric'] for p in panels]}: AUC and RMSE drawn on one axis"
+    if not all(len(p["groups"]) == 1 and p["groups"][0]["front"] for p in panels):
+        return "wrong", "a panel without its group's front"
+    return None
+
+
+def _report_into(tmp: Path) -> list[str]:
+    return ["report", str(two_records(tmp)), "--out", str(tmp / "r.html")]
+
+
+def _mode_of_a_record(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    if outcome.rc != 0:
+        return None
+    html, record = tmp / "r.html", next((tmp / "records").glob("*.json"))
+    mode, wanted = (html.stat().st_mode & 0o777 if html.exists() else None), record.stat().st_mode & 0o777
+    return None if mode == wanted else ("wrong", f"report mode {oct(mode) if mode else '?'} vs record {oct(wanted)}")
+
+
+def no_word(word: str) -> Inspect:
+    """``word`` neither printed nor in a ``.json`` or ``.db`` file under ``TMP``."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        if word in outcome.stdout + outcome.stderr:
+            return "security", "the password was printed"
+        for path in sorted(tmp.rglob("*")):
+            if path.is_file() and path.suffix in (".json", ".db") and word.encode() in path.read_bytes():
+                return "security", f"the password is stored in {path.name}"
+        return None
+
+    return inspect
+
+
+def _storage(url: str) -> Callable[[Path], list[str]]:
+    return lambda tmp: ["hpo", "flights", "--rows", "2000", "--storage", url, "--out", str(tmp / "runs")]
+
+
+def _storage_stored(tmp: Path) -> list[str]:
+    return hpo_argv(_csv(tmp, older()), tmp, "--storage", f"sqlite:///{tmp / 'study.db'}?password=s3cret", "--trials", "2")
+
+
+CASES += [
+    # ---- tracebacks
+    Case("out-full", "traceback", "--out on a full filesystem", _full_out, "clean error",
+         ("no space left on device", "--out"), inspect=_only_filler, cleanup=unmount),
+    Case("report-out-full", "traceback", "report --out on a full filesystem", _full_report, "clean error",
+         ("No space left on device", "--out"), inspect=_only_filler, cleanup=unmount),
+    Case("scheduler-ucx", "traceback", "--scheduler ucx://... without UCX installed", _scheduler_ucx, "clean error",
+         ("needs UCX support",), timeout=60),
+    Case("report-dollar-names", "traceback", "accel report over a run whose workflow and id hold '$'", _dollar_names,
+         "handled", records=0),
+    Case("experiments-plot-dollar", "traceback", "experiments --plot with '$' in a table's name", _plot_dollar,
+         "handled", env={"ACCEL_OUT_DIR": None}),
+    # ---- silently wrong
+    Case("experiments-same-name-tables", "wrong", "two different tables both named data.csv: one group each",
+         _same_name_tables, "handled", records=2, inspect=_one_group_each),
+    Case("report-front-per-group", "wrong", "accel report: one Pareto front per comparable group", _front_per_group,
+         "handled", records=0, inspect=_fronts_named),
+    Case("experiments-plot-panels", "wrong", "experiments --plot: AUC and RMSE groups are not drawn on one axis",
+         _plot_panels, "handled", records=0, inspect=_a_panel_per_metric),
+    # ---- overwrites
+    Case("report-permissions", "overwrite", "the report file is created with the permissions of a record",
+         _report_into, "handled", records=0, inspect=_mode_of_a_record),
+    # ---- security
+    Case("storage-password", "security", "hpo --storage with a password in the URL (unreachable server)",
+         _storage("postgresql://u:s3cret@127.0.0.1:1/db"), "clean error", ("cannot open study storage",),
+         inspect=no_word("s3cret")),
+    Case("storage-query-password", "security", "hpo --storage with the password in the query string",
+         _storage("postgresql://u@127.0.0.1:1/db?password=s3cret"), "clean error", ("cannot open study storage",),
+         inspect=no_word("s3cret")),
+    Case("storage-password-stored", "security",
+         "hpo --storage sqlite:///...?password=...: not in the record or the study", _storage_stored, "handled",
+         inspect=no_word("s3cret")),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 

@@ -166,13 +166,6 @@ def full_fs(tmp_path):
     hostile_inputs.unmount(tmp_path)
 
 
-def test_out_on_a_full_filesystem(tmp_path, full_fs):
-    data = write_csv(tmp_path, tables.customers(300))
-    proc = run_accel(*run_args(data, "churned", full_fs / "runs"), timeout=300)
-    assert_refused_proc(proc, "no space left on device", "--out")  # refused before any work
-    assert leftovers(full_fs, {"filler"}) == []
-
-
 def test_cache_on_a_full_filesystem(tmp_path, full_fs):
     proc = run_accel(
         "run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp_path / "runs"),
@@ -181,12 +174,6 @@ def test_cache_on_a_full_filesystem(tmp_path, full_fs):
     assert_failed_in_one_line(proc, "No space left on device", "ACCEL_CACHE_DIR")
     assert leftovers(full_fs, {"filler"}) == []
     assert records_in(tmp_path / "runs") == []
-
-
-def test_report_on_a_full_filesystem(records, full_fs):
-    proc = run_accel("report", str(records), "--out", str(full_fs / "report.html"), timeout=120)
-    assert_refused_proc(proc, "No space left on device", "--out")
-    assert leftovers(full_fs, {"filler"}) == []
 
 
 def test_write_new_removes_its_temporary_file_when_the_disk_fills(tmp_path, monkeypatch):
@@ -385,38 +372,6 @@ def test_merge_keys_may_be_overridden():
     assert load(text, "w.yaml")["xgboost"] == {"n_estimators": 5, "max_depth": 4}
 
 
-def test_tables_with_the_same_file_name_are_not_one_group(tmp_path, capsys):
-    for sub, seed in (("x", 1), ("y", 2)):
-        data = write_csv(tmp_path / sub, tables.customers(300, seed=seed))
-        assert main(run_args(data, "churned", tmp_path / "runs")) == 0
-    capsys.readouterr()
-    code, out, err = cli(capsys, "experiments", tmp_path / "runs", "--json", "--out", tmp_path / "exp")
-    assert code == 0, err
-    record = json.loads(out)
-    assert len(record["groups"]) == 2, record["groups"]
-    assert all(r["pareto"] for r in record["rows"])  # alone in its group, each run is its group's front
-
-
-def test_report_draws_one_front_per_group(records, tmp_path, capsys):
-    assert main(["experiments", str(records), "--out", str(tmp_path / "exp")]) == 0
-    capsys.readouterr()
-    groups = read_json(records_in(tmp_path / "exp")[0])["groups"]
-    assert len(groups) == 2
-    code, out, err = cli(capsys, "report", tmp_path / "exp", "--out", tmp_path / "r.html")
-    assert code == 0, err
-    assert sorted(
-        line.split(": ")[0].removeprefix("Pareto front of ") for line in out.splitlines() if line.startswith("Pareto front of ")
-    ) == sorted(groups)
-
-
-def test_experiments_plot_gives_each_metric_its_own_panel(records, tmp_path, capsys):
-    code, out, err = cli(capsys, "experiments", records, "--plot", tmp_path / "p.png", "--out", tmp_path / "exp")
-    assert code == 0, err
-    panels = read_json(records_in(tmp_path / "exp")[0])["plot_panels"]
-    assert sorted(p["metric"] for p in panels) == ["auc", "rmse"]
-    assert all(len(p["groups"]) == 1 and p["groups"][0]["front"] for p in panels)
-
-
 # --------------------------------------------------------------------------- overwrites
 
 
@@ -454,32 +409,6 @@ def test_report_and_plot_are_created_like_records(records, tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- security
-
-
-@pytest.mark.parametrize(
-    "url", ["postgresql://user:s3cret@127.0.0.1:1/db", "postgresql://user@127.0.0.1:1/db?password=s3cret&sslmode=disable"]
-)
-def test_storage_password_never_printed(tmp_path, capsys, url):
-    code, out, err = cli(capsys, "hpo", "flights", "--rows", "2000", "--storage", url, "--out", tmp_path)
-    assert_refused(code, err, "cannot open study storage")
-    assert "s3cret" not in out + err
-
-
-# SQLite takes no password: SQLAlchemy says it ignores the query argument that this test puts there.
-@pytest.mark.filterwarnings("ignore:Query string argument:sqlalchemy.exc.SAWarning")
-def test_storage_password_never_stored(tmp_path, capsys):
-    import optuna
-
-    data = write_csv(tmp_path, tables.customers(300))
-    url = f"sqlite:///{tmp_path / 'study.db'}?password=s3cret"
-    code, out, err = cli(capsys, "hpo", "--data", data, "--target", "churned", "--device", "cpu", "--trials", "2",
-                         "--storage", url, "--study", "s", "--out", tmp_path / "runs")  # fmt: skip
-    assert code == 0, err
-    assert "s3cret" not in out + err
-    for path in [*records_in(tmp_path / "runs"), tmp_path / "study.db"]:
-        assert b"s3cret" not in path.read_bytes(), path
-    attrs = optuna.load_study(study_name="s", storage=url).user_attrs
-    assert "s3cret" not in json.dumps(attrs)
 
 
 def test_redact_and_scrub():
