@@ -366,13 +366,6 @@ def c(name: str, kind: str, what: str) -> Callable[[Callable[[Path], Setup]], Ca
 CASES: list[Case] = []
 
 # ---- hangs
-CASES.append(Case("scheduler-http", "hang", "--scheduler at an HTTP server", server_case("http", "run")))
-CASES.append(
-    Case("scheduler-silent", "hang", "--scheduler at a port that accepts and never answers", server_case("silent", "run"))
-)
-CASES.append(
-    Case("hpo-scheduler-silent", "hang", "hpo --scheduler at a port that accepts and never answers", server_case("silent", "hpo"))
-)
 
 
 def fifo_in(folder: Path, name: str) -> Path:
@@ -390,42 +383,12 @@ def _listed(res: Result, name: str) -> tuple[str, str] | None:
 # ---- tracebacks
 
 
-@c("cache-full", "traceback", "the cache ($ACCEL_CACHE_DIR) on a full filesystem")
-def _(tmp: Path) -> Setup:
-    return full_cache(tmp)
-
-
-@c("home-unwritable", "traceback", "HOME unwritable and missing, no ACCEL_CACHE_DIR: accel run flights")
-def _(tmp: Path) -> Setup:
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
-        env={"HOME": "/proc/accel-no-home", "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None},  # type: ignore[dict-item]
-        expect="either",
-    )
-
-
 @c("home-unset", "traceback", "HOME unset, no ACCEL_CACHE_DIR: accel run flights")
 def _(tmp: Path) -> Setup:
     return Setup(
         ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
         env={"HOME": None, "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None},  # type: ignore[dict-item]
         expect="either",
-    )
-
-
-@c("home-empty", "traceback", "HOME set but empty, no ACCEL_CACHE_DIR: accel run flights")
-def _(tmp: Path) -> Setup:
-    def check(res: Result) -> tuple[str, str] | None:
-        for where in (Path("/.cache/accel"), tmp / ".cache"):
-            if where.exists() and where.stat().st_mtime >= STARTED:
-                return "wrong", f"the cache went to {where}"
-        return None
-
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
-        env={"HOME": "", "ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None, "TMPDIR": str(tmp)},  # type: ignore[dict-item]
-        expect="either",
-        check=check,
     )
 
 
@@ -442,21 +405,6 @@ def _(tmp: Path) -> Setup:
         table_args(data, out=tmp / "runs"),
         env={"HOME": str(tmp), "ACCEL_CACHE_DIR": str(tmp / "cache")},
         user=user,
-    )
-
-
-CASES.append(
-    Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", server_case("garbage", "run"))
-)
-
-
-@c("scheduler-tls", "traceback", "--scheduler tls://... without certificates")
-def _(tmp: Path) -> Setup:
-    server = NotDaskServer("silent")
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--scheduler", f"tls://127.0.0.1:{server.port}", "--out", str(tmp / "runs")],
-        cleanup=server.close,
-        timeout=60,
     )
 
 
@@ -647,26 +595,6 @@ def _(tmp: Path) -> Setup:
         return None
 
     return Setup(argv, runner=runner, check=check, expect="ok", timeout=240)
-
-
-@c("fault-hook-env", "security", "ACCEL_FAULT_DIR set in a user's environment arms the worker kill hook")
-def _(tmp: Path) -> Setup:
-    faults = tmp / "faults"
-    faults.mkdir()
-    (faults / "features.armed").write_text("")
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if not (faults / "features.armed").exists():
-            return "security", "a worker killed itself on the hook"
-        return None
-
-    return Setup(
-        ["run", "flights", "--rows", "3000", "--cluster", "local", "--workers", "1", "--out", str(tmp / "runs")],
-        env={"ACCEL_FAULT_DIR": str(faults)},
-        check=check,
-        expect="ok",
-        timeout=240,
-    )
 
 
 # ---- misleading messages

@@ -97,7 +97,8 @@ class Case:
     invented : bool
         Made up beyond the examples the table was seeded with (reported apart).
     env : mapping
-        Environment variables the command runs with (``None``: unset).
+        Environment variables the command runs with (``None``: unset; ``$TMP`` in a value: the
+        case's scratch folder).
     inspect : callable or None
         ``inspect(tmp, outcome) -> (verdict, why) or None``: what is wrong beyond the exit status
         (``overwrite``, ``security``, ``wrong``, ``hang``, ``misleading``).
@@ -2060,6 +2061,97 @@ CASES += [
 ]  # fmt: skip
 
 
+_SERVERS: dict[Path, Any] = {}
+
+
+def not_dask(kind: str, command: str = "run", scheme: str = "") -> Callable[[Path], list[str]]:
+    """``accel COMMAND flights --scheduler`` at a server of the tests' that is no Dask scheduler
+    (``kind``: ``http``, ``silent``, ``garbage``); ``scheme``: its address with that scheme instead."""
+
+    def make(tmp: Path) -> list[str]:
+        from tests.dask_procs import NotDaskServer
+
+        server = _SERVERS[tmp] = NotDaskServer(kind)
+        address = f"{scheme}://127.0.0.1:{server.port}" if scheme else server.address
+        trials = ["--trials", "2"] if command == "hpo" else []
+        return [command, "flights", "--rows", "2000", *trials, "--scheduler", address, "--out", str(tmp / "runs")]
+
+    return make
+
+
+def close_server(tmp: Path) -> None:
+    server = _SERVERS.pop(tmp, None)
+    if server is not None:
+        server.close()
+
+
+def _flights(tmp: Path) -> list[str]:
+    return ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")]
+
+
+def _full_cache(tmp: Path) -> list[str]:
+    full_filesystem(tmp)
+    return _flights(tmp)
+
+
+def _fallback_cache(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    """The cache went to the temporary folder (``TMPDIR``: ``TMP``), not to ``/.cache`` nor the current folder."""
+    if outcome.rc != 0:
+        return None
+    for where in (Path("/.cache/accel"), tmp / ".cache"):
+        if where.exists() and where.stat().st_mtime >= time.time() - outcome.seconds - 5:
+            return "wrong", f"the cache went to {where}"
+    if not (tmp / f"accel-cache-{os.getuid()}" / "nycflights13" / "flights.csv").exists():
+        return "wrong", "the flights table is not in the temporary folder's cache"
+    return None
+
+
+def _armed(tmp: Path) -> list[str]:
+    (tmp / "faults").mkdir()
+    (tmp / "faults" / "features.armed").write_text("")
+    return ["run", "flights", "--rows", "3000", "--cluster", "local", "--workers", "1", "--out", str(tmp / "runs")]
+
+
+def _still_armed(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    return None if (tmp / "faults" / "features.armed").exists() else ("security", "a worker killed itself on the hook")
+
+
+NO_HOME_CACHE: dict[str, str | None] = {"ACCEL_CACHE_DIR": None, "XDG_CACHE_HOME": None}
+NOT_DASK = ("cannot reach a Dask scheduler",)
+FALLBACK = said("notice: cannot write the cache folder")
+
+CASES += [
+    # ---- hangs: a scheduler address where no Dask scheduler answers
+    Case("scheduler-http", "hang", "--scheduler at an HTTP server", not_dask("http"), "clean error", NOT_DASK,
+         inspect=_first(within(60), nothing_left_in("runs")), cleanup=close_server, slow=True, timeout=120),
+    Case("scheduler-silent", "hang", "--scheduler at a port that accepts and never answers", not_dask("silent"),
+         "clean error", NOT_DASK, inspect=_first(within(60), nothing_left_in("runs")), cleanup=close_server,
+         slow=True, timeout=120),
+    Case("hpo-scheduler-silent", "hang", "hpo --scheduler at a port that accepts and never answers",
+         not_dask("silent", "hpo"), "clean error", NOT_DASK, inspect=_first(within(60), nothing_left_in("runs")),
+         cleanup=close_server, slow=True, timeout=120),
+    # ---- tracebacks
+    Case("scheduler-garbage", "traceback", "--scheduler at a server that sends random bytes", not_dask("garbage"),
+         "clean error", NOT_DASK, inspect=_first(within(60), nothing_left_in("runs")), cleanup=close_server,
+         slow=True, timeout=120),
+    Case("scheduler-tls", "traceback", "--scheduler tls://... without certificates", not_dask("silent", scheme="tls"),
+         "clean error", ("needs Dask's TLS settings",), cleanup=close_server, timeout=60),
+    Case("cache-full", "traceback", "the cache ($ACCEL_CACHE_DIR) on a full filesystem", _full_cache, "clean error",
+         ("No space left on device", "ACCEL_CACHE_DIR"), env={"ACCEL_CACHE_DIR": "$TMP/full/cache"},
+         inspect=_only_filler, cleanup=unmount, own_process=True),
+    Case("home-unwritable", "traceback", "HOME unwritable and missing, no ACCEL_CACHE_DIR: accel run flights",
+         _flights, "handled", env={"HOME": "/proc/accel-no-home", **NO_HOME_CACHE}, inspect=FALLBACK,
+         own_process=True, slow=True),
+    Case("home-empty", "traceback", "HOME set but empty, no ACCEL_CACHE_DIR: accel run flights", _flights, "handled",
+         env={"HOME": "", "TMPDIR": "$TMP", **NO_HOME_CACHE}, inspect=_first(FALLBACK, _fallback_cache),
+         own_process=True, slow=True),
+    # ---- security
+    Case("fault-hook-env", "security", "ACCEL_FAULT_DIR set in a user's environment arms the worker kill hook",
+         _armed, "handled", env={"ACCEL_FAULT_DIR": "$TMP/faults"}, inspect=_still_armed, own_process=True,
+         slow=True, timeout=240),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
@@ -2086,6 +2178,11 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def case_env(case: Case, tmp: Path) -> dict[str, str | None]:
+    """The case's environment variables, ``$TMP`` in a value read as its scratch folder ``tmp``."""
+    return {name: None if value is None else value.replace("$TMP", str(tmp)) for name, value in case.env.items()}
+
+
 def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]) -> tuple[list[str], Outcome]:
     """Build the case's input under ``tmp`` and run the command line in this process.
 
@@ -2101,7 +2198,7 @@ def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]
     argv = case.make_input(tmp)
     capture()
     t0 = time.perf_counter()
-    with environment({**case.env, MARK: str(tmp)}), hooked(case.hook, case.after, tmp):
+    with environment({**case_env(case, tmp), MARK: str(tmp)}), hooked(case.hook, case.after, tmp):
         rc = main(argv)
     out, err = capture()
     return argv, Outcome(rc, out, err, time.perf_counter() - t0, False)
@@ -2124,7 +2221,7 @@ def run_case(
     cmd = [sys.executable, "-m", "tests.hostile_inputs", case.name, str(tmp), *argv]
     # The tree under test comes first on the path (PYTHONPATH as given), then this one (for this module).
     path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
-    full_env = {**os.environ, **(env or {}), **case.env, MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
+    full_env = {**os.environ, **(env or {}), **case_env(case, tmp), MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
     full_env = {name: value for name, value in full_env.items() if value is not None}
     limit = case.timeout if timeout is None else timeout
     t0 = time.perf_counter()
