@@ -44,7 +44,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -450,49 +449,6 @@ def _(tmp: Path) -> Setup:
         return None
 
     return Setup(argv, runner=runner, check=check, timeout=240)
-
-
-@c("hpo-resume-running", "traceback", "hpo --resume of a study another process is running")
-def _(tmp: Path) -> Setup:
-    data = csv(tmp, customers(3000))
-    first = hpo_args(data, tmp, "--study", "busy", "--trials", "400")
-    second = hpo_args(data, tmp, "--study", "busy", "--resume", "--trials", "400")
-
-    def runner(setup: Setup) -> Result:
-        env = accel_env(setup.env)
-        a = subprocess.Popen(
-            [sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp
-        )
-        db = tmp / "runs" / "hpo.db"
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and a.poll() is None:
-            try:
-                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                n = con.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-                con.close()
-                if n >= 1:
-                    break
-            except sqlite3.Error:
-                pass
-            time.sleep(0.2)
-        res = run(second, env, setup.timeout, tmp)
-        time.sleep(3)  # let the first process meet what the second did to its study
-        a.send_signal(signal.SIGINT)
-        try:
-            a_out, a_err = a.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            a.kill()
-            a_out, a_err = a.communicate()
-        return Result(
-            second, res.rc, res.stdout, res.stderr + "\n--- first process:\n" + a_err[-3000:], res.seconds, res.timed_out
-        )
-
-    def check(res: Result) -> tuple[str, str] | None:
-        if res.rc == 0:
-            return "unrefused", "the resume ran beside the running process"
-        return None
-
-    return Setup(second, runner=runner, check=check, timeout=240)
 
 
 # ---- not refused

@@ -2152,6 +2152,60 @@ CASES += [
 ]  # fmt: skip
 
 
+_FIRST: dict[Path, subprocess.Popen] = {}
+
+
+def _resume_running(tmp: Path) -> list[str]:
+    """A first ``accel hpo`` (400 trials) left running once it has a trial; the command: its ``--resume``.
+    The study is kept beside ``--out``: what the first process writes is not the refused run's."""
+    data, db = _csv(tmp, older(3000)), tmp / "study.db"
+    study = ["--study", "busy", "--storage", f"sqlite:///{db}"]
+    first = hpo_argv(data, tmp, *study, "--trials", "400")
+    _FIRST[tmp] = subprocess.Popen([sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, cwd=tmp)  # fmt: skip
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and _FIRST[tmp].poll() is None:
+        with contextlib.suppress(sqlite3.Error):
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                if con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] >= 1:
+                    break
+            finally:
+                con.close()
+        time.sleep(0.2)
+    return hpo_argv(data, tmp, *study, "--resume", "--trials", "400")
+
+
+def _first_stopped(tmp: Path) -> str:
+    """Stop the first process (Ctrl-C, a few seconds after the resume, for it to meet what the
+    resume did to its study); its stderr."""
+    first = _FIRST.pop(tmp, None)
+    if first is None:
+        return ""
+    time.sleep(3)
+    first.send_signal(signal.SIGINT)
+    try:
+        _, err = first.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        first.kill()
+        _, err = first.communicate()
+    return err
+
+
+def _first_unharmed(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    err = _first_stopped(tmp)
+    if "Traceback (most recent call last)" in err:
+        return "traceback", "the first process: " + ([line for line in err.splitlines() if line.strip()] or [""])[-1]
+    return None
+
+
+CASES += [
+    Case("hpo-resume-running", "traceback", "hpo --resume of a study another process is running", _resume_running,
+         "clean error", ("--resume", "is being run by process"), inspect=_first_unharmed,
+         cleanup=lambda tmp: _first_stopped(tmp) and None, slow=True, timeout=240),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
