@@ -16,12 +16,17 @@ judges what came back:
   active in a user's run;
 - ``misleading``: refused, but the message says something untrue.
 
-The cases of ``tests/hostile_inputs.py`` (secrets in records and messages, writes only where
-asked, Arrow and Parquet types, header names and encodings, a file that changes after planning,
-search settings, one line instead of a traceback, results that mean nothing, processes left
-running, signals) are one table that ``tests/test_hostile.py`` runs too: they are added here
-from it, judged by its ``verdict``. Its cases marked ``invented`` (made up beyond the examples
-the table was seeded with) are counted apart (``counts_invented``; the others ``counts_listed``).
+The cases live in ``tests/hostile_inputs.py`` (the older kinds, named by what such an input
+used to end in, and secrets in records and messages, writes only where asked, Arrow and Parquet
+types, header names and encodings, a file that changes after planning, search settings, one line
+instead of a traceback, results that mean nothing, processes left running, signals): one table
+that ``tests/test_hostile.py`` runs too (its fast cases by default, the others in the slow tier).
+They are added here from it, judged by its ``verdict``; its cases marked ``invented`` (made up
+beyond the examples the table was seeded with) are counted apart (``counts_invented``; the others
+``counts_listed``). The few cases below need this script's own running (another user, two
+processes at once, the sockets of a running cluster), would write outside their scratch folder
+(HOME unset: the real home's cache), or leave a file in ``--out`` when refused (``--resume`` of
+a missing study: its storage), which the tests do not allow a refused run.
 
 Run against any checkout: ``--tree DIR`` puts ``DIR/accel`` first on the path of this process
 (where the cases build their inputs) and of every ``accel`` it starts, while the cases, the
@@ -60,7 +65,6 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from tests import hostile_inputs  # noqa: E402 - the table of cases the tests run too
-from tests.dask_procs import NotDaskServer  # noqa: E402 - the tests' own fake schedulers
 
 #: What every result starts with, as ``accel.record.record_head("bench")`` writes it (then the
 #: ``run_id``). Spelled out, not imported: ``--tree`` may put an older accel first on the path.
@@ -205,15 +209,10 @@ def judge(setup: Setup, res: Result) -> tuple[str, str]:
 # --------------------------------------------------------------------------- inputs
 
 SHARED = Path(tempfile.mkdtemp(prefix="hostile-shared-"))
-STARTED = time.time()
 
 
 def customers(n: int = 300, seed: int = 0) -> pd.DataFrame:
     return hostile_inputs.customers(n, seed, age=True)
-
-
-def prices(n: int = 300, seed: int = 1) -> pd.DataFrame:
-    return hostile_inputs.prices(n, seed)
 
 
 def csv(tmp: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
@@ -225,130 +224,6 @@ def csv(tmp: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
 
 def table_args(path: Path, target: str = "churned", *extra: str, out: Path | None = None) -> list[str]:
     return ["run", "--data", str(path), "--target", target, "--device", "cpu", "--out", str(out or path.parent / "runs"), *extra]
-
-
-_FIXTURES: dict[str, Path] = {}
-
-
-def fixture_runs() -> Path:
-    """A folder with two run records (a classification table and a regression table)."""
-    if "runs" not in _FIXTURES:
-        folder = SHARED / "runs"
-        a = csv(SHARED / "a", customers(), "churn.csv")
-        b = csv(SHARED / "b", prices(), "prices.csv")
-        for args in (table_args(a, out=folder), table_args(b, "price", out=folder)):
-            res = run(args, accel_env(), 300, SHARED)
-            if res.rc != 0:
-                raise SystemExit(f"could not make the fixture runs: {res.stderr[-2000:]}")
-        _FIXTURES["runs"] = folder
-    return _FIXTURES["runs"]
-
-
-def copy_runs(tmp: Path) -> Path:
-    target = tmp / "records"
-    shutil.copytree(fixture_runs(), target)
-    return target
-
-
-def no_files_left(folder: Path, allowed: set[str] | None = None) -> list[str]:
-    """Names under ``folder`` other than ``allowed`` (temporary files left behind)."""
-    if not folder.exists():
-        return []
-    return sorted(p.name for p in folder.rglob("*") if p.is_file() and p.name not in (allowed or set()))
-
-
-# --------------------------------------------------------------------------- servers
-
-
-def server_case(kind: str, command: str) -> Callable[[Path], Setup]:
-    def build(tmp: Path) -> Setup:
-        server = NotDaskServer(kind)
-        if command == "run":
-            argv = ["run", "flights", "--rows", "2000", "--scheduler", server.address, "--out", str(tmp / "runs")]
-        else:
-            argv = [
-                "hpo",
-                "flights",
-                "--rows",
-                "2000",
-                "--trials",
-                "2",
-                "--scheduler",
-                server.address,
-                "--out",
-                str(tmp / "runs"),
-            ]
-
-        def check(res: Result) -> tuple[str, str] | None:
-            if res.rc == 2 and res.seconds > 60:
-                return "hang", f"refused only after {res.seconds:.0f} s (the README promises 5 s)"
-            if (tmp / "runs").exists() and no_files_left(tmp / "runs"):
-                return "wrong", "files left in --out"
-            return None
-
-        return Setup(argv, check=check, cleanup=server.close, timeout=120)
-
-    return build
-
-
-# --------------------------------------------------------------------------- full filesystem
-
-
-def mount_full(tmp: Path) -> tuple[Path | None, str | None]:
-    """A 1 MB tmpfs, filled up (the shared table's); (its path, None) or (None, why not)."""
-    try:
-        return hostile_inputs.full_filesystem(tmp), None
-    except hostile_inputs.Skip as why:
-        return None, str(why)
-
-
-def unmount(point: Path | None) -> None:
-    if point is not None:
-        subprocess.run(["umount", "-l", str(point)], capture_output=True)
-
-
-def full_out(tmp: Path) -> Setup:
-    point, why = mount_full(tmp)
-    if point is None:
-        return Setup([], skip=why)
-    data = csv(tmp, customers())
-    out = point / "runs"
-
-    def check(res: Result) -> tuple[str, str] | None:
-        left = no_files_left(point, {"filler"})
-        return ("wrong", f"left behind: {left}") if left else None
-
-    return Setup(table_args(data, out=out), check=check, cleanup=lambda: unmount(point))
-
-
-def full_cache(tmp: Path) -> Setup:
-    point, why = mount_full(tmp)
-    if point is None:
-        return Setup([], skip=why)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        left = no_files_left(point, {"filler"})
-        return ("wrong", f"left behind: {left}") if left else None
-
-    return Setup(
-        ["run", "flights", "--rows", "2000", "--device", "cpu", "--out", str(tmp / "runs")],
-        env={"ACCEL_CACHE_DIR": str(point / "cache")},
-        check=check,
-        cleanup=lambda: unmount(point),
-    )
-
-
-def full_report(tmp: Path) -> Setup:
-    point, why = mount_full(tmp)
-    if point is None:
-        return Setup([], skip=why)
-    records = copy_runs(tmp)
-
-    def check(res: Result) -> tuple[str, str] | None:
-        left = no_files_left(point, {"filler"})
-        return ("wrong", f"left behind: {left}") if left else None
-
-    return Setup(["report", str(records), "--out", str(point / "report.html")], check=check, cleanup=lambda: unmount(point))
 
 
 # --------------------------------------------------------------------------- the cases
@@ -363,20 +238,6 @@ def c(name: str, kind: str, what: str) -> Callable[[Callable[[Path], Setup]], Ca
 
 
 CASES: list[Case] = []
-
-# ---- hangs
-
-
-def fifo_in(folder: Path, name: str) -> Path:
-    path = folder / name
-    os.mkfifo(path)
-    return path
-
-
-def _listed(res: Result, name: str) -> tuple[str, str] | None:
-    if res.rc == 0 and name not in res.stdout + res.stderr:
-        return "wrong", f"{name} not listed as not used"
-    return None
 
 
 # ---- tracebacks
@@ -451,39 +312,7 @@ def _(tmp: Path) -> Setup:
     return Setup(argv, runner=runner, check=check, timeout=240)
 
 
-# ---- not refused
-
-
-def workflow_file(tmp: Path, text: str, data: Path, target: str = "churned") -> Path:
-    path = tmp / "w.yaml"
-    path.write_text(f"data: {data}\ntarget: {target}\ndevice: cpu\nout: {tmp / 'runs'}\n" + text)
-    return path
-
-
-# ---- silently wrong
-
-
-# ---- overwrites
-def _unchanged(path: Path, before: bytes) -> Callable[[Result], tuple[str, str] | None]:
-    def check(res: Result) -> tuple[str, str] | None:
-        if path.read_bytes() != before:
-            return "overwrite", f"{path.name} was replaced"
-        return None
-
-    return check
-
-
 # ---- security
-def _no_secret(res: Result, tmp: Path) -> tuple[str, str] | None:
-    if "s3cret" in res.stdout + res.stderr:
-        return "security", "the password was printed"
-    for path in tmp.rglob("*"):
-        if path.is_file() and path.suffix in (".json", ".db"):
-            if b"s3cret" in path.read_bytes():
-                return "security", f"the password is stored in {path.name}"
-    return None
-
-
 @c("loopback-sockets", "security", "accel run --cluster local: every listening socket on loopback")
 def _(tmp: Path) -> Setup:
     import psutil
@@ -553,17 +382,6 @@ def _(tmp: Path) -> Setup:
     return Setup(argv, runner=runner, check=check, expect="ok", timeout=240)
 
 
-# ---- misleading messages
-def _not_said(*phrases: str) -> Callable[[Result], tuple[str, str] | None]:
-    def check(res: Result) -> tuple[str, str] | None:
-        for phrase in phrases:
-            if phrase in res.stderr:
-                return "misleading", f"says {phrase!r}"
-        return None
-
-    return check
-
-
 # ---- inputs refused cleanly before (kept to see that they stay so)
 
 
@@ -572,21 +390,7 @@ def _(tmp: Path) -> Setup:
     return Setup(["hpo", "flights", "--rows", "2000", "--resume", "--study", "nope", "--out", str(tmp / "runs")])
 
 
-# --------------------------------------------------------------------------- writes, search settings, one line, processes
-
-
-def _untouched(path: Path, data: bytes) -> Callable[[Result], tuple[str, str] | None]:
-    def check(res: Result) -> tuple[str, str] | None:
-        if not path.exists() or path.read_bytes() != data:
-            return "overwrite", f"{path.name} was changed"
-        return None
-
-    return check
-
-
-# ---- the shared table (tests/hostile_inputs.py): secrets, writes, Arrow types, names, a file changed
-# under the run, search settings, one line, results that mean nothing, processes, interrupts;
-# tests/test_hostile.py runs the same cases
+# ---- the shared table (tests/hostile_inputs.py), which tests/test_hostile.py runs too
 
 
 def shared_case(case: hostile_inputs.Case) -> Case:
