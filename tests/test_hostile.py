@@ -4,8 +4,10 @@ Every bad input is one line on stderr (``accel: error: ...``), exit status 2, no
 nothing half-written; what accel can work around runs and says what it did. Most tests call the
 command line in this process (``accel.cli.main.main``); those that could hang, read without end, or
 need another environment (HOME, a full filesystem, another user) run ``python -m accel`` in a
-subprocess with a time limit. ``benchmarks/hostile_cases.py`` runs the same kinds of cases and
-prints the table with a verdict per case.
+subprocess with a time limit. The cases of ``tests/hostile_inputs.py`` run here as
+``test_shared_case`` (those marked slow in the slow tier) and in ``benchmarks/hostile_cases.py``,
+which prints the table with a verdict per case; the other tests check a mechanism directly, or
+what the table does not hold.
 """
 
 from __future__ import annotations
