@@ -651,9 +651,19 @@ def read_head(source: TableSource, rows: int) -> Any:
     return head
 
 
-#: Bytes pyarrow's CSV readers here take at a time. A row must fit in one block: pyarrow's
-#: default (1 MB) refuses a row holding a long text field ("straddling object ...").
+#: Bytes pyarrow's CSV readers here take at a time when a row may be long. A row must fit in one
+#: block: pyarrow's default (1 MB) refuses a row holding a long text field ("straddling object").
 CSV_BLOCK_BYTES = 1 << 26
+#: Bytes a planning read (the target column, the categories' values) streams at a time first:
+#: pyarrow's streaming reader reads several blocks ahead, so the block size sets the read's
+#: peak (one column of a 685 MB file: 821 MB above the start with 64 MB blocks, 169 MB with
+#: 1 MB). A row longer than this is read again with :data:`CSV_BLOCK_BYTES`.
+CSV_STREAM_BLOCK_BYTES = 1 << 20
+
+
+def _straddles(exc: BaseException) -> bool:
+    """Whether pyarrow refused a CSV row for being longer than its block."""
+    return "straddl" in str(exc)
 
 
 def check_row_widths(source: TableSource) -> None:
@@ -707,13 +717,16 @@ def read_column(source: TableSource, column: str) -> Any:
 
     if source.kind == "parquet":
         return read_source(pd, source, [column])[column]
-    try:
-        return _stream_csv_column(source, column)
-    except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
-        return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+    for block_bytes in (CSV_STREAM_BLOCK_BYTES, CSV_BLOCK_BYTES):
+        try:
+            return _stream_csv_column(source, column, block_bytes)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
+            if block_bytes == CSV_BLOCK_BYTES or not _straddles(exc):
+                break  # a row longer than a small block is read again with large ones; else pandas
+    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
 
 
-def _stream_csv_column(source: TableSource, column: str) -> Any:
+def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -728,7 +741,7 @@ def _stream_csv_column(source: TableSource, column: str) -> Any:
         convert.null_values = nulls
     reader = pcsv.open_csv(
         source.paths[0],
-        read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+        read_options=pcsv.ReadOptions(block_size=block_bytes),
         parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
         convert_options=convert,
     )
@@ -769,16 +782,24 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
                 for c in stored:
                     seen[c].update(v for v in pc.unique(table.column(c).drop_null()).to_pylist() if v is not None)
     else:
-        reader = pcsv.open_csv(
-            source.paths[0],
-            read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
-            convert_options=pcsv.ConvertOptions(
-                include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
-            ),
-        )
-        for batch in reader:
-            add(batch)
+        for block_bytes in (CSV_STREAM_BLOCK_BYTES, CSV_BLOCK_BYTES):
+            for values in seen.values():
+                values.clear()  # a read again with larger blocks starts afresh
+            try:
+                reader = pcsv.open_csv(
+                    source.paths[0],
+                    read_options=pcsv.ReadOptions(block_size=block_bytes),
+                    parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
+                    convert_options=pcsv.ConvertOptions(
+                        include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
+                    ),
+                )
+                for batch in reader:
+                    add(batch)
+                break
+            except pa.ArrowInvalid as exc:
+                if block_bytes == CSV_BLOCK_BYTES or not _straddles(exc):
+                    raise
     return {c: list(v) for c, v in seen.items()}
 
 
