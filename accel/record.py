@@ -148,6 +148,27 @@ def output_root() -> Path:
 MIN_FREE_BYTES = 1 << 20
 
 
+#: Folders :func:`ensure_writable` created in this process, outermost first.
+_CREATED: list[Path] = []
+
+
+def remove_unused_folders() -> list[Path]:
+    """Remove the folders :func:`ensure_writable` created that are still empty, innermost first.
+
+    A command refused or interrupted after it made its output folder leaves nothing behind; a
+    folder something was written into is kept. Returns the folders removed.
+    """
+    removed = []
+    while _CREATED:
+        folder = _CREATED.pop()
+        try:
+            folder.rmdir()  # only an empty folder goes
+            removed.append(folder)
+        except OSError:
+            pass
+    return removed
+
+
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
     """Create ``folder`` if needed and prove it writable, before any long work starts.
 
@@ -155,6 +176,11 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     that chooses another folder.
     """
     folder = Path(folder)
+    missing, parent = [], folder.absolute()
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    _CREATED.extend(reversed(missing))  # outermost first: removed last
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):

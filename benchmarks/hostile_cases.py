@@ -385,11 +385,6 @@ def _(tmp: Path) -> Setup:
 # ---- inputs refused cleanly before (kept to see that they stay so)
 
 
-@c("hpo-resume-missing", "clean", "hpo --resume of a study that does not exist")
-def _(tmp: Path) -> Setup:
-    return Setup(["hpo", "flights", "--rows", "2000", "--resume", "--study", "nope", "--out", str(tmp / "runs")])
-
-
 # ---- the shared table (tests/hostile_inputs.py), which tests/test_hostile.py runs too
 
 

@@ -153,9 +153,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from accel.interrupts import never_lost
+    from accel.record import remove_unused_folders
 
     with never_lost():
-        return _main(argv)
+        status = _main(argv)
+        if status >= 2:  # refused, or stopped: an output folder made for it and left empty goes
+            remove_unused_folders()
+        return status
 
 
 def _main(argv: Sequence[str] | None) -> int:

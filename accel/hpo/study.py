@@ -100,16 +100,12 @@ def _read_only_sqlite(url: str) -> str:
 
     A reader never creates a file, nor adds Optuna's tables to a database of the user's own.
     """
-    from sqlalchemy.engine import make_url
-
     from accel.files import file_kind
 
-    try:
-        database = make_url(url).database
-    except Exception:  # noqa: BLE001 - an unparsable URL: RDBStorage says what is wrong with it
+    path = _sqlite_path(url)
+    if path is None:
         return url
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return url
+    database = str(path)
     kind = file_kind(database)
     if kind == "missing":
         raise AccelError(f"--storage {redact(url)!r}: no such file {database!r}; give an existing Optuna storage")
@@ -261,16 +257,53 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
     ``given`` holds the settings the user gave explicitly (``"seed"``, ``"hpo.subset"``, ...):
     on resume the study's stored settings win, and an explicit setting that differs from them
     is an error naming it. Nothing is written to the storage before every check has passed
-    (the workflow is planned first: a user's table is read and checked then).
+    (the workflow is planned first: a user's table is read and checked then), and an SQLite
+    file that opening the storage created is removed again when the run is refused.
     """
+
+    quiet_optuna()
+    url = config.hpo.storage or default_storage(config.out)
+    new_file = _sqlite_path(url)
+    if new_file is not None and new_file.exists():
+        new_file = None  # a file that was there before is never removed
+    storage = open_storage(url)
+    try:
+        return _open_study(config, given, resume, storage, url)
+    except BaseException:
+        # Refused before a study was made: the SQLite file opening the storage created goes too.
+        if new_file is not None:
+            try:
+                empty = not storage.get_all_studies()
+            except Exception:  # noqa: BLE001 - a storage that cannot be read is not removed
+                empty = False
+            if empty:
+                storage.engine.dispose()
+                for path in (new_file, new_file.with_name(new_file.name + "-journal")):
+                    path.unlink(missing_ok=True)
+        raise
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite storage URL; None for another database, memory or a URI."""
+    if not url.startswith("sqlite"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - an unparsable URL: opening the storage says what is wrong
+        return None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: str) -> OpenedStudy:
     import optuna
 
     from accel.config import RunConfig
     from accel.runner import build_workflow
 
-    quiet_optuna()
-    url = config.hpo.storage or default_storage(config.out)
-    storage = open_storage(url)
     name = config.hpo.study
     existing = {s.study_name: s for s in storage.get_all_studies()}
     if not resume:
