@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accel.record import leaves_no_folder
+
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (
     "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "precision",
@@ -149,6 +151,7 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
     )
 
 
+@leaves_no_folder
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -436,6 +439,7 @@ class TuneResult:
         return title + table + where
 
 
+@leaves_no_folder
 def tune(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -550,6 +554,7 @@ class CompareResult:
         return title + table + notes + f"<p>outputs agree: {self.agree}</p>"
 
 
+@leaves_no_folder
 def compare(
     program: str | os.PathLike[str],
     *args: str,
@@ -735,6 +740,7 @@ def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@leaves_no_folder
 def benchmark(
     suite: str,
     *,
@@ -904,6 +910,7 @@ class ScaleResult:
 _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric")
 
 
+@leaves_no_folder
 def scale(
     workflow: str | os.PathLike[str] | None = None,
     *,

@@ -27,6 +27,7 @@ carried one (``schema_version`` 1 or none).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -152,14 +153,15 @@ MIN_FREE_BYTES = 1 << 20
 _CREATED: list[Path] = []
 
 
-def remove_unused_folders() -> list[Path]:
+def remove_unused_folders(since: int = 0) -> list[Path]:
     """Remove the folders :func:`ensure_writable` created that are still empty, innermost first.
 
     A command refused or interrupted after it made its output folder leaves nothing behind; a
-    folder something was written into is kept. Returns the folders removed.
+    folder something was written into is kept. ``since``: only the folders made after that many
+    had been (:func:`leaves_no_folder`). Returns the folders removed.
     """
     removed = []
-    while _CREATED:
+    while len(_CREATED) > since:
         folder = _CREATED.pop()
         try:
             folder.rmdir()  # only an empty folder goes
@@ -167,6 +169,21 @@ def remove_unused_folders() -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def leaves_no_folder(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, which removes the output folders it made and left empty when it raises."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        mark = len(_CREATED)
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            remove_unused_folders(since=mark)
+            raise
+
+    return wrapper
 
 
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:

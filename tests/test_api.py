@@ -71,6 +71,18 @@ def test_bad_input_is_the_command_lines_one_line_error(tmp_path):
     assert not any(tmp_path.iterdir()), "nothing written"
 
 
+def test_a_refused_call_leaves_no_output_folder(tmp_path):
+    # The output folder is made (and proved writable) before the table is checked.
+    with pytest.raises(AccelError, match="does not exist"):
+        accel.run(data=tmp_path / "nope.csv", target="y", out=tmp_path / "new" / "runs")
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(AccelError, match="does not exist"):
+        accel.run(data=tmp_path / "nope.csv", target="y", out=kept / "runs")
+    assert kept.is_dir() and not (kept / "runs").exists()  # a folder that was there stays
+
+
 def cli_error(capsys, *argv: str) -> str:
     """The one line ``accel ARGV`` prints on stderr when it refuses its input (exit 2)."""
     code = main(list(argv))
