@@ -330,6 +330,9 @@ class ModelSpec:
     boosted : bool
         Trained as an XGBoost booster (:class:`accel.models.XGBoostModel`), batch by batch;
         otherwise the estimator fits one matrix (:class:`accel.models.EstimatorModel`).
+    distributed : str or None
+        The trainer a run on a Dask cluster uses (``"xgboost.dask"``); None: the model trains
+        in one process only, and a cluster run of it is refused.
     """
 
     name: str
@@ -343,6 +346,7 @@ class ModelSpec:
     parity_scale: float = 1.0
     penalized: tuple[str, Estimator] | None = None
     boosted: bool = False
+    distributed: str | None = None
 
     def __post_init__(self) -> None:
         # Each estimator knows the model whose settings' defaults it takes (the penalized
@@ -410,6 +414,7 @@ _SPECS = (
         labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
         rounds=True,
         boosted=True,
+        distributed="xgboost.dask",
     ),
     ModelSpec(
         "random_forest",

@@ -109,7 +109,7 @@ def test_csv_blocks_keep_every_worker_busy_within_bounds():
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [
-        (["--model", "random_forest"], ["--model random_forest", "no distributed trainer", "xgboost"]),
+        (["--model", "random_forest"], ["--model random_forest", "no distributed trainer", "xgboost (xgboost.dask)"]),
         (["--model", "logistic_regression"], ["--model logistic_regression", "no distributed trainer"]),
         (["--batch-rows", "100000"], ["--batch-rows", "not to a Dask run"]),
         (["--precision", "fp16"], ["--precision", "not to a Dask run"]),

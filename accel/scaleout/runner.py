@@ -47,7 +47,7 @@ from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
 from accel.record import show_result
-from accel.registry import xgboost_device_used, xgboost_threads_used
+from accel.registry import MODELS, xgboost_device_used, xgboost_threads_used
 from accel.result import ArmResult, Listener, check_device, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
@@ -66,8 +66,6 @@ def _dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, info:
 
 #: Workflows that can run on a cluster by name (a user's table is built from its plan: :func:`table_builder`).
 DASK_WORKFLOWS: dict[str, DaskBuilder] = {"flights": _dask_flights}
-#: The ``--model`` choices with a distributed trainer (``xgboost.dask``).
-DASK_MODELS = ("xgboost",)
 
 
 def table_builder(planned: Any) -> DaskBuilder:
@@ -374,10 +372,12 @@ def check_dask_config(config: Any) -> None:
                 "on Dask the workers hold their partitions in memory (--worker-memory limits them, and Dask spills)"
             )
     model = getattr(config, "model", "xgboost")
-    if model not in DASK_MODELS:
+    spec = MODELS.get(model)
+    if spec is not None and spec.distributed is None:
+        trainers = ", ".join(f"{m.name} ({m.distributed})" for m in MODELS.values() if m.distributed)
         raise AccelError(
             f"--model {model} has no distributed trainer: on a Dask cluster (--cluster/--scheduler) accel trains "
-            f"{', '.join(DASK_MODELS)} (xgboost.dask); run {model} in this process (without --cluster/--scheduler)"
+            f"{trainers}; run {model} in this process (without --cluster/--scheduler)"
         )
 
 
