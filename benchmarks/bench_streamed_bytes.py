@@ -36,6 +36,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -171,13 +172,16 @@ phases = Phases()
 import numpy as np, pyarrow as pa, xgboost
 floor = _status()["VmRSS"]
 matrices, meta_file, prefix, mode, rounds, params, page_rows = sys.argv[1:8]
+knobs = json.loads(sys.argv[8]) if len(sys.argv) > 8 else {}  # XGBoost's external-memory settings
 page_rows = int(page_rows)
 meta, params = json.loads(Path(meta_file).read_text()), json.loads(params)
+params = {**params, **({"nthread": knobs["nthread"]} if "nthread" in knobs else {})}
 
 class Batches(xgboost.DataIter):
     def __init__(self, cache_prefix):
         self.file = None
-        super().__init__(cache_prefix=cache_prefix, on_host=False)
+        super().__init__(cache_prefix=cache_prefix, on_host=knobs.get("on_host", False),
+                         min_cache_page_bytes=knobs.get("min_cache_page_bytes"))
     def reset(self):
         self.file = None
     def next(self, input_data):
@@ -215,7 +219,8 @@ class Batches(xgboost.DataIter):
 
 options = dict(max_bin=params["max_bin"], enable_categorical=True, nthread=params["nthread"])
 if mode == "external":
-    build = lambda: xgboost.ExtMemQuantileDMatrix(Batches(prefix), **options)
+    extra = {k: knobs[k] for k in ("max_quantile_batches", "cache_host_ratio") if k in knobs}
+    build = lambda: xgboost.ExtMemQuantileDMatrix(Batches(prefix), **options, **extra)
 else:
     build = lambda: xgboost.QuantileDMatrix(Batches(None), **options)
 def trim():
@@ -231,6 +236,21 @@ booster = phases.run("boosting", xgboost.train, params, dtrain, int(rounds))
 print(json.dumps({"floor": floor, "phases": phases.rows, "page_file_bytes": pages,
                   "train_rows": int(dtrain.num_row())}))
 """
+
+
+#: XGBoost's external-memory settings that may change how fast it boosts, one at a time against
+#: its defaults (``nthread``: the benchmark's threads otherwise). Prefetching is not a setting of
+#: XGBoost's CPU external memory (it reads the next pages ahead by itself); ``on_host`` keeps the
+#: pages in host memory instead of on disk, the nearest thing.
+KNOBS: list[tuple[str, dict[str, Any]]] = [
+    ("defaults", {}),
+    ("max_quantile_batches=1", {"max_quantile_batches": 1}),
+    ("max_quantile_batches=4", {"max_quantile_batches": 4}),
+    ("min_cache_page_bytes=0 (one batch a page)", {"min_cache_page_bytes": 0}),
+    ("min_cache_page_bytes=256 MiB", {"min_cache_page_bytes": 256 << 20}),
+    ("nthread=1", {"nthread": 1}),
+    ("on_host=True (pages in memory)", {"on_host": True}),
+]
 
 
 def _python(code_or_args: list[str], env: dict[str, str]) -> dict:
@@ -262,6 +282,12 @@ def main() -> int:
         "--page-sweep",
         default="1e6:20000,40000,80000,160000,400000",
         help="SIZE:PAGE_ROWS,...: XGBoost alone on that table with pages of these training rows (bytes per page)",
+    )
+    parser.add_argument(
+        "--knob-sweep",
+        default="",
+        help="SIZE: XGBoost alone from external memory on that table with each of KNOBS (its settings that may "
+        "change boosting's speed), beside the same rows in memory",
     )
     parser.add_argument("--tables", type=Path, help="folder to keep the generated tables in (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -316,6 +342,23 @@ def main() -> int:
                     b = got["phases"]["boosting"]
                     print(f"  pages of {page_rows:,} rows: boosting peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above "
                           f"the floor, {b['seconds']:.1f} s", flush=True)  # fmt: skip
+            if args.knob_sweep and int(float(args.knob_sweep)) == n:
+                row["knob_sweep"] = []
+                in_memory = row["in-memory"]["phases"]["boosting"]["seconds"]
+                for label, knobs in KNOBS:
+                    try:
+                        got = _python(["-c", STANDALONE, str(matrices), str(meta_file), str(tmp / f"knob-{len(row['knob_sweep'])}"),
+                                       "external", str(args.rounds), json.dumps(params), "0", json.dumps(knobs)], env)  # fmt: skip
+                    except SystemExit as failed:  # a setting XGBoost refuses here: said, not measured
+                        why = (str(failed).strip().splitlines() or ["failed"])[-1][:300]
+                        row["knob_sweep"].append({"label": label, "knobs": knobs, "failed": why})
+                        print(f"  {label:<34} refused: {why}", flush=True)
+                        continue
+                    b = got["phases"]["boosting"]
+                    got.update(label=label, knobs=knobs, boosting_to_in_memory=b["seconds"] / in_memory)
+                    row["knob_sweep"].append(got)
+                    print(f"  {label:<34} boosting {b['seconds']:6.1f} s ({b['seconds'] / in_memory:.2f} x in memory), "
+                          f"peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above the floor", flush=True)  # fmt: skip
             matrices.unlink()
             _print_size(row)
             results.append(row)

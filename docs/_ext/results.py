@@ -502,7 +502,7 @@ def render_streamed_bytes(result: Result) -> list[nodes.Node]:
     per = d.get("per_row") or {}
     fits = [[who.get(k, k), phase, count(v.get("bytes_per_row")), ratio(v.get("fixed_mib"), 1)]
             for k, phases in per.items() if k in who for phase, v in phases.items()]  # fmt: skip
-    if fits:
+    if fits and len(d.get("sizes") or []) > 1:  # a fit needs two sizes at least
         out.append(table(["process", "phase", "B per training row", "fixed MiB"], fits, "least squares over the sizes"))
     pages = per.get("pages") or {}
     ratios = ", ".join(ratio(x, 2) for x in per.get("boosting_ratio_streamed_to_in_memory") or [])
@@ -518,6 +518,17 @@ def render_streamed_bytes(result: Result) -> list[nodes.Node]:
         out.append(
             table(["rows", "page rows", "boosting peak above the floor MiB", "boosting s"], srows, "XGBoost alone, page size")
         )
+    knobs = [(s.get("rows"), k) for s in d.get("sizes") or [] for k in s.get("knob_sweep") or []]
+    if knobs:
+        krows = []
+        for n, k in knobs:
+            b = (k.get("phases") or {}).get("boosting") or {}
+            peak = ((_num(b.get("peak")) or math.nan) - (_num(k.get("floor")) or math.nan)) / 2**20
+            krows.append([count(n), text(k.get("label")), secs(b.get("seconds")) if not k.get("failed") else "—",
+                          ratio(k.get("boosting_to_in_memory"), 2) if not k.get("failed") else "—",
+                          mb(peak) if not k.get("failed") else text(k.get("failed"))])  # fmt: skip
+        out.append(table(["rows", "XGBoost's setting", "boosting s", "streamed / in memory", "boosting peak above the floor MiB"],
+                         krows, "XGBoost alone from external memory, one setting at a time"))  # fmt: skip
     out.append(source(result, f"{d.get('rounds')} rounds, batches of {count(d.get('batch_rows'))} rows"))
     return out
 
