@@ -540,18 +540,13 @@ def main() -> int:
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
     cases = CASES
-    if args.only:
-        wanted = set(args.only.split(","))
-        unknown = sorted(wanted - {c.name for c in CASES})
-        if unknown:
-            parser.error(f"no such case: {', '.join(unknown)}")
-        cases = [c for c in cases if c.name in wanted]
-    if args.kind:
-        kinds = set(args.kind.split(","))
-        unknown = sorted(kinds - {c.kind for c in CASES})
-        if unknown:
-            parser.error(f"no such kind: {', '.join(unknown)}")
-        cases = [c for c in cases if c.kind in kinds]
+    for given, attr, what in ((args.only, "name", "case"), (args.kind, "kind", "kind")):
+        if given:
+            wanted = set(given.split(","))
+            unknown = sorted(wanted - {getattr(c, attr) for c in CASES})
+            if unknown:
+                parser.error(f"no such {what}: {', '.join(unknown)}")
+            cases = [c for c in cases if getattr(c, attr) in wanted]
     if args.shared:
         cases = [c for c in cases if c.name in SHARED_NAMES]
     if args.listed:
