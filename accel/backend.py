@@ -492,7 +492,9 @@ class Backend:
     def ran_here(self, device_used: str) -> bool:
         """Whether a model that reports ``device_used`` ran on this arm's device (XGBoost with
         ``device="cuda"`` and no usable GPU trains on the CPU and only warns)."""
-        return device_used.startswith("cuda" if self.is_gpu else "cpu")
+        from accel.registry import ran_where_asked
+
+        return ran_where_asked(device_used, self.is_gpu)
 
     def host_threads(self) -> dict[str, Any]:
         """The host libraries' threads this arm's work runs on, for the record: the CSV reader and
@@ -778,6 +780,13 @@ class Arms:
     gpu: Backend | None
     gpu_skip: str | None
     cpu: Backend
+
+
+def backend_for(kind: str) -> Backend:
+    """The backend of Dask workers of ``kind`` (``"gpu"`` or ``"cpu"``): what a worker process
+    builds for itself (its own GPU is device 0 under Dask-CUDA), and what the client plans their
+    partitions with. Raises :class:`DeviceUnavailable` when a GPU kind has no usable GPU here."""
+    return gpu_backend() if kind == "gpu" else cpu_backend()
 
 
 def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:

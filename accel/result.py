@@ -1,7 +1,10 @@
-"""One arm's result and the comparison of two: the type every runner returns.
+"""One arm's result and the comparison of two: the type every executor's run ends in.
 
-:class:`ArmResult` is one arm's part of the run record, whichever runner made it (in process,
-streamed, on Dask); :func:`arm_result` builds it from the stage timer and the memory monitor,
+An arm is a workflow on a backend, run by an :class:`Executor`: in memory, streamed in batches
+(:mod:`accel.streaming`) or on a Dask cluster (:mod:`accel.scaleout.runner`). The one runner,
+:func:`accel.runner.execute_arm`, times the executor's stages with one
+:class:`~accel.timing.StageTimer`, watches memory, and turns what the executor hands back
+(:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`;
 :func:`check_device` fails an arm whose model ran elsewhere than asked (XGBoost only warns when
 it cannot use the GPU), and :func:`speedups` / :func:`parity` compare the two arms.
 """
@@ -16,7 +19,6 @@ from accel import OMP_WAIT_POLICY
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import parity_rule
-from accel.registry import ran_where_asked
 from accel.timing import STAGES, StageTimer, speedup
 
 
@@ -43,7 +45,7 @@ class Listener(Protocol):
 
 @dataclass
 class ArmResult:
-    """One arm's part of the run record."""
+    """One arm's part of the run record, whichever executor ran it."""
 
     status: str  # "ok" | "skipped" | "failed"
     reason: str | None = None
@@ -64,13 +66,122 @@ class ArmResult:
     memory: dict[str, Any] = field(default_factory=dict)
     #: Where each stage ran ("cuda:0 (cudf)", "cpu (pandas)", the model's own device).
     stage_devices: dict[str, str] = field(default_factory=dict)
+    #: Which executor ran the stages: "in_memory", "streamed" or "dask" (None: the arm did not run).
+    executor: str | None = None
+    #: On Dask: each training attempt (a lost worker retries once), each worker's memory peaks,
+    #: and this process's own peak (the client's); empty on the executors of this process.
+    train_attempts: list[dict[str, Any]] = field(default_factory=list)
+    workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    client_peak_host_mb: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.executor == "dask":
+            out["placement"] = "dask"
+            out["train_retried"] = len(self.train_attempts) > 1
+        return out
 
 
 def skipped(reason: str) -> ArmResult:
     return ArmResult(status="skipped", reason=reason)
+
+
+@dataclass
+class ArmPeaks:
+    """An arm's memory peaks (MB), where its work ran: this process, or the workers of a cluster."""
+
+    peak_host_mb: float | None = None
+    peak_device_mb: float | None = None
+    host_mb_at_start: float | None = None
+    stage_peak_host_mb: dict[str, float] = field(default_factory=dict)
+    stage_peak_device_mb: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of_monitor(cls, monitor: MemoryMonitor) -> ArmPeaks:
+        """The peaks this process's :class:`~accel.memory.MemoryMonitor` saw."""
+        return cls(
+            peak_host_mb=to_mb(monitor.peak_host),
+            peak_device_mb=to_mb(monitor.peak_device),
+            host_mb_at_start=to_mb(monitor.host_at_start),
+            stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
+            stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
+        )
+
+    @classmethod
+    def of_workers(cls, workers: dict[str, dict[str, Any]]) -> ArmPeaks:
+        """The highest worker's peaks, overall and per stage (:meth:`WorkerMemorySampler.peaks
+        <accel.scaleout.cluster.WorkerMemorySampler.peaks>`: each worker's RSS peak and the peaks
+        its heartbeats reported per stage)."""
+
+        def highest(values: Any) -> float | None:
+            present = [v for v in values if v is not None]
+            return max(present) if present else None
+
+        def per_stage(key: str) -> dict[str, float]:
+            stages = {s for w in workers.values() for s in w.get(key, {})}
+            return {s: v for s in sorted(stages) if (v := highest(w.get(key, {}).get(s) for w in workers.values())) is not None}
+
+        return cls(
+            peak_host_mb=highest(w.get("peak_rss_mb") for w in workers.values()),
+            peak_device_mb=highest(w.get("dask_reported_peak_device_mb") for w in workers.values()),
+            stage_peak_host_mb=per_stage("stage_peak_host_mb"),
+            stage_peak_device_mb=per_stage("stage_peak_device_mb"),
+        )
+
+
+@dataclass
+class Executed:
+    """What an executor hands the runner once the arm's stages have run.
+
+    ``model`` and ``fitted`` say where the model really trained and with how many threads;
+    ``memory`` is the arm's memory record (pool, batches, precision). An executor whose work ran
+    in other processes gives their ``peaks`` and ``threads``; otherwise this process's monitor and
+    the model's own thread report are used.
+    """
+
+    model: Any
+    fitted: Any
+    metrics: dict[str, float]
+    rows: dict[str, int]
+    features: list[str]
+    memory: dict[str, Any] = field(default_factory=dict)
+    peaks: ArmPeaks | None = None
+    threads: dict[str, Any] | None = None
+    #: Prefix for where the frames and arrays were ("dask workers"); None: this process.
+    where: str | None = None
+    train_attempts: list[dict[str, Any]] = field(default_factory=list)
+    workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class Executor(Protocol):
+    """How an arm's five stages run: in memory, streamed in batches, or on a Dask cluster.
+
+    The runner (:func:`accel.runner.execute_arm`) makes the stage timer and the memory monitor,
+    tells the listener the arm started and finished, and builds the :class:`ArmResult`; the
+    executor runs ``load → features → to_device → train → predict`` under ``timer``.
+    """
+
+    #: "in_memory", "streamed" or "dask": recorded as the arm's ``executor``.
+    name: str
+
+    def trackers(self) -> tuple[Any, ...]:
+        """Samplers the stage timer tells of each stage besides this process's monitor (a
+        cluster's worker memory)."""
+        ...
+
+    def monitored(self, backend: Backend) -> Backend:
+        """The backend whose memory this process's monitor reads: the arm's own, or the host only
+        when the work runs in other processes (a cluster's client holds no device memory)."""
+        ...
+
+    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+        """Run the stages, each under ``timer.stage(name)`` (or ``timer.accumulate``); raise what they raise."""
+        ...
+
+    def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
+        """Untimed work once the stages are done and the monitor has stopped (the float32 check of
+        an fp16 run); may add to ``executed.memory``."""
+        ...
 
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
@@ -79,19 +190,14 @@ def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     return {**info, **backend.host_threads()}
 
 
-def arm_result(
-    backend: Backend,
-    workflow: Any,
-    model: Any,
-    fitted: Any,
-    timer: StageTimer,
-    monitor: MemoryMonitor,
-    metrics: dict[str, float],
-    rows: dict[str, int],
-    features: list[str],
-    memory_record: dict[str, Any],
-) -> ArmResult:
+def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: MemoryMonitor, executed: Executed) -> ArmResult:
+    """The arm's :class:`ArmResult` from the runner's timer and monitor and what ``executor`` did."""
+    model, fitted = executed.model, executed.fitted
     device_used = model.device_used(backend, fitted)
+    peaks = executed.peaks or ArmPeaks.of_monitor(monitor)
+    stage_devices = backend.stage_devices(device_used)
+    if executed.where:
+        stage_devices = {s: v if s in ("train", "predict") else f"{executed.where}: {v}" for s, v in stage_devices.items()}
     result = ArmResult(
         status="ok",
         backend=backend.name,
@@ -99,29 +205,33 @@ def arm_result(
         device_name=backend.device.name if backend.device else None,
         stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
         total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
-        metrics=metrics,
-        peak_host_mb=to_mb(monitor.peak_host),
-        peak_device_mb=to_mb(monitor.peak_device),
-        host_mb_at_start=to_mb(monitor.host_at_start),
-        stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
-        stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        threads=_threads(backend, model, fitted),
-        rows=dict(rows),
-        features=features,
-        memory={**memory_record, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
-        stage_devices=backend.stage_devices(device_used),
+        metrics=executed.metrics,
+        peak_host_mb=peaks.peak_host_mb,
+        peak_device_mb=peaks.peak_device_mb,
+        host_mb_at_start=peaks.host_mb_at_start,
+        stage_peak_host_mb=peaks.stage_peak_host_mb,
+        stage_peak_device_mb=peaks.stage_peak_device_mb,
+        threads=executed.threads if executed.threads is not None else _threads(backend, model, fitted),
+        rows=dict(executed.rows),
+        features=list(executed.features),
+        memory={**executed.memory, "stage_rmm_peak_mb": {k: to_mb(v) for k, v in timer.rmm_peak_bytes.items()}},
+        stage_devices=stage_devices,
+        executor=executor,
+        train_attempts=list(executed.train_attempts),
+        workers_memory=dict(executed.workers_memory),
+        client_peak_host_mb=to_mb(monitor.peak_host) if executed.peaks is not None else None,
     )
-    return check_device(result, backend.is_gpu, backend.xgb_device)
+    return check_device(result, backend)
 
 
-def check_device(result: ArmResult, is_gpu: bool, asked: str) -> ArmResult:
-    """``result`` marked ``failed`` when its model ran on another device than the arm's.
+def check_device(result: ArmResult, backend: Backend) -> ArmResult:
+    """``result`` marked ``failed`` when its model ran on another device than ``backend``'s.
 
     XGBoost only warns when it cannot use the GPU: that must not pass as a GPU result.
     """
-    if result.device_used is not None and not ran_where_asked(result.device_used, is_gpu):
+    if result.device_used is not None and not backend.ran_here(result.device_used):
         result.status = "failed"
-        result.reason = f"the model ran on {result.device_used!r} although {asked!r} was asked for"
+        result.reason = f"the model ran on {result.device_used!r} although {backend.xgb_device!r} was asked for"
     return result
 
 

@@ -2,7 +2,10 @@
 
 Each arm runs the stages ``load → features → to_device → train → predict`` under a
 :class:`~accel.timing.StageTimer` (device synchronised at every clock read) and a
-:class:`~accel.memory.MemoryMonitor`. An arm that cannot run is ``skipped`` with the reason;
+:class:`~accel.memory.MemoryMonitor`, by one runner, :func:`execute_arm`, whatever its
+executor (:class:`~accel.result.Executor`): :class:`InMemory`, :class:`~accel.streaming.Streamed`
+(a table larger than the memory budget) or :class:`~accel.scaleout.runner.OnDask` (a cluster's
+workers). An arm that cannot run is ``skipped`` with the reason;
 one that raises is ``failed`` with the reason; neither gets invented numbers, and every
 speedup that needs it is NaN.
 """
@@ -19,7 +22,7 @@ from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
 from accel.registry import MODELS
-from accel.result import ArmResult, Listener, arm_result, parity, skipped, speedups
+from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 
@@ -51,28 +54,72 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
 def run_arm(
     backend: Backend, workflow: Workflow, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
 ) -> ArmResult:
-    """Run every stage of ``workflow`` (and its ``model``) on ``backend``; raises what a stage raises.
+    """Run every stage of ``workflow`` (and its ``model``) on ``backend`` in this process; raises what a stage raises.
 
     ``memory`` (:class:`~accel.memory.MemorySettings`) says the RMM pool, the memory budget, the
     batch size and the storage precision; by default an automatic pool on the GPU arm, half the
     free memory as budget, batches planned from it, float32. ``prepared_arm`` is
-    :func:`prepare_arm`'s answer when the caller already has it.
+    :func:`prepare_arm`'s answer when the caller already has it. The plan chooses the executor:
+    :class:`InMemory`, or :class:`~accel.streaming.Streamed` when the table is larger than the budget.
     """
-    from accel.batching import with_backoff
     from accel.memory import MemorySettings
-    from accel.precision import plan_for_frames, store_frame
 
     settings = memory or MemorySettings()
-    model = workflow.model
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
+    executor: Executor
     if plan.mode == "streaming":
-        from accel.streaming import run_streaming
+        from accel.streaming import Streamed
 
-        return run_streaming(backend, workflow, plan, settings, rmm, listener)
+        executor = Streamed(plan, settings, rmm)
+    else:
+        executor = InMemory(plan, settings, rmm)
+    return execute_arm(backend, workflow, executor, listener)
 
-    monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
-    timer = StageTimer(backend, monitor, listener)
-    with monitor:
+
+def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: Listener | None = None) -> ArmResult:
+    """The one runner: ``executor`` runs the stages under one :class:`~accel.timing.StageTimer`
+    and this process's :class:`~accel.memory.MemoryMonitor`; the listener is told the arm
+    started and how it ended; the result is built by :func:`~accel.result.arm_result`."""
+    monitor = MemoryMonitor(executor.monitored(backend), on_sample=listener.memory if listener else None)
+    timer = StageTimer(backend, monitor, listener, trackers=executor.trackers())
+    if listener:
+        listener.arm_started(backend.name)
+    status = "failed"
+    try:
+        with monitor:
+            executed = executor.execute(backend, workflow, timer, listener)
+        executor.after(backend, workflow, executed)
+        result = arm_result(backend, executor.name, timer, monitor, executed)
+        status = result.status
+        return result
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        if listener:
+            listener.arm_finished(backend.name, status)
+
+
+class InMemory:
+    """The executor of a table that fits the budget: each stage on the whole table in memory."""
+
+    name = "in_memory"
+
+    def __init__(self, plan: Any, settings: Any, rmm: dict[str, Any]):
+        self.plan, self.settings, self.rmm = plan, settings, rmm
+        self._check: Any = None
+
+    def trackers(self) -> tuple[Any, ...]:
+        return ()
+
+    def monitored(self, backend: Backend) -> Backend:
+        return backend
+
+    def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
+        from accel.batching import with_backoff
+        from accel.precision import plan_for_frames, store_frame
+
+        model, plan, settings = workflow.model, self.plan, self.settings
         with timer.stage("load"):
             raw = workflow.load(backend)
         with timer.stage("features"):
@@ -91,21 +138,26 @@ def run_arm(
             fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
+        del model_input
 
-    y_test = _compat.to_numpy(prepared.y_test)
-    metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
-    memory_record = {
-        "rmm": {**rmm, **(backend.rmm_statistics() or {})},
-        "batches": plan.describe(),
-        "precision": precision.describe(),
-        "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
-    }
-    if settings.precision == "fp16" and settings.precision_check:
-        memory_record["precision"]["fp32_check"] = _fp32_check(backend, workflow, prepared, plan, metrics, y_test)
-    del model_input
-    return arm_result(
-        backend, workflow, model, fitted, timer, monitor, metrics, prepared.rows, prepared.feature_names, memory_record
-    )
+        y_test = _compat.to_numpy(prepared.y_test)
+        metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
+        memory_record = {
+            "rmm": {**self.rmm, **(backend.rmm_statistics() or {})},
+            "batches": plan.describe(),
+            "precision": precision.describe(),
+            "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
+        }
+        if settings.precision == "fp16" and settings.precision_check:
+            self._check = (prepared, y_test)
+        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record)
+
+    def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
+        if self._check is not None:
+            prepared, y_test = self._check
+            self._check = None
+            check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
+            executed.memory["precision"]["fp32_check"] = check
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
@@ -141,20 +193,15 @@ def run_arm_safely(
     ``collect``: run the garbage collector afterwards, so that the arm's memory is free for what
     runs next (70 ms with pandas, scikit-learn and XGBoost loaded; the last arm skips it).
     """
-    if listener:
-        listener.arm_started(backend.name)
     try:
-        result = run_arm(backend, workflow, listener, memory, prepared_arm)
+        return run_arm(backend, workflow, listener, memory, prepared_arm)
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
-        result = ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
+        return ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
     finally:
         if collect:
             gc.collect()
-    if listener:
-        listener.arm_finished(backend.name, result.status)
-    return result
 
 
 def check_memory_flags(settings: Any) -> None:

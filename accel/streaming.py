@@ -31,10 +31,10 @@ from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
-from accel.memory import MemoryMonitor, MemorySettings, release_host_memory
+from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_features
-from accel.result import arm_result
+from accel.result import Executed
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
@@ -50,9 +50,30 @@ class _Rows:
         self.test = used[plan.test_pos].astype(dtype)
 
 
-def run_streaming(
-    backend: Backend, workflow: Workflow, plan: BatchPlan, settings: MemorySettings, rmm: dict, listener: Any
-) -> Any:
+class Streamed:
+    """The executor of a table larger than the memory budget: every pass reads it batch by batch."""
+
+    name = "streamed"
+
+    def __init__(self, plan: BatchPlan, settings: MemorySettings, rmm: dict[str, Any]):
+        self.plan, self.settings, self.rmm = plan, settings, rmm
+
+    def trackers(self) -> tuple[Any, ...]:
+        return ()
+
+    def monitored(self, backend: Backend) -> Backend:
+        return backend
+
+    def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Any) -> Executed:
+        return _run_streaming(backend, workflow, self.plan, self.settings, self.rmm, timer, listener)
+
+    def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
+        pass
+
+
+def _run_streaming(
+    backend: Backend, workflow: Workflow, plan: BatchPlan, settings: MemorySettings, rmm: dict, timer: StageTimer, listener: Any
+) -> Executed:
     tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
     xdf = backend.xdf
     rows = _Rows(tplan)
@@ -60,8 +81,6 @@ def run_streaming(
     columns = tplan.read_columns
     featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
     featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
-    monitor = MemoryMonitor(backend, on_sample=listener.memory if listener else None)
-    timer = StageTimer(backend, monitor, listener)
     arm = backend.name
 
     # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
@@ -86,112 +105,111 @@ def run_streaming(
             listener.stage_finished(arm, stage, time.perf_counter() - t0)
 
     try:
-        with monitor:
-            # 1. fit the statistics from partial results
+        # 1. fit the statistics from partial results
 
-            def fit_pass(batch_rows: int) -> int:
-                featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
-                n = 0
-                for start, frame in chunks(batch_rows):
+        def fit_pass(batch_rows: int) -> int:
+            featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
+            n = 0
+            for start, frame in chunks(batch_rows):
+                with timer.accumulate("features"):
+                    train, where = planned_rows(rows.train, start, frame)
+                    if train is not None:
+                        featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
+                        del train
+                    del frame
+                    release_host_memory(collect=False)
+                n += 1
+            with timer.accumulate("features"):
+                featurizer.finalize()
+            return n
+
+        t0 = announce("fit pass")
+        batches = with_backoff(fit_pass, plan, backend, "fit pass")
+        done("fit pass", t0)
+
+        # 2. XGBoost's matrix from batches read and featurised on demand
+        import xgboost
+
+        names: list[str] = []
+        types: list[str] = []
+
+        placement = backend.external_memory()
+
+        class FileBatches(xgboost.DataIter):
+            def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
+                self.batch_rows = batch_rows
+                self._it: Any = None
+                super().__init__(
+                    cache_prefix=cache_prefix,
+                    on_host=placement["on_host"],
+                    min_cache_page_bytes=placement.get("min_cache_page_bytes"),
+                )
+
+            def reset(self) -> None:
+                self._it = None
+
+            def next(self, input_data: Any) -> bool:
+                if self._it is None:
+                    self._it = chunks(self.batch_rows)
+                while True:
+                    item = next(self._it, None)
+                    if item is None:
+                        return False
+                    start, frame = item
                     with timer.accumulate("features"):
                         train, where = planned_rows(rows.train, start, frame)
-                        if train is not None:
-                            featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
-                            del train
-                        del frame
-                        release_host_memory(collect=False)
-                    n += 1
-                with timer.accumulate("features"):
-                    featurizer.finalize()
-                return n
+                        if train is None:
+                            continue
+                        X = featurizer.transform(train, featurizer.folds[where])
+                        y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
+                        matrix = frame_matrix(X, featurizer.categorical)
+                    if not names:
+                        names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
+                    input_data(data=matrix, label=y, feature_names=names, feature_types=types)
+                    del frame, train, X, y, matrix
+                    release_host_memory(collect=False)
+                    return True
 
-            t0 = announce("fit pass")
-            batches = with_backoff(fit_pass, plan, backend, "fit pass")
-            done("fit pass", t0)
+        t0 = announce("to_device")
+        inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
+        start_clock = time.perf_counter()
 
-            # 2. XGBoost's matrix from batches read and featurised on demand
-            import xgboost
+        external = plan.training_matrix == "external"
 
-            names: list[str] = []
-            types: list[str] = []
+        def build(batch_rows: int) -> Any:
+            # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
+            # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
+            # or in host memory (GPU arm), brought back page by page while boosting.
+            batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
+            options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+            if not external:
+                return xgboost.QuantileDMatrix(batches, **options)
+            if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
+                options["cache_host_ratio"] = placement["cache_host_ratio"]
+            return xgboost.ExtMemQuantileDMatrix(batches, **options)
 
-            placement = backend.external_memory()
+        dtrain = with_backoff(build, plan, backend, "to_device")
+        backend.synchronize()
+        # Only the test rows are read again: the training rows' list and folds go before boosting.
+        rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
+        inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
+        timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
+        done("to_device", t0)
 
-            class FileBatches(xgboost.DataIter):
-                def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
-                    self.batch_rows = batch_rows
-                    self._it: Any = None
-                    super().__init__(
-                        cache_prefix=cache_prefix,
-                        on_host=placement["on_host"],
-                        min_cache_page_bytes=placement.get("min_cache_page_bytes"),
-                    )
+        # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
+        release_host_memory()
+        with timer.stage("train"):
+            booster = model.fit(backend, dtrain)
+        del dtrain
+        release_host_memory()
 
-                def reset(self) -> None:
-                    self._it = None
+        # 4. predictions batch by batch
+        def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+            return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks)
 
-                def next(self, input_data: Any) -> bool:
-                    if self._it is None:
-                        self._it = chunks(self.batch_rows)
-                    while True:
-                        item = next(self._it, None)
-                        if item is None:
-                            return False
-                        start, frame = item
-                        with timer.accumulate("features"):
-                            train, where = planned_rows(rows.train, start, frame)
-                            if train is None:
-                                continue
-                            X = featurizer.transform(train, featurizer.folds[where])
-                            y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
-                            matrix = frame_matrix(X, featurizer.categorical)
-                        if not names:
-                            names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
-                        input_data(data=matrix, label=y, feature_names=names, feature_types=types)
-                        del frame, train, X, y, matrix
-                        release_host_memory(collect=False)
-                        return True
-
-            t0 = announce("to_device")
-            inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
-            start_clock = time.perf_counter()
-
-            external = plan.training_matrix == "external"
-
-            def build(batch_rows: int) -> Any:
-                # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
-                # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
-                # or in host memory (GPU arm), brought back page by page while boosting.
-                batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
-                options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-                if not external:
-                    return xgboost.QuantileDMatrix(batches, **options)
-                if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
-                    options["cache_host_ratio"] = placement["cache_host_ratio"]
-                return xgboost.ExtMemQuantileDMatrix(batches, **options)
-
-            dtrain = with_backoff(build, plan, backend, "to_device")
-            backend.synchronize()
-            # Only the test rows are read again: the training rows' list and folds go before boosting.
-            rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
-            inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
-            timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
-            done("to_device", t0)
-
-            # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
-            release_host_memory()
-            with timer.stage("train"):
-                booster = model.fit(backend, dtrain)
-            del dtrain
-            release_host_memory()
-
-            # 4. predictions batch by batch
-            def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
-                return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks)
-
-            t0 = announce("predict pass")
-            prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
-            done("predict pass", t0)
+        t0 = announce("predict pass")
+        prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
+        done("predict pass", t0)
     finally:
         cache_record = cache.describe()
         cache.close()
@@ -222,7 +240,7 @@ def run_streaming(
         "train": len(tplan.train_pos),
         "test": len(tplan.test_pos),
     }
-    return arm_result(backend, workflow, model, booster, timer, monitor, metrics, rows_record, list(names), memory_record)
+    return Executed(model, booster, metrics, rows_record, list(names), memory_record)
 
 
 def predict_batches(

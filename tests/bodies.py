@@ -209,6 +209,11 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))
     assert whole.memory["batches"]["mode"] == "in-memory"
     assert streamed.memory["batches"]["mode"] == "streaming" and streamed.memory["batches"]["batches"] > 2
+    assert (whole.executor, streamed.executor) == ("in_memory", "streamed")
+    assert streamed.stage_peak_host_mb and set(streamed.stage_peak_host_mb) <= set(whole.stage_peak_host_mb), (
+        streamed.stage_peak_host_mb
+    )
+    assert streamed.host_mb_at_start > 0
     for key, value in whole.metrics.items():
         assert abs(streamed.metrics[key] - value) < 1e-9, (key, value, streamed.metrics[key])
 

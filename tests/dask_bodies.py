@@ -64,6 +64,12 @@ def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 60
     memory = arm["workers_memory"]
     assert set(memory) == {w["address"] for w in session.info.worker_details}
     assert all(m["peak_rss_mb"] and m["peak_rss_mb"] > 50 for m in memory.values())
+    # The one runner's result: the arm's peaks are its highest worker's, overall and per stage.
+    assert arm["executor"] == "dask"
+    assert arm["peak_host_mb"] == max(m["peak_rss_mb"] for m in memory.values())
+    assert set(arm["stage_peak_host_mb"]) <= set(STAGES) and arm["stage_peak_host_mb"]
+    assert all(v > 0 for v in arm["stage_peak_host_mb"].values())
+    assert arm["stage_devices"]["features"].startswith("dask workers: ") and arm["client_peak_host_mb"] > 0
     return arm
 
 

@@ -96,11 +96,16 @@ def test_gpu_arm_is_skipped_with_the_reason_never_invented(search):
         said = "\n".join([*lines, out.replace("\n", " ")])
         assert said.count(gpu["reason"][:40]) == 1, said
         assert "search on the CPU arm (GPU arm skipped)" in lines
-        assert math.isnan(record["speedup"]["final_model"])
+        assert all(math.isnan(v) for v in record["speedup"].values())
         assert record["arms"]["cpu"]["status"] == "ok" and record["arms"]["cpu"]["seconds"] == record["final"]["seconds"]
     else:
         assert record["arms"]["gpu"]["device_used"].startswith("cuda")
         assert record["arms"]["cpu"]["status"] == "ok" and record["speedup"]["final_model"] > 0
+        assert all(record["speedup"][s] > 0 for s in ("to_device", "train", "predict"))
+    # The final model is timed in accel run's stages by the one stage timer; they add up to its seconds.
+    stages = record["arms"]["cpu"]["stages"]
+    assert set(stages) == {"to_device", "train", "predict"} and stages["train"] > 0
+    assert sum(stages.values()) == pytest.approx(record["arms"]["cpu"]["seconds"], rel=0.05, abs=0.01)
 
 
 def test_every_trial_stores_time_and_memory_in_the_storage(search):

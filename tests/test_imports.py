@@ -13,7 +13,8 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "accel"
-#: The runners of the flat core: they put the data, the workflows and the models together.
+#: The runner of the flat core and its streamed executor: they put the data, the workflows and the
+#: models together (the Dask executor, ``accel.scaleout.runner.OnDask``, lives with the cluster).
 RUNNERS = {"accel.runner", "accel.streaming"}
 #: Which rooms each room may import (besides itself). The rooms' ``__init__`` docstrings say the same.
 MAY_IMPORT = {
@@ -165,29 +166,35 @@ def test_every_workflow_has_the_interface_the_runners_use():
 DEVICE_MODULES = {"accel.backend", "accel._compat"}
 #: The device tests that remain elsewhere, each the module's own decision: the RMM pool's record
 #: and the device budget (from the pool's own statistics) in memory, and the probe's device or
-#: host bytes in batching; a cluster's worker kind in scaleout and flights_dask (a Dask worker
-#: process builds its own backend from it); in hpo, which arm the search ran on decides the
-#: record's arms and labels; compare refuses --device gpu where the script's GPU arm cannot run.
+#: host bytes in batching; where a cluster run's arms go (its workers' kind and ``--device``: the
+#: cluster's counterpart of ``resolve_arms``) in scaleout.arms; a cluster's description (GPUs per
+#: worker) in scaleout.cluster; partitions per worker in flights_dask; in hpo, which arm the
+#: search ran on decides the record's arms and labels; compare's ``--device`` against the
+#: script's own accelerators (a script's GPU arm is not accel's backend).
 ARM_TESTS_ALLOWED = {
     "accel.memory": 2,
     "accel.batching": 2,
+    "accel.scaleout.arms": 4,
     "accel.scaleout.cluster": 2,
-    "accel.scaleout.runner": 2,
-    "accel.workflows.flights_dask": 2,
+    "accel.workflows.flights_dask": 1,
     "accel.hpo.search": 3,
-    "accel.bench.compare": 1,
+    "accel.bench.compare": 2,
 }
 
 
 #: Names that hold the device of work about to run (not the arm a record's entry belongs to).
 DEVICE_NAMES = {"kind", "worker_kind", "device", "xgb_device"}
+#: What such a name is compared with: either side of the choice counts.
+DEVICE_WORDS = {"gpu", "cpu", "cuda"}
 
 
 def _asks_the_device(test: ast.AST) -> bool:
     for n in ast.walk(test):
         if isinstance(n, ast.Attribute) and n.attr == "is_gpu":
             return True
-        if isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "gpu" for c in [n.left, *n.comparators]):
+        if isinstance(n, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value in DEVICE_WORDS for c in [n.left, *n.comparators]
+        ):
             sides = [n.left, *n.comparators]
             named = {x.id for x in sides if isinstance(x, ast.Name)} | {x.attr for x in sides if isinstance(x, ast.Attribute)}
             if named & DEVICE_NAMES:
@@ -214,6 +221,8 @@ def test_the_device_is_decided_in_the_backend():
     over = {m: n for m, n in found.items() if n > ARM_TESTS_ALLOWED.get(m, 0)}
     assert over == {}, f"arm tests outside the backend: {over} (make it a Backend method or a _compat function)"
     assert arm_tests(ast.parse('if backend.is_gpu:\n    pass\nx = 1 if kind == "gpu" else 2\n')) == 2
+    assert arm_tests(ast.parse('if kind == "cpu":\n    pass\nif opts.device != "cuda":\n    pass\n')) == 2
+    assert arm_tests(ast.parse('if arm == "gpu":\n    pass\n')) == 0  # a record's entry, not work
 
 
 def test_every_paired_run_record_is_built_by_one_builder():
@@ -226,3 +235,27 @@ def test_every_paired_run_record_is_built_by_one_builder():
     assert computing == {"accel.runner"}
     building = {name for name, path in modules().items() if re.search(r"\brun_record\(", path.read_text())}
     assert building == {"accel.runner", "accel.scaleout.runner"}
+
+
+def test_every_arm_is_run_by_the_one_runner():
+    """An arm's stages are timed and its result built in one place, :func:`accel.runner.execute_arm`,
+    whichever executor runs them (in memory, streamed, on Dask); each executor has the protocol's
+    members. (hpo times a candidate's training with the same StageTimer; that is not an arm.)"""
+    import re
+
+    from accel.result import Executor
+    from accel.runner import InMemory
+    from accel.scaleout.runner import OnDask
+    from accel.streaming import Streamed
+
+    def calling(pattern: str) -> set[str]:
+        return {name for name, path in modules().items() if re.search(pattern, path.read_text())}
+
+    assert calling(r"(?<!def )\barm_result\(") == {"accel.runner"}
+    assert calling(r"\bStageTimer\(") == {"accel.runner", "accel.hpo.search"}
+    members = {m for m in vars(Executor) if not m.startswith("_")} | set(Executor.__annotations__)
+    assert members == {"name", "trackers", "monitored", "execute", "after"}
+    executors = [InMemory, Streamed, OnDask]
+    assert sorted(e.name for e in executors) == ["dask", "in_memory", "streamed"]
+    for executor in executors:
+        assert all(callable(getattr(executor, m)) for m in members - {"name"}), executor

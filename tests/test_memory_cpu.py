@@ -182,8 +182,10 @@ def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
     cfg.write_text("workflow: flights\nrows: 8000\nprecision: fp16\nbatch_rows: 3000\nxgboost:\n  n_estimators: 60\n")
     code, _, err = run_cli(capsys, "run", str(cfg), "--device", "cpu", "--out", str(tmp_path / "r"))
     assert code == 0, err
-    memory = read_json(records_in(tmp_path / "r")[0])["arms"]["cpu"]["memory"]
+    arm = read_json(records_in(tmp_path / "r")[0])["arms"]["cpu"]
+    memory = arm["memory"]
     assert memory["batches"]["rows_per_batch"] == 3000 and memory["batches"]["mode"] == "in-memory"
+    assert arm["executor"] == "in_memory"
     ratio = memory["feature_bytes"]["stored"] / memory["feature_bytes"]["fp32"]
     assert 0.5 <= ratio < 0.6, memory
     check = memory["precision"]["fp32_check"]

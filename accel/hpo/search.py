@@ -69,6 +69,7 @@ from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
 from accel.registry import MODELS, Dist
+from accel.timing import StageTimer, speedup
 
 # --------------------------------------------------------------------------- data for the search
 
@@ -173,12 +174,18 @@ def store_search_data(backend: Backend, data: SearchData, categorical: list[str]
 # --------------------------------------------------------------------------- training one candidate
 
 
+#: The stages a candidate's training is timed in (those of ``accel run`` after its features).
+FINAL_STAGES = ("to_device", "train", "predict")
+
+
 @dataclass
 class Measured:
-    """One model trained and scored: its metrics, wall seconds and memory peaks."""
+    """One model trained and scored: its metrics, wall seconds (in all and per stage) and memory peaks."""
 
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = math.nan
+    #: ``to_device``, ``train`` and ``predict``, timed by the runs' own :class:`~accel.timing.StageTimer`.
+    stages: dict[str, float] = field(default_factory=dict)
     peak_host_mb: float | None = None
     peak_device_mb: float | None = None
     rounds: int | None = None
@@ -192,19 +199,22 @@ class Measured:
 
 
 @contextmanager
-def measured(backend: Backend, into: Measured, on_sample: Callable[[int, int | None], None] | None = None) -> Iterator[None]:
-    """Time (device synchronised) and watch memory (each sample to ``on_sample`` too); fills
-    ``into`` even when the body raises."""
-    monitor = MemoryMonitor(backend, on_sample=on_sample)
+def measured(backend: Backend, into: Measured, listener: Any = None) -> Iterator[StageTimer]:
+    """The :class:`~accel.timing.StageTimer` (device synchronised) and memory monitor of one
+    candidate's training; fills ``into`` even when the body raises (a pruned trial): the seconds
+    up to then, the stages done, the peaks. A ``listener`` is told of each stage and memory sample."""
+    monitor = MemoryMonitor(backend, on_sample=listener.memory if listener is not None else None)
+    timer = StageTimer(backend, monitor, listener)
     try:
         with monitor:
             backend.synchronize()
             start = time.perf_counter()
             try:
-                yield
+                yield timer
                 backend.synchronize()
             finally:
                 into.seconds = round(time.perf_counter() - start, 6)
+                into.stages = {s: round(v, 6) for s, v in timer.seconds.items()}
     finally:
         into.peak_host_mb = to_mb(monitor.peak_host)
         into.peak_device_mb = to_mb(monitor.peak_device)
@@ -245,10 +255,11 @@ def train_and_score(
 
     With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
     early stopping and pruning; otherwise (the baseline and the final model) it boosts exactly
-    ``n_estimators`` rounds, as ``accel run`` does. Seconds cover building the model input,
-    training and predicting. Pass ``out`` to keep the seconds and memory of a run that raises
-    (a pruned trial). A ``listener`` (:class:`~accel.result.Listener`) is told of the training
-    as a ``train`` stage: its memory, and XGBoost's rounds as they are done.
+    ``n_estimators`` rounds, as ``accel run`` does. Building the model input, training and
+    predicting are timed as the ``to_device``, ``train`` and ``predict`` stages of ``accel run``
+    (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
+    seconds and memory of a run that raises (a pruned trial). A ``listener``
+    (:class:`~accel.result.Listener`) is told of each stage, the memory, and XGBoost's rounds.
     """
     from accel.runner import rounds_listener
 
@@ -258,29 +269,27 @@ def train_and_score(
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
     # Library warnings (a solver that did not converge) are kept with the result, one line
     # each, instead of a screenful per trial.
-    on_sample = listener.memory if listener is not None else None
-    with measured(backend, out, on_sample), warnings.catch_warnings(record=True) as caught:
+    with measured(backend, out, listener) as timer, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            model_input = model.to_device(backend, X, y, ctx.batch_rows)
-            if validate and isinstance(model, XGBoostModel):
-                fitted = model.fit_validated(
-                    backend,
-                    model_input,
-                    X_eval,
-                    y_eval,
-                    ctx.batch_rows,
-                    early_stopping_rounds=ctx.early_stopping_rounds,
-                    callbacks=callbacks,
-                )
-            else:
-                if listener is not None:
-                    listener.stage_started(backend.name, "train")
-                started = time.perf_counter()
-                fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
-                if listener is not None:
-                    listener.stage_finished(backend.name, "train", time.perf_counter() - started)
-            prediction = model.predict(backend, fitted, X_eval, ctx.batch_rows)
+            to_device, train, predict = FINAL_STAGES
+            with timer.stage(to_device):
+                model_input = model.to_device(backend, X, y, ctx.batch_rows)
+            with timer.stage(train):
+                if validate and isinstance(model, XGBoostModel):
+                    fitted = model.fit_validated(
+                        backend,
+                        model_input,
+                        X_eval,
+                        y_eval,
+                        ctx.batch_rows,
+                        early_stopping_rounds=ctx.early_stopping_rounds,
+                        callbacks=callbacks,
+                    )
+                else:
+                    fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, train))
+            with timer.stage(predict):
+                prediction = model.predict(backend, fitted, X_eval, ctx.batch_rows)
         finally:
             out.warnings = sorted({f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0][:160]}" for w in caught})
     out.device_used = model.device_used(backend, fitted)
@@ -775,8 +784,11 @@ def _search(
     def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
         record["arms"] = arms
         both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
+        gpu, cpu = arms["gpu"], arms["cpu"]
+        # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran).
         record["speedup"] = {
-            "final_model": arms["cpu"]["seconds"] / arms["gpu"]["seconds"] if both and arms["gpu"]["seconds"] else math.nan
+            "final_model": speedup(cpu["seconds"], gpu["seconds"]) if both else math.nan,
+            **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in FINAL_STAGES},
         }
         record["phases_seconds"] = {k: round(v, 3) for k, v in phases.items()}
         record["finished_at"] = datetime.now(timezone.utc).isoformat()
@@ -857,7 +869,7 @@ def _search(
     log(f"retrained best (trial {winner['trial']}): {metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s")
 
     # 5. The CPU baseline arm trains the same final model (on its own features) for its time.
-    arm_final = {k: final[k] for k in ("metrics", "metric", "seconds", "peak_host_mb", "peak_device_mb", "device_used")}
+    arm_final = {k: final[k] for k in ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")}
     if not search_backend.is_gpu:
         note = "the search ran on this arm: the retrained best is its run"
         return finish({"gpu": _skipped_arm(gpu_note), "cpu": {"status": "ok", "reason": None, **arm_final, "note": note}})
@@ -869,13 +881,13 @@ def _search(
         cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
         log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
-        cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan}
+        cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
     phases["cpu_arm"] = time.perf_counter() - t0
     return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
 
 
 def _skipped_arm(reason: str | None) -> dict[str, Any]:
-    return {"status": "skipped", "reason": reason, "seconds": math.nan}
+    return {"status": "skipped", "reason": reason, "seconds": math.nan, "stages": {}}
 
 
 def _json_safe(value: Any) -> Any:

@@ -40,18 +40,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 from accel import _compat
-from accel.backend import Backend, cpu_backend, gpu_backend, probe_gpu
+from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
-from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
 from accel.record import show_result
-from accel.registry import MODELS, xgboost_device_used, xgboost_threads_used
-from accel.result import ArmResult, Listener, check_device, skipped
+from accel.registry import MODELS, xgboost_threads_used
+from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
-from accel.timing import STAGES, StageTimer
+from accel.timing import StageTimer
 from accel.workflows.base import DaskWorkflow, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
@@ -121,10 +120,8 @@ def _say(text: str) -> None:
 
 def client_backend(kind: str) -> Backend:
     """This process's backend for workers of ``kind``: Dask plans cuDF partitions with cuDF here."""
-    if kind == "cpu":
-        return cpu_backend()
     try:
-        return gpu_backend()
+        return backend_for(kind)
     except DeviceUnavailable:
         raise AccelError(
             "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
@@ -227,14 +224,14 @@ def run_on_session(
 
     ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
     ``backend`` is this process's backend for the workers' kind, as
-    :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`).
+    :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`). The
+    arm runs through the one runner (:func:`accel.runner.execute_arm`) with :class:`OnDask`.
     """
-    from xgboost import dask as dxgb
+    from accel.runner import execute_arm
 
     info = session.info
     assert info is not None
     kind = info.worker_kind
-    client = session.client
     backend = backend or client_backend(kind)
     if isinstance(workflow, str):
         try:
@@ -244,102 +241,106 @@ def run_on_session(
     else:
         build = workflow
     dask_workflow = build(settings, kind, backend, info)
-    model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=getattr(dask_workflow, "n_classes", 2))
-    # No nthread: xgboost.dask gives each worker its own thread count.
-    train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
+    executor = OnDask(session, params, seed, say)
+    return execute_arm(backend, dask_workflow, executor, listener).as_dict(), dask_workflow
 
-    monitor = MemoryMonitor(cpu_backend(), on_sample=listener.memory if listener else None)
-    sampler = WorkerMemorySampler(client)
-    # The one stage timer of every arm; the clock stops when the workers hold the stage's result.
-    timer = StageTimer(backend, monitor, listener, trackers=(sampler,))
-    stage = timer.stage
 
-    import dask
+class OnDask:
+    """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
+    submission until the workers hold its result, training retried once on a lost worker."""
 
-    if listener:
-        listener.arm_started(kind)
-    status = "failed"
-    try:
-        backend_config = dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)})
-        with backend_config, monitor, sampler, session.no_worker_watchdog():
-            with stage("load"):
-                raw, loaded = dask_workflow.load(client)
-            with stage("features"):
-                prepared = dask_workflow.features(client, raw, loaded)
-                del raw
-            X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
+    name = "dask"
 
-            built: list[Any] = []
+    def __init__(self, session: ClusterSession, params: XGBoostParams, seed: int, say: Callable[[str], None] = _say):
+        self.session, self.params, self.seed, self.say = session, params, seed, say
+        self.sampler = WorkerMemorySampler(session.client)
 
-            def make_dtrain() -> Any:
-                nonlocal prepared, X_train, X_test
-                if built:
-                    # The retry builds its model input again on the remaining workers: partitions
-                    # lost with a worker are not always recomputed (their futures cancelled as
-                    # "already forgotten" while XGBoost held them), so nothing of the first
-                    # attempt's data is reused.
-                    prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
-                    X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
-                built.append(X_train)
-                return dxgb.DaskQuantileDMatrix(
-                    client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
-                )
+    def trackers(self) -> tuple[Any, ...]:
+        return (self.sampler,)
 
-            with stage("to_device"):
-                dtrain = make_dtrain()
-            with stage("train"):
-                booster, attempts = train_with_one_retry(session, train_params, params.n_estimators, make_dtrain, dtrain, say)
-                del dtrain
-            with stage("predict"):
-                prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
-                y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
-            workers_memory = sampler.peaks()
-        status = "ok"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except (AccelError, ClusterRunFailed):
-        raise
-    except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
-        if session.all_workers_lost:
-            raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
-        raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
-    finally:
-        if listener:
-            listener.arm_finished(kind, status)
+    def monitored(self, backend: Backend) -> Backend:
+        return cpu_backend()  # the client's own memory; the workers' comes from the sampler
+
+    def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
+        pass
+
+    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+        import dask
+        from xgboost import dask as dxgb
+
+        session, params, client = self.session, self.params, self.session.client
+        info = session.info
+        dask_workflow: DaskWorkflow = workflow
+        model = XGBoostModel(params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2))
+        # No nthread: xgboost.dask gives each worker its own thread count.
+        train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
+        stage = timer.stage
         try:
-            client.run(clear_worker_caches)
-        except Exception:  # noqa: BLE001 - a worker lost at the end keeps nothing anyway
-            pass
+            backend_config = dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)})
+            with backend_config, self.sampler, session.no_worker_watchdog():
+                with stage("load"):
+                    raw, loaded = dask_workflow.load(client)
+                with stage("features"):
+                    prepared = dask_workflow.features(client, raw, loaded)
+                    del raw
+                X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
 
-    device_used = xgboost_device_used(booster)
-    result = ArmResult(
-        status="ok",
-        backend=kind,
-        device_used=device_used,
-        device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds[s], 6) for s in STAGES},
-        total_seconds=round(sum(timer.seconds[s] for s in STAGES), 6),
-        metrics=task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
-        peak_host_mb=_max(w["peak_rss_mb"] for w in workers_memory.values()),
-        peak_device_mb=_max(w["dask_reported_peak_device_mb"] for w in workers_memory.values()),
-        host_mb_at_start=None,
-        threads={
-            "workers": info.workers,
-            "threads_per_worker": info.threads_per_worker,
-            "xgboost_nthread": xgboost_threads_used(booster),
-            "omp_wait_policy": sorted({str(w.get("omp_wait_policy")) for w in info.worker_details}),
-        },
-        rows=dict(prepared.rows),
-        features=prepared.feature_names,
-    )
-    arm = check_device(result, kind == "gpu", str(train_params["device"])).as_dict()
-    arm["placement"] = "dask"
-    arm["client_peak_host_mb"] = to_mb(monitor.peak_host)
-    arm["train_attempts"] = attempts
-    arm["train_retried"] = len(attempts) > 1
-    arm["workers_memory"] = workers_memory
-    return arm, dask_workflow
+                built: list[Any] = []
+
+                def make_dtrain() -> Any:
+                    nonlocal prepared, X_train, X_test
+                    if built:
+                        # The retry builds its model input again on the remaining workers: partitions
+                        # lost with a worker are not always recomputed (their futures cancelled as
+                        # "already forgotten" while XGBoost held them), so nothing of the first
+                        # attempt's data is reused.
+                        prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
+                        X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
+                    built.append(X_train)
+                    return dxgb.DaskQuantileDMatrix(
+                        client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
+                    )
+
+                with stage("to_device"):
+                    dtrain = make_dtrain()
+                with stage("train"):
+                    booster, attempts = train_with_one_retry(
+                        session, train_params, params.n_estimators, make_dtrain, dtrain, self.say
+                    )
+                    del dtrain
+                with stage("predict"):
+                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
+                    y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
+                workers_memory = self.sampler.peaks()
+        except (KeyboardInterrupt, AccelError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
+            if session.all_workers_lost:
+                raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
+            raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
+        finally:
+            try:
+                client.run(clear_worker_caches)
+            except Exception:  # noqa: BLE001 - a worker lost at the end keeps nothing anyway
+                pass
+
+        return Executed(
+            model,
+            booster,
+            task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
+            dict(prepared.rows),
+            prepared.feature_names,
+            peaks=ArmPeaks.of_workers(workers_memory),
+            threads={
+                "workers": info.workers,
+                "threads_per_worker": info.threads_per_worker,
+                "xgboost_nthread": xgboost_threads_used(booster),
+                "omp_wait_policy": sorted({str(w.get("omp_wait_policy")) for w in info.worker_details}),
+            },
+            where="dask workers",
+            train_attempts=attempts,
+            workers_memory=workers_memory,
+        )
 
 
 def xgboost_named(frame: Any) -> Any:
@@ -348,11 +349,6 @@ def xgboost_named(frame: Any) -> Any:
 
     renamed = {c: xgboost_safe_name(c) for c in frame.columns if xgboost_safe_name(c) != c}
     return frame.rename(columns=renamed) if renamed else frame
-
-
-def _max(values: Any) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
 
 
 #: Options of a run in this process that a Dask run does not take: (config key, its default, flag).

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel.backend import Backend, cpu_backend, gpu_backend
+from accel.backend import Backend, backend_for
 from accel.data.features import GroupStats
 from accel.data.flights import jittered_copy, split_positions
 from accel.faultpoints import fault_point
@@ -54,8 +54,8 @@ PARTITION_ROWS = {"cpu": 250_000, "gpu": 4_000_000}
 
 @lru_cache(maxsize=2)
 def worker_backend(kind: str) -> Backend:
-    """The backend of this worker process (its own GPU is device 0 under Dask-CUDA)."""
-    return gpu_backend() if kind == "gpu" else cpu_backend()
+    """The backend of this worker process: :func:`accel.backend.backend_for` its kind."""
+    return backend_for(kind)
 
 
 @lru_cache(maxsize=2)
