@@ -6,6 +6,7 @@ encoders' partial statistics and the refusals are checked without a cluster (def
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 
@@ -195,6 +196,109 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert all(math.isnan(v) for v in r["speedup"].values())
     assert cpu["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in cpu["cluster"]["worker_details"])
     assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
+
+
+def wide_text_table(folder, rows: int, files: int, width: int = 400):
+    """A folder of Parquet files whose rows are mostly text (three columns of 300 values of
+    ``width`` characters), a numeric signal and a binary target; its bytes as Arrow holds them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"{i:04d}-" + "x" * width for i in range(300)], dtype=object)
+    nbytes = 0
+    for f in range(files):
+        n = rows // files
+        num = rng.normal(size=(n, 3))
+        codes = rng.integers(0, 300, size=(n, 3))
+        signal = num[:, 0] + 0.01 * (codes[:, 0] - 150) + rng.normal(scale=0.5, size=n)
+        columns = {f"num{i}": num[:, i] for i in range(3)}
+        columns |= {f"text{i}": pa.array(vocab[codes[:, i]], type=pa.string()) for i in range(3)}
+        columns["y"] = (signal > 0).astype(np.int64)
+        table = pa.table(columns)
+        nbytes += table.nbytes
+        pq.write_table(table, folder / f"part-{f:03d}.parquet")
+    return folder, nbytes
+
+
+@pytest.mark.slow
+def test_a_table_three_times_a_workers_memory_limit_finishes_with_the_single_process_auc(tmp_path):
+    """Two workers of 620 MB each and a table of ~1.9 GB in memory: Dask spills the persisted
+    partitions to disk (each worker would hold 1.5 x its limit), the run finishes, and its AUC is
+    the single process's. (With Arrow's default mimalloc pool the workers kept the freed pages,
+    stayed paused above 80% of their limit, and the run hung: accel starts workers with the
+    system allocator.)"""
+    limit = 620 * 10**6
+    folder, nbytes = wide_text_table(tmp_path / "wide", rows=1_500_000, files=48)
+    assert nbytes >= 3 * limit, nbytes
+    params = tmp_path / "params.yaml"
+    params.write_text("xgboost:\n  n_estimators: 20\n  max_depth: 4\n")
+    common = [str(params), "--data", str(folder), "--target", "y", "--probe", "off", "--json"]
+    proc = run_accel(
+        "run", *common, "--cluster", "local", "--workers", "2", "--worker-memory", "620MB", "--out", str(tmp_path / "d"),
+        timeout=500,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    single_proc = run_accel("run", *common, "--device", "cpu", "--out", str(tmp_path / "s"), timeout=300)
+    assert single_proc.returncode == 0, single_proc.stderr
+    dask_arm, single = json.loads(proc.stdout)["arms"]["cpu"], json.loads(single_proc.stdout)["arms"]["cpu"]
+    assert dask_arm["status"] == "ok" and dask_arm["rows"] == single["rows"]
+    workers = dask_arm["cluster"]["worker_details"]
+    assert [w["memory_limit_bytes"] for w in workers] == [limit, limit]
+    assert {w["arrow_memory_pool"] for w in workers} == {"system"}
+    # What the heartbeats saw stayed under the limit (Dask pauses a worker at 80% and restarts it at 95%).
+    assert all(m["dask_reported_peak_host_mb"] * 2**20 < limit for m in dask_arm["workers_memory"].values())
+    assert abs(dask_arm["metrics"]["auc"] - single["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
+
+
+@pytest.mark.slow
+def test_a_workflow_file_with_data_and_a_cluster_section_runs_on_the_cluster(tmp_path, tables):
+    """``accel run w.yaml`` whose file names the table (``data:``, ``target:``) and the cluster
+    (``cluster:``): the same run as the flags give, recorded with the file's settings."""
+    import yaml
+
+    out = tmp_path / "runs"
+    workflow = {
+        "data": str(tables["csv"]),
+        "target": "basket",
+        "probe": "off",
+        "seed": 3,
+        "xgboost": {"n_estimators": 30, "max_depth": 4},
+        "cluster": {"kind": "local", "workers": 2, "threads_per_worker": 1},
+        "out": str(out),
+    }
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text(yaml.safe_dump(workflow))
+    proc = run_accel("run", str(cfg), "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    [path] = records_in(out)
+    r = read_json(path)
+    assert json.loads(proc.stdout)["run_id"] == r["run_id"]  # --json prints the record it wrote (strict JSON)
+    assert r["mode"] == "dask" and r["workflow"] == "table" and r["task"] == "regression"
+    assert r["config"]["cluster"]["kind"] == "local" and r["config"]["cluster"]["workers"] == 2
+    assert r["config"]["data"] == str(tables["csv"]) and r["config"]["xgboost"]["n_estimators"] == 30
+    cpu = r["arms"]["cpu"]
+    assert cpu["status"] == "ok" and cpu["executor"] == "dask" and cpu["cluster"]["workers"] == 2
+    assert cpu["metrics"]["rmse"] > 0 and r["parity"]["metric"] == "rmse"
+
+
+@pytest.mark.slow
+def test_hpo_on_a_users_table_runs_its_trials_on_the_cluster(tmp_path, tables):
+    """``accel hpo --data --target --cluster local``: the table planned once, trials on the two
+    worker processes, the tuned model and the baseline scored on the same hold-out."""
+    proc = run_accel(
+        "hpo", "--data", str(tables["parquet"]), "--target", "returned", "--trials", "4", "--top", "1",
+        "--cluster", "local", "--workers", "2", "--study", "orders", "--out", str(tmp_path), "--json", timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record["kind"] == "hpo" and record["workflow"] == "table" and record["task"] == "binary"
+    assert record["search"]["parallel"] == {"cluster": "local", "scheduler": None, "workers": 2}
+    assert record["trials"]["total"] == 4 and record["trials"]["complete"] >= 1
+    assert record["config"]["data"] == str(tables["parquet"])
+    assert record["final"]["evaluated_on"] == record["baseline"]["evaluated_on"] == "hold-out"
+    assert 0.5 < record["final"]["metric"] <= 1 and record["arms"]["cpu"]["status"] == "ok"
 
 
 @pytest.mark.slow

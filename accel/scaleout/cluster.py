@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import resource
 import signal
 import sys
 import threading
@@ -38,7 +37,7 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import PeriodicSampler
+from accel.memory import PeriodicSampler, kernel_peak_rss
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -110,6 +109,14 @@ def worker_memory_bytes(text: str | None) -> int | None:
         )
     return size
 
+
+#: Environment of the worker processes of a cluster accel starts, set before each is spawned
+#: (Dask's ``distributed.nanny.pre-spawn-environ``, beside its own ``MALLOC_TRIM_THRESHOLD_``).
+#: Arrow's default pool (mimalloc) keeps the pages of freed buffers: after Dask had spilled every
+#: partition of a table 3 x a worker's limit to disk, each worker still held ~300 MB above its
+#: start, stayed over the 80% pause threshold and the run hung. With the system allocator, which
+#: Dask's trim threshold makes give freed memory back, the same run finishes.
+WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 #: The least ``--worker-memory``: a worker with pandas, XGBoost and accel imported holds ~200 MB.
 MIN_WORKER_MEMORY = 256 * 10**6
@@ -377,6 +384,15 @@ class ClusterInfo:
         )
 
 
+def _arrow_pool() -> str | None:
+    """The allocator of Arrow's default memory pool in this process (``system``, ``mimalloc``, ...)."""
+    try:
+        import pyarrow
+    except ImportError:
+        return None
+    return str(pyarrow.default_memory_pool().backend_name)
+
+
 def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
     """Run on each worker (``client.run``): who it is and, when asked, whether its GPU is usable."""
     facts: dict[str, Any] = {
@@ -388,6 +404,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         # Workers accel starts inherit accel's setting; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
+        "arrow_memory_pool": _arrow_pool(),
     }
     if probe:
         result = probe_gpu()
@@ -398,10 +415,11 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
     return facts
 
 
-def worker_peak_rss() -> int:
-    """Peak resident memory of this process in bytes (run on each worker)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) * (1 if sys.platform == "darwin" else 1024)
+def worker_peak_rss() -> int | None:
+    """Peak resident memory of this process in bytes (run on each worker): the kernel's peak of
+    the worker's own program (:func:`accel.memory.kernel_peak_rss`; ``ru_maxrss`` would carry the
+    peak of the process that spawned it, before ``exec``: the client's, for a local cluster)."""
+    return kernel_peak_rss()
 
 
 class ClusterSession:
@@ -495,28 +513,35 @@ class ClusterSession:
         }
         if plan.memory_limit is not None:
             common["memory_limit"] = plan.memory_limit
+        import dask
+
         try:
-            if plan.kind == "local":
-                from distributed import LocalCluster
-
-                return LocalCluster(processes=True, **common)
-            from dask_cuda import LocalCUDACluster
-
-            extra: dict[str, Any] = {}
-            if plan.rmm_pool_size is not None:
-                extra["rmm_pool_size"] = plan.rmm_pool_size
-                extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
-            if plan.device_memory_limit is not None:
-                extra["device_memory_limit"] = plan.device_memory_limit
-            if plan.cudf_spill:
-                # dask_cuda/local_cuda_cluster.py:238-243 sets the option in this process too;
-                # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
-                extra["enable_cudf_spill"] = True
-            return LocalCUDACluster(**common, **extra)
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}):
+                return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
             raise AccelError(f"could not start the {plan.kind} Dask cluster: {first_line(exc)}") from None
+
+    @staticmethod
+    def _start_local_cluster(plan: ClusterPlan, common: dict[str, Any]) -> Any:
+        if plan.kind == "local":
+            from distributed import LocalCluster
+
+            return LocalCluster(processes=True, **common)
+        from dask_cuda import LocalCUDACluster
+
+        extra: dict[str, Any] = {}
+        if plan.rmm_pool_size is not None:
+            extra["rmm_pool_size"] = plan.rmm_pool_size
+            extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
+        if plan.device_memory_limit is not None:
+            extra["device_memory_limit"] = plan.device_memory_limit
+        if plan.cudf_spill:
+            # dask_cuda/local_cuda_cluster.py:238-243 sets the option in this process too;
+            # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
+            extra["enable_cudf_spill"] = True
+        return LocalCUDACluster(**common, **extra)
 
     def _describe(self) -> ClusterInfo:
         plan = self.plan

@@ -418,11 +418,16 @@ def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> 
     cluster = info.as_dict()
     cluster["startup_seconds"] = round(startup_seconds, 3)
     cluster["memory_note"] = (
-        "per worker: peak_rss_mb from getrusage in the worker process (since that worker started); "
+        "per worker: peak_rss_mb is the kernel's peak of the worker process (VmHWM, since that worker started); "
         "dask_reported_* are maxima of the scheduler's heartbeat metrics sampled every 0.25 s"
     )
     for worker in cluster["worker_details"]:
         worker["memory"] = arm["workers_memory"].get(worker["address"])
+    # Workers that were not there when the run started: a Nanny restarts a worker that passed 95%
+    # of its memory limit (or died), and Dask recomputes what it held; the result stands, but the
+    # run was not what its start described.
+    started = {w["address"] for w in cluster["worker_details"]}
+    cluster["workers_joined_during_run"] = sorted(set(arm["workers_memory"]) - started)
     return cluster
 
 
@@ -515,6 +520,14 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
             highlight=False,
             markup=False,
         )
+        joined = cluster.get("workers_joined_during_run") or []
+        if joined:
+            console.print(
+                f"{len(joined)} worker(s) joined during the run: the Nanny restarts a worker that passes 95% of its "
+                "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework",
+                highlight=False,
+                markup=False,
+            )
         attempts = arm.get("train_attempts", [])
         if len(attempts) > 1:
             first = attempts[0]
