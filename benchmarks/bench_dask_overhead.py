@@ -19,6 +19,7 @@ each worker's peak beside its limit and the table's size in memory.
     python benchmarks/bench_dask_overhead.py --scale 10 --workers 2
     python benchmarks/bench_dask_overhead.py --table 1e6 --workers 1 --rounds 100
     python benchmarks/bench_dask_overhead.py --table 3e6 --workers 2 --worker-memory 700MB --repeats 1
+    python benchmarks/bench_dask_overhead.py --table 1.5e6 --text-width 400 --workers 2 --worker-memory 620MB --rounds 100
     python benchmarks/bench_dask_overhead.py --cluster local-cuda --scale 10      # on a GPU machine
 """
 
@@ -66,12 +67,49 @@ def write_table(rows: int, folder: Path) -> tuple[Path, int]:
     return out, memory
 
 
+def write_wide_table(rows: int, folder: Path, width: int, files: int = 48) -> tuple[Path, int]:
+    """A table whose rows are mostly text, as ``files`` Parquet files; ``(folder, its bytes in Arrow)``.
+
+    Three text columns of 300 values ``width`` characters long, three numeric columns, a binary
+    target ``y`` from the first numeric column and the first text column. At ``width`` 400 a row
+    holds ~1.25 kB, so a table several times a worker's memory limit has few rows: the features
+    and XGBoost's matrix (numbers) stay small while the partitions loaded must spill.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"{i:04d}-" + "x" * width for i in range(300)], dtype=object)
+    nbytes = 0
+    for f in range(files):
+        n = rows // files + (1 if f < rows % files else 0)
+        num = rng.normal(size=(n, 3))
+        codes = rng.integers(0, 300, size=(n, 3))
+        signal = num[:, 0] + 0.01 * (codes[:, 0] - 150) + rng.normal(scale=0.5, size=n)
+        columns = {f"num{i}": num[:, i] for i in range(3)}
+        columns |= {f"text{i}": pa.array(vocab[codes[:, i]], type=pa.string()) for i in range(3)}
+        columns["y"] = (signal > 0).astype(np.int64)
+        table = pa.table(columns)
+        nbytes += table.nbytes
+        pq.write_table(table, folder / f"part-{f:03d}.parquet")
+    return folder, nbytes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cluster", choices=["local", "local-cuda"], default="local")
     parser.add_argument("--workers", type=int, default=None, help="local: workers (default: one per core)")
     parser.add_argument("--scale", type=int, default=10, help="copies of the flights table (default 10)")
     parser.add_argument("--table", type=float, default=None, metavar="ROWS", help="a generated table of ROWS rows instead")
+    parser.add_argument(
+        "--text-width",
+        type=int,
+        default=None,
+        metavar="W",
+        help="with --table: rows mostly text (three columns of W characters; write_wide_table) instead",
+    )
     parser.add_argument("--worker-memory", default=None, metavar="SIZE", help="host memory limit per worker, e.g. 700MB")
     parser.add_argument("--rounds", type=int, default=300, help="boosting rounds (default 300, as accel run)")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each, alternating (default 1)")
@@ -99,7 +137,10 @@ def main() -> int:
     table_memory = None
     if args.table is not None:
         print(f"writing a generated table of {int(args.table):,} rows (untimed)", flush=True)
-        folder, table_memory = write_table(int(args.table), Path(scratch.name))
+        if args.text_width:
+            folder, table_memory = write_wide_table(int(args.table), Path(scratch.name) / "table", args.text_width)
+        else:
+            folder, table_memory = write_table(int(args.table), Path(scratch.name))
         config = build_config(
             {},
             {"data": str(folder), "target": "y", "probe": "off", "seed": args.seed, "xgboost": {"n_estimators": args.rounds}},
@@ -108,7 +149,7 @@ def main() -> int:
         workflow = build_workflow(config)
         settings = WorkflowSettings(seed=args.seed, test_size=config.test_size)
         dask_workflow = table_builder(workflow.planned)
-        name = f"table-{int(args.table):.0e}".replace("+0", "")
+        name = f"table-{int(args.table):.0e}".replace("+0", "") + (f"-text{args.text_width}" if args.text_width else "")
         small = build_config(
             {},
             {
@@ -151,7 +192,13 @@ def main() -> int:
 
         def single() -> dict:
             r = run_arm(backend, workflow)
-            return {"stages": r.stages, "seconds": r.total_seconds, "auc": r.metrics["auc"], "rows": r.rows}
+            return {
+                "stages": r.stages,
+                "seconds": r.total_seconds,
+                "auc": r.metrics["auc"],
+                "rows": r.rows,
+                "peak_host_mb": r.peak_host_mb,
+            }
 
         def dask() -> dict:
             arm, _ = run_on_session(session, dask_workflow, settings, params, args.seed)
@@ -160,6 +207,7 @@ def main() -> int:
                 "seconds": arm["total_seconds"],
                 "auc": arm["metrics"]["auc"],
                 "rows": arm["rows"],
+                "peak_host_mb": arm["peak_host_mb"],  # the highest worker's
                 "workers_memory": arm["workers_memory"],
             }
 
@@ -199,6 +247,7 @@ def main() -> int:
         "data": workflow.describe_data(),
         "table_memory_bytes": table_memory,
         "worker_memory": args.worker_memory,
+        "text_width": args.text_width,
         "seed": args.seed,
         "rounds": args.rounds,
         "repeats": args.repeats,
@@ -214,10 +263,19 @@ def main() -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     if table_memory is not None and plan.memory_limit:
-        peaks = {a: m["peak_rss_mb"] for r in rows if r["impl"] == "dask" for a, m in r["workers_memory"].items()}
+        peaks = [m for r in rows if r["impl"] == "dask" for m in r["workers_memory"].values()]
+        started = {w["address"] for w in info["worker_details"]}
+        joined = sorted({a for r in rows if r["impl"] == "dask" for a in r["workers_memory"]} - started)
+        record["workers_joined_during_run"] = joined
+
+        def mb(value: float | None) -> str:
+            return "—" if value is None else f"{value:.0f}"
+
         print(
             f"table in memory {table_memory / 1e6:,.0f} MB = {table_memory / plan.memory_limit:.1f} x one worker's limit "
-            f"({plan.memory_limit / 1e6:,.0f} MB); worker peaks (MB): {', '.join(f'{v:.0f}' for v in peaks.values())}"
+            f"({plan.memory_limit / 1e6:,.0f} MB); worker peaks, heartbeat / RSS (MiB): "
+            + ", ".join(f"{mb(m['dask_reported_peak_host_mb'])} / {mb(m['peak_rss_mb'])}" for m in peaks)
+            + (f"; {len(joined)} worker(s) restarted during the runs" if joined else "")
         )
     path = write_result(args.out, record, "dask-overhead", "gpu" if gpu else "cpu")
     print(f"results: {path}")

@@ -137,7 +137,7 @@ def main() -> int:
     parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate:
-        generate(int(args.generate[0]), Path(args.generate[1]))
+        generate(int(float(args.generate[0])), Path(args.generate[1]))
         return 0
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     results = []

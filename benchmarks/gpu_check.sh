@@ -41,7 +41,7 @@
 #   CROSSOVER_MAX [1e7] CROSSOVER_OPS [groupby,join,xgboost]
 #   REPEATS [3 timed runs after the cold one]  STEP_TIMEOUT [540 s per step]  KEEP [/tmp/accel-keep]
 #   GROUPBY_ARMS [both] GROUPBY_QUESTIONS [all] HPO_TRIALS [20]
-#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]  DASK_TABLE_ROWS [1e6]
+#   FLIGHTS_ROWS [all]  MEMORY_BUDGET [4GB]  DASK_SCALE [10]  DASK_TABLE_ROWS [1e6]  DASK_DEVICE_LIMIT [200MB]
 #
 # Rough cost on an H200 host (16 cores): install 1-2 min for cuDF; groupby at 1e8 rows: data 1 min,
 # the pandas arm several minutes (q10 and q3 dominate); models at 1e6 (all pairs) 3-5 min on the
@@ -56,7 +56,7 @@ cd "$(dirname "$0")/.."
 # (accel.environment.environment_overrides reads ACCEL_GPU_CHECK_OVERRIDES) and so does the log.
 CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA KEEP GROUPBY_ROWS GROUPBY_K GROUPBY_ARMS GROUPBY_QUESTIONS JOIN_ROWS
                 MODEL_ROWS XGB_ROWS MODELS CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET
-                DASK_SCALE DASK_TABLE_ROWS HPO_TRIALS JOIN_ARMS PYTEST_FILES)
+                DASK_SCALE DASK_TABLE_ROWS DASK_DEVICE_LIMIT HPO_TRIALS JOIN_ARMS PYTEST_FILES)
 overrides=()
 for name in "${CHECK_SETTINGS[@]}"; do
   [ -n "${!name+x}" ] && overrides+=("$name=${!name}")
@@ -255,6 +255,14 @@ phase_dask() {
   step bench-dask-table "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --table "${DASK_TABLE_ROWS:-1e6}" --rounds 100 --out "$RESULTS"
   # The paired cluster run: the GPU arm on GPU workers, the CPU baseline on as many CPU workers.
   step run-flights-local-cuda "${ACCEL[@]}" run flights --cluster local-cuda --out "$RESULTS"
+  # The same pairing on a user's table (a generated CSV kept under $KEEP), then with each GPU
+  # worker's device memory limited to DASK_DEVICE_LIMIT (cuDF spilling is on for accel's clusters).
+  local table="$KEEP/dask-table-${DASK_TABLE_ROWS:-1e6}.csv"
+  mkdir -p "$KEEP"
+  [ -e "$table" ] || step data-dask-table "$PY" benchmarks/bench_own_table_speed.py --generate "${DASK_TABLE_ROWS:-1e6}" "$table"
+  step run-table-local-cuda "${ACCEL[@]}" run --data "$table" --target y --probe off --cluster local-cuda --out "$RESULTS"
+  step run-table-local-cuda-spill "${ACCEL[@]}" run --data "$table" --target y --probe off --cluster local-cuda \
+    --device-memory-limit "${DASK_DEVICE_LIMIT:-200MB}" --out "$RESULTS"
 }
 
 phase_hpo() {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ from accel.workflows.table_dask import (
     merge_fits,
     worker_plan,
 )
-from tests.conftest import read_json, records_in, run_accel
+from tests.conftest import ROOT, read_json, records_in, run_accel
 from tests.dask_table_bodies import (
     check_table_features_match_single_process,
     check_table_run_agrees_with_single_process,
@@ -37,6 +38,9 @@ from tests.dask_table_bodies import (
     write_tables,
 )
 from tests.test_cli import assert_one_line_error
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_dask_overhead import write_wide_table  # noqa: E402  (the benchmark's own table)
 
 
 @pytest.fixture(scope="module")
@@ -198,30 +202,6 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
 
 
-def wide_text_table(folder, rows: int, files: int, width: int = 400):
-    """A folder of Parquet files whose rows are mostly text (three columns of 300 values of
-    ``width`` characters), a numeric signal and a binary target; its bytes as Arrow holds them."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    vocab = np.array([f"{i:04d}-" + "x" * width for i in range(300)], dtype=object)
-    nbytes = 0
-    for f in range(files):
-        n = rows // files
-        num = rng.normal(size=(n, 3))
-        codes = rng.integers(0, 300, size=(n, 3))
-        signal = num[:, 0] + 0.01 * (codes[:, 0] - 150) + rng.normal(scale=0.5, size=n)
-        columns = {f"num{i}": num[:, i] for i in range(3)}
-        columns |= {f"text{i}": pa.array(vocab[codes[:, i]], type=pa.string()) for i in range(3)}
-        columns["y"] = (signal > 0).astype(np.int64)
-        table = pa.table(columns)
-        nbytes += table.nbytes
-        pq.write_table(table, folder / f"part-{f:03d}.parquet")
-    return folder, nbytes
-
-
 @pytest.mark.slow
 def test_a_table_three_times_a_workers_memory_limit_finishes_with_the_single_process_auc(tmp_path):
     """Two workers of 620 MB each and a table of ~1.9 GB in memory: Dask spills the persisted
@@ -230,7 +210,7 @@ def test_a_table_three_times_a_workers_memory_limit_finishes_with_the_single_pro
     stayed paused above 80% of their limit, and the run hung: accel starts workers with the
     system allocator.)"""
     limit = 620 * 10**6
-    folder, nbytes = wide_text_table(tmp_path / "wide", rows=1_500_000, files=48)
+    folder, nbytes = write_wide_table(1_500_000, tmp_path / "wide", width=400)
     assert nbytes >= 3 * limit, nbytes
     params = tmp_path / "params.yaml"
     params.write_text("xgboost:\n  n_estimators: 20\n  max_depth: 4\n")
