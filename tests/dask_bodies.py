@@ -101,3 +101,39 @@ def check_local_cuda_run_is_paired_with_a_cpu_cluster(tmp_path, gpu_usable: bool
         assert all(math.isnan(v) for v in r["speedup"].values()) and r["parity"]["ok"] is None
     assert "GPU arm" in proc.stdout and "CPU arm: 1 CPU Dask worker(s)" in proc.stdout
     return r
+
+
+def check_baseline_scheduler_pairs_two_running_clusters(tmp_path) -> dict:
+    """``--scheduler GPU_CLUSTER --baseline-scheduler CPU_CLUSTER``: two clusters already running,
+    started with ``dask scheduler`` / ``dask worker`` (the CPU cluster's worker sees no GPU:
+    ``CUDA_VISIBLE_DEVICES=""``); the GPU arm on the first, the CPU baseline on the second, both
+    recorded with their cluster, and per-stage speedups that are numbers."""
+    import math
+
+    from tests.conftest import read_json, records_in, run_accel
+    from tests.dask_procs import DaskProcesses
+
+    gpu_procs, cpu_procs = DaskProcesses(tmp_path / "gpu-cluster"), DaskProcesses(tmp_path / "cpu-cluster")
+    try:
+        gpu_procs.start_scheduler()
+        gpu_procs.start_workers(1)
+        cpu_procs.start_scheduler()
+        cpu_procs.start_workers(2, env={"CUDA_VISIBLE_DEVICES": ""})
+        proc = run_accel(
+            "run", "flights", "--rows", "3000", "--scheduler", gpu_procs.address,
+            "--baseline-scheduler", cpu_procs.address, "--out", str(tmp_path / "runs"), timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        [path] = records_in(tmp_path / "runs")
+        r = read_json(path)
+        gpu, cpu = r["arms"]["gpu"], r["arms"]["cpu"]
+        assert gpu["status"] == "ok" and gpu["executor"] == "dask" and gpu["device_used"].startswith("cuda")
+        assert gpu["cluster"]["address"] == gpu_procs.address and gpu["cluster"]["worker_kind"] == "gpu"
+        assert cpu["status"] == "ok" and cpu["executor"] == "dask" and cpu["device_used"] == "cpu"
+        assert cpu["cluster"]["address"] == cpu_procs.address and cpu["cluster"]["workers"] == 2
+        assert all(not math.isnan(v) and v > 0 for v in r["speedup"].values()), r["speedup"]
+        assert r["parity"]["ok"] is not None
+        return r
+    finally:
+        gpu_procs.close()
+        cpu_procs.close()

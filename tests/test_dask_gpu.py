@@ -14,6 +14,7 @@ from accel.config import ClusterConfig
 from accel.scaleout.cluster import ClusterSession, plan_cluster
 from tests.conftest import requires_gpu
 from tests.dask_bodies import (
+    check_baseline_scheduler_pairs_two_running_clusters,
     check_dask_features_match_single_process,
     check_dask_run_agrees_with_single_process,
     check_local_cuda_run_is_paired_with_a_cpu_cluster,
@@ -80,3 +81,8 @@ def test_local_cuda_plan_sizes_pools_from_free_memory():
 @needs_dask_cuda
 def test_local_cuda_run_pairs_the_gpu_workers_with_a_cpu_cluster(tmp_path):
     check_local_cuda_run_is_paired_with_a_cpu_cluster(tmp_path, gpu_usable=True)
+
+
+@needs_dask_cudf
+def test_a_running_gpu_cluster_is_paired_with_the_cpu_cluster_at_baseline_scheduler(tmp_path):
+    check_baseline_scheduler_pairs_two_running_clusters(tmp_path)
