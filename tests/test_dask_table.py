@@ -117,7 +117,7 @@ def test_csv_blocks_keep_every_worker_busy_within_bounds():
         (["--model", "random_forest"], ["--model random_forest", "no distributed trainer", "xgboost (xgboost.dask)"]),
         (["--model", "logistic_regression"], ["--model logistic_regression", "no distributed trainer"]),
         (["--batch-rows", "100000"], ["--batch-rows", "not to a Dask run"]),
-        (["--precision", "fp16"], ["--precision", "not to a Dask run"]),
+        (["--precision", "fp16"], ["--precision", "not to a Dask run", "cuDF", "no float16 column"]),
         (["--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),
         (["--scale", "2"], ["--scale", "does not apply to your own table"]),
     ],

@@ -351,21 +351,29 @@ def xgboost_named(frame: Any) -> Any:
     return frame.rename(columns=renamed) if renamed else frame
 
 
-#: Options of a run in this process that a Dask run does not take: (config key, its default, flag).
+#: Options of a run in this process that a Dask run does not take: (config key, its default,
+#: flag, why). float16 storage is a CuPy/NumPy array in one process: cuDF has no float16 column
+#: type, so the partitions of GPU workers (cuDF frames) cannot hold features in it, and a CPU-only
+#: fp16 would make the two arms store different things.
 SINGLE_PROCESS_ONLY = (
-    ("precision", "fp32", "--precision"),
-    ("batch_rows", "auto", "--batch-rows"),
-    ("memory_budget", None, "--memory-budget"),
+    (
+        "precision",
+        "fp32",
+        "--precision",
+        "float16 storage is an array in one process's memory, and cuDF (the GPU workers' partitions) has no float16 column",
+    ),
+    ("batch_rows", "auto", "--batch-rows", "the workers hold their partitions in memory, not batches of a file"),
+    ("memory_budget", None, "--memory-budget", "the workers hold their partitions in memory, not batches of a file"),
 )
 
 
 def check_dask_config(config: Any) -> None:
     """Refuse, up front, what only a run in this process can honour (never ignored silently)."""
-    for key, default, flag in SINGLE_PROCESS_ONLY:
+    for key, default, flag, why in SINGLE_PROCESS_ONLY:
         if getattr(config, key, default) != default:
             raise AccelError(
-                f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): "
-                "on Dask the workers hold their partitions in memory (--worker-memory limits them, and Dask spills)"
+                f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): {why}; "
+                "on Dask, --worker-memory limits each worker and Dask spills its partitions to disk beyond it"
             )
     model = getattr(config, "model", "xgboost")
     spec = MODELS.get(model)
