@@ -353,8 +353,9 @@ def xgboost_named(frame: Any) -> Any:
 
 #: Options of a run in this process that a Dask run does not take: (config key, its default,
 #: flag, why). float16 storage is a CuPy/NumPy array in one process: cuDF has no float16 column
-#: type, so the partitions of GPU workers (cuDF frames) cannot hold features in it, and a CPU-only
-#: fp16 would make the two arms store different things.
+#: type ("Unsupported type float16", cudf 26.10 core/column/column.py), so the partitions of GPU
+#: workers (cuDF frames) cannot hold features in it, and a CPU-only fp16 would make the two arms
+#: store different things.
 SINGLE_PROCESS_ONLY = (
     (
         "precision",
