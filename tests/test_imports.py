@@ -177,7 +177,7 @@ ARM_TESTS_ALLOWED = {
     "accel.scaleout.arms": 4,
     "accel.scaleout.cluster": 2,
     "accel.workflows.flights_dask": 1,
-    "accel.hpo.search": 3,
+    "accel.hpo.search": 2,
     "accel.bench.compare": 2,
 }
 

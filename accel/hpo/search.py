@@ -688,7 +688,7 @@ def _search(
         raise AccelError(f"study {study.study_name!r} optimises the other way from this task's {metric}; start a new --study")
 
     started = datetime.now(timezone.utc)
-    arm_label = "GPU arm" if search_backend.is_gpu else "CPU arm"
+    arm_label = f"{search_backend.name.upper()} arm"
     log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
