@@ -347,6 +347,8 @@ def render_dask_overhead(result: Result) -> list[nodes.Node]:
     # A user's table is named by its rows (files written before the record's workflow was the
     # table's name say "single-process" or "dask" there); flights by its scale.
     what = f"a table of {table_rows:,} rows" if table_rows else f"{d.get('workflow')} ×{data.get('scale')}"
+    if table_rows and d.get("text_width"):
+        what += f" (mostly text: three columns of {d['text_width']} characters)"
     caption = (
         f"Dask against one process, {what}, "
         f"{cluster.get('workers')} workers × {cluster.get('threads_per_worker')} thread(s) against "
@@ -354,6 +356,23 @@ def render_dask_overhead(result: Result) -> list[nodes.Node]:
     )
     extra = (f"wall ratio {ratio(d.get('ratio'))}, {ratio(d.get('ratio_with_startup'))} with the cluster's "
              f"start-up ({secs(d.get('cluster_startup_seconds'))} s)")  # fmt: skip
+    limit = cluster.get("memory_limit")
+    if d.get("worker_memory") and limit:
+        # The heartbeats' peaks: each worker's RSS peak in files written before it was read
+        # from VmHWM carried the spawning process's peak (ru_maxrss).
+        heard = [m.get("dask_reported_peak_host_mb") for m in (by_impl.get("dask") or {}).get("workers_memory", {}).values()]
+        heard = [h for h in heard if h is not None]
+        table_bytes = d.get("table_memory_bytes")
+        extra += (
+            f"; each worker limited to {mb(limit / 1e6)} MB"
+            + (
+                f", the table {mb(table_bytes / 1e6)} MB in memory ({table_bytes / limit:.1f} × a worker's limit)"
+                if table_bytes
+                else ""
+            )
+            + (f", largest worker peak in Dask's heartbeats {mb(max(heard) * 2**20 / 1e6)} MB" if heard else "")
+            + (f", {len(d['workers_joined_during_run'])} worker(s) restarted" if d.get("workers_joined_during_run") else "")
+        )
     return [table(header, rows, caption), source(result, extra)]
 
 
