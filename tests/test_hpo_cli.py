@@ -115,6 +115,11 @@ def test_every_trial_stores_time_and_memory_in_the_storage(search):
     assert len(finished) == 6
     for t in finished:
         assert t.user_attrs["seconds"] > 0 and t.user_attrs["peak_host_mb"] > 50, t
+        # The stages done (a pruned trial stops in train): within the trial's seconds.
+        stages = t.user_attrs["stages"]
+        assert "to_device" in stages and sum(stages.values()) <= t.user_attrs["seconds"] + 1e-3, t
+        if t.state.name == "COMPLETE":
+            assert set(stages) == {"to_device", "train", "predict"}
     assert sum(t.state.name == "PRUNED" for t in study.trials) == record["trials"]["pruned"]
     assert study.user_attrs["summary"]["final"]["metric"] == record["final"]["metric"]
     assert study.user_attrs["accel"]["config"]["hpo"]["subset"] == 0.5

@@ -340,7 +340,7 @@ class Objective:
             trial.set_user_attr("error", first_line(exc, 300))
             raise
         finally:
-            for key in ("seconds", "peak_host_mb", "peak_device_mb", "rows"):
+            for key in ("seconds", "stages", "peak_host_mb", "peak_device_mb", "rows"):
                 trial.set_user_attr(key, _json_safe(getattr(result, key)))
         trial.set_user_attr("rounds", result.rounds)
         trial.set_user_attr("metrics", result.metrics)
