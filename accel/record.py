@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from accel.errors import AccelError
 
@@ -216,12 +216,43 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     return folder
 
 
-def record_head(kind: RecordKind) -> dict[str, Any]:
+class RecordHead(TypedDict):
+    """The keys every record starts with."""
+
+    schema_version: int
+    kind: RecordKind
+    run_id: str | None
+
+
+class RunRecord(RecordHead, total=False):
+    """A paired run's record (``kind: "run"``), in one process or on Dask: what
+    :func:`accel.runner.run_record` builds and every reader of runs reads. Each arm is an
+    :class:`~accel.result.ArmResult` as a dict (with ``placement`` / ``cluster`` on a cluster)."""
+
+    workflow: str
+    task: str
+    started_at: str
+    finished_at: str
+    git_sha: str | None
+    config: dict[str, Any]
+    data: dict[str, Any]
+    features: dict[str, Any]
+    environment: dict[str, Any]
+    arms: dict[str, dict[str, Any]]
+    speedup: dict[str, float]
+    parity: dict[str, Any]
+    #: Present on some runs: the model described, the wall breakdown (in one process), ``"dask"``.
+    model: dict[str, Any]
+    wall: dict[str, Any]
+    mode: str
+
+
+def record_head(kind: RecordKind) -> RecordHead:
     """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (the file
     name, set by :func:`write_record`)."""
     if kind not in RECORD_KINDS:
         raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(RECORD_KINDS)}")
-    return {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": None}
+    return RecordHead(schema_version=SCHEMA_VERSION, kind=kind, run_id=None)
 
 
 def kind_of(record: Any) -> RecordKind | None:

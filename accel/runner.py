@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import time
+from pathlib import Path
 from typing import Any
 
 from accel import _compat
@@ -21,6 +22,7 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
 from accel.timing import StageTimer
@@ -252,7 +254,7 @@ def build_workflow(config: Any) -> Any:
 
 def paired_run(
     config: Any, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[RunRecord, Path]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
@@ -325,7 +327,7 @@ def run_record(
     started: Any,
     finished: Any,
     **extra: Any,
-) -> dict[str, Any]:
+) -> RunRecord:
     """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
 
     ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
@@ -339,7 +341,7 @@ def run_record(
 
     gpu_result, cpu_result = result(gpu), result(cpu)
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
-    return {
+    record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
@@ -353,8 +355,9 @@ def run_record(
         "arms": {"gpu": gpu, "cpu": cpu},
         "speedup": speedups(gpu_result, cpu_result),
         "parity": parity(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu_result, cpu_result),
-        **extra,
+        **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
     }
+    return record
 
 
 def wall_timeline(

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from accel import _compat
@@ -45,7 +46,7 @@ from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
-from accel.record import show_result
+from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
@@ -445,7 +446,7 @@ def cluster_run(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[RunRecord, Path]:
     """Run ``config`` (which has a ``cluster``) on Dask, both arms, and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,
