@@ -454,6 +454,8 @@ class ClusterSession:
         self.dashboard_address = dashboard_address
         self.cluster: Any = None
         self.client: Any = None
+        #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
+        self._environ_before: dict[str, str | None] = {}
         self.info: ClusterInfo | None = None
         self.no_worker_grace = no_worker_grace
         self.all_workers_lost = False
@@ -515,6 +517,10 @@ class ClusterSession:
             common["memory_limit"] = plan.memory_limit
         import dask
 
+        # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
+        # each spawn, distributed/nanny.py): what was there before is put back when the session closes.
+        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON}
+        self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
             with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}):
                 return self._start_local_cluster(plan, common)
@@ -679,6 +685,12 @@ class ClusterSession:
                 cluster.close(timeout=20)
             except Exception:  # noqa: BLE001
                 pass
+        for key, value in self._environ_before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._environ_before = {}
 
 
 @contextmanager
