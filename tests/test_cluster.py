@@ -196,6 +196,24 @@ def test_workers_get_arrows_system_allocator_and_this_process_keeps_its_environm
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and os.environ["OMP_NUM_THREADS"] == "7"
 
 
+def test_a_running_clusters_workers_on_arrows_caching_pool_are_named(tmp_path):
+    """Workers accel did not start keep their own Arrow pool: one that holds freed pages is said
+    (with what to do) when accel attaches."""
+    from tests.dask_procs import DaskProcesses
+
+    procs = DaskProcesses(tmp_path / "cluster")
+    try:
+        procs.start_scheduler()
+        procs.start_workers(1, env={"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"})
+        said: list[str] = []
+        with ClusterSession(ClusterPlan("scheduler", address=procs.address), say=said.append) as session:
+            assert [w["arrow_memory_pool"] for w in session.info.worker_details] == ["mimalloc"]
+        notices = [line for line in said if "Arrow memory pool is mimalloc" in line]
+        assert len(notices) == 1 and "ARROW_DEFAULT_MEMORY_POOL=system" in notices[0]
+    finally:
+        procs.close()
+
+
 def test_workflow_file_cluster_section_is_validated_like_the_rest(capsys, tmp_path):
     cfg = tmp_path / "w.yaml"
     cfg.write_text("workflow: flights\nrows: 1000\ncluster:\n  kind: local\n  wokers: 2\n")

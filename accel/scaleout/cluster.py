@@ -467,6 +467,12 @@ class ClusterSession:
             self.close()
             raise
         self.say(self.info.summary())
+        pools = sorted({str(w.get("arrow_memory_pool")) for w in self.info.worker_details} - {"system", "None"})
+        if pools:
+            self.say(
+                f"dask: the workers' Arrow memory pool is {', '.join(pools)}, which keeps freed pages: a worker that "
+                "spills may stay over Dask's pause threshold; start them with ARROW_DEFAULT_MEMORY_POOL=system"
+            )
         return self
 
     def __exit__(self, *exc_info: object) -> None:
