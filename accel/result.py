@@ -166,7 +166,8 @@ class Executor(Protocol):
 
     def trackers(self) -> tuple[Any, ...]:
         """Samplers the stage timer tells of each stage besides this process's monitor (a
-        cluster's worker memory)."""
+        cluster's worker memory). When there are any, they, not this process's monitor, tell
+        the listener of memory (the executor connects them in :meth:`execute`)."""
         ...
 
     def monitored(self, backend: Backend) -> Backend:

@@ -82,8 +82,11 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
     """The one runner: ``executor`` runs the stages under one :class:`~accel.timing.StageTimer`
     and this process's :class:`~accel.memory.MemoryMonitor`; the listener is told the arm
     started and how it ended; the result is built by :func:`~accel.result.arm_result`."""
-    monitor = MemoryMonitor(executor.monitored(backend), on_sample=listener.memory if listener else None)
-    timer = StageTimer(backend, monitor, listener, trackers=executor.trackers())
+    trackers = executor.trackers()
+    # Where the work runs elsewhere (a cluster's workers), its trackers tell the listener of memory.
+    on_sample = listener.memory if listener and not trackers else None
+    monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
+    timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
         listener.arm_started(backend.name)
     status = "failed"

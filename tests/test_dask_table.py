@@ -199,6 +199,13 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert gpu["status"] == "skipped" and gpu["reason"]
     assert all(math.isnan(v) for v in r["speedup"].values())
     assert cpu["cluster"]["workers"] == 2 and all(w["memory"]["peak_rss_mb"] > 50 for w in cpu["cluster"]["worker_details"])
+    # The progress shows the workers' memory (the highest worker's, as the record), not this process's.
+    import re
+
+    shown = re.search(r"\[cpu\] features .*peak host ([\d.,]+) MB", proc.stderr)
+    assert shown, proc.stderr
+    assert float(shown.group(1).replace(",", "")) == pytest.approx(cpu["stage_peak_host_mb"]["features"], abs=15)
+    assert cpu["executor"] == "dask" and cpu["client_peak_host_mb"] > 0
     assert abs(cpu["metrics"]["auc"] - single["arms"]["cpu"]["metrics"]["auc"]) <= DASK_PARITY_TOLERANCE
 
 

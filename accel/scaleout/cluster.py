@@ -764,6 +764,8 @@ class WorkerMemorySampler(PeriodicSampler):
     def __init__(self, client: Any, interval: float = 0.25):
         super().__init__(interval)
         self.client = client
+        #: Told of each reading: the highest worker's host bytes and device bytes (None without NVML).
+        self.on_sample: Callable[[int, int | None], None] | None = None
         self.host: dict[str, int] = {}
         self.device: dict[str, int] = {}
         self.stage_host: dict[str, dict[str, int]] = {}
@@ -788,6 +790,12 @@ class WorkerMemorySampler(PeriodicSampler):
                     if self._stage:
                         per = self.stage_device.setdefault(self._stage, {})
                         per[address] = max(per.get(address, 0), int(device))
+        if self.on_sample is not None and workers:
+            hosts = [int((w.get("metrics") or {}).get("memory") or 0) for w in workers.values()]
+            devices = [
+                d for w in workers.values() if (d := ((w.get("metrics") or {}).get("gpu") or {}).get("memory-used")) is not None
+            ]
+            self.on_sample(max(hosts), max(int(d) for d in devices) if devices else None)
 
     def set_stage(self, stage: str | None) -> None:
         self.sample()

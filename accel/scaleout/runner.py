@@ -276,6 +276,7 @@ class OnDask:
         # No nthread: xgboost.dask gives each worker its own thread count.
         train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
         stage = timer.stage
+        self.sampler.on_sample = listener.memory if listener else None  # the progress shows the workers' memory
         try:
             backend_config = dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)})
             with backend_config, self.sampler, session.no_worker_watchdog():
