@@ -179,20 +179,25 @@ def test_session_closes_its_workers_when_the_run_fails():
     assert not any(alive(p) for p in pids)
 
 
-def test_workers_get_arrows_system_allocator_and_this_process_keeps_its_environment(monkeypatch):
+def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_its_environment(monkeypatch):
     """The workers accel starts use Arrow's system pool (freed buffers go back to the system, so a
     worker that spilled its partitions falls below Dask's pause threshold again). Dask's Nanny
     writes the workers' pre-spawn environment into this process too; the session puts it back."""
     import os
 
-    from accel.scaleout.cluster import WORKER_ENVIRON
+    from accel.scaleout.cluster import WORKER_ENVIRON, worker_peak_rss
 
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    held = bytearray(600 * 10**6)  # this process's peak, which a spawned worker's ru_maxrss would carry
+    held[::4096] = b"x" * len(held[::4096])
     plan = ClusterPlan("local", workers=1, threads_per_worker=1, worker_kind="cpu")
     with ClusterSession(plan, say=lambda _: None) as session:
         assert {w["arrow_memory_pool"] for w in session.info.worker_details} == {"system"}
         assert WORKER_ENVIRON == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+        # A worker's peak RSS is its own (VmHWM), not the spawning process's.
+        assert all(50e6 < peak < 500e6 for peak in session.client.run(worker_peak_rss).values())
+    del held
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and os.environ["OMP_NUM_THREADS"] == "7"
 
 

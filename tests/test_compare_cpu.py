@@ -54,6 +54,22 @@ def test_script_runs_unchanged_and_is_recorded(tmp_path):
     assert not (SCRIPTS / "predictions.csv").exists()
 
 
+def test_a_small_scripts_peak_is_its_own_not_the_spawning_processs(tmp_path):
+    """The script's peak memory is read from its own process (sampled, and Linux's VmHWM), not
+    from its ``ru_maxrss``, which carries the peak of the process that spawned it: here 400 MB
+    held by this one, against a script that holds a few MB."""
+    import accel
+
+    held = bytearray(400 * 10**6)
+    held[::4096] = b"x" * len(held[::4096])  # touched: resident
+    script = tmp_path / "tiny.py"
+    script.write_text("import time\ntime.sleep(0.3)\nprint('done')\n")
+    result = accel.compare(script, out=tmp_path / "out", profile=False)
+    cpu = result.record["arms"]["cpu"]
+    assert cpu["status"] == "ok" and 1 < cpu["peak_host_mb"] < 100, cpu["peak_host_mb"]
+    del held
+
+
 def test_notebook_runs_headless(tmp_path):
     proc = run_accel("compare", str(SCRIPTS / "groupby_model.ipynb"), "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

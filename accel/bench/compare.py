@@ -189,6 +189,7 @@ class _TreeSampler:
     def __init__(self, pid: int, device: bool, interval: float = 0.05, tree: _Tree | None = None):
         self.pid, self.device, self.interval, self.tree = pid, device, interval, tree
         self.peak_rss = 0
+        self.peak_own = 0
         self.peak_device: int | None = None
         self._stop = threading.Event()
         self._nvml: Any = None
@@ -218,6 +219,8 @@ class _TreeSampler:
     def _sample(self) -> None:
         import psutil
 
+        from accel.memory import process_peak_rss
+
         pids = self._pids()
         rss = 0
         for pid in pids:
@@ -226,6 +229,9 @@ class _TreeSampler:
             except psutil.Error:
                 continue
         self.peak_rss = max(self.peak_rss, rss)
+        own = process_peak_rss(self.pid)  # the script's own high-water mark: what sampling misses
+        if own is not None:
+            self.peak_own = max(self.peak_own, own)
         if self._nvml is not None:
             used = 0
             try:
@@ -363,7 +369,7 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         # join returned at once, the sweep below reaped the script first, and wait4 failed.
         exited = threading.Event()
 
-        def wait() -> None:  # blocking wait4: the exit is timed exactly, and its rusage kept
+        def wait() -> None:  # blocking wait4: the exit is timed exactly
             try:
                 ended["status"] = os.wait4(proc.pid, 0)
                 ended["at"] = time.perf_counter()
@@ -390,10 +396,11 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
         if reaper is not None:
             _subreaper(reaper)
-        _, status, usage = ended["status"]
+        _, status, _ = ended["status"]
         seconds = ended["at"] - start
     exit_code = None if timed_out else os.waitstatus_to_exitcode(status)
-    peak = max(sampler.peak_rss, usage.ru_maxrss * 1024)
+    # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
+    peak = max(sampler.peak_rss, sampler.peak_own)
     after = _snapshot(workdir)
     written = {rel: _sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
     return Run(
