@@ -153,12 +153,14 @@ class Executed:
     workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-class Executor(Protocol):
+class Executor:
     """How an arm's five stages run: in memory, streamed in batches, or on a Dask cluster.
 
     The runner (:func:`accel.runner.execute_arm`) makes the stage timer and the memory monitor,
     tells the listener the arm started and finished, and builds the :class:`ArmResult`; the
-    executor runs ``load → features → to_device → train → predict`` under ``timer``.
+    executor runs ``load → features → to_device → train → predict`` under ``timer``. The
+    defaults are those of an executor whose work runs in this process; each executor defines
+    :meth:`execute` and overrides what differs.
     """
 
     #: "in_memory", "streamed" or "dask": recorded as the arm's ``executor``.
@@ -168,21 +170,20 @@ class Executor(Protocol):
         """Samplers the stage timer tells of each stage besides this process's monitor (a
         cluster's worker memory). When there are any, they, not this process's monitor, tell
         the listener of memory (the executor connects them in :meth:`execute`)."""
-        ...
+        return ()
 
     def monitored(self, backend: Backend) -> Backend:
         """The backend whose memory this process's monitor reads: the arm's own, or the host only
         when the work runs in other processes (a cluster's client holds no device memory)."""
-        ...
+        return backend
 
     def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
         """Run the stages, each under ``timer.stage(name)`` (or ``timer.accumulate``); raise what they raise."""
-        ...
+        raise NotImplementedError
 
     def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
         """Untimed work once the stages are done and the monitor has stopped (the float32 check of
         an fp16 run); may add to ``executed.memory``."""
-        ...
 
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:

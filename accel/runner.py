@@ -105,7 +105,7 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
             listener.arm_finished(backend.name, status)
 
 
-class InMemory:
+class InMemory(Executor):
     """The executor of a table that fits the budget: each stage on the whole table in memory."""
 
     name = "in_memory"
@@ -113,12 +113,6 @@ class InMemory:
     def __init__(self, plan: Any, settings: Any, rmm: dict[str, Any]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
         self._check: Any = None
-
-    def trackers(self) -> tuple[Any, ...]:
-        return ()
-
-    def monitored(self, backend: Backend) -> Backend:
-        return backend
 
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
         from accel.batching import with_backoff

@@ -34,7 +34,7 @@ from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_features
-from accel.result import Executed
+from accel.result import Executed, Executor
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
@@ -50,7 +50,7 @@ class _Rows:
         self.test = used[plan.test_pos].astype(dtype)
 
 
-class Streamed:
+class Streamed(Executor):
     """The executor of a table larger than the memory budget: every pass reads it batch by batch."""
 
     name = "streamed"
@@ -58,17 +58,8 @@ class Streamed:
     def __init__(self, plan: BatchPlan, settings: MemorySettings, rmm: dict[str, Any]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
 
-    def trackers(self) -> tuple[Any, ...]:
-        return ()
-
-    def monitored(self, backend: Backend) -> Backend:
-        return backend
-
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Any) -> Executed:
         return _run_streaming(backend, workflow, self.plan, self.settings, self.rmm, timer, listener)
-
-    def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
-        pass
 
 
 def _run_streaming(

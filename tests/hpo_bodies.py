@@ -84,6 +84,8 @@ def check_trials_store_time_and_memory(backend: Backend, out: Path) -> None:
         assert a["device_used"].startswith("cuda" if backend.is_gpu else "cpu")
         assert a["arm"] == backend.name
         assert t.value == a["metrics"]["auc"] and 0.5 < t.value < 1
+        # Timed as accel run's stages by the one StageTimer (on the GPU arm: device synchronised, RMM scopes).
+        assert set(a["stages"]) == {"to_device", "train", "predict"} and sum(a["stages"].values()) <= a["seconds"] + 1e-3
 
 
 def check_pruning_per_round(backend: Backend, out: Path) -> None:
@@ -125,3 +127,4 @@ def check_final_model_on_hold_out(backend: Backend, out: Path) -> None:
     m = train_and_score(ctx, {**ctx.base_params, "n_estimators": 25}, d.X_train, d.y_train, d.X_test, d.y_test, False)
     assert m.rounds == 25 and m.rows == d.rows["train"]
     assert 0.55 < m.metrics["auc"] < 1 and m.seconds > 0
+    assert set(m.stages) == {"to_device", "train", "predict"} and m.stages["train"] > 0

@@ -36,6 +36,8 @@ def session():
 def test_cuda_cluster_describes_itself(session):
     info = session.info
     assert info.kind == "local-cuda" and info.worker_kind == "gpu" and info.gpus_per_worker == 1 and info.workers == 1
+    # Started with Arrow's system pool through Dask's pre-spawn environment (LoggedNanny is a Nanny).
+    assert {w["arrow_memory_pool"] for w in info.worker_details} == {"system"}
 
     # The worker computes on its GPU what the host (the CPU arm) computes with NumPy.
     def on_the_worker(n):
@@ -61,6 +63,10 @@ def test_features_on_cudf_partitions_equal_the_single_process_gpu_features(sessi
 def test_cuda_cluster_run_agrees_with_single_process_gpu_run(session):
     arm = check_dask_run_agrees_with_single_process(session, "gpu")
     assert arm["peak_device_mb"] is None or arm["peak_device_mb"] > 0
+    # Through the one runner: stages on the workers' cuDF, device peaks per stage from their NVML heartbeats.
+    assert arm["executor"] == "dask" and arm["stage_devices"]["features"].startswith("dask workers: cuda")
+    if arm["peak_device_mb"] is not None:
+        assert arm["stage_peak_device_mb"] and max(arm["stage_peak_device_mb"].values()) <= arm["peak_device_mb"]
 
 
 @needs_dask_cuda

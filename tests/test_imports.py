@@ -258,4 +258,5 @@ def test_every_arm_is_run_by_the_one_runner():
     executors = [InMemory, Streamed, OnDask]
     assert sorted(e.name for e in executors) == ["dask", "in_memory", "streamed"]
     for executor in executors:
+        assert issubclass(executor, Executor) and "execute" in vars(executor), executor
         assert all(callable(getattr(executor, m)) for m in members - {"name"}), executor

@@ -776,11 +776,15 @@ class WorkerMemorySampler(PeriodicSampler):
             workers = self.client.scheduler_info(n_workers=-1)["workers"]
         except Exception:  # noqa: BLE001 - a failed read must not end the run it watches
             return
+        highest_host, highest_device = 0, None  # this reading's highest worker, for on_sample
         with self._lock:
             for address, w in workers.items():
                 metrics = w.get("metrics", {})
                 host = int(metrics.get("memory") or 0)
                 device = (metrics.get("gpu") or {}).get("memory-used")
+                highest_host = max(highest_host, host)
+                if device is not None:
+                    highest_device = max(highest_device or 0, int(device))
                 self.host[address] = max(self.host.get(address, 0), host)
                 if self._stage:
                     per = self.stage_host.setdefault(self._stage, {})
@@ -791,11 +795,7 @@ class WorkerMemorySampler(PeriodicSampler):
                         per = self.stage_device.setdefault(self._stage, {})
                         per[address] = max(per.get(address, 0), int(device))
         if self.on_sample is not None and workers:
-            hosts = [int((w.get("metrics") or {}).get("memory") or 0) for w in workers.values()]
-            devices = [
-                d for w in workers.values() if (d := ((w.get("metrics") or {}).get("gpu") or {}).get("memory-used")) is not None
-            ]
-            self.on_sample(max(hosts), max(int(d) for d in devices) if devices else None)
+            self.on_sample(highest_host, highest_device)
 
     def set_stage(self, stage: str | None) -> None:
         self.sample()

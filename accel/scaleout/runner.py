@@ -48,7 +48,7 @@ from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
-from accel.result import ArmPeaks, Executed, Listener, skipped
+from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
@@ -246,7 +246,7 @@ def run_on_session(
     return execute_arm(backend, dask_workflow, executor, listener).as_dict(), dask_workflow
 
 
-class OnDask:
+class OnDask(Executor):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
     submission until the workers hold its result, training retried once on a lost worker."""
 
@@ -261,9 +261,6 @@ class OnDask:
 
     def monitored(self, backend: Backend) -> Backend:
         return cpu_backend()  # the client's own memory; the workers' comes from the sampler
-
-    def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
-        pass
 
     def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
