@@ -19,6 +19,7 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
+from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
 from accel.registry import MODELS, Estimator, XGBoostSettings, xgboost_device_used, xgboost_threads_used
@@ -30,7 +31,9 @@ def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
     return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
 
 
-def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+def _batches(X: StoredMatrix, y: Any, batch_rows: int, keep: Any = None) -> Any:
+    """Batches of ``X`` and labels ``y`` for XGBoost; ``keep`` (a boolean mask on the arm's
+    device, or None for all) picks the rows."""
     import xgboost
 
     class StoredBatches(xgboost.DataIter):
@@ -45,7 +48,10 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
             if self._i >= len(self._ranges):
                 return False
             a, b = self._ranges[self._i]
-            input_data(data=X.batch(a, b), label=y[a:b], feature_names=X.feature_names, feature_types=X.feature_types)
+            data, label = X.batch(a, b), y[a:b]
+            if keep is not None:
+                data, label = data[keep[a:b]], label[keep[a:b]]
+            input_data(data=data, label=label, feature_names=X.feature_names, feature_types=X.feature_types)
             self._i += 1
             return True
 
@@ -53,6 +59,15 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
             self._i = 0
 
     return StoredBatches()
+
+
+@dataclass
+class BoostingInput:
+    """XGBoost's model input: the training matrix and, with early stopping, the validation part's
+    (built on the training matrix's quantile cuts)."""
+
+    dtrain: Any
+    dvalid: Any = None
 
 
 #: ``on_round(done, total)``: told after each boosting round (the progress display's rounds and ETA).
@@ -95,7 +110,10 @@ class XGBoostModel:
 
     :meth:`to_device` builds the training ``QuantileDMatrix`` where the model runs (the quantile
     sketch is computed on the GPU from a cuDF frame, on the host from pandas); :meth:`fit`
-    boosts; :meth:`predict` predicts in place on the arm's frame.
+    boosts; :meth:`predict` predicts in place on the arm's frame. With ``early_stopping``
+    (:class:`~accel.early_stopping.EarlyStopping`, shared by the arms of a paired run)
+    :meth:`to_device` carves the validation part from the training rows and :meth:`fit` stops
+    early on it, or trains the rounds the first arm decided.
     """
 
     params: XGBoostParams = field(default_factory=XGBoostParams)
@@ -103,6 +121,12 @@ class XGBoostModel:
     seed: int = 0
     n_classes: int = 2
     name: str = "xgboost"
+    early_stopping: EarlyStopping | None = None
+
+    @property
+    def classes(self) -> int | None:
+        """The number of classes (None for regression)."""
+        return None if not is_classification(self.task) else (self.n_classes if self.task == "multiclass" else 2)
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
@@ -126,28 +150,42 @@ class XGBoostModel:
             out["num_class"] = self.n_classes
         return out
 
-    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> Any:
-        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``.
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> BoostingInput:
+        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``, and
+        with early stopping the validation part's (its rows left out of the training matrix).
 
         Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
         float16 matrix never exists in float32 as a whole.
         """
         import xgboost
 
-        return xgboost.QuantileDMatrix(
-            _batches(X, _compat.series_to_array(y), batch_rows),
-            max_bin=self.params.max_bin,
-            enable_categorical=True,
-            nthread=backend.n_threads,
-        )
+        labels = _compat.series_to_array(y)
+        keep = valid = None
+        es = self.early_stopping
+        if es is not None:
+            mask = es.mask(X.n_rows)
+            if es.check(X.n_rows, _compat.to_numpy(labels[backend.xp.asarray(mask)]), self.classes):
+                valid = backend.xp.asarray(mask)
+                keep = ~valid
+        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+        dtrain = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, keep), **options)
+        if valid is None:
+            return BoostingInput(dtrain)
+        return BoostingInput(dtrain, xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dtrain, **options))
 
-    def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
-        """Boost ``n_estimators`` rounds; ``on_round(done, total)`` is told of each one."""
-        import xgboost
-
-        rounds = self.params.n_estimators
-        callbacks = [round_callback(on_round, rounds)] if on_round is not None else None
-        return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=rounds, callbacks=callbacks)
+    def fit(self, backend: Backend, data: Any, on_round: RoundListener | None = None) -> Any:
+        """Boost ``n_estimators`` rounds, or with a validation part (``data.dvalid``) stop early on
+        it, or train the rounds the first arm decided (:class:`~accel.early_stopping.EarlyStopping`);
+        ``on_round(done, total)`` is told of each round. ``data``: a :class:`BoostingInput` or a
+        training matrix."""
+        data = data if isinstance(data, BoostingInput) else BoostingInput(data)
+        es = self.early_stopping
+        rounds, patience = es.rounds(self.params.n_estimators) if es is not None and data.dvalid is not None else (None, None)
+        callbacks = (round_callback(on_round, rounds or self.params.n_estimators),) if on_round is not None else ()
+        booster = self.boost(backend, data, rounds, patience, callbacks)
+        if es is not None and data.dvalid is not None:
+            es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task])
+        return booster
 
     def fit_validated(
         self,
@@ -168,6 +206,7 @@ class XGBoostModel:
         """
         import xgboost
 
+        dtrain = dtrain.dtrain if isinstance(dtrain, BoostingInput) else dtrain
         dvalid = xgboost.QuantileDMatrix(
             _batches(X_valid, _compat.series_to_array(y_valid), batch_rows),
             ref=dtrain,
@@ -175,13 +214,26 @@ class XGBoostModel:
             enable_categorical=True,
             nthread=backend.n_threads,
         )
-        params = {**self.booster_params(backend), "eval_metric": XGBOOST_EVAL_METRIC[self.task]}
+        return self.boost(backend, BoostingInput(dtrain, dvalid), rounds, early_stopping_rounds, callbacks)
+
+    def boost(
+        self, backend: Backend, data: BoostingInput, rounds: int | None, early_stopping_rounds: int | None, callbacks: tuple
+    ) -> Any:
+        """``xgboost.train``: ``rounds`` (default ``n_estimators``), the validation part watched
+        every round when there is one, stopping after ``early_stopping_rounds`` without gain."""
+        import xgboost
+
+        params = self.booster_params(backend)
+        evals = None
+        if data.dvalid is not None:
+            params["eval_metric"] = XGBOOST_EVAL_METRIC[self.task]
+            evals = [(data.dvalid, "validation")]
         return xgboost.train(
             params,
-            dtrain,
+            data.dtrain,
             num_boost_round=rounds or self.params.n_estimators,
-            evals=[(dvalid, "validation")],
-            early_stopping_rounds=early_stopping_rounds,
+            evals=evals,
+            early_stopping_rounds=early_stopping_rounds if evals else None,
             callbacks=list(callbacks) or None,
             verbose_eval=False,
         )
@@ -206,7 +258,10 @@ class XGBoostModel:
         return {"xgboost_nthread": xgboost_threads_used(booster)}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
+        out = {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
+        if self.early_stopping is not None:
+            out["early_stopping"] = self.early_stopping.describe()
+        return out
 
 
 @dataclass

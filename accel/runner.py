@@ -219,8 +219,35 @@ def check_memory_flags(settings: Any) -> None:
             )
 
 
-def build_workflow(config: Any) -> Any:
-    """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
+def build_workflow(config: Any, early_stopping: Any = None) -> Any:
+    """The workflow a validated config asks for: a named one, or the user's table (planned here).
+
+    Its XGBoost model stops early on a validation part of the training rows, with the rounds
+    decided once for every arm that shares ``early_stopping`` (an
+    :class:`~accel.early_stopping.EarlyStopping`; by default a new one, shared by the two arms
+    that run this workflow).
+    """
+    workflow = _named_or_table(config)
+    attach_early_stopping(workflow, early_stopping or early_stopping_for(config))
+    return workflow
+
+
+def early_stopping_for(config: Any) -> Any:
+    """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
+    from accel.early_stopping import EarlyStopping
+
+    return EarlyStopping(seed=config.seed)
+
+
+def attach_early_stopping(workflow: Any, early_stopping: Any) -> None:
+    """Give ``workflow``'s XGBoost model ``early_stopping`` (other models train as they are)."""
+    from accel.models import XGBoostModel
+
+    if isinstance(workflow.model, XGBoostModel):
+        workflow.model.early_stopping = early_stopping
+
+
+def _named_or_table(config: Any) -> Any:
     from accel.models import XGBoostParams, model_family
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table

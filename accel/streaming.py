@@ -33,6 +33,7 @@ from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
+from accel.models import BoostingInput
 from accel.precision import frame_matrix, xgboost_features
 from accel.result import Executed, Executor
 from accel.timing import StageTimer
@@ -123,6 +124,11 @@ def _run_streaming(
 
         names: list[str] = []
         types: list[str] = []
+        # With early stopping, the validation part of the training rows (the same rows as in
+        # memory: positions among the training rows) is kept apart as the batches go by.
+        es = getattr(model, "early_stopping", None)
+        valid_mask = es.mask(len(rows.train)) if es is not None else None
+        held: dict[int, tuple[Any, Any]] = {}
 
         placement = backend.external_memory()
 
@@ -154,6 +160,10 @@ def _run_streaming(
                         X = featurizer.transform(train, featurizer.folds[where])
                         y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
                         matrix = frame_matrix(X, featurizer.categorical)
+                        if valid_mask is not None and valid_mask[where].any():
+                            valid = backend.xp.asarray(valid_mask[where])
+                            held[start] = (matrix[valid], y[valid])
+                            matrix, y = matrix[~valid], y[~valid]
                     if not names:
                         names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
                     input_data(data=matrix, label=y, feature_names=names, feature_types=types)
@@ -171,6 +181,7 @@ def _run_streaming(
             # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
             # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
             # or in host memory (GPU arm), brought back page by page while boosting.
+            held.clear()  # a retry with smaller batches holds the validation rows afresh
             batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
             options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
             if not external:
@@ -180,6 +191,7 @@ def _run_streaming(
             return xgboost.ExtMemQuantileDMatrix(batches, **options)
 
         dtrain = with_backoff(build, plan, backend, "to_device")
+        model_input = BoostingInput(dtrain, validation_matrix(backend, model, dtrain, held, names, types, len(rows.train)))
         backend.synchronize()
         # Only the test rows are read again: the training rows' list and folds go before boosting.
         rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
@@ -190,8 +202,8 @@ def _run_streaming(
         # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
         release_host_memory()
         with timer.stage("train"):
-            booster = model.fit(backend, dtrain)
-        del dtrain
+            booster = model.fit(backend, model_input)
+        del dtrain, model_input
         release_host_memory()
 
         # 4. predictions batch by batch
@@ -232,6 +244,35 @@ def _run_streaming(
         "test": len(tplan.test_pos),
     }
     return Executed(model, booster, metrics, rows_record, list(names), memory_record)
+
+
+def validation_matrix(
+    backend: Backend, model: Any, dtrain: Any, held: dict[int, tuple[Any, Any]], names: list[str], types: list[str], n_train: int
+) -> Any:
+    """The validation part's ``QuantileDMatrix`` (on the training matrix's cuts) from the rows held
+    apart while the training matrix was built; None without early stopping.
+
+    The rows were left out of the training matrix as they went by; when the part turns out to
+    lack a class (known only once read) it is not watched, and the record says so.
+    """
+    import xgboost
+
+    es = getattr(model, "early_stopping", None)
+    if es is None:
+        return None
+    if not held:
+        es.check(n_train, np.empty(0), model.classes)  # too few training rows: says so
+        return None
+    xp = backend.xp
+    parts = [held[k] for k in sorted(held)]
+    X, y = xp.concatenate([m for m, _ in parts]), xp.concatenate([v for _, v in parts])
+    held.clear()
+    if not es.check(n_train, _compat.to_numpy(y), model.classes):
+        return None
+    return xgboost.QuantileDMatrix(
+        X, label=y, ref=dtrain, feature_names=names, feature_types=types,
+        max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
+    )  # fmt: skip
 
 
 def predict_batches(

@@ -40,12 +40,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
+from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBOOST_EVAL_METRIC, BoostingInput, XGBoostModel, XGBoostParams
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
@@ -160,13 +163,16 @@ def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
     rounds: int,
-    make_dtrain: Callable[[], Any],
-    dtrain: Any,
+    make_input: Callable[[], BoostingInput],
+    model_input: BoostingInput,
     say: Callable[[str], None] = _say,
+    early_stopping_rounds: int | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``xgboost.dask.train``; once more on the remaining workers if a worker was lost.
 
-    Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
+    ``model_input`` holds the training matrix and, with early stopping, the validation part's,
+    watched every round (stopping after ``early_stopping_rounds`` rounds without gain, when
+    given). Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
     failed one its ``reason`` and ``lost_workers``). Raises :class:`ClusterRunFailed` when the
     first attempt fails without losing a worker (retrying would fail alike) or the retry fails.
     """
@@ -179,10 +185,12 @@ def train_with_one_retry(
         before = session.workers_now()
         try:
             if attempt == 2:
-                dtrain = make_dtrain()  # its model input built again on the remaining workers
+                model_input = make_input()  # its model input built again on the remaining workers
+            evals = [(model_input.dvalid, "validation")] if model_input.dvalid is not None else None
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
-                    client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
+                    client, params, model_input.dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
+                    evals=evals, early_stopping_rounds=early_stopping_rounds if evals else None, verbose_eval=False,
                     coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
@@ -220,8 +228,13 @@ def run_on_session(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     backend: Backend | None = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], DaskWorkflow]:
     """Run every stage on the session's cluster; the arm's part of the record and the workflow.
+
+    With ``early_stopping`` (shared with the run's other arm) XGBoost stops early on a
+    validation part of the training rows, or trains the rounds another arm decided; without,
+    it trains ``params.n_estimators`` rounds.
 
     ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
     ``backend`` is this process's backend for the workers' kind, as
@@ -242,7 +255,7 @@ def run_on_session(
     else:
         build = workflow
     dask_workflow = build(settings, kind, backend, info)
-    executor = OnDask(session, params, seed, say)
+    executor = OnDask(session, params, seed, say, early_stopping)
     return execute_arm(backend, dask_workflow, executor, listener).as_dict(), dask_workflow
 
 
@@ -252,8 +265,16 @@ class OnDask(Executor):
 
     name = "dask"
 
-    def __init__(self, session: ClusterSession, params: XGBoostParams, seed: int, say: Callable[[str], None] = _say):
+    def __init__(
+        self,
+        session: ClusterSession,
+        params: XGBoostParams,
+        seed: int,
+        say: Callable[[str], None] = _say,
+        early_stopping: EarlyStopping | None = None,
+    ):
         self.session, self.params, self.seed, self.say = session, params, seed, say
+        self.early_stopping = early_stopping
         self.sampler = WorkerMemorySampler(session.client)
 
     def trackers(self) -> tuple[Any, ...]:
@@ -269,7 +290,10 @@ class OnDask(Executor):
         session, params, client = self.session, self.params, self.session.client
         info = session.info
         dask_workflow: DaskWorkflow = workflow
-        model = XGBoostModel(params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2))
+        es = self.early_stopping
+        model = XGBoostModel(
+            params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2), early_stopping=es
+        )
         # No nthread: xgboost.dask gives each worker its own thread count.
         train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
         stage = timer.stage
@@ -286,7 +310,7 @@ class OnDask(Executor):
 
                 built: list[Any] = []
 
-                def make_dtrain() -> Any:
+                def make_input() -> BoostingInput:
                     nonlocal prepared, X_train, X_test
                     if built:
                         # The retry builds its model input again on the remaining workers: partitions
@@ -296,19 +320,24 @@ class OnDask(Executor):
                         prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
                         X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
                     built.append(X_train)
-                    return dxgb.DaskQuantileDMatrix(
-                        client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
-                    )
+                    return dask_model_input(client, model, X_train, prepared.y_train, int(prepared.rows["train"]))
 
                 with stage("to_device"):
-                    dtrain = make_dtrain()
+                    model_input = make_input()
                 with stage("train"):
-                    booster, attempts = train_with_one_retry(
-                        session, train_params, params.n_estimators, make_dtrain, dtrain, self.say
+                    rounds, patience = (
+                        es.rounds(params.n_estimators) if es is not None and model_input.dvalid is not None else (None, None)
                     )
-                    del dtrain
+                    booster, attempts = train_with_one_retry(
+                        session, train_params, rounds or params.n_estimators, make_input, model_input, self.say, patience
+                    )
+                    if es is not None and model_input.dvalid is not None:
+                        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[model.task])
+                    del model_input
                 with stage("predict"):
-                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
+                    best = booster.attr("best_iteration")  # trees past the decided round are left out
+                    window = (0, int(best) + 1) if best is not None else (0, 0)
+                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test, iteration_range=window))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
@@ -340,6 +369,45 @@ class OnDask(Executor):
             train_attempts=attempts,
             workers_memory=workers_memory,
         )
+
+
+def dask_model_input(client: Any, model: XGBoostModel, X_train: Any, y_train: Any, n_train: int) -> BoostingInput:
+    """The ``DaskQuantileDMatrix`` of the training rows and, with the model's early stopping, of
+    the validation part carved from them: the same positions among the training rows as in one
+    process (:meth:`~accel.early_stopping.EarlyStopping.positions`), each partition taking its
+    own from the partitions' lengths."""
+    from xgboost import dask as dxgb
+
+    from accel.workflows.flights_dask import partition_lengths
+
+    options = {"enable_categorical": True, "max_bin": model.params.max_bin}
+    es = model.early_stopping
+    if es is None:
+        return BoostingInput(dxgb.DaskQuantileDMatrix(client, X_train, y_train, **options))
+    positions = es.positions(n_train)
+    offsets = tuple(int(o) for o in np.cumsum([0, *partition_lengths(client, X_train)[:-1]]))
+    X_fit, y_fit = (f.map_partitions(held_rows, offsets, positions, False, meta=f._meta) for f in (X_train, y_train))
+    X_valid, y_valid = (f.map_partitions(held_rows, offsets, positions, True, meta=f._meta) for f in (X_train, y_train))
+    labels = _compat.to_numpy(y_valid.compute()) if len(positions) else np.empty(0)
+    if not es.check(n_train, labels, model.classes):
+        return BoostingInput(dxgb.DaskQuantileDMatrix(client, X_train, y_train, **options))
+    dtrain = dxgb.DaskQuantileDMatrix(client, X_fit, y_fit, **options)
+    return BoostingInput(dtrain, dxgb.DaskQuantileDMatrix(client, X_valid, y_valid, ref=dtrain, **options))
+
+
+def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid: bool, partition_info: Any = None) -> Any:
+    """A partition's validation rows (``valid``) or its other rows; ``positions`` among all
+    training rows, the partition's first at ``offsets[i]``."""
+    if partition_info is None:  # Dask asking for the output's shape
+        return part
+    start = offsets[partition_info["number"]]
+    lo, hi = np.searchsorted(positions, [start, start + len(part)])
+    local = positions[lo:hi] - start
+    if not valid:
+        keep = np.ones(len(part), dtype=bool)
+        keep[local] = False
+        local = np.flatnonzero(keep)
+    return part.iloc[local].reset_index(drop=True)
 
 
 def xgboost_named(frame: Any) -> Any:
@@ -395,12 +463,14 @@ def run_placed_arm(
     say: Callable[[str], None],
     single_process: Callable[[], Any] | None = None,
     memory: Any = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the workflow)``.
 
     A cluster accel starts is started for the arm and closed after it (the next arm gets the
     node to itself); a running cluster stays attached. The arm in this process runs
-    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`.
+    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`. Every arm given
+    the same ``early_stopping`` trains the rounds the first of them decided.
     """
     if place.skip is not None:
         return skipped(place.skip).as_dict(), None
@@ -409,6 +479,10 @@ def run_placed_arm(
 
         assert single_process is not None
         single = single_process()
+        if early_stopping is not None:
+            from accel.runner import attach_early_stopping
+
+            attach_early_stopping(single, early_stopping)
         arm = run_arm_safely(place.backend, single, listener, memory, collect=False).as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
         return arm, single
@@ -416,7 +490,9 @@ def run_placed_arm(
     with ExitStack() as stack:
         session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
         startup = time.perf_counter() - t0 if place.session is None else 0.0
-        arm, dask_workflow = run_on_session(session, workflow, settings, params, seed, listener, say, place.backend)
+        arm, dask_workflow = run_on_session(
+            session, workflow, settings, params, seed, listener, say, place.backend, early_stopping
+        )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
     return arm, dask_workflow
 
@@ -456,14 +532,15 @@ def cluster_run(
     """
     from accel.environment import collect_environment
     from accel.record import ensure_writable, record_stem, write_record
-    from accel.runner import build_workflow, run_record
+    from accel.runner import build_workflow, early_stopping_for, run_record
 
     check_dask_config(config)
+    early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
     workflow: str | DaskBuilder = config.workflow
     planned_workflow = None
     if config.data is not None:
-        planned_workflow = build_workflow(config)  # the single-process plan: rows, split, columns
+        planned_workflow = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
         if on_plan is not None:
             on_plan(planned_workflow)
         workflow = table_builder(planned_workflow.planned)
@@ -476,7 +553,7 @@ def cluster_run(
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
-        return planned_workflow if planned_workflow is not None else build_workflow(config)
+        return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
@@ -486,15 +563,19 @@ def cluster_run(
         places = plan_arms(config, stack, say)
         for kind in ("gpu", "cpu"):
             arms[kind], ran = run_placed_arm(
-                places[kind], workflow, settings, params, config.seed, listener, say, single_process, config.memory_settings()
-            )
+                places[kind], workflow, settings, params, config.seed, listener, say, single_process,
+                config.memory_settings(), early_stopping,
+            )  # fmt: skip
             described = described or ran
     finished = datetime.now(timezone.utc)
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
-        model={"name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump()},
+        model={
+            "name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump(),
+            "early_stopping": early_stopping.describe(),
+        },  # fmt: skip
         mode="dask",
     )  # fmt: skip
     path = write_record(out, record, record_stem(described.name, started))
