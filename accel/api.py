@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accel.openmp import settle
 from accel.record import leaves_no_folder
 
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
@@ -344,6 +345,7 @@ def run_config(
     (dict, pathlib.Path)
         The record and where it was written.
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     if config.cluster is not None:
         from accel.scaleout.runner import cluster_run
 
@@ -830,6 +832,7 @@ def benchmark(
         For every bad input, before anything is measured, with the one-line message the
         command line prints (nothing is written then).
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.bench.suites import request, run_suite
 
     given = {
@@ -993,6 +996,7 @@ def scale(
         For every bad input (a worker count beyond this machine's cores or GPUs included),
         before the first cluster starts, with the one-line message the command line prints.
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
     settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)

@@ -402,7 +402,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "nthreads": dask_worker.state.nthreads,
         "memory_limit_bytes": dask_worker.memory_manager.memory_limit,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        # Workers accel starts inherit accel's setting; a running cluster's workers have their own.
+        # Workers accel starts get accel's setting in their environment; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
         "arrow_memory_pool": _arrow_pool(),
     }
@@ -525,10 +525,13 @@ class ClusterSession:
 
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
         # each spawn, distributed/nanny.py): what was there before is put back when the session closes.
-        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON}
+        from accel.openmp import worker_environ
+
+        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON, *worker_environ()}
         self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
-            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}):
+            environ = {**WORKER_ENVIRON, **worker_environ()}  # OpenMP's spin count: accel's, unless the user chose
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}):
                 return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):
             raise
