@@ -22,6 +22,7 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.output import detail
 from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
@@ -300,6 +301,7 @@ def paired_run(
     check_memory_flags(config.memory_settings())  # before planning reads the file or probes
     workflow = build_workflow(config)
     t_planned = clock()
+    say_planning(workflow, t_planned - t_run)
 
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     gpu, cpu = arms.gpu, arms.cpu
@@ -309,6 +311,7 @@ def paired_run(
     t_env = clock()
     environment = collect_environment()
     t_env = clock() - t_env
+    detail(f"planning: environment report {t_env:.2f} s")
     memory = config.memory_settings()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
@@ -317,6 +320,12 @@ def paired_run(
     batch_plan["gpu"], t0 = clock() - t0, clock()
     cpu_arm = prepare_arm(cpu, workflow, memory)
     batch_plan["cpu"] = clock() - t0
+    for arm, prepared in (("gpu", gpu_arm), ("cpu", cpu_arm)):
+        if prepared is not None:
+            plan = prepared[1]
+            detail(
+                f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({plan.mode}, {plan.rows_per_batch:,} rows a batch)"
+            )
     if on_plan is not None:
         on_plan(workflow)
     arm_wall: dict[str, float] = {}
@@ -340,6 +349,19 @@ def paired_run(
     )  # fmt: skip
     path = write_record(out, record, record_stem(workflow.name, started))
     return record, path
+
+
+def say_planning(workflow: Any, seconds: float) -> None:
+    """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
+    schema inference, the encoding probe)."""
+    planned = workflow.planned
+    steps = ""
+    if planned is not None:
+        steps = (
+            f" (read the head {planned.read_seconds:.2f} s, schema inference {planned.infer_seconds:.2f} s, "
+            f"encoding probe {planned.probe_seconds:.2f} s)"
+        )
+    detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s{steps}")
 
 
 def run_record(

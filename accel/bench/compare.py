@@ -581,9 +581,10 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
+    from accel.output import say as say_line
     from accel.record import ensure_writable, record_head, record_stem, write_record
 
-    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    say = say or say_line
     program = opts.program.resolve()
     kind = check_program(opts.program)
     if opts.repeat < 0:

@@ -183,9 +183,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
     )
     add_overwrite_argument(r, "--out")
-    r.add_argument(
-        "--json", action="store_true", help="print the records shown and their figures as JSON instead of the Markdown summary"
+    shown = r.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--markdown", action="store_true", help="print the page's summary as Markdown (a table per kind of record) on stdout"
     )
+    shown.add_argument("--json", action="store_true", help="print the records shown and their figures as JSON")
     r.set_defaults(handler=_cmd_report)
 
 
@@ -193,7 +195,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(message)
 
 
 def _fmt_s(value: Any) -> str:
@@ -469,5 +473,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from accel.report.html import write_report
 
     report = write_report(args.dir or output_root(), args.out, overwrite=args.overwrite)
-    show_result(report.figures(), args.json, lambda: _print(report.markdown), {"report": report.path})
+    figures = report.figures()
+    show_result(
+        figures,
+        args.json,
+        lambda: _print(report.markdown if args.markdown else _report_summary(figures)),
+        {"report": report.path},
+    )
     return 0
+
+
+def _report_summary(figures: dict[str, Any]) -> str:
+    """Two lines on what the page shows (the whole summary with ``--markdown``)."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in figures["by_kind"].items())
+    ignored = f"; {len(figures['ignored'])} file(s) not used (listed on the page)" if figures["ignored"] else ""
+    return (
+        f"{figures['records']} record(s) from {figures['folder']}: {kinds}{ignored}\n"
+        "open the page in a browser; --markdown prints its summary here, --json its figures"
+    )

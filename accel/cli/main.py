@@ -28,6 +28,7 @@ from accel.cli.options import (
 )
 from accel.credentials import hide
 from accel.errors import AccelError
+from accel.output import say
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
@@ -88,7 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
+    completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
+    completion.add_argument("shell", choices=["bash"], help="the shell")
+    completion.set_defaults(handler=lambda args: _cmd_completion(parser))
+    from accel.cli.usage import finish
+
+    finish(parser)  # --quiet/--verbose and examples on every command
     return parser
+
+
+def _cmd_completion(parser: argparse.ArgumentParser) -> int:
+    from accel.cli.usage import bash_script
+
+    print(bash_script(parser), end="")
+    return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -142,7 +156,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         gc.unfreeze()
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
-        print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
+        say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
     show_result(record, args.json, lambda: render_run(record, Console()), {"run record": path})
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
@@ -171,6 +185,9 @@ def _main(argv: Sequence[str] | None) -> int:
             cut = argv.index("--")
             argv, passthrough = argv[:cut], argv[cut + 1 :]
         args = parser.parse_args(argv)
+        from accel.output import NORMAL, QUIET, VERBOSE, set_level
+
+        set_level(QUIET if getattr(args, "quiet", False) else VERBOSE if getattr(args, "verbose", False) else NORMAL)
         if passthrough is not None:
             args.script_args = passthrough
         handler = getattr(args, "handler", None)

@@ -32,7 +32,6 @@ import dataclasses
 import math
 import os
 import socket
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -611,7 +610,9 @@ def search_config(
 
 
 def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(line)
 
 
 def _best_trials(study: Any, k: int) -> list[Any]:

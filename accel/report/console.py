@@ -74,11 +74,16 @@ class ProgressDisplay:
         A live panel (default: when the console is a terminal), or plain lines. A run whose
         Dask workers write to the same terminal (their logs, XGBoost's tracker) takes plain
         lines: a live panel redraws over lines it did not write, repeating and mixing its own.
+
+    With ``--quiet`` (:func:`accel.output.quiet`) it shows nothing.
     """
 
     def __init__(self, console: Console | None = None, live: bool | None = None):
+        from accel.output import quiet
+
         self.console = console or Console(stderr=True)
-        self.live_mode = self.console.is_terminal if live is None else live
+        self.silent = quiet()
+        self.live_mode = not self.silent and (self.console.is_terminal if live is None else live)
         self._lock = threading.Lock()
         self._label: str | None = None
         self._arm: str | None = None
@@ -98,7 +103,8 @@ class ProgressDisplay:
         return self._label or arm
 
     def _say(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if not self.silent:
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _start_live(self) -> None:
         if self.live_mode and self._live is None:
@@ -292,7 +298,12 @@ def shown_name(name: str) -> str:
 
 
 def show_plan(workflow: Any, console: Console) -> None:
-    """Before the arms run: the table, the task and the inferred schema, one line per column kind."""
+    """Before the arms run: the table, the task and the inferred schema, one line per column kind
+    (nothing with ``--quiet``)."""
+    from accel.output import quiet
+
+    if quiet():
+        return
     plan = workflow.plan
     if plan is None:
         for notice in workflow.notices:

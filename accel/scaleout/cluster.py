@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -450,7 +449,9 @@ class ClusterSession:
         no_worker_grace: float = NO_WORKERS_GRACE_S,
     ):
         self.plan = plan
-        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+        from accel.output import say as say_line
+
+        self.say = say or say_line
         self.dashboard_address = dashboard_address
         self.cluster: Any = None
         self.client: Any = None

@@ -119,7 +119,9 @@ class ClusterRunFailed(AccelError):
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(text)
 
 
 def client_backend(kind: str) -> Backend:
