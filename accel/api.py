@@ -349,7 +349,7 @@ def run_config(
     if config.cluster is not None:
         from accel.scaleout.runner import cluster_run
 
-        return cluster_run(config, listener, on_plan=on_plan)
+        return cluster_run(config, listener, on_plan=on_plan, process_start=process_start)
     from accel.runner import paired_run
 
     return paired_run(config, listener, on_plan=on_plan, process_start=process_start)

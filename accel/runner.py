@@ -382,10 +382,7 @@ def run_record(
     """
     from accel.record import record_head
 
-    def result(arm: dict[str, Any]) -> ArmResult:
-        return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
-
-    gpu_result, cpu_result = result(gpu), result(cpu)
+    gpu_result, cpu_result = as_arm_result(gpu), as_arm_result(cpu)
     environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
     record: RunRecord = {
         **record_head("run"),
@@ -406,6 +403,11 @@ def run_record(
     return record
 
 
+def as_arm_result(arm: dict[str, Any]) -> ArmResult:
+    """An arm's record part (:meth:`ArmResult.as_dict`, with what a cluster arm adds) as an :class:`ArmResult`."""
+    return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
+
+
 def wall_timeline(
     workflow: Workflow,
     t_run: float,
@@ -415,17 +417,19 @@ def wall_timeline(
     arm_wall: dict[str, float],
     results: dict[str, ArmResult],
     process_start: float | None = None,
+    cluster_startup: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
     a run called from Python), planning (reading the head, schema inference, the
     encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
-    its work between them (set-up, the fp16 check), and what is left over. The parts add up to
-    ``process_seconds``; ``unaccounted_seconds`` is the remainder."""
+    its work between them (set-up, the fp16 check; on Dask, ``cluster_startup``: starting the
+    arm's cluster), and what is left over. The parts add up to ``process_seconds``;
+    ``unaccounted_seconds`` is the remainder."""
     now = time.perf_counter()
     since_start = 0.0 if process_start is None else time.time() - process_start
     process = max(since_start, now - t_run)
-    planned = workflow.planned
+    planned = getattr(workflow, "planned", None)
     planning_total = t_planned - t_run
     planning = {"total": planning_total}
     if planned is not None:
@@ -436,6 +440,8 @@ def wall_timeline(
     for arm, seconds in arm_wall.items():
         stages = results[arm].total_seconds if results[arm].status == "ok" else 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
+        if cluster_startup and arm in cluster_startup:
+            arms[arm]["cluster_startup"] = cluster_startup[arm]
     parts = {
         "start_up": max(process - (now - t_run), 0.0),
         "planning": planning_total,

@@ -250,9 +250,14 @@ def _render_db(result: dict) -> None:
     console = _console()
     gpu_shown = any(row["gpu"].get("status") in ("ok", "failed") for row in result["questions"])
     table = Table(title=f"db-benchmark {result['benchmark'].removeprefix('db_')} — seconds", title_justify="left")
-    columns = ["q", "question", "CPU run1", "CPU run2", "CPU median", "rows"]
+    timed = sorted(
+        {row[arm]["timing"]["repeats"] for row in result["questions"] for arm in ("cpu", "gpu") if "timing" in row[arm]}
+    )
+    median = f"median of {timed[0]} timed" if len(timed) == 1 else "median of the timed runs"
+    # run 1 is the cold run, run 2 the first timed one; the median is of the timed runs (run 2 and the repeats after it).
+    columns = ["q", "question", "CPU run 1 (cold)", "CPU run 2", f"CPU {median}", "rows"]
     if gpu_shown:
-        columns += ["GPU run1", "GPU run2", "GPU median", "speedup", "answers"]
+        columns += ["GPU run 1 (cold)", "GPU run 2", f"GPU {median}", "speedup", "answers"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("q", "question", "answers") else "right")
     for row in result["questions"]:
@@ -283,7 +288,9 @@ def _render_db(result: dict) -> None:
                 )
     if result.get("engines"):
         names = list(result["engines"])
-        t = Table(title="the same questions on other engines, for context (run 2, seconds)", title_justify="left")
+        t = Table(
+            title="the same questions on other engines, for context (run 2: the first timed run, seconds)", title_justify="left"
+        )
         t.add_column("q")
         t.add_column("pandas arm", justify="right")
         for name in names:

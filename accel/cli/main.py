@@ -141,7 +141,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if config.cluster is not None:
         from accel.scaleout.runner import run_command
 
-        return run_command(config, args.json)
+        return run_command(config, args.json, PROCESS_STARTED_AT)
 
     progress = ProgressDisplay()
     # What start-up built (modules, schemas, the config) lives to the end of the run: frozen, the

@@ -222,9 +222,12 @@ def wall_line(wall: dict[str, Any]) -> str:
         for key, label in (("read_on_host", "read"), ("schema_inference", "schema"), ("encoding_probe", "probe"))
         if key in planning
     )
-    arms = " + ".join(
-        f"{arm.upper()} arm {a['wall']:.2f} (stages {a['stages']:.2f})" for arm, a in (wall.get("arms") or {}).items()
-    )
+
+    def arm_part(arm: str, a: dict[str, Any]) -> str:
+        startup = f"cluster start-up {a['cluster_startup']:.2f}, " if "cluster_startup" in a else ""
+        return f"{arm.upper()} arm {a['wall']:.2f} ({startup}stages {a['stages']:.2f})"
+
+    arms = " + ".join(arm_part(arm, a) for arm, a in (wall.get("arms") or {}).items())
     total = wall["process_seconds"] or 1.0
     return (
         f"wall {wall['process_seconds']:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"

@@ -32,7 +32,9 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 from __future__ import annotations
 
 import os
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -159,6 +161,42 @@ def tracker_host(client: Any) -> str:
     from distributed.comm import get_address_host
 
     return get_address_host(client.scheduler.address).strip("[]")
+
+
+#: What each worker prints as it joins XGBoost's training ("[12:00:01] Task [xgboost.dask-0]:tcp://... got rank 0").
+RANK_LINE = re.compile(r"Task \[[^\]]*\]\S* got rank \d+")
+
+
+_rank_lines_dropped = False
+
+
+def drop_rank_lines() -> None:
+    """Run on each worker of a cluster accel starts (``client.run``), once: XGBoost's
+    "Task [xgboost.dask-0]:... got rank 0" lines, which each worker writes to its stderr as it
+    joins training (from a thread with no Python log callback: straight to descriptor 2), are
+    left out; every other line of the worker's stderr passes as it comes.
+
+    Descriptor 2 becomes a pipe that a thread of the worker reads line by line, writing on to
+    the real stderr what is not a rank line. (A running cluster's workers are the user's own and
+    are left as they are.)
+    """
+    global _rank_lines_dropped
+    if _rank_lines_dropped:
+        return
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                if not RANK_LINE.search(line.decode("utf-8", "replace")):
+                    os.write(real, line)
+
+    threading.Thread(target=pump, name="accel-stderr-filter", daemon=True).start()
+    _rank_lines_dropped = True
 
 
 def train_with_one_retry(
@@ -324,6 +362,8 @@ class OnDask(Executor):
                     built.append(X_train)
                     return dask_model_input(client, model, X_train, prepared.y_train, int(prepared.rows["train"]))
 
+                if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
+                    client.run(drop_rank_lines)
                 with stage("to_device"):
                     model_input = make_input()
                 with stage("train"):
@@ -522,6 +562,7 @@ def cluster_run(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
+    process_start: float | None = None,
 ) -> tuple[RunRecord, Path]:
     """Run ``config`` (which has a ``cluster``) on Dask, both arms, and write its record; ``(record, path)``.
 
@@ -530,12 +571,14 @@ def cluster_run(
     ``on_plan(workflow)`` is called with the single-process workflow that holds the plan), the
     cluster request and the device (:func:`accel.scaleout.arms.plan_arms`). The accelerated
     arm runs first, then the baseline; each arm's record part says where it ran
-    (``placement``, ``cluster``).
+    (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
+    (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
     from accel.environment import collect_environment
     from accel.record import ensure_writable, record_stem, write_record
-    from accel.runner import build_workflow, early_stopping_for, run_record
+    from accel.runner import as_arm_result, build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
 
+    t_run = time.perf_counter()
     check_dask_config(config)
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
@@ -557,28 +600,41 @@ def cluster_run(
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
 
+    t_planned = time.perf_counter()
+    if planned_workflow is not None:
+        say_planning(planned_workflow, t_planned - t_run)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
+    t_env = time.perf_counter() - t_planned
     arms: dict[str, dict[str, Any]] = {}
+    arm_wall: dict[str, float] = {}
     described = None
     with ExitStack() as stack:
         places = plan_arms(config, stack, say)
         for kind in ("gpu", "cpu"):
+            t0 = time.perf_counter()
             arms[kind], ran = run_placed_arm(
                 places[kind], workflow, settings, params, config.seed, listener, say, single_process,
                 config.memory_settings(), early_stopping,
             )  # fmt: skip
+            if arms[kind]["status"] != "skipped":
+                arm_wall[kind] = time.perf_counter() - t0
             described = described or ran
     finished = datetime.now(timezone.utc)
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
+    startup = {k: float(arms[k]["cluster"]["startup_seconds"]) for k in arm_wall if arms[k].get("cluster")}
+    timeline = wall_timeline(
+        planned_workflow or described, t_run, t_planned, t_env, {}, arm_wall,
+        {k: as_arm_result(arms[k]) for k in arm_wall}, process_start, startup,
+    )  # fmt: skip
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
         model={
             "name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump(),
             "early_stopping": early_stopping.describe(),
         },  # fmt: skip
-        mode="dask",
+        mode="dask", wall=timeline,
     )  # fmt: skip
     path = write_record(out, record, record_stem(described.name, started))
     return record, path
@@ -651,7 +707,7 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
-def run_command(config: Any, as_json: bool) -> int:
+def run_command(config: Any, as_json: bool, process_start: float | None = None) -> int:
     """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
 
     from rich.console import Console
@@ -660,7 +716,9 @@ def run_command(config: Any, as_json: bool) -> int:
 
     progress = ProgressDisplay(live=False)  # the workers write to the same terminal
     try:
-        record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
+        record, path = cluster_run(
+            config, progress, on_plan=lambda wf: show_plan(wf, progress.console), process_start=process_start
+        )
     finally:
         progress.close()
     show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})

@@ -326,10 +326,13 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
     runs = record["runs"]
     title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
     table = Table(title=title, title_justify="left")
-    table.add_column("")
+    # Each run's header: its label, then its workers × threads per worker (the first column says so).
+    table.add_column("\nworkers × threads", no_wrap=True)
     for run in runs:
         table.add_column(
-            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}", justify="right"
+            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}",
+            justify="right",
+            overflow="fold",
         )
 
     def cells(stage: str, field: str, show: Any) -> list[str]:
