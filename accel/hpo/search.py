@@ -638,11 +638,15 @@ def _better(a: float, b: float, direction: str) -> bool:
 
 
 def run_search(
-    config: Any, request: SearchRequest, log: Callable[[str], None] = _log, listener: Any = None
+    config: Any,
+    request: SearchRequest,
+    log: Callable[[str], None] = _log,
+    listener: Any = None,
+    trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """The whole search for ``config``: baseline, trials, top-k, retrained best, CPU arm; the record.
 
-    ``log`` gets one line per step and trial; ``listener`` (:class:`~accel.result.Listener`,
+    ``log`` gets one line per step, ``trial_log`` (by default ``log``) one per trial; ``listener`` (:class:`~accel.result.Listener`,
     the command line's progress display) is shown the default baseline while it trains.
     Everything that can be refused (output folder, device, Dask cluster, storage, study name,
     ``--resume``, the user's table) is checked before the study is created or changed and
@@ -657,7 +661,7 @@ def run_search(
     with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
         opened = open_study(config, request.given, request.resume)
         try:
-            return _search(opened, backend, gpu_note, client, request, out, log, listener)
+            return _search(opened, backend, gpu_note, client, request, out, log, listener, trial_log or log)
         except BaseException as exc:
             if not opened.resumed:
                 discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
@@ -678,6 +682,7 @@ def _search(
     out: Path,
     log: Callable[[str], None],
     listener: Any = None,
+    trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
@@ -734,11 +739,12 @@ def _search(
     )
     t0 = time.perf_counter()
     n_workers = 1
+    each_trial = trial_log or log  # one line per trial
     if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, log)
+        run_trials(study, ctx, remaining, config.hpo.timeout, each_trial)
     else:
         n_workers = run_trials_on_client(
-            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log
+            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, each_trial
         )
     phases["trials"] = time.perf_counter() - t0
     counts = trial_counts(study)

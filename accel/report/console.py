@@ -281,6 +281,8 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     metrics.add_row("peak device memory", _fmt_mb(gpu.get("peak_device_mb")), "—")
     console.print(metrics)
 
+    for line in run_notes(record):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     p = record["parity"]
     if p["ok"] is None:
         console.print(f"parity: not checked ({p['metric']} needs both arms)", highlight=False, markup=False)
@@ -292,6 +294,32 @@ def render_run(record: dict[str, Any], console: Console) -> None:
         )
     if cpu.get("status") == "failed":
         console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
+
+
+def early_stopping_line(model: dict[str, Any] | None) -> str | None:
+    """``early stopping: 46 rounds chosen on 1,558 validation rows (76 trained on both arms, decided by the CPU arm)``."""
+    es = (model or {}).get("early_stopping")
+    if not es:
+        return None
+    if not es.get("used"):
+        reason = es.get("reason") or "no arm trained"
+        return f"early stopping: not used ({reason}); every round trained"
+    rows = es["validation"]["rows"]
+    return (
+        f"early stopping: {es['rounds']} rounds chosen on {rows:,} validation rows held out of training "
+        f"({es['trained']} trained on every arm, decided by the {str(es['decided_by']).upper()} arm)"
+    )
+
+
+def run_notes(record: dict[str, Any]) -> list[str]:
+    """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
+    worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
+    from accel.metrics import remarks
+
+    arms = record["arms"]
+    metrics = arms["cpu"].get("metrics") or arms["gpu"].get("metrics") or {}
+    line = early_stopping_line(record.get("model"))
+    return ([line] if line else []) + [f"note: {remark}" for remark in remarks(metrics)]
 
 
 def shown_name(name: str) -> str:
