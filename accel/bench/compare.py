@@ -833,7 +833,9 @@ def experiment_rows(record: dict[str, Any], source: str) -> list[dict[str, Any]]
                 "seconds": r.get("cold_seconds"),
                 "peak_host_mb": r.get("peak_host_mb"),
                 "peak_device_mb": r.get("peak_device_mb"),
-                "metric": 1.0 if arm == "cpu" else share,
+                # The CPU arm is the reference (1 when the GPU arm's numbers were compared with it;
+                # NaN, shown as a dash, when nothing was compared).
+                "metric": (1.0 if not math.isnan(share) else math.nan) if arm == "cpu" else share,
                 "source": source,
             }
         )
