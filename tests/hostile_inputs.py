@@ -1811,7 +1811,7 @@ def _wrong_shapes(tmp: Path) -> list[str]:
     (records / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"], "speedup": 3}))
     (records / "bad-models.json").write_text(json.dumps({"benchmark": "models", "models": [1, 2, 3]}))
     (records / "bad-scaling.json").write_text(json.dumps({"benchmark": "scaling", "rows": "many"}))
-    return ["report", str(records)]
+    return ["report", str(records), "--markdown"]  # the page's summary, its sections named
 
 
 def _groupby_over_folder(tmp: Path) -> list[str]:

@@ -490,11 +490,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: At most this many files not used are named on the terminal (the page lists them all).
+SHOWN_IGNORED = 10
+
+
 def _report_summary(figures: dict[str, Any]) -> str:
-    """Two lines on what the page shows (the whole summary with ``--markdown``)."""
+    """A few lines on what the page shows and which files it did not use (the whole summary with ``--markdown``)."""
     kinds = ", ".join(f"{n} {kind}" for kind, n in figures["by_kind"].items())
-    ignored = f"; {len(figures['ignored'])} file(s) not used (listed on the page)" if figures["ignored"] else ""
-    return (
-        f"{figures['records']} record(s) from {figures['folder']}: {kinds}{ignored}\n"
-        "open the page in a browser; --markdown prints its summary here, --json its figures"
-    )
+    ignored = figures["ignored"]
+    lines = [f"{figures['records']} record(s) from {figures['folder']}: {kinds}"]
+    lines += [f"  not used: {f['file']} ({f['reason']})" for f in ignored[:SHOWN_IGNORED]]
+    if len(ignored) > SHOWN_IGNORED:
+        lines.append(f"  ... and {len(ignored) - SHOWN_IGNORED} more (listed on the page)")
+    lines.append("open the page in a browser; --markdown prints its summary here, --json its figures")
+    return "\n".join(lines)

@@ -249,12 +249,15 @@ def train_and_score(
     callbacks: tuple = (),
     out: Measured | None = None,
     listener: Any = None,
+    early_stopping: Any = None,
 ) -> Measured:
     """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
 
     With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
-    early stopping and pruning; otherwise (the baseline and the final model) it boosts exactly
-    ``n_estimators`` rounds, as ``accel run`` does. Building the model input, training and
+    early stopping and pruning; with ``early_stopping`` (an
+    :class:`~accel.early_stopping.EarlyStopping`: the default baseline, which is the model
+    ``accel run`` trains) it stops early on a validation part carved from ``(X, y)`` as
+    ``accel run`` does; otherwise (the final model) it boosts exactly ``n_estimators`` rounds. Building the model input, training and
     predicting are timed as the ``to_device``, ``train`` and ``predict`` stages of ``accel run``
     (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
     seconds and memory of a run that raises (a pruned trial). A ``listener``
@@ -266,6 +269,8 @@ def train_and_score(
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
+    if early_stopping is not None and isinstance(model, XGBoostModel):
+        model.early_stopping = early_stopping
     # Library warnings (a solver that did not converge) are kept with the result, one line
     # each, instead of a screenful per trial.
     with measured(backend, out, listener) as timer, warnings.catch_warnings(record=True) as caught:
@@ -687,6 +692,7 @@ def _search(
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
     from accel.record import record_head, record_stem, write_record
+    from accel.runner import early_stopping_for
 
     config, study, workflow = opened.config, opened.study, opened.workflow
     metric, direction = direction_of(workflow.task)
@@ -720,7 +726,10 @@ def _search(
             listener.section("default baseline")
         try:
             d = ctx.data
-            base = train_and_score(ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener)
+            base = train_and_score(
+                ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener,
+                early_stopping=early_stopping_for(config),  # as accel run trains it
+            )  # fmt: skip
         finally:
             if listener is not None:
                 listener.section(None)
