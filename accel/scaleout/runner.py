@@ -685,11 +685,11 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
                 markup=False,
             )
         workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
-        workers.add_column("worker")
-        workers.add_column("threads", justify="right")
-        workers.add_column("memory limit (MB)", justify="right")
-        workers.add_column("peak RSS (MB)", justify="right")
-        workers.add_column("peak device (MB)", justify="right")
+        # The address tells the workers apart: never cut; the numbers' headers wrap instead.
+        longest = max((len(w["address"]) for w in cluster["worker_details"]), default=6)
+        workers.add_column("worker", no_wrap=True, min_width=longest)
+        for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
+            workers.add_column(header, justify="right", overflow="fold")
         for w in cluster["worker_details"]:
             memory = w.get("memory") or {}
             limit = w.get("memory_limit_bytes")
