@@ -1389,7 +1389,7 @@ CASES += [
          _space('{max_depth: [3, "deep", null]}'), "clean error", ("hpo.search_space.xgboost.", "'deep'"),
          inspect=absent("runs")),
     Case("hpo-resume-keeps-subset", "search", "--resume, without --subset, of a study made with --subset 0.5",
-         _resume_keeps_subset, "handled", records=2, check=_kept_subset(0.5), inspect=_trials_on_subset(0.5)),
+         _resume_keeps_subset, "handled", records=2, check=_kept_subset(0.5), inspect=_trials_on_subset(0.5), slow=True),
     Case("hpo-rerun-after-refused-first", "search", "the corrected rerun of a first hpo refused after planning",
          _rerun_after_refused_first, "handled"),
     # ---- one line, never a traceback
@@ -1403,7 +1403,7 @@ CASES += [
     Case("compare-socket-in-folder", "one line", "a Unix socket beside the script of accel compare", _compare_socket,
          "handled", check=_not_copied("sock"), inspect=said("not copied")),
     Case("report-deep-json", "one line", "accel report over a JSON file nested 200,000 deep", _report_deep_json,
-         "handled", ("deep.json",), records=0),
+         "handled", ("deep.json",), records=0, slow=True),
     Case("yaml-50mb-list", "one line", "a 50 MB workflow file of one long list", _yaml_list, "clean error",
          ("larger than", "big.yaml"), inspect=within(20)),
     # ---- processes: nothing the script started outlives accel compare

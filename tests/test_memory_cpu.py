@@ -177,6 +177,7 @@ def test_backoff_gives_up_below_the_minimum_batch(backend):
     assert [r["rows"] for r in plan.retries] == [4 * MIN_BATCH_ROWS, 2 * MIN_BATCH_ROWS]
 
 
+@pytest.mark.slow  # a flights run in float16 and again in float32: over 30 s on two shared cores
 def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
     cfg = tmp_path / "fp16.yaml"
     cfg.write_text("workflow: flights\nrows: 8000\nprecision: fp16\nbatch_rows: 3000\nxgboost:\n  n_estimators: 60\n")
@@ -234,6 +235,7 @@ def test_bad_memory_flags(tmp_path, capsys, flag, value, needle):
     assert records_in(tmp_path / "r") == []
 
 
+@pytest.mark.slow  # XGBoost's matrix built twice, once paged through external memory on disk
 def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch):
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "c.csv"
