@@ -61,15 +61,6 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int, keep: Any = None) -> Any:
     return StoredBatches()
 
 
-@dataclass
-class BoostingInput:
-    """XGBoost's model input: the training matrix and, with early stopping, the validation part's
-    (built on the training matrix's quantile cuts)."""
-
-    dtrain: Any
-    dvalid: Any = None
-
-
 #: ``on_round(done, total)``: told after each boosting round (the progress display's rounds and ETA).
 RoundListener = Callable[[int, int], None]
 
@@ -112,8 +103,8 @@ class XGBoostModel:
     sketch is computed on the GPU from a cuDF frame, on the host from pandas); :meth:`fit`
     boosts; :meth:`predict` predicts in place on the arm's frame. With ``early_stopping``
     (:class:`~accel.early_stopping.EarlyStopping`, shared by the arms of a paired run)
-    :meth:`to_device` carves the validation part from the training rows and :meth:`fit` stops
-    early on it, or trains the rounds the first arm decided.
+    :meth:`search_rounds` finds the rounds once, on a validation part of the training rows,
+    and :meth:`fit` trains them on all the training rows.
     """
 
     params: XGBoostParams = field(default_factory=XGBoostParams)
@@ -150,42 +141,59 @@ class XGBoostModel:
             out["num_class"] = self.n_classes
         return out
 
-    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> BoostingInput:
-        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``, and
-        with early stopping the validation part's (its rows left out of the training matrix).
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+        """The training ``QuantileDMatrix``, fed batch by batch through ``xgboost.DataIter``.
 
         Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
         float16 matrix never exists in float32 as a whole.
         """
         import xgboost
 
-        labels = _compat.series_to_array(y)
-        keep = valid = None
-        es = self.early_stopping
-        if es is not None:
-            mask = es.mask(X.n_rows)
-            if es.check(X.n_rows, _compat.to_numpy(labels[backend.xp.asarray(mask)]), self.classes):
-                valid = backend.xp.asarray(mask)
-                keep = ~valid
-        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-        dtrain = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, keep), **options)
-        if valid is None:
-            return BoostingInput(dtrain)
-        return BoostingInput(dtrain, xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dtrain, **options))
+        return xgboost.QuantileDMatrix(
+            _batches(X, _compat.series_to_array(y), batch_rows),
+            max_bin=self.params.max_bin,
+            enable_categorical=True,
+            nthread=backend.n_threads,
+        )
 
-    def fit(self, backend: Backend, data: Any, on_round: RoundListener | None = None) -> Any:
-        """Boost ``n_estimators`` rounds, or with a validation part (``data.dvalid``) stop early on
-        it, or train the rounds the first arm decided (:class:`~accel.early_stopping.EarlyStopping`);
-        ``on_round(done, total)`` is told of each round. ``data``: a :class:`BoostingInput` or a
-        training matrix."""
-        data = data if isinstance(data, BoostingInput) else BoostingInput(data)
+    def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
+        """Boost the rounds early stopping found (:meth:`search_rounds`), else ``n_estimators``;
+        ``on_round(done, total)`` is told of each one."""
         es = self.early_stopping
-        rounds, patience = es.rounds(self.params.n_estimators) if es is not None and data.dvalid is not None else (None, None)
-        callbacks = (round_callback(on_round, rounds or self.params.n_estimators),) if on_round is not None else ()
-        booster = self.boost(backend, data, rounds, patience, callbacks)
-        if es is not None and data.dvalid is not None:
-            es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task])
-        return booster
+        rounds = es.rounds(self.params.n_estimators) if es is not None else self.params.n_estimators
+        callbacks = (round_callback(on_round, rounds),) if on_round is not None else ()
+        return self.boost(backend, dtrain, None, rounds, None, callbacks)
+
+    def search_rounds(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> bool:
+        """The early-stopping search, where this arm runs it (the first to train): the validation
+        part of the rows of ``X`` held out, the rest boosted watching it, the rounds found kept in
+        :attr:`early_stopping` for every arm. Untimed by the stages (the caller runs it between
+        ``to_device`` and ``train``). Returns whether it ran."""
+        import xgboost
+
+        es = self.early_stopping
+        if es is None or not es.searching:
+            return False
+        labels = _compat.series_to_array(y)
+        mask = es.mask(X.n_rows)
+        valid = backend.xp.asarray(mask)
+        if not es.check(X.n_rows, _compat.to_numpy(labels[valid]), self.classes):
+            return False
+        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+        dfit = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, ~valid), **options)
+        dvalid = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dfit, **options)
+        self.search(backend, dfit, dvalid)
+        return True
+
+    def search(self, backend: Backend, dfit: Any, dvalid: Any) -> None:
+        """Boost on ``dfit`` watching ``dvalid``, stopping after the patience; the rounds found go to :attr:`early_stopping`."""
+        import time
+
+        es = self.early_stopping
+        assert es is not None
+        t0 = time.perf_counter()
+        booster = self.boost(backend, dfit, dvalid, self.params.n_estimators, es.patience, ())
+        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task], time.perf_counter() - t0, self.params.n_estimators)
 
     def fit_validated(
         self,
@@ -206,7 +214,6 @@ class XGBoostModel:
         """
         import xgboost
 
-        dtrain = dtrain.dtrain if isinstance(dtrain, BoostingInput) else dtrain
         dvalid = xgboost.QuantileDMatrix(
             _batches(X_valid, _compat.series_to_array(y_valid), batch_rows),
             ref=dtrain,
@@ -214,23 +221,29 @@ class XGBoostModel:
             enable_categorical=True,
             nthread=backend.n_threads,
         )
-        return self.boost(backend, BoostingInput(dtrain, dvalid), rounds, early_stopping_rounds, callbacks)
+        return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
 
     def boost(
-        self, backend: Backend, data: BoostingInput, rounds: int | None, early_stopping_rounds: int | None, callbacks: tuple
+        self,
+        backend: Backend,
+        dtrain: Any,
+        dvalid: Any,
+        rounds: int | None,
+        early_stopping_rounds: int | None,
+        callbacks: tuple,
     ) -> Any:
-        """``xgboost.train``: ``rounds`` (default ``n_estimators``), the validation part watched
-        every round when there is one, stopping after ``early_stopping_rounds`` without gain."""
+        """``xgboost.train``: ``rounds`` (default ``n_estimators``), ``dvalid`` (when given)
+        watched every round, stopping after ``early_stopping_rounds`` rounds without gain."""
         import xgboost
 
         params = self.booster_params(backend)
         evals = None
-        if data.dvalid is not None:
+        if dvalid is not None:
             params["eval_metric"] = XGBOOST_EVAL_METRIC[self.task]
-            evals = [(data.dvalid, "validation")]
+            evals = [(dvalid, "validation")]
         return xgboost.train(
             params,
-            data.dtrain,
+            dtrain,
             num_boost_round=rounds or self.params.n_estimators,
             evals=evals,
             early_stopping_rounds=early_stopping_rounds if evals else None,

@@ -134,6 +134,9 @@ class InMemory(Executor):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
+        search_rounds(
+            backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
+        )
         with timer.stage("train"):
             fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
@@ -158,6 +161,25 @@ class InMemory(Executor):
             self._check = None
             check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
             executed.memory["precision"]["fp32_check"] = check
+
+
+#: How the early-stopping search shows in the progress (it is no timed stage: the arms' stages do the same work).
+SEARCH = "rounds search"
+
+
+def search_rounds(backend: Backend, model: Any, listener: Listener | None, search: Any) -> None:
+    """Run an XGBoost model's early-stopping search between the ``to_device`` and ``train``
+    stages, where this arm is the one to run it (:class:`~accel.early_stopping.EarlyStopping`),
+    shown as it runs but outside the timed stages."""
+    es = getattr(model, "early_stopping", None)
+    if es is None or not es.searching:
+        return
+    if listener:
+        listener.stage_started(backend.name, SEARCH)
+    t0 = time.perf_counter()
+    search()
+    if listener:
+        listener.stage_finished(backend.name, SEARCH, time.perf_counter() - t0)
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
@@ -341,6 +363,7 @@ def paired_run(
     timeline = wall_timeline(
         workflow, t_run, t_planned, t_env, batch_plan if gpu is not None else {"cpu": batch_plan["cpu"]}, arm_wall,
         {"gpu": gpu_result, "cpu": cpu_result}, process_start,
+        early_stopping=getattr(workflow.model, "early_stopping", None),
     )  # fmt: skip
 
     record = run_record(
@@ -418,13 +441,15 @@ def wall_timeline(
     results: dict[str, ArmResult],
     process_start: float | None = None,
     cluster_startup: dict[str, float] | None = None,
+    early_stopping: Any = None,
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
     a run called from Python), planning (reading the head, schema inference, the
     encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
-    its work between them (set-up, the fp16 check; on Dask, ``cluster_startup``: starting the
-    arm's cluster), and what is left over. The parts add up to ``process_seconds``;
+    its work between them (set-up, the fp16 check, the early-stopping search of the arm that ran
+    it: ``rounds_search``; on Dask, ``cluster_startup``: starting the arm's cluster), and what is
+    left over. The parts add up to ``process_seconds``;
     ``unaccounted_seconds`` is the remainder."""
     now = time.perf_counter()
     since_start = 0.0 if process_start is None else time.time() - process_start
@@ -442,6 +467,9 @@ def wall_timeline(
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
         if cluster_startup and arm in cluster_startup:
             arms[arm]["cluster_startup"] = cluster_startup[arm]
+        decided = getattr(early_stopping, "decided", None)
+        if decided and decided["decided_by"] == arm:
+            arms[arm]["rounds_search"] = decided["search_seconds"]
     parts = {
         "start_up": max(process - (now - t_run), 0.0),
         "planning": planning_total,

@@ -104,7 +104,7 @@ def one_split(spec: dict, seed: int, workdir: Path) -> dict:
         "xgboost_defaults": defaults(frame, y, plan, record["task"], seed),
         "rows": {"train": len(plan.train_pos), "test": len(plan.test_pos)},
         "rounds_chosen": es.get("rounds"),
-        "rounds_trained": es.get("trained"),
+        "rounds_searched": es.get("searched"),
         "validation_rows": (es.get("validation") or {}).get("rows"),
         "accel_seconds": seconds,
         "task": record["task"],

@@ -54,7 +54,7 @@ def test_notebook_display_shows_the_stages_metrics_and_the_skip_reason(flights):
     # The hold-out metrics, as the terminal's second table, and the rounds early stopping chose.
     assert "hold-out metrics" in page and f"{result.metrics.loc['auc', 'cpu']:.4f}" in page
     es = result.record["model"]["early_stopping"]
-    assert f"early stopping: {es['rounds']} rounds chosen" in page and "parity: not checked" in page
+    assert f"early stopping: {es['rounds']} rounds, found on" in page and "parity: not checked" in page
 
 
 def test_run_shows_its_progress_by_default(tmp_path, capfd):

@@ -81,7 +81,8 @@ def _choices(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
 def bash_script(parser: argparse.ArgumentParser) -> str:
     """A bash completion function for ``accel``: its commands, each command's options, and the
     values of options that take one of a few (``--device auto|cpu|gpu``); files elsewhere."""
-    cases, subcommands = [], {}
+    cases: list[str] = []
+    subcommands: dict[str, list[str]] = {}
     for path, command in commands(parser):
         if len(path) > 1:
             subcommands.setdefault(path[0], []).append(path[1])

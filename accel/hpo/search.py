@@ -256,8 +256,9 @@ def train_and_score(
     With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
     early stopping and pruning; with ``early_stopping`` (an
     :class:`~accel.early_stopping.EarlyStopping`: the default baseline, which is the model
-    ``accel run`` trains) it stops early on a validation part carved from ``(X, y)`` as
-    ``accel run`` does; otherwise (the final model) it boosts exactly ``n_estimators`` rounds. Building the model input, training and
+    ``accel run`` trains) the rounds are found on a validation part carved from ``(X, y)`` and
+    trained on all of it, as ``accel run`` does; otherwise (the final model) it boosts exactly
+    ``n_estimators`` rounds. Building the model input, training and
     predicting are timed as the ``to_device``, ``train`` and ``predict`` stages of ``accel run``
     (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
     seconds and memory of a run that raises (a pruned trial). A ``listener``
@@ -279,6 +280,8 @@ def train_and_score(
             to_device, train, predict = FINAL_STAGES
             with timer.stage(to_device):
                 model_input = model.to_device(backend, X, y, ctx.batch_rows)
+            if early_stopping is not None and isinstance(model, XGBoostModel):
+                model.search_rounds(backend, X, y, ctx.batch_rows)  # as accel run does: outside the stages
             with timer.stage(train):
                 if validate and isinstance(model, XGBoostModel):
                     fitted = model.fit_validated(

@@ -225,7 +225,8 @@ def wall_line(wall: dict[str, Any]) -> str:
 
     def arm_part(arm: str, a: dict[str, Any]) -> str:
         startup = f"cluster start-up {a['cluster_startup']:.2f}, " if "cluster_startup" in a else ""
-        return f"{arm.upper()} arm {a['wall']:.2f} ({startup}stages {a['stages']:.2f})"
+        search = f", early-stopping search {a['rounds_search']:.2f}" if "rounds_search" in a else ""
+        return f"{arm.upper()} arm {a['wall']:.2f} ({startup}stages {a['stages']:.2f}{search})"
 
     arms = " + ".join(arm_part(arm, a) for arm, a in (wall.get("arms") or {}).items())
     total = wall["process_seconds"] or 1.0
@@ -297,7 +298,8 @@ def render_run(record: dict[str, Any], console: Console) -> None:
 
 
 def early_stopping_line(model: dict[str, Any] | None) -> str | None:
-    """``early stopping: 46 rounds chosen on 1,558 validation rows (76 trained on both arms, decided by the CPU arm)``."""
+    """``early stopping: 46 rounds, found on 1,558 validation rows by the CPU arm's search (76
+    rounds, 2.1 s, outside the stages); every arm trained them on all training rows``."""
     es = (model or {}).get("early_stopping")
     if not es:
         return None
@@ -306,8 +308,9 @@ def early_stopping_line(model: dict[str, Any] | None) -> str | None:
         return f"early stopping: not used ({reason}); every round trained"
     rows = es["validation"]["rows"]
     return (
-        f"early stopping: {es['rounds']} rounds chosen on {rows:,} validation rows held out of training "
-        f"({es['trained']} trained on every arm, decided by the {str(es['decided_by']).upper()} arm)"
+        f"early stopping: {es['rounds']} rounds, found on {rows:,} validation rows by the "
+        f"{str(es['decided_by']).upper()} arm's search ({es['searched']} rounds, {es['search_seconds']:.1f} s, "
+        "outside the stages); every arm trained them on all the training rows"
     )
 
 

@@ -50,7 +50,7 @@ from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
-from accel.models import XGBOOST_EVAL_METRIC, BoostingInput, XGBoostModel, XGBoostParams
+from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
@@ -203,16 +203,16 @@ def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
     rounds: int,
-    make_input: Callable[[], BoostingInput],
-    model_input: BoostingInput,
+    make_input: Callable[[], tuple[Any, Any]],
+    model_input: tuple[Any, Any],
     say: Callable[[str], None] = _say,
     early_stopping_rounds: int | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``xgboost.dask.train``; once more on the remaining workers if a worker was lost.
 
-    ``model_input`` holds the training matrix and, with early stopping, the validation part's,
-    watched every round (stopping after ``early_stopping_rounds`` rounds without gain, when
-    given). Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
+    ``model_input`` is ``(training matrix, validation matrix or None)``: the early-stopping
+    search watches the validation part every round and stops after ``early_stopping_rounds``
+    rounds without gain (``make_input()`` builds it again for the retry). Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
     failed one its ``reason`` and ``lost_workers``). Raises :class:`ClusterRunFailed` when the
     first attempt fails without losing a worker (retrying would fail alike) or the retry fails.
     """
@@ -226,10 +226,11 @@ def train_with_one_retry(
         try:
             if attempt == 2:
                 model_input = make_input()  # its model input built again on the remaining workers
-            evals = [(model_input.dvalid, "validation")] if model_input.dvalid is not None else None
+            dtrain, dvalid = model_input
+            evals = [(dvalid, "validation")] if dvalid is not None else None
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
-                    client, params, model_input.dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
+                    client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
                     evals=evals, early_stopping_rounds=early_stopping_rounds if evals else None, verbose_eval=False,
                     coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
@@ -327,6 +328,8 @@ class OnDask(Executor):
         import dask
         from xgboost import dask as dxgb
 
+        from accel.runner import search_rounds
+
         session, params, client = self.session, self.params, self.session.client
         info = session.info
         dask_workflow: DaskWorkflow = workflow
@@ -350,7 +353,7 @@ class OnDask(Executor):
 
                 built: list[Any] = []
 
-                def make_input() -> BoostingInput:
+                def make_dtrain() -> tuple[Any, Any]:
                     nonlocal prepared, X_train, X_test
                     if built:
                         # The retry builds its model input again on the remaining workers: partitions
@@ -360,26 +363,24 @@ class OnDask(Executor):
                         prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
                         X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
                     built.append(X_train)
-                    return dask_model_input(client, model, X_train, prepared.y_train, int(prepared.rows["train"]))
+                    options = {"enable_categorical": True, "max_bin": params.max_bin}
+                    return dxgb.DaskQuantileDMatrix(client, X_train, prepared.y_train, **options), None
 
                 if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
                     client.run(drop_rank_lines)
+                n_train = int(prepared.rows["train"])
+                search_rounds(
+                    backend, model, listener,
+                    lambda: dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say),
+                )  # fmt: skip
                 with stage("to_device"):
-                    model_input = make_input()
+                    model_input = make_dtrain()
                 with stage("train"):
-                    rounds, patience = (
-                        es.rounds(params.n_estimators) if es is not None and model_input.dvalid is not None else (None, None)
-                    )
-                    booster, attempts = train_with_one_retry(
-                        session, train_params, rounds or params.n_estimators, make_input, model_input, self.say, patience
-                    )
-                    if es is not None and model_input.dvalid is not None:
-                        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[model.task])
+                    rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
+                    booster, attempts = train_with_one_retry(session, train_params, rounds, make_dtrain, model_input, self.say)
                     del model_input
                 with stage("predict"):
-                    best = booster.attr("best_iteration")  # trees past the decided round are left out
-                    window = (0, int(best) + 1) if best is not None else (0, 0)
-                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test, iteration_range=window))
+                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
@@ -413,28 +414,48 @@ class OnDask(Executor):
         )
 
 
-def dask_model_input(client: Any, model: XGBoostModel, X_train: Any, y_train: Any, n_train: int) -> BoostingInput:
-    """The ``DaskQuantileDMatrix`` of the training rows and, with the model's early stopping, of
-    the validation part carved from them: the same positions among the training rows as in one
-    process (:meth:`~accel.early_stopping.EarlyStopping.positions`), each partition taking its
-    own from the partitions' lengths."""
+def dask_search(
+    session: ClusterSession,
+    model: XGBoostModel,
+    arm: str,
+    params: dict[str, Any],
+    X_train: Any,
+    y_train: Any,
+    n_train: int,
+    say: Callable[[str], None],
+) -> None:
+    """The early-stopping search on the cluster (the first arm to train): the validation part
+    carved from the training rows (the same positions among them as in one process, each
+    partition taking its own from the partitions' lengths), the rest boosted watching it; the
+    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`."""
+    import time
+
     from xgboost import dask as dxgb
 
     from accel.workflows.flights_dask import partition_lengths
 
-    options = {"enable_categorical": True, "max_bin": model.params.max_bin}
-    es = model.early_stopping
-    if es is None:
-        return BoostingInput(dxgb.DaskQuantileDMatrix(client, X_train, y_train, **options))
+    es, client = model.early_stopping, session.client
+    assert es is not None
     positions = es.positions(n_train)
     offsets = tuple(int(o) for o in np.cumsum([0, *partition_lengths(client, X_train)[:-1]]))
-    X_fit, y_fit = (f.map_partitions(held_rows, offsets, positions, False, meta=f._meta) for f in (X_train, y_train))
-    X_valid, y_valid = (f.map_partitions(held_rows, offsets, positions, True, meta=f._meta) for f in (X_train, y_train))
-    labels = _compat.to_numpy(y_valid.compute()) if len(positions) else np.empty(0)
+
+    def part(frame: Any, valid: bool) -> Any:
+        return frame.map_partitions(held_rows, offsets, positions, valid, meta=frame._meta)
+
+    labels = _compat.to_numpy(part(y_train, True).compute()) if len(positions) else np.empty(0)
     if not es.check(n_train, labels, model.classes):
-        return BoostingInput(dxgb.DaskQuantileDMatrix(client, X_train, y_train, **options))
-    dtrain = dxgb.DaskQuantileDMatrix(client, X_fit, y_fit, **options)
-    return BoostingInput(dtrain, dxgb.DaskQuantileDMatrix(client, X_valid, y_valid, ref=dtrain, **options))
+        return
+    options = {"enable_categorical": True, "max_bin": model.params.max_bin}
+
+    def make_input() -> tuple[Any, Any]:
+        dfit = dxgb.DaskQuantileDMatrix(client, part(X_train, False), part(y_train, False), **options)
+        return dfit, dxgb.DaskQuantileDMatrix(client, part(X_train, True), part(y_train, True), ref=dfit, **options)
+
+    params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
+    t0 = time.perf_counter()
+    cap = model.params.n_estimators
+    booster, _ = train_with_one_retry(session, params, cap, make_input, make_input(), say, es.patience)
+    es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
 
 
 def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid: bool, partition_info: Any = None) -> Any:
@@ -626,7 +647,7 @@ def cluster_run(
     startup = {k: float(arms[k]["cluster"]["startup_seconds"]) for k in arm_wall if arms[k].get("cluster")}
     timeline = wall_timeline(
         planned_workflow or described, t_run, t_planned, t_env, {}, arm_wall,
-        {k: as_arm_result(arms[k]) for k in arm_wall}, process_start, startup,
+        {k: as_arm_result(arms[k]) for k in arm_wall}, process_start, startup, early_stopping,
     )  # fmt: skip
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
