@@ -30,6 +30,8 @@ search and every round is trained (the record says why).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,3 +146,22 @@ class EarlyStopping:
         if self.off is not None:
             return {**out, "used": False, "reason": self.off}
         return {**out, "used": self.decided is not None, **(self.decided or {})}
+
+
+#: How the early-stopping search shows in the progress (it is no timed stage: the arms' stages do the same work).
+SEARCH = "rounds search"
+
+
+def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], None]) -> None:
+    """``search()``, an XGBoost model's early-stopping search, between an arm's ``to_device`` and
+    ``train`` stages where this arm is the one to run it; the ``listener``
+    (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""
+    es = getattr(model, "early_stopping", None)
+    if es is None or not es.searching:
+        return
+    if listener:
+        listener.stage_started(backend.name, SEARCH)
+    t0 = time.perf_counter()
+    search()
+    if listener:
+        listener.stage_finished(backend.name, SEARCH, time.perf_counter() - t0)

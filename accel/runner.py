@@ -19,6 +19,7 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
+from accel.early_stopping import search_between_stages
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
@@ -134,7 +135,7 @@ class InMemory(Executor):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
-        search_rounds(
+        search_between_stages(
             backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
         )
         with timer.stage("train"):
@@ -161,25 +162,6 @@ class InMemory(Executor):
             self._check = None
             check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
             executed.memory["precision"]["fp32_check"] = check
-
-
-#: How the early-stopping search shows in the progress (it is no timed stage: the arms' stages do the same work).
-SEARCH = "rounds search"
-
-
-def search_rounds(backend: Backend, model: Any, listener: Listener | None, search: Any) -> None:
-    """Run an XGBoost model's early-stopping search between the ``to_device`` and ``train``
-    stages, where this arm is the one to run it (:class:`~accel.early_stopping.EarlyStopping`),
-    shown as it runs but outside the timed stages."""
-    es = getattr(model, "early_stopping", None)
-    if es is None or not es.searching:
-        return
-    if listener:
-        listener.stage_started(backend.name, SEARCH)
-    t0 = time.perf_counter()
-    search()
-    if listener:
-        listener.stage_finished(backend.name, SEARCH, time.perf_counter() - t0)
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:

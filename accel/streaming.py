@@ -32,11 +32,11 @@ from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
+from accel.early_stopping import search_between_stages
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.precision import frame_matrix, xgboost_features
 from accel.result import Executed, Executor
-from accel.runner import search_rounds
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
@@ -208,7 +208,7 @@ def _run_streaming(
             if dvalid is not None:
                 model.search(backend, dfit, dvalid)
 
-        search_rounds(backend, model, listener, search)
+        search_between_stages(backend, model, listener, search)
         # Only the test rows are read again: the training rows' list and folds go before boosting.
         rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
 

@@ -150,6 +150,7 @@ def test_backoff_halves_on_a_real_memory_error():
         import resource, numpy as np
         from accel.backend import cpu_backend
         from accel.batching import BatchPlan, with_backoff
+        backend = cpu_backend()  # its libraries (OpenMP's users) mapped before the limit is set
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (used + 1536 * 2**20, hard))
@@ -157,7 +158,7 @@ def test_backoff_halves_on_a_real_memory_error():
         def step(rows):
             block = np.ones((rows, 8192))  # rows x 64 KiB
             return rows, float(block[-1, -1])
-        print(with_backoff(step, plan, cpu_backend(), 'test'), [r['rows'] for r in plan.retries])
+        print(with_backoff(step, plan, backend, 'test'), [r['rows'] for r in plan.retries])
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)

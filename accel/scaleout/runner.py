@@ -328,7 +328,7 @@ class OnDask(Executor):
         import dask
         from xgboost import dask as dxgb
 
-        from accel.runner import search_rounds
+        from accel.early_stopping import search_between_stages
 
         session, params, client = self.session, self.params, self.session.client
         info = session.info
@@ -369,7 +369,7 @@ class OnDask(Executor):
                 if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
                     client.run(drop_rank_lines)
                 n_train = int(prepared.rows["train"])
-                search_rounds(
+                search_between_stages(
                     backend, model, listener,
                     lambda: dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say),
                 )  # fmt: skip
