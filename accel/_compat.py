@@ -54,6 +54,11 @@ def to_pandas(obj: Any) -> Any:
     return obj.to_pandas() if is_cudf(obj) else obj
 
 
+def from_pandas(xdf: ModuleType, frame: Any) -> Any:
+    """A pandas frame as a frame of ``xdf``'s library (itself for pandas; ``cudf.DataFrame.from_pandas``)."""
+    return frame if is_pandas_module(xdf) else xdf.DataFrame.from_pandas(frame)
+
+
 def dask_dataframe_backend(xdf: ModuleType) -> str:
     """Dask's ``dataframe.backend`` for partitions of ``xdf``: ``"pandas"``, or ``"cudf"`` (Dask-cuDF)."""
     return "pandas" if is_pandas_module(xdf) else "cudf"

@@ -12,14 +12,14 @@ it cannot use the GPU), and :func:`speedups` / :func:`parity` compare the two ar
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from accel import OMP_WAIT_POLICY
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import parity_rule
-from accel.timing import STAGES, StageTimer, speedup
+from accel.timing import EXTRA_STAGES, STAGES, StageTimer, speedup
 
 
 class Listener(Protocol):
@@ -73,9 +73,14 @@ class ArmResult:
     train_attempts: list[dict[str, Any]] = field(default_factory=list)
     workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
     client_peak_host_mb: float | None = None
+    #: Importance of each feature by kind (``gain``, ``mean_abs_shap``, ...): the pipeline's.
+    importances: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: What the arm learnt (:class:`accel.pipeline.Pipeline`), saved beside the record; not part of it.
+    pipeline: Any = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = asdict(replace(self, pipeline=None))
+        del out["pipeline"]
         if self.executor == "dask":
             out["placement"] = "dask"
             out["train_retried"] = len(self.train_attempts) > 1
@@ -151,6 +156,8 @@ class Executed:
     where: str | None = None
     train_attempts: list[dict[str, Any]] = field(default_factory=list)
     workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What the arm learnt, kept to score new rows (:class:`accel.pipeline.Pipeline`).
+    pipeline: Any = None
 
 
 class Executor:
@@ -205,7 +212,7 @@ def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: Memo
         backend=backend.name,
         device_used=device_used,
         device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
+        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in (*STAGES, *EXTRA_STAGES) if s in STAGES or s in timer.seconds},
         total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
         metrics=executed.metrics,
         peak_host_mb=peaks.peak_host_mb,
@@ -222,6 +229,8 @@ def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: Memo
         train_attempts=list(executed.train_attempts),
         workers_memory=dict(executed.workers_memory),
         client_peak_host_mb=to_mb(monitor.peak_host) if executed.peaks is not None else None,
+        importances=dict(executed.pipeline.importances) if executed.pipeline is not None else {},
+        pipeline=executed.pipeline,
     )
     return check_device(result, backend)
 
@@ -241,7 +250,7 @@ def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
     """CPU seconds / GPU seconds per stage and in total; NaN unless both arms ran."""
     both = gpu.status == "ok" and cpu.status == "ok"
     out = {}
-    for stage in STAGES:
+    for stage in (*STAGES, *(s for s in EXTRA_STAGES if s in gpu.stages or s in cpu.stages)):
         g, c = gpu.stages.get(stage), cpu.stages.get(stage)
         out[stage] = speedup(c, g) if both else math.nan
     out["total"] = speedup(cpu.total_seconds, gpu.total_seconds) if both else math.nan

@@ -22,6 +22,7 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.pipeline import Pipeline, beside_record, explain, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
@@ -138,6 +139,9 @@ class InMemory(Executor):
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
         del model_input
+        kept = from_run(workflow, backend, model, fitted, prepared.transform, precision)
+        explained(kept, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+        kept.holdout = holdout_frame(prepared.test_ids, prediction)
 
         y_test = _compat.to_numpy(prepared.y_test)
         metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
@@ -149,7 +153,7 @@ class InMemory(Executor):
         }
         if settings.precision == "fp16" and settings.precision_check:
             self._check = (prepared, y_test)
-        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record)
+        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
     def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
         if self._check is not None:
@@ -157,6 +161,14 @@ class InMemory(Executor):
             self._check = None
             check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
             executed.memory["precision"]["fp32_check"] = check
+
+
+def explained(pipeline: Pipeline, timer: StageTimer, sample: Any, rows: int) -> None:
+    """The pipeline's importances, in their own timed stage ``explain``: SHAP on ``sample(n)``,
+    the first ``n`` hold-out rows' float32 matrix, ``n`` at most ``rows`` (0: the model's own
+    importances only)."""
+    with timer.stage("explain"):
+        explain(pipeline, sample(rows) if rows > 0 else None)
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
@@ -311,7 +323,8 @@ def paired_run(
         config, workflow, gpu_result.as_dict(), cpu_result.as_dict(), environment, started, finished,
         model=workflow.model.describe(), wall=timeline,
     )  # fmt: skip
-    path = write_record(out, record, record_stem(workflow.name, started))
+    kept = {arm: r.pipeline for arm, r in (("gpu", gpu_result), ("cpu", cpu_result)) if r.pipeline is not None}
+    path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
     return record, path
 
 
