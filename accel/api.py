@@ -106,6 +106,24 @@ class RunResult:
         """The whole run's speedup (NaN unless both arms ran)."""
         return _float((self.record.get("speedup") or {}).get("total"))
 
+    @property
+    def pipeline(self) -> Any:
+        """The fitted pipeline (:class:`accel.pipeline.Pipeline`) of the accelerated arm where it
+        ran, else the CPU arm's, loaded from where the run saved it, on this machine's device:
+        ``result.pipeline.predict(df)``."""
+        return load(self.path)
+
+    @property
+    def importances(self) -> Any:
+        """Each feature's importance by kind (the accelerated arm's model where it ran), most important first."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if arms[a].get("importances")), None) or {}
+        frame = pd.DataFrame(found)
+        frame.index.name = "feature"
+        return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
+
     def __repr__(self) -> str:
         arms = self.record["arms"]
         shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
@@ -286,6 +304,109 @@ def run(
         if listener is not None:
             listener.close()
     return RunResult(record, Path(path))
+
+
+def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None = None) -> Any:
+    """The fitted pipeline a run saved, ready to score: ``accel.load(path).predict(df)``.
+
+    Parameters
+    ----------
+    run : str or path
+        The run record ``accel run`` printed (or :attr:`RunResult.path`), or a pipeline folder.
+    device : {"auto", "cpu", "gpu"}, default "auto"
+        Where it scores: the GPU where one is usable, else the CPU (a pipeline trained on either
+        arm loads on either).
+    arm : {"gpu", "cpu"}, optional
+        Which arm's pipeline of a run (default: the accelerated arm's where it ran).
+
+    Returns
+    -------
+    accel.pipeline.Pipeline
+        With ``classes_``, ``predict``, ``predict_proba``, ``contributions`` and
+        ``feature_importances``; each takes a pandas or cuDF DataFrame or a path.
+
+    Raises
+    ------
+    accel.errors.AccelError
+        A file that is not a pipeline, one cut short or changed since it was saved, one from a
+        newer accel.
+    """
+    from accel.pipeline import load as load_pipeline
+
+    return load_pipeline(Path(run), device=device, arm=arm)
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """Rows scored with a run's pipeline: the scoring record and where the predictions went.
+
+    Attributes
+    ----------
+    record : dict
+        The scoring record (each arm's seconds per stage and rows per second, the speedup, the
+        metrics where the table had its target).
+    path : pathlib.Path
+        Where the record was written.
+    output : pathlib.Path
+        The predictions' file.
+    """
+
+    record: dict[str, Any]
+    path: Path
+    output: Path
+
+    @property
+    def predictions(self) -> Any:
+        """The predictions' file, read back as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.output) if self.output.suffix.lower() in (".parquet", ".pq") else pd.read_csv(self.output)
+
+    def __repr__(self) -> str:
+        return f"PredictResult({self.record['output']['rows']:,} rows from the {self.record['output']['arm']} arm, {str(self.output)!r})"
+
+
+@leaves_no_folder
+def predict(
+    run: str | os.PathLike[str],
+    *,
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    arm: str | None = None,
+    device: str = "auto",
+    baseline: bool = False,
+    memory_budget: str | None = None,
+    batch_rows: int | None = None,
+    contributions: bool = False,
+    records: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> PredictResult:
+    """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
+
+    Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
+    does); ``records`` is the folder of the scoring record (default ``$ACCEL_OUT_DIR``, else
+    ``runs``); ``progress`` shows the stages as they run.
+    """
+    from accel.record import output_root
+    from accel.scoring import PredictSettings
+    from accel.scoring import predict as score
+
+    settings = PredictSettings(
+        run=Path(run), data=Path(data), out=Path(out), records=Path(records) if records is not None else output_root(),
+        arm=arm, device=device, baseline=baseline, memory_budget=memory_budget, batch_rows=batch_rows,
+        contributions=contributions,
+    )  # fmt: skip
+    listener = None
+    if progress:
+        from accel.report.console import ProgressDisplay
+
+        listener = ProgressDisplay()
+    try:
+        record, path, output = score(settings, listener)
+    finally:
+        if listener is not None:
+            listener.close()
+    return PredictResult(record, Path(path), Path(output))
 
 
 def _table_settings(

@@ -45,8 +45,9 @@ from accel.errors import AccelError
 SCHEMA_VERSION = 3
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
-#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
-RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
+#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``),
+#: new rows scored with a run's pipeline (``accel predict``).
+RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments", "predict"]
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 #: The variable naming the folder everything accel writes goes under (default ``runs``).
 OUT_ENV = "ACCEL_OUT_DIR"

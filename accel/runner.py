@@ -22,10 +22,11 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.pairing import arm_of, pair
 from accel.pipeline import Pipeline, beside_record, explain, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
-from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
+from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 
@@ -95,7 +96,7 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
         with monitor:
             executed = executor.execute(backend, workflow, timer, listener)
         executor.after(backend, workflow, executed)
-        result = arm_result(backend, executor.name, timer, monitor, executed)
+        result = arm_result(backend, executor.name, timer, monitor, executed, executor.stages)
         status = result.status
         return result
     except KeyboardInterrupt:
@@ -346,11 +347,7 @@ def run_record(
     """
     from accel.record import record_head
 
-    def result(arm: dict[str, Any]) -> ArmResult:
-        return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
-
-    gpu_result, cpu_result = result(gpu), result(cpu)
-    environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
+    environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
     record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,
@@ -362,9 +359,7 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        "arms": {"gpu": gpu, "cpu": cpu},
-        "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu_result, cpu_result),
+        **pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu),  # type: ignore[typeddict-item]
         **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
     }
     return record

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.cli.hpo import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
+    from accel.cli.predict import register as register_predict
+
+    register_predict(sub)  # predict: score new rows with a run's pipeline
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
