@@ -543,13 +543,22 @@ def from_run(
         fitted=fitted,
         precision=precision,
         backend=backend,
-        info={"model": getattr(workflow, "model_name", model.name), "arm": backend.name, **info},
+        info={
+            "model": getattr(workflow, "model_name", model.name),
+            "arm": backend.name,
+            "trained_on": model.device_used(backend, fitted),
+            **info,
+        },
     )
 
 
-def explain(pipeline: Pipeline, sample: Any) -> None:
-    """Set the pipeline's importances, SHAP on ``sample`` (a float32 matrix of hold-out rows)."""
-    pipeline.importances = pipeline.model.importances(pipeline.backend, pipeline.fitted, pipeline.feature_names, sample)
+def explained(pipeline: Pipeline, timer: Any, sample: Any, rows: int) -> None:
+    """The pipeline's importances, in their own timed stage ``explain`` of ``timer``: the model's
+    own and, for XGBoost, SHAP on ``sample(n)`` (the float32 matrix of the first ``n`` hold-out
+    rows), ``n`` at most ``rows`` (0: no SHAP)."""
+    with timer.stage("explain"):
+        matrix = sample(rows) if rows > 0 else None
+        pipeline.importances = pipeline.model.importances(pipeline.backend, pipeline.fitted, pipeline.feature_names, matrix)
 
 
 def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Any:

@@ -23,7 +23,7 @@ from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
 from accel.pairing import arm_of, pair
-from accel.pipeline import Pipeline, beside_record, explain, from_run, holdout_frame
+from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
@@ -162,14 +162,6 @@ class InMemory(Executor):
             self._check = None
             check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
             executed.memory["precision"]["fp32_check"] = check
-
-
-def explained(pipeline: Pipeline, timer: StageTimer, sample: Any, rows: int) -> None:
-    """The pipeline's importances, in their own timed stage ``explain``: SHAP on ``sample(n)``,
-    the first ``n`` hold-out rows' float32 matrix, ``n`` at most ``rows`` (0: the model's own
-    importances only)."""
-    with timer.stage("explain"):
-        explain(pipeline, sample(rows) if rows > 0 else None)
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:

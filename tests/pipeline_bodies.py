@@ -20,9 +20,9 @@ ROUNDS = 25
 #: (name, table, target): a binary table with dates, missing values, booleans as text and a
 #: target-encoded high-cardinality column; a regression; a multiclass target.
 TABLES = {
-    "customers": (lambda: tables.customers(700), "churned"),
-    "houses": (lambda: tables.house_prices(500), "price"),
-    "species": (lambda: tables.iris_like(450), "species"),
+    "customers": (lambda n=700: tables.customers(n), "churned"),
+    "houses": (lambda n=500: tables.house_prices(n), "price"),
+    "species": (lambda n=450: tables.iris_like(n), "species"),
 }
 TASKS = {"customers": "binary", "houses": "regression", "species": "multiclass"}
 #: Every registry model, on the tables whose task it does.
@@ -34,8 +34,8 @@ MODELS = {
 CASES = [(table, model) for table, models in MODELS.items() for model in models]
 
 
-def write_table(folder: Path, table: str, kind: str = "csv") -> Path:
-    frame = TABLES[table][0]()
+def write_table(folder: Path, table: str, kind: str = "csv", rows: int | None = None) -> Path:
+    frame = TABLES[table][0](rows) if rows else TABLES[table][0]()
     path = folder / f"{table}.{kind}"
     if kind == "csv":
         frame.to_csv(path, index=False)
@@ -54,9 +54,12 @@ def workflow_file(folder: Path, data: Path, target: str, model: str, **extra: ob
     return path
 
 
-def run_table(folder: Path, table: str, model: str, device: str, kind: str = "csv", **extra: object) -> tuple[Path, Path]:
-    """A run of ``model`` on ``table``; returns the record's path and the table's."""
-    data = write_table(folder, table, kind)
+def run_table(
+    folder: Path, table: str, model: str, device: str, kind: str = "csv", rows: int | None = None, **extra: object
+) -> tuple[Path, Path]:
+    """A run of ``model`` on ``table`` (``rows``: a larger one), with the workflow file's ``extra``
+    settings; returns the record's path and the table's."""
+    data = write_table(folder, table, kind, rows)
     flow = workflow_file(folder, data, TABLES[table][1], model, **extra)
     result = accel.run(flow, device=device, out=folder / "runs")
     arm = "gpu" if device == "gpu" else "cpu"

@@ -32,6 +32,22 @@ def test_a_parquet_table_round_trips(tmp_path):
     bodies.check_round_trip(record, data, "cpu", "cpu")
 
 
+def test_a_streamed_runs_pipeline_round_trips(tmp_path):
+    record, data = bodies.run_table(tmp_path, "customers", "xgboost", "cpu", rows=5000, batch_rows=1024)
+    assert read_json(record)["arms"]["cpu"]["executor"] == "streamed"
+    pipeline = bodies.check_round_trip(record, data, "cpu", "cpu")
+    assert set(pipeline.importances) == {"gain", "mean_abs_shap"}
+
+
+@pytest.mark.slow
+def test_a_dask_runs_pipeline_round_trips(tmp_path):
+    cluster = {"kind": "local", "workers": 2, "threads_per_worker": 1}
+    record, data = bodies.run_table(tmp_path, "customers", "xgboost", "cpu", rows=3000, cluster=cluster)
+    r = read_json(record)
+    assert r["arms"]["cpu"]["executor"] == "dask" and r["pipelines"]["cpu"]["trained_on"] == "cpu"
+    bodies.check_round_trip(record, data, "cpu", "cpu")
+
+
 @pytest.fixture(scope="module")
 def customers_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("customers")

@@ -39,7 +39,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
 from accel.data.readers import infinite_as_missing
 from accel.data.schema import TablePlan
 from accel.errors import AccelError
@@ -330,4 +330,6 @@ class DaskTable:
             y_test=y_test,
             categorical=list(featurizer.categorical),
             rows={"loaded": loaded_rows, "with_target": len(plan.row_positions), "train": n_train, "test": n_test},
+            transform=TableTransform(featurizer),
+            test_ids=plan.row_positions[plan.test_pos],
         )
