@@ -379,17 +379,30 @@ def predict(
     batch_rows: int | None = None,
     contributions: bool = False,
     records: str | os.PathLike[str] | None = None,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
     progress: bool = False,
 ) -> PredictResult:
     """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
 
     Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
     does); ``records`` is the folder of the scoring record (default ``$ACCEL_OUT_DIR``, else
-    ``runs``); ``progress`` shows the stages as they run.
+    ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
+    Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
     """
+    from argparse import Namespace
+
+    from accel.cli.options import config_overrides
+    from accel.config import ClusterConfig
     from accel.record import output_root
     from accel.scoring import PredictSettings
     from accel.scoring import predict as score
+
+    dask = Namespace(cluster=cluster, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker)
+    asked = config_overrides(dask).get("cluster")
+    on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
 
     settings = PredictSettings(
         run=Path(run), data=Path(data), out=Path(out), records=Path(records) if records is not None else output_root(),
@@ -402,7 +415,12 @@ def predict(
 
         listener = ProgressDisplay()
     try:
-        record, path, output = score(settings, listener)
+        if on_cluster is not None:
+            from accel.scaleout.scoring import predict_on_cluster
+
+            record, path, output = predict_on_cluster(settings, on_cluster, listener)
+        else:
+            record, path, output = score(settings, listener)
     finally:
         if listener is not None:
             listener.close()

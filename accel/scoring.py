@@ -90,7 +90,7 @@ def predictions_frame(pipeline: Pipeline, output: np.ndarray, first_row: int, co
     return frame
 
 
-class _Metrics:
+class Metrics:
     """The target's codes and the model's output of the rows whose target is known, gathered
     piece by piece, then scored with the run's metrics."""
 
@@ -98,12 +98,16 @@ class _Metrics:
         self.y: list[np.ndarray] = []
         self.out: list[np.ndarray] = []
 
-    def add(self, pipeline: Pipeline, frame: Any, output: np.ndarray) -> None:
+    def add(self, codes: np.ndarray, output: np.ndarray) -> None:
+        self.y.append(codes)
+        self.out.append(output)
+
+    def add_frame(self, pipeline: Pipeline, frame: Any, output: np.ndarray) -> None:
+        """The rows of ``frame`` whose target is known (none where it has no target column)."""
         found = pipeline.target_codes(frame)
         if found is not None:
             codes, known = found
-            self.y.append(codes)
-            self.out.append(output[known])
+            self.add(codes, output[known])
 
     def result(self, task: str) -> dict[str, float]:
         if not self.y or not sum(len(y) for y in self.y):
@@ -144,11 +148,11 @@ class ScoreInMemory(Executor):
             pipeline = load_folder(job.folder, backend)
             frame = read_source(backend.xdf, job.source, job.columns(pipeline))
         output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=False)
-        metrics = _Metrics()
-        metrics.add(pipeline, frame, output)
+        metrics = Metrics()
+        metrics.add_frame(pipeline, frame, output)
         job.outputs[backend.name] = predictions_frame(pipeline, output, 0, contributions)
         job.notices.extend(n for n in pipeline.notices if n not in job.notices)
-        return _executed(
+        return scoring_executed(
             pipeline, metrics.result(job.task), len(frame), {"batches": {"mode": "in-memory", "rows_per_batch": self.batch_rows}}
         )
 
@@ -176,7 +180,7 @@ class ScoreStreamed(Executor):
         assert job.scratch is not None
         spool = job.scratch / f"{backend.name}.parquet"
         chunks = iter_chunks(backend.xdf, job.source, columns, self.batch_rows, read_types(pipeline, columns))
-        metrics, writer, rows, batches = _Metrics(), None, 0, 0
+        metrics, writer, rows, batches = Metrics(), None, 0, 0
         try:
             while True:
                 with timer.accumulate("load"):
@@ -185,7 +189,7 @@ class ScoreStreamed(Executor):
                     break
                 start, frame = item
                 output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=True)
-                metrics.add(pipeline, frame, output)
+                metrics.add_frame(pipeline, frame, output)
                 piece = pa.Table.from_pandas(predictions_frame(pipeline, output, start, contributions), preserve_index=False)
                 writer = writer or pq.ParquetWriter(spool, piece.schema)
                 writer.write_table(piece)
@@ -198,7 +202,7 @@ class ScoreStreamed(Executor):
                 writer.close()
         job.outputs[backend.name] = spool if writer is not None else None
         memory = {"batches": {"mode": "streaming", "rows_per_batch": self.batch_rows, "batches": batches, **self.budget}}
-        return _executed(pipeline, metrics.result(job.task), rows, memory)
+        return scoring_executed(pipeline, metrics.result(job.task), rows, memory)
 
 
 def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
@@ -208,7 +212,7 @@ def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
     return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns}
 
 
-def _executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, memory: dict[str, Any]) -> Executed:
+def scoring_executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, memory: dict[str, Any]) -> Executed:
     return Executed(pipeline.model, pipeline.fitted, metrics, {"scored": rows}, pipeline.feature_names, memory)
 
 
@@ -375,63 +379,91 @@ def score_arm(backend: Backend, settings: PredictSettings, job: ScoreJob, listen
         return ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
 
 
-def predict(settings: PredictSettings, listener: Listener | None = None) -> tuple[dict[str, Any], Path, Path]:
-    """Score ``settings.data`` with the pipeline ``settings.run`` names; write the predictions
-    and the scoring record. Everything that can be refused is refused before any arm runs.
+@dataclass
+class Prepared:
+    """A scoring checked and ready: refusals are over, no arm has run."""
 
-    Returns the record, its path and the predictions' path.
-    """
+    job: ScoreJob
+    manifest: dict[str, Any]
+    which: str
+    records: Path
+    started: Any
+
+
+def prepare(settings: PredictSettings) -> Prepared:
+    """Everything refusable, before any arm runs: the output's name, the pipeline (whole and
+    unchanged), the table, the records' folder."""
     from datetime import datetime, timezone
 
-    from accel.backend import resolve_arms
     from accel.data.readers import resolve_source
-    from accel.environment import collect_environment
-    from accel.pairing import pair
     from accel.pipeline import pipeline_folder, read_manifest
-    from accel.record import ensure_writable, record_head, record_stem, write_record
-    from accel.result import skipped
+    from accel.record import ensure_writable
 
     check_output(settings.out)
     folder, which = pipeline_folder(settings.run, settings.arm)
     manifest = read_manifest(folder)
     source = resolve_source(str(settings.data))
     records = ensure_writable(settings.records)
-    arms = resolve_arms(settings.device)
-    out_folder = ensure_writable(
-        Path(settings.out).parent if str(Path(settings.out).parent) else Path("."), "predictions", "--out"
-    )
+    out_folder = ensure_writable(Path(settings.out).parent, "predictions", "--out")
     job = ScoreJob(folder, source, manifest["task"], manifest.get("model") or "xgboost", settings.contributions)
     job.scratch = scratch_folder(out_folder / Path(settings.out).name)
-    started = datetime.now(timezone.utc)
-    try:
-        gpu = score_arm(arms.gpu, settings, job, listener) if arms.gpu is not None else skipped(str(arms.gpu_skip))
-        if settings.baseline or gpu.status != "ok":
-            cpu = score_arm(arms.cpu, settings, job, listener)
-            if gpu.status == "failed":
-                job.notices.append(f"the GPU arm failed ({gpu.reason}): the output is the CPU arm's")
-        else:
-            cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")
-        chosen = "gpu" if gpu.status == "ok" else "cpu"
-        if (gpu if chosen == "gpu" else cpu).status != "ok":
-            raise AccelError(f"scoring failed: {(gpu if chosen == 'gpu' else cpu).reason}")
-        output = write_output(settings.out, job.outputs[chosen])
-    finally:
-        remove(job.scratch)
+    return Prepared(job, manifest, which, records, datetime.now(timezone.utc))
+
+
+def conclude(settings: PredictSettings, ready: Prepared, gpu: Any, cpu: Any, **extra: Any) -> tuple[dict[str, Any], Path, Path]:
+    """The output written from the arm that ran (the accelerated one where it did), and the
+    scoring record (``extra``: what a cluster adds); returns the record, its path, the output's."""
+    from datetime import datetime, timezone
+
+    from accel.environment import collect_environment
+    from accel.pairing import pair
+    from accel.record import record_head, record_stem, write_record
+
+    job, manifest = ready.job, ready.manifest
+    chosen = "gpu" if gpu.status == "ok" else "cpu"
+    ran = gpu if chosen == "gpu" else cpu
+    if ran.status != "ok":
+        raise AccelError(f"scoring failed: {ran.reason}")
+    if gpu.status == "failed":
+        job.notices.append(f"the GPU arm failed ({gpu.reason}): the output is the CPU arm's")
+    output = write_output(settings.out, job.outputs[chosen])
+    info = manifest.get("info") or {}
     record = {
         **record_head("predict"),
-        "started_at": started.isoformat(),
+        "started_at": ready.started.isoformat(),
         "finished_at": datetime.now(timezone.utc).isoformat(),
-        "pipeline": {"path": str(folder), "which": which, "task": manifest["task"], "model": manifest.get("model"),
-                     "trained_on": (manifest.get("info") or {}).get("arm"), "run_id": (manifest.get("info") or {}).get("run_id")},
-        "data": source.describe(),
-        "output": {"path": str(output), "arm": chosen, "rows": int(cpu.rows.get("scored") or gpu.rows.get("scored") or 0)},
+        "pipeline": {"path": str(job.folder), "which": ready.which, "task": manifest["task"], "model": manifest.get("model"),
+                     "trained_on": info.get("trained_on"), "run_id": info.get("run_id")},
+        "data": job.source.describe(),
+        "output": {"path": str(output), "arm": chosen, "rows": int(ran.rows.get("scored") or 0)},
         "notices": list(job.notices),
         "environment": collect_environment(),
+        **extra,
         **pair(manifest["task"], job.model_name, gpu.as_dict(), cpu.as_dict()),
     }  # fmt: skip
     for arm in ("gpu", "cpu"):
         part = record["arms"][arm]
         if part["status"] == "ok" and part["total_seconds"]:
             part["rows_per_second"] = part["rows"]["scored"] / part["total_seconds"]
-    path = write_record(records, record, record_stem("predict", started))
+    path = write_record(ready.records, record, record_stem("predict", ready.started))
     return record, path, output
+
+
+def predict(settings: PredictSettings, listener: Listener | None = None) -> tuple[dict[str, Any], Path, Path]:
+    """Score ``settings.data`` in this process with the pipeline ``settings.run`` names; write the
+    predictions and the scoring record. Returns the record, its path and the predictions' path."""
+    from accel.backend import resolve_arms
+    from accel.result import skipped
+
+    ready = prepare(settings)
+    job = ready.job
+    try:
+        arms = resolve_arms(settings.device)
+        gpu = score_arm(arms.gpu, settings, job, listener) if arms.gpu is not None else skipped(str(arms.gpu_skip))
+        if settings.baseline or gpu.status != "ok":
+            cpu = score_arm(arms.cpu, settings, job, listener)
+        else:
+            cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")
+        return conclude(settings, ready, gpu, cpu)
+    finally:
+        remove(job.scratch)

@@ -158,3 +158,23 @@ def test_predict_refusals_are_one_line_and_write_nothing(customers_run, tmp_path
     proc = run_accel("predict", str(data), "--data", str(data), "--out", str(tmp_path / "q.csv"))
     assert proc.returncode == 2 and "not a run record" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["there.csv"], "nothing written, no record folder made"
+
+
+@pytest.mark.slow
+def test_dask_scoring_of_a_parquet_folder_equals_single_process_scoring(customers_run, tmp_path):
+    record, data, _ = customers_run
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    frame = pd.read_csv(data)
+    for i, start in enumerate(range(0, len(frame), 250)):
+        frame.iloc[start : start + 250].to_parquet(folder / f"part-{i}.parquet", index=False)
+    one = accel.predict(record, data=folder, out=tmp_path / "one.parquet", records=tmp_path, device="cpu")
+    on_dask = accel.predict(
+        record, data=folder, out=tmp_path / "dask.csv", records=tmp_path, device="cpu", cluster="local", workers=2,
+        threads_per_worker=1,
+    )  # fmt: skip
+    arm = on_dask.record["arms"]["cpu"]
+    assert arm["executor"] == "dask" and set(arm["stages"]) == {"load", "features", "predict"}
+    pd.testing.assert_frame_equal(one.predictions, on_dask.predictions, check_dtype=False)
+    assert arm["metrics"] == one.record["arms"]["cpu"]["metrics"]
+    assert on_dask.record["clusters"]["cpu"]["workers"] == 2
