@@ -328,11 +328,7 @@ class EstimatorModel:
         expected = ModelClasses("cpu")[self.key]
         if type(estimator) is not expected:
             raise AccelError(f"the saved model is a {type(estimator).__name__}, not the {expected.__name__} its pipeline names")
-        if backend.is_gpu:
-            estimator = backend.models[self.key].from_sklearn(estimator)
-        elif "n_jobs" in estimator.get_params():
-            estimator.set_params(n_jobs=backend.n_threads)
-        return estimator
+        return backend.adopt_estimator(self.key, estimator)
 
     def importances(self, backend: Backend, estimator: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]:
         """The estimator's own importances (a forest's impurity decrease) or, for a linear model on

@@ -165,11 +165,7 @@ class Pipeline:
             source = resolve_source(str(data))
             wanted = [c for c in [*self.required, self.target] if c in source.columns]
             return read_source(self.backend.xdf, source, wanted)
-        if _compat.is_cudf(data) and not self.backend.is_gpu:
-            return _compat.to_pandas(data)
-        if not _compat.is_cudf(data) and self.backend.is_gpu:
-            return _compat.from_pandas(self.backend.xdf, data)
-        return data
+        return _compat.frame_of(self.backend.xdf, data)
 
     @property
     def required(self) -> list[str]:
@@ -589,3 +585,11 @@ def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Any
         return lambda: shutil.rmtree(folder, ignore_errors=True)
 
     return write
+
+
+def saved_folder(record: dict[str, Any], path: Path) -> Path | None:
+    """Where the pipeline a user would take from a record went (its accelerated arm's where that
+    arm saved one, else the CPU arm's), for the line the command prints; None without one."""
+    saved = record.get("pipelines") or {}
+    arm = next((a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)), None)
+    return Path(path).parent / saved[arm]["path"] if arm else None

@@ -600,6 +600,7 @@ def run_command(config: Any, as_json: bool) -> int:
 
     from rich.console import Console
 
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, show_plan
 
     progress = ProgressDisplay(live=False)  # the workers write to the same terminal
@@ -607,7 +608,8 @@ def run_command(config: Any, as_json: bool) -> int:
         record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:
         progress.close()
-    show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})
+    written = {"run record": path, "pipeline": saved_folder(record, path)}
+    show_result(record, as_json, lambda: render_cluster_run(record, Console()), written)
     failed = [kind for kind, arm in record["arms"].items() if arm["status"] == "failed"]
     if failed:
         print(f"accel: the {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

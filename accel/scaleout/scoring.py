@@ -140,24 +140,27 @@ def predict_on_cluster(
 
     ready = prepare(settings)
     job = ready.job
-    results: dict[str, Any] = {}
     clusters: dict[str, Any] = {}
+
+    def score_place(place: Any) -> Any:
+        if place.skip is not None:
+            return skipped(place.skip)
+        if place.placement == "process":
+            return score_arm(place.backend, settings, job, listener)
+        with ExitStack() as own:
+            session = place.session or own.enter_context(ClusterSession(place.plan, say=_say))
+            result = execute_arm(place.backend, job, ScoreOnDask(session), listener)
+            clusters[place.kind] = describe_cluster(session.info, result.as_dict(), 0.0)
+            return result
+
     try:
         with ExitStack() as stack:
             places = plan_arms(SimpleNamespace(cluster=cluster, device=settings.device), stack, _say)
-            for kind in ("gpu", "cpu"):
-                place = places[kind]
-                if kind == "cpu" and results["gpu"].status == "ok" and not settings.baseline:
-                    results[kind] = skipped("not requested (add --baseline to time the CPU arm beside it)")
-                elif place.skip is not None:
-                    results[kind] = skipped(place.skip)
-                elif place.placement == "process":
-                    results[kind] = score_arm(place.backend, settings, job, listener)
-                else:
-                    with ExitStack() as own:
-                        session = place.session or own.enter_context(ClusterSession(place.plan, say=_say))
-                        results[kind] = execute_arm(place.backend, job, ScoreOnDask(session), listener)
-                        clusters[kind] = describe_cluster(session.info, results[kind].as_dict(), 0.0)
-        return conclude(settings, ready, results["gpu"], results["cpu"], clusters=clusters, mode="dask")
+            gpu = score_place(places["gpu"])
+            if gpu.status == "ok" and not settings.baseline:
+                cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")
+            else:
+                cpu = score_place(places["cpu"])
+        return conclude(settings, ready, gpu, cpu, clusters=clusters, mode="dask")
     finally:
         remove(job.scratch)
