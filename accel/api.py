@@ -21,7 +21,8 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,7 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
-    data: str | os.PathLike[str] | None = None,
+    data: str | os.PathLike[str] | Any | None = None,
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
@@ -212,8 +213,9 @@ def run(
     workflow : str or path, optional
         ``"flights"`` (the embedded default), or a workflow YAML file. Leave it out with
         ``data=``: your own table.
-    data : str or path, optional
-        Your own table: a CSV file, a Parquet file, or a folder of Parquet files.
+    data : str, path or DataFrame, optional
+        Your own table: a CSV file, a Parquet file, a folder of Parquet files, or a pandas / cuDF
+        DataFrame (written to a temporary Parquet file for the run; its rows are the hold-out ids).
     target : str, optional
         With ``data``: the column to predict.
     task : {"auto", "classification", "regression"}, optional
@@ -279,18 +281,26 @@ def run(
     """
     from argparse import Namespace
 
-    from accel.cli.options import config_overrides, workflow_source
-    from accel.config import build_config
-
-    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
-    settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
     dask = Namespace(
         cluster=cluster, scheduler=scheduler, baseline_scheduler=baseline_scheduler, workers=workers,
         threads_per_worker=threads_per_worker, rmm_pool=rmm_pool, device_memory_limit=device_memory_limit,
         worker_memory=worker_memory, protocol=protocol, scale=scale,
     )  # fmt: skip
+    with _table_file(data) as table:
+        settings = _table_settings(
+            table, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out
+        )
+        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
+        return _run(workflow, settings, dask, progress)
+
+
+def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> RunResult:
+    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
+    from accel.cli.options import config_overrides, workflow_source
+    from accel.config import build_config
+
     overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-    file_values, source = workflow_source(None if workflow is None else str(workflow), data is not None, "run")
+    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
     listener = None
     if progress:
@@ -425,6 +435,36 @@ def predict(
         if listener is not None:
             listener.close()
     return PredictResult(record, Path(path), Path(output))
+
+
+@contextmanager
+def _table_file(data: Any) -> Iterator[Any]:
+    """``data`` as a path: itself, or a pandas / cuDF DataFrame written to a Parquet file in a
+    private temporary folder for the run (removed afterwards), as a notebook user passes one."""
+    if data is None or isinstance(data, (str, os.PathLike)):
+        yield data
+        return
+    if not hasattr(data, "to_parquet") or not hasattr(data, "columns"):
+        from accel.errors import AccelError
+
+        raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="accel-dataframe-"))
+    try:
+        path = folder / f"dataframe-{len(data)}x{len(data.columns)}.parquet"
+        try:
+            data.to_parquet(path, index=False)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's refusal of a column, said in one line
+            from accel.errors import AccelError, first_line
+
+            raise AccelError(
+                f"data=: the DataFrame cannot be stored as a table ({first_line(exc)}); give columns of one type each"
+            ) from None
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _table_settings(

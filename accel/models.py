@@ -292,7 +292,8 @@ class EstimatorModel:
             else:
                 proba = estimator.predict_proba(batch)
                 parts.append(proba[:, 1] if self.task == "binary" else proba)
-        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
+        # A cuML estimator made from a saved scikit-learn one (from_sklearn) answers in NumPy.
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate([backend.xp.asarray(p) for p in parts])
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
         return self.estimator.device_used(estimator, backend.xgb_device)
