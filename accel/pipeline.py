@@ -212,6 +212,14 @@ class Pipeline:
             codes = codes[labelled]
         return codes, known
 
+    @property
+    def model_holds(self) -> str:
+        """What the model keeps of the training data (the registry says)."""
+        from accel.registry import MODELS
+
+        spec = MODELS.get(str(self.info.get("model")))
+        return spec.holds if spec is not None else ""
+
     def describe(self) -> dict[str, Any]:
         """The pipeline as the run record names it (without where it was saved)."""
         return {
@@ -222,7 +230,7 @@ class Pipeline:
             "features": len(self.feature_names),
             "model": self.info.get("model"),
             "trained_on": self.info.get("trained_on"),
-            "holds_data_values": DATA_VALUES[self.workflow],
+            "holds_data_values": "; ".join(x for x in (DATA_VALUES[self.workflow], self.model_holds) if x),
         }
 
 

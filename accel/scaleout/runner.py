@@ -497,7 +497,7 @@ def cluster_run(
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:

@@ -23,6 +23,11 @@ class WorkflowSettings:
     #: own importances only): TreeSHAP costs rows x trees x leaves x depth.
     explain_rows: int = 200
 
+    @classmethod
+    def of(cls, config: Any) -> WorkflowSettings:
+        """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
+        return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
+
 
 @dataclass
 class Prepared:
