@@ -508,7 +508,11 @@ def classes_of(workflow: Any) -> list[Any] | None:
     if workflow.task == "regression":
         return None
     plan = getattr(workflow, "plan", None)
-    return list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+    classes = list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+    # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
+    if all(isinstance(c, float) and c.is_integer() for c in classes):
+        classes = [int(c) for c in classes]
+    return classes
 
 
 def holdout_frame(test_ids: Any, prediction: np.ndarray) -> Any:
