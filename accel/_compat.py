@@ -55,8 +55,9 @@ def to_pandas(obj: Any) -> Any:
 
 
 def from_pandas(xdf: ModuleType, frame: Any) -> Any:
-    """A pandas frame as a frame of ``xdf``'s library (itself for pandas; ``cudf.DataFrame.from_pandas``)."""
-    return frame if is_pandas_module(xdf) else xdf.DataFrame.from_pandas(frame)
+    """A pandas frame as a frame of ``xdf``'s library: itself for pandas; ``cudf.from_pandas``
+    (cuDF 26.10 has no ``DataFrame.from_pandas``: cudf/core/dataframe.py:9361 is the one converter)."""
+    return frame if is_pandas_module(xdf) else xdf.from_pandas(frame)
 
 
 def frame_of(xdf: ModuleType, frame: Any) -> Any:
