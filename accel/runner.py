@@ -90,7 +90,7 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
     monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
     timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
-        listener.arm_started(backend.name)
+        listener.arm_started(backend.name, executor.stages)
     status = "failed"
     try:
         with monitor:
