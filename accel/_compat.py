@@ -12,9 +12,16 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+
+#: A pandas or a cuDF DataFrame (the arm's ``xdf``): the one place where a type is either.
+Frame: TypeAlias = Any
+#: A pandas or a cuDF Series.
+Column: TypeAlias = Any
+#: A NumPy or a CuPy array (the arm's ``xp``).
+Array: TypeAlias = Any
 
 
 def _top_module(obj: Any) -> str:
