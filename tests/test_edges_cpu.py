@@ -191,3 +191,55 @@ def test_the_cpu_arm_has_no_rmm_resource_to_keep():
     backend = cpu_backend()
     assert backend.rmm_resource_set_elsewhere() is None
     assert setup_rmm_pool(backend, "auto", "random_forest")["reason"] == "CPU arm: no device memory pool"
+
+
+# --------------------------------------------------------------------------- accel compare's device peak
+
+
+class _Nvml:
+    """NVML as accel compare reads it: one device, the compute processes it lists (pid, bytes)."""
+
+    def __init__(self, processes: list[tuple[int, int]]):
+        self.processes = processes
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list:
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in self.processes]
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+
+def _foreign_pid() -> int:
+    import psutil
+
+    pid = 4_000_000
+    while psutil.pid_exists(pid):
+        pid += 1
+    return pid
+
+
+@pytest.mark.parametrize(
+    ("listed", "peak"),
+    [
+        ("own", 3 << 20),  # NVML lists the script: its bytes
+        ("foreign", None),  # only ids that do not exist here (a PID namespace): unknown, not 0
+        ("none", 0),  # NVML lists nothing: the script held no device memory
+    ],
+)
+def test_compare_device_peak_is_unknown_where_nvml_ids_are_another_namespaces(listed, peak):
+    import os
+
+    from accel.bench.compare import _TreeSampler
+
+    sampler = _TreeSampler(os.getpid(), device=False, interval=3600)
+    processes = {"own": [(os.getpid(), 3 << 20)], "foreign": [(_foreign_pid(), 5 << 20)], "none": []}[listed]
+    sampler._nvml, sampler.peak_device = _Nvml(processes), 0  # as after nvmlInit on a GPU machine
+    sampler._sample()
+    sampler.stop()
+    assert sampler.peak_device == peak
