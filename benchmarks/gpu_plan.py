@@ -15,7 +15,8 @@ while it stays started, so a wheel larger than a call arrives in parts over cons
 and every call should run something useful.
 
 The lock (``benchmarks/gpu-wheels.lock.json``) names every wheel by exact version, file name,
-size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...). A *track* is what one GPU check's
+size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...): the CUDA 13 wheels of the GPU
+machine, each RAPIDS package one of pyproject's ``gpu-cu13`` extra (its ``extra``). A *track* is what one GPU check's
 budget holds: its sets in the order they are carried, and its steps, each needing some sets. The
 planner cuts the track's wheels, in order, into calls of at most the carry budget (a wheel that
 does not fit the rest of a call is cut there, into ``NAME.whl.00``, ``.01``, ... which

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.gpu, requires_gpu]
 @pytest.fixture(scope="module")
 def session():
     if importlib.util.find_spec("dask_cuda") is None:
-        pytest.skip("dask-cuda is not installed (pip install 'accel-tabular[gpu-cu12]')")
+        pytest.skip("dask-cuda is not installed (pip install 'accel-tabular[gpu-cu12]', or [gpu-cu13] for a CUDA 13 driver)")
     plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1))
     with ClusterSession(plan, say=lambda _: None) as s:
         yield s
