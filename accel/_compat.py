@@ -75,6 +75,18 @@ def to_pandas(obj: Any) -> Any:
     return obj.to_pandas() if is_cudf(obj) else obj
 
 
+def from_pandas(xdf: ModuleType, frame: Any) -> Any:
+    """A pandas frame as a frame of ``xdf``'s library (itself for pandas; ``cudf.DataFrame.from_pandas``)."""
+    return frame if is_pandas_module(xdf) else xdf.DataFrame.from_pandas(frame)
+
+
+def frame_of(xdf: ModuleType, frame: Any) -> Any:
+    """``frame`` (pandas or cuDF) as a frame of ``xdf``'s library, moved between host and device where needed."""
+    if is_pandas_module(xdf):
+        return to_pandas(frame)
+    return frame if is_cudf(frame) else from_pandas(xdf, frame)
+
+
 def dask_dataframe_backend(xdf: ModuleType) -> str:
     """Dask's ``dataframe.backend`` for partitions of ``xdf``: ``"pandas"``, or ``"cudf"`` (Dask-cuDF)."""
     return "pandas" if is_pandas_module(xdf) else "cudf"

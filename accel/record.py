@@ -45,8 +45,9 @@ from accel.errors import AccelError
 SCHEMA_VERSION = 3
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
-#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
-RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
+#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``),
+#: new rows scored with a run's pipeline (``accel predict``).
+RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments", "predict"]
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 #: The variable naming the folder everything accel writes goes under (default ``runs``).
 OUT_ENV = "ACCEL_OUT_DIR"
@@ -281,12 +282,17 @@ def kind_of(record: Any) -> RecordKind | None:
     return None
 
 
-def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
+def write_record(
+    folder: Path, record: dict[str, Any], stem: str, companion: Callable[[Path], Callable[[], None]] | None = None
+) -> Path:
     """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number.
 
     A record with a ``run_id`` key (a run, a search, a comparison) gets its file name as its
     ``run_id``, set in ``record`` itself, so that what the command shows or prints as JSON is
-    what the file holds.
+    what the file holds. ``companion(path)``, when given, writes what goes beside the record at
+    ``path`` (the run's pipelines, whose names the record holds) before the record is written,
+    raising :class:`FileExistsError` where that name is taken, and returns how to remove it
+    again should the record's own name be taken meanwhile.
     """
     from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
 
@@ -298,10 +304,18 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
             continue
         if "run_id" in record:
             record["run_id"] = path.stem
+        undo = None
+        if companion is not None:
+            try:
+                undo = companion(path)
+            except FileExistsError:
+                continue
         try:
             return write_new(path, (dumps(record) + "\n").encode(), "the record", "choose another --out", exists=REFUSE)
-        except AccelError:
-            if not os.path.lexists(path):
+        except BaseException as exc:
+            if undo is not None:
+                undo()
+            if not isinstance(exc, AccelError) or not os.path.lexists(path):
                 raise
     raise AccelError(f"no free name for {stem!r} records in {str(folder)!r} (tried up to {MAX_SEQUENCE:03d})")
 

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.cli.hpo import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
+    from accel.cli.predict import register as register_predict
+
+    register_predict(sub)  # predict: score new rows with a run's pipeline
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
@@ -113,6 +116,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from accel.api import run_config
     from accel.config import build_config
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
@@ -143,7 +147,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
-    show_result(record, args.json, lambda: render_run(record, Console()), {"run record": path})
+    show_result(
+        record, args.json, lambda: render_run(record, Console()), {"run record": path, "pipeline": saved_folder(record, path)}
+    )
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

@@ -156,7 +156,7 @@ def scaling_study(
             if listener:
                 listener.section(run_label(arm_kind, n))  # as the table's column names it
             try:
-                arm, ran = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
+                arm, ran, _ = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran

@@ -19,6 +19,9 @@ class WorkflowSettings:
     seed: int = 42
     #: Copies of the data (with jitter, :func:`accel.data.flights.replicate_with_jitter`) for scaling runs.
     scale: int = 1
+    #: Hold-out rows the fitted pipeline's SHAP importances are computed on (0: none, the model's
+    #: own importances only): TreeSHAP costs rows x trees x leaves x depth.
+    explain_rows: int = 200
 
 
 @dataclass
@@ -31,10 +34,31 @@ class Prepared:
     y_test: Any
     categorical: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
+    #: The fitted features that made ``X_train`` / ``X_test`` (a :class:`FeatureTransform`), which
+    #: the fitted pipeline keeps to score new rows; None where a workflow keeps none.
+    transform: Any = None
+    #: The test rows' positions in the source file (the run's hold-out row ids); None where the
+    #: rows have no position in a file (replicated copies).
+    test_ids: Any = None
 
     @property
     def feature_names(self) -> list[str]:
         return [str(c) for c in self.X_train.columns]
+
+
+@runtime_checkable
+class FeatureTransform(Protocol):
+    """Fitted features: the raw rows of a table in, the model's feature frame out.
+
+    :class:`accel.data.autofeatures.TableTransform` (a user's table) and
+    :class:`accel.workflows.flights.FlightsTransform` (the flights workflow) have it; the fitted
+    pipeline (:mod:`accel.pipeline`) saves and loads them through :mod:`accel.transforms`.
+    """
+
+    @property
+    def categorical(self) -> list[str]: ...
+
+    def transform(self, frame: Any) -> Any: ...
 
 
 class Model(Protocol):
