@@ -204,7 +204,8 @@ def _arrow_rows(path: str | Path, columns: list[str], skip: int, nrows: int | No
     with pq.ParquetFile(str(path)) as f:
         meta = f.metadata
         stop = meta.num_rows if nrows is None else min(meta.num_rows, skip + nrows)
-        groups, start, first = [], 0, 0
+        groups: list[int] = []
+        start = first = 0
         for i in range(meta.num_row_groups):
             n = meta.row_group(i).num_rows
             if start + n > skip and start < stop:

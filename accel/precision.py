@@ -146,7 +146,8 @@ def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tupl
     wanted = set(categorical)
     out: dict[str, tuple[float | None, float | None]] = {}
     for name in frames[0].columns:
-        tops, lows = [], []
+        tops: list[float] = []
+        lows: list[float] = []
         for frame in frames:
             column = frame[name]
             if name in wanted:
@@ -154,9 +155,10 @@ def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tupl
                 column = codes.where(codes >= 0)
             magnitude = _compat.as_float(column, "float64").abs()
             magnitude = magnitude.where((magnitude > 0) & (magnitude < float("inf")))
-            tops.append(_compat.host_float(magnitude.max()))
-            lows.append(_compat.host_float(magnitude.min()))
-        tops, lows = [v for v in tops if v is not None], [v for v in lows if v is not None]
+            top, low = _compat.host_float(magnitude.max()), _compat.host_float(magnitude.min())
+            if top is not None and low is not None:
+                tops.append(top)
+                lows.append(low)
         out[str(name)] = (max(tops), min(lows)) if tops else (None, None)
     return out
 
