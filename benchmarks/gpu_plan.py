@@ -118,9 +118,9 @@ TRACKS: dict[str, dict] = {
                 {"PYTEST_FILES": _files(*FLIGHTS_TESTS)},
             ),
             Step(
-                "tests: the hostile data table on cuDF and XGBoost (every table case of accel run, --device gpu)",
+                "tests: the hostile data table on cuDF and XGBoost (every table case the CPU arm handles, --device gpu)",
                 (*_CUDF, "rmm", "xgboost"),
-                120,
+                160,
                 "tests",
                 {"PYTEST_FILES": _files(*HOSTILE_TESTS)},
             ),

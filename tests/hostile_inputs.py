@@ -2271,8 +2271,10 @@ def run_in_process(
 # --------------------------------------------------------------------------- the GPU driver
 
 #: The kinds of case whose input is a table the arms read (or a file ``accel run`` reads): each
-#: such case that runs ``accel run`` is run again with ``--device gpu`` by the GPU driver
-#: (``tests/test_hostile_gpu.py``), where it must end in the same verdict, the GPU arm scored.
+#: such case that runs ``accel run`` and that the CPU arm handles (or whose file changes under the
+#: arms' reads) is run again with ``--device gpu`` by the GPU driver (``tests/test_hostile_gpu.py``),
+#: where it must end in the same verdict, the GPU arm scored. A refusal while planning, on the
+#: host before either arm, is the CPU test's.
 TABLE_KINDS = ("types", "names", "changed", "meaningless", "unrefused", "wrong", "misleading", "one line")
 
 
@@ -2291,13 +2293,18 @@ def on_device(argv: list[str], device: str) -> list[str]:
 
 
 def table_cases(scratch: Path | None) -> list[Case]:
-    """The cases of :data:`TABLE_KINDS` the GPU driver runs: those whose command is ``accel run``.
+    """The cases of :data:`TABLE_KINDS` the GPU driver runs: those whose command is ``accel run``
+    and that the CPU arm handles, or whose file changes under the arms' reads (``changed``).
 
     Their inputs are built once under ``scratch`` to read their command lines; with ``scratch``
     None, nothing is built and every case of those kinds is listed (where the GPU tests skip).
     A case that leaves other than one run record (a report, an experiments table) is no run.
     """
-    candidates = [c for c in CASES if c.kind in TABLE_KINDS and not c.own_process and c.records == 1]
+    candidates = [
+        c
+        for c in CASES
+        if c.kind in TABLE_KINDS and not c.own_process and c.records == 1 and (c.expected == "handled" or c.kind == "changed")
+    ]
     if scratch is None:
         return candidates
     kept = []

@@ -1,7 +1,8 @@
 """The shared table of hostile inputs (``tests/hostile_inputs.py``) on the GPU arm.
 
-Every case whose input is a table (its kind one of :data:`tests.hostile_inputs.TABLE_KINDS`) and
-whose command is ``accel run`` is run again with ``--device gpu``, by the same driver as the CPU
+Every case whose input is a table (its kind one of :data:`tests.hostile_inputs.TABLE_KINDS`),
+whose command is ``accel run`` and which the CPU arm handles (or whose file changes under the
+arms' reads) is run again with ``--device gpu``, by the same driver as the CPU
 test (``test_hostile.py::test_shared_case``): it must end in the same verdict, and where it is
 handled the GPU arm's part of the record must be scored too, beside the CPU arm. So one GPU run of
 this file covers the whole table on cuDF and XGBoost. Skipped with the probe's reason where no
