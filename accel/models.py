@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend, ModelClasses
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
@@ -209,6 +212,16 @@ class XGBoostModel:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
 
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this model (:func:`build_model`): its name, task, settings, seed, classes."""
+        return {
+            "name": self.name,
+            "task": self.task,
+            "params": self.params.model_dump(),
+            "seed": self.seed,
+            "n_classes": self.n_classes,
+        }
+
     #: The saved model's file in a pipeline folder: XGBoost's own UBJSON (trees, best round,
     #: feature names and types), which loads on either device.
     file_name = "model.ubj"
@@ -224,7 +237,7 @@ class XGBoostModel:
         booster.set_param({"device": backend.xgb_device, "nthread": backend.n_threads})
         return booster
 
-    def importances(self, backend: Backend, booster: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]:
+    def importances(self, backend: Backend, booster: Any, names: list[str], sample: Array | None) -> dict[str, dict[str, float]]:
         """Gain per feature (XGBoost's ``gain``: the mean loss reduction of its splits) and, for
         the float32 matrix ``sample`` of hold-out rows, the mean absolute SHAP value (TreeSHAP;
         GPU TreeSHAP on the GPU arm); classes' SHAP values are summed per feature."""
@@ -234,7 +247,7 @@ class XGBoostModel:
             out["mean_abs_shap"] = dict(zip(names, _mean_abs(self.contributions(backend, booster, sample))))
         return out
 
-    def contributions(self, backend: Backend, booster: Any, matrix: Any) -> Any:
+    def contributions(self, backend: Backend, booster: Any, matrix: Array) -> np.ndarray:
         """Per-row SHAP contributions ``(rows, features + 1)`` (the last column is the bias), summed
         over classes for a multiclass model; as NumPy."""
         import xgboost
@@ -305,6 +318,10 @@ class EstimatorModel:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
 
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this model (:func:`build_model`): its name, task, settings, seed."""
+        return {"name": self.name, "task": self.task, "params": dict(self.params), "seed": self.seed, "n_classes": None}
+
     #: The saved model's file: skops (no pickle), the scikit-learn form of either arm's estimator.
     file_name = "model.skops"
 
@@ -331,7 +348,9 @@ class EstimatorModel:
             raise AccelError(f"the saved model is a {type(estimator).__name__}, not the {expected.__name__} its pipeline names")
         return backend.adopt_estimator(self.key, estimator)
 
-    def importances(self, backend: Backend, estimator: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]:
+    def importances(
+        self, backend: Backend, estimator: Any, names: list[str], sample: Array | None
+    ) -> dict[str, dict[str, float]]:
         """The estimator's own importances (a forest's impurity decrease) or, for a linear model on
         standardised features, its coefficients' magnitude (summed over classes); none for KNN."""
         import numpy as np
@@ -345,7 +364,7 @@ class EstimatorModel:
         values = np.abs(_compat.to_numpy(coef)).reshape(-1, len(names)).sum(axis=0)
         return {"abs_coefficient": dict(zip(names, map(float, values)))}
 
-    def contributions(self, backend: Backend, estimator: Any, matrix: Any) -> Any:
+    def contributions(self, backend: Backend, estimator: Any, matrix: Array) -> np.ndarray:
         raise AccelError(f"per-row contributions are XGBoost's (pred_contribs); --model {self.name} has none")
 
 
@@ -358,7 +377,7 @@ def trusted_types(estimator: Estimator) -> list[str]:
     return [f"{cls.__module__}.{cls.__qualname__}", *estimator.saved_types]
 
 
-def _mean_abs(contributions: Any) -> list[float]:
+def _mean_abs(contributions: np.ndarray) -> list[float]:
     """Mean absolute contribution per feature (the bias column left out)."""
     import numpy as np
 

@@ -29,16 +29,20 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from accel import _compat
+from accel._compat import Array, Frame
 from accel.backend import Backend
 from accel.errors import AccelError
-from accel.precision import ColumnPrecision, PrecisionPlan, store_frame
+from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
+from accel.timing import StageTimer
+from accel.workflows.base import FeatureTransform, Model
 
 FORMAT = "accel-pipeline"
 #: The newest layout this accel writes and reads.
@@ -52,6 +56,13 @@ DATA_VALUES = {
 }
 #: Rows scored at a time when no batch size is given.
 SCORE_BATCH_ROWS = 1 << 20
+
+
+class Fitted(Protocol):
+    """What a pipeline is made from, of a workflow (one process or Dask): its name and task."""
+
+    name: str
+    task: str
 
 
 def _transform_classes() -> dict[str, Any]:
@@ -129,17 +140,17 @@ class Pipeline:
             frame = frame.sort_values(list(frame.columns)[-1], ascending=False)
         return frame
 
-    def predict_proba(self, data: Any) -> np.ndarray:
+    def predict_proba(self, data: Frame | str | os.PathLike[str]) -> np.ndarray:
         """Class probabilities ``(rows, classes)`` of ``data`` (a pandas or cuDF DataFrame, or a path)."""
         if self.task == "regression":
             raise AccelError("predict_proba: the pipeline is a regression model; use predict")
         return probabilities(self.task, self.score(data))
 
-    def predict(self, data: Any) -> np.ndarray:
+    def predict(self, data: Frame | str | os.PathLike[str]) -> np.ndarray:
         """Predicted labels (classification, with :attr:`threshold` for a binary model) or values."""
         return labels(self, self.score(data))
 
-    def contributions(self, data: Any) -> Any:
+    def contributions(self, data: Frame | str | os.PathLike[str]) -> Any:
         """Per-row SHAP contributions of each feature and the bias (a pandas DataFrame)."""
         import pandas as pd
 
@@ -147,7 +158,7 @@ class Pipeline:
         values = self.model.contributions(self.backend, self.fitted, self.matrix(X).batch(0, len(X)))
         return pd.DataFrame(values, columns=[*self.feature_names, "bias"])
 
-    def score(self, data: Any, batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
+    def score(self, data: Frame | str | os.PathLike[str], batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
         """The model's output for ``data``'s rows, as the run's predict stage gives it: the
         probability of the second class (binary), ``(rows, classes)`` probabilities
         (multiclass) or values (regression)."""
@@ -156,7 +167,7 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the steps
 
-    def frame(self, data: Any) -> Any:
+    def frame(self, data: Frame | str | os.PathLike[str]) -> Frame:
         """``data`` as a frame of this arm's library: a DataFrame as it is (moved between pandas
         and cuDF where needed), a path read as ``accel run --data`` reads it."""
         if isinstance(data, (str, os.PathLike)):
@@ -177,19 +188,19 @@ class Pipeline:
         """The target column of the training table (``arr_delay`` for flights)."""
         return self.transform.plan.target if self.workflow == "table" else "arr_delay"
 
-    def features(self, frame: Any) -> Any:
+    def features(self, frame: Frame) -> Frame:
         """The feature frame of ``frame`` (checked: :func:`check_frame`)."""
         self.notices = check_frame(self, frame)
         return self.transform.transform(frame[self.required])
 
-    def matrix(self, X: Any, batch_rows: int = SCORE_BATCH_ROWS) -> Any:
+    def matrix(self, X: Frame, batch_rows: int = SCORE_BATCH_ROWS) -> StoredMatrix:
         """The features stored as the run stored them (:func:`accel.precision.store_frame`)."""
         return store_frame(self.backend, X, self.transform.categorical, self.precision, batch_rows)
 
-    def predict_matrix(self, matrix: Any, batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
+    def predict_matrix(self, matrix: StoredMatrix, batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
         return _compat.to_numpy(self.model.predict(self.backend, self.fitted, matrix, batch_rows))
 
-    def target_codes(self, frame: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    def target_codes(self, frame: Frame) -> tuple[np.ndarray, np.ndarray] | None:
         """The target of ``frame``'s rows as the model's codes, where it is known (a label the
         model has, a value that is not missing), and which rows those are; None when ``frame``
         has no target column."""
@@ -212,6 +223,14 @@ class Pipeline:
             codes = codes[labelled]
         return codes, known
 
+    @property
+    def model_holds(self) -> str:
+        """What the model keeps of the training data (the registry says)."""
+        from accel.registry import MODELS
+
+        spec = MODELS.get(str(self.info.get("model")))
+        return spec.holds if spec is not None else ""
+
     def describe(self) -> dict[str, Any]:
         """The pipeline as the run record names it (without where it was saved)."""
         return {
@@ -222,7 +241,7 @@ class Pipeline:
             "features": len(self.feature_names),
             "model": self.info.get("model"),
             "trained_on": self.info.get("trained_on"),
-            "holds_data_values": DATA_VALUES[self.workflow],
+            "holds_data_values": "; ".join(x for x in (DATA_VALUES[self.workflow], self.model_holds) if x),
         }
 
 
@@ -241,7 +260,7 @@ def labels(pipeline: Pipeline, output: np.ndarray) -> np.ndarray:
     return classes[index]
 
 
-def check_frame(pipeline: Pipeline, frame: Any) -> list[str]:
+def check_frame(pipeline: Pipeline, frame: Frame) -> list[str]:
     """Refuse rows the pipeline cannot score (a column missing, text where numbers were
     trained) in one line naming the column; return what scoring will do about the rest (extra
     columns ignored, unseen categories scored as missing)."""
@@ -259,7 +278,7 @@ def check_frame(pipeline: Pipeline, frame: Any) -> list[str]:
     return notices
 
 
-def _check_kinds(pipeline: Pipeline, frame: Any) -> list[str]:
+def _check_kinds(pipeline: Pipeline, frame: Frame) -> list[str]:
     """Text in a column trained as numbers is refused; unseen categories are counted."""
     from accel.data.autofeatures import cast_column
 
@@ -331,7 +350,7 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
             "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
             "categorical": list(pipeline.transform.categorical),
             "model_file": pipeline.model.file_name,
-            "model_settings": _model_settings(pipeline.model),
+            "model_settings": pipeline.model.settings(),
             "info": pipeline.info,
             "importances": pipeline.importances,
             "files": {name: _sha256(tmp / name) for name in files},
@@ -345,21 +364,6 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
         raise
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     return {"path": str(folder), "bytes": size, "files": len(files) + 1, **pipeline.describe()}
-
-
-def _model_settings(model: Any) -> dict[str, Any]:
-    """What rebuilds the model object: its ``--model`` name, task, settings, seed, classes."""
-    from accel.models import XGBoostModel
-
-    if isinstance(model, XGBoostModel):
-        return {
-            "name": model.name,
-            "task": model.task,
-            "params": model.params.model_dump(),
-            "seed": model.seed,
-            "n_classes": model.n_classes,
-        }
-    return {"name": model.name, "task": model.task, "params": dict(model.params), "seed": model.seed, "n_classes": None}
 
 
 # --------------------------------------------------------------------------- loading
@@ -392,11 +396,11 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
     if not isinstance(saved, dict) or not saved:
         raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
     arms = [a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)]
-    chosen = arm or (arms[0] if arms else None)
-    if chosen not in arms:
-        raise AccelError(f"the run record {str(path)!r} has no {chosen} pipeline (it has: {', '.join(arms) or 'none'})")
-    folder = path.parent / str(saved[chosen].get("path", ""))
-    return folder, f"the {chosen} arm's pipeline of run {record.get('run_id')}"
+    picked = arm or (arms[0] if arms else None)
+    if picked is None or picked not in arms:
+        raise AccelError(f"the run record {str(path)!r} has no {picked} pipeline (it has: {', '.join(arms) or 'none'})")
+    folder = path.parent / str(saved[picked].get("path", ""))
+    return folder, f"the {picked} arm's pipeline of run {record.get('run_id')}"
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -495,15 +499,19 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
 # --------------------------------------------------------------------------- from a run
 
 
-def classes_of(workflow: Any) -> list[Any] | None:
+def classes_of(workflow: Fitted) -> list[Any] | None:
     """The class labels of a workflow's task (None for regression)."""
     if workflow.task == "regression":
         return None
     plan = getattr(workflow, "plan", None)
-    return list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+    classes = list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+    # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
+    if all(isinstance(c, float) and c.is_integer() for c in classes):
+        classes = [int(c) for c in classes]
+    return classes
 
 
-def holdout_frame(test_ids: Any, prediction: np.ndarray) -> Any:
+def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
     """The hold-out rows' ids (rows of the source file) beside the model's output for them;
     None where the rows have no place in a file."""
     import pandas as pd
@@ -520,14 +528,20 @@ def holdout_frame(test_ids: Any, prediction: np.ndarray) -> Any:
     return frame
 
 
-def holdout_output(holdout: Any) -> np.ndarray:
+def holdout_output(holdout: Frame) -> np.ndarray:
     """The model's output kept in a :func:`holdout_frame`, as the run's predict stage gave it."""
     columns = [c for c in holdout.columns if c.startswith("prediction")]
     return holdout[columns[0]].to_numpy() if columns == ["prediction"] else holdout[columns].to_numpy()
 
 
 def from_run(
-    workflow: Any, backend: Backend, model: Any, fitted: Any, transform: Any, precision: PrecisionPlan, **info: Any
+    workflow: Fitted,
+    backend: Backend,
+    model: Model,
+    fitted: Any,
+    transform: FeatureTransform,
+    precision: PrecisionPlan,
+    **info: object,
 ) -> Pipeline:
     """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...)."""
     return Pipeline(
@@ -548,7 +562,7 @@ def from_run(
     )
 
 
-def explained(pipeline: Pipeline, timer: Any, sample: Any, rows: int) -> None:
+def explained(pipeline: Pipeline, timer: StageTimer, sample: Callable[[int], Array], rows: int) -> None:
     """The pipeline's importances, in their own timed stage ``explain`` of ``timer``: the model's
     own and, for XGBoost, SHAP on ``sample(n)`` (the float32 matrix of the first ``n`` hold-out
     rows), ``n`` at most ``rows`` (0: no SHAP)."""
@@ -557,7 +571,7 @@ def explained(pipeline: Pipeline, timer: Any, sample: Any, rows: int) -> None:
         pipeline.importances = pipeline.model.importances(pipeline.backend, pipeline.fitted, pipeline.feature_names, matrix)
 
 
-def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Any:
+def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Callable[[Path], Callable[[], None]] | None:
     """What :func:`accel.record.write_record` calls to save the arms' pipelines beside the record:
     ``<run id>.pipeline/<arm>/``, named in the record's ``pipelines`` (each with its path relative
     to the record's folder, its size and what it holds). The folder is claimed by name first
@@ -566,7 +580,7 @@ def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Any
     if not pipelines:
         return None
 
-    def write(path: Path) -> Any:
+    def write(path: Path) -> Callable[[], None]:
         folder = path.with_name(f"{path.stem}.pipeline")
         folder.mkdir()  # FileExistsError: taken, the record takes the next number
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))

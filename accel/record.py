@@ -347,6 +347,20 @@ def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None
             print(f"{label}: {path}", file=where, flush=True)
 
 
+def record_files(folder: Path, pattern: str = "*.json") -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under ``folder`` that may be records (regular files only: :func:`accel.files.regular_files`),
+    leaving out hidden paths and the runs' pipeline folders (``<run id>.pipeline/``, whose
+    ``pipeline.json`` describes a model, not a run); and the others, with why."""
+    from accel.files import regular_files
+
+    def kept(path: Path) -> bool:
+        parts = path.relative_to(folder).parts
+        return not any(part.startswith(".") or part.endswith(".pipeline") for part in parts)
+
+    files, others = regular_files(folder, pattern)
+    return [p for p in files if kept(p)], [(p, why) for p, why in others if kept(p)]
+
+
 def record_stem(what: str, now: datetime | None = None) -> str:
     """``2026-12-01-flights``: the UTC date and what the file holds (:func:`write_record` numbers it)."""
     now = now or datetime.now(timezone.utc)

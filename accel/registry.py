@@ -345,6 +345,9 @@ class ModelSpec:
     distributed : str or None
         The trainer a run on a Dask cluster uses (``"xgboost.dask"``); None: the model trains
         in one process only, and a cluster run of it is refused.
+    holds : str
+        What its saved model keeps of the training data besides what it learnt (the run record
+        and the docs say it); empty for none.
     """
 
     name: str
@@ -359,6 +362,8 @@ class ModelSpec:
     penalized: tuple[str, Estimator] | None = None
     boosted: bool = False
     distributed: str | None = None
+    #: What its saved model keeps of the training data besides what it learnt ("" for none).
+    holds: str = ""
 
     def __post_init__(self) -> None:
         # Each estimator knows the model whose settings' defaults it takes (the penalized
@@ -522,6 +527,7 @@ _SPECS = (
         ),
         search_space={"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
         labels=(("n_neighbors", "k"), ("weights", "weights")),
+        holds="the training rows' features and targets (k-nearest neighbours predicts from them)",
     ),
 )  # fmt: skip
 

@@ -27,7 +27,8 @@ class Listener(Protocol):
         """What follows belongs to ``label`` (one configuration of ``accel scale``, the baseline of
         ``accel hpo``); None: to no configuration."""
 
-    def arm_started(self, arm: str) -> None: ...
+    def arm_started(self, arm: str, stages: tuple[str, ...] = STAGES) -> None:
+        """The arm ``arm`` starts; it runs ``stages`` in that order."""
 
     def stage_started(self, arm: str, stage: str) -> None: ...
 

@@ -92,7 +92,7 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
     monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
     timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
-        listener.arm_started(backend.name)
+        listener.arm_started(backend.name, executor.stages)
     status = "failed"
     try:
         with monitor:
@@ -252,7 +252,7 @@ def build_workflow(config: Any) -> Any:
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:

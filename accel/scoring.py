@@ -24,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from accel._compat import Frame
 from accel.backend import Backend
+from accel.data.readers import TableSource
 from accel.errors import AccelError
 from accel.metrics import task_metrics
 from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_types
-from accel.result import Executed, Executor, Listener
+from accel.result import ArmResult, Executed, Executor, Listener
 from accel.timing import StageTimer
 
 #: The stages of scoring: a run's five without training.
@@ -102,7 +104,7 @@ class Metrics:
         self.y.append(codes)
         self.out.append(output)
 
-    def add_frame(self, pipeline: Pipeline, frame: Any, output: np.ndarray) -> None:
+    def add_frame(self, pipeline: Pipeline, frame: Frame, output: np.ndarray) -> None:
         """The rows of ``frame`` whose target is known (none where it has no target column)."""
         found = pipeline.target_codes(frame)
         if found is not None:
@@ -115,7 +117,7 @@ class Metrics:
         return task_metrics(task, np.concatenate(self.y), np.concatenate(self.out))
 
 
-def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Any, timer: StageTimer, batch_rows: int, accumulate: bool) -> Any:
+def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, accumulate: bool) -> Any:
     """Features, storage and prediction of one piece of the input, each in its stage; returns
     the model's output and the contributions (None unless asked for)."""
     stage = timer.accumulate if accumulate else timer.stage
@@ -225,7 +227,7 @@ def check_output(path: Path) -> str:
     return fmt
 
 
-def write_output(path: Path, output: Any) -> Path:
+def write_output(path: Path, output: Frame | Path) -> Path:
     """Write ``output`` (a frame, or a streamed arm's spool file) to ``path`` whole or not at all."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -336,7 +338,7 @@ def plan_scoring(settings: PredictSettings, job: ScoreJob, backend: Backend) -> 
     return ScoreStreamed(plan.rows_per_batch, {"budget_bytes": budget, "bytes_per_row": round(per_row, 1)})
 
 
-def estimated_rows(source: Any) -> int:
+def estimated_rows(source: TableSource) -> int:
     """The table's rows: exact for Parquet (the files' metadata), estimated for CSV from the
     length of its first lines (a gzip file's uncompressed size from its trailer)."""
     import gzip
@@ -404,7 +406,9 @@ def prepare(settings: PredictSettings) -> Prepared:
     return Prepared(job, manifest, which, records, datetime.now(timezone.utc))
 
 
-def conclude(settings: PredictSettings, ready: Prepared, gpu: Any, cpu: Any, **extra: Any) -> tuple[dict[str, Any], Path, Path]:
+def conclude(
+    settings: PredictSettings, ready: Prepared, gpu: ArmResult, cpu: ArmResult, **extra: object
+) -> tuple[dict[str, Any], Path, Path]:
     """The output written from the arm that ran (the accelerated one where it did), and the
     scoring record (``extra``: what a cluster adds); returns the record, its path, the output's."""
     from datetime import datetime, timezone

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_argument(run)
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
+        "--explain-rows", type=int, help="hold-out rows the model's SHAP importances are computed on (default 200; 0: none)"
+    )
+    run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
     )
     run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
@@ -126,6 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "batch_rows": args.batch_rows,
         "memory_budget": args.memory_budget,
         "rmm_pool": args.rmm_pool,
+        "explain_rows": args.explain_rows,
     }
     config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
     if config.cluster is not None:

@@ -112,12 +112,12 @@ class ProgressDisplay:
             self._label = label
             self._done = []
 
-    def arm_started(self, arm: str) -> None:
+    def arm_started(self, arm: str, stages: tuple[str, ...] = STAGES) -> None:
         with self._lock:
             self._arm, self._in_arm = arm, True
         self._start_live()
         if not self.live_mode:
-            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(STAGES)}")
+            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(stages)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:

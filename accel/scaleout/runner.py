@@ -41,18 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
+from accel.pipeline import Pipeline
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
-from accel.workflows.base import DaskWorkflow, WorkflowSettings
+from accel.workflows.base import DaskWorkflow, Prepared, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
 #: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
@@ -347,8 +349,14 @@ class OnDask(Executor):
 
 
 def keep_pipeline(
-    workflow: Any, backend: Backend, model: Any, booster: Any, prepared: Any, timer: StageTimer, prediction: Any
-) -> Any:
+    workflow: DaskWorkflow,
+    backend: Backend,
+    model: XGBoostModel,
+    booster: Any,
+    prepared: Prepared,
+    timer: StageTimer,
+    prediction: Array,
+) -> Pipeline:
     """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
     workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
     from accel.pipeline import explained, from_run, holdout_frame
@@ -497,7 +505,7 @@ def cluster_run(
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:

@@ -128,7 +128,7 @@ def scaling_study(
     configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
     with ExitStack() as stack:
         places = [plan_arms(c, stack, say) for c in configs]
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:

