@@ -175,7 +175,7 @@ class Pipeline:
 
             source = resolve_source(str(data))
             wanted = [c for c in [*self.required, self.target] if c in source.columns]
-            return read_source(self.backend.xdf, source, wanted)
+            return read_source(self.backend.xdf, source, wanted, read_types(self, wanted))
         return _compat.frame_of(self.backend.xdf, data)
 
     @property
@@ -607,3 +607,11 @@ def saved_folder(record: dict[str, Any], path: Path) -> Path | None:
     saved = record.get("pipelines") or {}
     arm = next((a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)), None)
     return Path(path).parent / saved[arm]["path"] if arm else None
+
+
+def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
+    """Column types to read a table with, whole or in chunks (every chunk parses alike, and as the
+    run read it): the plan's, for the columns read."""
+    if pipeline.workflow != "table":
+        return {}
+    return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns}

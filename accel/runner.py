@@ -37,14 +37,16 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
     A refusal here (a budget below one batch, a table that must stream with a model that
     cannot) is a user error raised before either arm has done any work.
     """
+    from accel.faultpoints import raise_point
     from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
 
     settings = memory or MemorySettings()
-    rmm = setup_rmm_pool(backend, settings.rmm_pool)
+    rmm = setup_rmm_pool(backend, settings.rmm_pool, workflow.model_name)
     if settings.memory_budget:
         budget, budget_source = parse_size(settings.memory_budget, "--memory-budget"), "--memory-budget"
     else:
         budget, budget_source = default_budget(backend, rmm)  # from the pool's record: its reserve counts as used
+    raise_point(f"batch-plan-{backend.name}")
     plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
     if plan.mode == "streaming" and not MODELS[workflow.model_name].boosted:
         raise AccelError(
@@ -184,6 +186,20 @@ def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, 
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
+def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any] | ArmResult:
+    """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
+    probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
+    out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
+    later; the other arm still runs. A refusal of the user's settings (:class:`AccelError`)
+    still ends the run before either arm has done any work."""
+    try:
+        return prepare_arm(backend, workflow, memory)
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. a GPU-only parse error in the probe: the other arm still runs
+        return ArmResult(status="failed", reason=f"while planning batches: {first_line(exc)}", backend=backend.name)
+
+
 def run_arm_safely(
     backend: Backend,
     workflow: Workflow,
@@ -196,7 +212,13 @@ def run_arm_safely(
 
     ``collect``: run the garbage collector afterwards, so that the arm's memory is free for what
     runs next (70 ms with pandas, scikit-learn and XGBoost loaded; the last arm skips it).
+    ``prepared_arm`` may be the failed result of :func:`prepare_arm_safely`: it is the arm's result.
     """
+    if isinstance(prepared_arm, ArmResult):
+        if listener:
+            listener.arm_started(backend.name)
+            listener.arm_finished(backend.name, prepared_arm.status)
+        return prepared_arm
     try:
         return run_arm(backend, workflow, listener, memory, prepared_arm)
     except (AccelError, KeyboardInterrupt):
@@ -291,9 +313,9 @@ def paired_run(
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
     t0 = clock()
-    gpu_arm = prepare_arm(gpu, workflow, memory) if gpu is not None else None
+    gpu_arm = prepare_arm_safely(gpu, workflow, memory) if gpu is not None else None
     batch_plan["gpu"], t0 = clock() - t0, clock()
-    cpu_arm = prepare_arm(cpu, workflow, memory)
+    cpu_arm = prepare_arm_safely(cpu, workflow, memory)
     batch_plan["cpu"] = clock() - t0
     if on_plan is not None:
         on_plan(workflow)

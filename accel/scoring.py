@@ -29,7 +29,7 @@ from accel.backend import Backend
 from accel.data.readers import TableSource
 from accel.errors import AccelError
 from accel.metrics import task_metrics
-from accel.pipeline import Pipeline, labels, load_folder, probabilities
+from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_types
 from accel.result import ArmResult, Executed, Executor, Listener
 from accel.timing import StageTimer
 
@@ -148,7 +148,8 @@ class ScoreInMemory(Executor):
 
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
-            frame = read_source(backend.xdf, job.source, job.columns(pipeline))
+            columns = job.columns(pipeline)
+            frame = read_source(backend.xdf, job.source, columns, read_types(pipeline, columns))  # as the chunks are read
         output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=False)
         metrics = Metrics()
         metrics.add_frame(pipeline, frame, output)
@@ -205,13 +206,6 @@ class ScoreStreamed(Executor):
         job.outputs[backend.name] = spool if writer is not None else None
         memory = {"batches": {"mode": "streaming", "rows_per_batch": self.batch_rows, "batches": batches, **self.budget}}
         return scoring_executed(pipeline, metrics.result(job.task), rows, memory)
-
-
-def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
-    """Column types to read chunks with (every chunk parses alike): the plan's, for the columns read."""
-    if pipeline.workflow != "table":
-        return {}
-    return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns}
 
 
 def scoring_executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, memory: dict[str, Any]) -> Executed:

@@ -2243,12 +2243,15 @@ def case_env(case: Case, tmp: Path) -> dict[str, str | None]:
     return {name: None if value is None else value.replace("$TMP", str(tmp)) for name, value in case.env.items()}
 
 
-def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]) -> tuple[list[str], Outcome]:
+def run_in_process(
+    case: Case, tmp: Path, capture: Callable[[], tuple[str, str]], device: str | None = None
+) -> tuple[list[str], Outcome]:
     """Build the case's input under ``tmp`` and run the command line in this process.
 
     ``capture()`` returns what was written to stdout and stderr since the last call (pytest's
     ``capsys.readouterr``). A case that must run in its own process (``own_process``) is run
-    in a subprocess instead.
+    in a subprocess instead. ``device``: run ``accel run`` with that ``--device`` instead of the
+    case's (:func:`on_device`: the GPU driver, ``tests/test_hostile_gpu.py``).
     """
     if case.own_process:
         return run_case(case, tmp, timeout=case.timeout)
@@ -2256,12 +2259,77 @@ def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]
 
     tmp.mkdir(parents=True, exist_ok=True)
     argv = case.make_input(tmp)
+    argv = argv if device is None else on_device(argv, device)
     capture()
     t0 = time.perf_counter()
     with environment({**case_env(case, tmp), MARK: str(tmp)}), hooked(case.hook, case.after, tmp):
         rc = main(argv)
     out, err = capture()
     return argv, Outcome(rc, out, err, time.perf_counter() - t0, False)
+
+
+# --------------------------------------------------------------------------- the GPU driver
+
+#: The kinds of case whose input is a table the arms read (or a file ``accel run`` reads): each
+#: such case that runs ``accel run`` and that the CPU arm handles (or whose file changes under the
+#: arms' reads) is run again with ``--device gpu`` by the GPU driver (``tests/test_hostile_gpu.py``),
+#: where it must end in the same verdict, the GPU arm scored. A refusal while planning, on the
+#: host before either arm, is the CPU test's.
+TABLE_KINDS = ("types", "names", "changed", "meaningless", "unrefused", "wrong", "misleading", "one line")
+
+
+def runs_the_arms(argv: list[str]) -> bool:
+    """Whether a case's command line is ``accel run`` (a table, a workflow file or a named workflow)."""
+    return bool(argv) and str(argv[0]) == "run"
+
+
+def on_device(argv: list[str], device: str) -> list[str]:
+    """``argv`` of ``accel run`` with ``--device device`` (given after a workflow file's own ``device:``)."""
+    argv = [str(a) for a in argv]
+    if "--device" in argv:
+        i = argv.index("--device")
+        return [*argv[: i + 1], device, *argv[i + 2 :]]
+    return [*argv, "--device", device]
+
+
+def table_cases(scratch: Path | None) -> list[Case]:
+    """The cases of :data:`TABLE_KINDS` the GPU driver runs: those whose command is ``accel run``
+    and that the CPU arm handles, or whose file changes under the arms' reads (``changed``).
+
+    Their inputs are built once under ``scratch`` to read their command lines; with ``scratch``
+    None, nothing is built and every case of those kinds is listed (where the GPU tests skip).
+    A case that leaves other than one run record (a report, an experiments table) is no run.
+    """
+    candidates = [
+        c
+        for c in CASES
+        if c.kind in TABLE_KINDS and not c.own_process and c.records == 1 and (c.expected == "handled" or c.kind == "changed")
+    ]
+    if scratch is None:
+        return candidates
+    kept = []
+    for i, case in enumerate(candidates):
+        where = scratch / str(i)
+        where.mkdir(parents=True, exist_ok=True)
+        try:
+            argv = case.make_input(where)
+        except Skip:
+            continue
+        finally:
+            if case.cleanup is not None:
+                case.cleanup(where)
+        if runs_the_arms(argv):
+            kept.append(case)
+    return kept
+
+
+def arm_scored(record: dict[str, Any], arm: str) -> str | None:
+    """What is wrong with ``arm``'s part of a handled case's record (not ok, metrics not numbers), or None."""
+    part = record["arms"][arm]
+    if part["status"] != "ok":
+        return f"the {arm.upper()} arm {part['status']}: {part.get('reason')}"
+    bad = {k: v for k, v in (part.get("metrics") or {}).items() if isinstance(v, float) and v != v}
+    return f"{arm.upper()} metrics that are not numbers: {bad}" if bad else None
 
 
 def _signals_at_default() -> None:

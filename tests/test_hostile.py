@@ -658,6 +658,20 @@ def test_shared_case(case, tmp_path, capsys, monkeypatch):
         assert not list(tmp_path.glob("runs/*")), "a refused run left files in --out"
 
 
+def test_the_gpu_driver_runs_every_table_case_of_accel_run(tmp_path):
+    """``tests/test_hostile_gpu.py`` takes the table's cases whose command is ``accel run``: every
+    Parquet type and name case, the files changed under a run, the ``None``-free inputs, not
+    ``accel compare`` or the reports."""
+    names = {c.name for c in hostile_inputs.table_cases(tmp_path)}
+    assert {"parquet-decimal256", "parquet-float16", "parquet-folder-decimal-float", "csv-utf16", "file-cut-after-planning",
+            "inf-feature", "csv-10mb-field"} <= names  # fmt: skip
+    assert not {"compare-fifo-in-folder", "report-deep-json", "experiments-same-name-tables", "rows-21"} & names
+    assert names <= {c.name for c in hostile_inputs.table_cases(None)}
+    argv = ["run", "w.yaml", "--out", "o"]
+    assert hostile_inputs.on_device(argv, "gpu") == [*argv, "--device", "gpu"]
+    assert hostile_inputs.on_device(["run", "--device", "cpu", "--data", "x"], "gpu") == ["run", "--device", "gpu", "--data", "x"]
+
+
 def test_every_arrow_type_has_a_kind_or_is_inferred_from_its_values():
     import pyarrow as pa
 

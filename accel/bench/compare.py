@@ -184,13 +184,20 @@ def folder_bytes(root: Path, skip: list[Path]) -> int:
 
 
 class _TreeSampler:
-    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold."""
+    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold.
+
+    The device memory is NVML's per-process figure of the tree's processes, matched by process
+    id. Inside a PID namespace (a container) NVML reports the host's ids, which match none of the
+    tree's: where NVML listed processes that do not exist here and never one of the tree's, the
+    peak is unknown (None), not 0.
+    """
 
     def __init__(self, pid: int, device: bool, interval: float = 0.05, tree: _Tree | None = None):
         self.pid, self.device, self.interval, self.tree = pid, device, interval, tree
         self.peak_rss = 0
         self.peak_own = 0
         self.peak_device: int | None = None
+        self._matched = self._foreign = False  # NVML listed one of the tree's processes / one not here
         self._stop = threading.Event()
         self._nvml: Any = None
         if device:
@@ -238,8 +245,11 @@ class _TreeSampler:
                 for i in range(self._nvml.nvmlDeviceGetCount()):
                     handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
                     for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                        if proc.pid in pids and proc.usedGpuMemory:
-                            used += int(proc.usedGpuMemory)
+                        if proc.pid in pids:
+                            self._matched = True
+                            used += int(proc.usedGpuMemory or 0)
+                        elif not psutil.pid_exists(proc.pid):
+                            self._foreign = True
             except Exception:  # noqa: BLE001
                 return
             self.peak_device = max(self.peak_device or 0, used)
@@ -252,6 +262,8 @@ class _TreeSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+        if self._foreign and not self._matched:
+            self.peak_device = None  # NVML's process ids are another PID namespace's: unknown, not 0
         if self._nvml is not None:
             try:
                 self._nvml.nvmlShutdown()

@@ -78,6 +78,11 @@ class TableSource:
     partitions: tuple[tuple[tuple[str, Any], ...], ...] = ()
     #: What planning saw of the files (:func:`fingerprint`); each arm checks it before reading.
     fingerprint: str = ""
+    #: Parquet: every file has the first file's schema (names in order, types). Files that differ
+    #: (a column decimal in one, float64 in another; columns in another order) are read file by
+    #: file (:func:`reads_file_by_file`): libcudf reads several files in one call only when they
+    #: share one schema ("All sources must have the same schema", ``aggregate_reader_metadata``).
+    uniform: bool = True
 
     @property
     def partition_columns(self) -> list[str]:
@@ -203,6 +208,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     columns: tuple[str, ...] | None = None
     first_types: dict[str, tuple[Any, Path]] = {}
     kinds: dict[str, tuple[str, str, str]] = {}
+    first_schema: Any = None
+    uniform = True
     for path in paths:
         try:
             schema = pq.read_schema(path)
@@ -211,6 +218,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
             raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
         names = [n for n in schema.names if n != "__index_level_0__"]
+        first_schema = schema.remove_metadata() if first_schema is None else first_schema
+        uniform = uniform and schema.remove_metadata().equals(first_schema)
         dups = _duplicates(names)
         if dups:
             raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
@@ -262,7 +271,9 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
             notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
         else:
             partitions = ()
-    return TableSource("parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions)
+    return TableSource(
+        "parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions, uniform=uniform
+    )
 
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
@@ -495,20 +506,50 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     return _resolve_csv(path, delimiter)
 
 
-def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None = None) -> Any:
-    """Read the whole table with the arm's dataframe library (infinite numbers read as missing)."""
+def read_source(
+    xdf: ModuleType, source: TableSource, columns: list[str] | None = None, dtypes: dict[str, str] | None = None
+) -> Any:
+    """Read the whole table with the arm's dataframe library (infinite numbers read as missing).
+
+    The one read of a whole table, for both arms: a CSV file with the plan's column types
+    (``dtypes``, :meth:`~accel.data.schema.TablePlan.csv_dtypes`) and pandas' missing-value
+    strings (:func:`accel._compat.csv_options`), as the streamed and Dask reads have them; Parquet
+    files in one read where they share one schema, else file by file (:func:`read_file`).
+    """
     check_unchanged(source)
     if source.kind == "parquet":
-        if not source.partitions:
+        if not reads_file_by_file(source):
             frame = _compat.read_parquet(xdf, list(source.paths), _stored(source, columns))
             return infinite_as_missing(convert_columns(frame, source))
-        frames = [
-            _with_partitions(_compat.read_parquet(xdf, [path], _stored(source, columns)), source, i, columns)
-            for i, path in enumerate(source.paths)
-        ]
+        frames = [read_file(xdf, source, i, columns) for i in range(len(source.paths))]
         frame = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
-        return infinite_as_missing(convert_columns(frame, source))
-    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ","))
+        return infinite_as_missing(frame)
+    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes))
+
+
+def reads_file_by_file(source: TableSource) -> bool:
+    """Whether a Parquet table is read one file at a time (:func:`read_file`): its files differ in
+    schema, or hold hive partitions (each file's values come from its folder names)."""
+    return source.kind == "parquet" and (not source.uniform or bool(source.partitions))
+
+
+def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[str] | None = None, rows: int | None = None) -> Any:
+    """File ``index`` of a Parquet table, as the arm's frame: its hive partitions added, the
+    conversions of :func:`convert_columns` done, the columns in the table's order.
+
+    Each file is made to read as every other file does before they are put together: a column
+    stored as decimal in one file and float64 in another is float64 in both, wherever it sits.
+    A Dask partition of such a table is one file, read by this same function. ``rows``: only
+    the first rows (at least one where the file has any), as the frame a Dask graph is typed by.
+    """
+    stored = _stored(source, columns)
+    path = source.paths[index]
+    head = next(_compat.iter_parquet_chunks(xdf, [path], stored, rows), None) if rows is not None else None
+    whole = _compat.read_parquet(xdf, [path], stored) if head is None else head.reset_index(drop=True)
+    frame = _with_partitions(whole, source, index, columns)
+    frame = convert_columns(frame, source)
+    order = [c for c in (columns if columns is not None else list(source.columns)) if c in frame.columns]
+    return frame[order]
 
 
 def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
@@ -730,12 +771,7 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    try:
-        from pandas._libs.parsers import STR_NA_VALUES
-
-        nulls = sorted(STR_NA_VALUES)
-    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
-        nulls = None
+    nulls = _compat.csv_na_values()
     convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
     if nulls is not None:
         convert.null_values = nulls

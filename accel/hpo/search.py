@@ -358,19 +358,22 @@ class Objective:
         return result.metrics[ctx.metric]
 
 
-def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
+def build_context(
+    config: Any, backend: Backend, workflow: Any | None = None, memory: Any = None
+) -> tuple[SearchContext, Any, float]:
     """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
 
     The arm's memory is set up as ``accel run`` sets it up (:func:`accel.runner.prepare_arm`:
     the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
     matrices are stored in the configured precision. A search holds its rows in memory: a table
-    that would have to be streamed is refused.
+    that would have to be streamed is refused. ``memory``: the arm's memory settings when they
+    are not the config's (:func:`search_memory`).
     """
     from accel.precision import plan_for_frames
     from accel.runner import build_workflow, prepare_arm
 
     workflow = workflow or build_workflow(config)
-    rmm, batches = prepare_arm(backend, workflow, config.memory_settings())
+    rmm, batches = prepare_arm(backend, workflow, memory or config.memory_settings())
     if batches.mode == "streaming":
         raise AccelError(
             f"accel hpo holds the training rows in memory, and {batches.rows_total:,} rows need batches of "
@@ -553,8 +556,25 @@ def study_metric(study: Any) -> str:
     return str(study.user_attrs.get("metric", "value"))
 
 
+def search_memory(config: Any, cluster: str | None) -> tuple[Any, str | None]:
+    """The memory settings of the searching process, and why they differ from ``accel run``'s.
+
+    Beside a local-cuda cluster this process shares its GPU with a worker, whose RMM pool
+    Dask-CUDA sized from the GPU's free memory when the cluster started (``--rmm-pool auto``,
+    :func:`accel.scaleout.cluster.plan_cluster`): an automatic pool here would take half of
+    what that left. So this process allocates as it needs, without a pool of its own.
+    """
+    settings = config.memory_settings()
+    if cluster == "local-cuda" and settings.rmm_pool == "auto":
+        why = "no pool in the searching process: its GPU is shared with a local-cuda worker, which holds the pool"
+        return dataclasses.replace(settings, rmm_pool="off"), why
+    return settings, None
+
+
 @contextmanager
-def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
+def dask_client(
+    cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int, model: str | None = None
+) -> Iterator[Any]:
     """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
 
     The cluster is the one ``accel run --cluster`` uses (:mod:`accel.scaleout.cluster`): checked before
@@ -567,7 +587,7 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
     from accel.scaleout.cluster import ClusterSession, plan_cluster
 
     request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
-    with ClusterSession(plan_cluster(request)) as session:
+    with ClusterSession(plan_cluster(request, model)) as session:
         yield session.client
 
 
@@ -664,7 +684,7 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
+    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads, config.model) as client:
         opened = open_study(config, request.given, request.resume)
         try:
             return _search(opened, backend, gpu_note, client, request, out, log, listener)
@@ -708,7 +728,10 @@ def _search(
     log(f"search on the {arm_label}" + (" (GPU arm skipped)" if gpu_note else ""))
 
     phases: dict[str, float] = {}
-    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow)
+    memory, why = search_memory(config, request.cluster)
+    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow, memory)
+    if why is not None and ctx.memory["rmm"].get("reason") == "--rmm-pool off":  # not the CPU arm's record
+        ctx.memory["rmm"]["reason"] = why
     rows = ctx.data.rows
     log(
         f"features: {phases['features']:.1f} s · training rows {rows['train']:,} (fit {rows['fit']:,}, "

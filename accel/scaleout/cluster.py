@@ -30,8 +30,10 @@ from typing import Any, Literal
 
 from accel.backend import (
     cpu_threads,
+    cudf_spill_option,
     module_installed,
     probe_gpu,
+    receive_spillable_buffers,
     visible_gpu_memory,
     xgboost_allocation,
     xgboost_build_info,
@@ -126,7 +128,7 @@ RMM_AUTO = object()
 
 
 def cluster_pool_sizes(
-    spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free"
+    spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free", model: str | None = None
 ) -> tuple[int | None, int | None, str | None]:
     """Each Dask-CUDA worker's RMM pool for ``--rmm-pool``, in bytes: ``(initial, maximum, what it is)``.
 
@@ -148,6 +150,8 @@ def cluster_pool_sizes(
         Whether XGBoost allocates from RMM (:meth:`accel.backend.Backend.xgboost_allocation`).
     basis : str, default "free"
         What ``free_bytes`` are, for the description ("total" where free memory could not be read).
+    model : str, optional
+        The ``--model`` the workers train (``accel hpo``); None: XGBoost, as a cluster run trains.
     """
     from accel.memory import rmm_auto_sizes
 
@@ -162,7 +166,7 @@ def cluster_pool_sizes(
     least = min(free_bytes)
     where = f"of the {basis} memory of the workers' GPUs (the least: {least / 1024**3:.1f} GiB)"
     if size is RMM_AUTO:
-        initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm)
+        initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm, model)
         return initial, maximum, why.replace("of free device memory", where, 1) + ", per worker"
     fixed = int(least * size) // 256 * 256
     return fixed, fixed, f"{size:.0%} {where}, fixed, per worker"
@@ -262,10 +266,12 @@ class ClusterPlan:
     cudf_spill: bool = False
 
 
-def plan_cluster(config: Any) -> ClusterPlan:
+def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
 
-    Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported.
+    Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported. Dask-CUDA
+    workers get an RMM pool as the single-process GPU arm does: ``--rmm-pool`` unset means
+    ``auto`` there too (:func:`cluster_pool_sizes`, sized for ``model``: None is XGBoost).
     """
     kind = config.kind
     if kind == "scheduler":
@@ -319,16 +325,17 @@ def plan_cluster(config: Any) -> ClusterPlan:
     if workers > gpus:
         raise AccelError(f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU")
     initial = maximum = basis = None
-    if config.rmm_pool not in (None, "off", "auto"):
-        dask_cuda_size(config.rmm_pool, "--rmm-pool")  # a bad size is refused before NVML is asked
-    if config.rmm_pool not in (None, "off"):
+    spec = "auto" if config.rmm_pool is None else config.rmm_pool  # as RunConfig.rmm_pool's default
+    if spec not in ("off", "auto"):
+        dask_cuda_size(spec, "--rmm-pool")  # a bad size is refused before NVML is asked
+    if spec != "off":
         memory = visible_gpu_memory(workers)  # NVML: free memory without a CUDA context here
         if memory is not None:
             free, kind = [f for f, _ in memory], "free"
         else:  # no NVML reading: the driver's totals
             free, kind = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
         through_rmm = bool(xgboost_allocation(xgboost_build_info())["through_rmm"])
-        initial, maximum, basis = cluster_pool_sizes(config.rmm_pool, free, through_rmm, kind)
+        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, kind, model)
     return ClusterPlan(
         "local-cuda",
         workers=workers,
@@ -405,6 +412,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         # Workers accel starts inherit accel's setting; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
         "arrow_memory_pool": _arrow_pool(),
+        "cudf_spill": cudf_spill_option(),
     }
     if probe:
         result = probe_gpu()
@@ -506,6 +514,10 @@ class ClusterSession:
                 self.cluster = self._start_local()
             self.client = Client(self.cluster)
         self.info = self._describe()
+        if any(w.get("cudf_spill") for w in self.info.worker_details):
+            # The workers' cuDF buffers are spillable, and a spillable buffer sent here is rebuilt
+            # as one, which needs a spill manager in this process too.
+            receive_spillable_buffers()
 
     def _start_local(self) -> Any:
         plan = self.plan
@@ -550,7 +562,6 @@ class ClusterSession:
         if plan.device_memory_limit is not None:
             extra["device_memory_limit"] = plan.device_memory_limit
         if plan.cudf_spill:
-            # dask_cuda/local_cuda_cluster.py:238-243 sets the option in this process too;
             # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
             extra["enable_cudf_spill"] = True
         return LocalCUDACluster(**common, **extra)
