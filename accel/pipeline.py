@@ -175,7 +175,9 @@ class Pipeline:
 
             source = resolve_source(str(data))
             wanted = [c for c in [*self.required, self.target] if c in source.columns]
-            return read_source(self.backend.xdf, source, wanted, read_types(self, wanted))
+            return read_rows(
+                self, source, wanted, lambda: read_source(self.backend.xdf, source, wanted, read_types(self, wanted))
+            )
         return _compat.frame_of(self.backend.xdf, data)
 
     @property
@@ -607,6 +609,22 @@ def saved_folder(record: dict[str, Any], path: Path) -> Path | None:
     saved = record.get("pipelines") or {}
     arm = next((a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)), None)
     return Path(path).parent / saved[arm]["path"] if arm else None
+
+
+def read_rows(pipeline: Pipeline, source: Any, columns: list[str], read: Callable[[], Frame]) -> Frame:
+    """``read()`` of a table to score, its parse errors said as the user's input's: a value a
+    column's type (the training table's, :func:`read_types`) does not take, in one line."""
+    from accel.errors import first_line
+
+    try:
+        return read()
+    except (ValueError, TypeError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        types = read_types(pipeline, columns)
+        typed = ", ".join(f"{c} ({t})" for c, t in types.items() if t != "str")
+        raise AccelError(
+            f"--data {str(source.original)!r}: a value does not parse as its column's type ({first_line(exc, 160)}); "
+            f"the pipeline reads {typed or 'these columns'} as the training table had them"
+        ) from None
 
 
 def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:

@@ -29,7 +29,7 @@ from accel.backend import Backend
 from accel.data.readers import TableSource
 from accel.errors import AccelError
 from accel.metrics import task_metrics
-from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_types
+from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_rows, read_types
 from accel.result import ArmResult, Executed, Executor, Listener
 from accel.timing import StageTimer
 
@@ -149,7 +149,8 @@ class ScoreInMemory(Executor):
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
             columns = job.columns(pipeline)
-            frame = read_source(backend.xdf, job.source, columns, read_types(pipeline, columns))  # as the chunks are read
+            types = read_types(pipeline, columns)  # as the chunks are read
+            frame = read_rows(pipeline, job.source, columns, lambda: read_source(backend.xdf, job.source, columns, types))
         output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=False)
         metrics = Metrics()
         metrics.add_frame(pipeline, frame, output)

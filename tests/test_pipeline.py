@@ -157,6 +157,16 @@ def test_predict_refusals_are_one_line_and_write_nothing(customers_run, tmp_path
         assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr
     proc = run_accel("predict", str(data), "--data", str(data), "--out", str(tmp_path / "q.csv"))
     assert proc.returncode == 2 and "not a run record" in proc.stderr
+    text = tmp_path / "text.csv"
+    pd.read_csv(data).astype({"monthly_spend": object}).assign(
+        monthly_spend=lambda f: f["monthly_spend"].where(f.index != 3, "abc")
+    ).to_csv(text, index=False)
+    proc = run_accel(
+        "predict", str(record), "--data", str(text), "--out", str(tmp_path / "t.csv"), "--records", str(tmp_path / "r")
+    )
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("accel: error")]
+    assert proc.returncode == 2 and len(lines) == 1 and "'monthly_spend'" in lines[0] and "'abc'" in lines[0], proc.stderr
+    text.unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["there.csv"], "nothing written, no record folder made"
 
 
