@@ -100,8 +100,12 @@ def strict(obj: Any) -> tuple[Any, list[dict[str, str]]]:
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
     """``obj`` as strict JSON (``allow_nan=False``): non-finite numbers are ``null``, listed with
-    their reason under the top-level ``nulls`` key of a mapping (see the module docstring)."""
-    clean, nulls = strict(obj)
+    their reason under the top-level ``nulls`` key of a mapping (see the module docstring).
+    Every credential in it is hidden (:func:`accel.credentials.hidden`): this is what every
+    record and every ``--json`` output is written with."""
+    from accel.credentials import hidden
+
+    clean, nulls = strict(hidden(obj))
     if isinstance(clean, dict):
         known = [n for n in clean.get(NULLS_KEY) or [] if isinstance(n, dict) and n.get("path") not in {m["path"] for m in nulls}]
         if nulls or known:
@@ -111,9 +115,12 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 
 def loads(text: str) -> Any:
     """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
-    ``inf``); older records with bare ``NaN`` are read as they are."""
+    ``inf``); older records with bare ``NaN`` are read as they are. A credential an older record
+    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it."""
+    from accel.credentials import hidden
+
     try:
-        record = json.loads(text)
+        record = hidden(json.loads(text))
     except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
         raise ValueError("not a record: JSON nested too deeply") from None
     if not isinstance(record, dict):
@@ -286,8 +293,14 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
 
     A record with a ``run_id`` key (a run, a search, a comparison) gets its file name as its
     ``run_id``, set in ``record`` itself, so that what the command shows or prints as JSON is
-    what the file holds.
+    what the file holds; so are its credentials hidden in ``record`` itself
+    (:func:`accel.credentials.hidden`: the tables shown after it show none).
     """
+    from accel.credentials import hidden
+
+    redacted = hidden(record)
+    record.clear()
+    record.update(redacted)
     from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
 
     # Never over another record: the first free sequence number, written whole (files.write_new);

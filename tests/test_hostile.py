@@ -707,7 +707,7 @@ def test_a_hive_partition_is_categorical_when_the_first_rows_hold_one_of_its_val
         ("--data 'https:/alice:s3cret@host/a.csv' does not exist", "--data 'https:/alice:***@host/a.csv' does not exist"),
         ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),
         ("amqp://u:p@ss-s3cret@rabbit//", "amqp://u:***@rabbit//"),
-        ("postgresql://me@db/x?sslmode=require&password=s3cret&x=1", "postgresql://me@db/x?sslmode=require&password=***&x=1"),
+        ("postgresql://me@db/x?sslmode=require&password=s3cret&x=1", "postgresql://***@db/x?sslmode=require&password=***&x=1"),
         ("https://host/a?TOKEN=s3cret", "https://host/a?TOKEN=***"),
     ],
 )

@@ -573,9 +573,20 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
     if run.timed_out:
         return "failed", "timed out (--timeout); the process group was killed"
     if run.exit_code != 0:
-        last = next((line for line in reversed(run.stderr.splitlines()) if line.strip()), "")
+        from accel.errors import printable
+
+        # The script's own words, quoted without the terminal escapes they may hold.
+        last = next((line for line in reversed(printable(run.stderr).splitlines()) if line.strip()), "")
         return "failed", f"exit code {run.exit_code}: {last[:300]}"
     return "ok", None
+
+
+def _say(text: str) -> None:
+    """A progress line on stderr: what it quotes of the script (a command line) without credentials or escapes."""
+    from accel.credentials import hide
+    from accel.errors import one_line
+
+    print(one_line(hide(text)), file=sys.stderr, flush=True)
 
 
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
@@ -583,7 +594,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     from accel.environment import collect_environment
     from accel.record import ensure_writable, record_head, record_stem, write_record
 
-    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    say = say or _say
     program = opts.program.resolve()
     kind = check_program(opts.program)
     if opts.repeat < 0:

@@ -27,7 +27,7 @@ from accel.cli.options import (
     workflow_source,
 )
 from accel.credentials import hide
-from accel.errors import AccelError
+from accel.errors import AccelError, one_line
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
@@ -151,6 +151,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def error_line(message: str) -> str:
+    """What follows ``accel: error:``: one printable line (a script's stderr quoted in it keeps no
+    terminal escapes, :func:`accel.errors.one_line`), every credential hidden (a password quoted
+    from an argument, :func:`accel.credentials.hide`)."""
+    return one_line(hide(message))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
@@ -184,7 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
-        print(f"accel: error: {hide(str(exc))}", file=sys.stderr)  # a password quoted from an argument is not shown
+        print(f"accel: error: {error_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         # What the machine refused wherever it happens (a full disk, a read-only folder, no
@@ -193,7 +200,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
-        print(f"accel: error: {hide(environment_error_line(exc))}", file=sys.stderr)
+        print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         from accel.interrupts import Terminated

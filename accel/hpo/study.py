@@ -59,23 +59,29 @@ def scrub(text: str, url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """A storage URL without its password or secret query parameters, for messages, records and the study."""
+    """A storage URL without its password or secret query parameters, for messages, records and the study
+    (then through :func:`accel.credentials.hide`, as everything accel writes)."""
+    from accel.credentials import hide
+
     try:
         from sqlalchemy.engine import make_url
 
         parsed = make_url(url)
         query = {k: ("***" if k.lower() in SECRET_PARAMS else v) for k, v in parsed.query.items()}
-        return scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
+        shown = scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
     except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it with its secrets hidden
-        return scrub(url, url)
+        shown = scrub(url, url)
+    return hide(shown)
 
 
 def public_config(config: Any) -> dict[str, Any]:
     """``config`` as JSON with the storage URL redacted: what records and study attributes hold."""
+    from accel.credentials import hidden
+
     dump = config.model_dump(mode="json")
     if dump.get("hpo", {}).get("storage"):
         dump["hpo"]["storage"] = redact(dump["hpo"]["storage"])
-    return dump
+    return hidden(dump)
 
 
 def default_storage(out: Path) -> str:
@@ -221,13 +227,15 @@ def study_label(config: Any) -> str:
 
 
 def _search_identity(config: Any) -> dict[str, Any]:
-    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON."""
+    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
+    from accel.credentials import hidden
+
     dump = config.model_dump(mode="json")
     for key in RUN_ONLY:
         dump.pop(key, None)
     for key in HPO_RUN_ONLY:
         dump["hpo"].pop(key, None)
-    return dump
+    return hidden(dump)
 
 
 def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
