@@ -28,6 +28,68 @@ from typing import Any
 
 from accel.record import leaves_no_folder
 
+
+def _strict_arguments(fn: Any) -> Any:
+    """``fn`` with its arguments checked against its annotations, strictly, before it runs.
+
+    A boolean is not an integer (``seed=True`` is refused, not run with seed 1), text is not a
+    number (``test_size="1e400"``), a string is not a list of names; NumPy's integer and float
+    scalars count as the Python numbers they hold. A wrong type is the one-line
+    :class:`~accel.errors.AccelError` the command line prints for a bad flag.
+    """
+    import functools
+    import inspect
+    import numbers
+
+    from pydantic import ConfigDict, ValidationError, validate_call
+
+    from accel.config import validation_message
+    from accel.errors import AccelError
+
+    checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
+    signature = inspect.signature(fn)
+    names = list(signature.parameters)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value) in (int, float):
+            return value
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(plain(a) for a in args)
+        kwargs = {k: plain(v) for k, v in kwargs.items()}
+        signature.bind(*args, **kwargs)  # an unknown or missing argument: Python's own TypeError
+        try:
+            return checked(*args, **kwargs)
+        except ValidationError as exc:
+            if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
+                raise
+            errors = [
+                {**e, "loc": _named(e["loc"], names)}
+                for e in exc.errors()
+            ]
+            raise AccelError(validation_message(_Errors(errors), f"accel.{fn.__name__}()")) from None
+
+    return wrapper
+
+
+def _named(loc: tuple[Any, ...], names: list[str]) -> tuple[Any, ...]:
+    """An error's location with a positional argument's index as its parameter's name."""
+    if loc and isinstance(loc[0], int) and loc[0] < len(names):
+        return (names[loc[0]], *loc[1:])
+    return loc
+
+
+class _Errors:
+    """A pydantic ``ValidationError``'s errors with locations renamed (what ``validation_message`` reads)."""
+
+    def __init__(self, errors: list[dict[str, Any]]):
+        self._errors = errors
+
+    def errors(self) -> list[dict[str, Any]]:
+        return self._errors
+
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (
     "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "precision",
@@ -152,6 +214,7 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 
 
 @leaves_no_folder
+@_strict_arguments
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -159,7 +222,7 @@ def run(
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
@@ -203,7 +266,7 @@ def run(
     model : str, optional
         With ``data``: the model (default ``"xgboost"``), cuML on the GPU arm and scikit-learn
         on the CPU arm.
-    drop : sequence of str, optional
+    drop : str or sequence of str, optional
         With ``data``: columns to leave out.
     delimiter : str, optional
         With ``data``: the CSV delimiter (detected when the file parses into one column).
@@ -293,7 +356,7 @@ def _table_settings(
     target: str | None,
     task: str | None,
     model: str | None,
-    drop: Sequence[str] | None,
+    drop: str | Sequence[str] | None,
     delimiter: str | None,
     date_format: Mapping[str, str] | None,
     probe: str | None,
@@ -440,6 +503,7 @@ class TuneResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def tune(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -555,6 +619,7 @@ class CompareResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def compare(
     program: str | os.PathLike[str],
     *args: str,
@@ -741,6 +806,7 @@ def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @leaves_no_folder
+@_strict_arguments
 def benchmark(
     suite: str,
     *,
@@ -911,6 +977,7 @@ _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric
 
 
 @leaves_no_folder
+@_strict_arguments
 def scale(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -918,11 +985,11 @@ def scale(
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
-    cluster: str = "local",
+    cluster: str | None = "local",
     workers: Sequence[int] | None = None,
     threads_per_worker: int | None = None,
     rmm_pool: str | None = None,

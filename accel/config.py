@@ -1,12 +1,14 @@
 """Validated run configuration: from a workflow YAML file, command-line flags, or both.
 
 Unknown keys are errors that name the key (a typo must not silently fall back to a default),
-and every validation problem becomes one line.
+and every validation problem becomes one line. Types are strict (:data:`STRICT_TYPES`): a
+boolean is not a number (``seed: true`` is refused, not read as 1), nor is text
+(``test_size: "0.2"``, ``"1e400"``); only paths (``data``, ``out``) are taken as text.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
@@ -22,6 +24,11 @@ MAX_SEED = 2**32 - 1
 #: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
 #: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
 MIN_BATCH_ROWS = 1024
+
+#: Settings are checked strictly: no bool for an int, no text for a number (pydantic's strict mode).
+STRICT_TYPES = ConfigDict(extra="forbid", strict=True)
+#: A path setting: a ``Path``, or its text (a workflow file's ``out: runs``).
+PathSetting = Annotated[Path, Field(strict=False)]
 
 #: ``--model`` choices: the models of the registry.
 ModelName = Literal[tuple(MODELS)]  # type: ignore[valid-type]
@@ -66,7 +73,7 @@ class HpoConfig(BaseModel):
     model and parameter; a parameter the model does not have is an error.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
     trials: PositiveInt = 40
     subset: float = Field(0.1, gt=0, le=1)
@@ -97,7 +104,7 @@ class ClusterConfig(BaseModel):
     for the baseline arm). Sizes are strings Dask parses ("8GB").
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
     kind: Literal["local", "local-cuda", "scheduler"]
     address: str | None = None
@@ -124,10 +131,10 @@ _ModelSections = create_model(
 class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
     workflow: str = "flights"
-    data: Path | None = None
+    data: PathSetting | None = None
     target: str | None = None
     task: Literal["auto", "classification", "regression"] = "auto"
     model: ModelName = "xgboost"
@@ -145,7 +152,7 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     rows: PositiveInt | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = Field(42, ge=0, le=MAX_SEED)
-    out: Path = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
+    out: PathSetting = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
     hpo: HpoConfig = Field(default_factory=HpoConfig)
 
     @model_validator(mode="after")
@@ -257,7 +264,10 @@ def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], 
     if isinstance(merged.get("date_format"), dict) and isinstance(given.get("date_format"), dict):
         given["date_format"] = {**merged["date_format"], **given["date_format"]}  # flags win per column
     merged.update(given)
+    for key in ("data", "out"):  # paths: given as text too, and ~ is the home folder in a file as on a shell
+        if isinstance(merged.get(key), (str, PurePath)):
+            merged[key] = Path(merged[key]).expanduser()
     try:
-        return RunConfig.model_validate(merged)
+        return RunConfig.model_validate(merged, strict=True)  # the model sections strictly too
     except ValidationError as exc:
         raise AccelError(validation_message(exc, source)) from None

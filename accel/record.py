@@ -149,7 +149,7 @@ def output_root() -> Path:
     Run, search, comparison and scaling records and the search storage go in it, benchmark
     results in its ``benchmarks`` folder; ``accel experiments`` and ``accel report`` read it.
     """
-    return Path(os.environ.get(OUT_ENV) or "runs")
+    return Path(os.environ.get(OUT_ENV) or "runs").expanduser()
 
 
 #: Free space an output folder needs before a run starts (a record is tens of kilobytes).
@@ -197,9 +197,10 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     """Create ``folder`` if needed and prove it writable, before any long work starts.
 
     ``what`` and ``option`` name, in the error, what was to be written there and the flag
-    that chooses another folder.
+    that chooses another folder. A leading ``~`` is the home folder (as in a workflow file's
+    ``out: ~/runs``); the folder returned is the one to write to.
     """
-    folder = Path(folder)
+    folder = Path(folder).expanduser()
     missing, parent = [], folder.absolute()
     while not parent.exists() and parent != parent.parent:
         missing.append(parent)
