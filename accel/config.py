@@ -166,6 +166,11 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
         if self.data is None and self.model != "xgboost":
             raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
         if self.data is not None:
+            if "workflow" in self.model_fields_set and self.workflow != "table":
+                raise ValueError(
+                    f"the {self.workflow} workflow reads its own data, not --data: leave out {self.workflow!r} to run on "
+                    "your table (--data FILE --target COLUMN), or leave out --data to run the workflow"
+                )
             self.workflow = "table"
         from accel.errors import AccelError
         from accel.memory import parse_size

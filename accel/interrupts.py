@@ -16,6 +16,10 @@ every clean-up a Ctrl-C runs (the cluster's close, an empty study discarded, tem
 removed) runs for it too, and the command line exits with 143 (128 + SIGTERM) instead of
 dying at once with workers and temporary files left behind.
 
+A command stopped that way may leave something on disk on purpose (a search's study, to be
+resumed): it says so with :func:`kept`, and the command line's last line names it instead of
+"nothing was written" (:func:`what_was_kept`).
+
 Only the command line installs it (:func:`never_lost` around ``accel.cli.main``): a library
 call in a user's notebook leaves their hooks alone.
 """
@@ -72,3 +76,15 @@ def never_lost() -> Iterator[None]:
         if on_term:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         sys.unraisablehook = previous
+
+
+def kept(exc: BaseException, what: str) -> None:
+    """Note on the interrupt ``exc`` what the stopped command leaves on disk on purpose (``what``:
+    a study and how to resume it); the command line says it instead of "nothing was written"."""
+    notes = list(getattr(exc, "accel_kept", []))
+    exc.accel_kept = [*notes, what]  # type: ignore[attr-defined]
+
+
+def what_was_kept(exc: BaseException) -> str:
+    """What the interrupted command left on disk on purpose, or ``"nothing was written"``."""
+    return "; ".join(getattr(exc, "accel_kept", [])) or "nothing was written"

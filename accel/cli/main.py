@@ -203,12 +203,12 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from accel.interrupts import Terminated
+        from accel.interrupts import Terminated, what_was_kept
 
         if isinstance(exc, Terminated):
-            print("accel: terminated (SIGTERM); nothing was written", file=sys.stderr)
+            print(f"accel: terminated (SIGTERM); {what_was_kept(exc)}", file=sys.stderr)
             return 143
-        print("accel: interrupted; nothing was written", file=sys.stderr)
+        print(f"accel: interrupted; {what_was_kept(exc)}", file=sys.stderr)
         return 130
 
 

@@ -47,6 +47,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
+from accel.interrupts import kept
 from accel.hpo.space import resolve_space, suggest
 from accel.hpo.study import (
     OpenedStudy,
@@ -658,14 +659,28 @@ def run_search(
         try:
             return _search(opened, backend, gpu_note, client, request, out, log, listener)
         except BaseException as exc:
-            if not opened.resumed:
-                discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
+            discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
+            if isinstance(exc, KeyboardInterrupt) and not discarded:
+                kept(exc, _resumable(opened))
             failure = storage_failure(exc, opened.storage_url)
             if failure is not None:
                 raise AccelError(failure) from None
             raise
         finally:
             release(opened.study)
+
+
+def _resumable(opened: OpenedStudy) -> str:
+    """What a stopped search leaves: its study, with the command that continues it."""
+    name = opened.study.study_name
+    try:
+        done = f"its {counted_trials(opened.study)} finished trial(s)"
+    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+        done = "the trials that finished"
+    return (
+        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
+        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
+    )
 
 
 def _search(
