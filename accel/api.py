@@ -65,10 +65,7 @@ def _strict_arguments(fn: Any) -> Any:
         except ValidationError as exc:
             if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
                 raise
-            errors = [
-                {**e, "loc": _named(e["loc"], names)}
-                for e in exc.errors()
-            ]
+            errors = [{**e, "loc": _named(e["loc"], names)} for e in exc.errors()]
             raise AccelError(validation_message(_Errors(errors), f"accel.{fn.__name__}()")) from None
 
     return wrapper
@@ -89,6 +86,7 @@ class _Errors:
 
     def errors(self) -> list[dict[str, Any]]:
         return self._errors
+
 
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (

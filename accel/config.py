@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from accel.errors import AccelError
 from accel.record import output_root
-from accel.registry import MODELS, STRICT
+from accel.registry import MAX_ESTIMATORS, MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote, read_capped
 
@@ -24,6 +24,15 @@ MAX_SEED = 2**32 - 1
 #: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
 #: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
 MIN_BATCH_ROWS = 1024
+
+#: Upper bounds of the counts and durations a setting takes: beyond them a number is a typo (or
+#: ``1e400``), refused in one line before anything runs, never a traceback or a run without end.
+MAX_ROWS = 10**12
+MAX_SCALE = 10**6
+MAX_TRIALS = 10**6
+MAX_TOP = 1000
+#: The longest time-out of anything accel waits for (a week; ``inf`` cannot be waited for).
+MAX_SECONDS = 7 * 24 * 3600.0
 
 #: Settings are checked strictly: no bool for an int, no text for a number (pydantic's strict mode).
 STRICT_TYPES = ConfigDict(extra="forbid", strict=True)
@@ -75,16 +84,16 @@ class HpoConfig(BaseModel):
 
     model_config = STRICT_TYPES
 
-    trials: PositiveInt = 40
+    trials: int = Field(40, ge=1, le=MAX_TRIALS)
     subset: float = Field(0.1, gt=0, le=1)
     trial_rounds: float = Field(0.25, gt=0, le=1)
     validation: float = Field(0.2, gt=0, lt=1)
-    top: PositiveInt = 3
-    timeout: float | None = Field(None, gt=0)
-    early_stopping_rounds: PositiveInt = 30
+    top: int = Field(3, ge=1, le=MAX_TOP)
+    timeout: float | None = Field(None, gt=0, le=MAX_SECONDS)
+    early_stopping_rounds: int = Field(30, ge=1, le=MAX_ESTIMATORS)
     pruner: Literal["median", "none"] = "median"
     storage: str | None = None
-    study: str | None = Field(None, min_length=1)
+    study: str | None = Field(None, min_length=1, max_length=512)  # Optuna keeps 512 characters of a name
     search_space: dict[ModelName, dict[str, SearchParam]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -146,10 +155,10 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     probe: Literal["auto", "off", "force"] = "auto"
     device: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["fp32", "fp16"] = "fp32"
-    batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS)] = "auto"
+    batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS, le=MAX_ROWS)] = "auto"
     memory_budget: str | None = None
     rmm_pool: str = "auto"
-    rows: PositiveInt | None = None
+    rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
     seed: int = Field(42, ge=0, le=MAX_SEED)
     out: PathSetting = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
@@ -199,7 +208,7 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
         return MODELS[self.model].given(getattr(self, self.model).model_dump())
 
     #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
-    scale: PositiveInt = 1
+    scale: int = Field(1, ge=1, le=MAX_SCALE)
     #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
     cluster: ClusterConfig | None = None
 

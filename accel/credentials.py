@@ -44,9 +44,7 @@ _QUERY_SECRET = re.compile(r"([?&;](?:" + "|".join(map(re.escape, SECRET_PARAMS)
 #: A name that ends in a secret word (``--password``, ``DB_PASSWORD``, ``api-key``, ``"token"``).
 _SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
 #: ``--api-key=X``, ``DB_PASSWORD=X``, ``password: X``, ``'token': 'X'``.
-_ASSIGNED = re.compile(
-    r"((?<![\w])[\w.-]*" + _SECRET_WORD + r"[\"']?\s*[=:]\s*)([\"']?)([^\s\"',;&{}\[\]()]+)", re.IGNORECASE
-)
+_ASSIGNED = re.compile(r"((?<![\w])[\w.-]*" + _SECRET_WORD + r"[\"']?\s*[=:]\s*)([\"']?)([^\s\"',;&{}\[\]()]+)", re.IGNORECASE)
 #: ``--password X`` (an option naming a secret, its value the next word).
 _OPTION = re.compile(r"((?<![\w-])--?[\w.-]*" + _SECRET_WORD + r"\s+)([\"']?)([^\s\"'-][^\s\"',;&]*)", re.IGNORECASE)
 #: ``Authorization: <scheme> <credentials>`` (the rest of the header), and a bare ``Bearer X`` / ``Basic X``.

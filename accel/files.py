@@ -99,13 +99,29 @@ ENVIRONMENT_ERRNOS = {
     errno.EMFILE,
     errno.ENFILE,
     errno.ENOMEM,
+    errno.ENAMETOOLONG,
+    errno.ELOOP,
 }
+#: The most characters of a path an error line quotes.
+QUOTED_PATH_CHARS = 160
+
+
+def quoted_path(path: object) -> str:
+    """``path`` as an error line quotes it: ``repr``, cut in the middle beyond :data:`QUOTED_PATH_CHARS`."""
+    text = repr(str(path))
+    if len(text) <= QUOTED_PATH_CHARS:
+        return text
+    half = QUOTED_PATH_CHARS // 2 - 2
+    return f"{text[:half]}...{text[-half:]} ({len(str(path)):,} characters)"
 
 
 def environment_error_line(exc: OSError) -> str:
     """``No space left on device (/runs/x.json); free some space, or choose another folder ...``."""
-    where = f" ({exc.filename})" if exc.filename else ""
+    where = f" ({quoted_path(exc.filename)})" if exc.filename else ""
     advice = {
+        errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
+        "choose a shorter one",
+        errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
         errno.ENOSPC: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
         errno.EDQUOT: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
         errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",

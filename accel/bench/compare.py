@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.config import MAX_SECONDS
 from accel.errors import AccelError
 
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
@@ -45,7 +46,9 @@ IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytes
 MAX_COPY_BYTES = 2 * 1024**3
 TAIL_CHARS = 20_000
 #: The longest ``--timeout`` (a week): ``inf`` or ``1e300`` cannot be waited for (threading's limit).
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_TIMEOUT_S = MAX_SECONDS
+#: The most warm runs of each arm (``--repeat``).
+MAX_REPEAT = 1000
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])|\bnan\b|\binf\b", re.IGNORECASE)
 
 
@@ -597,8 +600,8 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     say = say or _say
     program = opts.program.resolve()
     kind = check_program(opts.program)
-    if opts.repeat < 0:
-        raise AccelError("--repeat must be 0 or more")
+    if not 0 <= opts.repeat <= MAX_REPEAT:
+        raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
     if not (0 < opts.timeout <= MAX_TIMEOUT_S):
         raise AccelError(
             f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (a week); got {opts.timeout:g}"

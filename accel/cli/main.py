@@ -151,11 +151,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The longest error line (the middle of a longer one is left out).
+ERROR_CHARS = 1000
+
+
 def error_line(message: str) -> str:
     """What follows ``accel: error:``: one printable line (a script's stderr quoted in it keeps no
     terminal escapes, :func:`accel.errors.one_line`), every credential hidden (a password quoted
-    from an argument, :func:`accel.credentials.hide`)."""
-    return one_line(hide(message))
+    from an argument, :func:`accel.credentials.hide`), cut in the middle beyond
+    :data:`ERROR_CHARS` (a 100,000-character name quoted whole would bury the advice after it)."""
+    line = one_line(hide(message))
+    if len(line) <= ERROR_CHARS:
+        return line
+    half = ERROR_CHARS // 2
+    return f"{line[:half]} [... {len(line) - 2 * half:,} characters ...] {line[-half:]}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -466,7 +466,19 @@ def _check_readable(path: Path) -> None:
 
 def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSource:
     """Check a user's file or folder and say how both arms will read it."""
-    path = Path(path).expanduser()
+    import errno
+
+    from accel.files import environment_error_line
+
+    try:
+        return _resolve_source(Path(path).expanduser(), delimiter)
+    except OSError as exc:
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise
+        raise AccelError(f"--data: {environment_error_line(exc)}") from None
+
+
+def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
     if not path.exists() and not path.is_symlink():
         raise AccelError(f"--data: {str(path)!r} does not exist")
     if path.is_dir():

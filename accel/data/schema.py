@@ -28,6 +28,7 @@ from accel._compat import cudf_date_gap
 from accel.data import dates
 from accel.data.flights import sample_positions, split_positions
 from accel.errors import AccelError
+from accel.yamlsafe import quote
 
 #: An integer column with at most this many distinct values is categorical.
 LOW_CARDINALITY_INT = 10
@@ -491,7 +492,7 @@ def make_plan(
     if target not in columns:
         near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f"; columns: {', '.join(columns[:10])}"
-        raise AccelError(f"--target {target!r} is not a column of the table{hint}")
+        raise AccelError(f"--target {quote(target)} is not a column of the table{hint}")
     for name in drop or []:
         if name not in columns:
             raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")

@@ -47,7 +47,6 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
-from accel.interrupts import kept
 from accel.hpo.space import resolve_space, suggest
 from accel.hpo.study import (
     OpenedStudy,
@@ -66,6 +65,7 @@ from accel.hpo.study import (
     storage_failure,
     trial_counts,
 )
+from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification

@@ -37,7 +37,7 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import PeriodicSampler, kernel_peak_rss
+from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -76,10 +76,12 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
         return fraction
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
         raise AccelError(f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5") from None
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return size
 
 
@@ -100,8 +102,10 @@ def worker_memory_bytes(text: str | None) -> int | None:
         )
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise AccelError(f"--worker-memory {text!r} is not a size: give one such as 400MB or 4GB per worker") from None
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"--worker-memory {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     if size < MIN_WORKER_MEMORY:
         raise AccelError(
             f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
