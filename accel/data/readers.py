@@ -23,7 +23,6 @@ import hashlib
 import io
 import os
 import re
-import tempfile
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -964,11 +963,14 @@ class ColumnarCache:
             yield from self._tee(rows)
 
     def scratch(self) -> Path:
-        """The run's private temporary folder (created on first use; :meth:`close` removes it)."""
+        """The run's private temporary folder (created on first use; :meth:`close` removes it).
+
+        Owned by this process (:func:`accel.scratch.owned_folder`): a run killed before it
+        could remove it (SIGKILL) leaves it to the next streamed run, which reclaims it."""
         if self.folder is None:
-            root = cache_dir() / "stream"
-            root.mkdir(parents=True, exist_ok=True)
-            self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
+            from accel import scratch
+
+            self.folder = scratch.owned_folder(cache_dir() / "stream", "accel-stream-")
         return self.folder
 
     def _tee(self, rows: int):
@@ -1045,8 +1047,7 @@ class ColumnarCache:
         return _compat.from_arrow(self.xdf, table)
 
     def close(self) -> None:
-        import shutil
+        from accel import scratch
 
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        scratch.release(self.folder)
         self.folder, self.path, self.complete = None, None, False
