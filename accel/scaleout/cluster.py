@@ -461,6 +461,8 @@ class ClusterSession:
         #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
         self._environ_before: dict[str, str | None] = {}
         self.info: ClusterInfo | None = None
+        #: The workers' scratch folder (a cluster started here), removed on close.
+        self._scratch: Any = None
         self.no_worker_grace = no_worker_grace
         self.all_workers_lost = False
 
@@ -525,6 +527,14 @@ class ClusterSession:
         }
         if plan.memory_limit is not None:
             common["memory_limit"] = plan.memory_limit
+        # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
+        # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
+        # never left in the temporary folder.
+        from accel import scratch
+        from accel.data.flights import cache_dir
+
+        self._scratch = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
+        common["local_directory"] = str(self._scratch)
         import dask
 
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
@@ -532,7 +542,8 @@ class ClusterSession:
         keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON}
         self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
-            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}):
+            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
+            with dask.config.set({**spawn, "temporary-directory": str(self._scratch)}):  # the scheduler's scratch too
                 return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):
             raise
@@ -701,6 +712,10 @@ class ClusterSession:
             else:
                 os.environ[key] = value
         self._environ_before = {}
+        from accel import scratch
+
+        scratch.release(self._scratch)
+        self._scratch = None
 
 
 @contextmanager
