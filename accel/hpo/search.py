@@ -422,14 +422,19 @@ def describe_trial(trial: Any, metric: str) -> str:
     return f"trial {trial.number}: failed: {attrs.get('error', 'no reason recorded')}{cost}"
 
 
-def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None]) -> None:
-    """Run ``n_trials`` more trials of ``study`` in this process."""
+def run_trials(
+    study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None], total: int | None = None
+) -> None:
+    """Run ``n_trials`` more trials of ``study`` in this process; stop early once the study counts
+    ``total`` (other processes that joined it run its trials too)."""
     if n_trials <= 0:
         return
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
         heartbeat(study)
+        if total is not None and counted_trials(study) >= total:
+            study.stop()  # the study's --trials are done, some by the processes beside this one
 
     study.optimize(
         Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True
@@ -704,7 +709,8 @@ def _search(
 
     started = datetime.now(timezone.utc)
     arm_label = f"{search_backend.name.upper()} arm"
-    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
+    joined = f" (joined: also run by {', '.join(opened.joined)})" if opened.joined else ""
+    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
     # The reason the GPU arm is skipped is said once, with the results (and in the record).
@@ -749,7 +755,7 @@ def _search(
     t0 = time.perf_counter()
     n_workers = 1
     if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, log)
+        run_trials(study, ctx, remaining, config.hpo.timeout, log, total=config.hpo.trials)
     else:
         n_workers = run_trials_on_client(
             client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log
@@ -774,8 +780,9 @@ def _search(
             "metric": metric,
             "direction": direction,
             "resumed": opened.resumed,
+            "joined": opened.joined,
             "interrupted_trials": opened.interrupted,
-            "sampler": f"TPESampler(seed={config.seed})",
+            "sampler": f"TPESampler(seed={(config.seed + 1000 * opened.seed_offset) % 2**32})",
             "pruner": config.hpo.pruner,
         },
         "config": public_config(config),
