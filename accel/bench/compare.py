@@ -868,7 +868,7 @@ def render(record: dict[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"accel compare {record['program']['path']}", title_justify="left")
+    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
     for col, justify in (("arm", "left"), ("status", "left"), ("exit", "right"), ("cold s", "right"),
                          ("warm median s (min-max)", "right"), ("peak RSS MB", "right"), ("peak device MB", "right")):  # fmt: skip
         table.add_column(col, justify=justify)
