@@ -580,6 +580,10 @@ def main() -> int:
         side: {v: sum(r["verdict"] == v and r["invented"] == (side == "invented") for r in rows) for v in VERDICTS}
         for side in ("listed", "invented")
     }
+    by_kind = {
+        kind: {v: n for v in VERDICTS if (n := sum(r["verdict"] == v and r["kind"] == kind for r in rows))}
+        for kind in sorted({r["kind"] for r in rows})
+    }
     print(markdown(rows))
     print()
     print("counts: " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
@@ -587,10 +591,6 @@ def main() -> int:
         print(f"  {side}: " + (", ".join(f"{v} {n}" for v, n in by_verdict.items() if n) or "none"))
     for kind, by_verdict in by_kind.items():
         print(f"  {kind}: " + ", ".join(f"{v} {n}" for v, n in by_verdict.items()))
-    by_kind = {
-        kind: {v: n for v in VERDICTS if (n := sum(r["verdict"] == v and r["kind"] == kind for r in rows))}
-        for kind in sorted({r["kind"] for r in rows})
-    }
     payload = {
         "benchmark": "hostile_cases",
         "label": args.label,
