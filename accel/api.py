@@ -43,7 +43,7 @@ def _strict_arguments(fn: Any) -> Any:
 
     from pydantic import ConfigDict, ValidationError, validate_call
 
-    from accel.config import validation_message
+    from accel.config import errors_message
     from accel.errors import AccelError
 
     checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
@@ -66,7 +66,7 @@ def _strict_arguments(fn: Any) -> Any:
             if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
                 raise
             errors = [{**e, "loc": _named(e["loc"], names)} for e in exc.errors()]
-            raise AccelError(validation_message(_Errors(errors), f"accel.{fn.__name__}()")) from None
+            raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None
 
     return wrapper
 
@@ -76,16 +76,6 @@ def _named(loc: tuple[Any, ...], names: list[str]) -> tuple[Any, ...]:
     if loc and isinstance(loc[0], int) and loc[0] < len(names):
         return (names[loc[0]], *loc[1:])
     return loc
-
-
-class _Errors:
-    """A pydantic ``ValidationError``'s errors with locations renamed (what ``validation_message`` reads)."""
-
-    def __init__(self, errors: list[dict[str, Any]]):
-        self._errors = errors
-
-    def errors(self) -> list[dict[str, Any]]:
-        return self._errors
 
 
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).

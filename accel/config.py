@@ -232,13 +232,18 @@ def _union_member(part: Any) -> bool:
 
 
 def validation_message(exc: ValidationError, source: str) -> str:
-    errors = []
-    for error in exc.errors():
+    return errors_message([dict(e) for e in exc.errors()], source)
+
+
+def errors_message(found: list[dict[str, Any]], source: str) -> str:
+    """One line for pydantic's errors ``found`` (each with ``loc``, ``type``, ``msg``, ``input``)."""
+    errors: list[dict[str, Any]] = []
+    for error in found:
         loc = tuple(error["loc"])
         if loc and _union_member(loc[-1]):
             # One message per field of a union: the member whose constraint failed says most.
             if error["type"] == "literal_error" and any(
-                tuple(e["loc"])[:-1] == loc[:-1] and e["type"] != "literal_error" for e in exc.errors()
+                tuple(e["loc"])[:-1] == loc[:-1] and e["type"] != "literal_error" for e in found
             ):
                 continue
             error = {**error, "loc": loc[:-1]}
