@@ -30,7 +30,11 @@ import re
 from typing import Any
 
 #: Query-string parameters that hold secrets (``?password=...``, ``&token=...``).
-SECRET_PARAMS = ("password", "passwd", "pwd", "pass", "secret", "token", "sslpassword", "access_key", "secret_key", "api_key")
+SECRET_PARAMS = (
+    "password", "passwd", "pwd", "pass", "secret", "token", "sslpassword", "access_key", "secret_key", "api_key",
+    "apikey", "api-key", "key", "sig", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+    "access_token", "refresh_token", "id_token", "client_secret", "auth", "code",
+)  # fmt: skip
 #: Parts of a variable's name that say it holds a credential (``DASK_COILED__TOKEN``, ``ACCEL_S3_SECRET_ACCESS_KEY``).
 SECRET_NAME_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "SESSION")
 #: What a hidden value becomes.
@@ -42,7 +46,10 @@ _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*:/{1,2}[^/@\s:]*:)([^/\s]
 _URL_USER = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*:/{1,2})([^/@\s:*]+)(@)")
 _QUERY_SECRET = re.compile(r"([?&;](?:" + "|".join(map(re.escape, SECRET_PARAMS)) + r")=)([^&;#\s'\"]+)", re.IGNORECASE)
 #: A name that ends in a secret word (``--password``, ``DB_PASSWORD``, ``api-key``, ``"token"``).
-_SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
+_SECRET_WORD = (
+    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|account[_-]?key"
+    r"|shared[_-]?access[_-]?key|credentials?)"
+)
 #: ``--api-key=X``, ``DB_PASSWORD=X``, ``password: X``, ``'token': 'X'``.
 _ASSIGNED = re.compile(r"((?<![\w])[\w.-]*" + _SECRET_WORD + r"[\"']?\s*[=:]\s*)([\"']?)([^\s\"',;&{}\[\]()]+)", re.IGNORECASE)
 #: ``--password X`` (an option naming a secret, its value the next word).

@@ -82,7 +82,8 @@ def check_test_rows(n: int, test_size: float) -> None:
     size = _test_size_from(MIN_TEST_ROWS, n)
     options = f"--test-size {size:g} or more, or " if size <= 0.5 else ""
     rows = math.ceil(MIN_TEST_ROWS / test_size) if test_size > 0 else None
-    more = f"at least {rows:,} rows" if rows is not None else "more rows"
+    # A share so small that no table could hold enough rows (1e-300) asks for a larger share only.
+    more = f"at least {rows:,} rows" if rows is not None and rows <= 10**12 else "more rows"
     raise AccelError(
         f"the test split would hold {n_test:,} of {n:,} rows (--test-size {test_size:g}): at least {MIN_TEST_ROWS} "
         f"are needed to score the model; use {options}{more} (--rows, or a larger table)"

@@ -553,7 +553,7 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
         said += [
             f"{str(p.relative_to(path))!r} not read: {why}"
             for p, why in skipped
-            if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed"))
+            if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed", "a broken link"))
         ]
         return replace(source, notices=source.notices + tuple(said)) if said else source
     _check_readable(path)
