@@ -2297,8 +2297,11 @@ print("result", 1.0)
 
 
 def _slow_compare(tmp: Path) -> list[str]:
+    """The slow script in a folder of its own (``TMP/script``), TMPDIR beside it (``TMP/tmp``)."""
     (tmp / "tmp").mkdir()
-    return _compare_script(tmp, SLOW_SCRIPT.format(late=str(tmp / "late.txt")))
+    (tmp / "script").mkdir()
+    (tmp / "script" / "s.py").write_text(SLOW_SCRIPT.format(late=str(tmp / "late.txt")))
+    return ["compare", str(tmp / "script" / "s.py"), "--device", "cpu", "--out", str(tmp / "runs")]
 
 
 def kill_self(tmp: Path) -> None:
