@@ -41,8 +41,8 @@ OMP_WAIT_POLICY = {
 
 #: What ``accel.<name>`` gives, from :mod:`accel.api`, imported on first use.
 _API = (
-    "run", "run_config", "tune", "compare", "benchmark", "scale", "info",
-    "RunResult", "TuneResult", "CompareResult", "BenchResult", "ScaleResult",
+    "run", "run_config", "tune", "compare", "benchmark", "scale", "info", "load", "predict",
+    "RunResult", "TuneResult", "CompareResult", "BenchResult", "ScaleResult", "PredictResult",
 )  # fmt: skip
 
 

@@ -12,9 +12,16 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+
+#: A pandas or a cuDF DataFrame (the arm's ``xdf``): the one place where a type is either.
+Frame: TypeAlias = Any
+#: A pandas or a cuDF Series.
+Column: TypeAlias = Any
+#: A NumPy or a CuPy array (the arm's ``xp``).
+Array: TypeAlias = Any
 
 
 def _top_module(obj: Any) -> str:
@@ -52,6 +59,19 @@ def to_numpy(obj: Any) -> np.ndarray:
 def to_pandas(obj: Any) -> Any:
     """A small pandas object (per-column statistics) from a pandas or cuDF one."""
     return obj.to_pandas() if is_cudf(obj) else obj
+
+
+def from_pandas(xdf: ModuleType, frame: Any) -> Any:
+    """A pandas frame as a frame of ``xdf``'s library: itself for pandas; ``cudf.from_pandas``
+    (cuDF 26.10 has no ``DataFrame.from_pandas``: cudf/core/dataframe.py:9361 is the one converter)."""
+    return frame if is_pandas_module(xdf) else xdf.from_pandas(frame)
+
+
+def frame_of(xdf: ModuleType, frame: Any) -> Any:
+    """``frame`` (pandas or cuDF) as a frame of ``xdf``'s library, moved between host and device where needed."""
+    if is_pandas_module(xdf):
+        return to_pandas(frame)
+    return frame if is_cudf(frame) else from_pandas(xdf, frame)
 
 
 def dask_dataframe_backend(xdf: ModuleType) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,24 @@ class RunResult:
         """The whole run's speedup (NaN unless both arms ran)."""
         return _float((self.record.get("speedup") or {}).get("total"))
 
+    @property
+    def pipeline(self) -> Any:
+        """The fitted pipeline (:class:`accel.pipeline.Pipeline`) of the accelerated arm where it
+        ran, else the CPU arm's, loaded from where the run saved it, on this machine's device:
+        ``result.pipeline.predict(df)``."""
+        return load(self.path)
+
+    @property
+    def importances(self) -> Any:
+        """Each feature's importance by kind (the accelerated arm's model where it ran), most important first."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if arms[a].get("importances")), None) or {}
+        frame = pd.DataFrame(found)
+        frame.index.name = "feature"
+        return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
+
     def __repr__(self) -> str:
         arms = self.record["arms"]
         shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
@@ -206,7 +225,7 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
-    data: str | os.PathLike[str] | None = None,
+    data: str | os.PathLike[str] | Any | None = None,
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
@@ -245,8 +264,9 @@ def run(
     workflow : str or path, optional
         ``"flights"`` (the embedded default), or a workflow YAML file. Leave it out with
         ``data=``: your own table.
-    data : str or path, optional
-        Your own table: a CSV file, a Parquet file, or a folder of Parquet files.
+    data : str, path or DataFrame, optional
+        Your own table: a CSV file, a Parquet file, a folder of Parquet files, or a pandas / cuDF
+        DataFrame (written to a temporary Parquet file for the run; its rows are the hold-out ids).
     target : str, optional
         With ``data``: the column to predict.
     task : {"auto", "classification", "regression"}, optional
@@ -312,18 +332,26 @@ def run(
     """
     from argparse import Namespace
 
-    from accel.cli.options import config_overrides, workflow_source
-    from accel.config import build_config
-
-    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
-    settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
     dask = Namespace(
         cluster=cluster, scheduler=scheduler, baseline_scheduler=baseline_scheduler, workers=workers,
         threads_per_worker=threads_per_worker, rmm_pool=rmm_pool, device_memory_limit=device_memory_limit,
         worker_memory=worker_memory, protocol=protocol, scale=scale,
     )  # fmt: skip
+    with _table_file(data) as table:
+        settings = _table_settings(
+            table, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out
+        )
+        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
+        return _run(workflow, settings, dask, progress)
+
+
+def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> RunResult:
+    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
+    from accel.cli.options import config_overrides, workflow_source
+    from accel.config import build_config
+
     overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-    file_values, source = workflow_source(None if workflow is None else str(workflow), data is not None, "run")
+    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
     listener = None
     if progress:
@@ -337,6 +365,157 @@ def run(
         if listener is not None:
             listener.close()
     return RunResult(record, Path(path))
+
+
+def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None = None) -> Any:
+    """The fitted pipeline a run saved, ready to score: ``accel.load(path).predict(df)``.
+
+    Parameters
+    ----------
+    run : str or path
+        The run record ``accel run`` printed (or :attr:`RunResult.path`), or a pipeline folder.
+    device : {"auto", "cpu", "gpu"}, default "auto"
+        Where it scores: the GPU where one is usable, else the CPU (a pipeline trained on either
+        arm loads on either).
+    arm : {"gpu", "cpu"}, optional
+        Which arm's pipeline of a run (default: the accelerated arm's where it ran).
+
+    Returns
+    -------
+    accel.pipeline.Pipeline
+        With ``classes_``, ``predict``, ``predict_proba``, ``contributions`` and
+        ``feature_importances``; each takes a pandas or cuDF DataFrame or a path.
+
+    Raises
+    ------
+    accel.errors.AccelError
+        A file that is not a pipeline, one cut short or changed since it was saved, one from a
+        newer accel.
+    """
+    from accel.pipeline import load as load_pipeline
+
+    return load_pipeline(Path(run), device=device, arm=arm)
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """Rows scored with a run's pipeline: the scoring record and where the predictions went.
+
+    Attributes
+    ----------
+    record : dict
+        The scoring record (each arm's seconds per stage and rows per second, the speedup, the
+        metrics where the table had its target).
+    path : pathlib.Path
+        Where the record was written.
+    output : pathlib.Path
+        The predictions' file.
+    """
+
+    record: dict[str, Any]
+    path: Path
+    output: Path
+
+    @property
+    def predictions(self) -> Any:
+        """The predictions' file, read back as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.output) if self.output.suffix.lower() in (".parquet", ".pq") else pd.read_csv(self.output)
+
+    def __repr__(self) -> str:
+        return f"PredictResult({self.record['output']['rows']:,} rows from the {self.record['output']['arm']} arm, {str(self.output)!r})"
+
+
+@leaves_no_folder
+def predict(
+    run: str | os.PathLike[str],
+    *,
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    arm: str | None = None,
+    device: str = "auto",
+    baseline: bool = False,
+    memory_budget: str | None = None,
+    batch_rows: int | None = None,
+    contributions: bool = False,
+    records: str | os.PathLike[str] | None = None,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    progress: bool = False,
+) -> PredictResult:
+    """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
+
+    Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
+    does); ``records`` is the folder of the scoring record (default ``$ACCEL_OUT_DIR``, else
+    ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
+    Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
+    """
+    from argparse import Namespace
+
+    from accel.cli.options import config_overrides
+    from accel.config import ClusterConfig
+    from accel.record import output_root
+    from accel.scoring import PredictSettings
+    from accel.scoring import predict as score
+
+    dask = Namespace(cluster=cluster, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker)
+    asked = config_overrides(dask).get("cluster")
+    on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
+
+    settings = PredictSettings(
+        run=Path(run), data=Path(data), out=Path(out), records=Path(records) if records is not None else output_root(),
+        arm=arm, device=device, baseline=baseline, memory_budget=memory_budget, batch_rows=batch_rows,
+        contributions=contributions,
+    )  # fmt: skip
+    listener = None
+    if progress:
+        from accel.report.console import ProgressDisplay
+
+        listener = ProgressDisplay()
+    try:
+        if on_cluster is not None:
+            from accel.scaleout.scoring import predict_on_cluster
+
+            record, path, output = predict_on_cluster(settings, on_cluster, listener)
+        else:
+            record, path, output = score(settings, listener)
+    finally:
+        if listener is not None:
+            listener.close()
+    return PredictResult(record, Path(path), Path(output))
+
+
+@contextmanager
+def _table_file(data: Any) -> Iterator[Any]:
+    """``data`` as a path: itself, or a pandas / cuDF DataFrame written to a Parquet file in a
+    private temporary folder for the run (removed afterwards), as a notebook user passes one."""
+    if data is None or isinstance(data, (str, os.PathLike)):
+        yield data
+        return
+    if not hasattr(data, "to_parquet") or not hasattr(data, "columns"):
+        from accel.errors import AccelError
+
+        raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="accel-dataframe-"))
+    try:
+        path = folder / f"dataframe-{len(data)}x{len(data.columns)}.parquet"
+        try:
+            data.to_parquet(path, index=False)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's refusal of a column, said in one line
+            from accel.errors import AccelError, first_line
+
+            raise AccelError(
+                f"data=: the DataFrame cannot be stored as a table ({first_line(exc)}); give columns of one type each"
+            ) from None
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _table_settings(

@@ -534,6 +534,15 @@ class Backend:
             return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
         return {"pages": "disk", "on_host": False}
 
+    def adopt_estimator(self, key: str, estimator: Any) -> Any:
+        """A scikit-learn estimator (a saved pipeline's) as this arm fits and predicts with it:
+        itself on every core here, or its cuML twin on the GPU arm (cuML's ``from_sklearn``)."""
+        if self.is_gpu:
+            return self.models[key].from_sklearn(estimator)
+        if "n_jobs" in estimator.get_params():
+            estimator.set_params(n_jobs=self.n_threads)
+        return estimator
+
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
         if self.is_gpu:

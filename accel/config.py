@@ -160,6 +160,8 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     rmm_pool: str = "auto"
     rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
+    #: Hold-out rows the saved model's SHAP importances are computed on (0: the model's own importances only).
+    explain_rows: int = Field(200, ge=0, le=100_000)
     seed: int = Field(42, ge=0, le=MAX_SEED)
     out: PathSetting = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
     hpo: HpoConfig = Field(default_factory=HpoConfig)

@@ -24,7 +24,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from accel.errors import AccelError
 
@@ -181,11 +181,11 @@ def os_error_line(exc: OSError, what: str, hint: str = "") -> str:
 
 
 #: ``exists`` of :func:`write_new`: a name that exists gets the next free sequence number.
-NUMBER = "number"
+NUMBER: Final = "number"
 #: ``exists`` of :func:`write_new`: a name that exists is refused (the user named it; no ``--overwrite``).
-REFUSE = "refuse"
+REFUSE: Final = "refuse"
 #: ``exists`` of :func:`write_new`: a regular file of that name is replaced (``--overwrite``, or accel's cache).
-REPLACE = "replace"
+REPLACE: Final = "replace"
 
 Exists = Literal["number", "refuse", "replace"]
 

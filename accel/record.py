@@ -45,8 +45,9 @@ from accel.errors import AccelError
 SCHEMA_VERSION = 3
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
-#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
-RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
+#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``),
+#: new rows scored with a run's pipeline (``accel predict``).
+RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments", "predict"]
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 #: The variable naming the folder everything accel writes goes under (default ``runs``).
 OUT_ENV = "ACCEL_OUT_DIR"
@@ -289,13 +290,19 @@ def kind_of(record: Any) -> RecordKind | None:
     return None
 
 
-def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
+def write_record(
+    folder: Path, record: dict[str, Any], stem: str, companion: Callable[[Path], Callable[[], None]] | None = None
+) -> Path:
     """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number.
 
     A record with a ``run_id`` key (a run, a search, a comparison) gets its file name as its
     ``run_id``, set in ``record`` itself, so that what the command shows or prints as JSON is
     what the file holds; so are its credentials hidden in ``record`` itself
-    (:func:`accel.credentials.hidden`: the tables shown after it show none).
+    (:func:`accel.credentials.hidden`: the tables shown after it show none). ``companion(path)``,
+    when given, writes what goes beside the record at ``path`` (the run's pipelines, whose names
+    the record holds) before the record is written, raising :class:`FileExistsError` where that
+    name is taken, and returns how to remove it again should the record's own name be taken
+    meanwhile.
     """
     from accel.credentials import hidden
 
@@ -312,10 +319,18 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
             continue
         if "run_id" in record:
             record["run_id"] = path.stem
+        undo = None
+        if companion is not None:
+            try:
+                undo = companion(path)
+            except FileExistsError:
+                continue
         try:
             return write_new(path, (dumps(record) + "\n").encode(), "the record", "choose another --out", exists=REFUSE)
-        except AccelError:
-            if not os.path.lexists(path):
+        except BaseException as exc:
+            if undo is not None:
+                undo()
+            if not isinstance(exc, AccelError) or not os.path.lexists(path):
                 raise
     raise AccelError(f"no free name for {stem!r} records in {str(folder)!r} (tried up to {MAX_SEQUENCE:03d})")
 
@@ -345,6 +360,20 @@ def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None
     for label, path in written.items():
         if path is not None:
             print(f"{label}: {path}", file=where, flush=True)
+
+
+def record_files(folder: Path, pattern: str = "*.json") -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under ``folder`` that may be records (regular files only: :func:`accel.files.regular_files`),
+    leaving out hidden paths and the runs' pipeline folders (``<run id>.pipeline/``, whose
+    ``pipeline.json`` describes a model, not a run); and the others, with why."""
+    from accel.files import regular_files
+
+    def kept(path: Path) -> bool:
+        parts = path.relative_to(folder).parts
+        return not any(part.startswith(".") or part.endswith(".pipeline") for part in parts)
+
+    files, others = regular_files(folder, pattern)
+    return [p for p in files if kept(p)], [(p, why) for p, why in others if kept(p)]
 
 
 def record_stem(what: str, now: datetime | None = None) -> str:

@@ -22,9 +22,11 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.pairing import arm_of, pair
+from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
-from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
+from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 
@@ -88,13 +90,13 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
     monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
     timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
-        listener.arm_started(backend.name)
+        listener.arm_started(backend.name, executor.stages)
     status = "failed"
     try:
         with monitor:
             executed = executor.execute(backend, workflow, timer, listener)
         executor.after(backend, workflow, executed)
-        result = arm_result(backend, executor.name, timer, monitor, executed)
+        result = arm_result(backend, executor.name, timer, monitor, executed, executor.stages)
         status = result.status
         return result
     except KeyboardInterrupt:
@@ -138,6 +140,9 @@ class InMemory(Executor):
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
         del model_input
+        kept = from_run(workflow, backend, model, fitted, prepared.transform, precision)
+        explained(kept, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+        kept.holdout = holdout_frame(prepared.test_ids, prediction)
 
         y_test = _compat.to_numpy(prepared.y_test)
         metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
@@ -149,7 +154,7 @@ class InMemory(Executor):
         }
         if settings.precision == "fp16" and settings.precision_check:
             self._check = (prepared, y_test)
-        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record)
+        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
     def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
         if self._check is not None:
@@ -225,7 +230,7 @@ def build_workflow(config: Any) -> Any:
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
@@ -311,7 +316,8 @@ def paired_run(
         config, workflow, gpu_result.as_dict(), cpu_result.as_dict(), environment, started, finished,
         model=workflow.model.describe(), wall=timeline,
     )  # fmt: skip
-    path = write_record(out, record, record_stem(workflow.name, started))
+    kept = {arm: r.pipeline for arm, r in (("gpu", gpu_result), ("cpu", cpu_result)) if r.pipeline is not None}
+    path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
     return record, path
 
 
@@ -333,11 +339,7 @@ def run_record(
     """
     from accel.record import record_head
 
-    def result(arm: dict[str, Any]) -> ArmResult:
-        return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
-
-    gpu_result, cpu_result = result(gpu), result(cpu)
-    environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
+    environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
     record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,
@@ -349,9 +351,7 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        "arms": {"gpu": gpu, "cpu": cpu},
-        "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu_result, cpu_result),
+        **pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu),  # type: ignore[typeddict-item]
         **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
     }
     return record

@@ -99,7 +99,7 @@ def check_table_run_agrees_with_single_process(session, kind: str, path: Path, t
     params = XGBoostParams(n_estimators=60, max_depth=5)
     planned = plan(path, target, settings)
     single = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params.model_dump()))
-    arm, workflow = run_on_session(session, table_builder(planned), settings, params, seed)
+    arm, workflow, _ = run_on_session(session, table_builder(planned), settings, params, seed)
 
     assert arm["status"] == "ok", arm.get("reason")
     assert workflow.name == "table" and workflow.task == planned.plan.task

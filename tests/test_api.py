@@ -146,7 +146,8 @@ def test_notebook_chart_has_a_bar_per_stage_when_both_arms_ran():
 
 
 def test_notebook_chart_says_n_a_when_one_arm_was_skipped():
-    from accel.result import ArmResult, skipped, speedups
+    from accel.pairing import speedups
+    from accel.result import ArmResult, skipped
 
     record = read_json(H200_RUN)
     cpu = record["arms"]["cpu"]

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_argument(run)
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
+        "--explain-rows", type=int, help="hold-out rows the model's SHAP importances are computed on (default 200; 0: none)"
+    )
+    run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
     )
     run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
@@ -85,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.cli.hpo import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
+    from accel.cli.predict import register as register_predict
+
+    register_predict(sub)  # predict: score new rows with a run's pipeline
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
@@ -113,6 +119,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from accel.api import run_config
     from accel.config import build_config
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
@@ -122,6 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "batch_rows": args.batch_rows,
         "memory_budget": args.memory_budget,
         "rmm_pool": args.rmm_pool,
+        "explain_rows": args.explain_rows,
     }
     config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
     if config.cluster is not None:
@@ -143,7 +151,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
-    show_result(record, args.json, lambda: render_run(record, Console()), {"run record": path})
+    show_result(
+        record, args.json, lambda: render_run(record, Console()), {"run record": path, "pipeline": saved_folder(record, path)}
+    )
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

@@ -16,6 +16,7 @@ column whose header name has surrounding spaces by the name without them (:func:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -122,6 +123,20 @@ class TablePlan:
         for c in self.columns:
             out.setdefault(c.kind, []).append(c)
         return out
+
+    def fitted_state(self) -> dict[str, Any]:
+        """What applying the plan to new rows needs (no row positions: they are the training
+        table's), as JSON values: :meth:`from_fitted_state` reads it back."""
+        keep = ("target", "task", "task_reason", "classes", "classes_numeric", "native_categorical")
+        return {**{k: getattr(self, k) for k in keep}, "columns": [dataclasses.asdict(c) for c in self.features]}
+
+    @classmethod
+    def from_fitted_state(cls, state: dict[str, Any]) -> TablePlan:
+        """The plan :meth:`fitted_state` wrote, with no rows."""
+        none = np.empty(0, dtype=np.int64)
+        columns = [ColumnPlan(**c) for c in state["columns"]]
+        fields = {k: v for k, v in state.items() if k != "columns"}
+        return cls(**fields, columns=columns, row_positions=none, train_pos=none, test_pos=none)
 
     def describe(self) -> dict[str, Any]:
         return {

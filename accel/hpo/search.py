@@ -238,6 +238,10 @@ class SearchContext:
     early_stopping_rounds: int
     batch_rows: int = 1 << 62
     memory: dict[str, Any] = field(default_factory=dict)
+    #: The fitted features and the storage precision of the rows: with the final model, the pipeline.
+    transform: Any = None
+    precision: Any = None
+    test_ids: Any = None
 
 
 def train_and_score(
@@ -251,6 +255,7 @@ def train_and_score(
     callbacks: tuple = (),
     out: Measured | None = None,
     listener: Any = None,
+    keep: dict[str, Any] | None = None,
 ) -> Measured:
     """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
 
@@ -261,6 +266,7 @@ def train_and_score(
     (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
     seconds and memory of a run that raises (a pruned trial). A ``listener``
     (:class:`~accel.result.Listener`) is told of each stage, the memory, and XGBoost's rounds.
+    ``keep``, when given, receives the ``model``, what it ``fitted`` and its ``prediction``.
     """
     from accel.runner import rounds_listener
 
@@ -299,6 +305,8 @@ def train_and_score(
         raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
     if isinstance(model, XGBoostModel):
         out.rounds = model.rounds_used(fitted)
+    if keep is not None:
+        keep.update(model=model, fitted=fitted, prediction=prediction)
     out.metrics = task_metrics(ctx.task, _compat.to_numpy(y_eval), _compat.to_numpy(prediction))
     return out
 
@@ -395,6 +403,9 @@ def build_context(config: Any, backend: Backend, workflow: Any | None = None) ->
         early_stopping_rounds=hpo.early_stopping_rounds,
         batch_rows=batches.rows_per_batch,
         memory={"rmm": rmm, "batches": batches.describe(), "precision": precision.describe()},
+        transform=prepared.transform,
+        precision=precision,
+        test_ids=prepared.test_ids,
     )
     return ctx, workflow, seconds
 
@@ -700,6 +711,7 @@ def _search(
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
+    from accel.pipeline import beside_record
     from accel.record import record_head, record_stem, write_record
 
     config, study, workflow = opened.config, opened.study, opened.workflow
@@ -803,6 +815,8 @@ def _search(
         "baseline": baseline,
     }
 
+    kept: dict[str, Any] = {}
+
     def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
         record["arms"] = arms
         both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
@@ -819,7 +833,10 @@ def _search(
         summary = {k: record[k] for k in keep if k in record}
         summary["batches"] = {k: ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
         study.set_user_attr("summary", _json_safe(summary))
-        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started))
+        for arm, pipeline in kept.items():
+            arms[arm]["importances"] = pipeline.importances
+        companion = beside_record(record, kept)
+        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started), companion=companion)
 
     best = _best_trials(study, config.hpo.top)
     if not best:
@@ -876,7 +893,11 @@ def _search(
     if winner.get("rounds"):
         final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
     t0 = time.perf_counter()
-    fin = train_and_score(ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
+    fitted: dict[str, Any] = {}
+    fin = train_and_score(
+        ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False, keep=fitted
+    )
+    kept[search_backend.name] = tuned_pipeline(ctx, workflow, fitted)
     phases["final"] = time.perf_counter() - t0
     final = {
         "trial": winner["trial"],
@@ -899,13 +920,30 @@ def _search(
     try:
         cpu_ctx, _, _ = build_context(config, cpu_backend(), workflow)
         d = cpu_ctx.data
-        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False)
+        cpu_fitted: dict[str, Any] = {}
+        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=cpu_fitted)
+        kept["cpu"] = tuned_pipeline(cpu_ctx, workflow, cpu_fitted)
         cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
         log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
         cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
     phases["cpu_arm"] = time.perf_counter() - t0
     return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
+
+
+def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) -> Any:
+    """The retrained best of one arm as a fitted pipeline (:mod:`accel.pipeline`), its importances
+    timed as ``explain`` (SHAP on the first hold-out rows), its hold-out predictions kept."""
+    from accel.pipeline import explained, from_run, holdout_frame
+
+    pipeline = from_run(workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, tuned=True)
+    X_test = ctx.data.X_test
+    explain = Measured()
+    with measured(ctx.backend, explain) as timer:
+        explained(pipeline, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+    pipeline.info["explain_seconds"] = explain.seconds
+    pipeline.holdout = holdout_frame(ctx.test_ids, fitted["prediction"])
+    return pipeline
 
 
 def _skipped_arm(reason: str | None) -> dict[str, Any]:

@@ -41,18 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBoostModel, XGBoostParams
+from accel.pipeline import Pipeline
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
-from accel.workflows.base import DaskWorkflow, WorkflowSettings
+from accel.workflows.base import DaskWorkflow, Prepared, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
 #: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
@@ -237,8 +239,9 @@ def run_on_session(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     backend: Backend | None = None,
-) -> tuple[dict[str, Any], DaskWorkflow]:
-    """Run every stage on the session's cluster; the arm's part of the record and the workflow.
+) -> tuple[dict[str, Any], DaskWorkflow, Any]:
+    """Run every stage on the session's cluster; the arm's part of the record, the workflow and
+    the fitted pipeline (:class:`accel.pipeline.Pipeline`).
 
     ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
     ``backend`` is this process's backend for the workers' kind, as
@@ -260,7 +263,8 @@ def run_on_session(
         build = workflow
     dask_workflow = build(settings, kind, backend, info)
     executor = OnDask(session, params, seed, say)
-    return execute_arm(backend, dask_workflow, executor, listener).as_dict(), dask_workflow
+    result = execute_arm(backend, dask_workflow, executor, listener)
+    return result.as_dict(), dask_workflow, result.pipeline
 
 
 class OnDask(Executor):
@@ -327,6 +331,7 @@ class OnDask(Executor):
                 with stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
+                kept = keep_pipeline(dask_workflow, backend, model, booster, prepared, timer, _compat.to_numpy(y_prob))
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
             raise
@@ -356,7 +361,32 @@ class OnDask(Executor):
             where="dask workers",
             train_attempts=attempts,
             workers_memory=workers_memory,
+            pipeline=kept,
         )
+
+
+def keep_pipeline(
+    workflow: DaskWorkflow,
+    backend: Backend,
+    model: XGBoostModel,
+    booster: Any,
+    prepared: Prepared,
+    timer: StageTimer,
+    prediction: Array,
+) -> Pipeline:
+    """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
+    workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
+    from accel.pipeline import explained, from_run, holdout_frame
+    from accel.precision import frame_matrix, plan_precision
+
+    kept = from_run(workflow, backend, model, booster, prepared.transform, plan_precision("fp32", prepared.feature_names, []))
+
+    def sample(n: int) -> Any:
+        return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
+
+    explained(kept, timer, sample, workflow.settings.explain_rows)
+    kept.holdout = holdout_frame(prepared.test_ids, prediction)
+    return kept
 
 
 def xgboost_named(frame: Any) -> Any:
@@ -412,30 +442,32 @@ def run_placed_arm(
     say: Callable[[str], None],
     single_process: Callable[[], Any] | None = None,
     memory: Any = None,
-) -> tuple[dict[str, Any], Any]:
-    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the workflow)``.
+) -> tuple[dict[str, Any], Any, Any]:
+    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the
+    workflow, its fitted pipeline)``.
 
     A cluster accel starts is started for the arm and closed after it (the next arm gets the
     node to itself); a running cluster stays attached. The arm in this process runs
     ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`.
     """
     if place.skip is not None:
-        return skipped(place.skip).as_dict(), None
+        return skipped(place.skip).as_dict(), None, None
     if place.placement == "process":
         from accel.runner import run_arm_safely
 
         assert single_process is not None
         single = single_process()
-        arm = run_arm_safely(place.backend, single, listener, memory, collect=False).as_dict()
+        result = run_arm_safely(place.backend, single, listener, memory, collect=False)
+        arm = result.as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
-        return arm, single
+        return arm, single, result.pipeline
     t0 = time.perf_counter()
     with ExitStack() as stack:
         session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
         startup = time.perf_counter() - t0 if place.session is None else 0.0
-        arm, dask_workflow = run_on_session(session, workflow, settings, params, seed, listener, say, place.backend)
+        arm, dask_workflow, pipeline = run_on_session(session, workflow, settings, params, seed, listener, say, place.backend)
         arm["cluster"] = describe_cluster(session.info, arm, startup)
-    return arm, dask_workflow
+    return arm, dask_workflow, pipeline
 
 
 def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
@@ -472,6 +504,7 @@ def cluster_run(
     (``placement``, ``cluster``).
     """
     from accel.environment import collect_environment
+    from accel.pipeline import beside_record
     from accel.record import ensure_writable, record_stem, write_record
     from accel.runner import build_workflow, run_record
 
@@ -489,7 +522,7 @@ def cluster_run(
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
@@ -498,11 +531,12 @@ def cluster_run(
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     arms: dict[str, dict[str, Any]] = {}
+    kept: dict[str, Any] = {}
     described = None
     with ExitStack() as stack:
         places = plan_arms(config, stack, say)
         for kind in ("gpu", "cpu"):
-            arms[kind], ran = run_placed_arm(
+            arms[kind], ran, kept[kind] = run_placed_arm(
                 places[kind], workflow, settings, params, config.seed, listener, say, single_process, config.memory_settings()
             )
             described = described or ran
@@ -514,7 +548,8 @@ def cluster_run(
         model={"name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump()},
         mode="dask",
     )  # fmt: skip
-    path = write_record(out, record, record_stem(described.name, started))
+    pipelines = {kind: p for kind, p in kept.items() if p is not None}
+    path = write_record(out, record, record_stem(described.name, started), companion=beside_record(record, pipelines))
     return record, path
 
 
@@ -590,6 +625,7 @@ def run_command(config: Any, as_json: bool) -> int:
 
     from rich.console import Console
 
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, show_plan
 
     progress = ProgressDisplay(live=False)  # the workers write to the same terminal
@@ -597,7 +633,8 @@ def run_command(config: Any, as_json: bool) -> int:
         record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
     finally:
         progress.close()
-    show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})
+    written = {"run record": path, "pipeline": saved_folder(record, path)}
+    show_result(record, as_json, lambda: render_cluster_run(record, Console()), written)
     failed = [kind for kind, arm in record["arms"].items() if arm["status"] == "failed"]
     if failed:
         print(f"accel: the {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

@@ -39,7 +39,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
 from accel.data.readers import infinite_as_missing
 from accel.data.schema import TablePlan
 from accel.errors import AccelError
@@ -147,6 +147,28 @@ def csv_blocksize(size_bytes: int, kind: str, slots: int) -> int:
     return int(min(CSV_BLOCK_BYTES[kind], max(CSV_MIN_BLOCK_BYTES, math.ceil(size_bytes / max(slots, 1)))))
 
 
+def read_table(source: Any, columns: list[str], dtypes: dict[str, str], xdf: Any, kind: str, slots: int) -> Any:
+    """``columns`` of a table as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
+
+    CSV columns are read with ``dtypes`` (a plan's :meth:`~accel.data.schema.TablePlan.csv_dtypes`,
+    as the streamed single-process run reads its chunks), so that every block parses alike; a
+    gzip file is one partition (it cannot be cut into byte ranges).
+    """
+    import dask
+    import dask.dataframe as dd
+
+    with dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(xdf)}):
+        if source.kind == "parquet":
+            return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
+        path = Path(source.paths[0])
+        kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": dtypes}
+        if path.name.lower().endswith(".gz"):
+            kwargs.update(compression="gzip", blocksize=None)
+        else:
+            kwargs["blocksize"] = csv_blocksize(path.stat().st_size, kind, slots)
+        return dd.read_csv(str(path), **kwargs)
+
+
 def merge_fits(featurizer: TableFeaturizer, fits: list[dict[str, Any]]) -> None:
     """Add the partitions' partial statistics into ``featurizer``'s encoders and finalize them.
 
@@ -203,26 +225,9 @@ class DaskTable:
         return {**self._single.describe_data(), "partitions": self.partitions}
 
     def read(self) -> Any:
-        """The plan's columns of the file, as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
-
-        CSV columns are read with the plan's types (:meth:`~accel.data.schema.TablePlan.csv_dtypes`,
-        as the streamed single-process run reads its chunks), so that every block parses alike.
-        """
-        import dask
-        import dask.dataframe as dd
-
-        source, plan = self.planned.source, self.plan
-        columns = plan.read_columns
-        with dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(self.backend.xdf)}):
-            if source.kind == "parquet":
-                return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
-            path = Path(source.paths[0])
-            kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": plan.csv_dtypes()}
-            if path.name.lower().endswith(".gz"):  # a gzip stream cannot be cut into byte ranges
-                kwargs.update(compression="gzip", blocksize=None)
-            else:
-                kwargs["blocksize"] = csv_blocksize(path.stat().st_size, self.kind, self.slots)
-            return dd.read_csv(str(path), **kwargs)
+        """The plan's columns of the file, as a Dask frame (:func:`read_table`)."""
+        plan = self.plan
+        return read_table(self.planned.source, plan.read_columns, plan.csv_dtypes(), self.backend.xdf, self.kind, self.slots)
 
     def load(self, client: Any) -> tuple[Any, int]:
         """The plan's rows, one persisted ``Delayed`` frame per partition as read; the file's row count.
@@ -330,4 +335,6 @@ class DaskTable:
             y_test=y_test,
             categorical=list(featurizer.categorical),
             rows={"loaded": loaded_rows, "with_target": len(plan.row_positions), "train": n_train, "test": n_test},
+            transform=TableTransform(featurizer),
+            test_ids=plan.row_positions[plan.test_pos],
         )
