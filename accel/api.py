@@ -367,6 +367,7 @@ def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> 
     return RunResult(record, Path(path))
 
 
+@_strict_arguments
 def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None = None) -> Any:
     """The fitted pipeline a run saved, ready to score: ``accel.load(path).predict(df)``.
 
@@ -428,6 +429,7 @@ class PredictResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def predict(
     run: str | os.PathLike[str],
     *,
@@ -499,10 +501,12 @@ def _table_file(data: Any) -> Iterator[Any]:
         from accel.errors import AccelError
 
         raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
-    import shutil
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="accel-dataframe-"))
+    from accel import scratch
+
+    # Owned (accel.scratch): a process killed before removing it leaves it to the next one.
+    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-dataframe-")
     try:
         path = folder / f"dataframe-{len(data)}x{len(data.columns)}.parquet"
         try:
@@ -515,7 +519,7 @@ def _table_file(data: Any) -> Iterator[Any]:
             ) from None
         yield path
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        scratch.release(folder)
 
 
 def _table_settings(
