@@ -2733,6 +2733,11 @@ CASES += [
     Case("stream-kill9-reclaimed", "processes", "kill -9 of a streamed run: its scratch folder, then the next run",
          _stream_after_killed_stream, "handled", env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True,
          inspect=nothing_named("cache/stream", "accel-stream-*")),
+    Case("sighup-streamed-run", "processes", "SIGHUP (the terminal closed) during a streamed run, once its scratch exists",
+         lambda tmp: run_argv(_csv(tmp, customers(3000)), "churned", tmp, "--batch-rows", "1024"), "handled",
+         ("terminated (SIGHUP)",), after=send(signal.SIGHUP), hook="accel.data.readers:ColumnarCache.scratch",
+         records=0, exit=129, env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True, invented=True,
+         inspect=_first(nothing_named("cache/stream", "accel-stream-*"), nothing_left_in("runs"))),
     Case("compare-dead-copies-reclaimed", "processes", "copies an accel compare that died left in TMPDIR",
          _compare_after_left_copies, "handled", env={"TMPDIR": "$TMP/tmp"}, invented=True,
          own_process=True, inspect=nothing_named("tmp", "accel-compare-*")),
@@ -2969,6 +2974,7 @@ def _signals_at_default() -> None:
     inherited (a shell starts a background job with SIGINT ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # nohup starts its children with SIGHUP ignored
 
 
 def run_case(

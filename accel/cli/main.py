@@ -225,8 +225,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from accel.interrupts import Terminated, what_was_kept
 
         if isinstance(exc, Terminated):
-            print(f"accel: terminated (SIGTERM); {what_was_kept(exc)}", file=sys.stderr)
-            return 143
+            print(f"accel: terminated ({exc.name}); {what_was_kept(exc)}", file=sys.stderr)
+            return 128 + exc.signum
         print(f"accel: interrupted; {what_was_kept(exc)}", file=sys.stderr)
         return 130
 
