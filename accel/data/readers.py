@@ -356,6 +356,8 @@ def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", d
 
 #: A number written with a decimal comma, and maybe dots between thousands: ``-1.234,5``, ``0,25``.
 DECIMAL_COMMA = re.compile(r"\s*[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+\s*")
+#: Values pandas and pyarrow read as missing (besides the empty string): not numbers, not text either.
+_MISSING = frozenset(("", "NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "#N/A", "-NaN", "-nan"))
 _WHOLE = re.compile(r"\s*[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+)\s*")
 
 
@@ -378,7 +380,7 @@ def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int
         return []
     found = []
     for j in range(len(rows[0])):
-        values = [row[j] for row in body if j < len(row) and row[j].strip()]
+        values = [row[j] for row in body if j < len(row) and row[j].strip() not in _MISSING]
         if values and all(DECIMAL_COMMA.fullmatch(v) or _WHOLE.fullmatch(v) for v in values):
             if any(DECIMAL_COMMA.fullmatch(v) for v in values):
                 found.append(j)
