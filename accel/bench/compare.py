@@ -386,8 +386,11 @@ class Guard:
 
     def _say(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:  # the supervisor is gone (killed by someone): accel's own sweep still runs
+            pass
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` with the mark every process of the script inherits."""
