@@ -359,6 +359,21 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
     return out, new_fmt
 
 
+def pandas_datetime(s: Any, date_format: str | None) -> Any:
+    """pandas text to datetimes in ``date_format``, missing where it does not parse.
+
+    Text with UTC offsets (``%z``: ``+01:00``, ``-0500``, ``Z``) becomes UTC without a time zone,
+    each value by its own offset: a column whose offsets differ (``2021-03-15T10:00+01:00`` and
+    ``...-05:00``, daylight saving, data from several places) is one column of instants. pandas
+    refuses mixed offsets without ``utc=True`` ("Mixed timezones detected").
+    """
+    import pandas as pd
+
+    if date_format is not None and "%z" in date_format:
+        return pd.to_datetime(s, format=date_format, errors="coerce", utc=True).dt.tz_convert(None)
+    return pd.to_datetime(s, format=date_format, errors="coerce")
+
+
 def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tuple[Any, str]:
     """Text to datetimes in ``date_format`` (missing where it does not parse), and where it was parsed.
 
@@ -371,15 +386,14 @@ def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tu
     value says so.
     """
     if is_pandas_module(xdf):
-        return xdf.to_datetime(s, format=date_format, errors="coerce"), "pandas"
+        return pandas_datetime(s, date_format), "pandas"
     if date_format is None:
         return xdf.to_datetime(s), "cudf"
     gap = cudf_date_gap(date_format)
     if gap is not None:
-        import pandas as pd
-
-        parsed = pd.to_datetime(s.to_pandas(), format=date_format, errors="coerce")
-        return xdf.from_pandas(parsed), f"host (pandas): {gap}"
+        # An offset (%z) among them: cudf.to_datetime refuses it (cudf/core/tools/datetimes.py,
+        # "cuDF does not yet support timezone-aware datetimes"); parsed here as UTC, as on the CPU arm.
+        return xdf.from_pandas(pandas_datetime(s.to_pandas(), date_format)), f"host (pandas): {gap}"
     fmt, where = date_format, "cudf"
     named = any(k == "dir" and v in "bB" for k, v in _format_items(date_format))
     if named or int(s.str.len().nunique()) > 1:

@@ -29,6 +29,56 @@ from typing import Any
 
 from accel.record import leaves_no_folder
 
+
+def _strict_arguments(fn: Any) -> Any:
+    """``fn`` with its arguments checked against its annotations, strictly, before it runs.
+
+    A boolean is not an integer (``seed=True`` is refused, not run with seed 1), text is not a
+    number (``test_size="1e400"``), a string is not a list of names; NumPy's integer and float
+    scalars count as the Python numbers they hold. A wrong type is the one-line
+    :class:`~accel.errors.AccelError` the command line prints for a bad flag.
+    """
+    import functools
+    import inspect
+    import numbers
+
+    from pydantic import ConfigDict, ValidationError, validate_call
+
+    from accel.config import errors_message
+    from accel.errors import AccelError
+
+    checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
+    signature = inspect.signature(fn)
+    names = list(signature.parameters)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value) in (int, float):
+            return value
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(plain(a) for a in args)
+        kwargs = {k: plain(v) for k, v in kwargs.items()}
+        signature.bind(*args, **kwargs)  # an unknown or missing argument: Python's own TypeError
+        try:
+            return checked(*args, **kwargs)
+        except ValidationError as exc:
+            if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
+                raise
+            errors = [{**e, "loc": _named(e["loc"], names)} for e in exc.errors()]
+            raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None
+
+    return wrapper
+
+
+def _named(loc: tuple[Any, ...], names: list[str]) -> tuple[Any, ...]:
+    """An error's location with a positional argument's index as its parameter's name."""
+    if loc and isinstance(loc[0], int) and loc[0] < len(names):
+        return (names[loc[0]], *loc[1:])
+    return loc
+
+
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (
     "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "precision",
@@ -171,6 +221,7 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 
 
 @leaves_no_folder
+@_strict_arguments
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -178,7 +229,7 @@ def run(
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
@@ -223,7 +274,7 @@ def run(
     model : str, optional
         With ``data``: the model (default ``"xgboost"``), cuML on the GPU arm and scikit-learn
         on the CPU arm.
-    drop : sequence of str, optional
+    drop : str or sequence of str, optional
         With ``data``: columns to leave out.
     delimiter : str, optional
         With ``data``: the CSV delimiter (detected when the file parses into one column).
@@ -316,6 +367,7 @@ def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> 
     return RunResult(record, Path(path))
 
 
+@_strict_arguments
 def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None = None) -> Any:
     """The fitted pipeline a run saved, ready to score: ``accel.load(path).predict(df)``.
 
@@ -377,6 +429,7 @@ class PredictResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def predict(
     run: str | os.PathLike[str],
     *,
@@ -448,10 +501,12 @@ def _table_file(data: Any) -> Iterator[Any]:
         from accel.errors import AccelError
 
         raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
-    import shutil
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="accel-dataframe-"))
+    from accel import scratch
+
+    # Owned (accel.scratch): a process killed before removing it leaves it to the next one.
+    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-dataframe-")
     try:
         path = folder / f"dataframe-{len(data)}x{len(data.columns)}.parquet"
         try:
@@ -464,7 +519,7 @@ def _table_file(data: Any) -> Iterator[Any]:
             ) from None
         yield path
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        scratch.release(folder)
 
 
 def _table_settings(
@@ -472,7 +527,7 @@ def _table_settings(
     target: str | None,
     task: str | None,
     model: str | None,
-    drop: Sequence[str] | None,
+    drop: str | Sequence[str] | None,
     delimiter: str | None,
     date_format: Mapping[str, str] | None,
     probe: str | None,
@@ -619,6 +674,7 @@ class TuneResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def tune(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -734,6 +790,7 @@ class CompareResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def compare(
     program: str | os.PathLike[str],
     *args: str,
@@ -920,6 +977,7 @@ def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @leaves_no_folder
+@_strict_arguments
 def benchmark(
     suite: str,
     *,
@@ -1090,6 +1148,7 @@ _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric
 
 
 @leaves_no_folder
+@_strict_arguments
 def scale(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -1097,11 +1156,11 @@ def scale(
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
-    cluster: str = "local",
+    cluster: str | None = "local",
     workers: Sequence[int] | None = None,
     threads_per_worker: int | None = None,
     rmm_pool: str | None = None,

@@ -318,6 +318,10 @@ def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int,
     return share, f"{BUDGET_SHARE:.0%} of free device memory before the RMM pool ({free_before_pool / 1024**3:.1f} GiB)"
 
 
+#: The largest size a size option takes (1 EiB): beyond it a number is a typo, not a machine.
+MAX_SIZE_BYTES = 2**60
+
+
 def parse_size(text: str, option: str) -> int:
     """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000``; a one-line error otherwise."""
     from dask.utils import parse_bytes
@@ -326,10 +330,12 @@ def parse_size(text: str, option: str) -> int:
 
     try:
         value = parse_bytes(str(text).strip())
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, OverflowError):  # OverflowError: 1e400 is infinite
         raise AccelError(f"{option}: cannot read {text!r} as a size (examples: 512MB, 8GB, 1.5GiB)") from None
-    if value <= 0:
+    if not value > 0:
         raise AccelError(f"{option}: the size must be positive, got {text!r}")
+    if value > MAX_SIZE_BYTES:
+        raise AccelError(f"{option}: {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return int(value)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,13 +257,18 @@ def write_output(path: Path, output: Frame | Path) -> Path:
 
 
 def scratch_folder(out: Path) -> Path:
-    """A private folder beside the output for streamed arms' spools (removed by the caller)."""
-    return Path(tempfile.mkdtemp(prefix=f".{Path(out).name}.", suffix=".spool", dir=Path(out).parent or Path(".")))
+    """A private folder beside the output for streamed arms' spools (removed by :func:`remove`);
+    owned (:mod:`accel.scratch`): one a killed process left is reclaimed by the next."""
+    from accel import scratch
+
+    return scratch.owned_folder(Path(out).parent or Path("."), f".{Path(out).name}.spool-")
 
 
 def remove(folder: Path | None) -> None:
+    from accel import scratch
+
     if folder is not None and os.path.isdir(folder):
-        shutil.rmtree(folder, ignore_errors=True)
+        scratch.release(folder)
 
 
 # --------------------------------------------------------------------------- the paired scoring

@@ -264,7 +264,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         console = _wide_console(Console, 180)
         render(rows, console)
         for note in notes:
-            console.print(f"note: {note}", highlight=False)
+            console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup
 
     show_result(record, args.json, show, {"plot": png, "experiments record": path})
     return 0

@@ -27,7 +27,7 @@ from accel.cli.options import (
     workflow_source,
 )
 from accel.credentials import hide
-from accel.errors import AccelError
+from accel.errors import AccelError, one_line
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
@@ -161,6 +161,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The longest error line (the middle of a longer one is left out).
+ERROR_CHARS = 1000
+
+
+def error_line(message: str) -> str:
+    """What follows ``accel: error:``: one printable line (a script's stderr quoted in it keeps no
+    terminal escapes, :func:`accel.errors.one_line`), every credential hidden (a password quoted
+    from an argument, :func:`accel.credentials.hide`), cut in the middle beyond
+    :data:`ERROR_CHARS` (a 100,000-character name quoted whole would bury the advice after it)."""
+    line = one_line(hide(message))
+    if len(line) <= ERROR_CHARS:
+        return line
+    half = ERROR_CHARS // 2
+    return f"{line[:half]} [... {len(line) - 2 * half:,} characters ...] {line[-half:]}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
@@ -194,7 +210,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
-        print(f"accel: error: {hide(str(exc))}", file=sys.stderr)  # a password quoted from an argument is not shown
+        print(f"accel: error: {error_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         # What the machine refused wherever it happens (a full disk, a read-only folder, no
@@ -203,15 +219,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
-        print(f"accel: error: {hide(environment_error_line(exc))}", file=sys.stderr)
+        print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from accel.interrupts import Terminated
+        from accel.interrupts import Terminated, what_was_kept
 
         if isinstance(exc, Terminated):
-            print("accel: terminated (SIGTERM); nothing was written", file=sys.stderr)
-            return 143
-        print("accel: interrupted; nothing was written", file=sys.stderr)
+            print(f"accel: terminated ({exc.name}); {what_was_kept(exc)}", file=sys.stderr)
+            return 128 + exc.signum
+        print(f"accel: interrupted; {what_was_kept(exc)}", file=sys.stderr)
         return 130
 
 

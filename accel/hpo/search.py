@@ -65,6 +65,7 @@ from accel.hpo.study import (
     storage_failure,
     trial_counts,
 )
+from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
@@ -435,14 +436,19 @@ def describe_trial(trial: Any, metric: str) -> str:
     return f"trial {trial.number}: failed: {attrs.get('error', 'no reason recorded')}{cost}"
 
 
-def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None]) -> None:
-    """Run ``n_trials`` more trials of ``study`` in this process."""
+def run_trials(
+    study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None], total: int | None = None
+) -> None:
+    """Run ``n_trials`` more trials of ``study`` in this process; stop early once the study counts
+    ``total`` (other processes that joined it run its trials too)."""
     if n_trials <= 0:
         return
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
         heartbeat(study)
+        if total is not None and counted_trials(study) >= total:
+            study.stop()  # the study's --trials are done, some by the processes beside this one
 
     study.optimize(
         Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True
@@ -689,14 +695,28 @@ def run_search(
         try:
             return _search(opened, backend, gpu_note, client, request, out, log, listener)
         except BaseException as exc:
-            if not opened.resumed:
-                discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
+            discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
+            if isinstance(exc, KeyboardInterrupt) and not discarded:
+                kept(exc, _resumable(opened))
             failure = storage_failure(exc, opened.storage_url)
             if failure is not None:
                 raise AccelError(failure) from None
             raise
         finally:
             release(opened.study)
+
+
+def _resumable(opened: OpenedStudy) -> str:
+    """What a stopped search leaves: its study, with the command that continues it."""
+    name = opened.study.study_name
+    try:
+        done = f"its {counted_trials(opened.study)} finished trial(s)"
+    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+        done = "the trials that finished"
+    return (
+        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
+        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
+    )
 
 
 def _search(
@@ -721,7 +741,8 @@ def _search(
 
     started = datetime.now(timezone.utc)
     arm_label = f"{search_backend.name.upper()} arm"
-    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
+    joined = f" (joined: also run by {', '.join(opened.joined)})" if opened.joined else ""
+    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
     # The reason the GPU arm is skipped is said once, with the results (and in the record).
@@ -769,7 +790,7 @@ def _search(
     t0 = time.perf_counter()
     n_workers = 1
     if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, log)
+        run_trials(study, ctx, remaining, config.hpo.timeout, log, total=config.hpo.trials)
     else:
         n_workers = run_trials_on_client(
             client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log
@@ -794,8 +815,9 @@ def _search(
             "metric": metric,
             "direction": direction,
             "resumed": opened.resumed,
+            "joined": opened.joined,
             "interrupted_trials": opened.interrupted,
-            "sampler": f"TPESampler(seed={config.seed})",
+            "sampler": f"TPESampler(seed={(config.seed + 1000 * opened.seed_offset) % 2**32})",
             "pruner": config.hpo.pruner,
         },
         "config": public_config(config),

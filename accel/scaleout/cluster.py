@@ -39,7 +39,7 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import PeriodicSampler, kernel_peak_rss
+from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -78,10 +78,12 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
         return fraction
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
         raise AccelError(f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5") from None
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return size
 
 
@@ -102,8 +104,10 @@ def worker_memory_bytes(text: str | None) -> int | None:
         )
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise AccelError(f"--worker-memory {text!r} is not a size: give one such as 400MB or 4GB per worker") from None
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"--worker-memory {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     if size < MIN_WORKER_MEMORY:
         raise AccelError(
             f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
@@ -465,6 +469,8 @@ class ClusterSession:
         #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
         self._environ_before: dict[str, str | None] = {}
         self.info: ClusterInfo | None = None
+        #: The workers' scratch folder (a cluster started here), removed on close.
+        self._scratch: Any = None
         self.no_worker_grace = no_worker_grace
         self.all_workers_lost = False
 
@@ -533,6 +539,14 @@ class ClusterSession:
         }
         if plan.memory_limit is not None:
             common["memory_limit"] = plan.memory_limit
+        # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
+        # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
+        # never left in the temporary folder.
+        from accel import scratch
+        from accel.data.flights import cache_dir
+
+        self._scratch = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
+        common["local_directory"] = str(self._scratch)
         import dask
 
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
@@ -540,7 +554,8 @@ class ClusterSession:
         keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON}
         self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
-            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}):
+            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
+            with dask.config.set({**spawn, "temporary-directory": str(self._scratch)}):  # the scheduler's scratch too
                 return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):
             raise
@@ -708,6 +723,10 @@ class ClusterSession:
             else:
                 os.environ[key] = value
         self._environ_before = {}
+        from accel import scratch
+
+        scratch.release(self._scratch)
+        self._scratch = None
 
 
 @contextmanager

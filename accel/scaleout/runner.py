@@ -158,6 +158,22 @@ def tracker_host(client: Any) -> str:
     return get_address_host(client.scheduler.address).strip("[]")
 
 
+#: Said once per process, before the first distributed training (see :func:`_say_ring_sockets`).
+RING_SOCKETS_NOTE = (
+    "note: while XGBoost trains, each worker's collective ring socket listens on every network interface "
+    "(XGBoost binds it itself, with no setting for the address); the scheduler, workers and dashboard accel "
+    "starts listen on 127.0.0.1 only"
+)
+_RING_SAID: list[bool] = []
+
+
+def _say_ring_sockets(say: Callable[[str], None]) -> None:
+    """Say :data:`RING_SOCKETS_NOTE` the first time this process trains on Dask (the sockets live while it trains)."""
+    if not _RING_SAID:
+        _RING_SAID.append(True)
+        say(RING_SOCKETS_NOTE)
+
+
 def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
@@ -177,6 +193,7 @@ def train_with_one_retry(
 
     client = session.client
     attempts: list[dict[str, Any]] = []
+    _say_ring_sockets(say)
     for attempt in (1, 2):
         before = session.workers_now()
         try:
