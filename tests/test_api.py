@@ -35,7 +35,7 @@ def test_run_returns_the_record_it_wrote(flights):
 def test_stages_metrics_and_memory_are_dataframes(flights):
     result, _ = flights
     stages = result.stages
-    assert isinstance(stages, pd.DataFrame) and list(stages.index) == [*STAGES, "total"]
+    assert isinstance(stages, pd.DataFrame) and list(stages.index) == [*STAGES, "explain", "total"]
     assert list(stages.columns) == ["gpu_seconds", "cpu_seconds", "speedup"]
     assert (stages["cpu_seconds"] >= 0).all() and stages["gpu_seconds"].isna().all(), "the GPU arm was not asked for"
     assert stages.loc["total", "cpu_seconds"] == result.record["arms"]["cpu"]["total_seconds"]

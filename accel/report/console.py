@@ -237,11 +237,13 @@ def stage_table(title: str, record: dict[str, Any]) -> Table:
     table.add_column("CPU arm (s)", justify="right")
     table.add_column("speedup", justify="right")
     stages = list(dict.fromkeys([*(gpu.get("stages") or {}), *(cpu.get("stages") or {})])) or list(STAGES)
+    if any(s in EXTRA_STAGES for s in stages):
+        table.caption = "explain: the model's importances (SHAP), timed apart from the total"
     for stage in (*stages, "total"):
         g = gpu["total_seconds"] if stage == "total" else (gpu.get("stages") or {}).get(stage)
         c = cpu["total_seconds"] if stage == "total" else (cpu.get("stages") or {}).get(stage)
         table.add_row(
-            stage + (" (apart)" if stage in EXTRA_STAGES else ""),
+            stage,
             _fmt_seconds(g) if gpu["status"] == "ok" else gpu["status"],
             _fmt_seconds(c) if cpu["status"] == "ok" else cpu["status"],
             _fmt_speedup(record["speedup"].get(stage)),
