@@ -14,18 +14,23 @@ import pytest
 from accel.metrics import parity_rule
 from tests import pipeline_bodies as bodies
 from tests.conftest import requires_gpu
+from tests.gpu_marks import needs_cuml
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 
-@pytest.mark.parametrize(("table", "model"), bodies.CASES)
+#: cuML's models need cuML (the core GPU track has none); XGBoost's need only cuDF and XGBoost on CUDA.
+CASES = [pytest.param(t, m, marks=[] if m == "xgboost" else [needs_cuml]) for t, m in bodies.CASES]
+
+
+@pytest.mark.parametrize(("table", "model"), CASES)
 def test_every_model_round_trips_on_the_gpu(tmp_path, table, model):
     record, data = bodies.run_table(tmp_path, table, model, "gpu")
     pipeline = bodies.check_round_trip(record, data, "gpu", "gpu", atol=1e-5)
     bodies.check_api(pipeline, data)
 
 
-@pytest.mark.parametrize(("table", "model"), bodies.CASES)
+@pytest.mark.parametrize(("table", "model"), CASES)
 def test_each_arms_pipeline_scores_on_the_other_device(tmp_path, table, model):
     """The GPU arm's pipeline on the CPU and the CPU arm's on the GPU give the run's hold-out
     predictions within the model's parity tolerance."""
