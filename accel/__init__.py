@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 
 #: What ``accel.<name>`` gives, from :mod:`accel.api`, imported on first use.
 _API = (
-    "run", "run_config", "tune", "compare", "benchmark", "scale", "info",
-    "RunResult", "TuneResult", "CompareResult", "BenchResult", "ScaleResult",
+    "run", "run_config", "tune", "compare", "benchmark", "scale", "info", "load", "predict",
+    "RunResult", "TuneResult", "CompareResult", "BenchResult", "ScaleResult", "PredictResult",
 )  # fmt: skip
 
 

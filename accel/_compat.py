@@ -12,9 +12,16 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+
+#: A pandas or a cuDF DataFrame (the arm's ``xdf``): the one place where a type is either.
+Frame: TypeAlias = Any
+#: A pandas or a cuDF Series.
+Column: TypeAlias = Any
+#: A NumPy or a CuPy array (the arm's ``xp``).
+Array: TypeAlias = Any
 
 
 def _top_module(obj: Any) -> str:
@@ -34,12 +41,16 @@ def is_pandas_module(xdf: ModuleType) -> bool:
 
 
 def to_numpy(obj: Any) -> np.ndarray:
-    """A host NumPy array from a NumPy/CuPy array or a pandas/cuDF Series.
+    """A host NumPy array from a NumPy/CuPy array, a pandas/cuDF Series or Index, or a pandas/cuDF
+    DataFrame (a 2-D array: ``xgboost.dask.inplace_predict`` gives a frame of class
+    probabilities for a multiclass model, cuDF frames on GPU workers).
 
-    cuDF's ``to_numpy`` refuses nulls unless told what to put there; NaN is what pandas gives.
+    cuDF's ``to_numpy`` refuses nulls unless told what to put there; NaN is what pandas gives,
+    so an all-float Series or frame is asked for NaN (``Frame.to_numpy(na_value=...)``). A cuDF
+    frame has ``dtypes``, not ``dtype``: both are read through :func:`_dtypes`.
     """
     if is_cudf(obj):
-        if obj.dtype.kind == "f":
+        if all(getattr(d, "kind", "") == "f" for d in _dtypes(obj)):
             return obj.to_numpy(na_value=np.nan)
         return obj.to_numpy()
     if is_cupy_array(obj):
@@ -49,9 +60,39 @@ def to_numpy(obj: Any) -> np.ndarray:
     return np.asarray(obj)
 
 
+def _dtypes(obj: Any) -> list[Any]:
+    """The column types of a frame, or the one type of a Series, Index or array."""
+    if hasattr(obj, "columns"):
+        return list(obj.dtypes)
+    return [obj.dtype]
+
+
+def host_float(value: Any) -> float | None:
+    """A reduction's result (a NumPy, CuPy or Python number, pandas' or cuDF's missing value) as
+    a host float; None where it is missing or NaN."""
+    try:
+        number = float(value.item() if hasattr(value, "item") else value)
+    except (TypeError, ValueError):  # pd.NA, cudf.NA, None
+        return None
+    return None if number != number else number
+
+
 def to_pandas(obj: Any) -> Any:
     """A small pandas object (per-column statistics) from a pandas or cuDF one."""
     return obj.to_pandas() if is_cudf(obj) else obj
+
+
+def from_pandas(xdf: ModuleType, frame: Any) -> Any:
+    """A pandas frame as a frame of ``xdf``'s library: itself for pandas; ``cudf.from_pandas``
+    (cuDF 26.10 has no ``DataFrame.from_pandas``: cudf/core/dataframe.py:9361 is the one converter)."""
+    return frame if is_pandas_module(xdf) else xdf.from_pandas(frame)
+
+
+def frame_of(xdf: ModuleType, frame: Any) -> Any:
+    """``frame`` (pandas or cuDF) as a frame of ``xdf``'s library, moved between host and device where needed."""
+    if is_pandas_module(xdf):
+        return to_pandas(frame)
+    return frame if is_cudf(frame) else from_pandas(xdf, frame)
 
 
 def dask_dataframe_backend(xdf: ModuleType) -> str:
@@ -59,35 +100,155 @@ def dask_dataframe_backend(xdf: ModuleType) -> str:
     return "pandas" if is_pandas_module(xdf) else "cudf"
 
 
-def read_csv(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None = None, delimiter: str = ",") -> Any:
+def csv_na_values() -> list[str] | None:
+    """The strings pandas' CSV readers read as missing (``pandas._libs.parsers.STR_NA_VALUES``).
+
+    libcudf's default list lacks ``"None"`` (``create_na_trie`` in
+    ``cpp/src/io/csv/reader_impl.cu``), which pandas has: every cuDF read of a table's CSV is
+    given this list, so that both arms see the same missing values. None where pandas moved it.
+    """
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's and libcudf's own lists are nearly the same
+        return None
+    return sorted(STR_NA_VALUES)
+
+
+def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None) -> dict[str, Any]:
+    """What every read of a table's CSV passes to ``xdf.read_csv`` (whole, in byte ranges, on Dask):
+    the plan's column types, and on cuDF pandas' missing-value strings (:func:`csv_na_values`)."""
+    options: dict[str, Any] = {}
+    if dtypes:
+        options["dtype"] = dict(dtypes)
+    nulls = csv_na_values()
+    if not is_pandas_module(xdf) and nulls is not None:
+        options["na_values"] = nulls  # added to libcudf's defaults (keep_default_na=True)
+    return options
+
+
+def read_csv(
+    xdf: ModuleType,
+    path: str | Path,
+    columns: Sequence[str] | None = None,
+    delimiter: str = ",",
+    dtypes: dict[str, str] | None = None,
+) -> Any:
     """Read a CSV file with each library's fastest reader, on all the cores it has.
 
     pandas' default C parser uses one core; its pyarrow engine parses in parallel, which is
     the fair baseline against cuDF's GPU parser (the C parser reads a file with a row longer
-    than pyarrow's 1 MB block). cuDF has no ``engine`` argument.
+    than pyarrow's 1 MB block). cuDF has no ``engine`` argument. ``dtypes`` (a table's plan,
+    :meth:`~accel.data.schema.TablePlan.csv_dtypes`) and the missing-value strings go to both
+    readers alike (:func:`csv_options`), and the columns come in ``columns``' order on both.
     """
-    kwargs: dict[str, Any] = {"sep": delimiter}
+    kwargs: dict[str, Any] = {"sep": delimiter, **csv_options(xdf, dtypes)}
     if columns is not None:
         kwargs["usecols"] = list(columns)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = {c: t for c, t in kwargs["dtype"].items() if c in set(columns)}
     if not is_pandas_module(xdf):
-        return xdf.read_csv(str(path), **kwargs)
-    try:
-        return xdf.read_csv(str(path), engine="pyarrow", **kwargs)
-    except ValueError as exc:  # pandas' ParserError (a ValueError), or pyarrow's ArrowInvalid (one too)
-        if "straddling" not in str(exc):
-            raise
-        # A row longer than pyarrow's block (1 MB; pandas cannot widen it): the C parser has no such limit.
-        return xdf.read_csv(str(path), low_memory=False, **kwargs)
+        frame = xdf.read_csv(str(path), **kwargs)
+    else:
+        try:
+            frame = xdf.read_csv(str(path), engine="pyarrow", **kwargs)
+        except ValueError as exc:  # pandas' ParserError (a ValueError), or pyarrow's ArrowInvalid (one too)
+            if "straddling" not in str(exc):
+                raise
+            # A row longer than pyarrow's block (1 MB; pandas cannot widen it): the C parser has no such limit.
+            frame = xdf.read_csv(str(path), low_memory=False, **kwargs)
+    # libcudf and pandas' C parser give the columns in file order, its pyarrow engine in ``usecols``' order.
+    return frame if columns is None else frame[list(columns)]
 
 
 def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None = None) -> Any:
-    """Read one or several Parquet files as one frame (cuDF takes a list; pandas one path at a time)."""
+    """Read one or several Parquet files that share one schema as one frame (cuDF takes a list;
+    pandas one path at a time). On cuDF, columns of a type cuDF has none for are read on the
+    host (:func:`read_parquet_rows`), file by file."""
     cols = list(columns) if columns is not None else None
     if is_pandas_module(xdf):
         frames = [xdf.read_parquet(str(p), columns=cols) for p in paths]
         out = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
         return out.reset_index(drop=True)
+    if parquet_reads_on_host(xdf, paths, cols):
+        frames = [read_parquet_rows(xdf, p, cols) for p in paths]
+        return frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
     return xdf.read_parquet([str(p) for p in paths], columns=cols).reset_index(drop=True)
+
+
+def cudf_unreadable(arrow_type: Any) -> bool:
+    """Whether cuDF has no column type for a Parquet column of this Arrow type.
+
+    decimal256 (cuDF's decimals end at 128 bits, precision 38: ``Decimal128Dtype.MAX_PRECISION``
+    in ``cudf/core/dtypes.py``; libcudf reads the wider ones as raw bytes) and float16 (no
+    half-precision column type among ``SUPPORTED_NUMPY_TO_PYLIBCUDF_TYPES`` in
+    ``cudf/utils/dtypes.py``). Such a column is read on the host and arrives as float64.
+    """
+    import pyarrow as pa
+
+    return bool(pa.types.is_decimal256(arrow_type) or pa.types.is_float16(arrow_type))
+
+
+def host_read_columns(path: str | Path, columns: Sequence[str] | None) -> list[str]:
+    """Of ``columns`` (None: all) of a Parquet file, those cuDF cannot read (:func:`cudf_unreadable`)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(str(path))
+    wanted = schema.names if columns is None else [c for c in columns if c in schema.names]
+    return [c for c in wanted if cudf_unreadable(schema.field(c).type)]
+
+
+def parquet_reads_on_host(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None) -> bool:
+    """Whether reading these Parquet files into ``xdf`` frames reads some column on the host:
+    on cuDF, one it has no type for (:func:`host_read_columns`); never on pandas."""
+    return not is_pandas_module(xdf) and any(host_read_columns(p, columns) for p in paths)
+
+
+def _arrow_rows(path: str | Path, columns: list[str], skip: int, nrows: int | None) -> Any:
+    """Rows ``skip`` to ``skip + nrows`` of ``columns`` of a Parquet file, as a pyarrow Table of
+    float64 columns, reading only the row groups that hold them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(str(path)) as f:
+        meta = f.metadata
+        stop = meta.num_rows if nrows is None else min(meta.num_rows, skip + nrows)
+        groups: list[int] = []
+        start = first = 0
+        for i in range(meta.num_row_groups):
+            n = meta.row_group(i).num_rows
+            if start + n > skip and start < stop:
+                first = start if not groups else first
+                groups.append(i)
+            start += n
+        table = f.read_row_groups(groups, columns=columns) if groups else f.schema_arrow.empty_table().select(columns)
+    table = table.slice(skip - first, max(stop - skip, 0))
+    return pa.table({c: table.column(c).cast(pa.float64()) for c in columns})
+
+
+def read_parquet_rows(
+    xdf: ModuleType, path: str | Path, columns: Sequence[str] | None, skip_rows: int = 0, nrows: int | None = None
+) -> Any:
+    """Rows of one Parquet file on cuDF (``skip_rows``/``nrows``: a slice of them), in ``columns``' order.
+
+    The columns cuDF has no type for (:func:`host_read_columns`) are read with pyarrow on the
+    host, cast to float64 there (as the readers convert decimals on both arms) and moved to the
+    device beside the others, which cuDF reads.
+    """
+    import pyarrow.parquet as pq
+
+    names = list(columns) if columns is not None else [n for n in pq.read_schema(str(path)).names if n != "__index_level_0__"]
+    host = host_read_columns(path, names)
+    rows = {} if skip_rows == 0 and nrows is None else {"skip_rows": skip_rows, "nrows": nrows}
+    if not host:
+        return xdf.read_parquet(str(path), columns=names, **rows).reset_index(drop=True)
+    on_host = xdf.DataFrame.from_arrow(_arrow_rows(path, host, skip_rows, nrows))
+    rest = [c for c in names if c not in host]
+    if not rest:
+        return on_host
+    frame = xdf.read_parquet(str(path), columns=rest, **rows).reset_index(drop=True)
+    for name in host:
+        frame[name] = on_host[name]
+    return frame[names]
 
 
 def is_text_dtype(s: Any) -> bool:
@@ -198,6 +359,21 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
     return out, new_fmt
 
 
+def pandas_datetime(s: Any, date_format: str | None) -> Any:
+    """pandas text to datetimes in ``date_format``, missing where it does not parse.
+
+    Text with UTC offsets (``%z``: ``+01:00``, ``-0500``, ``Z``) becomes UTC without a time zone,
+    each value by its own offset: a column whose offsets differ (``2021-03-15T10:00+01:00`` and
+    ``...-05:00``, daylight saving, data from several places) is one column of instants. pandas
+    refuses mixed offsets without ``utc=True`` ("Mixed timezones detected").
+    """
+    import pandas as pd
+
+    if date_format is not None and "%z" in date_format:
+        return pd.to_datetime(s, format=date_format, errors="coerce", utc=True).dt.tz_convert(None)
+    return pd.to_datetime(s, format=date_format, errors="coerce")
+
+
 def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tuple[Any, str]:
     """Text to datetimes in ``date_format`` (missing where it does not parse), and where it was parsed.
 
@@ -210,15 +386,14 @@ def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tu
     value says so.
     """
     if is_pandas_module(xdf):
-        return xdf.to_datetime(s, format=date_format, errors="coerce"), "pandas"
+        return pandas_datetime(s, date_format), "pandas"
     if date_format is None:
         return xdf.to_datetime(s), "cudf"
     gap = cudf_date_gap(date_format)
     if gap is not None:
-        import pandas as pd
-
-        parsed = pd.to_datetime(s.to_pandas(), format=date_format, errors="coerce")
-        return xdf.from_pandas(parsed), f"host (pandas): {gap}"
+        # An offset (%z) among them: cudf.to_datetime refuses it (cudf/core/tools/datetimes.py,
+        # "cuDF does not yet support timezone-aware datetimes"); parsed here as UTC, as on the CPU arm.
+        return xdf.from_pandas(pandas_datetime(s.to_pandas(), date_format)), f"host (pandas): {gap}"
     fmt, where = date_format, "cudf"
     named = any(k == "dir" and v in "bB" for k, v in _format_items(date_format))
     if named or int(s.str.len().nunique()) > 1:
@@ -295,7 +470,8 @@ def series_to_array(series: Any) -> Any:
 
 
 def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
-    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF."""
+    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF
+    (:func:`read_parquet_rows`: columns cuDF has no type for are read on the host)."""
     import pyarrow.parquet as pq
 
     for path in paths:
@@ -305,7 +481,7 @@ def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: S
         else:
             total = pq.ParquetFile(path).metadata.num_rows
             for skip in range(0, total, rows):
-                yield xdf.read_parquet(str(path), columns=list(columns), skip_rows=skip, nrows=min(rows, total - skip))
+                yield read_parquet_rows(xdf, path, list(columns), skip, min(rows, total - skip))
 
 
 #: Compressed CSV as libcudf infers it from the file's suffix (``infer_compression_type``), with
@@ -357,14 +533,14 @@ def iter_csv_chunks(
         field holding a line break is not found by the byte-range search (neither libcudf's
         nor this one).
     """
-    dtype = {c: t for c, t in dtypes.items() if c in columns}
+    options = csv_options(xdf, {c: t for c, t in dtypes.items() if c in set(columns)})
     if is_pandas_module(xdf):
-        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype, chunksize=rows)
+        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), chunksize=rows, **options)
         return
     suffix = Path(path).name.rpartition(".")[2].lower()
     if suffix in _CSV_CODECS:
         if _CSV_CODECS[suffix] is None:
-            whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), dtype=dtype)
+            whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), **options)
             for a in range(0, len(whole), max(rows, 1)):
                 yield whole.iloc[a : a + rows]
             return
@@ -389,7 +565,7 @@ def iter_csv_chunks(
                 header=0 if first else None,
                 names=None if first else list(all_columns),
                 usecols=list(columns),
-                dtype=dtype,
+                **options,
             )
             if last:
                 return
@@ -448,12 +624,7 @@ def arrow_csv_chunks(
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    try:
-        from pandas._libs.parsers import STR_NA_VALUES
-
-        nulls = sorted(STR_NA_VALUES)
-    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
-        nulls = None
+    nulls = csv_na_values()
     wanted = set(columns)
     include = [c for c in all_columns if c in wanted]
     types = {c: pa.string() if t == "str" else pa.from_numpy_dtype(np.dtype(t)) for c, t in dtypes.items() if c in wanted}

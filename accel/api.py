@@ -21,13 +21,64 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accel.openmp import settle
 from accel.record import leaves_no_folder
+
+
+def _strict_arguments(fn: Any) -> Any:
+    """``fn`` with its arguments checked against its annotations, strictly, before it runs.
+
+    A boolean is not an integer (``seed=True`` is refused, not run with seed 1), text is not a
+    number (``test_size="1e400"``), a string is not a list of names; NumPy's integer and float
+    scalars count as the Python numbers they hold. A wrong type is the one-line
+    :class:`~accel.errors.AccelError` the command line prints for a bad flag.
+    """
+    import functools
+    import inspect
+    import numbers
+
+    from pydantic import ConfigDict, ValidationError, validate_call
+
+    from accel.config import errors_message
+    from accel.errors import AccelError
+
+    checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
+    signature = inspect.signature(fn)
+    names = list(signature.parameters)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value) in (int, float):
+            return value
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(plain(a) for a in args)
+        kwargs = {k: plain(v) for k, v in kwargs.items()}
+        signature.bind(*args, **kwargs)  # an unknown or missing argument: Python's own TypeError
+        try:
+            return checked(*args, **kwargs)
+        except ValidationError as exc:
+            if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
+                raise
+            errors = [{**e, "loc": _named(e["loc"], names)} for e in exc.errors()]
+            raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None
+
+    return wrapper
+
+
+def _named(loc: tuple[Any, ...], names: list[str]) -> tuple[Any, ...]:
+    """An error's location with a positional argument's index as its parameter's name."""
+    if loc and isinstance(loc[0], int) and loc[0] < len(names):
+        return (names[loc[0]], *loc[1:])
+    return loc
+
 
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
 _SETTINGS = (
@@ -107,6 +158,24 @@ class RunResult:
         """The whole run's speedup (NaN unless both arms ran)."""
         return _float((self.record.get("speedup") or {}).get("total"))
 
+    @property
+    def pipeline(self) -> Any:
+        """The fitted pipeline (:class:`accel.pipeline.Pipeline`) of the accelerated arm where it
+        ran, else the CPU arm's, loaded from where the run saved it, on this machine's device:
+        ``result.pipeline.predict(df)``."""
+        return load(self.path)
+
+    @property
+    def importances(self) -> Any:
+        """Each feature's importance by kind (the accelerated arm's model where it ran), most important first."""
+        import pandas as pd
+
+        arms = self.record["arms"]
+        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if arms[a].get("importances")), None) or {}
+        frame = pd.DataFrame(found)
+        frame.index.name = "feature"
+        return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
+
     def __repr__(self) -> str:
         arms = self.record["arms"]
         shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
@@ -166,14 +235,15 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 
 
 @leaves_no_folder
+@_strict_arguments
 def run(
     workflow: str | os.PathLike[str] | None = None,
     *,
-    data: str | os.PathLike[str] | None = None,
+    data: str | os.PathLike[str] | Any | None = None,
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
@@ -208,8 +278,9 @@ def run(
     workflow : str or path, optional
         ``"flights"`` (the embedded default), or a workflow YAML file. Leave it out with
         ``data=``: your own table.
-    data : str or path, optional
-        Your own table: a CSV file, a Parquet file, or a folder of Parquet files.
+    data : str, path or DataFrame, optional
+        Your own table: a CSV file, a Parquet file, a folder of Parquet files, or a pandas / cuDF
+        DataFrame (written to a temporary Parquet file for the run; its rows are the hold-out ids).
     target : str, optional
         With ``data``: the column to predict.
     task : {"auto", "classification", "regression"}, optional
@@ -217,7 +288,7 @@ def run(
     model : str, optional
         With ``data``: the model (default ``"xgboost"``), cuML on the GPU arm and scikit-learn
         on the CPU arm.
-    drop : sequence of str, optional
+    drop : str or sequence of str, optional
         With ``data``: columns to leave out.
     delimiter : str, optional
         With ``data``: the CSV delimiter (detected when the file parses into one column).
@@ -276,18 +347,26 @@ def run(
     """
     from argparse import Namespace
 
-    from accel.cli.options import config_overrides, workflow_source
-    from accel.config import build_config
-
-    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
-    settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
     dask = Namespace(
         cluster=cluster, scheduler=scheduler, baseline_scheduler=baseline_scheduler, workers=workers,
         threads_per_worker=threads_per_worker, rmm_pool=rmm_pool, device_memory_limit=device_memory_limit,
         worker_memory=worker_memory, protocol=protocol, scale=scale,
     )  # fmt: skip
+    with _table_file(data) as table:
+        settings = _table_settings(
+            table, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out
+        )
+        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
+        return _run(workflow, settings, dask, progress)
+
+
+def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> RunResult:
+    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
+    from accel.cli.options import config_overrides, workflow_source
+    from accel.config import build_config
+
     overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-    file_values, source = workflow_source(None if workflow is None else str(workflow), data is not None, "run")
+    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
     listener = None
     if progress:
@@ -303,12 +382,167 @@ def run(
     return RunResult(record, Path(path))
 
 
+@_strict_arguments
+def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None = None) -> Any:
+    """The fitted pipeline a run saved, ready to score: ``accel.load(path).predict(df)``.
+
+    Parameters
+    ----------
+    run : str or path
+        The run record ``accel run`` printed (or :attr:`RunResult.path`), or a pipeline folder.
+    device : {"auto", "cpu", "gpu"}, default "auto"
+        Where it scores: the GPU where one is usable, else the CPU (a pipeline trained on either
+        arm loads on either).
+    arm : {"gpu", "cpu"}, optional
+        Which arm's pipeline of a run (default: the accelerated arm's where it ran).
+
+    Returns
+    -------
+    accel.pipeline.Pipeline
+        With ``classes_``, ``predict``, ``predict_proba``, ``contributions`` and
+        ``feature_importances``; each takes a pandas or cuDF DataFrame or a path.
+
+    Raises
+    ------
+    accel.errors.AccelError
+        A file that is not a pipeline, one cut short or changed since it was saved, one from a
+        newer accel.
+    """
+    from accel.pipeline import load as load_pipeline
+
+    return load_pipeline(Path(run), device=device, arm=arm)
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """Rows scored with a run's pipeline: the scoring record and where the predictions went.
+
+    Attributes
+    ----------
+    record : dict
+        The scoring record (each arm's seconds per stage and rows per second, the speedup, the
+        metrics where the table had its target).
+    path : pathlib.Path
+        Where the record was written.
+    output : pathlib.Path
+        The predictions' file.
+    """
+
+    record: dict[str, Any]
+    path: Path
+    output: Path
+
+    @property
+    def predictions(self) -> Any:
+        """The predictions' file, read back as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.output) if self.output.suffix.lower() in (".parquet", ".pq") else pd.read_csv(self.output)
+
+    def __repr__(self) -> str:
+        return f"PredictResult({self.record['output']['rows']:,} rows from the {self.record['output']['arm']} arm, {str(self.output)!r})"
+
+
+@leaves_no_folder
+@_strict_arguments
+def predict(
+    run: str | os.PathLike[str],
+    *,
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    arm: str | None = None,
+    device: str = "auto",
+    baseline: bool = False,
+    memory_budget: str | None = None,
+    batch_rows: int | None = None,
+    contributions: bool = False,
+    records: str | os.PathLike[str] | None = None,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    progress: bool = False,
+) -> PredictResult:
+    """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
+
+    Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
+    does); ``records`` is the folder of the scoring record (default ``$ACCEL_OUT_DIR``, else
+    ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
+    Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
+    """
+    from argparse import Namespace
+
+    from accel.cli.options import config_overrides
+    from accel.config import ClusterConfig
+    from accel.record import output_root
+    from accel.scoring import PredictSettings
+    from accel.scoring import predict as score
+
+    dask = Namespace(cluster=cluster, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker)
+    asked = config_overrides(dask).get("cluster")
+    on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
+
+    settings = PredictSettings(
+        run=Path(run), data=Path(data), out=Path(out), records=Path(records) if records is not None else output_root(),
+        arm=arm, device=device, baseline=baseline, memory_budget=memory_budget, batch_rows=batch_rows,
+        contributions=contributions,
+    )  # fmt: skip
+    listener = None
+    if progress:
+        from accel.report.console import ProgressDisplay
+
+        listener = ProgressDisplay()
+    try:
+        if on_cluster is not None:
+            from accel.scaleout.scoring import predict_on_cluster
+
+            record, path, output = predict_on_cluster(settings, on_cluster, listener)
+        else:
+            record, path, output = score(settings, listener)
+    finally:
+        if listener is not None:
+            listener.close()
+    return PredictResult(record, Path(path), Path(output))
+
+
+@contextmanager
+def _table_file(data: Any) -> Iterator[Any]:
+    """``data`` as a path: itself, or a pandas / cuDF DataFrame written to a Parquet file in a
+    private temporary folder for the run (removed afterwards), as a notebook user passes one."""
+    if data is None or isinstance(data, (str, os.PathLike)):
+        yield data
+        return
+    if not hasattr(data, "to_parquet") or not hasattr(data, "columns"):
+        from accel.errors import AccelError
+
+        raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
+    import tempfile
+
+    from accel import scratch
+
+    # Owned (accel.scratch): a process killed before removing it leaves it to the next one.
+    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-dataframe-")
+    try:
+        path = folder / f"dataframe-{len(data)}x{len(data.columns)}.parquet"
+        try:
+            data.to_parquet(path, index=False)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's refusal of a column, said in one line
+            from accel.errors import AccelError, first_line
+
+            raise AccelError(
+                f"data=: the DataFrame cannot be stored as a table ({first_line(exc)}); give columns of one type each"
+            ) from None
+        yield path
+    finally:
+        scratch.release(folder)
+
+
 def _table_settings(
     data: str | os.PathLike[str] | None,
     target: str | None,
     task: str | None,
     model: str | None,
-    drop: Sequence[str] | None,
+    drop: str | Sequence[str] | None,
     delimiter: str | None,
     date_format: Mapping[str, str] | None,
     probe: str | None,
@@ -456,6 +690,7 @@ class TuneResult:
 
 
 @leaves_no_folder
+@_strict_arguments
 def tune(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -583,6 +818,7 @@ def _agreement(agree: bool | None) -> str:
 
 
 @leaves_no_folder
+@_strict_arguments
 def compare(
     program: str | os.PathLike[str],
     *args: str,
@@ -769,6 +1005,7 @@ def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @leaves_no_folder
+@_strict_arguments
 def benchmark(
     suite: str,
     *,
@@ -940,6 +1177,7 @@ _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric
 
 
 @leaves_no_folder
+@_strict_arguments
 def scale(
     workflow: str | os.PathLike[str] | None = None,
     *,
@@ -947,11 +1185,11 @@ def scale(
     target: str | None = None,
     task: str | None = None,
     model: str | None = None,
-    drop: Sequence[str] | None = None,
+    drop: str | Sequence[str] | None = None,
     delimiter: str | None = None,
     date_format: Mapping[str, str] | None = None,
     probe: str | None = None,
-    cluster: str = "local",
+    cluster: str | None = "local",
     workers: Sequence[int] | None = None,
     threads_per_worker: int | None = None,
     rmm_pool: str | None = None,

@@ -259,6 +259,42 @@ def rapids_smoke_test() -> str | None:
     return None
 
 
+def cudf_spill_option() -> bool | None:
+    """cuDF's ``spill`` option in this process (a Dask worker's: Dask-CUDA's ``CUDFSetup`` plugin
+    sets it), or None where cuDF is not imported."""
+    cudf = sys.modules.get("cudf")
+    return None if cudf is None else bool(cudf.get_option("spill"))
+
+
+def receive_spillable_buffers() -> bool:
+    """Give this process cuDF's spill manager when it has none, so that it can take in the cuDF
+    objects of workers that spill; True when one was made now.
+
+    A Dask-CUDA worker started with ``enable_cudf_spill`` allocates spillable buffers, and one
+    sent to this process is rebuilt as one (``Buffer.deserialize`` calls the owner type named in
+    its header, ``cudf/core/buffer/buffer.py``), which raises without a global spill manager
+    (``SpillableBufferOwner._finalize_init``, ``cudf/core/buffer/spillable_buffer.py``). Dask-CUDA
+    sets the ``spill`` option in the client for that (``LocalCUDACluster.__init__``), but cuDF
+    decides its manager once, at the first buffer (``get_global_manager``,
+    ``cudf/core/buffer/spill_manager.py``), and accel's GPU probe made one before any cluster
+    started. So the manager ``get_global_manager`` would have made is made here, with the same
+    options; without spill-on-demand, which would push an out-of-memory handler over this
+    process's RMM resource.
+    """
+    cudf = sys.modules.get("cudf")
+    if cudf is None:
+        return False
+    from cudf.core.buffer import spill_manager
+
+    if spill_manager.get_global_manager() is not None:
+        return False
+    manager = spill_manager.SpillManager(
+        device_memory_limit=cudf.get_option("spill_device_limit"), statistic_level=cudf.get_option("spill_stats")
+    )
+    spill_manager.set_global_manager(manager)
+    return True
+
+
 #: The GPU libraries reported one by one (capability -> (import name, what it gives)).
 CAPABILITIES: dict[str, tuple[str, str]] = {
     "cupy": ("cupy", "device arrays: float16 storage, XGBoost's inputs"),
@@ -534,6 +570,15 @@ class Backend:
             return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
         return {"pages": "disk", "on_host": False}
 
+    def adopt_estimator(self, key: str, estimator: Any) -> Any:
+        """A scikit-learn estimator (a saved pipeline's) as this arm fits and predicts with it:
+        itself on every core here, or its cuML twin on the GPU arm (cuML's ``from_sklearn``)."""
+        if self.is_gpu:
+            return self.models[key].from_sklearn(estimator)
+        if "n_jobs" in estimator.get_params():
+            estimator.set_params(n_jobs=self.n_threads)
+        return estimator
+
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
         if self.is_gpu:
@@ -619,6 +664,49 @@ class Backend:
 
             xgboost.set_config(**settings)
         return True
+
+    def rmm_resource_set_elsewhere(self) -> dict[str, Any] | None:
+        """The RMM resource other code of this process set on this arm's device, or None.
+
+        RMM's resource for a device is a plain ``CudaMemoryResource`` until someone sets another
+        (``_per_device_mrs = defaultdict(CudaMemoryResource)`` in
+        ``rmm/pylibrmm/memory_resource/_memory_resource.pyx``). A Dask-CUDA worker's
+        ``RMMSetup`` plugin sets its pool (``rmm.reinitialize``, ``dask_cuda/plugins.py``), and
+        cuDF's spill manager pushes a ``FailureCallbackResourceAdaptor`` over it at the first
+        buffer (``set_spill_on_demand_globally``, ``cudf/core/buffer/spill_manager.py``):
+        replacing that resource would drop the pool's live buffers and cuDF's spilling.
+
+        Returns
+        -------
+        dict or None
+            ``resources`` (the resource stack, outermost first, by class name) and
+            ``pool_bytes`` (what a pool in it holds from the device, or None); None when the
+            resource is RMM's default or the pool accel set up (:meth:`configure_rmm_pool`).
+        """
+        if not self.is_gpu or _RMM_POOL is not None or "rmm" not in sys.modules:
+            return None
+        import rmm.mr
+
+        stack, pool, resource = [], None, rmm.mr.get_current_device_resource()
+        while resource is not None:
+            stack.append(type(resource).__name__)
+            if isinstance(resource, rmm.mr.PoolMemoryResource):
+                pool = int(resource.pool_size())
+            resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+        if stack == ["CudaMemoryResource"]:
+            return None
+        return {"resources": stack, "pool_bytes": pool}
+
+    def use_current_rmm_resource(self) -> None:
+        """Allocate CuPy's arrays through the RMM resource in place (set up by other code: see
+        :meth:`rmm_resource_set_elsewhere`) and count its allocations, as for accel's own pool,
+        without replacing it: statistics are pushed over it (``rmm.statistics.enable_statistics``
+        adds an adaptor on top and keeps what is below)."""
+        import rmm.statistics
+        from rmm.allocators.cupy import rmm_cupy_allocator
+
+        rmm.statistics.enable_statistics()
+        self.xp.cuda.set_allocator(rmm_cupy_allocator)
 
     def rmm_pool_bytes(self) -> int | None:
         """Bytes the RMM pool holds from the device now (its size, not what is allocated from it),

@@ -1,19 +1,21 @@
 """Validated run configuration: from a workflow YAML file, command-line flags, or both.
 
 Unknown keys are errors that name the key (a typo must not silently fall back to a default),
-and every validation problem becomes one line.
+and every validation problem becomes one line. Types are strict (:data:`STRICT_TYPES`): a
+boolean is not a number (``seed: true`` is refused, not read as 1), nor is text
+(``test_size: "0.2"``, ``"1e400"``); only paths (``data``, ``out``) are taken as text.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
 
 from accel.errors import AccelError
 from accel.record import output_root
-from accel.registry import MODELS, STRICT
+from accel.registry import MAX_ESTIMATORS, MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote, read_capped
 
@@ -22,6 +24,20 @@ MAX_SEED = 2**32 - 1
 #: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
 #: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
 MIN_BATCH_ROWS = 1024
+
+#: Upper bounds of the counts and durations a setting takes: beyond them a number is a typo (or
+#: ``1e400``), refused in one line before anything runs, never a traceback or a run without end.
+MAX_ROWS = 10**12
+MAX_SCALE = 10**6
+MAX_TRIALS = 10**6
+MAX_TOP = 1000
+#: The longest time-out of anything accel waits for (a week; ``inf`` cannot be waited for).
+MAX_SECONDS = 7 * 24 * 3600.0
+
+#: Settings are checked strictly: no bool for an int, no text for a number (pydantic's strict mode).
+STRICT_TYPES = ConfigDict(extra="forbid", strict=True)
+#: A path setting: a ``Path``, or its text (a workflow file's ``out: runs``).
+PathSetting = Annotated[Path, Field(strict=False)]
 
 #: ``--model`` choices: the models of the registry.
 ModelName = Literal[tuple(MODELS)]  # type: ignore[valid-type]
@@ -66,18 +82,18 @@ class HpoConfig(BaseModel):
     model and parameter; a parameter the model does not have is an error.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
-    trials: PositiveInt = 40
+    trials: int = Field(40, ge=1, le=MAX_TRIALS)
     subset: float = Field(0.1, gt=0, le=1)
     trial_rounds: float = Field(0.25, gt=0, le=1)
     validation: float = Field(0.2, gt=0, lt=1)
-    top: PositiveInt = 3
-    timeout: float | None = Field(None, gt=0)
-    early_stopping_rounds: PositiveInt = 30
+    top: int = Field(3, ge=1, le=MAX_TOP)
+    timeout: float | None = Field(None, gt=0, le=MAX_SECONDS)
+    early_stopping_rounds: int = Field(30, ge=1, le=MAX_ESTIMATORS)
     pruner: Literal["median", "none"] = "median"
     storage: str | None = None
-    study: str | None = Field(None, min_length=1)
+    study: str | None = Field(None, min_length=1, max_length=512)  # Optuna keeps 512 characters of a name
     search_space: dict[ModelName, dict[str, SearchParam]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -97,7 +113,7 @@ class ClusterConfig(BaseModel):
     for the baseline arm). Sizes are strings Dask parses ("8GB").
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
     kind: Literal["local", "local-cuda", "scheduler"]
     address: str | None = None
@@ -124,10 +140,10 @@ _ModelSections = create_model(
 class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_TYPES
 
     workflow: str = "flights"
-    data: Path | None = None
+    data: PathSetting | None = None
     target: str | None = None
     task: Literal["auto", "classification", "regression"] = "auto"
     model: ModelName = "xgboost"
@@ -139,13 +155,15 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
     probe: Literal["auto", "off", "force"] = "auto"
     device: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["fp32", "fp16"] = "fp32"
-    batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS)] = "auto"
+    batch_rows: Literal["auto"] | Annotated[int, Field(ge=MIN_BATCH_ROWS, le=MAX_ROWS)] = "auto"
     memory_budget: str | None = None
     rmm_pool: str = "auto"
-    rows: PositiveInt | None = None
+    rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] | None = None
     test_size: float = Field(0.2, gt=0, lt=1)
+    #: Hold-out rows the saved model's SHAP importances are computed on (0: the model's own importances only).
+    explain_rows: int = Field(200, ge=0, le=100_000)
     seed: int = Field(42, ge=0, le=MAX_SEED)
-    out: Path = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
+    out: PathSetting = Field(default_factory=output_root)  # $ACCEL_OUT_DIR, else runs
     hpo: HpoConfig = Field(default_factory=HpoConfig)
 
     @model_validator(mode="after")
@@ -159,6 +177,11 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
         if self.data is None and self.model != "xgboost":
             raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
         if self.data is not None:
+            if "workflow" in self.model_fields_set and self.workflow != "table":
+                raise ValueError(
+                    f"the {self.workflow} workflow reads its own data, not --data: leave out {self.workflow!r} to run on "
+                    "your table (--data FILE --target COLUMN), or leave out --data to run the workflow"
+                )
             self.workflow = "table"
         from accel.errors import AccelError
         from accel.memory import parse_size
@@ -187,7 +210,7 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
         return MODELS[self.model].given(getattr(self, self.model).model_dump())
 
     #: Copies of the data with jitter (scaling runs); 1 is the data as it is.
-    scale: PositiveInt = 1
+    scale: int = Field(1, ge=1, le=MAX_SCALE)
     #: Run on Dask instead of in this process (``accel run --cluster/--scheduler``).
     cluster: ClusterConfig | None = None
 
@@ -211,13 +234,18 @@ def _union_member(part: Any) -> bool:
 
 
 def validation_message(exc: ValidationError, source: str) -> str:
-    errors = []
-    for error in exc.errors():
+    return errors_message([dict(e) for e in exc.errors()], source)
+
+
+def errors_message(found: list[dict[str, Any]], source: str) -> str:
+    """One line for pydantic's errors ``found`` (each with ``loc``, ``type``, ``msg``, ``input``)."""
+    errors: list[dict[str, Any]] = []
+    for error in found:
         loc = tuple(error["loc"])
         if loc and _union_member(loc[-1]):
             # One message per field of a union: the member whose constraint failed says most.
             if error["type"] == "literal_error" and any(
-                tuple(e["loc"])[:-1] == loc[:-1] and e["type"] != "literal_error" for e in exc.errors()
+                tuple(e["loc"])[:-1] == loc[:-1] and e["type"] != "literal_error" for e in found
             ):
                 continue
             error = {**error, "loc": loc[:-1]}
@@ -257,7 +285,10 @@ def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], 
     if isinstance(merged.get("date_format"), dict) and isinstance(given.get("date_format"), dict):
         given["date_format"] = {**merged["date_format"], **given["date_format"]}  # flags win per column
     merged.update(given)
+    for key in ("data", "out"):  # paths: given as text too, and ~ is the home folder in a file as on a shell
+        if isinstance(merged.get(key), (str, PurePath)):
+            merged[key] = Path(merged[key]).expanduser()
     try:
-        return RunConfig.model_validate(merged)
+        return RunConfig.model_validate(merged, strict=True)  # the model sections strictly too
     except ValidationError as exc:
         raise AccelError(validation_message(exc, source)) from None

@@ -19,6 +19,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -226,15 +227,32 @@ def git_sha() -> str | None:
 
 #: What a record holds instead of a value that may be a credential.
 NOT_RECORDED = "(set; value not recorded: it may hold a credential)"
+#: Variables whose values are settings, never credentials: recorded as they are.
+RECORDED_VALUES = (
+    *OVERRIDE_NAMES, "ACCEL_CACHE_DIR", "ACCEL_OUT_DIR", "ACCEL_GPU_CHECK_OVERRIDES", "ACCEL_FAULT_DIR",
+    "ACCEL_DASK_COLLECTIVE_TIMEOUT_S", "RMM_DEBUG_LOG_FILE", "CUDF_SPILL", "CUDF_SPILL_ON_DEMAND", "CUML_LOG_LEVEL",
+)  # fmt: skip
+#: A value of another variable of :data:`OVERRIDE_PREFIXES` is recorded when it is this plain: a
+#: number, a word, a size, a path, an address. An opaque run of letters and digits (an unknown
+#: token's form) is not.
+_PLAIN_VALUE = re.compile(r"[\w.,:/=+ %@~-]{0,400}")
+_OPAQUE = re.compile(r"(?=[A-Za-z0-9+/_-]*[0-9])(?=[A-Za-z0-9+/_-]*[A-Za-z])[A-Za-z0-9+/_-]{24,}")
 
 
 def recordable_value(name: str, value: str) -> str:
-    """``value`` as a record may hold it: :data:`NOT_RECORDED` where the variable's name says it is a
-    credential or the value holds one (a URL with a password, a secret query parameter), else the
-    value itself (:func:`accel.credentials.holds_secret`)."""
-    from accel.credentials import holds_secret
+    """``value`` as a record may hold it.
 
-    return NOT_RECORDED if holds_secret(name, value) else value
+    The variables of :data:`RECORDED_VALUES` (an allow-list of settings) are recorded as they
+    are, any credential in them hidden by its form (:func:`accel.credentials.hide`). Another
+    variable's value is recorded only when it is plain (a number, a path, an address without
+    credentials) and its name does not say it holds a secret; else :data:`NOT_RECORDED`.
+    """
+    from accel.credentials import hide, holds_secret
+
+    if name in RECORDED_VALUES:
+        return hide(value)
+    plain = _PLAIN_VALUE.fullmatch(value) is not None and _OPAQUE.search(value.replace("/", " ")) is None
+    return value if plain and not holds_secret(name, value) else NOT_RECORDED
 
 
 def environment_overrides(environ: Any = None) -> dict[str, str]:
@@ -242,7 +260,9 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
 
     (accel never sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` in its own environment: set,
     they are the user's.) A value that may be a credential is replaced by
-    :data:`NOT_RECORDED` (:func:`recordable_value`): records are shared and committed.
+    :data:`NOT_RECORDED` (:func:`recordable_value`): records are shared and committed. Only
+    these variables are recorded: names accel and its libraries read (an allow-list of names and
+    prefixes), never the rest of the environment.
     """
     env = os.environ if environ is None else environ
     out = {}

@@ -1,4 +1,4 @@
-"""Named points where the fault tests kill a Dask worker, deterministically.
+"""Named points where the fault tests kill a Dask worker, or make a step raise, deterministically.
 
 The hook is off in every ordinary run, installed or not: it is active only where a test has
 enabled it explicitly, that is when ``ACCEL_FAULT_DIR`` names a folder that :func:`enable_for_tests`
@@ -16,6 +16,12 @@ costs one environment lookup and does nothing.
 Points: ``features`` (in each row partition of the distributed feature engineering) and
 ``train-1``, ``train-2`` (after a boosting round on each worker, in the first and the second
 training attempt, through :func:`training_callbacks`).
+
+A point may also raise instead (:func:`raise_point`): a test arms it with ``<name>.raise``, and
+the first process to reach it raises :class:`InjectedFault` there, once, as an error of the
+library at that step would (a type it cannot read, a device out of memory). Point:
+``batch-plan-<arm>`` (``batch-plan-gpu``, ``batch-plan-cpu``: while an arm plans its batches,
+:func:`accel.runner.prepare_arm`).
 """
 
 from __future__ import annotations
@@ -70,6 +76,23 @@ def fault_point(name: str) -> None:
     except OSError:  # not armed, or another worker won
         return
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+class InjectedFault(RuntimeError):
+    """The error a :func:`raise_point` armed by a test raises."""
+
+
+def raise_point(name: str) -> None:
+    """Raise :class:`InjectedFault` here when a test armed ``<name>.raise`` (once); else nothing."""
+    folder = active_folder()
+    if folder is None:
+        return
+    armed = folder / f"{name}.raise"
+    try:
+        os.rename(armed, armed.with_name(f"{name}.raised-{os.getpid()}"))
+    except OSError:  # not armed, or another process won
+        return
+    raise InjectedFault(f"fault injected at {name!r} (a test armed it)")
 
 
 def training_callbacks(attempt: int = 1) -> list[Any]:

@@ -24,7 +24,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from accel.errors import AccelError
 
@@ -61,16 +61,51 @@ def file_kind(path: Path | str) -> str | None:
 
 
 def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """``(regular files, [(other path, why skipped)])`` matching ``pattern`` under ``folder``, recursively, sorted."""
+    """``(regular files, [(other path, why skipped)])`` matching ``pattern`` under ``folder``, recursively, sorted.
+
+    Sub-folders that are symbolic links are followed (their files are part of the folder, as a
+    reader that lists the folder sees them); one that leads back into a folder already walked
+    (a loop) is skipped, with the reason.
+    """
+    import fnmatch
+
     files: list[Path] = []
     skipped: list[tuple[Path, str]] = []
-    for path in sorted(Path(folder).rglob(pattern)):
-        kind = file_kind(path)
-        if kind is None:
-            files.append(path)
-        elif kind != "a folder":
-            skipped.append((path, f"not a regular file ({kind})"))
-    return files, skipped
+    seen: set[str] = set()
+
+    def unlisted(exc: OSError) -> None:
+        if os.path.abspath(exc.filename or "") == os.path.abspath(folder):
+            raise exc  # the folder itself: the caller says it cannot be read
+        skipped.append((Path(exc.filename or folder), f"cannot be listed ({exc.strerror or type(exc).__name__})"))
+
+    for here, dirs, names in os.walk(folder, onerror=unlisted, followlinks=True):
+        real = os.path.realpath(here)
+        if real in seen:
+            skipped.append((Path(here), "a link back into a folder already read (a loop of links)"))
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        for name in sorted(names):
+            if not fnmatch.fnmatch(name, pattern):
+                continue
+            path = Path(here) / name
+            kind = file_kind(path)
+            if kind is None:
+                files.append(path)
+            elif kind != "a folder":
+                skipped.append((path, f"not a regular file ({kind})"))
+    return sorted(files), sorted(skipped)
+
+
+def linked_folders(folder: Path, files: list[Path]) -> list[Path]:
+    """The sub-folders of ``folder`` that are symbolic links and hold some of ``files``."""
+    links: set[Path] = set()
+    for path in files:
+        for parent in list(path.relative_to(folder).parents)[:-1]:
+            if (folder / parent).is_symlink():
+                links.add(folder / parent)
+    return sorted(links)
 
 
 def user_mode() -> int:
@@ -99,13 +134,29 @@ ENVIRONMENT_ERRNOS = {
     errno.EMFILE,
     errno.ENFILE,
     errno.ENOMEM,
+    errno.ENAMETOOLONG,
+    errno.ELOOP,
 }
+#: The most characters of a path an error line quotes.
+QUOTED_PATH_CHARS = 160
+
+
+def quoted_path(path: object) -> str:
+    """``path`` as an error line quotes it: ``repr``, cut in the middle beyond :data:`QUOTED_PATH_CHARS`."""
+    text = repr(str(path))
+    if len(text) <= QUOTED_PATH_CHARS:
+        return text
+    half = QUOTED_PATH_CHARS // 2 - 2
+    return f"{text[:half]}...{text[-half:]} ({len(str(path)):,} characters)"
 
 
 def environment_error_line(exc: OSError) -> str:
     """``No space left on device (/runs/x.json); free some space, or choose another folder ...``."""
-    where = f" ({exc.filename})" if exc.filename else ""
+    where = f" ({quoted_path(exc.filename)})" if exc.filename else ""
     advice = {
+        errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
+        "choose a shorter one",
+        errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
         errno.ENOSPC: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
         errno.EDQUOT: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
         errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
@@ -130,11 +181,11 @@ def os_error_line(exc: OSError, what: str, hint: str = "") -> str:
 
 
 #: ``exists`` of :func:`write_new`: a name that exists gets the next free sequence number.
-NUMBER = "number"
+NUMBER: Final = "number"
 #: ``exists`` of :func:`write_new`: a name that exists is refused (the user named it; no ``--overwrite``).
-REFUSE = "refuse"
+REFUSE: Final = "refuse"
 #: ``exists`` of :func:`write_new`: a regular file of that name is replaced (``--overwrite``, or accel's cache).
-REPLACE = "replace"
+REPLACE: Final = "replace"
 
 Exists = Literal["number", "refuse", "replace"]
 

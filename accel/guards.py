@@ -82,14 +82,21 @@ def check_test_rows(n: int, test_size: float) -> None:
     size = _test_size_from(MIN_TEST_ROWS, n)
     options = f"--test-size {size:g} or more, or " if size <= 0.5 else ""
     rows = math.ceil(MIN_TEST_ROWS / test_size) if test_size > 0 else None
-    more = f"at least {rows:,} rows" if rows is not None else "more rows"
+    # A share so small that no table could hold enough rows (1e-300) asks for a larger share only.
+    more = f"at least {rows:,} rows" if rows is not None and rows <= 10**12 else "more rows"
     raise AccelError(
         f"the test split would hold {n_test:,} of {n:,} rows (--test-size {test_size:g}): at least {MIN_TEST_ROWS} "
         f"are needed to score the model; use {options}{more} (--rows, or a larger table)"
     )
 
 
-def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: str = "target") -> None:
+def quantity_hint(task_reason: str) -> str:
+    """What every refusal of an integer target read as classes ends with: the task it may be
+    (``task_reason``: the plan's, ``inferred: integer target with ...``)."""
+    return "; if the integers are a count or amount, use --task regression" if task_reason.startswith("inferred: integer") else ""
+
+
+def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: str = "target", hint: str = "") -> None:
     """Refuse a split whose test part cannot be scored, naming sizes that would give one that can.
 
     Parameters
@@ -103,6 +110,8 @@ def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: 
         ``--seed`` (the split is seeded: :func:`split_order`).
     what : str
         The target's name, for the message.
+    hint : str
+        Said at the end of the refusal (:func:`quantity_hint`).
 
     Raises
     ------
@@ -130,7 +139,7 @@ def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: 
     score = "AUC and accuracy across classes are" if task != "regression" else "R² is"
     raise AccelError(
         f"the test split ({n_test:,} rows, --test-size {test_size:g}, --seed {seed}) holds {single} of {what} "
-        f"({_shown(test.iloc[0])}): {score} undefined on it; {fix}"
+        f"({_shown(test.iloc[0])}): {score} undefined on it; {fix}{hint}"
     )
 
 
@@ -155,11 +164,12 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float | None = 
             raise AccelError(
                 f"target {name!r} has one row per class ({len(counts):,} classes of one row each, e.g. "
                 f"{_counts_text(rare, 3)}): nothing to learn or to test; is it an identifier? choose another --target"
+                + quantity_hint(plan.task_reason)
             )
         raise AccelError(
             f"target {name!r}: {len(rare):,} class(es) with a single row ({_counts_text(rare)}; classes: "
             f"{_counts_text(counts)}); every class needs at least {MIN_CLASS_ROWS} rows, one to train on and one "
-            "to test: remove those rows or merge the class into another"
+            "to test: remove those rows or merge the class into another" + quantity_hint(plan.task_reason)
         )
     train = set(labels.iloc[plan.train_pos])
     test_only = [k for k in pd.unique(labels.iloc[plan.test_pos]) if k not in train]
@@ -167,10 +177,10 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float | None = 
         shown = ", ".join(f"{_shown(k)} ({int(counts[k]):,} rows)" for k in test_only[:4])
         raise AccelError(
             f"target {name!r}: class {shown} falls only in the test split, so the model never trains on it; "
-            "use another --seed or --test-size, or remove those rows"
+            "use another --seed or --test-size, or remove those rows" + quantity_hint(plan.task_reason)
         )
     if test_size is not None and seed is not None:
-        check_test_split(labels, plan.task, test_size, seed, repr(name))
+        check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
 
 
 def _check_finite(name: str, y: pd.Series) -> None:

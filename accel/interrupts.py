@@ -10,11 +10,16 @@ SIGINT is sent again a moment later, when the main thread has left the callback 
 interrupt can stop the run like any other Ctrl-C (clean-up included: ``finally`` blocks, the
 cluster's close). An interrupt that propagates normally is never repeated.
 
-SIGTERM (``kill``, a batch scheduler's or a container's stop) stops the run the same way: while
-:func:`never_lost` is active it raises :class:`Terminated`, a ``KeyboardInterrupt``, so that
-every clean-up a Ctrl-C runs (the cluster's close, an empty study discarded, temporary files
-removed) runs for it too, and the command line exits with 143 (128 + SIGTERM) instead of
-dying at once with workers and temporary files left behind.
+SIGTERM (``kill``, a batch scheduler's or a container's stop) and SIGHUP (the terminal closed)
+stop the run the same way: while :func:`never_lost` is active they raise :class:`Terminated`,
+a ``KeyboardInterrupt``, so that every clean-up a Ctrl-C runs (the cluster's close, an empty
+study discarded, temporary files removed) runs for it too, and the command line exits with
+128 + the signal (143, 129) instead of dying at once with workers and temporary files left
+behind.
+
+A command stopped that way may leave something on disk on purpose (a search's study, to be
+resumed): it says so with :func:`kept`, and the command line's last line names it instead of
+"nothing was written" (:func:`what_was_kept`).
 
 Only the command line installs it (:func:`never_lost` around ``accel.cli.main``): a library
 call in a user's notebook leaves their hooks alone.
@@ -35,12 +40,25 @@ from typing import Any
 REDELIVER_AFTER_S = 0.05
 
 
+#: The signals that stop the command like Ctrl-C, clean-up included: SIGTERM (``kill``, a batch
+#: scheduler's stop) and SIGHUP (the terminal closed, an SSH session dropped).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: the run stops as for Ctrl-C (exit status 143)."""
+    """SIGTERM (or SIGHUP) arrived: the run stops as for Ctrl-C (exit status 128 + the signal: 143, 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 def _redeliver(sig: int) -> None:
@@ -55,7 +73,8 @@ def never_lost() -> Iterator[None]:
 
     def hook(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            sig = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+            exc = unraisable.exc_value
+            sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
             timer = threading.Timer(REDELIVER_AFTER_S, _redeliver, (sig,))
             timer.daemon = True
             timer.start()
@@ -63,12 +82,25 @@ def never_lost() -> Iterator[None]:
         previous(unraisable)
 
     sys.unraisablehook = hook
-    on_term = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    if on_term:
-        signal.signal(signal.SIGTERM, _terminate)
+    main = threading.current_thread() is threading.main_thread()
+    handled = [sig for sig in STOP_SIGNALS if main and signal.getsignal(sig) == signal.SIG_DFL]
+    for sig in handled:
+        signal.signal(sig, _terminate)
     try:
         yield
     finally:
-        if on_term:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for sig in handled:
+            signal.signal(sig, signal.SIG_DFL)
         sys.unraisablehook = previous
+
+
+def kept(exc: BaseException, what: str) -> None:
+    """Note on the interrupt ``exc`` what the stopped command leaves on disk on purpose (``what``:
+    a study and how to resume it); the command line says it instead of "nothing was written"."""
+    notes = list(getattr(exc, "accel_kept", []))
+    exc.accel_kept = [*notes, what]  # type: ignore[attr-defined]
+
+
+def what_was_kept(exc: BaseException) -> str:
+    """What the interrupted command left on disk on purpose, or ``"nothing was written"``."""
+    return "; ".join(getattr(exc, "accel_kept", [])) or "nothing was written"

@@ -270,19 +270,32 @@ BUDGET_SHARE = 0.5
 _POOL_RECORD: dict[str, Any] | None = None
 
 
-def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool) -> tuple[int, int, str]:
+def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool, model: str | None = None) -> tuple[int, int, str]:
     """The ``--rmm-pool auto`` pool for a device with ``free_bytes`` free: ``(initial, maximum, why)``.
 
     The pool starts at :data:`RMM_AUTO_INITIAL` of the free memory. It may grow to
-    :data:`RMM_AUTO_MAXIMUM` when XGBoost allocates from it; when XGBoost allocates beside it
-    (an XGBoost built without RMM), the pool keeps its initial size, so that XGBoost's own
+    :data:`RMM_AUTO_MAXIMUM` when the model allocates from it: every cuML model does, and
+    XGBoost when it is built with RMM. When XGBoost allocates beside it (an XGBoost built
+    without RMM, as the PyPI wheels are), the pool keeps its initial size, so that XGBoost's own
     allocations have the rest of the free memory and do not meet a pool grown into it. Sizes
     are multiples of 256 bytes, as RMM's pool wants them.
+
+    Parameters
+    ----------
+    free_bytes : int
+    xgboost_through_rmm : bool
+        Whether XGBoost allocates from RMM (:meth:`accel.backend.Backend.xgboost_allocation`).
+    model : str, optional
+        The ``--model`` the pool serves; None or a boosted model: XGBoost.
     """
+    from accel.registry import MODELS
+
     initial = int(free_bytes * RMM_AUTO_INITIAL) // 256 * 256
-    if xgboost_through_rmm:
+    cuml = model is not None and model in MODELS and not MODELS[model].boosted
+    if cuml or xgboost_through_rmm:
         maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
-        why = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%} (XGBoost allocates from the pool)"
+        who = f"cuML's {model} allocates" if cuml else "XGBoost allocates"
+        why = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%} ({who} from the pool)"
     else:
         maximum = initial
         why = (
@@ -305,6 +318,10 @@ def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int,
     return share, f"{BUDGET_SHARE:.0%} of free device memory before the RMM pool ({free_before_pool / 1024**3:.1f} GiB)"
 
 
+#: The largest size a size option takes (1 EiB): beyond it a number is a typo, not a machine.
+MAX_SIZE_BYTES = 2**60
+
+
 def parse_size(text: str, option: str) -> int:
     """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000``; a one-line error otherwise."""
     from dask.utils import parse_bytes
@@ -313,23 +330,28 @@ def parse_size(text: str, option: str) -> int:
 
     try:
         value = parse_bytes(str(text).strip())
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, OverflowError):  # OverflowError: 1e400 is infinite
         raise AccelError(f"{option}: cannot read {text!r} as a size (examples: 512MB, 8GB, 1.5GiB)") from None
-    if value <= 0:
+    if not value > 0:
         raise AccelError(f"{option}: the size must be positive, got {text!r}")
+    if value > MAX_SIZE_BYTES:
+        raise AccelError(f"{option}: {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return int(value)
 
 
-def setup_rmm_pool(backend: Backend, spec: str) -> dict:
+def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dict:
     """Set up the RMM pool ``--rmm-pool auto|off|SIZE`` asks for; what was done, for the record.
 
     On the CPU arm there is no device pool: the record says so (``null`` sizes with the reason).
     The record says where XGBoost's device memory comes from (``xgboost_through_rmm``,
-    ``xgboost_allocator``), as the installed XGBoost's build reports it.
+    ``xgboost_allocator``), as the installed XGBoost's build reports it. ``model`` (the
+    ``--model``) sizes an automatic pool (:func:`rmm_auto_sizes`).
 
     The pool is set up once per process (RMM's resource is not replaced while buffers of the
     first pool may be alive): a later call with the same ``spec`` gets the first call's record,
-    with ``reused`` true; one with another ``spec`` is refused.
+    with ``reused`` true; one with another ``spec`` is refused. A resource that other code of
+    the process set up first (a Dask-CUDA worker's pool with cuDF's spill handler over it:
+    :meth:`~accel.backend.Backend.rmm_resource_set_elsewhere`) is kept and used, never replaced.
     """
     from accel.errors import AccelError
 
@@ -347,9 +369,12 @@ def setup_rmm_pool(backend: Backend, spec: str) -> dict:
         return {**_POOL_RECORD, "reused": True}
     if spec == "off":
         return {"mode": "off", "initial_bytes": None, "maximum_bytes": None, "reason": "--rmm-pool off", **xgboost_fields}
+    elsewhere = backend.rmm_resource_set_elsewhere()
+    if elsewhere is not None:
+        return _kept_resource(backend, spec, elsewhere, xgboost_fields)
     free, total = backend.device_memory_free() or 0, backend.device_memory_total() or 0
     if spec == "auto":
-        initial, maximum, reason = rmm_auto_sizes(free, xgb["through_rmm"])
+        initial, maximum, reason = rmm_auto_sizes(free, xgb["through_rmm"], model)
     else:
         initial = maximum = parse_size(spec, "--rmm-pool") // 256 * 256
         reason = "fixed size"
@@ -372,6 +397,26 @@ def setup_rmm_pool(backend: Backend, spec: str) -> dict:
         "reused": False,
     }
     return dict(_POOL_RECORD)
+
+
+def _kept_resource(backend: Backend, spec: str, elsewhere: dict[str, Any], xgboost_fields: dict[str, Any]) -> dict:
+    """The record of an RMM resource set up before accel's, used as it is (see :func:`setup_rmm_pool`).
+
+    Its pool's bytes count as free for the budget (the driver counts a reserved pool as used).
+    """
+    backend.use_current_rmm_resource()
+    pool = elsewhere["pool_bytes"]
+    stack = " > ".join(elsewhere["resources"])
+    return {
+        "mode": spec,
+        "initial_bytes": pool,
+        "maximum_bytes": None,
+        "free_bytes_before": (backend.device_memory_free() or 0) + (pool or 0),
+        "reason": f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept",
+        "kept_resource": elsewhere["resources"],
+        **xgboost_fields,
+        "reused": False,
+    }
 
 
 def default_budget(backend: Backend, rmm: dict | None = None) -> tuple[int, str]:

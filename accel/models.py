@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
-from accel.backend import Backend
+from accel._compat import Array
+from accel.backend import Backend, ModelClasses
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
@@ -276,6 +280,54 @@ class XGBoostModel:
             out["early_stopping"] = self.early_stopping.describe()
         return out
 
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this model (:func:`build_model`): its name, task, settings, seed, classes."""
+        return {
+            "name": self.name,
+            "task": self.task,
+            "params": self.params.model_dump(),
+            "seed": self.seed,
+            "n_classes": self.n_classes,
+        }
+
+    #: The saved model's file in a pipeline folder: XGBoost's own UBJSON (trees, best round,
+    #: feature names and types), which loads on either device.
+    file_name = "model.ubj"
+
+    def save(self, booster: Any, path: Path) -> None:
+        booster.save_model(str(path))
+
+    def load(self, backend: Backend, path: Path) -> Any:
+        """The booster saved at ``path``, set to predict on ``backend``'s device."""
+        import xgboost
+
+        booster = xgboost.Booster(model_file=str(path))
+        booster.set_param({"device": backend.xgb_device, "nthread": backend.n_threads})
+        return booster
+
+    def importances(self, backend: Backend, booster: Any, names: list[str], sample: Array | None) -> dict[str, dict[str, float]]:
+        """Gain per feature (XGBoost's ``gain``: the mean loss reduction of its splits) and, for
+        the float32 matrix ``sample`` of hold-out rows, the mean absolute SHAP value (TreeSHAP;
+        GPU TreeSHAP on the GPU arm); classes' SHAP values are summed per feature."""
+        gain = booster.get_score(importance_type="gain")  # keyed by XGBoost's names (xgboost_safe_name)
+        out = {"gain": {name: float(gain.get(safe, 0.0)) for safe, name in zip(booster.feature_names or names, names)}}
+        if sample is not None and len(sample):
+            out["mean_abs_shap"] = dict(zip(names, _mean_abs(self.contributions(backend, booster, sample))))
+        return out
+
+    def contributions(self, backend: Backend, booster: Any, matrix: Array) -> np.ndarray:
+        """Per-row SHAP contributions ``(rows, features + 1)`` (the last column is the bias), summed
+        over classes for a multiclass model; as NumPy."""
+        import xgboost
+
+        best = booster.attr("best_iteration")
+        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
+        data = xgboost.DMatrix(
+            matrix, feature_names=booster.feature_names, feature_types=booster.feature_types, enable_categorical=True
+        )
+        values = _compat.to_numpy(booster.predict(data, pred_contribs=True, **kwargs))
+        return values.sum(axis=1) if values.ndim == 3 else values
+
 
 @dataclass
 class EstimatorModel:
@@ -321,7 +373,8 @@ class EstimatorModel:
             else:
                 proba = estimator.predict_proba(batch)
                 parts.append(proba[:, 1] if self.task == "binary" else proba)
-        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
+        # A cuML estimator made from a saved scikit-learn one (from_sklearn) answers in NumPy.
+        return parts[0] if len(parts) == 1 else backend.xp.concatenate([backend.xp.asarray(p) for p in parts])
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
         return self.estimator.device_used(estimator, backend.xgb_device)
@@ -332,6 +385,71 @@ class EstimatorModel:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
+
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this model (:func:`build_model`): its name, task, settings, seed."""
+        return {"name": self.name, "task": self.task, "params": dict(self.params), "seed": self.seed, "n_classes": None}
+
+    #: The saved model's file: skops (no pickle), the scikit-learn form of either arm's estimator.
+    file_name = "model.skops"
+
+    def save(self, estimator: Any, path: Path) -> None:
+        """Save ``estimator`` with skops; a cuML estimator as its scikit-learn twin (``as_sklearn``),
+        so that one saved form loads on either arm."""
+        import skops.io
+
+        if type(estimator).__module__.startswith("cuml"):
+            estimator = estimator.as_sklearn()
+        skops.io.dump(estimator, path)
+
+    def load(self, backend: Backend, path: Path) -> Any:
+        """The estimator saved at ``path``, read with skops trusting only the types
+        :func:`trusted_types` names; on the GPU arm as its cuML twin (``from_sklearn``)."""
+        import skops.io
+
+        untrusted = [t for t in skops.io.get_untrusted_types(file=path) if t not in trusted_types(self.estimator)]
+        if untrusted:
+            raise AccelError(f"the saved model holds types accel does not load: {', '.join(untrusted[:3])}")
+        estimator = skops.io.load(path, trusted=trusted_types(self.estimator))
+        expected = ModelClasses("cpu")[self.key]
+        if type(estimator) is not expected:
+            raise AccelError(f"the saved model is a {type(estimator).__name__}, not the {expected.__name__} its pipeline names")
+        return backend.adopt_estimator(self.key, estimator)
+
+    def importances(
+        self, backend: Backend, estimator: Any, names: list[str], sample: Array | None
+    ) -> dict[str, dict[str, float]]:
+        """The estimator's own importances (a forest's impurity decrease) or, for a linear model on
+        standardised features, its coefficients' magnitude (summed over classes); none for KNN."""
+        import numpy as np
+
+        found = getattr(estimator, "feature_importances_", None)
+        if found is not None:
+            return {"impurity": dict(zip(names, map(float, _compat.to_numpy(found))))}
+        coef = getattr(estimator, "coef_", None)
+        if coef is None:
+            return {}
+        values = np.abs(_compat.to_numpy(coef)).reshape(-1, len(names)).sum(axis=0)
+        return {"abs_coefficient": dict(zip(names, map(float, values)))}
+
+    def contributions(self, backend: Backend, estimator: Any, matrix: Array) -> np.ndarray:
+        raise AccelError(f"per-row contributions are XGBoost's (pred_contribs); --model {self.name} has none")
+
+
+def trusted_types(estimator: Estimator) -> list[str]:
+    """The only types a saved scikit-learn model may hold beyond skops' own defaults: the
+    registry's CPU class for ``estimator`` and the types the registry says it holds (a forest's trees).
+
+    The list is accel's, fixed by the registry, never read from the file."""
+    cls = ModelClasses("cpu")[estimator.key]
+    return [f"{cls.__module__}.{cls.__qualname__}", *estimator.saved_types]
+
+
+def _mean_abs(contributions: np.ndarray) -> list[float]:
+    """Mean absolute contribution per feature (the bias column left out)."""
+    import numpy as np
+
+    return [float(v) for v in np.abs(contributions[:, :-1]).mean(axis=0)]
 
 
 def model_family(name: str) -> str:

@@ -9,10 +9,15 @@ arm, NumPy on the CPU arm). With ``fp16`` each column is held in float16, guarde
 - a column that would still lose more than :data:`REL_TOL` relative precision (values spanning
   more orders of magnitude than float16 can hold) stays in float32.
 
+Each column's scale comes from its true largest and smallest non-zero magnitudes, reductions
+over every row on the frame's device (:func:`column_extremes`), so that no value off a sample
+overflows to ``inf``; the rounding error is measured on a sample of rows and on those extremes.
+
 Training and inference read the matrix back batch by batch as float32
 (:meth:`StoredMatrix.batch`), so only one batch is ever expanded. Categorical columns are held as
-their integer codes (exact in float16 up to 2048 categories) and passed to XGBoost as
-categorical features.
+their integer codes, passed to XGBoost as categorical features: in float16 only where every
+code is exact there (up to :data:`FP16_EXACT_CODES`), else in float32, so that no two
+categories share a code.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ REL_TOL = 1e-3
 #: Target magnitude after scaling: values up to 2**15, comfortably inside float16's range.
 _TARGET_EXP = 15
 _SAMPLE = 100_000
+#: The largest integer up to which float16 holds every integer exactly (2**11): a categorical
+#: column with a code above it is kept in float32 (2049 would read back as 2048).
+FP16_EXACT_CODES = 2048
 #: Rows :func:`frame_matrix` fills at a time (one block of every column stays in cache).
 _FILL_ROWS = 1024
 
@@ -69,20 +77,38 @@ class PrecisionPlan:
         }
 
 
-def _column_decision(name: str, values: np.ndarray) -> ColumnPrecision:
+def _column_decision(
+    name: str, values: np.ndarray, top: float | None = None, low: float | None = None, categorical: bool = False
+) -> ColumnPrecision:
+    """float16 (scaled by a power of two where needed) or float32 for one column.
+
+    ``values``: a sample of its values; ``top`` and ``low``: its largest and smallest non-zero
+    finite magnitudes over every row (:func:`column_extremes`; taken from the sample when not
+    given). The scale comes from ``top``; the rounding error is measured on the sample and on
+    both extremes. A categorical column's values are codes: float32 as soon as one is above
+    :data:`FP16_EXACT_CODES`.
+    """
     finite = values[np.isfinite(values)]
     nonzero = np.abs(finite[finite != 0])
-    if nonzero.size == 0:
+    top = float(nonzero.max()) if top is None and nonzero.size else top
+    low = float(nonzero.min()) if low is None and nonzero.size else low
+    if top is None or not np.isfinite(top) or top == 0:
         return ColumnPrecision(name, "fp16")
-    top = float(nonzero.max())
+    if categorical:
+        if top > FP16_EXACT_CODES:
+            return ColumnPrecision(
+                name, "fp32", 1.0, f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
+            )
+        return ColumnPrecision(name, "fp16")
     scale, reason = 1.0, ""
     if top > FP16_MAX or top < 2.0**-8:
         # A power of two moves the column into range without touching any mantissa bit.
         scale = 2.0 ** (math.ceil(math.log2(top)) - _TARGET_EXP)
         reason = f"max |x| = {top:.4g} is outside float16's range: scaled by 2^{int(math.log2(scale))}"
-    sample = nonzero[:: max(1, nonzero.size // _SAMPLE)] / scale
-    back = sample.astype(np.float16).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    extremes = [v for v in (top, low) if v is not None and np.isfinite(v) and v > 0]
+    sample = np.concatenate([nonzero[:: max(1, nonzero.size // _SAMPLE)], np.asarray(extremes, dtype=np.float64)]) / scale
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        back = sample.astype(np.float16).astype(np.float64)
         error = float(np.nanmax(np.abs(back - sample) / sample)) if sample.size else 0.0
     if not np.isfinite(error) or error > REL_TOL:
         shown = "overflows" if not np.isfinite(error) else f"{error:.2g} relative error"
@@ -90,12 +116,51 @@ def _column_decision(name: str, values: np.ndarray) -> ColumnPrecision:
     return ColumnPrecision(name, "fp16", scale, reason)
 
 
-def plan_precision(precision: str, columns: list[str], host_samples: list[np.ndarray]) -> PrecisionPlan:
-    """Decide each column's storage from host samples of its values (all the frames stored)."""
+def plan_precision(
+    precision: str,
+    columns: list[str],
+    host_samples: list[np.ndarray],
+    extremes: dict[str, tuple[float | None, float | None]] | None = None,
+    categorical: list[str] | None = None,
+) -> PrecisionPlan:
+    """Decide each column's storage from host samples of its values (all the frames stored), its
+    true extremes (``column -> (largest, smallest)`` non-zero magnitude) and which columns are
+    categorical codes."""
     if precision == "fp32":
         return PrecisionPlan("fp32", [ColumnPrecision(c, "fp32") for c in columns])
     values = np.concatenate(host_samples, axis=0) if len(host_samples) > 1 else host_samples[0]
-    return PrecisionPlan("fp16", [_column_decision(c, values[:, i]) for i, c in enumerate(columns)])
+    extremes, coded = extremes or {}, set(categorical or [])
+    return PrecisionPlan(
+        "fp16",
+        [_column_decision(c, values[:, i], *extremes.get(c, (None, None)), c in coded) for i, c in enumerate(columns)],
+    )
+
+
+def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    """Per column, the largest and the smallest non-zero finite magnitude over every row of
+    ``frames`` (a categorical column: of its codes), by reductions on each frame's device.
+
+    Missing and infinite values are left out; a column without a non-zero finite value gets
+    ``(None, None)``.
+    """
+    wanted = set(categorical)
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for name in frames[0].columns:
+        tops: list[float] = []
+        lows: list[float] = []
+        for frame in frames:
+            column = frame[name]
+            if name in wanted:
+                codes = column.cat.codes
+                column = codes.where(codes >= 0)
+            magnitude = _compat.as_float(column, "float64").abs()
+            magnitude = magnitude.where((magnitude > 0) & (magnitude < float("inf")))
+            top, low = _compat.host_float(magnitude.max()), _compat.host_float(magnitude.min())
+            if top is not None and low is not None:
+                tops.append(top)
+                lows.append(low)
+        out[str(name)] = (max(tops), min(lows)) if tops else (None, None)
+    return out
 
 
 def frame_matrix(frame: Any, categorical: list[str], out: Any = None) -> Any:
@@ -208,7 +273,8 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
 
 
 def plan_for_frames(precision: str, frames: list[Any], categorical: list[str]) -> PrecisionPlan:
-    """The precision plan for frames that share columns, decided on host samples of their rows."""
+    """The precision plan for frames that share columns: scales from every row's extremes
+    (:func:`column_extremes`), rounding measured on host samples of their rows."""
     columns = [str(c) for c in frames[0].columns]
     if precision == "fp32":
         return plan_precision("fp32", columns, [])
@@ -216,4 +282,4 @@ def plan_for_frames(precision: str, frames: list[Any], categorical: list[str]) -
     for f in frames:
         step = max(1, len(f) // _SAMPLE)
         samples.append(_compat.to_numpy(frame_matrix(f.iloc[::step], categorical)))
-    return plan_precision(precision, columns, samples)
+    return plan_precision(precision, columns, samples, column_extremes(frames, categorical), categorical)

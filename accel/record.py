@@ -45,8 +45,9 @@ from accel.errors import AccelError
 SCHEMA_VERSION = 3
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
-#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``).
-RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments"]
+#: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``),
+#: new rows scored with a run's pipeline (``accel predict``).
+RecordKind = Literal["run", "hpo", "compare", "bench", "scaling", "experiments", "predict"]
 RECORD_KINDS: tuple[RecordKind, ...] = get_args(RecordKind)
 #: The variable naming the folder everything accel writes goes under (default ``runs``).
 OUT_ENV = "ACCEL_OUT_DIR"
@@ -100,8 +101,12 @@ def strict(obj: Any) -> tuple[Any, list[dict[str, str]]]:
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
     """``obj`` as strict JSON (``allow_nan=False``): non-finite numbers are ``null``, listed with
-    their reason under the top-level ``nulls`` key of a mapping (see the module docstring)."""
-    clean, nulls = strict(obj)
+    their reason under the top-level ``nulls`` key of a mapping (see the module docstring).
+    Every credential in it is hidden (:func:`accel.credentials.hidden`): this is what every
+    record and every ``--json`` output is written with."""
+    from accel.credentials import hidden
+
+    clean, nulls = strict(hidden(obj))
     if isinstance(clean, dict):
         known = [n for n in clean.get(NULLS_KEY) or [] if isinstance(n, dict) and n.get("path") not in {m["path"] for m in nulls}]
         if nulls or known:
@@ -111,9 +116,12 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 
 def loads(text: str) -> Any:
     """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
-    ``inf``); older records with bare ``NaN`` are read as they are."""
+    ``inf``); older records with bare ``NaN`` are read as they are. A credential an older record
+    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it."""
+    from accel.credentials import hidden
+
     try:
-        record = json.loads(text)
+        record = hidden(json.loads(text))
     except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
         raise ValueError("not a record: JSON nested too deeply") from None
     if not isinstance(record, dict):
@@ -142,7 +150,7 @@ def output_root() -> Path:
     Run, search, comparison and scaling records and the search storage go in it, benchmark
     results in its ``benchmarks`` folder; ``accel experiments`` and ``accel report`` read it.
     """
-    return Path(os.environ.get(OUT_ENV) or "runs")
+    return Path(os.environ.get(OUT_ENV) or "runs").expanduser()
 
 
 #: Free space an output folder needs before a run starts (a record is tens of kilobytes).
@@ -190,9 +198,10 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     """Create ``folder`` if needed and prove it writable, before any long work starts.
 
     ``what`` and ``option`` name, in the error, what was to be written there and the flag
-    that chooses another folder.
+    that chooses another folder. A leading ``~`` is the home folder (as in a workflow file's
+    ``out: ~/runs``); the folder returned is the one to write to.
     """
-    folder = Path(folder)
+    folder = Path(folder).expanduser()
     missing, parent = [], folder.absolute()
     while not parent.exists() and parent != parent.parent:
         missing.append(parent)
@@ -281,13 +290,25 @@ def kind_of(record: Any) -> RecordKind | None:
     return None
 
 
-def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
+def write_record(
+    folder: Path, record: dict[str, Any], stem: str, companion: Callable[[Path], Callable[[], None]] | None = None
+) -> Path:
     """Write ``record`` as ``<folder>/<stem>-<NNN>.json`` with the first free sequence number.
 
     A record with a ``run_id`` key (a run, a search, a comparison) gets its file name as its
     ``run_id``, set in ``record`` itself, so that what the command shows or prints as JSON is
-    what the file holds.
+    what the file holds; so are its credentials hidden in ``record`` itself
+    (:func:`accel.credentials.hidden`: the tables shown after it show none). ``companion(path)``,
+    when given, writes what goes beside the record at ``path`` (the run's pipelines, whose names
+    the record holds) before the record is written, raising :class:`FileExistsError` where that
+    name is taken, and returns how to remove it again should the record's own name be taken
+    meanwhile.
     """
+    from accel.credentials import hidden
+
+    redacted = hidden(record)
+    record.clear()
+    record.update(redacted)
     from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
 
     # Never over another record: the first free sequence number, written whole (files.write_new);
@@ -298,10 +319,18 @@ def write_record(folder: Path, record: dict[str, Any], stem: str) -> Path:
             continue
         if "run_id" in record:
             record["run_id"] = path.stem
+        undo = None
+        if companion is not None:
+            try:
+                undo = companion(path)
+            except FileExistsError:
+                continue
         try:
             return write_new(path, (dumps(record) + "\n").encode(), "the record", "choose another --out", exists=REFUSE)
-        except AccelError:
-            if not os.path.lexists(path):
+        except BaseException as exc:
+            if undo is not None:
+                undo()
+            if not isinstance(exc, AccelError) or not os.path.lexists(path):
                 raise
     raise AccelError(f"no free name for {stem!r} records in {str(folder)!r} (tried up to {MAX_SEQUENCE:03d})")
 
@@ -334,6 +363,20 @@ def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None
     for label, path in written.items():
         if path is not None:
             print(f"{label}: {path}", file=where, flush=True)
+
+
+def record_files(folder: Path, pattern: str = "*.json") -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under ``folder`` that may be records (regular files only: :func:`accel.files.regular_files`),
+    leaving out hidden paths and the runs' pipeline folders (``<run id>.pipeline/``, whose
+    ``pipeline.json`` describes a model, not a run); and the others, with why."""
+    from accel.files import regular_files
+
+    def kept(path: Path) -> bool:
+        parts = path.relative_to(folder).parts
+        return not any(part.startswith(".") or part.endswith(".pipeline") for part in parts)
+
+    files, others = regular_files(folder, pattern)
+    return [p for p in files if kept(p)], [(p, why) for p, why in others if kept(p)]
 
 
 def record_stem(what: str, now: datetime | None = None) -> str:

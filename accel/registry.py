@@ -204,6 +204,15 @@ def _logistic_penalty(params: dict[str, Any], gpu: bool) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- entries
 
+#: What a saved forest holds besides its own class: its trees.
+_FOREST_TYPES = (
+    "sklearn.tree._classes.DecisionTreeClassifier", "sklearn.tree._classes.DecisionTreeRegressor", "sklearn.tree._tree.Tree",
+)  # fmt: skip
+#: What a saved neighbour search holds: its index over the training rows and its distance.
+_KNN_TYPES = (
+    "sklearn.neighbors._kd_tree.KDTree", "sklearn.neighbors._ball_tree.BallTree",
+    "sklearn.metrics._dist_metrics.EuclideanDistance64",
+)  # fmt: skip
 #: Defaults the forests' classes name differently and that mean the same.
 _FOREST_DEFAULTS = {"max_samples": "None (scikit-learn) and 1.0 (cuML) both draw n rows per tree"}
 #: The neighbour searches' metric defaults.
@@ -272,6 +281,9 @@ class Estimator:
     same_in_effect: Mapping[str, str] = field(default_factory=dict)
     #: The ``--model`` this estimator serves (set by the registry), whose settings' defaults it takes.
     model: str | None = None
+    #: Types its saved scikit-learn form holds that skops does not trust by default (a forest's
+    #: trees): the only ones a pipeline's saved model may hold besides the class itself.
+    saved_types: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -333,6 +345,9 @@ class ModelSpec:
     distributed : str or None
         The trainer a run on a Dask cluster uses (``"xgboost.dask"``); None: the model trains
         in one process only, and a cluster run of it is refused.
+    holds : str
+        What its saved model keeps of the training data besides what it learnt (the run record
+        and the docs say it); empty for none.
     """
 
     name: str
@@ -347,6 +362,8 @@ class ModelSpec:
     penalized: tuple[str, Estimator] | None = None
     boosted: bool = False
     distributed: str | None = None
+    #: What its saved model keeps of the training data besides what it learnt ("" for none).
+    holds: str = ""
 
     def __post_init__(self) -> None:
         # Each estimator knows the model whose settings' defaults it takes (the penalized
@@ -424,13 +441,13 @@ _SPECS = (
             "random_forest_classifier", "sklearn.ensemble:RandomForestClassifier",
             "cuml.ensemble:RandomForestClassifier", "classification",
             shared={"max_features": "sqrt"}, cpu_only={"n_jobs": N_THREADS}, seeded=True, metric="accuracy",
-            same_in_effect=_FOREST_DEFAULTS,
+            same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
         ),
         regressor=Estimator(
             "random_forest_regressor", "sklearn.ensemble:RandomForestRegressor",
             "cuml.ensemble:RandomForestRegressor", "regression",
             shared={"max_features": 1.0}, cpu_only={"n_jobs": N_THREADS}, seeded=True,
-            same_in_effect=_FOREST_DEFAULTS,
+            same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
         ),
         search_space={
             "n_estimators": _int(50, 500, log=True),
@@ -502,14 +519,15 @@ _SPECS = (
         classifier=Estimator(
             "knn_classifier", "sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier",
             "classification", cpu_only={"n_jobs": N_THREADS}, metric="accuracy", max_predict_rows=10_000,
-            same_in_effect=_KNN_DEFAULTS,
+            same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
         ),
         regressor=Estimator(
             "knn_regressor", "sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor",
-            "regression", cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS,
+            "regression", cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
         ),
         search_space={"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
         labels=(("n_neighbors", "k"), ("weights", "weights")),
+        holds="the training rows' features and targets (k-nearest neighbours predicts from them)",
     ),
 )  # fmt: skip
 

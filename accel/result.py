@@ -6,19 +6,17 @@ An arm is a workflow on a backend, run by an :class:`Executor`: in memory, strea
 :class:`~accel.timing.StageTimer`, watches memory, and turns what the executor hands back
 (:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`;
 :func:`check_device` fails an arm whose model ran elsewhere than asked (XGBoost only warns when
-it cannot use the GPU), and :func:`speedups` / :func:`parity` compare the two arms.
+it cannot use the GPU); :mod:`accel.pairing` compares two arms.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
-from accel.metrics import parity_rule
-from accel.timing import STAGES, StageTimer, speedup
+from accel.timing import EXTRA_STAGES, STAGES, StageTimer
 
 
 class Listener(Protocol):
@@ -28,7 +26,8 @@ class Listener(Protocol):
         """What follows belongs to ``label`` (one configuration of ``accel scale``, the baseline of
         ``accel hpo``); None: to no configuration."""
 
-    def arm_started(self, arm: str) -> None: ...
+    def arm_started(self, arm: str, stages: tuple[str, ...] = STAGES) -> None:
+        """The arm ``arm`` starts; it runs ``stages`` in that order."""
 
     def stage_started(self, arm: str, stage: str) -> None: ...
 
@@ -72,9 +71,14 @@ class ArmResult:
     train_attempts: list[dict[str, Any]] = field(default_factory=list)
     workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
     client_peak_host_mb: float | None = None
+    #: Importance of each feature by kind (``gain``, ``mean_abs_shap``, ...): the pipeline's.
+    importances: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: What the arm learnt (:class:`accel.pipeline.Pipeline`), saved beside the record; not part of it.
+    pipeline: Any = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = asdict(replace(self, pipeline=None))
+        del out["pipeline"]
         if self.executor == "dask":
             out["placement"] = "dask"
             out["train_retried"] = len(self.train_attempts) > 1
@@ -150,6 +154,8 @@ class Executed:
     where: str | None = None
     train_attempts: list[dict[str, Any]] = field(default_factory=list)
     workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What the arm learnt, kept to score new rows (:class:`accel.pipeline.Pipeline`).
+    pipeline: Any = None
 
 
 class Executor:
@@ -164,6 +170,8 @@ class Executor:
 
     #: "in_memory", "streamed" or "dask": recorded as the arm's ``executor``.
     name: str
+    #: The stages it times, in order (scoring has no ``train``); the arm's total is their sum.
+    stages: tuple[str, ...] = STAGES
 
     def trackers(self) -> tuple[Any, ...]:
         """Samplers the stage timer tells of each stage besides this process's monitor (a
@@ -193,8 +201,16 @@ def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     return {**info, **backend.host_threads()}
 
 
-def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: MemoryMonitor, executed: Executed) -> ArmResult:
-    """The arm's :class:`ArmResult` from the runner's timer and monitor and what ``executor`` did."""
+def arm_result(
+    backend: Backend,
+    executor: str,
+    timer: StageTimer,
+    monitor: MemoryMonitor,
+    executed: Executed,
+    stages: tuple[str, ...] = STAGES,
+) -> ArmResult:
+    """The arm's :class:`ArmResult` from the runner's timer and monitor and what ``executor`` did
+    (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too)."""
     model, fitted = executed.model, executed.fitted
     device_used = model.device_used(backend, fitted)
     peaks = executed.peaks or ArmPeaks.of_monitor(monitor)
@@ -206,8 +222,8 @@ def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: Memo
         backend=backend.name,
         device_used=device_used,
         device_name=backend.device.name if backend.device else None,
-        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in STAGES},
-        total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in STAGES), 6),
+        stages={s: round(timer.seconds.get(s, 0.0), 6) for s in (*stages, *EXTRA_STAGES) if s in stages or s in timer.seconds},
+        total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in stages), 6),
         metrics=executed.metrics,
         peak_host_mb=peaks.peak_host_mb,
         peak_device_mb=peaks.peak_device_mb,
@@ -223,6 +239,8 @@ def arm_result(backend: Backend, executor: str, timer: StageTimer, monitor: Memo
         train_attempts=list(executed.train_attempts),
         workers_memory=dict(executed.workers_memory),
         client_peak_host_mb=to_mb(monitor.peak_host) if executed.peaks is not None else None,
+        importances=dict(executed.pipeline.importances) if executed.pipeline is not None else {},
+        pipeline=executed.pipeline,
     )
     return check_device(result, backend)
 
@@ -236,24 +254,3 @@ def check_device(result: ArmResult, backend: Backend) -> ArmResult:
         result.status = "failed"
         result.reason = f"the model ran on {result.device_used!r} although {backend.xgb_device!r} was asked for"
     return result
-
-
-def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
-    """CPU seconds / GPU seconds per stage and in total; NaN unless both arms ran."""
-    both = gpu.status == "ok" and cpu.status == "ok"
-    out = {}
-    for stage in STAGES:
-        g, c = gpu.stages.get(stage), cpu.stages.get(stage)
-        out[stage] = speedup(c, g) if both else math.nan
-    out["total"] = speedup(cpu.total_seconds, gpu.total_seconds) if both else math.nan
-    return out
-
-
-def parity(task: str, model: str, gpu: ArmResult, cpu: ArmResult) -> dict[str, Any]:
-    """Whether the two arms reach the same quality, within a stated tolerance."""
-    metric, tolerance, relative = parity_rule(task, model)
-    g = gpu.metrics.get(metric) if gpu.status == "ok" else None
-    c = cpu.metrics.get(metric) if cpu.status == "ok" else None
-    allowed = tolerance * abs(c) if relative and c is not None else tolerance
-    ok = None if g is None or c is None else abs(g - c) <= allowed
-    return {"metric": metric, "gpu": g, "cpu": c, "tolerance": tolerance, "relative": relative, "ok": ok}

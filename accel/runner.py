@@ -24,9 +24,11 @@ from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
 from accel.output import detail
+from accel.pairing import arm_of, pair
+from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
-from accel.result import ArmResult, Executed, Executor, Listener, arm_result, parity, skipped, speedups
+from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 
@@ -37,14 +39,16 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
     A refusal here (a budget below one batch, a table that must stream with a model that
     cannot) is a user error raised before either arm has done any work.
     """
+    from accel.faultpoints import raise_point
     from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
 
     settings = memory or MemorySettings()
-    rmm = setup_rmm_pool(backend, settings.rmm_pool)
+    rmm = setup_rmm_pool(backend, settings.rmm_pool, workflow.model_name)
     if settings.memory_budget:
         budget, budget_source = parse_size(settings.memory_budget, "--memory-budget"), "--memory-budget"
     else:
         budget, budget_source = default_budget(backend, rmm)  # from the pool's record: its reserve counts as used
+    raise_point(f"batch-plan-{backend.name}")
     plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
     if plan.mode == "streaming" and not MODELS[workflow.model_name].boosted:
         raise AccelError(
@@ -90,13 +94,13 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
     monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
     timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
-        listener.arm_started(backend.name)
+        listener.arm_started(backend.name, executor.stages)
     status = "failed"
     try:
         with monitor:
             executed = executor.execute(backend, workflow, timer, listener)
         executor.after(backend, workflow, executed)
-        result = arm_result(backend, executor.name, timer, monitor, executed)
+        result = arm_result(backend, executor.name, timer, monitor, executed, executor.stages)
         status = result.status
         return result
     except KeyboardInterrupt:
@@ -143,6 +147,9 @@ class InMemory(Executor):
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
         del model_input
+        kept = from_run(workflow, backend, model, fitted, prepared.transform, precision)
+        explained(kept, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+        kept.holdout = holdout_frame(prepared.test_ids, prediction)
 
         y_test = _compat.to_numpy(prepared.y_test)
         metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))
@@ -154,7 +161,7 @@ class InMemory(Executor):
         }
         if settings.precision == "fp16" and settings.precision_check:
             self._check = (prepared, y_test)
-        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record)
+        return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
     def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
         if self._check is not None:
@@ -184,6 +191,20 @@ def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, 
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
+def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any] | ArmResult:
+    """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
+    probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
+    out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
+    later; the other arm still runs. A refusal of the user's settings (:class:`AccelError`)
+    still ends the run before either arm has done any work."""
+    try:
+        return prepare_arm(backend, workflow, memory)
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. a GPU-only parse error in the probe: the other arm still runs
+        return ArmResult(status="failed", reason=f"while planning batches: {first_line(exc)}", backend=backend.name)
+
+
 def run_arm_safely(
     backend: Backend,
     workflow: Workflow,
@@ -196,7 +217,13 @@ def run_arm_safely(
 
     ``collect``: run the garbage collector afterwards, so that the arm's memory is free for what
     runs next (70 ms with pandas, scikit-learn and XGBoost loaded; the last arm skips it).
+    ``prepared_arm`` may be the failed result of :func:`prepare_arm_safely`: it is the arm's result.
     """
+    if isinstance(prepared_arm, ArmResult):
+        if listener:
+            listener.arm_started(backend.name)
+            listener.arm_finished(backend.name, prepared_arm.status)
+        return prepared_arm
     try:
         return run_arm(backend, workflow, listener, memory, prepared_arm)
     except (AccelError, KeyboardInterrupt):
@@ -257,7 +284,7 @@ def _named_or_table(config: Any) -> Any:
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
@@ -320,9 +347,9 @@ def paired_run(
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
     t0 = clock()
-    gpu_arm = prepare_arm(gpu, workflow, memory) if gpu is not None else None
+    gpu_arm = prepare_arm_safely(gpu, workflow, memory) if gpu is not None else None
     batch_plan["gpu"], t0 = clock() - t0, clock()
-    cpu_arm = prepare_arm(cpu, workflow, memory)
+    cpu_arm = prepare_arm_safely(cpu, workflow, memory)
     batch_plan["cpu"] = clock() - t0
     for arm, prepared in (("gpu", gpu_arm), ("cpu", cpu_arm)):
         if prepared is not None:
@@ -352,7 +379,8 @@ def paired_run(
         config, workflow, gpu_result.as_dict(), cpu_result.as_dict(), environment, started, finished,
         model=workflow.model.describe(), wall=timeline,
     )  # fmt: skip
-    path = write_record(out, record, record_stem(workflow.name, started))
+    kept = {arm: r.pipeline for arm, r in (("gpu", gpu_result), ("cpu", cpu_result)) if r.pipeline is not None}
+    path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
     return record, path
 
 
@@ -387,8 +415,7 @@ def run_record(
     """
     from accel.record import record_head
 
-    gpu_result, cpu_result = as_arm_result(gpu), as_arm_result(cpu)
-    environment["threads_used"] = {"cpu": cpu_result.threads, "gpu": gpu_result.threads}
+    environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
     record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,
@@ -400,17 +427,10 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        "arms": {"gpu": gpu, "cpu": cpu},
-        "speedup": speedups(gpu_result, cpu_result),
-        "parity": parity(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu_result, cpu_result),
+        **pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu),  # type: ignore[typeddict-item]
         **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
     }
     return record
-
-
-def as_arm_result(arm: dict[str, Any]) -> ArmResult:
-    """An arm's record part (:meth:`ArmResult.as_dict`, with what a cluster arm adds) as an :class:`ArmResult`."""
-    return ArmResult(**{k: v for k, v in arm.items() if k in ArmResult.__dataclass_fields__})
 
 
 def wall_timeline(

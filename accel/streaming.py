@@ -30,12 +30,13 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
-from accel.data.autofeatures import TableFeaturizer, target_codes
+from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
 from accel.early_stopping import search_between_stages
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
-from accel.precision import frame_matrix, xgboost_features
+from accel.pipeline import explained, from_run, holdout_frame
+from accel.precision import frame_matrix, plan_precision, xgboost_features
 from accel.result import Executed, Executor
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
@@ -131,6 +132,7 @@ def _run_streaming(
         es = getattr(model, "early_stopping", None)
         valid_mask = es.mask(n_train) if es is not None and es.searching else None
         held: dict[int, tuple[Any, Any]] = {}
+        columns: list[str] = []
 
         placement = backend.external_memory()
 
@@ -169,6 +171,7 @@ def _run_streaming(
                             matrix, y = matrix[~valid], y[~valid]
                     if not names:
                         names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
+                        columns[:] = [str(c) for c in X.columns]
                     input_data(data=matrix, label=y, feature_names=names, feature_types=types)
                     del frame, train, X, y, matrix
                     release_host_memory(collect=False)
@@ -220,12 +223,24 @@ def _run_streaming(
         release_host_memory()
 
         # 4. predictions batch by batch
+        sample: list[Any] = []  # the first hold-out rows' matrices, for SHAP
+
+        def keep(matrix: Any) -> None:
+            if sum(len(m) for m in sample) < workflow.settings.explain_rows:
+                sample.append(matrix[: workflow.settings.explain_rows])
+
         def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
-            return predict_batches(xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks)
+            sample.clear()
+            return predict_batches(
+                xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks, on_matrix=keep
+            )
 
         t0 = announce("predict pass")
         prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
         done("predict pass", t0)
+        kept = from_run(workflow, backend, model, booster, TableTransform(featurizer), plan_precision("fp32", columns, []))
+        explained(kept, timer, lambda n: backend.xp.concatenate(sample)[:n] if sample else None, workflow.settings.explain_rows)
+        kept.holdout = holdout_frame(tplan.row_positions[tplan.test_pos], prediction)
     finally:
         cache_record = cache.describe()
         cache.close()
@@ -256,7 +271,7 @@ def _run_streaming(
         "train": len(tplan.train_pos),
         "test": len(tplan.test_pos),
     }
-    return Executed(model, booster, metrics, rows_record, list(names), memory_record)
+    return Executed(model, booster, metrics, rows_record, list(names), memory_record, pipeline=kept)
 
 
 def validation_matrix(
@@ -294,12 +309,13 @@ def predict_batches(
     batch_rows: int,
     timer: StageTimer | None = None,
     chunks: Any = None,
+    on_matrix: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Chunked features and inference: read the file ``batch_rows`` rows at a time, featurise the
     rows at ``positions`` (ascending file rows) with the fitted ``featurizer`` and predict them;
     only a batch and the predictions are held. Returns (predictions, target codes) in row order.
     With a ``timer``, reading counts as ``load``, featurising as ``features``, predicting as
-    ``predict``. ``chunks(batch_rows)``, when given, yields the ``(first_row, frame)`` chunks
+    ``predict``; ``on_matrix(matrix)``, when given, sees each batch's float32 matrix. ``chunks(batch_rows)``, when given, yields the ``(first_row, frame)`` chunks
     instead of reading the file (a :class:`~accel.data.readers.ColumnarCache`).
     """
     from contextlib import nullcontext
@@ -330,8 +346,11 @@ def predict_batches(
             y = target_codes(xdf, rows[tplan.target], tplan)
             del rows
         with stage("predict"):
-            p = booster.inplace_predict(frame_matrix(X, featurizer.categorical))
+            matrix = frame_matrix(X, featurizer.categorical)
+            p = booster.inplace_predict(matrix)
             preds.append(_compat.to_numpy(p))
+        if on_matrix is not None:
+            on_matrix(matrix)
         labels.append(_compat.to_numpy(y))
         del X, y, p
         release_host_memory(collect=False)

@@ -32,6 +32,9 @@ from accel.memory import MemoryMonitor
 
 #: The stages of one arm of a run, in order (each timed on its own; see StageTimer).
 STAGES = ("load", "features", "to_device", "train", "predict")
+#: Stages an arm may time after the workflow's five, outside its total: the fitted pipeline's
+#: importances (SHAP on a sample of hold-out rows).
+EXTRA_STAGES = ("explain",)
 
 
 class StageListener(Protocol):

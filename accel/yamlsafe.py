@@ -1,6 +1,10 @@
 """The one YAML loader accel reads user files with: plain data, every problem one short line.
 
-On top of ``yaml.SafeLoader`` (no Python objects):
+On top of ``yaml.SafeLoader`` (no Python objects), with YAML 1.2's core schema for plain
+(unquoted) values instead of PyYAML's YAML 1.1 rules (:class:`CoreResolver`): only ``true`` and
+``false`` are booleans (``NO``, ``SE``, ``yes``, ``off`` are strings: country codes stay
+country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecimal), ``1:20`` and
+``2024-01-01`` are strings, ``1e3`` is a number, and ``null``, ``~`` or nothing is null;
 
 - a key given twice in one mapping is an error naming it and its lines (PyYAML would keep the
   last one silently);
@@ -20,6 +24,7 @@ On top of ``yaml.SafeLoader`` (no Python objects):
 from __future__ import annotations
 
 import os
+import re
 import reprlib
 from typing import Any
 
@@ -110,7 +115,66 @@ def _check_size(root: yaml.Node) -> None:
         raise _Refused(f"the file expands to more than {MAX_NODES:,} values through its aliases (an alias bomb?)")
 
 
-class _Loader(yaml.SafeLoader):
+class CoreResolver(yaml.resolver.BaseResolver):
+    """YAML 1.2's core schema: the plain scalars that are null, booleans, integers and floats
+    (https://yaml.org/spec/1.2.2/#1032-tag-resolution); every other plain scalar is a string."""
+
+
+_CORE = (
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", list("~nN") + [""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+.0123456789"),
+    ),
+)
+for _tag, _pattern, _first in _CORE:
+    CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+CoreResolver.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])  # "<<: *base" stays
+
+
+class _CoreConstructor(yaml.constructor.SafeConstructor):
+    """Integers and floats as YAML 1.2 reads them (no sexagesimal ``1:20``, ``0755`` decimal)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        if text[:2] in ("0o", "0x"):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        text = str(self.construct_scalar(node)).lower()
+        if text.endswith((".inf", ".nan")):
+            return float(text.replace(".", ""))
+        return float(text)
+
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        return str(self.construct_scalar(node)).lower() == "true"
+
+
+_CoreConstructor.add_constructor("tag:yaml.org,2002:int", _CoreConstructor.construct_yaml_int)
+_CoreConstructor.add_constructor("tag:yaml.org,2002:float", _CoreConstructor.construct_yaml_float)
+_CoreConstructor.add_constructor("tag:yaml.org,2002:bool", _CoreConstructor.construct_yaml_bool)
+
+
+class _Loader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    _CoreConstructor,
+    CoreResolver,
+):
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _CoreConstructor.__init__(self)
+        CoreResolver.__init__(self)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:

@@ -201,7 +201,7 @@ def main() -> int:
             }
 
         def dask() -> dict:
-            arm, _ = run_on_session(session, dask_workflow, settings, params, args.seed)
+            arm, _, _ = run_on_session(session, dask_workflow, settings, params, args.seed)
             return {
                 "stages": arm["stages"],
                 "seconds": arm["total_seconds"],

@@ -9,7 +9,8 @@
 #   install    pip-install every wheel under .whl/*/ into $SITE (parts NAME.whl.00, .01, ... spread
 #              over several folders are joined first; an incomplete one is reported and skipped)
 #   info       nvidia-smi, "${ACCEL[@]}" info (GPU, driver, library versions, which arms can run)
-#   tests      pytest -m gpu on tests/test_*_gpu.py
+#   tests      pytest -m gpu on tests/test_*_gpu.py (PYTEST_FILES: others; PYTEST_EXCLUDE: files or test ids
+#              left out, those an earlier step ran), one JUnit XML per step among the results
 #   groupby    "${ACCEL[@]}" data groupby $GROUPBY_ROWS $GROUPBY_K, then "${ACCEL[@]}" bench groupby on both arms
 #              and every engine there is; GROUPBY_ARMS=data|cpu|engines|gpu splits it over calls (see phase_groupby)
 #   join       "${ACCEL[@]}" data join $JOIN_ROWS, then "${ACCEL[@]}" bench join on both arms
@@ -29,6 +30,9 @@
 # Every bench step appends each finished question/model to $OUT/results/progress-*.jsonl as it goes;
 # a step that ends well removes its progress file (its result holds the same), so what comes back
 # from one call to the GPU machine stays within 8 files, and a step cut short leaves what it finished.
+# Each step's raw log is kept apart as well, and as each step ends the results so far and the logs
+# of every step ended are packed into this invocation's archive ($OUT/results.tgz, or results-N.tgz
+# for a later invocation in the same call): a call cut short still brings back every step it ended.
 #
 # Environment (defaults in brackets):
 #   OUT [./gpu-check-out]  logs ($OUT/log), results ($OUT/results/*.json), the report
@@ -56,7 +60,7 @@ cd "$(dirname "$0")/.."
 # (accel.environment.environment_overrides reads ACCEL_GPU_CHECK_OVERRIDES) and so does the log.
 CHECK_SETTINGS=(OUT DRY_RUN PYTHON SITE WHEELS DATA KEEP GROUPBY_ROWS GROUPBY_K GROUPBY_ARMS GROUPBY_QUESTIONS JOIN_ROWS
                 MODEL_ROWS XGB_ROWS MODELS CROSSOVER_MAX CROSSOVER_OPS REPEATS STEP_TIMEOUT FLIGHTS_ROWS MEMORY_BUDGET
-                DASK_SCALE DASK_TABLE_ROWS DASK_DEVICE_LIMIT HPO_TRIALS JOIN_ARMS PYTEST_FILES)
+                DASK_SCALE DASK_TABLE_ROWS DASK_DEVICE_LIMIT HPO_TRIALS JOIN_ARMS PYTEST_FILES PYTEST_EXCLUDE)
 overrides=()
 for name in "${CHECK_SETTINGS[@]}"; do
   [ -n "${!name+x}" ] && overrides+=("$name=${!name}")
@@ -96,16 +100,28 @@ mkdir -p "$OUT" "$RESULTS" "$DATA"
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 FAILED=()
-step() {  # step NAME COMMAND...: run with a time limit, record failure, carry on
+STEPS=0
+STEP_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/accel-gpu-check.XXXXXX")/steps  # each step's raw log, packed with the results
+ARCHIVE=""  # this invocation's archive under $OUT (chosen in main; none in a dry run)
+step() {  # step NAME COMMAND...: run with a time limit, record failure, keep its log, pack what it left, carry on
   local name=$1; shift
-  echo "== $name: $*"
+  STEPS=$((STEPS + 1))
+  mkdir -p "$STEP_LOGS"
+  local log
+  log="$STEP_LOGS/$(printf '%02d' "$STEPS")-$name.log"
+  echo "== $name: $*" | tee "$log"
   local start=$SECONDS
-  timeout "$STEP_TIMEOUT" "$@"
-  local rc=$?
-  echo "== $name: exit $rc after $((SECONDS - start)) s"
+  timeout "$STEP_TIMEOUT" "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc after $((SECONDS - start)) s" | tee -a "$log"
   [ "$rc" -eq 0 ] || FAILED+=("$name (exit $rc)")
   LAST_RC=$rc
+  pack
   return 0
+}
+pack() {  # the results so far and the logs of the steps ended, into this invocation's archive (replaced whole)
+  [ -n "$ARCHIVE" ] && [ -d "$RESULTS" ] || return 0
+  tar czf "$ARCHIVE.part" -C "$OUT" results -C "$(dirname "$STEP_LOGS")" steps && mv -f "$ARCHIVE.part" "$ARCHIVE"
 }
 progress_done() {  # progress_done FILE: the last step ended well, so its result file holds every line of FILE
   [ "${LAST_RC:-1}" -eq 0 ] && rm -f "$1"
@@ -151,8 +167,11 @@ phase_info() {
 
 phase_tests() {
   if [ "$DRY_RUN" = 1 ]; then echo "dry run: pytest -m gpu not run"; return; fi
+  local left_out=() x
+  for x in ${PYTEST_EXCLUDE:-}; do left_out+=(--deselect "$x"); done
   # shellcheck disable=SC2086  # PYTEST_FILES is a list of paths
-  step pytest-gpu "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider ${PYTEST_FILES:-tests/test_*_gpu.py}
+  step pytest-gpu "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider --junitxml "$RESULTS/pytest-gpu-$((STEPS + 1)).xml" \
+    "${left_out[@]}" ${PYTEST_FILES:-tests/test_*_gpu.py}
 }
 
 installed_engines() {  # the CPU context engines importable here, comma-separated
@@ -281,19 +300,23 @@ main() {
     phases=(install info tests flights groupby join models crossover memory dask report)
     [ "$DRY_RUN" = 1 ] && phases=(info tests flights groupby join models crossover memory dask report)  # nothing to install here
   fi
+  if [ "$DRY_RUN" != 1 ]; then
+    # Several invocations in one call (one per planned step) each leave their own archive.
+    ARCHIVE="$OUT/results.tgz"
+    local n=1
+    while [ -e "$ARCHIVE" ]; do n=$((n + 1)); ARCHIVE="$OUT/results-$n.tgz"; done
+  fi
   echo "gpu_check: $(date -u +%FT%TZ) phases: ${phases[*]} (DRY_RUN=$DRY_RUN, OUT=$OUT)"
   echo "gpu_check: overrides: ${ACCEL_GPU_CHECK_OVERRIDES:-none}; code: $("$PY" -c 'from accel.environment import git_state as g; s = g(); print(s["sha"], "dirty" if s["dirty"] else "clean", "from", s["source"], s.get("reason") or "")' 2>&1 | tail -1)"
   for phase in "${phases[@]}"; do
     if ! declare -F "phase_$phase" >/dev/null; then echo "unknown phase '$phase'"; FAILED+=("$phase (unknown)"); continue; fi
     "phase_$phase"
   done
-  if [ "$DRY_RUN" != 1 ] && [ -d "$RESULTS" ]; then
+  if [ -n "$ARCHIVE" ] && [ -d "$RESULTS" ]; then
     # At most 8 files come back from one call to the GPU machine: the results travel as one archive.
-    # Several invocations in one call (one per planned step) each leave their own archive.
-    local tgz="$OUT/results.tgz" n=1
-    while [ -e "$tgz" ]; do n=$((n + 1)); tgz="$OUT/results-$n.tgz"; done
-    tar czf "$tgz" -C "$OUT" results && rm -rf "$RESULTS" && echo "results packed into $tgz"
+    pack && rm -rf "$RESULTS" && echo "results and step logs packed into $ARCHIVE"
   fi
+  rm -rf "$(dirname "$STEP_LOGS")"
   if [ "${#FAILED[@]}" -gt 0 ]; then
     printf 'gpu_check: FAILED: %s\n' "${FAILED[@]}"
     return 1

@@ -15,7 +15,8 @@ while it stays started, so a wheel larger than a call arrives in parts over cons
 and every call should run something useful.
 
 The lock (``benchmarks/gpu-wheels.lock.json``) names every wheel by exact version, file name,
-size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...). A *track* is what one GPU check's
+size and sha256, in sets (``xgboost``, ``cudf``, ``cuml`` ...): the CUDA 13 wheels of the GPU
+machine, each RAPIDS package one of pyproject's ``gpu-cu13`` extra (its ``extra``). A *track* is what one GPU check's
 budget holds: its sets in the order they are carried, and its steps, each needing some sets. The
 planner cuts the track's wheels, in order, into calls of at most the carry budget (a wheel that
 does not fit the rest of a call is cut there, into ``NAME.whl.00``, ``.01``, ... which
@@ -64,22 +65,44 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
 
 
-#: The GPU tests of the paths where cuDF's missing values are not pandas' (nulls in integer and
-#: categorical-code columns, compressed CSV read in ranges, labels of rows without a target,
-#: day-of-year dates) and of ``accel run flights`` end to end: run first once cuDF is there.
+#: The GPU tests of ``accel run flights`` end to end (both arms, float32 and float16): the first
+#: step once cuDF is there, with the run itself (``gpu_check.sh flights``).
+FLIGHTS_TESTS = ("tests/test_flights_e2e_gpu.py",)
+#: The shared table of hostile inputs on cuDF and XGBoost (every table case of ``accel run``
+#: with ``--device gpu``): the second.
+HOSTILE_TESTS = ("tests/test_hostile_gpu.py",)
+#: The paths where cuDF's reading and missing values are not pandas' (``None`` as text, Parquet
+#: files that differ in schema, durations, decimal256 and float16, float16 scales and codes, an
+#: arm failing while it plans; nulls in integer and categorical columns, gzip CSV, missing targets
+#: early in a file, %j dates): the third.
 CUDF_SEMANTICS_TESTS = (
-    "tests/test_flights_e2e_gpu.py",
+    "tests/test_edges_gpu.py",
     "tests/test_autofeatures_gpu.py",
     "tests/test_dates_gpu.py",
     "tests/test_features_gpu.py",
 )
+STREAMED_TEST = "tests/test_memory_gpu.py::test_streamed_run_stays_within_its_planned_device_bytes"
+
+
+def _files(*paths: str) -> str:
+    """A list of test files or node ids as one environment value of a step's command."""
+    return "'" + " ".join(paths) + "'"
+
+
 #: Each track: the sets in the order they are carried, and the steps in priority order.
 #: Sets every cuDF step needs (numpy 2.3.5 replaces the image's 2.5, which RAPIDS 26.10 cannot use).
 _CUDF = ("pydantic", "numpy", "cudf")
+#: The core track's steps once cuDF has arrived run in this order, each one's log and results
+#: packed as it ends (``gpu_check.sh``), so that a track cut short keeps the most valuable ones:
+#: flights end to end, then the hostile table on cuDF and XGBoost, then the cuDF semantics.
+#: To fit them, the XGBoost-at-1e7 benchmark (130 s; measured on 2026-11-30,
+#: ``models-nvidia-h200-00*``) left the core track, and the memory benchmarks (100 s) moved to
+#: the groupby-gpu track.
 TRACKS: dict[str, dict] = {
     "core": {
-        "about": "CuPy, RMM and XGBoost on CUDA before cuDF arrives, then cuDF: pytest -m gpu, accel run flights "
-        "(fp32, fp16), the memory benchmarks",
+        "about": "CuPy, RMM and XGBoost on CUDA before cuDF arrives, then cuDF: accel run flights end to end (fp32, "
+        "fp16), the hostile data table on cuDF and XGBoost, where cuDF and pandas differ, the streamed run, the "
+        "rest of pytest -m gpu",
         "sets": ["pydantic", "rmm", "xgboost", "numpy", "dask", "dask-cudf", "cudf"],
         "steps": [
             Step("info (capabilities library by library)", ("pydantic",), 15, "info"),
@@ -88,19 +111,27 @@ TRACKS: dict[str, dict] = {
             ),
             Step("tests: XGBoost on CUDA against the CPU arm", ("pydantic", "rmm", "xgboost"), 45, "tests"),
             Step(
-                "models: XGBoost at 1e7 rows, cold run + 3 repeats",
-                ("pydantic", "xgboost"),
-                130,
-                "models",
-                {"MODELS": "none", "XGB_ROWS": "1e7"},
+                "flights end to end: its GPU tests, then accel run flights fp32 and fp16 (run records)",
+                (*_CUDF, "rmm", "xgboost"),
+                80,
+                "tests flights",
+                {"PYTEST_FILES": _files(*FLIGHTS_TESTS)},
             ),
             Step(
-                "tests: first where cuDF and pandas differ (nulls in integer and categorical columns, gzip CSV, "
-                "missing targets early in a file, %j dates) and accel run flights end to end",
+                "tests: the hostile data table on cuDF and XGBoost (every table case the CPU arm handles, --device gpu)",
                 (*_CUDF, "rmm", "xgboost"),
-                60,
+                160,
                 "tests",
-                {"PYTEST_FILES": "'" + " ".join(CUDF_SEMANTICS_TESTS) + "'"},
+                {"PYTEST_FILES": _files(*HOSTILE_TESTS)},
+            ),
+            Step(
+                "tests: where cuDF and pandas differ (None as text, Parquet files of other schemas, durations, "
+                "decimal256, float16 scales and codes, a GPU arm failing while it plans; nulls in integer and "
+                "categorical columns, gzip CSV, missing targets early in a file, %j dates)",
+                (*_CUDF, "rmm", "xgboost", "dask", "dask-cudf"),
+                70,
+                "tests",
+                {"PYTEST_FILES": _files(*CUDF_SEMANTICS_TESTS)},
             ),
             Step(
                 "tests: a streamed run within its planned device bytes (XGBoost's state, histograms and pages held "
@@ -108,20 +139,15 @@ TRACKS: dict[str, dict] = {
                 (*_CUDF, "rmm", "xgboost"),
                 40,
                 "tests",
-                {"PYTEST_FILES": "tests/test_memory_gpu.py::test_streamed_run_stays_within_its_planned_device_bytes"},
+                {"PYTEST_FILES": STREAMED_TEST},
             ),
             Step(
-                "tests: all (cuDF, dates, Dask-CUDA, dask-cudf)",
+                "tests: the rest of pytest -m gpu (Dask-CUDA and dask-cudf: the edge tables, multiclass, the "
+                "workers' pools and spilling; cuDF, dates)",
                 ("pydantic", "rmm", "xgboost", "numpy", "dask", "dask-cudf", "cudf"),
-                110,
+                130,
                 "tests",
-            ),
-            Step("flights: accel run, fp32 and fp16", (*_CUDF, "rmm", "xgboost"), 45, "flights"),
-            Step(
-                "memory: bench_memory --device gpu (streamed, OOM back-off), bench_rmm_pool",
-                (*_CUDF, "rmm", "xgboost"),
-                100,
-                "memory",
+                {"PYTEST_EXCLUDE": _files(*FLIGHTS_TESTS, *HOSTILE_TESTS, *CUDF_SEMANTICS_TESTS, STREAMED_TEST)},
             ),
         ],
     },
@@ -153,8 +179,9 @@ TRACKS: dict[str, dict] = {
     },
     "groupby-gpu": {
         "about": "the GPU side of the 1e8 groupby (cuDF and Polars' GPU engine, checked against the pandas answers of "
-        "groupby-cpu, committed to benchmarks/results), the join questions at 1e7, Dask-CUDA against one process",
-        "sets": ["pydantic", "numpy", "dask", "dask-cudf", "xgboost", "cudf", "polars", "cudf-polars"],
+        "groupby-cpu, committed to benchmarks/results), the join questions at 1e7, Dask-CUDA against one process, "
+        "the memory benchmarks (from the core track)",
+        "sets": ["pydantic", "numpy", "dask", "dask-cudf", "xgboost", "cudf", "polars", "cudf-polars", "rmm"],
         "steps": [
             Step(
                 "groupby data 1e8 x K=100 (the same bytes as groupby-cpu's, checked by sha256)",
@@ -173,10 +200,16 @@ TRACKS: dict[str, dict] = {
             ),
             Step("join 1e7 on cuDF (pandas answers from the call before)", _CUDF, 60, "join", {"JOIN_ARMS": "gpu"}),
             Step("dask: one Dask-CUDA worker against one process", (*_CUDF, "dask", "dask-cudf", "xgboost"), 90, "dask"),
+            Step(
+                "memory: bench_memory --device gpu (streamed, OOM back-off), bench_rmm_pool",
+                (*_CUDF, "rmm", "xgboost"),
+                100,
+                "memory",
+            ),
         ],
     },
     "ml": {
-        "about": "cuML against scikit-learn (six pairs, 5e5 rows) and the hyperparameter search on the GPU",
+        "about": "the hyperparameter search, the fitted pipeline of every model and the cuML models on the GPU",
         "sets": ["pydantic", "rmm", "numpy", "xgboost", "optuna", "cudf", "cuml"],
         "steps": [
             Step(
@@ -192,12 +225,15 @@ TRACKS: dict[str, dict] = {
                 150,
                 "hpo",
             ),
+            # The six cuML/scikit-learn pairs at 5e5 rows (200 s; measured on 2026-11-30,
+            # results/2026-11-30-models-nvidia-h200-00*.json) leave the track for the fitted
+            # pipeline's tests, which no GPU has run: put them back when they have run.
             Step(
-                "models: six cuML/scikit-learn pairs at 5e5 rows, cold run + 3 repeats",
-                ("pydantic", "rmm", "numpy", "cudf", "cuml"),
-                200,
-                "models",
-                {"XGB_ROWS": "0", "MODEL_ROWS": "5e5"},
+                "tests: the fitted pipeline of every model on the GPU (round trip; each arm's pipeline scored on the other device)",
+                ("pydantic", "rmm", "numpy", "xgboost", "cudf", "cuml"),
+                120,
+                "tests",
+                {"PYTEST_FILES": "tests/test_pipeline_gpu.py"},
             ),
             Step(
                 "tests: cuML pairs and cuML models in accel run",

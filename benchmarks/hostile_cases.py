@@ -23,7 +23,7 @@ instead of a traceback, results that mean nothing, processes left running, signa
 that ``tests/test_hostile.py`` runs too (its fast cases by default, the others in the slow tier).
 They are added here from it, judged by its ``verdict``; its cases marked ``invented`` (made up
 beyond the examples the table was seeded with) are counted apart (``counts_invented``; the others
-``counts_listed``). The few cases below need this script's own running (another user, two
+``counts_listed``), and ``counts_by_kind`` counts each kind's verdicts. The few cases below need this script's own running (another user, two
 processes at once, the sockets of a running cluster), would write outside their scratch folder
 (HOME unset: the real home's cache), or leave a file in ``--out`` when refused (``--resume`` of
 a missing study: its storage), which the tests do not allow a refused run.
@@ -272,7 +272,7 @@ def hpo_args(data: Path, tmp: Path, *extra: str) -> list[str]:
     return ["hpo", "--data", str(data), "--target", "churned", "--device", "cpu", "--out", str(tmp / "runs"), *extra]
 
 
-@c("hpo-same-study-race", "traceback", "two accel hpo processes creating the same study at once")
+@c("hpo-same-study-race", "concurrent", "two accel hpo processes creating the same study at once: both join it")
 def _(tmp: Path) -> Setup:
     data = csv(tmp, customers())
     argv = hpo_args(data, tmp, "--study", "same", "--trials", "2")
@@ -305,11 +305,12 @@ def _(tmp: Path) -> Setup:
         return Result(argv, rc, outs[0][1] + o, outs[0][2] + e, time.perf_counter() - t0, False)
 
     def check(res: Result) -> tuple[str, str] | None:
-        if res.rc == 0:
-            return "wrong", "both processes ran in the same study"
+        if res.rc != 0:
+            lines = [line for line in res.stderr.splitlines() if line.startswith("accel: error:")]
+            return "unrefused", f"a process was refused: {(lines or [''])[0][:200]}"
         return None
 
-    return Setup(argv, runner=runner, check=check, timeout=240)
+    return Setup(argv, runner=runner, check=check, expect="ok", timeout=240)
 
 
 # ---- security
@@ -579,11 +580,17 @@ def main() -> int:
         side: {v: sum(r["verdict"] == v and r["invented"] == (side == "invented") for r in rows) for v in VERDICTS}
         for side in ("listed", "invented")
     }
+    by_kind = {
+        kind: {v: n for v in VERDICTS if (n := sum(r["verdict"] == v and r["kind"] == kind for r in rows))}
+        for kind in sorted({r["kind"] for r in rows})
+    }
     print(markdown(rows))
     print()
     print("counts: " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
     for side, by_verdict in apart.items():
         print(f"  {side}: " + (", ".join(f"{v} {n}" for v, n in by_verdict.items() if n) or "none"))
+    for kind, by_verdict in by_kind.items():
+        print(f"  {kind}: " + ", ".join(f"{v} {n}" for v, n in by_verdict.items()))
     payload = {
         "benchmark": "hostile_cases",
         "label": args.label,
@@ -600,6 +607,7 @@ def main() -> int:
         "counts": counts,
         "counts_listed": apart["listed"],
         "counts_invented": apart["invented"],
+        "counts_by_kind": by_kind,
         "cases": rows,
     }
     path = write_json(args.results, payload)

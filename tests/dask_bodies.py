@@ -53,7 +53,7 @@ def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 60
     settings = WorkflowSettings(rows=rows, seed=seed)
     params = XGBoostParams(n_estimators=40, max_depth=6)
     single = run_arm(backend, FlightsWorkflow(settings, params))
-    arm, _ = run_on_session(session, "flights", settings, params, seed)
+    arm, _, _ = run_on_session(session, "flights", settings, params, seed)
 
     assert arm["status"] == "ok", arm["reason"]
     assert arm["rows"] == single.rows

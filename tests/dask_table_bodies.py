@@ -10,9 +10,11 @@ stated tolerance.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from accel.data.readers import read_source
 from accel.models import XGBoostParams
 from accel.runner import run_arm
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session, table_builder
@@ -30,7 +32,8 @@ RMSE_SHARE = 0.02
 
 
 def write_tables(folder: Path, n: int = 4000) -> dict[str, Path]:
-    """The same rows as a CSV file, a gzip CSV file and a folder of four Parquet files of unequal sizes."""
+    """The same rows as a CSV file, a gzip CSV file and a folder of four Parquet files of unequal
+    sizes; and the data where cuDF and pandas part ways (:func:`write_edge_tables`)."""
     folder.mkdir(parents=True, exist_ok=True)
     frame = shop_orders(n)
     csv = folder / "orders.csv"
@@ -48,7 +51,84 @@ def write_tables(folder: Path, n: int = 4000) -> dict[str, Path]:
     gaps.loc[: (6 * n) // 10, ["returned", "basket"]] = None
     no_target = folder / "orders-gaps.csv"
     gaps.to_csv(no_target, index=False)
-    return {"csv": csv, "csv.gz": gz, "parquet": parquet, "csv-gaps": no_target}
+    tables = {"csv": csv, "csv.gz": gz, "parquet": parquet, "csv-gaps": no_target}
+    return {**tables, **write_edge_tables(folder, frame, cuts)}
+
+
+def _parquet_parts(folder: Path, frame: pd.DataFrame, cuts: list[int], part) -> Path:
+    """``frame`` cut at ``cuts`` into Parquet files, each written from ``part(i, rows)`` (a pyarrow Table)."""
+    import pyarrow.parquet as pq
+
+    folder.mkdir(exist_ok=True)
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+        pq.write_table(part(i, frame.iloc[a:b].reset_index(drop=True)), folder / f"part-{i}.parquet")
+    return folder
+
+
+def write_edge_tables(folder: Path, frame: pd.DataFrame, cuts: list[int]) -> dict[str, Path]:
+    """The rows of ``frame`` as the inputs where cuDF and pandas part ways.
+
+    - ``csv-none``: every missing value written as the text ``None`` (pandas reads it as missing,
+      libcudf's default list has no ``"None"``);
+    - ``parquet-mixed``: a folder whose files differ in a column's type (``price`` decimal128 in
+      one file, float32 in another, float64 in the others) and in column order (libcudf reads
+      several files in one call only when they share one schema);
+    - ``parquet-durations``: a ``duration[s]`` feature ``wait`` (read as seconds on both arms);
+    - ``parquet-decimal256``: ``price`` as decimal256(40, 2) and ``items`` as float16, types cuDF
+      has none for (read on the host on the GPU arm).
+    """
+    import decimal
+
+    import pyarrow as pa
+
+    def decimal_price(rows: pd.DataFrame, kind: Any) -> pa.Array:
+        return pa.array([None if v != v else decimal.Decimal(f"{v:.2f}") for v in rows["price"]], kind)
+
+    def mixed(i: int, rows: pd.DataFrame) -> pa.Table:
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        if i == 0:
+            return table.set_column(table.schema.get_field_index("price"), "price", decimal_price(rows, pa.decimal128(10, 2)))
+        if i == 1:
+            return table.select(list(reversed(table.column_names)))
+        if i == 2:
+            return table.set_column(table.schema.get_field_index("price"), "price", table.column("price").cast(pa.float32()))
+        return table
+
+    def durations(i: int, rows: pd.DataFrame) -> pa.Table:
+        wait = pd.to_timedelta((rows["items"].fillna(0) * 37 + rows.index % 11).to_numpy(), unit="s")
+        return pa.Table.from_pandas(rows.assign(wait=wait), preserve_index=False)
+
+    def wide_types(i: int, rows: pd.DataFrame) -> pa.Table:
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        table = table.set_column(table.schema.get_field_index("price"), "price", decimal_price(rows, pa.decimal256(40, 2)))
+        return table.set_column(table.schema.get_field_index("items"), "items", table.column("items").cast(pa.float16()))
+
+    none_text = folder / "orders-none.csv"
+    frame.to_csv(none_text, index=False, na_rep="None")
+    return {
+        "csv-none": none_text,
+        "parquet-mixed": _parquet_parts(folder / "orders-mixed", frame, cuts, mixed),
+        "parquet-durations": _parquet_parts(folder / "orders-durations", frame, cuts, durations),
+        "parquet-decimal256": _parquet_parts(folder / "orders-decimal256", frame, cuts, wide_types),
+    }
+
+
+def check_table_reads_as_one_process(kind: str, path: Path, target: str, seed: int = 3) -> None:
+    """The Dask read of a table (its partitions, computed here with Dask's synchronous scheduler:
+    no cluster) equals what one process of the same kind reads, column for column."""
+    import dask
+
+    backend = single_process_backend(kind)
+    settings = WorkflowSettings(seed=seed)
+    planned = plan(path, target, settings)
+    single = to_pandas(read_source(backend.xdf, planned.source, planned.plan.read_columns, planned.plan.csv_dtypes()))
+    table = DaskTable(planned, settings, kind, backend, slots=2)
+    with dask.config.set(scheduler="sync"):
+        parts = [to_pandas(part) for part in dask.compute(*table.read().to_delayed())]
+    got = pd.concat(parts, ignore_index=True)[list(single.columns)]
+    pd.testing.assert_frame_equal(got, single, check_dtype=False)
+    numbers = [c.name for c in planned.plan.features if c.kind == "numeric"]
+    assert all(got[c].dtype.kind == "f" for c in numbers), got.dtypes
 
 
 def plan(path: Path, target: str, settings: WorkflowSettings, probe: str = "off"):
@@ -99,7 +179,7 @@ def check_table_run_agrees_with_single_process(session, kind: str, path: Path, t
     params = XGBoostParams(n_estimators=60, max_depth=5)
     planned = plan(path, target, settings)
     single = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params.model_dump()))
-    arm, workflow = run_on_session(session, table_builder(planned), settings, params, seed)
+    arm, workflow, _ = run_on_session(session, table_builder(planned), settings, params, seed)
 
     assert arm["status"] == "ok", arm.get("reason")
     assert workflow.name == "table" and workflow.task == planned.plan.task

@@ -17,7 +17,13 @@ judges either. The kinds: ``secrets`` (credentials in records and messages), ``w
 encodings and generated feature names), ``changed`` (the file changes after planning),
 ``search`` (search settings checked before the study exists), ``one line`` (what used to end
 in a traceback, huge or nested inputs), ``meaningless`` (results that mean nothing),
-``processes`` (what a script leaves running, signals) and ``interrupts`` (Ctrl-C never lost).
+``processes`` (what a script leaves running, signals, what a killed command leaves),
+``interrupts`` (Ctrl-C never lost), ``concurrent`` (several commands at once on one folder),
+``misread`` (data read other than as written), ``limits`` (numbers and names beyond the
+machine), ``sockets`` (listeners beyond loopback), ``terminal`` (what reaches the terminal from
+outside), ``api types`` (strict types at the Python API and in workflow files), ``yaml`` (YAML
+1.2's words) and ``words`` (what accel says is what it did). A command ``@api FUNCTION SPEC`` is
+a call of the Python API (:func:`api`).
 The older cases are of kinds named by what such an input used to end in: ``hang``,
 ``traceback``, ``unrefused``, ``wrong``, ``overwrite``, ``security``, ``misleading``, and
 ``clean`` (refused cleanly all along, kept to see that it stays so).
@@ -76,7 +82,8 @@ class Case:
         Unique, used on the command line of the benchmark (``--only``).
     kind : str
         ``secrets``, ``writes``, ``types``, ``names``, ``changed``, ``search``, ``one line``,
-        ``meaningless``, ``processes`` or ``interrupts``; the older cases ``hang``, ``traceback``,
+        ``meaningless``, ``processes``, ``interrupts``, ``concurrent``, ``misread``, ``limits``, ``sockets``,
+        ``terminal``, ``api types``, ``yaml`` or ``words``; the older cases ``hang``, ``traceback``,
         ``unrefused``, ``wrong``, ``overwrite``, ``security``, ``misleading`` or ``clean``.
     what : str
         The input, in words.
@@ -2212,6 +2219,706 @@ CASES += [
 ]  # fmt: skip
 
 
+# --------------------------------------------------------------------------- round four
+# Secrets in every form, processes that outlive accel, commands run at once, data read wrongly,
+# numbers beyond the machine, paths and sockets, what reaches the terminal, the Python API's
+# types, YAML 1.1's words, misleading words. Kinds: ``secrets``, ``processes``, ``concurrent``,
+# ``misread``, ``limits``, ``writes``, ``sockets``, ``terminal``, ``api types``, ``yaml``, ``words``.
+
+#: Token-shaped secrets (each recognised by its form, whatever the name around it).
+TOKENS = {
+    "aws": "AKIA" + "Q7RZ2XW4P6N3K5M8",
+    "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "github-pat": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+    "slack": "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOp",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiJzM2NyZXQtdXNlciJ9.c2lnbmF0dXJlLW5ldmVyLXdyaXR0ZW4",
+    "openai": "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0F",
+}
+#: A git commit: forty hex digits, not a secret.
+GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def secret_nowhere(word: str, *inputs: str) -> Inspect:
+    """``word`` neither printed nor in any file under ``TMP`` but the ``inputs`` (the user's own)."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        if word in outcome.stdout + outcome.stderr:
+            return "security", f"the secret {word[:6]}... was printed"
+        for path in sorted(tmp.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.name not in inputs:
+                if word.encode() in path.read_bytes():
+                    return "security", f"the secret {word[:6]}... is written in {path.relative_to(tmp)}"
+        return None
+
+    return inspect
+
+
+def _compare_with_args(*args: str, code: str = "print('result', 1.0)\n") -> Callable[[Path], list[str]]:
+    return lambda tmp: [*_compare_script(tmp, code), "--", *args]
+
+
+def _arg_kept(value: str) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        return None if value in record["program"]["args"] else f"{value!r} not kept in program.args: {record['program']['args']}"
+
+    return check
+
+
+def _record_with_secret(tmp: Path) -> list[str]:
+    """A run record holding a password (written by an older accel, or by hand): ``accel report`` over it."""
+    folder = two_records(tmp)
+    first = sorted(folder.glob("*.json"))[0]
+    record = json.loads(first.read_text())
+    record["config"]["data"] = f"https://alice:{SECRET}@data.example/churn.csv"
+    record["arms"]["cpu"]["reason"] = f"Authorization: Bearer {SECRET}"
+    first.write_text(json.dumps(record))
+    return ["report", str(folder), "--out", str(tmp / "report.html")]
+
+
+def _report_clean(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    """The report written (and what was printed) holds no secret of the records it was made from."""
+    if SECRET in outcome.stdout + outcome.stderr:
+        return "security", "the secret was printed"
+    pages = list(tmp.glob("report*.html"))
+    if not pages:
+        return "wrong", "no report was written"
+    return ("security", "the secret is in the report") if any(SECRET in p.read_text() for p in pages) else None
+
+
+SLOW_SCRIPT = """
+import subprocess, sys, time
+# a grandchild of its own session that ignores SIGTERM, and the script itself: both write later
+subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                  "time.sleep(4); open({late!r} + '.grandchild', 'w').write('too late')"], start_new_session=True)
+time.sleep(4)
+open({late!r}, "w").write("too late")
+print("result", 1.0)
+"""
+
+
+def _slow_compare(tmp: Path) -> list[str]:
+    """The slow script in a folder of its own (``TMP/script``), TMPDIR beside it (``TMP/tmp``)."""
+    (tmp / "tmp").mkdir()
+    (tmp / "script").mkdir()
+    (tmp / "script" / "s.py").write_text(SLOW_SCRIPT.format(late=str(tmp / "late.txt")))
+    return ["compare", str(tmp / "script" / "s.py"), "--device", "cpu", "--out", str(tmp / "runs")]
+
+
+def kill_self(tmp: Path) -> None:
+    """SIGKILL this process: no handler, no clean-up of its own runs."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def nothing_named(folder: str, pattern: str) -> Inspect:
+    """Nothing matching ``pattern`` left under ``TMP/folder``."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        left = sorted(p.name for p in (tmp / folder).glob(pattern)) if (tmp / folder).exists() else []
+        return ("wrong", f"left in {folder}/: {left[:3]}") if left else None
+
+    return inspect
+
+
+def _killed_first(hook: str, argv: list[str], tmp: Path, env: Mapping[str, str]) -> None:
+    """Run ``accel argv`` in a process of its own that SIGKILLs itself once ``hook`` has returned."""
+    path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
+    full = {**os.environ, **env, MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
+    done = subprocess.run([sys.executable, "-m", "tests.hostile_inputs", "@kill", hook, str(tmp), *argv],
+                          capture_output=True, text=True, env=full, cwd=tmp, timeout=300)  # fmt: skip
+    if done.returncode != -signal.SIGKILL:
+        raise RuntimeError(f"set-up: the first run was not killed (exit {done.returncode}): {done.stderr[-800:]}")
+
+
+def _stream_after_killed_stream(tmp: Path) -> list[str]:
+    """A streamed run SIGKILLed once its scratch folder exists; the command: the next streamed run."""
+    argv = run_argv(_csv(tmp, customers(3000)), "churned", tmp, "--batch-rows", "1024")
+    _killed_first("accel.data.readers:ColumnarCache.scratch", argv, tmp, {"ACCEL_CACHE_DIR": str(tmp / "cache")})
+    if not list((tmp / "cache" / "stream").glob("accel-stream-*")):
+        raise RuntimeError("set-up: the killed run left no scratch folder to reclaim")
+    return argv
+
+
+def _compare_after_left_copies(tmp: Path) -> list[str]:
+    """Copies left by an ``accel compare`` that died (its lock free, an hour old): the next compare runs."""
+    old = tmp / "tmp" / "accel-compare-dead1234"
+    (old / "cpu-0").mkdir(parents=True)
+    (old / "cpu-0" / "big.bin").write_bytes(b"\0" * 4096)
+    (old / ".accel-owner.lock").write_text("")
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    return _compare_script(tmp)
+
+
+_BACKGROUND: dict[Path, list[subprocess.Popen]] = {}
+
+
+def _concurrent_hpo(study: str | None) -> Callable[[Path], list[str]]:
+    """Three ``accel hpo`` started in the background on one ``--out``; the command is the fourth."""
+
+    def make(tmp: Path) -> list[str]:
+        extra = ["--trials", "4", "--top", "1", *(["--study", study] if study else [])]
+        argv = hpo_argv(_csv(tmp, customers()), tmp, *extra)
+        env = {**os.environ, MARK: str(tmp)}
+        _BACKGROUND[tmp] = [
+            subprocess.Popen(
+                [sys.executable, "-m", "accel", *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=tmp,
+            )  # fmt: skip
+            for _ in range(3)
+        ]
+        return argv
+
+    return make
+
+
+def _all_ran(studies: int) -> Inspect:
+    """The three background processes exited 0 too, and the storage holds ``studies`` studies."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        for proc in _BACKGROUND.pop(tmp, []):
+            try:
+                _, err = proc.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                return "hang", "a process started beside it did not finish"
+            if proc.returncode != 0:
+                line = ([x for x in err.splitlines() if x.strip()] or [""])[-1]
+                return ("traceback" if "Traceback" in err else "unrefused"), f"a process beside it: {line[:200]}"
+        con = sqlite3.connect(f"file:{tmp / 'runs' / 'hpo.db'}?mode=ro", uri=True)
+        try:
+            names = [row[0] for row in con.execute("SELECT study_name FROM studies")]
+        finally:
+            con.close()
+        return None if len(names) == studies else ("wrong", f"{len(names)} studies, not {studies}: {names}")
+
+    return inspect
+
+
+def _stop_background(tmp: Path) -> None:
+    for proc in _BACKGROUND.pop(tmp, []):
+        proc.kill()
+        proc.communicate()
+
+
+def _two_runs_at_once(tmp: Path) -> list[str]:
+    argv = run_argv(_csv(tmp, customers()), "churned", tmp)
+    env = {**os.environ, MARK: str(tmp)}
+    _BACKGROUND[tmp] = [subprocess.Popen([sys.executable, "-m", "accel", *argv], stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)]  # fmt: skip
+    return argv
+
+
+def _background_ran(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    for proc in _BACKGROUND.pop(tmp, []):
+        _, err = proc.communicate(timeout=300)
+        if proc.returncode != 0:
+            return "unrefused", "the run beside it: " + ([x for x in err.splitlines() if x.strip()] or [""])[-1][:200]
+    return None
+
+
+def european(frame: pd.DataFrame, *columns: str, thousands: bool = False, sep: str = ";") -> str:
+    """``frame`` as a European spreadsheet writes it: ``;`` between fields, decimal commas."""
+    out = frame.copy()
+    for name in columns:
+        out[name] = out[name].map(lambda v: (f"{v:,.2f}" if thousands else f"{v:.2f}").translate(str.maketrans(",.", ".,")))
+    return out.to_csv(sep=sep, index=False)
+
+
+def _european(*columns: str, thousands: bool = False, sep: str = ";", target: str = "churned",
+              frame: Callable[[], pd.DataFrame] = customers) -> Callable[[Path], list[str]]:  # fmt: skip
+    def make(tmp: Path) -> list[str]:
+        data = frame()
+        if thousands:
+            data["spend"] = data["spend"] * 100
+        (tmp / "eu.csv").write_text(european(data, *columns, thousands=thousands, sep=sep))
+        return run_argv(tmp / "eu.csv", target, tmp)
+
+    return make
+
+
+def _spellings(*labels: str) -> Callable[[Path], list[str]]:
+    """A target whose classes are written several ways (``yes``, `` yes``, ``Yes``)."""
+
+    def make(tmp: Path) -> list[str]:
+        frame = customers()
+        rng = np.random.default_rng(4)
+        frame["churned"] = np.where(frame["churned"] == "yes", rng.choice(list(labels), len(frame)), "no")
+        return run_argv(_csv(tmp, frame), "churned", tmp)
+
+    return make
+
+
+OFFSETS = ("+01:00", "-05:00", "Z", "+05:30")
+
+
+def _offsets(layout: str = "%Y-%m-%dT%H:%M:%S", offsets: tuple[str, ...] = OFFSETS, *extra: str) -> Callable[[Path], list[str]]:
+    """A column ``signup`` of ISO-8601 times with mixed UTC offsets."""
+
+    def make(tmp: Path) -> list[str]:
+        frame = customers()
+        rng = np.random.default_rng(5)
+        stamps = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 700 * 24, len(frame)), unit="h")
+        frame["signup"] = [t.strftime(layout) + offsets[i % len(offsets)] for i, t in enumerate(stamps)]
+        return run_argv(_csv(tmp, frame), "churned", tmp, *extra)
+
+    return make
+
+
+def _linked_half(loop: bool = False) -> Callable[[Path], list[str]]:
+    """A Parquet folder whose second half is a linked sub-folder (and, with ``loop``, a link back up)."""
+
+    def make(tmp: Path) -> list[str]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        frame = customers(600)
+        (tmp / "table").mkdir()
+        (tmp / "elsewhere").mkdir()
+        pq.write_table(pa.Table.from_pandas(frame.iloc[:300], preserve_index=False), tmp / "table" / "a.parquet")
+        pq.write_table(pa.Table.from_pandas(frame.iloc[300:], preserve_index=False), tmp / "elsewhere" / "b.parquet")
+        (tmp / "table" / "more").symlink_to(tmp / "elsewhere", target_is_directory=True)
+        if loop:
+            (tmp / "elsewhere" / "back").symlink_to(tmp / "table", target_is_directory=True)
+        return run_argv(tmp / "table", "churned", tmp)
+
+    return make
+
+
+def rows_used(n: int) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        got = record["data"]["schema"].get("rows_used", record["data"].get("rows"))
+        text = json.dumps(record["data"])
+        return None if f"{n}" in text and f'"rows_in_file": {n}' in text else f"not {n} rows read: {got}"
+
+    return check
+
+
+def _counts(single_row: bool = True) -> Callable[[Path], list[str]]:
+    """Doctor visits, 0-9 a count: a target of ten integer values (one of them in a single row)."""
+
+    def make(tmp: Path) -> list[str]:
+        rng = np.random.default_rng(6)
+        age = rng.integers(18, 90, 300)
+        chronic = rng.integers(0, 2, 300)
+        visits = np.clip(rng.poisson(1 + age / 40 + 2 * chronic), 0, 8)
+        if single_row:
+            visits[0] = 9
+        return run_argv(_csv(tmp, pd.DataFrame({"age": age, "chronic": chronic, "visits": visits})), "visits", tmp)
+
+    return make
+
+
+def reason_says(text: str) -> Callable[[dict[str, Any]], str | None]:
+    def check(record: dict[str, Any]) -> str | None:
+        why = record["data"]["schema"].get("task_reason", "")
+        return None if text in why else f"the task's reason {why!r} does not say {text!r}"
+
+    return check
+
+
+def _tilde_out(tmp: Path) -> list[str]:
+    (tmp / "home").mkdir()
+    (tmp / "w.yaml").write_text("workflow: flights\nrows: 2000\ndevice: cpu\nout: ~/runs\n")
+    return ["run", str(tmp / "w.yaml")]
+
+
+def _in_home(folder: str) -> Inspect:
+    """The record went to ``TMP/home/folder`` (``~`` read as the home folder), and no ``~`` folder was made."""
+
+    def inspect(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+        if any(tmp.rglob("~")):
+            return "wrong", "a folder named '~' was made"
+        return None if list((tmp / "home" / folder).glob("*.json")) else ("wrong", f"no record in ~/{folder}")
+
+    return inspect
+
+
+def _cluster_run(tmp: Path) -> list[str]:
+    (tmp / "tmp").mkdir()
+    return [*run_argv(_csv(tmp, customers()), "churned", tmp), "--cluster", "local", "--workers", "1"]
+
+
+def record_listeners(tmp: Path) -> None:
+    """Write the listening sockets of this process and its children to ``TMP/listeners.json``."""
+    import psutil
+
+    found = []
+    me = psutil.Process()
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            found += [f"{c.laddr.ip}:{c.laddr.port}" for c in proc.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        except psutil.Error:
+            continue
+    (tmp / "listeners.json").write_text(json.dumps(found))
+
+
+def _on_loopback(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    path = tmp / "listeners.json"
+    if not path.exists():
+        return "wrong", "the listeners were never looked at (the hook did not run)"
+    found = json.loads(path.read_text())
+    wide = [a for a in found if not a.startswith(("127.0.0.1:", "::1:"))]
+    if not found:
+        return "wrong", "no listener found while the cluster was up"
+    return ("security", f"listening beyond loopback: {', '.join(wide[:4])}") if wide else None
+
+
+def _nothing_outside(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    left = sorted(p.name for p in (tmp / "tmp").iterdir())
+    scratch = sorted(p.name for p in (tmp / "cache" / "dask").glob("*")) if (tmp / "cache" / "dask").exists() else []
+    if left or scratch:
+        return "wrong", f"left outside --out: {(left + scratch)[:4]}"
+    return None
+
+
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b[31mboom\x1b[0m"
+
+
+def no_escapes(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
+    """No terminal escape (ESC) or bell reached stdout or stderr."""
+    bad = [c for c in "\x1b\x07\x9b" if c in outcome.stdout + outcome.stderr]
+    return ("security", "a terminal escape sequence was printed") if bad else None
+
+
+def _markup_column(tmp: Path) -> list[str]:
+    frame = customers().rename(columns={"spend": "[bold red]x[/]"})
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def _markup_file(tmp: Path) -> list[str]:
+    return run_argv(_csv(tmp, customers(), "[bold]my[/bold] data.csv"), "churned", tmp)
+
+
+def _markup_script(tmp: Path) -> list[str]:
+    (tmp / "[bold]s.py").write_text("print('result', 1.0)\n")
+    return ["compare", str(tmp / "[bold]s.py"), "--device", "cpu", "--out", str(tmp / "runs")]
+
+
+def _escape_header(tmp: Path) -> list[str]:
+    frame = customers().rename(columns={"spend": "sp\x1b[2Jend"})
+    return run_argv(_csv(tmp, frame), "churned", tmp)
+
+
+def api(function: str, *args: Any, **kwargs: Any) -> Callable[[Path], list[str]]:
+    """``accel.FUNCTION(*args, **kwargs)`` as a case's command (``$TMP`` in a string: the case's folder)."""
+
+    def make(tmp: Path) -> list[str]:
+        def sub(v: Any) -> Any:
+            return v.replace("$TMP", str(tmp)) if isinstance(v, str) else v
+
+        data = tmp / "data.csv"
+        if not data.exists():
+            _csv(tmp, customers())
+        (tmp / "s.py").write_text("print('result', 1.0)\n")
+        spec = {"args": [sub(a) for a in args], "kwargs": {k: sub(v) for k, v in kwargs.items()}}
+        return ["@api", function, json.dumps(spec)]
+
+    return make
+
+
+def api_call(argv: list[str]) -> int:
+    """``@api FUNCTION SPEC``: call ``accel.FUNCTION`` as a user's script would; an
+    :class:`~accel.errors.AccelError` printed as the command line prints it (exit 2)."""
+    import accel
+    from accel.errors import AccelError
+
+    spec = json.loads(argv[2])
+    try:
+        getattr(accel, argv[1])(*spec["args"], **spec["kwargs"])
+    except AccelError as exc:
+        print(f"accel: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run_command(argv: list[str]) -> int:
+    """``accel ARGV`` (``main``), or a call of the Python API (``@api``)."""
+    from accel.cli.main import main
+
+    return api_call(argv) if argv[:1] == ["@api"] else main(argv)
+
+
+def _hpo_until_a_trial(tmp: Path) -> list[str]:
+    return hpo_argv(_csv(tmp, customers()), tmp, "--study", "kept", "--trials", "400")
+
+
+def _table_with(*extra: str) -> Callable[[Path], list[str]]:
+    """``accel run`` on the customers table with ``extra`` flags."""
+    return lambda tmp: run_argv(_csv(tmp, customers()), "churned", tmp, *extra)
+
+
+def _table_target(target: str) -> Callable[[Path], list[str]]:
+    return lambda tmp: run_argv(_csv(tmp, customers()), target, tmp)
+
+
+def _yaml_drop(items: str) -> Callable[[Path], list[str]]:
+    """A workflow file over a table with columns named like YAML 1.1's booleans, ``drop: ITEMS``."""
+
+    def make(tmp: Path) -> list[str]:
+        frame = customers()
+        for name in ("NO", "SE", "yes", "off", "On"):
+            frame[name] = np.random.default_rng(len(name)).normal(size=len(frame))
+        data = _csv(tmp, frame)
+        (tmp / "w.yaml").write_text(f"data: {data}\ntarget: churned\ndevice: cpu\ndrop: {items}\nout: {tmp / 'runs'}\n")
+        return ["run", str(tmp / "w.yaml")]
+
+    return make
+
+
+def _yaml_run(text: str) -> Callable[[Path], list[str]]:
+    """A workflow file holding ``text``, its ``out:`` the case's ``runs``."""
+
+    def make(tmp: Path) -> list[str]:
+        (tmp / "w.yaml").write_text(text + f"out: {tmp / 'runs'}\n")
+        return ["run", str(tmp / "w.yaml")]
+
+    return make
+
+
+API_RUN = {"device": "cpu", "out": "$TMP/runs"}
+TABLE = {"data": "$TMP/data.csv", "target": "churned", **API_RUN}
+RESUMABLE = ("--resume", "study 'kept'")
+
+CASES += [
+    # ---- secrets: by the form of the value, wherever it is written or printed
+    Case("compare-args-url-password", "secrets", "accel compare s.py -- --db postgres://u:PASSWORD@db/x",
+         _compare_with_args("--db", f"postgres://u:{SECRET}@db/x"), "handled", inspect=no_secret("s.py")),
+    Case("scheduler-token-as-user", "secrets", "--scheduler tcp://TOKEN@127.0.0.1:1 (a token as the URL's user)",
+         lambda tmp: ["run", "flights", "--rows", "2000", "--scheduler", f"tcp://{SECRET}@127.0.0.1:1",
+                      "--out", str(tmp / "runs")], "clean error", ("--scheduler",), inspect=no_secret(), timeout=90),
+    Case("env-url-token-user-record", "secrets", "a run record made with DASK_SCHEDULER_ADDRESS=tls://TOKEN@host:8786",
+         _plain_csv, "handled", env={"DASK_SCHEDULER_ADDRESS": f"tls://{SECRET}@10.0.0.1:8786"},
+         inspect=no_secret("data.csv")),
+    Case("compare-args-bearer", "secrets", "accel compare s.py -- --header 'Authorization: Bearer TOKEN'",
+         _compare_with_args("--header", f"Authorization: Bearer {SECRET}"), "handled", invented=True,
+         inspect=no_secret("s.py")),
+    Case("compare-args-password-option", "secrets", "accel compare s.py -- --password PASSWORD (two arguments)",
+         _compare_with_args("--password", SECRET), "handled", invented=True, inspect=no_secret("s.py")),
+    Case("compare-args-aws-key", "secrets", "accel compare s.py -- AKIA... (an AWS access key as an argument)",
+         _compare_with_args(TOKENS["aws"]), "handled", invented=True, inspect=secret_nowhere(TOKENS["aws"], "s.py")),
+    Case("compare-stdout-jwt", "secrets", "a compared script that prints a JSON Web Token",
+         lambda tmp: _compare_script(tmp, f"print('token', {TOKENS['jwt']!r})\nprint('result', 1.0)\n"), "handled",
+         invented=True, inspect=secret_nowhere(TOKENS["jwt"], "s.py")),
+    Case("compare-stderr-github-token", "secrets", "a compared script that fails quoting a GitHub token on stderr",
+         lambda tmp: _compare_script(tmp, f"import sys\nsys.exit('bad credentials: {TOKENS['github']}')\n"),
+         "clean error", ("fails on the CPU arm",), invented=True, inspect=secret_nowhere(TOKENS["github"], "s.py")),
+    Case("env-slack-token-record", "secrets", "a run record made with ACCEL_NOTIFY=xoxb-... (a name that says nothing)",
+         _plain_csv, "handled", env={"ACCEL_NOTIFY": TOKENS["slack"]}, invented=True,
+         inspect=secret_nowhere(TOKENS["slack"], "data.csv")),
+    Case("env-openai-key-record", "secrets", "a run record made with XGBOOST_HELPER=sk-proj-...", _plain_csv, "handled",
+         env={"XGBOOST_HELPER": TOKENS["openai"]}, invented=True, inspect=secret_nowhere(TOKENS["openai"], "data.csv")),
+    Case("env-pat-in-url-record", "secrets", "DASK_GATEWAY__ADDRESS=https://github_pat_...@host/ (a token as user)",
+         _plain_csv, "handled", env={"DASK_GATEWAY__ADDRESS": f"https://{TOKENS['github-pat']}@gw.example/"},
+         invented=True, inspect=secret_nowhere(TOKENS["github-pat"], "data.csv")),
+    Case("data-url-token-user", "secrets", "--data https://TOKEN@host/churn.csv",
+         lambda tmp: run_argv(f"https://{SECRET}@data.example/churn.csv", "churned", tmp), "clean error", ("--data",),
+         invented=True, inspect=no_secret()),
+    Case("storage-token-user", "secrets", "hpo --storage postgresql://TOKEN@127.0.0.1:1/db",
+         _storage(f"postgresql://{SECRET}@127.0.0.1:1/db"), "clean error", ("cannot open study storage",),
+         invented=True, inspect=no_secret()),
+    Case("report-old-record-secret", "secrets", "accel report over a record holding a password and a Bearer token",
+         _record_with_secret, "handled", records=0, invented=True, inspect=_report_clean),
+    Case("compare-args-git-sha-kept", "secrets", "accel compare s.py -- --commit <40-hex sha>: not a secret, kept",
+         _compare_with_args("--commit", GIT_SHA), "handled", check=_arg_kept(GIT_SHA), invented=True),
+    # ---- processes: nothing outlives accel, whatever ends it
+    Case("compare-kill9", "processes", "kill -9 of accel compare while the script (and a setsid grandchild) runs",
+         _slow_compare, "handled", after=kill_self, hook="accel.bench.compare:_TreeSampler.__init__", records=0,
+         exit=-9, env={"TMPDIR": "$TMP/tmp"}, own_process=True,
+         inspect=_first(never_written("late.txt", 6), never_written("late.txt.grandchild", 0), no_survivors(0),
+                        nothing_named("tmp", "accel-compare-*"))),
+    Case("stream-kill9-reclaimed", "processes", "kill -9 of a streamed run: its scratch folder, then the next run",
+         _stream_after_killed_stream, "handled", env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True,
+         inspect=nothing_named("cache/stream", "accel-stream-*")),
+    Case("sighup-streamed-run", "processes", "SIGHUP (the terminal closed) during a streamed run, once its scratch exists",
+         lambda tmp: run_argv(_csv(tmp, customers(3000)), "churned", tmp, "--batch-rows", "1024"), "handled",
+         ("terminated (SIGHUP)",), after=send(signal.SIGHUP), hook="accel.data.readers:ColumnarCache.scratch",
+         records=0, exit=129, env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True, invented=True,
+         inspect=_first(nothing_named("cache/stream", "accel-stream-*"), nothing_left_in("runs"))),
+    Case("compare-dead-copies-reclaimed", "processes", "copies an accel compare that died left in TMPDIR",
+         _compare_after_left_copies, "handled", env={"TMPDIR": "$TMP/tmp"}, invented=True,
+         own_process=True, inspect=nothing_named("tmp", "accel-compare-*")),
+    Case("compare-tmpdir-inside-folder", "processes", "TMPDIR inside the compared script's own folder",
+         lambda tmp: ((tmp / "tmp").mkdir(), _compare_script(tmp))[1], "handled", env={"TMPDIR": "$TMP/tmp"},
+         invented=True, own_process=True, inspect=nothing_named("tmp", "accel-compare-*")),
+    # ---- concurrent: several commands at once on one --out
+    Case("hpo-four-default-names", "concurrent", "four accel hpo started together on one --out (default study names)",
+         _concurrent_hpo(None), "handled", records=4, inspect=_all_ran(4), cleanup=_stop_background,
+         own_process=True, slow=True, timeout=400),
+    Case("hpo-four-same-study", "concurrent", "four accel hpo --study same started together on one --out: one study",
+         _concurrent_hpo("same"), "handled", records=4, inspect=_all_ran(1), cleanup=_stop_background,
+         own_process=True, slow=True, timeout=400),
+    Case("run-two-same-out", "concurrent", "two accel run started together on one --out", _two_runs_at_once,
+         "handled", records=2, inspect=_background_ran, cleanup=_stop_background, own_process=True, invented=True,
+         slow=True),
+    # ---- misread: data read as it was written, or refused saying why
+    Case("csv-european", "misread", "a European CSV: ';' between fields, decimal commas (45,90)", _european("spend"),
+         "handled", check=_all(kind_is("spend", "numeric"), noticed("decimal commas"))),
+    Case("target-near-duplicate-labels", "misread", "a target written yes, no, ' yes', 'Yes'",
+         _spellings("yes", " yes", "Yes"), "clean error", ("' yes'", "'Yes'")),
+    Case("iso-mixed-offsets", "misread", "ISO-8601 times with mixed offsets (+01:00, -05:00, Z)", _offsets(),
+         "handled", check=kind_is("signup", "datetime")),
+    Case("iso-offsets-date-format", "misread", "--date-format signup=%Y-%m-%dT%H:%M:%S%z over mixed offsets",
+         _offsets("%Y-%m-%dT%H:%M:%S", OFFSETS, "--date-format", "signup=%Y-%m-%dT%H:%M:%S%z"), "handled",
+         check=kind_is("signup", "datetime")),
+    Case("parquet-linked-half", "misread", "a Parquet folder whose second half is a linked sub-folder",
+         _linked_half(), "handled", ("is a link",), check=rows_used(600)),
+    Case("count-target-single-row", "misread", "a count target 0-9 (doctor visits) with a single-row value",
+         _counts(), "clean error", ("--task regression",)),
+    Case("csv-european-thousands", "misread", "decimal commas with dots between thousands (1.234,56)",
+         _european("spend", thousands=True), "handled", check=kind_is("spend", "numeric"), invented=True),
+    Case("csv-european-target", "misread", "a regression target written with decimal commas",
+         _european("price", "size", target="price", frame=prices), "handled", check=task_is("regression"),
+         invented=True),
+    Case("tsv-decimal-commas", "misread", "a tab-separated file with decimal commas", _european("spend", sep="\t"),
+         "handled", check=kind_is("spend", "numeric"), invented=True),
+    Case("target-trailing-space-label", "misread", "a target written 'no' and 'no '", _spellings("yes", "no "),
+         "clean error", ("'no '",), invented=True),
+    Case("target-upper-case-label", "misread", "a target written 'yes' and 'YES'", _spellings("yes", "YES"),
+         "clean error", ("'YES'",), invented=True),
+    Case("offsets-without-colon", "misread", "times with offsets written +0100 and a space before the time",
+         _offsets("%Y-%m-%d %H:%M:%S", ("+0100", "-0500", "+0000")), "handled", check=kind_is("signup", "datetime"),
+         invented=True),
+    Case("parquet-link-loop", "misread", "a Parquet folder with a linked sub-folder that links back up",
+         _linked_half(loop=True), "handled", ("loop",), check=rows_used(600), invented=True),
+    Case("count-target-inferred", "misread", "a count target of nine integer values that runs: the reason says it",
+         _counts(single_row=False), "handled", check=reason_says("--task regression"), invented=True),
+    # ---- limits: numbers and names beyond the machine
+    Case("memory-budget-1e400", "limits", "--memory-budget 1e400", _table_with("--memory-budget", "1e400"),
+         "clean error", ("--memory-budget",)),
+    Case("data-name-300-chars", "limits", "--data a 300-character file name",
+         lambda tmp: run_argv(tmp / ("a" * 300 + ".csv"), "churned", tmp), "clean error", ("--data", "too long")),
+    Case("memory-budget-zettabytes", "limits", "--memory-budget 9e25PB", _table_with("--memory-budget", "9e25PB"),
+         "clean error", ("--memory-budget",), invented=True),
+    Case("rmm-pool-1e400", "limits", "--rmm-pool 1e400", _table_with("--rmm-pool", "1e400"), "clean error",
+         ("--rmm-pool",), invented=True),
+    Case("worker-memory-inf", "limits", "--cluster local --worker-memory 1e400GB",
+         _table_with("--cluster", "local", "--worker-memory", "1e400GB"), "clean error", ("--worker-memory",),
+         invented=True),
+    Case("rows-1e40", "limits", "--rows with forty digits", _table_with("--rows", "9" * 40), "clean error",
+         ("rows",), invented=True),
+    Case("hpo-trials-1e30", "limits", "hpo --trials with thirty digits",
+         lambda tmp: hpo_argv(_csv(tmp, customers()), tmp, "--trials", "9" * 30), "clean error", ("trials",),
+         invented=True),
+    Case("hpo-timeout-1e400", "limits", "hpo --timeout 1e400 (infinite)",
+         lambda tmp: hpo_argv(_csv(tmp, customers()), tmp, "--timeout", "1e400"), "clean error", ("timeout",),
+         invented=True),
+    Case("compare-repeat-1e12", "limits", "compare --repeat 1000000000000",
+         lambda tmp: _compare_script(tmp, "print('result', 1.0)\n", "--repeat", "1000000000000"), "clean error",
+         ("--repeat",), invented=True, timeout=60),
+    Case("hpo-study-100k-chars", "limits", "hpo --study a 100,000-character name",
+         lambda tmp: hpo_argv(_csv(tmp, customers()), tmp, "--study", "s" * 100_000), "clean error", ("study",),
+         invented=True, inspect=short_error(1100), timeout=90),
+    Case("target-100k-chars", "limits", "--target a 100,000-character name", _table_target("t" * 100_000),
+         "clean error", ("--target",), invented=True, inspect=short_error(1100)),
+    Case("out-300-chars", "limits", "--out a 300-character folder name",
+         lambda tmp: [*run_argv(_csv(tmp, customers()), "churned", tmp)[:-2], "--out", str(tmp / ("o" * 300))],
+         "clean error", ("too long",), invented=True),
+    Case("yaml-rows-infinite", "limits", "a workflow file with rows: .inf",
+         _yaml_text("workflow: flights\nrows: .inf\ndevice: cpu\n"), "clean error", ("rows",), invented=True),
+    Case("flights-scale-1e12", "limits", "accel run flights --scale 999999999999",
+         lambda tmp: ["run", "flights", "--rows", "1000", "--scale", "9" * 12, "--device", "cpu", "--out",
+                      str(tmp / "runs")], "clean error", ("scale",), invented=True),
+    # ---- writes: paths as the user means them, nothing beyond --out and accel's cache
+    Case("workflow-out-tilde", "writes", "out: ~/runs in a workflow file", _tilde_out, "handled", records=0,
+         env={"HOME": "$TMP/home"}, inspect=_in_home("runs")),
+    Case("cluster-local-writes-nothing-outside", "writes", "accel run --cluster local: nothing in TMPDIR, no scratch left",
+         _cluster_run, "handled", env={"TMPDIR": "$TMP/tmp", "ACCEL_CACHE_DIR": "$TMP/cache"},
+         inspect=_nothing_outside, own_process=True, slow=True, timeout=240),
+    Case("out-dir-env-tilde", "writes", "ACCEL_OUT_DIR=~/out (a quoted tilde in the environment)",
+         lambda tmp: ((tmp / "home").mkdir(), ["run", "flights", "--rows", "2000", "--device", "cpu"])[1], "handled",
+         records=0, env={"HOME": "$TMP/home", "ACCEL_OUT_DIR": "~/out"}, inspect=_in_home("out"), invented=True),
+    Case("compare-out-tilde", "writes", "accel compare --out '~/c' (a quoted tilde)",
+         lambda tmp: ((tmp / "home").mkdir(), [*_compare_script(tmp)[:-2], "--out", "~/c"])[1], "handled", records=0,
+         env={"HOME": "$TMP/home"}, own_process=True, inspect=_in_home("c"), invented=True),
+    # ---- sockets: every listener accel controls on loopback; XGBoost's own ring said once
+    Case("cluster-listeners-loopback", "sockets", "accel run --cluster local: every listening socket during the run",
+         _cluster_run, "handled", after=record_listeners, hook="accel.scaleout.runner:train_with_one_retry",
+         env={"TMPDIR": "$TMP/tmp"}, inspect=_first(_on_loopback, said("every network interface")),
+         own_process=True, slow=True, timeout=240),
+    # ---- terminal: what is quoted from outside prints as text
+    Case("compare-stderr-escapes", "terminal", "a compared script failing with terminal escapes on stderr",
+         lambda tmp: _compare_script(tmp, f"import sys\nsys.stderr.write({ESCAPES!r})\nsys.exit(1)\n"), "clean error",
+         ("boom",), inspect=no_escapes),
+    Case("column-named-markup", "terminal", "a column named [bold red]x[/]", _markup_column, "handled",
+         inspect=said("[bold red]x[/]")),
+    Case("data-file-named-markup", "terminal", "--data '[bold]my[/bold] data.csv'", _markup_file, "handled",
+         invented=True, inspect=said("[bold]my[/bold] data.csv")),
+    Case("compare-script-named-markup", "terminal", "accel compare '[bold]s.py'", _markup_script, "handled",
+         invented=True, inspect=said("[bold]s.py")),
+    Case("header-with-escape", "terminal", "a column name holding a clear-screen escape", _escape_header, "handled",
+         invented=True, inspect=no_escapes),
+    Case("target-with-escape", "terminal", "--target holding a clear-screen escape (not a column)",
+         _table_target("churn\x1b[2Jed"), "clean error", ("--target",), invented=True, inspect=no_escapes),
+    # ---- api types: strict at the Python API
+    Case("api-run-seed-true", "api types", "accel.run(..., seed=True)", api("run", **TABLE, seed=True), "clean error",
+         ("seed",)),
+    Case("api-run-test-size-text", "api types", "accel.run(..., test_size='1e400')",
+         api("run", **TABLE, test_size="1e400"), "clean error", ("test_size",), invented=True),
+    Case("api-run-rows-float", "api types", "accel.run(..., rows=1000.0)", api("run", **TABLE, rows=1000.0),
+         "clean error", ("rows",), invented=True),
+    Case("api-run-drop-number", "api types", "accel.run(..., drop=5)", api("run", **TABLE, drop=5), "clean error",
+         ("drop",), invented=True),
+    Case("api-tune-trials-true", "api types", "accel.tune(..., trials=True)", api("tune", **TABLE, trials=True),
+         "clean error", ("trials",), invented=True),
+    Case("api-compare-repeat-true", "api types", "accel.compare('s.py', repeat=True)",
+         api("compare", "$TMP/s.py", repeat=True, device="cpu", out="$TMP/runs"), "clean error", ("repeat",),
+         invented=True),
+    Case("api-compare-timeout-text", "api types", "accel.compare('s.py', timeout='60')",
+         api("compare", "$TMP/s.py", timeout="60", device="cpu", out="$TMP/runs"), "clean error", ("timeout",),
+         invented=True),
+    Case("api-benchmark-rows-text", "api types", "accel.benchmark('models', rows='1e6')",
+         api("benchmark", "models", rows="1e6", device="cpu", results="$TMP/runs"), "clean error", ("rows",),
+         invented=True),
+    Case("api-scale-workers-bools", "api types", "accel.scale('flights', workers=[1, True])",
+         api("scale", "flights", workers=[1, True], out="$TMP/runs"), "clean error", ("workers",), invented=True),
+    Case("yaml-seed-true", "api types", "a workflow file with seed: true",
+         _yaml_text("workflow: flights\nrows: 2000\nseed: true\ndevice: cpu\n"), "clean error", ("seed",),
+         invented=True),
+    Case("yaml-model-setting-true", "api types", "a workflow file with xgboost: {n_estimators: true}",
+         _yaml_text("workflow: flights\nrows: 2000\ndevice: cpu\nxgboost:\n  n_estimators: true\n"), "clean error",
+         ("n_estimators",), invented=True),
+    # ---- yaml: YAML 1.2's core schema, the hardened loader's checks kept
+    Case("yaml-drop-country-codes", "yaml", "drop: [NO, SE] (country codes) in a workflow file", _yaml_drop("[NO, SE]"),
+         "handled", check=_all(kind_is("NO", "dropped"), kind_is("SE", "dropped"))),
+    Case("yaml-drop-yes-off", "yaml", "drop: [yes, off, On] (columns so named)", _yaml_drop("[yes, off, On]"),
+         "handled", check=_all(kind_is("yes", "dropped"), kind_is("off", "dropped"), kind_is("On", "dropped")),
+         invented=True),
+    Case("yaml-octal-rows", "yaml", "rows: 0755 (755 in YAML 1.2, 493 in YAML 1.1)",
+         _yaml_run("workflow: flights\nrows: 0755\ndevice: cpu\n"), "handled",
+         check=lambda record: None if record["config"]["rows"] == 755 else f"rows {record['config']['rows']}",
+         invented=True),
+    Case("yaml-sexagesimal", "yaml", "rows: 1:20 (a string in YAML 1.2, 80 in YAML 1.1)",
+         _yaml_text("workflow: flights\nrows: 1:20\ndevice: cpu\n"), "clean error", ("rows",), invented=True),
+    Case("yaml-device-yes", "yaml", "device: yes (a string, not a boolean)",
+         _yaml_text("workflow: flights\nrows: 2000\ndevice: yes\n"), "clean error", ("device", "'yes'"), invented=True),
+    Case("yaml-duplicate-yes-keys", "yaml", "keys yes: and 'yes': (one string, given twice)",
+         _yaml_text("workflow: flights\nhpo:\n  yes: 1\n  'yes': 2\n"), "clean error", ("given twice",), invented=True),
+    # ---- words: what accel says is what it did
+    Case("run-flights-with-data", "words", "accel run flights --data FILE --target COL",
+         lambda tmp: ["run", "flights", *run_argv(_csv(tmp, customers()), "churned", tmp)[1:]], "clean error",
+         ("flights", "--data")),
+    Case("hpo-sigterm-resumable", "words", "SIGTERM during accel hpo once a trial finished",
+         _hpo_until_a_trial, "handled", RESUMABLE, after=send(signal.SIGTERM), hook="accel.hpo.search:describe_trial",
+         records=0, exit=143, own_process=True, inspect=not_said("nothing was written")),
+    Case("hpo-sigint-resumable", "words", "Ctrl-C during accel hpo once a trial finished", _hpo_until_a_trial,
+         "handled", RESUMABLE, after=send(signal.SIGINT), hook="accel.hpo.search:describe_trial", records=0,
+         exit=130, own_process=True, invented=True, inspect=not_said("nothing was written")),
+    Case("hpo-flights-with-data", "words", "accel hpo flights --data FILE --target COL",
+         lambda tmp: ["hpo", "flights", *hpo_argv(_csv(tmp, customers()), tmp)[1:]], "clean error",
+         ("flights", "--data"), invented=True),
+    Case("api-run-flights-with-data", "words", "accel.run('flights', data=FILE, target=COL)",
+         api("run", "flights", **TABLE), "clean error", ("flights", "--data"), invented=True),
+    Case("yaml-flights-with-data", "words", "a workflow file saying workflow: flights, and --data",
+         lambda tmp: [*_yaml_text("workflow: flights\nrows: 2000\n")(tmp),
+                      *run_argv(_csv(tmp, customers()), "churned", tmp)[1:]], "clean error",
+         ("flights", "--data"), invented=True),
+]  # fmt: skip
+
+
 BY_NAME = {case.name: case for case in CASES}
 assert len(BY_NAME) == len(CASES), "case names must be unique"
 
@@ -2243,25 +2950,91 @@ def case_env(case: Case, tmp: Path) -> dict[str, str | None]:
     return {name: None if value is None else value.replace("$TMP", str(tmp)) for name, value in case.env.items()}
 
 
-def run_in_process(case: Case, tmp: Path, capture: Callable[[], tuple[str, str]]) -> tuple[list[str], Outcome]:
+def run_in_process(
+    case: Case, tmp: Path, capture: Callable[[], tuple[str, str]], device: str | None = None
+) -> tuple[list[str], Outcome]:
     """Build the case's input under ``tmp`` and run the command line in this process.
 
     ``capture()`` returns what was written to stdout and stderr since the last call (pytest's
     ``capsys.readouterr``). A case that must run in its own process (``own_process``) is run
-    in a subprocess instead.
+    in a subprocess instead. ``device``: run ``accel run`` with that ``--device`` instead of the
+    case's (:func:`on_device`: the GPU driver, ``tests/test_hostile_gpu.py``).
     """
     if case.own_process:
         return run_case(case, tmp, timeout=case.timeout)
-    from accel.cli.main import main
-
     tmp.mkdir(parents=True, exist_ok=True)
     argv = case.make_input(tmp)
+    argv = argv if device is None else on_device(argv, device)
     capture()
     t0 = time.perf_counter()
     with environment({**case_env(case, tmp), MARK: str(tmp)}), hooked(case.hook, case.after, tmp):
-        rc = main(argv)
+        rc = run_command(argv)
     out, err = capture()
     return argv, Outcome(rc, out, err, time.perf_counter() - t0, False)
+
+
+# --------------------------------------------------------------------------- the GPU driver
+
+#: The kinds of case whose input is a table the arms read (or a file ``accel run`` reads): each
+#: such case that runs ``accel run`` and that the CPU arm handles (or whose file changes under the
+#: arms' reads) is run again with ``--device gpu`` by the GPU driver (``tests/test_hostile_gpu.py``),
+#: where it must end in the same verdict, the GPU arm scored. A refusal while planning, on the
+#: host before either arm, is the CPU test's.
+TABLE_KINDS = ("types", "names", "changed", "meaningless", "unrefused", "wrong", "misleading", "one line")
+
+
+def runs_the_arms(argv: list[str]) -> bool:
+    """Whether a case's command line is ``accel run`` (a table, a workflow file or a named workflow)."""
+    return bool(argv) and str(argv[0]) == "run"
+
+
+def on_device(argv: list[str], device: str) -> list[str]:
+    """``argv`` of ``accel run`` with ``--device device`` (given after a workflow file's own ``device:``)."""
+    argv = [str(a) for a in argv]
+    if "--device" in argv:
+        i = argv.index("--device")
+        return [*argv[: i + 1], device, *argv[i + 2 :]]
+    return [*argv, "--device", device]
+
+
+def table_cases(scratch: Path | None) -> list[Case]:
+    """The cases of :data:`TABLE_KINDS` the GPU driver runs: those whose command is ``accel run``
+    and that the CPU arm handles, or whose file changes under the arms' reads (``changed``).
+
+    Their inputs are built once under ``scratch`` to read their command lines; with ``scratch``
+    None, nothing is built and every case of those kinds is listed (where the GPU tests skip).
+    A case that leaves other than one run record (a report, an experiments table) is no run.
+    """
+    candidates = [
+        c
+        for c in CASES
+        if c.kind in TABLE_KINDS and not c.own_process and c.records == 1 and (c.expected == "handled" or c.kind == "changed")
+    ]
+    if scratch is None:
+        return candidates
+    kept = []
+    for i, case in enumerate(candidates):
+        where = scratch / str(i)
+        where.mkdir(parents=True, exist_ok=True)
+        try:
+            argv = case.make_input(where)
+        except Skip:
+            continue
+        finally:
+            if case.cleanup is not None:
+                case.cleanup(where)
+        if runs_the_arms(argv):
+            kept.append(case)
+    return kept
+
+
+def arm_scored(record: dict[str, Any], arm: str) -> str | None:
+    """What is wrong with ``arm``'s part of a handled case's record (not ok, metrics not numbers), or None."""
+    part = record["arms"][arm]
+    if part["status"] != "ok":
+        return f"the {arm.upper()} arm {part['status']}: {part.get('reason')}"
+    bad = {k: v for k, v in (part.get("metrics") or {}).items() if isinstance(v, float) and v != v}
+    return f"{arm.upper()} metrics that are not numbers: {bad}" if bad else None
 
 
 def _signals_at_default() -> None:
@@ -2269,6 +3042,7 @@ def _signals_at_default() -> None:
     inherited (a shell starts a background job with SIGINT ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # nohup starts its children with SIGHUP ignored
 
 
 def run_case(
@@ -2363,13 +3137,15 @@ def message(outcome: Outcome) -> str:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m tests.hostile_inputs NAME TMP ACCEL-ARGS...``: the command line, with the case's hook."""
-    from accel.cli.main import main
-
+    """``python -m tests.hostile_inputs NAME TMP ACCEL-ARGS...``: the command line, with the case's hook;
+    ``@kill HOOK TMP ACCEL-ARGS...``: the command line, SIGKILLed once ``HOOK`` has returned."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as Python's default, however started
+    if argv[0] == "@kill":
+        with hooked(argv[1], kill_self, Path(argv[2])):
+            return run_command(argv[3:])
     case, tmp = BY_NAME[argv[0]], Path(argv[1])
     with hooked(case.hook, case.after, tmp):
-        return main(argv[2:])
+        return run_command(argv[2:])
 
 
 if __name__ == "__main__":

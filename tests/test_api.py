@@ -35,7 +35,7 @@ def test_run_returns_the_record_it_wrote(flights):
 def test_stages_metrics_and_memory_are_dataframes(flights):
     result, _ = flights
     stages = result.stages
-    assert isinstance(stages, pd.DataFrame) and list(stages.index) == [*STAGES, "total"]
+    assert isinstance(stages, pd.DataFrame) and list(stages.index) == [*STAGES, "explain", "total"]
     assert list(stages.columns) == ["gpu_seconds", "cpu_seconds", "speedup"]
     assert (stages["cpu_seconds"] >= 0).all() and stages["gpu_seconds"].isna().all(), "the GPU arm was not asked for"
     assert stages.loc["total", "cpu_seconds"] == result.record["arms"]["cpu"]["total_seconds"]
@@ -159,7 +159,8 @@ def test_notebook_chart_has_a_bar_per_stage_when_both_arms_ran():
 
 
 def test_notebook_chart_says_n_a_when_one_arm_was_skipped():
-    from accel.result import ArmResult, skipped, speedups
+    from accel.pairing import speedups
+    from accel.result import ArmResult, skipped
 
     record = read_json(H200_RUN)
     cpu = record["arms"]["cpu"]

@@ -179,6 +179,39 @@ def test_session_closes_its_workers_when_the_run_fails():
     assert not any(alive(p) for p in pids)
 
 
+def _listening(pids):
+    """``(pid, ip:port)`` of every listening inet socket the processes ``pids`` hold."""
+    found = []
+    for pid in pids:
+        for conn in psutil.Process(pid).net_connections(kind="inet"):
+            if conn.status == psutil.CONN_LISTEN:
+                found.append((pid, f"{conn.laddr.ip}:{conn.laddr.port}"))
+    return found
+
+
+def test_every_listener_of_a_cluster_accel_starts_is_on_loopback_and_its_scratch_in_the_cache(tmp_path, monkeypatch):
+    """Scheduler, dashboard, nannies and workers listen on 127.0.0.1 only; Dask's scratch (its
+    lock files, spilled partitions) goes in a folder of accel's cache that is gone after the
+    session, nothing in the temporary folder."""
+    import os
+    import tempfile
+
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    plan = ClusterPlan("local", workers=1, threads_per_worker=1, worker_kind="cpu")
+    with ClusterSession(plan, say=lambda _: None) as session:
+        workers = [w["pid"] for w in session.info.worker_details]
+        nannies = [p.pid for p in psutil.Process().children() if p.pid not in workers]
+        listeners = _listening([os.getpid(), *workers, *nannies])
+        assert listeners, "the scheduler listens somewhere"
+        assert [a for _, a in listeners if not a.startswith(("127.0.0.1:", "::1:"))] == [], listeners
+        assert list((tmp_path / "cache" / "dask").glob("accel-dask-*"))
+    assert list((tmp_path / "tmp").iterdir()) == [], "nothing in the temporary folder"
+    assert list((tmp_path / "cache" / "dask").iterdir()) == [], "the workers' scratch is removed"
+
+
 def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_its_environment(monkeypatch):
     """The workers accel starts use Arrow's system pool (freed buffers go back to the system, so a
     worker that spilled its partitions falls below Dask's pause threshold again). Dask's Nanny

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.gpu, requires_gpu]
 @pytest.fixture(scope="module")
 def session():
     if importlib.util.find_spec("dask_cuda") is None:
-        pytest.skip("dask-cuda is not installed (pip install 'accel-tabular[gpu-cu12]')")
+        pytest.skip("dask-cuda is not installed (pip install 'accel-tabular[gpu-cu12]', or [gpu-cu13] for a CUDA 13 driver)")
     plan = plan_cluster(ClusterConfig(kind="local-cuda", workers=1))
     with ClusterSession(plan, say=lambda _: None) as s:
         yield s
@@ -92,3 +92,55 @@ def test_local_cuda_run_pairs_the_gpu_workers_with_a_cpu_cluster(tmp_path):
 @needs_dask_cudf
 def test_a_running_gpu_cluster_is_paired_with_the_cpu_cluster_at_baseline_scheduler(tmp_path):
     check_baseline_scheduler_pairs_two_running_clusters(tmp_path)
+
+
+def _resource_stack() -> list[str]:
+    """The RMM resource stack of this process's device, outermost first (run on a worker)."""
+    import rmm.mr
+
+    stack, resource = [], rmm.mr.get_current_device_resource()
+    while resource is not None:
+        stack.append(type(resource).__name__)
+        resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+    return stack
+
+
+def _set_up_like_a_search_trial() -> dict:
+    """On a worker: a cuDF buffer (cuDF decides its spill manager there), then the arm's memory set
+    up as accel hpo's trials set it up; the resource stack before and after, and the record."""
+    import cudf
+
+    from accel.backend import gpu_backend
+    from accel.memory import setup_rmm_pool
+
+    cudf.Series([1.0, 2.0]).sum()
+    before = _resource_stack()
+    record = setup_rmm_pool(gpu_backend(), "auto", "xgboost")
+    return {"before": before, "after": _resource_stack(), "record": record, "spill": bool(cudf.get_option("spill"))}
+
+
+def test_cuda_workers_get_a_pool_by_default_and_keep_it_and_their_spilling(session):
+    """``--rmm-pool`` unset: each Dask-CUDA worker gets the automatic pool, as the single-process GPU
+    arm does. accel's memory set-up on a worker (an hpo trial's) keeps that pool and cuDF's
+    out-of-memory spill handler over it (no ``rmm.reinitialize``), pushing only its statistics."""
+    assert session.info.rmm_pool_size is not None and session.info.cudf_spill
+    for facts in session.client.run(_set_up_like_a_search_trial).values():
+        before, after, record = facts["before"], facts["after"], facts["record"]
+        assert facts["spill"] and before[:2] == ["FailureCallbackResourceAdaptor", "PoolMemoryResource"], before
+        assert after[1:] == before and after[0] == "StatisticsResourceAdaptor", after
+        assert record["kept_resource"] == before and "is kept" in record["reason"]
+        assert record["free_bytes_before"] >= record["initial_bytes"] > 0
+
+
+@needs_dask_cudf
+def test_the_client_takes_in_cudf_objects_from_workers_that_spill(session):
+    """A spilling worker's buffers are spillable, and one sent to the client is rebuilt as one:
+    the client has a spill manager although its GPU probe made a buffer before the cluster started."""
+
+    def frame(n):
+        import cudf
+
+        return cudf.DataFrame({"a": range(n), "b": [0.5] * n})
+
+    got = session.client.submit(frame, 1000, pure=False).result(timeout=120)
+    assert len(got) == 1000 and float(got["b"].sum()) == 500.0

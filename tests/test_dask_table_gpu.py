@@ -2,8 +2,10 @@
 partitions read by the workers, the target encoders fitted across them, XGBoost on CUDA.
 
 Same bodies (``tests/dask_table_bodies.py``), GPU workers, compared with the single-process GPU
-arm: skipped with the probe's reason where no GPU is usable, or where Dask-cuDF or Dask-CUDA
-is not installed.
+arm, on the shared tables and on the data where cuDF and pandas part ways (``None`` as text,
+Parquet files that differ in schema, durations, decimal256 and float16, a multiclass target):
+skipped with the probe's reason where no GPU is usable, or where Dask-cuDF or Dask-CUDA is not
+installed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from accel.scaleout.cluster import ClusterSession, plan_cluster
 from tests.conftest import requires_gpu
 from tests.dask_table_bodies import (
     check_table_features_match_single_process,
+    check_table_reads_as_one_process,
     check_table_run_agrees_with_single_process,
     write_tables,
 )
@@ -53,3 +56,23 @@ def test_table_features_on_cudf_partitions_equal_the_single_process_gpu_features
 @pytest.mark.parametrize(("source", "target"), [("parquet", "returned"), ("csv", "basket")])
 def test_table_run_on_the_cuda_cluster_agrees_with_single_process_gpu_run(session, tables, source, target):
     check_table_run_agrees_with_single_process(session, "gpu", tables[source], target)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("csv-none", "returned"), ("parquet-mixed", "basket"), ("parquet-durations", "returned"), ("parquet-decimal256", "basket")],
+)
+def test_edge_tables_on_cudf_partitions_equal_the_single_process_gpu_features(session, tables, source, target):
+    """``None`` as text, Parquet files that differ in schema, durations, decimal256 and float16."""
+    check_table_features_match_single_process(session, "gpu", tables[source], target, min_partitions=1)
+
+
+@pytest.mark.parametrize("source", ["csv-none", "parquet-mixed", "parquet-durations", "parquet-decimal256"])
+def test_the_dask_cudf_read_equals_the_single_process_gpu_read(tables, source):
+    check_table_reads_as_one_process("gpu", tables[source], "basket")
+
+
+def test_a_multiclass_table_on_the_cuda_cluster_agrees_with_the_single_process_gpu_run(session, tables):
+    """``channel`` (four classes): xgboost.dask's prediction is a frame of cuDF partitions, one
+    column per class, taken to the host by ``_compat.to_numpy``."""
+    check_table_run_agrees_with_single_process(session, "gpu", tables["csv"], "channel")

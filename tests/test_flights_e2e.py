@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from accel.timing import STAGES
+from accel.timing import EXTRA_STAGES, STAGES
 from tests.conftest import ROOT, gpu_skip_reason, read_json, records_in, run_accel
 
 FAST = ["--rows", "6000"]
@@ -66,7 +66,9 @@ def check_arm_of_record(record: dict, arm: str) -> dict:
     a = record["arms"][arm]
     assert a["status"] == "ok", a.get("reason")
     assert a["device_used"].startswith("cuda" if arm == "gpu" else "cpu"), a["device_used"]
-    assert set(a["stages"]) == set(STAGES) and all(t >= 0 for t in a["stages"].values())
+    assert set(STAGES) <= set(a["stages"]) <= {*STAGES, *EXTRA_STAGES} and all(t >= 0 for t in a["stages"].values())
+    assert a["importances"]["gain"] and a["importances"]["mean_abs_shap"], "XGBoost's gain and SHAP importances"
+    assert record["pipelines"][arm]["bytes"] > 0 and record["pipelines"][arm]["path"].endswith(f".pipeline/{arm}")
     assert 0.55 < a["metrics"]["auc"] < 1
     assert a["peak_host_mb"] > 50
     return a

@@ -120,3 +120,26 @@ def test_a_failing_step_fails_the_script(tmp_path):
     proc = run_script("nosuchphase", env=env)
     assert proc.returncode == 1
     assert "unknown phase 'nosuchphase'" in proc.stdout and "gpu_check: FAILED" in proc.stdout
+
+
+def test_every_step_leaves_its_log_and_results_packed_as_it_ends(tmp_path):
+    """Outside a dry run each step's raw log is packed with the results as the step ends, into the
+    invocation's archive (a second invocation in the same call gets its own), so that a call cut
+    short still brings back every step it ended; at most 8 files come back."""
+    import tarfile
+
+    out = tmp_path / "out"
+    env = {"OUT": str(out), "DATA": str(tmp_path / "data"), "SITE": str(tmp_path / "site"), "PATH": os.environ["PATH"]}
+    for _ in range(2):
+        run_script("info", env=env)  # nvidia-smi fails on a machine without a GPU; accel info runs
+    archives = sorted(p.name for p in out.glob("*.tgz"))
+    assert archives == ["results-2.tgz", "results.tgz"], archives
+    with tarfile.open(out / "results.tgz") as tar:
+        names = tar.getnames()
+        logs = {
+            n.split("/", 1)[1]: tar.extractfile(n).read().decode() for n in names if n.startswith("steps/") and n.endswith(".log")
+        }
+    assert sorted(logs) == ["01-nvidia-smi.log", "02-accel-info.log"], names
+    assert "== accel-info: exit 0" in logs["02-accel-info.log"] and "accel" in logs["02-accel-info.log"]
+    assert "== nvidia-smi: exit" in logs["01-nvidia-smi.log"]
+    assert not (out / "results").exists() and len([p for p in out.rglob("*") if p.is_file()]) <= 8

@@ -119,3 +119,28 @@ def test_packing_ends_and_carries_each_wheel_whole_at_any_tree_size():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_lock_and_its_extra_name_the_same_rapids_packages_and_versions():
+    """The lock carries the CUDA 13 wheels of the GPU machine: each RAPIDS package in it is one of
+    pyproject's ``gpu-cu13`` extra, at a version the extra's pin allows, and every package of that
+    extra is either carried or on the image."""
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
+
+    lock = gpu_plan.load_lock()
+    extra = lock["extra"]
+    assert extra == f"gpu-cu{lock['cuda']}"
+    pins = {
+        r.name: r
+        for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"][extra])
+    }
+    carried = {w["name"]: w["version"] for s in lock["sets"] for w in s["wheels"]}
+    for name, requirement in pins.items():
+        if name in carried:
+            assert requirement.specifier.contains(carried[name]), (name, carried[name], str(requirement))
+        else:
+            assert name.split("-")[0] in lock["on_the_image"].lower(), f"{name} is neither carried nor on the image"
+    rapids = {n for n in carried if n.endswith(f"-cu{lock['cuda']}") and not n.startswith(("lib", "pylib", "nvidia"))}
+    assert rapids & set(pins) == {"cudf-cu13", "cuml-cu13", "rmm-cu13", "dask-cudf-cu13"}, rapids

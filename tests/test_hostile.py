@@ -660,6 +660,20 @@ def test_shared_case(case, tmp_path, capsys, monkeypatch):
         assert not list(tmp_path.glob("runs/*")), "a refused run left files in --out"
 
 
+def test_the_gpu_driver_runs_every_table_case_of_accel_run(tmp_path):
+    """``tests/test_hostile_gpu.py`` takes the table's cases whose command is ``accel run``: every
+    Parquet type and name case, the files changed under a run, the ``None``-free inputs, not
+    ``accel compare`` or the reports."""
+    names = {c.name for c in hostile_inputs.table_cases(tmp_path)}
+    assert {"parquet-decimal256", "parquet-float16", "parquet-folder-decimal-float", "csv-utf16", "file-cut-after-planning",
+            "inf-feature", "csv-10mb-field"} <= names  # fmt: skip
+    assert not {"compare-fifo-in-folder", "report-deep-json", "experiments-same-name-tables", "rows-21"} & names
+    assert names <= {c.name for c in hostile_inputs.table_cases(None)}
+    argv = ["run", "w.yaml", "--out", "o"]
+    assert hostile_inputs.on_device(argv, "gpu") == [*argv, "--device", "gpu"]
+    assert hostile_inputs.on_device(["run", "--device", "cpu", "--data", "x"], "gpu") == ["run", "--device", "gpu", "--data", "x"]
+
+
 def test_every_arrow_type_has_a_kind_or_is_inferred_from_its_values():
     import pyarrow as pa
 
@@ -709,7 +723,7 @@ def test_a_hive_partition_is_categorical_when_the_first_rows_hold_one_of_its_val
         ("--data 'https:/alice:s3cret@host/a.csv' does not exist", "--data 'https:/alice:***@host/a.csv' does not exist"),
         ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),
         ("amqp://u:p@ss-s3cret@rabbit//", "amqp://u:***@rabbit//"),
-        ("postgresql://me@db/x?sslmode=require&password=s3cret&x=1", "postgresql://me@db/x?sslmode=require&password=***&x=1"),
+        ("postgresql://me@db/x?sslmode=require&password=s3cret&x=1", "postgresql://***@db/x?sslmode=require&password=***&x=1"),
         ("https://host/a?TOKEN=s3cret", "https://host/a?TOKEN=***"),
     ],
 )
@@ -719,7 +733,54 @@ def test_credentials_are_hidden_in_text(text, hidden):
     assert hide(text) == hidden
 
 
-@pytest.mark.parametrize("text", ["/data/a:b/c.csv", "tcp://10.0.0.5:8786", "C:/x.csv", "see http://host:8787/status", "a?b=c"])
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("tcp://s3cretToken@127.0.0.1:8786", "s3cretToken"),
+        ("curl -H 'Authorization: Bearer abc.def.s3cret'", "s3cret"),
+        ("Authorization: token s3cret-gh", "s3cret"),
+        ("Basic dXNlcjpzM2NyZXQ=", "dXNlcjpzM2NyZXQ="),
+        ("key AKIAQ7RZ2XW4P6N3K5M8 in the log", "AKIAQ7RZ2XW4P6N3K5M8"),
+        ("ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "11ABCDEFG0123"),
+        ("glpat-abcdefghij0123456789", "abcdefghij0123456789"),
+        ("xoxb-123456789012-1234567890123-AbCdEfGh", "AbCdEfGh"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl", "c2lnbmF0dXJl"),
+        ("OPENAI_API_KEY=sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0F", "Zx9Yw8Vu7"),
+        ("--password hunter2 --db x", "hunter2"),
+        ("--api-key=hunter2", "hunter2"),
+        ("DB_PASSWORD=hunter2 python x.py", "hunter2"),
+        ("{'token': 'hunter2'}", "hunter2"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXk"),
+    ],
+)
+def test_credentials_are_hidden_by_their_form(text, secret):
+    from accel.credentials import hidden
+
+    assert secret not in hidden(text)
+    assert hidden(["--header", text]) == ["--header", hidden(text)]
+
+
+def test_the_value_after_a_secret_option_is_hidden_in_a_command_line():
+    from accel.credentials import MASK, hidden
+
+    assert hidden(["s.py", "--password", "hunter2", "--rows", "10"]) == ["s.py", "--password", MASK, "--rows", "10"]
+    assert hidden(["--token", "--verbose"]) == ["--token", "--verbose"], "an option after it is not a value"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/data/a:b/c.csv",
+        "tcp://10.0.0.5:8786",
+        "C:/x.csv",
+        "see http://host:8787/status",
+        "a?b=c",
+        "commit 0123456789abcdef0123456789abcdef01234567",
+        "uuid 123e4567-e89b-12d3-a456-426614174000",
+        "Basic statistics of max_tokens=5, risk-free-rate, sk-learn",
+    ],
+)
 def test_text_without_credentials_is_kept(text):
     from accel.credentials import hide
 
@@ -737,6 +798,49 @@ def test_a_variable_whose_value_holds_a_credential_is_not_recorded():
     got = environment_overrides(env)
     assert got["ACCEL_RESULTS_DB"] == got["DASK_GATEWAY__ADDRESS"] == NOT_RECORDED
     assert got["DASK_SCHEDULER_ADDRESS"] == "tcp://10.0.0.5:8786"
+
+
+def test_control_characters_and_escapes_never_reach_the_terminal():
+    from accel.cli.main import error_line
+    from accel.errors import printable
+
+    assert printable("a\x1b[2J\x1b[Hb\x1b]0;title\x07c\x1b[31md\x1b[0m\x00\x9b1m\te\nf") == "abcd\te\nf"
+    assert error_line("x\n\x1b[2Jy\tz") == "x y z"
+    long = error_line("a" * 5000 + " advice")
+    assert len(long) < 1100 and long.endswith(" advice")
+
+
+def test_a_scratch_folder_is_reclaimed_only_once_its_owner_is_dead(tmp_path):
+    from accel import scratch
+
+    code = (
+        "import os, signal, sys; from accel import scratch; f = scratch.owned_folder(sys.argv[1], 'accel-x-'); "
+        "print(f, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    dead = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    left = Path(dead.stdout.strip())
+    assert left.is_dir() and dead.returncode == -signal.SIGKILL
+    alive = subprocess.Popen([sys.executable, "-c", code.replace("os.kill(os.getpid(), signal.SIGKILL)", "input()"),
+                              str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        held = Path(alive.stdout.readline().strip())
+        mine = scratch.owned_folder(tmp_path, "accel-x-")  # reclaims what dead processes left
+        assert not left.exists() and held.is_dir() and mine.is_dir()
+        scratch.release(mine)
+        assert not mine.exists()
+    finally:
+        alive.communicate("\n", timeout=30)
+    assert scratch.reclaim(tmp_path, "accel-x-") == [held], "its owner exited without removing it"
+
+
+def test_workflow_files_are_read_as_yaml_1_2_core():
+    from accel.yamlsafe import load
+
+    got = load("a: [NO, SE, yes, off, On, y]\nb: 0755\nc: 0o755\nd: 0x1F\ne: 1:20\nf: 2024-01-01\ng: 1e3\nh: TRUE\ni: ~\n", "w")
+    assert got == {"a": ["NO", "SE", "yes", "off", "On", "y"], "b": 755, "c": 493, "d": 31, "e": "1:20",
+                   "f": "2024-01-01", "g": 1000.0, "h": True, "i": None}  # fmt: skip
+    assert load("x: .inf\ny: -.Inf\n", "w") == {"x": float("inf"), "y": float("-inf")}
+    assert load("base: &b {p: 1}\nx: {<<: *b, q: 2}\n", "w")["x"] == {"p": 1, "q": 2}, "merge keys stay"
 
 
 @pytest.mark.skipif(signal.getsignal(signal.SIGTERM) != signal.SIG_DFL, reason="SIGTERM is handled by this test runner")

@@ -168,7 +168,9 @@ def test_cli_table_and_record(search):
     record, path, _, lines, out = search
     for needle in ("default baseline", "best subset trial", "top-2: trial", "retrained best", "final model, CPU baseline arm"):
         assert needle in out, needle
-    assert out.rstrip().endswith(f"result record: {path}")
+    folder = path.with_name(f"{path.stem}.pipeline") / "cpu"
+    assert out.rstrip().endswith(f"result record: {path}\ntuned pipeline: {folder}")
+    assert (folder / "pipeline.json").is_file() and record["pipelines"]["cpu"]["path"] == f"{path.stem}.pipeline/cpu"
     assert record["kind"] == "hpo" and lines[0] == f"study {record['study']['name']!r} in {record['study']['storage']}"
 
 

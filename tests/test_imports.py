@@ -13,9 +13,10 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "accel"
-#: The runner of the flat core and its streamed executor: they put the data, the workflows and the
-#: models together (the Dask executor, ``accel.scaleout.runner.OnDask``, lives with the cluster).
-RUNNERS = {"accel.runner", "accel.streaming"}
+#: The runner of the flat core, its streamed executor, the fitted pipeline and scoring: they put the
+#: data, the workflows and the models together (the Dask executors, ``accel.scaleout.runner.OnDask``
+#: and ``accel.scaleout.scoring.ScoreOnDask``, live with the cluster).
+RUNNERS = {"accel.runner", "accel.streaming", "accel.pipeline", "accel.scoring"}
 #: Which rooms each room may import (besides itself). The rooms' ``__init__`` docstrings say the same.
 MAY_IMPORT = {
     "core": {"core"},
@@ -226,13 +227,13 @@ def test_the_device_is_decided_in_the_backend():
 
 
 def test_every_paired_run_record_is_built_by_one_builder():
-    """A run in one process and a run on Dask are both recorded by :func:`accel.runner.run_record`:
-    the speedups and the parity of two arms are computed there and nowhere else."""
+    """A run in one process and a run on Dask are both recorded by :func:`accel.runner.run_record`;
+    the speedups and the parity of two arms are computed by :func:`accel.pairing.pair` and nowhere else."""
     import re
 
     pairing = re.compile(r"(?<!def )\b(speedups|parity)\(")
-    computing = {name for name, path in modules().items() if name != "accel.result" and pairing.search(path.read_text())}
-    assert computing == {"accel.runner"}
+    computing = {name for name, path in modules().items() if pairing.search(path.read_text())}
+    assert computing == {"accel.pairing"}
     building = {name for name, path in modules().items() if re.search(r"\brun_record\(", path.read_text())}
     assert building == {"accel.runner", "accel.scaleout.runner"}
 
@@ -246,6 +247,8 @@ def test_every_arm_is_run_by_the_one_runner():
     from accel.result import Executor
     from accel.runner import InMemory
     from accel.scaleout.runner import OnDask
+    from accel.scaleout.scoring import ScoreOnDask
+    from accel.scoring import ScoreInMemory, ScoreStreamed
     from accel.streaming import Streamed
 
     def calling(pattern: str) -> set[str]:
@@ -254,9 +257,9 @@ def test_every_arm_is_run_by_the_one_runner():
     assert calling(r"(?<!def )\barm_result\(") == {"accel.runner"}
     assert calling(r"\bStageTimer\(") == {"accel.runner", "accel.hpo.search"}
     members = {m for m in vars(Executor) if not m.startswith("_")} | set(Executor.__annotations__)
-    assert members == {"name", "trackers", "monitored", "execute", "after"}
-    executors = [InMemory, Streamed, OnDask]
-    assert sorted(e.name for e in executors) == ["dask", "in_memory", "streamed"]
+    assert members == {"name", "stages", "trackers", "monitored", "execute", "after"}
+    executors = [InMemory, Streamed, OnDask, ScoreInMemory, ScoreStreamed, ScoreOnDask]
+    assert sorted({e.name for e in executors}) == ["dask", "in_memory", "streamed"]
     for executor in executors:
         assert issubclass(executor, Executor) and "execute" in vars(executor), executor
-        assert all(callable(getattr(executor, m)) for m in members - {"name"}), executor
+        assert all(callable(getattr(executor, m)) for m in members - {"name", "stages"}), executor

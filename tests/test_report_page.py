@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from accel.cli.main import main
-from accel.record import RECORD_KINDS, SCHEMA_VERSION, kind_of, record_head
+from accel.record import RECORD_KINDS, SCHEMA_VERSION, kind_of, record_files, record_head
 from accel.report.html import build_report, num
 from tests import report_checks, tables
 from tests.conftest import read_json
@@ -64,7 +65,7 @@ def built(folder, tmp_path_factory):
 
 
 def written(folder):
-    return {p: read_json(p) for p in sorted(folder.rglob("*.json")) if p.name != "old-scaling.json"}
+    return {p: read_json(p) for p in record_files(folder)[0] if p.name != "old-scaling.json"}
 
 
 def test_every_record_starts_with_its_kind(folder):
@@ -143,14 +144,18 @@ def test_each_kind_in_its_own_section(folder, built):
 
 def test_every_run_is_charted(built):
     _, page, _ = built
+    # The runs: one chart of their stages, then the top features of the three runs' models.
     assert {s: len(c) for s, c in page.charts.items()} == {
-        "summary": 0, "measured": 0, "runs": 1, "hpo": 1, "models": 1, "scaling": 1, "experiments": 1,
+        "summary": 0, "measured": 0, "runs": 4, "hpo": 1, "models": 1, "scaling": 1, "experiments": 1,
     }  # fmt: skip
     labels = " ".join(report_checks.svg_texts(page.charts["runs"][0]))
     for run in ("flights", "customers.csv", "houses.parquet"):
         assert f"{run} · CPU" in labels
     for stage in ("load", "features", "train", "predict"):
         assert stage in labels, "the legend names every stage"
+    importances = [" ".join(report_checks.svg_texts(chart)) for chart in page.charts["runs"][1:]]
+    assert all(re.search(r"top \d+ features", text) and "mean abs shap" in text for text in importances), importances
+    assert any("carrier_hour_delay_rate" in text for text in importances), "the flights model's features are named"
 
 
 def test_machine_and_each_skip_reason_said_once(folder, built):

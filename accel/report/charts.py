@@ -165,6 +165,23 @@ def grouped_bars(
     return draw(build)
 
 
+def ranked_bars(items: Sequence[tuple[str, float]], *, title: str, xlabel: str) -> str:
+    """Horizontal bars, largest at the top (a model's feature importances)."""
+
+    def build(plt: Any) -> Any:
+        fig, ax = plt.subplots(figsize=(6.5, 0.9 + 0.28 * max(1, len(items))))
+        names = [wrap(name, 40) for name, _ in items][::-1]
+        ax.barh(range(len(items)), [value for _, value in items][::-1], color=ARM_COLORS["gpu"])
+        ax.set_yticks(range(len(items)), names)
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, loc="left")
+        plain_ticks(ax)
+        return fig
+
+    return draw(build)
+
+
 def lines(
     series: Sequence[tuple[str, Sequence[tuple[float, float]], str]],
     *,

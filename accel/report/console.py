@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accel.memory import MB
-from accel.timing import STAGES
+from accel.timing import EXTRA_STAGES, STAGES
 
 ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
 
@@ -118,12 +118,12 @@ class ProgressDisplay:
             self._label = label
             self._done = []
 
-    def arm_started(self, arm: str) -> None:
+    def arm_started(self, arm: str, stages: tuple[str, ...] = STAGES) -> None:
         with self._lock:
             self._arm, self._in_arm = arm, True
         self._start_live()
         if not self.live_mode:
-            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(STAGES)}")
+            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(stages)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:
@@ -238,28 +238,54 @@ def wall_line(wall: dict[str, Any]) -> str:
     )
 
 
-def render_run(record: dict[str, Any], console: Console) -> None:
-    """Stage × arm seconds with the speedup, then metrics and memory per arm."""
+def stage_table(title: str, record: dict[str, Any]) -> Table:
+    """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
-    gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
-    gpu_note = None if gpu_ok else gpu_status_line(gpu)
-
-    table = Table(title=f"accel run {record['workflow']} — seconds per stage", title_justify="left")
+    table = Table(title=title, title_justify="left")
     table.add_column("stage")
     table.add_column("GPU arm (s)", justify="right")
     table.add_column("CPU arm (s)", justify="right")
     table.add_column("speedup", justify="right")
-    for stage in (*STAGES, "total"):
-        g = gpu["total_seconds"] if stage == "total" else gpu["stages"].get(stage)
-        c = cpu["total_seconds"] if stage == "total" else cpu["stages"].get(stage)
+    stages = list(dict.fromkeys([*(gpu.get("stages") or {}), *(cpu.get("stages") or {})])) or list(STAGES)
+    if any(s in EXTRA_STAGES for s in stages):
+        table.caption = "explain: the model's importances (SHAP), timed apart from the total"
+    for stage in (*stages, "total"):
+        g = gpu["total_seconds"] if stage == "total" else (gpu.get("stages") or {}).get(stage)
+        c = cpu["total_seconds"] if stage == "total" else (cpu.get("stages") or {}).get(stage)
         table.add_row(
             stage,
-            _fmt_seconds(g) if gpu_ok else gpu["status"],
-            _fmt_seconds(c) if cpu_ok else cpu["status"],
+            _fmt_seconds(g) if gpu["status"] == "ok" else gpu["status"],
+            _fmt_seconds(c) if cpu["status"] == "ok" else cpu["status"],
             _fmt_speedup(record["speedup"].get(stage)),
             style="bold" if stage == "total" else None,
         )
+    return table
+
+
+def render_importances(record: dict[str, Any], console: Console, top: int = 10) -> None:
+    """The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran)."""
+    arms = record["arms"]
+    arm = "gpu" if arms["gpu"]["status"] == "ok" and arms["gpu"].get("importances") else "cpu"
+    found = arms[arm].get("importances") or {}
+    if not found:
+        return
+    kinds = list(found)
+    order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:top]
+    table = Table(title=f"top {len(order)} features ({'GPU' if arm == 'gpu' else 'CPU'} arm's model)", title_justify="left")
+    table.add_column("feature")
+    for kind in kinds:
+        table.add_column(kind.replace("_", " "), justify="right")
+    for name in order:
+        table.add_row(escape(shown_name(name)), *(f"{found[k].get(name, 0.0):.4g}" for k in kinds))
     console.print(table)
+
+
+def render_run(record: dict[str, Any], console: Console) -> None:
+    """Stage × arm seconds with the speedup, then metrics and memory per arm, then the top features."""
+    gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
+    gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
+    gpu_note = None if gpu_ok else gpu_status_line(gpu)
+    console.print(stage_table(f"accel run {record['workflow']} — seconds per stage", record))
     if gpu_note:
         console.print(gpu_note, highlight=False, markup=False, soft_wrap=True)
     wall = record.get("wall")
@@ -295,6 +321,31 @@ def render_run(record: dict[str, Any], console: Console) -> None:
         )
     if cpu.get("status") == "failed":
         console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
+    render_importances(record, console)
+
+
+def render_predict(record: dict[str, Any], console: Console) -> None:
+    """What ``accel predict`` did: seconds per stage and rows per second of each arm, the metrics
+    where the table had its target, what was noticed, where the predictions went."""
+    console.print(stage_table(f"accel predict — {record['output']['rows']:,} rows, seconds per stage", record))
+    for arm in ("gpu", "cpu"):
+        part = record["arms"][arm]
+        if part["status"] == "ok":
+            metrics = ", ".join(f"{k} {v:.4f}" for k, v in (part.get("metrics") or {}).items())
+            console.print(
+                f"{arm.upper()} arm: {part.get('rows_per_second', 0):,.0f} rows/s on {part.get('device_used')}"
+                + (f"; {metrics}" if metrics else ""),
+                highlight=False, markup=False,
+            )  # fmt: skip
+        elif part["status"] == "failed" or arm == "gpu":
+            console.print(
+                gpu_status_line(part) if arm == "gpu" else f"CPU arm failed: {part.get('reason')}", highlight=False, markup=False
+            )
+    for notice in record.get("notices") or []:
+        console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+    console.print(
+        f"{record['pipeline']['which']}; output from the {record['output']['arm'].upper()} arm", highlight=False, markup=False
+    )
 
 
 def early_stopping_line(model: dict[str, Any] | None) -> str | None:

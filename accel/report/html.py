@@ -94,13 +94,11 @@ def collect(folder: Path) -> Collected:
     if not folder.is_dir():
         raise AccelError(f"report folder {str(folder)!r} does not exist")
     found = Collected()
-    from accel.files import regular_files
+    from accel.record import record_files
 
-    files, others = regular_files(folder, "*.json")  # a FIFO or a link to a device is never opened
-    found.ignored += [(p, why) for p, why in others if not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    files, others = record_files(folder)  # a FIFO or a link to a device is never opened
+    found.ignored += others
     for path in files:
-        if any(part.startswith(".") for part in path.relative_to(folder).parts):
-            continue
         try:
             content = record_loads(path.read_text())  # nulls listed in the record read back as NaN
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -146,6 +146,7 @@ def runs(entries: list[Entry]) -> Section:
             table,
             f"runs-{task}",
         )
+    _importances(s, entries)
     table = []
     for e in entries:
         for a in _ran(e.content["arms"]):
@@ -169,6 +170,30 @@ def runs(entries: list[Entry]) -> Section:
             "runs-dask",
         )  # fmt: skip
     return s
+
+
+#: Runs whose model's feature importances are drawn (the latest), and features per chart.
+IMPORTANCE_RUNS, IMPORTANCE_TOP = 3, 10
+
+
+def _importances(s: Section, entries: list[Entry]) -> None:
+    """The top features of the latest runs' models (the accelerated arm's where it ran)."""
+    shown = 0
+    for e in reversed(entries):
+        arms = e.content["arms"]
+        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if a in _ran(arms) and arms[a].get("importances")), None)
+        if not isinstance(found, dict) or not found or shown >= IMPORTANCE_RUNS:
+            continue
+        kind = list(found)[-1]  # mean |SHAP| where the model has it, else its own measure
+        values = [(str(k), float(v)) for k, v in found[kind].items() if is_number(v)]
+        top = sorted(values, key=lambda kv: -abs(kv[1]))[:IMPORTANCE_TOP]
+        if top:
+            label = kind.replace("_", " ")
+            s.chart(
+                charts.ranked_bars(top, title=f"{e.label}: top {len(top)} features", xlabel=label),
+                f"{e.label}: {label} per feature",
+            )
+            shown += 1
 
 
 # --------------------------------------------------------------------------- searches

@@ -29,14 +29,16 @@ from typing import Any, Literal
 
 from accel.backend import (
     cpu_threads,
+    cudf_spill_option,
     module_installed,
     probe_gpu,
+    receive_spillable_buffers,
     visible_gpu_memory,
     xgboost_allocation,
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import PeriodicSampler, kernel_peak_rss
+from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -75,10 +77,12 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
         return fraction
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
         raise AccelError(f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5") from None
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return size
 
 
@@ -99,8 +103,10 @@ def worker_memory_bytes(text: str | None) -> int | None:
         )
     try:
         size = parse_bytes(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise AccelError(f"--worker-memory {text!r} is not a size: give one such as 400MB or 4GB per worker") from None
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"--worker-memory {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     if size < MIN_WORKER_MEMORY:
         raise AccelError(
             f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
@@ -125,7 +131,7 @@ RMM_AUTO = object()
 
 
 def cluster_pool_sizes(
-    spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free"
+    spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free", model: str | None = None
 ) -> tuple[int | None, int | None, str | None]:
     """Each Dask-CUDA worker's RMM pool for ``--rmm-pool``, in bytes: ``(initial, maximum, what it is)``.
 
@@ -147,6 +153,8 @@ def cluster_pool_sizes(
         Whether XGBoost allocates from RMM (:meth:`accel.backend.Backend.xgboost_allocation`).
     basis : str, default "free"
         What ``free_bytes`` are, for the description ("total" where free memory could not be read).
+    model : str, optional
+        The ``--model`` the workers train (``accel hpo``); None: XGBoost, as a cluster run trains.
     """
     from accel.memory import rmm_auto_sizes
 
@@ -161,7 +169,7 @@ def cluster_pool_sizes(
     least = min(free_bytes)
     where = f"of the {basis} memory of the workers' GPUs (the least: {least / 1024**3:.1f} GiB)"
     if size is RMM_AUTO:
-        initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm)
+        initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm, model)
         return initial, maximum, why.replace("of free device memory", where, 1) + ", per worker"
     fixed = int(least * size) // 256 * 256
     return fixed, fixed, f"{size:.0%} {where}, fixed, per worker"
@@ -261,10 +269,12 @@ class ClusterPlan:
     cudf_spill: bool = False
 
 
-def plan_cluster(config: Any) -> ClusterPlan:
+def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
 
-    Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported.
+    Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported. Dask-CUDA
+    workers get an RMM pool as the single-process GPU arm does: ``--rmm-pool`` unset means
+    ``auto`` there too (:func:`cluster_pool_sizes`, sized for ``model``: None is XGBoost).
     """
     kind = config.kind
     if kind == "scheduler":
@@ -318,16 +328,17 @@ def plan_cluster(config: Any) -> ClusterPlan:
     if workers > gpus:
         raise AccelError(f"--workers {workers}: this machine has {gpus} GPU(s) visible, and local-cuda runs one worker per GPU")
     initial = maximum = basis = None
-    if config.rmm_pool not in (None, "off", "auto"):
-        dask_cuda_size(config.rmm_pool, "--rmm-pool")  # a bad size is refused before NVML is asked
-    if config.rmm_pool not in (None, "off"):
+    spec = "auto" if config.rmm_pool is None else config.rmm_pool  # as RunConfig.rmm_pool's default
+    if spec not in ("off", "auto"):
+        dask_cuda_size(spec, "--rmm-pool")  # a bad size is refused before NVML is asked
+    if spec != "off":
         memory = visible_gpu_memory(workers)  # NVML: free memory without a CUDA context here
         if memory is not None:
             free, kind = [f for f, _ in memory], "free"
         else:  # no NVML reading: the driver's totals
             free, kind = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
         through_rmm = bool(xgboost_allocation(xgboost_build_info())["through_rmm"])
-        initial, maximum, basis = cluster_pool_sizes(config.rmm_pool, free, through_rmm, kind)
+        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, kind, model)
     return ClusterPlan(
         "local-cuda",
         workers=workers,
@@ -404,6 +415,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         # Workers accel starts get accel's setting in their environment; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
         "arrow_memory_pool": _arrow_pool(),
+        "cudf_spill": cudf_spill_option(),
     }
     if probe:
         result = probe_gpu()
@@ -458,6 +470,8 @@ class ClusterSession:
         #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
         self._environ_before: dict[str, str | None] = {}
         self.info: ClusterInfo | None = None
+        #: The workers' scratch folder (a cluster started here), removed on close.
+        self._scratch: Any = None
         self.no_worker_grace = no_worker_grace
         self.all_workers_lost = False
 
@@ -507,6 +521,10 @@ class ClusterSession:
                 self.cluster = self._start_local()
             self.client = Client(self.cluster)
         self.info = self._describe()
+        if any(w.get("cudf_spill") for w in self.info.worker_details):
+            # The workers' cuDF buffers are spillable, and a spillable buffer sent here is rebuilt
+            # as one, which needs a spill manager in this process too.
+            receive_spillable_buffers()
 
     def _start_local(self) -> Any:
         plan = self.plan
@@ -522,6 +540,14 @@ class ClusterSession:
         }
         if plan.memory_limit is not None:
             common["memory_limit"] = plan.memory_limit
+        # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
+        # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
+        # never left in the temporary folder.
+        from accel import scratch
+        from accel.data.flights import cache_dir
+
+        self._scratch = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
+        common["local_directory"] = str(self._scratch)
         import dask
 
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
@@ -532,7 +558,8 @@ class ClusterSession:
         self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
             environ = {**WORKER_ENVIRON, **worker_environ()}  # OpenMP's spin count: accel's, unless the user chose
-            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}):
+            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
+            with dask.config.set({**spawn, "temporary-directory": str(self._scratch)}):  # the scheduler's scratch too
                 return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):
             raise
@@ -554,7 +581,6 @@ class ClusterSession:
         if plan.device_memory_limit is not None:
             extra["device_memory_limit"] = plan.device_memory_limit
         if plan.cudf_spill:
-            # dask_cuda/local_cuda_cluster.py:238-243 sets the option in this process too;
             # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
             extra["enable_cudf_spill"] = True
         return LocalCUDACluster(**common, **extra)
@@ -701,6 +727,10 @@ class ClusterSession:
             else:
                 os.environ[key] = value
         self._environ_before = {}
+        from accel import scratch
+
+        scratch.release(self._scratch)
+        self._scratch = None
 
 
 @contextmanager

@@ -45,19 +45,21 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
+from accel.pipeline import Pipeline
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
-from accel.workflows.base import DaskWorkflow, WorkflowSettings
+from accel.workflows.base import DaskWorkflow, Prepared, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
 #: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
@@ -199,6 +201,22 @@ def drop_rank_lines() -> None:
     _rank_lines_dropped = True
 
 
+#: Said once per process, before the first distributed training (see :func:`_say_ring_sockets`).
+RING_SOCKETS_NOTE = (
+    "note: while XGBoost trains, each worker's collective ring socket listens on every network interface "
+    "(XGBoost binds it itself, with no setting for the address); the scheduler, workers and dashboard accel "
+    "starts listen on 127.0.0.1 only"
+)
+_RING_SAID: list[bool] = []
+
+
+def _say_ring_sockets(say: Callable[[str], None]) -> None:
+    """Say :data:`RING_SOCKETS_NOTE` the first time this process trains on Dask (the sockets live while it trains)."""
+    if not _RING_SAID:
+        _RING_SAID.append(True)
+        say(RING_SOCKETS_NOTE)
+
+
 def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
@@ -221,6 +239,7 @@ def train_with_one_retry(
 
     client = session.client
     attempts: list[dict[str, Any]] = []
+    _say_ring_sockets(say)
     for attempt in (1, 2):
         before = session.workers_now()
         try:
@@ -270,8 +289,9 @@ def run_on_session(
     say: Callable[[str], None] = _say,
     backend: Backend | None = None,
     early_stopping: EarlyStopping | None = None,
-) -> tuple[dict[str, Any], DaskWorkflow]:
-    """Run every stage on the session's cluster; the arm's part of the record and the workflow.
+) -> tuple[dict[str, Any], DaskWorkflow, Any]:
+    """Run every stage on the session's cluster; the arm's part of the record, the workflow and
+    the fitted pipeline (:class:`accel.pipeline.Pipeline`).
 
     With ``early_stopping`` (shared with the run's other arm) XGBoost stops early on a
     validation part of the training rows, or trains the rounds another arm decided; without,
@@ -297,7 +317,8 @@ def run_on_session(
         build = workflow
     dask_workflow = build(settings, kind, backend, info)
     executor = OnDask(session, params, seed, say, early_stopping)
-    return execute_arm(backend, dask_workflow, executor, listener).as_dict(), dask_workflow
+    result = execute_arm(backend, dask_workflow, executor, listener)
+    return result.as_dict(), dask_workflow, result.pipeline
 
 
 class OnDask(Executor):
@@ -382,6 +403,7 @@ class OnDask(Executor):
                 with stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
+                kept = keep_pipeline(dask_workflow, backend, model, booster, prepared, timer, _compat.to_numpy(y_prob))
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
             raise
@@ -411,6 +433,7 @@ class OnDask(Executor):
             where="dask workers",
             train_attempts=attempts,
             workers_memory=workers_memory,
+            pipeline=kept,
         )
 
 
@@ -473,6 +496,30 @@ def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid:
     return part.iloc[local].reset_index(drop=True)
 
 
+def keep_pipeline(
+    workflow: DaskWorkflow,
+    backend: Backend,
+    model: XGBoostModel,
+    booster: Any,
+    prepared: Prepared,
+    timer: StageTimer,
+    prediction: Array,
+) -> Pipeline:
+    """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
+    workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
+    from accel.pipeline import explained, from_run, holdout_frame
+    from accel.precision import frame_matrix, plan_precision
+
+    kept = from_run(workflow, backend, model, booster, prepared.transform, plan_precision("fp32", prepared.feature_names, []))
+
+    def sample(n: int) -> Any:
+        return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
+
+    explained(kept, timer, sample, workflow.settings.explain_rows)
+    kept.holdout = holdout_frame(prepared.test_ids, prediction)
+    return kept
+
+
 def xgboost_named(frame: Any) -> Any:
     """A Dask frame with the column names XGBoost accepts (no ``[``, ``]``, ``<``: a user's columns may have them)."""
     from accel.precision import xgboost_safe_name
@@ -527,8 +574,9 @@ def run_placed_arm(
     single_process: Callable[[], Any] | None = None,
     memory: Any = None,
     early_stopping: EarlyStopping | None = None,
-) -> tuple[dict[str, Any], Any]:
-    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the workflow)``.
+) -> tuple[dict[str, Any], Any, Any]:
+    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the
+    workflow, its fitted pipeline)``.
 
     A cluster accel starts is started for the arm and closed after it (the next arm gets the
     node to itself); a running cluster stays attached. The arm in this process runs
@@ -536,7 +584,7 @@ def run_placed_arm(
     the same ``early_stopping`` trains the rounds the first of them decided.
     """
     if place.skip is not None:
-        return skipped(place.skip).as_dict(), None
+        return skipped(place.skip).as_dict(), None, None
     if place.placement == "process":
         from accel.runner import run_arm_safely
 
@@ -546,18 +594,19 @@ def run_placed_arm(
             from accel.runner import attach_early_stopping
 
             attach_early_stopping(single, early_stopping)
-        arm = run_arm_safely(place.backend, single, listener, memory, collect=False).as_dict()
+        result = run_arm_safely(place.backend, single, listener, memory, collect=False)
+        arm = result.as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
-        return arm, single
+        return arm, single, result.pipeline
     t0 = time.perf_counter()
     with ExitStack() as stack:
         session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
         startup = time.perf_counter() - t0 if place.session is None else 0.0
-        arm, dask_workflow = run_on_session(
+        arm, dask_workflow, pipeline = run_on_session(
             session, workflow, settings, params, seed, listener, say, place.backend, early_stopping
         )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
-    return arm, dask_workflow
+    return arm, dask_workflow, pipeline
 
 
 def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
@@ -596,8 +645,10 @@ def cluster_run(
     (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
     from accel.environment import collect_environment
+    from accel.pairing import arm_of
+    from accel.pipeline import beside_record
     from accel.record import ensure_writable, record_stem, write_record
-    from accel.runner import as_arm_result, build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
+    from accel.runner import build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
 
     t_run = time.perf_counter()
     check_dask_config(config)
@@ -615,7 +666,7 @@ def cluster_run(
 
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
@@ -629,12 +680,13 @@ def cluster_run(
     t_env = time.perf_counter() - t_planned
     arms: dict[str, dict[str, Any]] = {}
     arm_wall: dict[str, float] = {}
+    kept: dict[str, Any] = {}
     described = None
     with ExitStack() as stack:
         places = plan_arms(config, stack, say)
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
-            arms[kind], ran = run_placed_arm(
+            arms[kind], ran, kept[kind] = run_placed_arm(
                 places[kind], workflow, settings, params, config.seed, listener, say, single_process,
                 config.memory_settings(), early_stopping,
             )  # fmt: skip
@@ -647,7 +699,7 @@ def cluster_run(
     startup = {k: float(arms[k]["cluster"]["startup_seconds"]) for k in arm_wall if arms[k].get("cluster")}
     timeline = wall_timeline(
         planned_workflow or described, t_run, t_planned, t_env, {}, arm_wall,
-        {k: as_arm_result(arms[k]) for k in arm_wall}, process_start, startup, early_stopping,
+        {k: arm_of(arms[k]) for k in arm_wall}, process_start, startup, early_stopping,
     )  # fmt: skip
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
@@ -657,7 +709,8 @@ def cluster_run(
         },  # fmt: skip
         mode="dask", wall=timeline,
     )  # fmt: skip
-    path = write_record(out, record, record_stem(described.name, started))
+    pipelines = {kind: p for kind, p in kept.items() if p is not None}
+    path = write_record(out, record, record_stem(described.name, started), companion=beside_record(record, pipelines))
     return record, path
 
 
@@ -733,6 +786,7 @@ def run_command(config: Any, as_json: bool, process_start: float | None = None) 
 
     from rich.console import Console
 
+    from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, show_plan
 
     progress = ProgressDisplay(live=False)  # the workers write to the same terminal
@@ -742,7 +796,8 @@ def run_command(config: Any, as_json: bool, process_start: float | None = None) 
         )
     finally:
         progress.close()
-    show_result(record, as_json, lambda: render_cluster_run(record, Console()), {"run record": path})
+    written = {"run record": path, "pipeline": saved_folder(record, path)}
+    show_result(record, as_json, lambda: render_cluster_run(record, Console()), written)
     failed = [kind for kind, arm in record["arms"].items() if arm["status"] == "failed"]
     if failed:
         print(f"accel: the {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)

@@ -130,7 +130,7 @@ def scaling_study(
     configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
     with ExitStack() as stack:
         places = [plan_arms(c, stack, say) for c in configs]
-    settings = WorkflowSettings(rows=config.rows, test_size=config.test_size, seed=config.seed, scale=config.scale)
+    settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
@@ -158,7 +158,7 @@ def scaling_study(
             if listener:
                 listener.section(run_label(arm_kind, n))  # as the table's column names it
             try:
-                arm, ran = run_placed_arm(
+                arm, ran, _ = run_placed_arm(
                     where, workflow, settings, params, config.seed, listener, say, early_stopping=early_stopping
                 )
             except ClusterRunFailed as exc:

@@ -7,6 +7,7 @@ must have, :class:`WorkflowBase` gives the optional parts their defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -19,6 +20,14 @@ class WorkflowSettings:
     seed: int = 42
     #: Copies of the data (with jitter, :func:`accel.data.flights.replicate_with_jitter`) for scaling runs.
     scale: int = 1
+    #: Hold-out rows the fitted pipeline's SHAP importances are computed on (0: none, the model's
+    #: own importances only): TreeSHAP costs rows x trees x leaves x depth.
+    explain_rows: int = 200
+
+    @classmethod
+    def of(cls, config: Any) -> WorkflowSettings:
+        """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
+        return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
 
 
 @dataclass
@@ -31,20 +40,46 @@ class Prepared:
     y_test: Any
     categorical: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
+    #: The fitted features that made ``X_train`` / ``X_test`` (a :class:`FeatureTransform`), which
+    #: the fitted pipeline keeps to score new rows; None where a workflow keeps none.
+    transform: Any = None
+    #: The test rows' positions in the source file (the run's hold-out row ids); None where the
+    #: rows have no position in a file (replicated copies).
+    test_ids: Any = None
 
     @property
     def feature_names(self) -> list[str]:
         return [str(c) for c in self.X_train.columns]
 
 
+@runtime_checkable
+class FeatureTransform(Protocol):
+    """Fitted features: the raw rows of a table in, the model's feature frame out.
+
+    :class:`accel.data.autofeatures.TableTransform` (a user's table) and
+    :class:`accel.workflows.flights.FlightsTransform` (the flights workflow) have it; the fitted
+    pipeline (:mod:`accel.pipeline`) saves and loads them through :mod:`accel.transforms`.
+    """
+
+    @property
+    def categorical(self) -> list[str]: ...
+
+    def transform(self, frame: Any) -> Any: ...
+
+
 class Model(Protocol):
-    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`)."""
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`):
+    the four steps the runner times, what it reports, and how its fitted form is kept."""
 
     name: str
+    task: str
+    seed: int
+    #: The saved model's file name in a pipeline folder.
+    file_name: str
 
     def to_device(self, backend: Any, X: Any, y: Any, batch_rows: int) -> Any: ...
 
-    def fit(self, backend: Any, model_input: Any) -> Any: ...
+    def fit(self, backend: Any, model_input: Any, on_round: Any = None) -> Any: ...
 
     def predict(self, backend: Any, fitted: Any, X: Any, batch_rows: int) -> Any: ...
 
@@ -53,6 +88,16 @@ class Model(Protocol):
     def threads(self, backend: Any, fitted: Any) -> dict[str, Any]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+    def save(self, fitted: Any, path: Path) -> None: ...
+
+    def load(self, backend: Any, path: Path) -> Any: ...
+
+    def importances(self, backend: Any, fitted: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]: ...
+
+    def contributions(self, backend: Any, fitted: Any, matrix: Any) -> Any: ...
 
 
 @runtime_checkable

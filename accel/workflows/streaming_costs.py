@@ -50,8 +50,6 @@ def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: 
     histogram cache. Where they live in host memory (the GPU arm), the probe builds a
     ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
     """
-    import shutil
-    import tempfile
 
     import xgboost
 
@@ -78,9 +76,9 @@ def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: 
             return True
 
     if backend.external_memory()["pages"] == "disk":
-        root = cache_dir() / "stream"
-        root.mkdir(parents=True, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="accel-probe-", dir=root)
+        from accel import scratch
+
+        folder = scratch.owned_folder(cache_dir() / "stream", "accel-probe-")  # reclaimed if this process is killed
         try:
 
             def build() -> Any:
@@ -91,7 +89,7 @@ def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: 
             cut = built["m"].get_quantile_cut()
             del built["m"]
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            scratch.release(folder)
     else:  # pages in host memory, the matrix built on the arm's device
 
         def build() -> Any:

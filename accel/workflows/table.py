@@ -223,7 +223,7 @@ class TableWorkflow(WorkflowBase):
         return measure_costs(backend, self.model, self.plan, matrix, label, names, types)
 
     def load(self, backend: Backend) -> Any:
-        frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns)
+        frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns, self.plan.csv_dtypes())
         return frame.iloc[self.plan.row_positions].reset_index(drop=True)
 
     def features(self, backend: Backend, frame: Any) -> Prepared:

@@ -4,8 +4,11 @@ The plan is the single-process plan (:func:`accel.workflows.table.plan_table`, m
 host): the columns, their kinds and vocabularies, the rows (``plan.row_positions``) and the split
 (``plan.train_pos`` / ``plan.test_pos``). The workers then read the file themselves:
 
-- ``load``: ``dask.dataframe.read_parquet`` (one partition per file or row-group block) or
-  ``read_csv`` (byte-range blocks) of the plan's columns, with Dask-cuDF on GPU workers. The
+- ``load``: ``dask.dataframe.read_parquet`` (one partition per file or row-group block, the
+  readers' conversions applied per partition), or one partition per file read by the
+  single-process reader (:func:`~accel.data.readers.read_file`) where the files differ in schema,
+  hold hive partitions or hold columns cuDF has no type for; or ``read_csv`` (byte-range blocks)
+  of the plan's columns with the plan's types, with Dask-cuDF on GPU workers. The
   partitions' lengths give every row its position in the file (offsets), and each partition
   keeps its rows of ``plan.row_positions``, so the cluster holds exactly the single-process rows;
 - ``features``: :class:`~accel.data.autofeatures.TableFeaturizer` per partition. Its fitted
@@ -39,8 +42,8 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.autofeatures import TableFeaturizer, target_codes
-from accel.data.readers import infinite_as_missing
+from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
+from accel.data.readers import TableSource, convert_columns, infinite_as_missing, read_file, reads_file_by_file
 from accel.data.schema import TablePlan
 from accel.errors import AccelError
 from accel.faultpoints import fault_point
@@ -122,6 +125,12 @@ def featurize_partition(part: Any, featurizer: TableFeaturizer, at: Rows, folds:
     return out
 
 
+def file_partition(index: int, source: TableSource, wanted: list[str], kind: str) -> Any:
+    """File ``index`` of a Parquet table as one partition, read on a worker as a single process
+    reads it (:func:`~accel.data.readers.read_file`)."""
+    return read_file(worker_backend(kind).xdf, source, index, wanted)
+
+
 def featured_meta(part: Any, featurizer: TableFeaturizer) -> tuple[Any, dict[str, str]]:
     """An empty frame shaped like a featured partition, made on a worker from real rows, and
     where each date column's text was parsed (for the run record)."""
@@ -145,6 +154,50 @@ def worker_plan(plan: TablePlan) -> TablePlan:
 def csv_blocksize(size_bytes: int, kind: str, slots: int) -> int:
     """Bytes per CSV partition: enough partitions to keep ``slots`` worker threads busy."""
     return int(min(CSV_BLOCK_BYTES[kind], max(CSV_MIN_BLOCK_BYTES, math.ceil(size_bytes / max(slots, 1)))))
+
+
+def read_table(source: Any, columns: list[str], dtypes: dict[str, str], xdf: Any, kind: str, slots: int) -> Any:
+    """``columns`` of a table as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
+
+    CSV columns are read with ``dtypes`` (a plan's :meth:`~accel.data.schema.TablePlan.csv_dtypes`,
+    as the streamed single-process run reads its chunks) and, on cuDF, pandas' missing-value
+    strings (:func:`accel._compat.csv_options`), so that every block parses alike and as one
+    process parses the file; a gzip file is one partition (it cannot be cut into byte ranges).
+    Parquet: :func:`read_parquet_table`.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    with dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(xdf)}):
+        if source.kind == "parquet":
+            return read_parquet_table(source, columns, xdf, kind)
+        path = Path(source.paths[0])
+        kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, **_compat.csv_options(xdf, dtypes)}
+        if path.name.lower().endswith(".gz"):
+            kwargs.update(compression="gzip", blocksize=None)
+        else:
+            kwargs["blocksize"] = csv_blocksize(path.stat().st_size, kind, slots)
+        return dd.read_csv(str(path), **kwargs)
+
+
+def read_parquet_table(source: TableSource, columns: list[str], xdf: Any, kind: str) -> Any:
+    """``columns`` of a Parquet table as a Dask frame, each partition converted as the single
+    process converts its frame (:func:`~accel.data.readers.convert_columns`: durations in seconds,
+    decimals as float64), so that both read the same numbers.
+
+    Files that differ in schema (libcudf reads several files in one call only when they share
+    one), hold hive partitions, or hold columns cuDF has no type for (read on the host:
+    :func:`accel._compat.read_parquet_rows`) are read one file per partition by the
+    single-process reader; the others by ``dask.dataframe.read_parquet``.
+    """
+    import dask.dataframe as dd
+
+    paths = [str(p) for p in source.paths]
+    if reads_file_by_file(source) or _compat.parquet_reads_on_host(xdf, paths, columns):
+        meta = read_file(xdf, source, 0, columns, rows=1).iloc[:0]
+        return dd.from_map(file_partition, range(len(paths)), args=(source, columns, kind), meta=meta)
+    frame = dd.read_parquet(paths, columns=columns, index=False)
+    return frame.map_partitions(convert_columns, source, meta=convert_columns(frame._meta.copy(), source))
 
 
 def merge_fits(featurizer: TableFeaturizer, fits: list[dict[str, Any]]) -> None:
@@ -203,26 +256,9 @@ class DaskTable:
         return {**self._single.describe_data(), "partitions": self.partitions}
 
     def read(self) -> Any:
-        """The plan's columns of the file, as a Dask frame (lazy): Dask-cuDF's readers for GPU workers.
-
-        CSV columns are read with the plan's types (:meth:`~accel.data.schema.TablePlan.csv_dtypes`,
-        as the streamed single-process run reads its chunks), so that every block parses alike.
-        """
-        import dask
-        import dask.dataframe as dd
-
-        source, plan = self.planned.source, self.plan
-        columns = plan.read_columns
-        with dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(self.backend.xdf)}):
-            if source.kind == "parquet":
-                return dd.read_parquet([str(p) for p in source.paths], columns=columns, index=False)
-            path = Path(source.paths[0])
-            kwargs: dict[str, Any] = {"sep": source.delimiter or ",", "usecols": columns, "dtype": plan.csv_dtypes()}
-            if path.name.lower().endswith(".gz"):  # a gzip stream cannot be cut into byte ranges
-                kwargs.update(compression="gzip", blocksize=None)
-            else:
-                kwargs["blocksize"] = csv_blocksize(path.stat().st_size, self.kind, self.slots)
-            return dd.read_csv(str(path), **kwargs)
+        """The plan's columns of the file, as a Dask frame (:func:`read_table`)."""
+        plan = self.plan
+        return read_table(self.planned.source, plan.read_columns, plan.csv_dtypes(), self.backend.xdf, self.kind, self.slots)
 
     def load(self, client: Any) -> tuple[Any, int]:
         """The plan's rows, one persisted ``Delayed`` frame per partition as read; the file's row count.
@@ -330,4 +366,6 @@ class DaskTable:
             y_test=y_test,
             categorical=list(featurizer.categorical),
             rows={"loaded": loaded_rows, "with_target": len(plan.row_positions), "train": n_train, "test": n_test},
+            transform=TableTransform(featurizer),
+            test_ids=plan.row_positions[plan.test_pos],
         )

@@ -1,0 +1,635 @@
+"""The fitted pipeline: what a run learnt, kept to score new rows.
+
+Every arm of ``accel run`` (in memory, streamed, on Dask) and ``accel hpo``'s tuned model end in
+a :class:`Pipeline`: the fitted features (:class:`~accel.workflows.base.FeatureTransform`: the
+table's plan with its vocabularies, date layouts and drops, the target encoders' statistics,
+imputation and scaling; or the flights workflow's lookup tables and group statistics), the
+storage precision of each feature, and the trained model. :func:`save` writes it as a folder
+that loads without running code from the file:
+
+``pipeline.json``
+    What it is (format and version, the accel that wrote it), the task and classes, the decision
+    threshold, the features in order, the fitted features' state, the precision, the model's
+    settings, its importances, and the SHA-256 of every other file.
+``tables/*.parquet``
+    The fitted features' tables (target encoders' statistics, lookup tables): Parquet.
+``model.ubj`` / ``model.skops``
+    XGBoost's own UBJSON; a scikit-learn estimator (a cuML one as its scikit-learn twin) in
+    skops, read trusting only the types the registry names (:func:`accel.models.trusted_types`).
+``holdout.parquet``
+    The run's hold-out rows (their row in the source file) and what the run predicted for them.
+
+Either arm's folder loads on either device (:func:`load`). No pickle is ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from accel import _compat
+from accel._compat import Array, Frame
+from accel.backend import Backend
+from accel.errors import AccelError
+from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
+from accel.timing import StageTimer
+from accel.workflows.base import FeatureTransform, Model
+
+FORMAT = "accel-pipeline"
+#: The newest layout this accel writes and reads.
+FORMAT_VERSION = 1
+MANIFEST = "pipeline.json"
+HOLDOUT = "holdout.parquet"
+#: What a pipeline folder holds of the data it was trained on, for the record and the docs.
+DATA_VALUES = {
+    "table": "category vocabularies, target-encoding statistics per category, imputation and scaling values",
+    "flights": "the weather and planes tables, route and carrier-hour statistics, category vocabularies",
+}
+#: Rows scored at a time when no batch size is given.
+SCORE_BATCH_ROWS = 1 << 20
+
+
+class Fitted(Protocol):
+    """What a pipeline is made from, of a workflow (one process or Dask): its name and task."""
+
+    name: str
+    task: str
+
+
+def _transform_classes() -> dict[str, Any]:
+    from accel.data.autofeatures import TableTransform
+    from accel.workflows.flights import FlightsTransform
+
+    return {"table": TableTransform, "flights": FlightsTransform}
+
+
+@dataclass
+class Pipeline:
+    """A fitted pipeline on one arm: raw rows in, predictions out.
+
+    Attributes
+    ----------
+    workflow : str
+        ``"table"`` (a user's table) or ``"flights"``.
+    task : str
+        ``binary``, ``multiclass`` or ``regression``.
+    classes : list or None
+        The class labels, in the order of the probabilities' columns.
+    transform : FeatureTransform
+        The fitted features.
+    model, fitted
+        The model (:class:`accel.models.XGBoostModel` or :class:`~accel.models.EstimatorModel`)
+        and what it fitted (a booster, an estimator).
+    precision : PrecisionPlan
+        How each feature is stored before the model sees it (float32, or float16 with its scale).
+    backend : Backend
+        The arm it scores on.
+    info : dict
+        Where it came from: the arm and device it trained on, the model's name, the run.
+    importances : dict
+        Kind -> feature -> value (``gain``, ``mean_abs_shap``, ``impurity``, ``abs_coefficient``).
+    threshold : float
+        A binary model predicts the second class where its probability is at least this.
+    """
+
+    workflow: str
+    task: str
+    classes: list[Any] | None
+    transform: Any
+    model: Any
+    fitted: Any
+    precision: PrecisionPlan
+    backend: Backend
+    info: dict[str, Any] = field(default_factory=dict)
+    importances: dict[str, dict[str, float]] = field(default_factory=dict)
+    threshold: float = 0.5
+    #: The run's hold-out rows: ``row`` (in the source file) and ``prediction`` (the model's output).
+    holdout: Any = None
+    #: What the last scoring noticed (unseen categories, ignored columns).
+    notices: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ the user's view
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels (scikit-learn's name); empty for regression."""
+        return np.asarray(self.classes if self.classes is not None else [])
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [c.name for c in self.precision.columns]
+
+    @property
+    def feature_importances(self) -> Any:
+        """Importance of each feature (a pandas DataFrame, one column per kind the model has),
+        most important first."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.importances).reindex(self.feature_names)
+        frame.index.name = "feature"
+        if frame.columns.size:
+            frame = frame.sort_values(list(frame.columns)[-1], ascending=False)
+        return frame
+
+    def predict_proba(self, data: Frame | str | os.PathLike[str]) -> np.ndarray:
+        """Class probabilities ``(rows, classes)`` of ``data`` (a pandas or cuDF DataFrame, or a path)."""
+        if self.task == "regression":
+            raise AccelError("predict_proba: the pipeline is a regression model; use predict")
+        return probabilities(self.task, self.score(data))
+
+    def predict(self, data: Frame | str | os.PathLike[str]) -> np.ndarray:
+        """Predicted labels (classification, with :attr:`threshold` for a binary model) or values."""
+        return labels(self, self.score(data))
+
+    def contributions(self, data: Frame | str | os.PathLike[str]) -> Any:
+        """Per-row SHAP contributions of each feature and the bias (a pandas DataFrame)."""
+        import pandas as pd
+
+        X = self.features(self.frame(data))
+        values = self.model.contributions(self.backend, self.fitted, self.matrix(X).batch(0, len(X)))
+        return pd.DataFrame(values, columns=[*self.feature_names, "bias"])
+
+    def score(self, data: Frame | str | os.PathLike[str], batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
+        """The model's output for ``data``'s rows, as the run's predict stage gives it: the
+        probability of the second class (binary), ``(rows, classes)`` probabilities
+        (multiclass) or values (regression)."""
+        X = self.features(self.frame(data))
+        return self.predict_matrix(self.matrix(X, batch_rows), batch_rows)
+
+    # ------------------------------------------------------------------ the steps
+
+    def frame(self, data: Frame | str | os.PathLike[str]) -> Frame:
+        """``data`` as a frame of this arm's library: a DataFrame as it is (moved between pandas
+        and cuDF where needed), a path read as ``accel run --data`` reads it."""
+        if isinstance(data, (str, os.PathLike)):
+            from accel.data.readers import read_source, resolve_source
+
+            source = resolve_source(str(data))
+            wanted = [c for c in [*self.required, self.target] if c in source.columns]
+            return read_rows(
+                self, source, wanted, lambda: read_source(self.backend.xdf, source, wanted, read_types(self, wanted))
+            )
+        return _compat.frame_of(self.backend.xdf, data)
+
+    @property
+    def required(self) -> list[str]:
+        """The columns a row must have to be scored."""
+        return list(self.transform.required)
+
+    @property
+    def target(self) -> str:
+        """The target column of the training table (``arr_delay`` for flights)."""
+        return self.transform.plan.target if self.workflow == "table" else "arr_delay"
+
+    def features(self, frame: Frame) -> Frame:
+        """The feature frame of ``frame`` (checked: :func:`check_frame`)."""
+        self.notices = check_frame(self, frame)
+        return self.transform.transform(frame[self.required])
+
+    def matrix(self, X: Frame, batch_rows: int = SCORE_BATCH_ROWS) -> StoredMatrix:
+        """The features stored as the run stored them (:func:`accel.precision.store_frame`)."""
+        return store_frame(self.backend, X, self.transform.categorical, self.precision, batch_rows)
+
+    def predict_matrix(self, matrix: StoredMatrix, batch_rows: int = SCORE_BATCH_ROWS) -> np.ndarray:
+        return _compat.to_numpy(self.model.predict(self.backend, self.fitted, matrix, batch_rows))
+
+    def target_codes(self, frame: Frame) -> tuple[np.ndarray, np.ndarray] | None:
+        """The target of ``frame``'s rows as the model's codes, where it is known (a label the
+        model has, a value that is not missing), and which rows those are; None when ``frame``
+        has no target column."""
+        if self.target not in frame.columns:
+            return None
+        y = frame[self.target]
+        known = _compat.to_numpy(y.notna()).astype(bool)
+        y = y[y.notna()]
+        if self.workflow == "flights":
+            from accel.workflows.flights import DELAY_MINUTES
+
+            codes = _compat.to_numpy(y > DELAY_MINUTES).astype(np.int32)
+        else:
+            from accel.data.autofeatures import target_codes
+
+            codes = _compat.to_numpy(target_codes(self.backend.xdf, y, self.transform.plan))
+        if self.task != "regression":
+            labelled = codes >= 0  # a label the model was not trained on has no code
+            known[np.flatnonzero(known)[~labelled]] = False
+            codes = codes[labelled]
+        return codes, known
+
+    @property
+    def model_holds(self) -> str:
+        """What the model keeps of the training data (the registry says)."""
+        from accel.registry import MODELS
+
+        spec = MODELS.get(str(self.info.get("model")))
+        return spec.holds if spec is not None else ""
+
+    def describe(self) -> dict[str, Any]:
+        """The pipeline as the run record names it (without where it was saved)."""
+        return {
+            "workflow": self.workflow,
+            "task": self.task,
+            "classes": _json_labels(self.classes),
+            "threshold": self.threshold if self.task == "binary" else None,
+            "features": len(self.feature_names),
+            "model": self.info.get("model"),
+            "trained_on": self.info.get("trained_on"),
+            "holds_data_values": "; ".join(x for x in (DATA_VALUES[self.workflow], self.model_holds) if x),
+        }
+
+
+def probabilities(task: str, output: np.ndarray) -> np.ndarray:
+    """``(rows, classes)`` probabilities from a classifier's output (binary: the second class's)."""
+    output = np.asarray(output, dtype=np.float64)
+    return np.column_stack([1.0 - output, output]) if task == "binary" else output
+
+
+def labels(pipeline: Pipeline, output: np.ndarray) -> np.ndarray:
+    """The predicted labels (or values) from the model's output."""
+    if pipeline.task == "regression":
+        return np.asarray(output, dtype=np.float64)
+    classes = pipeline.classes_
+    index = (np.asarray(output) >= pipeline.threshold).astype(int) if pipeline.task == "binary" else np.argmax(output, axis=1)
+    return classes[index]
+
+
+def check_frame(pipeline: Pipeline, frame: Frame) -> list[str]:
+    """Refuse rows the pipeline cannot score (a column missing, text where numbers were
+    trained) in one line naming the column; return what scoring will do about the rest (extra
+    columns ignored, unseen categories scored as missing)."""
+    present = [str(c) for c in frame.columns]
+    missing = [c for c in pipeline.required if c not in present]
+    if missing:
+        shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise AccelError(f"the data lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns")
+    notices = []
+    extra = [c for c in present if c not in pipeline.required and c != pipeline.target]
+    if extra:
+        notices.append(f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}")
+    if pipeline.workflow == "table":
+        notices += _check_kinds(pipeline, frame)
+    return notices
+
+
+def _check_kinds(pipeline: Pipeline, frame: Frame) -> list[str]:
+    """Text in a column trained as numbers is refused; unseen categories are counted."""
+    from accel.data.autofeatures import cast_column
+
+    notices = []
+    xdf = pipeline.backend.xdf
+    for col in pipeline.transform.plan.features:
+        s = frame[col.name]
+        if col.kind == "numeric" and _compat.is_text_dtype(s):
+            bad = s[s.notna() & xdf.to_numeric(s, errors="coerce").isna()]
+            if len(bad):
+                example = _compat.to_pandas(bad.head(1)).iloc[0]
+                raise AccelError(
+                    f"column {col.name!r} held numbers in training and holds text here (e.g. {str(example)[:40]!r}): "
+                    "fix the column or score a table like the training one"
+                )
+        elif col.kind == "categorical":
+            codes = cast_column(xdf, s, col).cat.codes
+            unseen = int(_compat.column_sum(((codes < 0) | codes.isna()) & s.notna()))
+            if unseen:
+                notices.append(f"column {col.name!r}: {unseen:,} value(s) not seen in training, scored as missing")
+    return notices
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def _json_labels(values: list[Any] | None) -> list[Any] | None:
+    if values is None:
+        return None
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
+    """Write ``pipeline`` as the new folder ``folder`` (written whole in a temporary folder
+    beside it, then renamed: a reader never sees half of one). Returns what the run record says
+    of it: its path, its size in bytes and its files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from accel import __version__
+
+    folder = Path(folder)
+    if os.path.lexists(folder):
+        raise AccelError(f"{str(folder)!r} exists: a pipeline is never written over another")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        state, tables = pipeline.transform.state()
+        (tmp / "tables").mkdir()
+        for name, table in tables.items():
+            pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / "tables" / f"{name}.parquet")
+        pipeline.model.save(pipeline.fitted, tmp / pipeline.model.file_name)
+        if pipeline.holdout is not None:
+            pq.write_table(pa.Table.from_pandas(pipeline.holdout, preserve_index=False), tmp / HOLDOUT)
+        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "accel_version": __version__,
+            **pipeline.describe(),
+            "transform": {"kind": pipeline.workflow, "state": state, "tables": sorted(tables)},
+            "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
+            "categorical": list(pipeline.transform.categorical),
+            "model_file": pipeline.model.file_name,
+            "model_settings": pipeline.model.settings(),
+            "info": pipeline.info,
+            "importances": pipeline.importances,
+            "files": {name: _sha256(tmp / name) for name in files},
+        }
+        from accel.record import dumps
+
+        (tmp / MANIFEST).write_text(dumps(manifest) + "\n")
+        os.rename(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return {"path": str(folder), "bytes": size, "files": len(files) + 1, **pipeline.describe()}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
+    """The pipeline folder ``path`` names: itself, or the one a run record names (its accelerated
+    arm's where that arm ran and saved one, else the CPU arm's; ``arm`` picks). Returns the
+    folder and a line saying which it is."""
+    from accel.record import load_record
+
+    path = Path(path)
+    if path.is_dir():
+        if (path / MANIFEST).is_file():
+            return path, f"pipeline {path}"
+        arms = [a for a in ("gpu", "cpu") if (path / a / MANIFEST).is_file()]
+        if arms:
+            chosen = arm or arms[0]
+            if chosen not in arms:
+                raise AccelError(f"{str(path)!r} holds no {chosen} pipeline (it holds: {', '.join(arms)})")
+            return path / chosen, f"the {chosen} arm's pipeline in {path}"
+        raise AccelError(f"{str(path)!r} is neither a pipeline folder nor a run record; give the record `accel run` printed")
+    if not path.is_file():
+        raise AccelError(f"no run record or pipeline at {str(path)!r}; give the record path `accel run` printed")
+    try:
+        record = load_record(path)
+    except (OSError, ValueError, UnicodeDecodeError):
+        raise AccelError(f"{str(path)!r} is not a run record (not JSON); give the record path `accel run` printed") from None
+    saved = (record.get("pipelines") if isinstance(record, dict) else None) or {}
+    if not isinstance(saved, dict) or not saved:
+        raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
+    arms = [a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)]
+    picked = arm or (arms[0] if arms else None)
+    if picked is None or picked not in arms:
+        raise AccelError(f"the run record {str(path)!r} has no {picked} pipeline (it has: {', '.join(arms) or 'none'})")
+    folder = path.parent / str(saved[picked].get("path", ""))
+    return folder, f"the {picked} arm's pipeline of run {record.get('run_id')}"
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The folder's ``pipeline.json``, checked: an accel pipeline, of a version this accel reads,
+    every file present and unchanged."""
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AccelError(f"{str(folder)!r} holds no {MANIFEST}: not a pipeline folder, or one cut short") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise AccelError(
+            f"{str(path)!r} is not a readable pipeline manifest ({type(exc).__name__}); save the pipeline again"
+        ) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise AccelError(f"{str(path)!r} is not an accel pipeline")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise AccelError(f"{str(path)!r} has no format version: not a pipeline this accel wrote")
+    if version > FORMAT_VERSION:
+        raise AccelError(
+            f"the pipeline was written by a newer accel ({manifest.get('accel_version')}, format {version}; this accel reads "
+            f"format {FORMAT_VERSION}): upgrade accel to load it"
+        )
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise AccelError(f"{str(path)!r} lists no files: not a complete pipeline")
+    for name, digest in files.items():
+        target = Path(folder) / str(name)
+        if ".." in Path(str(name)).parts or Path(str(name)).is_absolute():
+            raise AccelError(f"{str(path)!r} names a file outside its folder ({name!r}): refused")
+        if not target.is_file():
+            raise AccelError(f"the pipeline in {str(folder)!r} is incomplete: {name} is missing")
+        if _sha256(target) != digest:
+            raise AccelError(
+                f"the pipeline in {str(folder)!r} was changed after it was saved: {name} does not match its checksum"
+            )
+    return manifest
+
+
+def load(path: Path | str, device: str = "auto", arm: str | None = None) -> Pipeline:
+    """The pipeline at ``path`` (a pipeline folder, or the run record ``accel run`` printed), on
+    ``device`` (``auto``: the GPU where one is usable, else the CPU; a GPU asked for where none
+    is usable is a :class:`~accel.errors.DeviceUnavailable`).
+
+    Raises :class:`~accel.errors.AccelError` in one line for a file that is not a pipeline, one cut
+    short or changed after it was saved, or one written by a newer accel.
+    """
+    from accel.backend import get_backend
+
+    folder, _ = pipeline_folder(Path(path), arm)
+    return load_folder(folder, get_backend(device))  # type: ignore[arg-type]
+
+
+def load_folder(folder: Path, backend: Backend) -> Pipeline:
+    """The pipeline saved in ``folder``, scoring on ``backend``."""
+    import pyarrow.parquet as pq
+
+    from accel.models import build_model
+    from accel.record import loads
+
+    manifest = read_manifest(folder)
+    manifest = loads(json.dumps(manifest))  # the non-finite values listed under "nulls" as floats again
+    try:
+        kind = manifest["transform"]["kind"]
+        cls = _transform_classes()[kind]
+        tables = {n: pq.read_table(Path(folder) / "tables" / f"{n}.parquet").to_pandas() for n in manifest["transform"]["tables"]}
+        transform = cls.from_state(backend.xdf, manifest["transform"]["state"], tables)
+        settings = manifest["model_settings"]
+        model = build_model(settings["name"], settings["task"], settings["params"], settings["seed"], settings["n_classes"] or 2)
+        fitted = model.load(backend, Path(folder) / manifest["model_file"])
+        precision = PrecisionPlan(
+            manifest["precision"]["precision"], [ColumnPrecision(**c) for c in manifest["precision"]["columns"]]
+        )
+    except AccelError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AccelError(f"the pipeline in {str(folder)!r} cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
+    holdout = pq.read_table(Path(folder) / HOLDOUT).to_pandas() if (Path(folder) / HOLDOUT).is_file() else None
+    return Pipeline(
+        workflow=kind,
+        task=manifest["task"],
+        classes=manifest["classes"],
+        transform=transform,
+        model=model,
+        fitted=fitted,
+        precision=precision,
+        backend=backend,
+        info=dict(manifest.get("info") or {}),
+        importances={k: dict(v) for k, v in (manifest.get("importances") or {}).items()},
+        threshold=float(manifest.get("threshold") or 0.5),
+        holdout=holdout,
+    )
+
+
+# --------------------------------------------------------------------------- from a run
+
+
+def classes_of(workflow: Fitted) -> list[Any] | None:
+    """The class labels of a workflow's task (None for regression)."""
+    if workflow.task == "regression":
+        return None
+    plan = getattr(workflow, "plan", None)
+    classes = list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+    # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
+    if all(isinstance(c, float) and c.is_integer() for c in classes):
+        classes = [int(c) for c in classes]
+    return classes
+
+
+def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
+    """The hold-out rows' ids (rows of the source file) beside the model's output for them;
+    None where the rows have no place in a file."""
+    import pandas as pd
+
+    if test_ids is None:
+        return None
+    prediction = _compat.to_numpy(prediction)
+    frame = pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64)})
+    if prediction.ndim == 2:
+        for k in range(prediction.shape[1]):
+            frame[f"prediction_{k}"] = prediction[:, k]
+    else:
+        frame["prediction"] = prediction
+    return frame
+
+
+def holdout_output(holdout: Frame) -> np.ndarray:
+    """The model's output kept in a :func:`holdout_frame`, as the run's predict stage gave it."""
+    columns = [c for c in holdout.columns if c.startswith("prediction")]
+    return holdout[columns[0]].to_numpy() if columns == ["prediction"] else holdout[columns].to_numpy()
+
+
+def from_run(
+    workflow: Fitted,
+    backend: Backend,
+    model: Model,
+    fitted: Any,
+    transform: FeatureTransform,
+    precision: PrecisionPlan,
+    **info: object,
+) -> Pipeline:
+    """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...)."""
+    return Pipeline(
+        workflow=workflow.name,
+        task=workflow.task,
+        classes=classes_of(workflow),
+        transform=transform,
+        model=model,
+        fitted=fitted,
+        precision=precision,
+        backend=backend,
+        info={
+            "model": getattr(workflow, "model_name", model.name),
+            "arm": backend.name,
+            "trained_on": model.device_used(backend, fitted),
+            **info,
+        },
+    )
+
+
+def explained(pipeline: Pipeline, timer: StageTimer, sample: Callable[[int], Array], rows: int) -> None:
+    """The pipeline's importances, in their own timed stage ``explain`` of ``timer``: the model's
+    own and, for XGBoost, SHAP on ``sample(n)`` (the float32 matrix of the first ``n`` hold-out
+    rows), ``n`` at most ``rows`` (0: no SHAP)."""
+    with timer.stage("explain"):
+        matrix = sample(rows) if rows > 0 else None
+        pipeline.importances = pipeline.model.importances(pipeline.backend, pipeline.fitted, pipeline.feature_names, matrix)
+
+
+def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Callable[[Path], Callable[[], None]] | None:
+    """What :func:`accel.record.write_record` calls to save the arms' pipelines beside the record:
+    ``<run id>.pipeline/<arm>/``, named in the record's ``pipelines`` (each with its path relative
+    to the record's folder, its size and what it holds). The folder is claimed by name first
+    (another run's folder makes the record take the next number), written whole in a temporary
+    folder and then moved into place."""
+    if not pipelines:
+        return None
+
+    def write(path: Path) -> Callable[[], None]:
+        folder = path.with_name(f"{path.stem}.pipeline")
+        folder.mkdir()  # FileExistsError: taken, the record takes the next number
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        try:
+            saved = {}
+            for arm, pipeline in pipelines.items():
+                pipeline.info["run_id"] = path.stem
+                saved[arm] = save(pipeline, tmp / arm)
+                saved[arm]["path"] = f"{folder.name}/{arm}"
+            os.replace(tmp, folder)  # over the empty folder that claimed the name
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        record["pipelines"] = saved
+        return lambda: shutil.rmtree(folder, ignore_errors=True)
+
+    return write
+
+
+def saved_folder(record: dict[str, Any], path: Path) -> Path | None:
+    """Where the pipeline a user would take from a record went (its accelerated arm's where that
+    arm saved one, else the CPU arm's), for the line the command prints; None without one."""
+    saved = record.get("pipelines") or {}
+    arm = next((a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)), None)
+    return Path(path).parent / saved[arm]["path"] if arm else None
+
+
+def read_rows(pipeline: Pipeline, source: Any, columns: list[str], read: Callable[[], Frame]) -> Frame:
+    """``read()`` of a table to score, its parse errors said as the user's input's: a value a
+    column's type (the training table's, :func:`read_types`) does not take, in one line."""
+    from accel.errors import first_line
+
+    try:
+        return read()
+    except (ValueError, TypeError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        types = read_types(pipeline, columns)
+        typed = ", ".join(f"{c} ({t})" for c, t in types.items() if t != "str")
+        raise AccelError(
+            f"--data {str(source.original)!r}: a value does not parse as its column's type ({first_line(exc, 160)}); "
+            f"the pipeline reads {typed or 'these columns'} as the training table had them"
+        ) from None
+
+
+def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
+    """Column types to read a table with, whole or in chunks (every chunk parses alike, and as the
+    run read it): the plan's, for the columns read."""
+    if pipeline.workflow != "table":
+        return {}
+    return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns}

@@ -1,0 +1,170 @@
+"""Scoring on a Dask cluster (``accel predict --cluster`` / ``--scheduler``): the pipeline mapped over partitions.
+
+The pipeline is loaded once on the client, on the backend of the workers' kind, and sent to
+every worker (:meth:`distributed.Client.scatter`); each partition of the table is featurised and
+scored by the very code of a single-process scoring (:meth:`accel.pipeline.Pipeline.features`,
+``matrix``, ``predict_matrix``), so a cluster scores what one process scores. The predictions
+come back to the client in partition order and are written once, from the arm the record says.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from accel._compat import Frame
+from accel.backend import Backend, cpu_backend
+from accel.config import ClusterConfig
+from accel.pipeline import Pipeline, load_folder
+from accel.result import ArmResult, Executed, Executor, Listener
+from accel.scaleout.arms import ArmPlace
+from accel.scaleout.cluster import ClusterSession
+from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
+from accel.timing import StageTimer
+
+#: The target's codes beside a partition's predictions (NaN where unknown), split off on the client.
+TARGET = "__target__"
+
+
+def features_partition(part: Frame, pipeline: Pipeline) -> tuple[Any, Any]:
+    """A partition's feature frame, and its target codes (NaN where the target is unknown)."""
+    X = pipeline.features(part)
+    codes = np.full(len(part), np.nan)
+    found = pipeline.target_codes(part)
+    if found is not None:
+        codes[found[1]] = found[0]
+    return X, codes
+
+
+def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: int, contributions: bool) -> Any:
+    """A partition's output rows (:func:`accel.scoring.predictions_frame`) with its target codes."""
+    X, codes = featured
+    matrix = pipeline.matrix(X)
+    output = pipeline.predict_matrix(matrix)
+    values = None
+    if contributions:
+        values = pipeline.model.contributions(pipeline.backend, pipeline.fitted, matrix.batch(0, matrix.n_rows))
+    frame = predictions_frame(pipeline, output, first_row, values)
+    frame[TARGET] = codes
+    return frame
+
+
+class ScoreOnDask(Executor):
+    """Scoring on a cluster's workers: ``load`` reads the partitions, ``features`` featurises them,
+    ``predict`` stores, scores and brings the output rows back."""
+
+    name = "dask"
+    stages = ("load", "features", "predict")
+
+    def __init__(self, session: ClusterSession):
+        from accel.scaleout.cluster import WorkerMemorySampler
+
+        self.session = session
+        self.sampler = WorkerMemorySampler(session.client)
+
+    def trackers(self) -> tuple[Any, ...]:
+        return (self.sampler,)
+
+    def monitored(self, backend: Backend) -> Backend:
+        return cpu_backend()  # the client's own memory; the workers' comes from the sampler
+
+    def execute(self, backend: Backend, job: ScoreJob, timer: StageTimer, listener: Listener | None) -> Executed:
+        import dask
+        import pandas as pd
+        from distributed import wait
+
+        from accel.result import ArmPeaks
+        from accel.workflows.table_dask import read_table
+
+        client, info = self.session.client, self.session.info
+        self.sampler.on_sample = listener.memory if listener else None
+        with self.sampler:
+            with timer.stage("load"):
+                pipeline = load_folder(job.folder, backend)
+                columns = job.columns(pipeline)
+                table = read_table(
+                    job.source, columns, read_types(pipeline, columns), backend.xdf, info.worker_kind, info.total_threads
+                )
+                parts = client.persist(table.to_delayed())
+                wait(parts)
+                lengths = client.compute([dask.delayed(len)(p) for p in parts], sync=True)
+            with timer.stage("features"):
+                shipped = client.scatter(pipeline, broadcast=True, hash=False)
+                featured = client.persist([dask.delayed(features_partition)(p, shipped) for p in parts])
+                wait(featured)
+                del parts
+            with timer.stage("predict"):
+                starts = np.cumsum([0, *lengths[:-1]])
+                scored = [
+                    dask.delayed(predict_partition)(f, shipped, int(a), job.contributions) for f, a in zip(featured, starts)
+                ]
+                frames = client.compute(scored, sync=True)
+            workers_memory = self.sampler.peaks()
+        output = pd.concat(frames, ignore_index=True) if frames else predictions_frame(pipeline, np.empty(0), 0)
+        metrics = Metrics()
+        known = output[TARGET].notna().to_numpy() if TARGET in output else np.zeros(len(output), bool)
+        if known.any():
+            codes = output.loc[known, TARGET].to_numpy().astype(np.int32 if job.task != "regression" else np.float64)
+            metrics.add(codes, _model_output(pipeline, output.loc[known]))
+        job.outputs[backend.name] = output.drop(columns=[TARGET], errors="ignore")
+        executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(lengths)})
+        executed.peaks, executed.where, executed.workers_memory = (
+            ArmPeaks.of_workers(workers_memory),
+            "dask workers",
+            workers_memory,
+        )
+        executed.threads = {"workers": info.workers, "threads_per_worker": info.threads_per_worker}
+        return executed
+
+
+def _model_output(pipeline: Pipeline, rows: Frame) -> np.ndarray:
+    """The model's output again from the output rows (the probabilities, or the regression's values)."""
+    if pipeline.task == "regression":
+        return rows["prediction"].to_numpy(dtype=np.float64)
+    proba = rows[[f"proba_{label}" for label in pipeline.classes_]].to_numpy()
+    return proba[:, 1] if pipeline.task == "binary" else proba
+
+
+def predict_on_cluster(
+    settings: PredictSettings, cluster: ClusterConfig, listener: Listener | None = None
+) -> tuple[dict[str, Any], Path, Path]:
+    """``accel predict`` on a Dask cluster (``cluster``: the run's ``cluster`` section): both
+    arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
+    with ``--baseline`` or where the accelerated one did not run."""
+    from accel.result import skipped
+    from accel.runner import execute_arm
+    from accel.scaleout.arms import plan_arms
+    from accel.scaleout.cluster import ClusterSession
+    from accel.scaleout.runner import _say, describe_cluster
+    from accel.scoring import conclude, prepare, remove, score_arm
+
+    ready = prepare(settings)
+    job = ready.job
+    clusters: dict[str, Any] = {}
+
+    def score_place(place: ArmPlace) -> ArmResult:
+        if place.skip is not None:
+            return skipped(place.skip)
+        if place.placement == "process":
+            return score_arm(place.backend, settings, job, listener)
+        with ExitStack() as own:
+            session = place.session or own.enter_context(ClusterSession(place.plan, say=_say))
+            result = execute_arm(place.backend, job, ScoreOnDask(session), listener)
+            clusters[place.kind] = describe_cluster(session.info, result.as_dict(), 0.0)
+            return result
+
+    try:
+        with ExitStack() as stack:
+            places = plan_arms(SimpleNamespace(cluster=cluster, device=settings.device), stack, _say)
+            gpu = score_place(places["gpu"])
+            if gpu.status == "ok" and not settings.baseline:
+                cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")
+            else:
+                cpu = score_place(places["cpu"])
+        return conclude(settings, ready, gpu, cpu, clusters=clusters, mode="dask")
+    finally:
+        remove(job.scratch)
