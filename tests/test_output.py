@@ -38,7 +38,9 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 def test_quiet_prints_only_the_record_path(quiet_run):
     out_dir, code, out, err = quiet_run
     [path] = records_in(out_dir)
-    assert code == 0 and out == f"run record: {path}\n" and err == "", (out, err)
+    # Where the files went, nothing else: the record, and the fitted pipeline beside it.
+    assert code == 0 and err == "" and out.splitlines()[0] == f"run record: {path}", (out, err)
+    assert all(line.startswith(("run record: ", "pipeline: ")) for line in out.splitlines()), out
 
 
 def test_quiet_still_prints_errors(tmp_path):

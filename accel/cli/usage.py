@@ -18,6 +18,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "accel run flights --cluster local --workers 2   # on a local Dask cluster",
         "accel run flights -q                            # only errors and the record's path",
     ),
+    "predict": (
+        "accel predict runs/2026-12-05-flights-001.json --data next.csv --out predictions.parquet",
+        "accel predict runs/2026-12-05-flights-001.json --data next.csv --out p.csv --baseline   # also timed on the CPU arm",
+    ),
     "scale": (
         "accel scale flights --cluster local --workers 1,2",
         "accel scale --data big.parquet --target y --cluster local-cuda --workers 1,2,4",
