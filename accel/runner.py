@@ -352,7 +352,7 @@ def paired_run(
     cpu_arm = prepare_arm_safely(cpu, workflow, memory)
     batch_plan["cpu"] = clock() - t0
     for arm, prepared in (("gpu", gpu_arm), ("cpu", cpu_arm)):
-        if prepared is not None:
+        if prepared is not None and not isinstance(prepared, ArmResult):
             plan = prepared[1]
             detail(
                 f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({plan.mode}, {plan.rows_per_batch:,} rows a batch)"

@@ -1974,7 +1974,7 @@ def _one_group_each(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
 
 def _front_per_group(tmp: Path) -> list[str]:
     quiet(["experiments", two_records(tmp), "--out", tmp / "exp"])
-    return ["report", str(tmp / "exp")]
+    return ["report", str(tmp / "exp"), "--markdown"]  # the summary with each group's front, on stdout
 
 
 def _experiments_record(tmp: Path) -> dict[str, Any]:

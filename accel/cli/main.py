@@ -195,11 +195,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
 
-    with never_lost():
-        status = _main(argv)
-        if status >= 2:  # refused, or stopped: an output folder made for it and left empty goes
-            remove_unused_folders()
-        return status
+    from accel import output
+
+    before = output.level()  # --quiet / --verbose hold for this command, not for the process after it
+    try:
+        with never_lost():
+            status = _main(argv)
+            if status >= 2:  # refused, or stopped: an output folder made for it and left empty goes
+                remove_unused_folders()
+            return status
+    finally:
+        output.set_level(before)
 
 
 def _main(argv: Sequence[str] | None) -> int:
