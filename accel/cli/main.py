@@ -192,10 +192,9 @@ def error_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from accel import output
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
-
-    from accel import output
 
     before = output.level()  # --quiet / --verbose hold for this command, not for the process after it
     try:
