@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,6 +70,12 @@ from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
 from accel.registry import MODELS, Dist
 from accel.timing import StageTimer, speedup
+
+if TYPE_CHECKING:
+    from distributed import Client
+    from optuna.trial import FrozenTrial
+
+    from accel.result import Listener
 
 # --------------------------------------------------------------------------- data for the search
 
@@ -732,40 +738,83 @@ def _resumable(opened: OpenedStudy) -> str:
     )
 
 
+@dataclass
+class _Search:
+    """What the phases of one search share: the study, the arm's context and the record they fill."""
+
+    opened: OpenedStudy
+    backend: Backend
+    gpu_note: str | None
+    ctx: SearchContext
+    workflow: Any
+    metric: str
+    direction: str
+    log: Callable[[str], None]
+    started: datetime
+    phases: dict[str, float]
+    record: dict[str, Any] = field(default_factory=dict)
+    kept: dict[str, Any] = field(default_factory=dict)  # arm -> its tuned pipeline
+
+    @property
+    def config(self) -> Any:
+        """The study's run configuration."""
+        return self.opened.config
+
+    @property
+    def study(self) -> Any:
+        """The Optuna study."""
+        return self.opened.study
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Time the block as ``phase`` in the record's ``phases_seconds`` (when it finishes)."""
+        t0 = time.perf_counter()
+        yield
+        self.phases[phase] = time.perf_counter() - t0
+
+
 def _search(
     opened: OpenedStudy,
     search_backend: Backend,
     gpu_note: str | None,
-    client: Any,
+    client: Client | None,
     request: SearchRequest,
     out: Path,
     log: Callable[[str], None],
-    listener: Any = None,
+    listener: Listener | None = None,
     trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
-    from accel.backend import cpu_backend
-    from accel.environment import collect_environment
-    from accel.pipeline import beside_record
-    from accel.record import record_head, record_stem, write_record
-    from accel.runner import early_stopping_for
+    run = _start(opened, search_backend, gpu_note, request, log)
+    baseline = _baseline(run, listener)
+    n_workers, counts = _trials(run, client, request, trial_log or log)
+    run.record = _record(run, request, n_workers, counts, baseline)
+    best = _best_trials(run.study, run.config.hpo.top)
+    if not best:
+        return _finish(run, out, _no_trial_arms(run))
+    run.record["best_trial"] = _best_trial(run.ctx, best[0])
+    final = _final(run, _top_k(run, best), baseline)
+    return _finish(run, out, _arms(run, final))
 
-    config, study, workflow = opened.config, opened.study, opened.workflow
-    metric, direction = direction_of(workflow.task)
+
+def _start(
+    opened: OpenedStudy, backend: Backend, gpu_note: str | None, request: SearchRequest, log: Callable[[str], None]
+) -> _Search:
+    """Check the study's direction, say what runs where, and build the arm's features."""
+    metric, direction = direction_of(opened.workflow.task)
+    study = opened.study
     if (direction == "maximize") != (study.direction.name == "MAXIMIZE"):
         raise AccelError(f"study {study.study_name!r} optimises the other way from this task's {metric}; start a new --study")
-
     started = datetime.now(timezone.utc)
-    arm_label = f"{search_backend.name.upper()} arm"
     joined = f" (joined: also run by {', '.join(opened.joined)})" if opened.joined else ""
     log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
     # The reason the GPU arm is skipped is said once, with the results (and in the record).
-    log(f"search on the {arm_label}" + (" (GPU arm skipped)" if gpu_note else ""))
+    log(f"search on the {backend.name.upper()} arm" + (" (GPU arm skipped)" if gpu_note else ""))
 
     phases: dict[str, float] = {}
-    memory, why = search_memory(config, request.cluster)
-    ctx, workflow, phases["features"] = build_context(config, search_backend, workflow, memory)
+    memory, why = search_memory(opened.config, request.cluster)
+    ctx, workflow, phases["features"] = build_context(opened.config, backend, opened.workflow, memory)
     if why is not None and ctx.memory["rmm"].get("reason") == "--rmm-pool off":  # not the CPU arm's record
         ctx.memory["rmm"]["reason"] = why
     rows = ctx.data.rows
@@ -775,64 +824,81 @@ def _search(
     )
     for note in ctx.data.notes:
         log(f"  note: {note}")
+    return _Search(opened, backend, gpu_note, ctx, workflow, metric, direction, log, started, phases)
 
-    # 1. The default baseline: the model accel run trains, on all training rows, on the hold-out.
-    baseline = study.user_attrs.get("baseline")
+
+def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
+    """The default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
+    from accel.runner import early_stopping_for
+
+    baseline: dict[str, Any] | None = run.study.user_attrs.get("baseline")
     if baseline is None:
-        log(f"default baseline: {config.model} on all {rows['train']:,} training rows, scored on the hold-out")
-        t0 = time.perf_counter()
-        if listener is not None:
-            listener.section("default baseline")
-        try:
-            d = ctx.data
-            base = train_and_score(
-                ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener,
-                early_stopping=early_stopping_for(config),  # as accel run trains it
-            )  # fmt: skip
-        finally:
+        d = run.ctx.data
+        run.log(f"default baseline: {run.config.model} on all {d.rows['train']:,} training rows, scored on the hold-out")
+        with run.timed("baseline"):
             if listener is not None:
-                listener.section(None)
-        phases["baseline"] = time.perf_counter() - t0
-        baseline = {"params": dict(ctx.base_params), **base.as_dict(), "metric": base.metrics[metric], "evaluated_on": "hold-out"}
-        study.set_user_attr("baseline", _json_safe(baseline))
-    log(f"default baseline: {metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
+                listener.section("default baseline")
+            try:
+                base = train_and_score(
+                    run.ctx, run.ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener,
+                    early_stopping=early_stopping_for(run.config),  # as accel run trains it
+                )  # fmt: skip
+            finally:
+                if listener is not None:
+                    listener.section(None)
+        baseline = {"params": dict(run.ctx.base_params), **base.as_dict(), "metric": base.metrics[run.metric]}
+        baseline["evaluated_on"] = "hold-out"
+        run.study.set_user_attr("baseline", _json_safe(baseline))
+    run.log(f"default baseline: {run.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
+    return baseline
 
-    # 2. Subset-first trials, here or on the Dask workers.
+
+def _trials(
+    run: _Search, client: Client | None, request: SearchRequest, each_trial: Callable[[str], None]
+) -> tuple[int, dict[str, int]]:
+    """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
+    config, study, hpo = run.config, run.study, run.config.hpo
     done_before = counted_trials(study)
-    remaining = max(0, config.hpo.trials - done_before)
-    log(
-        f"trials: {remaining} to run ({done_before} done of {config.hpo.trials}) on {rows['subset']:,} rows "
-        f"({config.hpo.subset:g} of the fitting rows), rounds × {config.hpo.trial_rounds:g}"
-        + (f", time-out {config.hpo.timeout:g} s" if config.hpo.timeout else "")
+    remaining = max(0, hpo.trials - done_before)
+    run.log(
+        f"trials: {remaining} to run ({done_before} done of {hpo.trials}) on {run.ctx.data.rows['subset']:,} rows "
+        f"({hpo.subset:g} of the fitting rows), rounds × {hpo.trial_rounds:g}"
+        + (f", time-out {hpo.timeout:g} s" if hpo.timeout else "")
     )
-    t0 = time.perf_counter()
     n_workers = 1
-    each_trial = trial_log or log  # one line per trial
-    if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, each_trial, total=config.hpo.trials)
-    else:
-        n_workers = run_trials_on_client(
-            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, each_trial
-        )
-    phases["trials"] = time.perf_counter() - t0
+    with run.timed("trials"):
+        if client is None:
+            run_trials(study, run.ctx, remaining, hpo.timeout, each_trial, total=hpo.trials)
+        else:
+            storage = run.opened.storage_url
+            n_workers = run_trials_on_client(client, study, storage, config, run.backend.name, remaining, hpo.timeout, each_trial)
     counts = trial_counts(study)
-    log(
+    run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
-        + f" · {phases['trials']:.1f} s"
+        + f" · {run.phases['trials']:.1f} s"
     )
+    return n_workers, counts
 
-    record: dict[str, Any] = {
+
+def _record(
+    run: _Search, request: SearchRequest, n_workers: int, counts: dict[str, int], baseline: dict[str, Any]
+) -> dict[str, Any]:
+    """The hpo record's head: the study, the configuration, the search and its trials."""
+    from accel.record import record_head
+
+    config, opened, ctx = run.config, run.opened, run.ctx
+    return {
         **record_head("hpo"),
-        "workflow": workflow.name,
-        "task": workflow.task,
+        "workflow": run.workflow.name,
+        "task": run.workflow.task,
         "model": config.model,
-        "started_at": started.isoformat(),
+        "started_at": run.started.isoformat(),
         "study": {
-            "name": study.study_name,
+            "name": opened.study.study_name,
             "storage": redact(opened.storage_url),
-            "metric": metric,
-            "direction": direction,
+            "metric": run.metric,
+            "direction": run.direction,
             "resumed": opened.resumed,
             "joined": opened.joined,
             "interrupted_trials": opened.interrupted,
@@ -841,9 +907,9 @@ def _search(
         },
         "config": public_config(config),
         "search": {
-            "arm": search_backend.name,
-            "gpu_arm": "used" if search_backend.is_gpu else f"skipped: {gpu_note}",
-            "rows": rows,
+            "arm": run.backend.name,
+            "gpu_arm": "used" if run.backend.is_gpu else f"skipped: {run.gpu_note}",
+            "rows": ctx.data.rows,
             "subset": config.hpo.subset,
             "trial_rounds": config.hpo.trial_rounds,
             "validation": config.hpo.validation,
@@ -857,120 +923,122 @@ def _search(
         "baseline": baseline,
     }
 
-    kept: dict[str, Any] = {}
 
-    def finish(arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
-        record["arms"] = arms
-        both = arms["gpu"]["status"] == "ok" and arms["cpu"]["status"] == "ok"
-        gpu, cpu = arms["gpu"], arms["cpu"]
-        # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran).
-        record["speedup"] = {
-            "final_model": speedup(cpu["seconds"], gpu["seconds"]) if both else math.nan,
-            **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in FINAL_STAGES},
-        }
-        record["phases_seconds"] = {k: round(v, 3) for k, v in phases.items()}
-        record["finished_at"] = datetime.now(timezone.utc).isoformat()
-        record["environment"] = collect_environment()
-        keep = ("baseline", "best_trial", "top_k", "final", "arms", "speedup", "trials", "improvement", "phases_seconds")
-        summary = {k: record[k] for k in keep if k in record}
-        summary["batches"] = {k: ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
-        study.set_user_attr("summary", _json_safe(summary))
-        for arm, pipeline in kept.items():
-            arms[arm]["importances"] = pipeline.importances
-        companion = beside_record(record, kept)
-        return record, write_record(out, record, record_stem(f"hpo-{workflow.name}", started), companion=companion)
+def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    """Complete the record with the arms and their speedups, keep its summary in the study, write it."""
+    from accel.environment import collect_environment
+    from accel.pipeline import beside_record
+    from accel.record import record_stem, write_record
 
-    best = _best_trials(study, config.hpo.top)
-    if not best:
-        reasons = sorted({t.user_attrs["error"] for t in study.get_trials(deepcopy=False) if t.user_attrs.get("error")})
-        record["final"] = {
-            "status": "failed",
-            "reason": "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else ""),
-        }
-        log(f"no tuned model: {record['final']['reason']}")
-        return finish({"gpu": _skipped_arm(gpu_note or "no trial completed"), "cpu": _skipped_arm("no trial completed")})
+    record = run.record
+    record["arms"] = arms
+    gpu, cpu = arms["gpu"], arms["cpu"]
+    both = gpu["status"] == "ok" and cpu["status"] == "ok"
+    # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran).
+    record["speedup"] = {
+        "final_model": speedup(cpu["seconds"], gpu["seconds"]) if both else math.nan,
+        **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in FINAL_STAGES},
+    }
+    record["phases_seconds"] = {k: round(v, 3) for k, v in run.phases.items()}
+    record["finished_at"] = datetime.now(timezone.utc).isoformat()
+    record["environment"] = collect_environment()
+    keep = ("baseline", "best_trial", "top_k", "final", "arms", "speedup", "trials", "improvement", "phases_seconds")
+    summary = {k: record[k] for k in keep if k in record}
+    summary["batches"] = {k: run.ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
+    run.study.set_user_attr("summary", _json_safe(summary))
+    for arm, pipeline in run.kept.items():
+        arms[arm]["importances"] = pipeline.importances
+    companion = beside_record(record, run.kept)
+    return record, write_record(out, record, record_stem(f"hpo-{run.workflow.name}", run.started), companion=companion)
 
-    first = best[0]
-    record["best_trial"] = {
+
+def _no_trial_arms(run: _Search) -> dict[str, Any]:
+    """No trial completed: the record's final says why, and both arms are skipped."""
+    trials = run.study.get_trials(deepcopy=False)
+    reasons = sorted({t.user_attrs["error"] for t in trials if t.user_attrs.get("error")})
+    reason = "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
+    run.record["final"] = {"status": "failed", "reason": reason}
+    run.log(f"no tuned model: {reason}")
+    return {"gpu": _skipped_arm(run.gpu_note or "no trial completed"), "cpu": _skipped_arm("no trial completed")}
+
+
+def _best_trial(ctx: SearchContext, first: FrozenTrial) -> dict[str, Any]:
+    """The record's entry for the best subset trial."""
+    attrs = first.user_attrs
+    return {
         "number": first.number,
         "params": trial_params(ctx, first.params, subset=True),
         "metric": first.value,
-        "metrics": first.user_attrs.get("metrics", {}),
-        "seconds": first.user_attrs.get("seconds"),
-        "peak_host_mb": first.user_attrs.get("peak_host_mb"),
-        "peak_device_mb": first.user_attrs.get("peak_device_mb"),
-        "rounds": first.user_attrs.get("rounds"),
-        "rows": first.user_attrs.get("rows"),
+        "metrics": attrs.get("metrics", {}),
+        **{k: attrs.get(k) for k in ("seconds", "peak_host_mb", "peak_device_mb", "rounds", "rows")},
         "evaluated_on": "validation (subset trial)",
     }
 
-    # 3. The top-k again on every fitting row, with all their rounds.
-    t0 = time.perf_counter()
+
+def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
+    """The top-k again on every fitting row, with all their rounds: the winner among them."""
+    ctx, metric = run.ctx, run.metric
     top = []
-    for t in best:
-        params = trial_params(ctx, t.params, subset=False)
-        m = train_and_score(ctx, params, ctx.data.X_fit, ctx.data.y_fit, ctx.data.X_valid, ctx.data.y_valid, True)
-        top.append(
-            {
-                "trial": t.number,
-                "params": params,
-                **m.as_dict(),
-                "metric": m.metrics[metric],
-                "evaluated_on": "validation (all fitting rows)",
-            }
-        )
-        rounds = f" · {m.rounds} rounds" if m.rounds else ""
-        log(
-            f"top-{len(best)}: trial {t.number}: {metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s"
-        )
-    phases["top_k"] = time.perf_counter() - t0
+    with run.timed("top_k"):
+        for t in best:
+            params = trial_params(ctx, t.params, subset=False)
+            m = train_and_score(ctx, params, ctx.data.X_fit, ctx.data.y_fit, ctx.data.X_valid, ctx.data.y_valid, True)
+            on = "validation (all fitting rows)"
+            top.append({"trial": t.number, "params": params, **m.as_dict(), "metric": m.metrics[metric], "evaluated_on": on})
+            rounds = f" · {m.rounds} rounds" if m.rounds else ""
+            score = f"{metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s"
+            run.log(f"top-{len(best)}: trial {t.number}: {score}")
     winner = top[0]
     for cand in top[1:]:
-        if _better(cand["metric"], winner["metric"], direction):
+        if _better(cand["metric"], winner["metric"], run.direction):
             winner = cand
-    record["top_k"] = top
+    run.record["top_k"] = top
+    return winner
 
-    # 4. The winner retrained on all training rows, scored on the hold-out.
+
+def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """The winner retrained on all training rows, scored on the hold-out, against the baseline."""
     final_params = dict(winner["params"])
     if winner.get("rounds"):
         final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
-    t0 = time.perf_counter()
-    fitted: dict[str, Any] = {}
-    fin = train_and_score(
-        ctx, final_params, ctx.data.X_train, ctx.data.y_train, ctx.data.X_test, ctx.data.y_test, False, keep=fitted
-    )
-    kept[search_backend.name] = tuned_pipeline(ctx, workflow, fitted)
-    phases["final"] = time.perf_counter() - t0
-    final = {
-        "trial": winner["trial"],
-        "params": final_params,
-        **fin.as_dict(),
-        "metric": fin.metrics[metric],
-        "evaluated_on": "hold-out",
-    }
-    record["final"] = final
-    gain = final["metric"] - baseline["metric"] if direction == "maximize" else baseline["metric"] - final["metric"]
-    record["improvement"] = {"metric": metric, "tuned_minus_default": gain, "better": gain > 0}
-    log(f"retrained best (trial {winner['trial']}): {metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s")
+    d, fitted = run.ctx.data, dict[str, Any]()
+    with run.timed("final"):
+        fin = train_and_score(run.ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=fitted)
+        run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.workflow, fitted)
+    final = {"trial": winner["trial"], "params": final_params, **fin.as_dict(), "metric": fin.metrics[run.metric]}
+    final["evaluated_on"] = "hold-out"
+    run.record["final"] = final
+    gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
+    run.record["improvement"] = {"metric": run.metric, "tuned_minus_default": gain, "better": gain > 0}
+    run.log(f"retrained best (trial {winner['trial']}): {run.metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s")
+    return final
 
-    # 5. The CPU baseline arm trains the same final model (on its own features) for its time.
+
+def _arms(run: _Search, final: dict[str, Any]) -> dict[str, Any]:
+    """Both arms of the final model: the searched arm's is the retrained best; the CPU baseline arm trains it too."""
     arm_final = {k: final[k] for k in ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")}
-    if not search_backend.is_gpu:
+    if not run.backend.is_gpu:
         note = "the search ran on this arm: the retrained best is its run"
-        return finish({"gpu": _skipped_arm(gpu_note), "cpu": {"status": "ok", "reason": None, **arm_final, "note": note}})
-    t0 = time.perf_counter()
+        return {"gpu": _skipped_arm(run.gpu_note), "cpu": {"status": "ok", "reason": None, **arm_final, "note": note}}
+    with run.timed("cpu_arm"):
+        cpu_arm = _cpu_arm(run, final["params"])
+    return {"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm}
+
+
+def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
+    """The CPU baseline arm trains the same final model (on its own features) for its time."""
+    from accel.backend import cpu_backend
+
     try:
-        cpu_ctx, _, _ = build_context(config, cpu_backend(), workflow)
-        d = cpu_ctx.data
-        cpu_fitted: dict[str, Any] = {}
-        cpu_fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=cpu_fitted)
-        kept["cpu"] = tuned_pipeline(cpu_ctx, workflow, cpu_fitted)
-        cpu_arm = {"status": "ok", "reason": None, **cpu_fin.as_dict(), "metric": cpu_fin.metrics[metric]}
-        log(f"CPU baseline arm, same final model: {metric} {cpu_arm['metric']:.4f} · {cpu_fin.seconds:.1f} s")
+        cpu_ctx, _, _ = build_context(run.config, cpu_backend(), run.workflow)
+        d, fitted = cpu_ctx.data, dict[str, Any]()
+        fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=fitted)
+        run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.workflow, fitted)
+        cpu_arm = {"status": "ok", "reason": None, **fin.as_dict(), "metric": fin.metrics[run.metric]}
+        run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
         cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
-    phases["cpu_arm"] = time.perf_counter() - t0
-    return finish({"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm})
+    return cpu_arm
 
 
 def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) -> Any:
