@@ -25,10 +25,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.openmp import settle
 from accel.record import leaves_no_folder
+
+if TYPE_CHECKING:
+    from accel.result import Listener
 
 
 def _strict_arguments(fn: Any) -> Any:
@@ -237,36 +240,17 @@ def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
 @leaves_no_folder
 @_strict_arguments
 def run(
-    workflow: str | os.PathLike[str] | None = None,
-    *,
-    data: str | os.PathLike[str] | Any | None = None,
-    target: str | None = None,
-    task: str | None = None,
-    model: str | None = None,
-    drop: str | Sequence[str] | None = None,
-    delimiter: str | None = None,
-    date_format: Mapping[str, str] | None = None,
-    probe: str | None = None,
-    device: str | None = None,
-    precision: str | None = None,
-    batch_rows: int | str | None = None,
-    memory_budget: str | None = None,
-    rmm_pool: str | None = None,
-    rows: int | None = None,
-    test_size: float | None = None,
-    seed: int | None = None,
-    out: str | os.PathLike[str] | None = None,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    baseline_scheduler: str | None = None,
-    workers: int | None = None,
-    threads_per_worker: int | None = None,
-    worker_memory: str | None = None,
-    device_memory_limit: str | None = None,
-    protocol: str | None = None,
-    scale: int | None = None,
+    workflow: str | os.PathLike[str] | None = None, *, data: str | os.PathLike[str] | Any | None = None,
+    target: str | None = None, task: str | None = None, model: str | None = None, drop: str | Sequence[str] | None = None,
+    delimiter: str | None = None, date_format: Mapping[str, str] | None = None, probe: str | None = None,
+    device: str | None = None, precision: str | None = None, batch_rows: int | str | None = None,
+    memory_budget: str | None = None, rmm_pool: str | None = None, rows: int | None = None,
+    test_size: float | None = None, seed: int | None = None, out: str | os.PathLike[str] | None = None,
+    cluster: str | None = None, scheduler: str | None = None, baseline_scheduler: str | None = None,
+    workers: int | None = None, threads_per_worker: int | None = None, worker_memory: str | None = None,
+    device_memory_limit: str | None = None, protocol: str | None = None, scale: int | None = None,
     progress: bool = True,
-) -> RunResult:
+) -> RunResult:  # fmt: skip
     """Run a workflow on the accelerated arm and the CPU baseline, write its record, return it.
 
     Every parameter is the command line's flag of the same name (``rows=`` is ``--rows``);
@@ -307,8 +291,9 @@ def run(
         Memory a run may hold, e.g. ``"8GB"``.
     rmm_pool : str, optional
         The GPU arm's RMM pool: ``"auto"``, ``"off"`` or a size; with ``cluster``, per worker.
-    rows : int, optional
-        A seeded sample of this many rows.
+    rows, scale : int, optional
+        A seeded sample of this many rows; the data replicated this many times with jitter
+        (``scale``, default 1).
     test_size : float, optional
         Share of rows held out for testing (default 0.2).
     seed : int, optional
@@ -323,14 +308,11 @@ def run(
         With ``scheduler`` of GPU workers: a running CPU cluster for the baseline arm.
     workers, threads_per_worker : int, optional
         With ``cluster``: the workers to start and the threads of each.
-    worker_memory : str, optional
-        With ``cluster``: host memory per worker, beyond which Dask spills to disk.
-    device_memory_limit : str, optional
-        With ``cluster="local-cuda"``: device memory per worker above which Dask-CUDA spills.
+    worker_memory, device_memory_limit : str, optional
+        With ``cluster``: host memory per worker, beyond which Dask spills to disk; with
+        ``cluster="local-cuda"``, device memory per worker above which Dask-CUDA spills.
     protocol : {"tcp", "ucx"}, optional
         With ``cluster``: the workers' protocol.
-    scale : int, optional
-        Replicate the data this many times with jitter (default 1).
     progress : bool, default True
         Show the arms and their stages as they run (on stderr: in a notebook, a line per
         stage), as the command line does; False: nothing until the result.
@@ -345,13 +327,11 @@ def run(
         For every bad input, with the one-line message the command line prints (nothing is
         written then): ``workers=`` without ``cluster=``, ``cluster=`` with ``scheduler=``, ...
     """
-    from argparse import Namespace
-
-    dask = Namespace(
-        cluster=cluster, scheduler=scheduler, baseline_scheduler=baseline_scheduler, workers=workers,
-        threads_per_worker=threads_per_worker, rmm_pool=rmm_pool, device_memory_limit=device_memory_limit,
-        worker_memory=worker_memory, protocol=protocol, scale=scale,
-    )  # fmt: skip
+    dask = {
+        "cluster": cluster, "scheduler": scheduler, "baseline_scheduler": baseline_scheduler, "workers": workers,
+        "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool, "device_memory_limit": device_memory_limit,
+        "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
+    }  # fmt: skip
     with _table_file(data) as table:
         settings = _table_settings(
             table, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out
@@ -360,26 +340,36 @@ def run(
         return _run(workflow, settings, dask, progress)
 
 
-def _run(workflow: Any, settings: dict[str, Any], dask: Any, progress: bool) -> RunResult:
+def _run(workflow: Any, settings: dict[str, Any], dask: dict[str, Any], progress: bool) -> RunResult:
     """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
+    from argparse import Namespace
+
     from accel.cli.options import config_overrides, workflow_source
     from accel.config import build_config
 
-    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
+    overrides = {**settings, **config_overrides(Namespace(**dask))}  # the flags' one check: workers= needs cluster=, ...
     file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
-    listener = None
-    if progress:
-        from accel.report.console import ProgressDisplay
-
-        # Plain lines where Dask workers write to the same terminal, as accel run prints them.
-        listener = ProgressDisplay(live=False if config.cluster is not None else None)
-    try:
+    # Plain lines where Dask workers write to the same terminal, as accel run prints them.
+    with _display(progress, live=False if config.cluster is not None else None) as listener:
         record, path = run_config(config, listener)
-    finally:
-        if listener is not None:
-            listener.close()
     return RunResult(record, Path(path))
+
+
+@contextmanager
+def _display(shown: bool, live: bool | None = None) -> Iterator[Listener | None]:
+    """The progress display (:class:`~accel.report.console.ProgressDisplay`, closed afterwards) of a
+    call that shows its progress, else None. ``live``: as the display takes it."""
+    if not shown:
+        yield None
+        return
+    from accel.report.console import ProgressDisplay
+
+    listener = ProgressDisplay(live=live)
+    try:
+        yield listener
+    finally:
+        listener.close()
 
 
 @_strict_arguments
@@ -487,21 +477,13 @@ def predict(
         arm=arm, device=device, baseline=baseline, memory_budget=memory_budget, batch_rows=batch_rows,
         contributions=contributions,
     )  # fmt: skip
-    listener = None
-    if progress:
-        from accel.report.console import ProgressDisplay
-
-        listener = ProgressDisplay()
-    try:
+    with _display(progress) as listener:
         if on_cluster is not None:
             from accel.scaleout.scoring import predict_on_cluster
 
             record, path, output = predict_on_cluster(settings, on_cluster, listener)
         else:
             record, path, output = score(settings, listener)
-    finally:
-        if listener is not None:
-            listener.close()
     return PredictResult(record, Path(path), Path(output))
 
 
@@ -1007,29 +989,15 @@ def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
 @leaves_no_folder
 @_strict_arguments
 def benchmark(
-    suite: str,
-    *,
-    data: str | os.PathLike[str] | None = None,
-    data_dir: str | os.PathLike[str] | None = None,
-    questions: str | Sequence[str] | None = None,
-    engines: str | Sequence[str] | None = None,
-    cpu_from: Sequence[str | os.PathLike[str]] | None = None,
-    rows: int | None = None,
-    features: int | None = None,
-    models: str | Sequence[str] | None = None,
-    operations: str | Sequence[str] | None = None,
-    min_rows: int | None = None,
-    max_rows: int | None = None,
-    steps_per_decade: int | None = None,
-    seed: int | None = None,
-    device: str = "auto",
-    repeats: int = 3,
-    warmup: int = 0,
-    results: str | os.PathLike[str] | None = None,
-    progress_file: str | os.PathLike[str] | None = None,
-    overwrite: bool = False,
-    progress: bool = False,
-) -> BenchResult:
+    suite: str, *, data: str | os.PathLike[str] | None = None, data_dir: str | os.PathLike[str] | None = None,
+    questions: str | Sequence[str] | None = None, engines: str | Sequence[str] | None = None,
+    cpu_from: Sequence[str | os.PathLike[str]] | None = None, rows: int | None = None, features: int | None = None,
+    models: str | Sequence[str] | None = None, operations: str | Sequence[str] | None = None,
+    min_rows: int | None = None, max_rows: int | None = None, steps_per_decade: int | None = None,
+    seed: int | None = None, device: str = "auto", repeats: int = 3, warmup: int = 0,
+    results: str | os.PathLike[str] | None = None, progress_file: str | os.PathLike[str] | None = None,
+    overwrite: bool = False, progress: bool = False,
+) -> BenchResult:  # fmt: skip
     """Run one of the ``accel bench`` suites on both arms, as ``accel bench SUITE`` does; write its
     result, return it.
 
@@ -1179,32 +1147,15 @@ _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric
 @leaves_no_folder
 @_strict_arguments
 def scale(
-    workflow: str | os.PathLike[str] | None = None,
-    *,
-    data: str | os.PathLike[str] | None = None,
-    target: str | None = None,
-    task: str | None = None,
-    model: str | None = None,
-    drop: str | Sequence[str] | None = None,
-    delimiter: str | None = None,
-    date_format: Mapping[str, str] | None = None,
-    probe: str | None = None,
-    cluster: str | None = "local",
-    workers: Sequence[int] | None = None,
-    threads_per_worker: int | None = None,
-    rmm_pool: str | None = None,
-    device_memory_limit: str | None = None,
-    worker_memory: str | None = None,
-    protocol: str | None = None,
-    scale: int | None = None,
-    device: str | None = None,
-    test_size: float | None = None,
-    rows: int | None = None,
-    seed: int | None = None,
-    out: str | os.PathLike[str] | None = None,
-    baseline: bool = True,
-    progress: bool = False,
-) -> ScaleResult:
+    workflow: str | os.PathLike[str] | None = None, *, data: str | os.PathLike[str] | None = None,
+    target: str | None = None, task: str | None = None, model: str | None = None, drop: str | Sequence[str] | None = None,
+    delimiter: str | None = None, date_format: Mapping[str, str] | None = None, probe: str | None = None,
+    cluster: str | None = "local", workers: Sequence[int] | None = None, threads_per_worker: int | None = None,
+    rmm_pool: str | None = None, device_memory_limit: str | None = None, worker_memory: str | None = None,
+    protocol: str | None = None, scale: int | None = None, device: str | None = None, test_size: float | None = None,
+    rows: int | None = None, seed: int | None = None, out: str | os.PathLike[str] | None = None,
+    baseline: bool = True, progress: bool = False,
+) -> ScaleResult:  # fmt: skip
     """Run a workflow on 1, 2, 4 ... Dask workers beside the single-process CPU baseline, as
     ``accel scale`` does; write the scaling record and its plot, return them.
 
@@ -1270,16 +1221,8 @@ def scale(
     }  # fmt: skip
     workflow_name = None if workflow is None else str(workflow)
     config, counts = study_config(workflow_name, settings, dask)
-    listener = None
-    if progress:
-        from accel.report.console import ProgressDisplay
-
-        listener = ProgressDisplay(live=False)  # the workers write to the same terminal
-    try:
+    with _display(progress, live=False) as listener:  # the workers write to the same terminal
         record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
-    finally:
-        if listener is not None:
-            listener.close()
     return ScaleResult(record, Path(path), Path(png))
 
 
