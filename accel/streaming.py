@@ -22,12 +22,15 @@ XGBoost only: scikit-learn and cuML estimators fit on one matrix in memory.
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from accel import _compat
+from accel._compat import Array, Frame
 from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
@@ -42,6 +45,13 @@ from accel.timing import StageTimer
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
 
+if TYPE_CHECKING:
+    from xgboost import Booster
+
+    from accel.models import XGBoostModel
+    from accel.result import Listener
+    from accel.workflows.table import TableWorkflow
+
 
 class _Rows:
     """Which file rows are training / test rows (ascending), in :func:`row_dtype`."""
@@ -49,7 +59,7 @@ class _Rows:
     def __init__(self, plan: Any):
         used = plan.row_positions
         dtype = row_dtype(max(int(plan.rows_in_file), len(used)))
-        self.train: np.ndarray | None = used[plan.train_pos].astype(dtype)
+        self.train: np.ndarray = used[plan.train_pos].astype(dtype)
         self.test = used[plan.test_pos].astype(dtype)
 
 
@@ -66,154 +76,29 @@ class Streamed(Executor):
 
 
 def _run_streaming(
-    backend: Backend, workflow: Workflow, plan: BatchPlan, settings: MemorySettings, rmm: dict, timer: StageTimer, listener: Any
+    backend: Backend,
+    workflow: Workflow,
+    plan: BatchPlan,
+    settings: MemorySettings,
+    rmm: dict,
+    timer: StageTimer,
+    listener: Listener | None,
 ) -> Executed:
-    tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
-    xdf = backend.xdf
-    rows = _Rows(tplan)
-    n_train = len(tplan.train_pos)  # the training rows (rows.train is let go before boosting)
-    dtypes = tplan.csv_dtypes()
-    columns = tplan.read_columns
-    featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
+    table = cast("TableWorkflow", workflow)  # a user's table is what streams: it has a plan
+    tplan, model = table.plan, cast("XGBoostModel", table.model)
+    featurizer = TableFeaturizer(backend.xdf, tplan, "xgboost", table.settings.seed)
     featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
-    arm = backend.name
-
     # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
-    cache = ColumnarCache(xdf, source, columns, dtypes)
-
-    def chunks(batch_rows: int, timed: bool = True):
-        reader = cache.chunks(batch_rows)
-        while True:
-            with timer.accumulate("load") if timed else nullcontext():
-                item = next(reader, None)
-            if item is None:
-                return
-            yield item
-
-    def announce(stage: str) -> float:
-        if listener:
-            listener.stage_started(arm, stage)
-        return time.perf_counter()
-
-    def done(stage: str, t0: float) -> None:
-        if listener:
-            listener.stage_finished(arm, stage, time.perf_counter() - t0)
-
+    cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
+    run = _Stream(backend, table, plan, timer, listener, _Rows(tplan), featurizer, cache)
     try:
-        # 1. fit the statistics from partial results
-
-        def fit_pass(batch_rows: int) -> int:
-            featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
-            n = 0
-            for start, frame in chunks(batch_rows):
-                with timer.accumulate("features"):
-                    train, where = planned_rows(rows.train, start, frame)
-                    if train is not None:
-                        featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
-                        del train
-                    del frame
-                    release_host_memory(collect=False)
-                n += 1
-            with timer.accumulate("features"):
-                featurizer.finalize()
-            return n
-
-        t0 = announce("fit pass")
-        batches = with_backoff(fit_pass, plan, backend, "fit pass")
-        done("fit pass", t0)
-
-        # 2. XGBoost's matrix from batches read and featurised on demand
-        import xgboost
-
-        names: list[str] = []
-        types: list[str] = []
-        # The early-stopping search (the first arm to train): the validation part of the training
-        # rows (the same rows as in memory: positions among the training rows) kept apart.
-        es = getattr(model, "early_stopping", None)
-        valid_mask = es.mask(n_train) if es is not None and es.searching else None
-        held: dict[int, tuple[Any, Any]] = {}
-        columns: list[str] = []
-
-        placement = backend.external_memory()
-
-        class FileBatches(xgboost.DataIter):
-            def __init__(self, batch_rows: int, cache_prefix: str | None = None, search: bool = False) -> None:
-                # search: the early-stopping search's pass (validation rows held apart, untimed)
-                self.batch_rows, self.search = batch_rows, search
-                self._it: Any = None
-                super().__init__(
-                    cache_prefix=cache_prefix,
-                    on_host=placement["on_host"],
-                    min_cache_page_bytes=placement.get("min_cache_page_bytes"),
-                )
-
-            def reset(self) -> None:
-                self._it = None
-
-            def next(self, input_data: Any) -> bool:
-                if self._it is None:
-                    self._it = chunks(self.batch_rows, timed=not self.search)
-                while True:
-                    item = next(self._it, None)
-                    if item is None:
-                        return False
-                    start, frame = item
-                    with timer.accumulate("features") if not self.search else nullcontext():
-                        train, where = planned_rows(rows.train, start, frame)
-                        if train is None:
-                            continue
-                        X = featurizer.transform(train, featurizer.folds[where])
-                        y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
-                        matrix = frame_matrix(X, featurizer.categorical)
-                        if self.search and valid_mask is not None and valid_mask[where].any():
-                            valid = backend.xp.asarray(valid_mask[where])
-                            held[start] = (matrix[valid], y[valid])
-                            matrix, y = matrix[~valid], y[~valid]
-                    if not names:
-                        names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
-                        columns[:] = [str(c) for c in X.columns]
-                    input_data(data=matrix, label=y, feature_names=names, feature_types=types)
-                    del frame, train, X, y, matrix
-                    release_host_memory(collect=False)
-                    return True
-
-        t0 = announce("to_device")
-        inner_before = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0)
-        start_clock = time.perf_counter()
-
-        external = plan.training_matrix == "external"
-
-        def build(batch_rows: int, search: bool = False) -> Any:
-            # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
-            # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
-            # or in host memory (GPU arm), brought back page by page while boosting.
-            held.clear()  # a retry with smaller batches holds the validation rows afresh
-            prefix = str(cache.scratch() / ("xgboost-search" if search else "xgboost")) if external else None
-            batches = FileBatches(batch_rows, prefix, search=search)
-            options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-            if not external:
-                return xgboost.QuantileDMatrix(batches, **options)
-            if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
-                options["cache_host_ratio"] = placement["cache_host_ratio"]
-            return xgboost.ExtMemQuantileDMatrix(batches, **options)
-
-        dtrain = with_backoff(build, plan, backend, "to_device")
-        backend.synchronize()
-        inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
-        timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
-        done("to_device", t0)
-
-        def search() -> None:
-            # A pass of its own, outside the stages: the training rows less the validation part,
-            # which is held apart as the batches go by and watched while the search boosts.
-            dfit = with_backoff(lambda batch_rows: build(batch_rows, search=True), plan, backend, "rounds search")
-            dvalid = validation_matrix(backend, model, dfit, held, names, types, n_train)
-            if dvalid is not None:
-                model.search(backend, dfit, dvalid)
-
-        search_between_stages(backend, model, listener, search)
+        with run.announced("fit pass"):
+            batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
+        matrix = _Matrix(run, model)
+        dtrain = matrix.to_device()
+        search_between_stages(backend, model, listener, matrix.search)
         # Only the test rows are read again: the training rows' list and folds go before boosting.
-        rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
+        run.rows.train, featurizer.folds = np.empty(0, run.rows.test.dtype), np.empty(0, FOLD_DTYPE)
 
         # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
         release_host_memory()
@@ -221,57 +106,223 @@ def _run_streaming(
             booster = model.fit(backend, dtrain)
         del dtrain
         release_host_memory()
-
-        # 4. predictions batch by batch
-        sample: list[Any] = []  # the first hold-out rows' matrices, for SHAP
-
-        def keep(matrix: Any) -> None:
-            if sum(len(m) for m in sample) < workflow.settings.explain_rows:
-                sample.append(matrix[: workflow.settings.explain_rows])
-
-        def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
-            sample.clear()
-            return predict_batches(
-                xdf, featurizer, booster, source, rows.test, batch_rows, timer, chunks=cache.chunks, on_matrix=keep
-            )
-
-        t0 = announce("predict pass")
-        prediction, y_test = with_backoff(predict_pass, plan, backend, "predict pass")
-        done("predict pass", t0)
-        kept = from_run(workflow, backend, model, booster, TableTransform(featurizer), plan_precision("fp32", columns, []))
-        explained(kept, timer, lambda n: backend.xp.concatenate(sample)[:n] if sample else None, workflow.settings.explain_rows)
-        kept.holdout = holdout_frame(tplan.row_positions[tplan.test_pos], prediction)
+        prediction, y_test, pipeline = run.predict(model, booster, matrix.columns)
     finally:
         cache_record = cache.describe()
         cache.close()
 
-    metrics = task_metrics(workflow.task, y_test, prediction)
+    metrics = task_metrics(table.task, y_test, prediction)
     memory_record = {
         "rmm": {**rmm, **(backend.rmm_statistics() or {})},
-        "batches": {
-            **plan.describe(),
-            "batches_read_per_pass": batches,
-            "external_memory": placement if external else None,
-        },
+        "batches": {**plan.describe(), "batches_read_per_pass": batches, "external_memory": matrix.external_memory},
         "chunk_cache": cache_record,
         "precision": {
             "precision": settings.precision,
             "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
         },
     }
-    workflow.feature_reports[backend.name] = {
-        "encodings": featurizer.report.encodings,
-        "imputed": [],
-        "scaled": False,
-        **({"renamed": dict(featurizer.report.renamed)} if featurizer.report.renamed else {}),
-    }
+    report = featurizer.report
+    table.feature_reports[backend.name] = {
+        "encodings": report.encodings, "imputed": [], "scaled": False,
+        **({"renamed": dict(report.renamed)} if report.renamed else {}),
+    }  # fmt: skip
     rows_record = {
-        "loaded": tplan.rows_in_file,
-        "with_target": len(tplan.row_positions),
-        "train": len(tplan.train_pos),
-        "test": len(tplan.test_pos),
-    }
-    return Executed(model, booster, metrics, rows_record, list(names), memory_record, pipeline=kept)
+        "loaded": tplan.rows_in_file, "with_target": len(tplan.row_positions),
+        "train": len(tplan.train_pos), "test": len(tplan.test_pos),
+    }  # fmt: skip
+    return Executed(model, booster, metrics, rows_record, list(matrix.names), memory_record, pipeline=pipeline)
+
+
+@dataclass
+class _Stream:
+    """What the passes of one streamed run share: the arm, the plan, the chunk cache and the fitted features."""
+
+    backend: Backend
+    workflow: TableWorkflow
+    plan: BatchPlan
+    timer: StageTimer
+    listener: Listener | None
+    rows: _Rows
+    featurizer: TableFeaturizer
+    cache: ColumnarCache
+
+    def chunks(self, batch_rows: int, timed: bool = True) -> Iterator[tuple[int, Any]]:
+        """The cached chunks as ``(first_row, frame)``, their reading timed as ``load`` unless not ``timed``."""
+        reader = self.cache.chunks(batch_rows)
+        while True:
+            with self.timer.accumulate("load") if timed else nullcontext():
+                item = next(reader, None)
+            if item is None:
+                return
+            yield item
+
+    @contextmanager
+    def announced(self, stage: str) -> Iterator[None]:
+        """Tell the listener that the pass ``stage`` starts, and when it has finished how long it took."""
+        if self.listener:
+            self.listener.stage_started(self.backend.name, stage)
+        t0 = time.perf_counter()
+        yield
+        if self.listener:
+            self.listener.stage_finished(self.backend.name, stage, time.perf_counter() - t0)
+
+    def fit_pass(self, batch_rows: int) -> int:
+        """1. Fit the statistics from partial results of each batch's training rows; the batches read."""
+        featurizer, tplan, xdf = self.featurizer, self.workflow.plan, self.backend.xdf
+        featurizer.reset()  # a retry after an out-of-memory starts the sums afresh
+        n = 0
+        for start, frame in self.chunks(batch_rows):
+            with self.timer.accumulate("features"):
+                train, where = planned_rows(self.rows.train, start, frame)
+                if train is not None:
+                    featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
+                    del train
+                del frame
+                release_host_memory(collect=False)
+            n += 1
+        with self.timer.accumulate("features"):
+            featurizer.finalize()
+        return n
+
+    def predict(self, model: XGBoostModel, booster: Booster, columns: list[str]) -> tuple[np.ndarray, np.ndarray, Any]:
+        """4. Predictions batch by batch: (predictions, target codes, the fitted pipeline), its importances explained."""
+        workflow, backend, explain_rows = self.workflow, self.backend, self.workflow.settings.explain_rows
+        sample: list[Any] = []  # the first hold-out rows' matrices, for SHAP
+
+        def keep(matrix: Any) -> None:
+            if sum(len(m) for m in sample) < explain_rows:
+                sample.append(matrix[:explain_rows])
+
+        def predict_pass(batch_rows: int) -> tuple[np.ndarray, np.ndarray]:
+            sample.clear()
+            source, featurizer = workflow.planned.source, self.featurizer
+            chunks = self.cache.chunks
+            return predict_batches(backend.xdf, featurizer, booster, source, self.rows.test, batch_rows, self.timer, chunks, keep)
+
+        with self.announced("predict pass"):
+            prediction, y_test = with_backoff(predict_pass, self.plan, backend, "predict pass")
+        precision = plan_precision("fp32", columns, [])
+        pipeline = from_run(workflow, backend, model, booster, TableTransform(self.featurizer), precision)
+        explained(pipeline, self.timer, lambda n: backend.xp.concatenate(sample)[:n] if sample else None, explain_rows)
+        tplan = workflow.plan
+        pipeline.holdout = holdout_frame(tplan.row_positions[tplan.test_pos], prediction)
+        return prediction, y_test, pipeline
+
+
+class _Matrix:
+    """2. XGBoost's training matrix from batches read and featurised on demand.
+
+    When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external memory:
+    pages on disk (CPU arm; files next to the chunk cache, removed with it) or in host memory
+    (GPU arm), brought back page by page while boosting. The early-stopping search (the first
+    arm to train) builds a matrix of its own, with the validation part of the training rows
+    (the same rows as in memory: positions among the training rows) held apart.
+    """
+
+    def __init__(self, run: _Stream, model: XGBoostModel) -> None:
+        self.run, self.model = run, model
+        self.n_train = len(run.workflow.plan.train_pos)  # the training rows (rows.train is let go before boosting)
+        es = getattr(model, "early_stopping", None)
+        self.valid_mask = es.mask(self.n_train) if es is not None and es.searching else None
+        self.held: dict[int, tuple[Any, Any]] = {}
+        self.names: list[str] = []
+        self.types: list[str] = []
+        self.columns: list[str] = []
+        self.placement = run.backend.external_memory()
+        self.external = run.plan.training_matrix == "external"
+        self.external_memory = self.placement if self.external else None
+
+    def batch(self, start: int, frame: Frame, search: bool) -> tuple[Array, Array] | None:
+        """One chunk's training rows as (matrix, labels), the validation rows held apart in the
+        search's pass; None when the chunk has no training rows."""
+        run, tplan = self.run, self.run.workflow.plan
+        featurizer = run.featurizer
+        train, where = planned_rows(run.rows.train, start, frame)
+        if train is None:
+            return None
+        X = featurizer.transform(train, featurizer.folds[where])
+        y = _compat.series_to_array(target_codes(run.backend.xdf, train[tplan.target], tplan))
+        matrix = frame_matrix(X, featurizer.categorical)
+        if search and self.valid_mask is not None and self.valid_mask[where].any():
+            valid = run.backend.xp.asarray(self.valid_mask[where])
+            self.held[start] = (matrix[valid], y[valid])
+            matrix, y = matrix[~valid], y[~valid]
+        if not self.names:
+            self.names[:], self.types[:] = xgboost_features(X.columns, featurizer.categorical)
+            self.columns[:] = [str(c) for c in X.columns]
+        return matrix, y
+
+    def build(self, batch_rows: int, search: bool = False) -> Any:
+        """The ``QuantileDMatrix`` (or ``ExtMemQuantileDMatrix``) of ``batch_rows`` batches."""
+        import xgboost
+
+        self.held.clear()  # a retry with smaller batches holds the validation rows afresh
+        prefix = str(self.run.cache.scratch() / ("xgboost-search" if search else "xgboost")) if self.external else None
+        batches = _file_batches(self, batch_rows, prefix, search)
+        options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": self.run.backend.n_threads}
+        if not self.external:
+            return xgboost.QuantileDMatrix(batches, **options)
+        if "cache_host_ratio" in self.placement:  # the CPU matrix refuses the argument
+            options["cache_host_ratio"] = self.placement["cache_host_ratio"]
+        return xgboost.ExtMemQuantileDMatrix(batches, **options)
+
+    def to_device(self) -> Any:
+        """The training matrix, timed as ``to_device`` less the reading and featurising it did."""
+        run, seconds = self.run, self.run.timer.seconds
+        with run.announced("to_device"):
+            inner_before = seconds.get("load", 0.0) + seconds.get("features", 0.0)
+            start_clock = time.perf_counter()
+            dtrain = with_backoff(self.build, run.plan, run.backend, "to_device")
+            run.backend.synchronize()
+            inner = seconds.get("load", 0.0) + seconds.get("features", 0.0) - inner_before
+            seconds["to_device"] = seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
+        return dtrain
+
+    def search(self) -> None:
+        """The early-stopping search: a pass of its own, outside the stages, on the training rows less
+        the validation part, which is held apart as the batches go by and watched while it boosts."""
+        run = self.run
+        dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), run.plan, run.backend, "rounds search")
+        dvalid = validation_matrix(run.backend, self.model, dfit, self.held, self.names, self.types, self.n_train)
+        if dvalid is not None:
+            self.model.search(run.backend, dfit, dvalid)
+
+
+def _file_batches(matrix: _Matrix, batch_rows: int, cache_prefix: str | None, search: bool) -> Any:
+    """An ``xgboost.DataIter`` over the training rows' batches (``search``: the early-stopping
+    search's pass, validation rows held apart, untimed)."""
+    import xgboost
+
+    run, placement = matrix.run, matrix.placement
+
+    class FileBatches(xgboost.DataIter):
+        def __init__(self) -> None:
+            self._it: Iterator[tuple[int, Any]] | None = None
+            super().__init__(
+                cache_prefix=cache_prefix,
+                on_host=placement["on_host"],
+                min_cache_page_bytes=placement.get("min_cache_page_bytes"),
+            )
+
+        def reset(self) -> None:
+            self._it = None
+
+        def next(self, input_data: Any) -> bool:
+            if self._it is None:
+                self._it = run.chunks(batch_rows, timed=not search)
+            for start, frame in self._it:
+                with run.timer.accumulate("features") if not search else nullcontext():
+                    item = matrix.batch(start, frame, search)
+                del frame
+                if item is None:
+                    continue
+                input_data(data=item[0], label=item[1], feature_names=matrix.names, feature_types=matrix.types)
+                del item
+                release_host_memory(collect=False)
+                return True
+            return False
+
+    return FileBatches()
 
 
 def validation_matrix(
