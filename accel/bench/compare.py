@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -702,14 +702,56 @@ def _say(text: str) -> None:
     say(one_line(hide(text)))
 
 
+@dataclass
+class _Comparison:
+    """What the runs of one comparison share: the script, its folder, each arm's command and environment."""
+
+    opts: Options
+    program: Path
+    kind: str
+    out: Path
+    skip: list[Path]
+    accelerators: list[str]
+    gpu_reason: str | None
+    ignore: re.Pattern[str] | None
+    env: dict[str, str]
+    say: Callable[[str], None]
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    runs_of: dict[str, list[Run]] = field(default_factory=dict)
+    copies: dict[str, Path] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)  # of the last copy: FIFOs, sockets, devices
+
+    @property
+    def workdir(self) -> Path:
+        """The script's folder, copied for every run."""
+        return self.program.parent
+
+    @property
+    def rel(self) -> Path:
+        """The script within its folder."""
+        return self.program.relative_to(self.workdir)
+
+
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
-    from accel.record import ensure_writable, record_head, record_stem, write_record
+    from accel.record import record_stem, write_record
 
-    say = say or _say
-    program = opts.program.resolve()
-    kind = check_program(opts.program)
+    c = _prepare(opts, say or _say)
+    started = datetime.now(timezone.utc)
+    environment = collect_environment()
+    with _runs_scratch() as (tmp, guard):
+        c.skip.append(Path(tmp))  # TMPDIR inside the script's folder: the copies are not copied into themselves
+        _run_arms(c, Path(tmp), guard)
+        arms = _arms(c)
+        profile = _profile(c, arms, Path(tmp), guard)
+        parity = _parity(c, arms)
+    record = _record(c, arms, parity, profile, started, environment)
+    return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
+
+
+def _checked(opts: Options) -> re.Pattern[str] | None:
+    """Refuse settings out of range before anything runs; the compiled ``--ignore-lines``."""
     if not 0 <= opts.repeat <= MAX_REPEAT:
         raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
     if not (0 < opts.timeout <= MAX_TIMEOUT_S):
@@ -718,24 +760,31 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         )
     if not (opts.rtol >= 0 and opts.atol >= 0):
         raise AccelError("--rtol and --atol must be 0 or more")
-    ignore = None
-    if opts.ignore:
-        try:
-            ignore = re.compile(opts.ignore)
-        except re.error as exc:
-            raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
+    if not opts.ignore:
+        return None
+    try:
+        return re.compile(opts.ignore)
+    except re.error as exc:
+        raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
+
+
+def _prepare(opts: Options, say: Callable[[str], None]) -> _Comparison:
+    """Check the script, its folder and the arms; each arm's command and environment."""
+    from accel.record import ensure_writable
+
+    program = opts.program.resolve()
+    kind = check_program(opts.program)
+    ignore = _checked(opts)
     if kind == "notebook":
         from accel.backend import module_installed
 
         if not (module_installed("nbclient") and module_installed("ipykernel")):
             raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
     out = ensure_writable(opts.out, "compare records")
-    workdir = program.parent
-    skip = [out]
-    size = folder_bytes(workdir, skip)
+    size = folder_bytes(program.parent, [out])
     if size > MAX_COPY_BYTES:
         raise AccelError(
-            f"the script's folder {str(workdir)!r} holds {size / 1e9:.1f} GB; each run gets its own copy of it: "
+            f"the script's folder {str(program.parent)!r} holds {size / 1e9:.1f} GB; each run gets its own copy of it: "
             f"move the script into a smaller folder (at most {MAX_COPY_BYTES / 1e9:.0f} GB)"
         )
     accelerators, gpu_reason = resolve_accelerators(opts.accelerators)
@@ -743,127 +792,149 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         gpu_reason = "--device cpu"
     elif opts.device == "gpu" and gpu_reason:
         raise AccelError(f"--device gpu, but the GPU arm cannot run: {gpu_reason}")
-
-    env = dict(os.environ)
-    env.setdefault("PYTHONHASHSEED", "0")
-    rel = program.relative_to(workdir)
-    boot = [sys.executable, "-m", "accel.bench.compare_boot"]
-    commands = {
-        "cpu": ([*boot, "--notebook", str(rel)] if kind == "notebook" else [sys.executable, str(rel), *opts.args]),
-        "gpu": [*boot, "--accelerators", ",".join(accelerators)]
-        + (["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]),
-    }
     # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
     import accel
 
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", "0")
     accel_root = str(Path(accel.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
+    c = _Comparison(opts, program, kind, out, [out], accelerators, gpu_reason, ignore, env, say)
+    c.commands = {"cpu": _command(c, "cpu"), "gpu": _command(c, "gpu")}
+    return c
 
-    started = datetime.now(timezone.utc)
-    environment = collect_environment()
-    arms: dict[str, Any] = {}
-    runs_of: dict[str, list[Run]] = {}
-    copies: dict[str, Path] = {}
-    left_out: list[str] = []
+
+def _command(c: _Comparison, arm: str, *extra: str) -> list[str]:
+    """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
+    boot = [sys.executable, "-m", "accel.bench.compare_boot"]
+    notebook = c.kind == "notebook"
+    if arm == "cpu":
+        return [*boot, "--notebook", str(c.rel)] if notebook else [sys.executable, str(c.rel), *c.opts.args]
+    script = ["--notebook", str(c.rel)] if notebook else [str(c.rel), "--", *c.opts.args]
+    return [*boot, "--accelerators", ",".join(c.accelerators), *extra, *script]
+
+
+def _run_arms(c: _Comparison, tmp: Path, guard: Guard) -> None:
+    """The cold run of each arm, then the warm ones, alternating the arms' order; each in its own copy."""
+    plan = [("cpu", False)] + ([] if c.gpu_reason else [("gpu", True)])
     said_left_out = False
-    with _runs_scratch() as (tmp, guard):
-        skip.append(Path(tmp))  # TMPDIR inside the script's folder: the copies are not copied into themselves
-        plan = [("cpu", False)] + ([] if gpu_reason else [("gpu", True)])
-        for i in range(1 + opts.repeat):
-            order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
-            for arm, device in order:
-                copy = Path(tmp) / f"{arm}-{i}"
-                left_out = _copy_folder(workdir, copy, skip)
-                if left_out and not said_left_out:
-                    said_left_out = True
-                    say(f"note: not copied for the runs (not regular files): {', '.join(left_out[:5])}")
-                say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{opts.repeat}'}")
-                run = run_once(commands[arm], copy, env, opts.timeout, device, guard)
-                if run.killed:
-                    say(
-                        f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
-                        f"killed: {', '.join(run.killed[:3])}"
-                    )
-                runs_of.setdefault(arm, []).append(run)
-                if i == 0:
-                    copies[arm] = copy
-                else:
-                    shutil.rmtree(copy, ignore_errors=True)
-                if i == 0 and arm == "cpu" and (run.exit_code != 0 or run.timed_out):
-                    status, reason = _arm_status(run)
-                    raise AccelError(
-                        f"the script fails on the CPU arm ({reason}); run it with plain python first"
-                        if not run.timed_out
-                        else f"the script did not finish within --timeout {opts.timeout:g} s on the CPU arm; nothing was written"
-                    )
-            if any(r.exit_code != 0 or r.timed_out for runs in runs_of.values() for r in runs[:1]) and i == 0:
-                break  # a failing arm is a finding, not something to time again
-        for arm, runs in runs_of.items():
-            status, reason = _arm_status(runs[0])
-            arms[arm] = {"status": status, "reason": reason, "command": commands[arm], **_summary(runs)}
-        if gpu_reason:
-            arms["gpu"] = {"status": "skipped", "reason": gpu_reason, "command": commands["gpu"]}
-        profile = None
-        if not gpu_reason and opts.profile and arms["gpu"]["status"] == "ok":
-            copy = Path(tmp) / "gpu-profile"
-            _copy_folder(workdir, copy, skip)
-            prof_path = Path(tmp) / "profile.json"
-            say("GPU arm: profiled run (not timed)")
-            cmd = [*boot, "--accelerators", ",".join(accelerators), "--profile-json", str(prof_path)]
-            cmd += ["--notebook", str(rel)] if kind == "notebook" else [str(rel), "--", *opts.args]
-            prun = run_once(cmd, copy, env, opts.timeout, True, guard)
-            try:
-                profile = json.loads(prof_path.read_text())
-            except (OSError, ValueError):
-                profile = None
-                arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
-        parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
-        if arms["gpu"]["status"] == "ok":
-            cpu_run, gpu_run = runs_of["cpu"][0], runs_of["gpu"][0]
-            parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, ignore)
-            files = []
-            for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
-                if name not in gpu_run.written:
-                    files.append({"path": name, "status": "only cpu", "detail": "the GPU arm did not write it"})
-                elif name not in cpu_run.written:
-                    files.append({"path": name, "status": "only gpu", "detail": "the CPU arm did not write it"})
-                else:
-                    status, detail = compare_file(copies["cpu"] / name, copies["gpu"] / name, opts.rtol, opts.atol)
-                    files.append({"path": name, "status": status, "detail": detail})
-            parity["files"] = files
-            parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
-        else:
-            parity["agree"] = None
-            parity["reason"] = (
-                "the GPU arm was skipped" if arms["gpu"]["status"] == "skipped" else "the GPU arm did not run to the end"
-            )
-    finished = datetime.now(timezone.utc)
+    for i in range(1 + c.opts.repeat):
+        order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
+        for arm, device in order:
+            copy = tmp / f"{arm}-{i}"
+            c.left_out = _copy_folder(c.workdir, copy, c.skip)
+            if c.left_out and not said_left_out:
+                said_left_out = True
+                c.say(f"note: not copied for the runs (not regular files): {', '.join(c.left_out[:5])}")
+            c.say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{c.opts.repeat}'}")
+            run = run_once(c.commands[arm], copy, c.env, c.opts.timeout, device, guard)
+            if run.killed:
+                c.say(
+                    f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
+                    f"killed: {', '.join(run.killed[:3])}"
+                )
+            c.runs_of.setdefault(arm, []).append(run)
+            if i == 0:
+                c.copies[arm] = copy
+            else:
+                shutil.rmtree(copy, ignore_errors=True)
+            if i == 0 and arm == "cpu" and (run.exit_code != 0 or run.timed_out):
+                raise AccelError(
+                    f"the script fails on the CPU arm ({_arm_status(run)[1]}); run it with plain python first"
+                    if not run.timed_out
+                    else f"the script did not finish within --timeout {c.opts.timeout:g} s on the CPU arm; nothing was written"
+                )
+        if any(r.exit_code != 0 or r.timed_out for runs in c.runs_of.values() for r in runs[:1]) and i == 0:
+            break  # a failing arm is a finding, not something to time again
 
+
+def _arms(c: _Comparison) -> dict[str, Any]:
+    """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
+    arms: dict[str, Any] = {}
+    for arm, runs in c.runs_of.items():
+        status, reason = _arm_status(runs[0])
+        arms[arm] = {"status": status, "reason": reason, "command": c.commands[arm], **_summary(runs)}
+    if c.gpu_reason:
+        arms["gpu"] = {"status": "skipped", "reason": c.gpu_reason, "command": c.commands["gpu"]}
+    return arms
+
+
+def _profile(c: _Comparison, arms: dict[str, Any], tmp: Path, guard: Guard) -> dict[str, Any] | None:
+    """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
+    if c.gpu_reason or not c.opts.profile or arms["gpu"]["status"] != "ok":
+        return None
+    copy = tmp / "gpu-profile"
+    _copy_folder(c.workdir, copy, c.skip)
+    prof_path = tmp / "profile.json"
+    c.say("GPU arm: profiled run (not timed)")
+    prun = run_once(_command(c, "gpu", "--profile-json", str(prof_path)), copy, c.env, c.opts.timeout, True, guard)
+    try:
+        profile: dict[str, Any] = json.loads(prof_path.read_text())
+    except (OSError, ValueError):
+        arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
+        return None
+    return profile
+
+
+def _parity(c: _Comparison, arms: dict[str, Any]) -> dict[str, Any]:
+    """Whether the arms agree: their output and every file either wrote, within the tolerances."""
+    opts = c.opts
+    parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
+    if arms["gpu"]["status"] != "ok":
+        parity["agree"] = None
+        parity["reason"] = (
+            "the GPU arm was skipped" if arms["gpu"]["status"] == "skipped" else "the GPU arm did not run to the end"
+        )
+        return parity
+    cpu_run, gpu_run = c.runs_of["cpu"][0], c.runs_of["gpu"][0]
+    parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, c.ignore)
+    files = []
+    for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
+        if name not in gpu_run.written:
+            files.append({"path": name, "status": "only cpu", "detail": "the GPU arm did not write it"})
+        elif name not in cpu_run.written:
+            files.append({"path": name, "status": "only gpu", "detail": "the CPU arm did not write it"})
+        else:
+            status, detail = compare_file(c.copies["cpu"] / name, c.copies["gpu"] / name, opts.rtol, opts.atol)
+            files.append({"path": name, "status": status, "detail": detail})
+    parity["files"] = files
+    parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
+    return parity
+
+
+def _record(
+    c: _Comparison,
+    arms: dict[str, Any],
+    parity: dict[str, Any],
+    profile: dict[str, Any] | None,
+    started: datetime,
+    environment: dict[str, Any],
+) -> dict[str, Any]:
+    """The compare record: the script, the settings, the arms, their speedups and parity."""
+    from accel.record import record_head
+
+    finished = datetime.now(timezone.utc)
     speedup: dict[str, float] = {"wall_cold": math.nan, "wall_warm_median": math.nan}
     if arms["gpu"]["status"] == "ok":
         speedup["wall_cold"] = arms["cpu"]["cold_seconds"] / arms["gpu"]["cold_seconds"]
         if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
             speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
-    record = {
+    opts, program = c.opts, c.program
+    config = {
+        "repeat": opts.repeat, "accelerators": c.accelerators, "device": opts.device, "rtol": opts.rtol,
+        "atol": opts.atol, "timeout": opts.timeout, "profile": opts.profile, "ignore_lines": opts.ignore,
+    }  # fmt: skip
+    return {
         **record_head("compare"),
         "workflow": f"compare:{program.name}",
         "program": {
             "path": str(program),
-            "kind": kind,
+            "kind": c.kind,
             "args": list(opts.args),
             "sha256": _sha256(program),
-            "not_copied": left_out,  # FIFOs, sockets, devices in the script's folder
-        },
-        "config": {
-            "repeat": opts.repeat,
-            "accelerators": accelerators,
-            "device": opts.device,
-            "rtol": opts.rtol,
-            "atol": opts.atol,
-            "timeout": opts.timeout,
-            "profile": opts.profile,
-            "ignore_lines": opts.ignore,
-        },
+            "not_copied": c.left_out,  # FIFOs, sockets, devices in the script's folder
+        },  # fmt: skip
+        "config": config,
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "arms": arms,
@@ -873,8 +944,6 @@ def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
         "profile": profile,
         "environment": environment,
     }
-    path = write_record(out, record, record_stem(f"compare-{program.stem}", started))
-    return record, path
 
 
 # --------------------------------------------------------------------------- rendering
