@@ -530,84 +530,29 @@ def make_plan(
     target = real_name(target, columns)
     drop = [real_name(name, columns) for name in drop or []]
     date_formats = {real_name(name, columns): fmt for name, fmt in (date_formats or {}).items()}
-    if target not in columns:
-        near = difflib.get_close_matches(target, columns, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f"; columns: {', '.join(columns[:10])}"
-        raise AccelError(f"--target {quote(target)} is not a column of the table{hint}")
-    for name in drop or []:
-        if name not in columns:
-            raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
-    if target in (drop or []):
-        raise AccelError(f"--drop names the target {target!r}; drop other columns only")
-    if typed.get(target, ("",))[0] == "dropped":
-        raise AccelError(f"--target {target!r} cannot be a target: {typed[target][2]}; choose another --target")
-    date_formats = dict(date_formats or {})
-    for name, fmt in date_formats.items():
-        if name not in columns:
-            near = difflib.get_close_matches(name, columns, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(c) for c in near)}?" if near else f" (columns: {', '.join(columns[:10])})"
-            raise AccelError(f"--date-format {name}={fmt}: {name!r} is not a column of the table{hint}")
-        if name == target:
-            raise AccelError(f"--date-format {name}={fmt} names the target; it applies to feature columns")
-        if name in (drop or []):
-            raise AccelError(f"--date-format {name}={fmt} names a column that --drop leaves out")
+    _check_names(columns, target, drop, date_formats, typed)
     full_target = frame[target] if target_values is None else target_values.reset_index(drop=True)
     if len(full_target) == 0 or len(frame) == 0:
         raise AccelError("the table has a header but no data rows")
 
     notices: list[str] = []
-    rows_in_file = len(full_target)
-    positions = sample_positions(rows_in_file, rows, seed)
-    if positions is None:
-        positions = np.arange(rows_in_file)
-    elif rows is not None:
-        notices.append(f"using a seeded sample of {rows:,} of {rows_in_file:,} rows")
-    y_all = full_target.iloc[positions]
-    has_target = y_all.notna().to_numpy()
-    if not has_target.any():
-        raise AccelError(f"target {target!r} has no values (every row is missing it)")
-    if not has_target.all():
-        notices.append(f"{int((~has_target).sum()):,} rows without a target value dropped")
-    positions = positions[has_target]
-    if len(positions) < MIN_ROWS:
-        raise AccelError(f"only {len(positions)} rows with a target: at least {MIN_ROWS} are needed to train and test")
-
+    positions = _rows_with_target(full_target, target, rows, seed, notices)
     y = full_target.iloc[positions].reset_index(drop=True)
     task_kind, why, classes, classes_numeric = _target_task(y, target, task)
     train_pos, test_pos = split_positions(len(positions), test_size, seed)
-    # The rows the schema is inferred from: the used rows among the first rows given.
-    in_frame = int(np.searchsorted(positions, len(frame)))
-    if in_frame == len(frame) and bool((positions[:in_frame] == np.arange(in_frame)).all()):
-        sub = frame.reset_index(drop=True)  # every first row is used: no copy of the rows
-    else:
-        sub = frame.iloc[positions[:in_frame]].reset_index(drop=True)
-    if in_frame < len(positions):
-        notices.append(f"column kinds inferred from the first {len(frame):,} rows; categories from all rows")
-
+    sub = _schema_rows(frame, positions, notices)
     plans: list[ColumnPlan] = []
     for name in columns:
-        if name == target:
-            continue
-        if name in (drop or []):
+        if name in drop:
             plans.append(ColumnPlan(name, "dropped", "named in --drop"))
-            continue
-        plans.append(_plan_column(name, sub[name], notices, date_formats.get(name), typed.get(name)))
-
+        elif name != target:
+            plans.append(_plan_column(name, sub[name], notices, date_formats.get(name), typed.get(name)))
     # The leakage guard looks at training rows only: the split came first.
-    train_in_sub = train_pos[train_pos < in_frame]
+    train_in_sub = train_pos[train_pos < len(sub)]
     y_train = y.iloc[train_in_sub]
     if task_kind != "regression" and not classes_numeric:
         y_train = y_train.astype(str)
-    # Training rows are taken column by column, never as a copy of the whole sample.
-    prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(sub[p.name].dtype)]
-    candidates = _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_in_sub)
-    for plan in plans:
-        if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
-            continue
-        leak = _leak_reason(sub[plan.name].iloc[train_in_sub], plan, y_train, task_kind)
-        if leak:
-            plan.kind, plan.reason = "dropped", f"leak: {leak}"
-            notices.append(f"column {plan.name!r} dropped: {leak}")
+    _drop_leaks(plans, sub, train_in_sub, y_train, task_kind, notices)
 
     if not any(p.kind != "dropped" for p in plans):
         raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
@@ -615,15 +560,81 @@ def make_plan(
         if y.iloc[train_pos].nunique(dropna=True) < 2:  # counted as they are: no text copy of the column
             raise AccelError(f"the training split of target {target!r} has a single class: use more rows{quantity_hint(why)}")
     return TablePlan(
-        target=target,
-        task=task_kind,
-        task_reason=why,
-        classes=classes,
-        classes_numeric=classes_numeric,
-        columns=plans,
-        row_positions=positions,
-        train_pos=train_pos,
-        test_pos=test_pos,
-        notices=notices,
-        rows_in_file=rows_in_file,
-    )
+        target=target, task=task_kind, task_reason=why, classes=classes, classes_numeric=classes_numeric, columns=plans,
+        row_positions=positions, train_pos=train_pos, test_pos=test_pos, notices=notices, rows_in_file=len(full_target),
+    )  # fmt: skip
+
+
+def _not_a_column(name: str, columns: list[str], listing: str) -> str:
+    """The hint after "``name`` is not a column": the nearest names, else ``listing`` of the first columns."""
+    near = difflib.get_close_matches(name, columns, n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(repr(c) for c in near)}?" if near else listing.format(", ".join(columns[:10]))
+
+
+def _check_names(
+    columns: list[str], target: str, drop: list[str], date_formats: dict[str, str], typed: dict[str, tuple[str, str, str]]
+) -> None:
+    """Refuse a ``--target``, ``--drop`` or ``--date-format`` that names no column, or the wrong one."""
+    if target not in columns:
+        hint = _not_a_column(target, columns, "; columns: {}")
+        raise AccelError(f"--target {quote(target)} is not a column of the table{hint}")
+    for name in drop:
+        if name not in columns:
+            raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
+    if target in drop:
+        raise AccelError(f"--drop names the target {target!r}; drop other columns only")
+    if typed.get(target, ("",))[0] == "dropped":
+        raise AccelError(f"--target {target!r} cannot be a target: {typed[target][2]}; choose another --target")
+    for name, fmt in date_formats.items():
+        if name not in columns:
+            hint = _not_a_column(name, columns, " (columns: {})")
+            raise AccelError(f"--date-format {name}={fmt}: {name!r} is not a column of the table{hint}")
+        if name == target:
+            raise AccelError(f"--date-format {name}={fmt} names the target; it applies to feature columns")
+        if name in drop:
+            raise AccelError(f"--date-format {name}={fmt} names a column that --drop leaves out")
+
+
+def _rows_with_target(full_target: pd.Series, target: str, rows: int | None, seed: int, notices: list[str]) -> np.ndarray:
+    """The positions of the rows used (a seeded sample of ``rows``), less those without a target value."""
+    rows_in_file = len(full_target)
+    positions = sample_positions(rows_in_file, rows, seed)
+    if positions is None:
+        positions = np.arange(rows_in_file)
+    elif rows is not None:
+        notices.append(f"using a seeded sample of {rows:,} of {rows_in_file:,} rows")
+    has_target = full_target.iloc[positions].notna().to_numpy()
+    if not has_target.any():
+        raise AccelError(f"target {target!r} has no values (every row is missing it)")
+    if not has_target.all():
+        notices.append(f"{int((~has_target).sum()):,} rows without a target value dropped")
+    positions = positions[has_target]
+    if len(positions) < MIN_ROWS:
+        raise AccelError(f"only {len(positions)} rows with a target: at least {MIN_ROWS} are needed to train and test")
+    return positions
+
+
+def _schema_rows(frame: pd.DataFrame, positions: np.ndarray, notices: list[str]) -> pd.DataFrame:
+    """The rows the schema is inferred from: the used rows among the first rows given."""
+    in_frame = int(np.searchsorted(positions, len(frame)))
+    if in_frame < len(positions):
+        notices.append(f"column kinds inferred from the first {len(frame):,} rows; categories from all rows")
+    if in_frame == len(frame) and bool((positions[:in_frame] == np.arange(in_frame)).all()):
+        return frame.reset_index(drop=True)  # every first row is used: no copy of the rows
+    return frame.iloc[positions[:in_frame]].reset_index(drop=True)
+
+
+def _drop_leaks(
+    plans: list[ColumnPlan], sub: pd.DataFrame, train_rows: np.ndarray, y_train: pd.Series, task_kind: str, notices: list[str]
+) -> None:
+    """Mark the columns that leak the target (on the training rows ``train_rows`` of ``sub``) dropped, saying why."""
+    # Training rows are taken column by column, never as a copy of the whole sample.
+    prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(sub[p.name].dtype)]
+    candidates = _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_rows)
+    for plan in plans:
+        if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
+            continue
+        leak = _leak_reason(sub[plan.name].iloc[train_rows], plan, y_train, task_kind)
+        if leak:
+            plan.kind, plan.reason = "dropped", f"leak: {leak}"
+            notices.append(f"column {plan.name!r} dropped: {leak}")
