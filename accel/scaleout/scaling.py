@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
 from accel.scaleout.cluster import CLUSTER_KINDS
+
+if TYPE_CHECKING:
+    from accel.early_stopping import EarlyStopping
+    from accel.result import Listener
+    from accel.scaleout.arms import ArmKind, ArmPlace
 
 STAGE_ROWS = ("load", "features", "to_device", "train", "predict", "total")
 METRIC = "auc"
@@ -92,8 +99,29 @@ def _counts(workers: Any) -> list[int]:
     return sorted(set(listed))
 
 
+@dataclass
+class _Study:
+    """What the runs of one scaling study share: the configuration, the workflow, where each arm runs."""
+
+    config: Any
+    counts: list[int]
+    early_stopping: EarlyStopping
+    planned: Any  # a user's table's single-process workflow, planned once; None for a named workflow
+    workflow: Any  # what each cluster run builds its workflow from
+    places: list[dict[ArmKind, ArmPlace]]
+    listener: Listener | None
+    say: Callable[[str], None]
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    skipped_arms: dict[str, str] = field(default_factory=dict)
+
+    def section(self, label: str) -> None:
+        """Tell the listener that what follows is the run ``label``."""
+        if self.listener:
+            self.listener.section(label)
+
+
 def scaling_study(
-    config: Any, counts: list[int], baseline: bool = True, listener: Any = None, say: Any = None
+    config: Any, counts: list[int], baseline: bool = True, listener: Listener | None = None, say: Any = None
 ) -> tuple[dict[str, Any], Path, Path]:
     """Run the study and write its record and plot; ``(record, json_path, png_path)``.
 
@@ -101,21 +129,40 @@ def scaling_study(
     with ``local-cuda`` the GPU workers, then as many CPU workers sharing the node's cores;
     with ``local`` the CPU workers only. A user's table (``config.data``) is planned once, here.
     """
-    from contextlib import ExitStack
-
     from accel.environment import collect_environment
-    from accel.models import XGBoostParams
-    from accel.record import ensure_writable, record_head, write_record
-    from accel.runner import build_workflow, early_stopping_for, run_arm_safely
-    from accel.scaleout.arms import plan_arms
-    from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, check_dask_config, run_placed_arm, table_builder
-    from accel.workflows import WorkflowSettings, get_workflow
+    from accel.record import ensure_writable, write_record
+    from accel.runner import early_stopping_for
+    from accel.scaleout.runner import _say, check_dask_config
 
-    say = say or _say
     check_dask_config(config)
     # Every run of the study (the baseline, each count, each arm) trains the rounds the first decided.
     early_stopping = early_stopping_for(config)
     out = ensure_writable(config.out)
+    study = _plan_study(config, counts, early_stopping, listener, say or _say)
+    started = datetime.now(timezone.utc)
+    environment = collect_environment()
+    if baseline:
+        _run_single_process(study)
+    ran = _run_clusters(study)
+    described = study.planned or ran
+    record = _scaling_record(study, described, started, environment)
+    path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{config.cluster.kind}")
+    png = write_plot(record, path.with_suffix(".png"))
+    return record, path, png
+
+
+def _plan_study(
+    config: Any, counts: list[int], early_stopping: EarlyStopping, listener: Listener | None, say: Callable[[str], None]
+) -> _Study:
+    """The workflow (a user's table planned once, for every count) and, before the first cluster
+    starts, every count's arms checked against the machine."""
+    from contextlib import ExitStack
+
+    from accel.runner import build_workflow
+    from accel.scaleout.arms import plan_arms
+    from accel.scaleout.runner import DASK_WORKFLOWS, table_builder
+    from accel.workflows import WorkflowSettings, get_workflow
+
     planned = None
     workflow: Any = config.workflow
     if config.data is not None:
@@ -125,65 +172,81 @@ def scaling_study(
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
         if config.workflow not in DASK_WORKFLOWS:
             raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    kind = config.cluster.kind
-    # Every count is checked against the machine before the first cluster starts.
     configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
     with ExitStack() as stack:
         places = [plan_arms(c, stack, say) for c in configs]
-    settings = WorkflowSettings.of(config)
-    params = XGBoostParams(**config.xgboost.model_dump())
+    return _Study(config, counts, early_stopping, planned, workflow, places, listener, say)
 
-    def single_process() -> Any:
-        return planned if planned is not None else build_workflow(config, early_stopping)
 
-    started = datetime.now(timezone.utc)
-    environment = collect_environment()
-    runs: list[dict[str, Any]] = []
-    described = planned
-    if baseline:
-        say("single-process CPU baseline (no Dask, every core)")
-        if listener:
-            listener.section(run_label("single-process", 1))
-        arm = run_arm_safely(places[0]["cpu"].backend, single_process(), listener, config.memory_settings()).as_dict()
-        threads = arm["threads"].get("cores_available")
-        runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
-    skipped_arms: dict[str, str] = {}
-    for n, place in zip(counts, places, strict=True):
-        for arm_kind in ("gpu", "cpu"):
+def _run_single_process(study: _Study) -> None:
+    """The single-process CPU baseline: accel run's CPU arm, no Dask, every core."""
+    from accel.runner import build_workflow, run_arm_safely
+
+    config = study.config
+    study.say("single-process CPU baseline (no Dask, every core)")
+    study.section(run_label("single-process", 1))
+    workflow = study.planned if study.planned is not None else build_workflow(config, study.early_stopping)
+    arm = run_arm_safely(study.places[0]["cpu"].backend, workflow, study.listener, config.memory_settings()).as_dict()
+    threads = arm["threads"].get("cores_available")
+    study.runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
+
+
+#: The order the arms run in at each worker count.
+_ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
+
+
+def _run_clusters(study: _Study) -> Any:
+    """Each arm at each worker count on its own cluster; the workflow the first that ran describes."""
+    from accel.models import XGBoostParams
+    from accel.scaleout.runner import ClusterRunFailed, run_placed_arm
+    from accel.workflows import WorkflowSettings
+
+    config, described = study.config, None
+    settings, params = WorkflowSettings.of(config), XGBoostParams(**config.xgboost.model_dump())
+    for n, place in zip(study.counts, study.places, strict=True):
+        for arm_kind in _ARM_ORDER:
             where = place[arm_kind]
             if where.skip is not None:
-                skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
+                study.skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
-            say(f"{arm_kind.upper()} arm: {n} worker(s)")
-            if listener:
-                listener.section(run_label(arm_kind, n))  # as the table's column names it
+            study.say(f"{arm_kind.upper()} arm: {n} worker(s)")
+            study.section(run_label(arm_kind, n))  # as the table's column names it
             try:
                 arm, ran, _ = run_placed_arm(
-                    where, workflow, settings, params, config.seed, listener, say, early_stopping=early_stopping
-                )
+                    where, study.workflow, settings, params, config.seed, study.listener, study.say, early_stopping=study.early_stopping
+                )  # fmt: skip
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
-            threads = (arm.get("cluster") or {}).get("threads_per_worker") or (
-                where.plan.threads_per_worker if where.plan else None
-            )
-            runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
-    finished = datetime.now(timezone.utc)
+            planned_threads = where.plan.threads_per_worker if where.plan else None
+            threads = (arm.get("cluster") or {}).get("threads_per_worker") or planned_threads
+            study.runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
+    return described
 
-    table, reference = scaling_rows(runs)
-    name = described.name if described is not None else config.workflow
-    record = {
+
+def _scaling_record(study: _Study, described: Any, started: datetime, environment: dict[str, Any]) -> dict[str, Any]:
+    """The scaling record: the study, its rows (speedups and efficiencies) and its runs."""
+    from accel.record import record_head
+    from accel.workflows import WorkflowSettings, get_workflow
+
+    config, finished = study.config, datetime.now(timezone.utc)
+    table, reference = scaling_rows(study.runs)
+    if described is not None:
+        name, data = described.name, described.describe_data()
+    else:
+        name, data = config.workflow, get_workflow(config.workflow, WorkflowSettings.of(config)).describe_data()
+    return {
         **record_head("scaling"),
         "benchmark": "scaling",
         "workflow": name,
-        "cluster_kind": kind,
+        "cluster_kind": config.cluster.kind,
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
-        "data": described.describe_data() if described is not None else get_workflow(config.workflow, settings).describe_data(),
-        "worker_counts": counts,
-        "early_stopping": early_stopping.describe(),
+        "data": data,
+        "worker_counts": study.counts,
+        "early_stopping": study.early_stopping.describe(),
         "speedup_reference": reference,
         "metric_name": _metric(described),
         "definitions": {
@@ -194,14 +257,10 @@ def scaling_study(
             "fewest-worker CPU cluster's seconds / the single process's seconds",
         },
         "rows": table,
-        "runs": runs,
-        "skipped_arms": skipped_arms,
+        "runs": study.runs,
+        "skipped_arms": study.skipped_arms,
         "environment": environment,
     }
-    stem = f"{started:%Y-%m-%d}-scaling-{name}-{kind}"
-    path = write_record(out, record, stem)
-    png = write_plot(record, path.with_suffix(".png"))
-    return record, path, png
 
 
 def _metric(workflow: Any) -> str:
