@@ -23,6 +23,7 @@ host with the run's seed): a row's own target never enters its own encoding.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
+from accel._compat import Frame
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
 from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
@@ -631,7 +633,6 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
     probed with their cardinalities, the target and task, the rows and split, the seed, the
     training rounds (the cost bound) and the probe's own method."""
     import hashlib
-    import json
 
     cards = {c.name: c.cardinality for c in plan.features if c.name in candidates}
     key = {
@@ -698,15 +699,6 @@ def probe_native_categories(
     fewer probe rows where that keeps it within; ``force`` always probes, on up to
     :data:`PROBE_ROWS` rows. A decision a probe measured is cached for the next run.
     """
-    import json
-
-    import pandas as pd
-    import xgboost as xgb
-
-    from accel.backend import cpu_backend
-    from accel.metrics import PARITY, task_metrics
-    from accel.models import XGBoostModel, XGBoostParams
-
     candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
     if not candidates:
         return
@@ -715,56 +707,16 @@ def probe_native_categories(
         return
     rounds = int(train_rounds or 300)
     cache = _probe_cache_path(probe_cache_key(fingerprint, plan, candidates, seed, rounds)) if fingerprint else None
-    if mode == "auto" and cache is not None and cache.is_file():
-        try:
-            decision = json.loads(cache.read_text())
-        except (OSError, ValueError):
-            decision = None
-        if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding"):
-            how = "; decided by an earlier run of this table, --probe force measures again"
-            _apply_probe(plan, candidates, {**decision, "cached": str(cache)}, how)
-            return
-    positions = plan.row_positions[plan.train_pos]
-    positions = positions[positions < len(head)]
-    rng = np.random.default_rng(seed + 2)
-    limit = PROBE_ROWS
-    if mode == "auto":
-        # Both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
-        limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * len(plan.train_pos) / (2 * PROBE_ROUNDS)))
-        if limit < PROBE_MIN_ROWS:
-            _apply_probe(plan, candidates, {
-                "chosen": "target_encoding",
-                "skipped": f"a probe would cost more than {PROBE_SHARE:.0%} of training ({len(plan.train_pos):,} rows x {rounds} rounds)",
-            }, "")  # fmt: skip
-            return
-    if len(positions) > limit:
-        positions = np.sort(rng.choice(positions, limit, replace=False))
-    if len(positions) < PROBE_MIN_ROWS:
-        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": f"fewer than {PROBE_MIN_ROWS} training rows"}, "")
+    cached = _cached_decision(cache) if mode == "auto" and cache is not None else None
+    if cached is not None:
+        how = "; decided by an earlier run of this table, --probe force measures again"
+        _apply_probe(plan, candidates, {**cached, "cached": str(cache)}, how)
         return
-    order = rng.permutation(len(positions))
-    cut = int(len(order) * 0.75)
-    frame = head.iloc[positions].reset_index(drop=True)
-    metric = PARITY[plan.task][0]
-    scores: dict[str, float] = {}
-    probe_model = XGBoostModel(XGBoostParams(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
-    params = probe_model.booster_params(cpu_backend())
-    for option, native in (("target_encoding", []), ("native", candidates)):
-        sub = dataclasses.replace(
-            plan,
-            row_positions=positions,
-            train_pos=np.sort(order[:cut]),
-            test_pos=np.sort(order[cut:]),
-            native_categorical=native,
-            notices=[],
-        )
-        prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
-        dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
-        booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
-        prediction = booster.inplace_predict(prepared.X_test)
-        scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
-    better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
-    decision = {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}
+    rows = _probe_rows(len(head), plan, seed, mode, rounds)
+    if isinstance(rows, str):
+        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows}, "")
+        return
+    decision = measure_encodings(head, plan, candidates, *rows, seed)
     _apply_probe(plan, candidates, decision, "")
     if cache is not None:
         from accel.errors import AccelError
@@ -774,3 +726,69 @@ def probe_native_categories(
             write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
         except AccelError:
             pass  # no cache: the next run probes again
+
+
+def _cached_decision(cache: Path) -> dict[str, Any] | None:
+    """The decision an earlier probe of the same table cached, if there is a valid one."""
+    if not cache.is_file():
+        return None
+    try:
+        decision = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        return None
+    return decision if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding") else None
+
+
+def _probe_rows(
+    n_head: int, plan: TablePlan, seed: int, mode: str, rounds: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+    """The probe's rows (file positions among the first ``n_head``) and their 75/25 split (positions
+    among them), or why there is no probe."""
+    positions = plan.row_positions[plan.train_pos]
+    positions = positions[positions < n_head]
+    rng = np.random.default_rng(seed + 2)
+    limit = PROBE_ROWS
+    if mode == "auto":
+        # Both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
+        limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * len(plan.train_pos) / (2 * PROBE_ROUNDS)))
+        if limit < PROBE_MIN_ROWS:
+            return f"a probe would cost more than {PROBE_SHARE:.0%} of training ({len(plan.train_pos):,} rows x {rounds} rounds)"
+    if len(positions) > limit:
+        positions = np.sort(rng.choice(positions, limit, replace=False))
+    if len(positions) < PROBE_MIN_ROWS:
+        return f"fewer than {PROBE_MIN_ROWS} training rows"
+    order = rng.permutation(len(positions))
+    cut = int(len(order) * 0.75)
+    return positions, np.sort(order[:cut]), np.sort(order[cut:])
+
+
+def measure_encodings(
+    head: Frame, plan: TablePlan, candidates: list[str], positions: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
+) -> dict[str, Any]:
+    """The encoding probe: a small XGBoost model (:data:`PROBE_ROUNDS` rounds, depth 6) trained on
+    the rows ``positions`` of ``head`` at ``train`` with target + count encoding and with native
+    categories for ``candidates``, each scored on those at ``test`` with the task's metric; the
+    decision (``chosen``: native only when it scores better), as :func:`probe_native_categories` records it."""
+    import pandas as pd
+    import xgboost as xgb
+
+    from accel.backend import cpu_backend
+    from accel.metrics import PARITY, task_metrics
+    from accel.models import XGBoostModel, XGBoostParams
+
+    frame = head.iloc[positions].reset_index(drop=True)
+    metric = PARITY[plan.task][0]
+    scores: dict[str, float] = {}
+    probe_model = XGBoostModel(XGBoostParams(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
+    params = probe_model.booster_params(cpu_backend())
+    for option, native in (("target_encoding", []), ("native", candidates)):
+        sub = dataclasses.replace(
+            plan, row_positions=positions, train_pos=train, test_pos=test, native_categorical=native, notices=[]
+        )
+        prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
+        dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
+        booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
+        prediction = booster.inplace_predict(prepared.X_test)
+        scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
+    better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
+    return {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}
