@@ -950,31 +950,10 @@ def _record(
 
 
 def render(record: dict[str, Any], console: Any) -> None:
+    """Print the compare record: the arms, why an arm did not run, the speedup, parity, where the GPU arm's time went."""
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
-    for col, justify in (("arm", "left"), ("status", "left"), ("exit", "right"), ("cold s", "right"),
-                         ("warm median s (min-max)", "right"), ("peak RSS MB", "right"), ("peak device MB", "right")):  # fmt: skip
-        table.add_column(col, justify=justify)
-    for arm in ("cpu", "gpu"):
-        r = record["arms"].get(arm) or {}
-        if r.get("status") == "skipped":
-            table.add_row(arm, "skipped", "", "", "", "", "")
-            continue
-        warm = r.get("warm")
-        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
-        dev = r.get("peak_device_mb")
-        table.add_row(
-            arm,
-            r["status"],
-            str(r.get("exit_code")),
-            f"{r['cold_seconds']:.2f}",
-            warm_text,
-            f"{r['peak_host_mb']:.0f}",
-            "-" if dev is None else f"{dev:.0f}",
-        )
-    console.print(table)
+    console.print(_arms_table(record))
     for arm in ("cpu", "gpu"):
         r = record["arms"].get(arm) or {}
         if r.get("status") != "ok" and r.get("reason"):
@@ -985,30 +964,67 @@ def render(record: dict[str, Any], console: Any) -> None:
         console.print(
             f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x")
         )
-    parity = record["parity"]
+    _render_parity(record["parity"], console)
+    if record.get("fallbacks"):
+        console.print(_fallbacks_table(record["fallbacks"]))
+
+
+def _arms_table(record: dict[str, Any]) -> Any:
+    """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
+    for col in ("arm", "status"):
+        table.add_column(col, justify="left")
+    for col in ("exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"):
+        table.add_column(col, justify="right")
+    for arm in ("cpu", "gpu"):
+        r = record["arms"].get(arm) or {}
+        if r.get("status") == "skipped":
+            table.add_row(arm, "skipped", "", "", "", "", "")
+            continue
+        warm = r.get("warm")
+        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
+        dev = r.get("peak_device_mb")
+        table.add_row(
+            arm, r["status"], str(r.get("exit_code")), f"{r['cold_seconds']:.2f}", warm_text, f"{r['peak_host_mb']:.0f}",
+            "-" if dev is None else f"{dev:.0f}",
+        )  # fmt: skip
+    return table
+
+
+def _render_parity(parity: dict[str, Any], console: Any) -> None:
+    """Whether the arms agree, and the first lines where they differ."""
+    from rich.markup import escape
+
     if parity.get("agree") is None:
         console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
-    else:
-        s = parity["stdout"]
-        console.print(
-            f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
-            f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
-            + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
-        )
-        for d in s["differences"][:5]:
-            console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
-    if record.get("fallbacks"):
-        table = Table(
-            title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left"
-        )
-        for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
-            table.add_column(col)
-        for f in record["fallbacks"]:
-            table.add_row(
-                f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
-                f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
-            )  # fmt: skip
-        console.print(table)
+        return
+    s = parity["stdout"]
+    console.print(
+        f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
+        f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
+        + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
+    )
+    for d in s["differences"][:5]:
+        console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
+
+
+def _fallbacks_table(fallbacks: list[dict[str, Any]]) -> Any:
+    """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
+    for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
+        table.add_column(col)
+    for f in fallbacks:
+        table.add_row(
+            f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
+            f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
+        )  # fmt: skip
+    return table
 
 
 def experiment_rows(record: dict[str, Any], source: str) -> list[dict[str, Any]]:

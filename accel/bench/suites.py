@@ -230,10 +230,6 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise.
     Questions are taken from the first result that has them."""
-    from accel.bench.engines import CPU_ENGINES
-    from accel.environment import cpu_model
-    from accel.record import load_record
-
     rows: dict[str, dict] = {}
     sources: dict[str, str] = {}
     arm: dict[str, Any] = {}
@@ -243,16 +239,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
     for path, lenient in expanded:
         try:
-            prior = load_record(path)
-            if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
-                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-            theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
-            mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
-            if theirs != mine:
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-            host = (prior.get("environment") or {}).get("cpu_model")
-            if host != cpu_model():
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+            prior = _same_run(path, benchmark, data_files)
         except (OSError, ValueError) as exc:
             if lenient:
                 continue
@@ -266,12 +253,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
             if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
                 rows[row["question"]] = row["cpu"]
                 sources[row["question"]] = str(path)
-        for name, eng in (prior.get("engines") or {}).items():
-            if name not in CPU_ENGINES or eng.get("status") != "ok":
-                continue
-            merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
-            for q, a in (eng.get("questions") or {}).items():
-                merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
+        _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
@@ -283,6 +265,36 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
         }
     )
     return arm, engines
+
+
+def _same_run(path: Path, benchmark: str, data_files: dict) -> dict[str, Any]:
+    """The result at ``path``, checked to be ``benchmark`` on the same data and CPU; refused otherwise."""
+    from accel.environment import cpu_model
+    from accel.record import load_record
+
+    prior = load_record(path)
+    if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+        raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+    theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
+    mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
+    if theirs != mine:
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+    host = (prior.get("environment") or {}).get("cpu_model")
+    if host != cpu_model():
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+    return prior
+
+
+def _take_engines(prior: dict[str, Any], path: Path, engines: dict[str, dict]) -> None:
+    """Add the CPU engines' answers of the result ``prior`` (read from ``path``) to ``engines``, first come first kept."""
+    from accel.bench.engines import CPU_ENGINES
+
+    for name, eng in (prior.get("engines") or {}).items():
+        if name not in CPU_ENGINES or eng.get("status") != "ok":
+            continue
+        merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
+        for q, a in (eng.get("questions") or {}).items():
+            merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
 
 
 def _data_files(paths: dict[str, Path]) -> dict[str, dict]:

@@ -204,20 +204,13 @@ def _hive_partitions(paths: list[Path], root: Path) -> tuple[tuple[tuple[str, An
 
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
-    import pyarrow.parquet as pq
-
     columns: tuple[str, ...] | None = None
     first_types: dict[str, tuple[Any, Path]] = {}
     kinds: dict[str, tuple[str, str, str]] = {}
     first_schema: Any = None
     uniform = True
     for path in paths:
-        try:
-            schema = pq.read_schema(path)
-        except PermissionError:
-            raise AccelError(f"--data: cannot read {str(path)!r} (permission denied)") from None
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
-            raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
+        schema = _parquet_schema(path)
         names = [n for n in schema.names if n != "__index_level_0__"]
         first_schema = schema.remove_metadata() if first_schema is None else first_schema
         uniform = uniform and schema.remove_metadata().equals(first_schema)
@@ -227,54 +220,89 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         if columns is None:
             columns = tuple(names)
         elif set(names) != set(columns):
-            missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
-            differ = "; ".join(
-                f"{what} {', '.join(map(repr, cols[:5]))}" + (f" and {len(cols) - 5:,} more" if len(cols) > 5 else "")
-                for what, cols in (("missing", missing), ("extra", extra))
-                if cols
-            )
-            raise AccelError(
-                f"--data: {str(path)!r} has other columns than {paths[0].name!r}, the first file of {str(original)!r} "
-                f"({differ}): the files of a folder must hold the same columns (rewrite one, or move it out of the folder)"
-            )
-        # The files of a folder are read as one table: a column must read alike in every file.
-        for name in names:
-            arrow_type = schema.field(name).type
-            if name not in kinds and arrow_kind(arrow_type) is not None:
-                kinds[name] = arrow_kind(arrow_type)  # decimal in one file, float64 in another: both converted
-            if name not in first_types or _type_family(first_types[name][0]) == "null":
-                first_types[name] = (arrow_type, path)
-                continue
-            seen, where = first_types[name]
-            if _type_family(arrow_type) not in (_type_family(seen), "null"):
-                raise AccelError(
-                    f"--data: column {name!r} is {seen} in {where.name!r} but {arrow_type} in {path.name!r}: "
-                    "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
-                )
+            raise _other_columns(path, names, columns, paths[0], original)
+        _check_types(schema, names, path, first_types, kinds)
     size = sum(p.stat().st_size for p in paths)
     notices = [f"column {name!r} dropped: {reason}" for name, (kind, _, reason) in kinds.items() if kind == "dropped"]
-    partitions = _hive_partitions(paths, original) if original.is_dir() else ()
     names = list(columns or ())
-    if partitions:
-        keys = [k for k, _ in partitions[0]]
-        clash = [k for k in keys if k in names]
-        if clash:
-            notices.append(f"hive partition {clash[0]!r} is also a column of the files: the files' column is used")
-            partitions = tuple(tuple((k, v) for k, v in pairs if k not in clash) for pairs in partitions)
-            keys = [k for k in keys if k not in clash]
-        if keys:
-            names += keys
-            for key in keys:
-                if len({dict(pairs)[key] for pairs in partitions}) > 1:
-                    # Categorical whatever the first rows hold: they may all come from one folder.
-                    kinds[key] = ("categorical", "", "hive partition (from the folder names)")
-            shown = ", ".join(repr(k) for k in keys)
-            notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
-        else:
-            partitions = ()
+    partitions = _hive_columns(_hive_partitions(paths, original) if original.is_dir() else (), names, kinds, notices)
     return TableSource(
         "parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions, uniform=uniform
     )
+
+
+def _parquet_schema(path: Path) -> Any:
+    """The Arrow schema of the Parquet file ``path``; an unreadable file is refused in one line."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_schema(path)
+    except PermissionError:
+        raise AccelError(f"--data: cannot read {str(path)!r} (permission denied)") from None
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+        raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
+
+
+def _other_columns(path: Path, names: list[str], columns: tuple[str, ...], first: Path, original: Path) -> AccelError:
+    """The error for a file of a folder whose columns are not those of its ``first`` file."""
+    missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
+    differ = "; ".join(
+        f"{what} {', '.join(map(repr, cols[:5]))}" + (f" and {len(cols) - 5:,} more" if len(cols) > 5 else "")
+        for what, cols in (("missing", missing), ("extra", extra))
+        if cols
+    )
+    return AccelError(
+        f"--data: {str(path)!r} has other columns than {first.name!r}, the first file of {str(original)!r} "
+        f"({differ}): the files of a folder must hold the same columns (rewrite one, or move it out of the folder)"
+    )
+
+
+def _check_types(
+    schema: Any, names: list[str], path: Path, first_types: dict[str, tuple[Any, Path]], kinds: dict[str, tuple[str, str, str]]
+) -> None:
+    """The files of a folder are read as one table: a column must read alike in every file.
+    ``first_types`` (each column's first type and file) and ``kinds`` (those Arrow types decide) grow."""
+    for name in names:
+        arrow_type = schema.field(name).type
+        if name not in kinds and (kind := arrow_kind(arrow_type)) is not None:
+            kinds[name] = kind  # decimal in one file, float64 in another: both converted
+        if name not in first_types or _type_family(first_types[name][0]) == "null":
+            first_types[name] = (arrow_type, path)
+            continue
+        seen, where = first_types[name]
+        if _type_family(arrow_type) not in (_type_family(seen), "null"):
+            raise AccelError(
+                f"--data: column {name!r} is {seen} in {where.name!r} but {arrow_type} in {path.name!r}: "
+                "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
+            )
+
+
+def _hive_columns(
+    partitions: tuple[tuple[tuple[str, Any], ...], ...],
+    names: list[str],
+    kinds: dict[str, tuple[str, str, str]],
+    notices: list[str],
+) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """The hive partitions' keys that are not columns of the files, added to ``names`` (categorical
+    where they vary); the partitions less the keys the files hold, or ``()`` when none is left."""
+    if not partitions:
+        return ()
+    keys = [k for k, _ in partitions[0]]
+    clash = [k for k in keys if k in names]
+    if clash:
+        notices.append(f"hive partition {clash[0]!r} is also a column of the files: the files' column is used")
+        partitions = tuple(tuple((k, v) for k, v in pairs if k not in clash) for pairs in partitions)
+        keys = [k for k in keys if k not in clash]
+    if not keys:
+        return ()
+    names += keys
+    for key in keys:
+        if len({dict(pairs)[key] for pairs in partitions}) > 1:
+            # Categorical whatever the first rows hold: they may all come from one folder.
+            kinds[key] = ("categorical", "", "hive partition (from the folder names)")
+    shown = ", ".join(repr(k) for k in keys)
+    notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
+    return partitions
 
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
@@ -407,12 +435,42 @@ def _sniff_delimiter(text: str) -> str | None:
     except csv.Error:
         # Fall back to the candidate that splits the header into the most fields.
         counts = {d: len(next(csv.reader([lines[0]], delimiter=d))) for d in CANDIDATE_DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=counts.__getitem__)
         return best if counts[best] > 1 else None
 
 
 def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     size = path.stat().st_size
+    head, mark, bom_codec = _csv_head(path, size)
+    notices: list[str] = []
+    read_path, encoding = _decoded(path, mark, bom_codec, notices)
+    text = head[len(mark) :].decode(encoding, errors="replace")
+    if delimiter is None:
+        delimiter = ","
+        comma_fields = len(_header(text, ","))
+        if comma_fields == 1:
+            sniffed = _sniff_delimiter(text)
+            if sniffed and sniffed != ",":
+                delimiter = sniffed
+                notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
+    # The header is the first CSV record, not the first line: a quoted name may hold a line break.
+    # Names are kept as written (the readers of both arms select columns by their real names).
+    columns = _header(text, delimiter)
+    decimals = tuple(decimal_comma_columns(text, delimiter, complete=size <= SNIFF_BYTES))
+    if decimals:
+        # A European spreadsheet's numbers (3,5): every reader of both arms reads decimal points.
+        read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals)
+        shown = ", ".join(repr(columns[j]) for j in decimals[:5] if j < len(columns))
+        notices.append(
+            f"column(s) {shown} hold numbers with decimal commas (3,5): read as numbers, through a copy with decimal points"
+        )
+    _check_header(path, columns, notices)
+    return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
+
+
+def _csv_head(path: Path, size: int) -> tuple[bytes, bytes, str]:
+    """The file's first bytes, its byte-order mark and the codec the mark names; a file that is no
+    CSV text (empty, Parquet, binary, blank) is refused in one line."""
     if size == 0:
         raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
     try:
@@ -435,8 +493,11 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         raise AccelError(f"--data: {str(path)!r} looks binary (NUL bytes), not a CSV text file")
     if not head[len(mark) :].strip(b" \t\r\n\x00"):
         raise AccelError(f"--data: {str(path)!r} holds only blank lines")
+    return head, mark, bom_codec
 
-    notices: list[str] = []
+
+def _decoded(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> tuple[Path, str]:
+    """The path the readers read (the file, or a UTF-8 copy without a mark) and the file's encoding."""
     wide = bom_codec in ("utf-16", "utf-32")
     if wide:
         bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
@@ -447,38 +508,21 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         raise _unreadable(path, exc) from None
     if encoding not in candidates:
         raise AccelError(f"--data: {str(path)!r} starts with a {bom_codec.upper()} byte-order mark but is not such text")
-    read_path = path
-    if mark or encoding != "utf-8":
-        # Every reader of both arms reads UTF-8 without a mark: read through such a copy.
-        read_path = _utf8_copy(path, encoding, len(mark))
-        if wide:
-            notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
-        elif encoding == "utf-8":
-            notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
-        else:
-            behind = " after its UTF-8 byte-order mark" if mark else ""
-            notices.append(f"the file is not UTF-8: decoded as {encoding}{behind} and read through a UTF-8 copy")
-    text = head[len(mark) :].decode(encoding, errors="replace")
+    if not mark and encoding == "utf-8":
+        return path, encoding
+    # Every reader of both arms reads UTF-8 without a mark: read through such a copy.
+    if wide:
+        notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
+    elif encoding == "utf-8":
+        notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
+    else:
+        behind = " after its UTF-8 byte-order mark" if mark else ""
+        notices.append(f"the file is not UTF-8: decoded as {encoding}{behind} and read through a UTF-8 copy")
+    return _utf8_copy(path, encoding, len(mark)), encoding
 
-    if delimiter is None:
-        delimiter = ","
-        comma_fields = len(_header(text, ","))
-        if comma_fields == 1:
-            sniffed = _sniff_delimiter(text)
-            if sniffed and sniffed != ",":
-                delimiter = sniffed
-                notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
-    # The header is the first CSV record, not the first line: a quoted name may hold a line break.
-    # Names are kept as written (the readers of both arms select columns by their real names).
-    columns = _header(text, delimiter)
-    decimals = tuple(decimal_comma_columns(text, delimiter, complete=size <= SNIFF_BYTES))
-    if decimals:
-        # A European spreadsheet's numbers (3,5): every reader of both arms reads decimal points.
-        read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals)
-        shown = ", ".join(repr(columns[j]) for j in decimals[:5] if j < len(columns))
-        notices.append(
-            f"column(s) {shown} hold numbers with decimal commas (3,5): read as numbers, through a copy with decimal points"
-        )
+
+def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
+    """Refuse an empty or repeated column name; say which names begin or end with spaces."""
     if any(c.strip() == "" for c in columns):
         raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
     dups = _duplicates(columns)
@@ -491,7 +535,6 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
             f"column name(s) {shown} begin or end with spaces: kept as written "
             "(--target, --drop and --date-format also find them by the name without the spaces)"
         )
-    return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
 
 def _header(text: str, delimiter: str) -> list[str]:

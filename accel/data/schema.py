@@ -276,12 +276,8 @@ def _plan_column(
     nunique = int(s.nunique(dropna=True))
     if nunique == 1 and not (typed is not None and typed[2].startswith("hive partition")):
         return ColumnPlan(name, "dropped", "constant")
-    if typed is not None and typed[0] == "numeric":
-        return ColumnPlan(name, "numeric", typed[2])
-    if typed is not None and typed[0] == "categorical":
-        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
-        values = s if numeric else s.dropna().astype(str)
-        return ColumnPlan(name, "categorical", typed[2], _sorted_categories(values, numeric), numeric)
+    if typed is not None and typed[0] in ("numeric", "categorical"):
+        return _arrow_typed_plan(name, s, typed)
     dtype = s.dtype
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnPlan(name, "boolean")
@@ -295,7 +291,20 @@ def _plan_column(
         return ColumnPlan(name, "numeric")
     if pd.api.types.is_numeric_dtype(dtype):
         return ColumnPlan(name, "numeric")
-    # Text.
+    return _text_plan(name, s, n, nunique, notices)
+
+
+def _arrow_typed_plan(name: str, s: pd.Series, typed: tuple[str, str, str]) -> ColumnPlan:
+    """A column whose Arrow type decides it numeric or categorical (``typed[2]``: why)."""
+    if typed[0] == "numeric":
+        return ColumnPlan(name, "numeric", typed[2])
+    numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+    values = s if numeric else s.dropna().astype(str)
+    return ColumnPlan(name, "categorical", typed[2], _sorted_categories(values, numeric), numeric)
+
+
+def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]) -> ColumnPlan:
+    """How a text column is used (``n`` values, ``nunique`` distinct): true/false, dates, categories, or dropped."""
     if _bool_from_text(s):
         return ColumnPlan(name, "boolean", "true/false text")
     text = s.dropna().astype(str)

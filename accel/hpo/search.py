@@ -537,24 +537,18 @@ def run_trials_on_client(
         if share == 0:
             continue
         spec = {
-            "config": public_config(config),
-            "study": study.study_name,
-            "storage": storage_url,
-            "arm": arm,
-            "n_trials": share,
-            "deadline": deadline,
-            "index": i,
-        }
-        futures.append(
-            client.submit(
-                _worker_trials,
-                spec,
-                workers=[worker],
-                allow_other_workers=False,
-                pure=False,
-                key=f"accel-hpo-{study.study_name}-{i}",
-            )
-        )
+            "config": public_config(config), "study": study.study_name, "storage": storage_url, "arm": arm,
+            "n_trials": share, "deadline": deadline, "index": i,
+        }  # fmt: skip
+        key = f"accel-hpo-{study.study_name}-{i}"
+        futures.append(client.submit(_worker_trials, spec, workers=[worker], allow_other_workers=False, pure=False, key=key))
+    _follow(study, futures, log)
+    return len(workers)
+
+
+def _follow(study: Any, futures: list[Any], log: Callable[[str], None]) -> None:
+    """Wait for the workers' ``futures``, saying each trial as the storage shows it finished and
+    each worker whose trials stopped with an error."""
     seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     pending = futures
     while pending:
@@ -568,7 +562,6 @@ def run_trials_on_client(
                 seen.add(t.number)
                 log(describe_trial(t, study_metric(study)))
                 heartbeat(study)
-    return len(workers)
 
 
 def study_metric(study: Any) -> str:

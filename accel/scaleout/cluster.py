@@ -198,39 +198,13 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     import asyncio
 
     import dask
-    from distributed.comm import connect
     from distributed.security import Security
 
-    scheme = address.split("://", 1)[0]
-    if scheme in ("ucx", "ucxx") and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
-        raise AccelError(
-            f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
-        )
-    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
-        raise AccelError(
-            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
-            "certificate in the Dask configuration), or use tcp://"
-        )
+    _check_scheme(address)
     connection_args = Security().get_connection_args("client")
-
-    async def exchange() -> None:
-        # Dask's own timeout decides "nobody listens"; this outer bound only catches a peer that
-        # accepts and then never completes the handshake.
-        comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout + 2)
-        try:
-            # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
-            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
-            reply = await asyncio.wait_for(comm.read(), timeout)
-        finally:
-            comm.abort()
-        if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-            raise ValueError(
-                f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler"
-            )
-
     try:
         with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout:g}s"}):
-            asyncio.run(exchange())
+            asyncio.run(_identify_scheduler(address, timeout, connection_args))
     except (asyncio.TimeoutError, TimeoutError):
         raise AccelError(
             f"cannot reach a Dask scheduler at {address}: no answer to Dask's handshake within {timeout:g} s (something "
@@ -246,6 +220,43 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             f"cannot reach a Dask scheduler at {address}: the peer does not speak Dask's protocol ({first_line(exc)}); "
             "is 'dask scheduler' running there?"
         ) from None
+
+
+def _check_scheme(address: str) -> None:
+    """Refuse a ``ucx://`` or ``tls://`` address this installation cannot speak, in one line."""
+    import dask
+
+    scheme = address.split("://", 1)[0]
+    if scheme in ("ucx", "ucxx") and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
+        raise AccelError(
+            f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
+        )
+    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
+        raise AccelError(
+            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
+            "certificate in the Dask configuration), or use tcp://"
+        )
+
+
+async def _identify_scheduler(address: str, timeout: float, connection_args: dict[str, Any]) -> None:
+    """Connect to ``address`` and ask who answers; ValueError unless it is a Dask scheduler."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    # Dask's own timeout decides "nobody listens"; this outer bound only catches a peer that
+    # accepts and then never completes the handshake.
+    comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout + 2)
+    try:
+        # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
+        await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+        reply = await asyncio.wait_for(comm.read(), timeout)
+    finally:
+        comm.abort()
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise ValueError(
+            f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler"
+        )
 
 
 @dataclass(frozen=True)

@@ -254,29 +254,35 @@ def train_with_one_retry(
                     coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
-            if session.all_workers_lost:
-                raise ClusterRunFailed(
-                    f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
-                ) from None
-            reason = first_line(exc)
-            lost = _lost_workers(session, before)
-            attempts.append(
-                {"attempt": attempt, "status": "failed", "reason": reason, "workers": len(before), "lost_workers": lost}
-            )
-            if attempt == 2:
-                raise ClusterRunFailed(
-                    f"XGBoost training failed again on the retry ({reason}"
-                    f"{f'; lost {len(lost)} more worker(s)' if lost else ''}); no run record was written"
-                ) from None
-            if not lost:
-                raise ClusterRunFailed(f"XGBoost training failed on the cluster ({reason}); no run record was written") from None
-            if len(lost) >= len(before):
-                raise ClusterRunFailed("XGBoost training lost every worker; no run record was written") from None
-            say(f"dask: training lost {len(lost)} worker(s) ({reason}); retrying once on the {len(before) - len(lost)} remaining")
+            attempts.append(_failed_attempt(session, before, attempt, exc, say))
             continue
         attempts.append({"attempt": attempt, "status": "ok", "workers": len(before)})
         return output["booster"], attempts
     raise AssertionError("unreachable")
+
+
+def _failed_attempt(
+    session: ClusterSession, before: Any, attempt: int, exc: Exception, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """The record of a training attempt that raised ``exc`` with ``before`` the workers it started
+    with, when one more attempt may follow on the workers left; :class:`ClusterRunFailed` otherwise."""
+    if session.all_workers_lost:
+        raise ClusterRunFailed(
+            f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
+        ) from None
+    reason = first_line(exc)
+    lost = _lost_workers(session, before)
+    if attempt == 2:
+        raise ClusterRunFailed(
+            f"XGBoost training failed again on the retry ({reason}"
+            f"{f'; lost {len(lost)} more worker(s)' if lost else ''}); no run record was written"
+        ) from None
+    if not lost:
+        raise ClusterRunFailed(f"XGBoost training failed on the cluster ({reason}); no run record was written") from None
+    if len(lost) >= len(before):
+        raise ClusterRunFailed("XGBoost training lost every worker; no run record was written") from None
+    say(f"dask: training lost {len(lost)} worker(s) ({reason}); retrying once on the {len(before) - len(lost)} remaining")
+    return {"attempt": attempt, "status": "failed", "reason": reason, "workers": len(before), "lost_workers": lost}
 
 
 def run_on_session(

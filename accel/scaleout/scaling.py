@@ -280,36 +280,41 @@ def scaling_rows(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict
     metric = next((name for r in ok for name in ("auc", "rmse") if name in r["arm"]["metrics"]), METRIC)
     rows = []
     for run in runs:
-        arm = run["arm"]
-        good = arm["status"] == "ok"
         ref = refs["cpu" if run["kind"] == "single-process" else run["kind"]]
         same_count_cpu = next((r for r in ok if r["kind"] == "cpu" and r["workers"] == run["workers"]), None)
-        for stage in STAGE_ROWS:
-            seconds = _seconds(arm, stage) if good else math.nan
-            base = _seconds(ref["arm"], stage) if ref else math.nan
-            speedup = base / seconds if good and ref and seconds > 0 else math.nan
-            if run["kind"] == "single-process" or not good or ref is None:
-                efficiency = math.nan
-            else:
-                efficiency = speedup / (run["workers"] / ref["workers"])
-            vs_cpu = math.nan
-            if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
-                vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
-            rows.append(
-                {
-                    "workers": run["workers"],
-                    "kind": run["kind"],
-                    "stage": stage,
-                    "seconds": seconds,
-                    "speedup_vs_1": speedup,
-                    "efficiency": efficiency,
-                    "gpu_vs_cpu": vs_cpu,
-                    "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
-                    "threads_per_worker": run["threads_per_worker"],
-                    "status": arm["status"],
-                }
-            )
+        rows += [_stage_row(run, stage, ref, same_count_cpu, metric) for stage in STAGE_ROWS]
     return rows, reference
+
+
+def _stage_row(
+    run: dict[str, Any], stage: str, ref: dict[str, Any] | None, same_count_cpu: dict[str, Any] | None, metric: str
+) -> dict[str, Any]:
+    """One row of the table: ``run``'s ``stage`` against the fewest-worker run of its arm (``ref``)
+    and, for a GPU run, the CPU run with as many workers."""
+    arm = run["arm"]
+    good = arm["status"] == "ok"
+    seconds = _seconds(arm, stage) if good else math.nan
+    base = _seconds(ref["arm"], stage) if ref else math.nan
+    speedup = base / seconds if good and ref and seconds > 0 else math.nan
+    if run["kind"] == "single-process" or not good or ref is None:
+        efficiency = math.nan
+    else:
+        efficiency = speedup / (run["workers"] / ref["workers"])
+    vs_cpu = math.nan
+    if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
+        vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
+    return {
+        "workers": run["workers"],
+        "kind": run["kind"],
+        "stage": stage,
+        "seconds": seconds,
+        "speedup_vs_1": speedup,
+        "efficiency": efficiency,
+        "gpu_vs_cpu": vs_cpu,
+        "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
+        "threads_per_worker": run["threads_per_worker"],
+        "status": arm["status"],
+    }
 
 
 def _seconds(arm: dict[str, Any], stage: str) -> float:
@@ -327,54 +332,58 @@ def write_plot(record: dict[str, Any], path: Path) -> Path:
     """Seconds per stage for each configuration, and speedup against workers with the ideal line, per arm."""
     from matplotlib.figure import Figure
 
-    rows = record["rows"]
-    configs = []
-    for r in rows:
-        key = (r["kind"], r["workers"])
-        if key not in configs:
-            configs.append(key)
-    labels = [run_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
+    from accel.files import write_new
+
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
+    _plot_stages(ax1, record)
+    _plot_speedups(ax2, record)
+    # Beside the record, whose name was free: a file that took the name meanwhile is not replaced.
+    return write_new(path, lambda tmp: fig.savefig(tmp, dpi=110), "the scaling plot", "choose another --out")
+
+
+def _row(rows: list[dict[str, Any]], kind: str, workers: int, stage: str) -> dict[str, Any]:
+    """The table's row of ``stage`` for the ``kind`` run with ``workers`` workers."""
+    return next(r for r in rows if r["kind"] == kind and r["workers"] == workers and r["stage"] == stage)
+
+
+def _plot_stages(ax: Any, record: dict[str, Any]) -> None:
+    """Seconds per stage, stacked, for each configuration, with its metric on top."""
+    rows = record["rows"]
+    configs = list(dict.fromkeys((r["kind"], r["workers"]) for r in rows))
+    labels = [run_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
     bottom = [0.0] * len(configs)
     for stage in STAGE_ROWS[:-1]:
-        values = []
-        for kind, n in configs:
-            row = next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == stage)
-            values.append(0.0 if math.isnan(row["seconds"]) else row["seconds"])
-        ax1.bar(labels, values, bottom=bottom, label=stage)
+        values = [_row(rows, kind, n, stage)["seconds"] for kind, n in configs]
+        values = [0.0 if math.isnan(v) else v for v in values]
+        ax.bar(labels, values, bottom=bottom, label=stage)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     metric = record.get("metric_name", METRIC)
     for i, (kind, n) in enumerate(configs):
-        total = next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == "total")
+        total = _row(rows, kind, n, "total")
         if not math.isnan(total["metric"]):
-            ax1.annotate(f"{metric.upper()} {total['metric']:.4f}", (i, bottom[i]), ha="center", va="bottom", fontsize=8)
-    ax1.set_ylabel("seconds")
-    ax1.set_title(f"{record['workflow']}: seconds per stage ({record['cluster_kind']})")
-    ax1.legend(fontsize=8)
+            ax.annotate(f"{metric.upper()} {total['metric']:.4f}", (i, bottom[i]), ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("seconds")
+    ax.set_title(f"{record['workflow']}: seconds per stage ({record['cluster_kind']})")
+    ax.legend(fontsize=8)
 
+
+def _plot_speedups(ax: Any, record: dict[str, Any]) -> None:
+    """Speedup against workers, total and train, with the ideal line, per arm."""
+    rows = record["rows"]
     for kind in ("gpu", "cpu"):
         counts = sorted({r["workers"] for r in rows if r["kind"] == kind and r["status"] == "ok"})
         if not counts:
             continue
         for stage, style in (("total", "o-"), ("train", "s--")):
-            values = [
-                next(r for r in rows if r["kind"] == kind and r["workers"] == n and r["stage"] == stage)["speedup_vs_1"]
-                for n in counts
-            ]
-            ax2.plot(counts, values, style, label=f"{kind.upper()} {stage}")
+            ax.plot(counts, [_row(rows, kind, n, stage)["speedup_vs_1"] for n in counts], style, label=f"{kind.upper()} {stage}")
         reference = record["speedup_reference"].get(kind) or 1
-        ax2.plot(counts, [n / reference for n in counts], "k-", alpha=0.3, label=f"{kind.upper()} ideal")
-    all_counts = sorted({r["workers"] for r in rows if r["kind"] != "single-process"})
-    ax2.set_xlabel("Dask workers")
-    ax2.set_ylabel("speedup vs the fewest workers")
-    ax2.set_xticks(all_counts)
-    ax2.set_title("speedup")
-    ax2.legend(fontsize=8)
-    from accel.files import write_new
-
-    # Beside the record, whose name was free: a file that took the name meanwhile is not replaced.
-    return write_new(path, lambda tmp: fig.savefig(tmp, dpi=110), "the scaling plot", "choose another --out")
+        ax.plot(counts, [n / reference for n in counts], "k-", alpha=0.3, label=f"{kind.upper()} ideal")
+    ax.set_xlabel("Dask workers")
+    ax.set_ylabel("speedup vs the fewest workers")
+    ax.set_xticks(sorted({r["workers"] for r in rows if r["kind"] != "single-process"}))
+    ax.set_title("speedup")
+    ax.legend(fontsize=8)
 
 
 def render_scaling(record: dict[str, Any], console: Any) -> None:
