@@ -36,10 +36,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.config import MAX_SECONDS
 from accel.errors import AccelError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
@@ -969,7 +973,7 @@ def render(record: dict[str, Any], console: Any) -> None:
         console.print(_fallbacks_table(record["fallbacks"]))
 
 
-def _arms_table(record: dict[str, Any]) -> Any:
+def _arms_table(record: dict[str, Any]) -> Table:
     """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
     from rich.markup import escape
     from rich.table import Table
@@ -994,7 +998,7 @@ def _arms_table(record: dict[str, Any]) -> Any:
     return table
 
 
-def _render_parity(parity: dict[str, Any], console: Any) -> None:
+def _render_parity(parity: dict[str, Any], console: Console) -> None:
     """Whether the arms agree, and the first lines where they differ."""
     from rich.markup import escape
 
@@ -1011,7 +1015,7 @@ def _render_parity(parity: dict[str, Any], console: Any) -> None:
         console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
 
 
-def _fallbacks_table(fallbacks: list[dict[str, Any]]) -> Any:
+def _fallbacks_table(fallbacks: list[dict[str, Any]]) -> Table:
     """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
     from rich.markup import escape
     from rich.table import Table

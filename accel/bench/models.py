@@ -191,6 +191,35 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     return None
 
 
+def _measured_arm(
+    pair: Estimator,
+    arm: str,
+    backend: Backend,
+    data: HostData,
+    seed: int,
+    repeats: int,
+    warmup: int,
+    progress: Callable[[str], None],
+) -> Mapping[str, Any]:
+    """One arm of one pair, measured (or failed, with its reason: the other models still run), said in one line."""
+    try:
+        a = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup, progress=progress)
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
+        a = {"status": "failed", "reason": first_line(exc)}
+    finally:
+        gc.collect()
+    if a["status"] == "ok":
+        progress(
+            f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
+            f"{pair.metric} {a['quality']:.4f}"
+        )
+    else:
+        progress(f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}")
+    return a
+
+
 def run_models(
     pairs: Sequence[Estimator],
     cpu: Backend,
@@ -223,24 +252,9 @@ def run_models(
                 arms[arm] = {"status": "skipped", "reason": skip}
                 continue
             assert backend is not None
-            try:
-                arms[arm] = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup, progress=progress)
-            except (AccelError, KeyboardInterrupt):
-                raise
-            except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
-                arms[arm] = {"status": "failed", "reason": first_line(exc)}
-            finally:
-                gc.collect()
-            a = arms[arm]
-            if a["status"] == "ok":
-                progress(
-                    f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
-                    f"{pair.metric} {a['quality']:.4f}"
-                )
-            else:
-                progress(f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}")
+            arms[arm] = _measured_arm(pair, arm, backend, data, seed, repeats, warmup, progress)
             if on_result is not None:
-                on_result(arm, pair.name, dict(a))
+                on_result(arm, pair.name, dict(arms[arm]))
         g, c = arms["gpu"], arms["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"
         rows_out.append(

@@ -48,6 +48,35 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="this machine: CPU, memory, GPUs, library versions, which arms can run")
     info.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
+    _register_run(sub)
+    from accel.cli.scale import register as register_scale
+
+    register_scale(sub)  # scale: the same workflow on 1, 2, 4 ... Dask workers
+
+    from accel.cli.bench import register as register_bench
+
+    register_bench(sub)  # bench, data, report: each sets its own handler
+
+    from accel.cli.hpo import register as register_hpo
+
+    register_hpo(sub)  # hpo, experiments
+    from accel.cli.predict import register as register_predict
+
+    register_predict(sub)  # predict: score new rows with a run's pipeline
+    from accel.bench.compare import register as register_compare
+
+    register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
+    completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
+    completion.add_argument("shell", choices=["bash"], help="the shell")
+    completion.set_defaults(handler=lambda args: _cmd_completion(parser))
+    from accel.cli.usage import finish
+
+    finish(parser)  # --quiet/--verbose and examples on every command
+    return parser
+
+
+def _register_run(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """``accel run``'s arguments: the workflow or table, the run's settings, the cluster."""
     run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
     run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
     add_table_arguments(run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)")
@@ -78,30 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
     add_cluster_arguments(run)
-    from accel.cli.scale import register as register_scale
-
-    register_scale(sub)  # scale: the same workflow on 1, 2, 4 ... Dask workers
-
-    from accel.cli.bench import register as register_bench
-
-    register_bench(sub)  # bench, data, report: each sets its own handler
-
-    from accel.cli.hpo import register as register_hpo
-
-    register_hpo(sub)  # hpo, experiments
-    from accel.cli.predict import register as register_predict
-
-    register_predict(sub)  # predict: score new rows with a run's pipeline
-    from accel.bench.compare import register as register_compare
-
-    register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
-    completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
-    completion.add_argument("shell", choices=["bash"], help="the shell")
-    completion.set_defaults(handler=lambda args: _cmd_completion(parser))
-    from accel.cli.usage import finish
-
-    finish(parser)  # --quiet/--verbose and examples on every command
-    return parser
 
 
 def _cmd_completion(parser: argparse.ArgumentParser) -> int:

@@ -25,16 +25,20 @@ import os
 import re
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from accel import _compat
 from accel.data.flights import cache_dir
 from accel.errors import AccelError, first_line
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
@@ -231,7 +235,7 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     )
 
 
-def _parquet_schema(path: Path) -> Any:
+def _parquet_schema(path: Path) -> pa.Schema:
     """The Arrow schema of the Parquet file ``path``; an unreadable file is refused in one line."""
     import pyarrow.parquet as pq
 
@@ -258,7 +262,11 @@ def _other_columns(path: Path, names: list[str], columns: tuple[str, ...], first
 
 
 def _check_types(
-    schema: Any, names: list[str], path: Path, first_types: dict[str, tuple[Any, Path]], kinds: dict[str, tuple[str, str, str]]
+    schema: pa.Schema,
+    names: list[str],
+    path: Path,
+    first_types: dict[str, tuple[Any, Path]],
+    kinds: dict[str, tuple[str, str, str]],
 ) -> None:
     """The files of a folder are read as one table: a column must read alike in every file.
     ``first_types`` (each column's first type and file) and ``kinds`` (those Arrow types decide) grow."""
@@ -971,6 +979,7 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     """
     start = 0
     check_unchanged(source)
+    chunks: Iterator[Any]
     if source.kind == "parquet":
         chunks = (
             convert_columns(_with_partitions(chunk, source, i, list(columns)), source)

@@ -72,7 +72,8 @@ from accel.registry import MODELS, Dist
 from accel.timing import StageTimer, speedup
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, Future
+    from optuna import Study
     from optuna.trial import FrozenTrial
 
     from accel.result import Listener
@@ -546,7 +547,7 @@ def run_trials_on_client(
     return len(workers)
 
 
-def _follow(study: Any, futures: list[Any], log: Callable[[str], None]) -> None:
+def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> None:
     """Wait for the workers' ``futures``, saying each trial as the storage shows it finished and
     each worker whose trials stopped with an error."""
     seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}

@@ -19,11 +19,16 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.credentials import SECRET_PARAMS
 from accel.errors import AccelError
 from accel.models import is_classification
+
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
+
+    from accel.config import RunConfig
 
 # --------------------------------------------------------------------------- storage and study
 
@@ -340,37 +345,53 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: str) -> OpenedStudy:
+    name = config.hpo.study
+    existing = {s.study_name: s for s in storage.get_all_studies()}
+    if resume:
+        return _resumed_study(config, given, storage, url, name, existing)
+    if name is None:
+        name = _free_name(config, existing)
+    if name in existing:
+        return _join(config, storage, url, existing[name])
+    return _new_study(config, storage, url, name)
+
+
+def _new_study(config: RunConfig, storage: BaseStorage, url: str, name: str) -> OpenedStudy:
+    """A new study named ``name`` in ``storage``, claimed by this process (or joined, when another made it meanwhile)."""
+    import optuna
+
+    from accel.runner import build_workflow
+
+    workflow = build_workflow(config)
+    metric, direction = direction_of(workflow.task)
+    try:
+        study = optuna.create_study(
+            storage=storage,
+            study_name=name,
+            direction=direction,
+            sampler=make_sampler(config.seed),
+            pruner=make_pruner(config.hpo.pruner),
+        )
+    except optuna.exceptions.DuplicatedStudyError:
+        # Another process created it between the check above and now, outside the lock (another
+        # host, or not accel): joined if it runs this search, else refused.
+        existing = {s.study_name: s for s in storage.get_all_studies()}
+        return _join(config, storage, url, existing[name], just_created=True)
+    claim(study)
+    study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
+    study.set_user_attr("metric", metric)
+    return OpenedStudy(study, url, config, workflow, resumed=False)
+
+
+def _resumed_study(
+    config: RunConfig, given: set[str], storage: BaseStorage, url: str, name: str | None, existing: dict[str, Any]
+) -> OpenedStudy:
+    """The study ``name`` (None: the newest) of ``existing`` resumed with its own settings and this run's
+    trials, time-out, top-k, device and output; refused when it is not accel's, is running, or clashes."""
     import optuna
 
     from accel.config import RunConfig
     from accel.runner import build_workflow
-
-    name = config.hpo.study
-    existing = {s.study_name: s for s in storage.get_all_studies()}
-    if not resume:
-        if name is None:
-            name = _free_name(config, existing)
-        if name in existing:
-            return _join(config, storage, url, existing[name])
-        workflow = build_workflow(config)
-        metric, direction = direction_of(workflow.task)
-        try:
-            study = optuna.create_study(
-                storage=storage,
-                study_name=name,
-                direction=direction,
-                sampler=make_sampler(config.seed),
-                pruner=make_pruner(config.hpo.pruner),
-            )
-        except optuna.exceptions.DuplicatedStudyError:
-            # Another process created it between the check above and now, outside the lock (another
-            # host, or not accel): joined if it runs this search, else refused.
-            existing = {s.study_name: s for s in storage.get_all_studies()}
-            return _join(config, storage, url, existing[name], just_created=True)
-        claim(study)
-        study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
-        study.set_user_attr("metric", metric)
-        return OpenedStudy(study, url, config, workflow, resumed=False)
 
     if name is None:
         if not existing:

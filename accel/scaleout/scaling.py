@@ -28,6 +28,8 @@ from accel.errors import AccelError
 from accel.scaleout.cluster import CLUSTER_KINDS
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from accel.early_stopping import EarlyStopping
     from accel.result import Listener
     from accel.scaleout.arms import ArmKind, ArmPlace
@@ -347,7 +349,7 @@ def _row(rows: list[dict[str, Any]], kind: str, workers: int, stage: str) -> dic
     return next(r for r in rows if r["kind"] == kind and r["workers"] == workers and r["stage"] == stage)
 
 
-def _plot_stages(ax: Any, record: dict[str, Any]) -> None:
+def _plot_stages(ax: Axes, record: dict[str, Any]) -> None:
     """Seconds per stage, stacked, for each configuration, with its metric on top."""
     rows = record["rows"]
     configs = list(dict.fromkeys((r["kind"], r["workers"]) for r in rows))
@@ -368,7 +370,7 @@ def _plot_stages(ax: Any, record: dict[str, Any]) -> None:
     ax.legend(fontsize=8)
 
 
-def _plot_speedups(ax: Any, record: dict[str, Any]) -> None:
+def _plot_speedups(ax: Axes, record: dict[str, Any]) -> None:
     """Speedup against workers, total and train, with the ideal line, per arm."""
     rows = record["rows"]
     for kind in ("gpu", "cpu"):
