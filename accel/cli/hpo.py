@@ -149,12 +149,10 @@ def _fmt(value: Any, spec: str = ".2f", none: str = "—") -> str:
 def render_hpo(record: dict[str, Any], console: Any) -> None:
     """Default baseline, best subset trial, top-k and retrained best side by side; then the arms."""
     from rich.markup import escape
-    from rich.table import Table
 
     from accel.report.console import gpu_status_line
 
     study, search, counts = record["study"], record["search"], record["trials"]
-    metric = study["metric"]
     arm = "GPU arm" if search["arm"] == "gpu" else "CPU arm"
     console.print(f"study [bold]{escape(study['name'])}[/] in {escape(study['storage'])} — search on the {arm}")
     skip_reason = None
@@ -168,54 +166,59 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
         + f" scored on {search['rows']['validation']:,} validation rows",
         highlight=False,
     )
-    table = Table(title=f"{arm}: {metric}, time and peak memory")
-    for col in ("", "trained on", "scored on", metric, "seconds", "host MB", "GPU MB"):
-        table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
-    rows = search["rows"]
-    params: list[tuple[str, dict[str, Any]]] = []
-
-    def add(label: str, entry: dict[str, Any], trained: str, scored: str) -> None:
-        table.add_row(
-            label,
-            trained,
-            scored,
-            _fmt(entry.get("metric"), ".4f"),
-            _fmt(entry.get("seconds")),
-            _fmt(entry.get("peak_host_mb"), ".0f"),
-            _fmt(entry.get("peak_device_mb"), ".0f"),
-        )
-        params.append((label.strip(), entry.get("params") or {}))
-
-    add("default baseline", record["baseline"], f"all {rows['train']:,}", "hold-out")
-    if "best_trial" in record:
-        add(
-            f"best subset trial {record['best_trial']['number']}",
-            record["best_trial"],
-            f"subset {rows['subset']:,}",
-            "validation",
-        )
-        for entry in record.get("top_k", []):
-            add(f"  top-{len(record['top_k'])}: trial {entry['trial']}", entry, f"fit {rows['fit']:,}", "validation")
-        final = record["final"]
-        add(f"retrained best (trial {final['trial']})", final, f"all {rows['train']:,}", "hold-out")
+    table, params = _candidates_table(record, arm)
     console.print(table)
     for label, values in params:
         if not label.startswith("top-"):
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
             console.print(f"  {label}: {escape(shown)}", highlight=False)
-    final = record["final"]
-    if final.get("status") == "failed":
-        console.print(f"no tuned model: {escape(final['reason'])}")
+    if record["final"].get("status") == "failed":
+        console.print(f"no tuned model: {escape(record['final']['reason'])}")
         return
+    _render_final(record, console, skip_reason)
+
+
+def _candidates_table(record: dict[str, Any], arm: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    """The baseline, the best subset trial, the top-k and the retrained best as a rich table, and each one's parameters."""
+    from rich.table import Table
+
+    metric, rows = record["study"]["metric"], record["search"]["rows"]
+    table = Table(title=f"{arm}: {metric}, time and peak memory")
+    for col in ("", "trained on", "scored on", metric, "seconds", "host MB", "GPU MB"):
+        table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
+    params: list[tuple[str, dict[str, Any]]] = []
+
+    def add(label: str, entry: dict[str, Any], trained: str, scored: str) -> None:
+        table.add_row(
+            label, trained, scored, _fmt(entry.get("metric"), ".4f"), _fmt(entry.get("seconds")),
+            _fmt(entry.get("peak_host_mb"), ".0f"), _fmt(entry.get("peak_device_mb"), ".0f"),
+        )  # fmt: skip
+        params.append((label.strip(), entry.get("params") or {}))
+
+    add("default baseline", record["baseline"], f"all {rows['train']:,}", "hold-out")
+    if "best_trial" in record:
+        best = record["best_trial"]
+        add(f"best subset trial {best['number']}", best, f"subset {rows['subset']:,}", "validation")
+        for entry in record.get("top_k", []):
+            add(f"  top-{len(record['top_k'])}: trial {entry['trial']}", entry, f"fit {rows['fit']:,}", "validation")
+        final = record["final"]
+        add(f"retrained best (trial {final['trial']})", final, f"all {rows['train']:,}", "hold-out")
+    return table, params
+
+
+def _render_final(record: dict[str, Any], console: Any, skip_reason: str | None) -> None:
+    """The tuned model against the default, each arm's final model, its speedup and the phases' seconds."""
+    from rich.markup import escape
+
+    metric, final = record["study"]["metric"], record["final"]
     gain = record["improvement"]["tuned_minus_default"]
     verdict = f"better by {gain:.4f}" if gain > 0 else f"worse by {-gain:.4f}" if gain < 0 else "the same"
     console.print(
         f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({verdict})",
         highlight=False,
     )
-    arms = record["arms"]
     for name, label in (("gpu", "GPU arm"), ("cpu", "CPU baseline arm")):
-        a = arms[name]
+        a = record["arms"][name]
         if a["status"] == "ok":
             console.print(
                 f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False
