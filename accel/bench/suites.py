@@ -14,11 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
 from accel.files import exists_policy
 from accel.record import dumps as strict_json
+
+if TYPE_CHECKING:
+    from accel.backend import Backend
+    from accel.bench.db import Suite
 
 #: Where results go without ``results``: this folder of the output root (:func:`accel.record.output_root`).
 RESULTS_FOLDER = "benchmarks"
@@ -329,20 +333,11 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend, resolve_arms
     from accel.bench import db as dbbench
     from accel.bench import engines
-    from accel.timing import fairness
 
     s, say = req.settings, req.say
     suite = dbbench.SUITES[req.suite]
     questions = dbbench.select_questions(suite, s["questions"])
-    if suite.name == "groupby":
-        if s["data"] is None:
-            raise AccelError("the groupby benchmark needs its data file (--data, data=): accel data groupby N K FILE")
-        paths = dbbench.locate_groupby(s["data"])
-    else:
-        if s["data_dir"] is None:
-            raise AccelError("the join benchmark needs the folder of its tables (--data-dir, data_dir=): accel data join N DIR")
-        paths = dbbench.locate_join(s["data_dir"])
-    dbbench.check_columns(suite, paths)
+    paths = _db_paths(suite, s)
     engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
     folder = _results_folder(s)
     data_files = _data_files(paths)
@@ -375,22 +370,46 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     result["questions"] = dbbench.combine(questions, arms)
     if engine_names or reused_engines:
         to_run = [n for n in engine_names if n not in reused_engines]
-        result["engines"] = {
-            **reused_engines,
-            **engines.run_engines(
-                to_run, paths["x"], [q.name for q in questions], say, s["repeats"],
-                lambda n, q, a: keep(n, q, "question", a),
-            ),
-        }  # fmt: skip
-        for row in result["questions"]:
-            for eng in result["engines"].values():
-                if eng.get("status") == "ok" and row["question"] in eng["questions"]:
-                    eng["questions"][row["question"]].update(
-                        dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
-                    )
+        answers = engines.run_engines(
+            to_run, paths["x"], [q.name for q in questions], say, s["repeats"], lambda n, q, a: keep(n, q, "question", a)
+        )
+        result["engines"] = {**reused_engines, **answers}
+        _check_engines(result)
+    return result, _finish(result, gpu is not None, folder, _db_fairness(cpu, result))
 
+
+def _db_paths(suite: Suite, s: dict[str, Any]) -> dict[str, Path]:
+    """The benchmark's data files by role, located and their columns checked."""
+    from accel.bench import db as dbbench
+
+    if suite.name == "groupby":
+        if s["data"] is None:
+            raise AccelError("the groupby benchmark needs its data file (--data, data=): accel data groupby N K FILE")
+        paths = dbbench.locate_groupby(s["data"])
+    else:
+        if s["data_dir"] is None:
+            raise AccelError("the join benchmark needs the folder of its tables (--data-dir, data_dir=): accel data join N DIR")
+        paths = dbbench.locate_join(s["data_dir"])
+    dbbench.check_columns(suite, paths)
+    return paths
+
+
+def _check_engines(result: dict[str, Any]) -> None:
+    """Each context engine's answers checked against the CPU arm's."""
+    from accel.bench import db as dbbench
+
+    for row in result["questions"]:
+        for eng in result["engines"].values():
+            if eng.get("status") == "ok" and row["question"] in eng["questions"]:
+                eng["questions"][row["question"]].update(dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"]))
+
+
+def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
+    """The CPU arm's threads and the libraries' settings, the context engines' threads with them."""
     import pandas
     import pyarrow
+
+    from accel.timing import fairness
 
     thread_settings: dict[str, Any] = {
         "pandas": pandas.__version__,
@@ -400,8 +419,7 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     for name, eng in result.get("engines", {}).items():
         if eng.get("status") == "ok":
             thread_settings[f"{name} threads (context)"] = eng["threads"]
-    fair = fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
-    return result, _finish(result, gpu is not None, folder, fair)
+    return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
 # --------------------------------------------------------------------------- models / crossover

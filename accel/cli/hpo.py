@@ -10,10 +10,14 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
 from accel.record import show_result
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def fraction(text: str) -> float:
@@ -178,7 +182,7 @@ def render_hpo(record: dict[str, Any], console: Any) -> None:
     _render_final(record, console, skip_reason)
 
 
-def _candidates_table(record: dict[str, Any], arm: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+def _candidates_table(record: dict[str, Any], arm: str) -> tuple[Table, list[tuple[str, dict[str, Any]]]]:
     """The baseline, the best subset trial, the top-k and the retrained best as a rich table, and each one's parameters."""
     from rich.table import Table
 
@@ -206,7 +210,7 @@ def _candidates_table(record: dict[str, Any], arm: str) -> tuple[Any, list[tuple
     return table, params
 
 
-def _render_final(record: dict[str, Any], console: Any, skip_reason: str | None) -> None:
+def _render_final(record: dict[str, Any], console: Console, skip_reason: str | None) -> None:
     """The tuned model against the default, each arm's final model, its speedup and the phases' seconds."""
     from rich.markup import escape
 
