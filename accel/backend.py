@@ -19,7 +19,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -307,6 +307,35 @@ CAPABILITIES: dict[str, tuple[str, str]] = {
 }
 
 
+def _smoke(name: str, installed: bool, check: Callable[[], None]) -> tuple[bool, str | None]:
+    """Whether the GPU library ``name`` works (``check`` makes one tiny allocation with it), and why not."""
+    if not installed:
+        return False, f"{CAPABILITIES[name][0]} not installed"
+    try:
+        check()
+    except Exception as exc:  # noqa: BLE001 - detection never raises
+        return False, f"installed but cannot use the GPU ({first_line(exc)})"
+    return True, None
+
+
+def _cupy_check() -> None:
+    import cupy
+
+    cupy.zeros(1).sum().item()
+
+
+def _rmm_check() -> None:
+    import rmm
+
+    rmm.DeviceBuffer(size=8)
+
+
+def _cudf_check() -> None:
+    import cudf
+
+    cudf.Series([1.0]).sum()
+
+
 def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str, Any]]:
     """Each GPU library on its own: ``{name: {"available": bool, "reason": str or None}}``. Never raises.
 
@@ -329,34 +358,8 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
             caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
         return caps
 
-    def smoke(name: str, check: Any) -> None:
-        if not installed[name]:
-            put(name, False, f"{CAPABILITIES[name][0]} not installed")
-            return
-        try:
-            check()
-        except Exception as exc:  # noqa: BLE001 - detection never raises
-            put(name, False, f"installed but cannot use the GPU ({first_line(exc)})")
-        else:
-            put(name, True)
-
-    def cupy_check() -> None:
-        import cupy
-
-        cupy.zeros(1).sum().item()
-
-    def rmm_check() -> None:
-        import rmm
-
-        rmm.DeviceBuffer(size=8)
-
-    def cudf_check() -> None:
-        import cudf
-
-        cudf.Series([1.0]).sum()
-
-    smoke("cupy", cupy_check)
-    smoke("rmm", rmm_check)
+    put("cupy", *_smoke("cupy", installed["cupy"], _cupy_check))
+    put("rmm", *_smoke("rmm", installed["rmm"], _rmm_check))
     if not installed["xgboost_cuda"]:
         put("xgboost_cuda", False, "xgboost not installed")
     elif not _xgboost_has_cuda():
@@ -364,7 +367,7 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     else:
         put("xgboost_cuda", True)
     if caps["cupy"]["available"]:
-        smoke("cudf", cudf_check)
+        put("cudf", *_smoke("cudf", installed["cudf"], _cudf_check))
     else:
         put("cudf", False, f"needs CuPy ({caps['cupy']['reason']})")
     for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):

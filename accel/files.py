@@ -254,27 +254,12 @@ def write_new(
         # The real suffix last: a writer function may choose the format by it (savefig).
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
         os.fchmod(fd, user_mode())  # mkstemp makes it private; this is a file for the user
-        with os.fdopen(fd, "wb") as f:
-            if callable(data):
-                data(Path(tmp))
-            else:
-                f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_synced(fd, tmp, data)
         if exists == REPLACE:
             os.replace(tmp, path)
             tmp = None
             return path
-        for seq in range(first, MAX_SEQUENCE + 1) if exists == NUMBER else (0,):
-            target = sequenced(path, seq)
-            try:
-                os.link(tmp, target)
-                return target
-            except FileExistsError:
-                continue
-        if exists == REFUSE:  # made by someone else since the check above
-            raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
-        raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")
+        return _link_free_name(tmp, path, exists, first, what)
     except OSError as exc:
         raise AccelError(os_error_line(exc, f"{what} {str(path)!r}", hint)) from None
     finally:
@@ -283,3 +268,29 @@ def write_new(
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _write_synced(fd: int, tmp: str, data: bytes | Callable[[Path], None]) -> None:
+    """Write ``data`` to the open temporary file ``fd`` (or let ``data`` write the file at ``tmp``), on disk when it returns."""
+    with os.fdopen(fd, "wb") as f:
+        if callable(data):
+            data(Path(tmp))
+        else:
+            f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str) -> Path:
+    """Hard-link the written file ``tmp`` to ``path`` (with :data:`NUMBER`, to its first free
+    sequenced name from ``first``); refused when the name is taken."""
+    for seq in range(first, MAX_SEQUENCE + 1) if exists == NUMBER else (0,):
+        target = sequenced(path, seq)
+        try:
+            os.link(tmp, target)
+            return target
+        except FileExistsError:
+            continue
+    if exists == REFUSE:  # made by someone else since the check above
+        raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
+    raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")
