@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from accel.backend import (
     cpu_threads,
@@ -39,6 +39,9 @@ from accel.backend import (
 )
 from accel.errors import AccelError, first_line
 from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
+
+if TYPE_CHECKING:
+    from accel.config import ClusterConfig
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -289,46 +292,59 @@ def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
     """
     kind = config.kind
     if kind == "scheduler":
-        if not config.address:
-            raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
-        if config.worker_memory is not None:
-            raise AccelError(
-                "--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits"
-            )
-        if config.baseline_address:
-            check_address(config.baseline_address)
-        return ClusterPlan("scheduler", address=check_address(config.address))
+        return _plan_scheduler(config)
     if config.address or config.baseline_address:
         flag = "--scheduler" if config.address else "--baseline-scheduler"
         raise AccelError(f"{flag} (an address) only goes with a running cluster (--scheduler), not with --cluster {kind}")
     memory_limit = worker_memory_bytes(config.worker_memory)
-
     if config.protocol == "ucx" and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
         raise AccelError("--protocol ucx needs UCX support for Dask: pip install distributed-ucxx-cu12 (or -cu13), or use tcp")
     if kind == "local":
-        for key, flag in (("rmm_pool", "--rmm-pool"), ("device_memory_limit", "--device-memory-limit")):
-            if getattr(config, key) is not None:
-                raise AccelError(f"{flag} applies to --cluster local-cuda (GPU workers), not to --cluster local")
-        cores = cpu_threads()
-        threads = config.threads_per_worker or max(1, cores // (config.workers or cores))
-        workers = config.workers or max(1, cores // threads)
-        if workers > cores:
-            raise AccelError(f"--workers {workers}: this machine has {cores} cores for accel, so at most {cores} CPU workers")
-        if workers * threads > cores:
-            raise AccelError(
-                f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
-                f"has {cores} cores for accel; use fewer workers or threads"
-            )
-        return ClusterPlan(
-            "local",
-            workers=workers,
-            threads_per_worker=threads,
-            worker_kind="cpu",
-            protocol=config.protocol,
-            memory_limit=memory_limit,
-        )
+        return _plan_local(config, memory_limit)
+    return _plan_local_cuda(config, memory_limit, model)
 
-    # local-cuda: the GPU question is answered by the driver before anything else is tried.
+
+def _plan_scheduler(config: ClusterConfig) -> ClusterPlan:
+    """A running cluster at ``config.address`` (and the baseline's, if given): addresses checked."""
+    if not config.address:
+        raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+    if config.worker_memory is not None:
+        raise AccelError(
+            "--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits"
+        )
+    if config.baseline_address:
+        check_address(config.baseline_address)
+    return ClusterPlan("scheduler", address=check_address(config.address))
+
+
+def _plan_local(config: ClusterConfig, memory_limit: int | None) -> ClusterPlan:
+    """CPU workers on this machine: as many threads in all as it has cores for accel, at most."""
+    for key, flag in (("rmm_pool", "--rmm-pool"), ("device_memory_limit", "--device-memory-limit")):
+        if getattr(config, key) is not None:
+            raise AccelError(f"{flag} applies to --cluster local-cuda (GPU workers), not to --cluster local")
+    cores = cpu_threads()
+    threads = config.threads_per_worker or max(1, cores // (config.workers or cores))
+    workers = config.workers or max(1, cores // threads)
+    if workers > cores:
+        raise AccelError(f"--workers {workers}: this machine has {cores} cores for accel, so at most {cores} CPU workers")
+    if workers * threads > cores:
+        raise AccelError(
+            f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
+            f"has {cores} cores for accel; use fewer workers or threads"
+        )
+    return ClusterPlan(
+        "local",
+        workers=workers,
+        threads_per_worker=threads,
+        worker_kind="cpu",
+        protocol=config.protocol,
+        memory_limit=memory_limit,
+    )
+
+
+def _plan_local_cuda(config: ClusterConfig, memory_limit: int | None, model: str | None) -> ClusterPlan:
+    """One Dask-CUDA worker per GPU, each with an RMM pool sized as the single-process GPU arm's."""
+    # The GPU question is answered by the driver before anything else is tried.
     probe = probe_gpu()
     if not probe.usable:
         raise AccelError(f"--cluster local-cuda needs a usable GPU: {probe.reason}")
