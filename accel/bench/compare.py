@@ -456,35 +456,7 @@ def run_once(
         reaper = _subreaper(True)
         tree = _Tree(proc.pid)
         sampler = _TreeSampler(proc.pid, device, tree=tree)
-        ended: dict[str, Any] = {}
-        # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
-        # Python 3.11's join release the running thread's lock and call it stopped, so a second
-        # join returned at once, the sweep below reaped the script first, and wait4 failed.
-        exited = threading.Event()
-
-        def wait() -> None:  # blocking wait4: the exit is timed exactly
-            try:
-                ended["status"] = os.wait4(proc.pid, 0)
-                ended["at"] = time.perf_counter()
-            finally:
-                exited.set()
-
-        waiter = threading.Thread(target=wait, name="accel-compare-wait", daemon=True)
-        waiter.start()
-        timed_out = False
-        try:
-            if not exited.wait(timeout):
-                timed_out = True
-                _kill_group(proc.pid)
-                exited.wait()
-        except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
-            _kill_group(proc.pid)
-            exited.wait()
-            tree.sweep()
-            raise
-        finally:
-            sampler.stop()
-            proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
+        ended, timed_out = _wait_exit(proc, timeout, tree, sampler)
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
         if guard is not None:
@@ -509,6 +481,41 @@ def run_once(
         written=written,
         killed=killed,
     )
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, sampler: _TreeSampler) -> tuple[dict[str, Any], bool]:
+    """Wait for the script to exit, killing its group at ``timeout`` (and on Ctrl-C, with all it
+    started); wait4's ``status`` and the clock ``at`` its return, and whether it timed out."""
+    ended: dict[str, Any] = {}
+    # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
+    # Python 3.11's join release the running thread's lock and call it stopped, so a second
+    # join returned at once, the sweep below reaped the script first, and wait4 failed.
+    exited = threading.Event()
+
+    def wait() -> None:  # blocking wait4: the exit is timed exactly
+        try:
+            ended["status"] = os.wait4(proc.pid, 0)
+            ended["at"] = time.perf_counter()
+        finally:
+            exited.set()
+
+    waiter = threading.Thread(target=wait, name="accel-compare-wait", daemon=True)
+    waiter.start()
+    timed_out = False
+    try:
+        if not exited.wait(timeout):
+            timed_out = True
+            _kill_group(proc.pid)
+            exited.wait()
+    except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
+        _kill_group(proc.pid)
+        exited.wait()
+        tree.sweep()
+        raise
+    finally:
+        sampler.stop()
+        proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
+    return ended, timed_out
 
 
 def _kill_group(pgid: int) -> None:
