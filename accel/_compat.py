@@ -9,12 +9,16 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
 
 #: A pandas or a cuDF DataFrame (the arm's ``xdf``): the one place where a type is either.
 Frame: TypeAlias = Any
@@ -621,6 +625,22 @@ def arrow_csv_chunks(
     ------
     pyarrow.Table
     """
+    stream, reader = _open_arrow_csv(path, all_columns, columns, dtypes, delimiter, compression)
+    try:
+        yield from _tables_of(reader, reader.schema, max(rows, 1))
+    finally:
+        stream.close()
+
+
+def _open_arrow_csv(
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    dtypes: dict[str, str],
+    delimiter: str,
+    compression: str | None,
+) -> tuple[pa.NativeFile, pcsv.CSVStreamingReader]:
+    """The file's input stream and pyarrow's streaming CSV reader on it, read as :func:`arrow_csv_chunks` says."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -638,22 +658,25 @@ def arrow_csv_chunks(
         parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
         convert_options=convert,
     )
-    rows = max(rows, 1)
+    return stream, reader
+
+
+def _tables_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
+    """Record ``batches`` of any sizes as consecutive pyarrow Tables of ``rows`` rows (the last one shorter)."""
+    import pyarrow as pa
+
     pending: list[Any] = []
     held = 0
-    try:
-        for batch in reader:
-            pending.append(batch)
-            held += batch.num_rows
-            while held >= rows:
-                table = pa.Table.from_batches(pending, schema=reader.schema)
-                yield table.slice(0, rows)
-                rest = table.slice(rows)
-                pending, held = rest.to_batches(), rest.num_rows
-        if held:
-            yield pa.Table.from_batches(pending, schema=reader.schema)
-    finally:
-        stream.close()
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        while held >= rows:
+            table = pa.Table.from_batches(pending, schema=schema)
+            yield table.slice(0, rows)
+            rest = table.slice(rows)
+            pending, held = rest.to_batches(), rest.num_rows
+    if held:
+        yield pa.Table.from_batches(pending, schema=schema)
 
 
 def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:
