@@ -551,6 +551,20 @@ def iter_csv_chunks(
         for table in arrow_csv_chunks(path, all_columns, columns, rows, dtypes, delimiter, _CSV_CODECS[suffix]):
             yield from_arrow(xdf, table)
         return
+    yield from _cudf_byte_ranges(xdf, path, all_columns, columns, rows, delimiter, options)
+
+
+def _cudf_byte_ranges(
+    xdf: ModuleType,
+    path: str | Path,
+    all_columns: Sequence[str],
+    columns: Sequence[str],
+    rows: int,
+    delimiter: str,
+    options: dict[str, Any],
+) -> Iterator[Frame]:
+    """An uncompressed CSV file read by cuDF in byte ranges of about ``rows`` rows, each ending at a
+    line break found on the host (see :func:`iter_csv_chunks`)."""
     size = Path(path).stat().st_size
     with open(path, "rb") as f:
         head = f.read(1 << 20)
@@ -565,13 +579,13 @@ def iter_csv_chunks(
                 str(path),
                 sep=delimiter,
                 # (offset, 0): to the end of the file; else up to the line break at ``end``
-                byte_range=(offset, 0 if last else end - offset),
+                byte_range=(offset, 0 if last or end is None else end - offset),
                 header=0 if first else None,
                 names=None if first else list(all_columns),
                 usecols=list(columns),
                 **options,
             )
-            if last:
+            if last or end is None:
                 return
             offset = end
 
