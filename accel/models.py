@@ -13,6 +13,7 @@ the model runs), ``fit``, ``predict`` (probabilities for classification), and ``
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from accel.backend import Backend, ModelClasses
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
-from accel.registry import MODELS, Estimator, XGBoostSettings, xgboost_device_used, xgboost_threads_used
+from accel.registry import MODELS, Estimator, ModelSpec, XGBoostSettings, xgboost_device_used, xgboost_threads_used
 
 
 def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
@@ -122,6 +123,13 @@ class XGBoostModel:
     def classes(self) -> int | None:
         """The number of classes (None for regression)."""
         return None if not is_classification(self.task) else (self.n_classes if self.task == "multiclass" else 2)
+
+    @classmethod
+    def build(
+        cls, spec: ModelSpec, estimator: Estimator, task: str, params: dict[str, Any], seed: int, n_classes: int
+    ) -> XGBoostModel:
+        """The model of a run (:func:`build_model`): ``spec``'s settings as XGBoost's parameters."""
+        return cls(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes, name=spec.name)
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
@@ -343,6 +351,13 @@ class EstimatorModel:
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
+    @classmethod
+    def build(
+        cls, spec: ModelSpec, estimator: Estimator, task: str, params: dict[str, Any], seed: int, n_classes: int
+    ) -> EstimatorModel:
+        """The model of a run (:func:`build_model`): ``estimator``'s class pair with ``params``."""
+        return cls(name=spec.name, estimator=estimator, task=task, params=params, seed=seed)
+
     @property
     def key(self) -> str:
         return self.estimator.key
@@ -453,7 +468,26 @@ def _mean_abs(contributions: np.ndarray) -> list[float]:
 
 
 def model_family(name: str) -> str:
-    return MODELS[name].family
+    """The feature family ``--model name`` gets (:attr:`accel.registry.Capabilities.family`)."""
+    return MODELS[name].caps.family
+
+
+def adapter(spec: ModelSpec) -> Any:
+    """The class that trains ``spec`` (:attr:`accel.registry.ModelSpec.adapter`), imported on first use."""
+    if not isinstance(spec.adapter, str):
+        return spec.adapter
+    module, _, name = spec.adapter.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def pruning_callbacks(name: str, trial: Any, task: str) -> tuple:
+    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (Optuna's, on
+    the validation metric each round); none for a model that cannot report one."""
+    if not MODELS[name].caps.prunes:
+        return ()
+    from optuna_integration.xgboost import XGBoostPruningCallback
+
+    return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
@@ -465,9 +499,7 @@ def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_class
     if estimator is None:
         kind = "classification" if is_classification(task) else "regression"
         able = [m for m in MODELS.values() if m.estimator(is_classification(task)) is not None]
-        able.sort(key=lambda m: m.family != spec.family)  # the same family first
+        able.sort(key=lambda m: m.caps.family != spec.caps.family)  # the same family first
         others = f" (or {', '.join(m.name for m in able[1:])})" if len(able) > 1 else ""
         raise AccelError(f"--model {name} cannot do {kind}; use --model {able[0].name}{others}")
-    if spec.boosted:
-        return XGBoostModel(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes)
-    return EstimatorModel(name=name, estimator=estimator, task=task, params=params, seed=seed)
+    return adapter(spec).build(spec, estimator, task, params, seed, n_classes)

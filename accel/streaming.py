@@ -74,7 +74,7 @@ def _run_streaming(
     n_train = len(tplan.train_pos)  # the training rows (rows.train is let go before boosting)
     dtypes = tplan.csv_dtypes()
     columns = tplan.read_columns
-    featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
+    featurizer = TableFeaturizer(xdf, tplan, workflow.family, workflow.settings.seed)
     featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
     arm = backend.name
 
@@ -188,7 +188,7 @@ def _run_streaming(
             # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
             # or in host memory (GPU arm), brought back page by page while boosting.
             held.clear()  # a retry with smaller batches holds the validation rows afresh
-            prefix = str(cache.scratch() / ("xgboost-search" if search else "xgboost")) if external else None
+            prefix = str(cache.scratch() / ("matrix-search" if search else "matrix")) if external else None
             batches = FileBatches(batch_rows, prefix, search=search)
             options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
             if not external:

@@ -213,7 +213,7 @@ def test_streaming_needs_xgboost(tmp_path, capsys):
         "--out",
         str(tmp_path / "r"),
     )
-    assert_error(code, err, "only xgboost trains batch by batch")
+    assert_error(code, err, "--model knn cannot train batch by batch", "--model xgboost")
     assert records_in(tmp_path / "r") == []
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from accel.registry import DEFAULT_MODEL
+
 
 @dataclass(frozen=True)
 class WorkflowSettings:
@@ -125,9 +127,9 @@ class Workflow(Protocol):
 
 
 class WorkflowBase:
-    """Defaults for a workflow's optional parts: XGBoost, no feature reports, no notices, no table plan."""
+    """Defaults for a workflow's optional parts: the default model, no feature reports, no notices, no table plan."""
 
-    model_name: str = "xgboost"
+    model_name: str = DEFAULT_MODEL
     #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and planning; None otherwise.
     plan: Any = None
     planned: Any = None
