@@ -654,6 +654,12 @@ def _add_estimator(est: Estimator) -> None:
             OLD_BENCH_KEYS[est.key] = est.name
 
 
+def model_libraries() -> tuple[str, ...]:
+    """Import names of the libraries the models' CPU classes come from (``xgboost``, ``sklearn``), in
+    the registry's order: the libraries whose versions a run record lists."""
+    return tuple(dict.fromkeys(e.cpu.partition(":")[0].split(".")[0] for e in ESTIMATORS.values()))
+
+
 def register(spec: ModelSpec) -> None:
     """Add ``spec`` to the tables: a ``--model`` choice, its estimators' class pairs, its bench pair.
 
