@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
 from accel.registry import MODELS, Estimator, ModelSpec, XGBoostSettings, xgboost_device_used, xgboost_threads_used
+
+if TYPE_CHECKING:
+    import optuna
+    import xgboost
 
 
 def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
@@ -159,14 +163,14 @@ class XGBoostModel:
         Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
         float16 matrix never exists in float32 as a whole.
         """
+        return self._matrix(backend, _batches(X, _compat.series_to_array(y), batch_rows))
+
+    def _matrix(self, backend: Backend, batches: xgboost.DataIter, ref: xgboost.QuantileDMatrix | None = None) -> Any:
+        """A ``QuantileDMatrix`` of ``batches`` (with ``ref``: on that matrix's quantile cuts, as a validation set needs)."""
         import xgboost
 
-        return xgboost.QuantileDMatrix(
-            _batches(X, _compat.series_to_array(y), batch_rows),
-            max_bin=self.params.max_bin,
-            enable_categorical=True,
-            nthread=backend.n_threads,
-        )
+        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+        return xgboost.QuantileDMatrix(batches, ref=ref, **options)
 
     def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
         """Boost the rounds early stopping found (:meth:`search_rounds`), else ``n_estimators``;
@@ -181,8 +185,6 @@ class XGBoostModel:
         part of the rows of ``X`` held out, the rest boosted watching it, the rounds found kept in
         :attr:`early_stopping` for every arm. Untimed by the stages (the caller runs it between
         ``to_device`` and ``train``). Returns whether it ran."""
-        import xgboost
-
         es = self.early_stopping
         if es is None or not es.searching:
             return False
@@ -191,10 +193,8 @@ class XGBoostModel:
         valid = backend.xp.asarray(mask)
         if not es.check(X.n_rows, _compat.to_numpy(labels[valid]), self.classes):
             return False
-        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-        dfit = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, ~valid), **options)
-        dvalid = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dfit, **options)
-        self.search(backend, dfit, dvalid)
+        dfit = self._matrix(backend, _batches(X, labels, batch_rows, ~valid))
+        self.search(backend, dfit, self._matrix(backend, _batches(X, labels, batch_rows, valid), ref=dfit))
         return True
 
     def search(self, backend: Backend, dfit: Any, dvalid: Any) -> None:
@@ -224,15 +224,7 @@ class XGBoostModel:
         requires. After early stopping the booster remembers its best round and
         :meth:`predict` uses the trees up to it.
         """
-        import xgboost
-
-        dvalid = xgboost.QuantileDMatrix(
-            _batches(X_valid, _compat.series_to_array(y_valid), batch_rows),
-            ref=dtrain,
-            max_bin=self.params.max_bin,
-            enable_categorical=True,
-            nthread=backend.n_threads,
-        )
+        dvalid = self._matrix(backend, _batches(X_valid, _compat.series_to_array(y_valid), batch_rows), ref=dtrain)
         return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
 
     def boost(
@@ -264,10 +256,8 @@ class XGBoostModel:
         )
 
     def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
-        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones. After early stopping
-        # the trees past the best round are left out.
-        best = booster.attr("best_iteration")
-        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
+        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones.
+        kwargs = _best_rounds(booster)
         parts = [booster.inplace_predict(X.batch(a, b), **kwargs) for a, b in batch_ranges(X.n_rows, batch_rows)]
         return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
@@ -328,13 +318,17 @@ class XGBoostModel:
         over classes for a multiclass model; as NumPy."""
         import xgboost
 
-        best = booster.attr("best_iteration")
-        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
         data = xgboost.DMatrix(
             matrix, feature_names=booster.feature_names, feature_types=booster.feature_types, enable_categorical=True
         )
-        values = _compat.to_numpy(booster.predict(data, pred_contribs=True, **kwargs))
+        values = _compat.to_numpy(booster.predict(data, pred_contribs=True, **_best_rounds(booster)))
         return values.sum(axis=1) if values.ndim == 3 else values
+
+
+def _best_rounds(booster: xgboost.Booster) -> dict[str, Any]:
+    """Prediction's arguments that leave out the trees past the best round, after early stopping."""
+    best = booster.attr("best_iteration")
+    return {} if best is None else {"iteration_range": (0, int(best) + 1)}
 
 
 @dataclass
@@ -436,8 +430,6 @@ class EstimatorModel:
     ) -> dict[str, dict[str, float]]:
         """The estimator's own importances (a forest's impurity decrease) or, for a linear model on
         standardised features, its coefficients' magnitude (summed over classes); none for KNN."""
-        import numpy as np
-
         found = getattr(estimator, "feature_importances_", None)
         if found is not None:
             return {"impurity": dict(zip(names, map(float, _compat.to_numpy(found))))}
@@ -462,8 +454,6 @@ def trusted_types(estimator: Estimator) -> list[str]:
 
 def _mean_abs(contributions: np.ndarray) -> list[float]:
     """Mean absolute contribution per feature (the bias column left out)."""
-    import numpy as np
-
     return [float(v) for v in np.abs(contributions[:, :-1]).mean(axis=0)]
 
 
@@ -480,7 +470,7 @@ def adapter(spec: ModelSpec) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def pruning_callbacks(name: str, trial: Any, task: str) -> tuple:
+def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
     """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (Optuna's, on
     the validation metric each round); none for a model that cannot report one."""
     if not MODELS[name].caps.prunes:
