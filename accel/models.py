@@ -1,13 +1,17 @@
-"""Models on either arm, one code path each.
+"""The model adapters: each trains the models of its registry entries on either arm, one code path each.
+
+The registry names an entry's adapter (:attr:`accel.registry.ModelSpec.adapter`);
+:func:`build_model` makes a run's model with the adapter's ``build``. Two adapters here:
 
 - XGBoost: one estimator with ``device=`` as a parameter (``backend.xgb_device``). After training
   the device XGBoost really used is read back from the booster's own configuration: with
   ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
-- Everything else: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
+- scikit-learn and cuML: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
   (``backend.models``), declared in pairs in :mod:`accel.registry` with the shared parameters in
   one dict and the arm-only ones apart, as cuML's benchmark does.
 
-Each model has the same four steps the paired run times: ``to_device`` (model input built where
+A model from another library brings its own adapter (the :class:`accel.workflows.base.Model`
+protocol). Each model has the same four steps the paired run times: ``to_device`` (model input built where
 the model runs), ``fit``, ``predict`` (probabilities for classification), and ``device_used``.
 """
 

@@ -70,8 +70,10 @@ class FeatureTransform(Protocol):
 
 
 class Model(Protocol):
-    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`):
-    the four steps the runner times, what it reports, and how its fitted form is kept."""
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`,
+    or another registry entry's adapter): the four steps the runner times, what it reports, and how
+    its fitted form is kept. An adapter class makes one with
+    ``build(spec, estimator, task, params, seed, n_classes)`` (:func:`accel.models.build_model`)."""
 
     name: str
     task: str
