@@ -287,7 +287,7 @@ def _named_or_table(config: Any) -> Any:
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
-        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.model_params()))
         check_split = getattr(workflow, "check_split", None)
         if check_split is not None:
             check_split()  # a test split that cannot be scored is refused before any arm runs
@@ -302,7 +302,7 @@ def _named_or_table(config: Any) -> Any:
         model_family(config.model),
         dict(config.date_format),
         config.probe,
-        config.xgboost.n_estimators,
+        config.model_params().get("n_estimators"),
     )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 

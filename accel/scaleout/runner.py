@@ -663,7 +663,7 @@ def cluster_run(
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
     settings = WorkflowSettings.of(config)
-    params = XGBoostParams(**config.xgboost.model_dump())
+    params = XGBoostParams(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
