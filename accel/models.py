@@ -461,11 +461,6 @@ def _mean_abs(contributions: np.ndarray) -> list[float]:
     return [float(v) for v in np.abs(contributions[:, :-1]).mean(axis=0)]
 
 
-def model_family(name: str) -> str:
-    """The feature family ``--model name`` gets (:attr:`accel.registry.Capabilities.family`)."""
-    return MODELS[name].caps.family
-
-
 def adapter(spec: ModelSpec) -> Any:
     """The class that trains ``spec`` (:attr:`accel.registry.ModelSpec.adapter`), imported on first use."""
     if not isinstance(spec.adapter, str):

@@ -279,7 +279,7 @@ def attach_early_stopping(workflow: Any, early_stopping: Any) -> None:
 
 
 def _named_or_table(config: Any) -> Any:
-    from accel.models import XGBoostParams, model_family
+    from accel.models import XGBoostParams
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
@@ -299,7 +299,7 @@ def _named_or_table(config: Any) -> Any:
         list(config.drop),
         settings,
         config.delimiter,
-        model_family(config.model),
+        MODELS[config.model].caps.family,
         dict(config.date_format),
         config.probe,
         config.model_params().get("n_estimators"),

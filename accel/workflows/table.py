@@ -20,7 +20,7 @@ from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.readers import TableSource, fingerprint, planned_source, read_source, resolve_source
 from accel.data.schema import TablePlan, make_plan, real_name
-from accel.models import build_model, model_family
+from accel.models import build_model
 from accel.registry import MODELS
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
@@ -144,7 +144,7 @@ class TableWorkflow(WorkflowBase):
         self.plan = planned.plan
         self.task = self.plan.task
         self.model_name = model
-        self.family = model_family(model)
+        self.family = MODELS[model].caps.family
         n_classes = len(self.plan.classes or [])
         self.model = build_model(model, self.task, model_params, settings.seed, n_classes=max(n_classes, 2))
 
