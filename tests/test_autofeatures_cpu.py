@@ -128,3 +128,19 @@ def test_the_float_cast_comes_before_any_conversion():
     assert cast["year"].isna().tolist() == frame["year"].isna().tolist()
     x = frame["x"]
     assert _compat.as_float(x) is x
+
+
+@pytest.mark.parametrize(("old", "new"), [("xgboost", "native"), ("random_forest", "trees"), ("knn", "distance")])
+def test_a_transform_saved_under_a_familys_old_name_loads_as_the_family(old, new):
+    """Families are named for what they mean; a pipeline saved before, under a model's name, still loads."""
+    from accel.data.autofeatures import TableTransform, build_table_features
+    from accel.data.schema import make_plan
+
+    frame = tables.customers(400)
+    plan = make_plan(frame, "churned", seed=5)
+    prepared, _ = build_table_features(pd, frame.iloc[plan.row_positions].reset_index(drop=True), plan, new, seed=5)
+    state, saved = prepared.transform.state()
+    state["family"] = old
+    loaded = TableTransform.from_state(pd, state, saved)
+    assert loaded.featurizer.family == new
+    pd.testing.assert_frame_equal(loaded.transform(frame.head(50)), prepared.transform.transform(frame.head(50)))

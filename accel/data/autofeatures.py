@@ -523,7 +523,7 @@ class TableTransform:
 
     ``featurizer`` holds the plan (column kinds, vocabularies, date layouts) and the target
     encoders fitted on the training rows; ``finish`` the imputation and scaling of the model's
-    family (None for XGBoost). New rows are encoded as the run's test rows were: with every
+    family (None for the native family). New rows are encoded as the run's test rows were: with every
     training row's statistics, unseen categories as missing.
     """
 
