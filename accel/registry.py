@@ -31,6 +31,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
@@ -670,6 +671,10 @@ def register(spec: ModelSpec) -> None:
     """
     if spec.name in MODELS:
         raise ValueError(f"a model named {spec.name!r} is registered already")
+    if "accel.config" in sys.modules:  # its --model choices and sections are made: the model would be unknown there
+        raise RuntimeError(
+            f"register {spec.name!r} before accel reads a configuration (before importing accel.config or accel.api)"
+        )
     MODELS[spec.name] = spec
     for est in (spec.classifier, spec.regressor, spec.penalized[1] if spec.penalized else None):
         if est is not None:

@@ -135,3 +135,16 @@ def test_no_module_but_the_registry_and_the_adapters_compares_a_model_name():
         if path.name not in NAMES_ALLOWED and (lines := _named_models(ast.parse(path.read_text(encoding="utf-8")), names))
     }
     assert offending == {}, f"ask the registry's capabilities instead: {offending}"
+
+
+def test_a_model_registered_after_the_configuration_is_read_is_refused():
+    """The ``--model`` choices are made when the configuration is first imported: a later entry
+    would be a model no command knows, so it is refused rather than half-registered."""
+    import accel.config  # noqa: F401 - read, as in any command
+    from tests.capability_model import SPEC
+
+    with pytest.raises(RuntimeError, match="before accel reads a configuration"):
+        registry.register(SPEC)
+    assert SPEC.name not in registry.MODELS
+    with pytest.raises(ValueError, match="registered already"):
+        registry.register(registry.MODELS[registry.DEFAULT_MODEL])
