@@ -344,7 +344,10 @@ class Capabilities:
     Attributes
     ----------
     family : str
-        The feature family it gets (one of :data:`FAMILIES`).
+        The feature family it gets (one of :data:`FAMILIES`). ``native``: it takes categorical
+        columns as categories and missing values as they are, so a run's plan probes which
+        many-valued columns to keep as categories
+        (:func:`accel.data.autofeatures.probe_native_categories`).
     streams : bool
         Trains batch by batch on a table that does not fit the memory budget (a streamed run);
         otherwise such a run of it is refused.
@@ -370,12 +373,6 @@ class Capabilities:
         if (self.streams or self.dask) and self.family != "native":
             # A streamed or Dask run builds the native family's features: no fitted imputation or scaling.
             raise ValueError("a model that streams or trains on Dask takes the native family's features")
-
-    @property
-    def native_categories(self) -> bool:
-        """Takes categorical columns as categories (the ``native`` family), so a run probes which
-        many-valued columns to keep so (:func:`accel.data.autofeatures.probe_native_categories`)."""
-        return self.family == "native"
 
 
 def able(ability: str) -> list[str]:
