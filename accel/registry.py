@@ -666,12 +666,16 @@ def register(spec: ModelSpec) -> None:
     made from :data:`MODELS` when :mod:`accel.config` is imported). Nothing else names a model:
     the runs ask :attr:`ModelSpec.caps`.
     """
-    if spec.name in MODELS:
-        raise ValueError(f"a model named {spec.name!r} is registered already")
     if "accel.config" in sys.modules:  # its --model choices and sections are made: the model would be unknown there
         raise RuntimeError(
             f"register {spec.name!r} before accel reads a configuration (before importing accel.config or accel.api)"
         )
+    _add_model(spec)
+
+
+def _add_model(spec: ModelSpec) -> None:
+    if spec.name in MODELS:
+        raise ValueError(f"a model named {spec.name!r} is registered already")
     MODELS[spec.name] = spec
     for est in (spec.classifier, spec.regressor, spec.penalized[1] if spec.penalized else None):
         if est is not None:
@@ -679,7 +683,7 @@ def register(spec: ModelSpec) -> None:
 
 
 for _spec in _SPECS:
-    register(_spec)
+    _add_model(_spec)
 for _est in _BENCH_ONLY:
     _add_estimator(_est)
 

@@ -144,5 +144,3 @@ def test_a_model_registered_after_the_configuration_is_read_is_refused():
     with pytest.raises(RuntimeError, match="before accel reads a configuration"):
         registry.register(SPEC)
     assert SPEC.name not in registry.MODELS
-    with pytest.raises(ValueError, match="registered already"):
-        registry.register(registry.MODELS[registry.DEFAULT_MODEL])
