@@ -139,6 +139,13 @@ class XGBoostModel:
         """The model of a run (:func:`build_model`): ``spec``'s settings as XGBoost's parameters."""
         return cls(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes, name=spec.name)
 
+    @staticmethod
+    def pruning_callbacks(trial: optuna.trial.Trial, task: str) -> tuple:
+        """Optuna's pruning callback on the validation metric, told after each boosting round."""
+        from optuna_integration.xgboost import XGBoostPruningCallback
+
+        return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
+
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
         objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
@@ -470,13 +477,10 @@ def adapter(spec: ModelSpec) -> Any:
 
 
 def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
-    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (Optuna's, on
-    the validation metric each round); none for a model that cannot report one."""
-    if not MODELS[name].caps.prunes:
-        return ()
-    from optuna_integration.xgboost import XGBoostPruningCallback
-
-    return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
+    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (its adapter's,
+    for a model whose capabilities say it prunes); none for a model that cannot report a metric per round."""
+    spec = MODELS[name]
+    return adapter(spec).pruning_callbacks(trial, task) if spec.caps.prunes else ()
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:

@@ -356,9 +356,11 @@ class Capabilities:
         is refused.
     stops_early : bool
         Finds its rounds on a validation part of the training rows (a run's early stopping,
-        hpo's trials watching their validation rows).
+        hpo's trials watching their validation rows): its adapter has ``early_stopping``,
+        ``search_rounds``, ``fit_validated`` and ``rounds_used``.
     prunes : bool
-        Reports its validation metric each round, so hpo prunes a trial while it trains.
+        Reports its validation metric each round, so hpo prunes a trial while it trains: its
+        adapter's ``pruning_callbacks(trial, task)`` gives the callbacks.
     """
 
     family: str
