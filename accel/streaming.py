@@ -40,6 +40,7 @@ from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.pipeline import explained, from_run, holdout_frame
 from accel.precision import frame_matrix, plan_precision, xgboost_features
+from accel.registry import MODELS
 from accel.result import Executed, Executor
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
@@ -86,7 +87,7 @@ def _run_streaming(
 ) -> Executed:
     table = cast("TableWorkflow", workflow)  # a user's table is what streams: it has a plan
     tplan, model = table.plan, cast("XGBoostModel", table.model)
-    featurizer = TableFeaturizer(backend.xdf, tplan, "xgboost", table.settings.seed)
+    featurizer = TableFeaturizer(backend.xdf, tplan, MODELS[table.model_name].caps.family, table.settings.seed)
     featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
     # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
     cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
@@ -257,7 +258,7 @@ class _Matrix:
         import xgboost
 
         self.held.clear()  # a retry with smaller batches holds the validation rows afresh
-        prefix = str(self.run.cache.scratch() / ("xgboost-search" if search else "xgboost")) if self.external else None
+        prefix = str(self.run.cache.scratch() / ("matrix-search" if search else "matrix")) if self.external else None
         batches = _file_batches(self, batch_rows, prefix, search)
         options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": self.run.backend.n_threads}
         if not self.external:

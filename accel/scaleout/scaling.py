@@ -204,7 +204,10 @@ def _run_clusters(study: _Study) -> Any:
     from accel.workflows import WorkflowSettings
 
     config, described = study.config, None
-    settings, params = WorkflowSettings.of(config), XGBoostParams(**config.xgboost.model_dump())
+    settings, params = (
+        WorkflowSettings.of(config),
+        XGBoostParams(**config.model_params()),
+    )  # a model with a Dask trainer (check_dask_config)
     for n, place in zip(study.counts, study.places, strict=True):
         for arm_kind in _ARM_ORDER:
             where = place[arm_kind]
