@@ -151,11 +151,6 @@ def target_codes(xdf: ModuleType, y: Any, plan: TablePlan) -> Any:
 # --------------------------------------------------------------------------- encoders
 
 
-def _group_sums(xdf: ModuleType, frame: Any, keys: list[str], value: str, prefix: str) -> Any:
-    grouped = frame.groupby(keys)[value]
-    return xdf.DataFrame({f"{prefix}s": grouped.sum(), f"{prefix}n": grouped.count()}).reset_index()
-
-
 def target_encode(
     xdf: ModuleType,
     codes_train: Any,

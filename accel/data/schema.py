@@ -170,10 +170,6 @@ class TablePlan:
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_text(s: pd.Series) -> bool:
-    return pd.api.types.is_string_dtype(s.dtype) or s.dtype == object
-
-
 def _numeric_share(s: pd.Series) -> float:
     """Share of non-null values of a text column that parse as numbers."""
     values = s.dropna()

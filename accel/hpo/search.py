@@ -897,7 +897,7 @@ def _record(
             "interrupted_trials": opened.interrupted,
             "sampler": f"TPESampler(seed={(config.seed + 1000 * opened.seed_offset) % 2**32})",
             "pruner": config.hpo.pruner,
-        },
+        },  # fmt: skip
         "config": public_config(config),
         "search": {
             "arm": run.backend.name,
@@ -911,7 +911,7 @@ def _record(
             "precision": config.precision,
             "memory": ctx.memory,
             "notes": ctx.data.notes,
-        },
+        },  # fmt: skip
         "trials": counts,
         "baseline": baseline,
     }

@@ -309,17 +309,10 @@ def _stage_row(
     if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
         vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
     return {
-        "workers": run["workers"],
-        "kind": run["kind"],
-        "stage": stage,
-        "seconds": seconds,
-        "speedup_vs_1": speedup,
-        "efficiency": efficiency,
-        "gpu_vs_cpu": vs_cpu,
-        "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
-        "threads_per_worker": run["threads_per_worker"],
-        "status": arm["status"],
-    }
+        "workers": run["workers"], "kind": run["kind"], "stage": stage, "seconds": seconds, "speedup_vs_1": speedup,
+        "efficiency": efficiency, "gpu_vs_cpu": vs_cpu, "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
+        "threads_per_worker": run["threads_per_worker"], "status": arm["status"],
+    }  # fmt: skip
 
 
 def _seconds(arm: dict[str, Any], stage: str) -> float:
