@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accel.openmp import settle
 from accel.record import leaves_no_folder
 
 
@@ -181,13 +182,26 @@ class RunResult:
         return f"RunResult({self.record.get('workflow')!r}, {shown}, speedup {self.speedup:.3g}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
-        """The stage table and a bar per stage's speedup, for Jupyter."""
+        """For Jupyter: the stage table with a bar per stage's speedup, the hold-out metrics of
+        both arms with their parity, the rounds early stopping chose and remarks on the metrics."""
+        from accel.report.console import run_notes
+
         stages = self.stages
         notes = _skip_notes(self.record["arms"].items())
         chart = _speedup_chart(stages["speedup"].items(), "speedup per stage") or "<p>speedup: n/a (one arm ran)</p>"
         title = f"<h4>accel run: {html.escape(str(self.record.get('workflow')))}</h4>"
+        metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
+        remarks = "".join(f"<p>{html.escape(line)}</p>" for line in [_parity_line(self.parity), *run_notes(self.record)])
         where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
-        return title + stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a") + chart + notes + where
+        table = stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
+        return title + table + chart + notes + metrics + remarks + where
+
+
+def _parity_line(parity: dict[str, Any]) -> str:
+    if parity.get("ok") is None:
+        return f"parity: not checked ({parity.get('metric')} needs both arms)"
+    verdict = "agree" if parity["ok"] else "DISAGREE"
+    return f"parity: {parity['metric']} GPU {parity['gpu']:.4f} vs CPU {parity['cpu']:.4f}: the arms {verdict}"
 
 
 def _float(value: Any) -> float:
@@ -251,7 +265,7 @@ def run(
     device_memory_limit: str | None = None,
     protocol: str | None = None,
     scale: int | None = None,
-    progress: bool = False,
+    progress: bool = True,
 ) -> RunResult:
     """Run a workflow on the accelerated arm and the CPU baseline, write its record, return it.
 
@@ -317,8 +331,9 @@ def run(
         With ``cluster``: the workers' protocol.
     scale : int, optional
         Replicate the data this many times with jitter (default 1).
-    progress : bool, default False
-        Show the stages as they run (on stderr), as the command line does.
+    progress : bool, default True
+        Show the arms and their stages as they run (on stderr: in a notebook, a line per
+        stage), as the command line does; False: nothing until the result.
 
     Returns
     -------
@@ -578,10 +593,11 @@ def run_config(
     (dict, pathlib.Path)
         The record and where it was written.
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     if config.cluster is not None:
         from accel.scaleout.runner import cluster_run
 
-        return cluster_run(config, listener, on_plan=on_plan)
+        return cluster_run(config, listener, on_plan=on_plan, process_start=process_start)
     from accel.runner import paired_run
 
     return paired_run(config, listener, on_plan=on_plan, process_start=process_start)
@@ -682,6 +698,7 @@ def tune(
     cluster: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    progress: bool = False,
     **settings: Any,
 ) -> TuneResult:
     """Search a model's hyperparameters with Optuna, as ``accel hpo`` does; write its record, return it.
@@ -697,6 +714,9 @@ def tune(
         Continue the study named by ``study`` in ``storage`` (``--resume``).
     cluster, scheduler, workers
         Run the trials in parallel on Dask, as ``--cluster``, ``--scheduler``, ``--workers`` do.
+    progress : bool, default False
+        Every line ``accel hpo`` prints, one per trial too; by default one line per step of
+        the search (the study, the baseline, the trials' count, the top-k, the retrained best).
     **settings
         The search's settings (``trials``, ``subset``, ``trial_rounds``, ``validation``,
         ``timeout``, ``top``, ``storage``, ``study``) and those of :func:`run` (``data``,
@@ -727,7 +747,7 @@ def tune(
     file_values, source = workflow_source(str(workflow) if named else None, values.get("data") is not None or resume, "hpo")
     config, given = search_config(file_values, values, search, "accel.tune()" if source == "command line" else source, named)
     request = SearchRequest(resume=resume, given=given, cluster=cluster, scheduler=scheduler, workers=workers)
-    record, path = run_search(config, request)
+    record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
     return TuneResult(record, Path(path))
 
 
@@ -776,7 +796,10 @@ class CompareResult:
     def __repr__(self) -> str:
         arms = self.record["arms"]
         shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
-        return f"CompareResult({self.record['program']['path']!r}, {shown}, speedup {self.speedup:.3g}, agree {self.agree})"
+        return (
+            f"CompareResult({self.record['program']['path']!r}, {shown}, speedup {self.speedup:.3g}, "
+            f"outputs {_agreement(self.agree)})"
+        )
 
     def _repr_html_(self) -> str:
         title = f"<h4>accel compare: {html.escape(str(self.record['program']['path']))}</h4>"
@@ -786,7 +809,12 @@ class CompareResult:
             for a, arm in self.record["arms"].items()
             if arm.get("status") != "ok" and arm.get("reason")
         )
-        return title + table + notes + f"<p>outputs agree: {self.agree}</p>"
+        return title + table + notes + f"<p>outputs: {_agreement(self.agree)}</p>"
+
+
+def _agreement(agree: bool | None) -> str:
+    """What the arms' outputs did: ``agree``, ``DISAGREE``, or ``not compared`` (the GPU arm did not run)."""
+    return {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}[agree]
 
 
 @leaves_no_folder
@@ -1067,6 +1095,7 @@ def benchmark(
         For every bad input, before anything is measured, with the one-line message the
         command line prints (nothing is written then).
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.bench.suites import request, run_suite
 
     given = {
@@ -1231,6 +1260,7 @@ def scale(
         For every bad input (a worker count beyond this machine's cores or GPUs included),
         before the first cluster starts, with the one-line message the command line prints.
     """
+    settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
     settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)

@@ -793,6 +793,10 @@ def cpu_backend() -> Backend:
     import numpy
     import pandas
 
+    from accel.openmp import settle
+
+    settle()  # OpenMP's spin count for the arm, before anything loads OpenMP
+
     return Backend("cpu", numpy, pandas, "cpu", cpu_threads(), None, ModelClasses("cpu"))
 
 

@@ -258,24 +258,16 @@ def recordable_value(name: str, value: str) -> str:
 def environment_overrides(environ: Any = None) -> dict[str, str]:
     """Every variable accel, its benchmarks or the libraries it drives read that is set here.
 
-    ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` count only when the user set them (accel sets
-    ``GOMP_SPINCOUNT`` itself otherwise). A value that may be a credential is replaced by
+    (accel never sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` in its own environment: set,
+    they are the user's.) A value that may be a credential is replaced by
     :data:`NOT_RECORDED` (:func:`recordable_value`): records are shared and committed. Only
     these variables are recorded: names accel and its libraries read (an allow-list of names and
     prefixes), never the rest of the environment.
     """
-    from accel import OMP_WAIT_POLICY
-
     env = os.environ if environ is None else environ
     out = {}
     for name in sorted(env):
         if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES):
-            if (
-                name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-                and environ is None
-                and OMP_WAIT_POLICY["source"] != "user environment"
-            ):
-                continue
             out[name] = recordable_value(name, env[name])
     return out
 

@@ -1,20 +1,18 @@
-"""Hold-out metrics, computed on the host with scikit-learn: the same code scores both arms."""
+"""Hold-out metrics, computed on the host with scikit-learn: the same code scores both arms.
+
+scikit-learn is imported when a metric is computed, not with this module: it loads the OpenMP
+runtime, which must load after the arms' setting (:mod:`accel.openmp`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    log_loss,
-    mean_absolute_error,
-    mean_squared_error,
-    r2_score,
-    roc_auc_score,
-)
 
 
 def binary_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str, float]:
     """AUC, accuracy at 0.5 and log loss of predicted probabilities of the positive class."""
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+
     y_true = np.asarray(y_true).astype(np.int64)
     probability = np.clip(np.asarray(probability, dtype=np.float64).reshape(-1), 1e-15, 1 - 1e-15)
     return {
@@ -27,6 +25,8 @@ def binary_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str, flo
 
 def multiclass_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str, float]:
     """Macro one-vs-rest AUC, accuracy of the most probable class, log loss."""
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+
     y_true = np.asarray(y_true).astype(np.int64)
     proba = np.asarray(probability, dtype=np.float64)
     proba = np.clip(proba, 1e-15, 1.0)
@@ -45,6 +45,8 @@ def multiclass_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str,
 
 
 def regression_metrics(y_true: np.ndarray, prediction: np.ndarray) -> dict[str, float]:
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
     y_true = np.asarray(y_true, dtype=np.float64)
     prediction = np.asarray(prediction, dtype=np.float64).reshape(-1)
     return {
@@ -62,6 +64,34 @@ def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[
     if task == "regression":
         return regression_metrics(y_true, prediction)
     raise ValueError(f"unknown task {task!r}")
+
+
+def remarks(metrics: dict[str, float]) -> list[str]:
+    """What a reader should know of hold-out metrics that look worse than a constant's.
+
+    A negative R² means the model predicts the hold-out worse than its mean would; a binary
+    model's log loss above that of always predicting the positive rate means its probabilities
+    are worse than knowing the rate alone; an AUC at or below 0.5 ranks no better than chance.
+    """
+    out = []
+    r2 = metrics.get("r2")
+    if r2 is not None and r2 < 0:
+        out.append(
+            f"R² {r2:.3f} is below 0: the model predicts the hold-out worse than its mean would (a constant); "
+            "the features may not explain this target, or there are too few rows"
+        )
+    auc = metrics.get("auc")
+    if auc is not None and auc <= 0.5:
+        out.append(f"AUC {auc:.3f}: the model ranks the hold-out no better than chance")
+    rate, loss = metrics.get("positive_rate"), metrics.get("log_loss")
+    if rate is not None and loss is not None and 0 < rate < 1:
+        constant = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate))
+        if loss > constant:
+            out.append(
+                f"log loss {loss:.4f} is above {constant:.4f}, a constant's (the positive rate {rate:.3f} for every row): "
+                "its probabilities are worse than the rate alone"
+            )
+    return out
 
 
 #: The metric the parity check compares per task: (name, tolerance, relative?).

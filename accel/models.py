@@ -23,6 +23,7 @@ import numpy as np
 from accel import _compat
 from accel._compat import Array
 from accel.backend import Backend, ModelClasses
+from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
 from accel.registry import MODELS, Estimator, XGBoostSettings, xgboost_device_used, xgboost_threads_used
@@ -34,7 +35,9 @@ def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
     return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
 
 
-def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
+def _batches(X: StoredMatrix, y: Any, batch_rows: int, keep: Any = None) -> Any:
+    """Batches of ``X`` and labels ``y`` for XGBoost; ``keep`` (a boolean mask on the arm's
+    device, or None for all) picks the rows."""
     import xgboost
 
     class StoredBatches(xgboost.DataIter):
@@ -49,7 +52,10 @@ def _batches(X: StoredMatrix, y: Any, batch_rows: int) -> Any:
             if self._i >= len(self._ranges):
                 return False
             a, b = self._ranges[self._i]
-            input_data(data=X.batch(a, b), label=y[a:b], feature_names=X.feature_names, feature_types=X.feature_types)
+            data, label = X.batch(a, b), y[a:b]
+            if keep is not None:
+                data, label = data[keep[a:b]], label[keep[a:b]]
+            input_data(data=data, label=label, feature_names=X.feature_names, feature_types=X.feature_types)
             self._i += 1
             return True
 
@@ -99,7 +105,10 @@ class XGBoostModel:
 
     :meth:`to_device` builds the training ``QuantileDMatrix`` where the model runs (the quantile
     sketch is computed on the GPU from a cuDF frame, on the host from pandas); :meth:`fit`
-    boosts; :meth:`predict` predicts in place on the arm's frame.
+    boosts; :meth:`predict` predicts in place on the arm's frame. With ``early_stopping``
+    (:class:`~accel.early_stopping.EarlyStopping`, shared by the arms of a paired run)
+    :meth:`search_rounds` finds the rounds once, on a validation part of the training rows,
+    and :meth:`fit` trains them on all the training rows.
     """
 
     params: XGBoostParams = field(default_factory=XGBoostParams)
@@ -107,6 +116,12 @@ class XGBoostModel:
     seed: int = 0
     n_classes: int = 2
     name: str = "xgboost"
+    early_stopping: EarlyStopping | None = None
+
+    @property
+    def classes(self) -> int | None:
+        """The number of classes (None for regression)."""
+        return None if not is_classification(self.task) else (self.n_classes if self.task == "multiclass" else 2)
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
@@ -146,12 +161,43 @@ class XGBoostModel:
         )
 
     def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
-        """Boost ``n_estimators`` rounds; ``on_round(done, total)`` is told of each one."""
+        """Boost the rounds early stopping found (:meth:`search_rounds`), else ``n_estimators``;
+        ``on_round(done, total)`` is told of each one."""
+        es = self.early_stopping
+        rounds = es.rounds(self.params.n_estimators) if es is not None else self.params.n_estimators
+        callbacks = (round_callback(on_round, rounds),) if on_round is not None else ()
+        return self.boost(backend, dtrain, None, rounds, None, callbacks)
+
+    def search_rounds(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> bool:
+        """The early-stopping search, where this arm runs it (the first to train): the validation
+        part of the rows of ``X`` held out, the rest boosted watching it, the rounds found kept in
+        :attr:`early_stopping` for every arm. Untimed by the stages (the caller runs it between
+        ``to_device`` and ``train``). Returns whether it ran."""
         import xgboost
 
-        rounds = self.params.n_estimators
-        callbacks = [round_callback(on_round, rounds)] if on_round is not None else None
-        return xgboost.train(self.booster_params(backend), dtrain, num_boost_round=rounds, callbacks=callbacks)
+        es = self.early_stopping
+        if es is None or not es.searching:
+            return False
+        labels = _compat.series_to_array(y)
+        mask = es.mask(X.n_rows)
+        valid = backend.xp.asarray(mask)
+        if not es.check(X.n_rows, _compat.to_numpy(labels[valid]), self.classes):
+            return False
+        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+        dfit = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, ~valid), **options)
+        dvalid = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dfit, **options)
+        self.search(backend, dfit, dvalid)
+        return True
+
+    def search(self, backend: Backend, dfit: Any, dvalid: Any) -> None:
+        """Boost on ``dfit`` watching ``dvalid``, stopping after the patience; the rounds found go to :attr:`early_stopping`."""
+        import time
+
+        es = self.early_stopping
+        assert es is not None
+        t0 = time.perf_counter()
+        booster = self.boost(backend, dfit, dvalid, self.params.n_estimators, es.patience, ())
+        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task], time.perf_counter() - t0, self.params.n_estimators)
 
     def fit_validated(
         self,
@@ -179,13 +225,32 @@ class XGBoostModel:
             enable_categorical=True,
             nthread=backend.n_threads,
         )
-        params = {**self.booster_params(backend), "eval_metric": XGBOOST_EVAL_METRIC[self.task]}
+        return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
+
+    def boost(
+        self,
+        backend: Backend,
+        dtrain: Any,
+        dvalid: Any,
+        rounds: int | None,
+        early_stopping_rounds: int | None,
+        callbacks: tuple,
+    ) -> Any:
+        """``xgboost.train``: ``rounds`` (default ``n_estimators``), ``dvalid`` (when given)
+        watched every round, stopping after ``early_stopping_rounds`` rounds without gain."""
+        import xgboost
+
+        params = self.booster_params(backend)
+        evals = None
+        if dvalid is not None:
+            params["eval_metric"] = XGBOOST_EVAL_METRIC[self.task]
+            evals = [(dvalid, "validation")]
         return xgboost.train(
             params,
             dtrain,
             num_boost_round=rounds or self.params.n_estimators,
-            evals=[(dvalid, "validation")],
-            early_stopping_rounds=early_stopping_rounds,
+            evals=evals,
+            early_stopping_rounds=early_stopping_rounds if evals else None,
             callbacks=list(callbacks) or None,
             verbose_eval=False,
         )
@@ -210,7 +275,10 @@ class XGBoostModel:
         return {"xgboost_nthread": xgboost_threads_used(booster)}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
+        out = {"name": self.name, "library": "xgboost", "task": self.task, "params": self.params.model_dump()}
+        if self.early_stopping is not None:
+            out["early_stopping"] = self.early_stopping.describe()
+        return out
 
     def settings(self) -> dict[str, Any]:
         """What rebuilds this model (:func:`build_model`): its name, task, settings, seed, classes."""

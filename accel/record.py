@@ -338,7 +338,8 @@ def write_record(
 def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None], written: dict[str, Any]) -> None:
     """How every command shows what it made: with ``--json``, exactly one JSON document on stdout
     (the record, as :func:`dumps` writes it) and the lines saying where its files went on stderr,
-    so ``accel ... --json | jq .`` parses; otherwise ``render``'s tables, then those lines on stdout.
+    so ``accel ... --json | jq .`` parses; otherwise ``render``'s tables (none with ``--quiet``),
+    then those lines on stdout.
 
     Parameters
     ----------
@@ -352,9 +353,11 @@ def show_result(record: dict[str, Any], as_json: bool, render: Callable[[], None
         ``label -> path`` of each file written, in the order they are said
         (``{"run record": path}``, ``{"scaling record": path, "plot": png}``); None values are left out.
     """
+    from accel.output import quiet
+
     if as_json:
         print(dumps(record), flush=True)
-    else:
+    elif not quiet():  # --quiet: only where the files went
         render()
     where = sys.stderr if as_json else sys.stdout
     for label, path in written.items():

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from accel import OMP_WAIT_POLICY
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
 from accel.timing import EXTRA_STAGES, STAGES, StageTimer
@@ -196,7 +195,9 @@ class Executor:
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
     info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
-    info["omp_wait_policy"] = dict(OMP_WAIT_POLICY)
+    from accel.openmp import settle
+
+    info["omp_wait_policy"] = dict(settle())
     return {**info, **backend.host_threads()}
 
 

@@ -19,9 +19,11 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend
+from accel.early_stopping import search_between_stages
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor
 from accel.metrics import task_metrics
+from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
@@ -137,6 +139,9 @@ class InMemory(Executor):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
+        search_between_stages(
+            backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
+        )
         with timer.stage("train"):
             fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
@@ -246,8 +251,35 @@ def check_memory_flags(settings: Any) -> None:
             )
 
 
-def build_workflow(config: Any) -> Any:
-    """The workflow a validated config asks for: a named one, or the user's table (planned here)."""
+def build_workflow(config: Any, early_stopping: Any = None) -> Any:
+    """The workflow a validated config asks for: a named one, or the user's table (planned here).
+
+    Its XGBoost model stops early on a validation part of the training rows, with the rounds
+    decided once for every arm that shares ``early_stopping`` (an
+    :class:`~accel.early_stopping.EarlyStopping`; by default a new one, shared by the two arms
+    that run this workflow).
+    """
+    workflow = _named_or_table(config)
+    attach_early_stopping(workflow, early_stopping or early_stopping_for(config))
+    return workflow
+
+
+def early_stopping_for(config: Any) -> Any:
+    """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
+    from accel.early_stopping import EarlyStopping
+
+    return EarlyStopping(seed=config.seed)
+
+
+def attach_early_stopping(workflow: Any, early_stopping: Any) -> None:
+    """Give ``workflow``'s XGBoost model ``early_stopping`` (other models train as they are)."""
+    from accel.models import XGBoostModel
+
+    if isinstance(workflow.model, XGBoostModel):
+        workflow.model.early_stopping = early_stopping
+
+
+def _named_or_table(config: Any) -> Any:
     from accel.models import XGBoostParams, model_family
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
@@ -300,6 +332,7 @@ def paired_run(
     check_memory_flags(config.memory_settings())  # before planning reads the file or probes
     workflow = build_workflow(config)
     t_planned = clock()
+    say_planning(workflow, t_planned - t_run)
 
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     gpu, cpu = arms.gpu, arms.cpu
@@ -309,6 +342,7 @@ def paired_run(
     t_env = clock()
     environment = collect_environment()
     t_env = clock() - t_env
+    detail(f"planning: environment report {t_env:.2f} s")
     memory = config.memory_settings()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
@@ -317,6 +351,12 @@ def paired_run(
     batch_plan["gpu"], t0 = clock() - t0, clock()
     cpu_arm = prepare_arm_safely(cpu, workflow, memory)
     batch_plan["cpu"] = clock() - t0
+    for arm, prepared in (("gpu", gpu_arm), ("cpu", cpu_arm)):
+        if prepared is not None and not isinstance(prepared, ArmResult):
+            plan = prepared[1]
+            detail(
+                f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({plan.mode}, {plan.rows_per_batch:,} rows a batch)"
+            )
     if on_plan is not None:
         on_plan(workflow)
     arm_wall: dict[str, float] = {}
@@ -332,6 +372,7 @@ def paired_run(
     timeline = wall_timeline(
         workflow, t_run, t_planned, t_env, batch_plan if gpu is not None else {"cpu": batch_plan["cpu"]}, arm_wall,
         {"gpu": gpu_result, "cpu": cpu_result}, process_start,
+        early_stopping=getattr(workflow.model, "early_stopping", None),
     )  # fmt: skip
 
     record = run_record(
@@ -341,6 +382,19 @@ def paired_run(
     kept = {arm: r.pipeline for arm, r in (("gpu", gpu_result), ("cpu", cpu_result)) if r.pipeline is not None}
     path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
     return record, path
+
+
+def say_planning(workflow: Any, seconds: float) -> None:
+    """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
+    schema inference, the encoding probe)."""
+    planned = workflow.planned
+    steps = ""
+    if planned is not None:
+        steps = (
+            f" (read the head {planned.read_seconds:.2f} s, schema inference {planned.infer_seconds:.2f} s, "
+            f"encoding probe {planned.probe_seconds:.2f} s)"
+        )
+    detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s{steps}")
 
 
 def run_record(
@@ -388,17 +442,21 @@ def wall_timeline(
     arm_wall: dict[str, float],
     results: dict[str, ArmResult],
     process_start: float | None = None,
+    cluster_startup: dict[str, float] | None = None,
+    early_stopping: Any = None,
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
     a run called from Python), planning (reading the head, schema inference, the
     encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
-    its work between them (set-up, the fp16 check), and what is left over. The parts add up to
-    ``process_seconds``; ``unaccounted_seconds`` is the remainder."""
+    its work between them (set-up, the fp16 check, the early-stopping search of the arm that ran
+    it: ``rounds_search``; on Dask, ``cluster_startup``: starting the arm's cluster), and what is
+    left over. The parts add up to ``process_seconds``;
+    ``unaccounted_seconds`` is the remainder."""
     now = time.perf_counter()
     since_start = 0.0 if process_start is None else time.time() - process_start
     process = max(since_start, now - t_run)
-    planned = workflow.planned
+    planned = getattr(workflow, "planned", None)
     planning_total = t_planned - t_run
     planning = {"total": planning_total}
     if planned is not None:
@@ -409,6 +467,11 @@ def wall_timeline(
     for arm, seconds in arm_wall.items():
         stages = results[arm].total_seconds if results[arm].status == "ok" else 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
+        if cluster_startup and arm in cluster_startup:
+            arms[arm]["cluster_startup"] = cluster_startup[arm]
+        decided = getattr(early_stopping, "decided", None)
+        if decided and decided["decided_by"] == arm:
+            arms[arm]["rounds_search"] = decided["search_seconds"]
     parts = {
         "start_up": max(process - (now - t_run), 0.0),
         "planning": planning_total,

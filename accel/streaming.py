@@ -22,6 +22,7 @@ XGBoost only: scikit-learn and cuML estimators fit on one matrix in memory.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from accel.backend import Backend
 from accel.batching import BatchPlan, with_backoff
 from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
 from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
+from accel.early_stopping import search_between_stages
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.pipeline import explained, from_run, holdout_frame
@@ -69,6 +71,7 @@ def _run_streaming(
     tplan, source, model = workflow.plan, workflow.planned.source, workflow.model
     xdf = backend.xdf
     rows = _Rows(tplan)
+    n_train = len(tplan.train_pos)  # the training rows (rows.train is let go before boosting)
     dtypes = tplan.csv_dtypes()
     columns = tplan.read_columns
     featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
@@ -78,10 +81,10 @@ def _run_streaming(
     # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
     cache = ColumnarCache(xdf, source, columns, dtypes)
 
-    def chunks(batch_rows: int):
+    def chunks(batch_rows: int, timed: bool = True):
         reader = cache.chunks(batch_rows)
         while True:
-            with timer.accumulate("load"):
+            with timer.accumulate("load") if timed else nullcontext():
                 item = next(reader, None)
             if item is None:
                 return
@@ -124,13 +127,19 @@ def _run_streaming(
 
         names: list[str] = []
         types: list[str] = []
+        # The early-stopping search (the first arm to train): the validation part of the training
+        # rows (the same rows as in memory: positions among the training rows) kept apart.
+        es = getattr(model, "early_stopping", None)
+        valid_mask = es.mask(n_train) if es is not None and es.searching else None
+        held: dict[int, tuple[Any, Any]] = {}
         columns: list[str] = []
 
         placement = backend.external_memory()
 
         class FileBatches(xgboost.DataIter):
-            def __init__(self, batch_rows: int, cache_prefix: str | None = None) -> None:
-                self.batch_rows = batch_rows
+            def __init__(self, batch_rows: int, cache_prefix: str | None = None, search: bool = False) -> None:
+                # search: the early-stopping search's pass (validation rows held apart, untimed)
+                self.batch_rows, self.search = batch_rows, search
                 self._it: Any = None
                 super().__init__(
                     cache_prefix=cache_prefix,
@@ -143,19 +152,23 @@ def _run_streaming(
 
             def next(self, input_data: Any) -> bool:
                 if self._it is None:
-                    self._it = chunks(self.batch_rows)
+                    self._it = chunks(self.batch_rows, timed=not self.search)
                 while True:
                     item = next(self._it, None)
                     if item is None:
                         return False
                     start, frame = item
-                    with timer.accumulate("features"):
+                    with timer.accumulate("features") if not self.search else nullcontext():
                         train, where = planned_rows(rows.train, start, frame)
                         if train is None:
                             continue
                         X = featurizer.transform(train, featurizer.folds[where])
                         y = _compat.series_to_array(target_codes(xdf, train[tplan.target], tplan))
                         matrix = frame_matrix(X, featurizer.categorical)
+                        if self.search and valid_mask is not None and valid_mask[where].any():
+                            valid = backend.xp.asarray(valid_mask[where])
+                            held[start] = (matrix[valid], y[valid])
+                            matrix, y = matrix[~valid], y[~valid]
                     if not names:
                         names[:], types[:] = xgboost_features(X.columns, featurizer.categorical)
                         columns[:] = [str(c) for c in X.columns]
@@ -170,11 +183,13 @@ def _run_streaming(
 
         external = plan.training_matrix == "external"
 
-        def build(batch_rows: int) -> Any:
+        def build(batch_rows: int, search: bool = False) -> Any:
             # When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external
             # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
             # or in host memory (GPU arm), brought back page by page while boosting.
-            batches = FileBatches(batch_rows, str(cache.scratch() / "xgboost") if external else None)
+            held.clear()  # a retry with smaller batches holds the validation rows afresh
+            prefix = str(cache.scratch() / ("xgboost-search" if search else "xgboost")) if external else None
+            batches = FileBatches(batch_rows, prefix, search=search)
             options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
             if not external:
                 return xgboost.QuantileDMatrix(batches, **options)
@@ -184,11 +199,21 @@ def _run_streaming(
 
         dtrain = with_backoff(build, plan, backend, "to_device")
         backend.synchronize()
-        # Only the test rows are read again: the training rows' list and folds go before boosting.
-        rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
         inner = timer.seconds.get("load", 0.0) + timer.seconds.get("features", 0.0) - inner_before
         timer.seconds["to_device"] = timer.seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
         done("to_device", t0)
+
+        def search() -> None:
+            # A pass of its own, outside the stages: the training rows less the validation part,
+            # which is held apart as the batches go by and watched while the search boosts.
+            dfit = with_backoff(lambda batch_rows: build(batch_rows, search=True), plan, backend, "rounds search")
+            dvalid = validation_matrix(backend, model, dfit, held, names, types, n_train)
+            if dvalid is not None:
+                model.search(backend, dfit, dvalid)
+
+        search_between_stages(backend, model, listener, search)
+        # Only the test rows are read again: the training rows' list and folds go before boosting.
+        rows.train, featurizer.folds = None, np.empty(0, FOLD_DTYPE)
 
         # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
         release_host_memory()
@@ -247,6 +272,32 @@ def _run_streaming(
         "test": len(tplan.test_pos),
     }
     return Executed(model, booster, metrics, rows_record, list(names), memory_record, pipeline=kept)
+
+
+def validation_matrix(
+    backend: Backend, model: Any, dtrain: Any, held: dict[int, tuple[Any, Any]], names: list[str], types: list[str], n_train: int
+) -> Any:
+    """The validation part's ``QuantileDMatrix`` (on the search's matrix's cuts) from the rows held
+    apart while that matrix was built; None when it cannot be watched (too few rows, a class
+    missing: known only once read; the record says so)."""
+    import xgboost
+
+    es = getattr(model, "early_stopping", None)
+    if es is None:
+        return None
+    if not held:
+        es.check(n_train, np.empty(0), model.classes)  # too few training rows: says so
+        return None
+    xp = backend.xp
+    parts = [held[k] for k in sorted(held)]
+    X, y = xp.concatenate([m for m, _ in parts]), xp.concatenate([v for _, v in parts])
+    held.clear()
+    if not es.check(n_train, _compat.to_numpy(y), model.classes):
+        return None
+    return xgboost.QuantileDMatrix(
+        X, label=y, ref=dtrain, feature_names=names, feature_types=types,
+        max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
+    )  # fmt: skip
 
 
 def predict_batches(

@@ -176,7 +176,13 @@ def timed_call(fn: Callable[[], Any], backend: Backend) -> tuple[float, Any]:
 
 
 def measure(
-    fn: Callable[[], Any], backend: Backend, *, repeats: int = 3, warmup: int = 0, collect: bool = True
+    fn: Callable[[], Any],
+    backend: Backend,
+    *,
+    repeats: int = 3,
+    warmup: int = 0,
+    collect: bool = True,
+    on_call: Callable[[str, float], None] | None = None,
 ) -> tuple[Timing, Any]:
     """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls.
 
@@ -193,6 +199,9 @@ def measure(
         Untimed calls after the cold one.
     collect : bool, default True
         Run the garbage collector, untimed, before each call (db-benchmark's ``gc.collect()``).
+    on_call : callable, optional
+        ``on_call(which, seconds)`` after each call (``"cold"``, ``"warm-up 1/2"``,
+        ``"repeat 2/3"``): the progress of a long measurement.
 
     Returns
     -------
@@ -205,20 +214,23 @@ def measure(
         raise ValueError(f"warmup must be 0 or more, got {warmup}")
     if collect:
         gc.collect()
+    tell = on_call or (lambda _which, _seconds: None)
     cold, out = timed_call(fn, backend)
+    tell("cold", cold)
     timing = Timing(cold=cold, warmup=warmup)
-    for _ in range(warmup):
+    for i in range(warmup):
         del out
         if collect:
             gc.collect()
-        out = fn()
-        backend.synchronize()
-    for _ in range(repeats):
+        seconds, out = timed_call(fn, backend)  # untimed in the result; timed for the progress only
+        tell(f"warm-up {i + 1}/{warmup}", seconds)
+    for i in range(repeats):
         del out
         if collect:
             gc.collect()
         seconds, out = timed_call(fn, backend)
         timing.times.append(seconds)
+        tell(f"repeat {i + 1}/{repeats}", seconds)
     return timing, out
 
 

@@ -1396,7 +1396,7 @@ CASES += [
          _space('{max_depth: [3, "deep", null]}'), "clean error", ("hpo.search_space.xgboost.", "'deep'"),
          inspect=absent("runs")),
     Case("hpo-resume-keeps-subset", "search", "--resume, without --subset, of a study made with --subset 0.5",
-         _resume_keeps_subset, "handled", records=2, check=_kept_subset(0.5), inspect=_trials_on_subset(0.5)),
+         _resume_keeps_subset, "handled", records=2, check=_kept_subset(0.5), inspect=_trials_on_subset(0.5), slow=True),
     Case("hpo-rerun-after-refused-first", "search", "the corrected rerun of a first hpo refused after planning",
          _rerun_after_refused_first, "handled"),
     # ---- one line, never a traceback
@@ -1410,7 +1410,7 @@ CASES += [
     Case("compare-socket-in-folder", "one line", "a Unix socket beside the script of accel compare", _compare_socket,
          "handled", check=_not_copied("sock"), inspect=said("not copied")),
     Case("report-deep-json", "one line", "accel report over a JSON file nested 200,000 deep", _report_deep_json,
-         "handled", ("deep.json",), records=0),
+         "handled", ("deep.json",), records=0, slow=True),
     Case("yaml-50mb-list", "one line", "a 50 MB workflow file of one long list", _yaml_list, "clean error",
          ("larger than", "big.yaml"), inspect=within(20)),
     # ---- processes: nothing the script started outlives accel compare
@@ -1818,7 +1818,7 @@ def _wrong_shapes(tmp: Path) -> list[str]:
     (records / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"], "speedup": 3}))
     (records / "bad-models.json").write_text(json.dumps({"benchmark": "models", "models": [1, 2, 3]}))
     (records / "bad-scaling.json").write_text(json.dumps({"benchmark": "scaling", "rows": "many"}))
-    return ["report", str(records)]
+    return ["report", str(records), "--markdown"]  # the page's summary, its sections named
 
 
 def _groupby_over_folder(tmp: Path) -> list[str]:
@@ -1974,7 +1974,7 @@ def _one_group_each(tmp: Path, outcome: Outcome) -> tuple[str, str] | None:
 
 def _front_per_group(tmp: Path) -> list[str]:
     quiet(["experiments", two_records(tmp), "--out", tmp / "exp"])
-    return ["report", str(tmp / "exp")]
+    return ["report", str(tmp / "exp"), "--markdown"]  # the summary with each group's front, on stdout
 
 
 def _experiments_record(tmp: Path) -> dict[str, Any]:

@@ -76,19 +76,10 @@ def tables(workdir: Path) -> list[dict]:
     return out
 
 
-def handwritten(
-    path: Path,
-    target: str,
-    drop: list[str],
-    positions: np.ndarray,
-    train_pos: np.ndarray,
-    test_pos: np.ndarray,
-    task: str,
-    seed: int,
-) -> dict:
-    """The notebook way: strings as categories, identifiers (a string column with more distinct
-    values than half its rows) dropped, everything else as is, the same XGBoost settings."""
-    t0 = time.perf_counter()
+def notebook_frame(path: Path, target: str, drop: list[str], positions: np.ndarray) -> tuple[pd.DataFrame, pd.Series]:
+    """The table's rows at ``positions`` as a notebook prepares them for XGBoost: strings as
+    categories, identifiers (a string column with more distinct values than half its rows)
+    dropped, dates as numbers, everything else as is; ``(features, target)``."""
     df = pd.read_csv(path, engine="pyarrow").iloc[positions].reset_index(drop=True)
     y = df.pop(target)
     df = df.drop(columns=[c for c in drop if c in df.columns])
@@ -102,6 +93,22 @@ def handwritten(
                 df[c] = df[c].astype("category")
         elif pd.api.types.is_datetime64_any_dtype(df[c]):
             df[c] = df[c].astype("int64")
+    return df, y
+
+
+def handwritten(
+    path: Path,
+    target: str,
+    drop: list[str],
+    positions: np.ndarray,
+    train_pos: np.ndarray,
+    test_pos: np.ndarray,
+    task: str,
+    seed: int,
+) -> dict:
+    """The notebook way (:func:`notebook_frame`), the same XGBoost settings."""
+    t0 = time.perf_counter()
+    df, y = notebook_frame(path, target, drop, positions)
     params = {"tree_method": "hist", "max_depth": 8, "eta": 0.1, "max_bin": 256, "seed": seed, "nthread": cpu_threads()}
     if task == "regression":
         params["objective"] = "reg:squarederror"

@@ -44,13 +44,26 @@ def test_stages_metrics_and_memory_are_dataframes(flights):
     assert math.isnan(result.speedup) and result.parity["ok"] is None
 
 
-def test_notebook_display_shows_the_stages_and_the_skip_reason(flights):
+def test_notebook_display_shows_the_stages_metrics_and_the_skip_reason(flights):
     result, _ = flights
     page = result._repr_html_()
     assert "<table" in page and "features" in page and "not requested (--device cpu)" in page
     assert "speedup: n/a" in page and str(result.path) in page
     assert "<b>GPU arm skipped</b>: not requested (--device cpu)" in page, "the terminal's words"
     assert repr(result).startswith("RunResult('flights', gpu skipped, cpu ok")
+    # The hold-out metrics, as the terminal's second table, and the rounds early stopping chose.
+    assert "hold-out metrics" in page and f"{result.metrics.loc['auc', 'cpu']:.4f}" in page
+    es = result.record["model"]["early_stopping"]
+    assert f"early stopping: {es['rounds']} rounds, found on" in page and "parity: not checked" in page
+
+
+def test_run_shows_its_progress_by_default(tmp_path, capfd):
+    """In a notebook as in a script: each stage as it ends (stderr), unless progress=False."""
+    accel.run("flights", rows=2000, device="cpu", out=tmp_path / "a")
+    err = capfd.readouterr().err
+    assert all(f"[cpu] {stage}" in err for stage in STAGES), err
+    accel.run("flights", rows=2000, device="cpu", out=tmp_path / "b", progress=False)
+    assert "[cpu]" not in capfd.readouterr().err
 
 
 def test_your_own_table(tmp_path):
@@ -177,10 +190,13 @@ def test_importing_accel_loads_no_data_library():
 # --------------------------------------------------------------------------- tune and compare
 
 
-def test_tune_searches_and_returns_the_candidates(tmp_path):
+def test_tune_searches_and_returns_the_candidates(tmp_path, capfd):
     from tests.test_hpo_cli import write_workflow
 
     result = accel.tune(write_workflow(tmp_path), trials=3, top=2, out=tmp_path / "runs")
+    said = capfd.readouterr().err.splitlines()
+    # A line per step of the search, none per trial (progress=True shows them, as accel hpo does).
+    assert not [line for line in said if line.startswith("trial ")] and any("default baseline" in line for line in said)
     [path] = records_in(tmp_path / "runs")
     assert isinstance(result, accel.TuneResult) and result.path == path
     assert read_json(path)["study"]["name"] == result.record["study"]["name"]
@@ -208,6 +224,8 @@ def test_compare_runs_a_script_on_both_arms(tmp_path):
     assert arms.loc["cpu", "status"] == "ok" and arms.loc["cpu", "cold_seconds"] > 0
     if arms.loc["gpu", "status"] == "skipped":  # no GPU here: nothing invented for it
         assert math.isnan(result.speedup) and result.agree is None and math.isnan(arms.loc["gpu", "cold_seconds"])
+        assert "outputs: not compared" in result._repr_html_() and "outputs not compared" in repr(result)
+        assert "None" not in result._repr_html_() + repr(result)
     assert "accel compare" in result._repr_html_()
 
 

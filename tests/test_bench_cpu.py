@@ -37,6 +37,7 @@ def test_join_answers_equal_a_numpy_reference(tmp_path, fmt):
     assert answers["q3"]["rows"] == 5000
 
 
+@pytest.mark.slow  # every model pair fitted and scored (a forest, KNN on 1e4 rows): a minute on two cores
 def test_models_fit_and_predict_with_sane_quality():
     results = bodies.check_model_pairs(cpu_backend(), list(PAIRS))
     assert len(results) >= 7

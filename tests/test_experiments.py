@@ -133,3 +133,20 @@ def test_empty_or_missing_folder(tmp_path, capsys):
     assert code == 2 and err.startswith("accel: error: no run records or studies") and len(err.splitlines()) == 1
     code, _, err = run_cli(capsys, "experiments", str(tmp_path / "nope"))
     assert code == 2 and "no folder" in err and len(err.splitlines()) == 1
+
+
+def test_a_comparison_with_nothing_compared_shows_no_parity():
+    """accel compare where the GPU arm did not run: the CPU arm's row has no parity (a dash), not
+    1.0000; where numbers were compared, the CPU arm is the reference (1) and the GPU arm its share."""
+    import math
+
+    from accel.hpo.experiments import rows_from_compare_record
+
+    arms = {"cpu": {"status": "ok", "cold_seconds": 1.0}, "gpu": {"status": "skipped", "reason": "no GPU"}}
+    record = {"program": {"path": "train.py", "args": []}, "arms": arms, "parity": {"agree": None}}
+    [cpu] = rows_from_compare_record(record, "c.json")
+    assert cpu.arm == "cpu" and math.isnan(cpu.metric)
+    arms["gpu"] = {"status": "ok", "cold_seconds": 0.5}
+    record["parity"] = {"agree": False, "stdout": {"numbers_compared": 4, "numbers_agree": 3}}
+    by_arm = {r.arm: r.metric for r in rows_from_compare_record(record, "c.json")}
+    assert by_arm == {"cpu": 1.0, "gpu": 0.75}

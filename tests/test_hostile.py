@@ -261,6 +261,7 @@ def test_two_processes_creating_the_same_study(tmp_path, monkeypatch):
         open_study(config, set(), resume=False)
 
 
+@pytest.mark.slow  # HPO kill-and-resume: two searches, one held running by another process
 def test_resume_refuses_a_study_another_process_runs(tmp_path, capsys):
     import optuna
 
@@ -556,6 +557,7 @@ def test_search_space_checked_against_the_settings_before_any_study(tmp_path, ca
     assert not (tmp_path / "runs").exists()  # no storage, no study, no record
 
 
+@pytest.mark.slow  # HPO resume: three searches
 def test_resume_compares_only_what_was_given_and_a_failed_first_run_leaves_no_study(tmp_path, capsys, monkeypatch):
     import optuna
 

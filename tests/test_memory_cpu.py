@@ -150,6 +150,7 @@ def test_backoff_halves_on_a_real_memory_error():
         import resource, numpy as np
         from accel.backend import cpu_backend
         from accel.batching import BatchPlan, with_backoff
+        backend = cpu_backend()  # its libraries (OpenMP's users) mapped before the limit is set
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (used + 1536 * 2**20, hard))
@@ -157,7 +158,7 @@ def test_backoff_halves_on_a_real_memory_error():
         def step(rows):
             block = np.ones((rows, 8192))  # rows x 64 KiB
             return rows, float(block[-1, -1])
-        print(with_backoff(step, plan, cpu_backend(), 'test'), [r['rows'] for r in plan.retries])
+        print(with_backoff(step, plan, backend, 'test'), [r['rows'] for r in plan.retries])
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -177,6 +178,7 @@ def test_backoff_gives_up_below_the_minimum_batch(backend):
     assert [r["rows"] for r in plan.retries] == [4 * MIN_BATCH_ROWS, 2 * MIN_BATCH_ROWS]
 
 
+@pytest.mark.slow  # a flights run in float16 and again in float32: over 30 s on two shared cores
 def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
     cfg = tmp_path / "fp16.yaml"
     cfg.write_text("workflow: flights\nrows: 8000\nprecision: fp16\nbatch_rows: 3000\nxgboost:\n  n_estimators: 60\n")
@@ -234,6 +236,7 @@ def test_bad_memory_flags(tmp_path, capsys, flag, value, needle):
     assert records_in(tmp_path / "r") == []
 
 
+@pytest.mark.slow  # XGBoost's matrix built twice, once paged through external memory on disk
 def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch):
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "c.csv"

@@ -9,7 +9,9 @@ the new outputs in the file.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,9 +48,15 @@ def test_the_tour_runs_top_to_bottom(tmp_path, monkeypatch):
     errors = [o for c in cells for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{errors[0]['ename']}: {errors[0]['evalue']}"
     outputs = ["".join(_text(o) for o in c.outputs) for c in cells]
-    # The flights result's notebook view: its stage table, and the record's path.
+    # The flights result's notebook view: its stage table, its hold-out metrics, and the record's path.
     flights = next(o for c, o in zip(cells, outputs) if c.source.startswith("flights = accel.run"))
-    assert "<table" in flights and "features" in flights and "record:" in flights
+    assert "<table" in flights and "features" in flights and "record:" in flights and "hold-out metrics" in flights
+    # A model that learns: well above a constant's AUC (0.5), and log loss below a constant's (no remark).
+    assert stored_auc(nb, "flights.metrics") > 0.7 and "above" not in flights
+    # On the user's table XGBoost is the sensible choice (the linear model cannot follow its pockets).
+    versus = next(o for c, o in zip(cells, outputs) if c.source.startswith("logreg = accel.run"))
+    xgb, logreg = (float(re.search(rf"{name}\s+([0-9.]+)", versus).group(1)) for name in ("xgboost", "logistic_regression"))
+    assert xgb > logreg and xgb > 0.7, versus
     # The user's table: planned (date text read day-first, the ID dropped) and scored on the CPU arm.
     schema = next(o for c, o in zip(cells, outputs) if c.source.startswith("schema = "))
     assert "%d/%m/%Y" in schema and "dropped" in schema
@@ -65,13 +73,22 @@ def test_the_tour_runs_top_to_bottom(tmp_path, monkeypatch):
     assert not any(cwd.iterdir()) and [p.name[:11] for p in temp.iterdir()] == ["accel-tour-"]
 
 
+def stored_auc(nb: Any, source: str) -> float:
+    """The CPU arm's AUC in the output of the code cell whose source is ``source`` (a metrics DataFrame)."""
+    [cell] = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip() == source]
+    text = "".join("".join((o.get("data") or {}).get("text/plain") or "") for o in cell["outputs"])
+    return float(re.search(r"^auc\s+\S+\s+([0-9.]+)", text, re.M).group(1))
+
+
 def test_the_stored_notebook_shows_a_complete_run():
-    """What the docs render: every code cell executed once, in order, none failed."""
+    """What the docs render: every code cell executed once, in order, none failed, and a flights
+    model that learns (AUC well above a constant's 0.5)."""
     nb = json.loads(NOTEBOOK.read_text())
     cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1)), "run it: python -m tests.test_notebook"
     assert not [o for c in cells for o in c["outputs"] if o["output_type"] == "error"]
     assert all(c["outputs"] for c in cells), "every cell of the tour shows something"
+    assert stored_auc(nb, "flights.metrics") > 0.7
 
 
 if __name__ == "__main__":  # execute the notebook and store its outputs

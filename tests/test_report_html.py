@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from accel.cli.bench import SHOWN_IGNORED
 from accel.cli.main import main
 from accel.report.html import num
 from tests import bench_bodies as bodies
@@ -267,11 +268,20 @@ def test_the_page_in_a_browser(page_path, page, tmp_path):
         shutil.copy(shot, os.environ["ACCEL_REPORT_SCREENSHOT"])
 
 
-def test_markdown_summary_on_the_terminal(report, tmp_path, capsys):
-    assert main(["report", str(report), "--out", str(tmp_path / "r.html")]) == 0
+def test_markdown_summary_on_the_terminal_when_asked(report, tmp_path, capsys):
+    assert main(["report", str(report), "--out", str(tmp_path / "r.html"), "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "# accel report" in out and "## Scaling" in out and "| q1 | sum v1 by id1 |" in out
     assert f"report: {tmp_path / 'r.html'}" in out
+    # Without --markdown: what the page holds in a few lines, and where it is.
+    assert main(["report", str(report), "--out", str(tmp_path / "r2.html")]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) <= 3 + SHOWN_IGNORED and "record(s) from" in out and "| q1 |" not in out, out
+    assert out.splitlines()[-1] == f"report: {tmp_path / 'r2.html'}"
+    # --quiet: only where it went.
+    assert main(["report", str(report), "--out", str(tmp_path / "r3.html"), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"report: {tmp_path / 'r3.html'}\n" and captured.err == ""
 
 
 def test_report_refuses_bad_folders(tmp_path, capsys):
@@ -300,7 +310,7 @@ def test_values_from_the_records_are_escaped_in_the_page(tmp_path, capsys):
     (folder / "hpo.json").write_text(json.dumps({"benchmark": "experiments", "rows": rows}))
     (folder / "x<script>&.json").write_text(json.dumps({"something": "else"}))
     out = tmp_path / "r.html"
-    assert main(["report", str(folder), "--out", str(out)]) == 0
+    assert main(["report", str(folder), "--out", str(out), "--markdown"]) == 0
     text = out.read_text()
     for raw in (nasty, "<i>", "<script>"):
         assert raw not in text, f"{raw!r} reached the page unescaped"

@@ -697,8 +697,9 @@ def _say(text: str) -> None:
     """A progress line on stderr: what it quotes of the script (a command line) without credentials or escapes."""
     from accel.credentials import hide
     from accel.errors import one_line
+    from accel.output import say
 
-    print(one_line(hide(text)), file=sys.stderr, flush=True)
+    say(one_line(hide(text)))
 
 
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
@@ -956,7 +957,9 @@ def experiment_rows(record: dict[str, Any], source: str) -> list[dict[str, Any]]
                 "seconds": r.get("cold_seconds"),
                 "peak_host_mb": r.get("peak_host_mb"),
                 "peak_device_mb": r.get("peak_device_mb"),
-                "metric": 1.0 if arm == "cpu" else share,
+                # The CPU arm is the reference (1 when the GPU arm's numbers were compared with it;
+                # NaN, shown as a dash, when nothing was compared).
+                "metric": (1.0 if not math.isnan(share) else math.nan) if arm == "cpu" else share,
                 "source": source,
             }
         )

@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 import math
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,4 +433,6 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
 
 
 def stderr_progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(message)

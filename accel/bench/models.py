@@ -111,8 +111,20 @@ def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_r
     raise ValueError(pair.metric)
 
 
-def run_pair(pair: Estimator, backend: Backend, data: HostData, *, seed: int, repeats: int, warmup: int) -> dict[str, Any]:
-    """Fit and predict one model on one arm; the data moves to the arm's device before any clock."""
+def run_pair(
+    pair: Estimator,
+    backend: Backend,
+    data: HostData,
+    *,
+    seed: int,
+    repeats: int,
+    warmup: int,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """Fit and predict one model on one arm; the data moves to the arm's device before any clock.
+
+    ``progress`` is told when the arm starts and after each fit and predict call (a forest on
+    1e5 rows fits for a minute: the user sees which call runs)."""
     xp = backend.xp
     cls = backend.models[pair.key]
     params = pair_params(pair, backend, seed)
@@ -125,9 +137,24 @@ def run_pair(pair: Estimator, backend: Backend, data: HostData, *, seed: int, re
         model = cls(**params)
         return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
 
-    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup)
+    tag = f"[{backend.name}] {pair.name:<20}"
+    calls = 1 + warmup + repeats
+    progress(
+        f"{tag} fitting on {len(data.X_train):,} rows × {data.X_train.shape[1]} features, {calls} times (cold, warm-up, timed)"
+    )
+
+    def told(step: str) -> Callable[[str, float], None]:
+        def call(which: str, seconds: float) -> None:
+            if seconds >= 1.0:  # the calls worth a line; the arm's summary line follows anyway
+                progress(f"{tag} {step} {which}: {seconds:.2f} s")
+
+        return call
+
+    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup, on_call=told("fit"))
     predict = getattr(model, pair.predict)
-    predict_timing, prediction = measure(lambda: predict(X_test), backend, repeats=repeats, warmup=warmup)
+    predict_timing, prediction = measure(
+        lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=told("predict")
+    )
     result: dict[str, Any] = {
         "status": "ok",
         "class": f"{cls.__module__.split('.')[0]}.{cls.__name__}",
@@ -197,7 +224,7 @@ def run_models(
                 continue
             assert backend is not None
             try:
-                arms[arm] = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup)
+                arms[arm] = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup, progress=progress)
             except (AccelError, KeyboardInterrupt):
                 raise
             except Exception as exc:  # noqa: BLE001 - one model failing must not end the others

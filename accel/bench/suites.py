@@ -10,7 +10,6 @@ written under ``results`` as ``<date>-<benchmark>-<device>-<NNN>.json`` (never o
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -75,8 +74,10 @@ class SuiteRequest:
 
 
 def stderr_line(message: str) -> None:
-    """One progress line on stderr (stdout is the result's)."""
-    print(message, file=sys.stderr, flush=True)
+    """One progress line on stderr (stdout is the result's); none with ``--quiet``."""
+    from accel.output import say
+
+    say(message)
 
 
 def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:

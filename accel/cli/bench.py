@@ -183,9 +183,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
     )
     add_overwrite_argument(r, "--out")
-    r.add_argument(
-        "--json", action="store_true", help="print the records shown and their figures as JSON instead of the Markdown summary"
+    shown = r.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--markdown", action="store_true", help="print the page's summary as Markdown (a table per kind of record) on stdout"
     )
+    shown.add_argument("--json", action="store_true", help="print the records shown and their figures as JSON")
     r.set_defaults(handler=_cmd_report)
 
 
@@ -193,7 +195,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(message)
 
 
 def _fmt_s(value: Any) -> str:
@@ -238,33 +242,88 @@ def _console() -> Any:
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 
-def _render_db(result: dict) -> None:
+def _db_table(result: dict, width: int) -> Any:
+    """The questions' table: run 1 (the cold run), run 2 (the first timed one) and the median of
+    the timed runs per arm; the medians only where the console is too narrow for them all.
+    Numbers and the question's id are never cut (the question's title wraps)."""
+    gpu_shown = any(row["gpu"].get("status") in ("ok", "failed") for row in result["questions"])
+    timed = sorted(
+        {row[arm]["timing"]["repeats"] for row in result["questions"] for arm in ("cpu", "gpu") if "timing" in row[arm]}
+    )
+    median = f"median of {timed[0]} timed" if len(timed) == 1 else "median of the timed"
+    arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
+    layouts = [_db_layout(result, arms, median, runs) for runs in (True, False)]
+    runs = _needed_width(*layouts[0], {"question"}) <= width
+    headers, rows = layouts[0] if runs else layouts[1]
+    title = f"db-benchmark {result['benchmark'].removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
+    return _whole_cells_table(title, headers, rows, text_columns={"question"}, left={"q", "question", "answers"})
+
+
+def _db_layout(result: dict, arms: list[str], median: str, runs: bool) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the questions' table, with run 1 and run 2 or the medians only."""
+    gpu_shown = "gpu" in arms
+    headers = ["q", "question"]
+    median_lines = median.replace(" of ", "\nof ")
+    for arm in arms:
+        label = arm.upper()
+        headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
+    headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
+    rows = []
+    for row in result["questions"]:
+        cells = [row["question"], row["title"]]
+        for arm in arms:
+            a = row[arm]
+            figures = [a.get("run1"), a.get("run2"), a.get("median")] if runs else [a.get("median")]
+            ok = a.get("status") == "ok"
+            cells += [_fmt_s(v) for v in figures] if ok else [a.get("status", "—"), *[""] * (len(figures) - 1)]
+        answer_rows = row["cpu"].get("rows", row["gpu"].get("rows"))
+        cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
+        if gpu_shown:
+            cells += [_fmt_x(row["speedup"]), {True: "agree", False: "DISAGREE", None: "not compared"}[row["agree"]]]
+        rows.append(cells)
+    return headers, rows
+
+
+#: Width kept for a column of text (a question's title): it wraps within it.
+TEXT_WIDTH = 14
+
+
+def _column_width(header: str, cells: list[str]) -> int:
+    return max([len(line) for line in header.split("\n")] + [len(c) for c in cells])
+
+
+def _needed_width(headers: list[str], rows: list[list[str]], text_columns: set[str], compact: bool = False) -> int:
+    """The columns a table needs with every cell whole (text columns at :data:`TEXT_WIDTH`)."""
+    widths = [TEXT_WIDTH if h in text_columns else _column_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + (-2 if compact else 1)
+
+
+def _whole_cells_table(
+    title: str, headers: list[str], rows: list[list[str]], text_columns: set[str], left: set[str], compact: bool = False
+) -> Any:
+    """A table whose cells are never cut: each column as wide as its widest cell or header line
+    (headers break where they say ``\\n``), except the ``text_columns``, which wrap. ``compact``:
+    no outer border or edge padding (three columns more for the cells)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
+    for i, header in enumerate(headers):
+        fixed = None if header in text_columns else _column_width(header, [r[i] for r in rows])
+        table.add_column(
+            header, justify="left" if header in left else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
+        )
+    for cells in rows:
+        table.add_row(*cells)
+    return table
+
+
+def _render_db(result: dict, console: Any = None) -> None:
     from rich.table import Table
 
     from accel.report.console import gpu_status_line
 
-    console = _console()
-    gpu_shown = any(row["gpu"].get("status") in ("ok", "failed") for row in result["questions"])
-    table = Table(title=f"db-benchmark {result['benchmark'].removeprefix('db_')} — seconds", title_justify="left")
-    columns = ["q", "question", "CPU run1", "CPU run2", "CPU median", "rows"]
-    if gpu_shown:
-        columns += ["GPU run1", "GPU run2", "GPU median", "speedup", "answers"]
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("q", "question", "answers") else "right")
-    for row in result["questions"]:
-        cpu, gpu = row["cpu"], row["gpu"]
-        cells = [row["question"], row["title"]]
-        if cpu.get("status") == "ok":
-            cells += [_fmt_s(cpu["run1"]), _fmt_s(cpu["run2"]), _fmt_s(cpu["median"]), f"{cpu['rows']:,}"]
-        else:
-            cells += [cpu.get("status", "—"), "", "", f"{gpu['rows']:,}" if "rows" in gpu else "—"]
-        if gpu_shown:
-            if gpu.get("status") == "ok":
-                cells += [_fmt_s(gpu["run1"]), _fmt_s(gpu["run2"]), _fmt_s(gpu["median"])]
-            else:
-                cells += [gpu.get("status", "—"), "", ""]
-            cells += [_fmt_x(row["speedup"]), {True: "agree", False: "DISAGREE", None: "not compared"}[row["agree"]]]
-        table.add_row(*cells)
+    console = console or _console()
+    table = _db_table(result, console.width)
     console.print(table)
     if result["gpu"]["status"] != "ok":
         console.print(gpu_status_line(result["gpu"]), highlight=False, markup=False, soft_wrap=True)
@@ -279,7 +338,9 @@ def _render_db(result: dict) -> None:
                 )
     if result.get("engines"):
         names = list(result["engines"])
-        t = Table(title="the same questions on other engines, for context (run 2, seconds)", title_justify="left")
+        t = Table(
+            title="the same questions on other engines, for context (run 2: the first timed run, seconds)", title_justify="left"
+        )
         t.add_column("q")
         t.add_column("pandas arm", justify="right")
         for name in names:
@@ -305,32 +366,49 @@ def _render_db(result: dict) -> None:
 # --------------------------------------------------------------------------- tables
 
 
-def _render_models(result: dict) -> None:
-    from rich.table import Table
+def _models_tables(result: dict, width: int) -> list[Any]:
+    """Fit and predict medians, quality and speedups per model in one table; where the console is
+    too narrow for it with both arms shown, the seconds and the quality in two."""
+    gpu_shown = any(r["gpu"]["status"] in ("ok", "failed") for r in result["models"])
+    arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
+    title = f"models on {result['data']['rows']:,} rows × {result['data']['features']} features — median seconds"
 
+    def seconds(arm: dict, step: str) -> str:
+        return _fmt_s(arm[step]["median"]) if arm["status"] == "ok" else arm["status"]
+
+    def quality(arm: dict) -> str:
+        return f"{arm['quality']:.4f}" if arm["status"] == "ok" else arm["status"]
+
+    headers = ["model", "metric"] + [f"{a.upper()}\n{c}" for a in arms for c in ("fit", "predict", "quality")]
+    headers += ["fit\nspeedup", "predict\nspeedup"] if gpu_shown else []
+    rows = [
+        [r["model"], r["metric"]]
+        + [v for a in arms for v in (seconds(r[a], "fit"), seconds(r[a], "predict"), quality(r[a]))]
+        + ([_fmt_x(r["fit_speedup"]), _fmt_x(r["predict_speedup"])] if gpu_shown else [])
+        for r in result["models"]
+    ]
+    if _needed_width(headers, rows, set()) <= width or not gpu_shown:
+        return [_whole_cells_table(title, headers, rows, set(), {"model", "metric"})]
+    # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
+    headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
+    timing = [
+        [r["model"], seconds(r["cpu"], "fit"), seconds(r["gpu"], "fit"), _fmt_x(r["fit_speedup"])]
+        + [seconds(r["cpu"], "predict"), seconds(r["gpu"], "predict"), _fmt_x(r["predict_speedup"])]
+        for r in result["models"]
+    ]
+    scores = [[r["model"], r["metric"], *[quality(r[a]) for a in arms]] for r in result["models"]]
+    return [
+        _whole_cells_table(title, headers, timing, set(), {"model"}, compact=True),
+        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores, set(), {"model", "metric"}),
+    ]
+
+
+def _render_models(result: dict, console: Any = None) -> None:
     from accel.report.console import gpu_status_line
 
-    console = _console()
-    gpu_shown = any(r["gpu"]["status"] in ("ok", "failed") for r in result["models"])
-    title = f"models on {result['data']['rows']:,} rows × {result['data']['features']} features — median seconds"
-    t = Table(title=title, title_justify="left")
-    columns = ["model", "metric", "CPU fit", "CPU predict", "CPU quality"]
-    if gpu_shown:
-        columns += ["GPU fit", "GPU predict", "GPU quality", "fit speedup", "predict speedup"]
-    for col in columns:
-        t.add_column(col, justify="left" if col in ("model", "metric") else "right")
-
-    def arm_cells(arm: dict) -> list[str]:
-        if arm["status"] != "ok":
-            return [arm["status"], "", ""]
-        return [_fmt_s(arm["fit"]["median"]), _fmt_s(arm["predict"]["median"]), f"{arm['quality']:.4f}"]
-
-    for r in result["models"]:
-        cells = [r["model"], r["metric"], *arm_cells(r["cpu"])]
-        if gpu_shown:
-            cells += [*arm_cells(r["gpu"]), _fmt_x(r["fit_speedup"]), _fmt_x(r["predict_speedup"])]
-        t.add_row(*cells)
-    console.print(t)
+    console = console or _console()
+    for table in _models_tables(result, console.width):
+        console.print(table)
     for r in result["models"]:
         for arm in ("gpu", "cpu"):
             if r[arm]["status"] == "failed":
@@ -345,12 +423,12 @@ def _render_models(result: dict) -> None:
         console.print(gpu_status_line({"status": "skipped", "reason": reason}), highlight=False, markup=False, soft_wrap=True)
 
 
-def _render_crossover(result: dict) -> None:
+def _render_crossover(result: dict, console: Any = None) -> None:
     from rich.table import Table
 
     from accel.report.console import gpu_status_line
 
-    console = _console()
+    console = console or _console()
     reasons: list[str] = []  # each said once, after the tables
     for op in result["operations"]:
         t = Table(title=f"{op['operation']}: {op['description']} — median seconds", title_justify="left")
@@ -469,5 +547,27 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from accel.report.html import write_report
 
     report = write_report(args.dir or output_root(), args.out, overwrite=args.overwrite)
-    show_result(report.figures(), args.json, lambda: _print(report.markdown), {"report": report.path})
+    figures = report.figures()
+    show_result(
+        figures,
+        args.json,
+        lambda: _print(report.markdown if args.markdown else _report_summary(figures)),
+        {"report": report.path},
+    )
     return 0
+
+
+#: At most this many files not used are named on the terminal (the page lists them all).
+SHOWN_IGNORED = 10
+
+
+def _report_summary(figures: dict[str, Any]) -> str:
+    """A few lines on what the page shows and which files it did not use (the whole summary with ``--markdown``)."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in figures["by_kind"].items())
+    ignored = figures["ignored"]
+    lines = [f"{figures['records']} record(s) from {figures['folder']}: {kinds}"]
+    lines += [f"  not used: {f['file']} ({f['reason']})" for f in ignored[:SHOWN_IGNORED]]
+    if len(ignored) > SHOWN_IGNORED:
+        lines.append(f"  ... and {len(ignored) - SHOWN_IGNORED} more (listed on the page)")
+    lines.append("open the page in a browser; --markdown prints its summary here, --json its figures")
+    return "\n".join(lines)

@@ -28,6 +28,7 @@ from accel.cli.options import (
 )
 from accel.credentials import hide
 from accel.errors import AccelError, one_line
+from accel.output import say
 from accel.record import dumps as strict_json
 from accel.record import show_result
 
@@ -94,7 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.bench.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
+    completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
+    completion.add_argument("shell", choices=["bash"], help="the shell")
+    completion.set_defaults(handler=lambda args: _cmd_completion(parser))
+    from accel.cli.usage import finish
+
+    finish(parser)  # --quiet/--verbose and examples on every command
     return parser
+
+
+def _cmd_completion(parser: argparse.ArgumentParser) -> int:
+    from accel.cli.usage import bash_script
+
+    print(bash_script(parser), end="")
+    return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -135,7 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if config.cluster is not None:
         from accel.scaleout.runner import run_command
 
-        return run_command(config, args.json)
+        return run_command(config, args.json, PROCESS_STARTED_AT)
 
     progress = ProgressDisplay()
     # What start-up built (modules, schemas, the config) lives to the end of the run: frozen, the
@@ -150,7 +164,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         gc.unfreeze()
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
-        print("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm", file=sys.stderr)
+        say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
     show_result(
         record, args.json, lambda: render_run(record, Console()), {"run record": path, "pipeline": saved_folder(record, path)}
     )
@@ -178,14 +192,19 @@ def error_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from accel import output
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
 
-    with never_lost():
-        status = _main(argv)
-        if status >= 2:  # refused, or stopped: an output folder made for it and left empty goes
-            remove_unused_folders()
-        return status
+    before = output.level()  # --quiet / --verbose hold for this command, not for the process after it
+    try:
+        with never_lost():
+            status = _main(argv)
+            if status >= 2:  # refused, or stopped: an output folder made for it and left empty goes
+                remove_unused_folders()
+            return status
+    finally:
+        output.set_level(before)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -197,6 +216,9 @@ def _main(argv: Sequence[str] | None) -> int:
             cut = argv.index("--")
             argv, passthrough = argv[:cut], argv[cut + 1 :]
         args = parser.parse_args(argv)
+        from accel.output import NORMAL, QUIET, VERBOSE, set_level
+
+        set_level(QUIET if getattr(args, "quiet", False) else VERBOSE if getattr(args, "verbose", False) else NORMAL)
         if passthrough is not None:
             args.script_args = passthrough
         handler = getattr(args, "handler", None)

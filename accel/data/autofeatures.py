@@ -8,8 +8,12 @@ family             categoricals (≤ 32 / ≤ 20 values)   high cardinality     
 xgboost            native XGBoost categories           out-of-fold target   native     no
                                                        + count encoding
 random_forest      ordinal codes                       same                 imputed    no
-linear, knn        one-hot                             same                 imputed    yes
+linear             one-hot, the last category left out  same                 imputed    yes
+knn                one-hot                             same                 imputed    yes
 =================  ==================================  ===================  =========  =======
+
+(A linear model's one-hot columns leave out the last category, the reference level: with all of
+them they sum to the intercept's column.)
 
 Every statistic (target rates, counts, medians, modes, means and deviations) is fitted on the
 training rows only. Target encoding of the training rows is out-of-fold (K folds drawn on the
@@ -101,15 +105,21 @@ def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
     return _compat.parse_datetime_where(xdf, s, plan.date_format)
 
 
-def one_hot(name: str, s: Any, categories: list[Any]) -> dict[str, Any]:
+def one_hot(name: str, s: Any, categories: list[Any], reference: bool = False) -> dict[str, Any]:
     """One float64 indicator column per category of a categorical column; 0.0 where it is missing.
 
     A missing value's code is -1 on pandas but null on cuDF, where ``codes == k`` is then null
     too (and would be imputed later): so the comparison's missing results are False on both
     arms, and a missing category is all zeros, as scikit-learn's ``OneHotEncoder`` writes it.
+
+    With ``reference`` the last category has no column (it is the reference level, all zeros,
+    as ``OneHotEncoder(drop=...)`` writes it): a linear model's indicators of every category sum
+    to one, the intercept's column, and that collinearity kept lasso's coordinate descent from
+    converging (a ConvergenceWarning after 1,000 iterations; 33 without it).
     """
     codes = s.cat.codes
-    return {f"{name}=={value}": (codes == k).fillna(False).astype("float64") for k, value in enumerate(categories)}
+    kept = categories[:-1] if reference and len(categories) > 1 else categories
+    return {f"{name}=={value}": (codes == k).fillna(False).astype("float64") for k, value in enumerate(kept)}
 
 
 def category_codes(s: Any) -> Any:
@@ -438,7 +448,7 @@ class TableFeaturizer:
             elif kind == "date parts":
                 built.update(self._named(col.name, _datetime_parts(col.name, a, col.date_parts)))
             elif kind == "one-hot":
-                built.update(self._named(col.name, one_hot(col.name, a, col.categories or [])))
+                built.update(self._named(col.name, one_hot(col.name, a, col.categories or [], self.family == "linear")))
             elif kind == "ordinal codes":
                 built[col.name] = category_codes(a)
             else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -86,10 +85,11 @@ def cache_dir() -> Path:
         )
     if not _fallback_said:
         _fallback_said = True
-        print(
+        from accel.output import say
+
+        say(
             f"notice: cannot write the cache folder {home_cache or '~/.cache/accel'} ({why}); using {fallback} "
-            f"(set {CACHE_ENV} to choose another)",
-            file=sys.stderr,
+            f"(set {CACHE_ENV} to choose another)"
         )
     return fallback
 

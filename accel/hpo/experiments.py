@@ -341,6 +341,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
     if not folder.is_dir():
         raise AccelError(f"no folder {str(folder)!r}: give the folder that holds run records and hpo.db (default runs/)")
     rows: list[Row] = []
+    timed: list[Row] = []  # compare runs: a row stands on its time and memory (parity a dash when none was compared)
     notes: list[str] = []
     studies: set[str] = set()
     from accel.files import regular_files
@@ -373,10 +374,10 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
             if (record.get("study") or {}).get("name") not in studies:  # its storage is elsewhere: the record says what it found
                 rows += _hpo_record_rows(record, str(path))
         elif kind == "compare":
-            rows += rows_from_compare_record(record, str(path))
+            timed += rows_from_compare_record(record, str(path))
         else:
             rows += rows_from_run_record(record, str(path))
-    rows = [r for r in rows if not math.isnan(r.metric)]
+    rows = [r for r in rows if not math.isnan(r.metric)] + timed
     mark_fronts(rows)
     return rows, notes
 
@@ -384,11 +385,11 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
 def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_better: bool) -> list[bool]:
     """Which points no other point dominates (as good or better on both, strictly better on one).
 
-    A point without a cost (None or NaN) is never on the front and never dominates.
+    A point without a metric or a cost (None or NaN) is never on the front and never dominates.
     """
     sign = 1.0 if higher_is_better else -1.0
     pts = [(sign * m, c) for m, c in zip(metrics, costs)]
-    valid = [c is not None and not math.isnan(c) for _, c in pts]
+    valid = [c is not None and not math.isnan(c) and not math.isnan(m) for m, c in pts]
     out = []
     for i, (mi, ci) in enumerate(pts):
         if not valid[i]:

@@ -32,7 +32,6 @@ import dataclasses
 import math
 import os
 import socket
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -255,13 +254,17 @@ def train_and_score(
     callbacks: tuple = (),
     out: Measured | None = None,
     listener: Any = None,
+    early_stopping: Any = None,
     keep: dict[str, Any] | None = None,
 ) -> Measured:
     """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
 
     With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
-    early stopping and pruning; otherwise (the baseline and the final model) it boosts exactly
-    ``n_estimators`` rounds, as ``accel run`` does. Building the model input, training and
+    early stopping and pruning; with ``early_stopping`` (an
+    :class:`~accel.early_stopping.EarlyStopping`: the default baseline, which is the model
+    ``accel run`` trains) the rounds are found on a validation part carved from ``(X, y)`` and
+    trained on all of it, as ``accel run`` does; otherwise (the final model) it boosts exactly
+    ``n_estimators`` rounds. Building the model input, training and
     predicting are timed as the ``to_device``, ``train`` and ``predict`` stages of ``accel run``
     (one :class:`~accel.timing.StageTimer`); ``seconds`` is their sum. Pass ``out`` to keep the
     seconds and memory of a run that raises (a pruned trial). A ``listener``
@@ -274,6 +277,8 @@ def train_and_score(
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
+    if early_stopping is not None and isinstance(model, XGBoostModel):
+        model.early_stopping = early_stopping
     # Library warnings (a solver that did not converge) are kept with the result, one line
     # each, instead of a screenful per trial.
     with measured(backend, out, listener) as timer, warnings.catch_warnings(record=True) as caught:
@@ -282,6 +287,8 @@ def train_and_score(
             to_device, train, predict = FINAL_STAGES
             with timer.stage(to_device):
                 model_input = model.to_device(backend, X, y, ctx.batch_rows)
+            if early_stopping is not None and isinstance(model, XGBoostModel):
+                model.search_rounds(backend, X, y, ctx.batch_rows)  # as accel run does: outside the stages
             with timer.stage(train):
                 if validate and isinstance(model, XGBoostModel):
                     fitted = model.fit_validated(
@@ -648,7 +655,9 @@ def search_config(
 
 
 def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(line)
 
 
 def _best_trials(study: Any, k: int) -> list[Any]:
@@ -674,11 +683,15 @@ def _better(a: float, b: float, direction: str) -> bool:
 
 
 def run_search(
-    config: Any, request: SearchRequest, log: Callable[[str], None] = _log, listener: Any = None
+    config: Any,
+    request: SearchRequest,
+    log: Callable[[str], None] = _log,
+    listener: Any = None,
+    trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """The whole search for ``config``: baseline, trials, top-k, retrained best, CPU arm; the record.
 
-    ``log`` gets one line per step and trial; ``listener`` (:class:`~accel.result.Listener`,
+    ``log`` gets one line per step, ``trial_log`` (by default ``log``) one per trial; ``listener`` (:class:`~accel.result.Listener`,
     the command line's progress display) is shown the default baseline while it trains.
     Everything that can be refused (output folder, device, Dask cluster, storage, study name,
     ``--resume``, the user's table) is checked before the study is created or changed and
@@ -693,7 +706,7 @@ def run_search(
     with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads, config.model) as client:
         opened = open_study(config, request.given, request.resume)
         try:
-            return _search(opened, backend, gpu_note, client, request, out, log, listener)
+            return _search(opened, backend, gpu_note, client, request, out, log, listener, trial_log or log)
         except BaseException as exc:
             discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
             if isinstance(exc, KeyboardInterrupt) and not discarded:
@@ -728,11 +741,13 @@ def _search(
     out: Path,
     log: Callable[[str], None],
     listener: Any = None,
+    trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     from accel.backend import cpu_backend
     from accel.environment import collect_environment
     from accel.pipeline import beside_record
     from accel.record import record_head, record_stem, write_record
+    from accel.runner import early_stopping_for
 
     config, study, workflow = opened.config, opened.study, opened.workflow
     metric, direction = direction_of(workflow.task)
@@ -770,7 +785,10 @@ def _search(
             listener.section("default baseline")
         try:
             d = ctx.data
-            base = train_and_score(ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener)
+            base = train_and_score(
+                ctx, ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener,
+                early_stopping=early_stopping_for(config),  # as accel run trains it
+            )  # fmt: skip
         finally:
             if listener is not None:
                 listener.section(None)
@@ -789,11 +807,12 @@ def _search(
     )
     t0 = time.perf_counter()
     n_workers = 1
+    each_trial = trial_log or log  # one line per trial
     if client is None:
-        run_trials(study, ctx, remaining, config.hpo.timeout, log, total=config.hpo.trials)
+        run_trials(study, ctx, remaining, config.hpo.timeout, each_trial, total=config.hpo.trials)
     else:
         n_workers = run_trials_on_client(
-            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, log
+            client, study, opened.storage_url, config, search_backend.name, remaining, config.hpo.timeout, each_trial
         )
     phases["trials"] = time.perf_counter() - t0
     counts = trial_counts(study)

@@ -158,7 +158,11 @@ def open_storage(url: str, read_only: bool = False) -> Any:
 
 
 def quiet_optuna() -> None:
-    import optuna
+    with warnings.catch_warnings():
+        # In Jupyter without ipywidgets, Optuna's import of tqdm.auto warns "IProgress not found":
+        # accel shows no tqdm bar, so the warning says nothing to the user.
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import optuna
 
     # Our own progress lines replace Optuna's log; a failing trial is one line, not a traceback.
     optuna.logging.set_verbosity(optuna.logging.ERROR)

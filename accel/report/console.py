@@ -74,11 +74,16 @@ class ProgressDisplay:
         A live panel (default: when the console is a terminal), or plain lines. A run whose
         Dask workers write to the same terminal (their logs, XGBoost's tracker) takes plain
         lines: a live panel redraws over lines it did not write, repeating and mixing its own.
+
+    With ``--quiet`` (:func:`accel.output.quiet`) it shows nothing.
     """
 
     def __init__(self, console: Console | None = None, live: bool | None = None):
+        from accel.output import quiet
+
         self.console = console or Console(stderr=True)
-        self.live_mode = self.console.is_terminal if live is None else live
+        self.silent = quiet()
+        self.live_mode = not self.silent and (self.console.is_terminal if live is None else live)
         self._lock = threading.Lock()
         self._label: str | None = None
         self._arm: str | None = None
@@ -98,7 +103,8 @@ class ProgressDisplay:
         return self._label or arm
 
     def _say(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if not self.silent:
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _start_live(self) -> None:
         if self.live_mode and self._live is None:
@@ -216,9 +222,13 @@ def wall_line(wall: dict[str, Any]) -> str:
         for key, label in (("read_on_host", "read"), ("schema_inference", "schema"), ("encoding_probe", "probe"))
         if key in planning
     )
-    arms = " + ".join(
-        f"{arm.upper()} arm {a['wall']:.2f} (stages {a['stages']:.2f})" for arm, a in (wall.get("arms") or {}).items()
-    )
+
+    def arm_part(arm: str, a: dict[str, Any]) -> str:
+        startup = f"cluster start-up {a['cluster_startup']:.2f}, " if "cluster_startup" in a else ""
+        search = f", early-stopping search {a['rounds_search']:.2f}" if "rounds_search" in a else ""
+        return f"{arm.upper()} arm {a['wall']:.2f} ({startup}stages {a['stages']:.2f}{search})"
+
+    arms = " + ".join(arm_part(arm, a) for arm, a in (wall.get("arms") or {}).items())
     total = wall["process_seconds"] or 1.0
     return (
         f"wall {wall['process_seconds']:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"
@@ -298,6 +308,8 @@ def render_run(record: dict[str, Any], console: Console) -> None:
     metrics.add_row("peak device memory", _fmt_mb(gpu.get("peak_device_mb")), "—")
     console.print(metrics)
 
+    for line in run_notes(record):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     p = record["parity"]
     if p["ok"] is None:
         console.print(f"parity: not checked ({p['metric']} needs both arms)", highlight=False, markup=False)
@@ -336,6 +348,34 @@ def render_predict(record: dict[str, Any], console: Console) -> None:
     )
 
 
+def early_stopping_line(model: dict[str, Any] | None) -> str | None:
+    """``early stopping: 46 rounds, found on 1,558 validation rows by the CPU arm's search (76
+    rounds, 2.1 s, outside the stages); every arm trained them on all training rows``."""
+    es = (model or {}).get("early_stopping")
+    if not es:
+        return None
+    if not es.get("used"):
+        reason = es.get("reason") or "no arm trained"
+        return f"early stopping: not used ({reason}); every round trained"
+    rows = es["validation"]["rows"]
+    return (
+        f"early stopping: {es['rounds']} rounds, found on {rows:,} validation rows by the "
+        f"{str(es['decided_by']).upper()} arm's search ({es['searched']} rounds, {es['search_seconds']:.1f} s, "
+        "outside the stages); every arm trained them on all the training rows"
+    )
+
+
+def run_notes(record: dict[str, Any]) -> list[str]:
+    """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
+    worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
+    from accel.metrics import remarks
+
+    arms = record["arms"]
+    metrics = arms["cpu"].get("metrics") or arms["gpu"].get("metrics") or {}
+    line = early_stopping_line(record.get("model"))
+    return ([line] if line else []) + [f"note: {remark}" for remark in remarks(metrics)]
+
+
 def shown_name(name: str) -> str:
     """A column name as it can be printed on one line: quoted with escapes (``'a\\nb'``) when it
     holds a line break, a tab or another character that does not print."""
@@ -343,7 +383,12 @@ def shown_name(name: str) -> str:
 
 
 def show_plan(workflow: Any, console: Console) -> None:
-    """Before the arms run: the table, the task and the inferred schema, one line per column kind."""
+    """Before the arms run: the table, the task and the inferred schema, one line per column kind
+    (nothing with ``--quiet``)."""
+    from accel.output import quiet
+
+    if quiet():
+        return
     plan = workflow.plan
     if plan is None:
         for notice in workflow.notices:

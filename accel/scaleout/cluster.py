@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -413,7 +412,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "nthreads": dask_worker.state.nthreads,
         "memory_limit_bytes": dask_worker.memory_manager.memory_limit,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        # Workers accel starts inherit accel's setting; a running cluster's workers have their own.
+        # Workers accel starts get accel's setting in their environment; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
         "arrow_memory_pool": _arrow_pool(),
         "cudf_spill": cudf_spill_option(),
@@ -462,7 +461,9 @@ class ClusterSession:
         no_worker_grace: float = NO_WORKERS_GRACE_S,
     ):
         self.plan = plan
-        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+        from accel.output import say as say_line
+
+        self.say = say or say_line
         self.dashboard_address = dashboard_address
         self.cluster: Any = None
         self.client: Any = None
@@ -551,10 +552,13 @@ class ClusterSession:
 
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
         # each spawn, distributed/nanny.py): what was there before is put back when the session closes.
-        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON}
+        from accel.openmp import worker_environ
+
+        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON, *worker_environ()}
         self._environ_before = {k: os.environ.get(k) for k in keys}
         try:
-            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
+            environ = {**WORKER_ENVIRON, **worker_environ()}  # OpenMP's spin count: accel's, unless the user chose
+            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
             with dask.config.set({**spawn, "temporary-directory": str(self._scratch)}):  # the scheduler's scratch too
                 return self._start_local_cluster(plan, common)
         except (AccelError, KeyboardInterrupt):

@@ -32,7 +32,9 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 from __future__ import annotations
 
 import os
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -40,13 +42,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from accel import _compat
 from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
+from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.pipeline import Pipeline
 from accel.record import RunRecord, show_result
 from accel.registry import MODELS, xgboost_threads_used
@@ -118,7 +123,9 @@ class ClusterRunFailed(AccelError):
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from accel.output import say
+
+    say(text)
 
 
 def client_backend(kind: str) -> Backend:
@@ -158,6 +165,42 @@ def tracker_host(client: Any) -> str:
     return get_address_host(client.scheduler.address).strip("[]")
 
 
+#: What each worker prints as it joins XGBoost's training ("[12:00:01] Task [xgboost.dask-0]:tcp://... got rank 0").
+RANK_LINE = re.compile(r"Task \[[^\]]*\]\S* got rank \d+")
+
+
+_rank_lines_dropped = False
+
+
+def drop_rank_lines() -> None:
+    """Run on each worker of a cluster accel starts (``client.run``), once: XGBoost's
+    "Task [xgboost.dask-0]:... got rank 0" lines, which each worker writes to its stderr as it
+    joins training (from a thread with no Python log callback: straight to descriptor 2), are
+    left out; every other line of the worker's stderr passes as it comes.
+
+    Descriptor 2 becomes a pipe that a thread of the worker reads line by line, writing on to
+    the real stderr what is not a rank line. (A running cluster's workers are the user's own and
+    are left as they are.)
+    """
+    global _rank_lines_dropped
+    if _rank_lines_dropped:
+        return
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                if not RANK_LINE.search(line.decode("utf-8", "replace")):
+                    os.write(real, line)
+
+    threading.Thread(target=pump, name="accel-stderr-filter", daemon=True).start()
+    _rank_lines_dropped = True
+
+
 #: Said once per process, before the first distributed training (see :func:`_say_ring_sockets`).
 RING_SOCKETS_NOTE = (
     "note: while XGBoost trains, each worker's collective ring socket listens on every network interface "
@@ -178,13 +221,16 @@ def train_with_one_retry(
     session: ClusterSession,
     params: dict[str, Any],
     rounds: int,
-    make_dtrain: Callable[[], Any],
-    dtrain: Any,
+    make_input: Callable[[], tuple[Any, Any]],
+    model_input: tuple[Any, Any],
     say: Callable[[str], None] = _say,
+    early_stopping_rounds: int | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``xgboost.dask.train``; once more on the remaining workers if a worker was lost.
 
-    Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
+    ``model_input`` is ``(training matrix, validation matrix or None)``: the early-stopping
+    search watches the validation part every round and stops after ``early_stopping_rounds``
+    rounds without gain (``make_input()`` builds it again for the retry). Returns the booster and the attempts (``attempt``, ``status``, ``workers``, and for a
     failed one its ``reason`` and ``lost_workers``). Raises :class:`ClusterRunFailed` when the
     first attempt fails without losing a worker (retrying would fail alike) or the retry fails.
     """
@@ -198,10 +244,13 @@ def train_with_one_retry(
         before = session.workers_now()
         try:
             if attempt == 2:
-                dtrain = make_dtrain()  # its model input built again on the remaining workers
+                model_input = make_input()  # its model input built again on the remaining workers
+            dtrain, dvalid = model_input
+            evals = [(dvalid, "validation")] if dvalid is not None else None
             with session.worker_loss_watchdog(before, TRAINING_LOSS_GRACE_S):
                 output = dxgb.train(
                     client, params, dtrain, num_boost_round=rounds, callbacks=training_callbacks(attempt),
+                    evals=evals, early_stopping_rounds=early_stopping_rounds if evals else None, verbose_eval=False,
                     coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
@@ -239,9 +288,14 @@ def run_on_session(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     backend: Backend | None = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], DaskWorkflow, Any]:
     """Run every stage on the session's cluster; the arm's part of the record, the workflow and
     the fitted pipeline (:class:`accel.pipeline.Pipeline`).
+
+    With ``early_stopping`` (shared with the run's other arm) XGBoost stops early on a
+    validation part of the training rows, or trains the rounds another arm decided; without,
+    it trains ``params.n_estimators`` rounds.
 
     ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
     ``backend`` is this process's backend for the workers' kind, as
@@ -262,7 +316,7 @@ def run_on_session(
     else:
         build = workflow
     dask_workflow = build(settings, kind, backend, info)
-    executor = OnDask(session, params, seed, say)
+    executor = OnDask(session, params, seed, say, early_stopping)
     result = execute_arm(backend, dask_workflow, executor, listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
@@ -273,8 +327,16 @@ class OnDask(Executor):
 
     name = "dask"
 
-    def __init__(self, session: ClusterSession, params: XGBoostParams, seed: int, say: Callable[[str], None] = _say):
+    def __init__(
+        self,
+        session: ClusterSession,
+        params: XGBoostParams,
+        seed: int,
+        say: Callable[[str], None] = _say,
+        early_stopping: EarlyStopping | None = None,
+    ):
         self.session, self.params, self.seed, self.say = session, params, seed, say
+        self.early_stopping = early_stopping
         self.sampler = WorkerMemorySampler(session.client)
 
     def trackers(self) -> tuple[Any, ...]:
@@ -287,10 +349,15 @@ class OnDask(Executor):
         import dask
         from xgboost import dask as dxgb
 
+        from accel.early_stopping import search_between_stages
+
         session, params, client = self.session, self.params, self.session.client
         info = session.info
         dask_workflow: DaskWorkflow = workflow
-        model = XGBoostModel(params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2))
+        es = self.early_stopping
+        model = XGBoostModel(
+            params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2), early_stopping=es
+        )
         # No nthread: xgboost.dask gives each worker its own thread count.
         train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
         stage = timer.stage
@@ -307,7 +374,7 @@ class OnDask(Executor):
 
                 built: list[Any] = []
 
-                def make_dtrain() -> Any:
+                def make_dtrain() -> tuple[Any, Any]:
                     nonlocal prepared, X_train, X_test
                     if built:
                         # The retry builds its model input again on the remaining workers: partitions
@@ -317,17 +384,22 @@ class OnDask(Executor):
                         prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
                         X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
                     built.append(X_train)
-                    return dxgb.DaskQuantileDMatrix(
-                        client, X_train, prepared.y_train, enable_categorical=True, max_bin=params.max_bin
-                    )
+                    options = {"enable_categorical": True, "max_bin": params.max_bin}
+                    return dxgb.DaskQuantileDMatrix(client, X_train, prepared.y_train, **options), None
 
+                if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
+                    client.run(drop_rank_lines)
+                n_train = int(prepared.rows["train"])
+                search_between_stages(
+                    backend, model, listener,
+                    lambda: dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say),
+                )  # fmt: skip
                 with stage("to_device"):
-                    dtrain = make_dtrain()
+                    model_input = make_dtrain()
                 with stage("train"):
-                    booster, attempts = train_with_one_retry(
-                        session, train_params, params.n_estimators, make_dtrain, dtrain, self.say
-                    )
-                    del dtrain
+                    rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
+                    booster, attempts = train_with_one_retry(session, train_params, rounds, make_dtrain, model_input, self.say)
+                    del model_input
                 with stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
@@ -363,6 +435,65 @@ class OnDask(Executor):
             workers_memory=workers_memory,
             pipeline=kept,
         )
+
+
+def dask_search(
+    session: ClusterSession,
+    model: XGBoostModel,
+    arm: str,
+    params: dict[str, Any],
+    X_train: Any,
+    y_train: Any,
+    n_train: int,
+    say: Callable[[str], None],
+) -> None:
+    """The early-stopping search on the cluster (the first arm to train): the validation part
+    carved from the training rows (the same positions among them as in one process, each
+    partition taking its own from the partitions' lengths), the rest boosted watching it; the
+    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`."""
+    import time
+
+    from xgboost import dask as dxgb
+
+    from accel.workflows.flights_dask import partition_lengths
+
+    es, client = model.early_stopping, session.client
+    assert es is not None
+    positions = es.positions(n_train)
+    offsets = tuple(int(o) for o in np.cumsum([0, *partition_lengths(client, X_train)[:-1]]))
+
+    def part(frame: Any, valid: bool) -> Any:
+        return frame.map_partitions(held_rows, offsets, positions, valid, meta=frame._meta)
+
+    labels = _compat.to_numpy(part(y_train, True).compute()) if len(positions) else np.empty(0)
+    if not es.check(n_train, labels, model.classes):
+        return
+    options = {"enable_categorical": True, "max_bin": model.params.max_bin}
+
+    def make_input() -> tuple[Any, Any]:
+        dfit = dxgb.DaskQuantileDMatrix(client, part(X_train, False), part(y_train, False), **options)
+        return dfit, dxgb.DaskQuantileDMatrix(client, part(X_train, True), part(y_train, True), ref=dfit, **options)
+
+    params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
+    t0 = time.perf_counter()
+    cap = model.params.n_estimators
+    booster, _ = train_with_one_retry(session, params, cap, make_input, make_input(), say, es.patience)
+    es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
+
+
+def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid: bool, partition_info: Any = None) -> Any:
+    """A partition's validation rows (``valid``) or its other rows; ``positions`` among all
+    training rows, the partition's first at ``offsets[i]``."""
+    if partition_info is None:  # Dask asking for the output's shape
+        return part
+    start = offsets[partition_info["number"]]
+    lo, hi = np.searchsorted(positions, [start, start + len(part)])
+    local = positions[lo:hi] - start
+    if not valid:
+        keep = np.ones(len(part), dtype=bool)
+        keep[local] = False
+        local = np.flatnonzero(keep)
+    return part.iloc[local].reset_index(drop=True)
 
 
 def keep_pipeline(
@@ -442,13 +573,15 @@ def run_placed_arm(
     say: Callable[[str], None],
     single_process: Callable[[], Any] | None = None,
     memory: Any = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], Any, Any]:
     """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the
     workflow, its fitted pipeline)``.
 
     A cluster accel starts is started for the arm and closed after it (the next arm gets the
     node to itself); a running cluster stays attached. The arm in this process runs
-    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`.
+    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`. Every arm given
+    the same ``early_stopping`` trains the rounds the first of them decided.
     """
     if place.skip is not None:
         return skipped(place.skip).as_dict(), None, None
@@ -457,6 +590,10 @@ def run_placed_arm(
 
         assert single_process is not None
         single = single_process()
+        if early_stopping is not None:
+            from accel.runner import attach_early_stopping
+
+            attach_early_stopping(single, early_stopping)
         result = run_arm_safely(place.backend, single, listener, memory, collect=False)
         arm = result.as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
@@ -465,7 +602,9 @@ def run_placed_arm(
     with ExitStack() as stack:
         session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
         startup = time.perf_counter() - t0 if place.session is None else 0.0
-        arm, dask_workflow, pipeline = run_on_session(session, workflow, settings, params, seed, listener, say, place.backend)
+        arm, dask_workflow, pipeline = run_on_session(
+            session, workflow, settings, params, seed, listener, say, place.backend, early_stopping
+        )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
     return arm, dask_workflow, pipeline
 
@@ -493,6 +632,7 @@ def cluster_run(
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
+    process_start: float | None = None,
 ) -> tuple[RunRecord, Path]:
     """Run ``config`` (which has a ``cluster``) on Dask, both arms, and write its record; ``(record, path)``.
 
@@ -501,19 +641,23 @@ def cluster_run(
     ``on_plan(workflow)`` is called with the single-process workflow that holds the plan), the
     cluster request and the device (:func:`accel.scaleout.arms.plan_arms`). The accelerated
     arm runs first, then the baseline; each arm's record part says where it ran
-    (``placement``, ``cluster``).
+    (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
+    (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
     from accel.environment import collect_environment
+    from accel.pairing import arm_of
     from accel.pipeline import beside_record
     from accel.record import ensure_writable, record_stem, write_record
-    from accel.runner import build_workflow, run_record
+    from accel.runner import build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
 
+    t_run = time.perf_counter()
     check_dask_config(config)
+    early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
     workflow: str | DaskBuilder = config.workflow
     planned_workflow = None
     if config.data is not None:
-        planned_workflow = build_workflow(config)  # the single-process plan: rows, split, columns
+        planned_workflow = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
         if on_plan is not None:
             on_plan(planned_workflow)
         workflow = table_builder(planned_workflow.planned)
@@ -526,27 +670,44 @@ def cluster_run(
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
-        return planned_workflow if planned_workflow is not None else build_workflow(config)
+        return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
 
+    t_planned = time.perf_counter()
+    if planned_workflow is not None:
+        say_planning(planned_workflow, t_planned - t_run)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
+    t_env = time.perf_counter() - t_planned
     arms: dict[str, dict[str, Any]] = {}
+    arm_wall: dict[str, float] = {}
     kept: dict[str, Any] = {}
     described = None
     with ExitStack() as stack:
         places = plan_arms(config, stack, say)
         for kind in ("gpu", "cpu"):
+            t0 = time.perf_counter()
             arms[kind], ran, kept[kind] = run_placed_arm(
-                places[kind], workflow, settings, params, config.seed, listener, say, single_process, config.memory_settings()
-            )
+                places[kind], workflow, settings, params, config.seed, listener, say, single_process,
+                config.memory_settings(), early_stopping,
+            )  # fmt: skip
+            if arms[kind]["status"] != "skipped":
+                arm_wall[kind] = time.perf_counter() - t0
             described = described or ran
     finished = datetime.now(timezone.utc)
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
+    startup = {k: float(arms[k]["cluster"]["startup_seconds"]) for k in arm_wall if arms[k].get("cluster")}
+    timeline = wall_timeline(
+        planned_workflow or described, t_run, t_planned, t_env, {}, arm_wall,
+        {k: arm_of(arms[k]) for k in arm_wall}, process_start, startup, early_stopping,
+    )  # fmt: skip
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
-        model={"name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump()},
-        mode="dask",
+        model={
+            "name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump(),
+            "early_stopping": early_stopping.describe(),
+        },  # fmt: skip
+        mode="dask", wall=timeline,
     )  # fmt: skip
     pipelines = {kind: p for kind, p in kept.items() if p is not None}
     path = write_record(out, record, record_stem(described.name, started), companion=beside_record(record, pipelines))
@@ -598,11 +759,11 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
                 markup=False,
             )
         workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
-        workers.add_column("worker")
-        workers.add_column("threads", justify="right")
-        workers.add_column("memory limit (MB)", justify="right")
-        workers.add_column("peak RSS (MB)", justify="right")
-        workers.add_column("peak device (MB)", justify="right")
+        # The address tells the workers apart: never cut; the numbers' headers wrap instead.
+        longest = max((len(w["address"]) for w in cluster["worker_details"]), default=6)
+        workers.add_column("worker", no_wrap=True, min_width=longest)
+        for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
+            workers.add_column(header, justify="right", overflow="fold")
         for w in cluster["worker_details"]:
             memory = w.get("memory") or {}
             limit = w.get("memory_limit_bytes")
@@ -620,7 +781,7 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
-def run_command(config: Any, as_json: bool) -> int:
+def run_command(config: Any, as_json: bool, process_start: float | None = None) -> int:
     """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
 
     from rich.console import Console
@@ -630,7 +791,9 @@ def run_command(config: Any, as_json: bool) -> int:
 
     progress = ProgressDisplay(live=False)  # the workers write to the same terminal
     try:
-        record, path = cluster_run(config, progress, on_plan=lambda wf: show_plan(wf, progress.console))
+        record, path = cluster_run(
+            config, progress, on_plan=lambda wf: show_plan(wf, progress.console), process_start=process_start
+        )
     finally:
         progress.close()
     written = {"run record": path, "pipeline": saved_folder(record, path)}

@@ -106,18 +106,20 @@ def scaling_study(
     from accel.environment import collect_environment
     from accel.models import XGBoostParams
     from accel.record import ensure_writable, record_head, write_record
-    from accel.runner import build_workflow, run_arm_safely
+    from accel.runner import build_workflow, early_stopping_for, run_arm_safely
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.runner import DASK_WORKFLOWS, ClusterRunFailed, _say, check_dask_config, run_placed_arm, table_builder
     from accel.workflows import WorkflowSettings, get_workflow
 
     say = say or _say
     check_dask_config(config)
+    # Every run of the study (the baseline, each count, each arm) trains the rounds the first decided.
+    early_stopping = early_stopping_for(config)
     out = ensure_writable(config.out)
     planned = None
     workflow: Any = config.workflow
     if config.data is not None:
-        planned = build_workflow(config)  # the single-process plan, made once for every count
+        planned = build_workflow(config, early_stopping)  # the single-process plan, made once for every count
         workflow = table_builder(planned.planned)
     else:
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
@@ -132,7 +134,7 @@ def scaling_study(
     params = XGBoostParams(**config.xgboost.model_dump())
 
     def single_process() -> Any:
-        return planned if planned is not None else build_workflow(config)
+        return planned if planned is not None else build_workflow(config, early_stopping)
 
     started = datetime.now(timezone.utc)
     environment = collect_environment()
@@ -156,7 +158,9 @@ def scaling_study(
             if listener:
                 listener.section(run_label(arm_kind, n))  # as the table's column names it
             try:
-                arm, ran, _ = run_placed_arm(where, workflow, settings, params, config.seed, listener, say)
+                arm, ran, _ = run_placed_arm(
+                    where, workflow, settings, params, config.seed, listener, say, early_stopping=early_stopping
+                )
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
@@ -179,6 +183,7 @@ def scaling_study(
         "config": config.model_dump(mode="json"),
         "data": described.describe_data() if described is not None else get_workflow(config.workflow, settings).describe_data(),
         "worker_counts": counts,
+        "early_stopping": early_stopping.describe(),
         "speedup_reference": reference,
         "metric_name": _metric(described),
         "definitions": {
@@ -321,10 +326,13 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
     runs = record["runs"]
     title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
     table = Table(title=title, title_justify="left")
-    table.add_column("")
+    # Each run's header: its label, then its workers × threads per worker (the first column says so).
+    table.add_column("\nworkers × threads", no_wrap=True)
     for run in runs:
         table.add_column(
-            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}", justify="right"
+            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}",
+            justify="right",
+            overflow="fold",
         )
 
     def cells(stage: str, field: str, show: Any) -> list[str]:

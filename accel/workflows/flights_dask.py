@@ -201,7 +201,7 @@ class DaskFlights:
         flights = dd.from_map(load_block, self.blocks, args=list(self._args()), meta=self._metas[0], label="accel-load-flights")
         flights = client.persist(flights)
         wait(flights)
-        return flights, sum(_partition_lengths(client, flights))
+        return flights, sum(partition_lengths(client, flights))
 
     def features(self, client: Any, flights: Any, loaded_rows: int) -> Prepared:
         """Model input as Dask collections (the frames of ``Prepared``), persisted on the workers."""
@@ -214,7 +214,7 @@ class DaskFlights:
         rows = client.persist(flights.map_partitions(row_partition, *self._args(), meta=rows_meta))
         wait(rows)
 
-        lengths = _partition_lengths(client, rows)
+        lengths = partition_lengths(client, rows)
         n = sum(lengths)
         n_test = len(split_positions(n, s.test_size, s.seed)[1])  # also refuses an unsplittable n
         offsets = tuple(int(o) for o in np.cumsum([0, *lengths[:-1]]))
@@ -271,7 +271,7 @@ class DaskFlights:
         )
 
 
-def _partition_lengths(client: Any, frame: Any) -> list[int]:
+def partition_lengths(client: Any, frame: Any) -> list[int]:
     import dask
 
     return [int(v) for v in client.compute([dask.delayed(len)(part) for part in frame.to_delayed()], sync=True)]

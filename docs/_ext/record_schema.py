@@ -66,8 +66,8 @@ def make_records() -> dict[str, dict[str, Any]]:
             folder = Path(tmp)
             csv = folder / "customers.csv"
             _table_csv(csv)
-            flights = accel.run("flights", rows=2000, device="cpu", seed=42, out=folder / "runs")
-            table = accel.run(data=csv, target="churned", device="cpu", seed=42, out=folder / "runs")
+            flights = accel.run("flights", rows=2000, device="cpu", seed=42, out=folder / "runs", progress=False)
+            table = accel.run(data=csv, target="churned", device="cpu", seed=42, out=folder / "runs", progress=False)
             _records = {
                 "flights": json.loads(flights.path.read_text()),
                 "table": json.loads(table.path.read_text()),

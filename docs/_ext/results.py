@@ -442,6 +442,28 @@ def render_byo(result: Result) -> list[nodes.Node]:
     return [table(header, rows, "accel run --data against a hand-written pandas + XGBoost script"), source(result)]
 
 
+def render_default_model(result: Result) -> list[nodes.Node]:
+    header = [
+        "table",
+        "task",
+        "metric",
+        "accel (mean)",
+        "XGBoost defaults (mean)",
+        "difference",
+        "within target",
+        "rounds chosen",
+    ]
+    rows = [
+        [r.get("table"), text(r.get("task")), text(r.get("metric")), metric(r.get("accel_mean")), metric(r.get("defaults_mean")),
+         metric(r.get("difference")), "yes" if r.get("ok") else "no",
+         ", ".join(text(s.get("rounds_chosen")) for s in r.get("splits") or [])]
+        for r in result.data.get("rows") or []
+    ]  # fmt: skip
+    label = result.data.get("label") or "unlabelled"
+    caption = f"accel's default model against XGBoost's defaults, mean over splits {result.data.get('seeds')} ({label})"
+    return [table(header, rows, caption), source(result)]
+
+
 def render_dates(result: Result) -> list[nodes.Node]:
     d = result.data
     header = ["layout", "kind", "format", "parsed right"]
@@ -626,6 +648,7 @@ RENDERERS: dict[str, Callable[[Result], list[nodes.Node]]] = {
     "hpo_flights": render_hpo,
     "memory": render_memory,
     "byo_tables": render_byo,
+    "default_model": render_default_model,
     "dates": render_dates,
     "own_table_speed": render_own_table,
     "streamed_bytes": render_streamed_bytes,
