@@ -335,6 +335,12 @@ class Process:
     stderr: str
     returncode: int
 
+    def check(self) -> Process:
+        """This process, if it exited 0; else an error with the end of what it said on stderr."""
+        if self.returncode != 0:
+            raise RuntimeError(f"exit {self.returncode}: {self.stderr[-2000:]}")
+        return self
+
     def last_json(self) -> Any:
         """The last line it printed, as JSON (a child's answer)."""
         import json
