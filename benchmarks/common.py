@@ -123,7 +123,8 @@ class Config:
     warmup : int
         ``--warmup``'s default (untimed measurements of each arm before a case's repeats).
     rows : str or None
-        ``--rows``' default (``"1e6"``, or a comma-separated list where ``many_rows``); None: no ``--rows``.
+        ``--rows``' default (``"1e6"``, ``"all"``, or a comma-separated list where ``many_rows``); None:
+        no ``--rows``.
     many_rows : bool
         ``--rows`` takes a list of sizes (``1e5,1e6``), each usually one case.
     devices : tuple of str
@@ -168,8 +169,10 @@ def count(least: int) -> Callable[[str], int]:
     return parse
 
 
-def rows_count(text: str) -> int:
-    """An argparse type: a number of rows, written ``1e6`` or ``1000000``."""
+def rows_count(text: str) -> int | None:
+    """An argparse type: a number of rows, written ``1e6`` or ``1000000``; ``all``: None, every row."""
+    if text == "all":
+        return None
     try:
         value = int(float(text))
     except ValueError:
@@ -179,9 +182,9 @@ def rows_count(text: str) -> int:
     return value
 
 
-def rows_list(text: str) -> list[int]:
+def rows_list(text: str) -> list[int | None]:
     """An argparse type: numbers of rows, comma-separated (``1e5,1e6``)."""
-    return [rows_count(part) for part in text.split(",") if part.strip()]
+    return [rows_count(part.strip()) for part in text.split(",") if part.strip()]
 
 
 def names(text: str) -> list[str]:
