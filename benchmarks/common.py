@@ -236,7 +236,7 @@ def measure_case(config: Config, bench: Bench, case: Case) -> list[Row]:
     """Warm-up measurements of each arm (discarded), then the rounds, the arms' order reversed every other one."""
     from accel.timing import timed_call
 
-    repeated = config.repeats is not None
+    repeated = config.repeats is not None or case.repeats is not None
     rounds = case.repeats or (bench.args.repeats if repeated else 1)
     if case.label:
         _say(f"== {case.label}")
