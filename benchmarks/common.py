@@ -32,7 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -88,7 +88,7 @@ class Bench:
         return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.scratch))
 
 
-def _one_case(bench: Bench) -> Iterator[Case]:
+def _one_case(bench: Bench) -> Generator[Case, None, None]:
     yield Case()
 
 
@@ -139,7 +139,7 @@ class Config:
     name: str
     doc: str
     measure: Callable[[Bench, Case, str], Row]
-    cases: Callable[[Bench], Iterator[Case]] = _one_case
+    cases: Callable[[Bench], Generator[Case, None, None]] = _one_case
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     tidy: Callable[[Bench, list[Row]], dict[str, Any]] = lambda bench, rows: {"rows": rows}
     summary: Callable[[dict[str, Any]], str] = lambda result: ""
@@ -271,7 +271,7 @@ def execute(config: Config, argv: Sequence[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix=f"accel-bench-{config.name}-") as scratch:
             bench.scratch = Path(scratch)
-            with contextlib.closing(config.cases(bench)) as cases:  # type: ignore[arg-type]
+            with contextlib.closing(config.cases(bench)) as cases:
                 for case in cases:
                     rows += measure_case(config, bench, case)
             fields = config.tidy(bench, rows)
