@@ -91,8 +91,16 @@ def _type(value: Any) -> str:
     return "object"
 
 
-def walk(record: dict[str, Any], collapse: set[str]) -> dict[str, tuple[set[str], list[str]]]:
-    """``path -> (types, keys)``: fields to three levels, both arms under ``arms.<arm>``."""
+def described_parents(described: dict[str, str]) -> set[str]:
+    """The fields below the third level that have descriptions of their own fields: walked further."""
+    return {path.rsplit(".", 1)[0] for path in described if path.count(".") >= 2 and not path.startswith("arms.")}
+
+
+def walk(
+    record: dict[str, Any], collapse: set[str], expand: set[str] | frozenset[str] = frozenset()
+) -> dict[str, tuple[set[str], list[str]]]:
+    """``path -> (types, keys)``: fields to three levels, both arms under ``arms.<arm>``; a field in
+    ``expand`` (one whose fields are described, e.g. ``model.early_stopping``) one level further."""
     out: dict[str, tuple[set[str], list[str]]] = {}
 
     def add(path: str, value: Any) -> None:
@@ -103,7 +111,7 @@ def walk(record: dict[str, Any], collapse: set[str]) -> dict[str, tuple[set[str]
 
     def visit(path: str, value: Any, depth: int) -> None:
         add(path, value)
-        if isinstance(value, dict) and depth < 2 and path not in collapse:
+        if isinstance(value, dict) and (depth < 2 or path in expand) and path not in collapse:
             for key, child in value.items():
                 visit(f"{path}.{key}", child, depth + 1)
 
@@ -142,7 +150,10 @@ class RecordSchemaDirective(SphinxDirective):
         described: dict[str, str] = spec.get("fields") or {}
         collapse = set(spec.get("collapse") or [])
         records = make_records()
-        found: dict[str, dict[str, tuple[set[str], list[str]]]] = {name: walk(rec, collapse) for name, rec in records.items()}
+        expand = described_parents(described)
+        found: dict[str, dict[str, tuple[set[str], list[str]]]] = {
+            name: walk(rec, collapse, expand) for name, rec in records.items()
+        }
         paths = list(dict.fromkeys(p for fields in found.values() for p in fields))
         location = self.get_location()
         for path in paths:
