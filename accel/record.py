@@ -441,6 +441,14 @@ class Rows(Part):
         return self.train + (self.test or 0) if self.train is not None else None
 
 
+class WorkerMemory(Part):
+    peak_rss_mb: Num = None
+
+
+class WorkerDetail(Part):
+    memory: WorkerMemory | None = None
+
+
 class Cluster(Part):
     """A Dask cluster an arm ran on."""
 
@@ -449,12 +457,36 @@ class Cluster(Part):
     worker_kind: str | None = None
     threads_per_worker: int | None = None
     startup_seconds: Num = None
-    worker_details: list[dict[str, Any]] = []
+    worker_details: list[WorkerDetail] = []
 
     def text(self) -> str:
         n = self.workers
         kind = str(self.worker_kind or "?").upper()
         return f"Dask {self.kind}: {n} {kind} worker{'s' * (n != 1)} × {self.threads_per_worker} threads"
+
+
+class Batches(Part):
+    """How the model input was cut (:meth:`accel.batching.BatchPlan.describe`)."""
+
+    rows_per_batch: int | None = None
+    batches: int | None = None
+
+    def label(self, given: int | str | None) -> str:
+        """``all`` when the model input was one batch, else the rows per batch (the plan, else ``given``)."""
+        if self.rows_per_batch:
+            return "all" if (self.batches or 1) <= 1 else str(self.rows_per_batch)
+        return str(given) if isinstance(given, int) else "all"
+
+
+class Precision(Part):
+    precision: str | None = None
+
+
+class ArmMemory(Part):
+    """Where an arm's memory went: its batches, its precision (and the pool, the bytes per stage)."""
+
+    batches: Batches | None = None
+    precision: Precision | None = None
 
 
 class RunArm(Arm):
@@ -470,10 +502,10 @@ class RunArm(Arm):
     threads: dict[str, Any] | None = None
     rows: Rows | None = None
     importances: dict[str, dict[str, Num]] | None = None
-    memory: dict[str, Any] | None = None
+    memory: ArmMemory | None = None
     cluster: Cluster | None = None
     train_attempts: list[Any] | None = None
-    workers_memory: dict[str, Any] | None = None
+    workers_memory: dict[str, WorkerMemory] | None = None
 
 
 class Cores(Part):
@@ -493,7 +525,7 @@ class Environment(Part):
     cpu_model: str | None = None
     cores: Cores | int | None = None
     ram_gb: Num = None
-    gpus: list[GpuInfo | Any] = []
+    gpus: list[GpuInfo] = []
     load_average: list[Num] | None = None
     git_sha: str | None = None
     git: dict[str, Any] | None = None
@@ -501,7 +533,7 @@ class Environment(Part):
     def machine(self) -> str:
         """The machine in one line: CPU, cores, RAM, GPUs."""
         cores = self.cores if isinstance(self.cores, Cores) else Cores(available=self.cores)
-        gpus = ", ".join(f"{g.name} ({g.memory_gb} GB)" for g in self.gpus if isinstance(g, GpuInfo))
+        gpus = ", ".join(f"{g.name} ({g.memory_gb} GB)" for g in self.gpus)
         ram = self.ram_gb
         return (
             f"{self.cpu_model or 'CPU'}, {cores.available or '?'} cores available "
@@ -731,7 +763,7 @@ class Trials(Part):
 class Search(Part):
     arm: str | None = None
     rows: Rows | None = None
-    memory: dict[str, Any] | None = None
+    memory: ArmMemory | None = None
 
 
 class Scored(Part):
@@ -748,6 +780,10 @@ class Scored(Part):
     params: dict[str, Any] | None = None
     peak_host_mb: Num = None
     peak_device_mb: Num = None
+
+
+class Improvement(Part):
+    tuned_minus_default: Num = None
 
 
 class HpoArm(RunArm):
@@ -769,7 +805,7 @@ class HpoRecord(PairedRecord):
     baseline: Scored | None = None
     final: Scored | None = None
     best_trial: Scored | None = None
-    improvement: dict[str, Num] | None = None
+    improvement: Improvement | None = None
     arms: Mapping[str, HpoArm] = {}
     phases_seconds: dict[str, Num] = {}
 
@@ -788,14 +824,11 @@ class HpoRecord(PairedRecord):
         return Summary(
             data=self.config.data_name(self.workflow),
             rows=_count((self.search.rows or Rows()).used()),
-            devices=f"search on {str(self.search.arm).upper()}; final model on " + (self.devices().replace("none ran", "none")),
+            devices=f"search on {str(self.search.arm).upper()}; final model on {' and '.join(a.upper() for a in self.ran()) or 'none'}",
             speedup=_nan(self.speedup.get("final_model")),
             speedup_of="final model",
             metrics={metric: self.arm_values(lambda arm: arm.metric if isinstance(arm, HpoArm) else None)} if metric else {},
         )
-
-    def devices(self) -> str:
-        return " + ".join("GPU" if a == "gpu" else "CPU" for a in self.ran()) or "none ran"
 
 
 class Program(Part):
@@ -814,9 +847,20 @@ class CompareArm(Arm):
     peak_device_mb: Num = None
 
 
+class Printed(Part):
+    numbers_compared: int | None = None
+    numbers_agree: int | None = None
+
+
 class CompareParity(Part):
     agree: bool | None = None
-    stdout: dict[str, Any] | None = None
+    stdout: Printed | None = None
+
+    @property
+    def share(self) -> float:
+        """The share of the numbers the script printed that agree with the CPU arm (NaN: none compared)."""
+        out = self.stdout
+        return (out.numbers_agree or 0) / out.numbers_compared if out and out.numbers_compared else math.nan
 
 
 class Fallback(Part):
@@ -845,8 +889,8 @@ class CompareRecord(Record):
 
     def summary(self) -> Summary:
         args = " ".join(str(a) for a in self.program.args)
-        out = self.parity.stdout or {}
-        counted = f" ({out.get('numbers_agree')}/{out.get('numbers_compared')} numbers)" if out else ""
+        out = self.parity.stdout
+        counted = f" ({out.numbers_agree}/{out.numbers_compared} numbers)" if out and out.model_fields_set else ""
         ran = [a for a in ARMS if a in self.arms and self.arms[a].ok]
         return Summary(
             data=f"{_name(self.program.path or '?')} {args}".strip(),
@@ -1073,6 +1117,7 @@ class Timed(Arm):
     median: Num = None
     rows: int | None = None
     checksum: list[Any] = []
+    agree: bool | None = None
 
 
 class DbQuestion(Part):
@@ -1087,7 +1132,7 @@ class DbQuestion(Part):
 class Engine(Arm):
     threads: int | str | None = None
     version: str | None = None
-    questions: dict[str, Timed | Any] = {}
+    questions: dict[str, Timed] = {}
 
 
 class DbData(Part):
@@ -1137,6 +1182,9 @@ class ModelTimed(Part):
     fit_speedup: Num = None
     predict_speedup: Num = None
 
+    def arm(self, name: str) -> FitArm:
+        return self.gpu if name == "gpu" else self.cpu
+
 
 class ModelsData(Part):
     rows: int | None = None
@@ -1165,6 +1213,9 @@ class Point(Part):
     cpu: Timed = Timed()
     gpu: Timed = Timed()
     speedup: Num = None
+
+    def arm(self, name: str) -> Timed:
+        return self.gpu if name == "gpu" else self.cpu
 
 
 class Operation(Part):
@@ -1216,11 +1267,16 @@ class GroupbyOverheadBench(BenchRecord):
         return Summary(data="db-benchmark groupby", rows=_count(self.rows), devices=self.devices())
 
 
+class AccelVsHand(Part):
+    accel: Num = None
+    handwritten: Num = None
+
+
 class FlightsOverheadBench(BenchRecord):
     """The flights workflow's CPU arm against a hand-written script."""
 
-    median_seconds: dict[str, Num] = {}
-    auc: dict[str, Num] = {}
+    median_seconds: AccelVsHand = AccelVsHand()
+    auc: AccelVsHand = AccelVsHand()
     ratio: Num = None
 
     def summary(self) -> Summary:
@@ -1243,6 +1299,10 @@ class RecordError(ValueError):
     """A file that is not a record accel can read; the message says what is wrong, in one line."""
 
 
+class NotARecord(RecordError):
+    """JSON that is no record at all (no kind, none to infer): a reader passes over it."""
+
+
 def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     """A record of an earlier ``schema_version`` as this version writes it.
 
@@ -1257,7 +1317,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
         raise RecordError(f"written by a newer accel (schema_version {version}; this one reads up to {SCHEMA_VERSION})")
     kind = kind_of(raw)
     if kind is None:
-        raise RecordError("not a run record or benchmark result")
+        raise NotARecord("not a run record or benchmark result")
     return {**raw, "schema_version": SCHEMA_VERSION, "kind": kind}
 
 
@@ -1268,7 +1328,7 @@ def parse_record(raw: Any) -> Record:
     fields not of the shape of its kind.
     """
     if not isinstance(raw, dict):
-        raise RecordError("not a run record or benchmark result")
+        raise NotARecord("not a run record or benchmark result")
     raw = upgrade(raw)
     cls = RECORD_CLASSES[raw["kind"]]
     if cls is BenchRecord:
