@@ -639,8 +639,13 @@ class RunSettings(Part):
 
 
 class RunParity(Part):
+    """Whether the arms agree: the metric compared, each arm's value, the tolerance."""
+
     metric: str | None = None
     ok: bool | None = None
+    gpu: Num = None
+    cpu: Num = None
+    tolerance: Num = None
 
 
 class ModelInfo(Part):
@@ -910,6 +915,7 @@ class ScalingRow(Part):
 
     workers: int | None = None
     kind: str | None = None
+    threads_per_worker: int | None = None
     stage: str | None = None
     seconds: Num = None
     speedup_vs_1: Num = None
@@ -1078,6 +1084,10 @@ class Fairness(Part):
     line: str | None = None
 
 
+class BenchConfig(Part):
+    repeats: int | None = None
+
+
 class BenchRecord(Record):
     """A benchmark result (``accel bench`` and the scripts in ``benchmarks/``); ``benchmark``
     names which. The benchmarks the report lays out have their own class (:data:`BENCHMARKS`);
@@ -1085,6 +1095,7 @@ class BenchRecord(Record):
 
     kind: Literal["bench"] = "bench"
     benchmark: str = "?"
+    config: BenchConfig = BenchConfig()
     gpu: Arm | None = None
     fairness: Fairness | None = None
 
