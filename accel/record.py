@@ -638,6 +638,10 @@ class RunSettings(Part):
         return _name(self.data) if self.data else str(workflow or self.workflow or "?")
 
 
+class SavedPipeline(Part):
+    path: str | None = None
+
+
 class RunParity(Part):
     """Whether the arms agree: the metric compared, each arm's value, the tolerance."""
 
@@ -660,6 +664,8 @@ class PairedRecord(Record):
     config: RunSettings = RunSettings()
     arms: Mapping[str, RunArm] = {}
     speedup: dict[str, Num] = {}
+    #: Each arm's fitted pipeline, saved beside the record (``path``: relative to the record's folder).
+    pipelines: dict[str, SavedPipeline] = {}
 
     def ran(self) -> list[str]:
         """The arms that ran, the accelerated one first."""
