@@ -369,7 +369,8 @@ def record_stem(what: str, now: datetime | None = None) -> str:
     return f"{now:%Y-%m-%d}-{what}"
 
 
-def load_record(path: Path) -> dict[str, Any]:
+def load_record(path: Path) -> Any:
+    """The JSON of the record in ``path`` as it is (:func:`loads`); :func:`read_record` types it."""
     return loads(Path(path).read_text())
 
 
@@ -1156,10 +1157,18 @@ class DbData(Part):
     x: str | None = None
 
 
+class DataFile(Part):
+    """A data file a benchmark read: its size and sha256 (a regenerated file with the same bytes is the same data)."""
+
+    bytes: int | None = None
+    sha256: str | None = None
+
+
 class DbBench(BenchRecord):
     """db-benchmark's groupby or join questions, pandas against cuDF (and other CPU engines)."""
 
     data: DbData = DbData()
+    data_files: dict[str, DataFile] = {}
     questions: list[DbQuestion] = []
     engines: dict[str, Engine] = {}
     arms: dict[str, Any] = {}
@@ -1364,7 +1373,7 @@ def read_record(path: Path) -> Record:
     kind's shape; the message says which, in one line.
     """
     try:
-        raw = loads(Path(path).read_text())
+        raw = load_record(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordError(f"not readable JSON ({type(exc).__name__})") from None
     return parse_record(raw)
