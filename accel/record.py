@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -393,24 +393,24 @@ class Part(BaseModel):
 Num = int | float | None
 
 
-def number(value: Any) -> bool:
+def number(value: object) -> TypeGuard[int | float]:
     """``value`` is a finite number (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _nan(value: Any) -> float:
+def _nan(value: object) -> float:
     return float(value) if number(value) else math.nan
 
 
-def _count(value: Any) -> str:
+def _count(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ""
 
 
-def _name(path: Any) -> str:
+def _name(path: object) -> str:
     return Path(str(path)).name
 
 
-def _geomean(values: list[Any]) -> float:
+def _geomean(values: list[int | float | None]) -> float:
     good = [float(v) for v in values if number(v) and v > 0]
     return math.exp(sum(map(math.log, good)) / len(good)) if good else math.nan
 
@@ -577,7 +577,6 @@ class Record(Part):
     kind: RecordKind
     run_id: str | None = None
     started_at: str | None = None
-    finished_at: str | None = None
     git_sha: str | None = None
     environment: Environment | None = None
 
@@ -695,11 +694,9 @@ class RunRecord(PairedRecord):
     kind: Literal["run"] = "run"
     workflow: str | None = None
     data: dict[str, Any] = {}
-    features: dict[str, Any] = {}
     parity: RunParity = RunParity()
-    #: Present on some runs: the model described, the wall breakdown (in one process), ``"dask"``.
+    #: Present on some runs: the model described, ``"dask"``.
     model: ModelInfo | str | None = None
-    wall: dict[str, Any] | None = None
     mode: str | None = None
     #: A record that ran one arm on Dask kept its cluster here.
     cluster: Cluster | None = None
@@ -1347,7 +1344,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "schema_version": SCHEMA_VERSION, "kind": kind}
 
 
-def parse_record(raw: Any) -> Record:
+def parse_record(raw: object) -> Record:
     """``raw`` (a record's JSON, read) as its typed class, upgraded to this ``schema_version``.
 
     Raises :class:`RecordError` naming, in one line, what is wrong: not a record, or the first

@@ -29,7 +29,7 @@ def metric_name(key: str) -> str:
     return METRIC_NAMES.get(key, key)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> bool:
     return number(value)
 
 

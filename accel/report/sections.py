@@ -52,6 +52,7 @@ from accel.report.layout import Section, checksum_text, num
 from accel.report.overview import ARM_NAMES, Entry, is_number, metric_name
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def _typed(entries: list[Entry], cls: type[R]) -> list[tuple[Entry, R]]:
     return [(e, e.record) for e in entries if isinstance(e.record, cls)]
 
 
-def _task_group(task: Any) -> str:
+def _task_group(task: str | None) -> str:
     return "regression" if task == "regression" else "classification"
 
 
@@ -268,7 +269,7 @@ def hpo(entries: list[Entry]) -> Section:
     return s
 
 
-def _or_nan(value: Any) -> Any:
+def _or_nan(value: T | None) -> T | float:
     return math.nan if value is None else value
 
 
@@ -587,7 +588,7 @@ def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> N
     )  # fmt: skip
 
 
-def _blank(value: Any) -> Any:
+def _blank(value: object) -> object:
     return "" if value is None else value
 
 
