@@ -95,3 +95,29 @@ def test_a_written_record_reads_back_typed_with_its_non_finite_values(tmp_path):
     typed = rec.read_record(path)
     assert isinstance(typed, rec.CompareRecord) and typed.run_id == path.stem
     assert typed.arms["cpu"].ok and typed.arms["cpu"].cold_seconds == 2.0 and math.isnan(typed.summary().speedup)
+
+
+def test_report_and_experiments_set_aside_a_record_of_the_wrong_shape_naming_the_field(tmp_path, capsys):
+    from accel.cli.main import main
+    from accel.hpo.experiments import collect as experiments
+    from accel.report.html import collect
+
+    [run] = [p for p in CORPUS if p.name == "2026-11-30-flights-run-nvidia-h200-001.json"]
+    (tmp_path / run.name).write_text(run.read_text())
+    (tmp_path / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": {"cpu": {"stages": [1, 2]}}}))
+    (tmp_path / "newer.json").write_text(json.dumps({"schema_version": 99, "kind": "run"}))
+    (tmp_path / "other.json").write_text(json.dumps({"something": "else"}))
+    found = collect(tmp_path)
+    assert [e.path.name for e in found.entries] == [run.name]
+    why = {p.name: reason for p, reason in found.ignored}
+    assert why["bad-run.json"].startswith("not the shape of a run record (arms.cpu.stages: Input should be a valid dictionary")
+    assert (
+        why["newer.json"].startswith("written by a newer accel") and why["other.json"] == "not a run record or benchmark result"
+    )
+    rows, notes = experiments(tmp_path)
+    assert {r.arm for r in rows} == {"gpu", "cpu"}
+    assert [n for n in notes if "bad-run.json" in n] == [f"skipped {tmp_path / 'bad-run.json'}: {why['bad-run.json']}"]
+    assert not [n for n in notes if "other.json" in n], "JSON that is no record is not an experiment"
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "bad-run.json (not the shape of a run record (arms.cpu.stages:" in out and "Traceback" not in out
