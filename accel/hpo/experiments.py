@@ -40,7 +40,7 @@ from accel.record import (
     read_record,
     record_head,
 )
-from accel.registry import MODELS
+from accel.registry import DEFAULT_MODEL, MODELS
 
 #: Whether a larger value of a metric is better.
 HIGHER_IS_BETTER = {
@@ -205,7 +205,7 @@ def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str) -> list[R
     """Rows of one search: its default baseline and its retrained best (or its best trial so far)."""
     study, config, metric = str(record.study.name), record.config, record.study.metric or "auc"
     workflow = _workflow_label(config.workflow, config)
-    model = str(config.model or "xgboost")
+    model = str(config.model or DEFAULT_MODEL)
     batch_rows = (batches or Batches()).label(config.batch_rows)
 
     def row(name: str, entry: Scored, evaluated_on: str, arm: str | None = None) -> Row:
@@ -284,7 +284,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         out += _hpo_rows(searched, batches, source)
         if include_trials:
             workflow = _workflow_label(searched.config.workflow, searched.config)
-            model = str(searched.config.model or "xgboost")
+            model = str(searched.config.model or DEFAULT_MODEL)
             for t in trials:
                 on = "validation (subset trial)"
                 out.append(

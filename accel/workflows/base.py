@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from accel.registry import DEFAULT_MODEL
+
 
 @dataclass(frozen=True)
 class WorkflowSettings:
@@ -68,8 +70,10 @@ class FeatureTransform(Protocol):
 
 
 class Model(Protocol):
-    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`):
-    the four steps the runner times, what it reports, and how its fitted form is kept."""
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`,
+    or another registry entry's adapter): the four steps the runner times, what it reports, and how
+    its fitted form is kept. An adapter class makes one with
+    ``build(spec, estimator, task, params, seed, n_classes)`` (:func:`accel.models.build_model`)."""
 
     name: str
     task: str
@@ -125,9 +129,9 @@ class Workflow(Protocol):
 
 
 class WorkflowBase:
-    """Defaults for a workflow's optional parts: XGBoost, no feature reports, no notices, no table plan."""
+    """Defaults for a workflow's optional parts: the default model, no feature reports, no notices, no table plan."""
 
-    model_name: str = "xgboost"
+    model_name: str = DEFAULT_MODEL
     #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and planning; None otherwise.
     plan: Any = None
     planned: Any = None
