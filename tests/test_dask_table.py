@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,8 @@ from accel.workflows.table_dask import (
     merge_fits,
     worker_plan,
 )
-from tests.conftest import ROOT, read_json, records_in, run_accel
+from accel_fixtures.tables import write_wide_table
+from tests.conftest import read_json, records_in, run_accel
 from tests.dask_table_bodies import (
     check_table_features_match_single_process,
     check_table_run_agrees_with_single_process,
@@ -38,9 +38,6 @@ from tests.dask_table_bodies import (
     write_tables,
 )
 from tests.test_cli import assert_one_line_error
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_dask_overhead import write_wide_table  # noqa: E402  (the benchmark's own table)
 
 
 @pytest.fixture(scope="module")
