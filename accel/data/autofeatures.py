@@ -8,7 +8,7 @@ family             categoricals (≤ 32 / ≤ 20 values)   high cardinality     
 native             categories as they are              out-of-fold target   native     no
                                                        + count encoding
 trees              ordinal codes                       same                 imputed    no
-linear             one-hot, the last category left out  same                 imputed    yes
+linear             one-hot, last category left out     same                 imputed    yes
 distance           one-hot                             same                 imputed    yes
 =================  ==================================  ===================  =========  =======
 
