@@ -26,7 +26,6 @@ from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
-from accel.record import RunRecord
 from accel.registry import DEFAULT_MODEL, MODELS, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
@@ -309,7 +308,7 @@ def _named_or_table(config: Any) -> Any:
 
 def paired_run(
     config: Any, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
-) -> tuple[RunRecord, Path]:
+) -> tuple[dict[str, Any], Path]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
@@ -405,7 +404,7 @@ def run_record(
     started: Any,
     finished: Any,
     **extra: Any,
-) -> RunRecord:
+) -> dict[str, Any]:
     """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
 
     ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
@@ -415,7 +414,7 @@ def run_record(
     from accel.record import record_head
 
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
-    record: RunRecord = {
+    record: dict[str, Any] = {
         **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
@@ -426,8 +425,8 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),  # type: ignore[typeddict-item]
-        **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
+        **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),
+        **extra,  # model, wall, mode
     }
     return record
 

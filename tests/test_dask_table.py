@@ -18,7 +18,7 @@ from accel.cli.main import main
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE
-from accel.timing import STAGES
+from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.table_dask import (
     CSV_BLOCK_BYTES,
@@ -196,7 +196,7 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert r["features"]["cpu"]["encodings"] == single["features"]["cpu"]["encodings"]
     cpu, gpu = r["arms"]["cpu"], r["arms"]["gpu"]
     assert cpu["status"] == "ok" and cpu["placement"] == "dask" and cpu["device_used"] == "cpu"
-    assert set(cpu["stages"]) == set(STAGES) and cpu["train_retried"] is False
+    assert set(cpu["stages"]) == {*STAGES, *EXTRA_STAGES} and cpu["train_retried"] is False
     assert cpu["rows"] == single["arms"]["cpu"]["rows"] and cpu["features"] == single["arms"]["cpu"]["features"]
     assert gpu["status"] == "skipped" and gpu["reason"]
     assert all(math.isnan(v) for v in r["speedup"].values())

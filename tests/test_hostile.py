@@ -220,7 +220,7 @@ def test_experiments_lists_records_of_the_wrong_shape(record_copy, capsys):
     (record_copy / "bad-run.json").write_text(json.dumps({"workflow": "x", "arms": ["not", "a", "mapping"]}))
     code, out, err = cli(capsys, "experiments", record_copy)
     assert code == 0, err
-    assert "skipped" in out and "bad-run.json" in out and "not the shape of a run or hpo record" in out
+    assert "skipped" in out and "bad-run.json" in out and "not the shape of a run record (arms:" in out
 
 
 def test_dollar_signs_in_plot_titles(record_copy, tmp_path, capsys):

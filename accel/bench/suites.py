@@ -23,6 +23,7 @@ from accel.record import dumps as strict_json
 if TYPE_CHECKING:
     from accel.backend import Backend
     from accel.bench.db import Suite
+    from accel.record import DbBench
 
 #: Where results go without ``results``: this folder of the output root (:func:`accel.record.output_root`).
 RESULTS_FOLDER = "benchmarks"
@@ -252,11 +253,11 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
             if lenient:
                 continue
             raise
-        arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
-        for row in prior.get("questions") or []:
-            if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
-                rows[row["question"]] = row["cpu"]
-                sources[row["question"]] = str(path)
+        arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
+        for row in prior.questions:
+            if row.cpu.ok and row.question not in rows:
+                rows[row.question] = row.cpu.model_dump(exclude_unset=True)
+                sources[row.question] = str(path)
         _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
@@ -271,34 +272,34 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     return arm, engines
 
 
-def _same_run(path: Path, benchmark: str, data_files: dict) -> dict[str, Any]:
+def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
     """The result at ``path``, checked to be ``benchmark`` on the same data and CPU; refused otherwise."""
     from accel.environment import cpu_model
-    from accel.record import load_record
+    from accel.record import DbBench, Environment, read_record
 
-    prior = load_record(path)
-    if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+    prior = read_record(path)  # a RecordError is a ValueError: not a result
+    if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
         raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-    theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
-    mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
+    theirs = {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()}
+    mine = {r: (f.get("bytes"), f.get("sha256")) for r, f in data_files.items()}
     if theirs != mine:
         raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-    host = (prior.get("environment") or {}).get("cpu_model")
+    host = (prior.environment or Environment()).cpu_model
     if host != cpu_model():
         raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
     return prior
 
 
-def _take_engines(prior: dict[str, Any], path: Path, engines: dict[str, dict]) -> None:
+def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
     """Add the CPU engines' answers of the result ``prior`` (read from ``path``) to ``engines``, first come first kept."""
     from accel.bench.engines import CPU_ENGINES
 
-    for name, eng in (prior.get("engines") or {}).items():
-        if name not in CPU_ENGINES or eng.get("status") != "ok":
+    for name, eng in prior.engines.items():
+        if name not in CPU_ENGINES or not eng.ok:
             continue
-        merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
-        for q, a in (eng.get("questions") or {}).items():
-            merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
+        merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+        for q, a in eng.questions.items():
+            merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
 def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
