@@ -70,6 +70,7 @@ def never_lost() -> Iterator[None]:
     """While active, a ``KeyboardInterrupt`` swallowed by a callback is raised again in the main
     thread, and SIGTERM raises :class:`Terminated` (where SIGTERM is at its default, in the main thread)."""
     previous = sys.unraisablehook
+    pending: list[threading.Timer] = []  # redeliveries not yet made: cancelled when the command ends
 
     def hook(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
@@ -77,6 +78,7 @@ def never_lost() -> Iterator[None]:
             sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
             timer = threading.Timer(REDELIVER_AFTER_S, _redeliver, (sig,))
             timer.daemon = True
+            pending.append(timer)
             timer.start()
             return
         previous(unraisable)
@@ -89,6 +91,11 @@ def never_lost() -> Iterator[None]:
     try:
         yield
     finally:
+        # A copy of an interrupt the command has already handled (swallowed by a callback during
+        # the clean-up, e.g. a cluster's close) is not sent once the command is over: it would kill
+        # the process after its exit status was decided.
+        for timer in pending:
+            timer.cancel()
         for sig in handled:
             signal.signal(sig, signal.SIG_DFL)
         sys.unraisablehook = previous
