@@ -121,3 +121,20 @@ def test_report_and_experiments_set_aside_a_record_of_the_wrong_shape_naming_the
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 0
     out = capsys.readouterr().out
     assert "bad-run.json (not the shape of a run record (arms.cpu.stages:" in out and "Traceback" not in out
+
+
+def test_a_metric_written_as_a_word_is_set_aside_and_named_when_nothing_else_is_found(tmp_path, capsys):
+    """A run whose AUC is ``"high"`` is no result: with nothing else there, the one-line error says
+    which file was set aside and why."""
+    from accel.cli.main import main
+
+    [run] = [p for p in CORPUS if p.name == "2026-11-30-flights-run-nvidia-h200-001.json"]
+    raw = json.loads(run.read_text())
+    raw["arms"]["cpu"]["metrics"]["auc"] = "high"
+    (tmp_path / "worded.json").write_text(json.dumps(raw))
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 2
+    assert main(["experiments", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("accel: error: ") for line in err), err
+    assert all("worded.json" in line and "arms.cpu.metrics.auc" in line for line in err), err
+    assert not (tmp_path / "r.html").exists()

@@ -252,7 +252,10 @@ def cmd_experiments(args: argparse.Namespace) -> int:
         refuse_existing(Path(args.plot), "--plot", exists)
     rows, notes = collect(folder, args.storage, include_trials=args.trials)
     if not rows:
-        raise AccelError(f"no run records or studies under {str(folder)!r} (run accel run or accel hpo with --out there)")
+        skipped = f"; {notes[0]}" + (f", and {len(notes) - 1} more" if len(notes) > 1 else "") if notes else ""
+        raise AccelError(
+            f"no run records or studies under {str(folder)!r} (run accel run or accel hpo with --out there){skipped}"
+        )
     out = ensure_writable(args.out or folder) if save or args.plot == "" else None  # the JSON, the default PNG
     stem = record_stem("experiments")
     record = experiments_record(rows, folder)

@@ -108,6 +108,14 @@ def collect(folder: Path) -> Collected:
     return found
 
 
+def set_aside(ignored: list[tuple[Path, str]]) -> str:
+    """``"; set aside: FILE (why), and N more"``: what was read and not used, for an error line."""
+    if not ignored:
+        return ""
+    (path, why), more = ignored[0], len(ignored) - 1
+    return f"; set aside: {path.name} ({why})" + (f", and {more} more" if more else "")
+
+
 def _summary(entries: list[overview.Entry]) -> Section:
     s = Section("summary", "Summary: one row per record")
     header, rows = overview.summary_table(entries)
@@ -230,7 +238,7 @@ def write_report(folder: Path, out: Path | None = None, overwrite: bool = False)
         refuse_existing(out, "the report", exists)  # before reading anything
     found = collect(folder)
     if not found.count:
-        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json)")
+        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json){set_aside(found.ignored)}")
     page, markdown = render(found, Path(folder))
     out = write_new(out, page.encode("utf-8"), "the report", "choose another --out", exists=exists)
     return Report(out, markdown, Path(folder), found)
