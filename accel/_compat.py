@@ -347,7 +347,7 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
             col = groups[groups.columns[g]]
             g += 1
             if kind == "month":
-                names = MONTH_NAMES if value == "B" else [m[:3] for m in MONTH_NAMES]
+                names = MONTH_NAMES if value == "B" else tuple(m[:3] for m in MONTH_NAMES)
                 piece = col.replace(list(names), [f"{k:02d}" for k in range(1, 13)])
             elif value == "p":
                 piece = col.str.upper()
@@ -555,19 +555,20 @@ def iter_csv_chunks(
         offset = 0
         while offset < size:
             end = _next_line_break(f, offset + step)
-            last = end is None or end + 1 >= size
+            if end is not None and end + 1 >= size:
+                end = None  # the last range
             first = offset == 0
             yield xdf.read_csv(
                 str(path),
                 sep=delimiter,
                 # (offset, 0): to the end of the file; else up to the line break at ``end``
-                byte_range=(offset, 0 if last else end - offset),
+                byte_range=(offset, 0 if end is None else end - offset),
                 header=0 if first else None,
                 names=None if first else list(all_columns),
                 usecols=list(columns),
                 **options,
             )
-            if last:
+            if end is None:
                 return
             offset = end
 

@@ -497,7 +497,7 @@ class Backend:
     xgb_device: str
     n_threads: int
     device: GpuDevice | None = None
-    models: Mapping = field(default=None, repr=False)  # type: ignore[assignment]
+    models: Mapping[str, Any] = field(default_factory=dict, repr=False)
     host_frames: str | None = None
 
     @property

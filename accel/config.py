@@ -9,7 +9,7 @@ boolean is not a number (``seed: true`` is refused, not read as 1), nor is text
 from __future__ import annotations
 
 from pathlib import Path, PurePath
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
 
@@ -39,8 +39,13 @@ STRICT_TYPES = ConfigDict(extra="forbid", strict=True)
 #: A path setting: a ``Path``, or its text (a workflow file's ``out: runs``).
 PathSetting = Annotated[Path, Field(strict=False)]
 
-#: ``--model`` choices: the models of the registry.
-ModelName = Literal[tuple(MODELS)]  # type: ignore[valid-type]
+#: ``--model`` choices: the models of the registry (pydantic checks the name; to a type checker it is text).
+if TYPE_CHECKING:
+    from accel.memory import MemorySettings
+
+    ModelName = str
+else:
+    ModelName = Literal[tuple(MODELS)]
 
 
 class SearchRange(BaseModel):
@@ -130,11 +135,8 @@ class ClusterConfig(BaseModel):
 
 #: One section per model of the registry (``xgboost:``, ``random_forest:``, ...), each its
 #: settings schema with their defaults.
-_ModelSections = create_model(
-    "_ModelSections",
-    __config__=ConfigDict(extra="forbid"),
-    **{name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()},
-)
+_SECTIONS: dict[str, Any] = {name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()}
+_ModelSections = create_model("_ModelSections", __config__=ConfigDict(extra="forbid"), **_SECTIONS)
 
 
 class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
@@ -195,7 +197,8 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
             raise ValueError(str(exc)) from None
         return self
 
-    def memory_settings(self) -> Any:
+    def memory_settings(self) -> MemorySettings:
+        """The run's memory settings: the RMM pool, the memory budget, the batch rows, the precision."""
         from accel.memory import MemorySettings
 
         return MemorySettings(

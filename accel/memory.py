@@ -196,8 +196,9 @@ class MemoryMonitor(PeriodicSampler):
             device = None
         with self._lock:
             host = self._process.memory_info().rss
-            kernel = kernel_peak_rss() if self._kernel_seen is not None else None
-            if kernel is not None and kernel > self._kernel_seen:
+            seen = self._kernel_seen
+            kernel = kernel_peak_rss() if seen is not None else None
+            if kernel is not None and seen is not None and kernel > seen:
                 host, self._kernel_seen = max(host, kernel), kernel
             self.peak_host = max(self.peak_host, host)
             if device is not None:

@@ -121,8 +121,8 @@ def collect(folder: Path) -> Collected:
             found.ignored.append((path, sections.not_its_shape(exc)))
             continue
         found.by_kind[kind].append(entry)
-    for kind in found.by_kind:
-        found.by_kind[kind].sort(key=_when)
+    for entries in found.by_kind.values():
+        entries.sort(key=_when)
     return found
 
 
