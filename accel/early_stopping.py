@@ -152,7 +152,7 @@ class EarlyStopping:
 SEARCH = "rounds search"
 
 
-def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], None]) -> None:
+def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], object]) -> None:
     """``search()``, an XGBoost model's early-stopping search, between an arm's ``to_device`` and
     ``train`` stages where this arm is the one to run it; the ``listener``
     (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import psutil
 
@@ -238,7 +238,12 @@ class MemoryMonitor(PeriodicSampler):
         self.set_stage(None)
 
 
+@overload
+def to_mb(n: int) -> float: ...
+@overload
+def to_mb(n: None) -> None: ...
 def to_mb(n: int | None) -> float | None:
+    """Bytes in MB, to one decimal; None stays None."""
     return None if n is None else round(n / MB, 1)
 
 

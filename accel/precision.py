@@ -257,7 +257,7 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
     direct = half is None and _compat.array_module(frame) is xp
     for a in range(0, n, step):
         b = min(a + step, n)
-        if direct:
+        if direct and full is not None:
             # float32 only, on the frame's own device: each column is converted once, straight
             # into the stored matrix.
             frame_matrix(frame.iloc[a:b], categorical, out=full[a:b])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
-from accel.workflows.base import Workflow
+from accel.workflows.base import StopsEarly, Workflow
 
 
 def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any]:
@@ -139,9 +140,10 @@ class InMemory(Executor):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
-        search_between_stages(
-            backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
-        )
+        if isinstance(model, StopsEarly):
+            search_between_stages(
+                backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
+            )
         with timer.stage("train"):
             fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
@@ -320,7 +322,6 @@ def paired_run(
     command line), when its interpreter started, so that the wall breakdown counts the
     start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
-    from datetime import datetime, timezone
 
     from accel.backend import resolve_arms
     from accel.environment import collect_environment
@@ -403,19 +404,24 @@ def run_record(
     gpu: dict[str, Any],
     cpu: dict[str, Any],
     environment: dict[str, Any],
-    started: Any,
-    finished: Any,
-    **extra: Any,
+    started: datetime,
+    finished: datetime,
+    *,
+    model: dict[str, Any],
+    wall: dict[str, Any],
+    mode: str | None = None,
 ) -> RunRecord:
     """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
 
     ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
     cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
-    come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
+    come from both. ``model`` describes the model, ``wall`` is :func:`wall_timeline`'s, and
+    ``mode`` says where the arms ran when not in this process (``"dask"``).
     """
     from accel.record import record_head
 
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
+    paired = pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu)
     record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,
@@ -427,9 +433,14 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        **pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu),  # type: ignore[typeddict-item]
-        **extra,  # type: ignore[typeddict-item]  (model, wall, mode)
+        "arms": paired["arms"],
+        "speedup": paired["speedup"],
+        "parity": paired["parity"],
+        "model": model,
+        "wall": wall,
     }
+    if mode is not None:
+        record["mode"] = mode
     return record
 
 
@@ -463,9 +474,10 @@ def wall_timeline(
         planning.update(
             read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds, encoding_probe=planned.probe_seconds
         )
-    arms = {}
+    arms: dict[str, dict[str, float]] = {}
     for arm, seconds in arm_wall.items():
-        stages = results[arm].total_seconds if results[arm].status == "ok" else 0.0
+        total = results[arm].total_seconds
+        stages = total if results[arm].status == "ok" and total is not None else 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
         if cluster_startup and arm in cluster_startup:
             arms[arm]["cluster_startup"] = cluster_startup[arm]

@@ -25,6 +25,7 @@ import os
 import re
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -240,8 +241,8 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         # The files of a folder are read as one table: a column must read alike in every file.
         for name in names:
             arrow_type = schema.field(name).type
-            if name not in kinds and arrow_kind(arrow_type) is not None:
-                kinds[name] = arrow_kind(arrow_type)  # decimal in one file, float64 in another: both converted
+            if name not in kinds and (kind := arrow_kind(arrow_type)) is not None:
+                kinds[name] = kind  # decimal in one file, float64 in another: both converted
             if name not in first_types or _type_family(first_types[name][0]) == "null":
                 first_types[name] = (arrow_type, path)
                 continue
@@ -407,7 +408,7 @@ def _sniff_delimiter(text: str) -> str | None:
     except csv.Error:
         # Fall back to the candidate that splits the header into the most fields.
         counts = {d: len(next(csv.reader([lines[0]], delimiter=d))) for d in CANDIDATE_DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=lambda d: counts[d])
         return best if counts[best] > 1 else None
 
 
@@ -437,10 +438,10 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         raise AccelError(f"--data: {str(path)!r} holds only blank lines")
 
     notices: list[str] = []
-    wide = bom_codec in ("utf-16", "utf-32")
-    if wide:
+    wide_mark = bom_codec in ("utf-16", "utf-32")
+    if wide_mark:
         bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
-    candidates = (bom_codec,) if wide else FALLBACK_ENCODINGS
+    candidates = (bom_codec,) if wide_mark else FALLBACK_ENCODINGS
     try:
         encoding = _detect_encoding(path, len(mark), candidates)  # reads the whole file: a broken archive shows here
     except (OSError, EOFError, zlib.error) as exc:
@@ -451,7 +452,7 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     if mark or encoding != "utf-8":
         # Every reader of both arms reads UTF-8 without a mark: read through such a copy.
         read_path = _utf8_copy(path, encoding, len(mark))
-        if wide:
+        if wide_mark:
             notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
         elif encoding == "utf-8":
             notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
@@ -928,6 +929,7 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     """
     start = 0
     check_unchanged(source)
+    chunks: Iterator[Any]
     if source.kind == "parquet":
         chunks = (
             convert_columns(_with_partitions(chunk, source, i, list(columns)), source)

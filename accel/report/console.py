@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, Group
@@ -238,7 +239,7 @@ def wall_line(wall: dict[str, Any]) -> str:
     )
 
 
-def stage_table(title: str, record: dict[str, Any]) -> Table:
+def stage_table(title: str, record: Mapping[str, Any]) -> Table:
     """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     table = Table(title=title, title_justify="left")
@@ -262,7 +263,7 @@ def stage_table(title: str, record: dict[str, Any]) -> Table:
     return table
 
 
-def render_importances(record: dict[str, Any], console: Console, top: int = 10) -> None:
+def render_importances(record: Mapping[str, Any], console: Console, top: int = 10) -> None:
     """The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran)."""
     arms = record["arms"]
     arm = "gpu" if arms["gpu"]["status"] == "ok" and arms["gpu"].get("importances") else "cpu"
@@ -280,7 +281,7 @@ def render_importances(record: dict[str, Any], console: Console, top: int = 10) 
     console.print(table)
 
 
-def render_run(record: dict[str, Any], console: Console) -> None:
+def render_run(record: Mapping[str, Any], console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm, then the top features."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
@@ -365,7 +366,7 @@ def early_stopping_line(model: dict[str, Any] | None) -> str | None:
     )
 
 
-def run_notes(record: dict[str, Any]) -> list[str]:
+def run_notes(record: Mapping[str, Any]) -> list[str]:
     """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
     worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
     from accel.metrics import remarks

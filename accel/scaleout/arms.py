@@ -23,6 +23,7 @@ that a baseline cluster that is not a CPU cluster is refused before any work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -68,6 +69,20 @@ class ArmPlace:
         if self.skip is not None:
             return None
         return "process" if self.plan is None and self.session is None else "dask"
+
+    def arm_backend(self) -> Backend:
+        """This process's backend for the arm, which every arm that runs has."""
+        if self.backend is None:
+            raise RuntimeError(f"the {self.kind} arm does not run ({self.skip}): it has no backend")
+        return self.backend
+
+    def open_session(self, stack: ExitStack, say: Callable[[str], None]) -> ClusterSession:
+        """The arm's cluster: the running one attached to, or the planned one, started on ``stack``."""
+        if self.session is not None:
+            return self.session
+        if self.plan is None:
+            raise RuntimeError(f"the {self.kind} arm runs in this process: it has no cluster")
+        return stack.enter_context(ClusterSession(self.plan, say=say))
 
 
 def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None = None) -> ClusterPlan:

@@ -36,7 +36,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
@@ -594,16 +594,16 @@ def run_placed_arm(
             from accel.runner import attach_early_stopping
 
             attach_early_stopping(single, early_stopping)
-        result = run_arm_safely(place.backend, single, listener, memory, collect=False)
+        result = run_arm_safely(place.arm_backend(), single, listener, memory, collect=False)
         arm = result.as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
         return arm, single, result.pipeline
     t0 = time.perf_counter()
     with ExitStack() as stack:
-        session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
+        session = place.open_session(stack, say)
         startup = time.perf_counter() - t0 if place.session is None else 0.0
         arm, dask_workflow, pipeline = run_on_session(
-            session, workflow, settings, params, seed, listener, say, place.backend, early_stopping
+            session, workflow, settings, params, seed, listener, say, place.arm_backend(), early_stopping
         )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
     return arm, dask_workflow, pipeline
@@ -717,7 +717,7 @@ def cluster_run(
 # --------------------------------------------------------------------------- the command
 
 
-def render_cluster_run(record: dict[str, Any], console: Any) -> None:
+def render_cluster_run(record: Mapping[str, Any], console: Any) -> None:
     """The paired stage table (as for a run in one process), then where each arm ran: its
     cluster, each worker's memory peak, and a retried training."""
     from rich.table import Table

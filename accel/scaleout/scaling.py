@@ -144,7 +144,7 @@ def scaling_study(
         say("single-process CPU baseline (no Dask, every core)")
         if listener:
             listener.section(run_label("single-process", 1))
-        arm = run_arm_safely(places[0]["cpu"].backend, single_process(), listener, config.memory_settings()).as_dict()
+        arm = run_arm_safely(places[0]["cpu"].arm_backend(), single_process(), listener, config.memory_settings()).as_dict()
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
     skipped_arms: dict[str, str] = {}

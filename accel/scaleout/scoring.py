@@ -138,7 +138,6 @@ def predict_on_cluster(
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
-    from accel.scaleout.cluster import ClusterSession
     from accel.scaleout.runner import _say, describe_cluster
     from accel.scoring import conclude, prepare, remove, score_arm
 
@@ -150,10 +149,10 @@ def predict_on_cluster(
         if place.skip is not None:
             return skipped(place.skip)
         if place.placement == "process":
-            return score_arm(place.backend, settings, job, listener)
+            return score_arm(place.arm_backend(), settings, job, listener)
         with ExitStack() as own:
-            session = place.session or own.enter_context(ClusterSession(place.plan, say=_say))
-            result = execute_arm(place.backend, job, ScoreOnDask(session), listener)
+            session = place.open_session(own, _say)
+            result = execute_arm(place.arm_backend(), job, ScoreOnDask(session), listener)
             clusters[place.kind] = describe_cluster(session.info, result.as_dict(), 0.0)
             return result
 

@@ -44,10 +44,10 @@ SPLIT_CHECK_ROWS = 10_000
 #: 20,000-row probe measures (the flights frame, the features and the float32 matrix; pandas 3.1).
 #: A budget that holds the whole table at this size skips the probe (0.16 s of a 12 s run).
 ROW_BYTES_BOUND = 4096
-#: Group statistics fitted on the training rows only: the keys, and the column each gives.
-GROUP_STATS = (
-    (("origin", "dest"), {"count_name": "route_flights"}),
-    (("carrier", "hour"), {"rate_name": "carrier_hour_delay_rate"}),
+#: Group statistics fitted on the training rows only: the keys, the count column and the rate column each gives (or None).
+GROUP_STATS: tuple[tuple[tuple[str, ...], str | None, str | None], ...] = (
+    (("origin", "dest"), "route_flights", None),
+    (("carrier", "hour"), None, "carrier_hour_delay_rate"),
 )
 
 
@@ -218,7 +218,7 @@ class FlightsTransform:
     ) -> FlightsTransform:
         """Group statistics from the training rows (joined already: :func:`row_features`); the
         vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
-        stats = [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]
+        stats = [GroupStats.fit(xdf, train, y_train, list(keys), count, rate) for keys, count, rate in GROUP_STATS]
         vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
         return cls(xdf, weather, planes, stats, vocabulary)
 
