@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             mark = "ok (below: lower the ceiling)"
         print(f"{LABELS[key]:<26} {figures[key]:>6}  ceiling {ceilings[key]:>6}  {mark}")
     if over:
-        print(f"shape: {len(over)} figure(s) above the ceiling: {', '.join(LABELS[k] for k in over)}", file=sys.stderr)
+        print(f"shape: {len(over)} figure(s) above the ceiling: {', '.join(LABELS[k] for k in over)}")
         return 1
     if args.lower:
         lowered = {key: min(ceilings[key], figures.get(key, ceilings[key])) for key in ORDER}

@@ -703,10 +703,6 @@ def sorted_unique(series: Any) -> list:
     return sorted(values.tolist())
 
 
-def host_str_list(values: Any) -> list[str]:
-    return [str(v) for v in to_numpy(values).tolist()]
-
-
 # --------------------------------------------------------------------------- benchmarks
 
 

@@ -994,8 +994,3 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
             pynvml.nvmlShutdown()
         except Exception:  # noqa: BLE001
             pass
-
-
-def gpu_libraries_loaded() -> list[str]:
-    """Which GPU libraries this process has imported (a CPU run must show none)."""
-    return sorted(name for name in ("cupy", "cudf", "cuml", "rmm") if name in sys.modules)

@@ -42,6 +42,7 @@ PathSetting = Annotated[Path, Field(strict=False)]
 #: ``--model`` choices: the models of the registry (pydantic checks the name; to a type checker it is text).
 if TYPE_CHECKING:
     from accel.memory import MemorySettings
+    from accel.registry import XGBoostSettings
 
     ModelName = str
 else:
@@ -136,10 +137,19 @@ class ClusterConfig(BaseModel):
 #: One section per model of the registry (``xgboost:``, ``random_forest:``, ...), each its
 #: settings schema with their defaults.
 _SECTIONS: dict[str, Any] = {name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()}
-_ModelSections = create_model("_ModelSections", __config__=ConfigDict(extra="forbid"), **_SECTIONS)
+if TYPE_CHECKING:
+
+    class _ModelSections(BaseModel):
+        """What a type checker knows of the sections: XGBoost's (every workflow's model) by name;
+        the others are read by the model's name (:meth:`RunConfig.model_params`)."""
+
+        xgboost: XGBoostSettings = Field(default_factory=XGBoostSettings)
+
+else:
+    _ModelSections = create_model("_ModelSections", __config__=ConfigDict(extra="forbid"), **_SECTIONS)
 
 
-class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
+class RunConfig(_ModelSections):
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
     model_config = STRICT_TYPES

@@ -11,6 +11,7 @@ it cannot use the GPU); :mod:`accel.pairing` compares two arms.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -116,7 +117,7 @@ class ArmPeaks:
         <accel.scaleout.cluster.WorkerMemorySampler.peaks>`: each worker's RSS peak and the peaks
         its heartbeats reported per stage)."""
 
-        def highest(values: Any) -> float | None:
+        def highest(values: Iterable[float | None]) -> float | None:
             present = [v for v in values if v is not None]
             return max(present) if present else None
 
@@ -225,11 +226,7 @@ def arm_result(
         stages={s: round(timer.seconds.get(s, 0.0), 6) for s in (*stages, *EXTRA_STAGES) if s in stages or s in timer.seconds},
         total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in stages), 6),
         metrics=executed.metrics,
-        peak_host_mb=peaks.peak_host_mb,
-        peak_device_mb=peaks.peak_device_mb,
-        host_mb_at_start=peaks.host_mb_at_start,
-        stage_peak_host_mb=peaks.stage_peak_host_mb,
-        stage_peak_device_mb=peaks.stage_peak_device_mb,
+        **asdict(peaks),
         threads=executed.threads if executed.threads is not None else _threads(backend, model, fitted),
         rows=dict(executed.rows),
         features=list(executed.features),

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend
-from accel.early_stopping import search_between_stages
+from accel.batching import BatchPlan
+from accel.config import RunConfig
+from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line
-from accel.memory import MemoryMonitor
+from accel.memory import MemoryMonitor, MemorySettings
 from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
@@ -31,17 +35,20 @@ from accel.record import RunRecord
 from accel.registry import MODELS
 from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
 from accel.timing import StageTimer
-from accel.workflows.base import StopsEarly, Workflow
+from accel.workflows.base import Prepared, StopsEarly, Workflow
+
+#: An arm's RMM pool record and batch plan (:func:`prepare_arm`).
+PreparedArm = tuple[dict[str, Any], BatchPlan]
 
 
-def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any]:
+def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm:
     """The arm's RMM pool and batch plan, settled before any stage runs.
 
     A refusal here (a budget below one batch, a table that must stream with a model that
     cannot) is a user error raised before either arm has done any work.
     """
     from accel.faultpoints import raise_point
-    from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
+    from accel.memory import default_budget, parse_size, setup_rmm_pool
 
     settings = memory or MemorySettings()
     rmm = setup_rmm_pool(backend, settings.rmm_pool, workflow.model_name)
@@ -61,7 +68,11 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
 
 
 def run_arm(
-    backend: Backend, workflow: Workflow, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
+    backend: Backend,
+    workflow: Workflow,
+    listener: Listener | None = None,
+    memory: MemorySettings | None = None,
+    prepared_arm: PreparedArm | None = None,
 ) -> ArmResult:
     """Run every stage of ``workflow`` (and its ``model``) on ``backend`` in this process; raises what a stage raises.
 
@@ -71,8 +82,6 @@ def run_arm(
     :func:`prepare_arm`'s answer when the caller already has it. The plan chooses the executor:
     :class:`InMemory`, or :class:`~accel.streaming.Streamed` when the table is larger than the budget.
     """
-    from accel.memory import MemorySettings
-
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
     executor: Executor
@@ -117,7 +126,7 @@ class InMemory(Executor):
 
     name = "in_memory"
 
-    def __init__(self, plan: Any, settings: Any, rmm: dict[str, Any]):
+    def __init__(self, plan: BatchPlan, settings: MemorySettings, rmm: dict[str, Any]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
         self._check: Any = None
 
@@ -180,7 +189,9 @@ def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
     return lambda done, total: listener.rounds(arm, stage, done, total)
 
 
-def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
+def _fp32_check(
+    backend: Backend, workflow: Workflow, prepared: Prepared, plan: BatchPlan, metrics: dict[str, float], y_test: Array
+) -> dict[str, Any]:
     """Train the same model on the same rows in float32 (untimed) and report the metric change."""
     from accel.precision import plan_for_frames, store_frame
 
@@ -193,7 +204,7 @@ def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, 
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
-def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any] | ArmResult:
+def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm | ArmResult:
     """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
     probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
     out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
@@ -211,8 +222,8 @@ def run_arm_safely(
     backend: Backend,
     workflow: Workflow,
     listener: Listener | None,
-    memory: Any = None,
-    prepared_arm: Any = None,
+    memory: MemorySettings | None = None,
+    prepared_arm: PreparedArm | ArmResult | None = None,
     collect: bool = True,
 ) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run.
@@ -237,7 +248,7 @@ def run_arm_safely(
             gc.collect()
 
 
-def check_memory_flags(settings: Any) -> None:
+def check_memory_flags(settings: MemorySettings) -> None:
     """Refuse, before any planning work, a budget below what one batch of the minimum size needs
     even at one 8-byte column (sizes that do not parse were refused by the config already)."""
     from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, _human
@@ -253,7 +264,7 @@ def check_memory_flags(settings: Any) -> None:
             )
 
 
-def build_workflow(config: Any, early_stopping: Any = None) -> Any:
+def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = None) -> Workflow:
     """The workflow a validated config asks for: a named one, or the user's table (planned here).
 
     Its XGBoost model stops early on a validation part of the training rows, with the rounds
@@ -266,22 +277,18 @@ def build_workflow(config: Any, early_stopping: Any = None) -> Any:
     return workflow
 
 
-def early_stopping_for(config: Any) -> Any:
+def early_stopping_for(config: RunConfig) -> EarlyStopping:
     """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
-    from accel.early_stopping import EarlyStopping
-
     return EarlyStopping(seed=config.seed)
 
 
-def attach_early_stopping(workflow: Any, early_stopping: Any) -> None:
-    """Give ``workflow``'s XGBoost model ``early_stopping`` (other models train as they are)."""
-    from accel.models import XGBoostModel
-
-    if isinstance(workflow.model, XGBoostModel):
+def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> None:
+    """Give ``workflow``'s model ``early_stopping`` where it stops early (other models train as they are)."""
+    if isinstance(workflow.model, StopsEarly):
         workflow.model.early_stopping = early_stopping
 
 
-def _named_or_table(config: Any) -> Any:
+def _named_or_table(config: RunConfig) -> Workflow:
     from accel.models import XGBoostParams, model_family
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
@@ -295,6 +302,7 @@ def _named_or_table(config: Any) -> Any:
         if check_split is not None:
             check_split()  # a test split that cannot be scored is refused before any arm runs
         return workflow
+    assert config.target is not None  # RunConfig refuses --data without --target
     planned = plan_table(
         str(config.data),
         config.target,
@@ -311,7 +319,10 @@ def _named_or_table(config: Any) -> Any:
 
 
 def paired_run(
-    config: Any, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
+    config: RunConfig,
+    listener: Listener | None = None,
+    on_plan: Callable[[Workflow], None] | None = None,
+    process_start: float | None = None,
 ) -> tuple[RunRecord, Path]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
@@ -385,7 +396,7 @@ def paired_run(
     return record, path
 
 
-def say_planning(workflow: Any, seconds: float) -> None:
+def say_planning(workflow: Workflow, seconds: float) -> None:
     """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
     schema inference, the encoding probe)."""
     planned = workflow.planned
@@ -399,7 +410,7 @@ def say_planning(workflow: Any, seconds: float) -> None:
 
 
 def run_record(
-    config: Any,
+    config: RunConfig,
     workflow: Any,
     gpu: dict[str, Any],
     cpu: dict[str, Any],
@@ -454,7 +465,7 @@ def wall_timeline(
     results: dict[str, ArmResult],
     process_start: float | None = None,
     cluster_startup: dict[str, float] | None = None,
-    early_stopping: Any = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from accel.backend import (
     cpu_threads,
@@ -39,6 +39,9 @@ from accel.backend import (
 )
 from accel.errors import AccelError, first_line
 from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
+
+if TYPE_CHECKING:
+    from accel.config import ClusterConfig
 
 WorkerKind = Literal["cpu", "gpu"]
 
@@ -266,7 +269,7 @@ class ClusterPlan:
     cudf_spill: bool = False
 
 
-def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
+def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
 
     Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported. Dask-CUDA
@@ -331,11 +334,11 @@ def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
     if spec != "off":
         memory = visible_gpu_memory(workers)  # NVML: free memory without a CUDA context here
         if memory is not None:
-            free, kind = [f for f, _ in memory], "free"
+            free, measured = [f for f, _ in memory], "free"
         else:  # no NVML reading: the driver's totals
-            free, kind = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
+            free, measured = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
         through_rmm = bool(xgboost_allocation(xgboost_build_info())["through_rmm"])
-        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, kind, model)
+        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, measured, model)
     return ClusterPlan(
         "local-cuda",
         workers=workers,

@@ -17,6 +17,7 @@ sketch is also merged across workers, so the accuracy is recorded at every count
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -129,7 +130,7 @@ def scaling_study(
     # Every count is checked against the machine before the first cluster starts.
     configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
     with ExitStack() as stack:
-        places = [plan_arms(c, stack, say) for c in configs]
+        places = [plan_arms(c.cluster, c.device, stack, say) for c in configs]
     settings = WorkflowSettings.of(config)
     params = XGBoostParams(**config.xgboost.model_dump())
 
@@ -353,16 +354,15 @@ def render_scaling(record: dict[str, Any], console: Any) -> None:
         table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt(v, "×")))
     table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
     console.print(table)
-    console.print(
+    line = functools.partial(console.print, highlight=False, markup=False)
+    line(
         "speedup: total seconds with the fewest workers of the same arm / total seconds; efficiency: speedup / worker "
-        "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's",
-        highlight=False,
+        "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's"
     )
     for arm_kind, reason in (record.get("skipped_arms") or {}).items():
-        console.print(f"{arm_kind.upper()} arm skipped at every worker count: {reason}", highlight=False, markup=False)
-    reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
-    for reason in sorted(r for r in reasons if r):
-        console.print(reason, highlight=False, markup=False)
+        line(f"{arm_kind.upper()} arm skipped at every worker count: {reason}")
+    for reason in sorted(r for r in {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"} if r):
+        line(reason)
 
 
 def _fmt(value: float, unit: str) -> str:

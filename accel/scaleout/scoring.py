@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -158,7 +157,7 @@ def predict_on_cluster(
 
     try:
         with ExitStack() as stack:
-            places = plan_arms(SimpleNamespace(cluster=cluster, device=settings.device), stack, _say)
+            places = plan_arms(cluster, settings.device, stack, _say)
             gpu = score_place(places["gpu"])
             if gpu.status == "ok" and not settings.baseline:
                 cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")

@@ -141,6 +141,10 @@ class Workflow(Protocol):
     feature_reports: dict[str, Any]
     #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
     notices: list[str]
+    #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and its planning
+    #: (:class:`accel.workflows.table.PlannedTable`); None for a named workflow.
+    plan: Any
+    planned: Any
 
     def describe_data(self) -> dict[str, Any]: ...
 
