@@ -10,6 +10,7 @@ the arm (``[cpu]``), or the configuration a command runs several of (``[2 worker
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -390,35 +391,27 @@ def show_plan(workflow: Any, console: Console) -> None:
 
     if quiet():
         return
-    plan = workflow.plan
+    plan, line = workflow.plan, functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     if plan is None:
         for notice in workflow.notices:
-            console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+            line(f"notice: {notice}")
         return
     src = workflow.planned.source
     where = f"{src.kind}" + (
         f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)"
     )
-    console.print(
+    line(
         f"table {src.original} ({where}): {plan.rows_in_file:,} rows × {len(src.columns)} columns; "
-        f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
+        f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)"
     )
     classes = f", {len(plan.classes)} classes" if plan.classes is not None else ""
-    console.print(
-        f"target {plan.target!r}: {plan.task}{classes} ({plan.task_reason}); model {workflow.model_name}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
+    line(f"target {plan.target!r}: {plan.task}{classes} ({plan.task_reason}); model {workflow.model_name}")
     for kind, columns in plan.by_kind().items():
         names = ", ".join(shown_name(c.name) + (f" ({c.reason})" if kind == "dropped" and c.reason else "") for c in columns[:8])
         more = f", … {len(columns) - 8} more" if len(columns) > 8 else ""
-        console.print(f"  {kind:<11} {len(columns):>4}: {names}{more}", highlight=False, markup=False, soft_wrap=True)
+        line(f"  {kind:<11} {len(columns):>4}: {names}{more}")
     for notice in plan.notices:
-        console.print(f"  notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+        line(f"  notice: {notice}")
 
 
 def render_info(env: dict[str, Any], console: Console) -> None:
