@@ -97,7 +97,7 @@ class EarlyStopping:
         out[self.positions(n_train)] = True
         return out
 
-    def check(self, n_train: int, labels: Any, n_classes: int | None) -> bool:
+    def check(self, n_train: int, labels: np.ndarray, n_classes: int | None) -> bool:
         """Whether the validation part of ``n_train`` rows can be watched: enough rows, and with
         ``n_classes`` (classification) every class among ``labels`` (its targets, on the host).
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from accel.backend import Backend
     from accel.batching import BatchPlan
+    from accel.config import RunConfig
     from accel.early_stopping import EarlyStopping
     from accel.precision import StoredMatrix
 
@@ -36,7 +37,7 @@ class WorkflowSettings:
     explain_rows: int = 200
 
     @classmethod
-    def of(cls, config: Any) -> WorkflowSettings:
+    def of(cls, config: RunConfig) -> WorkflowSettings:
         """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
         return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
 

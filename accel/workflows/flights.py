@@ -254,7 +254,7 @@ class FlightsTransform:
 # the distributed run (``flights_dask``) applies them to each row partition unchanged.
 
 
-def lookup_tables(weather: Any, planes: Any) -> tuple[Any, Any]:
+def lookup_tables(weather: Frame, planes: Frame) -> tuple[Frame, Frame]:
     """The weather and planes tables as the joins need them (unique on their join keys)."""
     # Weather has a few duplicated (origin, hour) rows around the DST change: average them
     # so that the join cannot duplicate flights.
@@ -263,12 +263,12 @@ def lookup_tables(weather: Any, planes: Any) -> tuple[Any, Any]:
     return weather, planes
 
 
-def with_target(flights: Any) -> Any:
+def with_target(flights: Frame) -> Frame:
     """The flights that have an ``arr_delay`` (the others cannot be labelled)."""
     return flights[flights["arr_delay"].notna()].reset_index(drop=True)
 
 
-def row_features(xdf: Any, df: Any, weather: Any, planes: Any) -> Any:
+def row_features(xdf: ModuleType, df: Frame, weather: Frame, planes: Frame) -> Frame:
     """Weather and plane joins, date parts and the scheduled arrival hour; row order kept."""
     df = left_join(df, weather, WEATHER_KEYS)
     df = left_join(df, planes, ["tailnum"])
@@ -278,5 +278,5 @@ def row_features(xdf: Any, df: Any, weather: Any, planes: Any) -> Any:
     return df
 
 
-def target(df: Any) -> Any:
+def target(df: Frame) -> Column:
     return (df["arr_delay"] > DELAY_MINUTES).astype("int8")
