@@ -1,7 +1,12 @@
 """What every workflow shares: its settings, the shape of its prepared data, and its interface.
 
 A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
-must have, :class:`WorkflowBase` gives the optional parts their defaults.
+must have, :class:`WorkflowBase` gives the optional parts their defaults. Its :class:`Model` is
+what the executors time (a :class:`StopsEarly` model also searches its rounds before training),
+and :class:`DaskWorkflow` is its cluster side. The types at these seams are the arm's
+(:class:`~accel.backend.Backend`, :class:`~accel.precision.StoredMatrix`) or pandas-or-cuDF
+(``Frame``, ``Column``, ``Array`` of :mod:`accel._compat`); only what a model keeps of its own
+(its device input, its fitted form) and a workflow's raw data stay ``Any``.
 """
 
 from __future__ import annotations
