@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
@@ -159,8 +159,12 @@ class Executed:
     pipeline: Any = None
 
 
-class Executor:
-    """How an arm's five stages run: in memory, streamed in batches, or on a Dask cluster.
+#: What an executor runs: a workflow, a workflow's cluster side, a scoring job.
+W = TypeVar("W")
+
+
+class Executor(Generic[W]):
+    """How an arm's five stages run on a ``W``: in memory, streamed in batches, or on a Dask cluster.
 
     The runner (:func:`accel.runner.execute_arm`) makes the stage timer and the memory monitor,
     tells the listener the arm started and finished, and builds the :class:`ArmResult`; the
@@ -185,11 +189,11 @@ class Executor:
         when the work runs in other processes (a cluster's client holds no device memory)."""
         return backend
 
-    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+    def execute(self, backend: Backend, workflow: W, timer: StageTimer, listener: Listener | None) -> Executed:
         """Run the stages, each under ``timer.stage(name)`` (or ``timer.accumulate``); raise what they raise."""
         raise NotImplementedError
 
-    def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
+    def after(self, backend: Backend, workflow: W, executed: Executed) -> None:
         """Untimed work once the stages are done and the monitor has stopped (the float32 check of
         an fp16 run); may add to ``executed.memory``."""
 

@@ -33,7 +33,7 @@ from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
 from accel.registry import MODELS
-from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
+from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer
 from accel.workflows.base import Prepared, StopsEarly, Workflow
 
@@ -84,7 +84,7 @@ def run_arm(
     """
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
-    executor: Executor
+    executor: Executor[Workflow]
     if plan.mode == "streaming":
         from accel.streaming import Streamed
 
@@ -94,7 +94,7 @@ def run_arm(
     return execute_arm(backend, workflow, executor, listener)
 
 
-def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: Listener | None = None) -> ArmResult:
+def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: Listener | None = None) -> ArmResult:
     """The one runner: ``executor`` runs the stages under one :class:`~accel.timing.StageTimer`
     and this process's :class:`~accel.memory.MemoryMonitor`; the listener is told the arm
     started and how it ended; the result is built by :func:`~accel.result.arm_result`."""
@@ -121,7 +121,7 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
             listener.arm_finished(backend.name, status)
 
 
-class InMemory(Executor):
+class InMemory(Executor[Workflow]):
     """The executor of a table that fits the budget: each stage on the whole table in memory."""
 
     name = "in_memory"

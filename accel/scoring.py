@@ -133,7 +133,7 @@ def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTi
     return output, contributions
 
 
-class ScoreInMemory(Executor):
+class ScoreInMemory(Executor[ScoreJob]):
     """Scoring a table that fits the budget: each stage on the whole table."""
 
     name = "in_memory"
@@ -160,7 +160,7 @@ class ScoreInMemory(Executor):
         )
 
 
-class ScoreStreamed(Executor):
+class ScoreStreamed(Executor[ScoreJob]):
     """Scoring a table larger than the budget: read, featurise and predict batch by batch; the
     output rows go to a spool file as each batch is done."""
 

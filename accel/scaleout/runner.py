@@ -308,7 +308,6 @@ def run_on_session(
     from accel.runner import execute_arm
 
     info = session.info
-    assert info is not None
     kind = info.worker_kind
     backend = backend or client_backend(kind)
     if isinstance(workflow, str):
@@ -324,7 +323,7 @@ def run_on_session(
     return result.as_dict(), dask_workflow, result.pipeline
 
 
-class OnDask(Executor):
+class OnDask(Executor[DaskWorkflow]):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
     submission until the workers hold its result, training retried once on a lost worker."""
 
@@ -348,7 +347,7 @@ class OnDask(Executor):
     def monitored(self, backend: Backend) -> Backend:
         return cpu_backend()  # the client's own memory; the workers' comes from the sampler
 
-    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+    def execute(self, backend: Backend, dask_workflow: DaskWorkflow, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
         from xgboost import dask as dxgb
 
@@ -356,7 +355,6 @@ class OnDask(Executor):
 
         session, params, client = self.session, self.params, self.session.client
         info = session.info
-        dask_workflow: DaskWorkflow = workflow
         es = self.early_stopping
         model = XGBoostModel(
             params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2), early_stopping=es

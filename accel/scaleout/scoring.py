@@ -52,7 +52,7 @@ def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: 
     return frame
 
 
-class ScoreOnDask(Executor):
+class ScoreOnDask(Executor[ScoreJob]):
     """Scoring on a cluster's workers: ``load`` reads the partitions, ``features`` featurises them,
     ``predict`` stores, scores and brings the output rows back."""
 
