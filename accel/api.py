@@ -286,8 +286,8 @@ def run(
     task : {"auto", "classification", "regression"}, optional
         With ``data``: inferred when left out.
     model : str, optional
-        With ``data``: the model (default ``"xgboost"``), cuML on the GPU arm and scikit-learn
-        on the CPU arm.
+        With ``data``: the model (default :data:`accel.registry.DEFAULT_MODEL`, XGBoost), cuML on
+        the GPU arm and scikit-learn on the CPU arm.
     drop : str or sequence of str, optional
         With ``data``: columns to leave out.
     delimiter : str, optional
@@ -1217,8 +1217,8 @@ def scale(
         ``"flights"``, or a workflow YAML file (its ``cluster:`` section is left out: the study
         decides the clusters). Leave it out with ``data=``.
     data, target, task, model, drop, delimiter, date_format, probe
-        Your own table, as for :func:`run` (``model``: ``"xgboost"``, the one with a
-        distributed trainer).
+        Your own table, as for :func:`run` (``model``: one with a distributed trainer,
+        :attr:`accel.registry.Capabilities.dask`).
     cluster : {"local", "local-cuda"}, default "local"
         CPU worker processes of the same threads each, or one worker per GPU.
     workers : sequence of int, optional

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from accel.errors import AccelError
 from accel.record import output_root
-from accel.registry import MAX_ESTIMATORS, MODELS, STRICT
+from accel.registry import DEFAULT_MODEL, MAX_ESTIMATORS, MODELS, STRICT
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote, read_capped
 
@@ -158,7 +158,7 @@ class RunConfig(_ModelSections):
     data: PathSetting | None = None
     target: str | None = None
     task: Literal["auto", "classification", "regression"] = "auto"
-    model: ModelName = "xgboost"
+    model: ModelName = DEFAULT_MODEL
     drop: list[str] = Field(default_factory=list)
     delimiter: str | None = Field(None, min_length=1, max_length=1)
     # Column -> strptime format of its date text (``--date-format COL=FMT``), over the detected layout.
@@ -186,8 +186,8 @@ class RunConfig(_ModelSections):
             raise ValueError("--target applies to your own table: give it with --data FILE")
         if self.date_format and self.data is None:
             raise ValueError("--date-format applies to your own table: give it with --data FILE")
-        if self.data is None and self.model != "xgboost":
-            raise ValueError(f"the {self.workflow} workflow trains xgboost; --model applies to --data runs")
+        if self.data is None and self.model != DEFAULT_MODEL:
+            raise ValueError(f"the {self.workflow} workflow trains {DEFAULT_MODEL}; --model applies to --data runs")
         if self.data is not None:
             if "workflow" in self.model_fields_set and self.workflow != "table":
                 raise ValueError(

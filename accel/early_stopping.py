@@ -1,4 +1,4 @@
-"""Early stopping of XGBoost: the rounds found once, on a validation part of the training rows, then trained by every arm on all of them.
+"""Early stopping of a model that can (XGBoost, by its registry entry's capabilities): the rounds found once, on a validation part of the training rows, then trained by every arm on all of them.
 
 A paired run finds XGBoost's rounds as practitioners do: a validation part is carved from the
 training rows (never from the test rows, which only score), XGBoost boosts on the rest watching
@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from accel.registry import MODELS
 
 #: Share of the training rows held out to watch.
 VALIDATION_SHARE = 0.1
@@ -153,10 +155,13 @@ SEARCH = "rounds search"
 
 
 def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], object]) -> None:
-    """``search()``, an XGBoost model's early-stopping search, between an arm's ``to_device`` and
+    """``search()``, the early-stopping search of a model that stops early (its registry entry's
+    :attr:`~accel.registry.Capabilities.stops_early`), between an arm's ``to_device`` and
     ``train`` stages where this arm is the one to run it; the ``listener``
     (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""
-    es = getattr(model, "early_stopping", None)
+    if not MODELS[model.name].caps.stops_early:
+        return
+    es = model.early_stopping
     if es is None or not es.searching:
         return
     if listener:

@@ -29,12 +29,14 @@ from typing import Any
 import psutil
 
 from accel.backend import cpu_threads, module_installed, nvml_info, probe_gpu
+from accel.registry import model_libraries
 
-#: Import names of every library an arm may use, in the order they are shown.
-LIBRARIES = (
-    "numpy", "pandas", "pyarrow", "sklearn", "xgboost", "dask", "distributed", "optuna",
+#: Import names of every library an arm may use, in the order they are shown: the models' own
+#: libraries are the registry's (a model added there has its library's version recorded).
+LIBRARIES = tuple(dict.fromkeys((
+    "numpy", "pandas", "pyarrow", *model_libraries(), "dask", "distributed", "optuna",
     "cupy", "cudf", "cuml", "rmm", "dask_cuda", "dask_cudf", "pynvml",
-)  # fmt: skip
+)))  # fmt: skip
 
 
 def cpu_model() -> str:

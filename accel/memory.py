@@ -292,12 +292,12 @@ def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool, model: str | None
     xgboost_through_rmm : bool
         Whether XGBoost allocates from RMM (:meth:`accel.backend.Backend.xgboost_allocation`).
     model : str, optional
-        The ``--model`` the pool serves; None or a boosted model: XGBoost.
+        The ``--model`` the pool serves; None or a model whose GPU arm is not cuML: XGBoost.
     """
     from accel.registry import MODELS
 
     initial = int(free_bytes * RMM_AUTO_INITIAL) // 256 * 256
-    cuml = model is not None and model in MODELS and not MODELS[model].boosted
+    cuml = model is not None and model in MODELS and MODELS[model].needs_cuml
     if cuml or xgboost_through_rmm:
         maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
         who = f"cuML's {model} allocates" if cuml else "XGBoost allocates"

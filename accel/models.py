@@ -1,22 +1,27 @@
-"""Models on either arm, one code path each.
+"""The model adapters: each trains the models of its registry entries on either arm, one code path each.
+
+The registry names an entry's adapter (:attr:`accel.registry.ModelSpec.adapter`);
+:func:`build_model` makes a run's model with the adapter's ``build``. Two adapters here:
 
 - XGBoost: one estimator with ``device=`` as a parameter (``backend.xgb_device``). After training
   the device XGBoost really used is read back from the booster's own configuration: with
   ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
-- Everything else: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
+- scikit-learn and cuML: a scikit-learn class on the CPU arm and its cuML twin on the GPU arm
   (``backend.models``), declared in pairs in :mod:`accel.registry` with the shared parameters in
   one dict and the arm-only ones apart, as cuML's benchmark does.
 
-Each model has the same four steps the paired run times: ``to_device`` (model input built where
+A model from another library brings its own adapter (the :class:`accel.workflows.base.Model`
+protocol). Each model has the same four steps the paired run times: ``to_device`` (model input built where
 the model runs), ``fit``, ``predict`` (probabilities for classification), and ``device_used``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +31,11 @@ from accel.backend import Backend, ModelClasses
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
-from accel.registry import MODELS, Estimator, XGBoostSettings, xgboost_device_used, xgboost_threads_used
+from accel.registry import MODELS, Estimator, ModelSpec, XGBoostSettings, xgboost_device_used, xgboost_threads_used
+
+if TYPE_CHECKING:
+    import optuna
+    import xgboost
 
 
 def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
@@ -123,6 +132,20 @@ class XGBoostModel:
         """The number of classes (None for regression)."""
         return None if not is_classification(self.task) else (self.n_classes if self.task == "multiclass" else 2)
 
+    @classmethod
+    def build(
+        cls, spec: ModelSpec, estimator: Estimator, task: str, params: dict[str, Any], seed: int, n_classes: int
+    ) -> XGBoostModel:
+        """The model of a run (:func:`build_model`): ``spec``'s settings as XGBoost's parameters."""
+        return cls(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes, name=spec.name)
+
+    @staticmethod
+    def pruning_callbacks(trial: optuna.trial.Trial, task: str) -> tuple:
+        """Optuna's pruning callback on the validation metric, told after each boosting round."""
+        from optuna_integration.xgboost import XGBoostPruningCallback
+
+        return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
+
     def booster_params(self, backend: Backend) -> dict[str, Any]:
         p = self.params
         objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
@@ -151,14 +174,14 @@ class XGBoostModel:
         Each batch is expanded to float32 only while XGBoost sketches and compresses it, so a
         float16 matrix never exists in float32 as a whole.
         """
+        return self._matrix(backend, _batches(X, _compat.series_to_array(y), batch_rows))
+
+    def _matrix(self, backend: Backend, batches: xgboost.DataIter, ref: xgboost.QuantileDMatrix | None = None) -> Any:
+        """A ``QuantileDMatrix`` of ``batches`` (with ``ref``: on that matrix's quantile cuts, as a validation set needs)."""
         import xgboost
 
-        return xgboost.QuantileDMatrix(
-            _batches(X, _compat.series_to_array(y), batch_rows),
-            max_bin=self.params.max_bin,
-            enable_categorical=True,
-            nthread=backend.n_threads,
-        )
+        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+        return xgboost.QuantileDMatrix(batches, ref=ref, **options)
 
     def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
         """Boost the rounds early stopping found (:meth:`search_rounds`), else ``n_estimators``;
@@ -173,8 +196,6 @@ class XGBoostModel:
         part of the rows of ``X`` held out, the rest boosted watching it, the rounds found kept in
         :attr:`early_stopping` for every arm. Untimed by the stages (the caller runs it between
         ``to_device`` and ``train``). Returns whether it ran."""
-        import xgboost
-
         es = self.early_stopping
         if es is None or not es.searching:
             return False
@@ -183,10 +204,8 @@ class XGBoostModel:
         valid = backend.xp.asarray(mask)
         if not es.check(X.n_rows, _compat.to_numpy(labels[valid]), self.classes):
             return False
-        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-        dfit = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, ~valid), **options)
-        dvalid = xgboost.QuantileDMatrix(_batches(X, labels, batch_rows, valid), ref=dfit, **options)
-        self.search(backend, dfit, dvalid)
+        dfit = self._matrix(backend, _batches(X, labels, batch_rows, ~valid))
+        self.search(backend, dfit, self._matrix(backend, _batches(X, labels, batch_rows, valid), ref=dfit))
         return True
 
     def search(self, backend: Backend, dfit: Any, dvalid: Any) -> None:
@@ -216,15 +235,7 @@ class XGBoostModel:
         requires. After early stopping the booster remembers its best round and
         :meth:`predict` uses the trees up to it.
         """
-        import xgboost
-
-        dvalid = xgboost.QuantileDMatrix(
-            _batches(X_valid, _compat.series_to_array(y_valid), batch_rows),
-            ref=dtrain,
-            max_bin=self.params.max_bin,
-            enable_categorical=True,
-            nthread=backend.n_threads,
-        )
+        dvalid = self._matrix(backend, _batches(X_valid, _compat.series_to_array(y_valid), batch_rows), ref=dtrain)
         return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
 
     def boost(
@@ -256,10 +267,8 @@ class XGBoostModel:
         )
 
     def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
-        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones. After early stopping
-        # the trees past the best round are left out.
-        best = booster.attr("best_iteration")
-        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
+        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones.
+        kwargs = _best_rounds(booster)
         parts = [booster.inplace_predict(X.batch(a, b), **kwargs) for a, b in batch_ranges(X.n_rows, batch_rows)]
         return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
 
@@ -320,13 +329,17 @@ class XGBoostModel:
         over classes for a multiclass model; as NumPy."""
         import xgboost
 
-        best = booster.attr("best_iteration")
-        kwargs = {} if best is None else {"iteration_range": (0, int(best) + 1)}
         data = xgboost.DMatrix(
             matrix, feature_names=booster.feature_names, feature_types=booster.feature_types, enable_categorical=True
         )
-        values = _compat.to_numpy(booster.predict(data, pred_contribs=True, **kwargs))
+        values = _compat.to_numpy(booster.predict(data, pred_contribs=True, **_best_rounds(booster)))
         return values.sum(axis=1) if values.ndim == 3 else values
+
+
+def _best_rounds(booster: xgboost.Booster) -> dict[str, Any]:
+    """Prediction's arguments that leave out the trees past the best round, after early stopping."""
+    best = booster.attr("best_iteration")
+    return {} if best is None else {"iteration_range": (0, int(best) + 1)}
 
 
 @dataclass
@@ -342,6 +355,13 @@ class EstimatorModel:
     task: str
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+
+    @classmethod
+    def build(
+        cls, spec: ModelSpec, estimator: Estimator, task: str, params: dict[str, Any], seed: int, n_classes: int
+    ) -> EstimatorModel:
+        """The model of a run (:func:`build_model`): ``estimator``'s class pair with ``params``."""
+        return cls(name=spec.name, estimator=estimator, task=task, params=params, seed=seed)
 
     @property
     def key(self) -> str:
@@ -421,8 +441,6 @@ class EstimatorModel:
     ) -> dict[str, dict[str, float]]:
         """The estimator's own importances (a forest's impurity decrease) or, for a linear model on
         standardised features, its coefficients' magnitude (summed over classes); none for KNN."""
-        import numpy as np
-
         found = getattr(estimator, "feature_importances_", None)
         if found is not None:
             return {"impurity": dict(zip(names, map(float, _compat.to_numpy(found))))}
@@ -447,13 +465,22 @@ def trusted_types(estimator: Estimator) -> list[str]:
 
 def _mean_abs(contributions: np.ndarray) -> list[float]:
     """Mean absolute contribution per feature (the bias column left out)."""
-    import numpy as np
-
     return [float(v) for v in np.abs(contributions[:, :-1]).mean(axis=0)]
 
 
-def model_family(name: str) -> str:
-    return MODELS[name].family
+def adapter(spec: ModelSpec) -> Any:
+    """The class that trains ``spec`` (:attr:`accel.registry.ModelSpec.adapter`), imported on first use."""
+    if not isinstance(spec.adapter, str):
+        return spec.adapter
+    module, _, name = spec.adapter.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
+    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (its adapter's,
+    for a model whose capabilities say it prunes); none for a model that cannot report a metric per round."""
+    spec = MODELS[name]
+    return adapter(spec).pruning_callbacks(trial, task) if spec.caps.prunes else ()
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
@@ -465,9 +492,7 @@ def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_class
     if estimator is None:
         kind = "classification" if is_classification(task) else "regression"
         able = [m for m in MODELS.values() if m.estimator(is_classification(task)) is not None]
-        able.sort(key=lambda m: m.family != spec.family)  # the same family first
+        able.sort(key=lambda m: m.caps.family != spec.caps.family)  # the same family first
         others = f" (or {', '.join(m.name for m in able[1:])})" if len(able) > 1 else ""
         raise AccelError(f"--model {name} cannot do {kind}; use --model {able[0].name}{others}")
-    if spec.boosted:
-        return XGBoostModel(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes)
-    return EstimatorModel(name=name, estimator=estimator, task=task, params=params, seed=seed)
+    return adapter(spec).build(spec, estimator, task, params, seed, n_classes)

@@ -8,14 +8,19 @@ Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
   back the device it really ran on, and — for ``accel bench models`` — the quality measure.
 - :class:`ModelSpec` — one ``--model`` choice: its estimators per task, its settings (a pydantic
   schema whose defaults and bounds are validated where the workflow file and the flags are
-  read), its built-in search space for ``accel hpo``, the feature family it gets, the parity
-  tolerance, and the parameters the experiments table shows.
+  read), its built-in search space for ``accel hpo``, what it can do (:class:`Capabilities`: the
+  feature family it gets, whether it streams batches, trains on Dask, stops early, prunes), its
+  adapter (the class in :mod:`accel.models` that trains it), the parity tolerance, and the
+  parameters the experiments table shows.
 
 Everything else is a view of these two tables: the ``--model`` choices and the workflow file's
 model sections (:mod:`accel.config`), the search spaces (:mod:`accel.hpo.space`), the feature plan
 (:mod:`accel.data.autofeatures`), the parity rule (:mod:`accel.metrics`), the pairs of ``accel bench
 models`` (:mod:`accel.bench.models`) and the model classes each arm imports
-(:class:`accel.backend.ModelClasses`). Adding a model pair is one entry here plus its tests.
+(:class:`accel.backend.ModelClasses`). The executors, hpo and the features ask an entry's
+:class:`Capabilities`, never its name: adding a model is one entry here (or one :func:`register`
+call before accel reads its configuration) plus its adapter when neither of
+:mod:`accel.models`' two fits it, and its tests.
 
 This module imports nothing heavy (no scikit-learn, cuML or XGBoost): classes are named as
 ``"module:Class"`` and imported on first use, on the arm that needs them.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
@@ -313,6 +319,77 @@ class Estimator:
         return self.params({**defaults, **self.bench}, gpu=gpu, n_threads=n_threads, xgb_device=xgb_device, seed=seed)
 
 
+#: The feature families (:mod:`accel.data.autofeatures`): ``native`` keeps categories as
+#: categories and missing values as missing (a model that takes both, unscaled); ``trees`` codes
+#: categories and fills missing values; ``linear`` and ``distance`` (a model of distances between
+#: rows: k-nearest neighbours) also one-hot and standardise.
+FAMILIES = ("native", "trees", "linear", "distance")
+
+#: Families by the names they had before they were named for what they mean (a saved pipeline's).
+OLD_FAMILIES = {"xgboost": "native", "random_forest": "trees", "knn": "distance"}
+
+#: What each capability lets a model do, as a refusal says it.
+_ABILITIES = {
+    "streams": "train batch by batch on a table streamed from disk",
+    "dask": "train on a Dask cluster (--cluster/--scheduler)",
+    "stops_early": "stop early on a validation part of its training rows",
+    "prunes": "report its validation metric each round for pruning",
+}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model can do: the executors, hpo and the features ask these, never the model's name.
+
+    Attributes
+    ----------
+    family : str
+        The feature family it gets (one of :data:`FAMILIES`). ``native``: it takes categorical
+        columns as categories and missing values as they are, so a run's plan probes which
+        many-valued columns to keep as categories
+        (:func:`accel.data.autofeatures.probe_native_categories`).
+    streams : bool
+        Trains batch by batch on a table that does not fit the memory budget (a streamed run);
+        otherwise such a run of it is refused.
+    dask : str or None
+        The trainer a run on a Dask cluster uses (``"xgboost.dask"``); None: a cluster run of it
+        is refused.
+    stops_early : bool
+        Finds its rounds on a validation part of the training rows (a run's early stopping,
+        hpo's trials watching their validation rows): its adapter has ``early_stopping``,
+        ``search_rounds``, ``fit_validated`` and ``rounds_used``.
+    prunes : bool
+        Reports its validation metric each round, so hpo prunes a trial while it trains: its
+        adapter's ``pruning_callbacks(trial, task)`` gives the callbacks.
+    """
+
+    family: str
+    streams: bool = False
+    dask: str | None = None
+    stops_early: bool = False
+    prunes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, not {self.family!r}")
+        if (self.streams or self.dask) and self.family != "native":
+            # A streamed or Dask run builds the native family's features: no fitted imputation or scaling.
+            raise ValueError("a model that streams or trains on Dask takes the native family's features")
+
+
+def able(ability: str) -> list[str]:
+    """The ``--model`` names whose capabilities include ``ability`` (a :class:`Capabilities` field)."""
+    return [name for name, spec in MODELS.items() if getattr(spec.caps, ability)]
+
+
+def refusal(model: str, ability: str, instead: str) -> AccelError:
+    """The one-line error of a run that needs ``ability`` of a ``model`` without it: what it cannot
+    do, ``instead`` (what to change), and the models that can."""
+    others = able(ability)
+    can = f", or use --model {' / '.join(others)}, which can" if others else ""
+    return AccelError(f"--model {model} cannot {_ABILITIES[ability]}: {instead}{can}")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One ``--model`` choice.
@@ -321,9 +398,8 @@ class ModelSpec:
     ----------
     name : str
         The ``--model`` value and the workflow file's section for its settings.
-    family : str
-        The feature family it gets (:mod:`accel.data.autofeatures`): ``xgboost``, ``random_forest``,
-        ``linear`` or ``knn``.
+    caps : Capabilities
+        What it can do, and the feature family it gets.
     settings : type
         The pydantic schema of its settings (defaults and bounds).
     classifier, regressor : Estimator or None
@@ -339,19 +415,17 @@ class ModelSpec:
     penalized : tuple or None
         ``(setting, estimator)``: with that setting given, that estimator instead
         (a linear regression with ``alpha`` is an elastic net).
-    boosted : bool
-        Trained as an XGBoost booster (:class:`accel.models.XGBoostModel`), batch by batch;
-        otherwise the estimator fits one matrix (:class:`accel.models.EstimatorModel`).
-    distributed : str or None
-        The trainer a run on a Dask cluster uses (``"xgboost.dask"``); None: the model trains
-        in one process only, and a cluster run of it is refused.
+    adapter : str or type
+        The class that trains it on either arm (``"module:Class"``, imported on first use, or the
+        class): :class:`accel.models.EstimatorModel` (one estimator fits one matrix) unless given;
+        its ``build(spec, estimator, task, params, seed, n_classes)`` makes the model of a run.
     holds : str
         What its saved model keeps of the training data besides what it learnt (the run record
         and the docs say it); empty for none.
     """
 
     name: str
-    family: str
+    caps: Capabilities
     settings: type[BaseModel]
     classifier: Estimator | None
     regressor: Estimator | None
@@ -360,8 +434,7 @@ class ModelSpec:
     rounds: bool = False
     parity_scale: float = 1.0
     penalized: tuple[str, Estimator] | None = None
-    boosted: bool = False
-    distributed: str | None = None
+    adapter: str | type = "accel.models:EstimatorModel"
     #: What its saved model keeps of the training data besides what it learnt ("" for none).
     holds: str = ""
 
@@ -372,6 +445,11 @@ class ModelSpec:
             est = getattr(self, name)
             if est is not None and est.model is None:
                 object.__setattr__(self, name, replace(est, model=self.name))
+
+    @property
+    def needs_cuml(self) -> bool:
+        """Its GPU arm trains with cuML (which allocates from the RMM pool)."""
+        return any(e is not None and e.needs_cuml for e in (self.classifier, self.regressor))
 
     def known_parameters(self) -> list[str]:
         """Parameters a search space may name: the built-in ones and the settings."""
@@ -397,24 +475,27 @@ class ModelSpec:
         return {k: v for k, v in settings.items() if v is not None}
 
 
-_XGB_ARMS = {"cpu_only": {"n_jobs": N_THREADS, "device": "cpu"}, "gpu_only": {"device": XGB_DEVICE}}
+#: The ``--model`` a run trains unless told otherwise, and the one the named workflows train.
+DEFAULT_MODEL = "xgboost"
+
+_XGB_CPU, _XGB_GPU = {"n_jobs": N_THREADS, "device": "cpu"}, {"device": XGB_DEVICE}
 _XGB_SHARED = {"tree_method": "hist"}
 # accel bench models boosts 100 rounds (the model's default is 300).
 _XGB_BENCH = {"n_estimators": 100}
 
 _SPECS = (
     ModelSpec(
-        "xgboost",
-        family="xgboost",
+        DEFAULT_MODEL,
+        caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True, prunes=True),
         settings=XGBoostSettings,
         classifier=Estimator(
             "xgboost_classifier", "xgboost:XGBClassifier", "xgboost:XGBClassifier", "classification",
             shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, metric="accuracy", bench=_XGB_BENCH,
-            **_XGB_ARMS,
+            cpu_only=_XGB_CPU, gpu_only=_XGB_GPU,
         ),
         regressor=Estimator(
             "xgboost_regressor", "xgboost:XGBRegressor", "xgboost:XGBRegressor", "regression",
-            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, **_XGB_ARMS,
+            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, cpu_only=_XGB_CPU, gpu_only=_XGB_GPU,
         ),
         # n_estimators is the most rounds a trial may use: XGBoost stops early on the
         # validation part, so the rounds that count are found, not guessed.
@@ -430,12 +511,11 @@ _SPECS = (
         },
         labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
         rounds=True,
-        boosted=True,
-        distributed="xgboost.dask",
+        adapter="accel.models:XGBoostModel",
     ),
     ModelSpec(
         "random_forest",
-        family="random_forest",
+        caps=Capabilities("trees"),
         settings=RandomForestSettings,
         classifier=Estimator(
             "random_forest_classifier", "sklearn.ensemble:RandomForestClassifier",
@@ -461,7 +541,7 @@ _SPECS = (
     ),
     ModelSpec(
         "logistic_regression",
-        family="linear",
+        caps=Capabilities("linear"),
         settings=LogisticRegressionSettings,
         classifier=Estimator(
             "logistic_regression", "sklearn.linear_model:LogisticRegression",
@@ -480,7 +560,7 @@ _SPECS = (
     ),
     ModelSpec(
         "linear_regression",
-        family="linear",
+        caps=Capabilities("linear"),
         settings=LinearRegressionSettings,
         classifier=None,
         regressor=Estimator(
@@ -501,7 +581,7 @@ _SPECS = (
     ),
     ModelSpec(
         "lasso",
-        family="linear",
+        caps=Capabilities("linear"),
         settings=LassoSettings,
         classifier=None,
         # scikit-learn's tolerance (cuML's default is 1e-3): both arms solve to the same one.
@@ -514,7 +594,7 @@ _SPECS = (
     ),
     ModelSpec(
         "knn",
-        family="knn",
+        caps=Capabilities("distance"),
         settings=KNNSettings,
         classifier=Estimator(
             "knn_classifier", "sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier",
@@ -530,9 +610,6 @@ _SPECS = (
         holds="the training rows' features and targets (k-nearest neighbours predicts from them)",
     ),
 )  # fmt: skip
-
-#: ``--model`` choices, in the order the help lists them.
-MODELS: dict[str, ModelSpec] = {s.name: s for s in _SPECS}
 
 #: Pairs only ``accel bench models`` fits (no ``--model`` of their own).
 _BENCH_ONLY = (
@@ -556,26 +633,61 @@ _BENCH_ONLY = (
     ),
 )  # fmt: skip
 
-
-#: Every class pair by key; the bench pairs are the ones with a :attr:`Estimator.metric`.
-ESTIMATORS: dict[str, Estimator] = {
-    est.key: est
-    for spec in _SPECS
-    for est in (spec.classifier, spec.regressor, spec.penalized[1] if spec.penalized else None)
-    if est is not None
-} | {est.key: est for est in _BENCH_ONLY}
-
-#: Names of the feature families the models use.
-FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in _SPECS))
-
-
+#: ``--model`` choices, in the order the help lists them (filled by :func:`register`).
+MODELS: dict[str, ModelSpec] = {}
+#: Every class pair by key (filled by :func:`register`); the bench pairs are the ones with a
+#: :attr:`Estimator.metric`.
+ESTIMATORS: dict[str, Estimator] = {}
 #: The pairs ``accel bench models`` fits, by :attr:`Estimator.name` (one per registry entry: the
 #: entry's ``--model`` name), in the order the registry declares them.
-BENCH_PAIRS: dict[str, Estimator] = {e.name: e for e in ESTIMATORS.values() if e.metric}
-
+BENCH_PAIRS: dict[str, Estimator] = {}
 #: Keys ``accel bench`` took before each registry entry had one (``random_forest_classifier``),
 #: still understood, each with a notice: -> the key.
-OLD_BENCH_KEYS: dict[str, str] = {e.key: name for name, e in BENCH_PAIRS.items() if e.key != name}
+OLD_BENCH_KEYS: dict[str, str] = {}
+
+
+def _add_estimator(est: Estimator) -> None:
+    ESTIMATORS[est.key] = est
+    if est.metric:
+        BENCH_PAIRS[est.name] = est
+        if est.key != est.name:
+            OLD_BENCH_KEYS[est.key] = est.name
+
+
+def model_libraries() -> tuple[str, ...]:
+    """Import names of the libraries the models' CPU classes come from (``xgboost``, ``sklearn``), in
+    the registry's order: the libraries whose versions a run record lists."""
+    return tuple(dict.fromkeys(e.cpu.partition(":")[0].split(".")[0] for e in ESTIMATORS.values()))
+
+
+def register(spec: ModelSpec) -> None:
+    """Add ``spec`` to the tables: a ``--model`` choice, its estimators' class pairs, its bench pair.
+
+    accel's own entries are registered here, at import; another model is registered the same way
+    before accel reads a configuration (the ``--model`` choices and the workflow file's sections are
+    made from :data:`MODELS` when :mod:`accel.config` is imported). Nothing else names a model:
+    the runs ask :attr:`ModelSpec.caps`.
+    """
+    if "accel.config" in sys.modules:  # its --model choices and sections are made: the model would be unknown there
+        raise RuntimeError(
+            f"register {spec.name!r} before accel reads a configuration (before importing accel.config or accel.api)"
+        )
+    _add_model(spec)
+
+
+def _add_model(spec: ModelSpec) -> None:
+    if spec.name in MODELS:
+        raise ValueError(f"a model named {spec.name!r} is registered already")
+    MODELS[spec.name] = spec
+    for est in (spec.classifier, spec.regressor, spec.penalized[1] if spec.penalized else None):
+        if est is not None:
+            _add_estimator(est)
+
+
+for _spec in _SPECS:
+    _add_model(_spec)
+for _est in _BENCH_ONLY:
+    _add_estimator(_est)
 
 
 def check_search_space(model: str, params: Mapping[str, Any]) -> None:

@@ -32,7 +32,7 @@ from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.record import RunRecord
-from accel.registry import MODELS
+from accel.registry import DEFAULT_MODEL, MODELS, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer
 from accel.workflows.base import Prepared, StopsEarly, Workflow
@@ -58,11 +58,12 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | N
         budget, budget_source = default_budget(backend, rmm)  # from the pool's record: its reserve counts as used
     raise_point(f"batch-plan-{backend.name}")
     plan = workflow.plan_batches(backend, budget, budget_source, settings.batch_rows)
-    if plan.mode == "streaming" and not MODELS[workflow.model_name].boosted:
-        raise AccelError(
+    if plan.mode == "streaming" and not MODELS[workflow.model_name].caps.streams:
+        raise refusal(
+            workflow.model_name,
+            "streams",
             f"the table ({plan.rows_total:,} rows) is streamed in batches of {plan.rows_per_batch:,} "
-            f"(budget {budget / 1e6:,.0f} MB) and only xgboost trains batch by batch: "
-            "use --model xgboost, or a larger --memory-budget / --batch-rows"
+            f"(budget {budget / 1e6:,.0f} MB); give a larger --memory-budget or --batch-rows to hold it in memory",
         )
     return rmm, plan
 
@@ -283,13 +284,15 @@ def early_stopping_for(config: RunConfig) -> EarlyStopping:
 
 
 def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> None:
-    """Give ``workflow``'s model ``early_stopping`` where it stops early (other models train as they are)."""
-    if isinstance(workflow.model, StopsEarly):
-        workflow.model.early_stopping = early_stopping
+    """Give ``workflow``'s model ``early_stopping`` where it can stop early (its registry entry's
+    ``stops_early``; such a model is a :class:`~accel.workflows.base.StopsEarly`); others train as they are."""
+    model = workflow.model
+    if MODELS[workflow.model_name].caps.stops_early and isinstance(model, StopsEarly):
+        model.early_stopping = early_stopping
 
 
 def _named_or_table(config: RunConfig) -> Workflow:
-    from accel.models import XGBoostParams, model_family
+    from accel.models import XGBoostParams
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
@@ -297,7 +300,7 @@ def _named_or_table(config: RunConfig) -> Workflow:
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
-        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.xgboost.model_dump()))
+        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.model_params()))
         check_split = getattr(workflow, "check_split", None)
         if check_split is not None:
             check_split()  # a test split that cannot be scored is refused before any arm runs
@@ -310,10 +313,10 @@ def _named_or_table(config: RunConfig) -> Workflow:
         list(config.drop),
         settings,
         config.delimiter,
-        model_family(config.model),
+        MODELS[config.model].caps.family,
         dict(config.date_format),
         config.probe,
-        config.xgboost.n_estimators,
+        config.model_params().get("n_estimators"),
     )
     return TableWorkflow(settings, planned, config.model, config.model_params())
 
@@ -432,7 +435,7 @@ def run_record(
     from accel.record import record_head
 
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
-    paired = pair(workflow.task, getattr(workflow, "model_name", "xgboost"), gpu, cpu)
+    paired = pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu)
     record: RunRecord = {
         **record_head("run"),
         "workflow": workflow.name,

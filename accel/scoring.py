@@ -29,6 +29,7 @@ from accel.data.readers import TableSource
 from accel.errors import AccelError
 from accel.metrics import task_metrics
 from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_rows, read_types
+from accel.registry import DEFAULT_MODEL
 from accel.result import ArmResult, Executed, Executor, Listener
 from accel.timing import StageTimer
 
@@ -406,7 +407,7 @@ def prepare(settings: PredictSettings) -> Prepared:
     source = resolve_source(str(settings.data))
     records = ensure_writable(settings.records)
     out_folder = ensure_writable(Path(settings.out).parent, "predictions", "--out")
-    job = ScoreJob(folder, source, manifest["task"], manifest.get("model") or "xgboost", settings.contributions)
+    job = ScoreJob(folder, source, manifest["task"], manifest.get("model") or DEFAULT_MODEL, settings.contributions)
     job.scratch = scratch_folder(out_folder / Path(settings.out).name)
     return Prepared(job, manifest, which, records, datetime.now(timezone.utc))
 

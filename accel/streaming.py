@@ -37,6 +37,7 @@ from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
 from accel.pipeline import explained, from_run, holdout_frame
 from accel.precision import frame_matrix, plan_precision, xgboost_features
+from accel.registry import MODELS
 from accel.result import Executed, Executor
 from accel.timing import StageTimer
 from accel.workflows.base import Workflow
@@ -74,7 +75,7 @@ def _run_streaming(
     n_train = len(tplan.train_pos)  # the training rows (rows.train is let go before boosting)
     dtypes = tplan.csv_dtypes()
     columns = tplan.read_columns
-    featurizer = TableFeaturizer(xdf, tplan, "xgboost", workflow.settings.seed)
+    featurizer = TableFeaturizer(xdf, tplan, MODELS[workflow.model_name].caps.family, workflow.settings.seed)
     featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
     arm = backend.name
 
@@ -188,7 +189,7 @@ def _run_streaming(
             # memory: pages on disk (CPU arm; files next to the chunk cache, removed with it)
             # or in host memory (GPU arm), brought back page by page while boosting.
             held.clear()  # a retry with smaller batches holds the validation rows afresh
-            prefix = str(cache.scratch() / ("xgboost-search" if search else "xgboost")) if external else None
+            prefix = str(cache.scratch() / ("matrix-search" if search else "matrix")) if external else None
             batches = FileBatches(batch_rows, prefix, search=search)
             options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
             if not external:

@@ -73,7 +73,7 @@ def replicated_flights(path: Path, copies: int, seed: int = 0) -> int:
 def run_table(device: str, path: Path, memory: MemorySettings, seed: int) -> dict:
     backend = get_backend(device)
     settings = WorkflowSettings(seed=seed)
-    planned = plan_table(str(path), "delayed", None, [], settings, family="xgboost")
+    planned = plan_table(str(path), "delayed", None, [], settings, family="native")
     workflow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 50, "max_depth": 6})
     result = run_arm(backend, workflow, memory=memory)
     assert result.status == "ok", result.reason
@@ -107,7 +107,7 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
 
     backend = get_backend(device)
     settings = WorkflowSettings(seed=seed)
-    planned = plan_table(path, "delayed", None, [], settings, family="xgboost")
+    planned = plan_table(path, "delayed", None, [], settings, family="native")
     plan = planned.plan
     # Set-up: statistics and model from the training rows among the first rows (on the host).
     head = read_head(planned.source, FIT_ROWS)
@@ -115,7 +115,7 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
     first = first[first < len(head)]
     fit_plan = dataclasses.replace(plan, row_positions=first, train_pos=np.arange(len(first)), test_pos=np.arange(0))
     frame = head.iloc[first].reset_index(drop=True)
-    fitting = TableFeaturizer(pd, fit_plan, "xgboost", seed)
+    fitting = TableFeaturizer(pd, fit_plan, "native", seed)
     y = target_codes(pd, frame["delayed"], fit_plan)
     fitting.partial_fit(frame, y, fitting.folds)
     fitting.finalize()
@@ -132,7 +132,7 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
     }
     booster = xgb.train(params, dtrain, 50)
     del head, frame, X, y, dtrain
-    featurizer = TableFeaturizer(backend.xdf, plan, "xgboost", seed)
+    featurizer = TableFeaturizer(backend.xdf, plan, "native", seed)
     featurizer.encoders, featurizer.categorical = fitting.encoders, fitting.categorical
     if backend.is_gpu:  # the fitted statistics are pandas frames; the GPU arm reads them as cuDF
         for encoder in featurizer.encoders.values():

@@ -106,7 +106,7 @@ def child_accel(path: str, batch_rows: int, rounds: int) -> dict:
     floor = _status()["VmRSS"]
     backend = get_backend("cpu")
     settings = WorkflowSettings(seed=42)
-    planned = phases.run("plan", plan_table, path, "y", None, [], settings, family="xgboost")
+    planned = phases.run("plan", plan_table, path, "y", None, [], settings, family="native")
     workflow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": rounds})
     workflow.plan_batches = lambda *a, **k: _fixed_plan(len(planned.plan.row_positions), batch_rows)
 
@@ -134,10 +134,10 @@ def prepare_matrices(path: str, out: str, batch_rows: int) -> dict:
     from accel.workflows.table import plan_table
 
     settings = WorkflowSettings(seed=42)
-    planned = plan_table(path, "y", None, [], settings, family="xgboost")
+    planned = plan_table(path, "y", None, [], settings, family="native")
     plan = planned.plan
     train = plan.row_positions[plan.train_pos]
-    featurizer = TableFeaturizer(pd, plan, "xgboost", settings.seed)
+    featurizer = TableFeaturizer(pd, plan, "native", settings.seed)
 
     def chunks():
         return iter_chunks(pd, planned.source, plan.read_columns, batch_rows, plan.csv_dtypes())

@@ -152,7 +152,7 @@ def check_table_features(backend: Backend, frame: pd.DataFrame, target: str, fam
     prepared, report = build_table_features(backend.xdf, arm_frame, plan, family, seed=5)
     X_train, X_test = to_pandas(prepared.X_train), to_pandas(prepared.X_test)
     assert len(X_train) == len(plan.train_pos) and len(X_test) == len(plan.test_pos)
-    if family != "xgboost":
+    if family != "native":
         assert not X_train.isna().any().any() and not X_test.isna().any().any()
     return X_train, X_test, report
 
@@ -203,7 +203,7 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     from accel.workflows.table import TableWorkflow, plan_table
 
     settings = WorkflowSettings(seed=3)
-    planned = plan_table(str(path), target, None, [], settings, family="xgboost")  # as `accel run` plans it
+    planned = plan_table(str(path), target, None, [], settings, family="native")  # as `accel run` plans it
     params = {"n_estimators": 30, "max_depth": 5}
     whole = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings())
     streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))
@@ -230,7 +230,7 @@ def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target
     from accel.workflows.table import TableWorkflow, plan_table
 
     settings = WorkflowSettings(seed=3)
-    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    planned = plan_table(str(path), target, None, [], settings, family="native")
     params = {"n_estimators": 30, "max_depth": 5}
     rows = len(planned.plan.row_positions)
     results = {}
@@ -303,7 +303,7 @@ def check_probe_sees_only_rows_with_target(backend: Backend, path, target: str, 
     from accel.workflows.table import TableWorkflow, plan_table
 
     settings = WorkflowSettings(seed=3)
-    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    planned = plan_table(str(path), target, None, [], settings, family="native")
     plan = planned.plan
     monkeypatch.setattr(accel.batching, "PROBE_ROWS", probe_rows)
     seen: dict[str, list] = {"fit": [], "matrix": []}
@@ -349,7 +349,7 @@ def check_external_memory_record_says_where_pages_are(backend: Backend, path, ta
     from accel.workflows.table import TableWorkflow, plan_table
 
     settings = WorkflowSettings(seed=3)
-    planned = plan_table(str(path), target, None, [], settings, family="xgboost")
+    planned = plan_table(str(path), target, None, [], settings, family="native")
     rows = len(planned.plan.row_positions)
     plan = BatchPlan(10**9, "test", 1000.0, rows, batch_rows, "streaming", "auto")
     plan.training_matrix = "external"

@@ -133,7 +133,7 @@ def check_table_reads_as_one_process(kind: str, path: Path, target: str, seed: i
 
 def plan(path: Path, target: str, settings: WorkflowSettings, probe: str = "off"):
     """The single-process plan (``--probe off``: the 300-value column is target-encoded)."""
-    return plan_table(str(path), target, None, [], settings, family="xgboost", probe=probe)
+    return plan_table(str(path), target, None, [], settings, family="native", probe=probe)
 
 
 def check_table_features_match_single_process(

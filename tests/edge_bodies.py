@@ -72,7 +72,7 @@ def check_arm_reads_the_table_as_the_cpu_arm(backend: Backend, path: Path, targe
     """The arm loads the table as the CPU arm does (the same rows, missing values and numbers),
     and runs every stage of it."""
     settings = WorkflowSettings(seed=seed)
-    planned = plan_table(str(path), target, None, [], settings, family="xgboost", probe="off")
+    planned = plan_table(str(path), target, None, [], settings, family="native", probe="off")
     flow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 20, "max_depth": 4})
     cpu = flow.load(cpu_backend())
     got = to_pandas(flow.load(backend))

@@ -23,13 +23,13 @@ def test_auto_smoothing_matches_scikit_learn(backend):
     bodies.check_auto_smoothing_matches_scikit_learn(backend)
 
 
-@pytest.mark.parametrize("family", ["xgboost", "random_forest", "linear", "knn"])
+@pytest.mark.parametrize("family", ["native", "trees", "linear", "distance"])
 def test_table_features(backend, family):
     X_train, X_test, report = bodies.check_table_features(backend, tables.customers(400), "churned", family)
     assert list(X_train.columns) == list(X_test.columns)
-    if family == "xgboost":
+    if family == "native":
         assert isinstance(X_train["plan"].dtype, pd.CategoricalDtype)
-    if family in ("linear", "knn"):
+    if family in ("linear", "distance"):
         dense = X_train.select_dtypes("number")
         np.testing.assert_allclose(dense.mean().to_numpy(), 0.0, atol=1e-4)
         assert "plan==basic" in X_train.columns
@@ -77,7 +77,7 @@ def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None, probe:
 def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path):
     from accel.data.autofeatures import TableFeaturizer
 
-    planned = _plan(tmp_path, _shops(4000), "y", "xgboost", probe="force")  # every training row
+    planned = _plan(tmp_path, _shops(4000), "y", "native", probe="force")  # every training row
     plan = planned.plan
     probe = plan.encoding_probe
     assert probe["candidates"] == ["shop"] and probe["metric"] == "rmse" and probe["rows"] == len(plan.train_pos)
@@ -86,7 +86,7 @@ def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path
     assert any("native categories for XGBoost" in notice for notice in plan.notices)
     assert plan.describe()["encoding_probe"] == probe
     assert planned.probe_seconds > 0
-    assert TableFeaturizer(pd, plan, "xgboost", 0).encoding["shop"] == "native categorical"
+    assert TableFeaturizer(pd, plan, "native", 0).encoding["shop"] == "native categorical"
     # Models that cannot take native categories still get the target encoding.
     assert TableFeaturizer(pd, plan, "linear", 0).encoding["shop"].startswith("out-of-fold")
 
@@ -94,12 +94,12 @@ def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path
 def test_encoding_probe_runs_only_for_xgboost_and_with_enough_rows(tmp_path):
     from accel.data.autofeatures import PROBE_MIN_ROWS, TableFeaturizer
 
-    assert _plan(tmp_path, _shops(4000), "y", "random_forest").plan.encoding_probe is None
-    small = _plan(tmp_path, _shops(PROBE_MIN_ROWS), "y", "xgboost").plan  # 80% of the rows train
+    assert _plan(tmp_path, _shops(4000), "y", "trees").plan.encoding_probe is None
+    small = _plan(tmp_path, _shops(PROBE_MIN_ROWS), "y", "native").plan  # 80% of the rows train
     assert small.native_categorical == [] and "skipped" in small.encoding_probe
-    assert TableFeaturizer(pd, small, "xgboost", 0).encoding["shop"].startswith("out-of-fold")
+    assert TableFeaturizer(pd, small, "native", 0).encoding["shop"].startswith("out-of-fold")
     # Nothing above NATIVE_MAX values: nothing to probe.
-    assert _plan(tmp_path, tables.house_prices(), "price", "xgboost").plan.encoding_probe is None
+    assert _plan(tmp_path, tables.house_prices(), "price", "native").plan.encoding_probe is None
 
 
 # --------------------------------------------------------------------------- missing values as cuDF holds them
@@ -128,3 +128,19 @@ def test_the_float_cast_comes_before_any_conversion():
     assert cast["year"].isna().tolist() == frame["year"].isna().tolist()
     x = frame["x"]
     assert _compat.as_float(x) is x
+
+
+@pytest.mark.parametrize(("old", "new"), [("xgboost", "native"), ("random_forest", "trees"), ("knn", "distance")])
+def test_a_transform_saved_under_a_familys_old_name_loads_as_the_family(old, new):
+    """Families are named for what they mean; a pipeline saved before, under a model's name, still loads."""
+    from accel.data.autofeatures import TableTransform, build_table_features
+    from accel.data.schema import make_plan
+
+    frame = tables.customers(400)
+    plan = make_plan(frame, "churned", seed=5)
+    prepared, _ = build_table_features(pd, frame.iloc[plan.row_positions].reset_index(drop=True), plan, new, seed=5)
+    state, saved = prepared.transform.state()
+    state["family"] = old
+    loaded = TableTransform.from_state(pd, state, saved)
+    assert loaded.featurizer.family == new
+    pd.testing.assert_frame_equal(loaded.transform(frame.head(50)), prepared.transform.transform(frame.head(50)))

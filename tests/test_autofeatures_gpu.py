@@ -29,7 +29,7 @@ def test_auto_smoothing_matches_scikit_learn(backend):
     bodies.check_auto_smoothing_matches_scikit_learn(backend)
 
 
-@pytest.mark.parametrize("family", ["xgboost", "random_forest", "linear", "knn"])
+@pytest.mark.parametrize("family", ["native", "trees", "linear", "distance"])
 def test_table_features_equal_the_cpu_arm(backend, family):
     df = tables.customers(400)
     gpu_train, gpu_test, _ = bodies.check_table_features(backend, df, "churned", family)

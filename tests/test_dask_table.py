@@ -65,13 +65,13 @@ def test_partition_statistics_merged_give_the_one_pass_fit(tables):
     p = planned.plan
     frame = pd.read_csv(tables["csv"], usecols=p.read_columns, dtype=p.csv_dtypes()).iloc[p.row_positions]
     frame = frame.reset_index(drop=True)
-    one = TableFeaturizer(pd, p, "xgboost", 3)
+    one = TableFeaturizer(pd, p, "native", 3)
     cast = one.cast(frame)
     train = cast.iloc[p.train_pos].reset_index(drop=True)
     one.partial_fit(train, target_codes(pd, train[p.target], p), one.folds)
     one.finalize()
 
-    merged = TableFeaturizer(pd, p, "xgboost", 3)
+    merged = TableFeaturizer(pd, p, "native", 3)
     bounds = [0, 500, 501, 1700, len(frame)]  # unequal partitions, one of a single row
     fits = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -114,8 +114,8 @@ def test_csv_blocks_keep_every_worker_busy_within_bounds():
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [
-        (["--model", "random_forest"], ["--model random_forest", "no distributed trainer", "xgboost (xgboost.dask)"]),
-        (["--model", "logistic_regression"], ["--model logistic_regression", "no distributed trainer"]),
+        (["--model", "random_forest"], ["--model random_forest", "cannot train on a Dask cluster", "--model xgboost"]),
+        (["--model", "logistic_regression"], ["--model logistic_regression", "cannot train on a Dask cluster"]),
         (["--batch-rows", "100000"], ["--batch-rows", "not to a Dask run"]),
         (["--precision", "fp16"], ["--precision", "not to a Dask run", "cuDF", "no float16 column"]),
         (["--memory-budget", "1GB"], ["--memory-budget", "not to a Dask run"]),

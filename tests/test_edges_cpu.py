@@ -34,7 +34,7 @@ def tables(tmp_path_factory):
 
 
 def planned(path, target: str = "returned"):
-    return plan_table(str(path), target, None, [], WorkflowSettings(seed=3), family="xgboost", probe="off")
+    return plan_table(str(path), target, None, [], WorkflowSettings(seed=3), family="native", probe="off")
 
 
 # --------------------------------------------------------------------------- the shared bodies on the CPU arm
@@ -166,8 +166,8 @@ def test_the_automatic_pool_grows_for_cuml_models_and_not_beside_xgboost():
     for name, spec in MODELS.items():
         initial, maximum, why = rmm_auto_sizes(free, xgboost_through_rmm=False, model=name)
         assert initial == beside
-        assert maximum == (beside if spec.boosted else grown), (name, why)
-        assert ("cuML" in why) is (not spec.boosted)
+        assert maximum == (grown if spec.needs_cuml else beside), (name, why)
+        assert ("cuML" in why) is spec.needs_cuml
     assert rmm_auto_sizes(free, False)[1] == beside and rmm_auto_sizes(free, True, "xgboost")[1] == grown
     assert cluster_pool_sizes("auto", [free], False, model="random_forest")[1] == grown
 

@@ -194,7 +194,7 @@ def test_fp16_flights_run_records_bytes_and_metric_delta(tmp_path, capsys):
     assert abs(check["delta"]["auc"]) < 0.01
 
 
-def test_streaming_needs_xgboost(tmp_path, capsys):
+def test_streaming_needs_a_model_that_streams(tmp_path, capsys):
     path = tmp_path / "c.csv"
     tables.customers(3000).to_csv(path, index=False)
     code, _, err = run_cli(
@@ -213,7 +213,7 @@ def test_streaming_needs_xgboost(tmp_path, capsys):
         "--out",
         str(tmp_path / "r"),
     )
-    assert_error(code, err, "only xgboost trains batch by batch")
+    assert_error(code, err, "--model knn cannot train batch by batch", "--model xgboost")
     assert records_in(tmp_path / "r") == []
 
 

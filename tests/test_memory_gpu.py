@@ -187,7 +187,7 @@ def test_streamed_run_stays_within_its_planned_device_bytes(tmp_path):
         b = gpu_backend()
         b.xp.zeros(1)  # the CUDA context exists before the baseline is read
         settings = WorkflowSettings(seed=3)
-        planned = plan_table(path, "churned", None, [], settings, family="xgboost")
+        planned = plan_table(path, "churned", None, [], settings, family="native")
         flow = TableWorkflow(settings, planned, "xgboost", {{"n_estimators": 20}})
         whole = flow.plan_batches(b, 10**12, "test", None)
         budget = int(whole.bytes_per_row * whole.rows_total * 0.5)  # the table does not fit: streamed

@@ -21,7 +21,7 @@ from accel.config import RunConfig, build_config
 from accel.errors import AccelError
 from accel.hpo.space import resolve_space
 from accel.metrics import PARITY, parity_rule
-from accel.models import EstimatorModel, XGBoostModel, build_model
+from accel.models import adapter, build_model
 
 SPECS = list(registry.MODELS.values())
 
@@ -33,7 +33,7 @@ def test_each_model_is_known_everywhere_from_its_one_entry(spec):
     assert spec.name in RunConfig.model_fields["model"].annotation.__args__  # a --model choice
     assert set(spec.search_space) <= set(spec.known_parameters())
     assert resolve_space(spec.name, None) == dict(spec.search_space)
-    assert spec.family in registry.FAMILIES
+    assert spec.caps.family in registry.FAMILIES
     assert {label for label, _ in spec.labels} <= set(spec.known_parameters())
     metric, tolerance, _ = parity_rule("regression", spec.name)
     assert metric == PARITY["regression"][0] and tolerance == PARITY["regression"][1] * spec.parity_scale
@@ -47,7 +47,7 @@ def test_each_model_builds_for_the_tasks_it_declares(spec):
                 build_model(spec.name, task, {}, seed=0)
             continue
         model = build_model(spec.name, task, spec.given(spec.settings().model_dump()), seed=0)
-        assert isinstance(model, XGBoostModel if spec.boosted else EstimatorModel)
+        assert type(model) is adapter(spec)
 
 
 @pytest.mark.parametrize("key", list(registry.ESTIMATORS))

@@ -22,13 +22,14 @@ from typing import Any
 
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
+from accel.registry import DEFAULT_MODEL
 from accel.timing import measure, speedup
 
 FRAME_OPERATIONS = {
     "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
     "join": ("join", "q2", "db-benchmark join q2 (medium inner on int)"),
 }
-DEFAULT_OPERATIONS = ("groupby", "join", "xgboost")
+DEFAULT_OPERATIONS = ("groupby", "join", DEFAULT_MODEL)
 
 
 def known_operations() -> list[str]:

@@ -5,14 +5,15 @@ Written once against the pandas API and run on pandas or cuDF. What each model f
 =================  ==================================  ===================  =========  =======
 family             categoricals (≤ 32 / ≤ 20 values)   high cardinality     missing    scaling
 =================  ==================================  ===================  =========  =======
-xgboost            native XGBoost categories           out-of-fold target   native     no
+native             categories as they are              out-of-fold target   native     no
                                                        + count encoding
-random_forest      ordinal codes                       same                 imputed    no
+trees              ordinal codes                       same                 imputed    no
 linear             one-hot, the last category left out  same                 imputed    yes
-knn                one-hot                             same                 imputed    yes
+distance           one-hot                             same                 imputed    yes
 =================  ==================================  ===================  =========  =======
 
-(A linear model's one-hot columns leave out the last category, the reference level: with all of
+A model's family is its registry entry's :attr:`accel.registry.Capabilities.family` (XGBoost's
+is ``native``, a forest's ``trees``, k-nearest neighbours' ``distance``). (A linear model's one-hot columns leave out the last category, the reference level: with all of
 them they sum to the intercept's column.)
 
 Every statistic (target rates, counts, medians, modes, means and deviations) is fitted on the
@@ -34,7 +35,7 @@ from accel import _compat
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
 from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
-from accel.registry import FAMILIES
+from accel.registry import FAMILIES, OLD_FAMILIES
 from accel.workflows.base import Prepared
 
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
@@ -336,7 +337,8 @@ class TableFeaturizer:
     xdf : module
         pandas or cudf.
     plan : TablePlan
-    family : {"xgboost", "random_forest", "linear", "knn"}
+    family : {"native", "trees", "linear", "distance"}
+        :attr:`accel.registry.Capabilities.family` of the model.
     seed : int
         Seeds the target-encoding folds (one per training row, in plan order).
     """
@@ -353,11 +355,11 @@ class TableFeaturizer:
                 kind = col.kind
             elif col.kind == "datetime":
                 kind = "date parts"
-            elif family == "xgboost" and (col.cardinality <= NATIVE_MAX or col.name in plan.native_categorical):
+            elif family == "native" and (col.cardinality <= NATIVE_MAX or col.name in plan.native_categorical):
                 kind = "native categorical"
-            elif family in ("linear", "knn") and col.cardinality <= ONEHOT_MAX:
+            elif family in ("linear", "distance") and col.cardinality <= ONEHOT_MAX:
                 kind = "one-hot"
-            elif family == "random_forest" and col.cardinality <= NATIVE_MAX:
+            elif family == "trees" and col.cardinality <= NATIVE_MAX:
                 kind = "ordinal codes"
             else:
                 kind = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
@@ -455,8 +457,8 @@ class TableFeaturizer:
                 encoded = self.encoders[col.name].transform(category_codes(a), folds)
                 te = {f"{col.name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
                 built.update(self._named(col.name, {**te, f"{col.name}__count": encoded["count"]}))
-        # XGBoost needs no imputation or scaling (finish_dense): its numbers are final here.
-        dense = "float32" if self.family == "xgboost" else "float64"
+        # The native family needs no imputation or scaling (finish_dense): its numbers are final here.
+        dense = "float32" if self.family == "native" else "float64"
         return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
 
 
@@ -464,7 +466,7 @@ class TableFeaturizer:
 class DenseFinish:
     """Imputation (median; most frequent for codes) and scaling fitted on training rows, then float32.
 
-    XGBoost's features get none of it (it takes missing values and needs no scaling); the other
+    The native family's features get none of it (its models take missing values and need no scaling); the other
     families get every dense column filled with its training fill value (a no-op where a column
     has none missing) and, for linear models and KNN, standardised with the training means and
     deviations. Fitted once, applied to any rows: the run's training and test rows and, later,
@@ -480,11 +482,11 @@ class DenseFinish:
     @classmethod
     def fit(cls, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> DenseFinish | None:
         """The finish of ``featurizer``'s family, fitted on ``X_train`` (``X_test`` only tells which
-        columns the report lists as imputed); None for XGBoost, whose numbers are final."""
+        columns the report lists as imputed); None for the native family, whose numbers are final."""
         family, report = featurizer.family, featurizer.report
         columns = [str(c) for c in X_train.columns]
         dense = [c for c in columns if c not in featurizer.categorical]
-        if family == "xgboost" or not dense:
+        if family == "native" or not dense:
             return None
         missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
         report.imputed = [c for c in dense if bool(missing[c])]
@@ -492,7 +494,7 @@ class DenseFinish:
         medians = _compat.to_pandas(X_train[dense].median())
         fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in dense}
         finish = cls(columns, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
-        if family in ("linear", "knn"):
+        if family in ("linear", "distance"):
             block = X_train[dense].fillna(finish.fills)
             stds = block.std()
             stds = _compat.to_pandas(stds.where(stds > 0, 1.0).fillna(1.0))
@@ -521,7 +523,7 @@ class TableTransform:
 
     ``featurizer`` holds the plan (column kinds, vocabularies, date layouts) and the target
     encoders fitted on the training rows; ``finish`` the imputation and scaling of the model's
-    family (None for XGBoost). New rows are encoded as the run's test rows were: with every
+    family (None for the native family). New rows are encoded as the run's test rows were: with every
     training row's statistics, unseen categories as missing.
     """
 
@@ -575,7 +577,7 @@ class TableTransform:
     def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> TableTransform:
         """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
         plan = TablePlan.from_fitted_state(state["plan"])
-        featurizer = TableFeaturizer(xdf, plan, state["family"], 0)
+        featurizer = TableFeaturizer(xdf, plan, OLD_FAMILIES.get(state["family"], state["family"]), 0)
         for column, wanted, name in state["names"]:
             featurizer._names[(column, wanted)] = name
             featurizer._taken.add(name)
@@ -758,7 +760,7 @@ def probe_native_categories(
             native_categorical=native,
             notices=[],
         )
-        prepared, _ = build_table_features(pd, frame, sub, "xgboost", seed)
+        prepared, _ = build_table_features(pd, frame, sub, "native", seed)
         dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
         booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
         prediction = booster.inplace_predict(prepared.X_test)

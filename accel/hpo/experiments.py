@@ -26,7 +26,7 @@ from accel.errors import AccelError
 from accel.hpo.study import is_optuna_sqlite  # noqa: F401 - read here by callers
 from accel.record import kind_of, record_head
 from accel.record import loads as record_loads
-from accel.registry import MODELS
+from accel.registry import DEFAULT_MODEL, MODELS
 
 #: Whether a larger value of a metric is better.
 HIGHER_IS_BETTER = {
@@ -209,7 +209,7 @@ def _hpo_rows(
 ) -> list[Row]:
     """Rows of one search: its default baseline and its retrained best (or its best trial so far)."""
     workflow = _workflow_label(config.get("workflow", ""), config)
-    model = str(config.get("model", "xgboost"))
+    model = str(config.get("model", DEFAULT_MODEL))
     precision = str(config.get("precision") or "fp32")
     batch_rows = batch_rows_label((summary or {}).get("batches"), config)
 
@@ -285,7 +285,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         out += _hpo_rows(summary.study_name, config, metric, attrs.get("baseline"), attrs.get("summary"), best, source)
         if include_trials:
             workflow = _workflow_label(config.get("workflow", ""), config)
-            model = str(config.get("model", "xgboost"))
+            model = str(config.get("model", DEFAULT_MODEL))
             for t in trials:
                 on = "validation (subset trial)"
                 out.append(

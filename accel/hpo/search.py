@@ -67,8 +67,8 @@ from accel.hpo.study import (
 from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
-from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, build_model, is_classification
-from accel.registry import MODELS, Dist
+from accel.models import build_model, is_classification, pruning_callbacks
+from accel.registry import MODELS, Dist, refusal
 from accel.timing import StageTimer, speedup
 
 # --------------------------------------------------------------------------- data for the search
@@ -277,7 +277,8 @@ def train_and_score(
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
-    if early_stopping is not None and isinstance(model, XGBoostModel):
+    stops_early = MODELS[ctx.model].caps.stops_early
+    if early_stopping is not None and stops_early:
         model.early_stopping = early_stopping
     # Library warnings (a solver that did not converge) are kept with the result, one line
     # each, instead of a screenful per trial.
@@ -287,10 +288,10 @@ def train_and_score(
             to_device, train, predict = FINAL_STAGES
             with timer.stage(to_device):
                 model_input = model.to_device(backend, X, y, ctx.batch_rows)
-            if early_stopping is not None and isinstance(model, XGBoostModel):
+            if early_stopping is not None and stops_early:
                 model.search_rounds(backend, X, y, ctx.batch_rows)  # as accel run does: outside the stages
             with timer.stage(train):
-                if validate and isinstance(model, XGBoostModel):
+                if validate and stops_early:
                     fitted = model.fit_validated(
                         backend,
                         model_input,
@@ -310,7 +311,7 @@ def train_and_score(
     if not backend.ran_here(out.device_used):
         # XGBoost only warns when it cannot use the GPU: that is no GPU result.
         raise RuntimeError(f"the model ran on {out.device_used!r} although {backend.xgb_device!r} was asked for")
-    if isinstance(model, XGBoostModel):
+    if stops_early:
         out.rounds = model.rounds_used(fitted)
     if keep is not None:
         keep.update(model=model, fitted=fitted, prediction=prediction)
@@ -337,11 +338,7 @@ class Objective:
 
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
-        callbacks: tuple = ()
-        if ctx.model == "xgboost":
-            from optuna_integration.xgboost import XGBoostPruningCallback
-
-            callbacks = (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[ctx.task]}"),)
+        callbacks = pruning_callbacks(ctx.model, trial, ctx.task)
         result = Measured(rows=len(ctx.data.y_subset))
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
@@ -700,6 +697,8 @@ def run_search(
     from accel.backend import resolve_arms
     from accel.record import ensure_writable
 
+    if "hpo.early_stopping_rounds" in request.given and not MODELS[config.model].caps.stops_early:
+        raise refusal(config.model, "stops_early", "leave out hpo.early_stopping_rounds (its trials train every round)")
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip

@@ -57,7 +57,7 @@ from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.pipeline import Pipeline
 from accel.record import RunRecord, show_result
-from accel.registry import MODELS, xgboost_threads_used
+from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, WorkerMemorySampler
@@ -554,14 +554,10 @@ def check_dask_config(config: RunConfig) -> None:
                 f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): {why}; "
                 "on Dask, --worker-memory limits each worker and Dask spills its partitions to disk beyond it"
             )
-    model = getattr(config, "model", "xgboost")
+    model = getattr(config, "model", DEFAULT_MODEL)
     spec = MODELS.get(model)
-    if spec is not None and spec.distributed is None:
-        trainers = ", ".join(f"{m.name} ({m.distributed})" for m in MODELS.values() if m.distributed)
-        raise AccelError(
-            f"--model {model} has no distributed trainer: on a Dask cluster (--cluster/--scheduler) accel trains "
-            f"{trainers}; run {model} in this process (without --cluster/--scheduler)"
-        )
+    if spec is not None and spec.caps.dask is None:
+        raise refusal(model, "dask", "run it in this process (without --cluster/--scheduler)")
 
 
 def run_placed_arm(
@@ -671,7 +667,7 @@ def cluster_run(
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
     settings = WorkflowSettings.of(config)
-    params = XGBoostParams(**config.xgboost.model_dump())
+    params = XGBoostParams(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
@@ -708,7 +704,7 @@ def cluster_run(
     record = run_record(
         config, described, arms["gpu"], arms["cpu"], environment, started, finished,
         model={
-            "name": "xgboost", "library": "xgboost.dask", "task": described.task, "params": params.model_dump(),
+            "name": config.model, "library": MODELS[config.model].caps.dask, "task": described.task, "params": params.model_dump(),
             "early_stopping": early_stopping.describe(),
         },  # fmt: skip
         mode="dask", wall=timeline,

