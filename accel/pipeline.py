@@ -375,7 +375,7 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
     """The pipeline folder ``path`` names: itself, or the one a run record names (its accelerated
     arm's where that arm ran and saved one, else the CPU arm's; ``arm`` picks). Returns the
     folder and a line saying which it is."""
-    from accel.record import load_record
+    from accel.record import PairedRecord, RecordError, read_record
 
     path = Path(path)
     if path.is_dir():
@@ -391,18 +391,18 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
     if not path.is_file():
         raise AccelError(f"no run record or pipeline at {str(path)!r}; give the record path `accel run` printed")
     try:
-        record = load_record(path)
-    except (OSError, ValueError, UnicodeDecodeError):
-        raise AccelError(f"{str(path)!r} is not a run record (not JSON); give the record path `accel run` printed") from None
-    saved = (record.get("pipelines") if isinstance(record, dict) else None) or {}
-    if not isinstance(saved, dict) or not saved:
+        record = read_record(path)
+    except RecordError as exc:
+        raise AccelError(f"{str(path)!r} is not a run record ({exc}); give the record path `accel run` printed") from None
+    saved = record.pipelines if isinstance(record, PairedRecord) else {}
+    if not saved:
         raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
-    arms = [a for a in ("gpu", "cpu") if isinstance(saved.get(a), dict)]
+    arms = [a for a in ("gpu", "cpu") if a in saved]
     picked = arm or (arms[0] if arms else None)
     if picked is None or picked not in arms:
         raise AccelError(f"the run record {str(path)!r} has no {picked} pipeline (it has: {', '.join(arms) or 'none'})")
-    folder = path.parent / str(saved[picked].get("path", ""))
-    return folder, f"the {picked} arm's pipeline of run {record.get('run_id')}"
+    folder = path.parent / str(saved[picked].path or "")
+    return folder, f"the {picked} arm's pipeline of run {record.run_id}"
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

@@ -20,9 +20,13 @@ back with those values as Python floats again (``nan``, ``inf``), and read older
 hold bare ``NaN`` as they are.
 
 Every record starts with :func:`record_head`: ``schema_version``, ``kind`` (what it is, one of
-:data:`RECORD_KINDS`) and ``run_id``. Readers (``accel report``, ``accel experiments``) ask
-:func:`kind_of`, which reads ``kind``, and infers it only for records written before records
-carried one (``schema_version`` 1 or none).
+:data:`RECORD_KINDS`) and ``run_id``. Each kind is a typed class (:class:`RunRecord`,
+:class:`HpoRecord`, :class:`CompareRecord`, :class:`BenchRecord` and its benchmarks,
+:class:`ScalingRecord`, :class:`ExperimentsRecord`, :class:`PredictRecord`) carrying the summary a
+reader shows (:meth:`Record.summary`). :func:`write_record` is the one writer, :func:`read_record`
+the one reader: it upgrades a record of an earlier ``schema_version`` (:func:`upgrade`: the kind
+inferred by :func:`kind_of` for records written before records carried one) and refuses, with
+:class:`RecordError` in one line, a file that is not a record or not of its kind's shape.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, TypeGuard, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accel.errors import AccelError
 
@@ -233,29 +240,6 @@ class RecordHead(TypedDict):
     run_id: str | None
 
 
-class RunRecord(RecordHead, total=False):
-    """A paired run's record (``kind: "run"``), in one process or on Dask: what
-    :func:`accel.runner.run_record` builds and every reader of runs reads. Each arm is an
-    :class:`~accel.result.ArmResult` as a dict (with ``placement`` / ``cluster`` on a cluster)."""
-
-    workflow: str
-    task: str
-    started_at: str
-    finished_at: str
-    git_sha: str | None
-    config: dict[str, Any]
-    data: dict[str, Any]
-    features: dict[str, Any]
-    environment: dict[str, Any]
-    arms: dict[str, dict[str, Any]]
-    speedup: dict[str, float]
-    parity: dict[str, Any]
-    #: Present on some runs: the model described, the wall breakdown (in one process), ``"dask"``.
-    model: dict[str, Any]
-    wall: dict[str, Any]
-    mode: str
-
-
 def record_head(kind: RecordKind) -> RecordHead:
     """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (the file
     name, set by :func:`write_record`)."""
@@ -385,5 +369,1008 @@ def record_stem(what: str, now: datetime | None = None) -> str:
     return f"{now:%Y-%m-%d}-{what}"
 
 
-def load_record(path: Path) -> dict[str, Any]:
+def load_record(path: Path) -> Any:
+    """The JSON of the record in ``path`` as it is (:func:`loads`); :func:`read_record` types it."""
     return loads(Path(path).read_text())
+
+
+# --------------------------------------------------------------------------- typed records
+#
+# Every kind of record is a class below: what a reader reads is an attribute, never a key. A
+# field a record may lack (older records, an arm that did not run) has a default; a field the
+# classes do not name is kept as it is (``extra="allow"``). Each class carries the summary a
+# reader shows of it (:meth:`Record.summary`): the report and ``accel experiments`` ask the
+# record, not its kind.
+
+
+class Part(BaseModel):
+    """A part of a record: the fields readers read, typed; any other kept as it is."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+#: A number a record may hold as ``null`` (not measured, not finite before ``nulls`` listed it).
+Num = int | float | None
+
+
+def number(value: object) -> TypeGuard[int | float]:
+    """``value`` is a finite number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _nan(value: object) -> float:
+    return float(value) if number(value) else math.nan
+
+
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ""
+
+
+def _name(path: object) -> str:
+    return Path(str(path)).name
+
+
+def _geomean(values: list[int | float | None]) -> float:
+    good = [float(v) for v in values if number(v) and v > 0]
+    return math.exp(sum(map(math.log, good)) / len(good)) if good else math.nan
+
+
+#: The arms of a paired record, the accelerated one first.
+ARMS = ("gpu", "cpu")
+
+
+class Arm(Part):
+    """What every arm says: whether it ran, and why not."""
+
+    status: str | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def failed_reason(self) -> tuple[str, str] | None:
+        """``(status, reason)`` when the arm did not run to the end and says why."""
+        return None if self.ok or not self.reason else (str(self.status), self.reason)
+
+
+class Rows(Part):
+    train: int | None = None
+    test: int | None = None
+
+    def used(self) -> int | None:
+        return self.train + (self.test or 0) if self.train is not None else None
+
+
+class WorkerMemory(Part):
+    peak_rss_mb: Num = None
+
+
+class WorkerDetail(Part):
+    memory: WorkerMemory | None = None
+
+
+class Cluster(Part):
+    """A Dask cluster an arm ran on."""
+
+    kind: str | None = None
+    workers: int | None = None
+    worker_kind: str | None = None
+    threads_per_worker: int | None = None
+    startup_seconds: Num = None
+    worker_details: list[WorkerDetail] = []
+
+    def text(self) -> str:
+        n = self.workers
+        kind = str(self.worker_kind or "?").upper()
+        return f"Dask {self.kind}: {n} {kind} worker{'s' * (n != 1)} × {self.threads_per_worker} threads"
+
+
+class Batches(Part):
+    """How the model input was cut (:meth:`accel.batching.BatchPlan.describe`)."""
+
+    rows_per_batch: int | None = None
+    batches: int | None = None
+
+    def label(self, given: int | str | None) -> str:
+        """``all`` when the model input was one batch, else the rows per batch (the plan, else ``given``)."""
+        if self.rows_per_batch:
+            return "all" if (self.batches or 1) <= 1 else str(self.rows_per_batch)
+        return str(given) if isinstance(given, int) else "all"
+
+
+class Precision(Part):
+    precision: str | None = None
+
+
+class ArmMemory(Part):
+    """Where an arm's memory went: its batches, its precision (and the pool, the bytes per stage)."""
+
+    batches: Batches | None = None
+    precision: Precision | None = None
+
+
+class RunArm(Arm):
+    """One arm of a run (:class:`accel.result.ArmResult` as written), with what a cluster adds."""
+
+    stages: dict[str, Num] = {}
+    total_seconds: Num = None
+    metrics: dict[str, Num] = {}
+    peak_host_mb: Num = None
+    peak_device_mb: Num = None
+    device_name: str | None = None
+    device_used: str | None = None
+    threads: dict[str, Any] | None = None
+    rows: Rows | None = None
+    importances: dict[str, dict[str, Num]] | None = None
+    memory: ArmMemory | None = None
+    cluster: Cluster | None = None
+    train_attempts: list[Any] | None = None
+    workers_memory: dict[str, WorkerMemory] | None = None
+
+
+class Cores(Part):
+    available: int | None = None
+    physical: int | None = None
+    logical: int | None = None
+
+
+class GpuInfo(Part):
+    name: str | None = None
+    memory_gb: Num = None
+
+
+class Environment(Part):
+    """The machine and the code a record was measured on (:func:`accel.environment.collect_environment`)."""
+
+    cpu_model: str | None = None
+    cores: Cores | int | None = None
+    ram_gb: Num = None
+    gpus: list[GpuInfo] = []
+    load_average: list[Num] | None = None
+    git_sha: str | None = None
+    git: dict[str, Any] | None = None
+
+    def machine(self) -> str:
+        """The machine in one line: CPU, cores, RAM, GPUs."""
+        cores = self.cores if isinstance(self.cores, Cores) else Cores(available=self.cores)
+        gpus = ", ".join(f"{g.name} ({g.memory_gb} GB)" for g in self.gpus)
+        ram = self.ram_gb
+        return (
+            f"{self.cpu_model or 'CPU'}, {cores.available or '?'} cores available "
+            f"({cores.physical or '?'} physical / {cores.logical or '?'} logical)"
+            + (f", {ram} GB RAM" if ram else "")
+            + f"; {gpus or 'no GPU'}"
+        )
+
+    @property
+    def load(self) -> float | None:
+        """The 1-minute load average when the record was written."""
+        first = (self.load_average or [None])[0]
+        return float(first) if first is not None and number(first) else None
+
+
+@dataclass
+class Summary:
+    """The one row a reader shows of a record: its data, rows, devices, headline speedup (and
+    what it is), the metric of each arm (``{metric: {arm: value or the arm's status}}``) and
+    whether the arms agree."""
+
+    data: str = ""
+    rows: str = ""
+    devices: str = ""
+    speedup: float = math.nan
+    speedup_of: str = ""
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parity: str = ""
+
+
+def _parity_text(agree: bool | None) -> str:
+    return {True: "agree", False: "differ"}.get(agree, "n/a") if agree is not None else "n/a"
+
+
+class Record(Part):
+    """What every record holds: its head (``schema_version``, ``kind``, ``run_id``), when it
+    ran, the machine and the code."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: RecordKind
+    run_id: str | None = None
+    started_at: str | None = None
+    git_sha: str | None = None
+    environment: Environment | None = None
+
+    @property
+    def started(self) -> datetime | None:
+        try:
+            return datetime.fromisoformat(str(self.started_at))
+        except ValueError:
+            return None
+
+    @property
+    def kind_text(self) -> str:
+        """The kind as a reader names it (``run on Dask``, ``bench db groupby``)."""
+        return self.kind
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        """What one record of this kind is called, and several."""
+        return self.kind_text, self.kind_text
+
+    @property
+    def measures(self) -> bool:
+        """Whether the record measured something itself (a snapshot of others does not)."""
+        return True
+
+    @property
+    def code(self) -> str:
+        """The commit the record was made with (and whether the tree had changes), or empty."""
+        env = self.environment or Environment()
+        sha = str(env.git_sha or self.git_sha or "")[:10]
+        return (sha + (" (uncommitted changes)" if (env.git or {}).get("dirty") else "")) if sha else ""
+
+    def summary(self) -> Summary:
+        return Summary(data=self.kind)
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        """``(arm, status, reason)`` of each arm that did not run to the end."""
+        return []
+
+
+def _arm_reasons(arms: Mapping[str, Arm]) -> list[tuple[str, str, str]]:
+    return [(a, *why) for a, arm in arms.items() if (why := arm.failed_reason())]
+
+
+class RunSettings(Part):
+    """The settings a run or a search was made with (:class:`accel.config.RunConfig`, dumped)."""
+
+    workflow: str | None = None
+    data: str | None = None
+    model: str | None = None
+    rows: int | str | None = None
+    test_size: Num = None
+    seed: int | None = None
+    precision: str | None = None
+    batch_rows: int | str | None = None
+
+    def data_name(self, workflow: str | None) -> str:
+        """A user's table by its file name, else the workflow."""
+        return _name(self.data) if self.data else str(workflow or self.workflow or "?")
+
+
+class SavedPipeline(Part):
+    path: str | None = None
+
+
+class RunParity(Part):
+    """Whether the arms agree: the metric compared, each arm's value, the tolerance."""
+
+    metric: str | None = None
+    ok: bool | None = None
+    gpu: Num = None
+    cpu: Num = None
+    tolerance: Num = None
+
+
+class ModelInfo(Part):
+    name: str | None = None
+    params: dict[str, Any] | None = None
+
+
+class PairedRecord(Record):
+    """A record of two arms run on the same data (a run, a search's final model, new rows scored)."""
+
+    task: str | None = None
+    config: RunSettings = RunSettings()
+    arms: Mapping[str, RunArm] = {}
+    speedup: dict[str, Num] = {}
+    #: Each arm's fitted pipeline, saved beside the record (``path``: relative to the record's folder).
+    pipelines: dict[str, SavedPipeline] = {}
+
+    def ran(self) -> list[str]:
+        """The arms that ran, the accelerated one first."""
+        return [a for a in ARMS if a in self.arms and self.arms[a].ok]
+
+    def arm_values(self, value: Callable[[RunArm], Any]) -> dict[str, Any]:
+        """``value(arm)`` of each arm that ran, the status of each that did not."""
+        return {a: value(self.arms[a]) if self.arms[a].ok else self.arms[a].status for a in ARMS if a in self.arms}
+
+    def devices(self) -> str:
+        parts = []
+        if "gpu" in self.ran():
+            parts.append(self.arms["gpu"].device_name or "GPU")
+        if "cpu" in self.ran():
+            threads = (self.arms["cpu"].threads or {}).get("cores_available")
+            parts.append(f"CPU ({threads} cores)" if threads else "CPU")
+        return " + ".join(parts) or "none ran"
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        return _arm_reasons(self.arms)
+
+
+class RunRecord(PairedRecord):
+    """A paired run (``accel run``), in one process or on Dask: what :func:`accel.runner.run_record` builds."""
+
+    kind: Literal["run"] = "run"
+    workflow: str | None = None
+    data: dict[str, Any] = {}
+    parity: RunParity = RunParity()
+    #: Present on some runs: the model described, ``"dask"``.
+    model: ModelInfo | str | None = None
+    mode: str | None = None
+    #: A record that ran one arm on Dask kept its cluster here.
+    cluster: Cluster | None = None
+
+    @property
+    def on_dask(self) -> bool:
+        """A run of ``accel run --cluster / --scheduler``."""
+        return self.mode == "dask" or self.cluster is not None
+
+    @property
+    def kind_text(self) -> str:
+        return "run on Dask" if self.on_dask else "run"
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        return ("run on Dask", "runs on Dask") if self.on_dask else ("run", "runs")
+
+    @property
+    def model_name(self) -> str:
+        model = self.model if self.model is not None else self.config.model
+        return str((model.name if isinstance(model, ModelInfo) else model) or "")
+
+    def cluster_of(self, arm: str) -> Cluster | None:
+        """The Dask cluster ``arm`` ran on, or None for an arm that ran in the process."""
+        part = self.arms.get(arm)
+        if part is not None and part.cluster is not None:
+            return part.cluster
+        top = self.cluster
+        return top if top is not None and top.worker_kind == arm else None
+
+    def rows_used(self) -> str:
+        for a in self.ran():
+            used = (self.arms[a].rows or Rows()).used()
+            if used is not None:
+                return _count(used)
+        schema = self.data.get("schema") or {}
+        return _count(schema.get("rows_used") or self.data.get("rows_requested"))
+
+    def devices(self) -> str:
+        if not self.on_dask:
+            return super().devices()
+        parts = []
+        for a in self.ran():
+            c = self.cluster_of(a)
+            parts.append(c.text() if c else f"{a.upper()} in this process")
+        return " + ".join(parts) or "none ran"
+
+    def summary(self) -> Summary:
+        metric = self.parity.metric
+        return Summary(
+            data=self.config.data_name(self.workflow),
+            rows=self.rows_used(),
+            devices=self.devices(),
+            speedup=_nan(self.speedup.get("total")),
+            speedup_of="total, CPU s / GPU s",
+            metrics={metric: self.arm_values(lambda arm: arm.metrics.get(metric))} if metric else {},
+            parity=_parity_text(self.parity.ok),
+        )
+
+
+class Study(Part):
+    name: str | None = None
+    metric: str | None = None
+
+
+class Trials(Part):
+    complete: int = 0
+    total: int = 0
+    pruned: int = 0
+    failed: int = 0
+
+
+class Search(Part):
+    arm: str | None = None
+    rows: Rows | None = None
+    memory: ArmMemory | None = None
+
+
+class Scored(Part):
+    """A model a search scored on the hold-out: the default, the tuned one, the best trial."""
+
+    metric: Num = None
+    seconds: Num = None
+    status: str | None = None
+    reason: str | None = None
+    trial: int | None = None
+    number: int | None = None
+    arm: str | None = None
+    device_used: str | None = None
+    params: dict[str, Any] | None = None
+    peak_host_mb: Num = None
+    peak_device_mb: Num = None
+
+
+class Improvement(Part):
+    tuned_minus_default: Num = None
+
+
+class HpoArm(RunArm):
+    """The final model of a search on one arm."""
+
+    seconds: Num = None
+    metric: Num = None
+
+
+class HpoRecord(PairedRecord):
+    """A search (``accel hpo``): the study, the default and the tuned model, the final model per arm."""
+
+    kind: Literal["hpo"] = "hpo"
+    workflow: str | None = None
+    model: str | None = None
+    study: Study = Study()
+    search: Search = Search()
+    trials: Trials = Trials()
+    baseline: Scored | None = None
+    final: Scored | None = None
+    best_trial: Scored | None = None
+    improvement: Improvement | None = None
+    arms: Mapping[str, HpoArm] = {}
+    phases_seconds: dict[str, Num] = {}
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        return "search", "searches"
+
+    @property
+    def tuned(self) -> Any:
+        """The tuned model's metric, or why there is none."""
+        final = self.final or Scored()
+        return final.metric if final.status != "failed" else f"failed: {final.reason or ''}"
+
+    def summary(self) -> Summary:
+        metric = self.study.metric
+        return Summary(
+            data=self.config.data_name(self.workflow),
+            rows=_count((self.search.rows or Rows()).used()),
+            devices=f"search on {str(self.search.arm).upper()}; final model on {' and '.join(a.upper() for a in self.ran()) or 'none'}",
+            speedup=_nan(self.speedup.get("final_model")),
+            speedup_of="final model",
+            metrics={metric: self.arm_values(lambda arm: arm.metric if isinstance(arm, HpoArm) else None)} if metric else {},
+        )
+
+
+class Program(Part):
+    path: str | None = None
+    args: list[Any] = []
+
+
+class Warm(Part):
+    median: Num = None
+
+
+class CompareArm(Arm):
+    cold_seconds: Num = None
+    warm: Warm | None = None
+    peak_host_mb: Num = None
+    peak_device_mb: Num = None
+
+
+class Printed(Part):
+    numbers_compared: int | None = None
+    numbers_agree: int | None = None
+
+
+class CompareParity(Part):
+    agree: bool | None = None
+    stdout: Printed | None = None
+
+    @property
+    def share(self) -> float:
+        """The share of the numbers the script printed that agree with the CPU arm (NaN: none compared)."""
+        out = self.stdout
+        return (out.numbers_agree or 0) / out.numbers_compared if out and out.numbers_compared else math.nan
+
+
+class Fallback(Part):
+    accelerator: str | None = None
+    function: str | None = None
+    gpu_calls: int | None = None
+    gpu_seconds: Num = None
+    cpu_calls: int | None = None
+    cpu_seconds: Num = None
+
+
+class CompareRecord(Record):
+    """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
+
+    kind: Literal["compare"] = "compare"
+    workflow: str | None = None
+    program: Program = Program()
+    arms: dict[str, CompareArm] = {}
+    speedup: dict[str, Num] = {}
+    parity: CompareParity = CompareParity()
+    fallbacks: list[Fallback] = []
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        return "script compared", "scripts compared"
+
+    def summary(self) -> Summary:
+        args = " ".join(str(a) for a in self.program.args)
+        out = self.parity.stdout
+        counted = f" ({out.numbers_agree}/{out.numbers_compared} numbers)" if out and out.model_fields_set else ""
+        ran = [a for a in ARMS if a in self.arms and self.arms[a].ok]
+        return Summary(
+            data=f"{_name(self.program.path or '?')} {args}".strip(),
+            devices=" + ".join(a.upper() for a in ran) or "none ran",
+            speedup=_nan(self.speedup.get("wall_cold")),
+            speedup_of="cold wall",
+            parity=_parity_text(self.parity.agree) + counted,
+        )
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        return _arm_reasons(self.arms)
+
+
+class ScalingRow(Part):
+    """One stage at one worker count of one arm (``kind``: ``gpu``, ``cpu``, ``single-process``;
+    an old record names the cluster instead: ``local-cuda`` GPU workers, ``local`` CPU workers)."""
+
+    workers: int | None = None
+    kind: str | None = None
+    threads_per_worker: int | None = None
+    stage: str | None = None
+    seconds: Num = None
+    speedup_vs_1: Num = None
+    efficiency: Num = None
+    gpu_vs_cpu: Num = None
+    metric: Num = None
+
+    @property
+    def arm(self) -> str:
+        kind = str(self.kind)
+        return kind if kind in ARMS else "gpu" if kind == "local-cuda" else "cpu"
+
+    @property
+    def clustered(self) -> bool:
+        return self.kind != "single-process"
+
+
+class ScalingRun(Part):
+    workers: int | None = None
+    kind: str | None = None
+    cluster: Cluster | None = None
+    arm: RunArm | None = None
+
+
+class ScalingRecord(Record):
+    """A scaling study (``accel scale``): seconds per stage at each worker count, per arm."""
+
+    kind: Literal["scaling"] = "scaling"
+    workflow: str | None = None
+    cluster_kind: str | None = None
+    config: RunSettings = RunSettings()
+    data: dict[str, Any] = {}
+    worker_counts: list[int] = []
+    speedup_reference: dict[str, int | str | None] = {}
+    metric_name: str | None = None
+    rows: list[ScalingRow] = []
+    runs: list[ScalingRun] = []
+    skipped_arms: dict[str, str] = {}
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        return "scaling study", "scaling studies"
+
+    def rows_used(self) -> str:
+        for run in self.runs:
+            used = ((run.arm.rows if run.arm else None) or Rows()).used()
+            if used is not None:
+                return _count(used)
+        return _count(self.data.get("rows_requested"))
+
+    def devices(self) -> str:
+        arms = [k for k in dict.fromkeys(str(r.kind) for r in self.rows) if k != "single-process"]
+        counts = self.worker_counts or sorted({r.workers for r in self.rows if r.clustered and r.workers is not None})
+        which = " and ".join(a.upper() for a in ARMS if a in arms)  # an old record's rows name the cluster instead
+        text = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
+        text = text.replace("Dask : ", "Dask: ").replace("  ", " ")
+        return text + ("; one process" if any(not r.clustered for r in self.rows) else "")
+
+    def headline(self) -> tuple[float, str]:
+        totals = [r for r in self.rows if r.stage == "total" and r.clustered]
+        versus = [r for r in totals if number(r.gpu_vs_cpu)]
+        if versus:  # both arms ran: the GPU workers against as many CPU workers
+            top = max(versus, key=lambda r: r.workers or 0)
+            return float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
+        best = max(totals, key=lambda r: (r.workers or 0, r.kind == "gpu"), default=None)
+        if best is None:
+            return math.nan, ""
+        ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
+        return _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
+
+    def arm_metrics(self) -> dict[str, dict[str, Any]]:
+        """Each arm's metric at its most workers."""
+        scored = [r for r in self.rows if r.clustered and number(r.metric)]
+        if not self.metric_name or not scored:
+            return {}
+        by_arm: dict[str, ScalingRow] = {}
+        for r in scored:
+            if (r.workers or 0) >= (by_arm[r.arm].workers or 0 if r.arm in by_arm else 0):
+                by_arm[r.arm] = r
+        return {self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}}
+
+    def summary(self) -> Summary:
+        speedup, of = self.headline()
+        return Summary(
+            data=self.config.data_name(self.workflow),
+            rows=self.rows_used(),
+            devices=self.devices(),
+            speedup=speedup,
+            speedup_of=of,
+            metrics=self.arm_metrics(),
+        )
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        out = [(a, "skipped", why) for a, why in self.skipped_arms.items()]
+        for r in self.runs:
+            why = r.arm.failed_reason() if r.arm else None
+            if why:
+                arm = r.kind if r.kind in ARMS else (r.cluster.worker_kind if r.cluster else None) or "cpu"
+                out.append((str(arm), *why))
+        return out
+
+
+class ExperimentRow(Part):
+    """One experiment of a snapshot (:class:`accel.hpo.experiments.Row`, written)."""
+
+    name: Any = None
+    workflow: str | None = None
+    arm: str | None = None
+    model: str | None = None
+    metric_name: str | None = None
+    metric: Num = None
+    seconds: Num = None
+    peak_mb: Num = None
+    pareto: bool = False
+    group: str | None = None
+
+
+class ExperimentsRecord(Record):
+    """A snapshot of ``accel experiments``: every experiment under a folder, fronts marked."""
+
+    kind: Literal["experiments"] = "experiments"
+    created_at: str | None = None
+    folder: str | None = None
+    rows: list[ExperimentRow] = []
+
+    @property
+    def started(self) -> datetime | None:
+        try:
+            return datetime.fromisoformat(str(self.started_at or self.created_at))
+        except ValueError:
+            return None
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        return "experiments snapshot", "experiments snapshots"
+
+    @property
+    def measures(self) -> bool:
+        return False
+
+    def summary(self) -> Summary:
+        return Summary(data="")
+
+
+class PredictRecord(PairedRecord):
+    """New rows scored with a run's pipeline (``accel predict``)."""
+
+    kind: Literal["predict"] = "predict"
+    pipeline: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    output: dict[str, Any] = {}
+    parity: RunParity = RunParity()
+
+    def summary(self) -> Summary:
+        return Summary(
+            data=_name(self.data.get("path") or self.pipeline.get("trained_on") or ""),
+            rows=_count(self.output.get("rows")),
+            devices=self.devices(),
+            speedup=_nan(self.speedup.get("total")),
+            speedup_of="total, CPU s / GPU s",
+            parity=_parity_text(self.parity.ok),
+        )
+
+
+class Fairness(Part):
+    line: str | None = None
+
+
+class BenchConfig(Part):
+    repeats: int | None = None
+
+
+class BenchRecord(Record):
+    """A benchmark result (``accel bench`` and the scripts in ``benchmarks/``); ``benchmark``
+    names which. The benchmarks the report lays out have their own class (:data:`BENCHMARKS`);
+    the others are read as this, their fields kept as they are."""
+
+    kind: Literal["bench"] = "bench"
+    benchmark: str = "?"
+    config: BenchConfig = BenchConfig()
+    gpu: Arm | None = None
+    fairness: Fairness | None = None
+
+    @property
+    def kind_text(self) -> str:
+        return f"bench {self.benchmark.replace('_', ' ')}"
+
+    @property
+    def noun(self) -> tuple[str, str]:
+        name = self.benchmark.replace("_", " ")
+        return f"{name} benchmark", f"{name} benchmarks"
+
+    def devices(self) -> str:
+        gpu = self.gpu
+        return "CPU" + (f" + {getattr(gpu, 'device_name', None) or 'GPU'}" if gpu is not None and gpu.ok else "")
+
+    def summary(self) -> Summary:
+        return Summary(data=self.benchmark, devices=self.devices())
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        why = self.gpu.failed_reason() if self.gpu else None
+        return [("gpu", *why)] if why else []
+
+
+class Timed(Arm):
+    """An arm's timing of one question or operation."""
+
+    run1: Num = None
+    run2: Num = None
+    median: Num = None
+    rows: int | None = None
+    checksum: list[Any] = []
+    agree: bool | None = None
+
+
+class DbQuestion(Part):
+    question: str
+    title: str = ""
+    cpu: Timed = Timed()
+    gpu: Timed = Timed()
+    speedup: Num = None
+    agree: bool | None = None
+
+
+class Engine(Arm):
+    threads: int | str | None = None
+    version: str | None = None
+    questions: dict[str, Timed] = {}
+
+
+class DbData(Part):
+    x: str | None = None
+
+
+class DataFile(Part):
+    """A data file a benchmark read: its size and sha256 (a regenerated file with the same bytes is the same data)."""
+
+    bytes: int | None = None
+    sha256: str | None = None
+
+
+class DbBench(BenchRecord):
+    """db-benchmark's groupby or join questions, pandas against cuDF (and other CPU engines)."""
+
+    data: DbData = DbData()
+    data_files: dict[str, DataFile] = {}
+    questions: list[DbQuestion] = []
+    engines: dict[str, Engine] = {}
+    arms: dict[str, Any] = {}
+
+    def summary(self) -> Summary:
+        checked = [q.agree for q in self.questions if q.agree is not None]
+        n = len(self.questions)
+        source = _name(self.data.x or "?")
+        if self.benchmark == "db_join":
+            source = _name(Path(str(self.data.x or "?")).parent) or "join tables"
+        rows_in = ((self.arms.get("cpu") or {}).get("rows_in") or {}) if isinstance(self.arms.get("cpu"), dict) else {}
+        return Summary(
+            data=source,
+            rows=_count(rows_in.get("x")),
+            devices=self.devices(),
+            speedup=_geomean([q.speedup for q in self.questions]),
+            speedup_of=f"geometric mean of {n} questions" if n > 1 else "the question",
+            parity=f"{sum(bool(a) for a in checked)}/{len(checked)} agree" if checked else "n/a",
+        )
+
+
+class Stats(Part):
+    median: Num = None
+
+
+class FitArm(Arm):
+    fit: Stats = Stats()
+    predict: Stats = Stats()
+    quality: Num = None
+
+
+class ModelTimed(Part):
+    model: str
+    metric: str = "metric"
+    cpu: FitArm = FitArm()
+    gpu: FitArm = FitArm()
+    fit_speedup: Num = None
+    predict_speedup: Num = None
+
+    def arm(self, name: str) -> FitArm:
+        return self.gpu if name == "gpu" else self.cpu
+
+
+class ModelsData(Part):
+    rows: int | None = None
+    features: int | None = None
+
+
+class ModelsBench(BenchRecord):
+    """Models fitted and scored on both arms (scikit-learn / XGBoost CPU against cuML / XGBoost CUDA)."""
+
+    data: ModelsData = ModelsData()
+    models: list[ModelTimed] = []
+
+    def summary(self) -> Summary:
+        n = len(self.models)
+        return Summary(
+            data=f"synthetic {self.data.features or '?'} features",
+            rows=_count(self.data.rows),
+            devices=self.devices(),
+            speedup=_geomean([m.fit_speedup for m in self.models]),
+            speedup_of="fit" + (f", geometric mean of {n} models" if n > 1 else ""),
+        )
+
+
+class Point(Part):
+    rows: int
+    cpu: Timed = Timed()
+    gpu: Timed = Timed()
+    speedup: Num = None
+
+    def arm(self, name: str) -> Timed:
+        return self.gpu if name == "gpu" else self.cpu
+
+
+class Operation(Part):
+    operation: str
+    description: str = ""
+    points: list[Point] = []
+    gpu_status: str | None = None
+    crossover_rows: int | None = None
+
+
+class CrossoverBench(BenchRecord):
+    """One operation timed at growing sizes on both arms: from how many rows the GPU arm wins."""
+
+    sizes: list[int | Any] = []
+    operations: list[Operation] = []
+
+    def summary(self) -> Summary:
+        sizes = [s for s in self.sizes if isinstance(s, int)]
+        return Summary(
+            data="synthetic, " + ", ".join(op.operation for op in self.operations),
+            rows=f"{min(sizes):,} – {max(sizes):,}" if sizes else "",
+            devices=self.devices(),
+            speedup=_geomean([op.points[-1].speedup for op in self.operations if op.points]),
+            speedup_of="at the largest size",
+        )
+
+
+class OverheadQuestion(Part):
+    question: str
+    title: str = ""
+    accel_median: Num = None
+    plain_median: Num = None
+    ratio: Num = None
+    ratio_min: Num = None
+    checksums_equal: bool | None = None
+    max_rel_diff: Num = None
+
+
+class GroupbyOverheadBench(BenchRecord):
+    """accel's pandas arm against db-benchmark's own pandas solution."""
+
+    rows: int | None = None
+    k: int | None = None
+    target: Num = None
+    dispatch_overhead_seconds: Num = None
+    questions: list[OverheadQuestion] = []
+
+    def summary(self) -> Summary:
+        return Summary(data="db-benchmark groupby", rows=_count(self.rows), devices=self.devices())
+
+
+class AccelVsHand(Part):
+    accel: Num = None
+    handwritten: Num = None
+
+
+class FlightsOverheadBench(BenchRecord):
+    """The flights workflow's CPU arm against a hand-written script."""
+
+    median_seconds: AccelVsHand = AccelVsHand()
+    auc: AccelVsHand = AccelVsHand()
+    ratio: Num = None
+
+    def summary(self) -> Summary:
+        return Summary(data="flights", devices=self.devices())
+
+
+#: The benchmarks readers lay out, each read as its own class.
+BENCHMARKS: dict[str, type[BenchRecord]] = {
+    "db_groupby": DbBench, "db_join": DbBench, "models": ModelsBench, "crossover": CrossoverBench,
+    "groupby_overhead": GroupbyOverheadBench, "flights_overhead": FlightsOverheadBench,
+}  # fmt: skip
+#: The class of each kind of record (a benchmark result: by its ``benchmark``, :data:`BENCHMARKS`).
+RECORD_CLASSES: dict[str, type[Record]] = {
+    "run": RunRecord, "hpo": HpoRecord, "compare": CompareRecord, "bench": BenchRecord,
+    "scaling": ScalingRecord, "experiments": ExperimentsRecord, "predict": PredictRecord,
+}  # fmt: skip
+
+
+class RecordError(ValueError):
+    """A file that is not a record accel can read; the message says what is wrong, in one line."""
+
+
+class NotARecord(RecordError):
+    """JSON that is no record at all (no kind, none to infer): a reader passes over it."""
+
+
+def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier ``schema_version`` as this version writes it.
+
+    1 or none (the results the scripts in ``benchmarks/`` wrote before they had a head, runs
+    before records carried ``kind``): its kind inferred (:func:`kind_of`). 2: its ``run_id``
+    was not its file name; it is read as it is. A later version than this accel's is refused.
+    """
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        version = 1
+    if version > SCHEMA_VERSION:
+        raise RecordError(f"written by a newer accel (schema_version {version}; this one reads up to {SCHEMA_VERSION})")
+    kind = kind_of(raw)
+    if kind is None:
+        raise NotARecord("not a run record or benchmark result")
+    return {**raw, "schema_version": SCHEMA_VERSION, "kind": kind}
+
+
+def parse_record(raw: object) -> Record:
+    """``raw`` (a record's JSON, read) as its typed class, upgraded to this ``schema_version``.
+
+    Raises :class:`RecordError` naming, in one line, what is wrong: not a record, or the first
+    fields not of the shape of its kind.
+    """
+    if not isinstance(raw, dict):
+        raise NotARecord("not a run record or benchmark result")
+    raw = upgrade(raw)
+    cls = RECORD_CLASSES[raw["kind"]]
+    if cls is BenchRecord:
+        cls = BENCHMARKS.get(str(raw.get("benchmark")), BenchRecord)
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        wrong = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()[:3])
+        raise RecordError(f"not the shape of a {raw['kind']} record ({wrong})"[:240]) from None
+
+
+def read_record(path: Path) -> Record:
+    """The record in ``path``, typed (:func:`parse_record`): the one reader of records.
+
+    Raises :class:`RecordError` for a file that is not readable JSON, not a record, or not of its
+    kind's shape; the message says which, in one line.
+    """
+    try:
+        raw = load_record(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"not readable JSON ({type(exc).__name__})") from None
+    return parse_record(raw)

@@ -31,7 +31,6 @@ from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
-from accel.record import RunRecord
 from accel.registry import DEFAULT_MODEL, MODELS, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer
@@ -326,7 +325,7 @@ def paired_run(
     listener: Listener | None = None,
     on_plan: Callable[[Workflow], None] | None = None,
     process_start: float | None = None,
-) -> tuple[RunRecord, Path]:
+) -> tuple[dict[str, Any], Path]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
     Everything that can be refused is checked before the first stage starts (output folder,
@@ -420,23 +419,18 @@ def run_record(
     environment: dict[str, Any],
     started: datetime,
     finished: datetime,
-    *,
-    model: dict[str, Any],
-    wall: dict[str, Any],
-    mode: str | None = None,
-) -> RunRecord:
+    **extra: Any,
+) -> dict[str, Any]:
     """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
 
     ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
     cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
-    come from both. ``model`` describes the model, ``wall`` is :func:`wall_timeline`'s, and
-    ``mode`` says where the arms ran when not in this process (``"dask"``).
+    come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
     """
     from accel.record import record_head
 
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
-    paired = pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu)
-    record: RunRecord = {
+    record: dict[str, Any] = {
         **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
@@ -447,14 +441,9 @@ def run_record(
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
         "environment": environment,
-        "arms": paired["arms"],
-        "speedup": paired["speedup"],
-        "parity": paired["parity"],
-        "model": model,
-        "wall": wall,
+        **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),
+        **extra,  # model, wall, mode
     }
-    if mode is not None:
-        record["mode"] = mode
     return record
 
 

@@ -166,12 +166,18 @@ class Timing:
         }
 
 
-def timed_call(fn: Callable[[], Any], backend: Backend) -> tuple[float, Any]:
-    """Seconds of one call of ``fn()`` with the device synchronised before and after, and its result."""
-    backend.synchronize()
+def timed_call(fn: Callable[[], Any], backend: Backend | None = None) -> tuple[float, Any]:
+    """Seconds of one call of ``fn()`` with the device synchronised before and after, and its result.
+
+    The one clock of the runs, ``accel bench`` and the scripts in ``benchmarks/`` (their harness,
+    ``benchmarks/common.py``); ``backend`` None: the work runs in other processes or on the CPU only.
+    """
+    if backend is not None:
+        backend.synchronize()
     start = time.perf_counter()
     out = fn()
-    backend.synchronize()
+    if backend is not None:
+        backend.synchronize()
     return time.perf_counter() - start, out
 
 

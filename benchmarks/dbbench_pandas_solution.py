@@ -8,6 +8,9 @@ then ``timeit.default_timer()`` around the expression alone.
 
 It is the yardstick of ``bench_groupby_overhead.py``: accel's pandas arm must answer every
 question within 1.1x of this code's time, with the same checksums. Nothing here imports accel.
+As a program (``python benchmarks/dbbench_pandas_solution.py DATA [QUESTION ...]``) it answers
+the questions (all by default) once each and prints ``{question: run(...)}`` as one JSON line:
+the reference the tests compare accel's answers with.
 """
 
 from __future__ import annotations
@@ -106,3 +109,11 @@ def run(x: pd.DataFrame, name: str) -> dict:
     out = {"seconds": t, "rows": int(ans.shape[0]), "cols": int(ans.shape[1]), "checksum": [float(v) for v in chk()]}
     del ans
     return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    data = load(sys.argv[1])
+    print(json.dumps({name: run(data, name) for name in sys.argv[2:] or QUESTIONS}))

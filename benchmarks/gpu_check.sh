@@ -263,22 +263,22 @@ phase_flights() {
 
 phase_memory() {
   if [ "$DRY_RUN" = 1 ]; then echo "dry run: memory benchmarks not run (tested by tests/test_memory_*.py)"; return; fi
-  step bench-memory "$PY" benchmarks/bench_memory.py --device gpu --budget "${MEMORY_BUDGET:-4GB}" --out "$RESULTS"
-  step bench-rmm-pool "$PY" benchmarks/bench_rmm_pool.py --out "$RESULTS"
+  step bench-memory "$PY" benchmarks/bench_memory.py --device gpu --budget "${MEMORY_BUDGET:-4GB}" --results "$RESULTS"
+  step bench-rmm-pool "$PY" benchmarks/bench_rmm_pool.py --results "$RESULTS"
 }
 
 phase_dask() {
   if [ "$DRY_RUN" = 1 ]; then echo "dry run: Dask-CUDA benchmark not run (tested by tests/test_dask_*.py)"; return; fi
-  step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --out "$RESULTS"
+  step bench-dask "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --scale "${DASK_SCALE:-10}" --results "$RESULTS"
   # A user's table on Dask-cuDF partitions, one Dask-CUDA worker against the single-process GPU arm.
-  step bench-dask-table "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --table "${DASK_TABLE_ROWS:-1e6}" --rounds 100 --out "$RESULTS"
+  step bench-dask-table "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --table "${DASK_TABLE_ROWS:-1e6}" --rounds 100 --results "$RESULTS"
   # The paired cluster run: the GPU arm on GPU workers, the CPU baseline on as many CPU workers.
   step run-flights-local-cuda "${ACCEL[@]}" run flights --cluster local-cuda --out "$RESULTS"
   # The same pairing on a user's table (a generated CSV kept under $KEEP), then with each GPU
   # worker's device memory limited to DASK_DEVICE_LIMIT (cuDF spilling is on for accel's clusters).
   local table="$KEEP/dask-table-${DASK_TABLE_ROWS:-1e6}.csv"
   mkdir -p "$KEEP"
-  [ -e "$table" ] || step data-dask-table "$PY" benchmarks/bench_own_table_speed.py --generate "${DASK_TABLE_ROWS:-1e6}" "$table"
+  [ -e "$table" ] || step data-dask-table "$PY" -m accel_fixtures.tables "${DASK_TABLE_ROWS:-1e6}" "$table"
   step run-table-local-cuda "${ACCEL[@]}" run --data "$table" --target y --probe off --cluster local-cuda --out "$RESULTS"
   step run-table-local-cuda-spill "${ACCEL[@]}" run --data "$table" --target y --probe off --cluster local-cuda \
     --device-memory-limit "${DASK_DEVICE_LIMIT:-200MB}" --out "$RESULTS"

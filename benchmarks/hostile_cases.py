@@ -16,7 +16,7 @@ judges what came back:
   active in a user's run;
 - ``misleading``: refused, but the message says something untrue.
 
-The cases live in ``tests/hostile_inputs.py`` (the older kinds, named by what such an input
+The cases live in ``accel_fixtures/hostile_inputs.py`` (the older kinds, named by what such an input
 used to end in, and secrets in records and messages, writes only where asked, Arrow and Parquet
 types, header names and encodings, a file that changes after planning, search settings, one line
 instead of a traceback, results that mean nothing, processes left running, signals): one table
@@ -30,7 +30,7 @@ a missing study: its storage), which the tests do not allow a refused run.
 
 Run against any checkout: ``--tree DIR`` puts ``DIR/accel`` first on the path of this process
 (where the cases build their inputs) and of every ``accel`` it starts, while the cases, the
-tests' helpers and this script stay this checkout's (an older tree has older ``tests``, or none).
+fixtures and this script stay this checkout's (an older tree has older ``accel_fixtures``, or none).
 The results name the code under test (``code_under_test``: the tree, its commit, whether its
 ``accel`` had changes not committed, and the ``accel`` a started process imported) apart from the
 code of the cases (``cases_git_sha``). Prints a Markdown table and writes it as JSON to
@@ -62,9 +62,9 @@ from typing import Any
 
 import pandas as pd
 
+from accel_fixtures import hostile_inputs  # the table of cases the tests run too
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-from tests import hostile_inputs  # noqa: E402 - the table of cases the tests run too
 
 #: What every result starts with, as ``accel.record.record_head("bench")`` writes it (then the
 #: ``run_id``). Spelled out, not imported: ``--tree`` may put an older accel first on the path.
@@ -386,7 +386,7 @@ def _(tmp: Path) -> Setup:
 # ---- inputs refused cleanly before (kept to see that they stay so)
 
 
-# ---- the shared table (tests/hostile_inputs.py), which tests/test_hostile.py runs too
+# ---- the shared table (accel_fixtures/hostile_inputs.py), which tests/test_hostile.py runs too
 
 
 def shared_case(case: hostile_inputs.Case) -> Case:
@@ -535,7 +535,9 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, help="the checkout whose accel is under test (default: the accel imported)")
     parser.add_argument("--only", help="comma-separated case names")
     parser.add_argument("--kind", help="comma-separated kinds (secrets, writes, search, 'one line', hang, ...)")
-    parser.add_argument("--shared", action="store_true", help="only the cases of the shared table (tests/hostile_inputs.py)")
+    parser.add_argument(
+        "--shared", action="store_true", help="only the cases of the shared table (accel_fixtures/hostile_inputs.py)"
+    )
     parser.add_argument("--listed", action="store_true", help="without the cases marked invented")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
@@ -560,7 +562,7 @@ def main() -> int:
     code = code_under_test(root)
     own_tree = HERE.parent  # the cases' commit, as the run starts (the checkout may move on meanwhile)
     cases_code = {"git_sha": git(own_tree, "rev-parse", "HEAD"),
-                  "modified": bool(git(own_tree, "status", "--porcelain", "tests/hostile_inputs.py", "benchmarks/hostile_cases.py"))}  # fmt: skip
+                  "modified": bool(git(own_tree, "status", "--porcelain", "accel_fixtures/hostile_inputs.py", "benchmarks/hostile_cases.py"))}  # fmt: skip
     root.chmod(0o755)  # the unreadable-data case runs as nobody under it
     SHARED.chmod(0o755)
     rows = []

@@ -55,14 +55,14 @@ def test_statistics_come_from_training_rows_only(backend):
 # choice), so it has no GPU twin.
 
 
-def _shops(n: int, seed: int = 0) -> pd.DataFrame:
-    """80 shops (more than NATIVE_MAX): half gain with x, half lose. Each shop's mean is 0, so a
+def _shops(n: int, seed: int = 0, shops: int = 80) -> pd.DataFrame:
+    """``shops`` shops (more than NATIVE_MAX): half gain with x, half lose. Each shop's mean is 0, so a
     target encoding says nothing; native categories can group the shops and then split on x."""
     rng = np.random.default_rng(seed)
-    shop = rng.integers(0, 80, n)
-    sign = np.where(rng.random(80) < 0.5, -1.0, 1.0)
+    shop = rng.integers(0, shops, n)
+    sign = np.where(rng.random(shops) < 0.5, -1.0, 1.0)
     x = rng.normal(size=n)
-    return pd.DataFrame({"shop": [f"shop{k:02d}" for k in shop], "x": x, "y": 3 * sign[shop] * x + rng.normal(0, 0.3, n)})
+    return pd.DataFrame({"shop": [f"shop{k:05d}" for k in shop], "x": x, "y": 3 * sign[shop] * x + rng.normal(0, 0.3, n)})
 
 
 def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None, probe: str = "auto"):
@@ -89,6 +89,21 @@ def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path
     assert TableFeaturizer(pd, plan, "native", 0).encoding["shop"] == "native categorical"
     # Models that cannot take native categories still get the target encoding.
     assert TableFeaturizer(pd, plan, "linear", 0).encoding["shop"].startswith("out-of-fold")
+
+
+def test_a_repeated_key_of_thousands_of_values_is_probed_too(tmp_path):
+    """6,000 shops of about 4 rows each, each at its own level: a key (not an ID) that native
+    splits use better than a target encoding of a few rows per value; the probe measures it."""
+    rng = np.random.default_rng(0)
+    shop, level = rng.integers(0, 6000, 24_000), rng.lognormal(0, 1, 6000)  # a shop's own level, skewed as prices are
+    x = rng.normal(size=shop.size)
+    frame = pd.DataFrame({"shop": [f"shop{k:05d}" for k in shop], "x": x, "y": level[shop] * (1 + 0.2 * x)})
+    planned = _plan(tmp_path, frame, "y", "native", probe="force")
+    probe = planned.plan.encoding_probe
+    shop = next(c for c in planned.plan.columns if c.name == "shop")
+    assert shop.kind == "categorical" and shop.cardinality > 4096, shop
+    assert probe["candidates"] == ["shop"] and probe["chosen"] == "native", probe
+    assert probe["native"] < probe["target_encoding"], probe
 
 
 def test_encoding_probe_runs_only_for_xgboost_and_with_enough_rows(tmp_path):

@@ -266,4 +266,4 @@ def test_report_sets_aside_a_compare_record_of_the_wrong_shape(tmp_path):
     proc = run_accel("report", str(out), "--out", str(page))
     assert proc.returncode == 0, proc.stderr
     text = page.read_text()
-    assert 'id="compare"' in text and "broken.json" in text and "not the shape of its kind" in text
+    assert 'id="compare"' in text and "broken.json" in text and "not the shape of a compare record (arms:" in text

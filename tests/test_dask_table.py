@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,7 @@ from accel.cli.main import main
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.scaleout.runner import DASK_PARITY_TOLERANCE
-from accel.timing import STAGES
+from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.table_dask import (
     CSV_BLOCK_BYTES,
@@ -30,7 +29,8 @@ from accel.workflows.table_dask import (
     merge_fits,
     worker_plan,
 )
-from tests.conftest import ROOT, read_json, records_in, run_accel
+from accel_fixtures.tables import write_wide_table
+from tests.conftest import read_json, records_in, run_accel
 from tests.dask_table_bodies import (
     check_table_features_match_single_process,
     check_table_run_agrees_with_single_process,
@@ -38,9 +38,6 @@ from tests.dask_table_bodies import (
     write_tables,
 )
 from tests.test_cli import assert_one_line_error
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_dask_overhead import write_wide_table  # noqa: E402  (the benchmark's own table)
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +196,7 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert r["features"]["cpu"]["encodings"] == single["features"]["cpu"]["encodings"]
     cpu, gpu = r["arms"]["cpu"], r["arms"]["gpu"]
     assert cpu["status"] == "ok" and cpu["placement"] == "dask" and cpu["device_used"] == "cpu"
-    assert set(cpu["stages"]) == set(STAGES) and cpu["train_retried"] is False
+    assert set(cpu["stages"]) == {*STAGES, *EXTRA_STAGES} and cpu["train_retried"] is False
     assert cpu["rows"] == single["arms"]["cpu"]["rows"] and cpu["features"] == single["arms"]["cpu"]["features"]
     assert gpu["status"] == "skipped" and gpu["reason"]
     assert all(math.isnan(v) for v in r["speedup"].values())

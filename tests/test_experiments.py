@@ -141,12 +141,13 @@ def test_a_comparison_with_nothing_compared_shows_no_parity():
     import math
 
     from accel.hpo.experiments import rows_from_compare_record
+    from accel.record import CompareRecord
 
     arms = {"cpu": {"status": "ok", "cold_seconds": 1.0}, "gpu": {"status": "skipped", "reason": "no GPU"}}
     record = {"program": {"path": "train.py", "args": []}, "arms": arms, "parity": {"agree": None}}
-    [cpu] = rows_from_compare_record(record, "c.json")
+    [cpu] = rows_from_compare_record(CompareRecord.model_validate(record), "c.json")
     assert cpu.arm == "cpu" and math.isnan(cpu.metric)
     arms["gpu"] = {"status": "ok", "cold_seconds": 0.5}
     record["parity"] = {"agree": False, "stdout": {"numbers_compared": 4, "numbers_agree": 3}}
-    by_arm = {r.arm: r.metric for r in rows_from_compare_record(record, "c.json")}
+    by_arm = {r.arm: r.metric for r in rows_from_compare_record(CompareRecord.model_validate(record), "c.json")}
     assert by_arm == {"cpu": 1.0, "gpu": 0.75}

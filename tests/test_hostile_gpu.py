@@ -1,6 +1,6 @@
-"""The shared table of hostile inputs (``tests/hostile_inputs.py``) on the GPU arm.
+"""The shared table of hostile inputs (``accel_fixtures/hostile_inputs.py``) on the GPU arm.
 
-Every case whose input is a table (its kind one of :data:`tests.hostile_inputs.TABLE_KINDS`),
+Every case whose input is a table (its kind one of :data:`accel_fixtures.hostile_inputs.TABLE_KINDS`),
 whose command is ``accel run`` and which the CPU arm handles (or whose file changes under the
 arms' reads) is run again with ``--device gpu``, by the same driver as the CPU
 test (``test_hostile.py::test_shared_case``): it must end in the same verdict, and where it is
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import hostile_inputs
+from accel_fixtures import hostile_inputs
 from tests.conftest import gpu_skip_reason, requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]

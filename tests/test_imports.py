@@ -263,3 +263,53 @@ def test_every_arm_is_run_by_the_one_runner():
     for executor in executors:
         assert issubclass(executor, Executor) and "execute" in vars(executor), executor
         assert all(callable(getattr(executor, m)) for m in members - {"name", "stages"}), executor
+
+
+# --------------------------------------------------------------------------- tests and benchmarks
+
+BENCHMARKS = ROOT / "benchmarks"
+#: The GPU check's planner (``gpu_check.sh plan``): a tool beside the benchmarks, not one of them;
+#: tests/test_gpu_plan.py checks its packing of wheels into calls as a unit.
+PLANNER = "gpu_plan"
+
+
+def _imports_and_paths(path: Path) -> tuple[set[str], list[str]]:
+    """The top-level names ``path`` imports (inside functions too), and the source of each call
+    that puts a folder on ``sys.path`` or loads a module from a file."""
+    text = path.read_text()
+    names: set[str] = set()
+    calls: list[str] = []
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called = ast.get_source_segment(text, node.func) or ""
+            if called in ("sys.path.insert", "sys.path.append") or called.endswith("spec_from_file_location"):
+                calls.append(ast.get_source_segment(text, node) or "")
+    return names, calls
+
+
+def test_tests_and_benchmarks_never_import_each_other():
+    """What both use lives in accel_fixtures; the tests run a benchmark as a program, never import it."""
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py")} - {PLANNER}
+    for path in (ROOT / "tests").rglob("*.py"):
+        names, calls = _imports_and_paths(path)
+        assert not names & (scripts | {"benchmarks"}), f"{path.name} imports a benchmark: {sorted(names & scripts)}"
+        assert not [c for c in calls if "benchmarks" in c and PLANNER not in c], f"{path.name} loads from benchmarks/: {calls}"
+    for path in BENCHMARKS.rglob("*.py"):
+        names, calls = _imports_and_paths(path)
+        assert "tests" not in names, f"benchmarks/{path.name} imports the tests"
+        assert not [c for c in calls if "tests" in c or "parents[1]" in c], (
+            f"benchmarks/{path.name} puts the tests in reach: {calls}"
+        )
+    for path in PACKAGE.rglob("*.py"):
+        assert "accel_fixtures" not in _imports_and_paths(path)[0], f"{path} imports accel_fixtures"
+
+
+def test_the_import_reader_sees_paths_and_imports(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import sys\ndef f():\n    from tests import x\n    sys.path.insert(0, 'benchmarks')\n")
+    names, calls = _imports_and_paths(probe)
+    assert "tests" in names and calls == ["sys.path.insert(0, 'benchmarks')"]

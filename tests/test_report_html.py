@@ -169,9 +169,10 @@ def test_page_is_self_contained_with_charts_inline(page):
     assert page.images, "charts are embedded"
     for src in page.images:
         assert report_checks.svg_of(src).lstrip().startswith("<?xml")
-    # Every chart of every section that draws one; a scaling chart per study.
+    # Every chart of every section that draws one: the runs' stages and the top features of each
+    # run's model (in one process and on Dask); a scaling chart per study.
     assert {s: len(c) for s, c in page.charts.items() if c} == {
-        "runs": 1, "compare": 1, "db-groupby": 1, "models": 1, "crossover": 1, "scaling": 2, "experiments": 1,
+        "runs": 3, "compare": 1, "db-groupby": 1, "models": 1, "crossover": 1, "scaling": 2, "experiments": 1,
     }  # fmt: skip
 
 

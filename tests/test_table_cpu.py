@@ -391,7 +391,7 @@ def test_bad_input_through_the_real_command(tmp_path):
 
 def _many_valued_table(path, n=6000, seed=3):
     rng = np.random.default_rng(seed)
-    shop = rng.integers(0, 200, n)  # 200 values: a probe candidate (33-4,096)
+    shop = rng.integers(0, 200, n)  # 200 values: a probe candidate (33-65,536)
     effect = rng.normal(0, 1, 200)
     x = rng.normal(size=n)
     y = (effect[shop] + x + rng.normal(0, 0.5, n) > 0).astype(int)

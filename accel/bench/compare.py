@@ -942,30 +942,6 @@ def render(record: dict[str, Any], console: Any) -> None:
         console.print(table)
 
 
-def experiment_rows(record: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """What ``accel experiments`` shows of a compare record: one row per arm that ran."""
-    rows = []
-    parity = record.get("parity") or {}
-    stdout = parity.get("stdout") or {}
-    share = stdout.get("numbers_agree", 0) / stdout["numbers_compared"] if stdout.get("numbers_compared") else math.nan
-    for arm, r in (record.get("arms") or {}).items():
-        if not isinstance(r, dict) or r.get("status") != "ok":
-            continue
-        rows.append(
-            {
-                "arm": arm,
-                "seconds": r.get("cold_seconds"),
-                "peak_host_mb": r.get("peak_host_mb"),
-                "peak_device_mb": r.get("peak_device_mb"),
-                # The CPU arm is the reference (1 when the GPU arm's numbers were compared with it;
-                # NaN, shown as a dash, when nothing was compared).
-                "metric": (1.0 if not math.isnan(share) else math.nan) if arm == "cpu" else share,
-                "source": source,
-            }
-        )
-    return rows
-
-
 # --------------------------------------------------------------------------- CLI
 
 

@@ -232,7 +232,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     Questions are taken from the first result that has them."""
     from accel.bench.engines import CPU_ENGINES
     from accel.environment import cpu_model
-    from accel.record import load_record
+    from accel.record import DbBench, Environment, read_record
 
     rows: dict[str, dict] = {}
     sources: dict[str, str] = {}
@@ -243,14 +243,14 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
     for path, lenient in expanded:
         try:
-            prior = load_record(path)
-            if not isinstance(prior, dict) or prior.get("benchmark") != benchmark:
+            prior = read_record(path)  # a RecordError is a ValueError: not a result
+            if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
                 raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-            theirs = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in (prior.get("data_files") or {}).items()}
-            mine = {r: {k: f.get(k) for k in ("bytes", "sha256")} for r, f in data_files.items()}
+            theirs = {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()}
+            mine = {r: (f.get("bytes"), f.get("sha256")) for r, f in data_files.items()}
             if theirs != mine:
                 raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-            host = (prior.get("environment") or {}).get("cpu_model")
+            host = (prior.environment or Environment()).cpu_model
             if host != cpu_model():
                 raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
         except (OSError, ValueError) as exc:
@@ -261,17 +261,17 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
             if lenient:
                 continue
             raise
-        arm = arm or {k: v for k, v in (prior.get("arms") or {}).get("cpu", {}).items() if k != "questions"}
-        for row in prior.get("questions") or []:
-            if (row.get("cpu") or {}).get("status") == "ok" and row["question"] not in rows:
-                rows[row["question"]] = row["cpu"]
-                sources[row["question"]] = str(path)
-        for name, eng in (prior.get("engines") or {}).items():
-            if name not in CPU_ENGINES or eng.get("status") != "ok":
+        arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
+        for row in prior.questions:
+            if row.cpu.ok and row.question not in rows:
+                rows[row.question] = row.cpu.model_dump(exclude_unset=True)
+                sources[row.question] = str(path)
+        for name, eng in prior.engines.items():
+            if name not in CPU_ENGINES or not eng.ok:
                 continue
-            merged = engines.setdefault(name, {**{k: v for k, v in eng.items() if k != "questions"}, "questions": {}})
-            for q, a in (eng.get("questions") or {}).items():
-                merged["questions"].setdefault(q, {**a, "reused_from": str(path)})
+            merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+            for q, a in eng.questions.items():
+                merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")

@@ -74,7 +74,7 @@ def add_probe_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--probe",
         choices=["auto", "off", "force"],
-        help="with --data and xgboost: the encoding probe for categorical columns of 33-4,096 values "
+        help="with --data and xgboost: the encoding probe for categorical columns of 33-65,536 values "
         "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
         "off: target encoding; force: probe again)",
     )

@@ -24,8 +24,22 @@ from typing import Any
 
 from accel.errors import AccelError
 from accel.hpo.study import is_optuna_sqlite  # noqa: F401 - read here by callers
-from accel.record import kind_of, record_head
-from accel.record import loads as record_loads
+from accel.record import (
+    ArmMemory,
+    Batches,
+    CompareRecord,
+    HpoRecord,
+    ModelInfo,
+    NotARecord,
+    Precision,
+    RecordError,
+    RunArm,
+    RunRecord,
+    RunSettings,
+    Scored,
+    read_record,
+    record_head,
+)
 from accel.registry import DEFAULT_MODEL, MODELS
 
 #: Whether a larger value of a metric is better.
@@ -90,32 +104,24 @@ def describe_model(name: str, params: dict[str, Any] | None) -> str:
     return f"{name} {shown}".strip()
 
 
-def model_seconds(result: dict[str, Any]) -> float:
+def model_seconds(result: RunArm) -> float:
     """Seconds to build the model input, train and predict (what a search times), else the run's total."""
-    stages = result.get("stages") or {}
-    if all(isinstance(stages.get(s), (int, float)) for s in MODEL_STAGES):
-        return float(sum(stages[s] for s in MODEL_STAGES))
-    return _num(result.get("total_seconds"))
+    timed = [result.stages.get(s) for s in MODEL_STAGES]
+    if all(isinstance(t, (int, float)) for t in timed):
+        return float(sum(t or 0.0 for t in timed))
+    return _num(result.total_seconds)
 
 
-def _workflow_label(record_workflow: str, config: dict[str, Any]) -> str:
-    data = config.get("data")
-    return f"table:{Path(str(data)).name}" if data else str(record_workflow or config.get("workflow", "?"))
+def _workflow_label(record_workflow: str | None, config: RunSettings) -> str:
+    return f"table:{Path(str(config.data)).name}" if config.data else str(record_workflow or config.workflow or "?")
 
 
-def _group(workflow: str, config: dict[str, Any], metric: str, evaluated_on: str) -> str:
-    rows = config.get("rows") or "all"
+def _group(workflow: str, config: RunSettings, metric: str, evaluated_on: str) -> str:
+    rows = config.rows or "all"
     # Two tables may share a file name (a/data.csv, b/data.csv): the group names the path.
-    table = f"table:{config['data']}" if config.get("data") else workflow
-    return f"{table} · rows {rows} · test {config.get('test_size', 0.2)} · seed {config.get('seed', '?')} · {metric} on {evaluated_on}"
-
-
-def batch_rows_label(batches: dict[str, Any] | None, config: dict[str, Any]) -> str:
-    """``all`` when the model input was one batch, else the rows per batch (the plan, else the config)."""
-    if batches and batches.get("rows_per_batch"):
-        return "all" if int(batches.get("batches") or 1) <= 1 else str(batches["rows_per_batch"])
-    given = config.get("batch_rows")
-    return str(given) if isinstance(given, int) else "all"
+    table = f"table:{config.data}" if config.data else workflow
+    test = config.test_size if config.test_size is not None else 0.2
+    return f"{table} · rows {rows} · test {test} · seed {config.seed if config.seed is not None else '?'} · {metric} on {evaluated_on}"
 
 
 def _num(v: Any) -> float:
@@ -129,128 +135,114 @@ def _metric_name(task: str | None) -> str:
     return "rmse" if task == "regression" else "auc"
 
 
-def rows_from_run_record(record: dict[str, Any], source: str) -> list[Row]:
+def rows_from_run_record(record: RunRecord, source: str) -> list[Row]:
     """One row per arm of an ``accel run`` record that ran (``status`` ok)."""
-    config = record.get("config") or {}
-    workflow = _workflow_label(record.get("workflow", ""), config)
-    metric = (record.get("parity") or {}).get("metric") or _metric_name(record.get("task"))
-    model = record.get("model") or {}
+    config = record.config
+    workflow = _workflow_label(record.workflow, config)
+    metric = record.parity.metric or _metric_name(record.task)
+    model = record.model if isinstance(record.model, ModelInfo) else ModelInfo(name=record.model or config.model or "?")
     out = []
-    for arm, result in (record.get("arms") or {}).items():
-        if not isinstance(result, dict) or result.get("status") != "ok":
+    for arm, result in record.arms.items():
+        if not result.ok:
             continue
-        device = str(result.get("device_used") or arm)
-        if result.get("device_name"):
-            device += f" ({result['device_name']})"
+        memory = result.memory or ArmMemory()
         out.append(
             Row(
                 name=f"run {Path(source).stem}",
                 workflow=workflow,
                 arm=arm,
-                device=device,
-                precision=str(
-                    ((result.get("memory") or {}).get("precision") or {}).get("precision") or config.get("precision") or "fp32"
-                ),
-                batch_rows=batch_rows_label((result.get("memory") or {}).get("batches"), config),
-                model=describe_model(str(model.get("name", config.get("model", "?"))), model.get("params")),
+                device=str(result.device_used or arm) + (f" ({result.device_name})" if result.device_name else ""),
+                precision=str((memory.precision or Precision()).precision or config.precision or "fp32"),
+                batch_rows=(memory.batches or Batches()).label(config.batch_rows),
+                model=describe_model(str(model.name or config.model or "?"), model.params),
                 metric_name=metric,
-                metric=_num((result.get("metrics") or {}).get(metric)),
+                metric=_num(result.metrics.get(metric)),
                 evaluated_on="hold-out",
                 seconds=model_seconds(result),
-                peak_host_mb=result.get("peak_host_mb"),
-                peak_device_mb=result.get("peak_device_mb"),
+                peak_host_mb=result.peak_host_mb,
+                peak_device_mb=result.peak_device_mb,
                 group=_group(workflow, config, metric, "hold-out"),
                 source=source,
-                total_seconds=result.get("total_seconds"),
+                total_seconds=result.total_seconds,
             )
         )
     return out
 
 
-def rows_from_compare_record(record: dict[str, Any], source: str) -> list[Row]:
+def rows_from_compare_record(record: CompareRecord, source: str) -> list[Row]:
     """One row per arm of an ``accel compare`` record that ran: the script's wall time and memory;
-    its metric is the share of printed numbers that agree with the CPU arm (1 on the CPU arm)."""
-    from accel.bench.compare import experiment_rows
-
-    program = record.get("program") or {}
-    workflow = str(record.get("workflow") or f"compare:{Path(str(program.get('path', '?'))).name}")
-    args = " ".join(str(a) for a in program.get("args") or []) or "(no args)"
+    its metric is the share of printed numbers that agree with the CPU arm: the CPU arm is the
+    reference (1 when the GPU arm's numbers were compared with it, NaN, shown as a dash, when
+    nothing was compared)."""
+    workflow = str(record.workflow or f"compare:{Path(str(record.program.path or '?')).name}")
+    args = " ".join(str(a) for a in record.program.args) or "(no args)"
+    share = record.parity.share
     return [
         Row(
             name=f"compare {Path(source).stem}",
             workflow=workflow,
-            arm=r["arm"],
-            device=r["arm"],
+            arm=arm,
+            device=arm,
             precision="-",
             batch_rows="-",
             model="(the script's own)",
             metric_name="parity",
-            metric=_num(r["metric"]),
+            metric=(1.0 if not math.isnan(share) else math.nan) if arm == "cpu" else share,
             evaluated_on="printed numbers vs the CPU arm",
-            seconds=_num(r["seconds"]),
-            peak_host_mb=r.get("peak_host_mb"),
-            peak_device_mb=r.get("peak_device_mb"),
+            seconds=_num(result.cold_seconds),
+            peak_host_mb=result.peak_host_mb,
+            peak_device_mb=result.peak_device_mb,
             group=f"{workflow} · {args} · parity of printed numbers",
             source=source,
-            total_seconds=r["seconds"],
+            total_seconds=result.cold_seconds,
         )
-        for r in experiment_rows(record, source)
+        for arm, result in record.arms.items()
+        if result.ok
     ]
 
 
-def _hpo_rows(
-    study: str,
-    config: dict[str, Any],
-    metric: str,
-    baseline: dict[str, Any] | None,
-    summary: dict[str, Any] | None,
-    best_trial: dict[str, Any] | None,
-    source: str,
-) -> list[Row]:
+def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str) -> list[Row]:
     """Rows of one search: its default baseline and its retrained best (or its best trial so far)."""
-    workflow = _workflow_label(config.get("workflow", ""), config)
-    model = str(config.get("model", DEFAULT_MODEL))
-    precision = str(config.get("precision") or "fp32")
-    batch_rows = batch_rows_label((summary or {}).get("batches"), config)
+    study, config, metric = str(record.study.name), record.config, record.study.metric or "auc"
+    workflow = _workflow_label(config.workflow, config)
+    model = str(config.model or DEFAULT_MODEL)
+    batch_rows = (batches or Batches()).label(config.batch_rows)
 
-    def row(name: str, entry: dict[str, Any], evaluated_on: str, arm: str | None = None) -> Row:
-        arm = arm or str(entry.get("arm") or "cpu")
+    def row(name: str, entry: Scored, evaluated_on: str, arm: str | None = None) -> Row:
+        arm = arm or str(entry.arm or "cpu")
         return Row(
             name=name,
             workflow=workflow,
             arm=arm,
-            device=str(entry.get("device_used") or arm),
-            precision=precision,
+            device=str(entry.device_used or arm),
+            precision=str(config.precision or "fp32"),
             batch_rows=batch_rows,
-            model=describe_model(model, entry.get("params")),
+            model=describe_model(model, entry.params),
             metric_name=metric,
-            metric=_num(entry.get("metric")),
+            metric=_num(entry.metric),
             evaluated_on=evaluated_on,
-            seconds=_num(entry.get("seconds")),
-            peak_host_mb=entry.get("peak_host_mb"),
-            peak_device_mb=entry.get("peak_device_mb"),
+            seconds=_num(entry.seconds),
+            peak_host_mb=entry.peak_host_mb,
+            peak_device_mb=entry.peak_device_mb,
             group=_group(workflow, config, metric, evaluated_on),
             source=source,
         )
 
     out = []
-    if baseline:
-        out.append(row(f"{study}: default", baseline, "hold-out"))
-    final = (summary or {}).get("final") or {}
-    if final.get("metric") is not None:
-        out.append(row(f"{study}: tuned (trial {final.get('trial')})", final, "hold-out"))
-        cpu = ((summary or {}).get("arms") or {}).get("cpu") or {}
-        if final.get("arm") == "gpu" and cpu.get("status") == "ok":
-            out.append(
-                row(
-                    f"{study}: tuned (trial {final.get('trial')}), CPU arm",
-                    {**cpu, "params": final.get("params")},
-                    "hold-out",
-                    "cpu",
-                )
-            )
-    elif best_trial:
-        out.append(row(f"{study}: best trial {best_trial.get('number')} (unfinished)", best_trial, "validation (subset trial)"))
+    if record.baseline:
+        out.append(row(f"{study}: default", record.baseline, "hold-out"))
+    final, cpu = record.final, record.arms.get("cpu")
+    if final is not None and final.metric is not None:
+        out.append(row(f"{study}: tuned (trial {final.trial})", final, "hold-out"))
+        if final.arm == "gpu" and cpu is not None and cpu.ok:
+            tuned_cpu = Scored(
+                metric=cpu.metric, seconds=cpu.seconds, device_used=cpu.device_used, params=final.params,
+                peak_host_mb=cpu.peak_host_mb, peak_device_mb=cpu.peak_device_mb,
+            )  # fmt: skip
+            out.append(row(f"{study}: tuned (trial {final.trial}), CPU arm", tuned_cpu, "hold-out", "cpu"))
+    elif record.best_trial is not None:
+        best = record.best_trial
+        out.append(row(f"{study}: best trial {best.number} (unfinished)", best, "validation (subset trial)"))
     return out
 
 
@@ -282,10 +274,17 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         if trials:
             t = max(trials, key=lambda t: t.value if maximize else -t.value)
             best = {"number": t.number, "metric": t.value, **t.user_attrs, "params": _trained_params(t)}
-        out += _hpo_rows(summary.study_name, config, metric, attrs.get("baseline"), attrs.get("summary"), best, source)
+        # What the search stored of its record (the final model, its arms), read as its record is.
+        found = attrs.get("summary") or {}
+        searched = HpoRecord.model_validate({
+            **found, "config": config, "study": {"name": summary.study_name, "metric": metric},
+            "baseline": attrs.get("baseline"), "best_trial": best,
+        })  # fmt: skip
+        batches = Batches.model_validate(found.get("batches") or {})
+        out += _hpo_rows(searched, batches, source)
         if include_trials:
-            workflow = _workflow_label(config.get("workflow", ""), config)
-            model = str(config.get("model", DEFAULT_MODEL))
+            workflow = _workflow_label(searched.config.workflow, searched.config)
+            model = str(searched.config.model or DEFAULT_MODEL)
             for t in trials:
                 on = "validation (subset trial)"
                 out.append(
@@ -294,8 +293,8 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
                         workflow=workflow,
                         arm=str(t.user_attrs.get("arm") or "cpu"),
                         device=str(t.user_attrs.get("device_used") or t.user_attrs.get("arm") or "cpu"),
-                        precision=str(config.get("precision") or "fp32"),
-                        batch_rows=batch_rows_label((attrs.get("summary") or {}).get("batches"), config),
+                        precision=str(searched.config.precision or "fp32"),
+                        batch_rows=batches.label(searched.config.batch_rows),
                         model=describe_model(model, _trained_params(t)),
                         metric_name=metric,
                         metric=_num(t.value),
@@ -303,36 +302,16 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
                         seconds=_num(t.user_attrs.get("seconds")),
                         peak_host_mb=t.user_attrs.get("peak_host_mb"),
                         peak_device_mb=t.user_attrs.get("peak_device_mb"),
-                        group=_group(workflow, config, metric, on),
+                        group=_group(workflow, searched.config, metric, on),
                         source=source,
                     )
                 )
     return out, names
 
 
-def _hpo_record_rows(record: dict[str, Any], source: str) -> list[Row]:
+def _hpo_record_rows(record: HpoRecord, source: str) -> list[Row]:
     """The rows of an ``accel hpo`` record, from the record itself (its study kept elsewhere)."""
-    study = record.get("study") or {}
-    summary = {**record, "batches": ((record.get("search") or {}).get("memory") or {}).get("batches")}
-    return _hpo_rows(
-        str(study.get("name")), record.get("config") or {}, study.get("metric", "auc"),
-        record.get("baseline"), summary, record.get("best_trial"), source,
-    )  # fmt: skip
-
-
-def _shape_problem(record: dict[str, Any], kind: str, source: str) -> str | None:
-    """Why a run or hpo record cannot be read as one (a list where a mapping belongs, ...), or None.
-
-    Reads it the way :func:`collect` will, on a copy of nothing: the rows are thrown away.
-    """
-    try:
-        if kind == "hpo":
-            _hpo_record_rows(record, source)
-        elif kind == "run":
-            rows_from_run_record(record, source)
-    except (AttributeError, TypeError, KeyError, ValueError) as exc:
-        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:80]}"
-    return None
+    return _hpo_rows(record, (record.search.memory or ArmMemory()).batches, source)
 
 
 def collect(folder: Path, storages: list[str] | None = None, include_trials: bool = False) -> tuple[list[Row], list[str]]:
@@ -359,24 +338,20 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
         studies |= names
     for path in json_files:
         try:
-            record = record_loads(path.read_text())  # nulls listed in the record read back as NaN
-        except (OSError, ValueError):
-            notes.append(f"skipped {path}: not a JSON record")
+            record = read_record(path)  # typed; nulls listed in the record read back as NaN
+        except NotARecord:
+            continue  # a JSON file that is no record at all is not an experiment
+        except RecordError as exc:
+            notes.append(f"skipped {path}: {exc}")
             continue
-        kind = kind_of(record)
-        if kind not in ("run", "hpo", "compare"):
-            continue  # benchmark results, scaling studies and earlier snapshots are not experiments
-        problem = _shape_problem(record, kind, str(path))
-        if problem:
-            notes.append(f"skipped {path}: not the shape of a run or hpo record ({problem})")
-            continue
-        if kind == "hpo":
-            if (record.get("study") or {}).get("name") not in studies:  # its storage is elsewhere: the record says what it found
+        if isinstance(record, HpoRecord):
+            if record.study.name not in studies:  # its storage is elsewhere: the record says what it found
                 rows += _hpo_record_rows(record, str(path))
-        elif kind == "compare":
+        elif isinstance(record, CompareRecord):
             timed += rows_from_compare_record(record, str(path))
-        else:
+        elif isinstance(record, RunRecord):
             rows += rows_from_run_record(record, str(path))
+        # benchmark results, scaling studies and earlier snapshots are not experiments
     rows = [r for r in rows if not math.isnan(r.metric)] + timed
     mark_fronts(rows)
     return rows, notes
@@ -388,8 +363,8 @@ def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_bette
     A point without a metric or a cost (None or NaN) is never on the front and never dominates.
     """
     sign = 1.0 if higher_is_better else -1.0
-    pts = [(sign * m, c) for m, c in zip(metrics, costs)]
-    valid = [c is not None and not math.isnan(c) and not math.isnan(m) for m, c in pts]
+    pts = [(sign * m, math.nan if c is None else c) for m, c in zip(metrics, costs)]
+    valid = [not math.isnan(c) and not math.isnan(m) for m, c in pts]
     out = []
     for i, (mi, ci) in enumerate(pts):
         if not valid[i]:

@@ -1,8 +1,8 @@
 """``accel report DIR``: one self-contained HTML page and a Markdown summary from result files.
 
-It reads every ``*.json`` under DIR and sorts the records by their ``kind``
-(:func:`accel.record.kind_of`: read from the record; inferred only for records written before
-records carried one): runs (``accel run``, in one process or on Dask), searches (``accel
+It reads every ``*.json`` under DIR as a typed record (:func:`accel.record.read_record`: an old
+record upgraded, one of the wrong shape set aside with a line saying what is wrong) and sorts
+the records by their ``kind``: runs (``accel run``, in one process or on Dask), searches (``accel
 hpo``), scripts compared (``accel compare``), benchmark results (``accel bench`` and the
 benchmarks of ``benchmarks/``, by their ``benchmark``), scaling studies (``accel scale``) and
 experiments snapshots (``accel experiments``).
@@ -18,8 +18,6 @@ so the page is one file that opens anywhere, offline.
 from __future__ import annotations
 
 import functools
-import json
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +26,7 @@ from typing import Any
 import jinja2
 
 from accel.errors import AccelError
-from accel.record import RECORD_KINDS, kind_of
-from accel.record import loads as record_loads
+from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, kind_of, read_record
 from accel.report import overview, sections
 from accel.report.layout import Section, checksum_text, num
 
@@ -45,8 +42,6 @@ __all__ = [
     "templates",
     "write_report",
 ]
-
-log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -100,29 +95,16 @@ def collect(folder: Path) -> Collected:
     found.ignored += others
     for path in files:
         try:
-            content = record_loads(path.read_text())  # nulls listed in the record read back as NaN
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            found.ignored.append((path, f"not readable JSON ({type(exc).__name__})"))
-            continue
-        except ValueError as exc:  # record.loads: nested too deeply
+            record = read_record(path)  # typed; an old record upgraded; nulls listed in it read back as NaN
+        except RecordError as exc:  # not JSON, not a record, not the shape of its kind: set aside, named
             found.ignored.append((path, str(exc)))
             continue
-        kind = kind_of(content)
-        if kind is None:
-            found.ignored.append((path, "not a run record or benchmark result"))
+        if isinstance(record, BenchRecord) and record.benchmark not in BENCHMARKS:
+            found.ignored.append((path, f"a {record.benchmark!r} benchmark result: the report has no section for it"))
             continue
-        if kind == "bench" and content.get("benchmark") not in overview.BENCHMARKS:
-            found.ignored.append((path, f"a {content.get('benchmark')!r} benchmark result: the report has no section for it"))
-            continue
-        try:
-            entry = overview.entry(path, content, kind)
-        except Exception as exc:  # noqa: BLE001 - any shape error in the file: it is set aside, named
-            log.debug("%s not used", path, exc_info=True)
-            found.ignored.append((path, sections.not_its_shape(exc)))
-            continue
-        found.by_kind[kind].append(entry)
-    for entries in found.by_kind.values():
-        entries.sort(key=_when)
+        found.by_kind[record.kind].append(overview.entry(path, record))
+    for kind in found.by_kind:
+        found.by_kind[kind].sort(key=_when)
     return found
 
 
@@ -152,13 +134,13 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     overview.label_all(entries)
     by = found.by_kind
     built: list[Section] = []
-    if any(e.kind != "experiments" for e in entries):
+    if any(e.record.measures for e in entries):
         built.append(_summary(entries))
     built.append(_measured(entries))
     for kind, builder in (("run", sections.runs), ("hpo", sections.hpo), ("compare", sections.compare)):
         if by[kind]:
             built.append(builder(by[kind]))
-    for benchmark in overview.BENCHMARKS:
+    for benchmark in dict.fromkeys(BENCHMARKS):
         members = [e for e in by["bench"] if e.benchmark == benchmark]
         if members:
             built.append(sections.bench_section(benchmark)(members))
@@ -207,12 +189,12 @@ class Report:
                     "file": str(e.path),
                     "kind": e.kind_text,
                     "data": e.label,
-                    "rows": e.rows,
-                    "devices": e.devices,
-                    "speedup": e.speedup,
-                    "speedup_of": e.speedup_note,
-                    "metrics": e.metrics,
-                    "parity": e.parity,
+                    "rows": e.summary.rows,
+                    "devices": e.summary.devices,
+                    "speedup": e.summary.speedup,
+                    "speedup_of": e.summary.speedup_of,
+                    "metrics": e.summary.metrics,
+                    "parity": e.summary.parity,
                 }
                 for e in self.found.entries
             ],

@@ -21,12 +21,38 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from accel.record import (
+    ARMS,
+    BenchRecord,
+    CompareArm,
+    CompareRecord,
+    CrossoverBench,
+    DbBench,
+    ExperimentRow,
+    ExperimentsRecord,
+    FlightsOverheadBench,
+    GroupbyOverheadBench,
+    HpoRecord,
+    Improvement,
+    ModelsBench,
+    ModelTimed,
+    Record,
+    RunRecord,
+    ScalingRecord,
+    ScalingRow,
+    Scored,
+    Timed,
+    Warm,
+)
 from accel.report import charts
 from accel.report.layout import Section, checksum_text, num
-from accel.report.overview import ARM_NAMES, ARMS, Entry, cluster_of, is_number, metric_name, ok
+from accel.report.overview import ARM_NAMES, Entry, is_number, metric_name
+
+R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +97,12 @@ def not_its_shape(exc: BaseException) -> str:
     return f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
 
 
-def _ran(arms: dict[str, Any]) -> list[str]:
-    return [a for a in ARMS if ok(arms.get(a))]
+def _typed(entries: list[Entry], cls: type[R]) -> list[tuple[Entry, R]]:
+    """Each entry with its record, of the class its section reads."""
+    return [(e, e.record) for e in entries if isinstance(e.record, cls)]
 
 
-def _stages(arms_list: list[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(st for arms in arms_list for a in _ran(arms) for st in arms[a]["stages"]))
-
-
-def _task_group(task: Any) -> str:
+def _task_group(task: str | None) -> str:
     return "regression" if task == "regression" else "classification"
 
 
@@ -95,31 +118,43 @@ def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
 @tolerant
 def runs(entries: list[Entry]) -> Section:
     s = Section("runs", "Workflow runs: seconds per stage and the hold-out metrics")
-    stages = _stages([e.content["arms"] for e in entries])
+    typed = _typed(entries, RunRecord)
+    _stage_table(s, typed)
+    for task in TASK_METRICS:
+        members = [(e, r) for e, r in typed if _task_group(r.task) == task]
+        if members:
+            _metric_table(s, task, members)
+    _importances(s, typed)
+    _dask_table(s, typed)
+    return s
+
+
+def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
+    """Every run's seconds per stage, one bar and one row per arm that ran; a run's failed arms named."""
+    stages = list(dict.fromkeys(st for _, r in typed for a in r.ran() for st in r.arms[a].stages))
+    device_peaks = any(is_number(r.arms[a].peak_device_mb) for _, r in typed for a in r.ran())
+    pad = [""] if device_peaks else []
     bars: list[tuple[str, dict[str, float]]] = []
     rows: list[list[Any]] = []
-    device_peaks = any(is_number(e.content["arms"][a].get("peak_device_mb")) for e in entries for a in _ran(e.content["arms"]))
-    for e in entries:
-        arms = e.content["arms"]
-        ran = _ran(arms)
-        for a in ran:
-            arm = arms[a]
-            bars.append((f"{e.label} · {a.upper()}", arm["stages"]))
-            peaks = [arm.get("peak_host_mb")] + ([arm.get("peak_device_mb") or ""] if device_peaks else [])
-            rows.append([e.label, ARM_NAMES[a], *[arm["stages"].get(st, "") for st in stages], arm.get("total_seconds"), *peaks])
-        if len(ran) == 2:
-            speed = e.content.get("speedup") or {}
-            rows.append([e.label, "speedup (CPU s / GPU s)", *[speed.get(st, math.nan) for st in stages],
-                         speed.get("total", math.nan), "", *([""] if device_peaks else [])])  # fmt: skip
+    for e, r in typed:
+        for a in r.ran():
+            arm = r.arms[a]
+            bars.append((f"{e.label} · {a.upper()}", {k: v for k, v in arm.stages.items() if v is not None}))
+            peaks = [arm.peak_host_mb] + ([arm.peak_device_mb or ""] if device_peaks else [])
+            rows.append([e.label, ARM_NAMES[a], *[arm.stages.get(st, "") for st in stages], arm.total_seconds, *peaks])
+        if len(r.ran()) == 2:
+            rows.append([e.label, "speedup (CPU s / GPU s)", *[r.speedup.get(st, math.nan) for st in stages],
+                         r.speedup.get("total", math.nan), "", *pad])  # fmt: skip
         for a in ARMS:
-            arm = arms.get(a)
-            if isinstance(arm, dict) and arm.get("status") not in ("ok", "skipped", None):
-                rows.append([e.label, ARM_NAMES[a], f"{arm['status']}: {arm.get('reason') or ''}".strip(": "),
-                             *[""] * len(stages), "", *([""] if device_peaks else [])])  # fmt: skip
+            part = r.arms.get(a)
+            if part is not None and part.status not in ("ok", "skipped", None):
+                rows.append(
+                    [e.label, ARM_NAMES[a], f"{part.status}: {part.reason or ''}".strip(": "), *[""] * len(stages), "", *pad]
+                )
     if bars:
         s.chart(
             charts.stacked_bars(bars, stages, title="Seconds per stage of every run (one bar per arm that ran)"),
-            f"seconds per stage, {len(bars)} bars for {len(entries)} runs",
+            f"seconds per stage, {len(bars)} bars for {len(typed)} runs",
         )
     s.table(
         "Seconds per stage (arms that did not run are left out; why is said under Where it was measured)",
@@ -127,39 +162,38 @@ def runs(entries: list[Entry]) -> Section:
         rows,
         "runs-stages",
     )
-    for task in TASK_METRICS:
-        members = [e for e in entries if _task_group(e.content.get("task")) == task]
-        if not members:
-            continue
-        keys = _metric_keys(task, [e.content["arms"][a].get("metrics") or {} for e in members for a in _ran(e.content["arms"])])
-        table = []
-        for e in members:
-            arms = e.content["arms"]
-            model = e.content.get("model") or (e.content.get("config") or {}).get("model")
-            model = model.get("name") if isinstance(model, dict) else model
-            for a in _ran(arms):
-                metrics = arms[a].get("metrics") or {}
-                table.append([e.label, ARM_NAMES[a], str(model or ""), *[metrics.get(k, "") for k in keys], e.parity])
-        s.table(
-            f"{task.capitalize()} runs: metrics on the hold-out",
-            ["run", "arm", "model", *map(metric_name, keys), "parity"],
-            table,
-            f"runs-{task}",
-        )
-    _importances(s, entries)
+
+
+def _metric_table(s: Section, task: str, members: list[tuple[Entry, RunRecord]]) -> None:
+    """The hold-out metrics of the runs of one task, a row per arm that ran."""
+    keys = _metric_keys(task, [r.arms[a].metrics for _, r in members for a in r.ran()])
+    table = [
+        [e.label, ARM_NAMES[a], r.model_name, *[r.arms[a].metrics.get(k, "") for k in keys], e.summary.parity]
+        for e, r in members
+        for a in r.ran()
+    ]
+    s.table(
+        f"{task.capitalize()} runs: metrics on the hold-out",
+        ["run", "arm", "model", *map(metric_name, keys), "parity"],
+        table,
+        f"runs-{task}",
+    )
+
+
+def _dask_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
+    """The arms that ran on a Dask cluster: the cluster, its workers, their largest peak."""
     table = []
-    for e in entries:
-        for a in _ran(e.content["arms"]):
-            c = cluster_of(e.content, a)
+    for e, r in typed:
+        for a in r.ran():
+            c = r.cluster_of(a)
             if c is None:
                 continue
-            arm = e.content["arms"][a]
-            peaks = [(w.get("memory") or {}).get("peak_rss_mb") for w in c.get("worker_details") or []]
-            peaks += [m.get("peak_rss_mb") for m in (arm.get("workers_memory") or {}).values() if isinstance(m, dict)]
+            arm = r.arms[a]
+            peaks = [w.memory.peak_rss_mb for w in c.worker_details if w.memory is not None]
+            peaks += [m.peak_rss_mb for m in (arm.workers_memory or {}).values()]
             table.append([
-                e.label, ARM_NAMES[a], str(c.get("kind")), c.get("workers"), str(c.get("worker_kind", "")).upper(),
-                c.get("threads_per_worker"), c.get("startup_seconds"), max((p for p in peaks if is_number(p)), default=""),
-                len(arm.get("train_attempts") or []) or "",
+                e.label, ARM_NAMES[a], str(c.kind), c.workers, str(c.worker_kind or "").upper(), c.threads_per_worker,
+                c.startup_seconds, max((p for p in peaks if p is not None and is_number(p)), default=""), len(arm.train_attempts or []) or "",
             ])  # fmt: skip
     if table:
         s.table(
@@ -169,23 +203,21 @@ def runs(entries: list[Entry]) -> Section:
             table,
             "runs-dask",
         )  # fmt: skip
-    return s
 
 
 #: Runs whose model's feature importances are drawn (the latest), and features per chart.
 IMPORTANCE_RUNS, IMPORTANCE_TOP = 3, 10
 
 
-def _importances(s: Section, entries: list[Entry]) -> None:
+def _importances(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
     """The top features of the latest runs' models (the accelerated arm's where it ran)."""
     shown = 0
-    for e in reversed(entries):
-        arms = e.content["arms"]
-        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if a in _ran(arms) and arms[a].get("importances")), None)
-        if not isinstance(found, dict) or not found or shown >= IMPORTANCE_RUNS:
+    for e, r in reversed(typed):
+        found = next((r.arms[a].importances for a in r.ran() if r.arms[a].importances), None)
+        if not found or shown >= IMPORTANCE_RUNS:
             continue
         kind = list(found)[-1]  # mean |SHAP| where the model has it, else its own measure
-        values = [(str(k), float(v)) for k, v in found[kind].items() if is_number(v)]
+        values = [(str(k), float(v)) for k, v in found[kind].items() if v is not None and is_number(v)]
         top = sorted(values, key=lambda kv: -abs(kv[1]))[:IMPORTANCE_TOP]
         if top:
             label = kind.replace("_", " ")
@@ -203,27 +235,22 @@ def _importances(s: Section, entries: list[Entry]) -> None:
 def hpo(entries: list[Entry]) -> Section:
     """``accel hpo`` records: per metric, the default against the tuned model and the final model per arm."""
     s = Section("hpo", "Hyperparameter searches: the default model against the tuned one")
-    arms_ran = [a for a in ARMS if any(ok((e.content.get("arms") or {}).get(a)) for e in entries)]
-    by_metric: dict[str, list[Entry]] = {}
-    for e in entries:
-        by_metric.setdefault(str((e.content.get("study") or {}).get("metric") or "metric"), []).append(e)
+    typed = _typed(entries, HpoRecord)
+    arms_ran = [a for a in ARMS if any(a in r.ran() for _, r in typed)]
+    by_metric: dict[str, list[tuple[Entry, HpoRecord]]] = {}
+    for e, r in typed:
+        by_metric.setdefault(str(r.study.metric or "metric"), []).append((e, r))
     for metric, members in by_metric.items():
         rows, points = [], []
-        for e in members:
-            rec = e.content
-            study, trials = rec.get("study") or {}, rec.get("trials") or {}
-            baseline = (rec.get("baseline") or {}).get("metric")
-            final = rec.get("final") or {}
-            tuned = final.get("metric") if final.get("status") != "failed" else f"failed: {final.get('reason', '')}"
-            change = (rec.get("improvement") or {}).get("tuned_minus_default")
-            arms = rec.get("arms") or {}
-            seconds = [arms[a].get("seconds") if ok(arms.get(a)) else (arms.get(a) or {}).get("status", "") for a in arms_ran]
+        for e, r in members:
+            baseline, tuned, trials = (r.baseline or Scored()).metric, r.tuned, r.trials
+            change = (r.improvement or Improvement()).tuned_minus_default
+            seconds = [r.arms[a].seconds if a in r.ran() else (r.arms[a].status if a in r.arms else "") for a in arms_ran]
             rows.append([
-                e.label, str(study.get("name", e.path.stem)), str(rec.get("model") or ""),
-                f"{trials.get('complete', 0)} of {trials.get('total', 0)} ({trials.get('pruned', 0)} pruned, {trials.get('failed', 0)} failed)",
-                baseline if baseline is not None else math.nan, tuned if tuned is not None else math.nan,
-                change if change is not None else math.nan, str((rec.get("search") or {}).get("arm", "")).upper(),
-                *seconds, sum(v for v in (rec.get("phases_seconds") or {}).values() if is_number(v)),
+                e.label, str(r.study.name or e.path.stem), str(r.model or ""),
+                f"{trials.complete} of {trials.total} ({trials.pruned} pruned, {trials.failed} failed)",
+                _or_nan(baseline), _or_nan(tuned), _or_nan(change), str(r.search.arm or "").upper(),
+                *seconds, sum(v for v in r.phases_seconds.values() if v is not None and is_number(v)),
             ])  # fmt: skip
             points.append((e.label, baseline, tuned if is_number(tuned) else None))
         name = metric_name(metric)
@@ -242,26 +269,31 @@ def hpo(entries: list[Entry]) -> Section:
     return s
 
 
+def _or_nan(value: T | None) -> T | float:
+    return math.nan if value is None else value
+
+
 # --------------------------------------------------------------------------- compare
 
 
 @tolerant
 def compare(entries: list[Entry]) -> Section:
     s = Section("compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)")
-    rows, cold, warm = [], {a: [] for a in ARMS}, {a: [] for a in ARMS}
-    for e in entries:
-        arms = e.content["arms"]
+    typed = _typed(entries, CompareRecord)
+    rows: list[list[Any]] = []
+    cold: dict[str, list[float | None]] = {a: [] for a in ARMS}
+    warm: dict[str, list[float | None]] = {a: [] for a in ARMS}
+    for e, r in typed:
         for a in ARMS:
-            arm = arms.get(a) or {}
-            cold[a].append(arm.get("cold_seconds") if ok(arm) else None)
-            warm[a].append((arm.get("warm") or {}).get("median") if ok(arm) else None)
-            if not arm or arm.get("status") == "skipped":
+            arm = r.arms.get(a) or CompareArm()
+            cold[a].append(arm.cold_seconds if arm.ok else None)
+            warm[a].append((arm.warm or Warm()).median if arm.ok else None)
+            if a not in r.arms or arm.status == "skipped":
                 continue
-            status = "ok" if ok(arm) else f"{arm.get('status', '—')}: {arm.get('reason') or ''}"
+            status = "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}"
             rows.append([
-                e.data, ARM_NAMES[a], status, arm.get("cold_seconds", math.nan), (arm.get("warm") or {}).get("median", math.nan),
-                arm.get("peak_host_mb", math.nan), arm.get("peak_device_mb") if arm.get("peak_device_mb") is not None else "",
-                e.parity,
+                e.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
+                _or_nan(arm.peak_host_mb), arm.peak_device_mb if arm.peak_device_mb is not None else "", e.summary.parity,
             ])  # fmt: skip
     s.table(
         "Each script's arms that ran: wall seconds (cold: the first run; warm: the median of the repeats)",
@@ -273,19 +305,15 @@ def compare(entries: list[Entry]) -> Section:
               if any(v is not None for v in values[a])]  # fmt: skip
     if series:
         s.chart(
-            charts.grouped_bars([e.label for e in entries], series, title="Wall seconds of each script", ylabel="seconds"),
-            f"wall seconds of {len(entries)} scripts",
+            charts.grouped_bars([e.label for e, _ in typed], series, title="Wall seconds of each script", ylabel="seconds"),
+            f"wall seconds of {len(typed)} scripts",
         )
-    for i, e in enumerate(entries):
-        falls = e.content.get("fallbacks") or []
-        if falls:
+    for i, (e, r) in enumerate(typed):
+        if r.fallbacks:
             s.table(
                 f"{e.label}: where the GPU arm's time went (CPU fallbacks first)",
                 ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s"],
-                [
-                    [f["accelerator"], f["function"], f["gpu_calls"], f["gpu_seconds"], f["cpu_calls"], f["cpu_seconds"]]
-                    for f in falls
-                ],
+                [[f.accelerator, f.function, f.gpu_calls, f.gpu_seconds, f.cpu_calls, f.cpu_seconds] for f in r.fallbacks],
                 f"compare-fallbacks-{i}",
             )
     return s
@@ -294,133 +322,121 @@ def compare(entries: list[Entry]) -> Section:
 # --------------------------------------------------------------------------- bench
 
 
-def _fairness(s: Section, entries: list[Entry]) -> None:
+def _fairness(s: Section, typed: Sequence[tuple[Entry, BenchRecord]]) -> None:
     """Each distinct fairness line of the files once."""
-    lines = dict.fromkeys(
-        str((e.content.get("fairness") or {}).get("line")) for e in entries if (e.content.get("fairness") or {}).get("line")
-    )
-    for line in lines:
+    for line in dict.fromkeys(r.fairness.line for _, r in typed if r.fairness and r.fairness.line):
         s.para(line + ".")
 
 
-def _status_or(arm: dict[str, Any], key: str) -> Any:
-    return arm.get(key) if ok(arm) else arm.get("status", "—")
+def _timed(arm: Timed, key: str) -> Any:
+    """An arm's ``key`` (``run1``, ``median``) where it ran, else its status."""
+    return getattr(arm, key) if arm.ok else arm.status or "—"
+
+
+def _ran_or_dash(arm: Timed, key: str) -> Any:
+    return getattr(arm, key) if arm.ok else "—"
+
+
+_ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
 
 
 @tolerant
 def db(benchmark: str, entries: list[Entry]) -> Section:
     name = benchmark.removeprefix("db_")
     s = Section(f"db-{name}", f"db-benchmark {name}: seconds per question, answers checked across arms")
-    _fairness(s, entries)
-    for i, e in enumerate(entries):
-        res = e.content
-        gpu_ran = any(ok(q.get("gpu")) for q in res.get("questions", []))
-        header = ["q", "question", "CPU run1", "CPU run2", "CPU median"]
-        if gpu_ran:
-            header += ["GPU run1", "GPU run2", "GPU median", "speedup"]
-        header += ["rows", "CPU checksum"] + (["GPU checksum", "answers"] if gpu_ran else [])
-        rows = []
-        for q in res.get("questions", []):
-            c, g = q.get("cpu", {}), q.get("gpu", {})
-            row = [
-                q["question"],
-                q.get("title", ""),
-                _status_or(c, "run1"),
-                c.get("run2") if ok(c) else "—",
-                c.get("median") if ok(c) else "—",
-            ]
-            if gpu_ran:
-                row += [
-                    _status_or(g, "run1"),
-                    g.get("run2") if ok(g) else "—",
-                    g.get("median") if ok(g) else "—",
-                    q.get("speedup", math.nan),
-                ]
-            row += [c.get("rows", g.get("rows")), checksum_text(c.get("checksum", []))]
-            if gpu_ran:
-                row += [
-                    checksum_text(g.get("checksum", [])),
-                    {True: "agree", False: "DISAGREE", None: "not compared"}[q.get("agree")],
-                ]
-            rows.append(row)
-        s.table(f"{e.label}: {name} questions", header, rows, f"db-{name}-{i}")
-        engines = res.get("engines") or {}
-        if engines:
-            eh = ["q", "pandas arm run2"] + [f"{k} run2" for k in engines] + [f"{k} answers" for k in engines]
-            erows = []
-            for q in res.get("questions", []):
-                row: list[Any] = [q["question"], q["cpu"].get("run2") if ok(q.get("cpu")) else "—"]
-                agrees = []
-                for eng in engines.values():
-                    a = (eng.get("questions") or {}).get(q["question"], {})
-                    row.append(a.get("run2") if ok(a) else (a.get("status") or eng.get("status", "—")))
-                    agrees.append({True: "agree", False: "DISAGREE", None: "—"}[a.get("agree")])
-                erows.append(row + agrees)
-            s.table(
-                f"{e.label}: the same questions on other CPU engines (context, all cores)", eh, erows, f"db-{name}-{i}-engines"
-            )
-            s.para(
-                "Engine threads: "
-                + ", ".join(f"{k} {eng.get('threads', '?')} ({eng.get('version', '?')})" for k, eng in engines.items() if ok(eng))
-                + "; pandas runs groupby on one thread."
-            )
-        questions = res.get("questions", [])
-        if questions:
-            series = [("pandas (CPU arm)", [q["cpu"].get("run2") if ok(q.get("cpu")) else None for q in questions])]
-            colors: list[str | None] = [charts.ARM_COLORS["cpu"]]
-            if gpu_ran:
-                series.append(("cuDF (GPU arm)", [q["gpu"].get("run2") if ok(q.get("gpu")) else None for q in questions]))
-                colors.append(charts.ARM_COLORS["gpu"])
-            for k, eng in engines.items():
-                series.append((k, [((eng.get("questions") or {}).get(q["question"]) or {}).get("run2") for q in questions]))
-                colors.append(None)
-            s.chart(
-                charts.grouped_bars([q["question"] for q in questions], series, title=f"db-benchmark {name}: {e.label}",
-                                    ylabel="seconds (run 2, log)", log=True, colors=colors),
-                f"{name} question times of {e.label}",
-            )  # fmt: skip
+    typed = _typed(entries, DbBench)
+    _fairness(s, typed)
+    for i, (e, r) in enumerate(typed):
+        gpu_ran = any(q.gpu.ok for q in r.questions)
+        _db_questions(s, f"db-{name}-{i}", f"{e.label}: {name} questions", r, gpu_ran)
+        if r.engines:
+            _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
+        if r.questions:
+            _db_chart(s, name, e.label, r, gpu_ran)
     return s
+
+
+def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: bool) -> None:
+    """Each question's seconds on each arm, its rows and the checksums of its answers."""
+    header = ["q", "question", "CPU run1", "CPU run2", "CPU median"]
+    header += ["GPU run1", "GPU run2", "GPU median", "speedup"] if gpu_ran else []
+    header += ["rows", "CPU checksum"] + (["GPU checksum", "answers"] if gpu_ran else [])
+    rows = []
+    for q in r.questions:
+        c, g = q.cpu, q.gpu
+        row = [q.question, q.title, _timed(c, "run1"), _ran_or_dash(c, "run2"), _ran_or_dash(c, "median")]
+        if gpu_ran:
+            row += [_timed(g, "run1"), _ran_or_dash(g, "run2"), _ran_or_dash(g, "median"), _or_nan(q.speedup)]
+        row += [c.rows if c.rows is not None else g.rows, checksum_text(c.checksum)]
+        if gpu_ran:
+            row += [checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
+        rows.append(row)
+    s.table(caption, header, rows, table_id)
+
+
+def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
+    """The same questions on the other CPU engines, for context."""
+    header = ["q", "pandas arm run2"] + [f"{k} run2" for k in r.engines] + [f"{k} answers" for k in r.engines]
+    rows = []
+    for q in r.questions:
+        row: list[Any] = [q.question, _ran_or_dash(q.cpu, "run2")]
+        agrees = []
+        for eng in r.engines.values():
+            a = eng.questions.get(q.question) or Timed()
+            row.append(a.run2 if a.ok else (a.status or eng.status or "—"))
+            agrees.append(_ANSWERS.get(a.agree, "—"))
+        rows.append(row + agrees)
+    s.table(f"{label}: the same questions on other CPU engines (context, all cores)", header, rows, table_id)
+    threads = ", ".join(f"{k} {eng.threads or '?'} ({eng.version or '?'})" for k, eng in r.engines.items() if eng.ok)
+    s.para(f"Engine threads: {threads}; pandas runs groupby on one thread.")
+
+
+def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> None:
+    """The questions' second-run seconds, one bar per arm and engine."""
+    qs = r.questions
+    series = [("pandas (CPU arm)", [q.cpu.run2 if q.cpu.ok else None for q in qs])]
+    colors: list[str | None] = [charts.ARM_COLORS["cpu"]]
+    if gpu_ran:
+        series.append(("cuDF (GPU arm)", [q.gpu.run2 if q.gpu.ok else None for q in qs]))
+        colors.append(charts.ARM_COLORS["gpu"])
+    for k, eng in r.engines.items():
+        series.append((k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]))
+        colors.append(None)
+    s.chart(
+        charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
+                            ylabel="seconds (run 2, log)", log=True, colors=colors),
+        f"{name} question times of {label}",
+    )  # fmt: skip
 
 
 @tolerant
 def models(entries: list[Entry]) -> Section:
     """Per file, a table per quality metric (R² and accuracy never share a column)."""
     s = Section("models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA")
-    _fairness(s, entries)
-    for i, e in enumerate(entries):
-        res = e.content
-        data = res.get("data", {})
-        ms = res.get("models", [])
-        gpu_ran = any(ok(m["gpu"]) for m in ms)
-        by_metric: dict[str, list[dict]] = {}
-        for m in ms:
-            by_metric.setdefault(str(m["metric"]), []).append(m)
+    typed = _typed(entries, ModelsBench)
+    _fairness(s, typed)
+    for i, (e, r) in enumerate(typed):
+        gpu_ran = any(m.gpu.ok for m in r.models)
+        by_metric: dict[str, list[ModelTimed]] = {}
+        for m in r.models:
+            by_metric.setdefault(m.metric, []).append(m)
         for metric, members in by_metric.items():
-            rows = []
-            for m in members:
-                c, g = m["cpu"], m["gpu"]
-                row = [m["model"], c["fit"]["median"] if ok(c) else c["status"]]
-                row += [g["fit"]["median"] if ok(g) else g["status"], m.get("fit_speedup", math.nan)] if gpu_ran else []
-                row += [c["predict"]["median"] if ok(c) else c["status"]]
-                row += [g["predict"]["median"] if ok(g) else g["status"], m.get("predict_speedup", math.nan)] if gpu_ran else []
-                row += [c.get("quality") if ok(c) else "—"] + ([g.get("quality") if ok(g) else "—"] if gpu_ran else [])
-                rows.append(row)
             name = metric_name(metric)
             header = ["model", "CPU fit"] + (["GPU fit", "fit speedup"] if gpu_ran else []) + ["CPU predict"]
             header += (
                 (["GPU predict", "predict speedup"] if gpu_ran else []) + [f"CPU {name}"] + ([f"GPU {name}"] if gpu_ran else [])
             )
             s.table(
-                f"{e.label}: {num(data.get('rows'))} rows × {num(data.get('features'))} features, models scored by {name}, median seconds",
+                f"{e.label}: {num(r.data.rows)} rows × {num(r.data.features)} features, models scored by {name}, median seconds",
                 header,
-                rows,
+                [_model_row(m, gpu_ran) for m in members],
                 f"models-{i}-{metric}",
             )
-        if ms:
-            series = [(ARM_NAMES[a], [m[a]["fit"]["median"] if ok(m[a]) else None for m in ms]) for a in ("cpu", "gpu")]
+        if r.models:
+            series = [(ARM_NAMES[a], [m.arm(a).fit.median if m.arm(a).ok else None for m in r.models]) for a in ("cpu", "gpu")]
             series = [(label, values) for label, values in series if any(v is not None for v in values)]
             s.chart(
-                charts.grouped_bars([m["model"] for m in ms], series, title=f"Fit seconds per model: {e.label}",
+                charts.grouped_bars([m.model for m in r.models], series, title=f"Fit seconds per model: {e.label}",
                                     ylabel="fit seconds (median, log)", log=True,
                                     colors=[charts.ARM_COLORS["cpu" if lab == ARM_NAMES["cpu"] else "gpu"] for lab, _ in series]),
                 f"fit seconds per model of {e.label}",
@@ -428,41 +444,49 @@ def models(entries: list[Entry]) -> Section:
     return s
 
 
+def _model_row(m: ModelTimed, gpu_ran: bool) -> list[Any]:
+    c, g = m.cpu, m.gpu
+    row = [m.model, c.fit.median if c.ok else c.status]
+    row += [g.fit.median if g.ok else g.status, _or_nan(m.fit_speedup)] if gpu_ran else []
+    row += [c.predict.median if c.ok else c.status]
+    row += [g.predict.median if g.ok else g.status, _or_nan(m.predict_speedup)] if gpu_ran else []
+    return row + [c.quality if c.ok else "—"] + ([g.quality if g.ok else "—"] if gpu_ran else [])
+
+
 @tolerant
 def crossover(entries: list[Entry]) -> Section:
     s = Section("crossover", "Crossover: from how many rows the GPU arm wins")
-    _fairness(s, entries)
-    for i, e in enumerate(entries):
-        ops = e.content.get("operations", [])
-        for j, op in enumerate(ops):
-            gpu_ran = any(ok(p["gpu"]) for p in op["points"])
+    typed = _typed(entries, CrossoverBench)
+    _fairness(s, typed)
+    for i, (e, r) in enumerate(typed):
+        for j, op in enumerate(r.operations):
+            gpu_ran = any(p.gpu.ok for p in op.points)
             rows = [
-                [p["rows"], p["cpu"].get("median") if ok(p["cpu"]) else p["cpu"]["status"]]
-                + (
-                    [p["gpu"].get("median") if ok(p["gpu"]) else p["gpu"]["status"], p.get("speedup", math.nan)]
-                    if gpu_ran
-                    else []
-                )
-                for p in op["points"]
+                [p.rows, _timed(p.cpu, "median")] + ([_timed(p.gpu, "median"), _or_nan(p.speedup)] if gpu_ran else [])
+                for p in op.points
             ]
             s.table(
-                f"{e.label}: {op['operation']} ({op.get('description', '')}), median seconds",
+                f"{e.label}: {op.operation} ({op.description}), median seconds",
                 ["rows", "CPU"] + (["GPU", "speedup"] if gpu_ran else []),
                 rows,
                 f"crossover-{i}-{j}",
             )
-            if op.get("gpu_status") != "ok":
-                s.para(f"{op['operation']}: crossover not measured (the GPU arm {op.get('gpu_status')}).")
-            elif op.get("crossover_rows") is None:
-                s.para(f"{op['operation']}: the GPU arm did not win at any size measured.")
+            if op.gpu_status != "ok":
+                s.para(f"{op.operation}: crossover not measured (the GPU arm {op.gpu_status}).")
+            elif op.crossover_rows is None:
+                s.para(f"{op.operation}: the GPU arm did not win at any size measured.")
             else:
-                s.para(f"{op['operation']}: the GPU arm wins from {num(op['crossover_rows'])} rows on.")
-        if ops:
+                s.para(f"{op.operation}: the GPU arm wins from {num(op.crossover_rows)} rows on.")
+        if r.operations:
             series = [
-                (f"{op['operation']} {arm.upper()}", [(p["rows"], p[arm]["median"]) for p in op["points"] if ok(p[arm])], style)
-                for op in ops
+                (
+                    f"{op.operation} {arm.upper()}",
+                    [(p.rows, t) for p in op.points if p.arm(arm).ok and (t := p.arm(arm).median)],
+                    style,
+                )
+                for op in r.operations
                 for arm, style in (("cpu", "-o"), ("gpu", "--s"))
-                if any(ok(p[arm]) for p in op["points"])
+                if any(p.arm(arm).ok for p in op.points)
             ]
             s.chart(
                 charts.lines(
@@ -476,17 +500,15 @@ def crossover(entries: list[Entry]) -> Section:
 @tolerant
 def overhead(entries: list[Entry]) -> Section:
     s = Section("overhead", "Overhead against the benchmark's own pandas solution")
-    for i, e in enumerate(entries):
-        res = e.content
-        if res.get("dispatch_overhead_seconds") is not None:
-            s.para(f"accel's timed call adds {num(res['dispatch_overhead_seconds'] * 1e6)} µs to each run (measured on a no-op).")
+    for i, (e, r) in enumerate(_typed(entries, GroupbyOverheadBench)):
+        if r.dispatch_overhead_seconds is not None:
+            s.para(f"accel's timed call adds {num(r.dispatch_overhead_seconds * 1e6)} µs to each run (measured on a no-op).")
         rows = [
-            [q["question"], q.get("title", ""), q.get("accel_median"), q.get("plain_median"), q.get("ratio"), q.get("ratio_min"),
-             num(q.get("checksums_equal")), q.get("max_rel_diff")]
-            for q in res.get("questions", [])
-        ]  # fmt: skip
+            [q.question, q.title, q.accel_median, q.plain_median, q.ratio, q.ratio_min, num(q.checksums_equal), q.max_rel_diff]
+            for q in r.questions
+        ]
         s.table(
-            f"{e.path.name}: accel pandas arm vs plain pandas ({num(res.get('rows'))} rows, K={num(res.get('k'))}; target ratio <= {num(res.get('target'))})",
+            f"{e.path.name}: accel pandas arm vs plain pandas ({num(r.rows)} rows, K={num(r.k)}; target ratio <= {num(r.target)})",
             ["q", "question", "accel median (s)", "plain median (s)", "ratio", "min ratio", "checksums equal", "max rel diff"],
             rows,
             f"overhead-{i}",
@@ -497,19 +519,10 @@ def overhead(entries: list[Entry]) -> Section:
 @tolerant
 def flights_overhead(entries: list[Entry]) -> Section:
     s = Section("flights-overhead", "Flights workflow: accel CPU arm vs a hand-written script")
-    rows = []
-    for e in entries:
-        med, auc = e.content.get("median_seconds") or {}, e.content.get("auc") or {}
-        rows.append(
-            [
-                e.path.name,
-                med.get("accel"),
-                med.get("handwritten"),
-                e.content.get("ratio"),
-                auc.get("accel"),
-                auc.get("handwritten"),
-            ]
-        )
+    rows = [
+        [e.path.name, r.median_seconds.accel, r.median_seconds.handwritten, r.ratio, r.auc.accel, r.auc.handwritten]
+        for e, r in _typed(entries, FlightsOverheadBench)
+    ]  # fmt: skip
     s.table(
         "median seconds and AUC",
         ["file", "accel (s)", "hand-written (s)", "ratio", "AUC accel", "AUC hand-written"],
@@ -530,35 +543,12 @@ def _workers_of(kind: Any) -> str:
 @tolerant
 def scaling(entries: list[Entry]) -> Section:
     s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
-    for i, e in enumerate(entries):
-        res = e.content
-        rows = res.get("rows", [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise TypeError("rows is not a list of rows")
-        metric = metric_name(str(res.get("metric_name") or "metric"))
-        stages = [st for st in dict.fromkeys(str(r.get("stage")) for r in rows) if st != "total"]
-        configs: dict[tuple, dict[str, dict]] = {}
-        for r in rows:
-            configs.setdefault((r.get("kind"), r.get("workers")), {})[str(r.get("stage"))] = r
-        versus = any(is_number(r.get("gpu_vs_cpu")) for r in rows)  # both arms ran at a count
-        table = []
-        for (kind, workers), by_stage in configs.items():
-            total = by_stage.get("total") or {}
-            last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
-            table.append([workers, _workers_of(kind), *[(by_stage.get(st) or {}).get("seconds", "") for st in stages],
-                          total.get("seconds", ""), last.get("speedup_vs_1", ""), last.get("efficiency", ""),
-                          *([last.get("gpu_vs_cpu", "")] if versus else []), last.get("metric", "")])  # fmt: skip
-        s.table(
-            f"{e.label}: seconds per stage at each worker count; speedup and efficiency (of the total where timed) against "
-            "the fewest workers of the same kind",
-            ["workers", "run", *stages, "total", "speedup vs 1", "efficiency", *(["GPU vs CPU"] if versus else []), metric],
-            table,
-            f"scaling-{i}",
-        )
-        groups: dict[tuple, list] = {}
-        for r in rows:
-            if r.get("kind") != "single-process":
-                groups.setdefault((r.get("kind"), r.get("stage")), []).append((r.get("workers"), r.get("speedup_vs_1")))
+    for i, (e, r) in enumerate(_typed(entries, ScalingRecord)):
+        _scaling_table(s, f"scaling-{i}", e.label, r)
+        groups: dict[tuple[str | None, str | None], list[tuple[float, float]]] = {}
+        for row in r.rows:
+            if row.clustered and row.workers is not None and row.speedup_vs_1 is not None:
+                groups.setdefault((row.kind, row.stage), []).append((row.workers, row.speedup_vs_1))
         kinds = {k for k, _ in groups}
         if len(kinds) > 1:  # both arms: their totals, so that the lines stay few
             groups = {(k, st): pts for (k, st), pts in groups.items() if st == "total"}
@@ -574,6 +564,34 @@ def scaling(entries: list[Entry]) -> Section:
     return s
 
 
+def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> None:
+    """Seconds per stage at each worker count; the speedup and efficiency of the total where timed."""
+    stages = [st for st in dict.fromkeys(str(row.stage) for row in r.rows) if st != "total"]
+    configs: dict[tuple[str | None, int | None], dict[str, ScalingRow]] = {}
+    for row in r.rows:
+        configs.setdefault((row.kind, row.workers), {})[str(row.stage)] = row
+    versus = any(is_number(row.gpu_vs_cpu) for row in r.rows)  # both arms ran at a count
+    table = []
+    for (kind, workers), by_stage in configs.items():
+        total = by_stage.get("total")
+        last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
+        table.append([workers, _workers_of(kind), *[_blank(by_stage[st].seconds if st in by_stage else None) for st in stages],
+                      _blank(total.seconds if total else None), _blank(last.speedup_vs_1), _blank(last.efficiency),
+                      *([_blank(last.gpu_vs_cpu)] if versus else []), _blank(last.metric)])  # fmt: skip
+    s.table(
+        f"{label}: seconds per stage at each worker count; speedup and efficiency (of the total where timed) against "
+        "the fewest workers of the same kind",
+        ["workers", "run", *stages, "total", "speedup vs 1", "efficiency", *(["GPU vs CPU"] if versus else []),
+         metric_name(r.metric_name or "metric")],
+        table,
+        table_id,
+    )  # fmt: skip
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
 # --------------------------------------------------------------------------- experiments
 
 
@@ -586,54 +604,65 @@ def experiments(entries: list[Entry]) -> Section:
     the same rows: the ``group`` of :mod:`accel.hpo.experiments`).
     """
     s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")
-    latest: dict[str, Entry] = {}
-    for e in entries:
-        rows = e.content.get("rows", [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise TypeError("rows is not a list of rows")
-        folder = str(e.content.get("folder") or e.path.parent)
-        if folder not in latest or (e.started or 0, e.path.name) >= (latest[folder].started or 0, latest[folder].path.name):  # type: ignore[operator]
-            latest[folder] = e
-    earlier = [e for e in entries if e not in latest.values()]
+    latest: dict[str, tuple[Entry, ExperimentsRecord]] = {}
+    for e, r in _typed(entries, ExperimentsRecord):
+        folder = str(r.folder or e.path.parent)
+        if folder not in latest or _newer(e, latest[folder][0]):
+            latest[folder] = (e, r)
+    earlier = [e for e in entries if e not in [e for e, _ in latest.values()]]
     if earlier:
         s.para(
             f"The latest snapshot of each folder is shown; {len(earlier)} earlier one{'s' * (len(earlier) != 1)} "
             f"of the same folder{'s' * (len(latest) != 1)} left out: {', '.join(e.path.name for e in earlier)}."
         )
-    for i, e in enumerate(latest.values()):
-        rows = sorted(e.content.get("rows", []), key=lambda r: (r.get("seconds") is None, r.get("seconds") or 0))
-        by_metric: dict[str, list[dict]] = {}
-        for r in rows:
-            by_metric.setdefault(str(r.get("metric_name") or "metric"), []).append(r)
-        where = e.content.get("folder") or e.path.parent
-        panels = []
-        for metric, members in by_metric.items():
-            name = metric_name(metric)
-            s.table(
-                f"{e.path.name} (of {where}): experiments scored by {name}",
-                ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
-                [[str(r.get("name")), str(r.get("workflow") or ""), str(r.get("arm") or ""), str(r.get("model") or ""),
-                  r.get("metric"), r.get("seconds"), r.get("peak_mb"), "yes" if r.get("pareto") else "no",
-                  str(r.get("group") or "all rows")] for r in members],
-                f"experiments-{i}-{metric}",
-            )  # fmt: skip
-            groups: dict[str, list[dict]] = {}
-            for r in members:
-                groups.setdefault(str(r.get("group") or "all rows"), []).append(r)
-            panel = []
-            for group, grp in sorted(groups.items()):
-                front = [str(r.get("name")) for r in grp if r.get("pareto")]
-                s.para(
-                    f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}."
-                )
-                timed = [r for r in grp if is_number(r.get("seconds")) and r["seconds"] > 0 and is_number(r.get("metric"))]
-                pts = [(r["seconds"], r["metric"]) for r in timed]
-                panel.append((group, pts, [(r["seconds"], r["metric"]) for r in timed if r.get("pareto")]))
-            if any(pts for _, pts, _ in panel):
-                panels.append({"metric": name, "groups": panel})
+    for i, (e, r) in enumerate(latest.values()):
+        rows = sorted(r.rows, key=lambda row: (row.seconds is None, row.seconds or 0))
+        by_metric: dict[str, list[ExperimentRow]] = {}
+        for row in rows:
+            by_metric.setdefault(str(row.metric_name or "metric"), []).append(row)
+        where = r.folder or e.path.parent
+        panels = [
+            panel
+            for metric, members in by_metric.items()
+            if (panel := _experiments_table(s, f"experiments-{i}-{metric}", f"{e.path.name} (of {where})", metric, members))
+        ]
         if panels:
             s.chart(charts.fronts(panels, title="Each group's Pareto front"), f"accuracy against time, {len(panels)} metrics")
     return s
+
+
+def _newer(e: Entry, than: Entry) -> bool:
+    """``e`` was made after ``than`` (by when it was made, then by its file name)."""
+    when, other = e.started, than.started
+    if when is not None and other is not None and when != other:
+        return when > other
+    return (when is not None, e.path.name) >= (other is not None, than.path.name)
+
+
+def _experiments_table(s: Section, table_id: str, where: str, metric: str, members: list[ExperimentRow]) -> dict[str, Any] | None:
+    """The experiments scored by one metric, each group's front said; the chart panel of the groups, if any is timed."""
+    name = metric_name(metric)
+    s.table(
+        f"{where}: experiments scored by {name}",
+        ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
+        [[str(r.name), r.workflow or "", r.arm or "", r.model or "", r.metric, r.seconds, r.peak_mb,
+          "yes" if r.pareto else "no", r.group or "all rows"] for r in members],
+        table_id,
+    )  # fmt: skip
+    groups: dict[str, list[ExperimentRow]] = {}
+    for r in members:
+        groups.setdefault(r.group or "all rows", []).append(r)
+    panel = []
+    for group, grp in sorted(groups.items()):
+        front = [str(r.name) for r in grp if r.pareto]
+        s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
+        timed = [
+            (r.seconds, r.metric, r.pareto)
+            for r in grp
+            if r.seconds and r.seconds > 0 and is_number(r.seconds) and is_number(r.metric)
+        ]
+        panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
+    return {"metric": name, "groups": panel} if any(pts for _, pts, _ in panel) else None
 
 
 def bench_section(benchmark: str) -> Callable[[list[Entry]], Section]:

@@ -56,7 +56,7 @@ from accel.memory import MemorySettings
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.pipeline import Pipeline
-from accel.record import RunRecord, show_result
+from accel.record import show_result
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
@@ -630,7 +630,7 @@ def cluster_run(
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
     process_start: float | None = None,
-) -> tuple[RunRecord, Path]:
+) -> tuple[dict[str, Any], Path]:
     """Run ``config`` (which has a ``cluster``) on Dask, both arms, and write its record; ``(record, path)``.
 
     Everything refusable is refused before a process starts: the output folder, the workflow,

@@ -2,8 +2,8 @@
 
 ``.. accel-record-schema::`` runs two tiny paired runs on the CPU arm through the library
 (:func:`accel.run`: the flights workflow on 2,000 rows, and a generated 600-row CSV through
-``data=``), reads the records they wrote, and lists every field to three levels (``arms.<arm>.*``
-for both arms at once) with its JSON type, which record has it, and its description from
+``data=``), reads the records they wrote, and lists every field to two levels (``arms.<arm>.*``
+for both arms at once; a third where ``record_fields.yaml`` describes fields there) with its JSON type, which record has it, and its description from
 ``guide/record_fields.yaml``. So the list is what the code writes today: a field the code
 stops writing disappears from the page, and
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,9 @@ def _type(value: Any) -> str:
     return "object"
 
 
-def walk(record: dict[str, Any], collapse: set[str]) -> dict[str, tuple[set[str], list[str]]]:
-    """``path -> (types, keys)``: fields to three levels, both arms under ``arms.<arm>``."""
+def walk(record: dict[str, Any], collapse: set[str], described: Collection[str] = ()) -> dict[str, tuple[set[str], list[str]]]:
+    """``path -> (types, keys)``: fields to two levels, both arms under ``arms.<arm>``, and a
+    third where ``described`` names fields there (``model.early_stopping.rounds``)."""
     out: dict[str, tuple[set[str], list[str]]] = {}
 
     def add(path: str, value: Any) -> None:
@@ -103,7 +105,8 @@ def walk(record: dict[str, Any], collapse: set[str]) -> dict[str, tuple[set[str]
 
     def visit(path: str, value: Any, depth: int) -> None:
         add(path, value)
-        if isinstance(value, dict) and depth < 2 and path not in collapse:
+        deeper = depth < 2 or any(d.startswith(path + ".") for d in described)
+        if isinstance(value, dict) and deeper and path not in collapse:
             for key, child in value.items():
                 visit(f"{path}.{key}", child, depth + 1)
 
@@ -142,7 +145,9 @@ class RecordSchemaDirective(SphinxDirective):
         described: dict[str, str] = spec.get("fields") or {}
         collapse = set(spec.get("collapse") or [])
         records = make_records()
-        found: dict[str, dict[str, tuple[set[str], list[str]]]] = {name: walk(rec, collapse) for name, rec in records.items()}
+        found: dict[str, dict[str, tuple[set[str], list[str]]]] = {
+            name: walk(rec, collapse, described) for name, rec in records.items()
+        }
         paths = list(dict.fromkeys(p for fields in found.values() for p in fields))
         location = self.get_location()
         for path in paths:

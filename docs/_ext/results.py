@@ -13,6 +13,7 @@ file's GPU arm was skipped, and its GPU fields are never read.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -23,7 +24,18 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from accel.record import kind_of, loads
+from accel.record import (
+    BenchRecord,
+    Cores,
+    CrossoverBench,
+    DbBench,
+    ModelsBench,
+    Record,
+    RunRecord,
+    ScalingRecord,
+    Timed,
+    read_record,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,31 +49,36 @@ DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})-")
 
 
 class Result:
-    """One results file: its name, what it holds, whether its GPU arm ran on a GPU."""
+    """One results file: its name, its typed record (:func:`accel.record.read_record`: an old
+    result upgraded), which benchmark it holds, whether its GPU arm ran on a GPU."""
 
     def __init__(self, path: Path):
         self.path = path
         self.name = path.name
-        self.data: dict[str, Any] = loads(path.read_text())
-        # Which benchmark; else the record's kind (``run``), read from the file, or inferred for
-        # results written before results carried one (accel.record.kind_of).
-        self.kind = str(self.data.get("benchmark") or kind_of(self.data) or "unknown")
+        self.record: Record = read_record(path)
+        # Which benchmark; else the record's kind (``run``, ``scaling``).
+        self.kind = self.record.benchmark if isinstance(self.record, BenchRecord) else self.record.kind
         self.gpu = bool(GPU_FILE.search(self.name))
         m = DATE.match(self.name)
         self.date = m.group(1) if m else ""
 
+    @functools.cached_property
+    def fields(self) -> dict[str, Any]:
+        """The fields of a result no class names (the scripts' own benchmarks), as the file holds them."""
+        return self.record.model_dump(exclude_unset=True)
+
     @property
     def machine(self) -> str:
-        env = self.data.get("environment") or {}
-        if not isinstance(env, dict) or not env:
+        env = self.record.environment
+        if env is None or not (env.model_fields_set or env.model_extra):
             return "not recorded"
-        cores = env.get("cores") or {}
-        count = cores.get("available") or cores.get("logical") if isinstance(cores, dict) else cores
-        text = f"{env.get('cpu_model') or 'CPU'}, {count} cores" if count else str(env.get("cpu_model") or "CPU")
-        if env.get("ram_gb"):
-            text += f", {env['ram_gb']:.0f} GB"
+        cores = env.cores
+        n = (cores.available or cores.logical) if isinstance(cores, Cores) else cores
+        text = f"{env.cpu_model or 'CPU'}, {n} cores" if n else str(env.cpu_model or "CPU")
+        if env.ram_gb:
+            text += f", {env.ram_gb:.0f} GB"
         if self.gpu:
-            gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, dict)]
+            gpus = [g.name for g in env.gpus if g.name]
             if gpus:
                 text += "; " + ", ".join(sorted(set(gpus)))
         return text
@@ -194,114 +211,100 @@ def source(result: Result, extra: str = "") -> nodes.paragraph:
 # --------------------------------------------------------------------------- one renderer per benchmark
 
 
-def _stats(arm: dict[str, Any], key: str) -> Any:
-    part = arm.get(key) if isinstance(arm, dict) else None
-    return part.get("median") if isinstance(part, dict) else None
-
-
 def render_run(result: Result) -> list[nodes.Node]:
     """A run record: seconds per stage on each arm, the speedup, the metric of both."""
-    rec = result.data
-    arms = rec.get("arms") or {}
-    cpu, gpu = arms.get("cpu") or {}, arms.get("gpu") or {}
-    use_gpu = result.gpu and gpu.get("status") == "ok"
-    stages = list(cpu.get("stages") or gpu.get("stages") or {})
+    rec = result.record
+    assert isinstance(rec, RunRecord), result.name
+    cpu, gpu = rec.arms.get("cpu"), rec.arms.get("gpu")
+    use_gpu = result.gpu and gpu is not None and gpu.ok
+    stages = list((cpu.stages if cpu else {}) or (gpu.stages if gpu else {}))
     header = ["stage", "CPU s"] + (["GPU s", "speedup"] if use_gpu else [])
     rows = []
     for stage in [*stages, "total"]:
-        c = cpu.get("total_seconds") if stage == "total" else (cpu.get("stages") or {}).get(stage)
-        row = [stage, secs(c)]
+        row = [stage, secs(_stage(cpu, stage))]
         if use_gpu:
-            g = gpu.get("total_seconds") if stage == "total" else (gpu.get("stages") or {}).get(stage)
-            row += [secs(g), times((rec.get("speedup") or {}).get(stage))]
+            row += [secs(_stage(gpu, stage)), times(rec.speedup.get(stage))]
         rows.append(row)
-    config = rec.get("config") or {}
-    caption = f"accel run {rec.get('workflow')}, {config.get('rows') or 'all'} rows, {config.get('precision') or 'fp32'}"
-    parity = rec.get("parity") or {}
-    name = parity.get("metric") or "metric"
-    notes = [f"{name} CPU {metric(parity.get('cpu'))}"]
-    if use_gpu:
-        notes += [f"GPU {metric(parity.get('gpu'))}", f"parity {text(parity.get('ok'))} (tolerance {parity.get('tolerance')})"]
-        notes.append(f"GPU arm's model ran on {gpu.get('device_used')}")
+    caption = f"accel run {rec.workflow}, {rec.config.rows or 'all'} rows, {rec.config.precision or 'fp32'}"
+    parity = rec.parity
+    notes = [f"{parity.metric or 'metric'} CPU {metric(parity.cpu)}"]
+    if use_gpu and gpu is not None:
+        notes += [f"GPU {metric(parity.gpu)}", f"parity {text(parity.ok)} (tolerance {parity.tolerance})"]
+        notes.append(f"GPU arm's model ran on {gpu.device_used}")
     return [table(header, rows, caption), source(result, "; ".join(notes))]
 
 
+def _stage(arm: Any, stage: str) -> Any:
+    """An arm's seconds of ``stage`` (``total``: of the run)."""
+    if arm is None:
+        return None
+    return arm.total_seconds if stage == "total" else arm.stages.get(stage)
+
+
 def render_models(result: Result) -> list[nodes.Node]:
-    data = result.data
+    rec = result.record
+    assert isinstance(rec, ModelsBench), result.name
     rows = []
     header = ["model", "metric", "CPU fit s", "CPU predict s", "CPU quality"]
     if result.gpu:
         header += ["GPU fit s", "GPU predict s", "GPU quality", "fit speedup", "predict speedup"]
-    for m in data.get("models") or []:
-        cpu, gpu = m.get("cpu") or {}, m.get("gpu") or {}
-        row = [
-            m.get("model"),
-            m.get("metric"),
-            secs(_stats(cpu, "fit")),
-            secs(_stats(cpu, "predict")),
-            metric(cpu.get("quality")),
-        ]
+    for m in rec.models:
+        row = [m.model, m.metric, secs(m.cpu.fit.median), secs(m.cpu.predict.median), metric(m.cpu.quality)]
         if result.gpu:
-            row += [secs(_stats(gpu, "fit")), secs(_stats(gpu, "predict")), metric(gpu.get("quality"))]
-            row += [times(m.get("fit_speedup")), times(m.get("predict_speedup"))]
+            row += [secs(m.gpu.fit.median), secs(m.gpu.predict.median), metric(m.gpu.quality)]
+            row += [times(m.fit_speedup), times(m.predict_speedup)]
         rows.append(row)
-    d = data.get("data") or {}
-    cfg = data.get("config") or {}
-    caption = f"accel bench models, {count(d.get('rows'))} rows × {d.get('features')} features, median of {cfg.get('repeats')}"
-    return [table(header, rows, caption), source(result, (data.get("fairness") or {}).get("line", ""))]
+    caption = f"accel bench models, {count(rec.data.rows)} rows × {rec.data.features} features, median of {rec.config.repeats}"
+    return [table(header, rows, caption), source(result, _fairness(rec))]
+
+
+def _fairness(rec: BenchRecord) -> str:
+    return (rec.fairness.line if rec.fairness else None) or ""
 
 
 def render_db(result: Result) -> list[nodes.Node]:
-    data = result.data
-    engines = data.get("engines") or {}
-    engine_names = [e for e, v in engines.items() if isinstance(v, dict) and v.get("status") == "ok"]
+    rec = result.record
+    assert isinstance(rec, DbBench), result.name
+    engine_names = [e for e, v in rec.engines.items() if v.ok]
     header = ["q", "question", "pandas run 1", "pandas run 2", "pandas median"]
     if result.gpu:
         header += ["cuDF run 1", "cuDF run 2", "cuDF median", "speedup", "answers agree"]
     header += [f"{e} run 2" for e in engine_names]
     rows = []
-    for q in data.get("questions") or []:
-        cpu, gpu = q.get("cpu") or {}, q.get("gpu") or {}
-        row = [q.get("question"), q.get("title"), secs(cpu.get("run1")), secs(cpu.get("run2")), secs(cpu.get("median"))]
+    for q in rec.questions:
+        cpu, gpu = q.cpu, q.gpu
+        row = [q.question, q.title, secs(cpu.run1), secs(cpu.run2), secs(cpu.median)]
         if result.gpu:
-            row += [
-                secs(gpu.get("run1")),
-                secs(gpu.get("run2")),
-                secs(gpu.get("median")),
-                times(q.get("speedup")),
-                text(q.get("agree")),
-            ]
-        for e in engine_names:
-            row.append(secs(((engines[e].get("questions") or {}).get(q.get("question")) or {}).get("run2")))
+            row += [secs(gpu.run1), secs(gpu.run2), secs(gpu.median), times(q.speedup), text(q.agree)]
+        row += [secs((rec.engines[e].questions.get(q.question) or Timed()).run2) for e in engine_names]
         rows.append(row)
     what = "groupby" if result.kind == "db_groupby" else "join"
-    files = data.get("data") or {}
-    first = Path(str(files.get("x") or "")).name
-    cfg = data.get("config") or {}
-    caption = f"db-benchmark {what}, {first or 'data'}, seconds (median of {cfg.get('repeats')})"
-    return [table(header, rows, caption), source(result, (data.get("fairness") or {}).get("line", ""))]
+    first = Path(str(rec.data.x or "")).name
+    caption = f"db-benchmark {what}, {first or 'data'}, seconds (median of {rec.config.repeats})"
+    return [table(header, rows, caption), source(result, _fairness(rec))]
 
 
 def render_crossover(result: Result) -> list[nodes.Node]:
-    data = result.data
+    rec = result.record
+    assert isinstance(rec, CrossoverBench), result.name
     out: list[nodes.Node] = []
-    for op in data.get("operations") or []:
+    for op in rec.operations:
         header = ["rows", "CPU s"] + (["GPU s", "speedup"] if result.gpu else [])
         rows = []
-        for p in op.get("points") or []:
-            row = [count(p.get("rows")), secs((p.get("cpu") or {}).get("median"))]
+        for p in op.points:
+            row = [count(p.rows), secs(p.cpu.median)]
             if result.gpu:
-                row += [secs((p.get("gpu") or {}).get("median")), times(p.get("speedup"))]
+                row += [secs(p.gpu.median), times(p.speedup)]
             rows.append(row)
-        out.append(table(header, rows, f"crossover: {op.get('description') or op.get('operation')}"))
+        out.append(table(header, rows, f"crossover: {op.description or op.operation}"))
         if result.gpu:
-            out.append(para(f"crossover at {count(op.get('crossover_rows'))} rows"))
+            out.append(para(f"crossover at {count(op.crossover_rows)} rows"))
     out.append(source(result))
     return out
 
 
 def _overhead_row(result: Result) -> list[str]:
-    d = result.data
+    d = result.fields
     med = d.get("median_seconds") or {}
     auc = d.get("auc") or {}
     return [
@@ -322,8 +325,8 @@ def render_flights_overheads(results: list[Result]) -> list[nodes.Node]:
 def render_compare_overheads(results: list[Result]) -> list[nodes.Node]:
     header = ["file", "script", "repeats", "ratio of medians", "median of paired ratios"]
     rows = [
-        [r.name, " ".join([str(r.data.get("script")), *map(str, r.data.get("script_args") or [])]), text(r.data.get("repeats")),
-         ratio(r.data.get("ratio")), ratio(r.data.get("ratio_paired_median"))]
+        [r.name, " ".join([str(r.fields.get("script")), *map(str, r.fields.get("script_args") or [])]), text(r.fields.get("repeats")),
+         ratio(r.fields.get("ratio")), ratio(r.fields.get("ratio_paired_median"))]
         for r in results
     ]  # fmt: skip
     return [table(header, rows, "accel compare's CPU arm against plain python SCRIPT"),
@@ -331,7 +334,7 @@ def render_compare_overheads(results: list[Result]) -> list[nodes.Node]:
 
 
 def render_dask_overhead(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     cluster = d.get("cluster") or {}
     med = d.get("median_seconds") or {}
     auc = d.get("auc") or {}
@@ -377,7 +380,7 @@ def render_dask_overhead(result: Result) -> list[nodes.Node]:
 
 
 def render_groupby_overhead(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     header = ["q", "question", "accel median s", "plain median s", "ratio", "fastest / fastest", "checksums equal"]
     rows = [
         [q.get("question"), q.get("title"), secs(q.get("accel_median")), secs(q.get("plain_median")), ratio(q.get("ratio"), 2),
@@ -390,7 +393,7 @@ def render_groupby_overhead(result: Result) -> list[nodes.Node]:
 
 
 def render_hpo(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     header = ["run", "trials", "subset", "trial rounds", "complete", "pruned", "wall s", "trials s", "default AUC", "tuned AUC"]
     rows = []
     for r in d.get("runs") or []:
@@ -405,7 +408,7 @@ def render_hpo(result: Result) -> list[nodes.Node]:
 
 
 def render_memory(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     budget = _num(d.get("budget_bytes")) or math.nan
     rows = []
     ch = d.get("chunked_10x") or {}
@@ -437,7 +440,7 @@ def render_byo(result: Result) -> list[nodes.Node]:
         [r.get("table"), count(r.get("rows_used")), text(r.get("task")), text(r.get("metric")), metric(r.get("accel")),
          metric(r.get("handwritten")), secs(r.get("accel_seconds_cpu_arm")), secs((r.get("accel_stages") or {}).get("train")),
          text((r.get("encoding_probe") or {}).get("chosen") or "no probe").replace("_", " ")]
-        for r in result.data.get("rows") or []
+        for r in result.fields.get("rows") or []
     ]  # fmt: skip
     return [table(header, rows, "accel run --data against a hand-written pandas + XGBoost script"), source(result)]
 
@@ -457,15 +460,15 @@ def render_default_model(result: Result) -> list[nodes.Node]:
         [r.get("table"), text(r.get("task")), text(r.get("metric")), metric(r.get("accel_mean")), metric(r.get("defaults_mean")),
          metric(r.get("difference")), "yes" if r.get("ok") else "no",
          ", ".join(text(s.get("rounds_chosen")) for s in r.get("splits") or [])]
-        for r in result.data.get("rows") or []
+        for r in result.fields.get("rows") or []
     ]  # fmt: skip
-    label = result.data.get("label") or "unlabelled"
-    caption = f"accel's default model against XGBoost's defaults, mean over splits {result.data.get('seeds')} ({label})"
+    label = result.fields.get("label") or "unlabelled"
+    caption = f"accel's default model against XGBoost's defaults, mean over splits {result.fields.get('seeds')} ({label})"
     return [table(header, rows, caption), source(result)]
 
 
 def render_dates(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     header = ["layout", "kind", "format", "parsed right"]
     rows = [
         [x.get("layout"), text(x.get("kind")), text(x.get("date_format")),
@@ -487,7 +490,7 @@ def render_dates(result: Result) -> list[nodes.Node]:
 
 
 def render_own_table(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     header = ["rows", "accel s", "hand-written s", "ratio", "AUC accel", "AUC hand-written", "accel peak RSS MB"]
     rows = []
     for s in d.get("sizes") or []:
@@ -519,7 +522,7 @@ def render_own_table(result: Result) -> list[nodes.Node]:
 
 
 def render_streamed_bytes(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     who = {
         "accel": "accel streamed",
         "external": "XGBoost alone, ExtMemQuantileDMatrix",
@@ -575,7 +578,7 @@ def render_streamed_bytes(result: Result) -> list[nodes.Node]:
 
 
 def render_omp(result: Result) -> list[nodes.Node]:
-    d = result.data
+    d = result.fields
     summary = d.get("summary") or {}
     arms = list(d.get("arms") or next(iter(summary.values()), {}).get("median_seconds", {}))
     header = ["condition", *[f"{a} s" for a in arms], *[f"{a} / default" for a in arms if a != "libgomp default"]]
@@ -590,23 +593,16 @@ def render_omp(result: Result) -> list[nodes.Node]:
 
 
 def render_scaling(result: Result) -> list[nodes.Node]:
-    d = result.data
+    rec = result.record
+    assert isinstance(rec, ScalingRecord), result.name
     rows = [
-        [text(r.get("kind")), text(r.get("workers")), text(r.get("threads_per_worker")), secs(r.get("seconds")),
-         ratio(r.get("speedup_vs_1"), 2), ratio(r.get("efficiency"), 2), metric(r.get("metric"))]
-        for r in d.get("rows") or []
-        if r.get("stage") == "total"
+        [text(r.kind), text(r.workers), text(r.threads_per_worker), secs(r.seconds), ratio(r.speedup_vs_1, 2),
+         ratio(r.efficiency, 2), metric(r.metric)]
+        for r in rec.rows
+        if r.stage == "total"
     ]  # fmt: skip
-    header = [
-        "configuration",
-        "workers",
-        "threads per worker",
-        "seconds",
-        "speedup",
-        "efficiency",
-        d.get("metric_name") or "metric",
-    ]
-    return [table(header, rows, f"accel scale {d.get('workflow')} --cluster {d.get('cluster_kind')}"), source(result)]
+    header = ["configuration", "workers", "threads per worker", "seconds", "speedup", "efficiency", rec.metric_name or "metric"]
+    return [table(header, rows, f"accel scale {rec.workflow} --cluster {rec.cluster_kind}"), source(result)]
 
 
 def render_hostile(results: list[Result]) -> list[nodes.Node]:
@@ -617,11 +613,11 @@ def render_hostile(results: list[Result]) -> list[nodes.Node]:
     """
     verdicts: list[str] = []
     for r in results:
-        verdicts += [v for v in r.data.get("counts") or {} if v not in verdicts]
-    shown = [v for v in verdicts if any((r.data.get("counts") or {}).get(v) for r in results)]
+        verdicts += [v for v in r.fields.get("counts") or {} if v not in verdicts]
+    shown = [v for v in verdicts if any((r.fields.get("counts") or {}).get(v) for r in results)]
     rows = []
     for r in results:
-        d = r.data
+        d = r.fields
         sha = str((d.get("code_under_test") or {}).get("git_sha") or d.get("git_sha") or "")[:7] or "not recorded"
         counts = d.get("counts") or {}
         rows.append([r.name, text(d.get("label")), sha, str(len(d.get("cases") or [])), *[str(counts.get(v, 0)) for v in shown]])
@@ -631,8 +627,8 @@ def render_hostile(results: list[Result]) -> list[nodes.Node]:
 
 def render_generic(result: Result) -> list[nodes.Node]:
     """Any other result: its top-level numbers and words."""
-    rows = [[k, text(v) if not isinstance(v, float) else metric(v)] for k, v in result.data.items()
-            if isinstance(v, (str, int, float, bool)) and k != "benchmark"]  # fmt: skip
+    rows = [[k, text(v) if not isinstance(v, float) else metric(v)] for k, v in result.fields.items()
+            if isinstance(v, (str, int, float, bool)) and k not in ("benchmark", "schema_version", "kind", "run_id")]  # fmt: skip
     return [table(["field", "value"], rows, result.kind), source(result)]
 
 

@@ -10,7 +10,7 @@ running) and names the verdict when it finds something wrong. A case may act on 
 point of its own (``after``: done once the function ``hook`` names has returned, by default
 once the table is planned: a file cut, a signal sent).
 
-:func:`run_case` runs a case in a subprocess (``python -m tests.hostile_inputs NAME TMP ...``, so
+:func:`run_case` runs a case in a subprocess (``python -m accel_fixtures.hostile_inputs NAME TMP ...``, so
 that ``after`` can hook the run), :func:`run_in_process` in this one, and :func:`verdict`
 judges either. The kinds: ``secrets`` (credentials in records and messages), ``writes``
 (only where the user asked), ``types`` (Arrow and Parquet types), ``names`` (header names,
@@ -2082,7 +2082,7 @@ def not_dask(kind: str, command: str = "run", scheme: str = "") -> Callable[[Pat
     (``kind``: ``http``, ``silent``, ``garbage``); ``scheme``: its address with that scheme instead."""
 
     def make(tmp: Path) -> list[str]:
-        from tests.dask_procs import NotDaskServer
+        from accel_fixtures.servers import NotDaskServer
 
         server = _SERVERS[tmp] = NotDaskServer(kind)
         address = f"{scheme}://127.0.0.1:{server.port}" if scheme else server.address
@@ -2323,7 +2323,7 @@ def _killed_first(hook: str, argv: list[str], tmp: Path, env: Mapping[str, str])
     """Run ``accel argv`` in a process of its own that SIGKILLs itself once ``hook`` has returned."""
     path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
     full = {**os.environ, **env, MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
-    done = subprocess.run([sys.executable, "-m", "tests.hostile_inputs", "@kill", hook, str(tmp), *argv],
+    done = subprocess.run([sys.executable, "-m", "accel_fixtures.hostile_inputs", "@kill", hook, str(tmp), *argv],
                           capture_output=True, text=True, env=full, cwd=tmp, timeout=300)  # fmt: skip
     if done.returncode != -signal.SIGKILL:
         raise RuntimeError(f"set-up: the first run was not killed (exit {done.returncode}): {done.stderr[-800:]}")
@@ -3052,7 +3052,7 @@ def run_case(
     tmp.mkdir(parents=True, exist_ok=True)
     if argv is None:
         argv = case.make_input(tmp)
-    cmd = [sys.executable, "-m", "tests.hostile_inputs", case.name, str(tmp), *argv]
+    cmd = [sys.executable, "-m", "accel_fixtures.hostile_inputs", case.name, str(tmp), *argv]
     # The tree under test comes first on the path (PYTHONPATH as given), then this one (for this module).
     path = [p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p]
     full_env = {**os.environ, **(env or {}), **case_env(case, tmp), MARK: str(tmp), "PYTHONPATH": os.pathsep.join(path)}
@@ -3137,7 +3137,7 @@ def message(outcome: Outcome) -> str:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m tests.hostile_inputs NAME TMP ACCEL-ARGS...``: the command line, with the case's hook;
+    """``python -m accel_fixtures.hostile_inputs NAME TMP ACCEL-ARGS...``: the command line, with the case's hook;
     ``@kill HOOK TMP ACCEL-ARGS...``: the command line, SIGKILLed once ``HOOK`` has returned."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as Python's default, however started
     if argv[0] == "@kill":
