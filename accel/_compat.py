@@ -351,8 +351,8 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
             col = groups[groups.columns[g]]
             g += 1
             if kind == "month":
-                names = MONTH_NAMES if value == "B" else [m[:3] for m in MONTH_NAMES]
-                piece = col.replace(list(names), [f"{k:02d}" for k in range(1, 13)])
+                months = list(MONTH_NAMES) if value == "B" else [m[:3] for m in MONTH_NAMES]
+                piece = col.replace(months, [f"{k:02d}" for k in range(1, 13)])
             elif value == "p":
                 piece = col.str.upper()
             elif value == "f":

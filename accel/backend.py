@@ -500,7 +500,7 @@ class Backend:
     xgb_device: str
     n_threads: int
     device: GpuDevice | None = None
-    models: Mapping = field(default=None, repr=False)  # type: ignore[assignment]
+    models: Mapping[str, Any] = field(default_factory=dict, repr=False)
     host_frames: str | None = None
 
     @property
@@ -997,8 +997,3 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
             pynvml.nvmlShutdown()
         except Exception:  # noqa: BLE001
             pass
-
-
-def gpu_libraries_loaded() -> list[str]:
-    """Which GPU libraries this process has imported (a CPU run must show none)."""
-    return sorted(name for name in ("cupy", "cudf", "cuml", "rmm") if name in sys.modules)

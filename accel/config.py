@@ -9,7 +9,7 @@ boolean is not a number (``seed: true`` is refused, not read as 1), nor is text
 from __future__ import annotations
 
 from pathlib import Path, PurePath
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, create_model, model_validator
 
@@ -39,8 +39,14 @@ STRICT_TYPES = ConfigDict(extra="forbid", strict=True)
 #: A path setting: a ``Path``, or its text (a workflow file's ``out: runs``).
 PathSetting = Annotated[Path, Field(strict=False)]
 
-#: ``--model`` choices: the models of the registry.
-ModelName = Literal[tuple(MODELS)]  # type: ignore[valid-type]
+#: ``--model`` choices: the models of the registry (pydantic checks the name; to a type checker it is text).
+if TYPE_CHECKING:
+    from accel.memory import MemorySettings
+    from accel.registry import XGBoostSettings
+
+    ModelName = str
+else:
+    ModelName = Literal[tuple(MODELS)]
 
 
 class SearchRange(BaseModel):
@@ -130,14 +136,20 @@ class ClusterConfig(BaseModel):
 
 #: One section per model of the registry (``xgboost:``, ``random_forest:``, ...), each its
 #: settings schema with their defaults.
-_ModelSections = create_model(
-    "_ModelSections",
-    __config__=ConfigDict(extra="forbid"),
-    **{name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()},
-)
+_SECTIONS: dict[str, Any] = {name: (spec.settings, Field(default_factory=spec.settings)) for name, spec in MODELS.items()}
+if TYPE_CHECKING:
+
+    class _ModelSections(BaseModel):
+        """What a type checker knows of the sections: XGBoost's (every workflow's model) by name;
+        the others are read by the model's name (:meth:`RunConfig.model_params`)."""
+
+        xgboost: XGBoostSettings = Field(default_factory=XGBoostSettings)
+
+else:
+    _ModelSections = create_model("_ModelSections", __config__=ConfigDict(extra="forbid"), **_SECTIONS)
 
 
-class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
+class RunConfig(_ModelSections):
     """Everything one ``accel run`` needs: a named workflow, or a user's table (``data`` + ``target``)."""
 
     model_config = STRICT_TYPES
@@ -195,7 +207,8 @@ class RunConfig(_ModelSections):  # type: ignore[misc, valid-type]
             raise ValueError(str(exc)) from None
         return self
 
-    def memory_settings(self) -> Any:
+    def memory_settings(self) -> MemorySettings:
+        """The run's memory settings: the RMM pool, the memory budget, the batch rows, the precision."""
         from accel.memory import MemorySettings
 
         return MemorySettings(

@@ -99,7 +99,7 @@ class EarlyStopping:
         out[self.positions(n_train)] = True
         return out
 
-    def check(self, n_train: int, labels: Any, n_classes: int | None) -> bool:
+    def check(self, n_train: int, labels: np.ndarray, n_classes: int | None) -> bool:
         """Whether the validation part of ``n_train`` rows can be watched: enough rows, and with
         ``n_classes`` (classification) every class among ``labels`` (its targets, on the host).
 
@@ -154,7 +154,7 @@ class EarlyStopping:
 SEARCH = "rounds search"
 
 
-def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], None]) -> None:
+def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], object]) -> None:
     """``search()``, the early-stopping search of a model that stops early (its registry entry's
     :attr:`~accel.registry.Capabilities.stops_early`), between an arm's ``to_device`` and
     ``train`` stages where this arm is the one to run it; the ``listener``

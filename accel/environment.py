@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -76,17 +77,18 @@ def library_versions() -> dict[str, str | None]:
     is installed under another distribution name falls back to scanning them all.
     """
     out: dict[str, str | None] = {}
-    scanned: dict[str, list[str]] | None = None
+    scanned: Mapping[str, list[str]] | None = None
     for name in LIBRARIES:
         found = installed(DISTRIBUTIONS.get(name, ()))
         if found is None and module_installed(name):
-            scanned = scanned if scanned is not None else md.packages_distributions()
+            if scanned is None:
+                scanned = md.packages_distributions()
             found = installed(scanned.get(name) or ())
         out[name] = found
     return out
 
 
-def installed(distributions: Any) -> str | None:
+def installed(distributions: Iterable[str]) -> str | None:
     """``"distribution==version"`` of the first of ``distributions`` that is installed, else None."""
     for dist in distributions:
         try:

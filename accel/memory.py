@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import psutil
 
@@ -196,8 +196,9 @@ class MemoryMonitor(PeriodicSampler):
             device = None
         with self._lock:
             host = self._process.memory_info().rss
-            kernel = kernel_peak_rss() if self._kernel_seen is not None else None
-            if kernel is not None and kernel > self._kernel_seen:
+            seen = self._kernel_seen
+            kernel = kernel_peak_rss() if seen is not None else None
+            if kernel is not None and seen is not None and kernel > seen:
                 host, self._kernel_seen = max(host, kernel), kernel
             self.peak_host = max(self.peak_host, host)
             if device is not None:
@@ -237,7 +238,12 @@ class MemoryMonitor(PeriodicSampler):
         self.set_stage(None)
 
 
+@overload
+def to_mb(n: int) -> float: ...
+@overload
+def to_mb(n: None) -> None: ...
 def to_mb(n: int | None) -> float | None:
+    """Bytes in MB, to one decimal; None stays None."""
     return None if n is None else round(n / MB, 1)
 
 

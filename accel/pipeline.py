@@ -29,7 +29,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -603,7 +603,7 @@ def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Cal
     return write
 
 
-def saved_folder(record: dict[str, Any], path: Path) -> Path | None:
+def saved_folder(record: Mapping[str, Any], path: Path) -> Path | None:
     """Where the pipeline a user would take from a record went (its accelerated arm's where that
     arm saved one, else the CPU arm's), for the line the command prints; None without one."""
     saved = record.get("pipelines") or {}

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
+from accel._compat import Array, Frame
 from accel.backend import Backend
 
 FP16_MAX = 65504.0
@@ -163,7 +164,7 @@ def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tupl
     return out
 
 
-def frame_matrix(frame: Any, categorical: list[str], out: Any = None) -> Any:
+def frame_matrix(frame: Frame, categorical: list[str], out: Array | None = None) -> Array:
     """A feature frame as a float32 matrix on the arm's device; categoricals become their codes.
 
     Each column is converted once, straight into the matrix (``out`` when given, else a new
@@ -241,7 +242,7 @@ def xgboost_features(columns: Any, categorical: list[str]) -> tuple[list[str], l
     return [xgboost_safe_name(c) for c in names], ["c" if c in wanted else "q" for c in names]
 
 
-def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: PrecisionPlan, batch_rows: int) -> StoredMatrix:
+def store_frame(backend: Backend, frame: Frame, categorical: list[str], plan: PrecisionPlan, batch_rows: int) -> StoredMatrix:
     """Hold a feature frame as the precision plan says, filled ``batch_rows`` rows at a time.
 
     Only one float32 batch exists at a time besides the stored matrix.
@@ -257,7 +258,7 @@ def store_frame(backend: Backend, frame: Any, categorical: list[str], plan: Prec
     direct = half is None and _compat.array_module(frame) is xp
     for a in range(0, n, step):
         b = min(a + step, n)
-        if direct:
+        if direct and full is not None:
             # float32 only, on the frame's own device: each column is converted once, straight
             # into the stored matrix.
             frame_matrix(frame.iloc[a:b], categorical, out=full[a:b])

@@ -11,8 +11,9 @@ it cannot use the GPU); :mod:`accel.pairing` compares two arms.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
@@ -116,7 +117,7 @@ class ArmPeaks:
         <accel.scaleout.cluster.WorkerMemorySampler.peaks>`: each worker's RSS peak and the peaks
         its heartbeats reported per stage)."""
 
-        def highest(values: Any) -> float | None:
+        def highest(values: Iterable[float | None]) -> float | None:
             present = [v for v in values if v is not None]
             return max(present) if present else None
 
@@ -158,8 +159,12 @@ class Executed:
     pipeline: Any = None
 
 
-class Executor:
-    """How an arm's five stages run: in memory, streamed in batches, or on a Dask cluster.
+#: What an executor runs: a workflow, a workflow's cluster side, a scoring job.
+W = TypeVar("W")
+
+
+class Executor(Generic[W]):
+    """How an arm's five stages run on a ``W``: in memory, streamed in batches, or on a Dask cluster.
 
     The runner (:func:`accel.runner.execute_arm`) makes the stage timer and the memory monitor,
     tells the listener the arm started and finished, and builds the :class:`ArmResult`; the
@@ -184,11 +189,11 @@ class Executor:
         when the work runs in other processes (a cluster's client holds no device memory)."""
         return backend
 
-    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+    def execute(self, backend: Backend, workflow: W, timer: StageTimer, listener: Listener | None) -> Executed:
         """Run the stages, each under ``timer.stage(name)`` (or ``timer.accumulate``); raise what they raise."""
         raise NotImplementedError
 
-    def after(self, backend: Backend, workflow: Any, executed: Executed) -> None:
+    def after(self, backend: Backend, workflow: W, executed: Executed) -> None:
         """Untimed work once the stages are done and the monitor has stopped (the float32 check of
         an fp16 run); may add to ``executed.memory``."""
 
@@ -225,11 +230,7 @@ def arm_result(
         stages={s: round(timer.seconds.get(s, 0.0), 6) for s in (*stages, *EXTRA_STAGES) if s in stages or s in timer.seconds},
         total_seconds=round(sum(timer.seconds.get(s, 0.0) for s in stages), 6),
         metrics=executed.metrics,
-        peak_host_mb=peaks.peak_host_mb,
-        peak_device_mb=peaks.peak_device_mb,
-        host_mb_at_start=peaks.host_mb_at_start,
-        stage_peak_host_mb=peaks.stage_peak_host_mb,
-        stage_peak_device_mb=peaks.stage_peak_device_mb,
+        **asdict(peaks),
         threads=executed.threads if executed.threads is not None else _threads(backend, model, fitted),
         rows=dict(executed.rows),
         features=list(executed.features),

@@ -14,32 +14,40 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from accel import _compat
+from accel._compat import Array
 from accel.backend import Backend
-from accel.early_stopping import search_between_stages
+from accel.batching import BatchPlan
+from accel.config import RunConfig
+from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line
-from accel.memory import MemoryMonitor
+from accel.memory import MemoryMonitor, MemorySettings
 from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.registry import DEFAULT_MODEL, MODELS, refusal
-from accel.result import ArmResult, Executed, Executor, Listener, arm_result, skipped
+from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer
-from accel.workflows.base import Workflow
+from accel.workflows.base import Prepared, StopsEarly, Workflow
+
+#: An arm's RMM pool record and batch plan (:func:`prepare_arm`).
+PreparedArm = tuple[dict[str, Any], BatchPlan]
 
 
-def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any]:
+def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm:
     """The arm's RMM pool and batch plan, settled before any stage runs.
 
     A refusal here (a budget below one batch, a table that must stream with a model that
     cannot) is a user error raised before either arm has done any work.
     """
     from accel.faultpoints import raise_point
-    from accel.memory import MemorySettings, default_budget, parse_size, setup_rmm_pool
+    from accel.memory import default_budget, parse_size, setup_rmm_pool
 
     settings = memory or MemorySettings()
     rmm = setup_rmm_pool(backend, settings.rmm_pool, workflow.model_name)
@@ -60,7 +68,11 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: Any = None) -> tup
 
 
 def run_arm(
-    backend: Backend, workflow: Workflow, listener: Listener | None = None, memory: Any = None, prepared_arm: Any = None
+    backend: Backend,
+    workflow: Workflow,
+    listener: Listener | None = None,
+    memory: MemorySettings | None = None,
+    prepared_arm: PreparedArm | None = None,
 ) -> ArmResult:
     """Run every stage of ``workflow`` (and its ``model``) on ``backend`` in this process; raises what a stage raises.
 
@@ -70,11 +82,9 @@ def run_arm(
     :func:`prepare_arm`'s answer when the caller already has it. The plan chooses the executor:
     :class:`InMemory`, or :class:`~accel.streaming.Streamed` when the table is larger than the budget.
     """
-    from accel.memory import MemorySettings
-
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
-    executor: Executor
+    executor: Executor[Workflow]
     if plan.mode == "streaming":
         from accel.streaming import Streamed
 
@@ -84,7 +94,7 @@ def run_arm(
     return execute_arm(backend, workflow, executor, listener)
 
 
-def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: Listener | None = None) -> ArmResult:
+def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: Listener | None = None) -> ArmResult:
     """The one runner: ``executor`` runs the stages under one :class:`~accel.timing.StageTimer`
     and this process's :class:`~accel.memory.MemoryMonitor`; the listener is told the arm
     started and how it ended; the result is built by :func:`~accel.result.arm_result`."""
@@ -111,12 +121,12 @@ def execute_arm(backend: Backend, workflow: Any, executor: Executor, listener: L
             listener.arm_finished(backend.name, status)
 
 
-class InMemory(Executor):
+class InMemory(Executor[Workflow]):
     """The executor of a table that fits the budget: each stage on the whole table in memory."""
 
     name = "in_memory"
 
-    def __init__(self, plan: Any, settings: Any, rmm: dict[str, Any]):
+    def __init__(self, plan: BatchPlan, settings: MemorySettings, rmm: dict[str, Any]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
         self._check: Any = None
 
@@ -139,9 +149,10 @@ class InMemory(Executor):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
-        search_between_stages(
-            backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
-        )
+        if isinstance(model, StopsEarly):
+            search_between_stages(
+                backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
+            )
         with timer.stage("train"):
             fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, "train"))
         with timer.stage("predict"):
@@ -178,7 +189,9 @@ def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
     return lambda done, total: listener.rounds(arm, stage, done, total)
 
 
-def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, metrics: dict, y_test: Any) -> dict[str, Any]:
+def _fp32_check(
+    backend: Backend, workflow: Workflow, prepared: Prepared, plan: BatchPlan, metrics: dict[str, float], y_test: Array
+) -> dict[str, Any]:
     """Train the same model on the same rows in float32 (untimed) and report the metric change."""
     from accel.precision import plan_for_frames, store_frame
 
@@ -191,7 +204,7 @@ def _fp32_check(backend: Backend, workflow: Workflow, prepared: Any, plan: Any, 
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
-def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: Any = None) -> tuple[dict[str, Any], Any] | ArmResult:
+def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm | ArmResult:
     """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
     probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
     out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
@@ -209,8 +222,8 @@ def run_arm_safely(
     backend: Backend,
     workflow: Workflow,
     listener: Listener | None,
-    memory: Any = None,
-    prepared_arm: Any = None,
+    memory: MemorySettings | None = None,
+    prepared_arm: PreparedArm | ArmResult | None = None,
     collect: bool = True,
 ) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run.
@@ -235,7 +248,7 @@ def run_arm_safely(
             gc.collect()
 
 
-def check_memory_flags(settings: Any) -> None:
+def check_memory_flags(settings: MemorySettings) -> None:
     """Refuse, before any planning work, a budget below what one batch of the minimum size needs
     even at one 8-byte column (sizes that do not parse were refused by the config already)."""
     from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, _human
@@ -251,7 +264,7 @@ def check_memory_flags(settings: Any) -> None:
             )
 
 
-def build_workflow(config: Any, early_stopping: Any = None) -> Any:
+def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = None) -> Workflow:
     """The workflow a validated config asks for: a named one, or the user's table (planned here).
 
     Its XGBoost model stops early on a validation part of the training rows, with the rounds
@@ -264,20 +277,20 @@ def build_workflow(config: Any, early_stopping: Any = None) -> Any:
     return workflow
 
 
-def early_stopping_for(config: Any) -> Any:
+def early_stopping_for(config: RunConfig) -> EarlyStopping:
     """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
-    from accel.early_stopping import EarlyStopping
-
     return EarlyStopping(seed=config.seed)
 
 
-def attach_early_stopping(workflow: Any, early_stopping: Any) -> None:
-    """Give ``workflow``'s model ``early_stopping`` where it can stop early (others train as they are)."""
-    if MODELS[workflow.model_name].caps.stops_early:
-        workflow.model.early_stopping = early_stopping
+def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> None:
+    """Give ``workflow``'s model ``early_stopping`` where it can stop early (its registry entry's
+    ``stops_early``; such a model is a :class:`~accel.workflows.base.StopsEarly`); others train as they are."""
+    model = workflow.model
+    if MODELS[workflow.model_name].caps.stops_early and isinstance(model, StopsEarly):
+        model.early_stopping = early_stopping
 
 
-def _named_or_table(config: Any) -> Any:
+def _named_or_table(config: RunConfig) -> Workflow:
     from accel.models import XGBoostParams
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
@@ -291,6 +304,7 @@ def _named_or_table(config: Any) -> Any:
         if check_split is not None:
             check_split()  # a test split that cannot be scored is refused before any arm runs
         return workflow
+    assert config.target is not None  # RunConfig refuses --data without --target
     planned = plan_table(
         str(config.data),
         config.target,
@@ -307,7 +321,10 @@ def _named_or_table(config: Any) -> Any:
 
 
 def paired_run(
-    config: Any, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
+    config: RunConfig,
+    listener: Listener | None = None,
+    on_plan: Callable[[Workflow], None] | None = None,
+    process_start: float | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """Run ``config``'s workflow on the accelerated arm and the CPU arm; write the run record.
 
@@ -318,7 +335,6 @@ def paired_run(
     command line), when its interpreter started, so that the wall breakdown counts the
     start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
-    from datetime import datetime, timezone
 
     from accel.backend import resolve_arms
     from accel.environment import collect_environment
@@ -382,7 +398,7 @@ def paired_run(
     return record, path
 
 
-def say_planning(workflow: Any, seconds: float) -> None:
+def say_planning(workflow: Workflow, seconds: float) -> None:
     """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
     schema inference, the encoding probe)."""
     planned = workflow.planned
@@ -396,13 +412,13 @@ def say_planning(workflow: Any, seconds: float) -> None:
 
 
 def run_record(
-    config: Any,
+    config: RunConfig,
     workflow: Any,
     gpu: dict[str, Any],
     cpu: dict[str, Any],
     environment: dict[str, Any],
-    started: Any,
-    finished: Any,
+    started: datetime,
+    finished: datetime,
     **extra: Any,
 ) -> dict[str, Any]:
     """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
@@ -441,7 +457,7 @@ def wall_timeline(
     results: dict[str, ArmResult],
     process_start: float | None = None,
     cluster_startup: dict[str, float] | None = None,
-    early_stopping: Any = None,
+    early_stopping: EarlyStopping | None = None,
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
@@ -461,9 +477,10 @@ def wall_timeline(
         planning.update(
             read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds, encoding_probe=planned.probe_seconds
         )
-    arms = {}
+    arms: dict[str, dict[str, float]] = {}
     for arm, seconds in arm_wall.items():
-        stages = results[arm].total_seconds if results[arm].status == "ok" else 0.0
+        total = results[arm].total_seconds
+        stages = total if results[arm].status == "ok" and total is not None else 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
         if cluster_startup and arm in cluster_startup:
             arms[arm]["cluster_startup"] = cluster_startup[arm]

@@ -134,7 +134,7 @@ def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTi
     return output, contributions
 
 
-class ScoreInMemory(Executor):
+class ScoreInMemory(Executor[ScoreJob]):
     """Scoring a table that fits the budget: each stage on the whole table."""
 
     name = "in_memory"
@@ -161,7 +161,7 @@ class ScoreInMemory(Executor):
         )
 
 
-class ScoreStreamed(Executor):
+class ScoreStreamed(Executor[ScoreJob]):
     """Scoring a table larger than the budget: read, featurise and predict batch by batch; the
     output rows go to a spool file as each batch is done."""
 

@@ -64,7 +64,7 @@ class _Rows:
         self.test = used[plan.test_pos].astype(dtype)
 
 
-class Streamed(Executor):
+class Streamed(Executor[Workflow]):
     """The executor of a table larger than the memory budget: every pass reads it batch by batch."""
 
     name = "streamed"

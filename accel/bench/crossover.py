@@ -161,7 +161,9 @@ def sweep(
                 factory, description = _model_operation(name, rows, seed, features)
             point: dict[str, Any] = {"rows": rows}
             point["gpu"] = (
-                {"status": "skipped", "reason": gpu_skip} if gpu_skip is not None else _arm_point(gpu, factory, repeats, warmup)
+                _arm_point(gpu, factory, repeats, warmup)
+                if gpu is not None and gpu_skip is None
+                else {"status": "skipped", "reason": gpu_skip}
             )
             point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
             both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"

@@ -98,7 +98,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
         raise AccelError(
             f"{', '.join(f'{k}=' for k in foreign)} does not apply to the {suite} benchmark; it takes: {', '.join(takes)}"
         )
-    settings = {k: given.get(k) if given.get(k) is not None else DEFAULTS.get(k) for k in takes}
+    settings: dict[str, Any] = {k: given.get(k) if given.get(k) is not None else DEFAULTS.get(k) for k in takes}
     for name in ("questions", "engines", "models", "operations"):
         value = settings.get(name)
         if value is not None and not isinstance(value, str):

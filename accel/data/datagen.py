@@ -142,7 +142,7 @@ def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = 
 
     if sort:
         # NA sorts first, as data.table's setkeyv puts it; zero-padded labels sort like their numbers.
-        keys = [np.where(id_nulls[c], 0, ids[c]) if id_nulls[c] is not None else ids[c] for c in reversed(list(ids))]
+        keys = [ids[c] if (mask := id_nulls[c]) is None else np.where(mask, 0, ids[c]) for c in reversed(list(ids))]
         order = np.lexsort(keys)
         ids = {c: v[order] for c, v in ids.items()}
         values = {c: v[order] for c, v in values.items()}

@@ -151,7 +151,7 @@ def parsed_share(sample: pd.Series, fmt: str) -> float:
 
 def candidate_formats() -> list[str]:
     """Every date layout, with each time layout after the layouts that have a day."""
-    out = []
+    out: list[str] = []
     for date in DATE_LAYOUTS:
         times = TIME_LAYOUTS if "%d" in date else ("",)
         out.extend(date + t for t in times)

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
 from accel import _compat
+from accel._compat import Column, Frame
 
 _ROW = "__accel_row__"
 
 
-def left_join(left: Any, right: Any, on: Sequence[str]) -> Any:
+def left_join(left: Frame, right: Frame, on: Sequence[str]) -> Frame:
     """Left join that keeps the left frame's row order and length.
 
     pandas keeps the left order in a left merge; cuDF does not promise it. Sorting on the left
@@ -35,7 +35,7 @@ def left_join(left: Any, right: Any, on: Sequence[str]) -> Any:
     return out.sort_values(_ROW).drop(columns=[_ROW]).reset_index(drop=True)
 
 
-def date_parts(xdf: ModuleType, frame: Any, year: str, month: str, day: str) -> dict[str, Any]:
+def date_parts(xdf: ModuleType, frame: Frame, year: str, month: str, day: str) -> dict[str, Column]:
     """Day of week (Monday=0) and day of year from year/month/day columns."""
     date = xdf.to_datetime(frame[[year, month, day]].rename(columns={year: "year", month: "month", day: "day"}))
     return {"day_of_week": date.dt.day_of_week.astype("int16"), "day_of_year": date.dt.day_of_year.astype("int16")}
@@ -63,15 +63,15 @@ class GroupStats:
     keys: list[str]
     count_name: str | None
     rate_name: str | None
-    table: Any
+    table: Frame
     prior: float
 
     @classmethod
     def fit(
         cls,
         xdf: ModuleType,
-        train: Any,
-        target: Any,
+        train: Frame,
+        target: Column,
         keys: Sequence[str],
         count_name: str | None = None,
         rate_name: str | None = None,
@@ -89,8 +89,8 @@ class GroupStats:
         cls,
         xdf: ModuleType,
         keys: Sequence[str],
-        total: Any,
-        count: Any,
+        total: Column,
+        count: Column,
         prior: float,
         count_name: str | None = None,
         rate_name: str | None = None,
@@ -112,7 +112,7 @@ class GroupStats:
             columns.append(rate_name)
         return cls(keys, count_name, rate_name, table[columns], prior)
 
-    def transform(self, frame: Any) -> Any:
+    def transform(self, frame: Frame) -> Frame:
         out = left_join(frame, self.table, self.keys)
         if self.count_name:
             out[self.count_name] = out[self.count_name].fillna(0.0)
@@ -121,7 +121,7 @@ class GroupStats:
         return out
 
 
-def categorize(xdf: ModuleType, frames: Sequence[Any], columns: Sequence[str], vocabulary_from: Any) -> list[Any]:
+def categorize(xdf: ModuleType, frames: Sequence[Frame], columns: Sequence[str], vocabulary_from: Frame) -> list[Frame]:
     """Give ``columns`` the same categorical dtype in every frame.
 
     The vocabulary (sorted distinct values) comes from ``vocabulary_from``; it holds no target

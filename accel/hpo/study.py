@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accel.credentials import SECRET_PARAMS
 from accel.errors import AccelError
@@ -37,7 +37,7 @@ RUN_ONLY = {"device", "out"}
 HPO_RUN_ONLY = {"trials", "timeout", "top", "storage", "study"}
 
 
-def direction_of(task: str) -> tuple[str, str]:
+def direction_of(task: str) -> tuple[str, Literal["maximize", "minimize"]]:
     """(metric, direction) the study optimises for ``task``."""
     return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
 

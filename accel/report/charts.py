@@ -16,10 +16,13 @@ import base64
 import io
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 #: The rc settings every chart is drawn and saved under.
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,
     "font.family": ["DejaVu Sans", "sans-serif"],
@@ -232,7 +235,7 @@ def dumbbell(items: Sequence[tuple[str, float | None, float | None]], *, first: 
             if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
                 ax.plot([a, b], [y, y], "-", color="#bbbbbb", zorder=1)
         for k, (name, color) in enumerate(((first, "#9d9d9d"), (second, "#e45756"))):
-            pts = [(v[1 + k], y) for v, y in zip(items, ys) if v[1 + k] is not None and math.isfinite(v[1 + k])]
+            pts = [(x, y) for (_, a, b), y in zip(items, ys) if (x := (a, b)[k]) is not None and math.isfinite(x)]
             ax.scatter([x for x, _ in pts], [y for _, y in pts], color=color, s=36, zorder=2, label=name)
         ax.set_yticks(ys, [label for label, _, _ in items])
         ax.margins(x=0.15, y=0.3 if len(items) == 1 else 0.1)

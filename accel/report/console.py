@@ -10,9 +10,11 @@ the arm (``[cpu]``), or the configuration a command runs several of (``[2 worker
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, Group
@@ -238,7 +240,7 @@ def wall_line(wall: dict[str, Any]) -> str:
     )
 
 
-def stage_table(title: str, record: dict[str, Any]) -> Table:
+def stage_table(title: str, record: Mapping[str, Any]) -> Table:
     """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     table = Table(title=title, title_justify="left")
@@ -262,7 +264,7 @@ def stage_table(title: str, record: dict[str, Any]) -> Table:
     return table
 
 
-def render_importances(record: dict[str, Any], console: Console, top: int = 10) -> None:
+def render_importances(record: Mapping[str, Any], console: Console, top: int = 10) -> None:
     """The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran)."""
     arms = record["arms"]
     arm = "gpu" if arms["gpu"]["status"] == "ok" and arms["gpu"].get("importances") else "cpu"
@@ -280,7 +282,7 @@ def render_importances(record: dict[str, Any], console: Console, top: int = 10) 
     console.print(table)
 
 
-def render_run(record: dict[str, Any], console: Console) -> None:
+def render_run(record: Mapping[str, Any], console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm, then the top features."""
     gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
     gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
@@ -365,7 +367,7 @@ def early_stopping_line(model: dict[str, Any] | None) -> str | None:
     )
 
 
-def run_notes(record: dict[str, Any]) -> list[str]:
+def run_notes(record: Mapping[str, Any]) -> list[str]:
     """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
     worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
     from accel.metrics import remarks
@@ -389,35 +391,27 @@ def show_plan(workflow: Any, console: Console) -> None:
 
     if quiet():
         return
-    plan = workflow.plan
+    plan, line = workflow.plan, functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     if plan is None:
         for notice in workflow.notices:
-            console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+            line(f"notice: {notice}")
         return
     src = workflow.planned.source
     where = f"{src.kind}" + (
         f", {src.encoding}, delimiter {src.delimiter!r}" if src.kind == "csv" else f", {len(src.paths)} file(s)"
     )
-    console.print(
+    line(
         f"table {src.original} ({where}): {plan.rows_in_file:,} rows × {len(src.columns)} columns; "
-        f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
+        f"using {len(plan.row_positions):,} rows ({len(plan.train_pos):,} train / {len(plan.test_pos):,} test)"
     )
     classes = f", {len(plan.classes)} classes" if plan.classes is not None else ""
-    console.print(
-        f"target {plan.target!r}: {plan.task}{classes} ({plan.task_reason}); model {workflow.model_name}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
+    line(f"target {plan.target!r}: {plan.task}{classes} ({plan.task_reason}); model {workflow.model_name}")
     for kind, columns in plan.by_kind().items():
         names = ", ".join(shown_name(c.name) + (f" ({c.reason})" if kind == "dropped" and c.reason else "") for c in columns[:8])
         more = f", … {len(columns) - 8} more" if len(columns) > 8 else ""
-        console.print(f"  {kind:<11} {len(columns):>4}: {names}{more}", highlight=False, markup=False, soft_wrap=True)
+        line(f"  {kind:<11} {len(columns):>4}: {names}{more}")
     for notice in plan.notices:
-        console.print(f"  notice: {notice}", highlight=False, markup=False, soft_wrap=True)
+        line(f"  notice: {notice}")
 
 
 def render_info(env: dict[str, Any], console: Console) -> None:

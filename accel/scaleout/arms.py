@@ -23,13 +23,15 @@ that a baseline cluster that is not a CPU cluster is refused before any work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from accel.backend import Backend, cpu_backend, cpu_threads, gpu_arm_skip, module_installed, resolve_arms
+from accel.config import ClusterConfig
 from accel.errors import AccelError
-from accel.scaleout.cluster import ClusterPlan, ClusterSession, plan_cluster
+from accel.scaleout.cluster import ClusterPlan, ClusterSession, plan_cluster, worker_memory_bytes
 
 ArmKind = Literal["gpu", "cpu"]
 #: Where an arm runs: on Dask workers, or in this process (the baseline of a running GPU cluster).
@@ -69,6 +71,20 @@ class ArmPlace:
             return None
         return "process" if self.plan is None and self.session is None else "dask"
 
+    def arm_backend(self) -> Backend:
+        """This process's backend for the arm, which every arm that runs has."""
+        if self.backend is None:
+            raise RuntimeError(f"the {self.kind} arm does not run ({self.skip}): it has no backend")
+        return self.backend
+
+    def open_session(self, stack: ExitStack, say: Callable[[str], None]) -> ClusterSession:
+        """The arm's cluster: the running one attached to, or the planned one, started on ``stack``."""
+        if self.session is not None:
+            return self.session
+        if self.plan is None:
+            raise RuntimeError(f"the {self.kind} arm runs in this process: it has no cluster")
+        return stack.enter_context(ClusterSession(self.plan, say=say))
+
 
 def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None = None) -> ClusterPlan:
     """The CPU baseline beside ``workers`` GPU workers on this node: as many CPU workers, the node's cores shared among them."""
@@ -87,9 +103,8 @@ def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None 
     )
 
 
-def plan_local_arms(config: Any, device: str) -> dict[ArmKind, ArmPlace]:
+def plan_local_arms(cluster: ClusterConfig, device: str) -> dict[ArmKind, ArmPlace]:
     """Both arms for ``--cluster local`` / ``local-cuda``; nothing is started, refusals come first."""
-    cluster = config.cluster
     if cluster.kind == "local":
         gpu_skip = gpu_arm_skip(
             device,
@@ -106,24 +121,18 @@ def plan_local_arms(config: Any, device: str) -> dict[ArmKind, ArmPlace]:
         gpu = ArmPlace("gpu", arms.gpu, plan_cluster(cluster))
     workers = gpu.plan.workers if gpu.plan is not None else (cluster.workers or 1)
     protocol = cluster.protocol
-    memory_limit = gpu.plan.memory_limit if gpu.plan is not None else plan_cluster_memory(cluster)
+    memory_limit = gpu.plan.memory_limit if gpu.plan is not None else worker_memory_bytes(cluster.worker_memory)
     cpu = ArmPlace("cpu", arms.cpu, baseline_plan(workers or 1, protocol, memory_limit))
     return {"gpu": gpu, "cpu": cpu}
 
 
-def plan_cluster_memory(cluster: Any) -> int | None:
-    """``--worker-memory`` in bytes (checked by :func:`plan_cluster`'s parser)."""
-    from accel.scaleout.cluster import worker_memory_bytes
-
-    return worker_memory_bytes(cluster.worker_memory)
-
-
-def attach_scheduler_arms(config: Any, device: str, stack: ExitStack, say: Any) -> dict[ArmKind, ArmPlace]:
+def attach_scheduler_arms(
+    cluster: ClusterConfig, device: str, stack: ExitStack, say: Callable[[str], None]
+) -> dict[ArmKind, ArmPlace]:
     """Both arms for ``--scheduler``: attach to the cluster (and the baseline's), learn their workers' kind.
 
     Sessions are entered on ``stack`` and stay open until the run ends.
     """
-    cluster = config.cluster
     primary = stack.enter_context(ClusterSession(plan_cluster(cluster), say=say))
     kind = primary.info.worker_kind
     baseline = None
@@ -133,7 +142,7 @@ def attach_scheduler_arms(config: Any, device: str, stack: ExitStack, say: Any) 
                 f"--baseline-scheduler is the CPU baseline of a GPU cluster, but the workers at {cluster.address} are "
                 "CPU workers already: leave it out"
             )
-        plan = plan_cluster(replace_address(cluster, cluster.baseline_address))
+        plan = plan_cluster(cluster.model_copy(update={"address": cluster.baseline_address, "baseline_address": None}))
         baseline = stack.enter_context(ClusterSession(plan, say=say))
         if baseline.info.worker_kind != "cpu":
             raise AccelError(
@@ -168,14 +177,8 @@ def attach_scheduler_arms(config: Any, device: str, stack: ExitStack, say: Any) 
     return {"gpu": gpu, "cpu": cpu}
 
 
-def replace_address(cluster: Any, address: str) -> Any:
-    """The cluster request with another scheduler address (the baseline's)."""
-    return cluster.model_copy(update={"address": address, "baseline_address": None})
-
-
-def plan_arms(config: Any, stack: ExitStack, say: Any) -> dict[ArmKind, ArmPlace]:
-    """Where both arms of ``config``'s cluster run go (see the module's description)."""
-    device = getattr(config, "device", "auto")
-    if config.cluster.kind == "scheduler":
-        return attach_scheduler_arms(config, device, stack, say)
-    return plan_local_arms(config, device)
+def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack, say: Callable[[str], None]) -> dict[ArmKind, ArmPlace]:
+    """Where both arms of a run on ``cluster`` go, for ``--device`` ``device`` (see the module's description)."""
+    if cluster.kind == "scheduler":
+        return attach_scheduler_arms(cluster, device, stack, say)
+    return plan_local_arms(cluster, device)

@@ -129,9 +129,6 @@ WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 #: The least ``--worker-memory``: a worker with pandas, XGBoost and accel imported holds ~200 MB.
 MIN_WORKER_MEMORY = 256 * 10**6
 
-#: ``--rmm-pool auto`` in :func:`cluster_pool_sizes`.
-RMM_AUTO = object()
-
 
 def cluster_pool_sizes(
     spec: str | None, free_bytes: list[int], xgboost_through_rmm: bool, basis: str = "free", model: str | None = None
@@ -163,7 +160,7 @@ def cluster_pool_sizes(
 
     if spec is None or spec == "off":
         return None, None, None
-    size = RMM_AUTO if spec == "auto" else dask_cuda_size(spec, "--rmm-pool")
+    size = None if spec == "auto" else dask_cuda_size(spec, "--rmm-pool")  # None: auto
     if isinstance(size, int):
         fixed = size // 256 * 256
         return fixed, fixed, "fixed size per worker"
@@ -171,7 +168,7 @@ def cluster_pool_sizes(
         raise AccelError(f"--rmm-pool {spec}: the memory of the workers' GPUs cannot be read; give a size such as 20GB")
     least = min(free_bytes)
     where = f"of the {basis} memory of the workers' GPUs (the least: {least / 1024**3:.1f} GiB)"
-    if size is RMM_AUTO:
+    if size is None:
         initial, maximum, why = rmm_auto_sizes(least, xgboost_through_rmm, model)
         return initial, maximum, why.replace("of free device memory", where, 1) + ", per worker"
     fixed = int(least * size) // 256 * 256
@@ -283,7 +280,7 @@ class ClusterPlan:
     cudf_spill: bool = False
 
 
-def plan_cluster(config: Any, model: str | None = None) -> ClusterPlan:
+def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
 
     Fast and side-effect free: nothing is started, and ``dask_cuda`` is not imported. Dask-CUDA
@@ -361,11 +358,11 @@ def _plan_local_cuda(config: ClusterConfig, memory_limit: int | None, model: str
     if spec != "off":
         memory = visible_gpu_memory(workers)  # NVML: free memory without a CUDA context here
         if memory is not None:
-            free, kind = [f for f, _ in memory], "free"
+            free, measured = [f for f, _ in memory], "free"
         else:  # no NVML reading: the driver's totals
-            free, kind = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
+            free, measured = [d.memory_total_bytes for d in probe.devices[:workers]], "total"
         through_rmm = bool(xgboost_allocation(xgboost_build_info())["through_rmm"])
-        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, kind, model)
+        initial, maximum, basis = cluster_pool_sizes(spec, free, through_rmm, measured, model)
     return ClusterPlan(
         "local-cuda",
         workers=workers,
@@ -496,11 +493,18 @@ class ClusterSession:
         self.client: Any = None
         #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
         self._environ_before: dict[str, str | None] = {}
-        self.info: ClusterInfo | None = None
+        self._info: ClusterInfo | None = None
         #: The workers' scratch folder (a cluster started here), removed on close.
         self._scratch: Any = None
         self.no_worker_grace = no_worker_grace
         self.all_workers_lost = False
+
+    @property
+    def info(self) -> ClusterInfo:
+        """What the cluster is (its workers, threads, devices): known once the session started."""
+        if self._info is None:
+            raise RuntimeError("the cluster session has not started: use it in a with block")
+        return self._info
 
     def __enter__(self) -> ClusterSession:
         try:
@@ -527,28 +531,31 @@ class ClusterSession:
         if plan.kind == "scheduler":
             import dask
 
-            probe_scheduler(plan.address)
+            address = plan.address
+            if address is None:
+                raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+            probe_scheduler(address)
             try:
                 with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
-                    self.client = Client(plan.address, timeout=CONNECT_TIMEOUT_S)
+                    self.client = Client(address, timeout=CONNECT_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
                 raise AccelError(
-                    f"cannot reach a Dask scheduler at {plan.address} within {CONNECT_TIMEOUT_S} s "
+                    f"cannot reach a Dask scheduler at {address} within {CONNECT_TIMEOUT_S} s "
                     f"({first_line(exc)}); is 'dask scheduler' running there?"
                 ) from None
             try:
                 self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
             except TimeoutError:
                 raise AccelError(
-                    f"no worker joined the scheduler at {plan.address} within {WORKERS_TIMEOUT_S} s; "
-                    f"start some with 'dask worker {plan.address}' (or 'dask cuda worker')"
+                    f"no worker joined the scheduler at {address} within {WORKERS_TIMEOUT_S} s; "
+                    f"start some with 'dask worker {address}' (or 'dask cuda worker')"
                 ) from None
         else:
             with _sigint_deferred():
                 self.cluster = self._start_local()
             self.client = Client(self.cluster)
-        self.info = self._describe()
-        if any(w.get("cudf_spill") for w in self.info.worker_details):
+        info = self._info = self._describe()
+        if any(w.get("cudf_spill") for w in info.worker_details):
             # The workers' cuDF buffers are spillable, and a spillable buffer sent here is rebuilt
             # as one, which needs a spill manager in this process too.
             receive_spillable_buffers()

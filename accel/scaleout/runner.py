@@ -31,12 +31,13 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,9 +48,11 @@ import numpy as np
 from accel import _compat
 from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
+from accel.config import RunConfig
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
+from accel.memory import MemorySettings
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.pipeline import Pipeline
@@ -57,16 +60,16 @@ from accel.record import show_result
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
-from accel.scaleout.cluster import ClusterSession, WorkerMemorySampler
+from accel.scaleout.cluster import ClusterInfo, ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
 from accel.workflows.base import DaskWorkflow, Prepared, WorkflowSettings
 from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
 
 #: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
-DaskBuilder = Callable[[WorkflowSettings, str, Backend, Any], DaskWorkflow]
+DaskBuilder = Callable[[WorkflowSettings, str, Backend, ClusterInfo], DaskWorkflow]
 
 
-def _dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, info: Any) -> DaskFlights:
+def _dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, info: ClusterInfo) -> DaskFlights:
     threads = info.total_threads or info.workers
     return DaskFlights(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
 
@@ -79,7 +82,7 @@ def table_builder(planned: Any) -> DaskBuilder:
     """The Dask side of a user's table planned on the host (:func:`accel.workflows.table.plan_table`)."""
     from accel.workflows.table_dask import DaskTable
 
-    def build(settings: WorkflowSettings, kind: str, backend: Backend, info: Any) -> DaskWorkflow:
+    def build(settings: WorkflowSettings, kind: str, backend: Backend, info: ClusterInfo) -> DaskWorkflow:
         return DaskTable(planned, settings, kind, backend, worker_slots(kind, info.workers, info.total_threads or info.workers))
 
     return build
@@ -311,7 +314,6 @@ def run_on_session(
     from accel.runner import execute_arm
 
     info = session.info
-    assert info is not None
     kind = info.worker_kind
     backend = backend or client_backend(kind)
     if isinstance(workflow, str):
@@ -327,7 +329,7 @@ def run_on_session(
     return result.as_dict(), dask_workflow, result.pipeline
 
 
-class OnDask(Executor):
+class OnDask(Executor[DaskWorkflow]):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
     submission until the workers hold its result, training retried once on a lost worker."""
 
@@ -351,7 +353,7 @@ class OnDask(Executor):
     def monitored(self, backend: Backend) -> Backend:
         return cpu_backend()  # the client's own memory; the workers' comes from the sampler
 
-    def execute(self, backend: Backend, workflow: Any, timer: StageTimer, listener: Listener | None) -> Executed:
+    def execute(self, backend: Backend, dask_workflow: DaskWorkflow, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
         from xgboost import dask as dxgb
 
@@ -359,7 +361,6 @@ class OnDask(Executor):
 
         session, params, client = self.session, self.params, self.session.client
         info = session.info
-        dask_workflow: DaskWorkflow = workflow
         es = self.early_stopping
         model = XGBoostModel(
             params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2), early_stopping=es
@@ -551,7 +552,7 @@ SINGLE_PROCESS_ONLY = (
 )
 
 
-def check_dask_config(config: Any) -> None:
+def check_dask_config(config: RunConfig) -> None:
     """Refuse, up front, what only a run in this process can honour (never ignored silently)."""
     for key, default, flag, why in SINGLE_PROCESS_ONLY:
         if getattr(config, key, default) != default:
@@ -574,7 +575,7 @@ def run_placed_arm(
     listener: Listener | None,
     say: Callable[[str], None],
     single_process: Callable[[], Any] | None = None,
-    memory: Any = None,
+    memory: MemorySettings | None = None,
     early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], Any, Any]:
     """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the
@@ -596,22 +597,22 @@ def run_placed_arm(
             from accel.runner import attach_early_stopping
 
             attach_early_stopping(single, early_stopping)
-        result = run_arm_safely(place.backend, single, listener, memory, collect=False)
+        result = run_arm_safely(place.arm_backend(), single, listener, memory, collect=False)
         arm = result.as_dict()
         arm.update(placement="process", placement_note=place.note, cluster=None)
         return arm, single, result.pipeline
     t0 = time.perf_counter()
     with ExitStack() as stack:
-        session = place.session or stack.enter_context(ClusterSession(place.plan, say=say))
+        session = place.open_session(stack, say)
         startup = time.perf_counter() - t0 if place.session is None else 0.0
         arm, dask_workflow, pipeline = run_on_session(
-            session, workflow, settings, params, seed, listener, say, place.backend, early_stopping
+            session, workflow, settings, params, seed, listener, say, place.arm_backend(), early_stopping
         )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
     return arm, dask_workflow, pipeline
 
 
-def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
+def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
     """The cluster an arm ran on, each worker with its memory peaks."""
     cluster = info.as_dict()
     cluster["startup_seconds"] = round(startup_seconds, 3)
@@ -630,7 +631,7 @@ def describe_cluster(info: Any, arm: dict[str, Any], startup_seconds: float) -> 
 
 
 def cluster_run(
-    config: Any,
+    config: RunConfig,
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
@@ -653,6 +654,9 @@ def cluster_run(
     from accel.runner import build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
 
     t_run = time.perf_counter()
+    cluster = config.cluster
+    if cluster is None:
+        raise AccelError("a run on Dask needs a cluster: --cluster KIND or --scheduler ADDRESS")
     check_dask_config(config)
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
@@ -685,7 +689,7 @@ def cluster_run(
     kept: dict[str, Any] = {}
     described = None
     with ExitStack() as stack:
-        places = plan_arms(config, stack, say)
+        places = plan_arms(cluster, config.device, stack, say)
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
             arms[kind], ran, kept[kind] = run_placed_arm(
@@ -719,7 +723,7 @@ def cluster_run(
 # --------------------------------------------------------------------------- the command
 
 
-def render_cluster_run(record: dict[str, Any], console: Any) -> None:
+def render_cluster_run(record: Mapping[str, Any], console: Any) -> None:
     """The paired stage table (as for a run in one process), then where each arm ran: its
     cluster, each worker's memory peak, and a retried training."""
     from rich.table import Table
@@ -727,38 +731,28 @@ def render_cluster_run(record: dict[str, Any], console: Any) -> None:
     from accel.report.console import render_run
 
     render_run(record, console)
+    line = functools.partial(console.print, highlight=False, markup=False)
     for kind in ("gpu", "cpu"):
         arm = record["arms"][kind]
         if arm["status"] == "skipped":
             continue
         cluster = arm.get("cluster")
         if cluster is None:
-            console.print(
-                f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}", highlight=False, markup=False
-            )
+            line(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}")
             continue
-        console.print(
+        line(
             f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "
-            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s",
-            highlight=False,
-            markup=False,
+            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s"
         )
-        joined = cluster.get("workers_joined_during_run") or []
-        if joined:
-            console.print(
+        if joined := cluster.get("workers_joined_during_run") or []:
+            line(
                 f"{len(joined)} worker(s) joined during the run: the Nanny restarts a worker that passes 95% of its "
-                "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework",
-                highlight=False,
-                markup=False,
+                "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework"
             )
-        attempts = arm.get("train_attempts", [])
-        if len(attempts) > 1:
-            first = attempts[0]
-            console.print(
-                f"training retried: attempt 1 lost {len(first['lost_workers'])} worker(s) ({first['reason']}); "
-                f"attempt 2 ran on {attempts[-1]['workers']}",
-                highlight=False,
-                markup=False,
+        if len(attempts := arm.get("train_attempts", [])) > 1:
+            line(
+                f"training retried: attempt 1 lost {len(attempts[0]['lost_workers'])} worker(s) ({attempts[0]['reason']}); "
+                f"attempt 2 ran on {attempts[-1]['workers']}"
             )
         workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
         # The address tells the workers apart: never cut; the numbers' headers wrap instead.
@@ -783,7 +777,7 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
-def run_command(config: Any, as_json: bool, process_start: float | None = None) -> int:
+def run_command(config: RunConfig, as_json: bool, process_start: float | None = None) -> int:
     """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
 
     from rich.console import Console

@@ -176,7 +176,7 @@ def _plan_study(
             raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
     configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
     with ExitStack() as stack:
-        places = [plan_arms(c, stack, say) for c in configs]
+        places = [plan_arms(c.cluster, c.device, stack, say) for c in configs]
     return _Study(config, counts, early_stopping, planned, workflow, places, listener, say)
 
 
@@ -188,7 +188,7 @@ def _run_single_process(study: _Study) -> None:
     study.say("single-process CPU baseline (no Dask, every core)")
     study.section(run_label("single-process", 1))
     workflow = study.planned if study.planned is not None else build_workflow(config, study.early_stopping)
-    arm = run_arm_safely(study.places[0]["cpu"].backend, workflow, study.listener, config.memory_settings()).as_dict()
+    arm = run_arm_safely(study.places[0]["cpu"].arm_backend(), workflow, study.listener, config.memory_settings()).as_dict()
     threads = arm["threads"].get("cores_available")
     study.runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
 

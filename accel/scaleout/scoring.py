@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -53,7 +52,7 @@ def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: 
     return frame
 
 
-class ScoreOnDask(Executor):
+class ScoreOnDask(Executor[ScoreJob]):
     """Scoring on a cluster's workers: ``load`` reads the partitions, ``features`` featurises them,
     ``predict`` stores, scores and brings the output rows back."""
 
@@ -138,7 +137,6 @@ def predict_on_cluster(
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
-    from accel.scaleout.cluster import ClusterSession
     from accel.scaleout.runner import _say, describe_cluster
     from accel.scoring import conclude, prepare, remove, score_arm
 
@@ -150,16 +148,16 @@ def predict_on_cluster(
         if place.skip is not None:
             return skipped(place.skip)
         if place.placement == "process":
-            return score_arm(place.backend, settings, job, listener)
+            return score_arm(place.arm_backend(), settings, job, listener)
         with ExitStack() as own:
-            session = place.session or own.enter_context(ClusterSession(place.plan, say=_say))
-            result = execute_arm(place.backend, job, ScoreOnDask(session), listener)
+            session = place.open_session(own, _say)
+            result = execute_arm(place.arm_backend(), job, ScoreOnDask(session), listener)
             clusters[place.kind] = describe_cluster(session.info, result.as_dict(), 0.0)
             return result
 
     try:
         with ExitStack() as stack:
-            places = plan_arms(SimpleNamespace(cluster=cluster, device=settings.device), stack, _say)
+            places = plan_arms(cluster, settings.device, stack, _say)
             gpu = score_place(places["gpu"])
             if gpu.status == "ok" and not settings.baseline:
                 cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")

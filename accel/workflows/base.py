@@ -1,16 +1,32 @@
 """What every workflow shares: its settings, the shape of its prepared data, and its interface.
 
 A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
-must have, :class:`WorkflowBase` gives the optional parts their defaults.
+must have, :class:`WorkflowBase` gives the optional parts their defaults. Its :class:`Model` is
+what the executors time (a :class:`StopsEarly` model also searches its rounds before training),
+and :class:`DaskWorkflow` is its cluster side. The types at these seams are the arm's
+(:class:`~accel.backend.Backend`, :class:`~accel.precision.StoredMatrix`) or pandas-or-cuDF
+(``Frame``, ``Column``, ``Array`` of :mod:`accel._compat`); only what a model keeps of its own
+(its device input, its fitted form) and a workflow's raw data stay ``Any``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from accel._compat import Array, Column, Frame
 from accel.registry import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from accel.backend import Backend
+    from accel.batching import BatchPlan
+    from accel.config import RunConfig
+    from accel.early_stopping import EarlyStopping
+    from accel.precision import StoredMatrix
 
 
 @dataclass(frozen=True)
@@ -27,7 +43,7 @@ class WorkflowSettings:
     explain_rows: int = 200
 
     @classmethod
-    def of(cls, config: Any) -> WorkflowSettings:
+    def of(cls, config: RunConfig) -> WorkflowSettings:
         """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
         return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
 
@@ -36,18 +52,18 @@ class WorkflowSettings:
 class Prepared:
     """Model-ready data of one arm: frames of that arm's library (pandas or cuDF)."""
 
-    X_train: Any
-    y_train: Any
-    X_test: Any
-    y_test: Any
+    X_train: Frame
+    y_train: Column
+    X_test: Frame
+    y_test: Column
+    #: The fitted features that made ``X_train`` / ``X_test``, which the fitted pipeline keeps to
+    #: score new rows.
+    transform: FeatureTransform
     categorical: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
-    #: The fitted features that made ``X_train`` / ``X_test`` (a :class:`FeatureTransform`), which
-    #: the fitted pipeline keeps to score new rows; None where a workflow keeps none.
-    transform: Any = None
     #: The test rows' positions in the source file (the run's hold-out row ids); None where the
     #: rows have no position in a file (replicated copies).
-    test_ids: Any = None
+    test_ids: Array | None = None
 
     @property
     def feature_names(self) -> list[str]:
@@ -66,14 +82,18 @@ class FeatureTransform(Protocol):
     @property
     def categorical(self) -> list[str]: ...
 
-    def transform(self, frame: Any) -> Any: ...
+    def transform(self, frame: Frame) -> Frame: ...
 
 
 class Model(Protocol):
     """A model on either arm (:class:`accel.models.XGBoostModel`, :class:`accel.models.EstimatorModel`,
     or another registry entry's adapter): the four steps the runner times, what it reports, and how
     its fitted form is kept. An adapter class makes one with
-    ``build(spec, estimator, task, params, seed, n_classes)`` (:func:`accel.models.build_model`)."""
+    ``build(spec, estimator, task, params, seed, n_classes)`` (:func:`accel.models.build_model`).
+
+    What a model takes on the device (``to_device``'s answer, ``fit``'s ``model_input``) and its
+    fitted form (a booster, an estimator) are the model's own: the runner only hands them back.
+    """
 
     name: str
     task: str
@@ -81,15 +101,15 @@ class Model(Protocol):
     #: The saved model's file name in a pipeline folder.
     file_name: str
 
-    def to_device(self, backend: Any, X: Any, y: Any, batch_rows: int) -> Any: ...
+    def to_device(self, backend: Backend, X: StoredMatrix, y: Column, batch_rows: int) -> Any: ...
 
-    def fit(self, backend: Any, model_input: Any, on_round: Any = None) -> Any: ...
+    def fit(self, backend: Backend, model_input: Any, on_round: Callable[[int, int], None] | None = None) -> Any: ...
 
-    def predict(self, backend: Any, fitted: Any, X: Any, batch_rows: int) -> Any: ...
+    def predict(self, backend: Backend, fitted: Any, X: StoredMatrix, batch_rows: int) -> Array: ...
 
-    def device_used(self, backend: Any, fitted: Any) -> str: ...
+    def device_used(self, backend: Backend, fitted: Any) -> str: ...
 
-    def threads(self, backend: Any, fitted: Any) -> dict[str, Any]: ...
+    def threads(self, backend: Backend, fitted: Any) -> dict[str, Any]: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -97,11 +117,23 @@ class Model(Protocol):
 
     def save(self, fitted: Any, path: Path) -> None: ...
 
-    def load(self, backend: Any, path: Path) -> Any: ...
+    def load(self, backend: Backend, path: Path) -> Any: ...
 
-    def importances(self, backend: Any, fitted: Any, names: list[str], sample: Any) -> dict[str, dict[str, float]]: ...
+    def importances(
+        self, backend: Backend, fitted: Any, names: list[str], sample: Array | None
+    ) -> dict[str, dict[str, float]]: ...
 
-    def contributions(self, backend: Any, fitted: Any, matrix: Any) -> Any: ...
+    def contributions(self, backend: Backend, fitted: Any, matrix: Array) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StopsEarly(Protocol):
+    """A model that searches its boosting rounds with early stopping before it trains
+    (:class:`accel.models.XGBoostModel`): the rounds found are shared by the arms of a run."""
+
+    early_stopping: EarlyStopping | None
+
+    def search_rounds(self, backend: Backend, X: StoredMatrix, y: Column, batch_rows: int) -> bool: ...
 
 
 @runtime_checkable
@@ -118,14 +150,18 @@ class Workflow(Protocol):
     feature_reports: dict[str, Any]
     #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
     notices: list[str]
+    #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and its planning
+    #: (:class:`accel.workflows.table.PlannedTable`); None for a named workflow.
+    plan: Any
+    planned: Any
 
     def describe_data(self) -> dict[str, Any]: ...
 
-    def plan_batches(self, backend: Any, budget: int, budget_source: str, batch_rows: int | None) -> Any: ...
+    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> BatchPlan: ...
 
-    def load(self, backend: Any) -> Any: ...
+    def load(self, backend: Backend) -> Any: ...
 
-    def features(self, backend: Any, raw: Any) -> Prepared: ...
+    def features(self, backend: Backend, raw: Any) -> Prepared: ...
 
 
 class WorkflowBase:
@@ -153,6 +189,7 @@ class DaskWorkflow(Protocol):
 
     name: str
     task: str
+    settings: WorkflowSettings
 
     def describe_data(self) -> dict[str, Any]: ...
 

@@ -44,10 +44,10 @@ SPLIT_CHECK_ROWS = 10_000
 #: 20,000-row probe measures (the flights frame, the features and the float32 matrix; pandas 3.1).
 #: A budget that holds the whole table at this size skips the probe (0.16 s of a 12 s run).
 ROW_BYTES_BOUND = 4096
-#: Group statistics fitted on the training rows only: the keys, and the column each gives.
-GROUP_STATS = (
-    (("origin", "dest"), {"count_name": "route_flights"}),
-    (("carrier", "hour"), {"rate_name": "carrier_hour_delay_rate"}),
+#: Group statistics fitted on the training rows only: the keys, the count column and the rate column each gives (or None).
+GROUP_STATS: tuple[tuple[tuple[str, ...], str | None, str | None], ...] = (
+    (("origin", "dest"), "route_flights", None),
+    (("carrier", "hour"), None, "carrier_hour_delay_rate"),
 )
 
 
@@ -219,7 +219,7 @@ class FlightsTransform:
     ) -> FlightsTransform:
         """Group statistics from the training rows (joined already: :func:`row_features`); the
         vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
-        stats = [GroupStats.fit(xdf, train, y_train, list(keys), **names) for keys, names in GROUP_STATS]
+        stats = [GroupStats.fit(xdf, train, y_train, list(keys), count, rate) for keys, count, rate in GROUP_STATS]
         vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
         return cls(xdf, weather, planes, stats, vocabulary)
 
@@ -255,7 +255,7 @@ class FlightsTransform:
 # the distributed run (``flights_dask``) applies them to each row partition unchanged.
 
 
-def lookup_tables(weather: Any, planes: Any) -> tuple[Any, Any]:
+def lookup_tables(weather: Frame, planes: Frame) -> tuple[Frame, Frame]:
     """The weather and planes tables as the joins need them (unique on their join keys)."""
     # Weather has a few duplicated (origin, hour) rows around the DST change: average them
     # so that the join cannot duplicate flights.
@@ -264,12 +264,12 @@ def lookup_tables(weather: Any, planes: Any) -> tuple[Any, Any]:
     return weather, planes
 
 
-def with_target(flights: Any) -> Any:
+def with_target(flights: Frame) -> Frame:
     """The flights that have an ``arr_delay`` (the others cannot be labelled)."""
     return flights[flights["arr_delay"].notna()].reset_index(drop=True)
 
 
-def row_features(xdf: Any, df: Any, weather: Any, planes: Any) -> Any:
+def row_features(xdf: ModuleType, df: Frame, weather: Frame, planes: Frame) -> Frame:
     """Weather and plane joins, date parts and the scheduled arrival hour; row order kept."""
     df = left_join(df, weather, WEATHER_KEYS)
     df = left_join(df, planes, ["tailnum"])
@@ -279,5 +279,5 @@ def row_features(xdf: Any, df: Any, weather: Any, planes: Any) -> Any:
     return df
 
 
-def target(df: Any) -> Any:
+def target(df: Frame) -> Column:
     return (df["arr_delay"] > DELAY_MINUTES).astype("int8")

@@ -224,14 +224,14 @@ class DaskFlights:
 
         # One pass over the data for everything global: group sums/counts on the training rows,
         # the training target sum (for the prior) and the category vocabularies over all rows.
-        group_keys = list(dict.fromkeys(k for keys, _ in GROUP_STATS for k in keys))
+        group_keys = list(dict.fromkeys(k for keys, _, _ in GROUP_STATS for k in keys))
         narrow = [*group_keys, TARGET]  # split only the columns the statistics read
         train_y = rows[narrow].map_partitions(split_partition, *split, False, meta=rows_meta[narrow])
         y_float = train_y[TARGET].astype("float64")
         train_y = train_y.assign(**{TARGET: y_float})
         # The results are small (one row per group, one value per category), so they are reduced
         # into one partition by a tree (split_out=1) rather than shuffled across workers.
-        aggregates = [train_y.groupby(list(keys))[TARGET].agg(["sum", "count"], split_out=1) for keys, _ in GROUP_STATS]
+        aggregates = [train_y.groupby(list(keys))[TARGET].agg(["sum", "count"], split_out=1) for keys, _, _ in GROUP_STATS]
         uniques = [rows[column].unique(split_out=1) for column in CATEGORICAL]
         results = client.compute([*aggregates, y_float.sum(), *uniques], sync=True)
         sums, y_sum, vocabularies = (
@@ -242,8 +242,8 @@ class DaskFlights:
 
         prior = float(y_sum) / (n - n_test)
         stats = [
-            GroupStats.from_sums(xdf, list(keys), table["sum"], table["count"], prior, **names)
-            for (keys, names), table in zip(GROUP_STATS, sums, strict=True)
+            GroupStats.from_sums(xdf, list(keys), table["sum"], table["count"], prior, count, rate)
+            for (keys, count, rate), table in zip(GROUP_STATS, sums, strict=True)
         ]
         dtypes = {
             column: _compat.categorical_dtype(xdf, _compat.sorted_unique(values))
