@@ -284,7 +284,11 @@ def _imports_and_paths(path: Path) -> tuple[set[str], list[str]]:
             names |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("insert", "append", "spec_from_file_location")  # the source is read only then
+        ):
             called = ast.get_source_segment(text, node.func) or ""
             if called in ("sys.path.insert", "sys.path.append") or called.endswith("spec_from_file_location"):
                 calls.append(ast.get_source_segment(text, node) or "")
