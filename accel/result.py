@@ -159,7 +159,7 @@ class Executed:
     pipeline: Any = None
 
 
-#: What an executor runs: a workflow, a workflow's cluster side, a scoring job.
+# What an executor runs: a workflow, a workflow's cluster side, a scoring job.
 W = TypeVar("W")
 
 

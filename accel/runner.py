@@ -36,11 +36,11 @@ from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result,
 from accel.timing import StageTimer
 from accel.workflows.base import Prepared, StopsEarly, Workflow
 
-#: An arm's RMM pool record and batch plan (:func:`prepare_arm`).
-PreparedArm = tuple[dict[str, Any], BatchPlan]
+# An arm's RMM pool record and batch plan (prepare_arm).
+_PreparedArm = tuple[dict[str, Any], BatchPlan]
 
 
-def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm:
+def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> _PreparedArm:
     """The arm's RMM pool and batch plan, settled before any stage runs.
 
     A refusal here (a budget below one batch, a table that must stream with a model that
@@ -72,7 +72,7 @@ def run_arm(
     workflow: Workflow,
     listener: Listener | None = None,
     memory: MemorySettings | None = None,
-    prepared_arm: PreparedArm | None = None,
+    prepared_arm: _PreparedArm | None = None,
 ) -> ArmResult:
     """Run every stage of ``workflow`` (and its ``model``) on ``backend`` in this process; raises what a stage raises.
 
@@ -204,7 +204,7 @@ def _fp32_check(
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
 
 
-def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> PreparedArm | ArmResult:
+def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> _PreparedArm | ArmResult:
     """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
     probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
     out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
@@ -223,7 +223,7 @@ def run_arm_safely(
     workflow: Workflow,
     listener: Listener | None,
     memory: MemorySettings | None = None,
-    prepared_arm: PreparedArm | ArmResult | None = None,
+    prepared_arm: _PreparedArm | ArmResult | None = None,
     collect: bool = True,
 ) -> ArmResult:
     """:func:`run_arm`, with a failure recorded as ``failed`` rather than ending the paired run.
