@@ -1373,4 +1373,6 @@ def read_record(path: Path) -> Record:
         raw = load_record(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordError(f"not readable JSON ({type(exc).__name__})") from None
+    except ValueError as exc:  # JSON nested too deeply for any record
+        raise RecordError(str(exc)) from None
     return parse_record(raw)
