@@ -82,7 +82,7 @@ class ArmResult:
         del out["pipeline"]
         if self.executor == "dask":
             out["placement"] = "dask"
-            out["train_retried"] = len(self.train_attempts) > 1
+            out["train_retried"] = any(a.get("status") == "failed" for a in self.train_attempts)
         return out
 
 

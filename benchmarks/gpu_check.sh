@@ -259,6 +259,10 @@ phase_flights() {
   [ "$DRY_RUN" = 1 ] && rows=(--rows 3000)
   step run-flights "${ACCEL[@]}" run flights --device "$DEVICE" "${rows[@]}" --out "$RESULTS"
   step run-flights-fp16 "${ACCEL[@]}" run flights --device "$DEVICE" --precision fp16 "${rows[@]}" --out "$RESULTS"
+  drop_pipelines
+}
+drop_pipelines() {  # the runs' fitted pipelines (model files) stay here: records and logs travel back (the pipeline's GPU test checks them)
+  rm -rf "$RESULTS"/*.pipeline
 }
 
 phase_memory() {
@@ -274,6 +278,7 @@ phase_dask() {
   step bench-dask-table "$PY" benchmarks/bench_dask_overhead.py --cluster local-cuda --table "${DASK_TABLE_ROWS:-1e6}" --rounds 100 --results "$RESULTS"
   # The paired cluster run: the GPU arm on GPU workers, the CPU baseline on as many CPU workers.
   step run-flights-local-cuda "${ACCEL[@]}" run flights --cluster local-cuda --out "$RESULTS"
+  drop_pipelines
   # The same pairing on a user's table (a generated CSV kept under $KEEP), then with each GPU
   # worker's device memory limited to DASK_DEVICE_LIMIT (cuDF spilling is on for accel's clusters).
   local table="$KEEP/dask-table-${DASK_TABLE_ROWS:-1e6}.csv"
@@ -290,6 +295,7 @@ phase_hpo() {
 }
 
 phase_report() {
+  drop_pipelines
   step report "${ACCEL[@]}" report "$RESULTS" --out "$OUT/report.html"
 }
 

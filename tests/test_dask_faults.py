@@ -109,7 +109,10 @@ def test_worker_killed_during_training_is_retried_once_and_recorded(cluster, tmp
     assert cpu["status"] == "ok" and cpu["train_retried"] is True
     first, second = cpu["train_attempts"]
     assert first["status"] == "failed" and first["workers"] == 2 and len(first["lost_workers"]) == 1 and first["reason"]
-    assert second == {"attempt": 2, "status": "ok", "workers": 1}
+    # The worker dies in the first training on the cluster: the early-stopping search's, where it
+    # ran (then the final training's one attempt follows on the worker left), else the training's.
+    attempt = 1 if first.get("phase") == "rounds search" else 2
+    assert {k: v for k, v in second.items() if k != "phase"} == {"attempt": attempt, "status": "ok", "workers": 1}
     assert 0.55 < cpu["metrics"]["auc"] < 1
     gpu = r["arms"]["gpu"]
     assert gpu["status"] == "skipped" and f"the workers at {procs.address} are CPU workers" in gpu["reason"]

@@ -397,15 +397,19 @@ class OnDask(Executor[DaskWorkflow]):
                 if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
                     client.run(drop_rank_lines)
                 n_train = int(prepared.rows["train"])
+                searched: list[dict[str, Any]] = []
                 search_between_stages(
                     backend, model, listener,
-                    lambda: dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say),
+                    lambda: searched.extend(
+                        dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say)
+                    ),
                 )  # fmt: skip
                 with stage("to_device"):
                     model_input = make_dtrain()
                 with stage("train"):
                     rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
                     booster, attempts = train_with_one_retry(session, train_params, rounds, make_dtrain, model_input, self.say)
+                    attempts = [*searched, *attempts]  # a worker lost during the rounds search is said too
                     del model_input
                 with stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
@@ -453,11 +457,12 @@ def dask_search(
     y_train: Any,
     n_train: int,
     say: Callable[[str], None],
-) -> None:
+) -> list[dict[str, Any]]:
     """The early-stopping search on the cluster (the first arm to train): the validation part
     carved from the training rows (the same positions among them as in one process, each
     partition taking its own from the partitions' lengths), the rest boosted watching it; the
-    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`."""
+    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`. Returns the
+    search's failed training attempts (a worker lost while it boosted), for the arm's record."""
     import time
 
     from xgboost import dask as dxgb
@@ -474,7 +479,7 @@ def dask_search(
 
     labels = _compat.to_numpy(part(y_train, True).compute()) if len(positions) else np.empty(0)
     if not es.check(n_train, labels, model.classes):
-        return
+        return []
     options = {"enable_categorical": True, "max_bin": model.params.max_bin}
 
     def make_input() -> tuple[Any, Any]:
@@ -484,8 +489,9 @@ def dask_search(
     params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
     t0 = time.perf_counter()
     cap = model.params.n_estimators
-    booster, _ = train_with_one_retry(session, params, cap, make_input, make_input(), say, es.patience)
+    booster, attempts = train_with_one_retry(session, params, cap, make_input, make_input(), say, es.patience)
     es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
+    return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
 
 def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid: bool, partition_info: Any = None) -> Any:
