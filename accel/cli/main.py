@@ -197,11 +197,16 @@ def error_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
     from accel import output
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
 
     before = output.level()  # --quiet / --verbose hold for this command, not for the process after it
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     try:
         with never_lost():
             status = _main(argv)
@@ -210,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
     finally:
         output.set_level(before)
+        if argv is not None and sigint is not None:  # a Python caller gets its Ctrl-C back; the command line exits next
+            signal.signal(signal.SIGINT, sigint)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -249,7 +256,15 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        import signal
+        import threading
+
         from accel.interrupts import Terminated, what_was_kept
+
+        if threading.current_thread() is threading.main_thread():
+            # The clean-up has run and the exit status is decided: a copy of the same Ctrl-C (sent
+            # to the whole process group, or redelivered from a callback) must not kill the exit.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
         if isinstance(exc, Terminated):
             print(f"accel: terminated ({exc.name}); {what_was_kept(exc)}", file=sys.stderr)
