@@ -381,18 +381,24 @@ class OnDask(Executor[DaskWorkflow]):
 
                 built: list[Any] = []
 
-                def make_dtrain() -> tuple[Any, Any]:
+                def training_frames(fresh: bool) -> tuple[Any, Any]:
+                    """The training features and labels; ``fresh``: built again on the workers left.
+
+                    A retry after a lost worker reuses nothing of the first attempt's data:
+                    partitions lost with a worker are not always recomputed (their futures are
+                    cancelled as "already forgotten" or for "lost dependencies" while XGBoost
+                    holds them). The test rows are rebuilt with them, for the prediction."""
                     nonlocal prepared, X_train, X_test
-                    if built:
-                        # The retry builds its model input again on the remaining workers: partitions
-                        # lost with a worker are not always recomputed (their futures cancelled as
-                        # "already forgotten" while XGBoost held them), so nothing of the first
-                        # attempt's data is reused.
+                    if fresh:
                         prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
                         X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
-                    built.append(X_train)
+                    return X_train, prepared.y_train
+
+                def make_dtrain() -> tuple[Any, Any]:
+                    X, y = training_frames(fresh=bool(built))
+                    built.append(X)
                     options = {"enable_categorical": True, "max_bin": params.max_bin}
-                    return dxgb.DaskQuantileDMatrix(client, X_train, prepared.y_train, **options), None
+                    return dxgb.DaskQuantileDMatrix(client, X, y, **options), None
 
                 if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
                     client.run(drop_rank_lines)
@@ -401,7 +407,7 @@ class OnDask(Executor[DaskWorkflow]):
                 search_between_stages(
                     backend, model, listener,
                     lambda: searched.extend(
-                        dask_search(session, model, backend.name, train_params, X_train, prepared.y_train, n_train, self.say)
+                        dask_search(session, model, backend.name, train_params, training_frames, n_train, self.say)
                     ),
                 )  # fmt: skip
                 with stage("to_device"):
@@ -453,15 +459,16 @@ def dask_search(
     model: XGBoostModel,
     arm: str,
     params: dict[str, Any],
-    X_train: Any,
-    y_train: Any,
+    training_frames: Callable[[bool], tuple[Any, Any]],
     n_train: int,
     say: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     """The early-stopping search on the cluster (the first arm to train): the validation part
     carved from the training rows (the same positions among them as in one process, each
     partition taking its own from the partitions' lengths), the rest boosted watching it; the
-    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`. Returns the
+    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`.
+    ``training_frames(fresh)`` gives the training features and labels, built again on the
+    workers left when ``fresh`` (the retry after a lost worker). Returns the
     search's failed training attempts (a worker lost while it boosted), for the arm's record."""
     import time
 
@@ -471,6 +478,7 @@ def dask_search(
 
     es, client = model.early_stopping, session.client
     assert es is not None
+    X_train, y_train = training_frames(False)
     positions = es.positions(n_train)
     offsets = tuple(int(o) for o in np.cumsum([0, *partition_lengths(client, X_train)[:-1]]))
 
@@ -482,9 +490,13 @@ def dask_search(
         return []
     options = {"enable_categorical": True, "max_bin": model.params.max_bin}
 
+    made: list[bool] = []
+
     def make_input() -> tuple[Any, Any]:
-        dfit = dxgb.DaskQuantileDMatrix(client, part(X_train, False), part(y_train, False), **options)
-        return dfit, dxgb.DaskQuantileDMatrix(client, part(X_train, True), part(y_train, True), ref=dfit, **options)
+        X, y = training_frames(bool(made))  # the same partitions again, so the same offsets
+        made.append(True)
+        dfit = dxgb.DaskQuantileDMatrix(client, part(X, False), part(y, False), **options)
+        return dfit, dxgb.DaskQuantileDMatrix(client, part(X, True), part(y, True), ref=dfit, **options)
 
     params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
     t0 = time.perf_counter()
