@@ -342,12 +342,9 @@ def run(
 
 def _run(workflow: Any, settings: dict[str, Any], dask: dict[str, Any], progress: bool) -> RunResult:
     """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
-    from argparse import Namespace
+    from accel.config import build_config, config_overrides, workflow_source
 
-    from accel.cli.options import config_overrides, workflow_source
-    from accel.config import build_config
-
-    overrides = {**settings, **config_overrides(Namespace(**dask))}  # the flags' one check: workers= needs cluster=, ...
+    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
     file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
     # Plain lines where Dask workers write to the same terminal, as accel run prints them.
@@ -460,15 +457,12 @@ def predict(
     ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
     Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
     """
-    from argparse import Namespace
-
-    from accel.cli.options import config_overrides
-    from accel.config import ClusterConfig
+    from accel.config import ClusterConfig, config_overrides
     from accel.record import output_root
     from accel.scoring import PredictSettings
     from accel.scoring import predict as score
 
-    dask = Namespace(cluster=cluster, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker)
+    dask = {"cluster": cluster, "scheduler": scheduler, "workers": workers, "threads_per_worker": threads_per_worker}
     asked = config_overrides(dask).get("cluster")
     on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
 
@@ -534,7 +528,7 @@ def _table_settings(
     seed: int | None,
     out: str | os.PathLike[str] | None,
 ) -> dict[str, Any]:
-    """The settings :func:`run` and :func:`scale` share, as :func:`accel.cli.options.table_overrides` names them."""
+    """The settings :func:`run` and :func:`scale` share, by the names of ``accel run``'s flags."""
     return {
         "data": None if data is None else os.fspath(data),
         "target": target,
@@ -713,7 +707,7 @@ def tune(
     accel.errors.AccelError
         For every bad input, with the one-line message the command line prints.
     """
-    from accel.cli.options import workflow_source
+    from accel.config import workflow_source
     from accel.errors import AccelError
     from accel.hpo.search import SearchRequest, run_search, search_config
 

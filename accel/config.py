@@ -8,6 +8,7 @@ boolean is not a number (``seed: true`` is refused, not read as 1), nor is text
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -289,6 +290,71 @@ def read_workflow_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AccelError(f"workflow file {str(path)!r} must hold a mapping of settings (workflow: flights, ...)")
     return data
+
+
+#: The flags of a cluster accel starts (``--cluster``), by setting name.
+LOCAL_CLUSTER_FLAGS = {
+    "workers": "--workers",
+    "threads_per_worker": "--threads-per-worker",
+    "rmm_pool": "--rmm-pool",
+    "device_memory_limit": "--device-memory-limit",
+    "worker_memory": "--worker-memory",
+    "protocol": "--protocol",
+}
+
+
+def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The run configuration the scale-out flags ask for (``scale`` and ``cluster``).
+
+    ``flags`` by their names (``cluster``, ``scheduler``, ``workers``, ``threads_per_worker``,
+    ``rmm_pool``, ...; absent or None where not given): the command line's ``vars(args)`` or the
+    Python API's keywords, checked alike (``workers`` needs ``cluster``, ...).
+    """
+    out: dict[str, Any] = {"scale": flags.get("scale")}
+    given = {key: flags[key] for key in LOCAL_CLUSTER_FLAGS if flags.get(key) is not None}
+    kind, address = flags.get("cluster"), flags.get("scheduler")
+    if not (kind or address):
+        given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
+    elif "rmm_pool" in given:
+        out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
+    if kind and address:
+        raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
+    if address:
+        if given:
+            named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
+            raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
+        out["cluster"] = {"kind": "scheduler", "address": address}
+        if flags.get("baseline_scheduler"):
+            out["cluster"]["baseline_address"] = flags["baseline_scheduler"]
+    elif flags.get("baseline_scheduler"):
+        raise AccelError("--baseline-scheduler is the baseline of a running GPU cluster: it goes with --scheduler")
+    if kind and not address:
+        out["cluster"] = {"kind": kind, **given}
+    elif given:
+        named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
+        raise AccelError(f"{named} need --cluster local|local-cuda")
+    return out
+
+
+def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[dict, str]:
+    """Settings from the positional WORKFLOW of ``accel run``/``accel hpo``: a name or a YAML file.
+
+    Returns ``(file values, where they came from)``.
+    """
+    if target is None:
+        if not has_data:
+            raise AccelError(
+                f"name a workflow (accel {command} flights) or give your table (accel {command} --data FILE --target COLUMN)"
+            )
+        return {}, "command line"
+    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+        values = read_workflow_file(Path(target))
+        for key in ("out", "data"):
+            if values.get(key) is not None:
+                # Relative paths in a file are relative to where accel runs, like the flags.
+                values[key] = str(values[key])
+        return values, target
+    return {"workflow": target}, "command line"
 
 
 def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], source: str = "command line") -> RunConfig:

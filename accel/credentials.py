@@ -74,9 +74,15 @@ _TOKENS = re.compile(
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL)
 
 
+#: Text no pattern can match: word characters and dots only (no separator a URL, an option or an
+#: assignment needs), shorter than the shortest token (an AWS key id: 20). Most of a record's
+#: strings (column and feature names, stage names) are such, and are returned at once.
+_PLAIN = re.compile(r"[\w.]{0,19}")
+
+
 def hide(text: str) -> str:
     """``text`` with every credential it holds replaced by ``***`` (see the module docstring)."""
-    if not text:
+    if not text or _PLAIN.fullmatch(text):
         return text
     text = _PRIVATE_KEY.sub(MASK, text)
     text = _URL_PASSWORD.sub(rf"\1{MASK}\3", text)

@@ -56,7 +56,7 @@ def _test_size_from(rows: int, n: int) -> float:
 def split_order(n: int, seed: int) -> np.ndarray:
     """The seeded order of ``n`` rows whose first ``round(n * test_size)`` are the test split.
 
-    :func:`accel.data.flights.split_positions` splits by it; :func:`check_test_split` checks
+    :func:`accel.data.rows.split_positions` splits by it; :func:`check_test_split` checks
     the test split it gives, and finds the test sizes that would give one that can be scored.
     """
     return np.random.default_rng(seed).permutation(n)

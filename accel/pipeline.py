@@ -1,7 +1,7 @@
 """The fitted pipeline: what a run learnt, kept to score new rows.
 
 Every arm of ``accel run`` (in memory, streamed, on Dask) and ``accel hpo``'s tuned model end in
-a :class:`Pipeline`: the fitted features (:class:`~accel.workflows.base.FeatureTransform`: the
+a :class:`Pipeline`: the fitted features (:class:`~accel.data.prepared.FeatureTransform`: the
 table's plan with its vocabularies, date layouts and drops, the target encoders' statistics,
 imputation and scaling; or the flights workflow's lookup tables and group statistics), the
 storage precision of each feature, and the trained model. :func:`save` writes it as a folder
@@ -39,10 +39,11 @@ import numpy as np
 from accel import _compat
 from accel._compat import Array, Frame
 from accel.backend import Backend
+from accel.data.prepared import FeatureTransform
 from accel.errors import AccelError
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
 from accel.timing import StageTimer
-from accel.workflows.base import FeatureTransform, Model
+from accel.workflows.base import Model
 
 FORMAT = "accel-pipeline"
 #: The newest layout this accel writes and reads.

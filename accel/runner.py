@@ -24,6 +24,7 @@ from accel._compat import Array
 from accel.backend import Backend
 from accel.batching import BatchPlan
 from accel.config import RunConfig
+from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor, MemorySettings
@@ -34,7 +35,7 @@ from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.registry import DEFAULT_MODEL, MODELS, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer
-from accel.workflows.base import Prepared, StopsEarly, Workflow
+from accel.workflows.base import StopsEarly, Workflow
 
 # An arm's RMM pool record and batch plan (prepare_arm).
 _PreparedArm = tuple[dict[str, Any], BatchPlan]

@@ -812,7 +812,7 @@ def _plain_parquet(tmp: Path) -> list[str]:
 
 def _one_class_test(tmp: Path) -> list[str]:
     """300 rows whose 4 'yes' rows all fall in the training split: the test part has one class."""
-    from accel.data.flights import split_positions
+    from accel.data.rows import split_positions
 
     frame = customers()
     train, _ = split_positions(300, 0.2, 42)
@@ -824,7 +824,7 @@ def _one_class_test(tmp: Path) -> list[str]:
 
 def _one_value_regression_test(tmp: Path) -> list[str]:
     """A regression target that varies on training rows only: R² of the test part is undefined."""
-    from accel.data.flights import split_positions
+    from accel.data.rows import split_positions
 
     rng = np.random.default_rng(10)
     frame = pd.DataFrame({"size": rng.uniform(1, 100, 300).round(1), "rooms": rng.integers(1, 7, 300)})
@@ -984,7 +984,11 @@ def _wide_parquet(tmp: Path) -> list[str]:
     rng = np.random.default_rng(11)
     wide = {f"f{i:05d}": rng.random(300, dtype=np.float32) for i in range(10_000)}
     table = pa.table({**{c: frame[c].to_numpy() for c in frame.columns}, **wide})
-    return run_argv(_parquet(tmp, table), "churned", tmp)
+    # Reading, planning and scoring 10,000 columns is the case; 20 rounds, not the default 300
+    # (each round of depth 8 over 10,000 features costs half a second).
+    params = tmp / "params.yaml"
+    params.write_text("xgboost:\n  n_estimators: 20\n")
+    return ["run", str(params), *run_argv(_parquet(tmp, table), "churned", tmp)[1:]]
 
 
 def _parquet_no_rows(tmp: Path) -> list[str]:
@@ -1416,7 +1420,7 @@ CASES += [
     # ---- processes: nothing the script started outlives accel compare
     Case("compare-setsid-daemon", "processes", "a script whose setsid daemon ignores SIGTERM and writes later",
          _daemon("os.setsid()", True), "handled", check=_left_running(1),
-         inspect=_first(said("left 1 process(es) running"), never_written("late.txt", 4))),
+         inspect=_first(said("left 1 process(es) running"), never_written("late.txt", 4)), slow=True),
     # ---- Ctrl-C is never lost
     Case("interrupt-in-gc-callback", "interrupts", "SIGINT delivered inside a garbage-collector callback during a run",
          _plain_csv, "handled", ("interrupted",), after=interrupt_in_gc_callback, records=0, exit=130,
@@ -1536,20 +1540,20 @@ CASES += [
     # ---- processes and signals
     Case("compare-double-fork-daemon", "processes", "a script whose double-forked child (own process group) ignores "
          "SIGTERM and writes later", _daemon("os.setpgid(0, 0)\n    if os.fork():\n        os._exit(0)", False),
-         "handled", check=_left_running(None), invented=True, inspect=never_written("late.txt", 4)),
+         "handled", check=_left_running(None), invented=True, inspect=never_written("late.txt", 4), slow=True),
     Case("sigterm-after-planning", "processes", "SIGTERM during accel run, after planning", _plain_csv, "handled",
          ("terminated",), after=send(signal.SIGTERM), records=0, exit=143, invented=True, own_process=True,
-         inspect=nothing_left_in("runs")),
+         inspect=nothing_left_in("runs"), slow=True),
     Case("sigterm-cluster-workers", "processes", "SIGTERM during accel run --cluster local, once the cluster is up",
          _cluster_table, "handled", ("terminated",), after=send(signal.SIGTERM),
          hook="accel.scaleout.cluster:ClusterSession.__enter__", records=0, exit=143, invented=True,
          own_process=True, slow=True, inspect=no_survivors()),
     Case("sigint-during-hpo", "interrupts", "SIGINT during accel hpo, once the study exists", _hpo_study, "handled",
          ("interrupted",), after=send(signal.SIGINT), hook="accel.hpo.search:build_context", records=0, exit=130,
-         invented=True, own_process=True, inspect=no_study("runs/hpo.db")),
+         invented=True, own_process=True, inspect=no_study("runs/hpo.db"), slow=True),
     Case("interrupt-in-del", "interrupts", "SIGINT delivered inside a __del__ method during a run", _plain_csv,
          "handled", ("interrupted",), after=interrupt_in_del, records=0, exit=130, invented=True, own_process=True,
-         inspect=not_said("Exception ignored")),
+         inspect=not_said("Exception ignored"), slow=True),
 ]  # fmt: skip
 
 
@@ -1712,7 +1716,7 @@ def _inf_feature(tmp: Path) -> list[str]:
 
 
 def _class_unseen(tmp: Path) -> list[str]:
-    from accel.data.flights import split_positions
+    from accel.data.rows import split_positions
 
     frame = older(200)
     _, test = split_positions(len(frame), 0.2, 42)
@@ -2729,15 +2733,15 @@ CASES += [
          _slow_compare, "handled", after=kill_self, hook="accel.bench.compare:_TreeSampler.__init__", records=0,
          exit=-9, env={"TMPDIR": "$TMP/tmp"}, own_process=True,
          inspect=_first(never_written("late.txt", 6), never_written("late.txt.grandchild", 0), no_survivors(0),
-                        nothing_named("tmp", "accel-compare-*"))),
+                        nothing_named("tmp", "accel-compare-*")), slow=True),
     Case("stream-kill9-reclaimed", "processes", "kill -9 of a streamed run: its scratch folder, then the next run",
          _stream_after_killed_stream, "handled", env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True,
-         inspect=nothing_named("cache/stream", "accel-stream-*")),
+         inspect=nothing_named("cache/stream", "accel-stream-*"), slow=True),
     Case("sighup-streamed-run", "processes", "SIGHUP (the terminal closed) during a streamed run, once its scratch exists",
          lambda tmp: run_argv(_csv(tmp, customers(3000)), "churned", tmp, "--batch-rows", "1024"), "handled",
          ("terminated (SIGHUP)",), after=send(signal.SIGHUP), hook="accel.data.readers:ColumnarCache.scratch",
          records=0, exit=129, env={"ACCEL_CACHE_DIR": "$TMP/cache"}, own_process=True, invented=True,
-         inspect=_first(nothing_named("cache/stream", "accel-stream-*"), nothing_left_in("runs"))),
+         inspect=_first(nothing_named("cache/stream", "accel-stream-*"), nothing_left_in("runs")), slow=True),
     Case("compare-dead-copies-reclaimed", "processes", "copies an accel compare that died left in TMPDIR",
          _compare_after_left_copies, "handled", env={"TMPDIR": "$TMP/tmp"}, invented=True,
          own_process=True, inspect=nothing_named("tmp", "accel-compare-*")),
@@ -2903,10 +2907,10 @@ CASES += [
          ("flights", "--data")),
     Case("hpo-sigterm-resumable", "words", "SIGTERM during accel hpo once a trial finished",
          _hpo_until_a_trial, "handled", RESUMABLE, after=send(signal.SIGTERM), hook="accel.hpo.search:describe_trial",
-         records=0, exit=143, own_process=True, inspect=not_said("nothing was written")),
+         records=0, exit=143, own_process=True, inspect=not_said("nothing was written"), slow=True),
     Case("hpo-sigint-resumable", "words", "Ctrl-C during accel hpo once a trial finished", _hpo_until_a_trial,
          "handled", RESUMABLE, after=send(signal.SIGINT), hook="accel.hpo.search:describe_trial", records=0,
-         exit=130, own_process=True, invented=True, inspect=not_said("nothing was written")),
+         exit=130, own_process=True, invented=True, inspect=not_said("nothing was written"), slow=True),
     Case("hpo-flights-with-data", "words", "accel hpo flights --data FILE --target COL",
          lambda tmp: ["hpo", "flights", *hpo_argv(_csv(tmp, customers()), tmp)[1:]], "clean error",
          ("flights", "--data"), invented=True),

@@ -26,8 +26,8 @@ from common import Case, Config, main, times
 from accel import _compat
 from accel.backend import cpu_backend
 from accel.bench import db as dbbench
+from accel.cache import cache_dir
 from accel.data import datagen
-from accel.data.flights import cache_dir
 from accel.timing import fairness, timed_call
 
 TARGET = 1.1

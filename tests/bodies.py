@@ -223,7 +223,7 @@ def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target
     trains the same model as one holding the matrix in memory; both read their later passes
     from the chunk cache, whose folder is gone afterwards."""
     from accel.batching import BatchPlan
-    from accel.data.flights import cache_dir
+    from accel.cache import cache_dir
     from accel.memory import MemorySettings
     from accel.runner import run_arm
     from accel.workflows import WorkflowSettings
@@ -343,7 +343,7 @@ def check_external_memory_record_says_where_pages_are(backend: Backend, path, ta
     and that is where they are while boosting: page files in the run's cache folder on disk, or
     none there when they are in host memory."""
     from accel.batching import BatchPlan
-    from accel.data.flights import cache_dir
+    from accel.cache import cache_dir
     from accel.memory import MemorySettings
     from accel.workflows import WorkflowSettings
     from accel.workflows.table import TableWorkflow, plan_table

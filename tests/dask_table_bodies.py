@@ -17,12 +17,12 @@ import pandas as pd
 from accel.data.readers import read_source
 from accel.models import XGBoostParams
 from accel.runner import run_arm
-from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session, table_builder
+from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
-from accel.workflows.flights_dask import worker_slots
+from accel.workflows.partitions import worker_slots
 from accel.workflows.table import TableWorkflow, plan_table
-from accel.workflows.table_dask import DaskTable
+from accel.workflows.table_dask import DaskTable, table_builder
 from tests.bodies import to_pandas
 from tests.dask_bodies import single_process_backend
 from tests.tables import shop_orders

@@ -39,6 +39,7 @@ def one_line_error(capsys, argv, *needles, results=None) -> None:
         assert records_in(results) == [], "nothing is written on bad input"
 
 
+@pytest.mark.slow  # a generated table, then a run of every question
 def test_data_groupby_then_bench_groupby_json(tmp_path):
     data = tmp_path / "G1.csv"
     proc = run_accel("data", "groupby", "3000", "10", str(data), "--nas", "5")
@@ -104,6 +105,7 @@ def test_bench_join(join_dir, tmp_path, capsys):
     assert result["questions"][2]["cpu"]["rows"] == 2000  # the left join keeps every row
 
 
+@pytest.mark.slow  # two benchmark commands end to end
 def test_bench_models_and_crossover(tmp_path, capsys):
     code = main(
         [

@@ -70,6 +70,7 @@ def test_a_small_scripts_peak_is_its_own_not_the_spawning_processs(tmp_path):
     del held
 
 
+@pytest.mark.slow  # a notebook run through a Jupyter kernel
 def test_notebook_runs_headless(tmp_path):
     proc = run_accel("compare", str(SCRIPTS / "groupby_model.ipynb"), "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -141,6 +142,7 @@ def test_unreadable_script(tmp_path):
     _one_line_error(run_accel("compare", str(path), "--out", str(tmp_path / "out")), "cannot read")
 
 
+@pytest.mark.slow  # a compare run, then experiments and a report of it
 def test_experiments_and_report_show_compare_records(tmp_path):
     out = tmp_path / "results"
     assert run_accel("compare", str(SCRIPTS / "writes_files.py"), "--out", str(out), "--", "2.5").returncode == 0

@@ -199,7 +199,7 @@ def orders(tmp_path_factory):
 def test_table_worker_killed_during_features_gives_the_single_process_features(cluster, orders):
     """Out-of-fold target encoding across partitions, recomputed after a worker died mid-features:
     still exactly the single-process frames."""
-    from accel.workflows.flights_dask import worker_slots
+    from accel.workflows.partitions import worker_slots
     from accel.workflows.table import TableWorkflow
     from accel.workflows.table_dask import DaskTable
     from tests.dask_table_bodies import plan

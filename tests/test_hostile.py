@@ -173,7 +173,7 @@ def test_write_new_removes_its_temporary_file_when_the_disk_fills(tmp_path, monk
 
 
 def test_unwritable_cache_env_is_named(monkeypatch):
-    from accel.data.flights import cache_dir
+    from accel.cache import cache_dir
     from accel.errors import AccelError
 
     monkeypatch.setenv("ACCEL_CACHE_DIR", "/proc/accel-no-cache")

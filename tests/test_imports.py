@@ -20,17 +20,17 @@ RUNNERS = {"accel.runner", "accel.streaming", "accel.pipeline", "accel.scoring"}
 #: Which rooms each room may import (besides itself). The rooms' ``__init__`` docstrings say the same.
 MAY_IMPORT = {
     "core": {"core"},
-    "data": {"core", "workflows"},
+    "data": {"core"},
     "workflows": {"core", "data"},
     "runners": {"core", "data", "workflows"},
     "report": {"core"},
     "bench": {"core", "data"},
-    "scaleout": {"core", "data", "workflows", "runners", "report", "cli.options"},
+    "scaleout": {"core", "data", "workflows", "runners", "report"},
     "hpo": {"core", "data", "workflows", "runners", "scaleout", "bench"},
     "cli.options": {"core", "data", "scaleout"},
     "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options", "api"},
     # The Python API (accel.run, accel.info): what the command line does, for notebooks and scripts.
-    "api": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options"},
+    "api": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo"},
 }
 
 
@@ -169,7 +169,7 @@ DEVICE_MODULES = {"accel.backend", "accel._compat"}
 #: and the device budget (from the pool's own statistics) in memory, and the probe's device or
 #: host bytes in batching; where a cluster run's arms go (its workers' kind and ``--device``: the
 #: cluster's counterpart of ``resolve_arms``) in scaleout.arms; a cluster's description (GPUs per
-#: worker) in scaleout.cluster; partitions per worker in flights_dask; in hpo, which arm the
+#: worker) in scaleout.cluster; partitions per worker in workflows.partitions; in hpo, which arm the
 #: search ran on decides the record's arms and labels; compare's ``--device`` against the
 #: script's own accelerators (a script's GPU arm is not accel's backend).
 ARM_TESTS_ALLOWED = {
@@ -177,7 +177,7 @@ ARM_TESTS_ALLOWED = {
     "accel.batching": 2,
     "accel.scaleout.arms": 4,
     "accel.scaleout.cluster": 2,
-    "accel.workflows.flights_dask": 1,
+    "accel.workflows.partitions": 1,
     "accel.hpo.search": 2,
     "accel.bench.compare": 2,
 }

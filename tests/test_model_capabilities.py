@@ -56,6 +56,7 @@ def test_a_model_added_by_an_entry_and_an_adapter_runs_in_memory(customers, tmp_
     assert record["features"]["cpu"]["encodings"]["plan"] == "ordinal codes"
 
 
+@pytest.mark.slow  # a search of several trials; the in-memory run above stays in the default tier
 def test_a_model_added_by_an_entry_and_an_adapter_is_searched(customers, tmp_path):
     code, err = accel_with_the_new_model("hpo", *_base(customers, tmp_path), "--trials", "2", "--top", "1")
     assert code == 0, err

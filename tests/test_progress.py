@@ -178,6 +178,7 @@ def _since_start(shell: str) -> float:
     return float(proc.stdout)
 
 
+@pytest.mark.slow  # waits 4 s in the shell before the interpreter starts
 def test_start_up_counts_from_the_interpreter_not_from_what_the_shell_ran_first():
     # bash -c 'sleep 4 && exec python': one process, started 4 s before the interpreter was.
     assert _since_start("sleep 4 && exec {python} -c '{code}'") < 2.0

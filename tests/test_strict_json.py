@@ -176,7 +176,7 @@ JSON_COMMANDS = {
     "predict": ["predict", "{in}/pipeline", "--data", "{in}/flights.csv", "--out", "{out}/p.csv", "--records", "{out}"],
 }  # fmt: skip
 #: A cluster per worker count, and a search with its baseline, trials and final model: minutes on two cores.
-SLOW = {"scale", "hpo"}
+SLOW = {"scale", "hpo", "bench groupby", "bench join", "bench models", "bench crossover"}
 #: Commands whose every file is named, in the document and on stderr (the others also write
 #: files of a user's script or a search's storage, which their records list in their own way).
 NAMES_EVERY_FILE = {"data groupby", "data join", "report"}

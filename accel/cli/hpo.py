@@ -101,7 +101,8 @@ def register(sub: Any) -> None:
 
 def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
     """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
-    from accel.cli.options import table_overrides, workflow_source
+    from accel.cli.options import table_overrides
+    from accel.config import workflow_source
     from accel.hpo.search import search_config
 
     file_values, source = workflow_source(args.workflow, args.data is not None or args.resume, "hpo")

@@ -21,10 +21,8 @@ from accel.cli.options import (
     add_probe_argument,
     add_table_arguments,
     batch_rows,
-    config_overrides,
     positive_int,
     table_overrides,
-    workflow_source,
 )
 from accel.credentials import hide
 from accel.errors import AccelError, one_line
@@ -137,7 +135,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.api import run_config
-    from accel.config import build_config
+    from accel.config import build_config, config_overrides, workflow_source
     from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
@@ -150,7 +148,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "rmm_pool": args.rmm_pool,
         "explain_rows": args.explain_rows,
     }
-    config = build_config(file_values, {**overrides, **config_overrides(args)}, source)
+    config = build_config(file_values, {**overrides, **config_overrides(vars(args))}, source)
     if config.cluster is not None:
         from accel.scaleout.runner import run_command
 

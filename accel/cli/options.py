@@ -7,10 +7,7 @@ any slice's command may take its options from here without importing another com
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
 
-from accel.errors import AccelError
 from accel.scaleout.cluster import CLUSTER_KINDS
 
 #: What the help says of the output folder's default (:func:`accel.record.output_root`).
@@ -150,67 +147,6 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
     )
     group.add_argument("--protocol", choices=["tcp", "ucx"], help="local clusters: tcp (default), or ucx when installed")
     group.add_argument("--scale", type=positive_int, metavar="K", help="replicate the data K times with jitter (default 1)")
-
-
-_LOCAL_FLAGS = {
-    "workers": "--workers",
-    "threads_per_worker": "--threads-per-worker",
-    "rmm_pool": "--rmm-pool",
-    "device_memory_limit": "--device-memory-limit",
-    "worker_memory": "--worker-memory",
-    "protocol": "--protocol",
-}
-
-
-def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The run configuration the scale-out flags ask for (``scale`` and ``cluster``)."""
-    out: dict[str, Any] = {"scale": getattr(args, "scale", None)}
-    given = {key: getattr(args, key) for key in _LOCAL_FLAGS if getattr(args, key, None) is not None}
-    kind, address = getattr(args, "cluster", None), getattr(args, "scheduler", None)
-    if not (kind or address):
-        given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
-    elif "rmm_pool" in given:
-        out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
-    if kind and address:
-        raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
-    if address:
-        if given:
-            flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
-            raise AccelError(f"{flags} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
-        out["cluster"] = {"kind": "scheduler", "address": address}
-        if getattr(args, "baseline_scheduler", None):
-            out["cluster"]["baseline_address"] = args.baseline_scheduler
-    elif getattr(args, "baseline_scheduler", None):
-        raise AccelError("--baseline-scheduler is the baseline of a running GPU cluster: it goes with --scheduler")
-    if kind and not address:
-        out["cluster"] = {"kind": kind, **given}
-    elif given:
-        flags = ", ".join(_LOCAL_FLAGS[k] for k in given)
-        raise AccelError(f"{flags} need --cluster local|local-cuda")
-    return out
-
-
-def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[dict, str]:
-    """Settings from the positional WORKFLOW of ``accel run``/``accel hpo``: a name or a YAML file.
-
-    Returns ``(file values, where they came from)``.
-    """
-    from accel.config import read_workflow_file
-
-    if target is None:
-        if not has_data:
-            raise AccelError(
-                f"name a workflow (accel {command} flights) or give your table (accel {command} --data FILE --target COLUMN)"
-            )
-        return {}, "command line"
-    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
-        values = read_workflow_file(Path(target))
-        for key in ("out", "data"):
-            if values.get(key) is not None:
-                # Relative paths in a file are relative to where accel runs, like the flags.
-                values[key] = str(values[key])
-        return values, target
-    return {"workflow": target}, "command line"
 
 
 def table_overrides(args: argparse.Namespace) -> dict:

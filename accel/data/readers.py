@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accel import _compat
-from accel.data.flights import cache_dir
+from accel.cache import cache_dir
 from accel.errors import AccelError, first_line
 
 if TYPE_CHECKING:
@@ -682,7 +682,10 @@ def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[st
 def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
     """Of ``columns`` (None: all), those a Parquet file stores and the arms read."""
     stored = source.file_columns
-    return stored if columns is None else [c for c in columns if c in set(stored)]
+    if columns is None:
+        return stored
+    kept = set(stored)
+    return [c for c in columns if c in kept]
 
 
 def _with_partitions(frame: Any, source: TableSource, index: int, columns: list[str] | None = None) -> Any:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from accel._compat import cudf_date_gap, pandas_datetime
 from accel.data import dates
-from accel.data.flights import sample_positions, split_positions
+from accel.data.rows import sample_positions, split_positions
 from accel.errors import AccelError
 from accel.guards import quantity_hint
 from accel.yamlsafe import quote

@@ -6,7 +6,6 @@
 - :mod:`~accel.scaleout.scaling` — ``accel scale``: the same work on 1, 2, ... workers.
 
 May import the flat core (the runners :mod:`accel.runner` and :mod:`accel.streaming` included),
-:mod:`accel.data`, :mod:`accel.workflows`, :mod:`accel.report.console` (its tables) and
-:mod:`accel.cli.options` (the argparse options its commands share); not ``hpo``, ``bench`` or
-the rest of ``cli``. ``tests/test_imports.py`` holds every room to its list.
+:mod:`accel.data`, :mod:`accel.workflows` and :mod:`accel.report.console` (its tables); not
+``hpo``, ``bench`` or ``cli``. ``tests/test_imports.py`` holds every room to its list.
 """

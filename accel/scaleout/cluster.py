@@ -578,7 +578,7 @@ class ClusterSession:
         # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
         # never left in the temporary folder.
         from accel import scratch
-        from accel.data.flights import cache_dir
+        from accel.cache import cache_dir
 
         self._scratch = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
         common["local_directory"] = str(self._scratch)

@@ -49,6 +49,7 @@ from accel import _compat
 from accel._compat import Array
 from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
 from accel.config import RunConfig
+from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
@@ -62,31 +63,9 @@ from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, WorkerMemorySampler
 from accel.timing import StageTimer
-from accel.workflows.base import DaskWorkflow, Prepared, WorkflowSettings
-from accel.workflows.flights_dask import DaskFlights, clear_worker_caches, plan_blocks, worker_slots
-
-#: Builds a workflow's Dask side for a started cluster: ``(settings, kind, client backend, cluster info)``.
-DaskBuilder = Callable[[WorkflowSettings, str, Backend, ClusterInfo], DaskWorkflow]
-
-
-def _dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, info: ClusterInfo) -> DaskFlights:
-    threads = info.total_threads or info.workers
-    return DaskFlights(settings, kind, backend, plan_blocks(settings, kind, info.workers, threads))
-
-
-#: Workflows that can run on a cluster by name (a user's table is built from its plan: :func:`table_builder`).
-DASK_WORKFLOWS: dict[str, DaskBuilder] = {"flights": _dask_flights}
-
-
-def table_builder(planned: Any) -> DaskBuilder:
-    """The Dask side of a user's table planned on the host (:func:`accel.workflows.table.plan_table`)."""
-    from accel.workflows.table_dask import DaskTable
-
-    def build(settings: WorkflowSettings, kind: str, backend: Backend, info: ClusterInfo) -> DaskWorkflow:
-        return DaskTable(planned, settings, kind, backend, worker_slots(kind, info.workers, info.total_threads or info.workers))
-
-    return build
-
+from accel.workflows import DASK_WORKFLOWS
+from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
+from accel.workflows.partitions import partition_lengths
 
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
@@ -306,7 +285,8 @@ def run_on_session(
     validation part of the training rows, or trains the rounds another arm decided; without,
     it trains ``params.n_estimators`` rounds.
 
-    ``workflow`` is a name of :data:`DASK_WORKFLOWS` or a builder (:func:`table_builder`).
+    ``workflow`` is a name of :data:`accel.workflows.DASK_WORKFLOWS` or a builder
+    (:func:`accel.workflows.table_dask.table_builder`).
     ``backend`` is this process's backend for the workers' kind, as
     :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`). The
     arm runs through the one runner (:func:`accel.runner.execute_arm`) with :class:`OnDask`.
@@ -323,7 +303,7 @@ def run_on_session(
             raise AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}") from None
     else:
         build = workflow
-    dask_workflow = build(settings, kind, backend, info)
+    dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
     executor = OnDask(session, params, seed, say, early_stopping)
     result = execute_arm(backend, dask_workflow, executor, listener)
     return result.as_dict(), dask_workflow, result.pipeline
@@ -430,7 +410,7 @@ class OnDask(Executor[DaskWorkflow]):
             raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
         finally:
             try:
-                client.run(clear_worker_caches)
+                dask_workflow.clear_workers(client)
             except Exception:  # noqa: BLE001 - a worker lost at the end keeps nothing anyway
                 pass
 
@@ -473,8 +453,6 @@ def dask_search(
     import time
 
     from xgboost import dask as dxgb
-
-    from accel.workflows.flights_dask import partition_lengths
 
     es, client = model.early_stopping, session.client
     assert es is not None
@@ -684,6 +662,8 @@ def cluster_run(
         planned_workflow = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
         if on_plan is not None:
             on_plan(planned_workflow)
+        from accel.workflows.table_dask import table_builder
+
         workflow = table_builder(planned_workflow.planned)
     elif config.workflow not in DASK_WORKFLOWS:
         from accel.workflows import get_workflow

@@ -16,7 +16,6 @@ sketch is also merged across workers, so the accuracy is recorded at every count
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ def study_config(workflow: str | None, settings: dict[str, Any], dask: dict[str,
         A workflow name or YAML file (its ``cluster:`` section is left out: the study decides
         the clusters); None with ``settings["data"]``.
     settings : dict
-        The table and run settings by the flags' names (:func:`accel.cli.options.table_overrides`);
+        The table and run settings by the flags' names (``accel run``'s flags, as the command line reads them);
         None where not given.
     dask : dict
         ``cluster`` (``local`` or ``local-cuda``), ``workers`` (the counts, None: 1, 2, 4 ... up
@@ -71,8 +70,7 @@ def study_config(workflow: str | None, settings: dict[str, Any], dask: dict[str,
     (RunConfig, list of int)
     """
     from accel.backend import cpu_threads
-    from accel.cli.options import config_overrides, workflow_source
-    from accel.config import build_config
+    from accel.config import build_config, config_overrides, workflow_source
 
     kind = dask.get("cluster")
     if kind is None:
@@ -82,7 +80,7 @@ def study_config(workflow: str | None, settings: dict[str, Any], dask: dict[str,
     counts = _counts(dask.get("workers")) or default_counts(kind)
     file_values, source = workflow_source(workflow, settings.get("data") is not None, "scale")
     file_values.pop("cluster", None)  # the study decides the clusters
-    overrides = config_overrides(argparse.Namespace(**{**dask, "workers": None}))
+    overrides = config_overrides({**dask, "workers": None})
     cluster = overrides["cluster"]
     if kind == "local" and cluster.get("threads_per_worker") is None:
         # Every worker count gets workers of the same size, so n workers have n times the cores.
@@ -162,8 +160,8 @@ def _plan_study(
 
     from accel.runner import build_workflow
     from accel.scaleout.arms import plan_arms
-    from accel.scaleout.runner import DASK_WORKFLOWS, table_builder
-    from accel.workflows import WorkflowSettings, get_workflow
+    from accel.workflows import DASK_WORKFLOWS, WorkflowSettings, get_workflow
+    from accel.workflows.table_dask import table_builder
 
     planned = None
     workflow: Any = config.workflow

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from accel.errors import AccelError
-from accel.workflows.base import Prepared, WorkflowSettings
+from accel.workflows.base import DaskBuilder, WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
+from accel.workflows.flights_dask import dask_flights
 
 WORKFLOWS = {"flights": FlightsWorkflow}
+#: The workflows that run on a Dask cluster by name, and their Dask sides (a user's table is
+#: built from its plan: :func:`accel.workflows.table_dask.table_builder`).
+DASK_WORKFLOWS: dict[str, DaskBuilder] = {"flights": dask_flights}
 
 
 def get_workflow(name: str, settings: WorkflowSettings, **kwargs):
@@ -20,4 +24,4 @@ def get_workflow(name: str, settings: WorkflowSettings, **kwargs):
     return cls(settings, **kwargs)
 
 
-__all__ = ["WORKFLOWS", "FlightsWorkflow", "Prepared", "WorkflowSettings", "get_workflow"]
+__all__ = ["DASK_WORKFLOWS", "WORKFLOWS", "FlightsWorkflow", "WorkflowSettings", "get_workflow"]

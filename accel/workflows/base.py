@@ -12,11 +12,11 @@ and :class:`DaskWorkflow` is its cluster side. The types at these seams are the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from accel._compat import Array, Column, Frame
+from accel._compat import Array, Column
 from accel.registry import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from accel.backend import Backend
     from accel.batching import BatchPlan
     from accel.config import RunConfig
+    from accel.data.prepared import Prepared
     from accel.early_stopping import EarlyStopping
     from accel.precision import StoredMatrix
 
@@ -46,43 +47,6 @@ class WorkflowSettings:
     def of(cls, config: RunConfig) -> WorkflowSettings:
         """The settings a run configuration (:class:`accel.config.RunConfig`) gives its workflow."""
         return cls(config.rows, config.test_size, config.seed, config.scale, config.explain_rows)
-
-
-@dataclass
-class Prepared:
-    """Model-ready data of one arm: frames of that arm's library (pandas or cuDF)."""
-
-    X_train: Frame
-    y_train: Column
-    X_test: Frame
-    y_test: Column
-    #: The fitted features that made ``X_train`` / ``X_test``, which the fitted pipeline keeps to
-    #: score new rows.
-    transform: FeatureTransform
-    categorical: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
-    #: The test rows' positions in the source file (the run's hold-out row ids); None where the
-    #: rows have no position in a file (replicated copies).
-    test_ids: Array | None = None
-
-    @property
-    def feature_names(self) -> list[str]:
-        return [str(c) for c in self.X_train.columns]
-
-
-@runtime_checkable
-class FeatureTransform(Protocol):
-    """Fitted features: the raw rows of a table in, the model's feature frame out.
-
-    :class:`accel.data.autofeatures.TableTransform` (a user's table) and
-    :class:`accel.workflows.flights.FlightsTransform` (the flights workflow) have it; the fitted
-    pipeline (:mod:`accel.pipeline`) saves and loads them through :mod:`accel.transforms`.
-    """
-
-    @property
-    def categorical(self) -> list[str]: ...
-
-    def transform(self, frame: Frame) -> Frame: ...
 
 
 class Model(Protocol):
@@ -183,7 +147,7 @@ class DaskWorkflow(Protocol):
 
     :class:`~accel.workflows.flights_dask.DaskFlights` and :class:`~accel.workflows.table_dask.DaskTable`
     have it. ``load`` returns what the workers hold (persisted) and the rows loaded; ``features``
-    turns that into a :class:`Prepared` of Dask collections, persisted on the workers. The
+    turns that into a :class:`~accel.data.prepared.Prepared` of Dask collections, persisted on the workers. The
     runner trains ``xgboost.dask`` on them; a multiclass workflow also has ``n_classes``.
     """
 
@@ -196,3 +160,11 @@ class DaskWorkflow(Protocol):
     def load(self, client: Any) -> tuple[Any, int]: ...
 
     def features(self, client: Any, raw: Any, loaded_rows: int) -> Prepared: ...
+
+    def clear_workers(self, client: Any) -> None:
+        """Drop what the workers keep of this workflow between tasks (at the end of a run)."""
+
+
+#: Builds a workflow's Dask side for a started cluster:
+#: ``(settings, the workers' kind, the client's backend, workers, worker threads in all)``.
+DaskBuilder = Callable[[WorkflowSettings, str, "Backend", int, int], DaskWorkflow]

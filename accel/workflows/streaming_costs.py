@@ -49,7 +49,7 @@ def _disk_page_costs(
 
     from accel import scratch
     from accel.batching import measure_bytes_per_row
-    from accel.data.flights import cache_dir
+    from accel.cache import cache_dir
 
     rows = len(matrix)
     built: dict[str, Any] = {}

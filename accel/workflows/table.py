@@ -18,11 +18,12 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
+from accel.data.prepared import Prepared
 from accel.data.readers import TableSource, fingerprint, planned_source, read_source, resolve_source
 from accel.data.schema import TablePlan, make_plan, real_name
 from accel.models import build_model
 from accel.registry import MODELS
-from accel.workflows.base import Prepared, WorkflowBase, WorkflowSettings
+from accel.workflows.base import WorkflowBase, WorkflowSettings
 
 
 @dataclass

@@ -43,13 +43,14 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
+from accel.data.prepared import Prepared
 from accel.data.readers import TableSource, convert_columns, infinite_as_missing, read_file, reads_file_by_file
 from accel.data.schema import TablePlan
 from accel.errors import AccelError
 from accel.faultpoints import fault_point
 from accel.registry import DEFAULT_MODEL
-from accel.workflows.base import Prepared, WorkflowSettings
-from accel.workflows.flights_dask import worker_backend
+from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
+from accel.workflows.partitions import worker_backend, worker_slots
 from accel.workflows.table import PlannedTable, TableWorkflow
 
 #: The feature family a Dask run builds (every model with a Dask trainer takes it): the target
@@ -255,6 +256,9 @@ class DaskTable:
         self._bounds: list[tuple[int, int]] = []
         self._fitted: Any = None  # the scattered featurizer (see features)
 
+    def clear_workers(self, client: Any) -> None:
+        """Nothing to drop: the workers read the table's partitions as tasks, and keep nothing else."""
+
     def describe_data(self) -> dict[str, Any]:
         """The table as a single-process run describes it, and the partitions it was read in."""
         return {**self._single.describe_data(), "partitions": self.partitions}
@@ -373,3 +377,12 @@ class DaskTable:
             transform=TableTransform(featurizer),
             test_ids=plan.row_positions[plan.test_pos],
         )
+
+
+def table_builder(planned: PlannedTable) -> DaskBuilder:
+    """The Dask side of a user's table planned on the host (:func:`accel.workflows.table.plan_table`)."""
+
+    def build(settings: WorkflowSettings, kind: str, backend: Backend, workers: int, threads: int) -> DaskWorkflow:
+        return DaskTable(planned, settings, kind, backend, worker_slots(kind, workers, threads))
+
+    return build
