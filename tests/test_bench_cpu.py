@@ -29,7 +29,7 @@ def test_groupby_answers_equal_the_benchmark_pandas_solution(data_dir, fmt, nas)
     bodies.check_groupby_equals_benchmark_solution(cpu_backend(), path)
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize("fmt", ["parquet", pytest.param("csv", marks=pytest.mark.slow)])
 def test_join_answers_equal_a_numpy_reference(tmp_path, fmt):
     folder = bodies.make_join_dir(tmp_path / fmt, n=5000, fmt=fmt)
     answers = bodies.check_join_answers(cpu_backend(), folder)

@@ -152,6 +152,7 @@ def test_openmp_spin_is_set_where_the_arms_run_and_the_environment_is_left_alone
     assert proc.stdout.split() == ["state", spins, *source.split()], proc.stdout
 
 
+@pytest.mark.slow  # two flights runs compared
 def test_same_seed_same_result(tmp_path, fast_workflow, cpu_run):
     _, first_out = cpu_run
     proc = run_accel("run", str(fast_workflow), "--out", str(tmp_path), "--seed", "11", "--device", "cpu")

@@ -135,7 +135,7 @@ def test_precision_guard(backend):
     bodies.check_precision_guard(backend)
 
 
-@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+@pytest.mark.parametrize("suffix", ["parquet", pytest.param("csv", marks=pytest.mark.slow)])
 def test_streaming_equals_in_memory(backend, tmp_path, suffix):
     df = tables.customers(12_000, seed=4)
     path = tmp_path / f"c.{suffix}"
@@ -143,6 +143,7 @@ def test_streaming_equals_in_memory(backend, tmp_path, suffix):
     bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
+@pytest.mark.slow  # allocates until NumPy runs out under a lowered address-space limit
 def test_backoff_halves_on_a_real_memory_error():
     # A subprocess with a hard address-space limit: the first batch's allocation genuinely fails.
     code = textwrap.dedent(

@@ -118,6 +118,7 @@ def test_credentials_are_never_recorded_only_that_they_are_set(name, value):
     assert got["DASK_DISTRIBUTED__WORKER__DAEMON"] == "False", "other values are recorded as they are"
 
 
+@pytest.mark.slow  # a whole run in a process of its own
 def test_a_credential_in_the_environment_reaches_no_record(tmp_path):
     secret = "coiled-token-abc123-do-not-write"
     env = {"DASK_COILED__TOKEN": secret, "ACCEL_DB_URL": f"postgresql://me:{secret}@db/x"}

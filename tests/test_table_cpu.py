@@ -429,6 +429,7 @@ def test_encoding_probe_is_cached_per_table_and_can_be_forced_or_turned_off(tmp_
     assert "cached" not in changed["schema"]["encoding_probe"]
 
 
+@pytest.mark.slow  # a whole run in a process of its own
 def test_encoding_probe_stays_within_its_share_of_training(tmp_path):
     """With few training rounds the probe's boosting would outweigh training's: it is not run."""
     data = _many_valued_table(tmp_path / "shops.csv", n=3000)

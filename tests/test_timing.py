@@ -89,6 +89,7 @@ def test_a_benchmark_result_carries_its_kind(tmp_path):
     assert list(read_json(write_result(tmp_path, dict(head), "models", "cpu"))) == list(head)
 
 
+@pytest.mark.slow  # the benchmark script run as a program
 def test_hostile_cases_results_carry_the_same_head(tmp_path):
     """benchmarks/hostile_cases.py writes its results itself (it may run an older accel): with the
     head record_head("bench") gives, its file name as run_id, after the files already there. The
