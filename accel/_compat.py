@@ -261,15 +261,6 @@ def is_text_dtype(s: Any) -> bool:
     return str(dtype) in ("object", "str", "string") or getattr(dtype, "kind", "") in ("O", "U", "T")
 
 
-def is_datetime_dtype(s: Any) -> bool:
-    return str(s.dtype).startswith("datetime64")
-
-
-def parse_datetime(xdf: ModuleType, s: Any, date_format: str | None) -> Any:
-    """Text to datetimes in ``date_format``; what does not parse becomes missing."""
-    return parse_datetime_where(xdf, s, date_format)[0]
-
-
 #: The strptime directives cuDF's parser reads (libcudf ``to_timestamps``/``is_timestamp``), with
 #: the most characters each takes. Month names (%b, %B) are not among them: they are turned into
 #: month numbers first (see :func:`cudf_date_text`). Nor is ``%j``: libcudf accepts it, but
@@ -737,10 +728,6 @@ def sorted_unique(series: Any) -> list:
     """The distinct non-null values of a column, sorted, as a host list (the category vocabulary)."""
     values = to_numpy(series.dropna().unique())
     return sorted(values.tolist())
-
-
-def host_str_list(values: Any) -> list[str]:
-    return [str(v) for v in to_numpy(values).tolist()]
 
 
 # --------------------------------------------------------------------------- benchmarks

@@ -247,10 +247,6 @@ def _union_member(part: Any) -> bool:
     )
 
 
-def validation_message(exc: ValidationError, source: str) -> str:
-    return errors_message([dict(e) for e in exc.errors()], source)
-
-
 def errors_message(found: list[dict[str, Any]], source: str) -> str:
     """One line for pydantic's errors ``found`` (each with ``loc``, ``type``, ``msg``, ``input``)."""
     errors: list[dict[str, Any]] = []
@@ -370,4 +366,4 @@ def build_config(file_values: dict[str, Any] | None, overrides: dict[str, Any], 
     try:
         return RunConfig.model_validate(merged, strict=True)  # the model sections strictly too
     except ValidationError as exc:
-        raise AccelError(validation_message(exc, source)) from None
+        raise AccelError(errors_message([dict(e) for e in exc.errors()], source)) from None

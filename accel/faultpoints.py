@@ -66,16 +66,23 @@ def active_folder() -> Path | None:
     return path
 
 
-def fault_point(name: str) -> None:
+def _claim(name: str, armed: str, claimed: str) -> bool:
+    """Whether this process claimed the point ``name`` a test armed (``<name>.<armed>``): renamed
+    to ``<name>.<claimed>-<pid>``, so that exactly one process fires it."""
     folder = active_folder()
     if folder is None:
-        return
-    armed = folder / f"{name}.armed"
+        return False
+    path = folder / f"{name}.{armed}"
     try:
-        os.rename(armed, armed.with_name(f"{name}.fired-{os.getpid()}"))
-    except OSError:  # not armed, or another worker won
-        return
-    os.kill(os.getpid(), signal.SIGKILL)
+        os.rename(path, path.with_name(f"{name}.{claimed}-{os.getpid()}"))
+    except OSError:  # not armed, or another process won
+        return False
+    return True
+
+
+def fault_point(name: str) -> None:
+    if _claim(name, "armed", "fired"):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class InjectedFault(RuntimeError):
@@ -84,15 +91,8 @@ class InjectedFault(RuntimeError):
 
 def raise_point(name: str) -> None:
     """Raise :class:`InjectedFault` here when a test armed ``<name>.raise`` (once); else nothing."""
-    folder = active_folder()
-    if folder is None:
-        return
-    armed = folder / f"{name}.raise"
-    try:
-        os.rename(armed, armed.with_name(f"{name}.raised-{os.getpid()}"))
-    except OSError:  # not armed, or another process won
-        return
-    raise InjectedFault(f"fault injected at {name!r} (a test armed it)")
+    if _claim(name, "raise", "raised"):
+        raise InjectedFault(f"fault injected at {name!r} (a test armed it)")
 
 
 def training_callbacks(attempt: int = 1) -> list[Any]:

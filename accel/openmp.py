@@ -83,11 +83,6 @@ def settle() -> dict[str, Any]:
     return state
 
 
-def user_chose() -> bool:
-    """Whether the user set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (then the record lists them as overrides)."""
-    return bool(_user_set())
-
-
 def worker_environ() -> dict[str, str]:
     """The variable for the environment of Dask worker processes accel starts (nothing when the user chose)."""
-    return {} if user_chose() else {"GOMP_SPINCOUNT": GOMP_SPINCOUNT_DEFAULT}
+    return {} if _user_set() else {"GOMP_SPINCOUNT": GOMP_SPINCOUNT_DEFAULT}  # nothing when the user chose

@@ -54,9 +54,9 @@ def test_bad_dates_are_parsed_to_missing_as_on_the_cpu_arm(backend):
     frame, truth = date_bodies.layout_frame("%m/%d/%Y", "day", n=200, junk=9)
     extra = pd.Series(["13/45/2021", "02/30/2021", "", "n/a", "2021-03-15", None, "03/15/2021"], dtype=object)
     text = pd.concat([frame["when"], extra], ignore_index=True)
-    cpu = pd.Series(_compat.parse_datetime(cpu_backend().xdf, text, "%m/%d/%Y")).astype("datetime64[ns]")
+    cpu = pd.Series(_compat.parse_datetime_where(cpu_backend().xdf, text, "%m/%d/%Y")[0]).astype("datetime64[ns]")
     s = backend.xdf.from_pandas(text.astype("str").where(text.notna()))
-    gpu = pd.Series(_compat.to_pandas(_compat.parse_datetime(backend.xdf, s, "%m/%d/%Y"))).astype("datetime64[ns]")
+    gpu = pd.Series(_compat.to_pandas(_compat.parse_datetime_where(backend.xdf, s, "%m/%d/%Y")[0])).astype("datetime64[ns]")
     assert gpu.isna().tolist() == cpu.isna().tolist()
     assert gpu.isna().sum() == 9 + 6, "the junk rows and six of the seven extra values are missing"
     pd.testing.assert_series_equal(gpu.reset_index(drop=True), cpu.reset_index(drop=True), check_names=False)

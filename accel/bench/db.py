@@ -430,9 +430,3 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
             }
         )
     return rows
-
-
-def stderr_progress(message: str) -> None:
-    from accel.output import say
-
-    say(message)

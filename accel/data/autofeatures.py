@@ -106,7 +106,7 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
 def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
     """A datetime column as naive datetimes, and where its text was parsed (``typed`` when the
     reader already gave datetimes; see :func:`accel._compat.parse_datetime_where`)."""
-    if _compat.is_datetime_dtype(s):
+    if str(s.dtype).startswith("datetime64"):
         return _compat.naive_datetime(s), "typed"
     if plan.date_format is not None and getattr(s.dtype, "kind", "") in ("i", "u", "f"):
         s = _compat.integer_text(xdf, s)  # --date-format on a column of numbers such as 20210315

@@ -558,12 +558,8 @@ def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> 
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
-                log(describe_trial(t, study_metric(study)))
+                log(describe_trial(t, str(study.user_attrs.get("metric", "value"))))
                 heartbeat(study)
-
-
-def study_metric(study: Any) -> str:
-    return str(study.user_attrs.get("metric", "value"))
 
 
 def search_memory(config: Any, cluster: str | None) -> tuple[Any, str | None]:

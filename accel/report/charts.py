@@ -101,7 +101,16 @@ def plain_ticks(ax: Any) -> None:
             axis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_text(v)))
 
 
-def _legend_outside(ax: Any) -> None:
+def _finish(ax: Any, title: str, xlabel: str = "", ylabel: str = "", no_grid: str = "") -> None:
+    """The axes' labels and title (at the left), no grid lines along ``no_grid``, and the legend
+    outside the plot on the right where there is one."""
+    if no_grid:
+        ax.grid(axis=no_grid, visible=False)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
@@ -124,10 +133,7 @@ def stacked_bars(
             ax.annotate(tick_text(total) + " s", (total, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         ax.set_yticks(ys, [label for label, _ in bars])
         ax.set_xlim(0, max(left, default=1) * 1.12 or 1)
-        ax.grid(axis="y", visible=False)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title, loc="left")
-        _legend_outside(ax)
+        _finish(ax, title, xlabel=xlabel, no_grid="y")
         return fig
 
     return draw(build)
@@ -159,10 +165,7 @@ def grouped_bars(
                 tick.set_horizontalalignment("right")
         if log:
             ax.set_yscale("log")
-        ax.grid(axis="x", visible=False)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title, loc="left")
-        _legend_outside(ax)
+        _finish(ax, title, ylabel=ylabel, no_grid="x")
         return fig
 
     return draw(build)
@@ -176,9 +179,7 @@ def ranked_bars(items: Sequence[tuple[str, float]], *, title: str, xlabel: str) 
         names = [wrap(name, 40) for name, _ in items][::-1]
         ax.barh(range(len(items)), [value for _, value in items][::-1], color=ARM_COLORS["gpu"])
         ax.set_yticks(range(len(items)), names)
-        ax.grid(axis="y", visible=False)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title, loc="left")
+        _finish(ax, title, xlabel=xlabel, no_grid="y")
         plain_ticks(ax)
         return fig
 
@@ -215,10 +216,7 @@ def lines(
             from matplotlib.ticker import MaxNLocator
 
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title, loc="left")
-        _legend_outside(ax)
+        _finish(ax, title, xlabel, ylabel)
         return fig
 
     return draw(build)
@@ -239,10 +237,7 @@ def dumbbell(items: Sequence[tuple[str, float | None, float | None]], *, first: 
             ax.scatter([x for x, _ in pts], [y for _, y in pts], color=color, s=36, zorder=2, label=name)
         ax.set_yticks(ys, [label for label, _, _ in items])
         ax.margins(x=0.15, y=0.3 if len(items) == 1 else 0.1)
-        ax.grid(axis="y", visible=False)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title, loc="left")
-        _legend_outside(ax)
+        _finish(ax, title, xlabel=xlabel, no_grid="y")
         return fig
 
     return draw(build)

@@ -70,9 +70,6 @@ class Section:
     def para(self, text: str) -> None:
         self.blocks.append({"kind": "para", "text": text})
 
-    def heading(self, text: str) -> None:
-        self.blocks.append({"kind": "heading", "text": text})
-
     def table(self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str) -> None:
         """A table; numbers shown by :func:`num`, strings as they are, each cell with its class."""
         shown = []

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from accel.backend import (
+    Backend,
+    cpu_backend,
     cpu_threads,
     cudf_spill_option,
     module_installed,
@@ -39,6 +41,7 @@ from accel.backend import (
 )
 from accel.errors import AccelError, first_line
 from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
+from accel.result import Executor, W
 
 if TYPE_CHECKING:
     from accel.config import ClusterConfig
@@ -890,3 +893,18 @@ class WorkerMemorySampler(PeriodicSampler):
 
 def _mb(n: int | None) -> float | None:
     return None if n is None else round(n / (1024 * 1024), 1)
+
+
+class OnWorkers(Executor[W]):
+    """An executor whose work runs on ``session``'s workers: their memory sampled, the client's
+    own (this process's) monitored as a CPU process's."""
+
+    def __init__(self, session: ClusterSession):
+        self.session = session
+        self.sampler = WorkerMemorySampler(session.client)
+
+    def trackers(self) -> tuple[Any, ...]:
+        return (self.sampler,)
+
+    def monitored(self, backend: Backend) -> Backend:
+        return cpu_backend()  # the client's own memory; the workers' comes from the sampler

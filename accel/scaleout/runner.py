@@ -47,7 +47,7 @@ import numpy as np
 
 from accel import _compat
 from accel._compat import Array
-from accel.backend import Backend, backend_for, cpu_backend, probe_gpu
+from accel.backend import Backend, backend_for, probe_gpu
 from accel.config import RunConfig
 from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping
@@ -59,9 +59,9 @@ from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
 from accel.pipeline import Pipeline
 from accel.record import show_result
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
-from accel.result import ArmPeaks, Executed, Executor, Listener, skipped
+from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
-from accel.scaleout.cluster import ClusterInfo, ClusterSession, WorkerMemorySampler
+from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
 from accel.workflows import DASK_WORKFLOWS
 from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
@@ -309,7 +309,7 @@ def run_on_session(
     return result.as_dict(), dask_workflow, result.pipeline
 
 
-class OnDask(Executor[DaskWorkflow]):
+class OnDask(OnWorkers[DaskWorkflow]):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
     submission until the workers hold its result, training retried once on a lost worker."""
 
@@ -323,15 +323,8 @@ class OnDask(Executor[DaskWorkflow]):
         say: Callable[[str], None] = _say,
         early_stopping: EarlyStopping | None = None,
     ):
-        self.session, self.params, self.seed, self.say = session, params, seed, say
-        self.early_stopping = early_stopping
-        self.sampler = WorkerMemorySampler(session.client)
-
-    def trackers(self) -> tuple[Any, ...]:
-        return (self.sampler,)
-
-    def monitored(self, backend: Backend) -> Backend:
-        return cpu_backend()  # the client's own memory; the workers' comes from the sampler
+        super().__init__(session)
+        self.params, self.seed, self.say, self.early_stopping = params, seed, say, early_stopping
 
     def execute(self, backend: Backend, dask_workflow: DaskWorkflow, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from accel._compat import Frame
-from accel.backend import Backend, cpu_backend
+from accel.backend import Backend
 from accel.config import ClusterConfig
 from accel.pipeline import Pipeline, load_folder
-from accel.result import ArmResult, Executed, Executor, Listener
+from accel.result import ArmResult, Executed, Listener
 from accel.scaleout.arms import ArmPlace
-from accel.scaleout.cluster import ClusterSession
+from accel.scaleout.cluster import OnWorkers
 from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
 from accel.timing import StageTimer
 
@@ -52,24 +52,12 @@ def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: 
     return frame
 
 
-class ScoreOnDask(Executor[ScoreJob]):
+class ScoreOnDask(OnWorkers[ScoreJob]):
     """Scoring on a cluster's workers: ``load`` reads the partitions, ``features`` featurises them,
     ``predict`` stores, scores and brings the output rows back."""
 
     name = "dask"
     stages = ("load", "features", "predict")
-
-    def __init__(self, session: ClusterSession):
-        from accel.scaleout.cluster import WorkerMemorySampler
-
-        self.session = session
-        self.sampler = WorkerMemorySampler(session.client)
-
-    def trackers(self) -> tuple[Any, ...]:
-        return (self.sampler,)
-
-    def monitored(self, backend: Backend) -> Backend:
-        return cpu_backend()  # the client's own memory; the workers' comes from the sampler
 
     def execute(self, backend: Backend, job: ScoreJob, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask

@@ -88,7 +88,7 @@ def plan_table(
     plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
     if family == "native":  # the family of the models that take categories natively
-        probe_native_categories(head, plan, settings.seed, probe, source_fingerprint(source), train_rounds)
+        probe_native_categories(head, plan, settings.seed, probe, fingerprint(source), train_rounds)
     t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
     if settings.rows is not None and settings.rows >= plan.rows_in_file:
@@ -96,11 +96,6 @@ def plan_table(
             f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows"
         )
     return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
-
-
-def source_fingerprint(source: TableSource) -> str:
-    """The files a table is read from, as they are now (:func:`accel.data.readers.fingerprint`)."""
-    return fingerprint(source)
 
 
 def probe_rows(chunks: Iterator[tuple[int, Any]], positions: np.ndarray) -> Any:
