@@ -193,8 +193,8 @@ class Pipeline:
 
     def features(self, frame: Frame) -> Frame:
         """The feature frame of ``frame`` (checked: :func:`check_frame`)."""
-        self.notices = check_frame(self, frame)
-        return self.transform.transform(frame[self.required])
+        frame, self.notices = check_frame(self, frame)
+        return self.transform.transform(frame)
 
     def matrix(self, X: Frame, batch_rows: int = SCORE_BATCH_ROWS) -> StoredMatrix:
         """The features stored as the run stored them (:func:`accel.precision.store_frame`)."""
@@ -263,10 +263,11 @@ def labels(pipeline: Pipeline, output: np.ndarray) -> np.ndarray:
     return classes[index]
 
 
-def check_frame(pipeline: Pipeline, frame: Frame) -> list[str]:
+def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
     """Refuse rows the pipeline cannot score (a column missing, text where numbers were
-    trained) in one line naming the column; return what scoring will do about the rest (extra
-    columns ignored, unseen categories scored as missing)."""
+    trained) in one line naming the column; return the columns the transform takes (a table's
+    categorical columns cast already: the check's cast is the transform's) and what scoring
+    will do about the rest (extra columns ignored, unseen categories scored as missing)."""
     present = [str(c) for c in frame.columns]
     missing = [c for c in pipeline.required if c not in present]
     if missing:
@@ -276,17 +277,19 @@ def check_frame(pipeline: Pipeline, frame: Frame) -> list[str]:
     extra = [c for c in present if c not in pipeline.required and c != pipeline.target]
     if extra:
         notices.append(f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}")
+    frame = frame[pipeline.required]
     if pipeline.workflow == "table":
-        notices += _check_kinds(pipeline, frame)
-    return notices
+        frame, kinds = _check_kinds(pipeline, frame)
+        notices += kinds
+    return frame, notices
 
 
-def _check_kinds(pipeline: Pipeline, frame: Frame) -> list[str]:
-    """Text in a column trained as numbers is refused; unseen categories are counted."""
-    from accel.data.autofeatures import cast_column
-
+def _check_kinds(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
+    """Text in a column trained as numbers is refused; unseen categories are counted on the
+    categorical columns cast as the transform casts them (returned with the other columns)."""
     notices = []
     xdf = pipeline.backend.xdf
+    cast = pipeline.transform.featurizer.cast(frame)
     for col in pipeline.transform.plan.features:
         s = frame[col.name]
         if col.kind == "numeric" and _compat.is_text_dtype(s):
@@ -298,11 +301,11 @@ def _check_kinds(pipeline: Pipeline, frame: Frame) -> list[str]:
                     "fix the column or score a table like the training one"
                 )
         elif col.kind == "categorical":
-            codes = cast_column(xdf, s, col).cat.codes
+            codes = cast[col.name].cat.codes
             unseen = int(_compat.column_sum(((codes < 0) | codes.isna()) & s.notna()))
             if unseen:
                 notices.append(f"column {col.name!r}: {unseen:,} value(s) not seen in training, scored as missing")
-    return notices
+    return cast, notices
 
 
 # --------------------------------------------------------------------------- saving

@@ -260,6 +260,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # a compare run, then a report
 def test_report_sets_aside_a_compare_record_of_the_wrong_shape(tmp_path):
     out = tmp_path / "results"
     assert run_accel("compare", str(SCRIPTS / "writes_files.py"), "--out", str(out)).returncode == 0

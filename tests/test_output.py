@@ -187,6 +187,7 @@ def _with_gpu_columns(result: dict, rows: str) -> dict:
     return shown
 
 
+@pytest.mark.slow  # its results come from real benchmark commands (bench_results)
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu-only", "gpu-columns"])
 def test_bench_tables_cut_nothing(bench_results, width, gpu):

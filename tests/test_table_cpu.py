@@ -442,6 +442,7 @@ def test_encoding_probe_stays_within_its_share_of_training(tmp_path):
     assert probe["chosen"] == "target_encoding" and "would cost more than 10% of training" in probe["skipped"]
 
 
+@pytest.mark.slow  # a whole run in a process of its own
 def test_planning_is_a_named_part_of_the_wall_time(tmp_path):
     data = _many_valued_table(tmp_path / "shops.csv", n=4000)
     out = tmp_path / "out"
