@@ -5,8 +5,8 @@
 - :func:`write_wide_table`: a table several times a Dask worker's memory limit whose partitions
   must spill.
 
-``python -m accel_fixtures.tables ROWS PATH`` writes the own table (in a process of its own, so
-that a measuring process never held it).
+``python -m accel_fixtures.tables ROWS PATH [--no-target]`` writes the own table (in a process of
+its own, so that a measuring process never held it).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 CARDS = [5, 12, 40, 100, 200, 300, 500, 500, 50, 8]
 
 
-def write_own_table(n: int, path: Path, seed: int = 0) -> None:
-    """The own table of ``n`` rows as a CSV file at ``path``."""
+def write_own_table(n: int, path: Path, seed: int = 0, target: bool = True) -> None:
+    """The own table of ``n`` rows as a CSV file at ``path`` (without its target ``y`` unless
+    ``target``: new rows to score)."""
     import numpy as np
     import pandas as pd
 
@@ -37,6 +38,8 @@ def write_own_table(n: int, path: Path, seed: int = 0) -> None:
     for i, k in enumerate(CARDS[:5]):
         logit = logit + rng.normal(0, 0.5, k)[codes[i]]
     cols["y"] = (logit + rng.normal(size=n) > 0).astype(int)
+    if not target:
+        del cols["y"]
     pd.DataFrame(cols).to_csv(path, index=False)
 
 
@@ -71,4 +74,4 @@ def write_wide_table(rows: int, folder: Path, width: int, files: int = 48) -> tu
 
 
 if __name__ == "__main__":
-    write_own_table(int(float(sys.argv[1])), Path(sys.argv[2]))
+    write_own_table(int(float(sys.argv[1])), Path(sys.argv[2]), target="--no-target" not in sys.argv[3:])
