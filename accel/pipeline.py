@@ -278,22 +278,18 @@ def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
     if extra:
         notices.append(f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}")
     frame = frame[pipeline.required]
-    if pipeline.workflow == "table":
-        frame, kinds = _check_kinds(pipeline, frame)
-        notices += kinds
-    return frame, notices
+    return (_check_kinds(pipeline, frame, notices) if pipeline.workflow == "table" else frame), notices
 
 
-def _check_kinds(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
-    """Text in a column trained as numbers is refused; unseen categories are counted on the
-    categorical columns cast as the transform casts them (returned with the other columns)."""
-    notices = []
-    xdf = pipeline.backend.xdf
+def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
+    """Text in a column trained as numbers is refused; unseen categories are counted (added to
+    ``notices``) on the categorical columns cast as the transform casts them, which are
+    returned with the other columns."""
     cast = pipeline.transform.featurizer.cast(frame)
     for col in pipeline.transform.plan.features:
         s = frame[col.name]
         if col.kind == "numeric" and _compat.is_text_dtype(s):
-            bad = s[s.notna() & xdf.to_numeric(s, errors="coerce").isna()]
+            bad = s[s.notna() & pipeline.backend.xdf.to_numeric(s, errors="coerce").isna()]
             if len(bad):
                 example = _compat.to_pandas(bad.head(1)).iloc[0]
                 raise AccelError(
@@ -305,7 +301,7 @@ def _check_kinds(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
             unseen = int(_compat.column_sum(((codes < 0) | codes.isna()) & s.notna()))
             if unseen:
                 notices.append(f"column {col.name!r}: {unseen:,} value(s) not seen in training, scored as missing")
-    return cast, notices
+    return cast
 
 
 # --------------------------------------------------------------------------- saving
