@@ -352,8 +352,6 @@ class OnDask(OnWorkers[DaskWorkflow]):
                     del raw
                 X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
 
-                built: list[Any] = []
-
                 def training_frames(fresh: bool) -> tuple[Any, Any]:
                     """The training features and labels; ``fresh``: built again on the workers left.
 
@@ -367,9 +365,8 @@ class OnDask(OnWorkers[DaskWorkflow]):
                         X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
                     return X_train, prepared.y_train
 
-                def make_dtrain() -> tuple[Any, Any]:
-                    X, y = training_frames(fresh=bool(built))
-                    built.append(X)
+                def make_dtrain(fresh: bool = False) -> tuple[Any, Any]:
+                    X, y = training_frames(fresh)
                     options = {"enable_categorical": True, "max_bin": params.max_bin}
                     return dxgb.DaskQuantileDMatrix(client, X, y, **options), None
 
@@ -387,7 +384,9 @@ class OnDask(OnWorkers[DaskWorkflow]):
                     model_input = make_dtrain()
                 with stage("train"):
                     rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
-                    booster, attempts = train_with_one_retry(session, train_params, rounds, make_dtrain, model_input, self.say)
+                    booster, attempts = train_with_one_retry(
+                        session, train_params, rounds, lambda: make_dtrain(fresh=True), model_input, self.say
+                    )
                     attempts = [*searched, *attempts]  # a worker lost during the rounds search is said too
                     del model_input
                 with stage("predict"):
@@ -461,18 +460,15 @@ def dask_search(
         return []
     options = {"enable_categorical": True, "max_bin": model.params.max_bin}
 
-    made: list[bool] = []
-
-    def make_input() -> tuple[Any, Any]:
-        X, y = training_frames(bool(made))  # the same partitions again, so the same offsets
-        made.append(True)
+    def make_input(fresh: bool = False) -> tuple[Any, Any]:
+        X, y = training_frames(fresh)  # built again: the same partitions, so the same offsets
         dfit = dxgb.DaskQuantileDMatrix(client, part(X, False), part(y, False), **options)
         return dfit, dxgb.DaskQuantileDMatrix(client, part(X, True), part(y, True), ref=dfit, **options)
 
     params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
     t0 = time.perf_counter()
     cap = model.params.n_estimators
-    booster, attempts = train_with_one_retry(session, params, cap, make_input, make_input(), say, es.patience)
+    booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(fresh=True), make_input(), say, es.patience)
     es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
     return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
