@@ -571,7 +571,7 @@ def run_config(
     """
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     if config.cluster is not None:
-        from accel.scaleout.runner import cluster_run
+        from accel.scaleout.cluster_run import cluster_run
 
         return cluster_run(config, listener, on_plan=on_plan, process_start=process_start)
     from accel.runner import paired_run
@@ -710,6 +710,7 @@ def tune(
     from accel.config import workflow_source
     from accel.errors import AccelError
     from accel.hpo.search import SearchRequest, run_search, search_config
+    from accel.scaleout.cluster import cluster_client
 
     known = (*_SETTINGS, *_SEARCH_SETTINGS)
     unknown = sorted(set(settings) - set(known))
@@ -722,7 +723,7 @@ def tune(
     named = workflow is not None
     file_values, source = workflow_source(str(workflow) if named else None, values.get("data") is not None or resume, "hpo")
     config, given = search_config(file_values, values, search, "accel.tune()" if source == "command line" else source, named)
-    request = SearchRequest(resume=resume, given=given, cluster=cluster, scheduler=scheduler, workers=workers)
+    request = SearchRequest(resume, given, cluster=cluster, scheduler=scheduler, workers=workers, connect=cluster_client)
     record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
     return TuneResult(record, Path(path))
 

@@ -98,10 +98,6 @@ def is_classification(task: str) -> bool:
     return task in ("binary", "multiclass")
 
 
-#: The boosting parameters both arms share (validated: the settings schema of the registry).
-XGBoostParams = XGBoostSettings
-
-
 #: XGBoost's evaluation metric per task, for early stopping and pruning on a validation set.
 #: It is the task's own metric (or, for multiclass, XGBoost's one-vs-rest AUC), so that it
 #: points the same way as the study's objective.
@@ -120,7 +116,7 @@ class XGBoostModel:
     and :meth:`fit` trains them on all the training rows.
     """
 
-    params: XGBoostParams = field(default_factory=XGBoostParams)
+    params: XGBoostSettings = field(default_factory=XGBoostSettings)
     task: str = "binary"
     seed: int = 0
     n_classes: int = 2
@@ -137,7 +133,7 @@ class XGBoostModel:
         cls, spec: ModelSpec, estimator: Estimator, task: str, params: dict[str, Any], seed: int, n_classes: int
     ) -> XGBoostModel:
         """The model of a run (:func:`build_model`): ``spec``'s settings as XGBoost's parameters."""
-        return cls(XGBoostParams(**params), task=task, seed=seed, n_classes=n_classes, name=spec.name)
+        return cls(XGBoostSettings(**params), task=task, seed=seed, n_classes=n_classes, name=spec.name)
 
     @staticmethod
     def pruning_callbacks(trial: optuna.trial.Trial, task: str) -> tuple:

@@ -1,7 +1,7 @@
 """One arm's result and the comparison of two: the type every executor's run ends in.
 
 An arm is a workflow on a backend, run by an :class:`Executor`: in memory, streamed in batches
-(:mod:`accel.streaming`) or on a Dask cluster (:mod:`accel.scaleout.runner`). The one runner,
+(:mod:`accel.streaming`) or on a Dask cluster (:mod:`accel.scaleout.cluster_run`). The one runner,
 :func:`accel.runner.execute_arm`, times the executor's stages with one
 :class:`~accel.timing.StageTimer`, watches memory, and turns what the executor hands back
 (:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`;

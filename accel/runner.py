@@ -4,7 +4,7 @@ Each arm runs the stages ``load → features → to_device → train → predict
 :class:`~accel.timing.StageTimer` (device synchronised at every clock read) and a
 :class:`~accel.memory.MemoryMonitor`, by one runner, :func:`execute_arm`, whatever its
 executor (:class:`~accel.result.Executor`): :class:`InMemory`, :class:`~accel.streaming.Streamed`
-(a table larger than the memory budget) or :class:`~accel.scaleout.runner.OnDask` (a cluster's
+(a table larger than the memory budget) or :class:`~accel.scaleout.cluster_run.OnDask` (a cluster's
 workers). An arm that cannot run is ``skipped`` with the reason;
 one that raises is ``failed`` with the reason; neither gets invented numbers, and every
 speedup that needs it is NaN.
@@ -292,7 +292,7 @@ def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> 
 
 
 def _named_or_table(config: RunConfig) -> Workflow:
-    from accel.models import XGBoostParams
+    from accel.models import XGBoostSettings
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table
 
@@ -300,7 +300,7 @@ def _named_or_table(config: RunConfig) -> Workflow:
     if config.data is not None and config.scale > 1:
         raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
     if config.data is None:
-        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostParams(**config.model_params()))
+        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostSettings(**config.model_params()))
         check_split = getattr(workflow, "check_split", None)
         if check_split is not None:
             check_split()  # a test split that cannot be scored is refused before any arm runs

@@ -2840,7 +2840,7 @@ CASES += [
          env={"HOME": "$TMP/home"}, own_process=True, inspect=_in_home("c"), invented=True),
     # ---- sockets: every listener accel controls on loopback; XGBoost's own ring said once
     Case("cluster-listeners-loopback", "sockets", "accel run --cluster local: every listening socket during the run",
-         _cluster_run, "handled", after=record_listeners, hook="accel.scaleout.runner:train_with_one_retry",
+         _cluster_run, "handled", after=record_listeners, hook="accel.scaleout.cluster_run:train_with_one_retry",
          env={"TMPDIR": "$TMP/tmp"}, inspect=_first(_on_loopback, said("every network interface")),
          own_process=True, slow=True, timeout=240),
     # ---- terminal: what is quoted from outside prints as text

@@ -33,10 +33,10 @@ from common import Case, Config, main, medians
 
 from accel.backend import cpu_backend, cpu_threads, gpu_backend
 from accel.config import ClusterConfig, build_config
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import build_workflow, run_arm
 from accel.scaleout.cluster import ClusterSession, plan_cluster
-from accel.scaleout.runner import run_on_session, table_builder
+from accel.scaleout.cluster_run import run_on_session, table_builder
 from accel.timing import timed_call
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel_fixtures.tables import write_own_table, write_wide_table
@@ -91,7 +91,7 @@ def table_workflows(args, folder: Path) -> SimpleNamespace:
 def flights_workflows(args, params) -> SimpleNamespace:
     settings, small = WorkflowSettings(seed=args.seed, scale=args.scale), WorkflowSettings(rows=5000, seed=args.seed)
     return SimpleNamespace(name="flights", workflow=FlightsWorkflow(settings, params), settings=settings, dask="flights",
-                           small=FlightsWorkflow(small, XGBoostParams(n_estimators=10)), small_dask="flights",
+                           small=FlightsWorkflow(small, XGBoostSettings(n_estimators=10)), small_dask="flights",
                            small_settings=small)  # fmt: skip
 
 
@@ -102,7 +102,7 @@ def cases(bench):
     workers = 1 if gpu else args.workers or cores
     plan = plan_cluster(ClusterConfig(kind=args.cluster, workers=workers, worker_memory=args.worker_memory,
                                       **({} if gpu else {"threads_per_worker": max(1, cores // workers)})))  # fmt: skip
-    backend, params = gpu_backend() if gpu else cpu_backend(), XGBoostParams(n_estimators=args.rounds)
+    backend, params = gpu_backend() if gpu else cpu_backend(), XGBoostSettings(n_estimators=args.rounds)
     table_memory = None
     if args.table is not None:
         print(f"writing a generated table of {int(args.table):,} rows (untimed)", flush=True)
@@ -122,7 +122,7 @@ def cases(bench):
         startup, session = timed_call(lambda: stack.enter_context(ClusterSession(plan)))
         print("warm-up (untimed): a 5,000-row run of each", flush=True)
         run_arm(backend, flows.small)
-        run_on_session(session, flows.small_dask, flows.small_settings, XGBoostParams(n_estimators=10), args.seed)
+        run_on_session(session, flows.small_dask, flows.small_settings, XGBoostSettings(n_estimators=10), args.seed)
         yield Case(value=SimpleNamespace(flows=flows, backend=backend, params=params, session=session), arms=ARMS)
         bench.record.update(cluster=session.info.as_dict(), cluster_startup_seconds=startup)
 

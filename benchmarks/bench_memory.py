@@ -32,7 +32,7 @@ from accel.backend import get_backend
 from accel.data.flights import nycflights13_table
 from accel.errors import AccelError
 from accel.memory import MemorySettings, parse_size
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 from accel.workflows.table import TableWorkflow, plan_table
@@ -187,7 +187,7 @@ def cases(bench):
     n_fit = replicated_flights(fits, 2, args.seed + 1)
     yield Case("throughput", {"path": fits, "rows": n_fit, "batch_rows": {"whole": n_fit, "tenth": n_fit // 10 + 1}},
                ("whole", "tenth"), repeats=2)  # fmt: skip
-    yield Case("fp16", FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostParams()), backend=backend)
+    yield Case("fp16", FlightsWorkflow(WorkflowSettings(seed=args.seed), XGBoostSettings()), backend=backend)
 
 
 def measure(bench, case, arm):

@@ -280,12 +280,12 @@ def arguments(parser):
 
 def cases(bench):
     from accel.backend import get_backend
-    from accel.models import XGBoostModel, XGBoostParams
+    from accel.models import XGBoostModel, XGBoostSettings
 
     tables = bench.args.tables or bench.scratch
     tables.mkdir(parents=True, exist_ok=True)
     env = child_env(ACCEL_CACHE_DIR=str(bench.scratch / "cache"), OMP_WAIT_POLICY="PASSIVE")
-    model = XGBoostModel(XGBoostParams(n_estimators=bench.args.rounds), task="binary", seed=42)
+    model = XGBoostModel(XGBoostSettings(n_estimators=bench.args.rounds), task="binary", seed=42)
     bench.record.update(
         batch_rows=bench.args.batch_rows, rounds=bench.args.rounds, params=model.booster_params(get_backend("cpu"))
     )

@@ -12,7 +12,7 @@ import pandas as pd
 from accel import _compat
 from accel.backend import Backend
 from accel.data.features import GroupStats, categorize, left_join
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows import FlightsWorkflow, WorkflowSettings
@@ -77,7 +77,7 @@ def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) ->
 
 def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     """Every stage runs, is timed, and XGBoost ran on the arm's own device."""
-    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed), XGBoostParams(n_estimators=40, max_depth=6))
+    wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed), XGBoostSettings(n_estimators=40, max_depth=6))
     result = run_arm(backend, wf)
     assert result.status == "ok", result.reason
     assert set(result.stages) == {*STAGES, *EXTRA_STAGES} and all(s >= 0 for s in result.stages.values())

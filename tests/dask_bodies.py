@@ -2,7 +2,7 @@
 
 Each takes a started :class:`~accel.scaleout.cluster.ClusterSession` and the workers' kind, and checks
 that the distributed run reproduces the single-process run of the same kind: the same rows and
-features exactly, and the hold-out AUC within :data:`accel.scaleout.runner.DASK_PARITY_TOLERANCE`.
+features exactly, and the hold-out AUC within :data:`accel.scaleout.cluster_run.DASK_PARITY_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from accel.backend import Backend, cpu_backend, gpu_backend
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import run_arm
-from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session
+from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
@@ -51,7 +51,7 @@ def check_dask_run_agrees_with_single_process(session, kind: str, rows: int = 60
     """Same data and seed: the distributed AUC is within the stated tolerance of the single process's."""
     backend = single_process_backend(kind)
     settings = WorkflowSettings(rows=rows, seed=seed)
-    params = XGBoostParams(n_estimators=40, max_depth=6)
+    params = XGBoostSettings(n_estimators=40, max_depth=6)
     single = run_arm(backend, FlightsWorkflow(settings, params))
     arm, _, _ = run_on_session(session, "flights", settings, params, seed)
 

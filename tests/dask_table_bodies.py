@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 
 from accel.data.readers import read_source
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.runner import run_arm
-from accel.scaleout.runner import DASK_PARITY_TOLERANCE, run_on_session
+from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.partitions import worker_slots
@@ -176,7 +176,7 @@ def check_table_run_agrees_with_single_process(session, kind: str, path: Path, t
     """Same file and seed: the distributed metric is within the stated tolerance of the single process's."""
     backend = single_process_backend(kind)
     settings = WorkflowSettings(seed=seed)
-    params = XGBoostParams(n_estimators=60, max_depth=5)
+    params = XGBoostSettings(n_estimators=60, max_depth=5)
     planned = plan(path, target, settings)
     single = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params.model_dump()))
     arm, workflow, _ = run_on_session(session, table_builder(planned), settings, params, seed)

@@ -6,7 +6,7 @@ import numpy as np
 
 from accel.backend import Backend
 from accel.early_stopping import EarlyStopping
-from accel.models import XGBoostModel, XGBoostParams
+from accel.models import XGBoostModel, XGBoostSettings
 from accel.precision import plan_for_frames, store_frame
 from accel.workflows import FlightsWorkflow, WorkflowSettings
 
@@ -25,7 +25,7 @@ def check_rounds_found_once_and_trained_by_every_arm(first: Backend, second: Bac
     """Two arms sharing one :class:`EarlyStopping`: the first searches (once), both train the
     rounds found on all the training rows, and predict with every tree they trained."""
     es = EarlyStopping(seed=3)
-    params = XGBoostParams(n_estimators=300, max_depth=6)
+    params = XGBoostSettings(n_estimators=300, max_depth=6)
     boosters = {}
     for backend in (first, second):
         model = XGBoostModel(params, task="binary", seed=3, early_stopping=es)
@@ -49,7 +49,7 @@ def check_rounds_found_once_and_trained_by_every_arm(first: Backend, second: Bac
 def check_a_search_that_never_stops_trains_the_cap(backend: Backend) -> None:
     """Still improving at ``n_estimators``: every arm trains ``n_estimators`` (the model without early stopping)."""
     es = EarlyStopping(seed=3)
-    model = XGBoostModel(XGBoostParams(n_estimators=8, max_depth=4), task="binary", seed=3, early_stopping=es)
+    model = XGBoostModel(XGBoostSettings(n_estimators=8, max_depth=4), task="binary", seed=3, early_stopping=es)
     X_train, y_train, _, _ = flights_matrices(backend, rows=3000)
     model.search_rounds(backend, X_train, y_train, 1 << 30)
     assert es.decided["searched"] == 8 and es.rounds(8) == 8
@@ -58,7 +58,7 @@ def check_a_search_that_never_stops_trains_the_cap(backend: Backend) -> None:
 def check_too_few_rows_train_every_round(backend: Backend) -> None:
     """No validation part of 100 rows: no search, every round trained, and the record says why."""
     es = EarlyStopping(seed=3)
-    model = XGBoostModel(XGBoostParams(n_estimators=7, max_depth=3), task="binary", seed=3, early_stopping=es)
+    model = XGBoostModel(XGBoostSettings(n_estimators=7, max_depth=3), task="binary", seed=3, early_stopping=es)
     X_train, y_train, _, _ = flights_matrices(backend, rows=500)
     assert model.search_rounds(backend, X_train, y_train, 1 << 30) is False
     assert es.rounds(7) == 7 and "too few" in es.describe()["reason"] and es.describe()["used"] is False

@@ -295,7 +295,7 @@ def test_sigint_during_cluster_start_up_is_held_back_then_raised():
 
 
 def test_the_collective_timeout_is_settable_and_checked(monkeypatch):
-    from accel.scaleout.runner import COLLECTIVE_TIMEOUT_ENV, COLLECTIVE_TIMEOUT_S, collective_timeout
+    from accel.scaleout.cluster_run import COLLECTIVE_TIMEOUT_ENV, COLLECTIVE_TIMEOUT_S, collective_timeout
 
     monkeypatch.delenv(COLLECTIVE_TIMEOUT_ENV, raising=False)
     assert collective_timeout() == COLLECTIVE_TIMEOUT_S

@@ -19,9 +19,9 @@ import pytest
 from accel.backend import cpu_backend
 from accel.config import ClusterConfig
 from accel.faultpoints import enable_for_tests
-from accel.models import XGBoostParams
+from accel.models import XGBoostSettings
 from accel.scaleout.cluster import ClusterSession, plan_cluster
-from accel.scaleout.runner import ClusterRunFailed, run_on_session
+from accel.scaleout.cluster_run import ClusterRunFailed, run_on_session
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from accel.workflows.flights_dask import DaskFlights, plan_blocks
@@ -154,7 +154,7 @@ def test_losing_every_worker_is_an_error_not_a_hang(cluster):
     start = time.monotonic()
     with ClusterSession(plan, say=lambda _: None, no_worker_grace=2) as session:
         with pytest.raises(ClusterRunFailed, match="every Dask worker was lost"):
-            run_on_session(session, "flights", settings, XGBoostParams(n_estimators=5), 5)
+            run_on_session(session, "flights", settings, XGBoostSettings(n_estimators=5), 5)
     # A hang never ends; this bound (far above the 2 s grace) only tells the two apart under load.
     assert time.monotonic() - start < 150
     assert _killed(workers) == workers

@@ -232,7 +232,7 @@ def test_scale_command_table_record_and_plot(tmp_path, fast_yaml):
     assert two["efficiency"] == pytest.approx(two["speedup_vs_1"] / 2)
     assert math.isnan(by[("single-process", 1, "total")]["efficiency"])
     # Same data and seed everywhere: the accuracies agree within the stated tolerance.
-    from accel.scaleout.runner import DASK_PARITY_TOLERANCE
+    from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE
 
     aucs = [by[(k, n, "total")]["metric"] for k, n in (("single-process", 1), ("cpu", 1), ("cpu", 2))]
     assert max(aucs) - min(aucs) <= DASK_PARITY_TOLERANCE

@@ -17,7 +17,7 @@ import pytest
 from accel.cli.main import main
 from accel.data.autofeatures import TableFeaturizer, target_codes
 from accel.scaleout.cluster import ClusterPlan, ClusterSession
-from accel.scaleout.runner import DASK_PARITY_TOLERANCE
+from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.table_dask import (

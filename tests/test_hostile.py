@@ -386,7 +386,7 @@ def test_redact_and_scrub():
 
 
 def test_xgboost_tracker_listens_on_the_scheduler_host():
-    from accel.scaleout.runner import tracker_host
+    from accel.scaleout.cluster_run import tracker_host
 
     class Client:
         class scheduler:  # noqa: N801 - a stand-in for distributed's rpc object

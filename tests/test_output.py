@@ -126,7 +126,7 @@ def test_run_tables_cut_nothing(quiet_run, width):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_cluster_run_workers_are_shown_whole(quiet_run, width):
     """A Dask run's table of workers: each worker's address tells the rows apart."""
-    from accel.scaleout.runner import render_cluster_run
+    from accel.report.console import render_run
 
     out_dir, *_ = quiet_run
     record = read_json(records_in(out_dir)[0])
@@ -138,7 +138,7 @@ def test_cluster_run_workers_are_shown_whole(quiet_run, width):
             for a in workers
         ],
     }  # fmt: skip
-    text = _rendered(lambda c: render_cluster_run(record, c), width)
+    text = _rendered(lambda c: render_run(record, c), width)
     _uncut(text, [*STAGES, *workers])
 
 

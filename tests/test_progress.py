@@ -136,13 +136,13 @@ def test_xgboost_reports_every_round():
     import xgboost
 
     from accel.backend import cpu_backend
-    from accel.models import XGBoostModel, XGBoostParams
+    from accel.models import XGBoostModel, XGBoostSettings
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 4)).astype(np.float32)
     dtrain = xgboost.DMatrix(X, label=(X[:, 0] > 0).astype(np.float32))
     seen: list[tuple[int, int]] = []
-    XGBoostModel(XGBoostParams(n_estimators=7)).fit(cpu_backend(), dtrain, on_round=lambda d, t: seen.append((d, t)))
+    XGBoostModel(XGBoostSettings(n_estimators=7)).fit(cpu_backend(), dtrain, on_round=lambda d, t: seen.append((d, t)))
     assert seen == [(d, 7) for d in range(1, 8)]
 
 

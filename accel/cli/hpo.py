@@ -119,11 +119,19 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     from accel.hpo.search import SearchRequest, run_search
     from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay
+    from accel.scaleout.cluster import cluster_client
 
     if args.workers is not None and args.cluster != "local":
         raise AccelError("--workers applies to --cluster local")
     config, given = hpo_config(args)
-    request = SearchRequest(resume=args.resume, given=given, cluster=args.cluster, scheduler=args.scheduler, workers=args.workers)
+    request = SearchRequest(
+        resume=args.resume,
+        given=given,
+        cluster=args.cluster,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        connect=cluster_client,
+    )
     progress = ProgressDisplay()
     try:
         record, path = run_search(config, request, listener=progress)

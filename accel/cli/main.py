@@ -149,12 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "explain_rows": args.explain_rows,
     }
     config = build_config(file_values, {**overrides, **config_overrides(vars(args))}, source)
-    if config.cluster is not None:
-        from accel.scaleout.runner import run_command
-
-        return run_command(config, args.json, PROCESS_STARTED_AT)
-
-    progress = ProgressDisplay()
+    progress = ProgressDisplay(live=False if config.cluster is not None else None)  # Dask workers share the terminal
     # What start-up built (modules, schemas, the config) lives to the end of the run: frozen, the
     # garbage collector's full passes stop walking it (on flights 0.15 s of them -> 0.06 s, what
     # the hand-written script pays). Unfrozen afterwards, so a caller's garbage is collected.

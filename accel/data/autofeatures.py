@@ -776,12 +776,12 @@ def measure_encodings(
 
     from accel.backend import cpu_backend
     from accel.metrics import PARITY, task_metrics
-    from accel.models import XGBoostModel, XGBoostParams
+    from accel.models import XGBoostModel, XGBoostSettings
 
     frame = head.iloc[positions].reset_index(drop=True)
     metric = PARITY[plan.task][0]
     scores: dict[str, float] = {}
-    probe_model = XGBoostModel(XGBoostParams(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
+    probe_model = XGBoostModel(XGBoostSettings(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
     params = probe_model.booster_params(cpu_backend())
     for option, native in (("target_encoding", []), ("native", candidates)):
         sub = dataclasses.replace(

@@ -8,7 +8,8 @@
   retrained best, in process or on Dask workers.
 - :mod:`~accel.hpo.experiments` — every run record and study side by side, with Pareto fronts.
 
-May import the flat core (the runners included), :mod:`accel.data`, :mod:`accel.workflows`,
-:mod:`accel.scaleout` (trials on Dask workers) and :mod:`accel.bench` (``accel compare`` results in
-the experiments table); not ``report`` or ``cli``.
+May import the flat core (the runners included), :mod:`accel.data` and :mod:`accel.workflows`; no
+other slice (``scaleout``, ``bench``, ``report``) and not ``cli``. A search on Dask workers is
+given its cluster by the caller (``SearchRequest.connect``: :func:`accel.scaleout.cluster.cluster_client`);
+the experiments table reads ``accel compare`` records through :mod:`accel.record`.
 """

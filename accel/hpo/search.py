@@ -35,7 +35,7 @@ import socket
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from optuna import Study
     from optuna.trial import FrozenTrial
 
+    from accel.config import ClusterConfig
     from accel.result import Listener
 
 # --------------------------------------------------------------------------- data for the search
@@ -577,26 +578,6 @@ def search_memory(config: Any, cluster: str | None) -> tuple[Any, str | None]:
     return settings, None
 
 
-@contextmanager
-def dask_client(
-    cluster: str | None, scheduler: str | None, workers: int | None, backend_threads: int, model: str | None = None
-) -> Iterator[Any]:
-    """A ``distributed.Client`` for ``--cluster local|local-cuda`` or ``--scheduler ADDRESS``; None for neither.
-
-    The cluster is the one ``accel run --cluster`` uses (:mod:`accel.scaleout.cluster`): checked before
-    anything starts, the dashboard on 127.0.0.1, closed on success, error and Ctrl-C.
-    """
-    if cluster is None and scheduler is None:
-        yield None
-        return
-    from accel.config import ClusterConfig
-    from accel.scaleout.cluster import ClusterSession, plan_cluster
-
-    request = ClusterConfig(kind="scheduler" if scheduler else cluster, address=scheduler, workers=workers)
-    with ClusterSession(plan_cluster(request, model)) as session:
-        yield session.client
-
-
 # --------------------------------------------------------------------------- the whole search
 
 
@@ -609,6 +590,21 @@ class SearchRequest:
     cluster: str | None = None
     scheduler: str | None = None
     workers: int | None = None
+    #: ``connect(request, model)``: a context manager yielding a ``distributed.Client`` on the
+    #: cluster ``--cluster`` / ``--scheduler`` asks for (:func:`accel.scaleout.cluster.cluster_client`,
+    #: given by the caller: the search imports no cluster code).
+    connect: Callable[[ClusterConfig, str], AbstractContextManager[Client]] | None = None
+
+    def client(self, model: str) -> AbstractContextManager[Client | None]:
+        """The Dask client the trials run on, or None (no cluster asked for)."""
+        if self.cluster is None and self.scheduler is None:
+            return nullcontext()
+        if self.connect is None:
+            raise AccelError("a search on a Dask cluster needs a connect function (accel.scaleout.cluster.cluster_client)")
+        from accel.config import ClusterConfig
+
+        kind = "scheduler" if self.scheduler else self.cluster
+        return self.connect(ClusterConfig(kind=kind, address=self.scheduler, workers=self.workers), model)
 
 
 def _given(values: dict[str, Any], prefix: str = "") -> set[str]:
@@ -698,7 +694,7 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with dask_client(request.cluster, request.scheduler, request.workers, backend.n_threads, config.model) as client:
+    with request.client(config.model) as client:
         opened = open_study(config, request.given, request.resume)
         try:
             return _search(opened, backend, gpu_note, client, request, out, log, listener, trial_log or log)

@@ -323,7 +323,57 @@ def render_run(record: Mapping[str, Any], console: Console) -> None:
         )
     if cpu.get("status") == "failed":
         console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
+    if any("cluster" in arm for arm in record["arms"].values()):
+        render_placement(record, console)
     render_importances(record, console)
+
+
+def render_placement(record: Mapping[str, Any], console: Console) -> None:
+    """Where each arm of a cluster run ran: its cluster, each worker's memory peak, and a retried training."""
+    line = functools.partial(console.print, highlight=False, markup=False)
+    for kind in ("gpu", "cpu"):
+        arm = record["arms"][kind]
+        if arm["status"] == "skipped":
+            continue
+        cluster = arm.get("cluster")
+        if cluster is None:
+            line(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}")
+            continue
+        line(
+            f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "
+            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s"
+        )
+        if joined := cluster.get("workers_joined_during_run") or []:
+            line(
+                f"{len(joined)} worker(s) joined during the run: the Nanny restarts a worker that passes 95% of its "
+                "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework"
+            )
+        if len(attempts := arm.get("train_attempts", [])) > 1:
+            line(
+                f"training retried: attempt 1 lost {len(attempts[0]['lost_workers'])} worker(s) ({attempts[0]['reason']}); "
+                f"attempt 2 ran on {attempts[-1]['workers']}"
+            )
+        workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
+        # The address tells the workers apart: never cut; the numbers' headers wrap instead.
+        longest = max((len(w["address"]) for w in cluster["worker_details"]), default=6)
+        workers.add_column("worker", no_wrap=True, min_width=longest)
+        for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
+            workers.add_column(header, justify="right", overflow="fold")
+        for w in cluster["worker_details"]:
+            memory = w.get("memory") or {}
+            limit = w.get("memory_limit_bytes")
+            workers.add_row(
+                w["address"],
+                str(w["nthreads"]),
+                _fmt_count(limit / 1e6 if limit else None),
+                _fmt_count(memory.get("peak_rss_mb")),
+                _fmt_count(memory.get("dask_reported_peak_device_mb")),
+            )
+        console.print(workers)
+
+
+def _fmt_count(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
 
 
 def render_predict(record: dict[str, Any], console: Console) -> None:

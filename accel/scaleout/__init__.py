@@ -2,10 +2,10 @@
 
 - :mod:`~accel.scaleout.cluster` — the cluster session (``LocalCluster``, ``LocalCUDACluster`` or a
   scheduler by address), its start-up guarded against Ctrl-C, and its memory sampler.
-- :mod:`~accel.scaleout.runner` — a paired run's arm on the cluster (Dask-cuDF / XGBoost's Dask API).
+- :mod:`~accel.scaleout.cluster_run` — a paired run's arm on the cluster (Dask-cuDF / XGBoost's Dask API).
 - :mod:`~accel.scaleout.scaling` — ``accel scale``: the same work on 1, 2, ... workers.
 
 May import the flat core (the runners :mod:`accel.runner` and :mod:`accel.streaming` included),
-:mod:`accel.data`, :mod:`accel.workflows` and :mod:`accel.report.console` (its tables); not
-``hpo``, ``bench`` or ``cli``. ``tests/test_imports.py`` holds every room to its list.
+:mod:`accel.data` and :mod:`accel.workflows`; no other slice (``hpo``, ``bench``, ``report``) and
+not ``cli``: what a cluster run prints is :func:`accel.report.console.render_run`'s. ``tests/test_imports.py`` holds every room to its list.
 """

@@ -44,6 +44,8 @@ from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
 from accel.result import Executor, W
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from accel.config import ClusterConfig
 
 WorkerKind = Literal["cpu", "gpu"]
@@ -458,6 +460,18 @@ def worker_peak_rss() -> int | None:
     the worker's own program (:func:`accel.memory.kernel_peak_rss`; ``ru_maxrss`` would carry the
     peak of the process that spawned it, before ``exec``: the client's, for a local cluster)."""
     return kernel_peak_rss()
+
+
+@contextmanager
+def cluster_client(request: ClusterConfig, model: str | None = None) -> Iterator[Client]:
+    """A ``distributed.Client`` on the cluster ``request`` asks for, for the duration of a ``with`` block.
+
+    The cluster ``accel run --cluster`` uses: checked before anything starts
+    (:func:`plan_cluster`), the dashboard on 127.0.0.1, closed on success, error and Ctrl-C.
+    ``accel hpo`` runs its trials on it (the search is given this function).
+    """
+    with ClusterSession(plan_cluster(request, model)) as session:
+        yield session.client
 
 
 class ClusterSession:

@@ -2,7 +2,7 @@
 
 For each worker count a fresh cluster is started (``local``: CPU worker processes with the
 same threads each; ``local-cuda``: one worker per GPU), the workflow runs on it
-(:func:`accel.scaleout.runner.run_on_session`), and the cluster is closed before the next one starts.
+(:func:`accel.scaleout.cluster_run.run_on_session`), and the cluster is closed before the next one starts.
 The single-process run without Dask (the CPU baseline arm of ``accel run``, every core) runs
 first on the same data and seed. The result is a table per stage — seconds, speedup against
 the smallest worker count (one worker when listed), parallel efficiency (speedup / worker
@@ -132,7 +132,7 @@ def scaling_study(
     from accel.environment import collect_environment
     from accel.record import ensure_writable, write_record
     from accel.runner import early_stopping_for
-    from accel.scaleout.runner import _say, check_dask_config
+    from accel.scaleout.cluster_run import _say, check_dask_config
 
     check_dask_config(config)
     # Every run of the study (the baseline, each count, each arm) trains the rounds the first decided.
@@ -197,14 +197,14 @@ _ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
 
 def _run_clusters(study: _Study) -> Any:
     """Each arm at each worker count on its own cluster; the workflow the first that ran describes."""
-    from accel.models import XGBoostParams
-    from accel.scaleout.runner import ClusterRunFailed, run_placed_arm
+    from accel.models import XGBoostSettings
+    from accel.scaleout.cluster_run import ClusterRunFailed, run_placed_arm
     from accel.workflows import WorkflowSettings
 
     config, described = study.config, None
     settings, params = (
         WorkflowSettings.of(config),
-        XGBoostParams(**config.model_params()),
+        XGBoostSettings(**config.model_params()),
     )  # a model with a Dask trainer (check_dask_config)
     for n, place in zip(study.counts, study.places, strict=True):
         for arm_kind in _ARM_ORDER:

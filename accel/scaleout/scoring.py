@@ -125,7 +125,7 @@ def predict_on_cluster(
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
-    from accel.scaleout.runner import _say, describe_cluster
+    from accel.scaleout.cluster_run import _say, describe_cluster
     from accel.scoring import conclude, prepare, remove, score_arm
 
     ready = prepare(settings)

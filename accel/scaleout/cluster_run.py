@@ -31,13 +31,12 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,9 +54,8 @@ from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.memory import MemorySettings
 from accel.metrics import task_metrics
-from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostParams
+from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.pipeline import Pipeline
-from accel.record import show_result
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, plan_arms
@@ -271,7 +269,7 @@ def run_on_session(
     session: ClusterSession,
     workflow: str | DaskBuilder,
     settings: WorkflowSettings,
-    params: XGBoostParams,
+    params: XGBoostSettings,
     seed: int,
     listener: Listener | None = None,
     say: Callable[[str], None] = _say,
@@ -318,7 +316,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
     def __init__(
         self,
         session: ClusterSession,
-        params: XGBoostParams,
+        params: XGBoostSettings,
         seed: int,
         say: Callable[[str], None] = _say,
         early_stopping: EarlyStopping | None = None,
@@ -555,7 +553,7 @@ def run_placed_arm(
     place: ArmPlace,
     workflow: str | DaskBuilder,
     settings: WorkflowSettings,
-    params: XGBoostParams,
+    params: XGBoostSettings,
     seed: int,
     listener: Listener | None,
     say: Callable[[str], None],
@@ -660,7 +658,7 @@ def cluster_run(
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
         raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
     settings = WorkflowSettings.of(config)
-    params = XGBoostParams(**config.model_params())  # a model with a Dask trainer (check_dask_config)
+    params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
@@ -705,84 +703,3 @@ def cluster_run(
     pipelines = {kind: p for kind, p in kept.items() if p is not None}
     path = write_record(out, record, record_stem(described.name, started), companion=beside_record(record, pipelines))
     return record, path
-
-
-# --------------------------------------------------------------------------- the command
-
-
-def render_cluster_run(record: Mapping[str, Any], console: Any) -> None:
-    """The paired stage table (as for a run in one process), then where each arm ran: its
-    cluster, each worker's memory peak, and a retried training."""
-    from rich.table import Table
-
-    from accel.report.console import render_run
-
-    render_run(record, console)
-    line = functools.partial(console.print, highlight=False, markup=False)
-    for kind in ("gpu", "cpu"):
-        arm = record["arms"][kind]
-        if arm["status"] == "skipped":
-            continue
-        cluster = arm.get("cluster")
-        if cluster is None:
-            line(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}")
-            continue
-        line(
-            f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "
-            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s"
-        )
-        if joined := cluster.get("workers_joined_during_run") or []:
-            line(
-                f"{len(joined)} worker(s) joined during the run: the Nanny restarts a worker that passes 95% of its "
-                "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework"
-            )
-        if len(attempts := arm.get("train_attempts", [])) > 1:
-            line(
-                f"training retried: attempt 1 lost {len(attempts[0]['lost_workers'])} worker(s) ({attempts[0]['reason']}); "
-                f"attempt 2 ran on {attempts[-1]['workers']}"
-            )
-        workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
-        # The address tells the workers apart: never cut; the numbers' headers wrap instead.
-        longest = max((len(w["address"]) for w in cluster["worker_details"]), default=6)
-        workers.add_column("worker", no_wrap=True, min_width=longest)
-        for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
-            workers.add_column(header, justify="right", overflow="fold")
-        for w in cluster["worker_details"]:
-            memory = w.get("memory") or {}
-            limit = w.get("memory_limit_bytes")
-            workers.add_row(
-                w["address"],
-                str(w["nthreads"]),
-                _fmt(limit / 1e6 if limit else None),
-                _fmt(memory.get("peak_rss_mb")),
-                _fmt(memory.get("dask_reported_peak_device_mb")),
-            )
-        console.print(workers)
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0f}"
-
-
-def run_command(config: RunConfig, as_json: bool, process_start: float | None = None) -> int:
-    """``accel run ... --cluster/--scheduler``: run, print, and say where the record is."""
-
-    from rich.console import Console
-
-    from accel.pipeline import saved_folder
-    from accel.report.console import ProgressDisplay, show_plan
-
-    progress = ProgressDisplay(live=False)  # the workers write to the same terminal
-    try:
-        record, path = cluster_run(
-            config, progress, on_plan=lambda wf: show_plan(wf, progress.console), process_start=process_start
-        )
-    finally:
-        progress.close()
-    written = {"run record": path, "pipeline": saved_folder(record, path)}
-    show_result(record, as_json, lambda: render_cluster_run(record, Console()), written)
-    failed = [kind for kind, arm in record["arms"].items() if arm["status"] == "failed"]
-    if failed:
-        print(f"accel: the {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
-        return 1
-    return 0
