@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from accel.errors import AccelError
 
 #: 2: every record carries ``kind``; 3: its ``run_id`` is its file name.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: What a record holds: a paired or cluster run (``accel run``), a search (``accel hpo``), a
 #: script compared (``accel compare``), a benchmark result (``accel bench``, with ``benchmark``
 #: naming which), a scaling study (``accel scale``), an experiments snapshot (``accel experiments``),
@@ -1331,7 +1331,10 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
 
     1 or none (the results the scripts in ``benchmarks/`` wrote before they had a head, runs
     before records carried ``kind``): its kind inferred (:func:`kind_of`). 2: its ``run_id``
-    was not its file name; it is read as it is. A later version than this accel's is refused.
+    was not its file name; it is read as it is. Up to 3, a run's encoding probe was part of its
+    planning (``wall.planning``, ``data.planning_seconds``); it is taken out into a wall part
+    of its own (``wall.parts.encoding_probe``, ``data.encoding_probe_seconds``). A later
+    version than this accel's is refused.
     """
     version = raw.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
@@ -1341,7 +1344,24 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     kind = kind_of(raw)
     if kind is None:
         raise NotARecord("not a run record or benchmark result")
+    if version <= 3 and kind == "run":
+        raw = _probe_apart(raw)
     return {**raw, "schema_version": SCHEMA_VERSION, "kind": kind}
+
+
+def _probe_apart(raw: dict[str, Any]) -> dict[str, Any]:
+    """A run record of version 3 or before with its encoding probe out of its planning."""
+    wall, data = dict(raw.get("wall") or {}), dict(raw.get("data") or {})
+    planning, parts = dict(wall.get("planning") or {}), dict(wall.get("parts") or {})
+    probe = planning.pop("encoding_probe", 0.0) or 0.0
+    if "total" in planning:
+        planning["total"] -= probe
+    if "planning" in parts:
+        parts.update(planning=parts["planning"] - probe, encoding_probe=probe)
+    if isinstance(data.get("planning_seconds"), dict):
+        seconds = dict(data["planning_seconds"])
+        data.update(planning_seconds=seconds, encoding_probe_seconds=seconds.pop("encoding_probe", 0.0))
+    return {**raw, "wall": {**wall, "planning": planning, "parts": parts} if wall else wall, "data": data}
 
 
 def parse_record(raw: object) -> Record:

@@ -294,7 +294,7 @@ def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> 
 def _named_or_table(config: RunConfig) -> Workflow:
     from accel.models import XGBoostSettings
     from accel.workflows import WorkflowSettings, get_workflow
-    from accel.workflows.table import TableWorkflow, plan_table
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
     settings = WorkflowSettings.of(config)
     if config.data is not None and config.scale > 1:
@@ -315,9 +315,8 @@ def _named_or_table(config: RunConfig) -> Workflow:
         config.delimiter,
         MODELS[config.model].caps.family,
         dict(config.date_format),
-        config.probe,
-        config.model_params().get("n_estimators"),
     )
+    probe_encodings(planned, settings.seed, config.probe, config.model_params().get("n_estimators"))
     return TableWorkflow(settings, planned, config.model, config.model_params())
 
 
@@ -403,13 +402,13 @@ def say_planning(workflow: Workflow, seconds: float) -> None:
     """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
     schema inference, the encoding probe)."""
     planned = workflow.planned
-    steps = ""
-    if planned is not None:
-        steps = (
-            f" (read the head {planned.read_seconds:.2f} s, schema inference {planned.infer_seconds:.2f} s, "
-            f"encoding probe {planned.probe_seconds:.2f} s)"
-        )
-    detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s{steps}")
+    if planned is None:
+        detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s")
+        return
+    detail(
+        f"planning: {workflow.name} workflow planned in {seconds - planned.probe_seconds:.2f} s (read the head "
+        f"{planned.read_seconds:.2f} s, schema inference {planned.infer_seconds:.2f} s); encoding probe {planned.probe_seconds:.2f} s"
+    )
 
 
 def run_record(
@@ -462,8 +461,8 @@ def wall_timeline(
 ) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
-    a run called from Python), planning (reading the head, schema inference, the
-    encoding probe), the environment report, each arm's batch plan, each arm's timed stages and
+    a run called from Python), planning (reading the head, schema inference), the encoding
+    probe (a user's table for a model that takes categories natively), the environment report, each arm's batch plan, each arm's timed stages and
     its work between them (set-up, the fp16 check, the early-stopping search of the arm that ran
     it: ``rounds_search``; on Dask, ``cluster_startup``: starting the arm's cluster), and what is
     left over. The parts add up to ``process_seconds``;
@@ -472,12 +471,10 @@ def wall_timeline(
     since_start = 0.0 if process_start is None else time.time() - process_start
     process = max(since_start, now - t_run)
     planned = getattr(workflow, "planned", None)
-    planning_total = t_planned - t_run
-    planning = {"total": planning_total}
+    probe = planned.probe_seconds if planned is not None else 0.0
+    planning = {"total": t_planned - t_run - probe}
     if planned is not None:
-        planning.update(
-            read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds, encoding_probe=planned.probe_seconds
-        )
+        planning.update(read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds)
     arms: dict[str, dict[str, float]] = {}
     for arm, seconds in arm_wall.items():
         total = results[arm].total_seconds
@@ -490,7 +487,8 @@ def wall_timeline(
             arms[arm]["rounds_search"] = decided["search_seconds"]
     parts = {
         "start_up": max(process - (now - t_run), 0.0),
-        "planning": planning_total,
+        "planning": planning["total"],
+        "encoding_probe": probe,
         "environment": t_env,
         "batch_plan": sum(batch_plan.values()),
         "arms": sum(a["wall"] for a in arms.values()),

@@ -149,7 +149,7 @@ def measure(bench, case, arm):
         "task": record["task"], "task_reason": schema["task_reason"], "metric": metric, "accel": cpu["metrics"][metric],
         "handwritten": hand[metric], "accel_stages": cpu["stages"], "accel_seconds_cpu_arm": cpu["total_seconds"],
         "gpu_arm": record["arms"]["gpu"]["status"], "handwritten_seconds": seconds, "planning_seconds": plan_s,
-        "encoding_probe": schema["encoding_probe"],
+        "encoding_probe": schema["encoding_probe"], "encoding_probe_seconds": record["data"]["encoding_probe_seconds"],
         "dropped": {k: v.get("reason") for k, v in schema["columns"].items() if v["kind"] == "dropped"},
     }  # fmt: skip
     auc = metric == "auc"
@@ -165,7 +165,7 @@ def progress(row):
             f"hand-written {row['handwritten']:.4f}  ({'ok' if row['ok'] else 'WORSE'})  "
             f"cpu arm {row['accel_seconds_cpu_arm']:.1f} s (load {stages['load']:.2f}, features {stages['features']:.2f}, "
             f"train {stages['train']:.1f}), inference {plan_s['schema_inference']:.2f} s; (inference+features)/load = "
-            f"{overhead:.1f}; encoding probe {plan_s['encoding_probe']:.2f} s "
+            f"{overhead:.1f}; encoding probe {row['encoding_probe_seconds']:.2f} s "
             f"({(row['encoding_probe'] or {}).get('chosen', 'none')})")  # fmt: skip
 
 

@@ -35,7 +35,7 @@ from accel.memory import MemorySettings, parse_size
 from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.workflows import FlightsWorkflow, WorkflowSettings
-from accel.workflows.table import TableWorkflow, plan_table
+from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
 SCALING_STAGES = ("load", "features", "predict")
 
@@ -68,6 +68,7 @@ def run_table(device: str, path: Path, memory: MemorySettings, seed: int) -> dic
     backend = get_backend(device)
     settings = WorkflowSettings(seed=seed)
     planned = plan_table(str(path), "delayed", None, [], settings, family="native")
+    probe_encodings(planned, seed)
     workflow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 50, "max_depth": 6})
     result = run_arm(backend, workflow, memory=memory)
     assert result.status == "ok", result.reason
@@ -102,6 +103,7 @@ def scoring_pass(device: str, path: str, seed: int, budget: int | None, batch_ro
     backend = get_backend(device)
     settings = WorkflowSettings(seed=seed)
     planned = plan_table(path, "delayed", None, [], settings, family="native")
+    probe_encodings(planned, seed)
     plan = planned.plan
     # Set-up: statistics and model from the training rows among the first rows (on the host).
     head = read_head(planned.source, FIT_ROWS)

@@ -117,8 +117,8 @@ def summary(result):
         a, h = (statistics.median(times(s["runs"], impl)) for impl in ("accel", "handwritten"))
         auc_a, auc_h = s["auc"]["accel"][0], s["auc"]["handwritten"][0]
         first = next(r for r in s["runs"] if r["impl"] == "accel")
-        w, probe = first["wall"], first["wall"]["planning"].get("encoding_probe")
-        later = [r["wall"]["planning"].get("encoding_probe") for r in s["runs"] if r["impl"] == "accel"][1:]
+        w, probe = first["wall"], first["wall"]["parts"].get("encoding_probe")
+        later = [r["wall"]["parts"].get("encoding_probe") for r in s["runs"] if r["impl"] == "accel"][1:]
         lines += [
             f"  {s['rows']:,} rows: accel {a:.2f} s, hand-written {h:.2f} s, ratio {s['ratio']:.3f} (target <= 1.3); "
             f"AUC accel {auc_a:.4f} vs {auc_h:.4f} (diff {auc_a - auc_h:+.4f}, target >= -0.005)",
@@ -219,7 +219,7 @@ def _split_from_accel(path: Path, record: dict) -> dict[str, np.ndarray]:
 
     cfg = record["config"]
     settings = WorkflowSettings(rows=cfg.get("rows"), test_size=cfg["test_size"], seed=cfg["seed"])
-    plan = plan_table(str(path), "y", None, [], settings, probe="off").plan
+    plan = plan_table(str(path), "y", None, [], settings).plan
     return {"train": plan.row_positions[plan.train_pos], "test": plan.row_positions[plan.test_pos]}
 
 

@@ -126,10 +126,11 @@ def prepare_matrices(path: str, out: str, batch_rows: int) -> dict:
     from accel.data.readers import iter_chunks, planned_rows
     from accel.precision import frame_matrix, xgboost_features
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import plan_table
+    from accel.workflows.table import plan_table, probe_encodings
 
     settings = WorkflowSettings(seed=42)
     planned = plan_table(path, "y", None, [], settings, family="native")
+    probe_encodings(planned, settings.seed)
     plan = planned.plan
     train = plan.row_positions[plan.train_pos]
     featurizer = TableFeaturizer(pd, plan, "native", settings.seed)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.features import GroupStats, categorize, left_join
+from accel.data.features import GroupStats, left_join
 from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.timing import EXTRA_STAGES, STAGES
@@ -52,7 +52,8 @@ def check_group_stats_fit_on_train_only(backend: Backend) -> None:
 def check_categories_identical_across_splits(backend: Backend) -> None:
     xdf = backend.xdf
     full = xdf.DataFrame({"c": ["z", "a", "m", "a", "z"]})
-    a, b = categorize(xdf, [full.iloc[[0, 1]], full.iloc[[2, 3, 4]]], ["c"], vocabulary_from=full)
+    vocabulary = _compat.sorted_unique(full["c"])  # as the flights transform takes it: from every row
+    a, b = (f.assign(c=_compat.as_categorical(xdf, f["c"], vocabulary)) for f in (full.iloc[[0, 1]], full.iloc[[2, 3, 4]]))
     assert list(to_pandas(a)["c"].cat.categories) == ["a", "m", "z"]
     assert list(to_pandas(a)["c"].cat.categories) == list(to_pandas(b)["c"].cat.categories)
     assert to_pandas(a)["c"].cat.codes.tolist() == [2, 0] and to_pandas(b)["c"].cat.codes.tolist() == [1, 0, 2]
@@ -89,10 +90,20 @@ def check_flights_arm(backend: Backend, rows: int = 6000, seed: int = 3):
     return result
 
 
+def target_encode(xdf, codes_train, t_train, codes_test, folds: np.ndarray, smoothing: float | str = "auto") -> tuple:
+    """A :class:`~accel.data.autofeatures.TargetEncoder` fitted on all training rows at once: the
+    training rows' out-of-fold encodings, the test rows', and both splits' category counts."""
+    from accel.data.autofeatures import TargetEncoder
+
+    encoder = TargetEncoder(xdf, ["t"], smoothing)
+    encoder.partial_fit(codes_train, {"t": t_train}, folds)
+    encoder.finalize()
+    train, test = encoder.transform(codes_train, folds), encoder.transform(codes_test)
+    return train["t"], test["t"], (train["count"], test["count"])
+
+
 def check_target_encoding_is_out_of_fold(backend: Backend) -> None:
     """A training row's own target never enters its own encoding; test rows use all training rows."""
-    from accel.data.autofeatures import target_encode
-
     xdf = backend.xdf
     codes = xdf.Series([0.0, 0.0, 0.0, 1.0, 1.0, np.nan])
     t = xdf.Series([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
@@ -115,8 +126,6 @@ def check_auto_smoothing_matches_scikit_learn(backend: Backend) -> None:
     of rows outside the training rows, for a continuous and a binary target; out-of-fold rows use
     the same weights over the rows outside their fold."""
     from sklearn.preprocessing import TargetEncoder as SkTargetEncoder
-
-    from accel.data.autofeatures import target_encode
 
     rng = np.random.default_rng(3)
     n = 600
@@ -200,10 +209,11 @@ def check_streaming_equals_in_memory(backend: Backend, path, target: str, batch_
     from accel.memory import MemorySettings
     from accel.runner import run_arm
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import TableWorkflow, plan_table
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
     settings = WorkflowSettings(seed=3)
     planned = plan_table(str(path), target, None, [], settings, family="native")  # as `accel run` plans it
+    probe_encodings(planned, settings.seed)
     params = {"n_estimators": 30, "max_depth": 5}
     whole = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings())
     streamed = run_arm(backend, TableWorkflow(settings, planned, "xgboost", params), memory=MemorySettings(batch_rows=batch_rows))
@@ -227,10 +237,11 @@ def check_external_memory_matrix_equals_in_memory(backend: Backend, path, target
     from accel.memory import MemorySettings
     from accel.runner import run_arm
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import TableWorkflow, plan_table
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
     settings = WorkflowSettings(seed=3)
     planned = plan_table(str(path), target, None, [], settings, family="native")
+    probe_encodings(planned, settings.seed)
     params = {"n_estimators": 30, "max_depth": 5}
     rows = len(planned.plan.row_positions)
     results = {}
@@ -300,10 +311,11 @@ def check_probe_sees_only_rows_with_target(backend: Backend, path, target: str, 
     from accel.data.autofeatures import TableFeaturizer
     from accel.errors import AccelError
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import TableWorkflow, plan_table
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
     settings = WorkflowSettings(seed=3)
     planned = plan_table(str(path), target, None, [], settings, family="native")
+    probe_encodings(planned, settings.seed)
     plan = planned.plan
     monkeypatch.setattr(accel.batching, "PROBE_ROWS", probe_rows)
     seen: dict[str, list] = {"fit": [], "matrix": []}
@@ -346,10 +358,11 @@ def check_external_memory_record_says_where_pages_are(backend: Backend, path, ta
     from accel.cache import cache_dir
     from accel.memory import MemorySettings
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import TableWorkflow, plan_table
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
     settings = WorkflowSettings(seed=3)
     planned = plan_table(str(path), target, None, [], settings, family="native")
+    probe_encodings(planned, settings.seed)
     rows = len(planned.plan.row_positions)
     plan = BatchPlan(10**9, "test", 1000.0, rows, batch_rows, "streaming", "auto")
     plan.training_matrix = "external"

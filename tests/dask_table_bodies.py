@@ -21,7 +21,7 @@ from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE, run_on_session
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.partitions import worker_slots
-from accel.workflows.table import TableWorkflow, plan_table
+from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 from accel.workflows.table_dask import DaskTable, table_builder
 from tests.bodies import to_pandas
 from tests.dask_bodies import single_process_backend
@@ -133,7 +133,9 @@ def check_table_reads_as_one_process(kind: str, path: Path, target: str, seed: i
 
 def plan(path: Path, target: str, settings: WorkflowSettings, probe: str = "off"):
     """The single-process plan (``--probe off``: the 300-value column is target-encoded)."""
-    return plan_table(str(path), target, None, [], settings, family="native", probe=probe)
+    planned = plan_table(str(path), target, None, [], settings, family="native")
+    probe_encodings(planned, settings.seed, probe)
+    return planned
 
 
 def check_table_features_match_single_process(

@@ -21,7 +21,7 @@ from accel.cli.main import main
 from accel.precision import FP16_EXACT_CODES, plan_for_frames, store_frame
 from accel.runner import run_arm
 from accel.workflows.base import WorkflowSettings
-from accel.workflows.table import TableWorkflow, plan_table
+from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 from tests.bodies import to_pandas
 from tests.null_bodies import on_arm
 
@@ -72,7 +72,8 @@ def check_arm_reads_the_table_as_the_cpu_arm(backend: Backend, path: Path, targe
     """The arm loads the table as the CPU arm does (the same rows, missing values and numbers),
     and runs every stage of it."""
     settings = WorkflowSettings(seed=seed)
-    planned = plan_table(str(path), target, None, [], settings, family="native", probe="off")
+    planned = plan_table(str(path), target, None, [], settings, family="native")
+    probe_encodings(planned, seed, "off")
     flow = TableWorkflow(settings, planned, "xgboost", {"n_estimators": 20, "max_depth": 4})
     cpu = flow.load(cpu_backend())
     got = to_pandas(flow.load(backend))

@@ -67,11 +67,13 @@ def _shops(n: int, seed: int = 0, shops: int = 80) -> pd.DataFrame:
 
 def _plan(tmp_path, frame: pd.DataFrame, target: str, family: str | None, probe: str = "auto"):
     from accel.workflows import WorkflowSettings
-    from accel.workflows.table import plan_table
+    from accel.workflows.table import plan_table, probe_encodings
 
     path = tmp_path / "table.csv"
     frame.to_csv(path, index=False)
-    return plan_table(str(path), target, None, [], WorkflowSettings(seed=0), family=family, probe=probe)
+    planned = plan_table(str(path), target, None, [], WorkflowSettings(seed=0), family=family)
+    probe_encodings(planned, 0, probe)
+    return planned
 
 
 def test_encoding_probe_keeps_native_categories_where_they_score_better(tmp_path):

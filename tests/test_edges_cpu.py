@@ -19,7 +19,7 @@ from accel import _compat
 from accel.backend import cpu_backend
 from accel.data.readers import iter_chunks, read_source
 from accel.workflows.base import WorkflowSettings
-from accel.workflows.table import TableWorkflow, plan_table
+from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 from accel.workflows.table_dask import DaskTable
 from tests import edge_bodies
 from tests.cudf_contract import CudfFrameStandIn, CudfStandIn, LibcudfRefusal
@@ -34,7 +34,9 @@ def tables(tmp_path_factory):
 
 
 def planned(path, target: str = "returned"):
-    return plan_table(str(path), target, None, [], WorkflowSettings(seed=3), family="native", probe="off")
+    planned = plan_table(str(path), target, None, [], WorkflowSettings(seed=3), family="native")
+    probe_encodings(planned, 3, "off")
+    return planned
 
 
 # --------------------------------------------------------------------------- the shared bodies on the CPU arm

@@ -180,7 +180,7 @@ def test_streamed_run_stays_within_its_planned_device_bytes(tmp_path):
         from accel.memory import MemorySettings
         from accel.runner import run_arm
         from accel.workflows import WorkflowSettings
-        from accel.workflows.table import TableWorkflow, plan_table
+        from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
         from tests import tables
         path = {str(tmp_path / "c.parquet")!r}
         tables.customers(200_000, seed=4).to_parquet(path, row_group_size=25_000)
@@ -188,6 +188,7 @@ def test_streamed_run_stays_within_its_planned_device_bytes(tmp_path):
         b.xp.zeros(1)  # the CUDA context exists before the baseline is read
         settings = WorkflowSettings(seed=3)
         planned = plan_table(path, "churned", None, [], settings, family="native")
+        probe_encodings(planned, 3)
         flow = TableWorkflow(settings, planned, "xgboost", {{"n_estimators": 20}})
         whole = flow.plan_batches(b, 10**12, "test", None)
         budget = int(whole.bytes_per_row * whole.rows_total * 0.5)  # the table does not fit: streamed

@@ -85,6 +85,23 @@ def test_upgrade_gives_an_old_record_its_kind_and_this_version():
         rec.upgrade({"schema_version": rec.SCHEMA_VERSION, "workflow": "flights", "arms": {}})
 
 
+def test_upgrade_takes_a_run_records_encoding_probe_out_of_its_planning():
+    """Up to version 3 the probe was part of planning; it is read as the wall part of its own it is now."""
+    old = {
+        "schema_version": 3, "kind": "run", "workflow": "table", "arms": {},
+        "data": {"planning_seconds": {"read_on_host": 0.5, "schema_inference": 0.25, "encoding_probe": 2.0}},
+        "wall": {"parts": {"start_up": 1.0, "planning": 3.0}, "planning": {"total": 3.0, "read_on_host": 0.5,
+                 "schema_inference": 0.25, "encoding_probe": 2.0}},
+    }  # fmt: skip
+    new = rec.upgrade(old)
+    assert new["wall"]["parts"] == {"start_up": 1.0, "planning": 1.0, "encoding_probe": 2.0}
+    assert new["wall"]["planning"] == {"total": 1.0, "read_on_host": 0.5, "schema_inference": 0.25}
+    assert new["data"] == {"planning_seconds": {"read_on_host": 0.5, "schema_inference": 0.25}, "encoding_probe_seconds": 2.0}
+    assert old["wall"]["planning"]["encoding_probe"] == 2.0  # the record read is left as it was
+    flights = {**old, "data": {}, "wall": {"parts": {"planning": 0.1}, "planning": {"total": 0.1}}}
+    assert rec.upgrade(flights)["wall"]["parts"] == {"planning": 0.1, "encoding_probe": 0.0}
+
+
 def test_a_written_record_reads_back_typed_with_its_non_finite_values(tmp_path):
     record = {
         **rec.record_head("compare"),

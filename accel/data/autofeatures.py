@@ -156,31 +156,6 @@ def target_codes(xdf: ModuleType, y: Any, plan: TablePlan) -> Any:
 # --------------------------------------------------------------------------- encoders
 
 
-def target_encode(
-    xdf: ModuleType,
-    codes_train: Any,
-    t_train: Any,
-    codes_test: Any,
-    folds: np.ndarray,
-    smoothing: float | str = TE_SMOOTHING,
-) -> tuple[Any, Any, Any]:
-    """Out-of-fold smoothed target means for training rows, full-train means for test rows.
-
-    Also returns the count of each training category for both splits (count encoding). The
-    one-shot form of :class:`TargetEncoder` (fit on all training rows at once).
-
-    Returns
-    -------
-    (train_encoded, test_encoded, (train_counts, test_counts))
-    """
-    encoder = TargetEncoder(xdf, ["t"], smoothing)
-    encoder.partial_fit(codes_train, {"t": t_train}, folds)
-    encoder.finalize()
-    train = encoder.transform(codes_train, folds)
-    test = encoder.transform(codes_test)
-    return train["t"], test["t"], (train["count"], test["count"])
-
-
 class TargetEncoder:
     """Smoothed target means per category, fitted from batches of training rows.
 

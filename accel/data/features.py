@@ -13,7 +13,6 @@ from types import ModuleType
 
 import numpy as np
 
-from accel import _compat
 from accel._compat import Column, Frame
 
 _ROW = "__accel_row__"
@@ -119,14 +118,3 @@ class GroupStats:
         if self.rate_name:
             out[self.rate_name] = out[self.rate_name].fillna(self.prior)
         return out
-
-
-def categorize(xdf: ModuleType, frames: Sequence[Frame], columns: Sequence[str], vocabulary_from: Frame) -> list[Frame]:
-    """Give ``columns`` the same categorical dtype in every frame.
-
-    The vocabulary (sorted distinct values) comes from ``vocabulary_from``; it holds no target
-    information, so taking it from the whole table is not a leak, and it keeps category codes
-    identical between splits and between arms.
-    """
-    vocabulary = {column: _compat.sorted_unique(vocabulary_from[column]) for column in columns}
-    return [f.assign(**{c: _compat.as_categorical(xdf, f[c], vocabulary[c]) for c in columns}) for f in frames]

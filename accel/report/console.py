@@ -221,9 +221,10 @@ def wall_line(wall: dict[str, Any]) -> str:
     parts, planning = wall["parts"], wall.get("planning") or {}
     plan_detail = ", ".join(
         f"{label} {planning[key]:.2f}"
-        for key, label in (("read_on_host", "read"), ("schema_inference", "schema"), ("encoding_probe", "probe"))
+        for key, label in (("read_on_host", "read"), ("schema_inference", "schema"))
         if key in planning
     )
+    probe = f" + encoding probe {parts['encoding_probe']:.2f}" if parts.get("encoding_probe") else ""
 
     def arm_part(arm: str, a: dict[str, Any]) -> str:
         startup = f"cluster start-up {a['cluster_startup']:.2f}, " if "cluster_startup" in a else ""
@@ -235,6 +236,7 @@ def wall_line(wall: dict[str, Any]) -> str:
     return (
         f"wall {wall['process_seconds']:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"
         + (f" ({plan_detail})" if plan_detail else "")
+        + probe
         + f" + environment {parts['environment']:.2f} + batch plans {parts['batch_plan']:.2f} + {arms}"
         + f" + outside these {wall['unaccounted_seconds']:.2f} ({wall['unaccounted_seconds'] / total:.0%})"
     )

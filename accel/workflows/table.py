@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,11 +28,16 @@ from accel.workflows.base import WorkflowBase, WorkflowSettings
 
 @dataclass
 class PlannedTable:
+    """A user's table as planned (:func:`plan_table`), and the seconds its planning and probe took."""
+
     source: TableSource
     plan: TablePlan
     read_seconds: float
     infer_seconds: float
     probe_seconds: float = 0.0
+    #: The first rows, kept for the encoding probe (:func:`probe_encodings`, which drops them)
+    #: where the model's family takes categories natively; None otherwise.
+    head: Any = field(default=None, repr=False)
 
 
 #: Column kinds are inferred from at most this many first rows (categories from all rows).
@@ -48,19 +53,15 @@ def plan_table(
     delimiter: str | None = None,
     family: str | None = None,
     date_formats: dict[str, str] | None = None,
-    probe: str = "auto",
-    train_rounds: int | None = None,
 ) -> PlannedTable:
     """Check the file and plan the run (raises AccelError for every bad input).
 
     Reads on the host: the first rows (column kinds, leakage guard), the whole target column
     (rows, task, split) and, for a file longer than that, the distinct values of its
     categorical columns (streamed with pyarrow). A table larger than memory is never read whole.
-    For the ``native`` ``family`` (a model that takes categories as they are), the encoding of categorical columns with many values is
-    chosen by :func:`~accel.data.autofeatures.probe_native_categories` on those first rows.
+    For the ``native`` ``family`` (a model that takes categories as they are), those first rows
+    are kept for the encoding probe, the step after planning (:func:`probe_encodings`).
     ``date_formats`` (``--date-format``) gives columns' date layouts over the detected ones.
-    ``probe`` (``--probe auto|off|force``) and ``train_rounds`` (the model's boosting rounds,
-    which bound the probe's cost) go to the probe; its decision is cached per file fingerprint.
     """
     from accel.data.readers import column_uniques, read_column, read_head
     from accel.errors import AccelError
@@ -87,15 +88,30 @@ def plan_table(
     check_target(plan, target_values if target_values is not None else head[target], settings.test_size, settings.seed)
     plan.notices += check_features(plan, head)
     t2 = time.perf_counter()
-    if family == "native":  # the family of the models that take categories natively
-        probe_native_categories(head, plan, settings.seed, probe, fingerprint(source), train_rounds)
-    t3 = time.perf_counter()
     plan.notices[:0] = list(source.notices)
     if settings.rows is not None and settings.rows >= plan.rows_in_file:
         plan.notices.append(
             f"--rows {settings.rows:,} is not less than the table's {plan.rows_in_file:,} rows: using all {plan.rows_in_file:,} rows"
         )
-    return PlannedTable(source, plan, t1 - t0, t2 - t1, t3 - t2)
+    kept = head if family == "native" else None  # the family of the models that take categories natively
+    return PlannedTable(source, plan, t1 - t0, t2 - t1, head=kept)
+
+
+def probe_encodings(planned: PlannedTable, seed: int, mode: str = "auto", train_rounds: int | None = None) -> None:
+    """The encoding probe, a timed step of its own after planning (``planned.probe_seconds``).
+
+    Where the table was planned for a model that takes categories natively, the encoding of
+    categorical columns with many values is chosen by
+    :func:`~accel.data.autofeatures.probe_native_categories` on the first rows planning read,
+    which are then dropped. ``mode`` (``--probe auto|off|force``) and ``train_rounds`` (the
+    model's boosting rounds, which bound the probe's cost) go to the probe; its decision is
+    cached per file fingerprint.
+    """
+    t0 = time.perf_counter()
+    if planned.head is not None:
+        probe_native_categories(planned.head, planned.plan, seed, mode, fingerprint(planned.source), train_rounds)
+    planned.head = None
+    planned.probe_seconds = time.perf_counter() - t0
 
 
 def probe_rows(chunks: Iterator[tuple[int, Any]], positions: np.ndarray) -> Any:
@@ -151,8 +167,8 @@ class TableWorkflow(WorkflowBase):
             "planning_seconds": {
                 "read_on_host": round(self.planned.read_seconds, 6),
                 "schema_inference": round(self.planned.infer_seconds, 6),
-                "encoding_probe": round(self.planned.probe_seconds, 6),
             },
+            "encoding_probe_seconds": round(self.planned.probe_seconds, 6),
             "target": self.plan.target,
             "rows_requested": self.settings.rows,
         }
