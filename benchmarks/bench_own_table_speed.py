@@ -123,10 +123,10 @@ def summary(result):
             f"  {s['rows']:,} rows: accel {a:.2f} s, hand-written {h:.2f} s, ratio {s['ratio']:.3f} (target <= 1.3); "
             f"AUC accel {auc_a:.4f} vs {auc_h:.4f} (diff {auc_a - auc_h:+.4f}, target >= -0.005)",
             f"  accel's wall (first run): start-up {w['parts']['start_up']:.2f}, planning {w['parts']['planning']:.2f} "
-            f"(read {w['planning'].get('read_on_host', 0):.2f}, schema {w['planning'].get('schema_inference', 0):.2f}, "
-            f"probe {probe or 0:.2f}), batch plan {w['parts']['batch_plan']:.2f}, stages "
+            f"(read {w['planning'].get('read_on_host', 0):.2f}, schema {w['planning'].get('schema_inference', 0):.2f}), "
+            f"encoding probe {probe or 0:.2f}, batch plan {w['parts']['batch_plan']:.2f}, stages "
             + ", ".join(f"{k} {v:.2f}" for k, v in first["stages"].items()),
-            f"  encoding probe seconds: first run {probe or 0:.2f}, later runs {later} (cached)",
+            f"  encoding probe seconds: first run {probe or 0:.2f}, later runs {', '.join(f'{x or 0:.4f}' for x in later)} (cached)",
         ]  # fmt: skip
     return "\n".join(lines)
 
