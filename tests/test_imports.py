@@ -27,8 +27,7 @@ MAY_IMPORT = {
     "bench": {"core", "data"},
     "scaleout": {"core", "data", "workflows", "runners"},
     "hpo": {"core", "data", "workflows", "runners"},
-    "cli.options": {"core", "data", "scaleout"},
-    "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "cli.options", "api"},
+    "cli": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo", "api"},
     # The Python API (accel.run, accel.info): what the command line does, for notebooks and scripts.
     "api": {"core", "data", "workflows", "runners", "report", "bench", "scaleout", "hpo"},
 }
@@ -117,8 +116,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def room(module: str) -> str:
     if module in RUNNERS:
         return "runners"
-    if module == "accel.cli.options":
-        return "cli.options"
     if module == "accel.api":
         return "api"
     parts = module.split(".")

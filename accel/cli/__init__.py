@@ -7,9 +7,9 @@
 - :mod:`~accel.cli.scale` — ``accel scale``.
 - :mod:`~accel.cli.hpo` — ``accel hpo`` and ``accel experiments``.
 
-The top of the layers: may import anything in accel; nothing in accel imports it except
-:mod:`accel.cli.options`, which imports only the flat core. Kept empty so that importing
-``accel.cli.options`` loads no command.
+The top of the layers: may import anything in accel, and nothing in the library imports it
+(``python -m accel`` runs :func:`~accel.cli.main.main`). It imports no command, so that a
+command's module loads no other command.
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""The workflows ``accel run`` knows by name."""
+"""The workflows ``accel run`` knows by name, a user's table, and their Dask forms.
+
+- :mod:`~accel.workflows.base` — the workflow protocols and settings the runners use.
+- :mod:`~accel.workflows.flights` / :mod:`~accel.workflows.table` — one process (in memory or
+  streamed); :mod:`~accel.workflows.flights_dask` / :mod:`~accel.workflows.table_dask` — the same
+  steps mapped over a Dask cluster's partitions (:mod:`~accel.workflows.partitions`).
+
+May import the flat core and :mod:`accel.data`; not the runners or any slice (``scaleout``,
+``hpo``, ``bench``, ``report``) or ``cli``.
+"""
 
 from __future__ import annotations
 
