@@ -226,11 +226,8 @@ class FlightsTransform:
         return cls(xdf, weather, planes, stats, vocabulary)
 
     def finish(self, joined: Frame) -> Frame:
-        """The feature frame of rows joined already (:func:`row_features`)."""
-        for stats in self.stats:
-            joined = stats.transform(joined)
-        frame = joined[FEATURES]
-        return frame.assign(**{c: _compat.as_categorical(self.xdf, frame[c], self.vocabulary[c]) for c in CATEGORICAL})
+        """The feature frame of rows joined already (:func:`row_features`): :func:`finish_features`."""
+        return finish_features(self.xdf, joined, self.stats, self.vocabulary)
 
     def transform(self, flights: Frame) -> Frame:
         """The feature frame of raw flights rows, in their order."""
@@ -251,6 +248,20 @@ class FlightsTransform:
         ]
         weather, planes = (_compat.from_pandas(xdf, tables[k]) for k in ("weather", "planes"))
         return cls(xdf, weather, planes, stats, state["vocabulary"])
+
+
+def finish_features(xdf: ModuleType, joined: Frame, stats: list[GroupStats], vocabulary: dict[str, list[Any]]) -> Frame:
+    """Rows joined already (:func:`row_features`) as the model's feature frame: the group
+    statistics fitted on the training rows, the model's columns, the categories' vocabularies.
+
+    Only the columns that reach the model go through the statistics' joins. The distributed run
+    applies it to each partition (``flights_dask``).
+    """
+    joined = joined[[c for c in joined.columns if c in FEATURES]]
+    for s in stats:
+        joined = s.transform(joined)
+    frame = joined[FEATURES]
+    return frame.assign(**{c: _compat.as_categorical(xdf, frame[c], vocabulary[c]) for c in CATEGORICAL})
 
 
 # Row-local pieces: each row's result depends on that row and the small lookup tables only, so

