@@ -68,7 +68,7 @@ HERE = Path(__file__).resolve().parent
 
 #: What every result starts with, as ``accel.record.record_head("bench")`` writes it (then the
 #: ``run_id``). Spelled out, not imported: ``--tree`` may put an older accel first on the path.
-RESULT_HEAD = {"schema_version": 3, "kind": "bench"}
+RESULT_HEAD = {"schema_version": 4, "kind": "bench"}
 VERDICTS = ("clean error", "handled", "traceback", "hang", "unrefused", "wrong", "overwrite", "security", "misleading", "skipped")
 
 

@@ -189,8 +189,9 @@ def test_cli_table_run_on_local_cluster_writes_the_cluster_record(tmp_path, tabl
     assert r["mode"] == "dask" and r["workflow"] == "table" and r["task"] == "binary"
     assert r["config"]["data"] == str(tables["parquet"]) and r["config"]["cluster"]["kind"] == "local"
     assert r["data"]["partitions"] >= 2
-    assert {k: v for k, v in r["data"].items() if k not in ("partitions", "planning_seconds")} == {
-        k: v for k, v in single["data"].items() if k != "planning_seconds"
+    timed = ("planning_seconds", "encoding_probe_seconds")
+    assert {k: v for k, v in r["data"].items() if k not in ("partitions", *timed)} == {
+        k: v for k, v in single["data"].items() if k not in timed
     }
     assert r["data"]["source"]["kind"] == "parquet" and r["data"]["source"]["files"] == 4
     assert r["features"]["cpu"]["encodings"] == single["features"]["cpu"]["encodings"]
