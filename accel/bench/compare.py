@@ -16,7 +16,6 @@ which calls ran on the GPU and which fell back to the CPU, the costliest fallbac
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -36,14 +35,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from accel.config import MAX_SECONDS
 from accel.errors import AccelError
-
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
 
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
@@ -955,141 +950,3 @@ def _record(
         "profile": profile,
         "environment": environment,
     }
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def render(record: dict[str, Any], console: Any) -> None:
-    """Print the compare record: the arms, why an arm did not run, the speedup, parity, where the GPU arm's time went."""
-    from rich.markup import escape
-
-    console.print(_arms_table(record))
-    for arm in ("cpu", "gpu"):
-        r = record["arms"].get(arm) or {}
-        if r.get("status") != "ok" and r.get("reason"):
-            console.print(f"{arm.upper()} arm {r['status']}: {escape(str(r['reason']))}")
-    sp = record["speedup"]
-    if not math.isnan(sp.get("wall_cold", math.nan)):
-        warm = sp.get("wall_warm_median", math.nan)
-        console.print(
-            f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x")
-        )
-    _render_parity(record["parity"], console)
-    if record.get("fallbacks"):
-        console.print(_fallbacks_table(record["fallbacks"]))
-
-
-def _arms_table(record: dict[str, Any]) -> Table:
-    """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
-    for col in ("arm", "status"):
-        table.add_column(col, justify="left")
-    for col in ("exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"):
-        table.add_column(col, justify="right")
-    for arm in ("cpu", "gpu"):
-        r = record["arms"].get(arm) or {}
-        if r.get("status") == "skipped":
-            table.add_row(arm, "skipped", "", "", "", "", "")
-            continue
-        warm = r.get("warm")
-        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
-        dev = r.get("peak_device_mb")
-        table.add_row(
-            arm, r["status"], str(r.get("exit_code")), f"{r['cold_seconds']:.2f}", warm_text, f"{r['peak_host_mb']:.0f}",
-            "-" if dev is None else f"{dev:.0f}",
-        )  # fmt: skip
-    return table
-
-
-def _render_parity(parity: dict[str, Any], console: Console) -> None:
-    """Whether the arms agree, and the first lines where they differ."""
-    from rich.markup import escape
-
-    if parity.get("agree") is None:
-        console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
-        return
-    s = parity["stdout"]
-    console.print(
-        f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
-        f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
-        + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
-    )
-    for d in s["differences"][:5]:
-        console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
-
-
-def _fallbacks_table(fallbacks: list[dict[str, Any]]) -> Table:
-    """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
-    for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
-        table.add_column(col)
-    for f in fallbacks:
-        table.add_row(
-            f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
-            f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
-        )  # fmt: skip
-    return table
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "compare",
-        usage="accel compare PROGRAM [options] [-- ARGS...]",
-        help="run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with cudf.pandas/cuml.accel",
-        description=(
-            "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as plain "
-            "'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports wall "
-            "time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to the CPU. "
-            "Arguments for the script go after '--'."
-        ),
-    )
-    p.add_argument("program", type=Path, help="a Python script (.py) or a notebook (.ipynb)")
-    p.add_argument("--repeat", type=int, default=0, help="warm runs of each arm after the cold one (median/min/max)")
-    p.add_argument("--accelerators", help="GPU arm: comma-separated, from cudf.pandas, cuml.accel (default: those installed)")
-    p.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        default="auto",
-        help="cpu: the CPU arm only; gpu: fail if the GPU arm cannot run",
-    )
-    p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for numbers compared (default 1e-5)")
-    p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance for numbers compared (default 1e-8)")
-    p.add_argument("--ignore-lines", help="a regular expression: output lines matching it are not compared (e.g. timings)")
-    p.add_argument("--timeout", type=float, default=3600, help="seconds one run may take; then its process group is killed")
-    p.add_argument("--no-profile", action="store_true", help="skip the extra profiled GPU run")
-    p.add_argument("--out", type=Path, default=None, help="folder for the record (default: $ACCEL_OUT_DIR, else runs/)")
-    p.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
-    # Arguments for the script follow '--'; accel.cli.main hands them over untouched (argparse would
-    # read them as its own options).
-    p.set_defaults(script_args=[])
-    p.set_defaults(handler=_cmd_compare)
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from accel.record import output_root, show_result
-
-    extra = list(args.script_args)
-    opts = Options(
-        program=args.program, args=extra, out=args.out or output_root(), repeat=args.repeat, accelerators=args.accelerators,
-        device=args.device, rtol=args.rtol, atol=args.atol, timeout=args.timeout, profile=not args.no_profile,
-        ignore=args.ignore_lines,
-    )  # fmt: skip
-    record, path = compare(opts)
-    show_result(record, args.json, lambda: render(record, Console()), {"compare record": path})
-    gpu = record["arms"]["gpu"]
-    if gpu["status"] == "failed":
-        print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)
-        return 1
-    return 0

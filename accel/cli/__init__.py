@@ -1,11 +1,12 @@
 """The command line: ``accel`` and its subcommands, argparse only; the work is done elsewhere.
 
-- :mod:`~accel.cli.main` — the parser, ``run``, ``info``, ``report``, ``compare``, and
+- :mod:`~accel.cli.main` — the parser, ``run``, ``info``, ``report``, and
   :func:`~accel.cli.main.main` (the console script), which turns user errors into one line.
 - :mod:`~accel.cli.options` — the argument types and option groups the commands share.
 - :mod:`~accel.cli.bench` — ``accel bench`` (models, groupby, join, crossover), ``accel data``, ``accel report``.
 - :mod:`~accel.cli.scale` — ``accel scale``.
 - :mod:`~accel.cli.hpo` — ``accel hpo`` and ``accel experiments``.
+- :mod:`~accel.cli.compare` — ``accel compare`` (the comparison itself: :mod:`accel.bench.compare`).
 
 The top of the layers: may import anything in accel, and nothing in the library imports it
 (``python -m accel`` runs :func:`~accel.cli.main.main`). It imports no command, so that a

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     from accel.cli.predict import register as register_predict
 
     register_predict(sub)  # predict: score new rows with a run's pipeline
-    from accel.bench.compare import register as register_compare
+    from accel.cli.compare import register as register_compare
 
     register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
     completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")

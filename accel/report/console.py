@@ -378,6 +378,74 @@ def _fmt_count(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
+def render_compare(record: Mapping[str, Any], console: Console) -> None:
+    """Print the compare record: the arms, why an arm did not run, the speedup, parity, where the GPU arm's time went."""
+    console.print(_compare_arms(record))
+    for arm in ("cpu", "gpu"):
+        r = record["arms"].get(arm) or {}
+        if r.get("status") != "ok" and r.get("reason"):
+            console.print(f"{arm.upper()} arm {r['status']}: {escape(str(r['reason']))}")
+    sp = record["speedup"]
+    if not math.isnan(sp.get("wall_cold", math.nan)):
+        warm = sp.get("wall_warm_median", math.nan)
+        console.print(
+            f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x")
+        )
+    _compare_parity(record["parity"], console)
+    if record.get("fallbacks"):
+        console.print(_compare_fallbacks(record["fallbacks"]))
+
+
+def _compare_arms(record: Mapping[str, Any]) -> Table:
+    """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
+    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
+    for col in ("arm", "status"):
+        table.add_column(col, justify="left")
+    for col in ("exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"):
+        table.add_column(col, justify="right")
+    for arm in ("cpu", "gpu"):
+        r = record["arms"].get(arm) or {}
+        if r.get("status") == "skipped":
+            table.add_row(arm, "skipped", "", "", "", "", "")
+            continue
+        warm = r.get("warm")
+        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
+        dev = r.get("peak_device_mb")
+        table.add_row(
+            arm, r["status"], str(r.get("exit_code")), f"{r['cold_seconds']:.2f}", warm_text, f"{r['peak_host_mb']:.0f}",
+            "-" if dev is None else f"{dev:.0f}",
+        )  # fmt: skip
+    return table
+
+
+def _compare_parity(parity: dict[str, Any], console: Console) -> None:
+    """Whether the arms agree, and the first lines where they differ."""
+    if parity.get("agree") is None:
+        console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
+        return
+    s = parity["stdout"]
+    console.print(
+        f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
+        f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
+        + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
+    )
+    for d in s["differences"][:5]:
+        console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
+
+
+def _compare_fallbacks(fallbacks: list[dict[str, Any]]) -> Table:
+    """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
+    table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
+    for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
+        table.add_column(col)
+    for f in fallbacks:
+        table.add_row(
+            f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
+            f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
+        )  # fmt: skip
+    return table
+
+
 def render_predict(record: dict[str, Any], console: Console) -> None:
     """What ``accel predict`` did: seconds per stage and rows per second of each arm, the metrics
     where the table had its target, what was noticed, where the predictions went."""
