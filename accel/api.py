@@ -31,6 +31,7 @@ from accel.openmp import settle
 from accel.record import leaves_no_folder
 
 if TYPE_CHECKING:
+    from accel.config import RunConfig
     from accel.result import Listener
 
 
@@ -547,7 +548,7 @@ def _table_settings(
 
 
 def run_config(
-    config: Any, listener: Any = None, on_plan: Any = None, process_start: float | None = None
+    config: RunConfig, listener: Listener | None = None, on_plan: Any = None, process_start: float | None = None
 ) -> tuple[dict[str, Any], Path]:
     """The run a validated :class:`~accel.config.RunConfig` asks for, in this process or on the
     Dask cluster its ``cluster`` section names; ``accel run`` and :func:`run` both come here.

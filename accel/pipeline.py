@@ -530,12 +530,6 @@ def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
     return frame
 
 
-def holdout_output(holdout: Frame) -> np.ndarray:
-    """The model's output kept in a :func:`holdout_frame`, as the run's predict stage gave it."""
-    columns = [c for c in holdout.columns if c.startswith("prediction")]
-    return holdout[columns[0]].to_numpy() if columns == ["prediction"] else holdout[columns].to_numpy()
-
-
 def from_run(
     workflow: Fitted,
     backend: Backend,

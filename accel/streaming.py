@@ -72,7 +72,7 @@ class Streamed(Executor[Workflow]):
     def __init__(self, plan: BatchPlan, settings: MemorySettings, rmm: dict[str, Any]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
 
-    def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Any) -> Executed:
+    def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
         return _run_streaming(backend, workflow, self.plan, self.settings, self.rmm, timer, listener)
 
 

@@ -12,7 +12,6 @@ import pytest
 
 import accel
 from accel.errors import AccelError
-from accel.pipeline import holdout_output
 from tests import pipeline_bodies as bodies
 from tests.conftest import read_json, run_accel
 
@@ -67,7 +66,7 @@ def test_accel_predict_in_a_fresh_process_equals_the_run(customers_run, tmp_path
     holdout = accel.load(record).holdout
     assert list(predictions.columns) == ["row", "prediction", "proba_no", "proba_yes"]
     assert predictions["row"].tolist() == list(range(len(pd.read_csv(data)))), "every row, in input order"
-    np.testing.assert_array_equal(predictions["proba_yes"].to_numpy()[holdout["row"]], holdout_output(holdout))
+    np.testing.assert_array_equal(predictions["proba_yes"].to_numpy()[holdout["row"]], bodies.holdout_output(holdout))
     scoring = read_json(next(tmp_path.glob("*-predict-001.json")))
     assert scoring["kind"] == "predict" and scoring["output"]["arm"] == "cpu"
     assert scoring["arms"]["cpu"]["metrics"]["auc"] > 0.6, "the target is there: the metrics are computed"

@@ -159,7 +159,7 @@ def _fmt(value: Any, spec: str = ".2f", none: str = "—") -> str:
     return format(value, spec)
 
 
-def render_hpo(record: dict[str, Any], console: Any) -> None:
+def render_hpo(record: dict[str, Any], console: Console) -> None:
     """Default baseline, best subset trial, top-k and retrained best side by side; then the arms."""
     from rich.markup import escape
 

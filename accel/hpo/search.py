@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from optuna import Study
     from optuna.trial import FrozenTrial
 
-    from accel.config import ClusterConfig
+    from accel.config import ClusterConfig, RunConfig
     from accel.result import Listener
 
 # --------------------------------------------------------------------------- data for the search
@@ -207,7 +207,7 @@ class Measured:
 
 
 @contextmanager
-def measured(backend: Backend, into: Measured, listener: Any = None) -> Iterator[StageTimer]:
+def measured(backend: Backend, into: Measured, listener: Listener | None = None) -> Iterator[StageTimer]:
     """The :class:`~accel.timing.StageTimer` (device synchronised) and memory monitor of one
     candidate's training; fills ``into`` even when the body raises (a pruned trial): the seconds
     up to then, the stages done, the peaks. A ``listener`` is told of each stage and memory sample."""
@@ -261,7 +261,7 @@ def train_and_score(
     validate: bool,
     callbacks: tuple = (),
     out: Measured | None = None,
-    listener: Any = None,
+    listener: Listener | None = None,
     early_stopping: Any = None,
     keep: dict[str, Any] | None = None,
 ) -> Measured:
@@ -372,7 +372,7 @@ class Objective:
 
 
 def build_context(
-    config: Any, backend: Backend, workflow: Any | None = None, memory: Any = None
+    config: RunConfig, backend: Backend, workflow: Any | None = None, memory: Any = None
 ) -> tuple[SearchContext, Any, float]:
     """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
 
@@ -512,7 +512,7 @@ def run_trials_on_client(
     client: Any,
     study: Any,
     storage_url: str,
-    config: Any,
+    config: RunConfig,
     arm: str,
     n_trials: int,
     timeout: float | None,
@@ -563,7 +563,7 @@ def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> 
                 heartbeat(study)
 
 
-def search_memory(config: Any, cluster: str | None) -> tuple[Any, str | None]:
+def search_memory(config: RunConfig, cluster: str | None) -> tuple[Any, str | None]:
     """The memory settings of the searching process, and why they differ from ``accel run``'s.
 
     Beside a local-cuda cluster this process shares its GPU with a worker, whose RMM pool
@@ -672,10 +672,10 @@ def _better(a: float, b: float, direction: str) -> bool:
 
 
 def run_search(
-    config: Any,
+    config: RunConfig,
     request: SearchRequest,
     log: Callable[[str], None] = _log,
-    listener: Any = None,
+    listener: Listener | None = None,
     trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """The whole search for ``config``: baseline, trials, top-k, retrained best, CPU arm; the record.

@@ -86,7 +86,7 @@ def redact(url: str) -> str:
     return hide(shown)
 
 
-def public_config(config: Any) -> dict[str, Any]:
+def public_config(config: RunConfig) -> dict[str, Any]:
     """``config`` as JSON with the storage URL redacted: what records and study attributes hold."""
     from accel.credentials import hidden
 
@@ -235,14 +235,14 @@ def trial_counts(study: Any) -> dict[str, int]:
     }
 
 
-def study_label(config: Any) -> str:
+def study_label(config: RunConfig) -> str:
     """A short name for what a study searches: ``flights-xgboost`` or ``table-<file>-<model>``."""
     if config.data is None:
         return f"{config.workflow}-{config.model}"
     return f"table-{Path(str(config.data)).stem}-{config.model}"
 
 
-def _search_identity(config: Any) -> dict[str, Any]:
+def _search_identity(config: RunConfig) -> dict[str, Any]:
     """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
     from accel.credentials import hidden
 
@@ -279,7 +279,7 @@ class OpenedStudy:
     seed_offset: int = 0
 
 
-def open_study(config: Any, given: set[str], resume: bool) -> OpenedStudy:
+def open_study(config: RunConfig, given: set[str], resume: bool) -> OpenedStudy:
     """Plan the workflow and create the study, or load it for ``resume``; refusals are one line.
 
     ``given`` holds the settings the user gave explicitly (``"seed"``, ``"hpo.subset"``, ...):
@@ -308,7 +308,7 @@ def _storage_lock(url: str) -> Any:
     return exclusive(folder) if folder is not None and folder.is_dir() else nullcontext()
 
 
-def _open_locked(config: Any, given: set[str], resume: bool, url: str) -> OpenedStudy:
+def _open_locked(config: RunConfig, given: set[str], resume: bool, url: str) -> OpenedStudy:
     new_file = _sqlite_path(url)
     if new_file is not None and new_file.exists():
         new_file = None  # a file that was there before is never removed
@@ -344,7 +344,7 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
-def _open_study(config: Any, given: set[str], resume: bool, storage: Any, url: str) -> OpenedStudy:
+def _open_study(config: RunConfig, given: set[str], resume: bool, storage: Any, url: str) -> OpenedStudy:
     name = config.hpo.study
     existing = {s.study_name: s for s in storage.get_all_studies()}
     if resume:
@@ -427,7 +427,7 @@ def _resumed_study(
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
 
 
-def _free_name(config: Any, existing: dict[str, Any]) -> str:
+def _free_name(config: RunConfig, existing: dict[str, Any]) -> str:
     """A default study name no study of the storage has: ``<label>-<UTC date>-<HHMMSS>-<6 hex>``
     (processes started in the same second get different names; checked under the storage lock)."""
     import secrets
@@ -439,7 +439,7 @@ def _free_name(config: Any, existing: dict[str, Any]) -> str:
             return name
 
 
-def _join(config: Any, storage: Any, url: str, summary: Any, just_created: bool = False) -> OpenedStudy:
+def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created: bool = False) -> OpenedStudy:
     """Join the existing study ``summary`` as one more process of its search, or refuse.
 
     Joined when live processes run it (their claims) and it searches exactly what ``config``

@@ -29,6 +29,7 @@ from accel.scaleout.cluster import CLUSTER_KINDS
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from accel.config import RunConfig
     from accel.early_stopping import EarlyStopping
     from accel.result import Listener
     from accel.scaleout.arms import ArmKind, ArmPlace
@@ -121,7 +122,7 @@ class _Study:
 
 
 def scaling_study(
-    config: Any, counts: list[int], baseline: bool = True, listener: Listener | None = None, say: Any = None
+    config: RunConfig, counts: list[int], baseline: bool = True, listener: Listener | None = None, say: Any = None
 ) -> tuple[dict[str, Any], Path, Path]:
     """Run the study and write its record and plot; ``(record, json_path, png_path)``.
 
@@ -146,13 +147,13 @@ def scaling_study(
     ran = _run_clusters(study)
     described = study.planned or ran
     record = _scaling_record(study, described, started, environment)
-    path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{config.cluster.kind}")
+    path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{record['cluster_kind']}")
     png = write_plot(record, path.with_suffix(".png"))
     return record, path, png
 
 
 def _plan_study(
-    config: Any, counts: list[int], early_stopping: EarlyStopping, listener: Listener | None, say: Callable[[str], None]
+    config: RunConfig, counts: list[int], early_stopping: EarlyStopping, listener: Listener | None, say: Callable[[str], None]
 ) -> _Study:
     """The workflow (a user's table planned once, for every count) and, before the first cluster
     starts, every count's arms checked against the machine."""
@@ -172,9 +173,10 @@ def _plan_study(
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
         if config.workflow not in DASK_WORKFLOWS:
             raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-    configs = [config.model_copy(update={"cluster": config.cluster.model_copy(update={"workers": n})}) for n in counts]
+    if (cluster := config.cluster) is None:
+        raise AccelError("accel scale needs a cluster: --cluster local|local-cuda or --scheduler ADDRESS")
     with ExitStack() as stack:
-        places = [plan_arms(c.cluster, c.device, stack, say) for c in configs]
+        places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack, say) for n in counts]
     return _Study(config, counts, early_stopping, planned, workflow, places, listener, say)
 
 
