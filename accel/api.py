@@ -1107,9 +1107,9 @@ class ScaleResult:
     @property
     def failed(self) -> list[str]:
         """The configurations whose run failed, e.g. ``["CPU × 4"]`` (the record has the reasons)."""
-        from accel.scaleout.scaling import run_label
+        from accel.record import scaling_label
 
-        return [run_label(r["kind"], r["workers"]) for r in self.record["runs"] if r["arm"]["status"] == "failed"]
+        return [scaling_label(r["kind"], r["workers"]) for r in self.record["runs"] if r["arm"]["status"] == "failed"]
 
     def __repr__(self) -> str:
         runs = ", ".join(f"{r['kind']} × {r['workers']} {r['arm']['status']}" for r in self.record["runs"])
@@ -1117,18 +1117,18 @@ class ScaleResult:
 
     def _repr_html_(self) -> str:
         """The totals per configuration and a bar per configuration's speedup, for Jupyter."""
-        from accel.scaleout.scaling import run_label
+        from accel.record import scaling_label
 
         totals = self.totals
         title = f"<h4>accel scale: {html.escape(str(self.record['workflow']))} ({html.escape(self.record['cluster_kind'])})</h4>"
         table = totals.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
-        speedups = [(run_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
+        speedups = [(scaling_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
         chart = _speedup_chart(speedups, "speedup of the total against the fewest workers of the same arm")
         chart = chart or "<p>speedup: n/a (no configuration ran)</p>"
         skipped = (self.record.get("skipped_arms") or {}).items()  # the same reason at every count
         notes = _skip_notes([(arm, {"status": "skipped", "reason": reason}) for arm, reason in skipped])
         failed = "".join(
-            f"<p><b>{html.escape(run_label(r['kind'], r['workers']))} failed</b>: {html.escape(str(r['arm'].get('reason')))}</p>"
+            f"<p><b>{html.escape(scaling_label(r['kind'], r['workers']))} failed</b>: {html.escape(str(r['arm'].get('reason')))}</p>"
             for r in self.record["runs"]
             if r["arm"]["status"] == "failed"
         )

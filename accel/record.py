@@ -937,6 +937,11 @@ class ScalingRow(Part):
         return self.kind != "single-process"
 
 
+def scaling_label(kind: str, workers: int) -> str:
+    """How a configuration of a scaling study is named in tables and the plot: ``single process``, ``CPU × 2``."""
+    return "single process" if kind == "single-process" else f"{kind.upper()} × {workers}"
+
+
 class ScalingRun(Part):
     workers: int | None = None
     kind: str | None = None

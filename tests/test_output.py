@@ -144,7 +144,8 @@ def test_cluster_run_workers_are_shown_whole(quiet_run, width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_scale_table_cuts_nothing_and_labels_its_second_header_row(quiet_run, width):
-    from accel.scaleout.scaling import render_scaling, scaling_rows
+    from accel.report.console import render_scaling
+    from accel.scaleout.scaling import scaling_rows
 
     out_dir, *_ = quiet_run
     arm = read_json(records_in(out_dir)[0])["arms"]["cpu"]

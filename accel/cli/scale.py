@@ -50,7 +50,7 @@ def command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.api import scale
-    from accel.scaleout.scaling import render_scaling
+    from accel.report.console import render_scaling
 
     result = scale(
         args.workflow, **table_overrides(args), cluster=args.cluster, workers=args.workers,

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accel.memory import MB
+from accel.record import scaling_label
 from accel.timing import EXTRA_STAGES, STAGES
 
 ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
@@ -444,6 +445,55 @@ def _compare_fallbacks(fallbacks: list[dict[str, Any]]) -> Table:
             f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
         )  # fmt: skip
     return table
+
+
+def render_scaling(record: Mapping[str, Any], console: Console) -> None:
+    """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
+    kind = record["cluster_kind"]
+    runs = record["runs"]
+    title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
+    table = Table(title=title, title_justify="left")
+    # Each run's header: its label, then its workers × threads per worker (the first column says so).
+    table.add_column("\nworkers × threads", no_wrap=True)
+    for run in runs:
+        table.add_column(
+            f"{scaling_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}",
+            justify="right",
+            overflow="fold",
+        )
+
+    def cells(stage: str, field: str, show: Any) -> list[str]:
+        out = []
+        for run in runs:
+            row = next(
+                r for r in record["rows"] if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
+            )
+            out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
+        return out
+
+    metric = record.get("metric_name") or "auc"
+    for stage in (*STAGES, "total"):
+        table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
+    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt_ratio(v, "×")))
+    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt_ratio(v, "")))
+    if any(r["kind"] == "gpu" for r in runs):
+        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt_ratio(v, "×")))
+    table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
+    console.print(table)
+    console.print(
+        "speedup: total seconds with the fewest workers of the same arm / total seconds; efficiency: speedup / worker "
+        "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's",
+        highlight=False,
+    )
+    for arm_kind, reason in (record.get("skipped_arms") or {}).items():
+        console.print(f"{arm_kind.upper()} arm skipped at every worker count: {reason}", highlight=False, markup=False)
+    reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
+    for reason in sorted(r for r in reasons if r):
+        console.print(reason, highlight=False, markup=False)
+
+
+def _fmt_ratio(value: float, unit: str) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.2f}{unit}"
 
 
 def render_predict(record: dict[str, Any], console: Console) -> None:

@@ -7,5 +7,6 @@
 
 May import the flat core (the runners :mod:`accel.runner` and :mod:`accel.streaming` included),
 :mod:`accel.data` and :mod:`accel.workflows`; no other slice (``hpo``, ``bench``, ``report``) and
-not ``cli``: what a cluster run prints is :func:`accel.report.console.render_run`'s. ``tests/test_imports.py`` holds every room to its list.
+not ``cli``. It prints nothing: a cluster run's record is shown by
+:func:`accel.report.console.render_run`, a scaling study's by :func:`~accel.report.console.render_scaling`. ``tests/test_imports.py`` holds every room to its list.
 """

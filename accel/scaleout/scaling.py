@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
+from accel.record import scaling_label
 from accel.scaleout.cluster import CLUSTER_KINDS
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def _run_single_process(study: _Study) -> None:
 
     config = study.config
     study.say("single-process CPU baseline (no Dask, every core)")
-    study.section(run_label("single-process", 1))
+    study.section(scaling_label("single-process", 1))
     workflow = study.planned if study.planned is not None else build_workflow(config, study.early_stopping)
     arm = run_arm_safely(study.places[0]["cpu"].arm_backend(), workflow, study.listener, config.memory_settings()).as_dict()
     threads = arm["threads"].get("cores_available")
@@ -215,7 +216,7 @@ def _run_clusters(study: _Study) -> Any:
                 study.skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
             study.say(f"{arm_kind.upper()} arm: {n} worker(s)")
-            study.section(run_label(arm_kind, n))  # as the table's column names it
+            study.section(scaling_label(arm_kind, n))  # as the table's column names it
             try:
                 arm, ran, _ = run_placed_arm(
                     where, study.workflow, settings, params, config.seed, study.listener, study.say, early_stopping=study.early_stopping
@@ -319,13 +320,6 @@ def _seconds(arm: dict[str, Any], stage: str) -> float:
     return float(arm["total_seconds"] if stage == "total" else arm["stages"][stage])
 
 
-def run_label(kind: str, workers: int) -> str:
-    """How a configuration is named in tables and the plot: ``single process``, ``CPU × 2``."""
-    if kind == "single-process":
-        return "single process"
-    return f"{kind.upper()} × {workers}"
-
-
 def write_plot(record: dict[str, Any], path: Path) -> Path:
     """Seconds per stage for each configuration, and speedup against workers with the ideal line, per arm."""
     from matplotlib.figure import Figure
@@ -349,7 +343,7 @@ def _plot_stages(ax: Axes, record: dict[str, Any]) -> None:
     """Seconds per stage, stacked, for each configuration, with its metric on top."""
     rows = record["rows"]
     configs = list(dict.fromkeys((r["kind"], r["workers"]) for r in rows))
-    labels = [run_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
+    labels = [scaling_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
     bottom = [0.0] * len(configs)
     for stage in STAGE_ROWS[:-1]:
         values = [_row(rows, kind, n, stage)["seconds"] for kind, n in configs]
@@ -382,54 +376,3 @@ def _plot_speedups(ax: Axes, record: dict[str, Any]) -> None:
     ax.set_xticks(sorted({r["workers"] for r in rows if r["kind"] != "single-process"}))
     ax.set_title("speedup")
     ax.legend(fontsize=8)
-
-
-def render_scaling(record: dict[str, Any], console: Any) -> None:
-    """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
-    from rich.table import Table
-
-    kind = record["cluster_kind"]
-    runs = record["runs"]
-    title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
-    table = Table(title=title, title_justify="left")
-    # Each run's header: its label, then its workers × threads per worker (the first column says so).
-    table.add_column("\nworkers × threads", no_wrap=True)
-    for run in runs:
-        table.add_column(
-            f"{run_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}",
-            justify="right",
-            overflow="fold",
-        )
-
-    def cells(stage: str, field: str, show: Any) -> list[str]:
-        out = []
-        for run in runs:
-            row = next(
-                r for r in record["rows"] if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
-            )
-            out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
-        return out
-
-    metric = record.get("metric_name", METRIC)
-    for stage in STAGE_ROWS:
-        table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
-    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, "×")))
-    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, "")))
-    if any(r["kind"] == "gpu" for r in runs):
-        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt(v, "×")))
-    table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
-    console.print(table)
-    console.print(
-        "speedup: total seconds with the fewest workers of the same arm / total seconds; efficiency: speedup / worker "
-        "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's",
-        highlight=False,
-    )
-    for arm_kind, reason in (record.get("skipped_arms") or {}).items():
-        console.print(f"{arm_kind.upper()} arm skipped at every worker count: {reason}", highlight=False, markup=False)
-    reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
-    for reason in sorted(r for r in reasons if r):
-        console.print(reason, highlight=False, markup=False)
-
-
-def _fmt(value: float, unit: str) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.2f}{unit}"
