@@ -7,6 +7,6 @@
 
 May import the flat core (the runners :mod:`accel.runner` and :mod:`accel.streaming` included),
 :mod:`accel.data` and :mod:`accel.workflows`; no other slice (``hpo``, ``bench``, ``report``) and
-not ``cli``. It prints nothing: a cluster run's record is shown by
+not ``cli``. It draws no table: a cluster run's record is shown by
 :func:`accel.report.console.render_run`, a scaling study's by :func:`~accel.report.console.render_scaling`. ``tests/test_imports.py`` holds every room to its list.
 """
