@@ -161,3 +161,28 @@ def test_a_transform_saved_under_a_familys_old_name_loads_as_the_family(old, new
     loaded = TableTransform.from_state(pd, state, saved)
     assert loaded.featurizer.family == new
     pd.testing.assert_frame_equal(loaded.transform(frame.head(50)), prepared.transform.transform(frame.head(50)))
+
+
+def test_planning_keeps_the_head_for_the_probe_only_and_the_probe_drops_it(tmp_path):
+    """The probe is a step after planning: planning keeps the first rows only where the model
+    takes native categories, and the probe, timed on its own, lets them go."""
+    from accel.workflows import WorkflowSettings
+    from accel.workflows.table import plan_table, probe_encodings
+
+    path = tmp_path / "table.csv"
+    _shops(2000).to_csv(path, index=False)
+    trees = plan_table(str(path), "y", None, [], WorkflowSettings(seed=0), family="trees")
+    native = plan_table(str(path), "y", None, [], WorkflowSettings(seed=0), family="native")
+    assert trees.head is None and len(native.head) == 2000 and native.probe_seconds == 0.0
+    assert native.plan.encoding_probe is None  # planning trains nothing
+    probe_encodings(native, 0, "force")
+    assert native.head is None and native.probe_seconds > 0 and native.plan.encoding_probe["candidates"] == ["shop"]
+
+
+def test_the_numeric_share_of_a_text_column_counts_every_value():
+    """Each distinct value is parsed once and weighted by its count: the share of values, not of distinct values."""
+    from accel.data.schema import _numeric_share
+
+    assert _numeric_share(pd.Series(["1", "1", "1", "x", None, "2.5e3", "nan"])) == pytest.approx(4 / 6)
+    assert _numeric_share(pd.Series([None, None], dtype=object)) == 0.0
+    assert _numeric_share(pd.Series(["a", "b"], dtype="category")) == 0.0

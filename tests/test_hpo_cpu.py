@@ -97,3 +97,27 @@ def test_bad_search_ranges_are_one_line_errors(entry, needle):
 def test_unknown_model_in_search_space():
     with pytest.raises(AccelError, match="hpo.search_space.xgbost"):
         build_config({"hpo": {"search_space": {"xgbost": {"max_depth": 3}}}}, {})
+
+
+def test_a_search_is_given_its_cluster_by_its_caller():
+    """hpo imports no cluster code: ``SearchRequest.connect`` opens the cluster the flags ask for."""
+    from contextlib import contextmanager
+
+    from accel.hpo.search import SearchRequest
+
+    with SearchRequest().client("xgboost") as client:
+        assert client is None  # no cluster asked for: nothing is opened
+    asked = []
+
+    @contextmanager
+    def connect(request, model):
+        asked.append((request.kind, request.address, request.workers, model))
+        yield "client"
+
+    with SearchRequest(scheduler="tcp://10.0.0.1:8786", connect=connect).client("xgboost") as client:
+        assert client == "client"
+    with SearchRequest(cluster="local", workers=2, connect=connect).client("random_forest") as client:
+        pass
+    assert asked == [("scheduler", "tcp://10.0.0.1:8786", None, "xgboost"), ("local", None, 2, "random_forest")]
+    with pytest.raises(AccelError, match="needs a connect function"):
+        SearchRequest(cluster="local").client("xgboost")
