@@ -9,6 +9,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -38,6 +39,11 @@ def is_cupy_array(obj: Any) -> bool:
 
 def is_cudf(obj: Any) -> bool:
     return _top_module(obj) == "cudf"
+
+
+def frame_library(frame: Frame | Column) -> ModuleType:
+    """The library of a pandas or cuDF frame or Series (``pandas`` or ``cudf``), already imported."""
+    return sys.modules[_top_module(frame)]
 
 
 def is_pandas_module(xdf: ModuleType) -> bool:

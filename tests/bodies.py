@@ -60,6 +60,45 @@ def check_categories_identical_across_splits(backend: Backend) -> None:
     assert str(full["c"].dtype) != "category"  # the frames given are left as they were
 
 
+def check_finish_features_on_untidy_rows(backend: Backend) -> None:
+    """The flights workflow's last feature step, in one process and on a Dask partition
+    (``flights_dask.finish_partition``, which takes the partition's own library), on rows with
+    missing carriers and hours, carriers the vocabulary does not hold, group keys never seen in
+    training and a column the model does not take: the same frame both ways, in input order."""
+    from accel.workflows.flights import CATEGORICAL, FEATURES, GROUP_STATS, finish_features
+    from accel.workflows.flights_dask import TARGET, finish_partition
+
+    xdf = backend.xdf
+    n = 8
+    values = {c: [float(i) for i in range(n)] for c in FEATURES}
+    values.update(
+        carrier=["AA", None, "UA", "ZZ", "AA", "UA", None, "B6"],  # ZZ, B6: not in the vocabulary
+        origin=["JFK", "LGA", "JFK", "EWR", "JFK", "LGA", "EWR", "JFK"],
+        dest=["LAX", "SFO", "LAX", "ORD", "MIA", "SFO", "LAX", None],
+        hour=[5.0, 6.0, None, 5.0, 23.0, 6.0, 5.0, 7.0],
+    )
+    del values["route_flights"], values["carrier_hour_delay_rate"]  # what the group statistics add
+    joined = xdf.DataFrame({**values, "tailnum": ["N1"] * n, TARGET: [1, 0, 1, 0, 1, 1, 0, 0]})
+    fit_rows = [0, 1, 2, 5, 6]  # the training rows; row 4's (JFK, MIA) and (AA, 23) are never seen
+    train = joined.iloc[fit_rows].reset_index(drop=True)
+    stats = [GroupStats.fit(xdf, train, train[TARGET], list(k), c, r) for k, c, r in GROUP_STATS]
+    vocabulary = {"carrier": ["AA", "UA"], "origin": ["EWR", "JFK", "LGA"], "dest": ["LAX", "MIA", "ORD", "SFO"]}
+    whole = to_pandas(finish_features(xdf, joined, stats, vocabulary))
+    part = to_pandas(finish_partition(joined, stats, vocabulary))
+    assert list(whole.columns) == FEATURES and "tailnum" not in whole.columns
+    pd.testing.assert_frame_equal(part.drop(columns=[TARGET]), whole)
+    assert part[TARGET].tolist() == [1, 0, 1, 0, 1, 1, 0, 0]
+    assert whole["distance"].tolist() == values["distance"]  # input order kept through the joins
+    for c in CATEGORICAL:
+        assert list(whole[c].cat.categories) == vocabulary[c]
+    assert whole["carrier"].cat.codes.tolist() == [0, -1, 1, -1, 0, 1, -1, -1]  # missing and unknown: missing
+    assert whole["dest"].cat.codes.tolist()[-1] == -1
+    prior = float(train[TARGET].mean())
+    assert whole["route_flights"].tolist()[4] == 0.0 and whole["carrier_hour_delay_rate"].tolist()[4] == prior
+    # A missing key matches no group (none was fitted on a missing key): the count and rate of the unseen.
+    assert whole["carrier_hour_delay_rate"].tolist()[1] == prior and whole["carrier_hour_delay_rate"].tolist()[2] == prior
+
+
 def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) -> pd.DataFrame:
     """The features stage on a sample; returns the training frame as pandas for comparison."""
     wf = FlightsWorkflow(WorkflowSettings(rows=rows, seed=seed))

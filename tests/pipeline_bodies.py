@@ -110,3 +110,17 @@ def check_api(pipeline: accel.pipeline.Pipeline, data: Path) -> None:
     np.testing.assert_array_equal(predicted, pipeline.classes_[np.argmax(proba, axis=1)])
     whole = pd.read_csv(data) if data.suffix == ".csv" else pd.read_parquet(data)
     assert len(pipeline.predict(str(data))) == len(whole), "a path is read as accel run reads it"
+
+
+def check_unseen_categories_are_counted(record: Path, data: Path, device: str) -> None:
+    """Rows to score with categories the run never saw, missing categories and a column it does
+    not use: scored (finite), the unseen values counted (not the missing ones), the extra column named."""
+    frame = pd.read_csv(data)
+    frame.loc[:9, "plan"] = "platinum"
+    frame.loc[10:14, "plan"] = None  # missing, as the training rows may have had: not unseen
+    frame["extra"] = 1
+    pipeline = accel.load(record, device=device)
+    scored = pipeline.predict_proba(frame.drop(columns=["churned"]))
+    assert np.isfinite(scored).all()
+    assert any("'plan': 10 value(s) not seen in training" in n for n in pipeline.notices), pipeline.notices
+    assert any("extra" in n and "ignored" in n for n in pipeline.notices), pipeline.notices

@@ -26,6 +26,10 @@ def test_categories_identical_across_splits(backend):
     bodies.check_categories_identical_across_splits(backend)
 
 
+def test_finish_features_on_untidy_rows(backend):
+    bodies.check_finish_features_on_untidy_rows(backend)
+
+
 def test_flights_features(backend):
     X = bodies.check_flights_features(backend)
     # Same seed, same sample, same features: the data steps are deterministic.

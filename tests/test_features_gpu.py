@@ -32,6 +32,10 @@ def test_categories_identical_across_splits(backend):
     bodies.check_categories_identical_across_splits(backend)
 
 
+def test_finish_features_on_untidy_rows(backend):
+    bodies.check_finish_features_on_untidy_rows(backend)
+
+
 def test_flights_features_equal_the_cpu_arm(backend):
     gpu = bodies.check_flights_features(backend)
     cpu = bodies.check_flights_features(cpu_backend())

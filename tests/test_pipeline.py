@@ -85,14 +85,7 @@ def test_streamed_scoring_equals_scoring_in_memory(customers_run, tmp_path):
 
 def test_unseen_categories_and_extra_columns_are_said(customers_run, tmp_path):
     record, data, _ = customers_run
-    frame = pd.read_csv(data)
-    frame.loc[:9, "plan"] = "platinum"
-    frame["extra"] = 1
-    pipeline = accel.load(record)
-    scored = pipeline.predict_proba(frame.drop(columns=["churned"]))
-    assert np.isfinite(scored).all()
-    assert any("'plan': 10 value(s) not seen in training" in n for n in pipeline.notices), pipeline.notices
-    assert any("extra" in n and "ignored" in n for n in pipeline.notices), pipeline.notices
+    bodies.check_unseen_categories_are_counted(record, data, "cpu")
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,12 @@ def test_each_arms_pipeline_scores_on_the_other_device(tmp_path, table, model):
         assert np.abs(scored - kept).max() <= max(tolerance, 1e-5) * scale, (arm, device, metric)
 
 
+def test_unseen_and_missing_categories_on_the_gpu(tmp_path):
+    """cuDF's categorical cast in scoring's check: unseen values counted, missing ones not."""
+    record, data = bodies.run_table(tmp_path, "customers", "xgboost", "gpu")
+    bodies.check_unseen_categories_are_counted(record, data, "gpu")
+
+
 def test_scoring_on_the_gpu_beside_the_cpu_baseline(tmp_path):
     import math
 

@@ -203,12 +203,9 @@ class ProgressDisplay:
         return Group(*lines)
 
 
-def _fmt_seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _fmt_speedup(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.1f}×"
+def _fmt(value: float | None, spec: str, unit: str = "", missing: str = "—") -> str:
+    """``value`` as ``spec`` with ``unit``; ``missing`` where there is none (None or NaN)."""
+    return missing if value is None or math.isnan(value) else f"{value:{spec}}{unit}"
 
 
 def gpu_status_line(arm: dict[str, Any]) -> str:
@@ -259,9 +256,9 @@ def stage_table(title: str, record: Mapping[str, Any]) -> Table:
         c = cpu["total_seconds"] if stage == "total" else (cpu.get("stages") or {}).get(stage)
         table.add_row(
             stage,
-            _fmt_seconds(g) if gpu["status"] == "ok" else gpu["status"],
-            _fmt_seconds(c) if cpu["status"] == "ok" else cpu["status"],
-            _fmt_speedup(record["speedup"].get(stage)),
+            _fmt(g, ".2f") if gpu["status"] == "ok" else gpu["status"],
+            _fmt(c, ".2f") if cpu["status"] == "ok" else cpu["status"],
+            _fmt(record["speedup"].get(stage), ".1f", "×", "n/a"),
             style="bold" if stage == "total" else None,
         )
     return table
@@ -368,15 +365,11 @@ def render_placement(record: Mapping[str, Any], console: Console) -> None:
             workers.add_row(
                 w["address"],
                 str(w["nthreads"]),
-                _fmt_count(limit / 1e6 if limit else None),
-                _fmt_count(memory.get("peak_rss_mb")),
-                _fmt_count(memory.get("dask_reported_peak_device_mb")),
+                _fmt(limit / 1e6 if limit else None, ".0f"),
+                _fmt(memory.get("peak_rss_mb"), ".0f"),
+                _fmt(memory.get("dask_reported_peak_device_mb"), ".0f"),
             )
         console.print(workers)
-
-
-def _fmt_count(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0f}"
 
 
 def render_compare(record: Mapping[str, Any], console: Console) -> None:
@@ -474,10 +467,10 @@ def render_scaling(record: Mapping[str, Any], console: Console) -> None:
     metric = record.get("metric_name") or "auc"
     for stage in (*STAGES, "total"):
         table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
-    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt_ratio(v, "×")))
-    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt_ratio(v, "")))
+    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, ".2f", "×", "n/a")))
+    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, ".2f", "", "n/a")))
     if any(r["kind"] == "gpu" for r in runs):
-        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt_ratio(v, "×")))
+        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt(v, ".2f", "×", "n/a")))
     table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
     console.print(table)
     console.print(
@@ -490,10 +483,6 @@ def render_scaling(record: Mapping[str, Any], console: Console) -> None:
     reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
     for reason in sorted(r for r in reasons if r):
         console.print(reason, highlight=False, markup=False)
-
-
-def _fmt_ratio(value: float, unit: str) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.2f}{unit}"
 
 
 def render_predict(record: dict[str, Any], console: Console) -> None:

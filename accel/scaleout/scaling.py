@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from accel.errors import AccelError
 from accel.record import scaling_label
 from accel.scaleout.cluster import CLUSTER_KINDS
+from accel.timing import STAGES
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from accel.result import Listener
     from accel.scaleout.arms import ArmKind, ArmPlace
 
-STAGE_ROWS = ("load", "features", "to_device", "train", "predict", "total")
+STAGE_ROWS = (*STAGES, "total")
 METRIC = "auc"
 
 

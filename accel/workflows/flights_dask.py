@@ -117,10 +117,10 @@ def split_partition(
     return part.iloc[np.flatnonzero(mask if test else ~mask)].reset_index(drop=True)
 
 
-def finish_partition(part: Any, stats: list[GroupStats], vocabulary: dict[str, list[Any]], kind: str) -> Any:
+def finish_partition(part: Any, stats: list[GroupStats], vocabulary: dict[str, list[Any]]) -> Any:
     """The single-process run's last feature step (:func:`~accel.workflows.flights.finish_features`)
-    on one partition, the target kept beside the features."""
-    out = finish_features(worker_backend(kind).xdf, part, stats, vocabulary)
+    on one partition (pandas or cuDF, as the partition is), the target kept beside the features."""
+    out = finish_features(_compat.frame_library(part), part, stats, vocabulary)
     out[TARGET] = part[TARGET]
     return out
 
@@ -237,9 +237,9 @@ class DaskFlights:
             for (keys, count, rate), table in zip(GROUP_STATS, sums, strict=True)
         ]
         vocabulary = {column: _compat.sorted_unique(values) for column, values in zip(CATEGORICAL, vocabularies, strict=True)}
-        meta = finish_partition(rows_meta, stats, vocabulary, self.kind)
-        train = train.map_partitions(finish_partition, stats, vocabulary, self.kind, meta=meta)
-        test = test.map_partitions(finish_partition, stats, vocabulary, self.kind, meta=meta)
+        meta = finish_partition(rows_meta, stats, vocabulary)
+        train = train.map_partitions(finish_partition, stats, vocabulary, meta=meta)
+        test = test.map_partitions(finish_partition, stats, vocabulary, meta=meta)
         X_train, y_train, X_test, y_test = client.persist([train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]])
         wait([X_train, y_train, X_test, y_test])
         weather, planes = lookup_tables(
