@@ -24,11 +24,30 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from accel.openmp import settle
-from accel.record import leaves_no_folder
+from accel.record import (
+    ARMS,
+    Arm,
+    BenchRecord,
+    CompareArm,
+    CompareRecord,
+    CrossoverBench,
+    DbBench,
+    HpoArm,
+    HpoRecord,
+    ModelsBench,
+    PredictRecord,
+    Record,
+    RunRecord,
+    ScalingRecord,
+    Scored,
+    leaves_no_folder,
+    scaling_label,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from accel.config import RunConfig
@@ -91,8 +110,25 @@ _SETTINGS = (
 )  # fmt: skip
 
 
+R = TypeVar("R", bound=Record)
+
+
 @dataclass(frozen=True)
-class RunResult:
+class _Recorded(Generic[R]):
+    """What every result holds: the record as written, where it went, and the record typed."""
+
+    record: dict[str, Any]
+    path: Path
+    _class: ClassVar[type[Record]] = Record
+
+    @cached_property
+    def typed(self) -> R:
+        """The record as its typed class (:mod:`accel.record`): what the views below read."""
+        return cast(R, self._class.model_validate(self.record))
+
+
+@dataclass(frozen=True)
+class RunResult(_Recorded[RunRecord]):
     """One paired run: the record accel wrote, and views of it as tables.
 
     Attributes
@@ -103,26 +139,24 @@ class RunResult:
         Where the record was written.
     """
 
-    record: dict[str, Any]
-    path: Path
+    _class = RunRecord
 
     @property
     def stages(self) -> Any:
         """Seconds per stage on each arm and the speedup (CPU seconds / GPU seconds); NaN where an arm did not run."""
         import pandas as pd
 
-        arms, speedup = self.record["arms"], self.record.get("speedup") or {}
-        names = list(dict.fromkeys([*(arms["cpu"].get("stages") or {}), *(arms["gpu"].get("stages") or {})]))
-        rows = []
-        for stage in [*names, "total"]:
-            row = {"stage": stage}
-            for arm in ("gpu", "cpu"):
-                a = arms[arm]
-                value = a.get("total_seconds") if stage == "total" else (a.get("stages") or {}).get(stage)
-                row[f"{arm}_seconds"] = math.nan if value is None else float(value)
-            value = speedup.get(stage)
-            row["speedup"] = math.nan if value is None else float(value)
-            rows.append(row)
+        r = self.typed
+        arms = [(a, r.arms[a]) for a in ARMS]
+        names = list(dict.fromkeys([*r.arms["cpu"].stages, *r.arms["gpu"].stages]))
+        rows = [
+            {
+                "stage": stage,
+                **{f"{a}_seconds": _float(arm.total_seconds if stage == "total" else arm.stages.get(stage)) for a, arm in arms},
+                "speedup": _float(r.speedup.get(stage)),
+            }
+            for stage in [*names, "total"]
+        ]
         return pd.DataFrame(rows).set_index("stage")
 
     @property
@@ -130,11 +164,10 @@ class RunResult:
         """The hold-out metrics of each arm (one row per metric)."""
         import pandas as pd
 
-        arms = self.record["arms"]
-        names = list(dict.fromkeys([*(arms["cpu"].get("metrics") or {}), *(arms["gpu"].get("metrics") or {})]))
+        arms = self.typed.arms
+        names = list(dict.fromkeys([*arms["cpu"].metrics, *arms["gpu"].metrics]))
         return pd.DataFrame(
-            {arm: [_float((arms[arm].get("metrics") or {}).get(m)) for m in names] for arm in ("gpu", "cpu")},
-            index=pd.Index(names, name="metric"),
+            {a: [_float(arms[a].metrics.get(m)) for m in names] for a in ARMS}, index=pd.Index(names, name="metric")
         )
 
     @property
@@ -142,25 +175,25 @@ class RunResult:
         """Each arm's status and peak host and device memory (MB)."""
         import pandas as pd
 
-        arms = self.record["arms"]
+        arms = [self.typed.arms[a] for a in ARMS]
         return pd.DataFrame(
             {
-                "status": [arms[a].get("status") for a in ("gpu", "cpu")],
-                "peak_host_mb": [_float(arms[a].get("peak_host_mb")) for a in ("gpu", "cpu")],
-                "peak_device_mb": [_float(arms[a].get("peak_device_mb")) for a in ("gpu", "cpu")],
+                "status": [a.status for a in arms],
+                "peak_host_mb": [_float(a.peak_host_mb) for a in arms],
+                "peak_device_mb": [_float(a.peak_device_mb) for a in arms],
             },
-            index=pd.Index(["gpu", "cpu"], name="arm"),
+            index=pd.Index(ARMS, name="arm"),
         )
 
     @property
     def parity(self) -> dict[str, Any]:
         """Whether the arms reached the same quality: metric, both values, tolerance, ``ok``."""
-        return dict(self.record.get("parity") or {})
+        return self.typed.parity.model_dump()
 
     @property
     def speedup(self) -> float:
         """The whole run's speedup (NaN unless both arms ran)."""
-        return _float((self.record.get("speedup") or {}).get("total"))
+        return _float(self.typed.speedup.get("total"))
 
     @property
     def pipeline(self) -> Any:
@@ -174,38 +207,29 @@ class RunResult:
         """Each feature's importance by kind (the accelerated arm's model where it ran), most important first."""
         import pandas as pd
 
-        arms = self.record["arms"]
-        found = next((arms[a].get("importances") for a in ("gpu", "cpu") if arms[a].get("importances")), None) or {}
-        frame = pd.DataFrame(found)
+        arms = self.typed.arms
+        frame = pd.DataFrame(next((arms[a].importances for a in ARMS if arms[a].importances), None) or {})
         frame.index.name = "feature"
         return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
 
     def __repr__(self) -> str:
-        arms = self.record["arms"]
-        shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
-        return f"RunResult({self.record.get('workflow')!r}, {shown}, speedup {self.speedup:.3g}, record {str(self.path)!r})"
+        r = self.typed
+        shown = ", ".join(f"{a} {r.arms[a].status}" for a in ARMS)
+        return f"RunResult({r.workflow!r}, {shown}, speedup {self.speedup:.3g}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
         """For Jupyter: the stage table with a bar per stage's speedup, the hold-out metrics of
         both arms with their parity, the rounds early stopping chose and remarks on the metrics."""
-        from accel.report.console import run_notes
+        from accel.report.console import parity_line, run_notes
 
-        stages = self.stages
-        notes = _skip_notes(self.record["arms"].items())
+        r, stages = self.typed, self.stages
         chart = _speedup_chart(stages["speedup"].items(), "speedup per stage") or "<p>speedup: n/a (one arm ran)</p>"
-        title = f"<h4>accel run: {html.escape(str(self.record.get('workflow')))}</h4>"
+        title = f"<h4>accel run: {html.escape(str(r.workflow))}</h4>"
         metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
-        remarks = "".join(f"<p>{html.escape(line)}</p>" for line in [_parity_line(self.parity), *run_notes(self.record)])
+        remarks = "".join(f"<p>{html.escape(line)}</p>" for line in [parity_line(r.parity), *run_notes(r)])
         where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
         table = stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
-        return title + table + chart + notes + metrics + remarks + where
-
-
-def _parity_line(parity: dict[str, Any]) -> str:
-    if parity.get("ok") is None:
-        return f"parity: not checked ({parity.get('metric')} needs both arms)"
-    verdict = "agree" if parity["ok"] else "DISAGREE"
-    return f"parity: {parity['metric']} GPU {parity['gpu']:.4f} vs CPU {parity['cpu']:.4f}: the arms {verdict}"
+        return title + table + chart + _skip_notes(r.arms.items()) + metrics + remarks + where
 
 
 def _float(value: Any) -> float:
@@ -224,18 +248,12 @@ def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str) -> str:
     return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else ""
 
 
-def _skip_notes(arms: Iterable[tuple[str, dict[str, Any]]]) -> str:
+def _skip_notes(arms: Iterable[tuple[str, Arm]]) -> str:
     """Why each arm that did not run did not, in the terminal's words ("GPU arm skipped: ...")."""
-    from accel.report.console import gpu_status_line
+    from accel.report.console import arm_status_line
 
-    said = [
-        gpu_status_line(a) if arm == "gpu" else f"{arm.upper()} arm {a.get('status')}: {a.get('reason')}"
-        for arm, a in arms
-        if a.get("status") != "ok" and a.get("reason")
-    ]
-    return "".join(
-        f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in (line.partition(": ") for line in said)
-    )
+    said = (arm_status_line(name, a).partition(": ") for name, a in arms if not a.ok and a.reason)
+    return "".join(f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in said)
 
 
 @leaves_no_folder
@@ -402,7 +420,7 @@ def load(run: str | os.PathLike[str], *, device: str = "auto", arm: str | None =
 
 
 @dataclass(frozen=True)
-class PredictResult:
+class PredictResult(_Recorded[PredictRecord]):
     """Rows scored with a run's pipeline: the scoring record and where the predictions went.
 
     Attributes
@@ -416,9 +434,8 @@ class PredictResult:
         The predictions' file.
     """
 
-    record: dict[str, Any]
-    path: Path
     output: Path
+    _class = PredictRecord
 
     @property
     def predictions(self) -> Any:
@@ -428,7 +445,8 @@ class PredictResult:
         return pd.read_parquet(self.output) if self.output.suffix.lower() in (".parquet", ".pq") else pd.read_csv(self.output)
 
     def __repr__(self) -> str:
-        return f"PredictResult({self.record['output']['rows']:,} rows from the {self.record['output']['arm']} arm, {str(self.output)!r})"
+        out = self.typed.output
+        return f"PredictResult({out.rows or 0:,} rows from the {out.arm} arm, {str(self.output)!r})"
 
 
 @leaves_no_folder
@@ -585,7 +603,7 @@ _SEARCH_SETTINGS = ("trials", "subset", "trial_rounds", "validation", "timeout",
 
 
 @dataclass(frozen=True)
-class TuneResult:
+class TuneResult(_Recorded[HpoRecord]):
     """One hyperparameter search: the record accel wrote, and views of it as tables.
 
     Attributes
@@ -596,13 +614,12 @@ class TuneResult:
         Where the record was written.
     """
 
-    record: dict[str, Any]
-    path: Path
+    _class = HpoRecord
 
     @property
     def metric(self) -> str:
         """The metric the search optimised (``auc``, ``rmse``, ...)."""
-        return str(self.record["study"]["metric"])
+        return str(self.typed.study.metric)
 
     @property
     def candidates(self) -> Any:
@@ -610,57 +627,46 @@ class TuneResult:
         retrained best on the hold-out: metric, seconds, peak memory, where each was scored."""
         import pandas as pd
 
-        r = self.record
-        rows = []
-
-        def add(label: str, entry: dict[str, Any] | None) -> None:
-            if entry:
-                rows.append(
-                    {
-                        "candidate": label,
-                        self.metric: _float(entry.get("metric")),
-                        "seconds": _float(entry.get("seconds")),
-                        "peak_host_mb": _float(entry.get("peak_host_mb")),
-                        "peak_device_mb": _float(entry.get("peak_device_mb")),
-                        "evaluated_on": entry.get("evaluated_on"),
-                    }
-                )
-
-        add("default", r.get("baseline"))
-        add("best subset trial", r.get("best_trial"))
-        for entry in r.get("top_k") or []:
-            add(f"top-k: trial {entry.get('trial')}", entry)
-        if (r.get("final") or {}).get("status") != "failed":
-            add("retrained best", r.get("final"))
+        r = self.typed
+        final = r.final if r.final is not None and r.final.status != "failed" else None
+        shown = [("default", r.baseline), ("best subset trial", r.best_trial)]
+        shown += [(f"top-k: trial {entry.trial}", entry) for entry in r.top_k] + [("retrained best", final)]
+        rows = [
+            {
+                "candidate": label,
+                self.metric: _float(entry.metric),
+                "seconds": _float(entry.seconds),
+                "peak_host_mb": _float(entry.peak_host_mb),
+                "peak_device_mb": _float(entry.peak_device_mb),
+                "evaluated_on": entry.evaluated_on,
+            }  # fmt: skip
+            for label, entry in shown
+            if entry is not None
+        ]
         return pd.DataFrame(rows).set_index("candidate") if rows else pd.DataFrame()
 
     @property
     def best_params(self) -> dict[str, Any]:
         """The retrained best model's settings (empty when no trial completed)."""
-        return dict((self.record.get("final") or {}).get("params") or {})
+        return dict((self.typed.final or Scored()).params or {})
 
     @property
     def arms(self) -> Any:
         """The final model trained on each arm: status and seconds (the speedup is CPU / GPU)."""
         import pandas as pd
 
-        arms = self.record.get("arms") or {}
+        arms = [self.typed.arms.get(a) or HpoArm() for a in ARMS]
         return pd.DataFrame(
-            {
-                "status": [(arms.get(a) or {}).get("status") for a in ("gpu", "cpu")],
-                "seconds": [_float((arms.get(a) or {}).get("seconds")) for a in ("gpu", "cpu")],
-            },
-            index=pd.Index(["gpu", "cpu"], name="arm"),
+            {"status": [a.status for a in arms], "seconds": [_float(a.seconds) for a in arms]}, index=pd.Index(ARMS, name="arm")
         )
 
     def __repr__(self) -> str:
-        final = self.record.get("final") or {}
-        value = final.get("metric")
-        shown = f"{self.metric} {value:.4g}" if isinstance(value, (int, float)) else str(final.get("reason"))
-        return f"TuneResult({self.record['study']['name']!r}, {shown}, record {str(self.path)!r})"
+        final = self.typed.final or Scored()
+        shown = f"{self.metric} {final.metric:.4g}" if final.metric is not None else str(final.reason)
+        return f"TuneResult({self.typed.study.name!r}, {shown}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
-        title = f"<h4>accel hpo: {html.escape(str(self.record['study']['name']))}</h4>"
+        title = f"<h4>accel hpo: {html.escape(str(self.typed.study.name))}</h4>"
         table = self.candidates.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
         where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
         return title + table + where
@@ -730,7 +736,7 @@ def tune(
 
 
 @dataclass(frozen=True)
-class CompareResult:
+class CompareResult(_Recorded[CompareRecord]):
     """Your script on the CPU and with cudf.pandas / cuml.accel: the record, and views of it.
 
     Attributes
@@ -741,53 +747,44 @@ class CompareResult:
         Where the record was written.
     """
 
-    record: dict[str, Any]
-    path: Path
+    _class = CompareRecord
 
     @property
     def arms(self) -> Any:
         """Each arm's status, cold wall seconds, warm median (with ``repeat``) and peak memory."""
         import pandas as pd
 
-        arms = self.record["arms"]
+        arms = [self.typed.arms.get(a) or CompareArm() for a in ARMS]
         return pd.DataFrame(
             {
-                "status": [arms[a].get("status") for a in ("gpu", "cpu")],
-                "cold_seconds": [_float(arms[a].get("cold_seconds")) for a in ("gpu", "cpu")],
-                "warm_median_seconds": [_float((arms[a].get("warm") or {}).get("median")) for a in ("gpu", "cpu")],
-                "peak_host_mb": [_float(arms[a].get("peak_host_mb")) for a in ("gpu", "cpu")],
-                "peak_device_mb": [_float(arms[a].get("peak_device_mb")) for a in ("gpu", "cpu")],
+                "status": [a.status for a in arms],
+                "cold_seconds": [_float(a.cold_seconds) for a in arms],
+                "warm_median_seconds": [_float(a.warm.median if a.warm else None) for a in arms],
+                "peak_host_mb": [_float(a.peak_host_mb) for a in arms],
+                "peak_device_mb": [_float(a.peak_device_mb) for a in arms],
             },
-            index=pd.Index(["gpu", "cpu"], name="arm"),
+            index=pd.Index(ARMS, name="arm"),
         )
 
     @property
     def speedup(self) -> float:
         """CPU / GPU cold wall seconds (NaN unless the GPU arm ran)."""
-        return _float((self.record.get("speedup") or {}).get("wall_cold"))
+        return _float(self.typed.speedup.get("wall_cold"))
 
     @property
     def agree(self) -> bool | None:
         """Whether both arms printed and wrote the same numbers (None when the GPU arm did not run)."""
-        return (self.record.get("parity") or {}).get("agree")
+        return self.typed.parity.agree
 
     def __repr__(self) -> str:
-        arms = self.record["arms"]
-        shown = ", ".join(f"{a} {arms[a].get('status')}" for a in ("gpu", "cpu"))
-        return (
-            f"CompareResult({self.record['program']['path']!r}, {shown}, speedup {self.speedup:.3g}, "
-            f"outputs {_agreement(self.agree)})"
-        )
+        r = self.typed
+        shown = ", ".join(f"{a} {(r.arms.get(a) or CompareArm()).status}" for a in ARMS)
+        return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_agreement(self.agree)})"
 
     def _repr_html_(self) -> str:
-        title = f"<h4>accel compare: {html.escape(str(self.record['program']['path']))}</h4>"
+        title = f"<h4>accel compare: {html.escape(str(self.typed.program.path))}</h4>"
         table = self.arms.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
-        notes = "".join(
-            f"<p><b>{a.upper()} arm {html.escape(str(arm.get('status')))}</b>: {html.escape(str(arm.get('reason')))}</p>"
-            for a, arm in self.record["arms"].items()
-            if arm.get("status") != "ok" and arm.get("reason")
-        )
-        return title + table + notes + f"<p>outputs: {_agreement(self.agree)}</p>"
+        return title + table + _skip_notes(self.typed.arms.items()) + f"<p>outputs: {_agreement(self.agree)}</p>"
 
 
 def _agreement(agree: bool | None) -> str:
@@ -841,7 +838,7 @@ def compare(
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(_Recorded[BenchRecord]):
     """One ``accel bench`` suite on both arms: the result accel wrote, and views of it as tables.
 
     Attributes
@@ -852,15 +849,18 @@ class BenchResult:
         Where it was written.
     """
 
-    record: dict[str, Any]
-    path: Path
+    @cached_property
+    def typed(self) -> BenchRecord:
+        """The result as its typed class: :class:`~accel.record.DbBench`, :class:`~accel.record.ModelsBench`
+        or :class:`~accel.record.CrossoverBench`."""
+        from accel.record import parse_record
+
+        return cast(BenchRecord, parse_record(self.record))
 
     @property
     def suite(self) -> str:
         """``groupby``, ``join``, ``models`` or ``crossover``."""
-        from accel.bench.suites import suite_of
-
-        return suite_of(self.record)
+        return self.typed.benchmark.removeprefix("db_")
 
     @property
     def table(self) -> Any:
@@ -872,49 +872,40 @@ class BenchResult:
         """
         import pandas as pd
 
-        r = self.record
-        if self.suite == "models":
-            rows = [
+        r = self.typed
+        if isinstance(r, ModelsBench):
+            return pd.DataFrame(
                 {
-                    "model": m["model"],
-                    "metric": m["metric"],
+                    "model": m.model, "metric": m.metric,
                     **{
-                        f"{arm}_{what}": value
-                        for arm in ("gpu", "cpu")
+                        f"{a}_{what}": value
+                        for a in ARMS
                         for what, value in (
-                            ("status", m[arm].get("status")),
-                            ("fit_seconds", _float((m[arm].get("fit") or {}).get("median"))),
-                            ("predict_seconds", _float((m[arm].get("predict") or {}).get("median"))),
-                            ("quality", _float(m[arm].get("quality"))),
+                            ("status", m.arm(a).status), ("fit_seconds", _float(m.arm(a).fit.median)),
+                            ("predict_seconds", _float(m.arm(a).predict.median)), ("quality", _float(m.arm(a).quality)),
                         )
                     },
-                    "fit_speedup": _float(m.get("fit_speedup")),
-                    "predict_speedup": _float(m.get("predict_speedup")),
+                    "fit_speedup": _float(m.fit_speedup), "predict_speedup": _float(m.predict_speedup),
                 }
-                for m in r.get("models") or []
-            ]
-            return pd.DataFrame(rows).set_index("model")
-        if self.suite == "crossover":
+                for m in r.models
+            ).set_index("model")  # fmt: skip
+        if isinstance(r, CrossoverBench):
             rows = [
-                {
-                    "operation": op["operation"],
-                    "rows": p["rows"],
-                    **_arm_medians(p),
-                    "speedup": _float(p.get("speedup")),
-                }
-                for op in r.get("operations") or []
-                for p in op["points"]
+                {"operation": op.operation, "rows": p.rows, **_arm_medians(p.gpu, p.cpu), "speedup": _float(p.speedup)}
+                for op in r.operations
+                for p in op.points
             ]
             return pd.DataFrame(rows).set_index(["operation", "rows"])
+        questions = r.questions if isinstance(r, DbBench) else []
         rows = [
             {
-                "question": q["question"],
-                "title": q["title"],
-                **_arm_medians(q),
-                "speedup": _float(q.get("speedup")),
-                "agree": q.get("agree"),
+                "question": q.question,
+                "title": q.title,
+                **_arm_medians(q.gpu, q.cpu),
+                "speedup": _float(q.speedup),
+                "agree": q.agree,
             }
-            for q in r.get("questions") or []
+            for q in questions
         ]
         return pd.DataFrame(rows).set_index("question")
 
@@ -937,49 +928,51 @@ class BenchResult:
     def crossover_rows(self) -> dict[str, int | None]:
         """crossover: per operation, the row count from which the GPU arm wins (None: it did not
         win at any size measured, or did not run); empty for the other suites."""
-        return {op["operation"]: op.get("crossover_rows") for op in self.record.get("operations") or []}
+        r = self.typed
+        return {op.operation: op.crossover_rows for op in r.operations} if isinstance(r, CrossoverBench) else {}
 
     @property
     def failed(self) -> list[str]:
-        """What failed on an arm, e.g. ``["q3 (gpu)"]`` (the result has the reasons)."""
-        from accel.bench.suites import failures
-
-        return failures(self.record)
+        """What failed on an arm, e.g. ``["q3 (gpu)"]``, ``["kmeans (cpu)"]``, ``["join at 1,000 (gpu)"]`` (the
+        result has the reasons)."""
+        r = self.typed
+        named = (
+            [(q.question, q.gpu, q.cpu) for q in r.questions] if isinstance(r, DbBench)
+            else [(m.model, m.gpu, m.cpu) for m in r.models] if isinstance(r, ModelsBench)
+            else [(f"{op.operation} at {p.rows:,}", p.gpu, p.cpu) for op in r.operations for p in op.points]
+            if isinstance(r, CrossoverBench) else []
+        )  # fmt: skip
+        return [f"{name} ({arm})" for name, *arms in named for arm, a in zip(ARMS, arms) if a.status == "failed"]
 
     @property
     def disagree(self) -> list[str]:
         """The questions whose answers differ between the arms (groupby and join)."""
-        from accel.bench.suites import disagreements
-
-        return disagreements(self.record)
+        return [q.question for q in self.typed.questions if q.agree is False] if isinstance(self.typed, DbBench) else []
 
     def __repr__(self) -> str:
-        gpu = self.record.get("gpu") or {}
-        return f"BenchResult({self.suite!r}, gpu {gpu.get('status')}, failed {self.failed}, result {str(self.path)!r})"
+        gpu = self.typed.gpu or Arm()
+        return f"BenchResult({self.suite!r}, gpu {gpu.status}, failed {self.failed}, result {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
         """The table and a bar per speedup, for Jupyter."""
         title = f"<h4>accel bench {html.escape(self.suite)}</h4>"
         table = self.table.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
         chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
-        notes = _skip_notes([("gpu", self.record.get("gpu") or {})])
+        notes = _skip_notes([("gpu", self.typed.gpu or Arm())])
         if not chart:
             chart = "<p>speedup: n/a (the GPU arm did not run)</p>"
         lines = [f"crossover of {op}: " + (f"from {n:,} rows" if n else "none measured") for op, n in self.crossover_rows.items()]
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
         lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
-        lines += [str((self.record.get("fairness") or {}).get("line") or "")]
+        lines += [(self.typed.fairness.line or "") if self.typed.fairness else ""]
         extra = "".join(f"<p>{html.escape(line)}</p>" for line in lines if line)
         where = f"<p>result: <code>{html.escape(str(self.path))}</code></p>"
         return title + table + chart + notes + extra + where
 
 
-def _arm_medians(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        f"{arm}_{what}": value
-        for arm in ("gpu", "cpu")
-        for what, value in (("status", row[arm].get("status")), ("seconds", _float(row[arm].get("median"))))
-    }
+def _arm_medians(gpu: Arm, cpu: Arm) -> dict[str, Any]:
+    return {f"{a}_{what}": value for a, arm in (("gpu", gpu), ("cpu", cpu))
+            for what, value in (("status", arm.status), ("seconds", _float(getattr(arm, "median", None))))}  # fmt: skip
 
 
 @leaves_no_folder
@@ -1073,7 +1066,7 @@ def benchmark(
 
 
 @dataclass(frozen=True)
-class ScaleResult:
+class ScaleResult(_Recorded[ScalingRecord]):
     """One scaling study (``accel scale``): the record accel wrote, its plot, and views as tables.
 
     Attributes
@@ -1086,9 +1079,8 @@ class ScaleResult:
         The PNG beside it: seconds per stage per configuration, and speedup against workers.
     """
 
-    record: dict[str, Any]
-    path: Path
     plot: Path
+    _class = ScalingRecord
 
     @property
     def table(self) -> Any:
@@ -1096,7 +1088,7 @@ class ScaleResult:
         speedup against the fewest workers, parallel efficiency, GPU against CPU and the metric."""
         import pandas as pd
 
-        return pd.DataFrame(self.record["rows"]).astype({k: float for k in _SCALE_NUMBERS})
+        return pd.DataFrame([row.model_dump() for row in self.typed.rows]).astype({k: float for k in _SCALE_NUMBERS})
 
     @property
     def totals(self) -> Any:
@@ -1107,30 +1099,27 @@ class ScaleResult:
     @property
     def failed(self) -> list[str]:
         """The configurations whose run failed, e.g. ``["CPU × 4"]`` (the record has the reasons)."""
-        from accel.record import scaling_label
-
-        return [scaling_label(r["kind"], r["workers"]) for r in self.record["runs"] if r["arm"]["status"] == "failed"]
+        return [scaling_label(str(r.kind), r.workers or 0) for r in self.typed.runs if r.arm and r.arm.status == "failed"]
 
     def __repr__(self) -> str:
-        runs = ", ".join(f"{r['kind']} × {r['workers']} {r['arm']['status']}" for r in self.record["runs"])
-        return f"ScaleResult({self.record['workflow']!r}, {self.record['cluster_kind']}, {runs}, record {str(self.path)!r})"
+        r = self.typed
+        runs = ", ".join(f"{run.kind} × {run.workers} {run.arm.status if run.arm else None}" for run in r.runs)
+        return f"ScaleResult({r.workflow!r}, {r.cluster_kind}, {runs}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
         """The totals per configuration and a bar per configuration's speedup, for Jupyter."""
-        from accel.record import scaling_label
-
-        totals = self.totals
-        title = f"<h4>accel scale: {html.escape(str(self.record['workflow']))} ({html.escape(self.record['cluster_kind'])})</h4>"
+        r, totals = self.typed, self.totals
+        title = f"<h4>accel scale: {html.escape(str(r.workflow))} ({html.escape(str(r.cluster_kind))})</h4>"
         table = totals.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
         speedups = [(scaling_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
         chart = _speedup_chart(speedups, "speedup of the total against the fewest workers of the same arm")
         chart = chart or "<p>speedup: n/a (no configuration ran)</p>"
-        skipped = (self.record.get("skipped_arms") or {}).items()  # the same reason at every count
-        notes = _skip_notes([(arm, {"status": "skipped", "reason": reason}) for arm, reason in skipped])
+        # The same reason at every count, once; then each configuration that failed.
+        notes = _skip_notes([(arm, Arm(status="skipped", reason=reason)) for arm, reason in r.skipped_arms.items()])
         failed = "".join(
-            f"<p><b>{html.escape(scaling_label(r['kind'], r['workers']))} failed</b>: {html.escape(str(r['arm'].get('reason')))}</p>"
-            for r in self.record["runs"]
-            if r["arm"]["status"] == "failed"
+            f"<p><b>{html.escape(scaling_label(str(run.kind), run.workers or 0))} failed</b>: {html.escape(str(run.arm.reason))}</p>"
+            for run in r.runs
+            if run.arm and run.arm.status == "failed"
         )
         where = f"<p>record: <code>{html.escape(str(self.path))}</code>, plot: <code>{html.escape(str(self.plot))}</code></p>"
         return title + table + chart + notes + failed + where

@@ -6,6 +6,8 @@ runtime, which must load after the arms' setting (:mod:`accel.openmp`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 
@@ -66,7 +68,7 @@ def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[
     raise ValueError(f"unknown task {task!r}")
 
 
-def remarks(metrics: dict[str, float]) -> list[str]:
+def remarks(metrics: Mapping[str, float | None]) -> list[str]:
     """What a reader should know of hold-out metrics that look worse than a constant's.
 
     A negative R² means the model predicts the hold-out worse than its mean would; a binary

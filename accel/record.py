@@ -444,9 +444,13 @@ class Rows(Part):
 
 class WorkerMemory(Part):
     peak_rss_mb: Num = None
+    dask_reported_peak_device_mb: Num = None
 
 
 class WorkerDetail(Part):
+    address: str = "?"
+    nthreads: int | None = None
+    memory_limit_bytes: int | None = None
     memory: WorkerMemory | None = None
 
 
@@ -457,8 +461,10 @@ class Cluster(Part):
     workers: int | None = None
     worker_kind: str | None = None
     threads_per_worker: int | None = None
+    address: str | None = None
     startup_seconds: Num = None
     worker_details: list[WorkerDetail] = []
+    workers_joined_during_run: list[str] = []
 
     def text(self) -> str:
         n = self.workers
@@ -490,6 +496,14 @@ class ArmMemory(Part):
     precision: Precision | None = None
 
 
+class TrainAttempt(Part):
+    """One try at training on a cluster: the workers it had, and those it lost when it failed."""
+
+    reason: str | None = None
+    workers: int | None = None
+    lost_workers: list[str] = []
+
+
 class RunArm(Arm):
     """One arm of a run (:class:`accel.result.ArmResult` as written), with what a cluster adds."""
 
@@ -505,8 +519,10 @@ class RunArm(Arm):
     importances: dict[str, dict[str, Num]] | None = None
     memory: ArmMemory | None = None
     cluster: Cluster | None = None
-    train_attempts: list[Any] | None = None
+    placement_note: str | None = None
+    train_attempts: list[TrainAttempt] = []
     workers_memory: dict[str, WorkerMemory] | None = None
+    rows_per_second: Num = None
 
 
 class Cores(Part):
@@ -652,9 +668,43 @@ class RunParity(Part):
     tolerance: Num = None
 
 
+class Validation(Part):
+    rows: int | None = None
+
+
+class EarlyStopping(Part):
+    """The rounds early stopping chose (:mod:`accel.early_stopping`), or why it was not used."""
+
+    used: bool = False
+    reason: str | None = None
+    rounds: int | None = None
+    searched: int | None = None
+    decided_by: str | None = None
+    search_seconds: Num = None
+    validation: Validation = Validation()
+
+
 class ModelInfo(Part):
     name: str | None = None
     params: dict[str, Any] | None = None
+    early_stopping: EarlyStopping | None = None
+
+
+class ArmWall(Part):
+    wall: float = 0.0
+    stages: float = 0.0
+    cluster_startup: Num = None
+    rounds_search: Num = None
+
+
+class Wall(Part):
+    """Where a run's wall time went (:func:`accel.runner.wall_timeline`)."""
+
+    process_seconds: float = 0.0
+    parts: dict[str, float] = {}
+    planning: dict[str, float] = {}
+    arms: dict[str, ArmWall] = {}
+    unaccounted_seconds: float = 0.0
 
 
 class PairedRecord(Record):
@@ -700,6 +750,7 @@ class RunRecord(PairedRecord):
     mode: str | None = None
     #: A record that ran one arm on Dask kept its cluster here.
     cluster: Cluster | None = None
+    wall: Wall | None = None
 
     @property
     def on_dask(self) -> bool:
@@ -760,6 +811,7 @@ class RunRecord(PairedRecord):
 class Study(Part):
     name: str | None = None
     metric: str | None = None
+    storage: str | None = None
 
 
 class Trials(Part):
@@ -767,11 +819,22 @@ class Trials(Part):
     total: int = 0
     pruned: int = 0
     failed: int = 0
+    interrupted: int = 0
+
+
+class SearchRows(Rows):
+    """The rows of a search: those it fits on (a subset of them per trial) and scores on."""
+
+    fit: int = 0
+    subset: int = 0
+    validation: int = 0
 
 
 class Search(Part):
     arm: str | None = None
-    rows: Rows | None = None
+    gpu_arm: str = ""
+    rows: SearchRows | None = None
+    trial_rounds: float = 1.0
     memory: ArmMemory | None = None
 
 
@@ -789,6 +852,7 @@ class Scored(Part):
     params: dict[str, Any] | None = None
     peak_host_mb: Num = None
     peak_device_mb: Num = None
+    evaluated_on: str | None = None
 
 
 class Improvement(Part):
@@ -814,6 +878,7 @@ class HpoRecord(PairedRecord):
     baseline: Scored | None = None
     final: Scored | None = None
     best_trial: Scored | None = None
+    top_k: list[Scored] = []
     improvement: Improvement | None = None
     arms: Mapping[str, HpoArm] = {}
     phases_seconds: dict[str, Num] = {}
@@ -847,23 +912,43 @@ class Program(Part):
 
 class Warm(Part):
     median: Num = None
+    min: Num = None
+    max: Num = None
 
 
 class CompareArm(Arm):
+    exit_code: int | None = None
     cold_seconds: Num = None
     warm: Warm | None = None
     peak_host_mb: Num = None
     peak_device_mb: Num = None
 
 
+class Difference(Part):
+    line: int | None = None
+    why: str | None = None
+    cpu: str | None = None
+    gpu: str | None = None
+
+
 class Printed(Part):
     numbers_compared: int | None = None
     numbers_agree: int | None = None
+    differences_total: int | None = None
+    differences: list[Difference] = []
+
+
+class WrittenFile(Part):
+    path: str | None = None
+    status: str | None = None
 
 
 class CompareParity(Part):
     agree: bool | None = None
+    reason: str | None = None
+    rtol: Num = None
     stdout: Printed | None = None
+    files: list[WrittenFile] = []
 
     @property
     def share(self) -> float:
@@ -879,6 +964,7 @@ class Fallback(Part):
     gpu_seconds: Num = None
     cpu_calls: int | None = None
     cpu_seconds: Num = None
+    fallback_reasons: list[str] = []
 
 
 class CompareRecord(Record):
@@ -945,6 +1031,7 @@ def scaling_label(kind: str, workers: int) -> str:
 class ScalingRun(Part):
     workers: int | None = None
     kind: str | None = None
+    threads_per_worker: int | None = None
     cluster: Cluster | None = None
     arm: RunArm | None = None
 
@@ -1069,19 +1156,30 @@ class ExperimentsRecord(Record):
         return Summary(data="")
 
 
+class PredictedRows(Part):
+    rows: int | None = None
+    arm: str | None = None
+
+
+class PipelineUsed(Part):
+    which: str = ""
+    trained_on: str | None = None
+
+
 class PredictRecord(PairedRecord):
     """New rows scored with a run's pipeline (``accel predict``)."""
 
     kind: Literal["predict"] = "predict"
-    pipeline: dict[str, Any] = {}
+    pipeline: PipelineUsed = PipelineUsed()
     data: dict[str, Any] = {}
-    output: dict[str, Any] = {}
+    output: PredictedRows = PredictedRows()
     parity: RunParity = RunParity()
+    notices: list[str] = []
 
     def summary(self) -> Summary:
         return Summary(
-            data=_name(self.data.get("path") or self.pipeline.get("trained_on") or ""),
-            rows=_count(self.output.get("rows")),
+            data=_name(self.data.get("path") or self.pipeline.trained_on or ""),
+            rows=_count(self.output.rows),
             devices=self.devices(),
             speedup=_nan(self.speedup.get("total")),
             speedup_of="total, CPU s / GPU s",
@@ -1129,9 +1227,14 @@ class BenchRecord(Record):
         return [("gpu", *why)] if why else []
 
 
+class Repeats(Part):
+    repeats: int | None = None
+
+
 class Timed(Arm):
     """An arm's timing of one question or operation."""
 
+    timing: Repeats | None = None
     run1: Num = None
     run2: Num = None
     median: Num = None
@@ -1251,6 +1354,7 @@ class Operation(Part):
     description: str = ""
     points: list[Point] = []
     gpu_status: str | None = None
+    gpu_reason: str | None = None
     crossover_rows: int | None = None
 
 

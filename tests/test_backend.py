@@ -146,14 +146,15 @@ def test_a_gpu_arm_that_cannot_run_is_said_in_the_same_words_everywhere():
     say why from one place (``gpu_unavailable``), with the probe's reason once."""
     from accel.backend import GPU_UNAVAILABLE, resolve_arms
     from accel.environment import collect_environment
-    from accel.report.console import gpu_status_line
+    from accel.record import Arm
+    from accel.report.console import arm_status_line
 
     probe = probe_gpu()
     words = probe.why_not()
     assert words == f"{GPU_UNAVAILABLE}: {probe.reason}"
     assert resolve_arms("auto").gpu_skip == words, "the record's reason"
     assert collect_environment()["arms"]["gpu"] == {"can_run": False, "reason": words}, "accel info"
-    assert gpu_status_line({"status": "skipped", "reason": words}) == f"GPU arm skipped: {words}", "the terminal"
+    assert arm_status_line("gpu", Arm(status="skipped", reason=words)) == f"GPU arm skipped: {words}", "the terminal"
     with pytest.raises(DeviceUnavailable) as info:
         get_backend("gpu")
     assert str(info.value) == f"--device gpu: {words}"

@@ -115,17 +115,19 @@ def _uncut(text: str, names: list[str]) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_run_tables_cut_nothing(quiet_run, width):
+    from accel.record import RunRecord
     from accel.report.console import render_run
 
     out_dir, *_ = quiet_run
     record = read_json(records_in(out_dir)[0])
-    text = _rendered(lambda c: render_run(record, c), width)
+    text = _rendered(lambda c: render_run(RunRecord.model_validate(record), c), width)
     _uncut(text, [*STAGES, "total", *record["arms"]["cpu"]["metrics"], "peak device memory"])
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_cluster_run_workers_are_shown_whole(quiet_run, width):
     """A Dask run's table of workers: each worker's address tells the rows apart."""
+    from accel.record import RunRecord
     from accel.report.console import render_run
 
     out_dir, *_ = quiet_run
@@ -138,12 +140,13 @@ def test_cluster_run_workers_are_shown_whole(quiet_run, width):
             for a in workers
         ],
     }  # fmt: skip
-    text = _rendered(lambda c: render_run(record, c), width)
+    text = _rendered(lambda c: render_run(RunRecord.model_validate(record), c), width)
     _uncut(text, [*STAGES, *workers])
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_scale_table_cuts_nothing_and_labels_its_second_header_row(quiet_run, width):
+    from accel.record import ScalingRecord
     from accel.report.console import render_scaling
     from accel.scaleout.scaling import scaling_rows
 
@@ -153,7 +156,7 @@ def test_scale_table_cuts_nothing_and_labels_its_second_header_row(quiet_run, wi
     runs += [{"workers": n, "kind": kind, "threads_per_worker": 1, "arm": arm} for kind in ("gpu", "cpu") for n in (1, 2)]
     rows, reference = scaling_rows(runs)
     record = {"workflow": "flights", "cluster_kind": "local-cuda", "runs": runs, "rows": rows, "speedup_reference": reference}
-    text = _rendered(lambda c: render_scaling(record, c), width)
+    text = _rendered(lambda c: render_scaling(ScalingRecord.model_validate(record), c), width)
     _uncut(text, ["single process", "GPU × 2", "CPU × 2", "workers × threads", "efficiency", "GPU vs CPU"])
 
 
@@ -193,17 +196,18 @@ def _with_gpu_columns(result: dict, rows: str) -> dict:
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu-only", "gpu-columns"])
 def test_bench_tables_cut_nothing(bench_results, width, gpu):
     from accel.cli.bench import _render_db, _render_models
+    from accel.record import parse_record
 
     models, groupby = bench_results["models"], bench_results["groupby"]
     if gpu:
         models, groupby = _with_gpu_columns(models, "models"), _with_gpu_columns(groupby, "questions")
-    text = _rendered(lambda c: _render_models(models, c), width)
+    text = _rendered(lambda c: _render_models(parse_record(models), c), width)
     _uncut(text, ["xgboost", "lasso"])
     # The rightmost cells are there in full (a table wider than the console loses its right side).
     for row in models["models"]:
         last = f"{row['predict_speedup']:.1f}×" if gpu else f"{row['cpu']['quality']:.4f}"
         assert last in text, (last, text)
-    text = _rendered(lambda c: _render_db(groupby, c), width)
+    text = _rendered(lambda c: _render_db(parse_record(groupby), c), width)
     # Headers may wrap, never lose their end; a narrow console shows the medians only, and says so.
     _uncut(text, ["q1", "q2", "id1:id2", "median", *(["(cold)"] if "run 2" in text else [])])
     assert text.count("agree" if gpu else "100") >= (2 if gpu else 1), text  # the rightmost column, whole

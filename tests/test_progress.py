@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from accel.report import console as display
+from accel.record import RunRecord
 from accel.report.console import ProgressDisplay, fmt_eta, render_run
 from tests.conftest import ROOT
 
@@ -162,7 +163,7 @@ def _skipped_record() -> dict:
 
 def test_the_stage_table_says_what_the_record_says():
     out = io.StringIO()
-    render_run(_skipped_record(), Console(file=out, width=200))
+    render_run(RunRecord.model_validate(_skipped_record()), Console(file=out, width=200))
     text = out.getvalue()
     assert "unavailable" not in text.replace("GPU unavailable", "")
     assert text.count("skipped") >= 6, "each stage and the total: the arm's status"

@@ -488,33 +488,3 @@ def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
 
 
 # --------------------------------------------------------------------------- what failed
-
-
-def failures(result: Mapping[str, Any]) -> list[str]:
-    """What failed in a result, each as ``"q3 (gpu)"`` / ``"kmeans (cpu)"`` / ``"join at 1,000 (gpu)"``."""
-    if "questions" in result:
-        return [
-            f"{row['question']} ({arm})"
-            for row in result["questions"]
-            for arm in ("gpu", "cpu")
-            if row[arm].get("status") == "failed"
-        ]
-    if "models" in result:
-        return [f"{r['model']} ({arm})" for r in result["models"] for arm in ("gpu", "cpu") if r[arm]["status"] == "failed"]
-    return [
-        f"{o['operation']} at {p['rows']:,} ({arm})"
-        for o in result.get("operations") or []
-        for p in o["points"]
-        for arm in ("gpu", "cpu")
-        if p[arm]["status"] == "failed"
-    ]
-
-
-def disagreements(result: Mapping[str, Any]) -> list[str]:
-    """The questions whose answers differ between the arms (db-benchmark suites only)."""
-    return [row["question"] for row in result.get("questions") or [] if row.get("agree") is False]
-
-
-def suite_of(result: Mapping[str, Any]) -> str:
-    """``groupby``, ``join``, ``models`` or ``crossover``, from a result's ``benchmark``."""
-    return str(result.get("benchmark", "")).removeprefix("db_")

@@ -11,7 +11,7 @@ after writing its result. ``accel bench SUITE`` is :func:`accel.benchmark` and i
 from __future__ import annotations
 
 import argparse
-import math
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from accel.bench.suites import RESULTS_FOLDER
-from accel.cli.options import add_overwrite_argument, positive_int
+from accel.cli.options import add_device_argument, add_overwrite_argument, positive_int
 from accel.errors import AccelError
 from accel.files import exists_policy
-from accel.record import show_result
+from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, Timed, show_result
+from accel.report.console import arm_status_line, fmt_value
 
 
 def _non_negative_int(text: str) -> int:
@@ -55,12 +56,8 @@ def _percent(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True) -> None:
-    p.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        default="auto",
-        help="the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)",
-    )
+    what = "the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)"
+    add_device_argument(p, what, default="auto")
     p.add_argument("--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
     p.add_argument(
         "--warmup",
@@ -201,11 +198,11 @@ def _progress(message: str) -> None:
 
 
 def _fmt_s(value: Any) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+    return fmt_value(value, ".3f")
 
 
 def _fmt_x(value: Any) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1f}×"
+    return fmt_value(value, ".1f", "×", "n/a")
 
 
 def _print(text: str) -> None:
@@ -221,11 +218,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     names = (*SUITE_SETTINGS[args.suite], *COMMON_SETTINGS)
     result = benchmark(args.suite, **{k: getattr(args, k) for k in names if hasattr(args, k)}, progress=True)
-    render = {"groupby": _render_db, "join": _render_db, "models": _render_models, "crossover": _render_crossover}[args.suite]
 
     def show() -> None:
-        render(result.record)
-        _print(result.record["fairness"]["line"])
+        if isinstance(r := result.typed, DbBench):
+            _render_db(r)
+        elif isinstance(r, ModelsBench):
+            _render_models(r)
+        elif isinstance(r, CrossoverBench):
+            _render_crossover(r)
+        _print(str((result.typed.fairness or Fairness()).line))
 
     show_result(result.record, args.json, show, {"results": result.path})
     if result.failed:
@@ -242,24 +243,22 @@ def _console() -> Any:
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 
-def _db_table(result: dict, width: int) -> Any:
+def _db_table(result: DbBench, width: int) -> Any:
     """The questions' table: run 1 (the cold run), run 2 (the first timed one) and the median of
     the timed runs per arm; the medians only where the console is too narrow for them all.
     Numbers and the question's id are never cut (the question's title wraps)."""
-    gpu_shown = any(row["gpu"].get("status") in ("ok", "failed") for row in result["questions"])
-    timed = sorted(
-        {row[arm]["timing"]["repeats"] for row in result["questions"] for arm in ("cpu", "gpu") if "timing" in row[arm]}
-    )
+    gpu_shown = any(q.gpu.status in ("ok", "failed") for q in result.questions)
+    timed = sorted({a.timing.repeats for q in result.questions for a in (q.cpu, q.gpu) if a.timing and a.timing.repeats})
     median = f"median of {timed[0]} timed" if len(timed) == 1 else "median of the timed"
     arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
     layouts = [_db_layout(result, arms, median, runs) for runs in (True, False)]
     runs = _needed_width(*layouts[0], {"question"}) <= width
     headers, rows = layouts[0] if runs else layouts[1]
-    title = f"db-benchmark {result['benchmark'].removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
+    title = f"db-benchmark {result.benchmark.removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
     return _whole_cells_table(title, headers, rows, text_columns={"question"}, left={"q", "question", "answers"})
 
 
-def _db_layout(result: dict, arms: list[str], median: str, runs: bool) -> tuple[list[str], list[list[str]]]:
+def _db_layout(result: DbBench, arms: list[str], median: str, runs: bool) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the questions' table, with run 1 and run 2 or the medians only."""
     gpu_shown = "gpu" in arms
     headers = ["q", "question"]
@@ -269,17 +268,15 @@ def _db_layout(result: dict, arms: list[str], median: str, runs: bool) -> tuple[
         headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
     headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
     rows = []
-    for row in result["questions"]:
-        cells = [row["question"], row["title"]]
-        for arm in arms:
-            a = row[arm]
-            figures = [a.get("run1"), a.get("run2"), a.get("median")] if runs else [a.get("median")]
-            ok = a.get("status") == "ok"
-            cells += [_fmt_s(v) for v in figures] if ok else [a.get("status", "—"), *[""] * (len(figures) - 1)]
-        answer_rows = row["cpu"].get("rows", row["gpu"].get("rows"))
+    for q in result.questions:
+        cells = [q.question, q.title]
+        for a in (q.cpu if arm == "cpu" else q.gpu for arm in arms):
+            figures = [a.run1, a.run2, a.median] if runs else [a.median]
+            cells += [_fmt_s(v) for v in figures] if a.ok else [a.status or "—", *[""] * (len(figures) - 1)]
+        answer_rows = q.cpu.rows if q.cpu.rows is not None else q.gpu.rows
         cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
         if gpu_shown:
-            cells += [_fmt_x(row["speedup"]), {True: "agree", False: "DISAGREE", None: "not compared"}[row["agree"]]]
+            cells += [_fmt_x(q.speedup), {True: "agree", False: "DISAGREE", None: "not compared"}[q.agree]]
         rows.append(cells)
     return headers, rows
 
@@ -317,141 +314,118 @@ def _whole_cells_table(
     return table
 
 
-def _render_db(result: dict, console: Any = None) -> None:
+def _render_db(result: DbBench, console: Any = None) -> None:
     from rich.table import Table
 
-    from accel.report.console import gpu_status_line
-
     console = console or _console()
-    table = _db_table(result, console.width)
-    console.print(table)
-    if result["gpu"]["status"] != "ok":
-        console.print(gpu_status_line(result["gpu"]), highlight=False, markup=False, soft_wrap=True)
-    for row in result["questions"]:
-        for arm in ("gpu", "cpu"):
-            if row[arm].get("status") == "failed":
-                console.print(
-                    f"{row['question']} {arm.upper()} arm failed: {row[arm]['reason']}",
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
-    if result.get("engines"):
-        names = list(result["engines"])
-        t = Table(
-            title="the same questions on other engines, for context (run 2: the first timed run, seconds)", title_justify="left"
-        )
-        t.add_column("q")
-        t.add_column("pandas arm", justify="right")
-        for name in names:
-            t.add_column(name, justify="right")
-            t.add_column(f"{name} answer")
-        for row in result["questions"]:
-            cells = [row["question"], _fmt_s(row["cpu"].get("run2"))]
-            for name in names:
-                eng = result["engines"][name]
-                if eng.get("status") != "ok":
-                    cells += [eng.get("status", "—"), ""]
-                    continue
-                a = eng["questions"].get(row["question"], {})
-                cells.append(_fmt_s(a.get("run2")) if a.get("status") == "ok" else a.get("status", "—"))
-                cells.append({True: "agrees", False: "DIFFERS", None: "—"}[a.get("agree")])
-            t.add_row(*cells)
-        console.print(t)
-        for name, eng in result["engines"].items():
-            if eng.get("status") != "ok":
-                console.print(f"{name}: {eng.get('reason')}", highlight=False, markup=False, soft_wrap=True)
+    line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
+    console.print(_db_table(result, console.width))
+    if result.gpu and not result.gpu.ok:
+        line(arm_status_line("gpu", result.gpu))
+    for q in result.questions:
+        for name, a in (("gpu", q.gpu), ("cpu", q.cpu)):
+            if a.status == "failed":
+                line(f"{q.question} {name.upper()} arm failed: {a.reason}")
+    if not result.engines:
+        return
+    t = Table(
+        title="the same questions on other engines, for context (run 2: the first timed run, seconds)", title_justify="left"
+    )
+    t.add_column("q")
+    t.add_column("pandas arm", justify="right")
+    for name in result.engines:
+        t.add_column(name, justify="right")
+        t.add_column(f"{name} answer")
+    for q in result.questions:
+        cells = [q.question, _fmt_s(q.cpu.run2)]
+        for eng in result.engines.values():
+            if not eng.ok:
+                cells += [eng.status or "—", ""]
+                continue
+            a = eng.questions.get(q.question) or Timed()
+            cells += [_fmt_s(a.run2) if a.ok else a.status or "—", {True: "agrees", False: "DIFFERS", None: "—"}[a.agree]]
+        t.add_row(*cells)
+    console.print(t)
+    for name, eng in result.engines.items():
+        if not eng.ok:
+            line(f"{name}: {eng.reason}")
 
 
 # --------------------------------------------------------------------------- tables
 
 
-def _models_tables(result: dict, width: int) -> list[Any]:
+def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     """Fit and predict medians, quality and speedups per model in one table; where the console is
     too narrow for it with both arms shown, the seconds and the quality in two."""
-    gpu_shown = any(r["gpu"]["status"] in ("ok", "failed") for r in result["models"])
+    gpu_shown = any(m.gpu.status in ("ok", "failed") for m in result.models)
     arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
-    title = f"models on {result['data']['rows']:,} rows × {result['data']['features']} features — median seconds"
+    title = f"models on {result.data.rows or 0:,} rows × {result.data.features} features — median seconds"
 
-    def seconds(arm: dict, step: str) -> str:
-        return _fmt_s(arm[step]["median"]) if arm["status"] == "ok" else arm["status"]
+    def seconds(arm: FitArm, step: str) -> str:
+        return _fmt_s((arm.fit if step == "fit" else arm.predict).median) if arm.ok else str(arm.status)
 
-    def quality(arm: dict) -> str:
-        return f"{arm['quality']:.4f}" if arm["status"] == "ok" else arm["status"]
+    def quality(arm: FitArm) -> str:
+        return fmt_value(arm.quality, ".4f") if arm.ok else str(arm.status)
 
     headers = ["model", "metric"] + [f"{a.upper()}\n{c}" for a in arms for c in ("fit", "predict", "quality")]
     headers += ["fit\nspeedup", "predict\nspeedup"] if gpu_shown else []
     rows = [
-        [r["model"], r["metric"]]
-        + [v for a in arms for v in (seconds(r[a], "fit"), seconds(r[a], "predict"), quality(r[a]))]
-        + ([_fmt_x(r["fit_speedup"]), _fmt_x(r["predict_speedup"])] if gpu_shown else [])
-        for r in result["models"]
+        [m.model, m.metric]
+        + [v for a in map(m.arm, arms) for v in (seconds(a, "fit"), seconds(a, "predict"), quality(a))]
+        + ([_fmt_x(m.fit_speedup), _fmt_x(m.predict_speedup)] if gpu_shown else [])
+        for m in result.models
     ]
     if _needed_width(headers, rows, set()) <= width or not gpu_shown:
         return [_whole_cells_table(title, headers, rows, set(), {"model", "metric"})]
     # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
     headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
     timing = [
-        [r["model"], seconds(r["cpu"], "fit"), seconds(r["gpu"], "fit"), _fmt_x(r["fit_speedup"])]
-        + [seconds(r["cpu"], "predict"), seconds(r["gpu"], "predict"), _fmt_x(r["predict_speedup"])]
-        for r in result["models"]
+        [m.model, seconds(m.cpu, "fit"), seconds(m.gpu, "fit"), _fmt_x(m.fit_speedup)]
+        + [seconds(m.cpu, "predict"), seconds(m.gpu, "predict"), _fmt_x(m.predict_speedup)]
+        for m in result.models
     ]
-    scores = [[r["model"], r["metric"], *[quality(r[a]) for a in arms]] for r in result["models"]]
+    scores = [[m.model, m.metric, *[quality(m.arm(a)) for a in arms]] for m in result.models]
     return [
         _whole_cells_table(title, headers, timing, set(), {"model"}, compact=True),
         _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores, set(), {"model", "metric"}),
     ]
 
 
-def _render_models(result: dict, console: Any = None) -> None:
-    from accel.report.console import gpu_status_line
-
+def _render_models(result: ModelsBench, console: Any = None) -> None:
     console = console or _console()
+    line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     for table in _models_tables(result, console.width):
         console.print(table)
-    for r in result["models"]:
-        for arm in ("gpu", "cpu"):
-            if r[arm]["status"] == "failed":
-                console.print(
-                    f"{r['model']} {arm.upper()} arm failed: {r[arm]['reason']}",
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
-    reasons = sorted({r["gpu"]["reason"] for r in result["models"] if r["gpu"]["status"] == "skipped"})
-    for reason in reasons:
-        console.print(gpu_status_line({"status": "skipped", "reason": reason}), highlight=False, markup=False, soft_wrap=True)
+    for m in result.models:
+        for name in ARMS:
+            if m.arm(name).status == "failed":
+                line(f"{m.model} {name.upper()} arm failed: {m.arm(name).reason}")
+    for reason in sorted({str(m.gpu.reason) for m in result.models if m.gpu.status == "skipped"}):
+        line(arm_status_line("gpu", Arm(status="skipped", reason=reason)))
 
 
-def _render_crossover(result: dict, console: Any = None) -> None:
+def _render_crossover(result: CrossoverBench, console: Any = None) -> None:
     from rich.table import Table
-
-    from accel.report.console import gpu_status_line
 
     console = console or _console()
     reasons: list[str] = []  # each said once, after the tables
-    for op in result["operations"]:
-        t = Table(title=f"{op['operation']}: {op['description']} — median seconds", title_justify="left")
+    for op in result.operations:
+        t = Table(title=f"{op.operation}: {op.description} — median seconds", title_justify="left")
         for col in ("rows", "CPU", "GPU", "speedup"):
             t.add_column(col, justify="right")
-        for p in op["points"]:
-            t.add_row(
-                f"{p['rows']:,}",
-                _fmt_s(p["cpu"].get("median")) if p["cpu"]["status"] == "ok" else p["cpu"]["status"],
-                _fmt_s(p["gpu"].get("median")) if p["gpu"]["status"] == "ok" else p["gpu"]["status"],
-                _fmt_x(p["speedup"]),
-            )
+        for p in op.points:
+            t.add_row(f"{p.rows:,}", *(_fmt_s(a.median) if a.ok else str(a.status) for a in (p.cpu, p.gpu)), _fmt_x(p.speedup))
         console.print(t)
-        if op["gpu_status"] != "ok":
-            line = gpu_status_line({"status": op["gpu_status"], "reason": op["gpu_reason"]})
-            reasons += [line] if line not in reasons else []
-            console.print(f"crossover: not measured (GPU arm {op['gpu_status']})", highlight=False)
-        elif op["crossover_rows"] is None:
+        if op.gpu_status != "ok":
+            said = arm_status_line("gpu", Arm(status=op.gpu_status, reason=op.gpu_reason))
+            reasons += [said] if said not in reasons else []
+            console.print(f"crossover: not measured (GPU arm {op.gpu_status})", highlight=False)
+        elif op.crossover_rows is None:
             console.print("crossover: the GPU arm did not win from any size measured on", highlight=False)
         else:
-            console.print(f"crossover: the GPU arm wins from {op['crossover_rows']:,} rows on", highlight=False)
-    for line in reasons:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+            console.print(f"crossover: the GPU arm wins from {op.crossover_rows:,} rows on", highlight=False)
+    for said in reasons:
+        console.print(said, highlight=False, markup=False, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- data, report

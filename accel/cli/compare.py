@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accel.cli.options import add_device_argument
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -23,12 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("program", type=Path, help="a Python script (.py) or a notebook (.ipynb)")
     p.add_argument("--repeat", type=int, default=0, help="warm runs of each arm after the cold one (median/min/max)")
     p.add_argument("--accelerators", help="GPU arm: comma-separated, from cudf.pandas, cuml.accel (default: those installed)")
-    p.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        default="auto",
-        help="cpu: the CPU arm only; gpu: fail if the GPU arm cannot run",
-    )
+    add_device_argument(p, "cpu: the CPU arm only; gpu: fail if the GPU arm cannot run", default="auto")
     p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for numbers compared (default 1e-5)")
     p.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance for numbers compared (default 1e-8)")
     p.add_argument("--ignore-lines", help="a regular expression: output lines matching it are not compared (e.g. timings)")
@@ -46,7 +43,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accel.bench.compare import Options, compare
-    from accel.record import output_root, show_result
+    from accel.record import CompareRecord, output_root, show_result
     from accel.report.console import render_compare
 
     extra = list(args.script_args)
@@ -56,7 +53,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         ignore=args.ignore_lines,
     )  # fmt: skip
     record, path = compare(opts)
-    show_result(record, args.json, lambda: render_compare(record, Console()), {"compare record": path})
+    show_result(
+        record, args.json, lambda: render_compare(CompareRecord.model_validate(record), Console()), {"compare record": path}
+    )
     gpu = record["arms"]["gpu"]
     if gpu["status"] == "failed":
         print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
-from accel.record import show_result
+from accel.record import HpoArm, HpoRecord, Improvement, Scored, SearchRows, show_result
+from accel.report.console import fmt_value
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,7 +52,7 @@ def positive_seconds(text: str) -> float:
 
 def register(sub: Any) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli.options import OUT_DEFAULT, add_overwrite_argument, add_table_arguments, positive_int
+    from accel.cli.options import OUT_DEFAULT, add_device_argument, add_overwrite_argument, add_table_arguments, positive_int
 
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
@@ -74,7 +75,7 @@ def register(sub: Any) -> None:
     where.add_argument("--cluster", choices=["local", "local-cuda"], help="run trials in parallel on a local Dask cluster")
     where.add_argument("--scheduler", help="run trials in parallel on the Dask cluster at this scheduler address")
     hpo.add_argument("--workers", type=positive_int, help="with --cluster local: worker processes (default: cores, up to 4)")
-    hpo.add_argument("--device", choices=["auto", "cpu", "gpu"], help="the arm the search runs on (default auto)")
+    add_device_argument(hpo, "the arm the search runs on (default auto)")
     hpo.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
     hpo.add_argument("--out", type=Path, help=f"folder for the result record and the default storage (default: {OUT_DEFAULT})")
     hpo.add_argument("--seed", type=int, help="seed of the sampler, the splits and the models (default 42)")
@@ -138,7 +139,7 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     written = {"result record": path, "tuned pipeline": saved_folder(record, path)}
-    show_result(record, args.json, lambda: render_hpo(record, _wide_console(Console)), written)
+    show_result(record, args.json, lambda: render_hpo(HpoRecord.model_validate(record), _wide_console(Console)), written)
     if record["final"].get("status") == "failed":
         print(f"accel: {record['final']['reason']}", file=sys.stderr)
         return 1
@@ -153,97 +154,92 @@ def _wide_console(console_class: Any, width: int = 120) -> Any:
     return console
 
 
-def _fmt(value: Any, spec: str = ".2f", none: str = "—") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return none
-    return format(value, spec)
-
-
-def render_hpo(record: dict[str, Any], console: Console) -> None:
+def render_hpo(record: HpoRecord, console: Console) -> None:
     """Default baseline, best subset trial, top-k and retrained best side by side; then the arms."""
     from rich.markup import escape
 
-    from accel.report.console import gpu_status_line
+    from accel.record import Arm
+    from accel.report.console import arm_status_line
 
-    study, search, counts = record["study"], record["search"], record["trials"]
-    arm = "GPU arm" if search["arm"] == "gpu" else "CPU arm"
-    console.print(f"study [bold]{escape(study['name'])}[/] in {escape(study['storage'])} — search on the {arm}")
+    study, search, counts, rows = record.study, record.search, record.trials, record.search.rows or SearchRows()
+    arm = "GPU arm" if search.arm == "gpu" else "CPU arm"
+    console.print(f"study [bold]{escape(str(study.name))}[/] in {escape(str(study.storage))} — search on the {arm}")
     skip_reason = None
-    if search["arm"] != "gpu":
-        skip_reason = search["gpu_arm"].removeprefix("skipped: ")
-        console.print(escape(gpu_status_line({"status": "skipped", "reason": skip_reason})), highlight=False)
+    if search.arm != "gpu":
+        skip_reason = search.gpu_arm.removeprefix("skipped: ")
+        console.print(escape(arm_status_line("gpu", Arm(status="skipped", reason=skip_reason))), highlight=False)
     console.print(
-        f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
-        + (f", {counts['interrupted']} interrupted" if counts.get("interrupted") else "")
-        + f"; each on {search['rows']['subset']:,} of {search['rows']['fit']:,} fitting rows, rounds × {search['trial_rounds']:g};"
-        + f" scored on {search['rows']['validation']:,} validation rows",
+        f"trials: {counts.complete} complete, {counts.pruned} pruned, {counts.failed} failed"
+        + (f", {counts.interrupted} interrupted" if counts.interrupted else "")
+        + f"; each on {rows.subset:,} of {rows.fit:,} fitting rows, rounds × {search.trial_rounds:g};"
+        + f" scored on {rows.validation:,} validation rows",
         highlight=False,
     )
-    table, params = _candidates_table(record, arm)
+    table, params = _candidates_table(record, arm, rows)
     console.print(table)
     for label, values in params:
         if not label.startswith("top-"):
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
             console.print(f"  {label}: {escape(shown)}", highlight=False)
-    if record["final"].get("status") == "failed":
-        console.print(f"no tuned model: {escape(record['final']['reason'])}")
+    final = record.final or Scored()
+    if final.status == "failed":
+        console.print(f"no tuned model: {escape(str(final.reason))}")
         return
     _render_final(record, console, skip_reason)
 
 
-def _candidates_table(record: dict[str, Any], arm: str) -> tuple[Table, list[tuple[str, dict[str, Any]]]]:
+def _candidates_table(record: HpoRecord, arm: str, rows: SearchRows) -> tuple[Table, list[tuple[str, dict[str, Any]]]]:
     """The baseline, the best subset trial, the top-k and the retrained best as a rich table, and each one's parameters."""
     from rich.table import Table
 
-    metric, rows = record["study"]["metric"], record["search"]["rows"]
+    metric = str(record.study.metric)
     table = Table(title=f"{arm}: {metric}, time and peak memory")
     for col in ("", "trained on", "scored on", metric, "seconds", "host MB", "GPU MB"):
         table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
     params: list[tuple[str, dict[str, Any]]] = []
 
-    def add(label: str, entry: dict[str, Any], trained: str, scored: str) -> None:
+    def add(label: str, entry: Scored | None, trained: str, scored: str) -> None:
+        entry = entry or Scored()
         table.add_row(
-            label, trained, scored, _fmt(entry.get("metric"), ".4f"), _fmt(entry.get("seconds")),
-            _fmt(entry.get("peak_host_mb"), ".0f"), _fmt(entry.get("peak_device_mb"), ".0f"),
+            label, trained, scored, fmt_value(entry.metric, ".4f"), fmt_value(entry.seconds, ".2f"), fmt_value(entry.peak_host_mb, ".0f"),
+            fmt_value(entry.peak_device_mb, ".0f"),
         )  # fmt: skip
-        params.append((label.strip(), entry.get("params") or {}))
+        params.append((label.strip(), entry.params or {}))
 
-    add("default baseline", record["baseline"], f"all {rows['train']:,}", "hold-out")
-    if "best_trial" in record:
-        best = record["best_trial"]
-        add(f"best subset trial {best['number']}", best, f"subset {rows['subset']:,}", "validation")
-        for entry in record.get("top_k", []):
-            add(f"  top-{len(record['top_k'])}: trial {entry['trial']}", entry, f"fit {rows['fit']:,}", "validation")
-        final = record["final"]
-        add(f"retrained best (trial {final['trial']})", final, f"all {rows['train']:,}", "hold-out")
+    add("default baseline", record.baseline, f"all {rows.train or 0:,}", "hold-out")
+    if (best := record.best_trial) is not None:
+        add(f"best subset trial {best.number}", best, f"subset {rows.subset:,}", "validation")
+        for entry in record.top_k:
+            add(f"  top-{len(record.top_k)}: trial {entry.trial}", entry, f"fit {rows.fit:,}", "validation")
+        final = record.final or Scored()
+        add(f"retrained best (trial {final.trial})", final, f"all {rows.train or 0:,}", "hold-out")
     return table, params
 
 
-def _render_final(record: dict[str, Any], console: Console, skip_reason: str | None) -> None:
+def _render_final(record: HpoRecord, console: Console, skip_reason: str | None) -> None:
     """The tuned model against the default, each arm's final model, its speedup and the phases' seconds."""
     from rich.markup import escape
 
-    metric, final = record["study"]["metric"], record["final"]
-    gain = record["improvement"]["tuned_minus_default"]
+    metric, final, baseline = record.study.metric, record.final or Scored(), record.baseline or Scored()
+    gain = (record.improvement or Improvement()).tuned_minus_default or 0.0
     verdict = f"better by {gain:.4f}" if gain > 0 else f"worse by {-gain:.4f}" if gain < 0 else "the same"
     console.print(
-        f"tuned vs default on the hold-out: {metric} {final['metric']:.4f} vs {record['baseline']['metric']:.4f} ({verdict})",
+        f"tuned vs default on the hold-out: {metric} {fmt_value(final.metric, '.4f')} vs {fmt_value(baseline.metric, '.4f')} ({verdict})",
         highlight=False,
     )
     for name, label in (("gpu", "GPU arm"), ("cpu", "CPU baseline arm")):
-        a = record["arms"][name]
-        if a["status"] == "ok":
-            console.print(
-                f"final model, {label}: {_fmt(a['seconds'])} s, {metric} {_fmt(a.get('metric'), '.4f')}", highlight=False
-            )
-        elif a.get("reason") and a.get("reason") != skip_reason:
-            console.print(f"final model, {label}: {a['status']} ({escape(str(a.get('reason')))})", highlight=False)
+        a = record.arms.get(name) or HpoArm()
+        if a.ok:
+            shown = f"{fmt_value(a.seconds, '.2f')} s, {metric} {fmt_value(a.metric, '.4f')}"
+        elif a.reason and a.reason != skip_reason:
+            shown = f"{a.status} ({escape(a.reason)})"
         else:  # the reason was said above
-            console.print(f"final model, {label}: {a['status']}", highlight=False)
-    speed = record["speedup"]["final_model"]
-    console.print(f"speedup of the final model (CPU s / GPU s): {'n/a' if math.isnan(speed) else f'{speed:.1f}×'}")
-    phases = record["phases_seconds"]
-    console.print("seconds per phase: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), highlight=False)
+            shown = str(a.status)
+        console.print(f"final model, {label}: {shown}", highlight=False)
+    speed = fmt_value(record.speedup.get("final_model"), ".1f", "×", "n/a")
+    console.print(f"speedup of the final model (CPU s / GPU s): {speed}")
+    phases = record.phases_seconds
+    console.print("seconds per phase: " + ", ".join(f"{k} {fmt_value(v, '.1f')}" for k, v in phases.items()), highlight=False)
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from accel.cli import PROCESS_STARTED_AT
 from accel.cli.options import (
     OUT_DEFAULT,
     add_cluster_arguments,
+    add_device_argument,
     add_probe_argument,
     add_table_arguments,
     batch_rows,
@@ -95,11 +96,7 @@ def _register_run(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the free "
         "device memory), off, or a size such as 40GB",
     )
-    run.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        help="the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)",
-    )
+    add_device_argument(run, "the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)")
     run.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
     run.add_argument("--out", type=Path, help=f"folder for run records (default: {OUT_DEFAULT})")
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
@@ -137,6 +134,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from accel.api import run_config
     from accel.config import build_config, config_overrides, workflow_source
     from accel.pipeline import saved_folder
+    from accel.record import RunRecord
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
@@ -164,7 +162,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
     show_result(
-        record, args.json, lambda: render_run(record, Console()), {"run record": path, "pipeline": saved_folder(record, path)}
+        record,
+        args.json,
+        lambda: render_run(RunRecord.model_validate(record), Console()),
+        {"run record": path, "pipeline": saved_folder(record, path)},
     )
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:

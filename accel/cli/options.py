@@ -49,6 +49,11 @@ def add_overwrite_argument(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def add_device_argument(parser: argparse.ArgumentParser, what: str, default: str | None = None) -> None:
+    """``--device auto|cpu|gpu``: the accelerated arm; ``what`` says what each choice does for the command."""
+    parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default=default, help=what)
+
+
 def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
     """The flags that point a command at the user's own table (``accel run``, ``accel hpo``)."""
     from accel.registry import MODELS

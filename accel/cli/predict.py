@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from accel.cli.options import OUT_DEFAULT, positive_int
+from accel.cli.options import OUT_DEFAULT, add_device_argument, positive_int
 from accel.record import show_result
 
 
@@ -23,10 +23,7 @@ def register(sub: Any) -> None:
     p.add_argument("--data", type=Path, required=True, help="the rows to score: CSV, gzip CSV, a Parquet file or folder")
     p.add_argument("--out", type=Path, required=True, help="the predictions: a .parquet or .csv file (never written over)")
     p.add_argument("--arm", choices=["gpu", "cpu"], help="which arm's pipeline of the run (default: the accelerated arm's)")
-    p.add_argument(
-        "--device", choices=["auto", "cpu", "gpu"], default="auto",
-        help="where to score: auto (GPU when usable), gpu (error if none), cpu",
-    )  # fmt: skip
+    add_device_argument(p, "where to score: auto (GPU when usable), gpu (error if none), cpu", default="auto")
     p.add_argument("--baseline", action="store_true", help="also score on the CPU arm, timed beside the accelerated one")
     p.add_argument("--memory-budget", help="memory scoring may hold, e.g. 8GB: a larger table is scored batch by batch")
     p.add_argument("--batch-rows", type=positive_int, help="rows per batch (default: planned from --memory-budget)")
@@ -47,11 +44,6 @@ def command(args: argparse.Namespace) -> int:
         memory_budget=args.memory_budget, batch_rows=args.batch_rows, contributions=args.contributions,
         records=args.records, progress=True,
     )  # fmt: skip
-    record = result.record
-    show_result(
-        record,
-        args.json,
-        lambda: render_predict(record, Console()),
-        {"predictions": result.output, "scoring record": result.path},
-    )
+    written = {"predictions": result.output, "scoring record": result.path}
+    show_result(result.record, args.json, lambda: render_predict(result.typed, Console()), written)
     return 0

@@ -14,6 +14,7 @@ from typing import Any
 from accel.cli.options import (
     OUT_DEFAULT,
     add_cluster_arguments,
+    add_device_argument,
     add_probe_argument,
     add_table_arguments,
     positive_int,
@@ -32,10 +33,8 @@ def register(sub: Any) -> None:
     add_table_arguments(scale, "with --data: the model (xgboost: the one with a distributed trainer)")
     add_probe_argument(scale)
     add_cluster_arguments(scale, worker_list=True)
-    scale.add_argument(
-        "--device",
-        choices=["auto", "cpu", "gpu"],
-        help="the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)",
+    add_device_argument(
+        scale, "the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)"
     )
     scale.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     scale.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (before --scale)")
@@ -58,10 +57,8 @@ def command(args: argparse.Namespace) -> int:
         worker_memory=args.worker_memory, protocol=args.protocol, scale=args.scale, baseline=not args.no_baseline,
         progress=True,
     )  # fmt: skip
-    record = result.record
-    show_result(
-        record, args.json, lambda: render_scaling(record, Console()), {"scaling record": result.path, "plot": result.plot}
-    )
+    written = {"scaling record": result.path, "plot": result.plot}
+    show_result(result.record, args.json, lambda: render_scaling(result.typed, Console()), written)
     if result.failed:
         print(f"accel: {len(result.failed)} of the runs failed (see the record)", file=sys.stderr)
         return 1

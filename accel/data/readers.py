@@ -25,11 +25,11 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -820,6 +820,8 @@ def read_head(source: TableSource, rows: int) -> Any:
     return head
 
 
+T = TypeVar("T")
+
 #: Bytes pyarrow's CSV readers here take at a time when a row may be long. A row must fit in one
 #: block: pyarrow's default (1 MB) refuses a row holding a long text field ("straddling object").
 CSV_BLOCK_BYTES = 1 << 26
@@ -886,13 +888,28 @@ def read_column(source: TableSource, column: str) -> Any:
 
     if source.kind == "parquet":
         return read_source(pd, source, [column])[column]
-    for block_bytes in (CSV_STREAM_BLOCK_BYTES, CSV_BLOCK_BYTES):
-        try:
-            return _stream_csv_column(source, column, block_bytes)
-        except Exception as exc:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
-            if block_bytes == CSV_BLOCK_BYTES or not _straddles(exc):
-                break  # a row longer than a small block is read again with large ones; else pandas
-    return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+    try:
+        return _in_blocks(lambda block_bytes: _stream_csv_column(source, column, block_bytes))
+    except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
+        return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
+
+
+def _in_blocks(read: Callable[[int], T]) -> T:
+    """``read(block_bytes)`` in small blocks; again in large ones where a row is longer than a small block."""
+    try:
+        return read(CSV_STREAM_BLOCK_BYTES)
+    except Exception as exc:
+        if not _straddles(exc):
+            raise
+    return read(CSV_BLOCK_BYTES)
+
+
+def _open_csv(source: TableSource, block_bytes: int, convert: Any) -> Any:
+    """pyarrow's streaming reader of ``source``'s CSV file, in blocks of ``block_bytes``."""
+    import pyarrow.csv as pcsv
+
+    read, parse = pcsv.ReadOptions(block_size=block_bytes), pcsv.ParseOptions(delimiter=source.delimiter or ",")
+    return pcsv.open_csv(source.paths[0], read_options=read, parse_options=parse, convert_options=convert)
 
 
 def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> Any:
@@ -903,13 +920,7 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
     convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
     if nulls is not None:
         convert.null_values = nulls
-    reader = pcsv.open_csv(
-        source.paths[0],
-        read_options=pcsv.ReadOptions(block_size=block_bytes),
-        parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
-        convert_options=convert,
-    )
-    table = reader.read_all()
+    table = _open_csv(source, block_bytes, convert).read_all()
     if pa.types.is_null(table.schema.field(0).type):
         table = table.cast(pa.schema([pa.field(column, pa.float64())]))
     return table.to_pandas()[column]
@@ -946,24 +957,17 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
                 for c in stored:
                     seen[c].update(v for v in pc.unique(table.column(c).drop_null()).to_pylist() if v is not None)
     else:
-        for block_bytes in (CSV_STREAM_BLOCK_BYTES, CSV_BLOCK_BYTES):
+        text = pcsv.ConvertOptions(
+            include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
+        )
+
+        def read(block_bytes: int) -> None:
             for values in seen.values():
                 values.clear()  # a read again with larger blocks starts afresh
-            try:
-                reader = pcsv.open_csv(
-                    source.paths[0],
-                    read_options=pcsv.ReadOptions(block_size=block_bytes),
-                    parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ","),
-                    convert_options=pcsv.ConvertOptions(
-                        include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
-                    ),
-                )
-                for batch in reader:
-                    add(batch)
-                break
-            except pa.ArrowInvalid as exc:
-                if block_bytes == CSV_BLOCK_BYTES or not _straddles(exc):
-                    raise
+            for batch in _open_csv(source, block_bytes, text):
+                add(batch)
+
+        _in_blocks(read)
     return {c: list(v) for c, v in seen.items()}
 
 

@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -24,7 +24,28 @@ from rich.table import Table
 from rich.text import Text
 
 from accel.memory import MB
-from accel.record import scaling_label
+from accel.record import (
+    ARMS,
+    Arm,
+    ArmWall,
+    CompareArm,
+    CompareParity,
+    CompareRecord,
+    Fallback,
+    ModelInfo,
+    PairedRecord,
+    PredictRecord,
+    Printed,
+    RunArm,
+    RunParity,
+    RunRecord,
+    ScalingRecord,
+    ScalingRow,
+    Wall,
+    WorkerMemory,
+    number,
+    scaling_label,
+)  # fmt: skip
 from accel.timing import EXTRA_STAGES, STAGES
 
 ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
@@ -203,20 +224,20 @@ class ProgressDisplay:
         return Group(*lines)
 
 
-def _fmt(value: float | None, spec: str, unit: str = "", missing: str = "—") -> str:
+def fmt_value(value: float | None, spec: str, unit: str = "", missing: str = "—") -> str:
     """``value`` as ``spec`` with ``unit``; ``missing`` where there is none (None or NaN)."""
     return missing if value is None or math.isnan(value) else f"{value:{spec}}{unit}"
 
 
-def gpu_status_line(arm: dict[str, Any]) -> str:
-    """``GPU arm skipped: GPU unavailable: no CUDA driver (...)``: the record's status and its
-    reason, in the record's words (:func:`accel.backend.gpu_unavailable`), once."""
-    return f"GPU arm {arm['status']}: {arm.get('reason') or 'no reason recorded'}"
+def arm_status_line(name: str, arm: Arm) -> str:
+    """``GPU arm skipped: GPU unavailable: no CUDA driver (...)``: an arm's status and its reason,
+    in the record's words (:func:`accel.backend.gpu_unavailable`), once."""
+    return f"{name.upper()} arm {arm.status}: {arm.reason or 'no reason recorded'}"
 
 
-def wall_line(wall: dict[str, Any]) -> str:
+def wall_line(wall: Wall) -> str:
     """``wall 21.3 s = start-up 1.9 + planning 0.4 (...) + ... + outside these 0.2 (1%)``."""
-    parts, planning = wall["parts"], wall.get("planning") or {}
+    parts, planning = wall.parts, wall.planning
     plan_detail = ", ".join(
         f"{label} {planning[key]:.2f}"
         for key, label in (("read_on_host", "read"), ("schema_inference", "schema"))
@@ -224,316 +245,290 @@ def wall_line(wall: dict[str, Any]) -> str:
     )
     probe = f" + encoding probe {parts['encoding_probe']:.2f}" if parts.get("encoding_probe") else ""
 
-    def arm_part(arm: str, a: dict[str, Any]) -> str:
-        startup = f"cluster start-up {a['cluster_startup']:.2f}, " if "cluster_startup" in a else ""
-        search = f", early-stopping search {a['rounds_search']:.2f}" if "rounds_search" in a else ""
-        return f"{arm.upper()} arm {a['wall']:.2f} ({startup}stages {a['stages']:.2f}{search})"
+    def arm_part(arm: str, a: ArmWall) -> str:
+        startup = f"cluster start-up {a.cluster_startup:.2f}, " if a.cluster_startup is not None else ""
+        search = f", early-stopping search {a.rounds_search:.2f}" if a.rounds_search is not None else ""
+        return f"{arm.upper()} arm {a.wall:.2f} ({startup}stages {a.stages:.2f}{search})"
 
-    arms = " + ".join(arm_part(arm, a) for arm, a in (wall.get("arms") or {}).items())
-    total = wall["process_seconds"] or 1.0
+    arms = " + ".join(arm_part(arm, a) for arm, a in wall.arms.items())
     return (
-        f"wall {wall['process_seconds']:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"
+        f"wall {wall.process_seconds:.2f} s = start-up {parts['start_up']:.2f} + planning {parts['planning']:.2f}"
         + (f" ({plan_detail})" if plan_detail else "")
         + probe
         + f" + environment {parts['environment']:.2f} + batch plans {parts['batch_plan']:.2f} + {arms}"
-        + f" + outside these {wall['unaccounted_seconds']:.2f} ({wall['unaccounted_seconds'] / total:.0%})"
+        + f" + outside these {wall.unaccounted_seconds:.2f} ({wall.unaccounted_seconds / (wall.process_seconds or 1.0):.0%})"
     )
 
 
-def stage_table(title: str, record: Mapping[str, Any]) -> Table:
+def stage_table(title: str, record: PairedRecord) -> Table:
     """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
-    gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
+    gpu, cpu = record.arms["gpu"], record.arms["cpu"]
     table = Table(title=title, title_justify="left")
     table.add_column("stage")
     table.add_column("GPU arm (s)", justify="right")
     table.add_column("CPU arm (s)", justify="right")
     table.add_column("speedup", justify="right")
-    stages = list(dict.fromkeys([*(gpu.get("stages") or {}), *(cpu.get("stages") or {})])) or list(STAGES)
+    stages = list(dict.fromkeys([*gpu.stages, *cpu.stages])) or list(STAGES)
     if any(s in EXTRA_STAGES for s in stages):
         table.caption = "explain: the model's importances (SHAP), timed apart from the total"
     for stage in (*stages, "total"):
-        g = gpu["total_seconds"] if stage == "total" else (gpu.get("stages") or {}).get(stage)
-        c = cpu["total_seconds"] if stage == "total" else (cpu.get("stages") or {}).get(stage)
+        seconds = [arm.total_seconds if stage == "total" else arm.stages.get(stage) for arm in (gpu, cpu)]
         table.add_row(
             stage,
-            _fmt(g, ".2f") if gpu["status"] == "ok" else gpu["status"],
-            _fmt(c, ".2f") if cpu["status"] == "ok" else cpu["status"],
-            _fmt(record["speedup"].get(stage), ".1f", "×", "n/a"),
+            *(fmt_value(s, ".2f") if arm.ok else str(arm.status) for s, arm in zip(seconds, (gpu, cpu))),
+            fmt_value(record.speedup.get(stage), ".1f", "×", "n/a"),
             style="bold" if stage == "total" else None,
         )
     return table
 
 
-def render_importances(record: Mapping[str, Any], console: Console, top: int = 10) -> None:
+def render_importances(record: RunRecord, console: Console, top: int = 10) -> None:
     """The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran)."""
-    arms = record["arms"]
-    arm = "gpu" if arms["gpu"]["status"] == "ok" and arms["gpu"].get("importances") else "cpu"
-    found = arms[arm].get("importances") or {}
-    if not found:
+    arm = next((a for a in record.ran() if record.arms[a].importances), None)
+    if arm is None:
         return
+    found = record.arms[arm].importances or {}
     kinds = list(found)
     order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:top]
-    table = Table(title=f"top {len(order)} features ({'GPU' if arm == 'gpu' else 'CPU'} arm's model)", title_justify="left")
+    table = Table(title=f"top {len(order)} features ({arm.upper()} arm's model)", title_justify="left")
     table.add_column("feature")
     for kind in kinds:
         table.add_column(kind.replace("_", " "), justify="right")
     for name in order:
-        table.add_row(escape(shown_name(name)), *(f"{found[k].get(name, 0.0):.4g}" for k in kinds))
+        table.add_row(escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds))
     console.print(table)
 
 
-def render_run(record: Mapping[str, Any], console: Console) -> None:
+def parity_line(parity: RunParity) -> str:
+    """``parity: auc GPU 0.8046 vs CPU 0.8051 — arms agree (tolerance 0.01)``, or why it was not checked."""
+    if parity.ok is None:
+        return f"parity: not checked ({parity.metric} needs both arms)"
+    verdict = "agree" if parity.ok else "DISAGREE"
+    return f"parity: {parity.metric} GPU {parity.gpu:.4f} vs CPU {parity.cpu:.4f} — arms {verdict} (tolerance {parity.tolerance})"
+
+
+def render_run(record: RunRecord, console: Console) -> None:
     """Stage × arm seconds with the speedup, then metrics and memory per arm, then the top features."""
-    gpu, cpu = record["arms"]["gpu"], record["arms"]["cpu"]
-    gpu_ok, cpu_ok = gpu["status"] == "ok", cpu["status"] == "ok"
-    gpu_note = None if gpu_ok else gpu_status_line(gpu)
-    console.print(stage_table(f"accel run {record['workflow']} — seconds per stage", record))
-    if gpu_note:
-        console.print(gpu_note, highlight=False, markup=False, soft_wrap=True)
-    wall = record.get("wall")
-    if wall:
-        console.print(wall_line(wall), highlight=False, markup=False, soft_wrap=True)
+    line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
+    gpu, cpu = record.arms["gpu"], record.arms["cpu"]
+    console.print(stage_table(f"accel run {record.workflow} — seconds per stage", record))
+    if not gpu.ok:
+        line(arm_status_line("gpu", gpu))
+    if record.wall:
+        line(wall_line(record.wall))
 
     metrics = Table(title="hold-out metrics and memory", title_justify="left")
     metrics.add_column("")
     metrics.add_column("GPU arm", justify="right")
     metrics.add_column("CPU arm", justify="right")
-    names = list((cpu.get("metrics") or gpu.get("metrics") or {}).keys())
-    for name in names:
-        metrics.add_row(
-            name,
-            f"{gpu['metrics'][name]:.4f}" if gpu_ok else "—",
-            f"{cpu['metrics'][name]:.4f}" if cpu_ok else "—",
-        )
-    metrics.add_row("device used", str(gpu.get("device_used") or "—"), str(cpu.get("device_used") or "—"))
-    metrics.add_row("peak host RSS", _fmt_mb(gpu.get("peak_host_mb")), _fmt_mb(cpu.get("peak_host_mb")))
-    metrics.add_row("peak device memory", _fmt_mb(gpu.get("peak_device_mb")), "—")
+    for name in cpu.metrics or gpu.metrics:
+        metrics.add_row(name, *(fmt_value(arm.metrics.get(name) if arm.ok else None, ".4f") for arm in (gpu, cpu)))
+    metrics.add_row("device used", str(gpu.device_used or "—"), str(cpu.device_used or "—"))
+    metrics.add_row("peak host RSS", _fmt_mb(gpu.peak_host_mb), _fmt_mb(cpu.peak_host_mb))
+    metrics.add_row("peak device memory", _fmt_mb(gpu.peak_device_mb), "—")
     console.print(metrics)
 
-    for line in run_notes(record):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    p = record["parity"]
-    if p["ok"] is None:
-        console.print(f"parity: not checked ({p['metric']} needs both arms)", highlight=False, markup=False)
-    else:
-        verdict = "agree" if p["ok"] else "DISAGREE"
-        console.print(
-            f"parity: {p['metric']} GPU {p['gpu']:.4f} vs CPU {p['cpu']:.4f} — arms {verdict} (tolerance {p['tolerance']})",
-            highlight=False,
-        )
-    if cpu.get("status") == "failed":
-        console.print(f"CPU arm failed: {cpu.get('reason')}", highlight=False, markup=False)
-    if any("cluster" in arm for arm in record["arms"].values()):
+    for note in run_notes(record):
+        line(note)
+    console.print(parity_line(record.parity), highlight=False, markup=False)
+    if cpu.status == "failed":
+        line(arm_status_line("cpu", cpu))
+    if any(arm.cluster for arm in record.arms.values()):
         render_placement(record, console)
     render_importances(record, console)
 
 
-def render_placement(record: Mapping[str, Any], console: Console) -> None:
+def render_placement(record: RunRecord, console: Console) -> None:
     """Where each arm of a cluster run ran: its cluster, each worker's memory peak, and a retried training."""
     line = functools.partial(console.print, highlight=False, markup=False)
-    for kind in ("gpu", "cpu"):
-        arm = record["arms"][kind]
-        if arm["status"] == "skipped":
+    for kind in ARMS:
+        arm = record.arms[kind]
+        cluster = arm.cluster
+        if arm.status == "skipped":
             continue
-        cluster = arm.get("cluster")
         if cluster is None:
-            line(f"{kind.upper()} arm: in this process — {arm.get('placement_note') or ''}")
+            line(f"{kind.upper()} arm: in this process — {arm.placement_note or ''}")
             continue
         line(
-            f"{kind.upper()} arm: {cluster['workers']} {cluster['worker_kind'].upper()} Dask worker(s) at {cluster['address']}; "
-            f"device used {arm['device_used']}; cluster start-up {cluster['startup_seconds']:.1f} s"
+            f"{kind.upper()} arm: {cluster.workers} {str(cluster.worker_kind).upper()} Dask worker(s) at {cluster.address}; "
+            f"device used {arm.device_used}; cluster start-up {fmt_value(cluster.startup_seconds, '.1f')} s"
         )
-        if joined := cluster.get("workers_joined_during_run") or []:
+        if joined := cluster.workers_joined_during_run:
             line(
                 f"{len(joined)} worker(s) joined during the run: the Nanny restarts a worker that passes 95% of its "
                 "memory limit (or dies) and Dask recomputes its partitions; raise --worker-memory to avoid the rework"
             )
-        if len(attempts := arm.get("train_attempts", [])) > 1:
+        if len(attempts := arm.train_attempts) > 1:
             line(
-                f"training retried: attempt 1 lost {len(attempts[0]['lost_workers'])} worker(s) ({attempts[0]['reason']}); "
-                f"attempt 2 ran on {attempts[-1]['workers']}"
+                f"training retried: attempt 1 lost {len(attempts[0].lost_workers)} worker(s) ({attempts[0].reason}); "
+                f"attempt 2 ran on {attempts[-1].workers}"
             )
         workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
         # The address tells the workers apart: never cut; the numbers' headers wrap instead.
-        longest = max((len(w["address"]) for w in cluster["worker_details"]), default=6)
+        longest = max((len(w.address) for w in cluster.worker_details), default=6)
         workers.add_column("worker", no_wrap=True, min_width=longest)
         for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
             workers.add_column(header, justify="right", overflow="fold")
-        for w in cluster["worker_details"]:
-            memory = w.get("memory") or {}
-            limit = w.get("memory_limit_bytes")
+        for w in cluster.worker_details:
+            memory = w.memory or WorkerMemory()
+            limit = w.memory_limit_bytes
             workers.add_row(
-                w["address"],
-                str(w["nthreads"]),
-                _fmt(limit / 1e6 if limit else None, ".0f"),
-                _fmt(memory.get("peak_rss_mb"), ".0f"),
-                _fmt(memory.get("dask_reported_peak_device_mb"), ".0f"),
+                w.address,
+                str(w.nthreads),
+                fmt_value(limit / 1e6 if limit else None, ".0f"),
+                fmt_value(memory.peak_rss_mb, ".0f"),
+                fmt_value(memory.dask_reported_peak_device_mb, ".0f"),
             )
         console.print(workers)
 
 
-def render_compare(record: Mapping[str, Any], console: Console) -> None:
+def render_compare(record: CompareRecord, console: Console) -> None:
     """Print the compare record: the arms, why an arm did not run, the speedup, parity, where the GPU arm's time went."""
     console.print(_compare_arms(record))
-    for arm in ("cpu", "gpu"):
-        r = record["arms"].get(arm) or {}
-        if r.get("status") != "ok" and r.get("reason"):
-            console.print(f"{arm.upper()} arm {r['status']}: {escape(str(r['reason']))}")
-    sp = record["speedup"]
-    if not math.isnan(sp.get("wall_cold", math.nan)):
-        warm = sp.get("wall_warm_median", math.nan)
-        console.print(
-            f"speedup (CPU / GPU wall): cold {sp['wall_cold']:.2f}x" + ("" if math.isnan(warm) else f", warm median {warm:.2f}x")
-        )
-    _compare_parity(record["parity"], console)
-    if record.get("fallbacks"):
-        console.print(_compare_fallbacks(record["fallbacks"]))
+    for name in ("cpu", "gpu"):
+        if not (arm := record.arms.get(name) or CompareArm()).ok and arm.reason:
+            console.print(escape(arm_status_line(name, arm)))
+    cold, warm = record.speedup.get("wall_cold"), record.speedup.get("wall_warm_median")
+    if number(cold):
+        console.print(f"speedup (CPU / GPU wall): cold {cold:.2f}x" + (f", warm median {warm:.2f}x" if number(warm) else ""))
+    _compare_parity(record.parity, console)
+    if record.fallbacks:
+        console.print(_compare_fallbacks(record.fallbacks))
 
 
-def _compare_arms(record: Mapping[str, Any]) -> Table:
+def _compare_arms(record: CompareRecord) -> Table:
     """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
-    table = Table(title=f"accel compare {escape(str(record['program']['path']))}", title_justify="left")
+    table = Table(title=f"accel compare {escape(str(record.program.path))}", title_justify="left")
     for col in ("arm", "status"):
         table.add_column(col, justify="left")
     for col in ("exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"):
         table.add_column(col, justify="right")
-    for arm in ("cpu", "gpu"):
-        r = record["arms"].get(arm) or {}
-        if r.get("status") == "skipped":
-            table.add_row(arm, "skipped", "", "", "", "", "")
+    for name in ("cpu", "gpu"):
+        r = record.arms.get(name) or CompareArm()
+        if r.status == "skipped":
+            table.add_row(name, "skipped", "", "", "", "", "")
             continue
-        warm = r.get("warm")
-        warm_text = f"{warm['median']:.2f} ({warm['min']:.2f}-{warm['max']:.2f})" if warm else "-"
-        dev = r.get("peak_device_mb")
+        warm = r.warm
+        warm_text = (
+            f"{fmt_value(warm.median, '.2f')} ({fmt_value(warm.min, '.2f')}-{fmt_value(warm.max, '.2f')})" if warm else "-"
+        )
         table.add_row(
-            arm, r["status"], str(r.get("exit_code")), f"{r['cold_seconds']:.2f}", warm_text, f"{r['peak_host_mb']:.0f}",
-            "-" if dev is None else f"{dev:.0f}",
+            name, str(r.status), str(r.exit_code), fmt_value(r.cold_seconds, ".2f"), warm_text, fmt_value(r.peak_host_mb, ".0f"),
+            fmt_value(r.peak_device_mb, ".0f", missing="-"),
         )  # fmt: skip
     return table
 
 
-def _compare_parity(parity: dict[str, Any], console: Console) -> None:
+def _compare_parity(parity: CompareParity, console: Console) -> None:
     """Whether the arms agree, and the first lines where they differ."""
-    if parity.get("agree") is None:
-        console.print(f"parity: not compared ({escape(str(parity.get('reason')))})")
+    if parity.agree is None:
+        console.print(f"parity: not compared ({escape(str(parity.reason))})")
         return
-    s = parity["stdout"]
+    s = parity.stdout or Printed()
     console.print(
-        f"parity: {'agree' if parity['agree'] else 'DIFFER'} - stdout {s['numbers_agree']}/{s['numbers_compared']} numbers "
-        f"within rtol {parity['rtol']:g}, {s['differences_total']} line(s) differ; files: "
-        + escape(", ".join(f"{f['path']} {f['status']}" for f in parity["files"]) or "none written")
+        f"parity: {'agree' if parity.agree else 'DIFFER'} - stdout {s.numbers_agree}/{s.numbers_compared} numbers "
+        f"within rtol {parity.rtol:g}, {s.differences_total} line(s) differ; files: "
+        + escape(", ".join(f"{f.path} {f.status}" for f in parity.files) or "none written")
     )
-    for d in s["differences"][:5]:
-        console.print(f"  line {d['line']}: {d['why']}: cpu {d['cpu']!r} | gpu {d['gpu']!r}", markup=False)
+    for d in s.differences[:5]:
+        console.print(f"  line {d.line}: {d.why}: cpu {d.cpu!r} | gpu {d.gpu!r}", markup=False)
 
 
-def _compare_fallbacks(fallbacks: list[dict[str, Any]]) -> Table:
+def _compare_fallbacks(fallbacks: list[Fallback]) -> Table:
     """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
     table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
     for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
         table.add_column(col)
     for f in fallbacks:
         table.add_row(
-            f["accelerator"], escape(f["function"]), str(f["gpu_calls"]), f"{f['gpu_seconds']:.3f}", str(f["cpu_calls"]),
-            f"{f['cpu_seconds']:.3f}", escape("; ".join(f["fallback_reasons"])[:80]),
+            str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
+            fmt_value(f.cpu_seconds, ".3f"), escape("; ".join(f.fallback_reasons)[:80]),
         )  # fmt: skip
     return table
 
 
-def render_scaling(record: Mapping[str, Any], console: Console) -> None:
+def render_scaling(record: ScalingRecord, console: Console) -> None:
     """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
-    kind = record["cluster_kind"]
-    runs = record["runs"]
-    title = f"accel scale {record['workflow']} — {kind} workers vs the single-process baseline"
+    runs = record.runs
+    title = f"accel scale {record.workflow} — {record.cluster_kind} workers vs the single-process baseline"
     table = Table(title=title, title_justify="left")
     # Each run's header: its label, then its workers × threads per worker (the first column says so).
     table.add_column("\nworkers × threads", no_wrap=True)
     for run in runs:
-        table.add_column(
-            f"{scaling_label(run['kind'], run['workers'])}\n{run['workers']} × {run['threads_per_worker']}",
-            justify="right",
-            overflow="fold",
-        )
+        label = scaling_label(str(run.kind), run.workers or 0)
+        table.add_column(f"{label}\n{run.workers} × {run.threads_per_worker}", justify="right", overflow="fold")
 
-    def cells(stage: str, field: str, show: Any) -> list[str]:
+    def cells(stage: str, show: Callable[[ScalingRow], str]) -> list[str]:
         out = []
         for run in runs:
-            row = next(
-                r for r in record["rows"] if r["kind"] == run["kind"] and r["workers"] == run["workers"] and r["stage"] == stage
-            )
-            out.append(run["arm"]["status"] if run["arm"]["status"] != "ok" else show(row[field]))
+            arm = run.arm or RunArm()
+            row = next(r for r in record.rows if r.kind == run.kind and r.workers == run.workers and r.stage == stage)
+            out.append(show(row) if arm.ok else str(arm.status))
         return out
 
-    metric = record.get("metric_name") or "auc"
     for stage in (*STAGES, "total"):
-        table.add_row(f"{stage} (s)", *cells(stage, "seconds", lambda v: f"{v:.2f}"), style="bold" if stage == "total" else None)
-    table.add_row("speedup", *cells("total", "speedup_vs_1", lambda v: _fmt(v, ".2f", "×", "n/a")))
-    table.add_row("efficiency", *cells("total", "efficiency", lambda v: _fmt(v, ".2f", "", "n/a")))
-    if any(r["kind"] == "gpu" for r in runs):
-        table.add_row("GPU vs CPU", *cells("total", "gpu_vs_cpu", lambda v: _fmt(v, ".2f", "×", "n/a")))
-    table.add_row(metric.upper(), *cells("total", "metric", lambda v: f"{v:.4f}"))
+        table.add_row(
+            f"{stage} (s)", *cells(stage, lambda r: fmt_value(r.seconds, ".2f")), style="bold" if stage == "total" else None
+        )
+    table.add_row("speedup", *cells("total", lambda r: fmt_value(r.speedup_vs_1, ".2f", "×", "n/a")))
+    table.add_row("efficiency", *cells("total", lambda r: fmt_value(r.efficiency, ".2f", "", "n/a")))
+    if any(run.kind == "gpu" for run in runs):
+        table.add_row("GPU vs CPU", *cells("total", lambda r: fmt_value(r.gpu_vs_cpu, ".2f", "×", "n/a")))
+    table.add_row((record.metric_name or "auc").upper(), *cells("total", lambda r: fmt_value(r.metric, ".4f")))
     console.print(table)
-    console.print(
+    line = functools.partial(console.print, highlight=False, markup=False)
+    line(
         "speedup: total seconds with the fewest workers of the same arm / total seconds; efficiency: speedup / worker "
         "ratio; GPU vs CPU: the CPU arm's seconds with as many workers / the GPU arm's",
-        highlight=False,
     )
-    for arm_kind, reason in (record.get("skipped_arms") or {}).items():
-        console.print(f"{arm_kind.upper()} arm skipped at every worker count: {reason}", highlight=False, markup=False)
-    reasons = {run["arm"].get("reason") for run in runs if run["arm"]["status"] != "ok"}
-    for reason in sorted(r for r in reasons if r):
-        console.print(reason, highlight=False, markup=False)
+    for arm_kind, reason in record.skipped_arms.items():
+        line(f"{arm_kind.upper()} arm skipped at every worker count: {reason}")
+    for reason in sorted({run.arm.reason for run in runs if run.arm and not run.arm.ok and run.arm.reason}):
+        line(reason)
 
 
-def render_predict(record: dict[str, Any], console: Console) -> None:
+def render_predict(record: PredictRecord, console: Console) -> None:
     """What ``accel predict`` did: seconds per stage and rows per second of each arm, the metrics
     where the table had its target, what was noticed, where the predictions went."""
-    console.print(stage_table(f"accel predict — {record['output']['rows']:,} rows, seconds per stage", record))
-    for arm in ("gpu", "cpu"):
-        part = record["arms"][arm]
-        if part["status"] == "ok":
-            metrics = ", ".join(f"{k} {v:.4f}" for k, v in (part.get("metrics") or {}).items())
-            console.print(
-                f"{arm.upper()} arm: {part.get('rows_per_second', 0):,.0f} rows/s on {part.get('device_used')}"
-                + (f"; {metrics}" if metrics else ""),
-                highlight=False, markup=False,
-            )  # fmt: skip
-        elif part["status"] == "failed" or arm == "gpu":
-            console.print(
-                gpu_status_line(part) if arm == "gpu" else f"CPU arm failed: {part.get('reason')}", highlight=False, markup=False
+    line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
+    console.print(stage_table(f"accel predict — {record.output.rows or 0:,} rows, seconds per stage", record))
+    for name in ARMS:
+        arm = record.arms[name]
+        if arm.ok:
+            metrics = ", ".join(f"{k} {fmt_value(v, '.4f')}" for k, v in arm.metrics.items())
+            line(
+                f"{name.upper()} arm: {arm.rows_per_second or 0:,.0f} rows/s on {arm.device_used}"
+                + (f"; {metrics}" if metrics else "")
             )
-    for notice in record.get("notices") or []:
-        console.print(f"notice: {notice}", highlight=False, markup=False, soft_wrap=True)
-    console.print(
-        f"{record['pipeline']['which']}; output from the {record['output']['arm'].upper()} arm", highlight=False, markup=False
-    )
+        elif arm.status == "failed" or name == "gpu":
+            line(arm_status_line(name, arm))
+    for notice in record.notices:
+        line(f"notice: {notice}")
+    line(f"{record.pipeline.which}; output from the {str(record.output.arm).upper()} arm")
 
 
-def early_stopping_line(model: dict[str, Any] | None) -> str | None:
+def early_stopping_line(model: ModelInfo | str | None) -> str | None:
     """``early stopping: 46 rounds, found on 1,558 validation rows by the CPU arm's search (76
     rounds, 2.1 s, outside the stages); every arm trained them on all training rows``."""
-    es = (model or {}).get("early_stopping")
-    if not es:
+    es = model.early_stopping if isinstance(model, ModelInfo) else None
+    if es is None:
         return None
-    if not es.get("used"):
-        reason = es.get("reason") or "no arm trained"
-        return f"early stopping: not used ({reason}); every round trained"
-    rows = es["validation"]["rows"]
+    if not es.used:
+        return f"early stopping: not used ({es.reason or 'no arm trained'}); every round trained"
     return (
-        f"early stopping: {es['rounds']} rounds, found on {rows:,} validation rows by the "
-        f"{str(es['decided_by']).upper()} arm's search ({es['searched']} rounds, {es['search_seconds']:.1f} s, "
+        f"early stopping: {es.rounds} rounds, found on {es.validation.rows or 0:,} validation rows by the "
+        f"{str(es.decided_by).upper()} arm's search ({es.searched} rounds, {fmt_value(es.search_seconds, '.1f')} s, "
         "outside the stages); every arm trained them on all the training rows"
     )
 
 
-def run_notes(record: Mapping[str, Any]) -> list[str]:
+def run_notes(record: RunRecord) -> list[str]:
     """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
     worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
     from accel.metrics import remarks
 
-    arms = record["arms"]
-    metrics = arms["cpu"].get("metrics") or arms["gpu"].get("metrics") or {}
-    line = early_stopping_line(record.get("model"))
+    metrics = record.arms["cpu"].metrics or record.arms["gpu"].metrics
+    line = early_stopping_line(record.model)
     return ([line] if line else []) + [f"note: {remark}" for remark in remarks(metrics)]
 
 
