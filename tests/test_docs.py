@@ -126,6 +126,21 @@ def test_every_results_file_is_listed_and_every_kind_has_a_place(ext):
     assert not unclaimed, f"benchmarks without a section on the results page (they fall under 'Other results'): {unclaimed}"
 
 
+def test_every_results_file_is_read_as_its_typed_class(ext):
+    """A benchmark script's result as its shape; the first memory files, which named the whole
+    streamed run ``chunked_10x``, with that run where later files keep it."""
+    from accel_fixtures.result_shapes import SHAPES, Memory
+
+    results, _ = ext
+    files = results.load_results()
+    typed = [r for r in files if r.kind in SHAPES]
+    assert typed and all(type(r.record) is SHAPES[r.kind] for r in typed)
+    memory = [r.record for r in files if isinstance(r.record, Memory)]
+    assert memory and all(m.streamed_run_10x is None or isinstance(m.streamed_run_10x.batches.batches, int) for m in memory)
+    first = Memory.model_validate({"benchmark": "memory", "chunked_10x": {"batches": {"batches": 9, "rows_total": 90}, "auc": 0.7}})
+    assert first.chunked_10x is None and first.streamed_run_10x.batches.rows_total == 90 and first.streamed_run_10x.auc == 0.7
+
+
 def test_record_fields_are_walked_for_both_arms_at_once(ext):
     _, record_schema = ext
     record = {

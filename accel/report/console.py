@@ -472,7 +472,7 @@ def render_scaling(record: ScalingRecord, console: Console) -> None:
         )
     table.add_row("speedup", *cells("total", lambda r: fmt_value(r.speedup_vs_1, ".2f", "×", "n/a")))
     table.add_row("efficiency", *cells("total", lambda r: fmt_value(r.efficiency, ".2f", "", "n/a")))
-    if any(run.kind == "gpu" for run in runs):
+    if "gpu" in {run.kind for run in runs}:
         table.add_row("GPU vs CPU", *cells("total", lambda r: fmt_value(r.gpu_vs_cpu, ".2f", "×", "n/a")))
     table.add_row((record.metric_name or "auc").upper(), *cells("total", lambda r: fmt_value(r.metric, ".4f")))
     console.print(table)

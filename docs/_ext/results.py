@@ -6,6 +6,8 @@ first, each table naming its file and the machine it was measured on. ``.. accel
 files`` lists every file; ``.. accel-results:: other`` renders, generically, the kinds no
 directive before it on the page has claimed, so a new benchmark is never left out.
 
+Each file is read as its typed class: :mod:`accel.record`'s, or for a benchmark script's own
+result :mod:`accel_fixtures.result_shapes`'s; a benchmark with neither is shown field by field.
 No number on the measured-results page is typed by hand. GPU columns come only from files whose
 name says they were measured on an NVIDIA GPU (``...-nvidia-<model>-NNN.json``); every other
 file's GPU arm was skipped, and its GPU fields are never read.
@@ -36,6 +38,26 @@ from accel.record import (
     Timed,
     read_record,
 )
+from accel_fixtures.result_shapes import (
+    ByoTables,
+    CompareOverhead,
+    DaskOverhead,
+    Dates,
+    DefaultModel,
+    FlightsOverhead,
+    GroupbyOverhead,
+    HostileCases,
+    HpoFlights,
+    Memory,
+    OmpCondition,
+    OmpWaitPolicy,
+    OwnTableSpeed,
+    Phase,
+    Process,
+    StreamedBytes,
+    Sweep,
+    typed,
+)  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +77,7 @@ class Result:
     def __init__(self, path: Path):
         self.path = path
         self.name = path.name
-        self.record: Record = read_record(path)
+        self.record: Record = typed(read_record(path))
         # Which benchmark; else the record's kind (``run``, ``scaling``).
         self.kind = self.record.benchmark if isinstance(self.record, BenchRecord) else self.record.kind
         self.gpu = bool(GPU_FILE.search(self.name))
@@ -64,7 +86,7 @@ class Result:
 
     @functools.cached_property
     def fields(self) -> dict[str, Any]:
-        """The fields of a result no class names (the scripts' own benchmarks), as the file holds them."""
+        """The fields of a result no class names (a benchmark with no section of its own), as the file holds them."""
         return self.record.model_dump(exclude_unset=True)
 
     @property
@@ -304,13 +326,12 @@ def render_crossover(result: Result) -> list[nodes.Node]:
 
 
 def _overhead_row(result: Result) -> list[str]:
-    d = result.fields
-    med = d.get("median_seconds") or {}
-    auc = d.get("auc") or {}
+    r = result.record
+    assert isinstance(r, FlightsOverhead), result.name
+    med, auc = r.median_seconds, r.auc
     return [
-        result.name, text(d.get("mode") or "in process"), text(d.get("repeats")), secs(med.get("accel")),
-        secs(med.get("handwritten")), ratio(d.get("ratio")), ratio(d.get("ratio_paired_median")),
-        ratio(d.get("ratio_fastest")), metric(auc.get("accel")), metric(auc.get("handwritten")),
+        result.name, text(r.mode or "in process"), text(r.repeats), secs(med.accel), secs(med.handwritten), ratio(r.ratio),
+        ratio(r.ratio_paired_median), ratio(r.ratio_fastest), metric(auc.accel), metric(auc.handwritten),
     ]  # fmt: skip
 
 
@@ -324,128 +345,118 @@ def render_flights_overheads(results: list[Result]) -> list[nodes.Node]:
 
 def render_compare_overheads(results: list[Result]) -> list[nodes.Node]:
     header = ["file", "script", "repeats", "ratio of medians", "median of paired ratios"]
+    typed_ = [(r.name, r.record) for r in results if isinstance(r.record, CompareOverhead)]
     rows = [
-        [r.name, " ".join([str(r.fields.get("script")), *map(str, r.fields.get("script_args") or [])]), text(r.fields.get("repeats")),
-         ratio(r.fields.get("ratio")), ratio(r.fields.get("ratio_paired_median"))]
-        for r in results
-    ]  # fmt: skip
+        [name, " ".join([str(c.script), *map(str, c.script_args)]), text(c.repeats), ratio(c.ratio), ratio(c.ratio_paired_median)]
+        for name, c in typed_
+    ]
     return [table(header, rows, "accel compare's CPU arm against plain python SCRIPT"),
             para("Measured on: " + "; ".join(sorted({r.machine for r in results})))]  # fmt: skip
 
 
 def render_dask_overhead(result: Result) -> list[nodes.Node]:
-    d = result.fields
-    cluster = d.get("cluster") or {}
-    med = d.get("median_seconds") or {}
-    auc = d.get("auc") or {}
-    by_impl = {r.get("impl"): r for r in d.get("rows") or []}
+    d = result.record
+    assert isinstance(d, DaskOverhead), result.name
+    cluster, med, auc = d.cluster, d.median_seconds, d.auc
     header = ["", "seconds", "load", "features", "to_device", "train", "predict", "AUC"]
-    rows = []
-    for impl in ("single-process", "dask"):
-        stages = (by_impl.get(impl) or {}).get("stages") or {}
-        rows.append([impl, secs(med.get(impl)), *(secs(stages.get(s)) for s in ("load", "features", "to_device", "train", "predict")),
-                     metric(auc.get(impl))])  # fmt: skip
-    data = d.get("data") or {}
-    table_rows = (data.get("schema") or {}).get("rows_in_file")
+    rows = [
+        [impl, secs(med.get(impl)), *(secs(d.impl(impl).stages.get(s)) for s in ("load", "features", "to_device", "train", "predict")),
+         metric(auc.get(impl))]
+        for impl in ("single-process", "dask")
+    ]  # fmt: skip
+    table_rows = d.data.table_schema.rows_in_file
     # A user's table is named by its rows (files written before the record's workflow was the
     # table's name say "single-process" or "dask" there); flights by its scale.
-    what = f"a table of {table_rows:,} rows" if table_rows else f"{d.get('workflow')} ×{data.get('scale')}"
-    if table_rows and d.get("text_width"):
-        what += f" (mostly text: three columns of {d['text_width']} characters)"
+    what = f"a table of {table_rows:,} rows" if table_rows else f"{d.workflow} ×{d.data.scale}"
+    if table_rows and d.text_width:
+        what += f" (mostly text: three columns of {d.text_width} characters)"
     caption = (
-        f"Dask against one process, {what}, "
-        f"{cluster.get('workers')} workers × {cluster.get('threads_per_worker')} thread(s) against "
-        f"{d.get('single_process_threads')} threads"
+        f"Dask against one process, {what}, {cluster.workers} workers × {cluster.threads_per_worker} thread(s) against "
+        f"{d.single_process_threads} threads"
     )
-    extra = (f"wall ratio {ratio(d.get('ratio'))}, {ratio(d.get('ratio_with_startup'))} with the cluster's "
-             f"start-up ({secs(d.get('cluster_startup_seconds'))} s)")  # fmt: skip
-    limit = cluster.get("memory_limit")
-    if d.get("worker_memory") and limit:
+    extra = (f"wall ratio {ratio(d.ratio)}, {ratio(d.ratio_with_startup)} with the cluster's "
+             f"start-up ({secs(d.cluster_startup_seconds)} s)")  # fmt: skip
+    limit = cluster.memory_limit
+    if d.worker_memory and limit:
         # The heartbeats' peaks: each worker's RSS peak in files written before it was read
         # from VmHWM carried the spawning process's peak (ru_maxrss).
-        heard = [m.get("dask_reported_peak_host_mb") for m in (by_impl.get("dask") or {}).get("workers_memory", {}).values()]
+        heard = [m.dask_reported_peak_host_mb for m in d.impl("dask").workers_memory.values()]
         heard = [h for h in heard if h is not None]
-        table_bytes = d.get("table_memory_bytes")
+        table_bytes = d.table_memory_bytes
         extra += (
             f"; each worker limited to {mb(limit / 1e6)} MB"
-            + (
-                f", the table {mb(table_bytes / 1e6)} MB in memory ({table_bytes / limit:.1f} × a worker's limit)"
-                if table_bytes
-                else ""
-            )
+            + (f", the table {mb(table_bytes / 1e6)} MB in memory ({table_bytes / limit:.1f} × a worker's limit)" if table_bytes else "")
             + (f", largest worker peak in Dask's heartbeats {mb(max(heard) * 2**20 / 1e6)} MB" if heard else "")
-            + (f", {len(d['workers_joined_during_run'])} worker(s) restarted" if d.get("workers_joined_during_run") else "")
-        )
+            + (f", {len(d.workers_joined_during_run)} worker(s) restarted" if d.workers_joined_during_run else "")
+        )  # fmt: skip
     return [table(header, rows, caption), source(result, extra)]
 
 
 def render_groupby_overhead(result: Result) -> list[nodes.Node]:
-    d = result.fields
+    d = result.record
+    assert isinstance(d, GroupbyOverhead), result.name
     header = ["q", "question", "accel median s", "plain median s", "ratio", "fastest / fastest", "checksums equal"]
     rows = [
-        [q.get("question"), q.get("title"), secs(q.get("accel_median")), secs(q.get("plain_median")), ratio(q.get("ratio"), 2),
-         ratio(q.get("ratio_min"), 2), text(q.get("checksums_equal"))]
-        for q in d.get("questions") or []
+        [q.question, q.title, secs(q.accel_median), secs(q.plain_median), ratio(q.ratio, 2), ratio(q.ratio_min, 2),
+         text(q.checksums_equal)]
+        for q in d.questions
     ]  # fmt: skip
-    caption = (f"accel's pandas arm against db-benchmark's pandas solution, {count(d.get('rows'))} rows, "
-               f"K={d.get('k')}, {d.get('repeats')} alternating repeats")  # fmt: skip
+    caption = f"accel's pandas arm against db-benchmark's pandas solution, {count(d.rows)} rows, K={d.k}, {d.repeats} alternating repeats"
     return [table(header, rows, caption), source(result)]
 
 
 def render_hpo(result: Result) -> list[nodes.Node]:
-    d = result.fields
+    d = result.record
+    assert isinstance(d, HpoFlights), result.name
     header = ["run", "trials", "subset", "trial rounds", "complete", "pruned", "wall s", "trials s", "default AUC", "tuned AUC"]
-    rows = []
-    for r in d.get("runs") or []:
-        tc = r.get("trial_counts") or {}
-        rows.append([r.get("label"), text(r.get("trials")), text(r.get("subset")), text(r.get("trial_rounds")),
-                     text(tc.get("complete")), text(tc.get("pruned")), secs(r.get("wall_seconds")),
-                     secs((r.get("phases_seconds") or {}).get("trials")), metric(r.get("default_auc")), metric(r.get("tuned_auc"))])  # fmt: skip
-    extra = (
-        f"arm {d.get('arm')}; OMP_WAIT_POLICY {d.get('omp_wait_policy')}" if d.get("omp_wait_policy") else f"arm {d.get('arm')}"
-    )
+    rows = [
+        [r.label, text(r.trials), text(r.subset), text(r.trial_rounds), text(r.trial_counts.complete), text(r.trial_counts.pruned),
+         secs(r.wall_seconds), secs(r.phases_seconds.get("trials")), metric(r.default_auc), metric(r.tuned_auc)]
+        for r in d.runs
+    ]  # fmt: skip
+    extra = f"arm {d.arm}; OMP_WAIT_POLICY {d.omp_wait_policy}" if d.omp_wait_policy else f"arm {d.arm}"
     return [table(header, rows, "accel hpo flights"), source(result, extra)]
 
 
 def render_memory(result: Result) -> list[nodes.Node]:
-    d = result.fields
-    budget = _num(d.get("budget_bytes")) or math.nan
+    d = result.record
+    assert isinstance(d, Memory), result.name
+    budget = _num(d.budget_bytes) or math.nan
     rows = []
-    ch = d.get("chunked_10x") or {}
-    if ch:
-        rows.append(["chunked features + inference", f"{count(ch.get('rows'))} rows in {ch.get('batches')} batches",
-                     f"peak {mb(ch.get('peak_above_start_mb'))} MB above the start = "
-                     f"{ratio((_num(ch.get('peak_above_start_mb')) or math.nan) * 1e6 / budget, 2)} × the budget"])  # fmt: skip
-    st = d.get("streamed_run_10x") or {}
-    if st:
-        b = st.get("batches") or {}
-        rows.append(["the whole streamed run", f"{count(b.get('rows_total'))} rows in {b.get('batches')} batches",
-                     f"{ratio(st.get('ratio_to_budget'), 2)} × the budget, AUC {metric(st.get('auc'))}"])  # fmt: skip
-    tp = d.get("throughput") or {}
-    if tp:
-        rows.append(["ten batches against one piece", f"{count(tp.get('rows'))} rows",
-                     "rows per second × " + ", ".join(ratio(x, 2) for x in tp.get("ratio_chunked_to_whole") or [])
-                     + f"; predictions equal: {text(tp.get('predictions_equal'))}"])  # fmt: skip
-    fp = d.get("fp16_flights") or {}
-    if fp:
-        rows.append(["float16 storage, flights", "stored bytes / float32 " + ratio(fp.get("ratio")),
-                     f"AUC {metric(fp.get('auc_fp16'))} against {metric(fp.get('auc_fp32'))} in float32"])  # fmt: skip
-    caption = f"memory, budget {mb(budget / 1e6)} MB, device {d.get('device')}"
+    if ch := d.chunked_10x:
+        rows.append(["chunked features + inference", f"{count(ch.rows)} rows in {ch.batches} batches",
+                     f"peak {mb(ch.peak_above_start_mb)} MB above the start = "
+                     f"{ratio((_num(ch.peak_above_start_mb) or math.nan) * 1e6 / budget, 2)} × the budget"])  # fmt: skip
+    if st := d.streamed_run_10x:
+        rows.append(["the whole streamed run", f"{count(st.batches.rows_total)} rows in {st.batches.batches} batches",
+                     f"{ratio(st.ratio_to_budget, 2)} × the budget, AUC {metric(st.auc)}"])  # fmt: skip
+    if tp := d.throughput:
+        rows.append(["ten batches against one piece", f"{count(tp.rows)} rows",
+                     "rows per second × " + ", ".join(ratio(x, 2) for x in tp.ratio_chunked_to_whole)
+                     + f"; predictions equal: {text(tp.predictions_equal)}"])  # fmt: skip
+    if fp := d.fp16_flights:
+        rows.append(["float16 storage, flights", "stored bytes / float32 " + ratio(fp.ratio),
+                     f"AUC {metric(fp.auc_fp16)} against {metric(fp.auc_fp32)} in float32"])  # fmt: skip
+    caption = f"memory, budget {mb(budget / 1e6)} MB, device {d.device}"
     return [table(["measurement", "size", "result"], rows, caption), source(result)]
 
 
 def render_byo(result: Result) -> list[nodes.Node]:
+    d = result.record
+    assert isinstance(d, ByoTables), result.name
     header = ["table", "rows", "task", "metric", "accel", "hand-written", "CPU arm s", "train s", "probe chose"]
     rows = [
-        [r.get("table"), count(r.get("rows_used")), text(r.get("task")), text(r.get("metric")), metric(r.get("accel")),
-         metric(r.get("handwritten")), secs(r.get("accel_seconds_cpu_arm")), secs((r.get("accel_stages") or {}).get("train")),
-         text((r.get("encoding_probe") or {}).get("chosen") or "no probe").replace("_", " ")]
-        for r in result.fields.get("rows") or []
+        [r.table, count(r.rows_used), text(r.task), text(r.metric), metric(r.accel), metric(r.handwritten),
+         secs(r.accel_seconds_cpu_arm), secs(r.accel_stages.get("train")),
+         text((r.encoding_probe.chosen if r.encoding_probe else None) or "no probe").replace("_", " ")]
+        for r in d.rows
     ]  # fmt: skip
     return [table(header, rows, "accel run --data against a hand-written pandas + XGBoost script"), source(result)]
 
 
 def render_default_model(result: Result) -> list[nodes.Node]:
+    d = result.record
+    assert isinstance(d, DefaultModel), result.name
     header = [
         "table",
         "task",
@@ -457,62 +468,59 @@ def render_default_model(result: Result) -> list[nodes.Node]:
         "rounds chosen",
     ]
     rows = [
-        [r.get("table"), text(r.get("task")), text(r.get("metric")), metric(r.get("accel_mean")), metric(r.get("defaults_mean")),
-         metric(r.get("difference")), "yes" if r.get("ok") else "no",
-         ", ".join(text(s.get("rounds_chosen")) for s in r.get("splits") or [])]
-        for r in result.fields.get("rows") or []
+        [r.table, text(r.task), text(r.metric), metric(r.accel_mean), metric(r.defaults_mean), metric(r.difference),
+         "yes" if r.ok else "no", ", ".join(text(s.rounds_chosen) for s in r.splits)]
+        for r in d.rows
     ]  # fmt: skip
-    label = result.fields.get("label") or "unlabelled"
-    caption = f"accel's default model against XGBoost's defaults, mean over splits {result.fields.get('seeds')} ({label})"
+    caption = f"accel's default model against XGBoost's defaults, mean over splits {d.seeds} ({d.label or 'unlabelled'})"
     return [table(header, rows, caption), source(result)]
 
 
 def render_dates(result: Result) -> list[nodes.Node]:
-    d = result.fields
+    d = result.record
+    assert isinstance(d, Dates), result.name
     header = ["layout", "kind", "format", "parsed right"]
     rows = [
-        [x.get("layout"), text(x.get("kind")), text(x.get("date_format")),
-         "—" if _num(x.get("parsed_right")) is None else f"{100 * x['parsed_right']:.0f}%"]
-        for x in d.get("layouts") or []
-    ]  # fmt: skip
-    out: list[nodes.Node] = [table(header, rows, f"dates written as text: {d.get('label')}")]
-    us = d.get("us_employment") or {}
-    if us.get("cases"):
+        [
+            x.layout,
+            text(x.kind),
+            text(x.date_format),
+            "—" if _num(x.parsed_right) is None else f"{100 * (x.parsed_right or 0):.0f}%",
+        ]
+        for x in d.layouts
+    ]
+    out: list[nodes.Node] = [table(header, rows, f"dates written as text: {d.label}")]
+    us = d.us_employment
+    if us.cases:
         rows = [
-            [case, text(c.get("format")), metric((c.get("accel") or {}).get("rmse")), metric((c.get("handwritten") or {}).get("rmse")),
-             ratio(c.get("rmse_ratio"))]
-            for case, c in us["cases"].items()
-        ]  # fmt: skip
-        cap = f"a us_employment-shaped table, {count(us.get('rows'))} rows, {us.get('series')} series, {us.get('months')} months"
+            [case, text(c.format), metric(c.accel.rmse), metric(c.handwritten.rmse), ratio(c.rmse_ratio)]
+            for case, c in us.cases.items()
+        ]
+        cap = f"a us_employment-shaped table, {count(us.rows)} rows, {us.series} series, {us.months} months"
         out.append(table(["case", "format", "RMSE accel", "RMSE hand-written", "ratio"], rows, cap))
     out.append(source(result))
     return out
 
 
 def render_own_table(result: Result) -> list[nodes.Node]:
-    d = result.fields
+    d = result.record
+    assert isinstance(d, OwnTableSpeed), result.name
     header = ["rows", "accel s", "hand-written s", "ratio", "AUC accel", "AUC hand-written", "accel peak RSS MB"]
-    rows = []
-    for s in d.get("sizes") or []:
-        runs = s.get("runs") or []
-        acc = [r for r in runs if r.get("impl") == "accel"]
-        hand = [r for r in runs if r.get("impl") == "handwritten"]
-        auc = s.get("auc") or {}
-        rows.append([count(s.get("rows")), ", ".join(secs(r.get("seconds")) for r in acc), ", ".join(secs(r.get("seconds")) for r in hand),
-                     ratio(s.get("ratio")), ", ".join(metric(x) for x in auc.get("accel") or []),
-                     ", ".join(metric(x) for x in auc.get("handwritten") or []), ", ".join(mb(r.get("peak_rss_mb")) for r in acc)])  # fmt: skip
+    rows = [
+        [count(s.rows), ", ".join(secs(r.seconds) for r in s.of("accel")), ", ".join(secs(r.seconds) for r in s.of("handwritten")),
+         ratio(s.ratio), ", ".join(metric(x) for x in s.auc.get("accel") or []),
+         ", ".join(metric(x) for x in s.auc.get("handwritten") or []), ", ".join(mb(r.peak_rss_mb) for r in s.of("accel"))]
+        for s in d.sizes
+    ]  # fmt: skip
     out: list[nodes.Node] = []
     if rows:
         out.append(table(header, rows, "your own table, whole process against a hand-written script"))
-    budget = d.get("budget_runs") or []
-    if budget:
+    if d.budget_runs:
         brows = [
-            [text(b.get("table")) if b.get("table") else count(b.get("rows")), text(b.get("budget")),
-             "refused before any arm ran" if b.get("refusal") else "ran", mb(b.get("peak_rss_mb")), mb(b.get("limit_mb")),
-             text((b.get("batches") or {}).get("training_matrix") or "—"), metric(b.get("auc")),
-             metric((b.get("in_memory") or {}).get("auc_diff")), ratio((b.get("in_memory") or {}).get("boosting_ratio"), 2),
-             secs(b.get("seconds"))]
-            for b in budget
+            [text(b.table) if b.table else count(b.rows), text(b.budget), "refused before any arm ran" if b.refusal else "ran",
+             mb(b.peak_rss_mb), mb(b.limit_mb), text(b.batches.get("training_matrix") or "—"), metric(b.auc),
+             metric(b.in_memory.auc_diff), ratio(b.in_memory.boosting_ratio, 2), secs(b.seconds)]
+            for b in d.budget_runs
         ]  # fmt: skip
         out.append(table(["table", "--memory-budget", "outcome", "peak RSS MB", "floor + 1.2 × budget MB", "training matrix", "AUC",
                           "AUC − in memory", "boosting streamed / in memory", "seconds"],
@@ -522,73 +530,71 @@ def render_own_table(result: Result) -> list[nodes.Node]:
 
 
 def render_streamed_bytes(result: Result) -> list[nodes.Node]:
-    d = result.fields
+    d = result.record
+    assert isinstance(d, StreamedBytes), result.name
     who = {
         "accel": "accel streamed",
         "external": "XGBoost alone, ExtMemQuantileDMatrix",
-        "in-memory": "XGBoost alone, QuantileDMatrix",
+        "in_memory": "XGBoost alone, QuantileDMatrix",
     }
     header = ["rows", "training rows", "process", "floor MiB", "matrix build B/row", "boosting B/row", "boosting s"]
     rows = []
-    for s in d.get("sizes") or []:
-        train = _num(s.get("train_rows")) or math.nan
+    for s in d.sizes:
+        train = _num(s.train_rows) or math.nan
         for key, label in who.items():
-            proc = s.get(key) or {}
-            ph = proc.get("phases") or {}
-
-            def grown(phase: str) -> str:
-                p = ph.get(phase) or {}
-                return count(((_num(p.get("peak")) or math.nan) - (_num(p.get("rss_before")) or math.nan)) / train)
-
-            rows.append([count(s.get("rows")), count(train), label, mb((_num(proc.get("floor")) or math.nan) / 2**20),
-                         grown("matrix build"), grown("boosting"), secs((ph.get("boosting") or {}).get("seconds"))])  # fmt: skip
+            proc: Process = getattr(s, key)
+            rows.append([count(s.rows), count(train), label, mb((_num(proc.floor) or math.nan) / 2**20),
+                         count(proc.grown("matrix build") / train), count(proc.grown("boosting") / train),
+                         secs((proc.phases.get("boosting") or Phase()).seconds)])  # fmt: skip
     out: list[nodes.Node] = [table(header, rows, "each phase's peak above the RSS at its start, per training row")]
-    per = d.get("per_row") or {}
-    fits = [[who.get(k, k), phase, count(v.get("bytes_per_row")), ratio(v.get("fixed_mib"), 1)]
-            for k, phases in per.items() if k in who for phase, v in phases.items()]  # fmt: skip
-    if fits and len(d.get("sizes") or []) > 1:  # a fit needs two sizes at least
+    per = d.per_row
+    fits = [[label, phase, count(v.bytes_per_row), ratio(v.fixed_mib, 1)] for key, label in who.items()
+            for phase, v in getattr(per, key).items()]  # fmt: skip
+    if fits and len(d.sizes) > 1:  # a fit needs two sizes at least
         out.append(table(["process", "phase", "B per training row", "fixed MiB"], fits, "least squares over the sizes"))
-    pages = per.get("pages") or {}
-    ratios = ", ".join(ratio(x, 2) for x in per.get("boosting_ratio_streamed_to_in_memory") or [])
-    out.append(para(f"external-memory pages {count(pages.get('bytes_per_row'))} B per training row; XGBoost alone, "
+    ratios = ", ".join(ratio(x, 2) for x in per.boosting_ratio_streamed_to_in_memory)
+    out.append(para(f"external-memory pages {count(per.pages.bytes_per_row)} B per training row; XGBoost alone, "
                     f"boosting from external memory / in memory: {ratios or '—'}"))  # fmt: skip
-    sweep = [(s.get("rows"), p) for s in d.get("sizes") or [] for p in s.get("page_sweep") or []]
-    if sweep:
-        srows = []
-        for n, p in sweep:
-            b = (p.get("phases") or {}).get("boosting") or {}
-            srows.append([count(n), count(p.get("page_rows")), mb(((_num(b.get("peak")) or math.nan) - (_num(p.get("floor")) or math.nan)) / 2**20),
-                          secs(b.get("seconds"))])  # fmt: skip
+
+    def above_floor(p: Sweep) -> float:
+        return ((_num((p.phases.get("boosting") or Phase()).peak) or math.nan) - (_num(p.floor) or math.nan)) / 2**20
+
+    if sweep := [(s.rows, p) for s in d.sizes for p in s.page_sweep]:
+        srows = [
+            [count(n), count(p.page_rows), mb(above_floor(p)), secs((p.phases.get("boosting") or Phase()).seconds)]
+            for n, p in sweep
+        ]
         out.append(
             table(["rows", "page rows", "boosting peak above the floor MiB", "boosting s"], srows, "XGBoost alone, page size")
         )
-    knobs = [(s.get("rows"), k) for s in d.get("sizes") or [] for k in s.get("knob_sweep") or []]
-    if knobs:
-        krows = []
-        for n, k in knobs:
-            b = (k.get("phases") or {}).get("boosting") or {}
-            peak = ((_num(b.get("peak")) or math.nan) - (_num(k.get("floor")) or math.nan)) / 2**20
-            krows.append([count(n), text(k.get("label")), secs(b.get("seconds")) if not k.get("failed") else "—",
-                          ratio(k.get("boosting_to_in_memory"), 2) if not k.get("failed") else "—",
-                          mb(peak) if not k.get("failed") else text(k.get("failed"))])  # fmt: skip
+    if knobs := [(s.rows, k) for s in d.sizes for k in s.knob_sweep]:
+        krows = [
+            [count(n), text(k.label), secs((k.phases.get("boosting") or Phase()).seconds) if not k.failed else "—",
+             ratio(k.boosting_to_in_memory, 2) if not k.failed else "—", mb(above_floor(k)) if not k.failed else text(k.failed)]
+            for n, k in knobs
+        ]  # fmt: skip
         out.append(table(["rows", "XGBoost's setting", "boosting s", "streamed / in memory", "boosting peak above the floor MiB"],
                          krows, "XGBoost alone from external memory, one setting at a time"))  # fmt: skip
-    out.append(source(result, f"{d.get('rounds')} rounds, batches of {count(d.get('batch_rows'))} rows"))
+    out.append(source(result, f"{d.rounds} rounds, batches of {count(d.batch_rows)} rows"))
     return out
 
 
 def render_omp(result: Result) -> list[nodes.Node]:
-    d = result.fields
-    summary = d.get("summary") or {}
-    arms = list(d.get("arms") or next(iter(summary.values()), {}).get("median_seconds", {}))
+    d = result.record
+    assert isinstance(d, OmpWaitPolicy), result.name
+    arms = list(d.arms or next(iter(d.conditions.values()), OmpCondition()).median_seconds)
     header = ["condition", *[f"{a} s" for a in arms], *[f"{a} / default" for a in arms if a != "libgomp default"]]
-    rows = []
-    for cond, s in summary.items():
-        med, rel = s.get("median_seconds") or {}, s.get("ratio_over_default") or {}
-        rows.append([cond, *[secs(med.get(a)) for a in arms], *[ratio(rel.get(a)) for a in arms if a != "libgomp default"]])
-    w = d.get("workload") or {}
-    caption = (f"OpenMP idle threads: XGBoost hist, {count(w.get('rows'))} × {w.get('columns')}, {w.get('rounds')} rounds, "
-               f"{w.get('nthread')} threads, median of {d.get('repeats')}")  # fmt: skip
+    rows = [
+        [
+            cond,
+            *[secs(s.median_seconds.get(a)) for a in arms],
+            *[ratio(s.ratio_over_default.get(a)) for a in arms if a != "libgomp default"],
+        ]
+        for cond, s in d.conditions.items()
+    ]
+    w = d.workload
+    caption = (f"OpenMP idle threads: XGBoost hist, {count(w.rows)} × {w.columns}, {w.rounds} rounds, "
+               f"{w.nthread} threads, median of {d.repeats}")  # fmt: skip
     return [table(header, rows, caption), source(result)]
 
 
@@ -611,16 +617,13 @@ def render_hostile(results: list[Result]) -> list[nodes.Node]:
     A before run (older code) and its after run name the same cases in their labels; the commit is
     the one whose ``accel`` the cases ran against (``code_under_test``, else ``git_sha``).
     """
-    verdicts: list[str] = []
-    for r in results:
-        verdicts += [v for v in r.fields.get("counts") or {} if v not in verdicts]
-    shown = [v for v in verdicts if any((r.fields.get("counts") or {}).get(v) for r in results)]
-    rows = []
-    for r in results:
-        d = r.fields
-        sha = str((d.get("code_under_test") or {}).get("git_sha") or d.get("git_sha") or "")[:7] or "not recorded"
-        counts = d.get("counts") or {}
-        rows.append([r.name, text(d.get("label")), sha, str(len(d.get("cases") or [])), *[str(counts.get(v, 0)) for v in shown]])
+    runs = [(r.name, r.record) for r in results if isinstance(r.record, HostileCases)]
+    verdicts = list(dict.fromkeys(v for _, h in runs for v in h.counts))
+    shown = [v for v in verdicts if any(h.counts.get(v) for _, h in runs)]
+    rows = [
+        [name, text(h.label), h.commit or "not recorded", str(len(h.cases)), *[str(h.counts.get(v, 0)) for v in shown]]
+        for name, h in runs
+    ]
     caption = "hostile inputs: cases per verdict, each run against the code of its commit"
     return [table(["file", "run", "code under test", "cases", *shown], rows, caption)]
 
