@@ -20,7 +20,7 @@ import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,9 @@ from accel.data.rows import sample_positions, split_positions
 from accel.errors import AccelError
 from accel.guards import quantity_hint
 from accel.yamlsafe import quote
+
+if TYPE_CHECKING:
+    from accel.data.readers import TableSource
 
 #: An integer column with at most this many distinct values is categorical.
 LOW_CARDINALITY_INT = 10
@@ -645,3 +648,17 @@ def _drop_leaks(
         if leak:
             plan.kind, plan.reason = "dropped", f"leak: {leak}"
             notices.append(f"column {plan.name!r} dropped: {leak}")
+
+
+@dataclass
+class PlannedTable:
+    """A user's table as planned (:func:`accel.workflows.table.plan_table`), and the seconds its planning and probe took."""
+
+    source: TableSource
+    plan: TablePlan
+    read_seconds: float
+    infer_seconds: float
+    probe_seconds: float = 0.0
+    #: The first rows, kept for the encoding probe (:func:`accel.workflows.table.probe_encodings`, which drops them)
+    #: where the model's family takes categories natively; None otherwise.
+    head: Any = field(default=None, repr=False)

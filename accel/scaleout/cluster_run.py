@@ -651,6 +651,7 @@ def cluster_run(
             on_plan(planned_workflow)
         from accel.workflows.table_dask import table_builder
 
+        assert planned_workflow.planned is not None, "a table's workflow is planned"
         workflow = table_builder(planned_workflow.planned)
     elif config.workflow not in DASK_WORKFLOWS:
         from accel.workflows import get_workflow

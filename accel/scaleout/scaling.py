@@ -170,6 +170,7 @@ def _plan_study(
     workflow: Any = config.workflow
     if config.data is not None:
         planned = build_workflow(config, early_stopping)  # the single-process plan, made once for every count
+        assert planned.planned is not None, "a table's workflow is planned"
         workflow = table_builder(planned.planned)
     else:
         get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from accel.batching import BatchPlan
     from accel.config import RunConfig
     from accel.data.prepared import Prepared
+    from accel.data.schema import PlannedTable, TablePlan
     from accel.early_stopping import EarlyStopping
     from accel.precision import StoredMatrix
 
@@ -114,10 +115,14 @@ class Workflow(Protocol):
     feature_reports: dict[str, Any]
     #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
     notices: list[str]
-    #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and its planning
-    #: (:class:`accel.workflows.table.PlannedTable`); None for a named workflow.
-    plan: Any
-    planned: Any
+
+    @property
+    def plan(self) -> TablePlan | None:
+        """A user's table's plan; None for a named workflow."""
+
+    @property
+    def planned(self) -> PlannedTable | None:
+        """A user's table's planning (its source, the plan, the seconds they took); None for a named workflow."""
 
     def describe_data(self) -> dict[str, Any]: ...
 
@@ -132,9 +137,9 @@ class WorkflowBase:
     """Defaults for a workflow's optional parts: the default model, no feature reports, no notices, no table plan."""
 
     model_name: str = DEFAULT_MODEL
-    #: A user's table's plan (:class:`accel.data.schema.TablePlan`) and planning; None otherwise.
-    plan: Any = None
-    planned: Any = None
+    #: A user's table's plan and planning; None otherwise.
+    plan: TablePlan | None = None
+    planned: PlannedTable | None = None
 
     def __init__(self) -> None:
         self.feature_reports: dict[str, Any] = {}

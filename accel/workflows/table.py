@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,26 +18,11 @@ from accel import _compat
 from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.prepared import Prepared
-from accel.data.readers import TableSource, fingerprint, planned_source, read_source, resolve_source
-from accel.data.schema import TablePlan, make_plan, real_name
+from accel.data.readers import fingerprint, planned_source, read_source, resolve_source
+from accel.data.schema import PlannedTable, TablePlan, make_plan, real_name
 from accel.models import build_model
 from accel.registry import MODELS
 from accel.workflows.base import WorkflowBase, WorkflowSettings
-
-
-@dataclass
-class PlannedTable:
-    """A user's table as planned (:func:`plan_table`), and the seconds its planning and probe took."""
-
-    source: TableSource
-    plan: TablePlan
-    read_seconds: float
-    infer_seconds: float
-    probe_seconds: float = 0.0
-    #: The first rows, kept for the encoding probe (:func:`probe_encodings`, which drops them)
-    #: where the model's family takes categories natively; None otherwise.
-    head: Any = field(default=None, repr=False)
-
 
 #: Column kinds are inferred from at most this many first rows (categories from all rows).
 SCHEMA_ROWS = 200_000
@@ -148,6 +132,8 @@ class TableWorkflow(WorkflowBase):
     """A user's table with automatic features and the chosen model."""
 
     name = "table"
+    plan: TablePlan
+    planned: PlannedTable
 
     def __init__(self, settings: WorkflowSettings, planned: PlannedTable, model: str, model_params: dict[str, Any]):
         super().__init__()
