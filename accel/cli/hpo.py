@@ -7,8 +7,9 @@ calls the handler. Errors are :class:`~accel.errors.AccelError` (one line, exit 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
+from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,15 +22,20 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-def fraction(text: str) -> float:
-    """A share in (0, 1]."""
+def _number(text: str, ok: Callable[[float], bool], what: str, bad: str) -> float:
+    """``text`` as a number (else: must be ``what``) for which ``ok`` holds (else: must be ``bad``; NaN never holds)."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1 or math.isnan(value):
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {bad}, got {text}")
     return value
+
+
+def fraction(text: str) -> float:
+    """A share in (0, 1]."""
+    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]", "a number in (0, 1]")
 
 
 def open_fraction(text: str) -> float:
@@ -41,13 +47,7 @@ def open_fraction(text: str) -> float:
 
 
 def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+    return _number(text, lambda v: v > 0, "a number of seconds", "a positive number of seconds")
 
 
 def register(sub: Any) -> None:
@@ -83,16 +83,12 @@ def register(sub: Any) -> None:
     hpo.set_defaults(handler=cmd_hpo)
 
     exp = sub.add_parser("experiments", help="every run and study recorded so far: metric, time, memory, Pareto fronts")
-    exp.add_argument(
-        "folder", nargs="?", type=Path, default=None, help=f"where run records and hpo.db live (default: {OUT_DEFAULT})"
-    )
+    exp.add_argument("folder", nargs="?", type=Path, help=f"where run records and hpo.db live (default: {OUT_DEFAULT})")
     exp.add_argument(
         "--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)"
     )
     exp.add_argument("--trials", action="store_true", help="one row per completed trial of each study as well")
-    exp.add_argument(
-        "--plot", nargs="?", const="", default=None, metavar="PNG", help="write a PNG of metric versus time with the fronts"
-    )
+    exp.add_argument("--plot", nargs="?", const="", metavar="PNG", help="write a PNG of metric versus time with the fronts")
     exp.add_argument("--save", action="store_true", help="also write the table as an experiments JSON in the folder read")
     exp.add_argument("--out", type=Path, help="write the experiments JSON (and --plot's default PNG) to this folder instead")
     exp.add_argument("--json", action="store_true", help="print the table as JSON (a file only with --save or --out)")
@@ -107,10 +103,8 @@ def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
     from accel.hpo.search import search_config
 
     file_values, source = workflow_source(args.workflow, args.data is not None or args.resume, "hpo")
-    hpo_flags = {
-        "trials": args.trials, "subset": args.subset, "trial_rounds": args.trial_rounds, "validation": args.validation,
-        "timeout": args.timeout, "top": args.top, "storage": args.storage, "study": args.study,
-    }  # fmt: skip
+    names = ("trials", "subset", "trial_rounds", "validation", "timeout", "top", "storage", "study")
+    hpo_flags = {name: getattr(args, name) for name in names}
     return search_config(file_values, table_overrides(args), hpo_flags, source, named=args.workflow is not None)
 
 
@@ -133,11 +127,8 @@ def cmd_hpo(args: argparse.Namespace) -> int:
         workers=args.workers,
         connect=cluster_client,
     )
-    progress = ProgressDisplay()
-    try:
+    with closing(ProgressDisplay()) as progress:
         record, path = run_search(config, request, listener=progress)
-    finally:
-        progress.close()
     written = {"result record": path, "tuned pipeline": saved_folder(record, path)}
     show_result(record, args.json, lambda: render_hpo(HpoRecord.model_validate(record), _wide_console(Console)), written)
     if record["final"].get("status") == "failed":
@@ -148,10 +139,7 @@ def cmd_hpo(args: argparse.Namespace) -> int:
 
 def _wide_console(console_class: Any, width: int = 120) -> Any:
     """A console as wide as the terminal, or ``width`` columns when the output is a file or a pipe."""
-    console = console_class()
-    if not console.is_terminal:
-        console = console_class(width=width)
-    return console
+    return console if (console := console_class()).is_terminal else console_class(width=width)
 
 
 def render_hpo(record: HpoRecord, console: Console) -> None:

@@ -91,9 +91,7 @@ class Row:
 
 
 def _fmt_value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def describe_model(name: str, params: dict[str, Any] | None) -> str:
@@ -131,15 +129,11 @@ def _num(v: Any) -> float:
         return math.nan
 
 
-def _metric_name(task: str | None) -> str:
-    return "rmse" if task == "regression" else "auc"
-
-
 def rows_from_run_record(record: RunRecord, source: str) -> list[Row]:
     """One row per arm of an ``accel run`` record that ran (``status`` ok)."""
     config = record.config
     workflow = _workflow_label(record.workflow, config)
-    metric = record.parity.metric or _metric_name(record.task)
+    metric = record.parity.metric or ("rmse" if record.task == "regression" else "auc")
     model = record.model if isinstance(record.model, ModelInfo) else ModelInfo(name=record.model or config.model or "?")
     out = []
     for arm, result in record.arms.items():
@@ -201,8 +195,9 @@ def rows_from_compare_record(record: CompareRecord, source: str) -> list[Row]:
     ]
 
 
-def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str) -> list[Row]:
-    """Rows of one search: its default baseline and its retrained best (or its best trial so far)."""
+def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str, trials: list[Any] | None = None) -> list[Row]:
+    """Rows of one search: its default baseline and its retrained best (or its best trial so far); then
+    one row per completed Optuna trial of ``trials``."""
     study, config, metric = str(record.study.name), record.config, record.study.metric or "auc"
     workflow = _workflow_label(config.workflow, config)
     model = str(config.model or DEFAULT_MODEL)
@@ -240,9 +235,12 @@ def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str) -> list[R
                 peak_host_mb=cpu.peak_host_mb, peak_device_mb=cpu.peak_device_mb,
             )  # fmt: skip
             out.append(row(f"{study}: tuned (trial {final.trial}), CPU arm", tuned_cpu, "hold-out", "cpu"))
-    elif record.best_trial is not None:
-        best = record.best_trial
+    elif (best := record.best_trial) is not None:
         out.append(row(f"{study}: best trial {best.number} (unfinished)", best, "validation (subset trial)"))
+    for t in trials or []:
+        kept = {k: t.user_attrs.get(k) for k in ("arm", "device_used", "seconds", "peak_host_mb", "peak_device_mb")}
+        trial = Scored.model_construct(metric=t.value, params=_trained_params(t), **kept)  # as stored: not validated
+        out.append(row(f"{study}: trial {t.number}", trial, "validation (subset trial)"))
     return out
 
 
@@ -281,37 +279,8 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
             "baseline": attrs.get("baseline"), "best_trial": best,
         })  # fmt: skip
         batches = Batches.model_validate(found.get("batches") or {})
-        out += _hpo_rows(searched, batches, source)
-        if include_trials:
-            workflow = _workflow_label(searched.config.workflow, searched.config)
-            model = str(searched.config.model or DEFAULT_MODEL)
-            for t in trials:
-                on = "validation (subset trial)"
-                out.append(
-                    Row(
-                        name=f"{summary.study_name}: trial {t.number}",
-                        workflow=workflow,
-                        arm=str(t.user_attrs.get("arm") or "cpu"),
-                        device=str(t.user_attrs.get("device_used") or t.user_attrs.get("arm") or "cpu"),
-                        precision=str(searched.config.precision or "fp32"),
-                        batch_rows=batches.label(searched.config.batch_rows),
-                        model=describe_model(model, _trained_params(t)),
-                        metric_name=metric,
-                        metric=_num(t.value),
-                        evaluated_on=on,
-                        seconds=_num(t.user_attrs.get("seconds")),
-                        peak_host_mb=t.user_attrs.get("peak_host_mb"),
-                        peak_device_mb=t.user_attrs.get("peak_device_mb"),
-                        group=_group(workflow, searched.config, metric, on),
-                        source=source,
-                    )
-                )
+        out += _hpo_rows(searched, batches, source, trials if include_trials else None)
     return out, names
-
-
-def _hpo_record_rows(record: HpoRecord, source: str) -> list[Row]:
-    """The rows of an ``accel hpo`` record, from the record itself (its study kept elsewhere)."""
-    return _hpo_rows(record, (record.search.memory or ArmMemory()).batches, source)
 
 
 def collect(folder: Path, storages: list[str] | None = None, include_trials: bool = False) -> tuple[list[Row], list[str]]:
@@ -346,7 +315,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
             continue
         if isinstance(record, HpoRecord):
             if record.study.name not in studies:  # its storage is elsewhere: the record says what it found
-                rows += _hpo_record_rows(record, str(path))
+                rows += _hpo_rows(record, (record.search.memory or ArmMemory()).batches, str(path))
         elif isinstance(record, CompareRecord):
             timed += rows_from_compare_record(record, str(path))
         elif isinstance(record, RunRecord):
@@ -365,28 +334,30 @@ def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_bette
     sign = 1.0 if higher_is_better else -1.0
     pts = [(sign * m, math.nan if c is None else c) for m, c in zip(metrics, costs)]
     valid = [not math.isnan(c) and not math.isnan(m) for m, c in pts]
-    out = []
-    for i, (mi, ci) in enumerate(pts):
-        if not valid[i]:
-            out.append(False)
-            continue
-        dominated = any(valid[j] and mj >= mi and cj <= ci and (mj > mi or cj < ci) for j, (mj, cj) in enumerate(pts) if j != i)
-        out.append(not dominated)
-    return out
+    return [
+        valid[i]
+        and not any(valid[j] and mj >= mi and cj <= ci and (mj > mi or cj < ci) for j, (mj, cj) in enumerate(pts) if j != i)
+        for i, (mi, ci) in enumerate(pts)
+    ]
 
 
 def mark_fronts(rows: list[Row]) -> None:
     """Set ``pareto`` (metric vs seconds) and ``pareto_memory`` (metric vs peak MB) within each group."""
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(r)
-    for members in groups.values():
+    for members in _by_group(rows).values():
         higher = HIGHER_IS_BETTER.get(members[0].metric_name, True)
         metrics = [r.metric for r in members]
         for r, on in zip(members, pareto_mask(metrics, [r.seconds for r in members], higher)):
             r.pareto = on
         for r, on in zip(members, pareto_mask(metrics, [r.peak_mb for r in members], higher)):
             r.pareto_memory = on
+
+
+def _by_group(rows: list[Row]) -> dict[str, list[Row]]:
+    """The rows of each comparison group, in their order."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    return groups
 
 
 #: Image formats ``--plot`` writes (by the file's extension).
@@ -406,10 +377,7 @@ def plot_panels(rows: list[Row]) -> list[dict[str, Any]]:
     """What :func:`plot` draws: one panel per metric; in each, every group with its front (row names)."""
     panels = []
     for metric in sorted({r.metric_name for r in rows}):
-        groups: dict[str, list[Row]] = {}
-        for r in rows:
-            if r.metric_name == metric:
-                groups.setdefault(r.group, []).append(r)
+        groups = _by_group([r for r in rows if r.metric_name == metric])
         panels.append({
             "metric": metric,
             "groups": [
@@ -495,11 +463,10 @@ def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
     """The result JSON (``benchmark: experiments``) a report generator reads."""
     from datetime import datetime, timezone
 
-    now = datetime.now(timezone.utc)
     return {
         **record_head("experiments"),
         "benchmark": "experiments",
-        "created_at": now.isoformat(),
+        "created_at": datetime.now(timezone.utc).isoformat(),
         "folder": str(folder),
         "rows": [r.as_dict() for r in rows],
         "groups": sorted({r.group for r in rows}),

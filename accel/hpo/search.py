@@ -53,8 +53,7 @@ from accel.hpo.study import (
     direction_of,
     discard_if_empty,
     heartbeat,
-    make_pruner,
-    make_sampler,
+    load_study,
     open_storage,
     open_study,
     public_config,
@@ -335,11 +334,11 @@ def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> di
     return out
 
 
+@dataclass(eq=False)  # hashed by identity, as a plain callable
 class Objective:
     """The trial: suggest, train on the subset, score on the validation part; the same on either arm."""
 
-    def __init__(self, ctx: SearchContext):
-        self.ctx = ctx
+    ctx: SearchContext
 
     def __call__(self, trial: Any) -> float:
         import optuna
@@ -363,11 +362,9 @@ class Objective:
         finally:
             for key in ("seconds", "stages", "peak_host_mb", "peak_device_mb", "rows"):
                 trial.set_user_attr(key, _json_safe(getattr(result, key)))
-        trial.set_user_attr("rounds", result.rounds)
-        trial.set_user_attr("metrics", result.metrics)
-        if result.warnings:
-            trial.set_user_attr("warnings", result.warnings)
-        trial.set_user_attr("device_used", result.device_used)
+        for key in ("rounds", "metrics", "warnings", "device_used"):
+            if key != "warnings" or result.warnings:  # warnings only when there were any
+                trial.set_user_attr(key, getattr(result, key))
         return result.metrics[ctx.metric]
 
 
@@ -393,9 +390,7 @@ def build_context(
             f"{batches.rows_per_batch:,} within the memory budget: raise --memory-budget or use --rows"
         )
     start = time.perf_counter()
-    raw = workflow.load(backend)
-    prepared = workflow.features(backend, raw)
-    del raw
+    prepared = workflow.features(backend, workflow.load(backend))  # the loaded table freed once featurised
     hpo = config.hpo
     data = split_for_search(prepared, workflow.task, hpo.validation, hpo.subset, config.seed)
     precision = plan_for_frames(config.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
@@ -477,7 +472,6 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     Each worker opens the shared storage itself, computes the features once (cached in the
     process for the next task of the same study) and uses every thread Dask gave it.
     """
-    import optuna
     from distributed import get_worker
 
     from accel.backend import get_backend
@@ -494,12 +488,7 @@ def _worker_trials(spec: dict[str, Any]) -> int:
         _WORKER_CONTEXTS[key] = ctx
     storage = open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
-    study = optuna.load_study(
-        study_name=spec["study"],
-        storage=storage,
-        sampler=make_sampler((config.seed + 1000 * spec["index"]) % 2**32),
-        pruner=make_pruner(config.hpo.pruner),
-    )
+    study = load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
     if timeout == 0.0:
         return 0
@@ -552,9 +541,8 @@ def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> 
     pending = futures
     while pending:
         time.sleep(0.5)
-        for fut in [f for f in pending if f.done()]:
-            if fut.status == "error":
-                log(f"a worker's trials stopped: {first_line(fut.exception(), 300)}")
+        for fut in [f for f in pending if f.done() and f.status == "error"]:
+            log(f"a worker's trials stopped: {first_line(fut.exception(), 300)}")
         pending = [f for f in pending if not f.done()]
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished() and t.number not in seen:
@@ -613,13 +601,8 @@ def _given(values: dict[str, Any], prefix: str = "") -> set[str]:
     ``hpo`` itself is never one of them: it would count every ``hpo.*`` setting as given once
     any one is (``--resume --trials 5`` would then clash with a study's ``--subset``).
     """
-    out = set()
-    for key, value in values.items():
-        if isinstance(value, dict) and key == "hpo":
-            out |= _given(value, prefix + key + ".")
-        else:
-            out.add(prefix + key)
-    return out
+    parts = (_given(v, prefix + k + ".") if isinstance(v, dict) and k == "hpo" else {prefix + k} for k, v in values.items())
+    return set().union(*parts)
 
 
 def search_config(
@@ -656,19 +639,10 @@ def _best_trials(study: Any, k: int) -> list[Any]:
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
     reverse = study.direction == StudyDirection.MAXIMIZE
     done.sort(key=lambda t: (t.value, -t.number) if reverse else (-t.value, -t.number), reverse=True)
-    picked, seen = [], set()
-    for t in done:
-        key = repr(sorted(t.params.items()))
-        if key not in seen:  # the same parameters twice would waste a full-data run
-            seen.add(key)
-            picked.append(t)
-        if len(picked) == k:
-            break
-    return picked
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a > b if direction == "maximize" else a < b
+    picked: dict[str, Any] = {}
+    for t in done:  # the same parameters twice would waste a full-data run: the first (best) kept
+        picked.setdefault(repr(sorted(t.params.items())), t)
+    return list(picked.values())[:k]
 
 
 def run_search(
@@ -697,7 +671,15 @@ def run_search(
     with request.client(config.model) as client:
         opened = open_study(config, request.given, request.resume)
         try:
-            return _search(opened, backend, gpu_note, client, request, out, log, listener, trial_log or log)
+            run = _start(opened, backend, gpu_note, request, log)
+            baseline = _baseline(run, listener)
+            n_workers, counts = _trials(run, client, request, trial_log or log)
+            run.record = _record(run, request, n_workers, counts, baseline)
+            best = _best_trials(run.study, run.config.hpo.top)
+            if not best:
+                return _finish(run, out, _no_trial_arms(run))
+            run.record["best_trial"] = _best_trial(run.ctx, best[0])
+            return _finish(run, out, _arms(run, _final(run, _top_k(run, best), baseline)))
         except BaseException as exc:
             discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
             if isinstance(exc, KeyboardInterrupt) and not discarded:
@@ -756,29 +738,6 @@ class _Search:
         t0 = time.perf_counter()
         yield
         self.phases[phase] = time.perf_counter() - t0
-
-
-def _search(
-    opened: OpenedStudy,
-    search_backend: Backend,
-    gpu_note: str | None,
-    client: Client | None,
-    request: SearchRequest,
-    out: Path,
-    log: Callable[[str], None],
-    listener: Listener | None = None,
-    trial_log: Callable[[str], None] | None = None,
-) -> tuple[dict[str, Any], Path]:
-    run = _start(opened, search_backend, gpu_note, request, log)
-    baseline = _baseline(run, listener)
-    n_workers, counts = _trials(run, client, request, trial_log or log)
-    run.record = _record(run, request, n_workers, counts, baseline)
-    best = _best_trials(run.study, run.config.hpo.top)
-    if not best:
-        return _finish(run, out, _no_trial_arms(run))
-    run.record["best_trial"] = _best_trial(run.ctx, best[0])
-    final = _final(run, _top_k(run, best), baseline)
-    return _finish(run, out, _arms(run, final))
 
 
 def _start(
@@ -973,12 +932,9 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
             rounds = f" · {m.rounds} rounds" if m.rounds else ""
             score = f"{metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s"
             run.log(f"top-{len(best)}: trial {t.number}: {score}")
-    winner = top[0]
-    for cand in top[1:]:
-        if _better(cand["metric"], winner["metric"], run.direction):
-            winner = cand
     run.record["top_k"] = top
-    return winner
+    # The first of the best: a later candidate wins only when strictly better.
+    return (max if run.direction == "maximize" else min)(top, key=lambda c: c["metric"])
 
 
 def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:

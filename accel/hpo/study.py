@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import time
 import warnings
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,13 +52,9 @@ def _secrets(url: str) -> list[str]:
         parts = urlsplit(url)
         if parts.password:
             found += [parts.password, unquote(parts.password)]
-        for key, value in parse_qsl(parts.query, keep_blank_values=False):
-            if key.lower() in SECRET_PARAMS and value:
-                found.append(value)
-        for raw in parts.query.split("&"):
-            key, _, value = raw.partition("=")
-            if key.lower() in SECRET_PARAMS and value:
-                found.append(value)
+        # As decoded, and as given (a value that does not decode the same).
+        pairs = parse_qsl(parts.query, keep_blank_values=False) + [raw.partition("=")[::2] for raw in parts.query.split("&")]
+        found += [value for key, value in pairs if key.lower() in SECRET_PARAMS and value]
     except ValueError:
         pass
     return sorted({s for s in found if s}, key=len, reverse=True)
@@ -103,11 +100,8 @@ def default_storage(out: Path) -> str:
 def is_optuna_sqlite(path: Path) -> bool:
     """Whether ``path`` is an SQLite file holding Optuna's tables (opened read-only)."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
             names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            con.close()
     except sqlite3.Error:
         return False
     return {"studies", "trials", "study_user_attributes"} <= names
@@ -149,8 +143,7 @@ def open_storage(url: str, read_only: bool = False) -> Any:
     given = url
     if read_only:
         kwargs["skip_table_creation"] = True
-        if url.startswith("sqlite"):
-            url = _read_only_sqlite(url)
+        url = _read_only_sqlite(url)  # unchanged unless an SQLite file
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -180,6 +173,13 @@ def make_sampler(seed: int) -> Any:
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
+def load_study(name: str, storage: Any, seed: int, pruner: str) -> Any:
+    """The existing study ``name`` with a sampler seeded ``seed`` and the ``pruner`` kind."""
+    import optuna
+
+    return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(seed), pruner=make_pruner(pruner))
+
+
 def make_pruner(kind: str) -> Any:
     import optuna
 
@@ -194,15 +194,13 @@ def mark_interrupted(study: Any) -> list[int]:
     from optuna.trial import TrialState
 
     storage = study._storage  # noqa: SLF001 - the documented way to change another trial's state
+    reason = "interrupted: the process running this trial stopped; marked failed on --resume"
     marked = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        storage.set_trial_user_attr(trial._trial_id, "interrupted", True)  # noqa: SLF001
-        storage.set_trial_user_attr(
-            trial._trial_id,  # noqa: SLF001
-            "error",
-            "interrupted: the process running this trial stopped; marked failed on --resume",
-        )
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # noqa: SLF001
+        trial_id = trial._trial_id  # noqa: SLF001
+        storage.set_trial_user_attr(trial_id, "interrupted", True)
+        storage.set_trial_user_attr(trial_id, "error", reason)
+        storage.set_trial_state_values(trial_id, TrialState.FAIL)
         marked.append(trial.number)
     return marked
 
@@ -211,13 +209,11 @@ def counted_trials(study: Any) -> int:
     """Trials that count towards ``--trials``: finished ones, except those failed by an interruption."""
     from optuna.trial import TrialState
 
-    n = 0
-    for t in study.get_trials(deepcopy=False):
-        if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
-            n += 1
-        elif t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"):
-            n += 1
-    return n
+    return sum(
+        t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+        or (t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"))
+        for t in study.get_trials(deepcopy=False)
+    )
 
 
 def trial_counts(study: Any) -> dict[str, int]:
@@ -246,11 +242,8 @@ def _search_identity(config: RunConfig) -> dict[str, Any]:
     """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
     from accel.credentials import hidden
 
-    dump = config.model_dump(mode="json")
-    for key in RUN_ONLY:
-        dump.pop(key, None)
-    for key in HPO_RUN_ONLY:
-        dump["hpo"].pop(key, None)
+    dump = {k: v for k, v in config.model_dump(mode="json").items() if k not in RUN_ONLY}
+    dump["hpo"] = {k: v for k, v in dump["hpo"].items() if k not in HPO_RUN_ONLY}
     return hidden(dump)
 
 
@@ -388,7 +381,6 @@ def _resumed_study(
 ) -> OpenedStudy:
     """The study ``name`` (None: the newest) of ``existing`` resumed with its own settings and this run's
     trials, time-out, top-k, device and output; refused when it is not accel's, is running, or clashes."""
-    import optuna
 
     from accel.config import RunConfig
     from accel.runner import build_workflow
@@ -403,15 +395,13 @@ def _resumed_study(
     accel_attrs = existing[name].user_attrs.get("accel")
     if not accel_attrs:
         raise AccelError(f"--resume: study {name!r} in {redact(url)} was not made by accel hpo")
-    busy = runners(existing[name].user_attrs)
-    if busy:
+    if busy := runners(existing[name].user_attrs):
         raise AccelError(
             f"--resume: study {name!r} is being run by {busy[0]}; wait for it to finish (or stop it), then resume "
             "(to run trials beside it, start it again without --resume: processes with the same --study join it)"
         )
     stored = RunConfig.model_validate(accel_attrs["config"])
-    clashes = [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]
-    if clashes:
+    if clashes := [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]:
         raise AccelError(
             f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study"
         )
@@ -419,9 +409,7 @@ def _resumed_study(
     hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     workflow = build_workflow(resumed_config)
-    study = optuna.load_study(
-        study_name=name, storage=storage, sampler=make_sampler(stored.seed), pruner=make_pruner(stored.hpo.pruner)
-    )
+    study = load_study(name, storage, stored.seed, stored.hpo.pruner)
     claim(study)
     interrupted = mark_interrupted(study)
     return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
@@ -446,7 +434,6 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
     asks for; a study no process runs is refused (``--resume`` continues it), as is one that
     searches something else.
     """
-    import optuna
 
     from accel.runner import build_workflow
 
@@ -460,20 +447,14 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
                 "finished, or choose a new --study"
             )
         raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
-    clashes = _differences(accel_attrs["identity"], _search_identity(config))
-    if clashes:
+    if clashes := _differences(accel_attrs["identity"], _search_identity(config)):
         raise AccelError(
             f"study {name!r} is being run by {live[0]} with other settings ({'; '.join(clashes[:3])}): give the same "
             "settings to join it, or choose a new --study"
         )
     workflow = build_workflow(config)
     offset = len(live)
-    study = optuna.load_study(
-        study_name=name,
-        storage=storage,
-        sampler=make_sampler((config.seed + 1000 * offset) % 2**32),  # its own draws, not its peers'
-        pruner=make_pruner(config.hpo.pruner),
-    )
+    study = load_study(name, storage, (config.seed + 1000 * offset) % 2**32, config.hpo.pruner)  # its own draws, not its peers'
     claim(study)
     return OpenedStudy(study, url, config, workflow, resumed=False, joined=live, seed_offset=offset)
 
@@ -515,10 +496,9 @@ def storage_failure(exc: BaseException, url: str) -> str | None:
         seen.add(id(exc))
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    if not any(isinstance(e, StorageInternalError) for e in chain):
-        full = [e for e in chain if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)]
-        if not full:
-            return None
+    full = any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain)
+    if not full and not any(isinstance(e, StorageInternalError) for e in chain):
+        return None
     reasons = []
     for e in chain:
         orig = getattr(e, "orig", None)  # SQLAlchemy's DBAPIError: the driver's own error
@@ -567,11 +547,9 @@ def heartbeat(study: Any) -> None:
 
 
 def release(study: Any) -> None:
-    try:
+    with suppress(Exception):  # the storage may be gone on the way out; a dead claim is detected anyway
         if study.user_attrs.get(_claim_key()) is not None:
             study.set_user_attr(_claim_key(), None)
-    except Exception:  # noqa: BLE001 - the storage may be gone on the way out; a dead claim is detected anyway
-        pass
 
 
 def runners(attrs: dict[str, Any]) -> list[str]:
