@@ -137,7 +137,9 @@ def test_every_results_file_is_read_as_its_typed_class(ext):
     assert typed and all(type(r.record) is SHAPES[r.kind] for r in typed)
     memory = [r.record for r in files if isinstance(r.record, Memory)]
     assert memory and all(m.streamed_run_10x is None or isinstance(m.streamed_run_10x.batches.batches, int) for m in memory)
-    first = Memory.model_validate({"benchmark": "memory", "chunked_10x": {"batches": {"batches": 9, "rows_total": 90}, "auc": 0.7}})
+    first = Memory.model_validate(
+        {"benchmark": "memory", "chunked_10x": {"batches": {"batches": 9, "rows_total": 90}, "auc": 0.7}}
+    )
     assert first.chunked_10x is None and first.streamed_run_10x.batches.rows_total == 90 and first.streamed_run_10x.auc == 0.7
 
 

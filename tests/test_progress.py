@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from accel.report import console as display
 from accel.record import RunRecord
+from accel.report import console as display
 from accel.report.console import ProgressDisplay, fmt_eta, render_run
 from tests.conftest import ROOT
 
