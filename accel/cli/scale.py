@@ -51,12 +51,9 @@ def command(args: argparse.Namespace) -> int:
     from accel.api import scale
     from accel.report.console import render_scaling
 
-    result = scale(
-        args.workflow, **table_overrides(args), cluster=args.cluster, workers=args.workers,
-        threads_per_worker=args.threads_per_worker, rmm_pool=args.rmm_pool, device_memory_limit=args.device_memory_limit,
-        worker_memory=args.worker_memory, protocol=args.protocol, scale=args.scale, baseline=not args.no_baseline,
-        progress=True,
-    )  # fmt: skip
+    flags = ("cluster", "workers", "threads_per_worker", "rmm_pool", "device_memory_limit", "worker_memory", "protocol", "scale")
+    dask = {flag: getattr(args, flag) for flag in flags}
+    result = scale(args.workflow, **table_overrides(args), **dask, baseline=not args.no_baseline, progress=True)
     written = {"scaling record": result.path, "plot": result.plot}
     show_result(result.record, args.json, lambda: render_scaling(result.typed, Console()), written)
     if result.failed:

@@ -120,10 +120,8 @@ def plan_local_arms(cluster: ClusterConfig, device: str) -> dict[ArmKind, ArmPla
     elif arms.gpu is not None:
         gpu = ArmPlace("gpu", arms.gpu, plan_cluster(cluster))
     workers = gpu.plan.workers if gpu.plan is not None else (cluster.workers or 1)
-    protocol = cluster.protocol
     memory_limit = gpu.plan.memory_limit if gpu.plan is not None else worker_memory_bytes(cluster.worker_memory)
-    cpu = ArmPlace("cpu", arms.cpu, baseline_plan(workers or 1, protocol, memory_limit))
-    return {"gpu": gpu, "cpu": cpu}
+    return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, baseline_plan(workers or 1, cluster.protocol, memory_limit))}
 
 
 def attach_scheduler_arms(
@@ -166,15 +164,8 @@ def attach_scheduler_arms(
         )
     else:
         gpu = ArmPlace("gpu", arms.gpu, session=primary)
-    if baseline is not None:
-        cpu = ArmPlace("cpu", arms.cpu, session=baseline)
-    else:
-        cpu = ArmPlace(
-            "cpu",
-            arms.cpu,
-            note="no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)",
-        )
-    return {"gpu": gpu, "cpu": cpu}
+    note = "no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)"
+    return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, session=baseline, note=None if baseline is not None else note)}
 
 
 def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack, say: Callable[[str], None]) -> dict[ArmKind, ArmPlace]:

@@ -75,22 +75,12 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
     """
     if text is None or text == "off":
         return None
-    from dask.utils import parse_bytes
-
-    try:
-        fraction = float(text)
-    except ValueError:
-        fraction = None
+    fraction = _float_or_none(text)
     if fraction is not None and 0 < fraction <= 1:
         return fraction
-    try:
-        size = parse_bytes(text)
-    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
-        raise AccelError(f"{flag} {text!r} is not a size: give bytes like 8GB or 500MiB, or a fraction like 0.5") from None
+    size = _parse_size(text, flag, "give bytes like 8GB or 500MiB, or a fraction like 0.5")
     if size <= 0:
         raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
-    if size > MAX_SIZE_BYTES:
-        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return size
 
 
@@ -99,27 +89,36 @@ def worker_memory_bytes(text: str | None) -> int | None:
     disk from 60-70% of it, pauses the worker at 80%, restarts it at 95%: ``distributed.worker.memory``)."""
     if text is None:
         return None
-    from dask.utils import parse_bytes
-
-    try:
-        float(text)
-    except ValueError:
-        pass
-    else:
+    if _float_or_none(text) is not None:
         raise AccelError(
             f"--worker-memory {text!r}: give a size per worker such as 400MB or 4GB, not a fraction or a bare number"
         )
-    try:
-        size = parse_bytes(text)
-    except (ValueError, TypeError, OverflowError):
-        raise AccelError(f"--worker-memory {text!r} is not a size: give one such as 400MB or 4GB per worker") from None
-    if size > MAX_SIZE_BYTES:
-        raise AccelError(f"--worker-memory {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
+    size = _parse_size(text, "--worker-memory", "give one such as 400MB or 4GB per worker")
     if size < MIN_WORKER_MEMORY:
         raise AccelError(
             f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
             "give at least that"
         )
+    return size
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _parse_size(text: str, flag: str, example: str) -> int:
+    """``text`` in bytes as Dask parses sizes; AccelError (saying ``example``) unless it is one a machine can hold."""
+    from dask.utils import parse_bytes
+
+    try:
+        size = parse_bytes(text)
+    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
+        raise AccelError(f"{flag} {text!r} is not a size: {example}") from None
+    if size > MAX_SIZE_BYTES:
+        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
     return size
 
 
@@ -210,21 +209,16 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     try:
         with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout:g}s"}):
             asyncio.run(_identify_scheduler(address, timeout, connection_args))
+        return
     except (asyncio.TimeoutError, TimeoutError):
-        raise AccelError(
-            f"cannot reach a Dask scheduler at {address}: no answer to Dask's handshake within {timeout:g} s (something "
-            "listens there, but does not speak Dask's protocol); is 'dask scheduler' running there?"
-        ) from None
+        why = (
+            f": no answer to Dask's handshake within {timeout:g} s (something listens there, but does not speak Dask's protocol)"
+        )
     except OSError as exc:  # nobody listens (refused until Dask's connect timeout), no route, ...
-        raise AccelError(
-            f"cannot reach a Dask scheduler at {address} within {timeout:g} s ({first_line(exc)}); "
-            "is 'dask scheduler' running there?"
-        ) from None
+        why = f" within {timeout:g} s ({first_line(exc)})"
     except Exception as exc:  # noqa: BLE001 - garbage bytes, another protocol, a peer that is not a scheduler
-        raise AccelError(
-            f"cannot reach a Dask scheduler at {address}: the peer does not speak Dask's protocol ({first_line(exc)}); "
-            "is 'dask scheduler' running there?"
-        ) from None
+        why = f": the peer does not speak Dask's protocol ({first_line(exc)})"
+    raise AccelError(f"cannot reach a Dask scheduler at {address}{why}; is 'dask scheduler' running there?")
 
 
 def _check_scheme(address: str) -> None:
@@ -660,22 +654,19 @@ class ClusterSession:
                 )
             worker_kind = "gpu" if usable == {True} else "cpu"
         threads = sorted({int(d["nthreads"]) for d in details})
+        address = self.client.scheduler.address
+        copied = ("rmm_pool_size", "device_memory_limit", "rmm_maximum_pool_size", "rmm_pool_basis", "memory_limit", "cudf_spill")
         return ClusterInfo(
             kind=plan.kind,
             worker_kind=worker_kind,
-            address=self.client.scheduler.address,
+            address=address,
             dashboard=_dashboard_link(self.client),
             workers=len(details),
             threads_per_worker=threads[0] if len(threads) == 1 else threads,
             gpus_per_worker=1 if worker_kind == "gpu" else 0,
-            protocol=self.client.scheduler.address.split("://")[0],
-            rmm_pool_size=plan.rmm_pool_size,
-            device_memory_limit=plan.device_memory_limit,
+            protocol=address.split("://")[0],
             worker_details=details,
-            rmm_maximum_pool_size=plan.rmm_maximum_pool_size,
-            rmm_pool_basis=plan.rmm_pool_basis,
-            memory_limit=plan.memory_limit,
-            cudf_spill=plan.cudf_spill,
+            **{key: getattr(plan, key) for key in copied},
         )
 
     def workers_now(self) -> list[str]:
@@ -692,12 +683,8 @@ class ClusterSession:
         :attr:`all_workers_lost` says why.
         """
         self.all_workers_lost = False
-
-        def fired() -> None:
-            self.all_workers_lost = True
-
-        with self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(),
-                               interval, fired):  # fmt: skip
+        fired = lambda: setattr(self, "all_workers_lost", True)  # noqa: E731
+        with self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired):
             yield
 
     @contextmanager
@@ -760,18 +747,14 @@ class ClusterSession:
 
     def close(self) -> None:
         """Close the client, then the cluster this session started (and its worker processes)."""
-        client, cluster = self.client, self.cluster
+        closing = ((self.client, 10), (self.cluster, 20))
         self.client = self.cluster = None
-        if client is not None:
-            try:
-                client.close(timeout=10)
-            except Exception:  # noqa: BLE001 - closing must not hide the error that got us here
-                pass
-        if cluster is not None:
-            try:
-                cluster.close(timeout=20)
-            except Exception:  # noqa: BLE001
-                pass
+        for what, timeout in closing:
+            if what is not None:
+                try:
+                    what.close(timeout=timeout)
+                except Exception:  # noqa: BLE001 - closing must not hide the error that got us here
+                    pass
         for key, value in self._environ_before.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -821,13 +804,7 @@ def _sigint_deferred() -> Iterator[None]:
 
 def _dashboard_link(client: Any) -> str | None:
     try:
-        services = client.scheduler_info()["services"]
-    except Exception:  # noqa: BLE001
-        return None
-    if "dashboard" not in services:
-        return None
-    try:
-        return str(client.dashboard_link)
+        return str(client.dashboard_link) if "dashboard" in client.scheduler_info()["services"] else None
     except Exception:  # noqa: BLE001
         return None
 
@@ -868,19 +845,19 @@ class WorkerMemorySampler(PeriodicSampler):
                 host = int(metrics.get("memory") or 0)
                 device = (metrics.get("gpu") or {}).get("memory-used")
                 highest_host = max(highest_host, host)
+                self._note(self.host, self.stage_host, address, host)
                 if device is not None:
                     highest_device = max(highest_device or 0, int(device))
-                self.host[address] = max(self.host.get(address, 0), host)
-                if self._stage:
-                    per = self.stage_host.setdefault(self._stage, {})
-                    per[address] = max(per.get(address, 0), host)
-                if device is not None:
-                    self.device[address] = max(self.device.get(address, 0), int(device))
-                    if self._stage:
-                        per = self.stage_device.setdefault(self._stage, {})
-                        per[address] = max(per.get(address, 0), int(device))
+                    self._note(self.device, self.stage_device, address, int(device))
         if self.on_sample is not None and workers:
             self.on_sample(highest_host, highest_device)
+
+    def _note(self, peaks: dict[str, int], stage_peaks: dict[str, dict[str, int]], address: str, value: int) -> None:
+        """Raise ``address``'s peak, overall and in the current stage, to ``value``."""
+        peaks[address] = max(peaks.get(address, 0), value)
+        if self._stage:
+            per = stage_peaks.setdefault(self._stage, {})
+            per[address] = max(per.get(address, 0), value)
 
     def set_stage(self, stage: str | None) -> None:
         self.sample()
@@ -893,16 +870,16 @@ class WorkerMemorySampler(PeriodicSampler):
             rss = self.client.run(worker_peak_rss)
         except Exception:  # noqa: BLE001 - e.g. a worker lost at the end
             rss = {}
-        out: dict[str, dict[str, Any]] = {}
-        for address in sorted(set(self.host) | set(rss)):
-            out[address] = {
+        return {
+            address: {
                 "dask_reported_peak_host_mb": _mb(self.host.get(address)),
                 "dask_reported_peak_device_mb": _mb(self.device.get(address)),
                 "peak_rss_mb": _mb(rss.get(address)),
                 "stage_peak_host_mb": {s: _mb(v.get(address)) for s, v in self.stage_host.items() if address in v},
                 "stage_peak_device_mb": {s: _mb(v.get(address)) for s, v in self.stage_device.items() if address in v},
             }
-        return out
+            for address in sorted(set(self.host) | set(rss))
+        }
 
 
 def _mb(n: int | None) -> float | None:

@@ -294,13 +294,9 @@ def run_on_session(
     info = session.info
     kind = info.worker_kind
     backend = backend or client_backend(kind)
-    if isinstance(workflow, str):
-        try:
-            build = DASK_WORKFLOWS[workflow]
-        except KeyError:
-            raise AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}") from None
-    else:
-        build = workflow
+    build = DASK_WORKFLOWS.get(workflow) if isinstance(workflow, str) else workflow
+    if build is None:
+        raise _not_on_dask(str(workflow))
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
     executor = OnDask(session, params, seed, say, early_stopping)
     result = execute_arm(backend, dask_workflow, executor, listener)
@@ -440,8 +436,6 @@ def dask_search(
     ``training_frames(fresh)`` gives the training features and labels, built again on the
     workers left when ``fresh`` (the retry after a lost worker). Returns the
     search's failed training attempts (a worker lost while it boosted), for the arm's record."""
-    import time
-
     from xgboost import dask as dxgb
 
     es, client = model.early_stopping, session.client
@@ -595,6 +589,35 @@ def run_placed_arm(
     return arm, dask_workflow, pipeline
 
 
+def _not_on_dask(workflow: str) -> AccelError:
+    return AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+
+
+def dask_workflow_of(
+    config: RunConfig, early_stopping: EarlyStopping, on_plan: Callable[[Any], None] | None = None
+) -> tuple[Any, str | DaskBuilder]:
+    """What a run on Dask runs: ``(planned, workflow)``, ``planned`` the single-process workflow of a
+    user's table, planned here on the host (``on_plan(planned)`` is called with it; None for a named
+    workflow), ``workflow`` what each cluster run builds its Dask workflow from. A name that cannot
+    run on Dask is refused (an unknown one with the usual error)."""
+    from accel.runner import build_workflow
+
+    if config.data is None:
+        if config.workflow not in DASK_WORKFLOWS:
+            from accel.workflows import get_workflow
+
+            get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
+            raise _not_on_dask(config.workflow)
+        return None, config.workflow
+    planned = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
+    if on_plan is not None:
+        on_plan(planned)
+    from accel.workflows.table_dask import table_builder
+
+    assert planned.planned is not None, "a table's workflow is planned"
+    return planned, table_builder(planned.planned)
+
+
 def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
     """The cluster an arm ran on, each worker with its memory peaks."""
     cluster = info.as_dict()
@@ -643,21 +666,7 @@ def cluster_run(
     check_dask_config(config)
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
-    workflow: str | DaskBuilder = config.workflow
-    planned_workflow = None
-    if config.data is not None:
-        planned_workflow = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
-        if on_plan is not None:
-            on_plan(planned_workflow)
-        from accel.workflows.table_dask import table_builder
-
-        assert planned_workflow.planned is not None, "a table's workflow is planned"
-        workflow = table_builder(planned_workflow.planned)
-    elif config.workflow not in DASK_WORKFLOWS:
-        from accel.workflows import get_workflow
-
-        get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
-        raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+    planned_workflow, workflow = dask_workflow_of(config, early_stopping, on_plan)
     settings = WorkflowSettings.of(config)
     params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 

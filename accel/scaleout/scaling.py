@@ -45,11 +45,7 @@ def default_counts(kind: str) -> list[int]:
     from accel.backend import cpu_threads, probe_gpu
 
     limit = cpu_threads() if kind == "local" else max(1, len(probe_gpu().devices))
-    counts, n = [], 1
-    while n <= limit:
-        counts.append(n)
-        n *= 2
-    return counts
+    return [2**i for i in range(limit.bit_length())]
 
 
 def study_config(workflow: str | None, settings: dict[str, Any], dask: dict[str, Any]) -> tuple[Any, list[int]]:
@@ -161,21 +157,10 @@ def _plan_study(
     starts, every count's arms checked against the machine."""
     from contextlib import ExitStack
 
-    from accel.runner import build_workflow
     from accel.scaleout.arms import plan_arms
-    from accel.workflows import DASK_WORKFLOWS, WorkflowSettings, get_workflow
-    from accel.workflows.table_dask import table_builder
+    from accel.scaleout.cluster_run import dask_workflow_of
 
-    planned = None
-    workflow: Any = config.workflow
-    if config.data is not None:
-        planned = build_workflow(config, early_stopping)  # the single-process plan, made once for every count
-        assert planned.planned is not None, "a table's workflow is planned"
-        workflow = table_builder(planned.planned)
-    else:
-        get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error
-        if config.workflow not in DASK_WORKFLOWS:
-            raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+    planned, workflow = dask_workflow_of(config, early_stopping)  # a table's single-process plan, made once for every count
     if (cluster := config.cluster) is None:
         raise AccelError("accel scale needs a cluster: --cluster local|local-cuda or --scheduler ADDRESS")
     with ExitStack() as stack:
@@ -207,10 +192,8 @@ def _run_clusters(study: _Study) -> Any:
     from accel.workflows import WorkflowSettings
 
     config, described = study.config, None
-    settings, params = (
-        WorkflowSettings.of(config),
-        XGBoostSettings(**config.model_params()),
-    )  # a model with a Dask trainer (check_dask_config)
+    settings = WorkflowSettings.of(config)
+    params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
     for n, place in zip(study.counts, study.places, strict=True):
         for arm_kind in _ARM_ORDER:
             where = place[arm_kind]
@@ -256,7 +239,7 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
         "worker_counts": study.counts,
         "early_stopping": study.early_stopping.describe(),
         "speedup_reference": reference,
-        "metric_name": _metric(described),
+        "metric_name": "rmse" if getattr(described, "task", "binary") == "regression" else METRIC,
         "definitions": {
             "speedup_vs_1": "seconds with the fewest workers of the same arm / seconds of this row, per stage",
             "efficiency": "speedup_vs_1 / (workers / the fewest workers); NaN for the single-process row",
@@ -271,19 +254,10 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
     }
 
 
-def _metric(workflow: Any) -> str:
-    """The headline metric of the study: AUC for a classifier, RMSE for a regressor."""
-    task = getattr(workflow, "task", "binary")
-    return "rmse" if task == "regression" else METRIC
-
-
 def scaling_rows(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int | None]]:
     """The tidy table: one row per (arm, workers, stage), with speedup, efficiency, GPU-vs-CPU and metric."""
     ok = [r for r in runs if r["arm"]["status"] == "ok"]
-    refs = {}
-    for kind in ("gpu", "cpu"):
-        mine = [r for r in ok if r["kind"] == kind]
-        refs[kind] = min(mine, key=lambda r: r["workers"]) if mine else None
+    refs = {kind: min((r for r in ok if r["kind"] == kind), key=lambda r: r["workers"], default=None) for kind in ("gpu", "cpu")}
     reference = {kind: (ref["workers"] if ref else None) for kind, ref in refs.items()}
     metric = next((name for r in ok for name in ("auc", "rmse") if name in r["arm"]["metrics"]), METRIC)
     rows = []
@@ -304,10 +278,8 @@ def _stage_row(
     seconds = _seconds(arm, stage) if good else math.nan
     base = _seconds(ref["arm"], stage) if ref else math.nan
     speedup = base / seconds if good and ref and seconds > 0 else math.nan
-    if run["kind"] == "single-process" or not good or ref is None:
-        efficiency = math.nan
-    else:
-        efficiency = speedup / (run["workers"] / ref["workers"])
+    single = run["kind"] == "single-process"
+    efficiency = math.nan if single or not good or ref is None else speedup / (run["workers"] / ref["workers"])
     vs_cpu = math.nan
     if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
         vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds

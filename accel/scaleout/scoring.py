@@ -99,11 +99,9 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
             metrics.add(codes, _model_output(pipeline, output.loc[known]))
         job.outputs[backend.name] = output.drop(columns=[TARGET], errors="ignore")
         executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(lengths)})
-        executed.peaks, executed.where, executed.workers_memory = (
-            ArmPeaks.of_workers(workers_memory),
-            "dask workers",
-            workers_memory,
-        )
+        executed.peaks = ArmPeaks.of_workers(workers_memory)
+        executed.where = "dask workers"
+        executed.workers_memory = workers_memory
         executed.threads = {"workers": info.workers, "threads_per_worker": info.threads_per_worker}
         return executed
 
