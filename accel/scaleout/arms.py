@@ -93,13 +93,14 @@ def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None 
         raise AccelError(
             f"--workers {workers}: the CPU baseline runs as many CPU workers, and this machine has {cores} cores for accel"
         )
-    return ClusterPlan(
-        "local",
-        workers=workers,
-        threads_per_worker=max(1, cores // workers),
-        worker_kind="cpu",
-        protocol=protocol,
-        memory_limit=memory_limit,
+    return ClusterPlan.cpu_workers(workers, max(1, cores // workers), protocol, memory_limit)
+
+
+def gpu_planning_refused(reason: str | None) -> AccelError:
+    """The error for GPU workers when this process, which plans their cuDF partitions, has no usable GPU."""
+    return AccelError(
+        "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
+        f"in this process too; run accel on one of the GPU nodes (here: {reason})"
     )
 
 
@@ -158,10 +159,7 @@ def attach_scheduler_arms(
     if device == "cpu":
         gpu = ArmPlace("gpu", skip=arms.gpu_skip)
     elif arms.gpu is None:
-        raise AccelError(
-            "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
-            f"in this process too; run accel on one of the GPU nodes (here: {arms.gpu_skip})"
-        )
+        raise gpu_planning_refused(arms.gpu_skip)
     else:
         gpu = ArmPlace("gpu", arms.gpu, session=primary)
     note = "no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)"

@@ -218,7 +218,11 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         why = f" within {timeout:g} s ({first_line(exc)})"
     except Exception as exc:  # noqa: BLE001 - garbage bytes, another protocol, a peer that is not a scheduler
         why = f": the peer does not speak Dask's protocol ({first_line(exc)})"
-    raise AccelError(f"cannot reach a Dask scheduler at {address}{why}; is 'dask scheduler' running there?")
+    raise _unreachable(address, why)
+
+
+def _unreachable(address: str, why: str) -> AccelError:
+    return AccelError(f"cannot reach a Dask scheduler at {address}{why}; is 'dask scheduler' running there?")
 
 
 def _check_scheme(address: str) -> None:
@@ -278,6 +282,13 @@ class ClusterPlan:
     #: cuDF spilling on GPU workers (device buffers moved to host memory when the pool is full).
     cudf_spill: bool = False
 
+    @classmethod
+    def cpu_workers(cls, workers: int, threads: int, protocol: str, memory_limit: int | None) -> ClusterPlan:
+        """``workers`` CPU worker processes of ``threads`` threads each, on this machine."""
+        return cls(
+            "local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=protocol, memory_limit=memory_limit
+        )
+
 
 def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
@@ -328,14 +339,7 @@ def _plan_local(config: ClusterConfig, memory_limit: int | None) -> ClusterPlan:
             f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
             f"has {cores} cores for accel; use fewer workers or threads"
         )
-    return ClusterPlan(
-        "local",
-        workers=workers,
-        threads_per_worker=threads,
-        worker_kind="cpu",
-        protocol=config.protocol,
-        memory_limit=memory_limit,
-    )
+    return ClusterPlan.cpu_workers(workers, threads, config.protocol, memory_limit)
 
 
 def _plan_local_cuda(config: ClusterConfig, memory_limit: int | None, model: str | None) -> ClusterPlan:
@@ -550,10 +554,7 @@ class ClusterSession:
                 with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
                     self.client = Client(address, timeout=CONNECT_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
-                raise AccelError(
-                    f"cannot reach a Dask scheduler at {address} within {CONNECT_TIMEOUT_S} s "
-                    f"({first_line(exc)}); is 'dask scheduler' running there?"
-                ) from None
+                raise _unreachable(address, f" within {CONNECT_TIMEOUT_S} s ({first_line(exc)})") from None
             try:
                 self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
             except TimeoutError:
@@ -632,9 +633,8 @@ class ClusterSession:
 
     def _describe(self) -> ClusterInfo:
         plan = self.plan
-        probe = plan.worker_kind is None
         try:
-            facts = self.client.run(_worker_facts, probe=probe)
+            facts = self.client.run(_worker_facts, probe=plan.worker_kind is None)
         except (ModuleNotFoundError, ImportError) as exc:
             raise AccelError(
                 f"the Dask workers cannot import accel ({first_line(exc)}): install the same accel on every worker node"

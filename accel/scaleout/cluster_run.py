@@ -58,7 +58,7 @@ from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.pipeline import Pipeline
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
-from accel.scaleout.arms import ArmPlace, plan_arms
+from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
 from accel.workflows import DASK_WORKFLOWS
@@ -113,10 +113,7 @@ def client_backend(kind: str) -> Backend:
     try:
         return backend_for(kind)
     except DeviceUnavailable:
-        raise AccelError(
-            "the cluster's workers are GPU workers, and planning cuDF partitions needs cuDF with a usable GPU "
-            f"in this process too; run accel on one of the GPU nodes (here: {probe_gpu().reason})"
-        ) from None
+        raise gpu_planning_refused(probe_gpu().reason) from None
 
 
 def _lost_workers(session: ClusterSession, before: list[str]) -> list[str]:
@@ -566,13 +563,11 @@ def run_placed_arm(
     if place.skip is not None:
         return skipped(place.skip).as_dict(), None, None
     if place.placement == "process":
-        from accel.runner import run_arm_safely
+        from accel.runner import attach_early_stopping, run_arm_safely
 
         assert single_process is not None
         single = single_process()
         if early_stopping is not None:
-            from accel.runner import attach_early_stopping
-
             attach_early_stopping(single, early_stopping)
         result = run_arm_safely(place.arm_backend(), single, listener, memory, collect=False)
         arm = result.as_dict()
