@@ -683,7 +683,10 @@ class ClusterSession:
         :attr:`all_workers_lost` says why.
         """
         self.all_workers_lost = False
-        fired = lambda: setattr(self, "all_workers_lost", True)  # noqa: E731
+
+        def fired() -> None:
+            self.all_workers_lost = True
+
         with self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired):
             yield
 
