@@ -16,6 +16,7 @@ which calls ran on the GPU and which fell back to the CPU, the costliest fallbac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -122,12 +123,8 @@ class Run:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file() and not p.is_symlink():
-            st = p.stat()
-            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
-    return out
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    return {str(p.relative_to(root)): (st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()]}
 
 
 def _sha256(path: Path) -> str:
@@ -180,10 +177,8 @@ def folder_bytes(root: Path, skip: list[Path]) -> int:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in IGNORED and (Path(dirpath) / d).resolve() not in skip_resolved]
         for name in filenames:
-            try:
+            with contextlib.suppress(OSError):
                 total += (Path(dirpath) / name).lstat().st_size
-            except OSError:
-                pass
     return total
 
 
@@ -205,14 +200,12 @@ class _TreeSampler:
         self._stop = threading.Event()
         self._nvml: Any = None
         if device:
-            try:
+            with contextlib.suppress(Exception):  # no NVML: device memory is reported as unknown
                 import pynvml
 
                 pynvml.nvmlInit()
                 self._nvml = pynvml
                 self.peak_device = 0
-            except Exception:  # noqa: BLE001 - no NVML: device memory is reported as unknown
-                self._nvml = None
         self._thread = threading.Thread(target=self._run, name="accel-compare-sampler", daemon=True)
         self._thread.start()
 
@@ -235,10 +228,8 @@ class _TreeSampler:
         pids = self._pids()
         rss = 0
         for pid in pids:
-            try:
+            with contextlib.suppress(psutil.Error):
                 rss += psutil.Process(pid).memory_info().rss
-            except psutil.Error:
-                continue
         self.peak_rss = max(self.peak_rss, rss)
         own = process_peak_rss(self.pid)  # the script's own high-water mark: what sampling misses
         if own is not None:
@@ -269,10 +260,8 @@ class _TreeSampler:
         if self._foreign and not self._matched:
             self.peak_device = None  # NVML's process ids are another PID namespace's: unknown, not 0
         if self._nvml is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -291,9 +280,7 @@ def _subreaper(on: bool) -> bool | None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         old = ctypes.c_int(0)
-        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(old), 0, 0, 0) != 0:
-            return None
-        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(old), 0, 0, 0) or libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0):
             return None
         return bool(old.value)
     except (OSError, AttributeError):
@@ -334,11 +321,9 @@ class _Tree:
                 continue
         for pid, proc in list(self._seen.items()):  # seen before: still the same process?
             if pid not in found:
-                try:
+                with contextlib.suppress(psutil.Error):
                     if proc.is_running():
                         found[pid] = proc
-                except psutil.Error:
-                    pass
         self._seen.update(found)
         return list(found.values())
 
@@ -397,11 +382,9 @@ class Guard:
 
     def _say(self, line: str) -> None:
         assert self.proc.stdin is not None
-        try:
+        with contextlib.suppress(OSError):  # the supervisor is gone (killed by someone): accel's own sweep still runs
             self.proc.stdin.write(line.encode() + b"\n")
             self.proc.stdin.flush()
-        except OSError:  # the supervisor is gone (killed by someone): accel's own sweep still runs
-            pass
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` with the mark every process of the script inherits."""
@@ -419,12 +402,10 @@ class Guard:
 
     def close(self) -> None:
         """End the pipe: the supervisor ends what is left (nothing, after a run that finished) and exits."""
-        try:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
             self.proc.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
 
 
 def run_once(
@@ -465,17 +446,9 @@ def run_once(
     peak = max(sampler.peak_rss, sampler.peak_own)
     after = _snapshot(workdir)
     written = {rel: _sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
-    return Run(
-        seconds=seconds,
-        exit_code=exit_code,
-        timed_out=timed_out,
-        peak_rss_mb=peak / 1e6,
-        peak_device_mb=None if sampler.peak_device is None else sampler.peak_device / 1e6,
-        stdout=out_path.read_text(errors="replace"),
-        stderr=err_path.read_text(errors="replace"),
-        written=written,
-        killed=killed,
-    )
+    device_mb = None if sampler.peak_device is None else sampler.peak_device / 1e6
+    stdout, stderr = (path.read_text(errors="replace") for path in (out_path, err_path))
+    return Run(seconds, exit_code, timed_out, peak / 1e6, device_mb, stdout, stderr, written, killed)
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, sampler: _TreeSampler) -> tuple[dict[str, Any], bool]:
@@ -514,10 +487,8 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, sampl
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # --------------------------------------------------------------------------- parity
@@ -536,8 +507,7 @@ def _close(a: float, b: float, rtol: float, atol: float) -> bool:
 
 def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Pattern[str] | None = None) -> dict[str, Any]:
     """Line by line: the words must be equal, the numbers within ``atol + rtol * |cpu|``."""
-    a = [line for line in cpu.splitlines() if line.strip() and not (ignore and ignore.search(line))]
-    b = [line for line in gpu.splitlines() if line.strip() and not (ignore and ignore.search(line))]
+    a, b = ([line for line in text.splitlines() if line.strip() and not (ignore and ignore.search(line))] for text in (cpu, gpu))
     numbers = agree = 0
     differences = []
     for i, (la, lb) in enumerate(zip(a, b), start=1):
@@ -604,20 +574,19 @@ def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
 
 def fallback_table(profile: dict[str, Any] | None, top: int = 15) -> list[dict[str, Any]]:
     """Every profiled function, costliest CPU fallback first (then the GPU time)."""
-    rows = []
-    for accelerator, functions in (profile or {}).items():
-        for name, s in functions.items():
-            rows.append(
-                {
-                    "accelerator": accelerator,
-                    "function": name,
-                    "gpu_calls": int(s.get("gpu_calls", 0)),
-                    "gpu_seconds": float(s.get("gpu_time", 0.0)),
-                    "cpu_calls": int(s.get("cpu_calls", 0)),
-                    "cpu_seconds": float(s.get("cpu_time", 0.0)),
-                    "fallback_reasons": list(s.get("fallback_reasons", [])),
-                }
-            )
+    rows = [
+        {
+            "accelerator": accelerator,
+            "function": name,
+            "gpu_calls": int(s.get("gpu_calls", 0)),
+            "gpu_seconds": float(s.get("gpu_time", 0.0)),
+            "cpu_calls": int(s.get("cpu_calls", 0)),
+            "cpu_seconds": float(s.get("cpu_time", 0.0)),
+            "fallback_reasons": list(s.get("fallback_reasons", [])),
+        }
+        for accelerator, functions in (profile or {}).items()
+        for name, s in functions.items()
+    ]
     rows.sort(key=lambda r: (-r["cpu_seconds"], -r["cpu_calls"], -r["gpu_seconds"]))
     return rows[:top]
 
@@ -887,22 +856,20 @@ def _parity(c: _Comparison, arms: dict[str, Any]) -> dict[str, Any]:
     opts = c.opts
     parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
     if arms["gpu"]["status"] != "ok":
-        parity["agree"] = None
-        parity["reason"] = (
-            "the GPU arm was skipped" if arms["gpu"]["status"] == "skipped" else "the GPU arm did not run to the end"
-        )
+        skipped = arms["gpu"]["status"] == "skipped"
+        parity.update(agree=None, reason="the GPU arm was skipped" if skipped else "the GPU arm did not run to the end")
         return parity
     cpu_run, gpu_run = c.runs_of["cpu"][0], c.runs_of["gpu"][0]
     parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, c.ignore)
     files = []
     for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
         if name not in gpu_run.written:
-            files.append({"path": name, "status": "only cpu", "detail": "the GPU arm did not write it"})
+            status, detail = "only cpu", "the GPU arm did not write it"
         elif name not in cpu_run.written:
-            files.append({"path": name, "status": "only gpu", "detail": "the CPU arm did not write it"})
+            status, detail = "only gpu", "the CPU arm did not write it"
         else:
             status, detail = compare_file(c.copies["cpu"] / name, c.copies["gpu"] / name, opts.rtol, opts.atol)
-            files.append({"path": name, "status": status, "detail": detail})
+        files.append({"path": name, "status": status, "detail": detail})
     parity["files"] = files
     parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
     return parity

@@ -18,6 +18,7 @@ to stdout so that both arms' outputs can be compared like a script's.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import runpy
 import sys
@@ -30,16 +31,9 @@ ACCELERATORS = ("cudf.pandas", "cuml.accel")
 
 def install(accelerators: list[str]) -> None:
     for name in accelerators:
-        if name == "cudf.pandas":
-            import cudf.pandas
-
-            cudf.pandas.install()
-        elif name == "cuml.accel":
-            import cuml.accel
-
-            cuml.accel.install()
-        else:  # accel compare validates the names first
+        if name not in ACCELERATORS:  # accel compare validates the names first
             raise SystemExit(f"unknown accelerator {name!r}")
+        importlib.import_module(name).install()  # cudf.pandas.install(), cuml.accel.install()
 
 
 def _cudf_pandas_stats(profiler: Any) -> dict[str, Any]:
@@ -167,12 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             run_script(ns.script, args)
         finally:
             stack.close()
-            out = {}
-            if "cudf.pandas" in profiles:
-                out["cudf.pandas"] = _cudf_pandas_stats(profiles["cudf.pandas"])
-            if "cuml.accel" in profiles:
-                out["cuml.accel"] = _cuml_accel_stats(profiles["cuml.accel"])
-            Path(ns.profile_json).write_text(json.dumps(out))
+            stats = {"cudf.pandas": _cudf_pandas_stats, "cuml.accel": _cuml_accel_stats}
+            Path(ns.profile_json).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
     return 0
 
 

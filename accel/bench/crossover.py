@@ -111,10 +111,9 @@ def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
     found = None
     for point in reversed(points):
         s = point.get("speedup", math.nan)
-        if isinstance(s, float) and s > 1.0:
-            found = point["rows"]
-        else:
+        if not (isinstance(s, float) and s > 1.0):
             break
+        found = point["rows"]
     return found
 
 
@@ -155,16 +154,11 @@ def sweep(
             gpu_skip = gpu_pair_skip(PAIRS[name], gpu, gpu_reason)
         description = ""
         for rows in sizes:
-            if name in FRAME_OPERATIONS:
-                factory, description = _frame_operation(name, rows, seed)
-            else:
-                factory, description = _model_operation(name, rows, seed, features)
-            point: dict[str, Any] = {"rows": rows}
-            point["gpu"] = (
-                _arm_point(gpu, factory, repeats, warmup)
-                if gpu is not None and gpu_skip is None
-                else {"status": "skipped", "reason": gpu_skip}
-            )
+            frame = name in FRAME_OPERATIONS
+            factory, description = _frame_operation(name, rows, seed) if frame else _model_operation(name, rows, seed, features)
+            point: dict[str, Any] = {"rows": rows, "gpu": {"status": "skipped", "reason": gpu_skip}}
+            if gpu is not None and gpu_skip is None:
+                point["gpu"] = _arm_point(gpu, factory, repeats, warmup)
             point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
             both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median")) if both else math.nan

@@ -32,7 +32,7 @@ from typing import Any
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
-from accel.timing import measure
+from accel.timing import Timing, measure
 
 #: Checksums of the two arms agree within this relative difference.
 CHECKSUM_RTOL = 1e-3
@@ -281,11 +281,10 @@ def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
 def load_tables(backend: Backend, suite: Suite, paths: Mapping[str, Path]) -> dict[str, Any]:
     """Read each table into the arm's dataframe and cast its columns as the benchmark does."""
     xdf = backend.xdf
-    tables = {}
-    for role, path in paths.items():
-        schema = suite.schema[role]
-        tables[role] = apply_schema(xdf, schema, _compat.read_table(xdf, path, columns=list(schema)))
-    return tables
+    return {
+        role: apply_schema(xdf, suite.schema[role], _compat.read_table(xdf, path, columns=list(suite.schema[role])))
+        for role, path in paths.items()
+    }
 
 
 def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -303,9 +302,7 @@ def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str,
 
 def answer_column(frame: Any, path: str | tuple[str, str]) -> Any:
     """One checksum column of an answer (a pair addresses a two-level header, as ``ans["v3"]["median"]``)."""
-    if isinstance(path, tuple):
-        return frame[path[0]][path[1]]
-    return frame[path]
+    return frame[path[0]][path[1]] if isinstance(path, tuple) else frame[path]
 
 
 def run_question(backend: Backend, question: Question, tables: Mapping[str, Any], repeats: int, warmup: int) -> dict:
@@ -318,16 +315,12 @@ def run_question(backend: Backend, question: Question, tables: Mapping[str, Any]
     rows, cols = (int(v) for v in ans.shape)
     checksum = [_compat.column_sum(answer_column(ans, c)) for c in question.checksum]
     del ans
-    return {
-        "status": "ok",
-        "run1": timing.cold,
-        "run2": timing.times[0],
-        "median": timing.median,
-        "timing": timing.as_dict(),
-        "rows": rows,
-        "cols": cols,
-        "checksum": checksum,
-    }
+    return {**timed(timing), "rows": rows, "cols": cols, "checksum": checksum}
+
+
+def timed(timing: Timing) -> dict[str, Any]:
+    """An answer's times as the benchmark records them: ``run1`` the cold run, ``run2`` the first timed one."""
+    return {"status": "ok", "run1": timing.cold, "run2": timing.times[0], "median": timing.median, "timing": timing.as_dict()}
 
 
 def run_arm(
@@ -390,14 +383,10 @@ def compare_answers(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, rt
     """Whether two answers agree: rows equal and each checksum within ``rtol`` (None when one is missing)."""
     if not a or not b or a.get("status") != "ok" or b.get("status") != "ok":
         return {"agree": None, "rows_equal": None, "max_rel_diff": None}
-    diffs = []
-    for x, y in zip(a["checksum"], b["checksum"]):
-        if math.isnan(x) and math.isnan(y):
-            diffs.append(0.0)
-        elif x == y:
-            diffs.append(0.0)
-        else:
-            diffs.append(abs(x - y) / max(abs(x), abs(y)))
+    diffs = [
+        0.0 if (math.isnan(x) and math.isnan(y)) or x == y else abs(x - y) / max(abs(x), abs(y))
+        for x, y in zip(a["checksum"], b["checksum"])
+    ]
     rows_equal = a["rows"] == b["rows"]
     ok_sums = len(a["checksum"]) == len(b["checksum"]) and all(d <= rtol for d in diffs)
     return {"agree": bool(rows_equal and ok_sums), "rows_equal": rows_equal, "max_rel_diff": max(diffs, default=0.0)}
@@ -409,13 +398,12 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
 
     rows = []
     for q in questions:
-        per_arm = {}
-        for arm in ("gpu", "cpu"):
-            result = arms[arm]
-            if result.get("status") != "ok":
-                per_arm[arm] = {"status": result.get("status", "skipped"), "reason": result.get("reason")}
-            else:
-                per_arm[arm] = result["questions"][q.name]
+        per_arm = {
+            arm: r["questions"][q.name]
+            if r.get("status") == "ok"
+            else {"status": r.get("status", "skipped"), "reason": r.get("reason")}
+            for arm, r in ((arm, arms[arm]) for arm in ("gpu", "cpu"))
+        }
         check = compare_answers(per_arm["gpu"], per_arm["cpu"])
         both = per_arm["gpu"].get("status") == "ok" and per_arm["cpu"].get("status") == "ok"
         rows.append(

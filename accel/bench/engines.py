@@ -131,6 +131,7 @@ def _timed_answers(
 ) -> dict[str, Any]:
     """Each question: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
     from accel.backend import cpu_backend
+    from accel.bench.db import timed
     from accel.timing import measure
 
     host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
@@ -138,10 +139,7 @@ def _timed_answers(
     for q in questions:
         try:
             timing, ans = measure(lambda: run(q), host, repeats=repeats)
-            out[q] = {
-                "status": "ok", "run1": timing.cold, "run2": timing.times[0], "median": timing.median,
-                "timing": timing.as_dict(), **answer(q, ans),
-            }  # fmt: skip
+            out[q] = {**timed(timing), **answer(q, ans)}
             del ans
         except Exception as exc:  # noqa: BLE001 - context only: record and go on
             out[q] = {"status": "failed", "reason": first_line(exc)}

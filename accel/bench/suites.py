@@ -161,18 +161,25 @@ def _results_folder(settings: dict[str, Any]) -> Path:
     return check_results_folder(settings["results"])
 
 
-def _envelope(benchmark: str, settings: Mapping[str, Any], started: datetime, gpu: Any, gpu_reason: str | None) -> dict:
+def _start(
+    benchmark: str, settings: Mapping[str, Any], needs: tuple[str, ...] | None = None
+) -> tuple[Backend, Backend | None, str | None, dict]:
+    """The arms for ``device`` (CPU, GPU or None, why the GPU is skipped) and the result's envelope, started now."""
+    from accel.backend import resolve_arms
     from accel.record import record_head
+
+    resolved = resolve_arms(settings["device"], needs=needs)
+    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
 
     def plain(value: Any) -> Any:
         if isinstance(value, Path):
             return str(value)
         return [plain(v) for v in value] if isinstance(value, list) else value
 
-    return {
+    envelope = {
         **record_head("bench"),
         "benchmark": benchmark,
-        "started_at": started.isoformat(),
+        "started_at": datetime.now(timezone.utc).isoformat(),
         "finished_at": None,
         "config": {k: plain(v) for k, v in settings.items()},
         "gpu": {
@@ -181,6 +188,7 @@ def _envelope(benchmark: str, settings: Mapping[str, Any], started: datetime, gp
             "device_name": gpu.device.name if gpu is not None and gpu.device else None,
         },
     }
+    return resolved.cpu, gpu, gpu_reason, envelope
 
 
 def _finish(result: dict, gpu_ran: bool, folder: Path, fairness: dict) -> Path:
@@ -245,14 +253,12 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     for path, lenient in expanded:
         try:
             prior = _same_run(path, benchmark, data_files)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, AccelError) as exc:
             if lenient:
                 continue
+            if isinstance(exc, AccelError):
+                raise
             raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
-        except AccelError:
-            if lenient:
-                continue
-            raise
         arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
         for row in prior.questions:
             if row.cpu.ok and row.question not in rows:
@@ -262,13 +268,8 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
-    arm.update(
-        {
-            "status": "ok",
-            "questions": {q.name: rows[q.name] for q in questions},
-            "reused_from": {q.name: sources[q.name] for q in questions},
-        }
-    )
+    arm.update(status="ok", questions={q.name: rows[q.name] for q in questions})
+    arm["reused_from"] = {q.name: sources[q.name] for q in questions}
     return arm, engines
 
 
@@ -315,15 +316,16 @@ def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
     return out
 
 
+def _check_features(features: int) -> None:
+    if features < 8:
+        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {features}")
+
+
 def _model_fairness(cpu: Any) -> dict:
     from accel.timing import blas_threads, fairness
 
     pools = {f"{p['user_api']} ({p['library']})": p["threads"] for p in blas_threads()}
-    settings = {
-        "scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)",
-        "xgboost n_jobs": cpu.n_threads,
-        **pools,
-    }
+    settings = {"scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)", "xgboost n_jobs": cpu.n_threads, **pools}
     return fairness(cpu, f"all {cpu.n_threads}", settings)
 
 
@@ -331,7 +333,6 @@ def _model_fairness(cpu: Any) -> dict:
 
 
 def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    from accel.backend import cpu_backend, resolve_arms
     from accel.bench import db as dbbench
     from accel.bench import engines
 
@@ -345,28 +346,22 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     reused_cpu, reused_engines = (
         _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
     )
-    resolved = resolve_arms(s["device"])
-    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
-    cpu = cpu_backend()
-
-    started = datetime.now(timezone.utc)
-    result = _envelope(suite.benchmark, s, started, gpu, gpu_reason)
+    cpu, gpu, gpu_reason, result = _start(suite.benchmark, s)
     result["data"] = {role: str(p) for role, p in paths.items()}
     result["data_files"] = data_files
     keep = _ProgressFile(s["progress_file"], suite.benchmark, result["data"], s["overwrite"])
-    arms: dict[str, dict] = {}
-    arms["gpu"] = (
-        dbbench.run_arm(gpu, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep("gpu", q, "question", a))
-        if gpu is not None
-        else {"status": "skipped", "reason": gpu_reason}
-    )
+
+    def run_arm(backend: Backend, arm: str) -> dict[str, Any]:
+        return dbbench.run_arm(
+            backend, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep(arm, q, "question", a)
+        )
+
+    arms: dict[str, dict] = {"gpu": run_arm(gpu, "gpu") if gpu is not None else {"status": "skipped", "reason": gpu_reason}}
     if reused_cpu is not None:
         arms["cpu"] = reused_cpu
         say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
     else:
-        arms["cpu"] = dbbench.run_arm(
-            cpu, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep("cpu", q, "question", a)
-        )
+        arms["cpu"] = run_arm(cpu, "cpu")
     result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in arms.items()}
     result["questions"] = dbbench.combine(questions, arms)
     if engine_names or reused_engines:
@@ -412,14 +407,13 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
 
     from accel.timing import fairness
 
+    engines = result.get("engines", {})
     thread_settings: dict[str, Any] = {
         "pandas": pandas.__version__,
         "groupby/merge threads": 1,
         "file reader": f"pyarrow, {pyarrow.cpu_count()} threads",
+        **{f"{name} threads (context)": eng["threads"] for name, eng in engines.items() if eng.get("status") == "ok"},
     }
-    for name, eng in result.get("engines", {}).items():
-        if eng.get("status") == "ok":
-            thread_settings[f"{name} threads (context)"] = eng["threads"]
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
@@ -427,24 +421,17 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    from accel.backend import cpu_backend, resolve_arms
     from accel.bench import models as modelbench
 
     s = req.settings
     pairs = modelbench.select_models(s["models"], say=req.notice)
     if s["rows"] < 50:
         raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {s['rows']}")
-    if s["features"] < 8:
-        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {s['features']}")
+    _check_features(s["features"])
     folder = _results_folder(s)
     # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
     # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-    resolved = resolve_arms(s["device"], needs=("cupy",))
-    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
-    cpu = cpu_backend()
-
-    started = datetime.now(timezone.utc)
-    result = _envelope("models", s, started, gpu, gpu_reason)
+    cpu, gpu, gpu_reason, result = _start("models", s, needs=("cupy",))
     result["data"] = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
                       "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
     keep = _ProgressFile(s["progress_file"], "models", result["data"], s["overwrite"])
@@ -457,26 +444,19 @@ def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
 
 
 def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    from accel.backend import cpu_backend, resolve_arms
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
 
     s = req.settings
     operations = crossover.select_operations(s["operations"], say=req.notice)
     sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
-    if s["features"] < 8:
-        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {s['features']}")
+    _check_features(s["features"])
     if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
         raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
     if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
         raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
     folder = _results_folder(s)
-    resolved = resolve_arms(s["device"])
-    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
-    cpu = cpu_backend()
-
-    started = datetime.now(timezone.utc)
-    result = _envelope("crossover", s, started, gpu, gpu_reason)
+    cpu, gpu, gpu_reason, result = _start("crossover", s)
     result["sizes"] = sizes
     result["operations"] = crossover.sweep(
         operations, sizes, cpu, gpu, gpu_reason, repeats=s["repeats"], warmup=s["warmup"], seed=s["seed"],

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from accel.bench.suites import RESULTS_FOLDER
+from accel.bench.suites import RESULTS_FOLDER, stderr_line
 from accel.cli.options import add_device_argument, add_overwrite_argument, positive_int
 from accel.errors import AccelError
 from accel.files import exists_policy
@@ -26,13 +26,14 @@ from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, M
 from accel.report.console import arm_status_line, fmt_value
 
 
-def _non_negative_int(text: str) -> int:
+def _int_from_0(text: str, what: str = "0 or a positive integer", most: float = float("inf")) -> int:
+    """``text`` as a whole number from 0 to ``most``; the error says it must be ``what``."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not 0 <= value <= most:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
     return value
 
 
@@ -46,13 +47,7 @@ def _rows(text: str) -> int:
 
 
 def _percent(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole percentage 0..100, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be a whole percentage 0..100, got {value}")
-    return value
+    return _int_from_0(text, "a whole percentage 0..100", 100)
 
 
 def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True) -> None:
@@ -61,7 +56,7 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
     p.add_argument("--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
     p.add_argument(
         "--warmup",
-        type=_non_negative_int,
+        type=_int_from_0,
         default=0,
         help="untimed runs between the cold run and the timed ones (default 0)",
     )
@@ -189,12 +184,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _progress(message: str) -> None:
-    from accel.output import say
-
-    say(message)
 
 
 def _fmt_s(value: Any) -> str:
@@ -438,12 +427,12 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
     if args.k > args.n:
         raise AccelError(f"K ({args.k}) must not exceed N ({args.n})")
     datagen.check_memory(args.n, "groupby")  # from the RAM size, before anything is allocated or created
+    name, exists = datagen.groupby_name(args.n, args.k, args.nas, args.sort), exists_policy(args.overwrite)
     with _no_empty_folders(Path(args.out).parent):
-        datagen.prepare_output(args.out, folder=False, exists=exists_policy(args.overwrite))
-        _progress(f"generating {datagen.groupby_name(args.n, args.k, args.nas, args.sort)}: {args.n:,} rows, K={args.k:,}")
+        datagen.prepare_output(args.out, folder=False, exists=exists)
+        stderr_line(f"generating {name}: {args.n:,} rows, K={args.k:,}")
         table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
-        path = datagen.write_table(table, args.out, exists_policy(args.overwrite))
-    name = datagen.groupby_name(args.n, args.k, args.nas, args.sort)
+        path = datagen.write_table(table, args.out, exists)
     settings = {"rows": args.n, "k": args.k, "nas": args.nas, "sort": args.sort, "seed": args.seed}
     _show_data("groupby", name, settings, {"groupby data": ("x", path, table)}, args.json)
     return 0
@@ -458,15 +447,15 @@ def _cmd_data_join(args: argparse.Namespace) -> int:
         )
     datagen.check_memory(args.n, "join")  # from the RAM size, before anything is allocated or created
     with _no_empty_folders(Path(args.out_dir)):
-        names = datagen.join_names(args.n, args.nas)
+        names, exists = datagen.join_names(args.n, args.nas), exists_policy(args.overwrite)
         files = [args.out_dir / f"{name}.{args.format}" for name in names.values()]
-        datagen.prepare_output(args.out_dir, folder=True, files=files, exists=exists_policy(args.overwrite))
-        _progress(f"generating {names['x']} and its right tables ({args.n:,} rows)")
+        datagen.prepare_output(args.out_dir, folder=True, files=files, exists=exists)
+        stderr_line(f"generating {names['x']} and its right tables ({args.n:,} rows)")
         tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
-        written = {}
-        for role, table in tables.items():
-            path = datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}", exists_policy(args.overwrite))
-            written[f"{role} table"] = (role, path, table)
+        written = {
+            f"{role} table": (role, datagen.write_table(table, args.out_dir / f"{names[role]}.{args.format}", exists), table)
+            for role, table in tables.items()
+        }
     settings = {"rows": args.n, "nas": args.nas, "format": args.format, "seed": args.seed}
     _show_data("join", names["x"], settings, written, args.json)
     return 0

@@ -35,8 +35,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
     # Arguments for the script follow '--'; accel.cli.main hands them over untouched (argparse would
     # read them as its own options).
-    p.set_defaults(script_args=[])
-    p.set_defaults(handler=_cmd_compare)
+    p.set_defaults(script_args=[], handler=_cmd_compare)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
