@@ -98,9 +98,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     if not installed:
         return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel-tabular[gpu-cu12]')"
     probe = probe_gpu()
-    if not probe.usable:
-        return installed, probe.why_not()
-    return installed, None
+    return installed, None if probe.usable else probe.why_not()
 
 
 # --------------------------------------------------------------------------- one run
@@ -127,7 +125,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()]}
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -299,10 +297,8 @@ class _Tree:
         import psutil
 
         self.root = root
-        me = psutil.Process()
-        self._me = me
-        self._before = {c.pid for c in me.children()}
-        self._before.discard(root)
+        self._me = psutil.Process()
+        self._before = {c.pid for c in self._me.children()} - {root}
         self._seen: dict[int, Any] = {}
 
     def processes(self) -> list[Any]:
@@ -445,7 +441,7 @@ def run_once(
     # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
     peak = max(sampler.peak_rss, sampler.peak_own)
     after = _snapshot(workdir)
-    written = {rel: _sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
+    written = {rel: file_sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
     device_mb = None if sampler.peak_device is None else sampler.peak_device / 1e6
     stdout, stderr = (path.read_text(errors="replace") for path in (out_path, err_path))
     return Run(seconds, exit_code, timed_out, peak / 1e6, device_mb, stdout, stderr, written, killed)
@@ -545,7 +541,7 @@ def _read_table(path: Path) -> Any:
 
 def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
     """``equal`` / ``close`` / ``differ`` and why: tables numerically, anything else by hash."""
-    if _sha256(a) == _sha256(b):
+    if file_sha256(a) == file_sha256(b):
         return "equal", "identical bytes"
     if a.suffix not in (".csv", ".tsv", ".parquet"):
         return "differ", "bytes differ"
@@ -904,7 +900,7 @@ def _record(
             "path": str(program),
             "kind": c.kind,
             "args": list(opts.args),
-            "sha256": _sha256(program),
+            "sha256": file_sha256(program),
             "not_copied": c.left_out,  # FIFOs, sockets, devices in the script's folder
         },  # fmt: skip
         "config": config,

@@ -18,6 +18,7 @@ started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -44,19 +45,15 @@ def _marked(mark: bytes) -> list[int]:
 def end_all(groups: list[int], marks: list[bytes], folders: list[str]) -> None:
     """Kill the groups and every marked process (again, until none is left); remove the folders."""
     for pgid in groups:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
     for _ in range(50):
         alive = [pid for mark in marks for pid in _marked(mark)]
         if not alive:
             break
         for pid in alive:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.1)
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)

@@ -66,6 +66,11 @@ def _by(frame: Any, keys: str | list[str]) -> Any:
     return frame.groupby(keys, as_index=False, sort=False, observed=True, dropna=False)
 
 
+def _agg(keys: str | list[str], spec: dict[str, Any]) -> Callable[[ModuleType, Mapping[str, Any]], Any]:
+    """The question ``spec`` aggregated by ``keys`` on table x."""
+    return lambda xdf, t: _by(t["x"], keys).agg(spec)
+
+
 def _q7(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
     ans = _by(t["x"], "id3").agg({"v1": "max", "v2": "min"})
     return ans.assign(range_v1_v2=ans["v1"] - ans["v2"])[["id3", "range_v1_v2"]]
@@ -84,12 +89,7 @@ def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
     b = x["v2"].astype("float64")
     x = x.assign(v1=a, v2=b, v11=a * a, v22=b * b, v12=a * b)
     s = _by(x, keys).agg(
-        n=("v1", "count"),
-        s1=("v1", "sum"),
-        s2=("v2", "sum"),
-        s11=("v11", "sum"),
-        s22=("v22", "sum"),
-        s12=("v12", "sum"),
+        n=("v1", "count"), s1=("v1", "sum"), s2=("v2", "sum"), s11=("v11", "sum"), s22=("v22", "sum"), s12=("v12", "sum")
     )
     cov = s["n"] * s["s12"] - s["s1"] * s["s2"]
     var1 = s["n"] * s["s11"] - s["s1"] * s["s1"]
@@ -101,31 +101,13 @@ def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
 GROUPBY_QUESTIONS: dict[str, Question] = {
     q.name: q
     for q in (
-        Question("q1", "sum v1 by id1", lambda xdf, t: _by(t["x"], "id1").agg({"v1": "sum"}), ("v1",)),
-        Question("q2", "sum v1 by id1:id2", lambda xdf, t: _by(t["x"], ["id1", "id2"]).agg({"v1": "sum"}), ("v1",)),
+        Question("q1", "sum v1 by id1", _agg("id1", {"v1": "sum"}), ("v1",)),
+        Question("q2", "sum v1 by id1:id2", _agg(["id1", "id2"], {"v1": "sum"}), ("v1",)),
+        Question("q3", "sum v1 mean v3 by id3", _agg("id3", {"v1": "sum", "v3": "mean"}), ("v1", "v3")),
+        Question("q4", "mean v1:v3 by id4", _agg("id4", {"v1": "mean", "v2": "mean", "v3": "mean"}), ("v1", "v2", "v3")),
+        Question("q5", "sum v1:v3 by id6", _agg("id6", {"v1": "sum", "v2": "sum", "v3": "sum"}), ("v1", "v2", "v3")),
         Question(
-            "q3",
-            "sum v1 mean v3 by id3",
-            lambda xdf, t: _by(t["x"], "id3").agg({"v1": "sum", "v3": "mean"}),
-            ("v1", "v3"),
-        ),
-        Question(
-            "q4",
-            "mean v1:v3 by id4",
-            lambda xdf, t: _by(t["x"], "id4").agg({"v1": "mean", "v2": "mean", "v3": "mean"}),
-            ("v1", "v2", "v3"),
-        ),
-        Question(
-            "q5",
-            "sum v1:v3 by id6",
-            lambda xdf, t: _by(t["x"], "id6").agg({"v1": "sum", "v2": "sum", "v3": "sum"}),
-            ("v1", "v2", "v3"),
-        ),
-        Question(
-            "q6",
-            "median v3 sd v3 by id4 id5",
-            lambda xdf, t: _by(t["x"], ["id4", "id5"]).agg({"v3": ["median", "std"]}),
-            (("v3", "median"), ("v3", "std")),
+            "q6", "median v3 sd v3 by id4 id5", _agg(["id4", "id5"], {"v3": ["median", "std"]}), (("v3", "median"), ("v3", "std"))
         ),
         Question("q7", "max v1 - min v2 by id3", _q7, ("range_v1_v2",)),
         Question("q8", "largest two v3 by id6", _q8, ("v3",)),
@@ -133,7 +115,7 @@ GROUPBY_QUESTIONS: dict[str, Question] = {
         Question(
             "q10",
             "sum v3 count by id1:id6",
-            lambda xdf, t: _by(t["x"], ["id1", "id2", "id3", "id4", "id5", "id6"]).agg({"v3": "sum", "v1": "size"}),
+            _agg(["id1", "id2", "id3", "id4", "id5", "id6"], {"v3": "sum", "v1": "size"}),
             ("v3", "v1"),
         ),
     )

@@ -191,13 +191,7 @@ def run_polars(
         "polars-gpu" if gpu else "polars", questions, lambda q: defs[q][0](lazy).collect(engine=engine), answer,
         repeats, progress, on_answer,
     )  # fmt: skip
-    result = {
-        "status": "ok",
-        "version": pl.__version__,
-        "threads": pl.thread_pool_size(),
-        "load_seconds": load,
-        "questions": out,
-    }
+    result = {"status": "ok", "version": pl.__version__, "threads": pl.thread_pool_size(), "load_seconds": load, "questions": out}
     if gpu:
         import cudf_polars
 
@@ -237,13 +231,7 @@ def run_duckdb(
     out = _timed_answers("duckdb", questions, run, answer, repeats, progress, on_answer)
     threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     con.close()
-    return {
-        "status": "ok",
-        "version": duckdb.__version__,
-        "threads": int(threads),
-        "load_seconds": load,
-        "questions": out,
-    }
+    return {"status": "ok", "version": duckdb.__version__, "threads": int(threads), "load_seconds": load, "questions": out}
 
 
 def run_engines(
@@ -263,15 +251,13 @@ def run_engines(
     for name in names:
         tell = (lambda q, a, n=name: on_answer(n, q, a)) if on_answer is not None else None
         try:
-            if name == "polars-gpu":
-                why = polars_gpu_skip()
-                if why:
-                    results[name] = {"status": "skipped", "reason": why}
-                    progress(f"[{name}] skipped: {why}")
-                    continue
-                results[name] = run_polars(path, questions, progress, repeats, tell, gpu=True)
-            elif name == "polars":
-                results[name] = run_polars(path, questions, progress, repeats, tell)
+            why = polars_gpu_skip() if name == "polars-gpu" else None
+            if why:
+                results[name] = {"status": "skipped", "reason": why}
+                progress(f"[{name}] skipped: {why}")
+                continue
+            if name in ("polars", "polars-gpu"):
+                results[name] = run_polars(path, questions, progress, repeats, tell, gpu=name == "polars-gpu")
             else:
                 results[name] = run_duckdb(path, questions, progress, repeats, tell)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory loading: context, not the benchmark

@@ -55,17 +55,10 @@ def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True
     add_device_argument(p, what, default="auto")
     p.add_argument("--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
     p.add_argument(
-        "--warmup",
-        type=_int_from_0,
-        default=0,
-        help="untimed runs between the cold run and the timed ones (default 0)",
+        "--warmup", type=_int_from_0, default=0, help="untimed runs between the cold run and the timed ones (default 0)"
     )
-    p.add_argument(
-        "--results",
-        type=Path,
-        default=None,
-        help=f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)",
-    )
+    results = f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)"
+    p.add_argument("--results", type=Path, default=None, help=results)
     p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
     if not progress_file:
         return
@@ -186,12 +179,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
-def _fmt_s(value: Any) -> str:
-    return fmt_value(value, ".3f")
-
-
-def _fmt_x(value: Any) -> str:
-    return fmt_value(value, ".1f", "×", "n/a")
+_fmt_s = functools.partial(fmt_value, spec=".3f")
+_fmt_x = functools.partial(fmt_value, spec=".1f", unit="×", missing="n/a")
 
 
 def _print(text: str) -> None:
