@@ -50,9 +50,7 @@ def pretty_count(n: int) -> str:
     """``1e7`` for 10,000,000 (as the benchmark names files); other counts as plain digits."""
     digits = str(int(n))
     stripped = digits.rstrip("0")
-    if len(stripped) == 1 and len(digits) > 1:
-        return f"{stripped}e{len(digits) - 1}"
-    return digits
+    return f"{stripped}e{len(digits) - 1}" if len(stripped) == 1 and len(digits) > 1 else digits
 
 
 def groupby_name(n: int, k: int, nas: int = 0, sort: bool = False) -> str:
@@ -88,9 +86,7 @@ def _null_values(rng: np.random.Generator, values: np.ndarray, nas: int) -> np.n
         return None
     distinct = np.unique(values)
     count = int(len(distinct) * nas / 100)
-    if not count:
-        return None
-    return np.isin(values, rng.choice(distinct, size=count, replace=False))
+    return np.isin(values, rng.choice(distinct, size=count, replace=False)) if count else None
 
 
 def _null_rows(rng: np.random.Generator, n: int, nas: int) -> np.ndarray | None:
@@ -124,19 +120,9 @@ def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = 
     _check_counts(n, k, nas)
     rng = np.random.default_rng(seed)
     nk = max(n // k, 1)
-    ids = {
-        "id1": rng.integers(1, k + 1, n),
-        "id2": rng.integers(1, k + 1, n),
-        "id3": rng.integers(1, nk + 1, n),
-        "id4": rng.integers(1, k + 1, n),
-        "id5": rng.integers(1, k + 1, n),
-        "id6": rng.integers(1, nk + 1, n),
-    }
-    values = {
-        "v1": rng.integers(1, 6, n),
-        "v2": rng.integers(1, 16, n),
-        "v3": np.round(rng.uniform(0, 100, n), 6),
-    }
+    ids = {c: rng.integers(1, groups + 1, n) for c, groups in zip(GROUPBY_COLUMNS[:6], (k, k, nk, k, k, nk))}
+    values: dict[str, np.ndarray] = {"v1": rng.integers(1, 6, n), "v2": rng.integers(1, 16, n)}
+    values["v3"] = np.round(rng.uniform(0, 100, n), 6)
     id_nulls = {c: _null_values(rng, v, nas) for c, v in ids.items()}
     v_nulls = {c: _null_rows(rng, n, nas) for c in values}
 
@@ -144,21 +130,15 @@ def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = 
         # NA sorts first, as data.table's setkeyv puts it; zero-padded labels sort like their numbers.
         keys = [ids[c] if (mask := id_nulls[c]) is None else np.where(mask, 0, ids[c]) for c in reversed(list(ids))]
         order = np.lexsort(keys)
-        ids = {c: v[order] for c, v in ids.items()}
-        values = {c: v[order] for c, v in values.items()}
-        id_nulls = {c: (m[order] if m is not None else None) for c, m in id_nulls.items()}
-        v_nulls = {c: (m[order] if m is not None else None) for c, m in v_nulls.items()}
+        ids, values = ({c: v[order] for c, v in d.items()} for d in (ids, values))
+        id_nulls, v_nulls = ({c: (m[order] if m is not None else None) for c, m in d.items()} for d in (id_nulls, v_nulls))
 
     short, long = _labels("id%03d", k), _labels("id%010d", nk)
-    columns = {
-        "id1": _dictionary(ids["id1"], short, id_nulls["id1"]),
-        "id2": _dictionary(ids["id2"], short, id_nulls["id2"]),
-        "id3": _dictionary(ids["id3"], long, id_nulls["id3"]),
-    }
+    columns = {c: _dictionary(ids[c], labels, id_nulls[c]) for c, labels in (("id1", short), ("id2", short), ("id3", long))}
     for c in ("id4", "id5", "id6"):
         columns[c] = pa.array(ids[c].astype(np.int32), mask=id_nulls[c])
-    columns["v1"] = pa.array(values["v1"].astype(np.int32), mask=v_nulls["v1"])
-    columns["v2"] = pa.array(values["v2"].astype(np.int32), mask=v_nulls["v2"])
+    for c in ("v1", "v2"):
+        columns[c] = pa.array(values[c].astype(np.int32), mask=v_nulls[c])
     columns["v3"] = pa.array(values["v3"], mask=v_nulls["v3"])
     return pa.table(columns)
 
@@ -206,10 +186,9 @@ def join_sizes(n: int) -> dict[str, int]:
 
 def join_names(n: int, nas: int = 0) -> dict[str, str]:
     sizes = join_sizes(n)
-    names = {"x": f"J1_{pretty_count(n)}_NA_{nas}_0"}
-    for role, rows in sizes.items():
-        names[role] = f"J1_{pretty_count(n)}_{pretty_count(rows)}_{nas}_0"
-    return names
+    return {"x": f"J1_{pretty_count(n)}_NA_{nas}_0"} | {
+        role: f"J1_{pretty_count(n)}_{pretty_count(rows)}_{nas}_0" for role, rows in sizes.items()
+    }
 
 
 def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any]:
@@ -221,44 +200,25 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
         raise AccelError(f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}")
     rng = np.random.default_rng(seed)
     sizes = join_sizes(n)
-    key1 = _split_keys(rng, sizes["small"])
-    key2 = _split_keys(rng, sizes["medium"])
-    key3 = _split_keys(rng, sizes["big"])
-
-    def left_keys(key: tuple) -> np.ndarray:
-        return np.concatenate([key[0], key[1]])
-
-    def right_keys(key: tuple) -> np.ndarray:
-        return np.concatenate([key[0], key[2]])
-
-    x_ids = {
-        "id1": _sample_all(rng, left_keys(key1), n),
-        "id2": _sample_all(rng, left_keys(key2), n),
-        "id3": _sample_all(rng, left_keys(key3), n),
-    }
+    roles = ("small", "medium", "big")
+    keys = [_split_keys(rng, sizes[role]) for role in roles]
+    x_ids = {c: _sample_all(rng, np.concatenate([shared, left]), n) for c, (shared, left, _) in zip(("id1", "id2", "id3"), keys)}
     v1 = np.round(rng.uniform(0, 100, n), 6)
     x_nulls = {c: _null_values(rng, v, nas) for c, v in x_ids.items()}
     v1_null = _null_rows(rng, n, nas)
     x_cols: dict[str, Any] = {c: pa.array(v.astype(np.int32), mask=x_nulls[c]) for c, v in x_ids.items()}
-    for c_int, c_str in (("id1", "id4"), ("id2", "id5"), ("id3", "id6")):
-        x_cols[c_str] = _id_strings(x_ids[c_int], x_nulls[c_int])
+    x_cols |= {f"id{j + 4}": _id_strings(v, x_nulls[c]) for j, (c, v) in enumerate(x_ids.items())}  # id4..id6 of id1..id3
     x_cols["v1"] = pa.array(v1, mask=v1_null)
     tables = {"x": pa.table(x_cols)}
 
-    def right(rows: int, keys: list[tuple[str, str, tuple]]) -> Any:
-        cols: dict[str, Any] = {}
-        strings = {}
-        for c_int, c_str, key in keys:
-            values = _sample_all(rng, right_keys(key), rows)
-            cols[c_int] = pa.array(values.astype(np.int32))
-            strings[c_str] = _id_strings(values, None)
-        cols.update(strings)
+    # Each right table: the first 1, 2 or 3 keys (id1, id2, id3 and their strings id4, id5, id6), then v2.
+    for i, role in enumerate(roles):
+        rows = sizes[role]
+        values = [_sample_all(rng, np.concatenate([shared, right]), rows) for shared, _, right in keys[: i + 1]]
+        cols: dict[str, Any] = {f"id{j + 1}": pa.array(v.astype(np.int32)) for j, v in enumerate(values)}
+        cols |= {f"id{j + 4}": _id_strings(v, None) for j, v in enumerate(values)}
         cols["v2"] = pa.array(np.round(rng.uniform(0, 100, rows), 6))
-        return pa.table(cols)
-
-    tables["small"] = right(sizes["small"], [("id1", "id4", key1)])
-    tables["medium"] = right(sizes["medium"], [("id1", "id4", key1), ("id2", "id5", key2)])
-    tables["big"] = right(sizes["big"], [("id1", "id4", key1), ("id2", "id5", key2), ("id3", "id6", key3)])
+        tables[role] = pa.table(cols)
     return tables
 
 
@@ -267,8 +227,7 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
 
 def table_format(path: Path) -> str:
     suffix = Path(path).suffix.lower().lstrip(".")
-    if suffix == "pq":
-        suffix = "parquet"
+    suffix = {"pq": "parquet"}.get(suffix, suffix)
     if suffix not in FORMATS:
         raise AccelError(f"cannot tell the format of {str(path)!r}: name it .csv or .parquet")
     return suffix
@@ -291,13 +250,9 @@ def write_table(table: Any, path: Path, exists: str = "refuse") -> Path:
 
     def write(tmp: Path) -> None:
         if fmt == "csv":
-            plain = pa.table(
-                {
-                    name: (col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col)
-                    for name, col in zip(table.column_names, table.columns)
-                }
-            )
-            pacsv.write_csv(plain, str(tmp), write_options=pacsv.WriteOptions(quoting_style="none"))
+            plain = [col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col for col in table.columns]
+            options = pacsv.WriteOptions(quoting_style="none")
+            pacsv.write_csv(pa.table(plain, names=table.column_names), str(tmp), write_options=options)
         else:
             pq.write_table(table, str(tmp))
 
@@ -351,7 +306,7 @@ def rows_from_text(text: str) -> int:
     try:
         value = float(text.replace("_", ""))
     except ValueError:
-        raise ValueError(f"must be a positive whole number such as 1e7, got {text!r}") from None
+        value = math.nan  # refused below, as an infinity is
     if not math.isfinite(value) or value < 1 or value != int(value):
         raise ValueError(f"must be a positive whole number such as 1e7, got {text!r}")
     return int(value)

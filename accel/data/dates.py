@@ -133,9 +133,7 @@ def _sample(values: pd.Series) -> pd.Series:
 def date_like_share(values: pd.Series) -> float:
     """Share of the sampled non-null values that look like dates (any layout, any time)."""
     sample = _sample(values)
-    if sample.empty:
-        return 0.0
-    return float(sample.str.match(_DATE_LIKE).mean())
+    return 0.0 if sample.empty else float(sample.str.match(_DATE_LIKE).mean())
 
 
 def parsed_share(sample: pd.Series, fmt: str) -> float:
@@ -151,11 +149,7 @@ def parsed_share(sample: pd.Series, fmt: str) -> float:
 
 def candidate_formats() -> list[str]:
     """Every date layout, with each time layout after the layouts that have a day."""
-    out: list[str] = []
-    for date in DATE_LAYOUTS:
-        times = TIME_LAYOUTS if "%d" in date else ("",)
-        out.extend(date + t for t in times)
-    return out
+    return [date + t for date in DATE_LAYOUTS for t in (TIME_LAYOUTS if "%d" in date else ("",))]
 
 
 _CANDIDATES = frozenset(candidate_formats())
@@ -163,16 +157,12 @@ _CANDIDATES = frozenset(candidate_formats())
 
 def _swapped(fmt: str) -> str | None:
     """``fmt`` with month and day exchanged (``%m/%d/%Y`` ↔ ``%d/%m/%Y``), for numeric dates."""
-    if "%m" not in fmt or "%d" not in fmt:
-        return None
-    return re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt)
+    return re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt) if "%m" in fmt and "%d" in fmt else None
 
 
 def _example(sample: pd.Series, fmt: str, other: str) -> str | None:
     """A value ``fmt`` parses and ``other`` does not."""
-    a = pandas_datetime(sample, fmt).notna()
-    b = pandas_datetime(sample, other).notna()
-    hits = sample[a & ~b]
+    hits = sample[pandas_datetime(sample, fmt).notna() & pandas_datetime(sample, other).isna()]
     return None if hits.empty else str(hits.iloc[0])
 
 
@@ -182,14 +172,8 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
     if sample.empty:
         return None
     probe = sample.drop_duplicates().head(PROBE)
-    scores: dict[str, float] = {}
-    for fmt in candidate_formats():
-        if parsed_share(probe, fmt) < DATE_LIKE_SHARE:
-            continue
-        scores[fmt] = parsed_share(sample, fmt)
-    if not scores:
-        return None
-    best = max(scores.values())
+    scores = {fmt: parsed_share(sample, fmt) for fmt in candidate_formats() if parsed_share(probe, fmt) >= DATE_LIKE_SHARE}
+    best = max(scores.values(), default=0.0)
     if best < minimum or best == 0:
         return None
     fmt = next(f for f in scores if scores[f] == best)  # the first of the best, in preference order
@@ -199,20 +183,17 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
         return layout
     other_share = scores.get(other, parsed_share(sample, other))
     month_first = fmt.index("%m") < fmt.index("%d")
-    if other_share >= best:
+    ambiguous = other_share >= best
+    if ambiguous and ("%m.%d" in fmt or "%d.%m" in fmt) and month_first:
         # Never resolved by the data: month-first, but day-first for dotted dates.
-        if ("%m.%d" in fmt or "%d.%m" in fmt) and month_first:
-            fmt, other = other, fmt
-            layout.format = fmt
-            month_first = False
-        order = "month first (US)" if month_first else "day first"
-        layout.note = (
-            f"ambiguous: no sampled value has a day above 12, read {order}; give --date-format COLUMN={other} if that is wrong"
-        )
+        fmt, other = other, fmt
+        layout.format, month_first = fmt, False
+    order = "month first (US)" if month_first else "day first"
+    if ambiguous:
+        give = f"give --date-format COLUMN={other} if that is wrong"
+        layout.note = f"ambiguous: no sampled value has a day above 12, read {order}; {give}"
     else:
-        example = _example(sample, fmt, other)
-        order = "month first (US)" if month_first else "day first"
-        field = "second" if month_first else "first"
+        example, field = _example(sample, fmt, other), "second" if month_first else "first"
         layout.note = f"{order}: resolved from the data ({example!r} has a {field} field above 12)"
     return layout
 
@@ -221,6 +202,13 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
 #: midnight, is a monthly (or quarterly) series: its day-level parts are left out.
 MONTHLY_MIN_MONTHS = 12
 _DAY_PARTS = ("day", "day_of_week", "day_of_year", "hour", "minute")
+#: The parts a format gives besides the year: (its codes, any of which gives them; the parts).
+_PARTS_OF_CODES = (
+    (("%m", "%b", "%B"), ("month",)),
+    (("%d", "%j"), ("day", "day_of_week", "day_of_year")),
+    (("%H", "%I"), ("hour",)),
+    (("%M",), ("minute",)),
+)
 
 
 def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[str], str]:
@@ -236,15 +224,7 @@ def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[s
     if fmt is None:
         parts = list(ALL_PARTS)
     else:
-        parts = ["year"]
-        if any(d in fmt for d in ("%m", "%b", "%B")):
-            parts.append("month")
-        if "%d" in fmt or "%j" in fmt:
-            parts += ["day", "day_of_week", "day_of_year"]
-        if "%H" in fmt or "%I" in fmt:
-            parts.append("hour")
-        if "%M" in fmt:
-            parts.append("minute")
+        parts = ["year", *(p for codes, named in _PARTS_OF_CODES if any(c in fmt for c in codes) for p in named)]
     if values is None or "day" not in parts:
         return parts, ""
     v = pd.Series(values).dropna()
@@ -254,11 +234,8 @@ def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[s
     months = int((v.dt.year * 12 + v.dt.month).nunique())
     if midnight and v.dt.day.nunique() == 1 and months >= MONTHLY_MIN_MONTHS:
         day = int(v.dt.day.iloc[0])
-        kept = [p for p in parts if p not in _DAY_PARTS]
-        return (
-            kept,
-            f"monthly: every sampled value is day {day} of a month, across {months:,} months, so no day, weekday or time parts",
-        )
+        why = f"monthly: every sampled value is day {day} of a month, across {months:,} months, so no day, weekday or time parts"
+        return [p for p in parts if p not in _DAY_PARTS], why
     return parts, ""
 
 
