@@ -71,6 +71,15 @@ class ColumnPlan:
     def cardinality(self) -> int:
         return len(self.categories or [])
 
+    def describe(self) -> dict[str, Any]:
+        """The column in the record: its kind, and each other field that is set."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for name in ("reason", "categories", "date_format", "date_source", "date_note", "date_parts", "date_gpu"):
+            value = getattr(self, name)
+            if value is not None and value != "":
+                out[name] = len(value) if name == "categories" else list(value) if name == "date_parts" else value
+        return out
+
 
 @dataclass
 class TablePlan:
@@ -107,10 +116,7 @@ class TablePlan:
                 out[c.name] = "float64"
             elif c.kind in ("categorical", "boolean", "datetime"):
                 out[c.name] = "str"
-        if self.task != "regression" and not self.classes_numeric:
-            out[self.target] = "str"
-        elif self.task == "regression" or self.classes_numeric:
-            out[self.target] = "float64"
+        out[self.target] = "float64" if self.task == "regression" or self.classes_numeric else "str"
         return out
 
     @property
@@ -151,19 +157,7 @@ class TablePlan:
             "rows_used": int(len(self.row_positions)),
             "rows_train": int(len(self.train_pos)),
             "rows_test": int(len(self.test_pos)),
-            "columns": {
-                c.name: {
-                    "kind": c.kind,
-                    **({"reason": c.reason} if c.reason else {}),
-                    **({"categories": c.cardinality} if c.categories is not None else {}),
-                    **({"date_format": c.date_format} if c.date_format else {}),
-                    **({"date_source": c.date_source} if c.date_source else {}),
-                    **({"date_note": c.date_note} if c.date_note else {}),
-                    **({"date_parts": list(c.date_parts)} if c.date_parts is not None else {}),
-                    **({"date_gpu": c.date_gpu} if c.date_gpu else {}),
-                }
-                for c in self.columns
-            },
+            "columns": {c.name: c.describe() for c in self.columns},
             "notices": list(self.notices),
             "native_categorical": list(self.native_categorical),
             "encoding_probe": self.encoding_probe,
@@ -185,9 +179,7 @@ def _numeric_share(s: pd.Series) -> float:
 
 def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
     uniques = values.dropna().unique()
-    if numeric:
-        return sorted(float(v) for v in uniques)
-    return sorted(str(v) for v in uniques)
+    return sorted(float(v) for v in uniques) if numeric else sorted(str(v) for v in uniques)
 
 
 def _bool_from_text(s: pd.Series) -> bool:
@@ -201,9 +193,7 @@ def _typed_datetime_plan(name: str, s: pd.Series) -> ColumnPlan:
     if getattr(values.dt, "tz", None) is not None:
         values = values.dt.tz_convert(None)
     parts, why = dates.date_parts(None, values)
-    if not why:
-        return ColumnPlan(name, "datetime", "typed")
-    return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts)
+    return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts if why else None)
 
 
 def _datetime_plan(
@@ -479,13 +469,8 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         elif not is_numeric:
             task, why = "classification", f"text target with {nunique} distinct values"
         elif integral and nunique <= MAX_INFERRED_CLASSES:
-            task, why = (
-                "classification",
-                (
-                    f"integer target with {nunique} distinct values, at most {MAX_INFERRED_CLASSES} read as classes; "
-                    "--task regression if they are a count or amount"
-                ),
-            )
+            why = f"integer target with {nunique} distinct values, at most {MAX_INFERRED_CLASSES} read as classes"
+            task, why = "classification", f"{why}; --task regression if they are a count or amount"
         else:
             task, why = "regression", f"numeric target with {nunique} distinct values"
         why = f"inferred: {why}"
@@ -511,9 +496,8 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         _check_spellings(y, target)
     if nunique < 2:
         raise AccelError(f"target {target!r} has a single class ({y.iloc[0]!r}): nothing to classify{quantity_hint(why)}")
-    numeric_classes = is_numeric
-    classes = _sorted_categories(y, numeric_classes) if not is_bool else [False, True]
-    return ("binary" if nunique == 2 else "multiclass"), why, classes, numeric_classes
+    classes = _sorted_categories(y, is_numeric) if not is_bool else [False, True]
+    return ("binary" if nunique == 2 else "multiclass"), why, classes, is_numeric
 
 
 def make_plan(
@@ -566,9 +550,8 @@ def make_plan(
 
     if not any(p.kind != "dropped" for p in plans):
         raise AccelError("no usable feature left after dropping ID-like, constant, leaking and --drop columns")
-    if task_kind != "regression":
-        if y.iloc[train_pos].nunique(dropna=True) < 2:  # counted as they are: no text copy of the column
-            raise AccelError(f"the training split of target {target!r} has a single class: use more rows{quantity_hint(why)}")
+    if task_kind != "regression" and y.iloc[train_pos].nunique(dropna=True) < 2:  # counted as they are: no text copy
+        raise AccelError(f"the training split of target {target!r} has a single class: use more rows{quantity_hint(why)}")
     return TablePlan(
         target=target, task=task_kind, task_reason=why, classes=classes, classes_numeric=classes_numeric, columns=plans,
         row_positions=positions, train_pos=train_pos, test_pos=test_pos, notices=notices, rows_in_file=len(full_target),
