@@ -23,6 +23,7 @@ host with the run's seed): a row's own target never enters its own encoding.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -174,9 +175,7 @@ class TargetEncoder:
     def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float | str = TE_SMOOTHING):
         if not (smoothing == "auto" or (isinstance(smoothing, (int, float)) and smoothing >= 0)):
             raise ValueError(f"smoothing must be 'auto' or a number >= 0, not {smoothing!r}")
-        self.xdf = xdf
-        self.targets = targets
-        self.smoothing = smoothing
+        self.xdf, self.targets, self.smoothing = xdf, targets, smoothing
         self._parts: list[Any] = []
         self._target_sums = dict.fromkeys(targets, 0.0)
         self._target_squares = dict.fromkeys(targets, 0.0)
@@ -299,9 +298,9 @@ def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, 
     return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 
 
-def _with_float32(xdf: ModuleType, frame: Any, dense: list[str], columns: list[str]) -> Any:
+def _with_block(xdf: ModuleType, frame: Any, block: Any, dense: list[str], columns: list[str]) -> Any:
+    """``frame``'s ``columns``, the ``dense`` ones taken from ``block``."""
     rest = [c for c in columns if c not in dense]
-    block = frame[dense].astype("float32")
     return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
 
 
@@ -488,10 +487,8 @@ class DenseFinish:
         if self.means:
             means = xdf.Series([self.means[c] for c in dense], index=dense, dtype="float64")
             stds = xdf.Series([self.stds[c] for c in dense], index=dense, dtype="float64")
-            scaled = X[dense].sub(means, axis="columns").div(stds, axis="columns")
-            rest = [c for c in columns if c not in dense]
-            X = (xdf.concat([scaled, X[rest]], axis=1) if rest else scaled)[columns]
-        return _with_float32(xdf, X, dense, columns)
+            X = _with_block(xdf, X, X[dense].sub(means, axis="columns").div(stds, axis="columns"), dense, columns)
+        return _with_block(xdf, X, X[dense].astype("float32"), dense, columns)
 
 
 @dataclass
@@ -530,17 +527,11 @@ class TableTransform:
         """The fitted state as JSON values and tables (pandas frames, one per target encoder);
         :meth:`from_state` reads it back on either arm."""
         f = self.featurizer
-        encoders = {}
-        tables = {}
-        for i, (name, encoder) in enumerate(f.encoders.items()):
-            table = f"encoder-{i}"
-            tables[table] = _compat.to_pandas(encoder.totals)
-            encoders[name] = {
-                "table": table,
-                "prior": encoder.prior,
-                "variance": encoder.variance,
-                "smoothing": encoder.smoothing,
-            }
+        tables = {f"encoder-{i}": _compat.to_pandas(e.totals) for i, e in enumerate(f.encoders.values())}
+        encoders = {
+            name: {"table": f"encoder-{i}", "prior": e.prior, "variance": e.variance, "smoothing": e.smoothing}
+            for i, (name, e) in enumerate(f.encoders.items())
+        }
         state = {
             "family": f.family,
             "plan": f.plan.fitted_state(),
@@ -699,10 +690,10 @@ def probe_native_categories(
         from accel.errors import AccelError
         from accel.files import REPLACE, write_new
 
-        try:  # the next run of the same table reuses the decision (written whole; the cache is accel's own)
+        # The next run of the same table reuses the decision (written whole; the cache is accel's own);
+        # without a cache the next run probes again.
+        with contextlib.suppress(AccelError):
             write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
-        except AccelError:
-            pass  # no cache: the next run probes again
 
 
 def _cached_decision(cache: Path) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ ones planning read (:func:`check_unchanged`).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -120,8 +121,11 @@ def _open_binary(path: Path):
     return gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
 
 
-def _duplicates(names: list[str]) -> list[str]:
-    return [name for name, n in Counter(names).items() if n > 1]
+def _refuse_duplicates(names: list[str], path: Path) -> None:
+    """Refuse a column name that ``path`` holds twice."""
+    dups = [name for name, n in Counter(names).items() if n > 1]
+    if dups:
+        raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
 
 
 def _type_family(arrow_type: Any) -> str:
@@ -191,19 +195,14 @@ def _hive_partitions(paths: list[Path], root: Path) -> tuple[tuple[tuple[str, An
 
     per_file = []
     for path in paths:
-        parts = path.relative_to(root).parts[:-1]
-        pairs = [part.split("=", 1) for part in parts]
+        pairs = [part.split("=", 1) for part in path.relative_to(root).parts[:-1]]
         if not pairs or any(len(p) != 2 or not p[0] for p in pairs):
             return ()
         per_file.append([(key, unquote(value)) for key, value in pairs])
     keys = [k for k, _ in per_file[0]]
     if any([k for k, _ in pairs] != keys for pairs in per_file):
         return ()
-
-    def is_int(text: str) -> bool:
-        return text.lstrip("-").isdigit()
-
-    integral = {k: all(is_int(dict(pairs)[k]) for pairs in per_file) for k in keys}
+    integral = {k: all(dict(pairs)[k].lstrip("-").isdigit() for pairs in per_file) for k in keys}
     return tuple(tuple((k, int(v) if integral[k] else v) for k, v in pairs) for pairs in per_file)
 
 
@@ -218,9 +217,7 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
         names = [n for n in schema.names if n != "__index_level_0__"]
         first_schema = schema.remove_metadata() if first_schema is None else first_schema
         uniform = uniform and schema.remove_metadata().equals(first_schema)
-        dups = _duplicates(names)
-        if dups:
-            raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
+        _refuse_duplicates(names, path)
         if columns is None:
             columns = tuple(names)
         elif set(names) != set(columns):
@@ -323,14 +320,6 @@ BYTE_ORDER_MARKS = (
 )
 
 
-def _byte_order_mark(head: bytes) -> tuple[bytes, str] | None:
-    """The byte-order mark ``head`` starts with and the codec it names, or None."""
-    for mark, codec in BYTE_ORDER_MARKS:
-        if head.startswith(mark):
-            return mark, codec
-    return None
-
-
 def _wide_text_without_mark(head: bytes) -> str | None:
     """``"UTF-16-LE"`` or ``"UTF-16-BE"`` where ``head`` reads as such text (ASCII letters with a NUL
     byte each, every other byte), else None (binary)."""
@@ -428,9 +417,9 @@ def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int
     found = []
     for j in range(len(rows[0])):
         values = [row[j] for row in body if j < len(row) and row[j].strip() not in _MISSING]
-        if values and all(DECIMAL_COMMA.fullmatch(v) or _WHOLE.fullmatch(v) for v in values):
-            if any(DECIMAL_COMMA.fullmatch(v) for v in values):
-                found.append(j)
+        commas = [bool(DECIMAL_COMMA.fullmatch(v)) for v in values]
+        if any(commas) and all(comma or _WHOLE.fullmatch(v) for comma, v in zip(commas, values)):
+            found.append(j)
     return found
 
 
@@ -454,13 +443,9 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     read_path, encoding = _decoded(path, mark, bom_codec, notices)
     text = head[len(mark) :].decode(encoding, errors="replace")
     if delimiter is None:
-        delimiter = ","
-        comma_fields = len(_header(text, ","))
-        if comma_fields == 1:
-            sniffed = _sniff_delimiter(text)
-            if sniffed and sniffed != ",":
-                delimiter = sniffed
-                notices.append(f"the file parses into a single column with ','; using the detected delimiter {sniffed!r}")
+        delimiter = (_sniff_delimiter(text) if len(_header(text, ",")) == 1 else None) or ","
+        if delimiter != ",":
+            notices.append(f"the file parses into a single column with ','; using the detected delimiter {delimiter!r}")
     # The header is the first CSV record, not the first line: a quoted name may hold a line break.
     # Names are kept as written (the readers of both arms select columns by their real names).
     columns = _header(text, delimiter)
@@ -489,8 +474,7 @@ def _csv_head(path: Path, size: int) -> tuple[bytes, bytes, str]:
     if head.startswith(b"PAR1"):
         raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
     # The one place the header's bytes are read: a byte-order mark is not part of the first name.
-    bom = _byte_order_mark(head)
-    mark, bom_codec = bom if bom is not None else (b"", "")
+    mark, bom_codec = next(((m, codec) for m, codec in BYTE_ORDER_MARKS if head.startswith(m)), (b"", ""))
     if b"\x00" in head and bom_codec not in ("utf-16", "utf-32"):
         wide = _wide_text_without_mark(head)
         if wide:
@@ -533,9 +517,7 @@ def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
     """Refuse an empty or repeated column name; say which names begin or end with spaces."""
     if any(c.strip() == "" for c in columns):
         raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
-    dups = _duplicates(columns)
-    if dups:
-        raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
+    _refuse_duplicates(columns, path)
     spaced = [c for c in columns if c != c.strip()]
     if spaced:
         shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
@@ -557,11 +539,10 @@ def _unreadable(path: Path, exc: BaseException) -> AccelError:
     """The one-line error for a file that cannot be read to the end (permissions, a broken archive)."""
     if isinstance(exc, PermissionError):
         return AccelError(f"--data: cannot read {str(path)!r} (permission denied)")
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
     if _is_gzip(path) and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
         return AccelError(f"--data: {str(path)!r} is not a complete gzip file ({detail}); recompress it or give the plain CSV")
-    reason = getattr(exc, "strerror", None) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-    return AccelError(f"--data: cannot read {str(path)!r} ({reason})")
+    return AccelError(f"--data: cannot read {str(path)!r} ({getattr(exc, 'strerror', None) or detail})")
 
 
 def _check_readable(path: Path) -> None:
@@ -629,7 +610,7 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
     if not name.endswith(CSV_SUFFIXES):
         # Unknown suffix: read it as CSV if it looks like text, and say so.
         source = _resolve_csv(path, delimiter)
-        return TableSource(**{**source.__dict__, "notices": source.notices + ("unknown suffix: read as CSV",)})
+        return replace(source, notices=source.notices + ("unknown suffix: read as CSV",))
     return _resolve_csv(path, delimiter)
 
 
@@ -673,8 +654,7 @@ def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[st
     path = source.paths[index]
     head = next(_compat.iter_parquet_chunks(xdf, [path], stored, rows), None) if rows is not None else None
     whole = _compat.read_parquet(xdf, [path], stored) if head is None else head.reset_index(drop=True)
-    frame = _with_partitions(whole, source, index, columns)
-    frame = convert_columns(frame, source)
+    frame = convert_columns(_with_partitions(whole, source, index, columns), source)
     order = [c for c in (columns if columns is not None else list(source.columns)) if c in frame.columns]
     return frame[order]
 
@@ -832,11 +812,6 @@ CSV_BLOCK_BYTES = 1 << 26
 CSV_STREAM_BLOCK_BYTES = 1 << 20
 
 
-def _straddles(exc: BaseException) -> bool:
-    """Whether pyarrow refused a CSV row for being longer than its block."""
-    return "straddl" in str(exc)
-
-
 def check_row_widths(source: TableSource) -> None:
     """Raise ValueError naming the first CSV row whose field count differs from the header's."""
     import pyarrow as pa
@@ -899,7 +874,7 @@ def _in_blocks(read: Callable[[int], T]) -> T:
     try:
         return read(CSV_STREAM_BLOCK_BYTES)
     except Exception as exc:
-        if not _straddles(exc):
+        if "straddl" not in str(exc):  # pyarrow refused a row for being longer than its block
             raise
     return read(CSV_BLOCK_BYTES)
 
@@ -916,10 +891,8 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    nulls = _compat.csv_na_values()
-    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True)
-    if nulls is not None:
-        convert.null_values = nulls
+    # null_values None: pyarrow's own missing-value strings
+    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
     table = _open_csv(source, block_bytes, convert).read_all()
     if pa.types.is_null(table.schema.field(0).type):
         table = table.cast(pa.schema([pa.field(column, pa.float64())]))
@@ -937,12 +910,9 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
         return {}
     seen: dict[str, set] = {c: set() for c in columns}
 
-    def add(batch: Any) -> None:
-        for c in columns:
-            values = (
-                pc.unique(batch.column(c).drop_null()) if hasattr(batch.column(c), "drop_null") else pc.unique(batch.column(c))
-            )
-            seen[c].update(v for v in values.to_pylist() if v is not None)
+    def add(batch: Any, names: list[str]) -> None:
+        for c in names:
+            seen[c].update(v for v in pc.unique(batch.column(c).drop_null()).to_pylist() if v is not None)
 
     if source.kind == "parquet":
         stored = [c for c in columns if c in set(source.file_columns)]
@@ -953,9 +923,7 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
             if not stored:
                 continue
             for batch in pq.ParquetFile(path).iter_batches(columns=stored):
-                table = pa.Table.from_pandas(convert_columns(batch.to_pandas(), source), preserve_index=False)
-                for c in stored:
-                    seen[c].update(v for v in pc.unique(table.column(c).drop_null()).to_pylist() if v is not None)
+                add(pa.Table.from_pandas(convert_columns(batch.to_pandas(), source), preserve_index=False), stored)
     else:
         text = pcsv.ConvertOptions(
             include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
@@ -965,7 +933,7 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
             for values in seen.values():
                 values.clear()  # a read again with larger blocks starts afresh
             for batch in _open_csv(source, block_bytes, text):
-                add(batch)
+                add(batch, columns)
 
         _in_blocks(read)
     return {c: list(v) for c, v in seen.items()}
@@ -1100,10 +1068,8 @@ class ColumnarCache:
             finished = True
         finally:
             if writer is not None:
-                try:
+                with contextlib.suppress(Exception):  # the file is removed below anyway
                     writer.close()
-                except Exception:  # noqa: BLE001 - the file is removed below anyway
-                    pass
             if not finished or self.failed is not None:
                 self.path.unlink(missing_ok=True)
 
