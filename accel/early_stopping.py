@@ -119,9 +119,8 @@ class EarlyStopping:
         """After the search: the rounds every arm trains, from its booster's best round."""
         best = booster.attr("best_iteration")
         searched = int(booster.num_boosted_rounds())
-        rounds = int(best) + 1 if best is not None else searched
-        if searched >= cap:  # never stopped: still improving at the cap, which every arm trains
-            rounds = cap
+        # never stopped (searched to the cap): still improving at the cap, which every arm trains
+        rounds = cap if searched >= cap else int(best) + 1 if best is not None else searched
         self.decided = {
             "rounds": rounds,
             "searched": searched,
@@ -159,10 +158,7 @@ def search_between_stages(backend: Any, model: Any, listener: Any, search: Calla
     :attr:`~accel.registry.Capabilities.stops_early`), between an arm's ``to_device`` and
     ``train`` stages where this arm is the one to run it; the ``listener``
     (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""
-    if not MODELS[model.name].caps.stops_early:
-        return
-    es = model.early_stopping
-    if es is None or not es.searching:
+    if not MODELS[model.name].caps.stops_early or model.early_stopping is None or not model.early_stopping.searching:
         return
     if listener:
         listener.stage_started(backend.name, SEARCH)

@@ -30,8 +30,7 @@ def multiclass_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str,
     from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 
     y_true = np.asarray(y_true).astype(np.int64)
-    proba = np.asarray(probability, dtype=np.float64)
-    proba = np.clip(proba, 1e-15, 1.0)
+    proba = np.clip(np.asarray(probability, dtype=np.float64), 1e-15, 1.0)
     proba = proba / proba.sum(axis=1, keepdims=True)
     labels = np.arange(proba.shape[1])
     present = np.unique(y_true)
@@ -59,13 +58,10 @@ def regression_metrics(y_true: np.ndarray, prediction: np.ndarray) -> dict[str, 
 
 
 def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[str, float]:
-    if task == "binary":
-        return binary_metrics(y_true, prediction)
-    if task == "multiclass":
-        return multiclass_metrics(y_true, prediction)
-    if task == "regression":
-        return regression_metrics(y_true, prediction)
-    raise ValueError(f"unknown task {task!r}")
+    metrics = {"binary": binary_metrics, "multiclass": multiclass_metrics, "regression": regression_metrics}
+    if task not in metrics:
+        raise ValueError(f"unknown task {task!r}")
+    return metrics[task](y_true, prediction)
 
 
 def remarks(metrics: Mapping[str, float | None]) -> list[str]:

@@ -98,6 +98,9 @@ def is_classification(task: str) -> bool:
     return task in ("binary", "multiclass")
 
 
+#: XGBoost's names of the settings it spells differently (:meth:`XGBoostModel.booster_params`).
+_BOOSTER_NAMES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"}
+
 #: XGBoost's evaluation metric per task, for early stopping and pruning on a validation set.
 #: It is the task's own metric (or, for multiclass, XGBoost's one-vs-rest AUC), so that it
 #: points the same way as the study's objective.
@@ -143,23 +146,17 @@ class XGBoostModel:
         return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
-        p = self.params
         objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
         out = {
             "objective": objective[self.task],
             "tree_method": "hist",
             "device": backend.xgb_device,
             "nthread": backend.n_threads,
-            "max_depth": p.max_depth,
-            "eta": p.learning_rate,
-            "max_bin": p.max_bin,
-            "min_child_weight": p.min_child_weight,
-            "lambda": p.reg_lambda,
-            "alpha": p.reg_alpha,
-            "subsample": p.subsample,
-            "colsample_bytree": p.colsample_bytree,
-            "seed": self.seed,
         }
+        # Every setting but the rounds, in its order, under XGBoost's name (learning_rate is eta ...).
+        for name, value in self.params.model_dump(exclude={"n_estimators"}).items():
+            out[_BOOSTER_NAMES.get(name, name)] = value
+        out["seed"] = self.seed
         if self.task == "multiclass":
             out["num_class"] = self.n_classes
         return out
@@ -196,8 +193,7 @@ class XGBoostModel:
         if es is None or not es.searching:
             return False
         labels = _compat.series_to_array(y)
-        mask = es.mask(X.n_rows)
-        valid = backend.xp.asarray(mask)
+        valid = backend.xp.asarray(es.mask(X.n_rows))
         if not es.check(X.n_rows, _compat.to_numpy(labels[valid]), self.classes):
             return False
         dfit = self._matrix(backend, _batches(X, labels, batch_rows, ~valid))
@@ -235,23 +231,16 @@ class XGBoostModel:
         return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
 
     def boost(
-        self,
-        backend: Backend,
-        dtrain: Any,
-        dvalid: Any,
-        rounds: int | None,
-        early_stopping_rounds: int | None,
-        callbacks: tuple,
+        self, backend: Backend, dtrain: Any, dvalid: Any, rounds: int | None, early_stopping_rounds: int | None, callbacks: tuple
     ) -> Any:
         """``xgboost.train``: ``rounds`` (default ``n_estimators``), ``dvalid`` (when given)
         watched every round, stopping after ``early_stopping_rounds`` rounds without gain."""
         import xgboost
 
         params = self.booster_params(backend)
-        evals = None
-        if dvalid is not None:
+        evals = [(dvalid, "validation")] if dvalid is not None else None
+        if evals:
             params["eval_metric"] = XGBOOST_EVAL_METRIC[self.task]
-            evals = [(dvalid, "validation")]
         return xgboost.train(
             params,
             dtrain,
@@ -317,7 +306,9 @@ class XGBoostModel:
         gain = booster.get_score(importance_type="gain")  # keyed by XGBoost's names (xgboost_safe_name)
         out = {"gain": {name: float(gain.get(safe, 0.0)) for safe, name in zip(booster.feature_names or names, names)}}
         if sample is not None and len(sample):
-            out["mean_abs_shap"] = dict(zip(names, _mean_abs(self.contributions(backend, booster, sample))))
+            # Mean absolute contribution per feature (the bias column left out).
+            shap = np.abs(self.contributions(backend, booster, sample)[:, :-1]).mean(axis=0)
+            out["mean_abs_shap"] = dict(zip(names, map(float, shap)))
         return out
 
     def contributions(self, backend: Backend, booster: Any, matrix: Array) -> np.ndarray:
@@ -375,20 +366,15 @@ class EstimatorModel:
     def fit(self, backend: Backend, data: tuple[Any, Any], on_round: RoundListener | None = None) -> Any:
         """One ``fit`` call of the arm's class. scikit-learn and cuML report no progress while
         they fit, so ``on_round`` is never called (the display shows the elapsed time)."""
-        X, y = data
         estimator = backend.models[self.key](**self.estimator_params(backend))
-        estimator.fit(X, y)
+        estimator.fit(*data)
         return estimator
 
     def predict(self, backend: Backend, estimator: Any, X: StoredMatrix, batch_rows: int) -> Any:
-        parts = []
-        for a, b in batch_ranges(X.n_rows, batch_rows):
-            batch = X.batch(a, b)
-            if not is_classification(self.task):
-                parts.append(estimator.predict(batch))
-            else:
-                proba = estimator.predict_proba(batch)
-                parts.append(proba[:, 1] if self.task == "binary" else proba)
+        method = estimator.predict_proba if is_classification(self.task) else estimator.predict
+        parts = [method(X.batch(a, b)) for a, b in batch_ranges(X.n_rows, batch_rows)]
+        if self.task == "binary":
+            parts = [proba[:, 1] for proba in parts]
         # A cuML estimator made from a saved scikit-learn one (from_sklearn) answers in NumPy.
         return parts[0] if len(parts) == 1 else backend.xp.concatenate([backend.xp.asarray(p) for p in parts])
 
@@ -457,11 +443,6 @@ def trusted_types(estimator: Estimator) -> list[str]:
     The list is accel's, fixed by the registry, never read from the file."""
     cls = ModelClasses("cpu")[estimator.key]
     return [f"{cls.__module__}.{cls.__qualname__}", *estimator.saved_types]
-
-
-def _mean_abs(contributions: np.ndarray) -> list[float]:
-    """Mean absolute contribution per feature (the bias column left out)."""
-    return [float(v) for v in np.abs(contributions[:, :-1]).mean(axis=0)]
 
 
 def adapter(spec: ModelSpec) -> Any:

@@ -137,22 +137,8 @@ class Dist:
             return {"fixed": self.value}
         if self.kind == "categorical":
             return {"choices": list(self.choices)}
-        out: dict[str, Any] = {"type": self.kind, "low": self.low, "high": self.high, "log": self.log}
-        if self.step is not None:
-            out["step"] = self.step
-        return out
-
-
-def _int(low: int, high: int, log: bool = False) -> Dist:
-    return Dist("int", low, high, log)
-
-
-def _float(low: float, high: float, log: bool = False) -> Dist:
-    return Dist("float", low, high, log)
-
-
-def _choice(*choices: Any) -> Dist:
-    return Dist("categorical", choices=tuple(choices))
+        step = {"step": self.step} if self.step is not None else {}
+        return {"type": self.kind, "low": self.low, "high": self.high, "log": self.log, **step}
 
 
 # --------------------------------------------------------------------------- device read-back
@@ -500,14 +486,14 @@ _SPECS = (
         # n_estimators is the most rounds a trial may use: XGBoost stops early on the
         # validation part, so the rounds that count are found, not guessed.
         search_space={
-            "learning_rate": _float(0.01, 0.3, log=True),
-            "max_depth": _int(3, 12),
-            "min_child_weight": _float(0.5, 64.0, log=True),
-            "subsample": _float(0.5, 1.0),
-            "colsample_bytree": _float(0.4, 1.0),
-            "reg_lambda": _float(1e-3, 100.0, log=True),
-            "reg_alpha": _float(1e-3, 10.0, log=True),
-            "n_estimators": _int(100, 1000, log=True),
+            "learning_rate": Dist("float", 0.01, 0.3, log=True),
+            "max_depth": Dist("int", 3, 12),
+            "min_child_weight": Dist("float", 0.5, 64.0, log=True),
+            "subsample": Dist("float", 0.5, 1.0),
+            "colsample_bytree": Dist("float", 0.4, 1.0),
+            "reg_lambda": Dist("float", 1e-3, 100.0, log=True),
+            "reg_alpha": Dist("float", 1e-3, 10.0, log=True),
+            "n_estimators": Dist("int", 100, 1000, log=True),
         },
         labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
         rounds=True,
@@ -530,9 +516,9 @@ _SPECS = (
             same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
         ),
         search_space={
-            "n_estimators": _int(50, 500, log=True),
-            "max_depth": _int(4, 32),
-            "max_features": _choice("sqrt", "log2", 0.25, 0.5, 0.75, 1.0),
+            "n_estimators": Dist("int", 50, 500, log=True),
+            "max_depth": Dist("int", 4, 32),
+            "max_features": Dist("categorical", choices=("sqrt", "log2", 0.25, 0.5, 0.75, 1.0)),
         },
         labels=(("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
         rounds=True,
@@ -555,7 +541,7 @@ _SPECS = (
         ),
         regressor=None,
         # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
-        search_space={"C": _float(1e-3, 100.0, log=True), "l1_ratio": _choice(0.0, 0.5, 1.0)},
+        search_space={"C": Dist("float", 1e-3, 100.0, log=True), "l1_ratio": Dist("categorical", choices=(0.0, 0.5, 1.0))},
         labels=(("C", "C"), ("l1_ratio", "l1_ratio")),
     ),
     ModelSpec(
@@ -568,7 +554,7 @@ _SPECS = (
             "regression",
         ),
         # Tuning a linear regression means choosing its penalty: an elastic net (alpha, l1_ratio).
-        search_space={"alpha": _float(1e-4, 10.0, log=True), "l1_ratio": _float(0.0, 1.0)},
+        search_space={"alpha": Dist("float", 1e-4, 10.0, log=True), "l1_ratio": Dist("float", 0.0, 1.0)},
         labels=(("alpha", "alpha"), ("l1_ratio", "l1_ratio")),
         penalized=(
             "alpha",
@@ -589,7 +575,7 @@ _SPECS = (
             "lasso", "sklearn.linear_model:Lasso", "cuml.linear_model:Lasso", "regression",
             shared={"tol": 1e-4}, metric="r2",
         ),
-        search_space={"alpha": _float(1e-4, 10.0, log=True)},
+        search_space={"alpha": Dist("float", 1e-4, 10.0, log=True)},
         labels=(("alpha", "alpha"),),
     ),
     ModelSpec(
@@ -605,7 +591,7 @@ _SPECS = (
             "knn_regressor", "sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor",
             "regression", cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
         ),
-        search_space={"n_neighbors": _int(1, 64, log=True), "weights": _choice("uniform", "distance")},
+        search_space={"n_neighbors": Dist("int", 1, 64, log=True), "weights": Dist("categorical", choices=("uniform", "distance"))},
         labels=(("n_neighbors", "k"), ("weights", "weights")),
         holds="the training rows' features and targets (k-nearest neighbours predicts from them)",
     ),
@@ -714,16 +700,15 @@ def check_search_space(model: str, params: Mapping[str, Any]) -> None:
                 raise AccelError(f"{where}: step must be a positive number, got {step:g}")
             if step > high - low and high > low:
                 raise AccelError(f"{where}: step {step:g} is wider than the range {low:g}..{high:g}")
-        if hasattr(value, "choices"):  # a SearchRange (accel.config)
-            candidates = list(value.choices) if value.choices is not None else [value.low, value.high]
-            labels = ["choice"] * len(candidates) if value.choices is not None else ["low", "high"]
-        elif isinstance(value, list):
-            candidates, labels = list(value), ["choice"] * len(value)
-        else:
-            candidates, labels = [value], ["value"]
         if name not in spec.settings.model_fields:
             continue  # a search-only parameter (none today): no schema to check it against
-        for label, candidate in zip(labels, candidates):
+        if hasattr(value, "choices") and value.choices is None:  # a SearchRange (accel.config): its bounds
+            tried = [("low", value.low), ("high", value.high)]
+        elif hasattr(value, "choices") or isinstance(value, list):
+            tried = [("choice", c) for c in getattr(value, "choices", value)]
+        else:
+            tried = [("value", value)]
+        for label, candidate in tried:
             try:
                 spec.settings.model_validate({name: candidate})
             except ValidationError as exc:
