@@ -66,13 +66,6 @@ class Fitted(Protocol):
     task: str
 
 
-def _transform_classes() -> dict[str, Any]:
-    from accel.data.autofeatures import TableTransform
-    from accel.workflows.flights import FlightsTransform
-
-    return {"table": TableTransform, "flights": FlightsTransform}
-
-
 @dataclass
 class Pipeline:
     """A fitted pipeline on one arm: raw rows in, predictions out.
@@ -239,7 +232,7 @@ class Pipeline:
         return {
             "workflow": self.workflow,
             "task": self.task,
-            "classes": _json_labels(self.classes),
+            "classes": None if self.classes is None else [v.item() if hasattr(v, "item") else v for v in self.classes],
             "threshold": self.threshold if self.task == "binary" else None,
             "features": len(self.feature_names),
             "model": self.info.get("model"),
@@ -258,9 +251,8 @@ def labels(pipeline: Pipeline, output: np.ndarray) -> np.ndarray:
     """The predicted labels (or values) from the model's output."""
     if pipeline.task == "regression":
         return np.asarray(output, dtype=np.float64)
-    classes = pipeline.classes_
     index = (np.asarray(output) >= pipeline.threshold).astype(int) if pipeline.task == "binary" else np.argmax(output, axis=1)
-    return classes[index]
+    return pipeline.classes_[index]
 
 
 def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
@@ -273,10 +265,8 @@ def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
     if missing:
         shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise AccelError(f"the data lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns")
-    notices = []
     extra = [c for c in present if c not in pipeline.required and c != pipeline.target]
-    if extra:
-        notices.append(f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}")
+    notices = [f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}"] if extra else []
     frame = frame[pipeline.required]
     return (_check_kinds(pipeline, frame, notices) if pipeline.workflow == "table" else frame), notices
 
@@ -305,12 +295,6 @@ def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
 
 
 # --------------------------------------------------------------------------- saving
-
-
-def _json_labels(values: list[Any] | None) -> list[Any] | None:
-    if values is None:
-        return None
-    return [v.item() if hasattr(v, "item") else v for v in values]
 
 
 def _sha256(path: Path) -> str:
@@ -399,7 +383,7 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
         raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
     arms = [a for a in ("gpu", "cpu") if a in saved]
     picked = arm or (arms[0] if arms else None)
-    if picked is None or picked not in arms:
+    if picked not in arms:
         raise AccelError(f"the run record {str(path)!r} has no {picked} pipeline (it has: {', '.join(arms) or 'none'})")
     folder = path.parent / str(saved[picked].path or "")
     return folder, f"the {picked} arm's pipeline of run {record.run_id}"
@@ -461,14 +445,15 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
     """The pipeline saved in ``folder``, scoring on ``backend``."""
     import pyarrow.parquet as pq
 
+    from accel.data.autofeatures import TableTransform
     from accel.models import build_model
     from accel.record import loads
+    from accel.workflows.flights import FlightsTransform
 
-    manifest = read_manifest(folder)
-    manifest = loads(json.dumps(manifest))  # the non-finite values listed under "nulls" as floats again
+    manifest = loads(json.dumps(read_manifest(folder)))  # the non-finite values listed under "nulls" as floats again
     try:
         kind = manifest["transform"]["kind"]
-        cls = _transform_classes()[kind]
+        cls: Any = {"table": TableTransform, "flights": FlightsTransform}[kind]
         tables = {n: pq.read_table(Path(folder) / "tables" / f"{n}.parquet").to_pandas() for n in manifest["transform"]["tables"]}
         transform = cls.from_state(backend.xdf, manifest["transform"]["state"], tables)
         settings = manifest["model_settings"]
@@ -477,8 +462,6 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
         precision = PrecisionPlan(
             manifest["precision"]["precision"], [ColumnPrecision(**c) for c in manifest["precision"]["columns"]]
         )
-    except AccelError:
-        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise AccelError(f"the pipeline in {str(folder)!r} cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
     holdout = pq.read_table(Path(folder) / HOLDOUT).to_pandas() if (Path(folder) / HOLDOUT).is_file() else None
@@ -521,13 +504,11 @@ def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
     if test_ids is None:
         return None
     prediction = _compat.to_numpy(prediction)
-    frame = pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64)})
     if prediction.ndim == 2:
-        for k in range(prediction.shape[1]):
-            frame[f"prediction_{k}"] = prediction[:, k]
+        columns = {f"prediction_{k}": prediction[:, k] for k in range(prediction.shape[1])}
     else:
-        frame["prediction"] = prediction
-    return frame
+        columns = {"prediction": prediction}
+    return pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64), **columns})
 
 
 def from_run(
@@ -624,6 +605,4 @@ def read_rows(pipeline: Pipeline, source: Any, columns: list[str], read: Callabl
 def read_types(pipeline: Pipeline, columns: list[str]) -> dict[str, str]:
     """Column types to read a table with, whole or in chunks (every chunk parses alike, and as the
     run read it): the plan's, for the columns read."""
-    if pipeline.workflow != "table":
-        return {}
-    return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns}
+    return {k: v for k, v in pipeline.transform.plan.csv_dtypes().items() if k in columns} if pipeline.workflow == "table" else {}

@@ -60,9 +60,7 @@ class ScoreJob:
         """The columns to read: those the pipeline needs (a missing one is named when scoring)
         and the target where the table has it; the others are said once and left unread."""
         present = list(self.source.columns)
-        wanted = [c for c in pipeline.required if c in present]
-        if pipeline.target in present:
-            wanted.append(pipeline.target)
+        wanted = [c for c in [*pipeline.required, pipeline.target] if c in present]
         missing = [c for c in pipeline.required if c not in present]
         if missing:
             shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -80,16 +78,12 @@ def predictions_frame(pipeline: Pipeline, output: np.ndarray, first_row: int, co
     probabilities and, when given, the contributions."""
     import pandas as pd
 
-    n = len(output)
-    frame = pd.DataFrame({"row": np.arange(first_row, first_row + n, dtype=np.int64)})
-    frame["prediction"] = labels(pipeline, output)
+    columns = {"row": np.arange(first_row, first_row + len(output), dtype=np.int64), "prediction": labels(pipeline, output)}
     if pipeline.task != "regression":
-        for label, column in zip(pipeline.classes_, probabilities(pipeline.task, output).T):
-            frame[f"proba_{label}"] = column
+        columns.update((f"proba_{label}", p) for label, p in zip(pipeline.classes_, probabilities(pipeline.task, output).T))
     if contributions is not None:
-        for name, column in zip([*pipeline.feature_names, "bias"], contributions.T):
-            frame[f"contribution_{name}"] = column
-    return frame
+        columns.update((f"contribution_{name}", c) for name, c in zip([*pipeline.feature_names, "bias"], contributions.T))
+    return pd.DataFrame(columns)
 
 
 class Metrics:
@@ -112,7 +106,7 @@ class Metrics:
             self.add(codes, output[known])
 
     def result(self, task: str) -> dict[str, float]:
-        if not self.y or not sum(len(y) for y in self.y):
+        if not sum(len(y) for y in self.y):
             return {}
         return task_metrics(task, np.concatenate(self.y), np.concatenate(self.out))
 
@@ -239,20 +233,17 @@ def write_output(path: Path, output: Frame | Path) -> Path:
     fmt = check_output(path)
 
     def write(tmp: Path) -> None:
-        if isinstance(output, Path):
-            if fmt == "parquet":
-                shutil.copyfile(output, tmp)
-                return
+        if isinstance(output, Path) and fmt == "parquet":
+            shutil.copyfile(output, tmp)
+        elif isinstance(output, Path):
             spool = pq.ParquetFile(output)
             with pcsv.CSVWriter(str(tmp), spool.schema_arrow) as writer:
                 for group in range(spool.num_row_groups):
                     writer.write_table(spool.read_row_group(group))
-            return
-        table = pa.Table.from_pandas(output, preserve_index=False)
-        if fmt == "parquet":
-            pq.write_table(table, tmp)
+        elif fmt == "parquet":
+            pq.write_table(pa.Table.from_pandas(output, preserve_index=False), tmp)
         else:
-            pcsv.write_csv(table, str(tmp))
+            pcsv.write_csv(pa.Table.from_pandas(output, preserve_index=False), str(tmp))
 
     return write_new(Path(path), write, "the predictions", "choose another --out", exists=REFUSE)
 
@@ -368,7 +359,6 @@ def estimated_rows(source: TableSource) -> int:
 
 def score_arm(backend: Backend, settings: PredictSettings, job: ScoreJob, listener: Listener | None) -> Any:
     """One arm's scoring through the one runner; a failure is the arm's ``failed``, not the command's."""
-    from accel.result import ArmResult
     from accel.runner import execute_arm
 
     try:
