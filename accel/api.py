@@ -21,10 +21,11 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
@@ -173,17 +174,7 @@ class RunResult(_Recorded[RunRecord]):
     @property
     def memory(self) -> Any:
         """Each arm's status and peak host and device memory (MB)."""
-        import pandas as pd
-
-        arms = [self.typed.arms[a] for a in ARMS]
-        return pd.DataFrame(
-            {
-                "status": [a.status for a in arms],
-                "peak_host_mb": [_float(a.peak_host_mb) for a in arms],
-                "peak_device_mb": [_float(a.peak_device_mb) for a in arms],
-            },
-            index=pd.Index(ARMS, name="arm"),
-        )
+        return _arm_table([self.typed.arms[a] for a in ARMS], **_PEAKS)
 
     @property
     def parity(self) -> dict[str, Any]:
@@ -234,6 +225,19 @@ class RunResult(_Recorded[RunRecord]):
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
+
+
+def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
+    """One row per arm of :data:`ARMS`: its ``status``, then each of ``columns`` (what it reads of
+    the arm, as a float: NaN for None)."""
+    import pandas as pd
+
+    rows = [{"status": a.status, **{name: _float(read(a)) for name, read in columns.items()}} for a in arms]
+    return pd.DataFrame(rows, index=pd.Index(ARMS, name="arm"))
+
+
+#: The peak memory columns of :func:`_arm_table`.
+_PEAKS = {"peak_host_mb": attrgetter("peak_host_mb"), "peak_device_mb": attrgetter("peak_device_mb")}
 
 
 def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str) -> str:
@@ -351,41 +355,29 @@ def run(
         "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool, "device_memory_limit": device_memory_limit,
         "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
     }  # fmt: skip
-    with _table_file(data) as table:
-        settings = _table_settings(
-            table, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out
-        )
-        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
-        return _run(workflow, settings, dask, progress)
-
-
-def _run(workflow: Any, settings: dict[str, Any], dask: dict[str, Any], progress: bool) -> RunResult:
-    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
     from accel.config import build_config, config_overrides, workflow_source
 
-    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
-    config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
-    # Plain lines where Dask workers write to the same terminal, as accel run prints them.
-    with _display(progress, live=False if config.cluster is not None else None) as listener:
-        record, path = run_config(config, listener)
-    return RunResult(record, Path(path))
+    with _table_file(data) as table:
+        settings = _table_settings({**locals(), "data": table})
+        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
+        # The configuration checked as the flags are, then the run.
+        overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
+        file_values, source = workflow_source(None if workflow is None else str(workflow), table is not None, "run")
+        config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
+        # Plain lines where Dask workers write to the same terminal, as accel run prints them.
+        with _display(progress, live=False if config.cluster is not None else None) as listener:
+            record, path = run_config(config, listener)
+        return RunResult(record, Path(path))
 
 
-@contextmanager
-def _display(shown: bool, live: bool | None = None) -> Iterator[Listener | None]:
+def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
     """The progress display (:class:`~accel.report.console.ProgressDisplay`, closed afterwards) of a
     call that shows its progress, else None. ``live``: as the display takes it."""
     if not shown:
-        yield None
-        return
+        return nullcontext()
     from accel.report.console import ProgressDisplay
 
-    listener = ProgressDisplay(live=live)
-    try:
-        yield listener
-    finally:
-        listener.close()
+    return closing(ProgressDisplay(live=live))
 
 
 @_strict_arguments
@@ -532,37 +524,24 @@ def _table_file(data: Any) -> Iterator[Any]:
         scratch.release(folder)
 
 
-def _table_settings(
-    data: str | os.PathLike[str] | None,
-    target: str | None,
-    task: str | None,
-    model: str | None,
-    drop: str | Sequence[str] | None,
-    delimiter: str | None,
-    date_format: Mapping[str, str] | None,
-    probe: str | None,
-    device: str | None,
-    rows: int | None,
-    test_size: float | None,
-    seed: int | None,
-    out: str | os.PathLike[str] | None,
-) -> dict[str, Any]:
-    """The settings :func:`run` and :func:`scale` share, by the names of ``accel run``'s flags."""
-    return {
-        "data": None if data is None else os.fspath(data),
-        "target": target,
-        "task": task,
-        "model": model,
-        "drop": None if drop is None else ([drop] if isinstance(drop, str) else list(drop)),
-        "delimiter": delimiter,
-        "date_format": None if date_format is None else dict(date_format),
-        "probe": probe,
-        "device": device,
-        "rows": rows,
-        "test_size": test_size,
-        "seed": seed,
-        "out": None if out is None else os.fspath(out),
-    }
+#: The settings :func:`run` and :func:`scale` share, by the names of ``accel run``'s flags.
+_TABLE_SETTINGS = (
+    "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "rows", "test_size", "seed", "out",
+)  # fmt: skip
+
+
+def _table_settings(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings :func:`run` and :func:`scale` share (:data:`_TABLE_SETTINGS`), taken from their
+    keyword arguments ``given``: paths as text, ``drop`` as a list, ``date_format`` as a dict."""
+    settings = {key: given[key] for key in _TABLE_SETTINGS}
+    data, drop, date_format, out = settings["data"], settings["drop"], settings["date_format"], settings["out"]
+    settings.update(
+        data=None if data is None else os.fspath(data),
+        drop=None if drop is None else ([drop] if isinstance(drop, str) else list(drop)),
+        date_format=None if date_format is None else dict(date_format),
+        out=None if out is None else os.fspath(out),
+    )
+    return settings
 
 
 def run_config(
@@ -653,12 +632,7 @@ class TuneResult(_Recorded[HpoRecord]):
     @property
     def arms(self) -> Any:
         """The final model trained on each arm: status and seconds (the speedup is CPU / GPU)."""
-        import pandas as pd
-
-        arms = [self.typed.arms.get(a) or HpoArm() for a in ARMS]
-        return pd.DataFrame(
-            {"status": [a.status for a in arms], "seconds": [_float(a.seconds) for a in arms]}, index=pd.Index(ARMS, name="arm")
-        )
+        return _arm_table([self.typed.arms.get(a) or HpoArm() for a in ARMS], seconds=attrgetter("seconds"))
 
     def __repr__(self) -> str:
         final = self.typed.final or Scored()
@@ -752,18 +726,11 @@ class CompareResult(_Recorded[CompareRecord]):
     @property
     def arms(self) -> Any:
         """Each arm's status, cold wall seconds, warm median (with ``repeat``) and peak memory."""
-        import pandas as pd
-
-        arms = [self.typed.arms.get(a) or CompareArm() for a in ARMS]
-        return pd.DataFrame(
-            {
-                "status": [a.status for a in arms],
-                "cold_seconds": [_float(a.cold_seconds) for a in arms],
-                "warm_median_seconds": [_float(a.warm.median if a.warm else None) for a in arms],
-                "peak_host_mb": [_float(a.peak_host_mb) for a in arms],
-                "peak_device_mb": [_float(a.peak_device_mb) for a in arms],
-            },
-            index=pd.Index(ARMS, name="arm"),
+        return _arm_table(
+            [self.typed.arms.get(a) or CompareArm() for a in ARMS],
+            cold_seconds=attrgetter("cold_seconds"),
+            warm_median_seconds=lambda a: a.warm.median if a.warm else None,
+            **_PEAKS,
         )
 
     @property
@@ -958,9 +925,8 @@ class BenchResult(_Recorded[BenchRecord]):
         title = f"<h4>accel bench {html.escape(self.suite)}</h4>"
         table = self.table.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
         chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
+        chart = chart or "<p>speedup: n/a (the GPU arm did not run)</p>"
         notes = _skip_notes([("gpu", self.typed.gpu or Arm())])
-        if not chart:
-            chart = "<p>speedup: n/a (the GPU arm did not run)</p>"
         lines = [f"crossover of {op}: " + (f"from {n:,} rows" if n else "none measured") for op, n in self.crossover_rows.items()]
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
         lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
@@ -1052,15 +1018,10 @@ def benchmark(
         For every bad input, before anything is measured, with the one-line message the
         command line prints (nothing is written then).
     """
+    given = {key: value for key, value in locals().items() if key not in ("suite", "progress")}  # each setting, by name
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.bench.suites import request, run_suite
 
-    given = {
-        "data": data, "data_dir": data_dir, "questions": questions, "engines": engines, "cpu_from": cpu_from,
-        "rows": rows, "features": features, "models": models, "operations": operations, "min_rows": min_rows,
-        "max_rows": max_rows, "steps_per_decade": steps_per_decade, "seed": seed, "device": device,
-        "repeats": repeats, "warmup": warmup, "results": results, "progress_file": progress_file, "overwrite": overwrite,
-    }  # fmt: skip
     record, path = run_suite(request(suite, given, progress))
     return BenchResult(record, Path(path))
 
@@ -1199,7 +1160,7 @@ def scale(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
-    settings = _table_settings(data, target, task, model, drop, delimiter, date_format, probe, device, rows, test_size, seed, out)
+    settings = _table_settings(locals())
     dask = {
         "cluster": cluster, "workers": workers, "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool,
         "device_memory_limit": device_memory_limit, "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
