@@ -290,12 +290,8 @@ def read_workflow_file(path: Path) -> dict[str, Any]:
 
 #: The flags of a cluster accel starts (``--cluster``), by setting name.
 LOCAL_CLUSTER_FLAGS = {
-    "workers": "--workers",
-    "threads_per_worker": "--threads-per-worker",
-    "rmm_pool": "--rmm-pool",
-    "device_memory_limit": "--device-memory-limit",
-    "worker_memory": "--worker-memory",
-    "protocol": "--protocol",
+    name: "--" + name.replace("_", "-")
+    for name in ("workers", "threads_per_worker", "rmm_pool", "device_memory_limit", "worker_memory", "protocol")
 }
 
 
@@ -313,11 +309,11 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
         given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
     elif "rmm_pool" in given:
         out["rmm_pool"] = None  # the cluster's, not the single-process arm's (whose check takes no fractions)
+    named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
     if kind and address:
         raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
     if address:
         if given:
-            named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
             raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
         out["cluster"] = {"kind": "scheduler", "address": address}
         if flags.get("baseline_scheduler"):
@@ -327,7 +323,6 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
     if kind and not address:
         out["cluster"] = {"kind": kind, **given}
     elif given:
-        named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
         raise AccelError(f"{named} need --cluster local|local-cuda")
     return out
 
@@ -345,10 +340,8 @@ def workflow_source(target: str | None, has_data: bool, command: str) -> tuple[d
         return {}, "command line"
     if target.endswith((".yaml", ".yml")) or Path(target).is_file():
         values = read_workflow_file(Path(target))
-        for key in ("out", "data"):
-            if values.get(key) is not None:
-                # Relative paths in a file are relative to where accel runs, like the flags.
-                values[key] = str(values[key])
+        # Relative paths in a file are relative to where accel runs, like the flags.
+        values.update({key: str(values[key]) for key in ("out", "data") if values.get(key) is not None})
         return values, target
     return {"workflow": target}, "command line"
 

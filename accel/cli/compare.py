@@ -45,16 +45,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from accel.record import CompareRecord, output_root, show_result
     from accel.report.console import render_compare
 
-    extra = list(args.script_args)
     opts = Options(
-        program=args.program, args=extra, out=args.out or output_root(), repeat=args.repeat, accelerators=args.accelerators,
+        program=args.program, args=list(args.script_args), out=args.out or output_root(), repeat=args.repeat, accelerators=args.accelerators,
         device=args.device, rtol=args.rtol, atol=args.atol, timeout=args.timeout, profile=not args.no_profile,
         ignore=args.ignore_lines,
     )  # fmt: skip
     record, path = compare(opts)
-    show_result(
-        record, args.json, lambda: render_compare(CompareRecord.model_validate(record), Console()), {"compare record": path}
-    )
+    written = {"compare record": path}
+    show_result(record, args.json, lambda: render_compare(CompareRecord.model_validate(record), Console()), written)
     gpu = record["arms"]["gpu"]
     if gpu["status"] == "failed":
         print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)

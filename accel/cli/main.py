@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,23 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
     _register_run(sub)
-    from accel.cli.scale import register as register_scale
-
-    register_scale(sub)  # scale: the same workflow on 1, 2, 4 ... Dask workers
-
-    from accel.cli.bench import register as register_bench
-
-    register_bench(sub)  # bench, data, report: each sets its own handler
-
-    from accel.cli.hpo import register as register_hpo
-
-    register_hpo(sub)  # hpo, experiments
-    from accel.cli.predict import register as register_predict
-
-    register_predict(sub)  # predict: score new rows with a run's pipeline
-    from accel.cli.compare import register as register_compare
-
-    register_compare(sub)  # compare: a user's own script, CPU vs cudf.pandas/cuml.accel
+    # scale: the same workflow on 1, 2, 4 ... Dask workers; bench, data, report: each sets its own
+    # handler; hpo, experiments; predict: score new rows with a run's pipeline; compare: a user's
+    # own script, CPU vs cudf.pandas/cuml.accel.
+    for module in ("scale", "bench", "hpo", "predict", "compare"):
+        importlib.import_module(f"accel.cli.{module}").register(sub)
     completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
     completion.add_argument("shell", choices=["bash"], help="the shell")
     completion.set_defaults(handler=lambda args: _cmd_completion(parser))
@@ -138,14 +127,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from accel.report.console import ProgressDisplay, render_run, show_plan
 
     file_values, source = workflow_source(args.workflow, args.data is not None, "run")
-    overrides = {
-        **table_overrides(args),
-        "precision": args.precision,
-        "batch_rows": args.batch_rows,
-        "memory_budget": args.memory_budget,
-        "rmm_pool": args.rmm_pool,
-        "explain_rows": args.explain_rows,
-    }
+    run_flags = ("precision", "batch_rows", "memory_budget", "rmm_pool", "explain_rows")
+    overrides = {**table_overrides(args), **{name: getattr(args, name) for name in run_flags}}
     config = build_config(file_values, {**overrides, **config_overrides(vars(args))}, source)
     progress = ProgressDisplay(live=False if config.cluster is not None else None)  # Dask workers share the terminal
     # What start-up built (modules, schemas, the config) lives to the end of the run: frozen, the
@@ -161,12 +144,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress.close()
     if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
         say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
-    show_result(
-        record,
-        args.json,
-        lambda: render_run(RunRecord.model_validate(record), Console()),
-        {"run record": path, "pipeline": saved_folder(record, path)},
-    )
+    written = {"run record": path, "pipeline": saved_folder(record, path)}
+    show_result(record, args.json, lambda: render_run(RunRecord.model_validate(record), Console()), written)
     failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
@@ -234,8 +213,6 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_info(args)
         if args.command == "run":
             return _cmd_run(args)
-        if hasattr(args, "handler"):
-            return args.handler(args)
         raise AccelError(f"unknown command {args.command!r}")
     except AccelError as exc:
         print(f"accel: error: {error_line(str(exc))}", file=sys.stderr)

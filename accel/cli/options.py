@@ -112,7 +112,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
         choices=CLUSTER_KINDS,
         help="start a Dask cluster here: local (CPU worker processes) or local-cuda (one worker per GPU)",
     )
-    if not worker_list:
+    if worker_list:
+        group.add_argument("--workers", type=worker_counts, metavar="N,N,...", help="worker counts to compare, e.g. 1,2,4")
+    else:
         group.add_argument(
             "--scheduler",
             metavar="tcp://HOST:PORT",
@@ -123,16 +125,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, *, worker_list: bool 
             metavar="tcp://HOST:PORT",
             help="with --scheduler of GPU workers: a running CPU cluster for the baseline arm (default: this process)",
         )
-    group.add_argument(
-        "--workers",
-        type=worker_counts if worker_list else positive_int,
-        metavar="N,N,..." if worker_list else "N",
-        help=(
-            "worker counts to compare, e.g. 1,2,4"
-            if worker_list
-            else "workers to start (local: default one per core; local-cuda: default one per GPU)"
-        ),
-    )
+        workers_help = "workers to start (local: default one per core; local-cuda: default one per GPU)"
+        group.add_argument("--workers", type=positive_int, metavar="N", help=workers_help)
     group.add_argument("--threads-per-worker", type=positive_int, metavar="T", help="threads of each worker")
     if "--rmm-pool" not in parser._option_string_actions:  # accel run has it already; with local-cuda: per worker
         group.add_argument(
@@ -158,18 +152,6 @@ def table_overrides(args: argparse.Namespace) -> dict:
     """The flags ``accel run`` and ``accel hpo`` share (None where not given)."""
     drop = [c.strip() for c in args.drop.split(",") if c.strip()] if args.drop else None
     date_format = dict(getattr(args, "date_format", None) or []) or None
-    return {
-        "date_format": date_format,
-        "probe": getattr(args, "probe", None),
-        "device": args.device,
-        "rows": args.rows,
-        "out": args.out,
-        "seed": args.seed,
-        "data": args.data,
-        "target": args.target,
-        "task": args.task,
-        "model": args.model,
-        "drop": drop,
-        "delimiter": args.delimiter,
-        "test_size": args.test_size,
-    }
+    names = ("device", "rows", "out", "seed", "data", "target", "task", "model", "drop", "delimiter", "test_size")
+    given = {name: getattr(args, name) for name in names}
+    return {"date_format": date_format, "probe": getattr(args, "probe", None), **given, "drop": drop}
