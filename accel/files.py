@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -54,10 +55,7 @@ def file_kind(path: Path | str) -> str | None:
         return f"unreadable ({exc.strerror or type(exc).__name__})"
     if stat.S_ISREG(mode):
         return None
-    for test, kind in _KINDS:
-        if test(mode):
-            return kind
-    return "not a regular file"
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
 def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -100,12 +98,8 @@ def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Pa
 
 def linked_folders(folder: Path, files: list[Path]) -> list[Path]:
     """The sub-folders of ``folder`` that are symbolic links and hold some of ``files``."""
-    links: set[Path] = set()
-    for path in files:
-        for parent in list(path.relative_to(folder).parents)[:-1]:
-            if (folder / parent).is_symlink():
-                links.add(folder / parent)
-    return sorted(links)
+    parents = {folder / parent for path in files for parent in list(path.relative_to(folder).parents)[:-1]}
+    return sorted(p for p in parents if p.is_symlink())
 
 
 def user_mode() -> int:
@@ -118,24 +112,12 @@ def user_mode() -> int:
 def sequenced(path: Path, seq: int) -> Path:
     """``report.html`` -> ``report-001.html`` (``seq`` 0 is the name itself)."""
     path = Path(path)
-    if seq == 0:
-        return path
-    return path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
+    return path if seq == 0 else path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
 #: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
 ENVIRONMENT_ERRNOS = {
-    errno.ENOSPC,
-    errno.EDQUOT,
-    errno.EROFS,
-    errno.EFBIG,
-    errno.EACCES,
-    errno.EPERM,
-    errno.EMFILE,
-    errno.ENFILE,
-    errno.ENOMEM,
-    errno.ENAMETOOLONG,
-    errno.ELOOP,
+    getattr(errno, name) for name in "ENOSPC EDQUOT EROFS EFBIG EACCES EPERM EMFILE ENFILE ENOMEM ENAMETOOLONG ELOOP".split()
 }
 #: The most characters of a path an error line quotes.
 QUOTED_PATH_CHARS = 160
@@ -157,11 +139,11 @@ def environment_error_line(exc: OSError) -> str:
         errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
         "choose a shorter one",
         errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
-        errno.ENOSPC: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
-        errno.EDQUOT: "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)",
+        **dict.fromkeys(
+            (errno.ENOSPC, errno.EDQUOT), "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)"
+        ),
         errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
-        errno.EACCES: "check the permissions, or choose another folder",
-        errno.EPERM: "check the permissions, or choose another folder",
+        **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions, or choose another folder"),
     }.get(exc.errno or 0, "")
     return f"{exc.strerror or type(exc).__name__}{where}" + (f"; {advice}" if advice else "")
 
@@ -173,8 +155,7 @@ def os_error_line(exc: OSError, what: str, hint: str = "") -> str:
         errno.ENOSPC: "free some space",
         errno.EDQUOT: "free some space (disk quota exceeded)",
         errno.EROFS: "the filesystem is read-only",
-        errno.EACCES: "check the permissions",
-        errno.EPERM: "check the permissions",
+        **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions"),
     }.get(exc.errno or 0, "")
     tail = "; ".join(x for x in (advice, hint) if x)
     return f"cannot write {what} ({reason})" + (f"; {tail}" if tail else "")
@@ -264,10 +245,8 @@ def write_new(
         raise AccelError(os_error_line(exc, f"{what} {str(path)!r}", hint)) from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _write_synced(fd: int, tmp: str, data: bytes | Callable[[Path], None]) -> None:

@@ -205,12 +205,9 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
     """Notices for infinite feature values (treated as missing); refuse values beyond float32's range."""
     notices = []
     for column in plan.features:
-        if column.kind != "numeric" or column.name not in head.columns:
+        if column.kind != "numeric" or column.name not in head.columns or head[column.name].dtype.kind != "f":
             continue
-        s = head[column.name]
-        if s.dtype.kind != "f":
-            continue
-        values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = head[column.name].to_numpy(dtype=np.float64, na_value=np.nan)
         infinite = np.isinf(values)
         finite = values[np.isfinite(values)]
         if finite.size and np.abs(finite).max() > FLOAT32_MAX:

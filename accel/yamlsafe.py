@@ -146,17 +146,14 @@ class _CoreConstructor(yaml.constructor.SafeConstructor):
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         text = str(self.construct_scalar(node)).lower()
-        if text.endswith((".inf", ".nan")):
-            return float(text.replace(".", ""))
-        return float(text)
+        return float(text.replace(".", "") if text.endswith((".inf", ".nan")) else text)
 
     def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
         return str(self.construct_scalar(node)).lower() == "true"
 
 
-_CoreConstructor.add_constructor("tag:yaml.org,2002:int", _CoreConstructor.construct_yaml_int)
-_CoreConstructor.add_constructor("tag:yaml.org,2002:float", _CoreConstructor.construct_yaml_float)
-_CoreConstructor.add_constructor("tag:yaml.org,2002:bool", _CoreConstructor.construct_yaml_bool)
+for _kind in ("int", "float", "bool"):
+    _CoreConstructor.add_constructor(f"tag:yaml.org,2002:{_kind}", getattr(_CoreConstructor, f"construct_yaml_{_kind}"))
 
 
 class _Loader(
@@ -169,11 +166,8 @@ class _Loader(
 ):
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        _CoreConstructor.__init__(self)
-        CoreResolver.__init__(self)
+        for base in (yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _CoreConstructor, CoreResolver):
+            base.__init__(self)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
