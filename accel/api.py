@@ -350,24 +350,32 @@ def run(
         For every bad input, with the one-line message the command line prints (nothing is
         written then): ``workers=`` without ``cluster=``, ``cluster=`` with ``scheduler=``, ...
     """
-    dask = {
-        "cluster": cluster, "scheduler": scheduler, "baseline_scheduler": baseline_scheduler, "workers": workers,
-        "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool, "device_memory_limit": device_memory_limit,
-        "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
-    }  # fmt: skip
-    from accel.config import build_config, config_overrides, workflow_source
-
+    given = locals()
+    dask = {key: given[key] for key in _DASK_SETTINGS}
     with _table_file(data) as table:
         settings = _table_settings({**locals(), "data": table})
         settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
-        # The configuration checked as the flags are, then the run.
-        overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-        file_values, source = workflow_source(None if workflow is None else str(workflow), table is not None, "run")
-        config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
-        # Plain lines where Dask workers write to the same terminal, as accel run prints them.
-        with _display(progress, live=False if config.cluster is not None else None) as listener:
-            record, path = run_config(config, listener)
-        return RunResult(record, Path(path))
+        return _run(workflow, settings, dask, progress)
+
+
+#: The settings of :func:`run` that place it on Dask (``accel run``'s cluster flags).
+_DASK_SETTINGS = (
+    "cluster", "scheduler", "baseline_scheduler", "workers", "threads_per_worker", "rmm_pool", "device_memory_limit",
+    "worker_memory", "protocol", "scale",
+)  # fmt: skip
+
+
+def _run(workflow: Any, settings: dict[str, Any], dask: dict[str, Any], progress: bool) -> RunResult:
+    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
+    from accel.config import build_config, config_overrides, workflow_source
+
+    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
+    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
+    config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
+    # Plain lines where Dask workers write to the same terminal, as accel run prints them.
+    with _display(progress, live=False if config.cluster is not None else None) as listener:
+        record, path = run_config(config, listener)
+    return RunResult(record, Path(path))
 
 
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
