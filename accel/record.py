@@ -38,7 +38,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -140,11 +140,8 @@ def loads(text: str) -> Any:
         try:
             for key in parts[:-1]:
                 node = node[int(key)] if isinstance(node, list) else node[key]
-            last = parts[-1]
-            if isinstance(node, list):
-                if node[int(last)] is None:
-                    node[int(last)] = _NON_FINITE[entry["value"]]
-            elif node.get(last, 0) is None:
+            last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
+            if node[last] is None:
                 node[last] = _NON_FINITE[entry["value"]]
         except (KeyError, IndexError, ValueError, TypeError, AttributeError):
             continue  # a path that no longer fits the record: leave the value as it is
@@ -408,6 +405,11 @@ def _count(value: object) -> str:
 
 def _name(path: object) -> str:
     return Path(str(path)).name
+
+
+def _rows_used(rows: Iterable[Rows | None]) -> int | None:
+    """The rows the first of ``rows`` that knows them used."""
+    return next((used for r in rows if (used := (r or Rows()).used()) is not None), None)
 
 
 def _geomean(values: list[int | float | None]) -> float:
@@ -779,21 +781,17 @@ class RunRecord(PairedRecord):
         return top if top is not None and top.worker_kind == arm else None
 
     def rows_used(self) -> str:
-        for a in self.ran():
-            used = (self.arms[a].rows or Rows()).used()
-            if used is not None:
-                return _count(used)
+        used = _rows_used(self.arms[a].rows for a in self.ran())
         schema = self.data.get("schema") or {}
-        return _count(schema.get("rows_used") or self.data.get("rows_requested"))
+        return _count(used if used is not None else schema.get("rows_used") or self.data.get("rows_requested"))
 
     def devices(self) -> str:
         if not self.on_dask:
             return super().devices()
-        parts = []
-        for a in self.ran():
-            c = self.cluster_of(a)
-            parts.append(c.text() if c else f"{a.upper()} in this process")
-        return " + ".join(parts) or "none ran"
+        return (
+            " + ".join(c.text() if (c := self.cluster_of(a)) else f"{a.upper()} in this process" for a in self.ran())
+            or "none ran"
+        )
 
     def summary(self) -> Summary:
         metric = self.parity.metric
@@ -1056,11 +1054,8 @@ class ScalingRecord(Record):
         return "scaling study", "scaling studies"
 
     def rows_used(self) -> str:
-        for run in self.runs:
-            used = ((run.arm.rows if run.arm else None) or Rows()).used()
-            if used is not None:
-                return _count(used)
-        return _count(self.data.get("rows_requested"))
+        used = _rows_used(run.arm.rows if run.arm else None for run in self.runs)
+        return _count(used if used is not None else self.data.get("rows_requested"))
 
     def devices(self) -> str:
         arms = [k for k in dict.fromkeys(str(r.kind) for r in self.rows) if k != "single-process"]
@@ -1087,10 +1082,7 @@ class ScalingRecord(Record):
         scored = [r for r in self.rows if r.clustered and number(r.metric)]
         if not self.metric_name or not scored:
             return {}
-        by_arm: dict[str, ScalingRow] = {}
-        for r in scored:
-            if (r.workers or 0) >= (by_arm[r.arm].workers or 0 if r.arm in by_arm else 0):
-                by_arm[r.arm] = r
+        by_arm = {r.arm: r for r in sorted(scored, key=lambda r: r.workers or 0)}  # the last at the most workers
         return {self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}}
 
     def summary(self) -> Summary:
@@ -1107,8 +1099,7 @@ class ScalingRecord(Record):
     def reasons(self) -> list[tuple[str, str, str]]:
         out = [(a, "skipped", why) for a, why in self.skipped_arms.items()]
         for r in self.runs:
-            why = r.arm.failed_reason() if r.arm else None
-            if why:
+            if r.arm and (why := r.arm.failed_reason()):
                 arm = r.kind if r.kind in ARMS else (r.cluster.worker_kind if r.cluster else None) or "cpu"
                 out.append((str(arm), *why))
         return out

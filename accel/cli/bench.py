@@ -161,12 +161,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="DIR",
         nargs="?",
-        default=None,
         help="folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
     )
-    r.add_argument(
-        "--out", type=Path, default=None, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)"
-    )
+    r.add_argument("--out", type=Path, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)")
     add_overwrite_argument(r, "--out")
     shown = r.add_mutually_exclusive_group()
     shown.add_argument(

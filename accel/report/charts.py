@@ -101,9 +101,11 @@ def plain_ticks(ax: Any) -> None:
             axis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_text(v)))
 
 
-def _finish(ax: Any, title: str, xlabel: str = "", ylabel: str = "", no_grid: str = "") -> None:
+def _finish(
+    ax: Any, title: str, xlabel: str = "", ylabel: str = "", no_grid: str = "", legend_at: tuple[float, float] = (1.01, 1.0)
+) -> None:
     """The axes' labels and title (at the left), no grid lines along ``no_grid``, and the legend
-    outside the plot on the right where there is one."""
+    outside the plot where there is one (``legend_at``: its upper left corner; default on the right)."""
     if no_grid:
         ax.grid(axis=no_grid, visible=False)
     if xlabel:
@@ -112,7 +114,7 @@ def _finish(ax: Any, title: str, xlabel: str = "", ylabel: str = "", no_grid: st
         ax.set_ylabel(ylabel)
     ax.set_title(title, loc="left")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.legend(loc="upper left", bbox_to_anchor=legend_at, borderaxespad=0)
 
 
 def stacked_bars(
@@ -259,11 +261,7 @@ def fronts(panels: Sequence[dict[str, Any]], *, title: str) -> str:
                     ax.step([x for x, _ in front], [y for _, y in front], where="post", color=color, label=wrap(group))
                     ax.scatter([x for x, _ in front], [y for _, y in front], color=color, edgecolor="black", s=34, zorder=3)
             ax.set_xscale("log")
-            ax.set_xlabel("seconds (log)")
-            ax.set_ylabel(panel["metric"])
-            ax.set_title(f"{title}: {panel['metric']}", loc="left")
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), borderaxespad=0)
+            _finish(ax, f"{title}: {panel['metric']}", "seconds (log)", panel["metric"], legend_at=(0.0, -0.2))
         return fig
 
     return draw(build)

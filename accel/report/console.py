@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -52,6 +52,16 @@ ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
 
 #: Outside a terminal, a running stage that boosts says how far it is at most this often.
 PROGRESS_EVERY_S = 10.0
+
+
+def _table(title: str, left: Sequence[str] = (), right: Sequence[str] = ()) -> Table:
+    """A table titled at the left: the ``left`` columns, then the ``right``-justified ones."""
+    table = Table(title=title, title_justify="left")
+    for col in left:
+        table.add_column(col)
+    for col in right:
+        table.add_column(col, justify="right")
+    return table
 
 
 def _fmt_mb(value: float | None) -> str:
@@ -215,12 +225,8 @@ class ProgressDisplay:
                 rounds = "" if self._rounds is None else f" · {self._rounds.describe(now)}"
                 host = f" · host {_fmt_mb(self._host / MB)}" if self._host else ""
                 device = "" if self._device is None else f" · device {_fmt_mb(self._device / MB)}"
-                lines.append(
-                    Text(
-                        f"▶ [{self._tag(self._arm)}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}",
-                        style="bold",
-                    )
-                )
+                running = f"▶ [{self._tag(self._arm)}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}"
+                lines.append(Text(running, style="bold"))
         return Group(*lines)
 
 
@@ -263,11 +269,7 @@ def wall_line(wall: Wall) -> str:
 def stage_table(title: str, record: PairedRecord) -> Table:
     """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
     gpu, cpu = record.arms["gpu"], record.arms["cpu"]
-    table = Table(title=title, title_justify="left")
-    table.add_column("stage")
-    table.add_column("GPU arm (s)", justify="right")
-    table.add_column("CPU arm (s)", justify="right")
-    table.add_column("speedup", justify="right")
+    table = _table(title, ["stage"], ["GPU arm (s)", "CPU arm (s)", "speedup"])
     stages = list(dict.fromkeys([*gpu.stages, *cpu.stages])) or list(STAGES)
     if any(s in EXTRA_STAGES for s in stages):
         table.caption = "explain: the model's importances (SHAP), timed apart from the total"
@@ -290,10 +292,7 @@ def render_importances(record: RunRecord, console: Console, top: int = 10) -> No
     found = record.arms[arm].importances or {}
     kinds = list(found)
     order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:top]
-    table = Table(title=f"top {len(order)} features ({arm.upper()} arm's model)", title_justify="left")
-    table.add_column("feature")
-    for kind in kinds:
-        table.add_column(kind.replace("_", " "), justify="right")
+    table = _table(f"top {len(order)} features ({arm.upper()} arm's model)", ["feature"], [k.replace("_", " ") for k in kinds])
     for name in order:
         table.add_row(escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds))
     console.print(table)
@@ -317,10 +316,7 @@ def render_run(record: RunRecord, console: Console) -> None:
     if record.wall:
         line(wall_line(record.wall))
 
-    metrics = Table(title="hold-out metrics and memory", title_justify="left")
-    metrics.add_column("")
-    metrics.add_column("GPU arm", justify="right")
-    metrics.add_column("CPU arm", justify="right")
+    metrics = _table("hold-out metrics and memory", [""], ["GPU arm", "CPU arm"])
     for name in cpu.metrics or gpu.metrics:
         metrics.add_row(name, *(fmt_value(arm.metrics.get(name) if arm.ok else None, ".4f") for arm in (gpu, cpu)))
     metrics.add_row("device used", str(gpu.device_used or "—"), str(cpu.device_used or "—"))
@@ -370,15 +366,9 @@ def render_placement(record: RunRecord, console: Console) -> None:
         for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
             workers.add_column(header, justify="right", overflow="fold")
         for w in cluster.worker_details:
-            memory = w.memory or WorkerMemory()
-            limit = w.memory_limit_bytes
-            workers.add_row(
-                w.address,
-                str(w.nthreads),
-                fmt_value(limit / 1e6 if limit else None, ".0f"),
-                fmt_value(memory.peak_rss_mb, ".0f"),
-                fmt_value(memory.dask_reported_peak_device_mb, ".0f"),
-            )
+            memory, limit = w.memory or WorkerMemory(), w.memory_limit_bytes
+            mb = (limit / 1e6 if limit else None, memory.peak_rss_mb, memory.dask_reported_peak_device_mb)
+            workers.add_row(w.address, str(w.nthreads), *(fmt_value(v, ".0f") for v in mb))
         console.print(workers)
 
 
@@ -398,11 +388,11 @@ def render_compare(record: CompareRecord, console: Console) -> None:
 
 def _compare_arms(record: CompareRecord) -> Table:
     """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
-    table = Table(title=f"accel compare {escape(str(record.program.path))}", title_justify="left")
-    for col in ("arm", "status"):
-        table.add_column(col, justify="left")
-    for col in ("exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"):
-        table.add_column(col, justify="right")
+    table = _table(
+        f"accel compare {escape(str(record.program.path))}",
+        ["arm", "status"],
+        ["exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"],
+    )
     for name in ("cpu", "gpu"):
         r = record.arms.get(name) or CompareArm()
         if r.status == "skipped":
@@ -436,9 +426,10 @@ def _compare_parity(parity: CompareParity, console: Console) -> None:
 
 def _compare_fallbacks(fallbacks: list[Fallback]) -> Table:
     """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
-    table = Table(title="where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)", title_justify="left")
-    for col in ("accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"):
-        table.add_column(col)
+    table = _table(
+        "where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)",
+        ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"],
+    )
     for f in fallbacks:
         table.add_row(
             str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
@@ -450,6 +441,7 @@ def _compare_fallbacks(fallbacks: list[Fallback]) -> Table:
 def render_scaling(record: ScalingRecord, console: Console) -> None:
     """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
     runs = record.runs
+    arms = [run.arm or RunArm() for run in runs]
     title = f"accel scale {record.workflow} — {record.cluster_kind} workers vs the single-process baseline"
     table = Table(title=title, title_justify="left")
     # Each run's header: its label, then its workers × threads per worker (the first column says so).
@@ -459,12 +451,10 @@ def render_scaling(record: ScalingRecord, console: Console) -> None:
         table.add_column(f"{label}\n{run.workers} × {run.threads_per_worker}", justify="right", overflow="fold")
 
     def cells(stage: str, show: Callable[[ScalingRow], str]) -> list[str]:
-        out = []
-        for run in runs:
-            arm = run.arm or RunArm()
-            row = next(r for r in record.rows if r.kind == run.kind and r.workers == run.workers and r.stage == stage)
-            out.append(show(row) if arm.ok else str(arm.status))
-        return out
+        rows = [
+            next(r for r in record.rows if r.kind == run.kind and r.workers == run.workers and r.stage == stage) for run in runs
+        ]
+        return [show(row) if arm.ok else str(arm.status) for arm, row in zip(arms, rows)]
 
     for stage in (*STAGES, "total"):
         table.add_row(
@@ -570,29 +560,24 @@ def show_plan(workflow: Any, console: Console) -> None:
 
 def render_info(env: dict[str, Any], console: Console) -> None:
     """The machine, its GPUs, library versions, and which arms can run here."""
-    cores = env["cores"]
-    console.print(f"[bold]CPU[/bold]  {escape(env['cpu_model'])}", highlight=False)
-    console.print(
+    cores, say = env["cores"], functools.partial(console.print, highlight=False)
+    say(f"[bold]CPU[/bold]  {escape(env['cpu_model'])}")
+    say(
         f"     {cores['physical']} physical / {cores['logical']} logical cores "
-        f"({cores['available']} available to this process), {env['ram_gb']} GB RAM",
-        highlight=False,
+        f"({cores['available']} available to this process), {env['ram_gb']} GB RAM"
     )
-    if env["gpus"]:
-        for g in env["gpus"]:
-            console.print(
-                f"[bold]GPU {g['index']}[/bold]  {escape(g['name'])}, {g['memory_gb']} GB, driver {g['driver'] or '?'} "
-                f"(CUDA {g['cuda_driver_version'] or '?'})",
-                highlight=False,
-            )
-    else:
-        console.print("[bold]GPU[/bold]  none usable", highlight=False)
+    for g in env["gpus"]:
+        say(
+            f"[bold]GPU {g['index']}[/bold]  {escape(g['name'])}, {g['memory_gb']} GB, driver {g['driver'] or '?'} "
+            f"(CUDA {g['cuda_driver_version'] or '?'})"
+        )
+    if not env["gpus"]:
+        say("[bold]GPU[/bold]  none usable")
     nvml = env.get("nvml", {})
     if not nvml.get("available"):
-        console.print(f"     NVML: {escape(str(nvml.get('reason')))}", highlight=False)
+        say(f"     NVML: {escape(str(nvml.get('reason')))}")
 
-    table = Table(title="libraries", title_justify="left")
-    table.add_column("import")
-    table.add_column("installed")
+    table = _table("libraries", ["import", "installed"])
     for name, version in env["versions"].items():
         table.add_row(name, version or "—")
     console.print(table)
@@ -600,13 +585,11 @@ def render_info(env: dict[str, Any], console: Console) -> None:
     capabilities = (env.get("gpu_probe") or {}).get("capabilities") or {}
     if capabilities:
         # One line per GPU library: a stage runs on the GPU when its library is there.
-        caps = Table(title="GPU libraries, one by one", title_justify="left")
-        caps.add_column("library")
-        caps.add_column("on the GPU here")
+        caps = _table("GPU libraries, one by one", ["library", "on the GPU here"])
         for name, state in capabilities.items():
             caps.add_row(name, "yes" if state.get("available") else f"no: {escape(str(state.get('reason')))}")
         console.print(caps)
 
     for arm, state in env["arms"].items():
         verdict = "can run" if state["can_run"] else f"cannot run: {escape(str(state['reason']))}"
-        console.print(f"[bold]{ARM_LABEL[arm]}[/bold] {verdict}", highlight=False)
+        say(f"[bold]{ARM_LABEL[arm]}[/bold] {verdict}")

@@ -145,17 +145,10 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     if any(e.record.measures for e in entries):
         built.append(_summary(entries))
     built.append(_measured(entries))
-    for kind, builder in (("run", sections.runs), ("hpo", sections.hpo), ("compare", sections.compare)):
-        if by[kind]:
-            built.append(builder(by[kind]))
-    for benchmark in dict.fromkeys(BENCHMARKS):
-        members = [e for e in by["bench"] if e.benchmark == benchmark]
-        if members:
-            built.append(sections.bench_section(benchmark)(members))
-    if by["scaling"]:
-        built.append(sections.scaling(by["scaling"]))
-    if by["experiments"]:
-        built.append(sections.experiments(by["experiments"]))
+    kinds = [(by["run"], sections.runs), (by["hpo"], sections.hpo), (by["compare"], sections.compare)]
+    kinds += [([e for e in by["bench"] if e.benchmark == b], sections.bench_section(b)) for b in dict.fromkeys(BENCHMARKS)]
+    kinds += [(by["scaling"], sections.scaling), (by["experiments"], sections.experiments)]
+    built += [builder(members) for members, builder in kinds if members]
 
     for section in built:
         found.ignored += section.rejected
@@ -173,6 +166,10 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     page = env.get_template("report.html.j2").render(context)
     md = env.get_template("report.md.j2").render(context)
     return page, md.rstrip() + "\n"
+
+
+#: The summary row's figures of each entry of ``accel report --json``, after its file, kind and data.
+_FIGURES = ("rows", "devices", "speedup", "speedup_of", "metrics", "parity")
 
 
 @dataclass(frozen=True)
@@ -193,17 +190,7 @@ class Report:
             "records": self.found.count,
             "by_kind": {kind: len(v) for kind, v in self.found.by_kind.items() if v},
             "entries": [
-                {
-                    "file": str(e.path),
-                    "kind": e.kind_text,
-                    "data": e.label,
-                    "rows": e.summary.rows,
-                    "devices": e.summary.devices,
-                    "speedup": e.summary.speedup,
-                    "speedup_of": e.summary.speedup_of,
-                    "metrics": e.summary.metrics,
-                    "parity": e.summary.parity,
-                }
+                {"file": str(e.path), "kind": e.kind_text, "data": e.label, **{k: getattr(e.summary, k) for k in _FIGURES}}
                 for e in self.found.entries
             ],
             "ignored": [{"file": str(p), "reason": why} for p, why in self.found.ignored],

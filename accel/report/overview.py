@@ -11,10 +11,11 @@ not run are gathered from every record and said once (:func:`measured_on`), not 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from accel.record import ARMS, BenchRecord, Record, Summary, number
 
@@ -31,6 +32,18 @@ def metric_name(key: str) -> str:
 
 def is_number(value: object) -> bool:
     return number(value)
+
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+
+def grouped(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """``items`` by ``key(item)``, in the order each key first comes, each group in ``items``' order."""
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups
 
 
 @dataclass
@@ -165,9 +178,7 @@ def summary_table(entries: list[Entry]) -> tuple[list[str], list[list[Any]]]:
         when, summary = e.started, e.summary
         row: list[Any] = [f"{when:%Y-%m-%d %H:%M}" if when else "", e.kind_text, e.label, summary.rows, summary.devices]
         row += [summary.speedup, summary.speedup_of]
-        for m in metrics:
-            values = summary.metrics.get(m)
-            row += [("" if values is None or values.get(a) is None else values[a]) for a in arms]
+        row += ["" if (v := (summary.metrics.get(m) or {}).get(a)) is None else v for m in metrics for a in arms]
         row.append(summary.parity)
         rows.append(row)
     return header, rows

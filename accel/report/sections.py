@@ -49,7 +49,7 @@ from accel.record import (
 )
 from accel.report import charts
 from accel.report.layout import Section, checksum_text, num
-from accel.report.overview import ARM_NAMES, Entry, is_number, metric_name
+from accel.report.overview import ARM_NAMES, Entry, grouped, is_number, metric_name
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -102,10 +102,6 @@ def _typed(entries: list[Entry], cls: type[R]) -> list[tuple[Entry, R]]:
     return [(e, e.record) for e in entries if isinstance(e.record, cls)]
 
 
-def _task_group(task: str | None) -> str:
-    return "regression" if task == "regression" else "classification"
-
-
 def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
     keys = [k for d in metric_dicts for k in d if k not in NOT_QUALITY]
     first = [k for k in TASK_METRICS[task] if k in keys]
@@ -121,7 +117,7 @@ def runs(entries: list[Entry]) -> Section:
     typed = _typed(entries, RunRecord)
     _stage_table(s, typed)
     for task in TASK_METRICS:
-        members = [(e, r) for e, r in typed if _task_group(r.task) == task]
+        members = [(e, r) for e, r in typed if ("regression" if r.task == "regression" else "classification") == task]
         if members:
             _metric_table(s, task, members)
     _importances(s, typed)
@@ -237,10 +233,7 @@ def hpo(entries: list[Entry]) -> Section:
     s = Section("hpo", "Hyperparameter searches: the default model against the tuned one")
     typed = _typed(entries, HpoRecord)
     arms_ran = [a for a in ARMS if any(a in r.ran() for _, r in typed)]
-    by_metric: dict[str, list[tuple[Entry, HpoRecord]]] = {}
-    for e, r in typed:
-        by_metric.setdefault(str(r.study.metric or "metric"), []).append((e, r))
-    for metric, members in by_metric.items():
+    for metric, members in grouped(typed, lambda er: str(er[1].study.metric or "metric")).items():
         rows, points = [], []
         for e, r in members:
             baseline, tuned, trials = (r.baseline or Scored()).metric, r.tuned, r.trials
@@ -328,13 +321,9 @@ def _fairness(s: Section, typed: Sequence[tuple[Entry, BenchRecord]]) -> None:
         s.para(line + ".")
 
 
-def _timed(arm: Timed, key: str) -> Any:
-    """An arm's ``key`` (``run1``, ``median``) where it ran, else its status."""
-    return getattr(arm, key) if arm.ok else arm.status or "—"
-
-
-def _ran_or_dash(arm: Timed, key: str) -> Any:
-    return getattr(arm, key) if arm.ok else "—"
+def _timed(arm: Timed, key: str, dash: bool = False) -> Any:
+    """An arm's ``key`` (``run1``, ``median``) where it ran, else its status (``—`` with ``dash``)."""
+    return getattr(arm, key) if arm.ok else "—" if dash else arm.status or "—"
 
 
 _ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
@@ -364,9 +353,9 @@ def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: 
     rows = []
     for q in r.questions:
         c, g = q.cpu, q.gpu
-        row = [q.question, q.title, _timed(c, "run1"), _ran_or_dash(c, "run2"), _ran_or_dash(c, "median")]
+        row = [q.question, q.title, _timed(c, "run1"), _timed(c, "run2", True), _timed(c, "median", True)]
         if gpu_ran:
-            row += [_timed(g, "run1"), _ran_or_dash(g, "run2"), _ran_or_dash(g, "median"), _or_nan(q.speedup)]
+            row += [_timed(g, "run1"), _timed(g, "run2", True), _timed(g, "median", True), _or_nan(q.speedup)]
         row += [c.rows if c.rows is not None else g.rows, checksum_text(c.checksum)]
         if gpu_ran:
             row += [checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
@@ -379,7 +368,7 @@ def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
     header = ["q", "pandas arm run2"] + [f"{k} run2" for k in r.engines] + [f"{k} answers" for k in r.engines]
     rows = []
     for q in r.questions:
-        row: list[Any] = [q.question, _ran_or_dash(q.cpu, "run2")]
+        row: list[Any] = [q.question, _timed(q.cpu, "run2", True)]
         agrees = []
         for eng in r.engines.values():
             a = eng.questions.get(q.question) or Timed()
@@ -394,14 +383,10 @@ def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
 def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> None:
     """The questions' second-run seconds, one bar per arm and engine."""
     qs = r.questions
-    series = [("pandas (CPU arm)", [q.cpu.run2 if q.cpu.ok else None for q in qs])]
-    colors: list[str | None] = [charts.ARM_COLORS["cpu"]]
-    if gpu_ran:
-        series.append(("cuDF (GPU arm)", [q.gpu.run2 if q.gpu.ok else None for q in qs]))
-        colors.append(charts.ARM_COLORS["gpu"])
-    for k, eng in r.engines.items():
-        series.append((k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]))
-        colors.append(None)
+    arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
+    series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
+    series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
+    colors: list[str | None] = [charts.ARM_COLORS[a] for _, a in arms] + [None] * len(r.engines)
     s.chart(
         charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
                             ylabel="seconds (run 2, log)", log=True, colors=colors),
@@ -417,10 +402,7 @@ def models(entries: list[Entry]) -> Section:
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         gpu_ran = any(m.gpu.ok for m in r.models)
-        by_metric: dict[str, list[ModelTimed]] = {}
-        for m in r.models:
-            by_metric.setdefault(m.metric, []).append(m)
-        for metric, members in by_metric.items():
+        for metric, members in grouped(r.models, lambda m: m.metric).items():
             name = metric_name(metric)
             header = ["model", "CPU fit"] + (["GPU fit", "fit speedup"] if gpu_ran else []) + ["CPU predict"]
             header += (
@@ -617,13 +599,10 @@ def experiments(entries: list[Entry]) -> Section:
         )
     for i, (e, r) in enumerate(latest.values()):
         rows = sorted(r.rows, key=lambda row: (row.seconds is None, row.seconds or 0))
-        by_metric: dict[str, list[ExperimentRow]] = {}
-        for row in rows:
-            by_metric.setdefault(str(row.metric_name or "metric"), []).append(row)
         where = r.folder or e.path.parent
         panels = [
             panel
-            for metric, members in by_metric.items()
+            for metric, members in grouped(rows, lambda row: str(row.metric_name or "metric")).items()
             if (panel := _experiments_table(s, f"experiments-{i}-{metric}", f"{e.path.name} (of {where})", metric, members))
         ]
         if panels:
@@ -649,11 +628,8 @@ def _experiments_table(s: Section, table_id: str, where: str, metric: str, membe
           "yes" if r.pareto else "no", r.group or "all rows"] for r in members],
         table_id,
     )  # fmt: skip
-    groups: dict[str, list[ExperimentRow]] = {}
-    for r in members:
-        groups.setdefault(r.group or "all rows", []).append(r)
     panel = []
-    for group, grp in sorted(groups.items()):
+    for group, grp in sorted(grouped(members, lambda r: r.group or "all rows").items()):
         front = [str(r.name) for r in grp if r.pareto]
         s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
         timed = [
