@@ -368,13 +368,9 @@ def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
     header = ["q", "pandas arm run2"] + [f"{k} run2" for k in r.engines] + [f"{k} answers" for k in r.engines]
     rows = []
     for q in r.questions:
-        row: list[Any] = [q.question, _timed(q.cpu, "run2", True)]
-        agrees = []
-        for eng in r.engines.values():
-            a = eng.questions.get(q.question) or Timed()
-            row.append(a.run2 if a.ok else (a.status or eng.status or "—"))
-            agrees.append(_ANSWERS.get(a.agree, "—"))
-        rows.append(row + agrees)
+        answers = [(eng, eng.questions.get(q.question) or Timed()) for eng in r.engines.values()]
+        times = [a.run2 if a.ok else (a.status or eng.status or "—") for eng, a in answers]
+        rows.append([q.question, _timed(q.cpu, "run2", True), *times, *[_ANSWERS.get(a.agree, "—") for _, a in answers]])
     s.table(f"{label}: the same questions on other CPU engines (context, all cores)", header, rows, table_id)
     threads = ", ".join(f"{k} {eng.threads or '?'} ({eng.version or '?'})" for k, eng in r.engines.items() if eng.ok)
     s.para(f"Engine threads: {threads}; pandas runs groupby on one thread.")
