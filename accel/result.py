@@ -17,10 +17,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from accel.backend import Backend
 from accel.memory import MemoryMonitor, to_mb
-from accel.timing import EXTRA_STAGES, STAGES, StageTimer
+from accel.timing import EXTRA_STAGES, STAGES, StageListener, StageTimer
 
 
-class Listener(Protocol):
+class Listener(StageListener, Protocol):
     """Told of a run as it goes (the progress display, :class:`accel.report.console.ProgressDisplay`)."""
 
     def section(self, label: str | None) -> None:
@@ -30,12 +30,8 @@ class Listener(Protocol):
     def arm_started(self, arm: str, stages: tuple[str, ...] = STAGES) -> None:
         """The arm ``arm`` starts; it runs ``stages`` in that order."""
 
-    def stage_started(self, arm: str, stage: str) -> None: ...
-
     def rounds(self, arm: str, stage: str, done: int, total: int) -> None:
         """``done`` of ``total`` boosting rounds of the running stage are done (XGBoost only)."""
-
-    def stage_finished(self, arm: str, stage: str, seconds: float) -> None: ...
 
     def memory(self, host_bytes: int, device_bytes: int | None) -> None: ...
 
@@ -118,8 +114,7 @@ class ArmPeaks:
         its heartbeats reported per stage)."""
 
         def highest(values: Iterable[float | None]) -> float | None:
-            present = [v for v in values if v is not None]
-            return max(present) if present else None
+            return max((v for v in values if v is not None), default=None)
 
         def per_stage(key: str) -> dict[str, float]:
             stages = {s for w in workers.values() for s in w.get(key, {})}

@@ -34,7 +34,7 @@ from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
 from accel.registry import DEFAULT_MODEL, MODELS, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
-from accel.timing import StageTimer
+from accel.timing import StageTimer, timed_call
 from accel.workflows.base import StopsEarly, Workflow
 
 # An arm's RMM pool record and batch plan (prepare_arm).
@@ -85,14 +85,11 @@ def run_arm(
     """
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
-    executor: Executor[Workflow]
     if plan.mode == "streaming":
         from accel.streaming import Streamed
 
-        executor = Streamed(plan, settings, rmm)
-    else:
-        executor = InMemory(plan, settings, rmm)
-    return execute_arm(backend, workflow, executor, listener)
+        return execute_arm(backend, workflow, Streamed(plan, settings, rmm), listener)
+    return execute_arm(backend, workflow, InMemory(plan, settings, rmm), listener)
 
 
 def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: Listener | None = None) -> ArmResult:
@@ -133,7 +130,7 @@ class InMemory(Executor[Workflow]):
 
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
         from accel.batching import with_backoff
-        from accel.precision import plan_for_frames, store_frame
+        from accel.precision import plan_for_frames
 
         model, plan, settings = workflow.model, self.plan, self.settings
         with timer.stage("load"):
@@ -145,8 +142,7 @@ class InMemory(Executor[Workflow]):
             precision = plan_for_frames(settings.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
 
             def to_device(rows: int) -> tuple[Any, Any, Any]:
-                X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, rows)
-                X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, rows)
+                X_train, X_test = _stored(backend, prepared, precision, rows)
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
@@ -179,8 +175,9 @@ class InMemory(Executor[Workflow]):
         if self._check is not None:
             prepared, y_test = self._check
             self._check = None
-            check = _fp32_check(backend, workflow, prepared, self.plan, executed.metrics, y_test)
-            executed.memory["precision"]["fp32_check"] = check
+            executed.memory["precision"]["fp32_check"] = _fp32_check(
+                backend, workflow, prepared, self.plan, executed.metrics, y_test
+            )
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
@@ -194,15 +191,21 @@ def _fp32_check(
     backend: Backend, workflow: Workflow, prepared: Prepared, plan: BatchPlan, metrics: dict[str, float], y_test: Array
 ) -> dict[str, Any]:
     """Train the same model on the same rows in float32 (untimed) and report the metric change."""
-    from accel.precision import plan_for_frames, store_frame
+    from accel.precision import plan_for_frames
 
     model = workflow.model
     precision = plan_for_frames("fp32", [prepared.X_train], prepared.categorical)
-    X_train = store_frame(backend, prepared.X_train, prepared.categorical, precision, plan.rows_per_batch)
-    X_test = store_frame(backend, prepared.X_test, prepared.categorical, precision, plan.rows_per_batch)
+    X_train, X_test = _stored(backend, prepared, precision, plan.rows_per_batch)
     fitted = model.fit(backend, model.to_device(backend, X_train, prepared.y_train, plan.rows_per_batch))
     fp32 = task_metrics(workflow.task, y_test, _compat.to_numpy(model.predict(backend, fitted, X_test, plan.rows_per_batch)))
     return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
+
+
+def _stored(backend: Backend, prepared: Prepared, precision: Any, rows: int) -> tuple[Any, ...]:
+    """The training and test features stored on ``backend`` in ``precision``, ``rows`` at a time."""
+    from accel.precision import store_frame
+
+    return tuple(store_frame(backend, X, prepared.categorical, precision, rows) for X in (prepared.X_train, prepared.X_test))
 
 
 def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> _PreparedArm | ArmResult:
@@ -349,51 +352,43 @@ def paired_run(
     say_planning(workflow, t_planned - t_run)
 
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
-    gpu, cpu = arms.gpu, arms.cpu
-    gpu_result: ArmResult | None = None if gpu is not None else skipped(str(arms.gpu_skip))
+    backends = {"gpu": arms.gpu, "cpu": arms.cpu} if arms.gpu is not None else {"cpu": arms.cpu}
 
     started = datetime.now(timezone.utc)
-    t_env = clock()
-    environment = collect_environment()
-    t_env = clock() - t_env
+    t_env, environment = timed_call(collect_environment)
     detail(f"planning: environment report {t_env:.2f} s")
     memory = config.memory_settings()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     batch_plan: dict[str, float] = {}
-    t0 = clock()
-    gpu_arm = prepare_arm_safely(gpu, workflow, memory) if gpu is not None else None
-    batch_plan["gpu"], t0 = clock() - t0, clock()
-    cpu_arm = prepare_arm_safely(cpu, workflow, memory)
-    batch_plan["cpu"] = clock() - t0
-    for arm, prepared in (("gpu", gpu_arm), ("cpu", cpu_arm)):
-        if prepared is not None and not isinstance(prepared, ArmResult):
-            plan = prepared[1]
+    prepared: dict[str, _PreparedArm | ArmResult] = {}
+    for arm, backend in backends.items():
+        batch_plan[arm], prepared[arm] = timed_call(lambda: prepare_arm_safely(backend, workflow, memory))
+    for arm, ready in prepared.items():
+        if not isinstance(ready, ArmResult):
+            plan = ready[1]
             detail(
                 f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({plan.mode}, {plan.rows_per_batch:,} rows a batch)"
             )
     if on_plan is not None:
         on_plan(workflow)
     arm_wall: dict[str, float] = {}
-    if gpu is not None:
-        t0 = clock()
-        gpu_result = run_arm_safely(gpu, workflow, listener, memory, gpu_arm)
-        arm_wall["gpu"] = clock() - t0
-    assert gpu_result is not None
-    t0 = clock()
-    cpu_result = run_arm_safely(cpu, workflow, listener, memory, cpu_arm, collect=False)  # the last arm
-    arm_wall["cpu"] = clock() - t0
+    results = {"gpu": skipped(str(arms.gpu_skip))} if arms.gpu is None else {}
+    for arm, backend in backends.items():
+        # The last arm (the CPU's) skips the garbage collection afterwards.
+        arm_wall[arm], results[arm] = timed_call(
+            lambda: run_arm_safely(backend, workflow, listener, memory, prepared[arm], collect=arm != "cpu")
+        )
     finished = datetime.now(timezone.utc)
+    early_stopping = getattr(workflow.model, "early_stopping", None)
     timeline = wall_timeline(
-        workflow, t_run, t_planned, t_env, batch_plan if gpu is not None else {"cpu": batch_plan["cpu"]}, arm_wall,
-        {"gpu": gpu_result, "cpu": cpu_result}, process_start,
-        early_stopping=getattr(workflow.model, "early_stopping", None),
-    )  # fmt: skip
+        workflow, t_run, t_planned, t_env, batch_plan, arm_wall, results, process_start, early_stopping=early_stopping
+    )
 
     record = run_record(
-        config, workflow, gpu_result.as_dict(), cpu_result.as_dict(), environment, started, finished,
+        config, workflow, results["gpu"].as_dict(), results["cpu"].as_dict(), environment, started, finished,
         model=workflow.model.describe(), wall=timeline,
     )  # fmt: skip
-    kept = {arm: r.pipeline for arm, r in (("gpu", gpu_result), ("cpu", cpu_result)) if r.pipeline is not None}
+    kept = {arm: r.pipeline for arm, r in results.items() if r.pipeline is not None}
     path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
     return record, path
 
@@ -430,7 +425,7 @@ def run_record(
     from accel.record import record_head
 
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
-    record: dict[str, Any] = {
+    return {
         **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
@@ -444,7 +439,6 @@ def run_record(
         **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),
         **extra,  # model, wall, mode
     }
-    return record
 
 
 def wall_timeline(

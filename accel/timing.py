@@ -53,9 +53,7 @@ class StageTimer:
         listener: StageListener | None = None,
         trackers: tuple[Any, ...] = (),
     ):
-        self.backend = backend
-        self.monitor = monitor
-        self.listener = listener
+        self.backend, self.monitor, self.listener = backend, monitor, listener
         #: Other samplers told of each stage (``set_stage``): a cluster's worker memory.
         self.trackers = trackers
         self.seconds: dict[str, float] = {}
@@ -65,10 +63,7 @@ class StageTimer:
     def stage(self, name: str) -> Iterator[None]:
         if self.listener is not None:
             self.listener.stage_started(self.backend.name, name)
-        if self.monitor is not None:
-            self.monitor.set_stage(name)
-        for tracker in self.trackers:
-            tracker.set_stage(name)
+        self._set_stage(name)
         counting = self.backend.rmm_scope_begin()
         try:
             self.backend.synchronize()
@@ -82,12 +77,15 @@ class StageTimer:
             peak = self.backend.rmm_scope_end() if counting else None
         if peak is not None:
             self.rmm_peak_bytes[name] = peak
-        for tracker in self.trackers:
-            tracker.set_stage(None)
-        if self.monitor is not None:
-            self.monitor.set_stage(None)
+        self._set_stage(None)
         if self.listener is not None:
             self.listener.stage_finished(self.backend.name, name, self.seconds[name])
+
+    def _set_stage(self, name: str | None) -> None:
+        """Tell the memory monitor and the other samplers which stage runs (None: none)."""
+        for sampler in (self.monitor, *self.trackers):
+            if sampler is not None:
+                sampler.set_stage(name)
 
     @contextmanager
     def accumulate(self, name: str) -> Iterator[None]:
@@ -158,11 +156,7 @@ class Timing:
             "times": list(self.times),
             "warmup": self.warmup,
             "repeats": len(self.times),
-            "median": self.median,
-            "min": self.min,
-            "max": self.max,
-            "cv": self.cv,
-            "cold_ratio": self.cold_ratio,
+            **{k: getattr(self, k) for k in ("median", "min", "max", "cv", "cold_ratio")},
         }
 
 
@@ -224,19 +218,16 @@ def measure(
     cold, out = timed_call(fn, backend)
     tell("cold", cold)
     timing = Timing(cold=cold, warmup=warmup)
-    for i in range(warmup):
-        del out
-        if collect:
-            gc.collect()
-        seconds, out = timed_call(fn, backend)  # untimed in the result; timed for the progress only
-        tell(f"warm-up {i + 1}/{warmup}", seconds)
-    for i in range(repeats):
+    for i in range(warmup + repeats):
         del out
         if collect:
             gc.collect()
         seconds, out = timed_call(fn, backend)
-        timing.times.append(seconds)
-        tell(f"repeat {i + 1}/{repeats}", seconds)
+        if i < warmup:  # untimed in the result; timed for the progress only
+            tell(f"warm-up {i + 1}/{warmup}", seconds)
+        else:
+            timing.times.append(seconds)
+            tell(f"repeat {i - warmup + 1}/{repeats}", seconds)
     return timing, out
 
 
@@ -256,15 +247,8 @@ def blas_threads() -> list[dict[str, Any]]:
     """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP)."""
     from threadpoolctl import threadpool_info
 
-    return [
-        {
-            "user_api": p.get("user_api"),
-            "library": p.get("internal_api"),
-            "threads": p.get("num_threads"),
-            "version": p.get("version"),
-        }
-        for p in threadpool_info()
-    ]
+    keys = {"user_api": "user_api", "library": "internal_api", "threads": "num_threads", "version": "version"}
+    return [{key: p.get(name) for key, name in keys.items()} for p in threadpool_info()]
 
 
 def bench_environment() -> dict[str, Any]:
@@ -300,16 +284,12 @@ def fairness(cpu: Backend, used: str, settings: Mapping[str, Any]) -> dict[str, 
     return {"cores_available": cpu.n_threads, "cores_used": used, "settings": dict(settings), "line": line}
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "gpu"
-
-
 def result_device(gpu_ran: bool, environment: Mapping[str, Any]) -> str:
     """The device part of a result's name: ``cpu`` when no GPU arm ran, else the GPU's name."""
     if not gpu_ran:
         return "cpu"
     gpus = environment.get("gpus") or []
-    return _slug(gpus[0]["name"]) if gpus else "gpu"
+    return (re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") or "gpu") if gpus else "gpu"
 
 
 def check_results_folder(folder: Path) -> Path:
