@@ -110,10 +110,9 @@ def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int,
             monitor.sample()
     finally:
         pool_peak = backend.rmm_scope_end() if counting else None
-    if backend.is_gpu:
-        increase = device_increase(before_device, monitor.peak_device, pool_peak)
-    else:
-        increase = monitor.peak_host - before_host
+    increase = (
+        device_increase(before_device, monitor.peak_device, pool_peak) if backend.is_gpu else monitor.peak_host - before_host
+    )
     size = _size_of(built)
     return max(increase if peak else 0, size, 1) / max(rows, 1)
 
@@ -144,12 +143,7 @@ def _size_of(obj: Any) -> int:
 
 
 def plan_batches(
-    rows_total: int,
-    bytes_per_row: float,
-    budget_bytes: int,
-    budget_source: str,
-    batch_rows: int | None,
-    probe_rows: int = 0,
+    rows_total: int, bytes_per_row: float, budget_bytes: int, budget_source: str, batch_rows: int | None, probe_rows: int = 0
 ) -> BatchPlan:
     """Plan batches for ``rows_total`` rows; a one-line error when not even one batch fits."""
     usable = budget_bytes * BUDGET_USE
@@ -160,10 +154,7 @@ def plan_batches(
             f"{MIN_BATCH_ROWS:,} rows × {bytes_per_row:,.0f} bytes per row need "
             f"{_human(MIN_BATCH_ROWS * bytes_per_row / BUDGET_USE)}; raise the budget"
         )
-    if batch_rows is not None:
-        rows, source = min(batch_rows, rows_total), "given"
-    else:
-        rows, source = min(fits_rows, rows_total), "auto"
+    rows, source = (min(batch_rows, rows_total), "given") if batch_rows is not None else (min(fits_rows, rows_total), "auto")
     mode = "in-memory" if rows >= rows_total else "streaming"
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, max(rows, 1), mode, source, probe_rows)
 
@@ -246,33 +237,21 @@ class StreamingCosts:
 
         ``kind`` is the training matrix: "in-memory" or "external" (a page per batch).
         """
-        share = train_rows / max(rows_total, 1)
-        page_rows = max(batch_rows * share, 1.0)
-        pages = -(-train_rows // max(int(page_rows), 1))
-        batch = batch_rows * bytes_per_row
+        page_rows, pages = _pages(rows_total, train_rows, batch_rows)
+        accel, batch = self.accel_bytes, batch_rows * bytes_per_row
         building = page_rows * self.build_bytes_per_row
         xgboost = train_rows * self.row_bytes + self.hist_bytes + self.fixed_bytes
         if kind == "in-memory":
             matrix = train_rows * self.page_bytes_per_row
-            return {
-                "passes": self.accel_bytes + batch,
-                "matrix build": self.accel_bytes + matrix + batch + building,
-                "boosting": self.accel_bytes + xgboost + matrix + self.page_node_bytes,
-            }
-        return {
-            "passes": self.accel_bytes + batch,
-            "matrix build": self.accel_bytes + batch + building,
-            "boosting": self.accel_bytes
-            + xgboost
-            + pages * self.page_node_bytes
-            + self.pages_held * page_rows * self.page_bytes_per_row,
-        }
+            build, boosting = accel + matrix, accel + xgboost + matrix + self.page_node_bytes
+        else:
+            build = accel
+            boosting = accel + xgboost + pages * self.page_node_bytes + self.pages_held * page_rows * self.page_bytes_per_row
+        return {"passes": accel + batch, "matrix build": build + batch + building, "boosting": boosting}
 
     def parts(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, dict[str, Any]]:
         """The budget's parts while boosting, each with what it is for (for the run record)."""
-        share = train_rows / max(rows_total, 1)
-        page_rows = max(batch_rows * share, 1.0)
-        pages = -(-train_rows // max(int(page_rows), 1))
+        page_rows, pages = _pages(rows_total, train_rows, batch_rows)
         out = {
             "accel_arrays": (self.accel_bytes, "accel's row positions, split, streamed row lists, folds, predictions"),
             "xgboost_rows": (
@@ -293,8 +272,20 @@ class StreamingCosts:
         return {k: {"bytes": int(v), "for": why} for k, (v, why) in out.items()}
 
 
-def _batch_candidates(least: int, rows_total: int) -> list[int]:
-    rows, out = float(least), []
+def _pages(rows_total: int, train_rows: int, batch_rows: int) -> tuple[float, int]:
+    """The training rows of a page (one per batch of ``batch_rows`` plan rows), and the pages."""
+    page_rows = max(batch_rows * (train_rows / max(rows_total, 1)), 1.0)
+    return page_rows, -(-train_rows // max(int(page_rows), 1))
+
+
+def _peak(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, batch_rows: int, bytes_per_row: float) -> float:
+    """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`)."""
+    return max(costs.phases(kind, rows_total, train_rows, batch_rows, bytes_per_row).values())
+
+
+def _batch_candidates(rows_total: int) -> list[int]:
+    """Batch sizes from the least (:data:`MIN_BATCH_ROWS`, or the whole table) up by 5 % to the whole table."""
+    rows, out = float(min(MIN_BATCH_ROWS, rows_total)), []
     while rows < rows_total:
         out.append(int(rows))
         rows *= 1.05
@@ -303,11 +294,7 @@ def _batch_candidates(least: int, rows_total: int) -> list[int]:
 
 def _largest_fit(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, usable: float) -> int:
     """The largest batch (plan rows) whose every phase fits ``usable`` bytes; 0 when none does."""
-    least = min(MIN_BATCH_ROWS, rows_total)
-    fits = [
-        r for r in _batch_candidates(least, rows_total)
-        if max(costs.phases(kind, rows_total, train_rows, r, bytes_per_row).values()) <= usable
-    ]  # fmt: skip
+    fits = [r for r in _batch_candidates(rows_total) if _peak(costs, kind, rows_total, train_rows, r, bytes_per_row) <= usable]
     return max(fits, default=0)
 
 
@@ -316,9 +303,8 @@ def _least_need(
 ) -> float:
     """The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the
     best batch size, or at ``batch_rows``)."""
-    least = min(MIN_BATCH_ROWS, rows_total)
-    candidates = [batch_rows] if batch_rows else _batch_candidates(least, rows_total)
-    return min(max(costs.phases("external", rows_total, train_rows, r, bytes_per_row).values()) for r in candidates)
+    candidates = [batch_rows] if batch_rows else _batch_candidates(rows_total)
+    return min(_peak(costs, "external", rows_total, train_rows, r, bytes_per_row) for r in candidates)
 
 
 def plan_streaming(
@@ -408,8 +394,7 @@ def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, wh
                 {"step": what, "rows": rows, "retry_rows": smaller, "error": type(exc).__name__, "at": time.time()}
             )
             backend.release_memory()
-            rows = smaller
-            plan.rows_per_batch = rows
+            rows = plan.rows_per_batch = smaller
 
 
 def _human(n: float) -> str:

@@ -73,65 +73,54 @@ class Streamed(Executor[Workflow]):
         self.plan, self.settings, self.rmm = plan, settings, rmm
 
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
-        return _run_streaming(backend, workflow, self.plan, self.settings, self.rmm, timer, listener)
+        plan = self.plan
+        table = cast("TableWorkflow", workflow)  # a user's table is what streams: it has a plan
+        tplan, model = table.plan, cast("XGBoostModel", table.model)
+        featurizer = TableFeaturizer(backend.xdf, tplan, MODELS[table.model_name].caps.family, table.settings.seed)
+        featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
+        # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
+        cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
+        run = _Stream(backend, table, plan, timer, listener, _Rows(tplan), featurizer, cache)
+        try:
+            with run.announced("fit pass"):
+                batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
+            matrix = _Matrix(run, model)
+            dtrain = matrix.to_device()
+            search_between_stages(backend, model, listener, matrix.search)
+            # Only the test rows are read again: the training rows' list and folds go before boosting.
+            run.rows.train, featurizer.folds = np.empty(0, run.rows.test.dtype), np.empty(0, FOLD_DTYPE)
 
+            # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
+            release_host_memory()
+            with timer.stage("train"):
+                booster = model.fit(backend, dtrain)
+            del dtrain
+            release_host_memory()
+            prediction, y_test, pipeline = run.predict(model, booster, matrix.columns)
+        finally:
+            cache_record = cache.describe()
+            cache.close()
 
-def _run_streaming(
-    backend: Backend,
-    workflow: Workflow,
-    plan: BatchPlan,
-    settings: MemorySettings,
-    rmm: dict,
-    timer: StageTimer,
-    listener: Listener | None,
-) -> Executed:
-    table = cast("TableWorkflow", workflow)  # a user's table is what streams: it has a plan
-    tplan, model = table.plan, cast("XGBoostModel", table.model)
-    featurizer = TableFeaturizer(backend.xdf, tplan, MODELS[table.model_name].caps.family, table.settings.seed)
-    featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
-    # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
-    cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
-    run = _Stream(backend, table, plan, timer, listener, _Rows(tplan), featurizer, cache)
-    try:
-        with run.announced("fit pass"):
-            batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
-        matrix = _Matrix(run, model)
-        dtrain = matrix.to_device()
-        search_between_stages(backend, model, listener, matrix.search)
-        # Only the test rows are read again: the training rows' list and folds go before boosting.
-        run.rows.train, featurizer.folds = np.empty(0, run.rows.test.dtype), np.empty(0, FOLD_DTYPE)
-
-        # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
-        release_host_memory()
-        with timer.stage("train"):
-            booster = model.fit(backend, dtrain)
-        del dtrain
-        release_host_memory()
-        prediction, y_test, pipeline = run.predict(model, booster, matrix.columns)
-    finally:
-        cache_record = cache.describe()
-        cache.close()
-
-    metrics = task_metrics(table.task, y_test, prediction)
-    memory_record = {
-        "rmm": {**rmm, **(backend.rmm_statistics() or {})},
-        "batches": {**plan.describe(), "batches_read_per_pass": batches, "external_memory": matrix.external_memory},
-        "chunk_cache": cache_record,
-        "precision": {
-            "precision": settings.precision,
-            "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
-        },
-    }
-    report = featurizer.report
-    table.feature_reports[backend.name] = {
-        "encodings": report.encodings, "imputed": [], "scaled": False,
-        **({"renamed": dict(report.renamed)} if report.renamed else {}),
-    }  # fmt: skip
-    rows_record = {
-        "loaded": tplan.rows_in_file, "with_target": len(tplan.row_positions),
-        "train": len(tplan.train_pos), "test": len(tplan.test_pos),
-    }  # fmt: skip
-    return Executed(model, booster, metrics, rows_record, list(matrix.names), memory_record, pipeline=pipeline)
+        metrics = task_metrics(table.task, y_test, prediction)
+        memory_record = {
+            "rmm": {**self.rmm, **(backend.rmm_statistics() or {})},
+            "batches": {**plan.describe(), "batches_read_per_pass": batches, "external_memory": matrix.external_memory},
+            "chunk_cache": cache_record,
+            "precision": {
+                "precision": self.settings.precision,
+                "note": "streaming holds no feature matrix (XGBoost keeps its compressed one): float16 storage does not apply",
+            },
+        }
+        report = featurizer.report
+        table.feature_reports[backend.name] = {
+            "encodings": report.encodings, "imputed": [], "scaled": False,
+            **({"renamed": dict(report.renamed)} if report.renamed else {}),
+        }  # fmt: skip
+        rows_record = {
+            "loaded": tplan.rows_in_file, "with_target": len(tplan.row_positions),
+            "train": len(tplan.train_pos), "test": len(tplan.test_pos),
+        }  # fmt: skip
+        return Executed(model, booster, metrics, rows_record, list(matrix.names), memory_record, pipeline=pipeline)
 
 
 @dataclass
@@ -370,18 +359,15 @@ def predict_batches(
     ``predict``; ``on_matrix(matrix)``, when given, sees each batch's float32 matrix. ``chunks(batch_rows)``, when given, yields the ``(first_row, frame)`` chunks
     instead of reading the file (a :class:`~accel.data.readers.ColumnarCache`).
     """
-    from contextlib import nullcontext
-
     tplan = featurizer.plan
 
     def stage(name: str) -> Any:
         return timer.accumulate(name) if timer is not None else nullcontext()
 
     preds, labels = [], []
-    if chunks is not None:
-        reader = chunks(batch_rows)
-    else:
-        reader = iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
+    reader = (
+        chunks(batch_rows) if chunks is not None else iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
+    )
     while True:
         with stage("load"):
             item = next(reader, None)
