@@ -52,14 +52,9 @@ def cpu_model() -> str:
 #: The distributions each library ships as (RAPIDS per CUDA major version), asked for by name:
 #: scanning every installed distribution's files (``packages_distributions``) took 0.2-0.3 s.
 DISTRIBUTIONS = {
-    "numpy": ("numpy",),
-    "pandas": ("pandas",),
-    "pyarrow": ("pyarrow",),
+    **{name: (name,) for name in ("numpy", "pandas", "pyarrow", "dask", "distributed", "optuna")},
     "sklearn": ("scikit-learn",),
     "xgboost": ("xgboost", "xgboost-cpu"),
-    "dask": ("dask",),
-    "distributed": ("distributed",),
-    "optuna": ("optuna",),
     "cupy": ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"),
     "cudf": ("cudf-cu12", "cudf-cu13", "cudf"),
     "cuml": ("cuml-cu12", "cuml-cu13", "cuml"),
@@ -182,15 +177,13 @@ def git_state() -> dict[str, Any]:
         info = json.loads(BUILD_INFO.read_text())
         git = info["git"]
         files = list(info["files"])
-    except FileNotFoundError:
-        return {
-            "sha": None,
-            "dirty": None,
-            "source": None,
-            "reason": "no git checkout here and no accel/_build_info.json (benchmarks/gpu_check.sh build-info writes it)",
-        }
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {"sha": None, "dirty": None, "source": None, "reason": f"accel/_build_info.json unreadable ({type(exc).__name__})"}
+        reason = (
+            "no git checkout here and no accel/_build_info.json (benchmarks/gpu_check.sh build-info writes it)"
+            if isinstance(exc, FileNotFoundError)
+            else f"accel/_build_info.json unreadable ({type(exc).__name__})"
+        )
+        return {"sha": None, "dirty": None, "source": None, "reason": reason}
     matches = tree_digest(files) == info.get("tree_digest")
     return {
         "sha": git.get("sha"),
@@ -269,11 +262,11 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
     prefixes), never the rest of the environment.
     """
     env = os.environ if environ is None else environ
-    out = {}
-    for name in sorted(env):
-        if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES):
-            out[name] = recordable_value(name, env[name])
-    return out
+    return {
+        name: recordable_value(name, env[name])
+        for name in sorted(env)
+        if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES)
+    }
 
 
 def collect_environment() -> dict[str, Any]:
@@ -281,20 +274,18 @@ def collect_environment() -> dict[str, Any]:
     probe = probe_gpu()
     nvml = nvml_info()
     vm = psutil.virtual_memory()
-    gpus = []
     nvml_gpus = {g["index"]: g for g in nvml.get("gpus", [])}
-    for dev in probe.devices:
-        extra = nvml_gpus.get(dev.index, {})
-        gpus.append(
-            {
-                "index": dev.index,
-                "name": dev.name,
-                "memory_gb": round(dev.memory_total_bytes / 1024**3, 1),
-                "driver": nvml.get("driver"),
-                "cuda_driver_version": probe.driver_version,
-                "memory_used_gb": round(extra["memory_used_bytes"] / 1024**3, 2) if extra else None,
-            }
-        )
+    gpus = [
+        {
+            "index": dev.index,
+            "name": dev.name,
+            "memory_gb": round(dev.memory_total_bytes / 1024**3, 1),
+            "driver": nvml.get("driver"),
+            "cuda_driver_version": probe.driver_version,
+            "memory_used_gb": round(extra["memory_used_bytes"] / 1024**3, 2) if (extra := nvml_gpus.get(dev.index)) else None,
+        }
+        for dev in probe.devices
+    ]
     git = git_state()
     arms = {
         "cpu": {"can_run": True, "reason": None},
