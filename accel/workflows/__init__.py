@@ -23,14 +23,12 @@ DASK_WORKFLOWS: dict[str, DaskBuilder] = {"flights": dask_flights}
 
 
 def get_workflow(name: str, settings: WorkflowSettings, **kwargs):
-    try:
-        cls = WORKFLOWS[name]
-    except KeyError:
+    if name not in WORKFLOWS:
         raise AccelError(
             f"unknown workflow {name!r}; known workflows: {', '.join(sorted(WORKFLOWS))} "
             "(or your own table: --data FILE --target COLUMN)"
-        ) from None
-    return cls(settings, **kwargs)
+        )
+    return WORKFLOWS[name](settings, **kwargs)
 
 
 __all__ = ["DASK_WORKFLOWS", "WORKFLOWS", "FlightsWorkflow", "WorkflowSettings", "get_workflow"]

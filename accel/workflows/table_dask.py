@@ -105,10 +105,15 @@ def _split(part: Any, featurizer: TableFeaturizer, positions: np.ndarray) -> tup
     return rows, target_codes(featurizer.xdf, rows[plan.target], plan)
 
 
+def _training_rows(part: Any, plan: Any, seed: int, kind: str, train: Rows) -> tuple[TableFeaturizer, Any, Any]:
+    """A worker's featurizer of ``plan``, and this partition's training rows and their target codes (:func:`_split`)."""
+    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, FAMILY, seed)
+    return featurizer, *_split(part, featurizer, train.positions())
+
+
 def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds: np.ndarray) -> dict[str, Any]:
     """The target encoders' partial statistics of this partition's training rows."""
-    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, FAMILY, seed)
-    rows, y = _split(part, featurizer, train.positions())
+    featurizer, rows, y = _training_rows(part, plan, seed, kind, train)
     featurizer.partial_fit(rows, y, _folds(folds))
     return {name: encoder.partial_state() for name, encoder in featurizer.encoders.items()}
 
@@ -116,8 +121,7 @@ def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds
 def encoder_inputs(part: Any, plan: Any, seed: int, kind: str, train: Rows) -> tuple[Any, Any]:
     """The target-encoded columns (cast to their categories) and the target codes of this
     partition's training rows, for a fit in one pass on the client."""
-    featurizer = TableFeaturizer(worker_backend(kind).xdf, plan, FAMILY, seed)
-    rows, y = _split(part, featurizer, train.positions())
+    featurizer, rows, y = _training_rows(part, plan, seed, kind, train)
     return rows[list(featurizer.encoders)], y
 
 
@@ -246,10 +250,7 @@ class DaskTable:
         self.plan = planned.plan
         self.task = self.plan.task
         self.n_classes = max(len(self.plan.classes or []), 2)
-        self.settings = settings
-        self.kind = kind
-        self.backend = client_backend
-        self.slots = slots
+        self.settings, self.kind, self.backend, self.slots = settings, kind, client_backend, slots
         self.feature_reports: dict[str, Any] = {}
         self._single = TableWorkflow(settings, planned, DEFAULT_MODEL, {})  # describes the data as a run in this process does
         self.partitions: int | None = None
@@ -345,15 +346,14 @@ class DaskTable:
         # training) could not be recomputed ("cancelled for reason: already forgotten").
         self._fitted = fitted
         meta, dates = client.compute(dask.delayed(featured_meta, nout=2)(parts[0], fitted), sync=True)
-        train_frames = [
-            dask.delayed(featurize_partition)(part, fitted, positions, folds)
-            for part, (positions, folds) in zip(parts, train, strict=True)
-        ]
-        test_frames = [
-            dask.delayed(featurize_partition)(part, fitted, positions, None) for part, positions in zip(parts, test, strict=True)
-        ]
-        train_df = dd.from_delayed(train_frames, meta=meta, verify_meta=False)
-        test_df = dd.from_delayed(test_frames, meta=meta, verify_meta=False)
+
+        def featured(rows: list[Any]) -> Any:
+            frames = [
+                dask.delayed(featurize_partition)(part, fitted, at, folds) for part, (at, folds) in zip(parts, rows, strict=True)
+            ]
+            return dd.from_delayed(frames, meta=meta, verify_meta=False)
+
+        train_df, test_df = featured(train), featured([(at, None) for at in test])
         features = [c for c in meta.columns if c != TARGET]
         X_train, y_train, X_test, y_test = client.persist(
             [train_df[features], train_df[TARGET], test_df[features], test_df[TARGET]]
