@@ -45,13 +45,13 @@ from accel.backend import Backend
 from accel.data.autofeatures import TableFeaturizer, TableTransform, target_codes
 from accel.data.prepared import Prepared
 from accel.data.readers import TableSource, convert_columns, infinite_as_missing, read_file, reads_file_by_file
-from accel.data.schema import TablePlan
+from accel.data.schema import PlannedTable, TablePlan
 from accel.errors import AccelError
 from accel.faultpoints import fault_point
 from accel.registry import DEFAULT_MODEL
 from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
 from accel.workflows.partitions import worker_backend, worker_slots
-from accel.workflows.table import PlannedTable, TableWorkflow
+from accel.workflows.table import TableWorkflow
 
 #: The feature family a Dask run builds (every model with a Dask trainer takes it): the target
 #: encoders are its only fitted statistic, no imputation or scaling.
