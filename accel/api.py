@@ -138,6 +138,8 @@ class RunResult(_Recorded[RunRecord]):
         The run record, as written (``accel report`` and ``accel experiments`` read the file).
     path : pathlib.Path
         Where the record was written.
+    typed : accel.record.RunRecord
+        The record as its typed class, which the views below read.
     """
 
     _class = RunRecord
@@ -430,6 +432,8 @@ class PredictResult(_Recorded[PredictRecord]):
         metrics where the table had its target).
     path : pathlib.Path
         Where the record was written.
+    typed : accel.record.PredictRecord
+        The record as its typed class, which the views below read.
     output : pathlib.Path
         The predictions' file.
     """
@@ -599,6 +603,8 @@ class TuneResult(_Recorded[HpoRecord]):
         The search record (``accel report`` and ``accel experiments`` read the file).
     path : pathlib.Path
         Where the record was written.
+    typed : accel.record.HpoRecord
+        The record as its typed class, which the views below read.
     """
 
     _class = HpoRecord
@@ -727,6 +733,8 @@ class CompareResult(_Recorded[CompareRecord]):
         The compare record.
     path : pathlib.Path
         Where the record was written.
+    typed : accel.record.CompareRecord
+        The record as its typed class, which the views below read.
     """
 
     _class = CompareRecord
@@ -822,6 +830,8 @@ class BenchResult(_Recorded[BenchRecord]):
         The benchmark result, as written (``accel report`` reads the file).
     path : pathlib.Path
         Where it was written.
+    typed : accel.record.DbBench or accel.record.ModelsBench or accel.record.CrossoverBench
+        The record as its typed class, which the views below read.
     """
 
     @cached_property
@@ -1044,6 +1054,8 @@ class ScaleResult(_Recorded[ScalingRecord]):
         The scaling record (``"benchmark": "scaling"``), as written.
     path : pathlib.Path
         Where it was written.
+    typed : accel.record.ScalingRecord
+        The record as its typed class, which the views below read.
     plot : pathlib.Path
         The PNG beside it: seconds per stage per configuration, and speedup against workers.
     """
