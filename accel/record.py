@@ -674,8 +674,8 @@ class Validation(Part):
     rows: int | None = None
 
 
-class EarlyStopping(Part):
-    """The rounds early stopping chose (:mod:`accel.early_stopping`), or why it was not used."""
+class RoundsFound(Part):
+    """The rounds early stopping chose (:class:`accel.early_stopping.EarlyStopping`, as recorded), or why it was not used."""
 
     used: bool = False
     reason: str | None = None
@@ -689,7 +689,7 @@ class EarlyStopping(Part):
 class ModelInfo(Part):
     name: str | None = None
     params: dict[str, Any] | None = None
-    early_stopping: EarlyStopping | None = None
+    early_stopping: RoundsFound | None = None
 
 
 class ArmWall(Part):
