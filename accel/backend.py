@@ -13,6 +13,7 @@ machine without a GPU a run leaves ``cupy`` and ``cudf`` out of ``sys.modules`` 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import importlib.util
@@ -36,6 +37,7 @@ GPU_REQUIRED = ("cupy", "cudf")
 #: Libraries the GPU arm uses for some work only (cuML models, RMM pools, Dask-CUDA clusters).
 GPU_OPTIONAL = ("cuml", "rmm", "dask_cuda", "dask_cudf")
 
+_XGBOOST_NO_CUDA = "xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)"
 INSTALL_HINT = "pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13] for a CUDA 13 driver)"
 
 # CUDA driver API error codes we name in messages (cuda.h).
@@ -241,6 +243,24 @@ def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
 _RMM_POOL: tuple[int, int, int | None] | None = None
 
 
+def _cupy_check() -> None:
+    import cupy
+
+    cupy.zeros(1).sum().item()
+
+
+def _rmm_check() -> None:
+    import rmm
+
+    rmm.DeviceBuffer(size=8)
+
+
+def _cudf_check() -> None:
+    import cudf
+
+    cudf.Series([1.0]).sum()
+
+
 def rapids_smoke_test() -> str | None:
     """Import CuPy and cuDF and make one tiny allocation with each; the failure, or None.
 
@@ -248,12 +268,8 @@ def rapids_smoke_test() -> str | None:
     installed is not usable until this passes.
     """
     try:
-        import cupy
-
-        cupy.zeros(1).sum().item()
-        import cudf
-
-        cudf.Series([1.0]).sum()
+        _cupy_check()
+        _cudf_check()
     except Exception as exc:  # noqa: BLE001 - e.g. cudaErrorInsufficientDriver, DynamicLibNotFoundError
         return f"RAPIDS is installed but cannot use the GPU ({first_line(exc)})"
     return None
@@ -307,33 +323,15 @@ CAPABILITIES: dict[str, tuple[str, str]] = {
 }
 
 
-def _smoke(name: str, installed: bool, check: Callable[[], None]) -> tuple[bool, str | None]:
-    """Whether the GPU library ``name`` works (``check`` makes one tiny allocation with it), and why not."""
+def _smoke(name: str, installed: bool, check: Callable[[], None]) -> str | None:
+    """Why the GPU library ``name`` does not work (``check`` makes one tiny allocation with it); None when it does."""
     if not installed:
-        return False, f"{CAPABILITIES[name][0]} not installed"
+        return f"{CAPABILITIES[name][0]} not installed"
     try:
         check()
     except Exception as exc:  # noqa: BLE001 - detection never raises
-        return False, f"installed but cannot use the GPU ({first_line(exc)})"
-    return True, None
-
-
-def _cupy_check() -> None:
-    import cupy
-
-    cupy.zeros(1).sum().item()
-
-
-def _rmm_check() -> None:
-    import rmm
-
-    rmm.DeviceBuffer(size=8)
-
-
-def _cudf_check() -> None:
-    import cudf
-
-    cudf.Series([1.0]).sum()
+        return f"installed but cannot use the GPU ({first_line(exc)})"
+    return None
 
 
 def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str, Any]]:
@@ -345,39 +343,31 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     with CUDA; cuML, Dask-CUDA and dask-cudf are looked up, not imported (cuML's import takes
     seconds), and count as available when what they stand on is.
     """
-    caps: dict[str, dict[str, Any]] = {}
-
-    def put(name: str, ok: bool, reason: str | None = None) -> None:
-        caps[name] = {"available": ok, "reason": None if ok else reason}
-
     installed = {name: module_installed(module) for name, (module, _) in CAPABILITIES.items()}
     if device_problem:
-        for name, (module, _) in CAPABILITIES.items():
-            put(name, False, device_problem + ("" if installed[name] else f"; {module} not installed"))
+        caps: dict[str, dict[str, Any]] = {
+            name: {"available": False, "reason": device_problem + ("" if installed[name] else f"; {module} not installed")}
+            for name, (module, _) in CAPABILITIES.items()
+        }
         if installed["xgboost_cuda"] and not _xgboost_has_cuda():
             caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
         return caps
-
-    put("cupy", *_smoke("cupy", installed["cupy"], _cupy_check))
-    put("rmm", *_smoke("rmm", installed["rmm"], _rmm_check))
+    # name -> why it is not available (None: available), in the order they are probed
+    why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"], _cupy_check)}
+    why["rmm"] = _smoke("rmm", installed["rmm"], _rmm_check)
     if not installed["xgboost_cuda"]:
-        put("xgboost_cuda", False, "xgboost not installed")
-    elif not _xgboost_has_cuda():
-        put("xgboost_cuda", False, "xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)")
+        why["xgboost_cuda"] = "xgboost not installed"
     else:
-        put("xgboost_cuda", True)
-    if caps["cupy"]["available"]:
-        put("cudf", *_smoke("cudf", installed["cudf"], _cudf_check))
-    else:
-        put("cudf", False, f"needs CuPy ({caps['cupy']['reason']})")
+        why["xgboost_cuda"] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
+    why["cudf"] = _smoke("cudf", installed["cudf"], _cudf_check) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
     for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
         if not installed[name]:
-            put(name, False, f"{CAPABILITIES[name][0]} not installed")
-        elif not caps[base]["available"]:
-            put(name, False, f"installed, but needs {base} ({caps[base]['reason']})")
+            why[name] = f"{CAPABILITIES[name][0]} not installed"
+        elif why[base] is not None:
+            why[name] = f"installed, but needs {base} ({why[base]})"
         else:
-            put(name, True)
-    return caps
+            why[name] = None
+    return {name: {"available": reason is None, "reason": reason} for name, reason in why.items()}
 
 
 @lru_cache(maxsize=1)
@@ -390,39 +380,31 @@ def probe_gpu() -> GpuProbe:
     cuDF with one tiny allocation each, since an installed cuDF can still fail at its first
     allocation.
     """
-    problems: list[str] = []
-    reasons: list[str] = []
+    causes: dict[str, str] = {}  # problem -> reason, in the order found
     try:
         problem, message, devices, driver_version = _cuda_driver()
     except Exception as exc:  # noqa: BLE001 - a strange libcuda must not crash detection
         problem, message, devices, driver_version = "no_driver", f"CUDA driver probe failed ({first_line(exc)})", (), None
     if problem:
-        problems.append(problem)
-        reasons.append(message or problem)
+        causes[problem] = message or problem
 
     libraries = {name: ("installed" if module_installed(name) else "missing") for name in GPU_REQUIRED + GPU_OPTIONAL}
     missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
     if missing:
-        problems.append("rapids_missing")
-        reasons.append(f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})")
+        causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
     if not _xgboost_has_cuda():
-        problems.append("xgboost_no_cuda")
-        reasons.append("xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)")
-
-    if not problems:
-        broken = rapids_smoke_test()
-        if broken:
-            problems.append("rapids_broken")
-            reasons.append(broken)
+        causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
+    if not causes and (broken := rapids_smoke_test()):
+        causes["rapids_broken"] = broken
     try:
         capabilities = probe_capabilities(message or problem if problem else None)
     except Exception as exc:  # noqa: BLE001 - detection never raises
         capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
 
     return GpuProbe(
-        usable=not problems,
-        reason="; ".join(reasons) if reasons else None,
-        problems=tuple(problems),
+        usable=not causes,
+        reason="; ".join(causes.values()) or None,
+        problems=tuple(causes),
         driver_version=driver_version,
         devices=devices,
         libraries=libraries,
@@ -818,35 +800,28 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
         then pandas on the host and :attr:`Backend.host_frames` says why.
     """
     probe = probe_gpu()
+    host_frames = None
     if needs is None:
         if not probe.usable:
             raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
-        import cudf
-        import cupy
-
-        cupy.cuda.Device(device_index).use()
-        return Backend("gpu", cupy, cudf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"))
-    wanted = tuple(dict.fromkeys(("cupy", *needs)))
-    unknown = [n for n in wanted if n not in CAPABILITIES]
-    if unknown:
-        raise ValueError(f"unknown capability {', '.join(unknown)}; known: {', '.join(CAPABILITIES)}")
-    why = probe.missing(*wanted)
-    if why:
-        raise DeviceUnavailable(f"--device gpu: the GPU cannot do this work here: {why}")
+    else:
+        wanted = tuple(dict.fromkeys(("cupy", *needs)))
+        unknown = [n for n in wanted if n not in CAPABILITIES]
+        if unknown:
+            raise ValueError(f"unknown capability {', '.join(unknown)}; known: {', '.join(CAPABILITIES)}")
+        why = probe.missing(*wanted)
+        if why:
+            raise DeviceUnavailable(f"--device gpu: the GPU cannot do this work here: {why}")
+        if not probe.available("cudf"):
+            host_frames = f"cuDF not usable: {probe.capabilities['cudf']['reason']}"
+    # The probe imported CuPy, and cuDF where it is usable: these imports only look them up.
+    xdf = importlib.import_module("cudf" if host_frames is None else "pandas")
     import cupy
 
     cupy.cuda.Device(device_index).use()
-    host_frames = None
-    if probe.available("cudf"):
-        import cudf as xdf
-    else:
-        import pandas as xdf
-
-        host_frames = f"cuDF not usable: {probe.capabilities['cudf']['reason']}"
     return Backend(
-        "gpu", cupy, xdf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"),
-        host_frames,
-    )  # fmt: skip
+        "gpu", cupy, xdf, f"cuda:{device_index}", cpu_threads(), probe.devices[device_index], ModelClasses("gpu"), host_frames
+    )
 
 
 def get_backend(choice: DeviceChoice = "auto") -> Backend:
@@ -897,14 +872,10 @@ def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
     cpu = cpu_backend()
     if device == "cpu":
         return Arms(None, "not requested (--device cpu)", cpu)
-    probe = probe_gpu()
-    if needs is None:
-        if device == "gpu" or probe.usable:
-            return Arms(gpu_backend(), None, cpu)
-        return Arms(None, probe.why_not(), cpu)
-    if device == "gpu" or probe.available("cupy", *needs):
+    why = probe_gpu().why_not(*(() if needs is None else ("cupy", *needs)))
+    if device == "gpu" or why is None:
         return Arms(gpu_backend(needs=needs), None, cpu)
-    return Arms(None, probe.why_not("cupy", *needs), cpu)
+    return Arms(None, why, cpu)
 
 
 def gpu_arm_skip(device: str, reason: str) -> str:
@@ -916,6 +887,16 @@ def gpu_arm_skip(device: str, reason: str) -> str:
     if device == "gpu":
         raise DeviceUnavailable(f"--device gpu: {reason}")
     return "not requested (--device cpu)" if device == "cpu" else reason
+
+
+def _decoded(text: str | bytes) -> str:
+    """NVML's text: bytes from older nvidia-ml-py releases, str from newer ones."""
+    return text.decode() if isinstance(text, bytes) else text
+
+
+def _nvml_shutdown(pynvml: ModuleType) -> None:
+    with contextlib.suppress(Exception):
+        pynvml.nvmlShutdown()
 
 
 def nvml_info() -> dict[str, Any]:
@@ -949,21 +930,13 @@ def nvml_info() -> dict[str, Any]:
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             name = pynvml.nvmlDeviceGetName(h)
             gpus.append(
-                {
-                    "index": i,
-                    "name": name.decode() if isinstance(name, bytes) else name,
-                    "memory_total_bytes": int(mem.total),
-                    "memory_used_bytes": int(mem.used),
-                }
+                {"index": i, "name": _decoded(name), "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
             )
-        return {"available": True, "driver": driver.decode() if isinstance(driver, bytes) else driver, "gpus": gpus}
+        return {"available": True, "driver": _decoded(driver), "gpus": gpus}
     except Exception as exc:  # noqa: BLE001
         return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
     finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        _nvml_shutdown(pynvml)
 
 
 def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
@@ -993,7 +966,4 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     except Exception:  # noqa: BLE001
         return None
     finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        _nvml_shutdown(pynvml)
