@@ -19,7 +19,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.csv as pcsv
 
 #: A pandas or a cuDF DataFrame (the arm's ``xdf``): the one place where a type is either.
 Frame: TypeAlias = Any
@@ -57,10 +56,11 @@ def to_numpy(obj: Any) -> np.ndarray:
 
     cuDF's ``to_numpy`` refuses nulls unless told what to put there; NaN is what pandas gives,
     so an all-float Series or frame is asked for NaN (``Frame.to_numpy(na_value=...)``). A cuDF
-    frame has ``dtypes``, not ``dtype``: both are read through :func:`_dtypes`.
+    frame has ``dtypes``, not ``dtype``: both are read here.
     """
     if is_cudf(obj):
-        if all(getattr(d, "kind", "") == "f" for d in _dtypes(obj)):
+        dtypes = obj.dtypes if hasattr(obj, "columns") else [obj.dtype]
+        if all(getattr(d, "kind", "") == "f" for d in dtypes):
             return obj.to_numpy(na_value=np.nan)
         return obj.to_numpy()
     if is_cupy_array(obj):
@@ -68,13 +68,6 @@ def to_numpy(obj: Any) -> np.ndarray:
     if hasattr(obj, "to_numpy"):
         return obj.to_numpy()
     return np.asarray(obj)
-
-
-def _dtypes(obj: Any) -> list[Any]:
-    """The column types of a frame, or the one type of a Series, Index or array."""
-    if hasattr(obj, "columns"):
-        return list(obj.dtypes)
-    return [obj.dtype]
 
 
 def host_float(value: Any) -> float | None:
@@ -282,15 +275,10 @@ _FIELD_PATTERN = {"Y": r"(\d{4})", "y": r"(\d{2})", "f": r"(\d{1,9})", "p": r"([
 
 def _format_items(fmt: str) -> list[tuple[str, str]]:
     """``fmt`` as ``("lit", char)`` and ``("dir", letter)`` items (``%%`` is a literal ``%``)."""
-    items, i = [], 0
-    while i < len(fmt):
-        if fmt[i] == "%" and i + 1 < len(fmt):
-            items.append(("lit", "%") if fmt[i + 1] == "%" else ("dir", fmt[i + 1]))
-            i += 2
-        else:
-            items.append(("lit", fmt[i]))
-            i += 1
-    return items
+    # Each match is a directive's letter (``%%``: the literal ``%``) or one literal character;
+    # a lone ``%`` at the end is a literal.
+    pieces = re.findall(r"%(.)|(.)", fmt, flags=re.DOTALL)
+    return [("dir", d) if d and d != "%" else ("lit", d or c) for d, c in pieces]
 
 
 def cudf_date_gap(fmt: str) -> str | None:
@@ -405,16 +393,12 @@ def parse_datetime_where(xdf: ModuleType, s: Any, date_format: str | None) -> tu
 
 def integer_text(xdf: ModuleType, s: Any) -> Any:
     """A numeric column (``20210315``) as text of its integers, missing where it is missing."""
-    if is_pandas_module(xdf):
-        return s.astype("Int64").astype("string")
-    return s.astype("int64").astype("str")
+    return s.astype("Int64").astype("string") if is_pandas_module(xdf) else s.astype("int64").astype("str")
 
 
 def naive_datetime(s: Any) -> Any:
     """A datetime column without its time zone (as UTC wall time)."""
-    if getattr(s.dt, "tz", None) is not None:
-        return s.dt.tz_convert(None)
-    return s
+    return s if getattr(s.dt, "tz", None) is None else s.dt.tz_convert(None)
 
 
 def as_float(obj: Any, dtype: str = "float32") -> Any:
@@ -445,11 +429,7 @@ def frame_to_array(frame: Any, dtype: str = "float32") -> Any:
 
 def array_module(frame: Any) -> ModuleType:
     """The array module of a frame's device: CuPy for cuDF (already imported by cuDF), NumPy for pandas."""
-    if is_cudf(frame):
-        import sys
-
-        return sys.modules["cupy"]
-    return np
+    return sys.modules["cupy"] if is_cudf(frame) else np
 
 
 def column_values(series: Any) -> Any:
@@ -465,9 +445,7 @@ def column_values(series: Any) -> Any:
 
 def series_to_array(series: Any) -> Any:
     """A column as a 1-D array on the arm's device."""
-    if is_cudf(series):
-        return series.to_cupy()
-    return series.to_numpy()
+    return series.to_cupy() if is_cudf(series) else series.to_numpy()
 
 
 def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
@@ -636,22 +614,6 @@ def arrow_csv_chunks(
     ------
     pyarrow.Table
     """
-    stream, reader = _open_arrow_csv(path, all_columns, columns, dtypes, delimiter, compression)
-    try:
-        yield from _tables_of(reader, reader.schema, max(rows, 1))
-    finally:
-        stream.close()
-
-
-def _open_arrow_csv(
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    dtypes: dict[str, str],
-    delimiter: str,
-    compression: str | None,
-) -> tuple[pa.NativeFile, pcsv.CSVStreamingReader]:
-    """The file's input stream and pyarrow's streaming CSV reader on it, read as :func:`arrow_csv_chunks` says."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -663,13 +625,16 @@ def _open_arrow_csv(
     if nulls is not None:
         convert.null_values = nulls
     stream = pa.input_stream(str(path), compression=compression)
-    reader = pcsv.open_csv(
-        stream,
-        read_options=pcsv.ReadOptions(block_size=1 << 24),
-        parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-        convert_options=convert,
-    )
-    return stream, reader
+    try:
+        reader = pcsv.open_csv(
+            stream,
+            read_options=pcsv.ReadOptions(block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=convert,
+        )
+        yield from _tables_of(reader, reader.schema, max(rows, 1))
+    finally:
+        stream.close()
 
 
 def _tables_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
@@ -732,8 +697,7 @@ def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
 
 def sorted_unique(series: Any) -> list:
     """The distinct non-null values of a column, sorted, as a host list (the category vocabulary)."""
-    values = to_numpy(series.dropna().unique())
-    return sorted(values.tolist())
+    return sorted(to_numpy(series.dropna().unique()).tolist())
 
 
 # --------------------------------------------------------------------------- benchmarks
@@ -748,9 +712,7 @@ def read_table(xdf: ModuleType, path: str | Path, columns: Sequence[str] | None 
 
 def from_arrow(xdf: ModuleType, table: Any) -> Any:
     """A pyarrow Table as the arm's dataframe (dictionary columns become categoricals on both)."""
-    if is_pandas_module(xdf):
-        return table.to_pandas()
-    return xdf.DataFrame.from_arrow(table)
+    return table.to_pandas() if is_pandas_module(xdf) else xdf.DataFrame.from_arrow(table)
 
 
 def to_arrow(frame: Any) -> Any:
@@ -758,10 +720,7 @@ def to_arrow(frame: Any) -> Any:
     its columns off the device)."""
     import pyarrow as pa
 
-    if is_cudf(frame):
-        table = frame.to_arrow(preserve_index=False)
-    else:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = frame.to_arrow(preserve_index=False) if is_cudf(frame) else pa.Table.from_pandas(frame, preserve_index=False)
     return table.replace_schema_metadata(None)
 
 

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -123,15 +123,8 @@ class GpuProbe:
         return None if self.available(*needs) else gpu_unavailable(self.missing(*needs))
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "usable": self.usable,
-            "reason": self.reason,
-            "problems": list(self.problems),
-            "driver_version": self.driver_version,
-            "devices": [vars(d) for d in self.devices],
-            "libraries": dict(self.libraries),
-            "capabilities": {k: dict(v) for k, v in self.capabilities.items()},
-        }
+        out = asdict(self)  # copies of the dicts; the tuples as lists, as JSON has them
+        return {**out, "problems": list(self.problems), "devices": list(out["devices"])}
 
 
 def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str | None]:
@@ -636,13 +629,10 @@ class Backend:
                 "once per process"
             )
         import rmm
-        import rmm.statistics
-        from rmm.allocators.cupy import rmm_cupy_allocator
 
         rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_bytes, maximum_pool_size=maximum_bytes, devices=wanted[0])
         _RMM_POOL = wanted
-        rmm.statistics.enable_statistics()
-        self.xp.cuda.set_allocator(rmm_cupy_allocator)
+        self.use_current_rmm_resource()  # statistics on, and CuPy allocating from the pool
         settings = self.xgboost_allocation()["set_config"]
         if settings:
             import xgboost
@@ -765,13 +755,12 @@ def is_out_of_memory(exc: BaseException) -> bool:
     ``MemoryError`` on the host and from RMM; ``cupy.cuda.memory.OutOfMemoryError``; XGBoost's
     and cuDF's wrapped CUDA allocation failures.
     """
-    if isinstance(exc, MemoryError):
-        return True
-    name = type(exc).__name__
-    if name in ("OutOfMemoryError", "OutOfMemory"):
-        return True
-    text = str(exc)
-    return any(marker in text for marker in ("out of memory", "cudaErrorMemoryAllocation", "std::bad_alloc", "MemoryError"))
+    markers = ("out of memory", "cudaErrorMemoryAllocation", "std::bad_alloc", "MemoryError")
+    return (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ in ("OutOfMemoryError", "OutOfMemory")
+        or any(marker in str(exc) for marker in markers)
+    )
 
 
 def cpu_backend() -> Backend:
@@ -830,13 +819,9 @@ def get_backend(choice: DeviceChoice = "auto") -> Backend:
     ``auto`` gives the GPU arm when :func:`probe_gpu` finds it usable and the CPU arm otherwise;
     ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back.
     """
-    if choice == "cpu":
-        return cpu_backend()
-    if choice == "gpu":
-        return gpu_backend()
-    if choice == "auto":
-        return gpu_backend() if probe_gpu().usable else cpu_backend()
-    raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
+    if choice not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
+    return gpu_backend() if choice == "gpu" or (choice == "auto" and probe_gpu().usable) else cpu_backend()
 
 
 @dataclass(frozen=True)

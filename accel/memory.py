@@ -81,7 +81,6 @@ def release_host_memory(collect: bool = True) -> None:
     """
     import ctypes
     import gc
-    import sys
 
     if collect:
         gc.collect()
@@ -111,7 +110,6 @@ def returnable_arrow_pool(memory_budget: str | None) -> str | None:
     variable's value (None without a budget, or where pyarrow was imported already).
     """
     import os
-    import sys
 
     if not memory_budget or "pyarrow" in sys.modules:
         return None
@@ -197,8 +195,7 @@ class MemoryMonitor(PeriodicSampler):
         with self._lock:
             host = self._process.memory_info().rss
             seen = self._kernel_seen
-            kernel = kernel_peak_rss() if seen is not None else None
-            if kernel is not None and seen is not None and kernel > seen:
+            if seen is not None and (kernel := kernel_peak_rss()) is not None and kernel > seen:
                 host, self._kernel_seen = max(host, kernel), kernel
             self.peak_host = max(self.peak_host, host)
             if device is not None:

@@ -147,8 +147,7 @@ def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tupl
     wanted = set(categorical)
     out: dict[str, tuple[float | None, float | None]] = {}
     for name in frames[0].columns:
-        tops: list[float] = []
-        lows: list[float] = []
+        found: list[tuple[float, float]] = []  # (largest, smallest) of each frame that has one
         for frame in frames:
             column = frame[name]
             if name in wanted:
@@ -158,9 +157,8 @@ def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tupl
             magnitude = magnitude.where((magnitude > 0) & (magnitude < float("inf")))
             top, low = _compat.host_float(magnitude.max()), _compat.host_float(magnitude.min())
             if top is not None and low is not None:
-                tops.append(top)
-                lows.append(low)
-        out[str(name)] = (max(tops), min(lows)) if tops else (None, None)
+                found.append((top, low))
+        out[str(name)] = (max(t for t, _ in found), min(s for _, s in found)) if found else (None, None)
     return out
 
 
@@ -279,8 +277,5 @@ def plan_for_frames(precision: str, frames: list[Any], categorical: list[str]) -
     columns = [str(c) for c in frames[0].columns]
     if precision == "fp32":
         return plan_precision("fp32", columns, [])
-    samples = []
-    for f in frames:
-        step = max(1, len(f) // _SAMPLE)
-        samples.append(_compat.to_numpy(frame_matrix(f.iloc[::step], categorical)))
+    samples = [_compat.to_numpy(frame_matrix(f.iloc[:: max(1, len(f) // _SAMPLE)], categorical)) for f in frames]
     return plan_precision(precision, columns, samples, column_extremes(frames, categorical), categorical)
