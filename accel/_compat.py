@@ -62,12 +62,9 @@ def to_numpy(obj: Any) -> np.ndarray:
         dtypes = obj.dtypes if hasattr(obj, "columns") else [obj.dtype]
         if all(getattr(d, "kind", "") == "f" for d in dtypes):
             return obj.to_numpy(na_value=np.nan)
-        return obj.to_numpy()
-    if is_cupy_array(obj):
+    elif is_cupy_array(obj):
         return obj.get()
-    if hasattr(obj, "to_numpy"):
-        return obj.to_numpy()
-    return np.asarray(obj)
+    return obj.to_numpy() if hasattr(obj, "to_numpy") else np.asarray(obj)
 
 
 def host_float(value: Any) -> float | None:
@@ -281,6 +278,11 @@ def _format_items(fmt: str) -> list[tuple[str, str]]:
     return [("dir", d) if d and d != "%" else ("lit", d or c) for d, c in pieces]
 
 
+def _month_names(letter: str) -> list[str]:
+    """The lower-case month names ``%B`` (full) or ``%b`` (abbreviated) stands for."""
+    return list(MONTH_NAMES) if letter == "B" else [m[:3] for m in MONTH_NAMES]
+
+
 def cudf_date_gap(fmt: str) -> str | None:
     """Why cuDF's parser cannot read text in ``fmt``, or None when it can (month names included,
     as numbers). The GPU arm parses such a column on the host and says so."""
@@ -304,40 +306,34 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
     ``str.extract``, ``str.zfill``, ``str.ljust``, ``replace``, ``+``); tested on pandas here.
     """
     items = _format_items(fmt)
+    if all(kind == "lit" for kind, _ in items):
+        return s, fmt
     named = any(k == "dir" and v in "bB" for k, v in items)
     if named:
         s = s.str.lower()  # month names in any case, as pandas reads them
-    pattern, new_fmt, fields = "^", "", []
+        items = [(k, v.lower() if k == "lit" else v) for k, v in items]
+    pattern, new_fmt = "^", ""
     for kind, value in items:
         if kind == "lit":
-            lit = value.lower() if named else value
-            pattern += r"\s+" if lit == " " else re.escape(lit)
-            new_fmt += "%%" if lit == "%" else lit
-            fields.append(("lit", lit))
+            pattern += r"\s+" if value == " " else re.escape(value)
+            new_fmt += "%%" if value == "%" else value
         elif value in "bB":
-            names = MONTH_NAMES if value == "B" else tuple(m[:3] for m in MONTH_NAMES)
-            pattern += "(" + "|".join(names) + ")"
+            pattern += "(" + "|".join(_month_names(value)) + ")"
             new_fmt += "%m"
-            fields.append(("month", value))
         else:
             pattern += _FIELD_PATTERN.get(value, r"(\d{1,2})")
             new_fmt += "%" + value
-            fields.append(("dir", value))
-    if all(kind == "lit" for kind, _ in fields):
-        return s, fmt
     groups = s.str.extract(pattern + "$", expand=True)
     # Start from empty strings (missing where the value did not match), so that every step
     # adds a string or a column to a column.
-    out, g = groups[groups.columns[0]].str.slice(0, 0), 0
-    for kind, value in fields:
+    out, names = groups[groups.columns[0]].str.slice(0, 0), iter(groups.columns)
+    for kind, value in items:
         if kind == "lit":
             piece = value
         else:
-            col = groups[groups.columns[g]]
-            g += 1
-            if kind == "month":
-                months = list(MONTH_NAMES) if value == "B" else [m[:3] for m in MONTH_NAMES]
-                piece = col.replace(months, [f"{k:02d}" for k in range(1, 13)])
+            col = groups[next(names)]
+            if value in "bB":
+                piece = col.replace(_month_names(value), [f"{k:02d}" for k in range(1, 13)])
             elif value == "p":
                 piece = col.str.upper()
             elif value == "f":
@@ -513,20 +509,18 @@ def iter_csv_chunks(
         nor this one).
     """
     options = csv_options(xdf, {c: t for c, t in dtypes.items() if c in set(columns)})
+    suffix = Path(path).name.rpartition(".")[2].lower()
     if is_pandas_module(xdf):
         yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), chunksize=rows, **options)
-        return
-    suffix = Path(path).name.rpartition(".")[2].lower()
-    if suffix in _CSV_CODECS:
-        if _CSV_CODECS[suffix] is None:
-            whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), **options)
-            for a in range(0, len(whole), max(rows, 1)):
-                yield whole.iloc[a : a + rows]
-            return
+    elif suffix not in _CSV_CODECS:
+        yield from _cudf_byte_ranges(xdf, path, all_columns, columns, rows, delimiter, options)
+    elif _CSV_CODECS[suffix] is None:
+        whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), **options)
+        for a in range(0, len(whole), max(rows, 1)):
+            yield whole.iloc[a : a + rows]
+    else:
         for table in arrow_csv_chunks(path, all_columns, columns, rows, dtypes, delimiter, _CSV_CODECS[suffix]):
             yield from_arrow(xdf, table)
-        return
-    yield from _cudf_byte_ranges(xdf, path, all_columns, columns, rows, delimiter, options)
 
 
 def _cudf_byte_ranges(

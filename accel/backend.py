@@ -714,12 +714,8 @@ class Backend:
         stats = rmm.statistics.get_statistics()
         if stats is None:
             return None
-        return {
-            "current_bytes": stats.current_bytes,
-            "peak_bytes": stats.peak_bytes,
-            "total_bytes": stats.total_bytes,
-            "pool_bytes": self.rmm_pool_bytes(),
-        }
+        counters = {name: getattr(stats, name) for name in ("current_bytes", "peak_bytes", "total_bytes")}
+        return {**counters, "pool_bytes": self.rmm_pool_bytes()}
 
     def rmm_scope_begin(self) -> bool:
         """Start counting RMM allocations for one stage (False when RMM statistics are off)."""

@@ -15,6 +15,7 @@ every ``interval`` throughout.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -63,13 +64,10 @@ def process_peak_rss(pid: int | str) -> int | None:
     """
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmHWM:"):
+                return int(line.split()[1]) * 1024
     return None
 
 
@@ -84,17 +82,13 @@ def release_host_memory(collect: bool = True) -> None:
 
     if collect:
         gc.collect()
-    try:
+    with contextlib.suppress(Exception):  # only an optimisation
         import pyarrow
 
         pyarrow.default_memory_pool().release_unused()
-    except Exception:  # noqa: BLE001 - only an optimisation
-        pass
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
 
 
 def returnable_arrow_pool(memory_budget: str | None) -> str | None:
@@ -390,15 +384,8 @@ def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dic
         backend.configure_rmm_pool(initial, maximum)
     except RuntimeError as exc:  # a pool of other sizes set up by other code in this process
         raise AccelError(f"--rmm-pool {spec}: {exc}") from None
-    _POOL_RECORD = {
-        "mode": spec,
-        "initial_bytes": initial,
-        "maximum_bytes": maximum,
-        "free_bytes_before": free,
-        "reason": reason,
-        **xgboost_fields,
-        "reused": False,
-    }
+    sizes = {"mode": spec, "initial_bytes": initial, "maximum_bytes": maximum, "free_bytes_before": free, "reason": reason}
+    _POOL_RECORD = {**sizes, **xgboost_fields, "reused": False}
     return dict(_POOL_RECORD)
 
 
@@ -409,17 +396,11 @@ def _kept_resource(backend: Backend, spec: str, elsewhere: dict[str, Any], xgboo
     """
     backend.use_current_rmm_resource()
     pool = elsewhere["pool_bytes"]
+    free = (backend.device_memory_free() or 0) + (pool or 0)
+    sizes = {"mode": spec, "initial_bytes": pool, "maximum_bytes": None, "free_bytes_before": free}
     stack = " > ".join(elsewhere["resources"])
-    return {
-        "mode": spec,
-        "initial_bytes": pool,
-        "maximum_bytes": None,
-        "free_bytes_before": (backend.device_memory_free() or 0) + (pool or 0),
-        "reason": f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept",
-        "kept_resource": elsewhere["resources"],
-        **xgboost_fields,
-        "reused": False,
-    }
+    reason = f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept"
+    return {**sizes, "reason": reason, "kept_resource": elsewhere["resources"], **xgboost_fields, "reused": False}
 
 
 def default_budget(backend: Backend, rmm: dict | None = None) -> tuple[int, str]:

@@ -96,11 +96,10 @@ def _column_decision(
     if top is None or not np.isfinite(top) or top == 0:
         return ColumnPrecision(name, "fp16")
     if categorical:
-        if top > FP16_EXACT_CODES:
-            return ColumnPrecision(
-                name, "fp32", 1.0, f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
-            )
-        return ColumnPrecision(name, "fp16")
+        if top <= FP16_EXACT_CODES:
+            return ColumnPrecision(name, "fp16")
+        why = f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
+        return ColumnPrecision(name, "fp32", 1.0, why)
     scale, reason = 1.0, ""
     if top > FP16_MAX or top < 2.0**-8:
         # A power of two moves the column into range without touching any mantissa bit.
@@ -215,12 +214,11 @@ class StoredMatrix:
     def batch(self, start: int, stop: int) -> Any:
         """Rows ``start:stop`` as one float32 matrix (the only place float16 is expanded)."""
         xp = self.xp
-        k = len(self.feature_names)
         if self.half is None:
             return self.full[start:stop]
         if self.full is None and bool((self.scales == 1).all()):
             return self.half[start:stop].astype(xp.float32)
-        out = xp.empty((stop - start, k), dtype=xp.float32)
+        out = xp.empty((stop - start, len(self.feature_names)), dtype=xp.float32)
         half_idx, full_idx = self.plan.half_columns, self.plan.full_columns
         out[:, half_idx] = self.half[start:stop].astype(xp.float32) * self.scales
         if full_idx:
