@@ -167,8 +167,7 @@ def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence
     cols = list(columns) if columns is not None else None
     if is_pandas_module(xdf):
         frames = [xdf.read_parquet(str(p), columns=cols) for p in paths]
-        out = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
-        return out.reset_index(drop=True)
+        return (frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)).reset_index(drop=True)
     if parquet_reads_on_host(xdf, paths, cols):
         frames = [read_parquet_rows(xdf, p, cols) for p in paths]
         return frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
@@ -537,8 +536,7 @@ def _cudf_byte_ranges(
     size = Path(path).stat().st_size
     with open(path, "rb") as f:
         head = f.read(1 << 20)
-        lines = max(head.count(b"\n"), 1)
-        step = max(1 << 20, int(rows * len(head) / lines))
+        step = max(1 << 20, int(rows * len(head) / max(head.count(b"\n"), 1)))
         offset = 0
         while offset < size:
             end = _next_line_break(f, offset + step)

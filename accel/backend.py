@@ -223,11 +223,8 @@ def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
     if build_info.get("USE_RMM"):
         return {"through_rmm": True, "allocator": "the RMM pool (XGBoost built with RMM, use_rmm=True)",
                 "set_config": {"use_rmm": True}}  # fmt: skip
-    return {
-        "through_rmm": False,
-        "allocator": "XGBoost's own caching allocator over cudaMalloc, outside the RMM pool (XGBoost built without RMM)",
-        "set_config": {},
-    }
+    allocator = "XGBoost's own caching allocator over cudaMalloc, outside the RMM pool (XGBoost built without RMM)"
+    return {"through_rmm": False, "allocator": allocator, "set_config": {}}
 
 
 #: The RMM pool this process set up, as ``(device, initial_bytes, maximum_bytes)``. RMM's
@@ -297,10 +294,8 @@ def receive_spillable_buffers() -> bool:
 
     if spill_manager.get_global_manager() is not None:
         return False
-    manager = spill_manager.SpillManager(
-        device_memory_limit=cudf.get_option("spill_device_limit"), statistic_level=cudf.get_option("spill_stats")
-    )
-    spill_manager.set_global_manager(manager)
+    limit, statistics = cudf.get_option("spill_device_limit"), cudf.get_option("spill_stats")
+    spill_manager.set_global_manager(spill_manager.SpillManager(device_memory_limit=limit, statistic_level=statistics))
     return True
 
 
@@ -348,10 +343,8 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     # name -> why it is not available (None: available), in the order they are probed
     why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"], _cupy_check)}
     why["rmm"] = _smoke("rmm", installed["rmm"], _rmm_check)
-    if not installed["xgboost_cuda"]:
-        why["xgboost_cuda"] = "xgboost not installed"
-    else:
-        why["xgboost_cuda"] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
+    xgboost_cuda = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
+    why["xgboost_cuda"] = xgboost_cuda if installed["xgboost_cuda"] else "xgboost not installed"
     why["cudf"] = _smoke("cudf", installed["cudf"], _cudf_check) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
     for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
         if not installed[name]:
@@ -394,15 +387,8 @@ def probe_gpu() -> GpuProbe:
     except Exception as exc:  # noqa: BLE001 - detection never raises
         capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
 
-    return GpuProbe(
-        usable=not causes,
-        reason="; ".join(causes.values()) or None,
-        problems=tuple(causes),
-        driver_version=driver_version,
-        devices=devices,
-        libraries=libraries,
-        capabilities=capabilities,
-    )
+    reason = "; ".join(causes.values()) or None
+    return GpuProbe(not causes, reason, tuple(causes), driver_version, devices, libraries, capabilities)
 
 
 # --------------------------------------------------------------------------- model classes
@@ -518,14 +504,9 @@ class Backend:
         import pyarrow
         from threadpoolctl import threadpool_info
 
-        return {
-            "csv_reader": f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads",
-            "blas": [
-                {"library": p.get("internal_api"), "threads": p.get("num_threads")}
-                for p in threadpool_info()
-                if p.get("user_api") == "blas"
-            ],
-        }
+        reader = f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads"
+        blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+        return {"csv_reader": reader, "blas": [{"library": p.get("internal_api"), "threads": p.get("num_threads")} for p in blas]}
 
     def external_memory(self) -> dict[str, Any]:
         """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.
@@ -668,9 +649,7 @@ class Backend:
             if isinstance(resource, rmm.mr.PoolMemoryResource):
                 pool = int(resource.pool_size())
             resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
-        if stack == ["CudaMemoryResource"]:
-            return None
-        return {"resources": stack, "pool_bytes": pool}
+        return None if stack == ["CudaMemoryResource"] else {"resources": stack, "pool_bytes": pool}
 
     def use_current_rmm_resource(self) -> None:
         """Allocate CuPy's arrays through the RMM resource in place (set up by other code: see
@@ -910,9 +889,8 @@ def nvml_info() -> dict[str, Any]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             name = pynvml.nvmlDeviceGetName(h)
-            gpus.append(
-                {"index": i, "name": _decoded(name), "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
-            )
+            sizes = {"memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
+            gpus.append({"index": i, "name": _decoded(name), **sizes})
         return {"available": True, "driver": _decoded(driver), "gpus": gpus}
     except Exception as exc:  # noqa: BLE001
         return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
@@ -934,10 +912,8 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
         return None
     try:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is not None:
-            ids = [v.strip() for v in visible.split(",") if v.strip()]
-        else:
-            ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
+        ids = [v.strip() for v in ids if v.strip()]
         out = []
         for dev in ids[:count]:
             handle = pynvml.nvmlDeviceGetHandleByIndex(int(dev)) if dev.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(dev)

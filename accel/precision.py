@@ -130,10 +130,8 @@ def plan_precision(
         return PrecisionPlan("fp32", [ColumnPrecision(c, "fp32") for c in columns])
     values = np.concatenate(host_samples, axis=0) if len(host_samples) > 1 else host_samples[0]
     extremes, coded = extremes or {}, set(categorical or [])
-    return PrecisionPlan(
-        "fp16",
-        [_column_decision(c, values[:, i], *extremes.get(c, (None, None)), c in coded) for i, c in enumerate(columns)],
-    )
+    decisions = [_column_decision(c, values[:, i], *extremes.get(c, (None, None)), c in coded) for i, c in enumerate(columns)]
+    return PrecisionPlan("fp16", decisions)
 
 
 def column_extremes(frames: list[Any], categorical: list[str]) -> dict[str, tuple[float | None, float | None]]:
@@ -184,9 +182,8 @@ def frame_matrix(frame: Frame, categorical: list[str], out: Array | None = None)
     # cache (whole strided columns were 2.5x slower); on a GPU one copy per column.
     step = _FILL_ROWS if isinstance(out, np.ndarray) else max(len(frame), 1)
     for a in range(0, len(frame), step):
-        b = min(a + step, len(frame))
         for j, v in enumerate(values):
-            out[a:b, j] = v[a:b]
+            out[a : a + step, j] = v[a : a + step]  # the last block's slices end at the last row
     return out
 
 
