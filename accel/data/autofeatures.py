@@ -277,12 +277,6 @@ def _mode(s: Any) -> float | None:
     return None if len(modes) == 0 else float(modes.min())
 
 
-def _datetime_parts(name: str, s: Any, parts: list[str] | None = None) -> dict[str, Any]:
-    """The date parts the plan chose for this column (every part when it chose none)."""
-    dt = s.dt
-    return {f"{name}__{part}": getattr(dt, part).astype("float64") for part in (parts or ALL_PARTS)}
-
-
 def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any], dense: str = "float64") -> Any:
     """The feature frame; numbers as ``dense`` (float32 where nothing is fitted on them any more:
     each column is cast once, as it is built, rather than the whole frame copied at the end)."""
@@ -423,8 +417,9 @@ class TableFeaturizer:
                 a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
             if kind == "boolean" or kind == "native categorical":
                 built[col.name] = a
-            elif kind == "date parts":
-                built.update(self._named(col.name, _datetime_parts(col.name, a, col.date_parts)))
+            elif kind == "date parts":  # the parts the plan chose (every part when it chose none)
+                parts = {f"{col.name}__{part}": getattr(a.dt, part).astype("float64") for part in (col.date_parts or ALL_PARTS)}
+                built.update(self._named(col.name, parts))
             elif kind == "one-hot":
                 built.update(self._named(col.name, one_hot(col.name, a, col.categories or [], self.family == "linear")))
             elif kind == "ordinal codes":
@@ -433,7 +428,7 @@ class TableFeaturizer:
                 encoded = self.encoders[col.name].transform(category_codes(a), folds)
                 te = {f"{col.name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
                 built.update(self._named(col.name, {**te, f"{col.name}__count": encoded["count"]}))
-        # The native family needs no imputation or scaling (finish_dense): its numbers are final here.
+        # The native family needs no imputation or scaling (DenseFinish): its numbers are final here.
         dense = "float32" if self.family == "native" else "float64"
         return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
 
@@ -557,14 +552,6 @@ class TableTransform:
         return cls(featurizer, finish)
 
 
-def finish_dense(xdf: ModuleType, X_train: Any, X_test: Any, featurizer: TableFeaturizer) -> tuple[Any, Any, DenseFinish | None]:
-    """:class:`DenseFinish` fitted on ``X_train`` and applied to both splits (and itself)."""
-    finish = DenseFinish.fit(X_train, X_test, featurizer)
-    if finish is None:
-        return X_train, X_test, None
-    return finish.apply(xdf, X_train), finish.apply(xdf, X_test), finish
-
-
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
     """Model input for one arm from the rows of ``frame`` the plan selected (in plan order);
     ``prepared.transform`` is the fitted :class:`TableTransform` that made it."""
@@ -579,7 +566,9 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     featurizer.finalize()
     X_train = featurizer.transform(train, featurizer.folds)
     X_test = featurizer.transform(test)
-    X_train, X_test, finish = finish_dense(xdf, X_train, X_test, featurizer)
+    finish = DenseFinish.fit(X_train, X_test, featurizer)
+    if finish is not None:
+        X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
     prepared = Prepared(
         X_train=X_train,
         y_train=y_train,
@@ -640,12 +629,7 @@ def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any
 
 
 def probe_native_categories(
-    head: Any,
-    plan: TablePlan,
-    seed: int,
-    mode: str = "auto",
-    fingerprint: str | None = None,
-    train_rounds: int | None = None,
+    head: Any, plan: TablePlan, seed: int, mode: str, fingerprint: str | None, train_rounds: int | None
 ) -> None:
     """Choose, for XGBoost, between target + count encoding and native categories for the
     categorical columns with more than :data:`NATIVE_MAX` (and at most :data:`NATIVE_CAP`) values.
@@ -670,17 +654,15 @@ def probe_native_categories(
     candidates = [c.name for c in plan.features if c.kind == "categorical" and NATIVE_MAX < c.cardinality <= NATIVE_CAP]
     if not candidates:
         return
-    if mode == "off":
-        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": "--probe off"}, "")
-        return
     rounds = int(train_rounds or 300)
-    cache = _probe_cache_path(probe_cache_key(fingerprint, plan, candidates, seed, rounds)) if fingerprint else None
+    key = probe_cache_key(fingerprint, plan, candidates, seed, rounds) if fingerprint and mode != "off" else None
+    cache = _probe_cache_path(key) if key else None
     cached = _cached_decision(cache) if mode == "auto" and cache is not None else None
     if cached is not None:
         how = "; decided by an earlier run of this table, --probe force measures again"
         _apply_probe(plan, candidates, {**cached, "cached": str(cache)}, how)
         return
-    rows = _probe_rows(len(head), plan, seed, mode, rounds)
+    rows = "--probe off" if mode == "off" else _probe_rows(len(head), plan, seed, mode, rounds)
     if isinstance(rows, str):
         _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows}, "")
         return
@@ -707,13 +689,11 @@ def _cached_decision(cache: Path) -> dict[str, Any] | None:
     return decision if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding") else None
 
 
-def _probe_rows(
-    n_head: int, plan: TablePlan, seed: int, mode: str, rounds: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
-    """The probe's rows (file positions among the first ``n_head``) and their 75/25 split (positions
+def _probe_rows(n: int, plan: TablePlan, seed: int, mode: str, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+    """The probe's rows (file positions among the first ``n``) and their 75/25 split (positions
     among them), or why there is no probe."""
     positions = plan.row_positions[plan.train_pos]
-    positions = positions[positions < n_head]
+    positions = positions[positions < n]
     rng = np.random.default_rng(seed + 2)
     limit = PROBE_ROWS
     if mode == "auto":

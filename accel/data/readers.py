@@ -46,6 +46,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 FALLBACK_ENCODINGS = ("utf-8", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 16
 CANDIDATE_DELIMITERS = (",", ";", "\t", "|")
+#: What :func:`arrow_kind` says of a column: (kind, conversion, reason).
+ArrowKind = tuple[str, str, str]
+#: Per file of a Parquet folder, its hive partitions' ``(column, value)`` pairs.
+Partitions = tuple[tuple[tuple[str, Any], ...], ...]
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,9 @@ class TableSource:
     notices: tuple[str, ...] = field(default_factory=tuple)
     #: Parquet: column -> (kind, conversion, reason) where the Arrow type decides the kind
     #: (:func:`arrow_kind`); the other columns' kinds are inferred from their values.
-    arrow_kinds: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    arrow_kinds: dict[str, ArrowKind] = field(default_factory=dict)
     #: Parquet folder with hive partitions: per file of ``paths``, its ``(column, value)`` pairs.
-    partitions: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    partitions: Partitions = ()
     #: What planning saw of the files (:func:`fingerprint`); each arm checks it before reading.
     fingerprint: str = ""
     #: Parquet: every file has the first file's schema (names in order, types). Files that differ
@@ -91,13 +95,10 @@ class TableSource:
     uniform: bool = True
 
     @property
-    def partition_columns(self) -> list[str]:
-        return [name for name, _ in self.partitions[0]] if self.partitions else []
-
-    @property
     def file_columns(self) -> list[str]:
         """The columns stored in the files: every column but nested ones and hive partitions."""
-        skip = set(self.partition_columns) | {n for n, (kind, _, _) in self.arrow_kinds.items() if kind == "dropped"}
+        skip = {n for n, (kind, _, _) in self.arrow_kinds.items() if kind == "dropped"}
+        skip |= {name for name, _ in self.partitions[0]} if self.partitions else set()
         return [c for c in self.columns if c not in skip]
 
     def describe(self) -> dict[str, Any]:
@@ -132,23 +133,18 @@ def _type_family(arrow_type: Any) -> str:
     """What a Parquet column's type reads as in both arms: numbers mix, text is text, and so on."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(arrow_type):
-        arrow_type = arrow_type.value_type
-    checks = (
-        (pa.types.is_null, "null"),
-        (pa.types.is_boolean, "boolean"),
-        (lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t), "number"),
-        (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "text"),
-        (pa.types.is_timestamp, "timestamp"),
-        (pa.types.is_date, "date"),
-    )
-    for test, family in checks:
-        if test(arrow_type):
+    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    for family in ("null", "boolean", "timestamp", "date"):
+        if getattr(pa.types, f"is_{family}")(t):
             return family
-    return str(arrow_type)
+    return str(t)
 
 
-def arrow_kind(arrow_type: Any) -> tuple[str, str, str] | None:
+def arrow_kind(arrow_type: Any) -> ArrowKind | None:
     """The kind a column of this Arrow type is, where the type decides it; None where its values do.
 
     Every Arrow type the Parquet readers return maps here or to the value-based inference of
@@ -184,7 +180,7 @@ def arrow_kind(arrow_type: Any) -> tuple[str, str, str] | None:
     return None
 
 
-def _hive_partitions(paths: list[Path], root: Path) -> tuple[tuple[tuple[str, Any], ...], ...]:
+def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
     """Per file, the ``key=value`` folders between ``root`` and it, typed as pyarrow types them.
 
     pyarrow's hive discovery (``pyarrow.parquet.read_table(folder)``) makes each key a column:
@@ -208,8 +204,8 @@ def _hive_partitions(paths: list[Path], root: Path) -> tuple[tuple[tuple[str, An
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     columns: tuple[str, ...] | None = None
-    first_types: dict[str, tuple[Any, Path]] = {}
-    kinds: dict[str, tuple[str, str, str]] = {}
+    first_types: dict[str, tuple[Any, Path]] = {}  # each column's first type, and the file it is in
+    kinds: dict[str, ArrowKind] = {}  # the columns whose Arrow types decide their kinds
     first_schema: Any = None
     uniform = True
     for path in paths:
@@ -222,7 +218,19 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
             columns = tuple(names)
         elif set(names) != set(columns):
             raise _other_columns(path, names, columns, paths[0], original)
-        _check_types(schema, names, path, first_types, kinds)
+        # The files of a folder are read as one table: a column must read alike in every file.
+        for name in names:
+            arrow_type = schema.field(name).type
+            if name not in kinds and (kind := arrow_kind(arrow_type)) is not None:
+                kinds[name] = kind  # decimal in one file, float64 in another: both converted
+            if name not in first_types or _type_family(first_types[name][0]) == "null":
+                first_types[name] = (arrow_type, path)
+            elif _type_family(arrow_type) not in (_type_family(first_types[name][0]), "null"):
+                seen, where = first_types[name]
+                raise AccelError(
+                    f"--data: column {name!r} is {seen} in {where.name!r} but {arrow_type} in {path.name!r}: "
+                    "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
+                )
     size = sum(p.stat().st_size for p in paths)
     notices = [f"column {name!r} dropped: {reason}" for name, (kind, _, reason) in kinds.items() if kind == "dropped"]
     names = list(columns or ())
@@ -258,36 +266,7 @@ def _other_columns(path: Path, names: list[str], columns: tuple[str, ...], first
     )
 
 
-def _check_types(
-    schema: pa.Schema,
-    names: list[str],
-    path: Path,
-    first_types: dict[str, tuple[Any, Path]],
-    kinds: dict[str, tuple[str, str, str]],
-) -> None:
-    """The files of a folder are read as one table: a column must read alike in every file.
-    ``first_types`` (each column's first type and file) and ``kinds`` (those Arrow types decide) grow."""
-    for name in names:
-        arrow_type = schema.field(name).type
-        if name not in kinds and (kind := arrow_kind(arrow_type)) is not None:
-            kinds[name] = kind  # decimal in one file, float64 in another: both converted
-        if name not in first_types or _type_family(first_types[name][0]) == "null":
-            first_types[name] = (arrow_type, path)
-            continue
-        seen, where = first_types[name]
-        if _type_family(arrow_type) not in (_type_family(seen), "null"):
-            raise AccelError(
-                f"--data: column {name!r} is {seen} in {where.name!r} but {arrow_type} in {path.name!r}: "
-                "the files of a folder must agree on each column's type (rewrite one, or --drop the column)"
-            )
-
-
-def _hive_columns(
-    partitions: tuple[tuple[tuple[str, Any], ...], ...],
-    names: list[str],
-    kinds: dict[str, tuple[str, str, str]],
-    notices: list[str],
-) -> tuple[tuple[tuple[str, Any], ...], ...]:
+def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, ArrowKind], notices: list[str]) -> Partitions:
     """The hive partitions' keys that are not columns of the files, added to ``names`` (categorical
     where they vary); the partitions less the keys the files hold, or ``()`` when none is left."""
     if not partitions:
@@ -607,11 +586,11 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
         if path.stat().st_size == 0:
             raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
         return _resolve_parquet([path], path)
-    if not name.endswith(CSV_SUFFIXES):
-        # Unknown suffix: read it as CSV if it looks like text, and say so.
-        source = _resolve_csv(path, delimiter)
-        return replace(source, notices=source.notices + ("unknown suffix: read as CSV",))
-    return _resolve_csv(path, delimiter)
+    source = _resolve_csv(path, delimiter)
+    if name.endswith(CSV_SUFFIXES):
+        return source
+    # Unknown suffix: read as CSV since it looks like text, and said so.
+    return replace(source, notices=source.notices + ("unknown suffix: read as CSV",))
 
 
 def read_source(
@@ -661,11 +640,8 @@ def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[st
 
 def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
     """Of ``columns`` (None: all), those a Parquet file stores and the arms read."""
-    stored = source.file_columns
-    if columns is None:
-        return stored
-    kept = set(stored)
-    return [c for c in columns if c in kept]
+    kept = set(source.file_columns)
+    return source.file_columns if columns is None else [c for c in columns if c in kept]
 
 
 def _with_partitions(frame: Any, source: TableSource, index: int, columns: list[str] | None = None) -> Any:
@@ -1042,7 +1018,6 @@ class ColumnarCache:
         import pyarrow as pa
 
         writer = None
-        finished = False
         try:
             self.path = self.scratch() / "chunks.arrow"
         except OSError as exc:
@@ -1065,12 +1040,11 @@ class ColumnarCache:
                 writer.close()
                 writer = None
                 self.complete = True
-            finished = True
         finally:
             if writer is not None:
                 with contextlib.suppress(Exception):  # the file is removed below anyway
                     writer.close()
-            if not finished or self.failed is not None:
+            if not self.complete:  # abandoned, failed, or nothing written
                 self.path.unlink(missing_ok=True)
 
     def _read(self, rows: int):
@@ -1088,16 +1062,13 @@ class ColumnarCache:
             held = 0
             for i in range(reader.num_record_batches):
                 batch = reader.get_batch(i)
-                a = 0
-                while a < batch.num_rows:
-                    piece = batch.slice(a, rows - held)
-                    pieces.append(piece)
-                    held += piece.num_rows
-                    a += piece.num_rows
+                while batch.num_rows:
+                    pieces.append(batch.slice(0, rows - held))
+                    held += pieces[-1].num_rows
+                    batch = batch.slice(pieces[-1].num_rows)
                     if held == rows:
-                        yield start, self._frame(pieces)
-                        start += held
-                        pieces, held = [], 0
+                        yield start, self._frame(pieces)  # which empties pieces
+                        start, held = start + held, 0
                 del batch
             if held:
                 yield start, self._frame(pieces)

@@ -33,7 +33,7 @@ from accel.guards import quantity_hint
 from accel.yamlsafe import quote
 
 if TYPE_CHECKING:
-    from accel.data.readers import TableSource
+    from accel.data.readers import ArrowKind, TableSource
 
 #: An integer column with at most this many distinct values is categorical.
 LOW_CARDINALITY_INT = 10
@@ -105,17 +105,14 @@ class TablePlan:
         """Categories seen anywhere in the file, where the kinds came from its first rows."""
         for c in self.columns:
             if c.kind == "categorical" and c.name in uniques:
-                values = uniques[c.name]
-                c.categories = sorted({float(v) for v in values} if c.categories_numeric else {str(v) for v in values})
+                c.categories = sorted(set(map(float if c.categories_numeric else str, uniques[c.name])))
 
     def csv_dtypes(self) -> dict[str, str]:
         """Column types to read CSV chunks with, so that every chunk parses alike."""
-        out = {}
-        for c in self.features:
-            if c.kind == "numeric" or (c.kind == "categorical" and c.categories_numeric):
-                out[c.name] = "float64"
-            elif c.kind in ("categorical", "boolean", "datetime"):
-                out[c.name] = "str"
+        out = {
+            c.name: "float64" if c.kind == "numeric" or (c.kind == "categorical" and c.categories_numeric) else "str"
+            for c in self.features
+        }
         out[self.target] = "float64" if self.task == "regression" or self.classes_numeric else "str"
         return out
 
@@ -178,13 +175,7 @@ def _numeric_share(s: pd.Series) -> float:
 
 
 def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
-    uniques = values.dropna().unique()
-    return sorted(float(v) for v in uniques) if numeric else sorted(str(v) for v in uniques)
-
-
-def _bool_from_text(s: pd.Series) -> bool:
-    values = s.dropna().astype(str).str.strip().str.lower()
-    return not values.empty and bool(values.isin(TRUE_STRINGS + FALSE_STRINGS).all())
+    return sorted(map(float if numeric else str, values.dropna().unique()))
 
 
 def _typed_datetime_plan(name: str, s: pd.Series) -> ColumnPlan:
@@ -213,16 +204,10 @@ def _datetime_plan(
         f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
     )
-    return ColumnPlan(
-        name,
-        "datetime",
-        f"date text ({source})",
-        date_format=fmt,
-        date_source=source,
-        date_note="; ".join(x for x in (parsed, note, why) if x),
-        date_parts=parts,
-        date_gpu=gpu,
-    )
+    joined = "; ".join(x for x in (parsed, note, why) if x)
+    plan = ColumnPlan(name, "datetime", f"date text ({source})", date_format=fmt, date_source=source, date_note=joined)
+    plan.date_parts, plan.date_gpu = parts, gpu
+    return plan
 
 
 def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> ColumnPlan:
@@ -248,15 +233,8 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
     return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices, values.astype(str))
 
 
-def _plan_column(
-    name: str,
-    s: pd.Series,
-    notices: list[str] | None = None,
-    date_format: str | None = None,
-    typed: tuple[str, str, str] | None = None,
-) -> ColumnPlan:
+def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str | None, typed: ArrowKind | None) -> ColumnPlan:
     """How one column is used; ``typed`` is the kind its Arrow type gives (:func:`accel.data.readers.arrow_kind`)."""
-    notices = [] if notices is None else notices
     if typed is not None and typed[0] == "dropped":
         return ColumnPlan(name, "dropped", typed[2])
     if date_format is not None:
@@ -285,7 +263,7 @@ def _plan_column(
     return _text_plan(name, s, n, nunique, notices)
 
 
-def _arrow_typed_plan(name: str, s: pd.Series, typed: tuple[str, str, str]) -> ColumnPlan:
+def _arrow_typed_plan(name: str, s: pd.Series, typed: ArrowKind) -> ColumnPlan:
     """A column whose Arrow type decides it numeric or categorical (``typed[2]``: why)."""
     if typed[0] == "numeric":
         return ColumnPlan(name, "numeric", typed[2])
@@ -296,9 +274,10 @@ def _arrow_typed_plan(name: str, s: pd.Series, typed: tuple[str, str, str]) -> C
 
 def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]) -> ColumnPlan:
     """How a text column is used (``n`` values, ``nunique`` distinct): true/false, dates, categories, or dropped."""
-    if _bool_from_text(s):
-        return ColumnPlan(name, "boolean", "true/false text")
     text = s.dropna().astype(str)
+    low = text.str.strip().str.lower()
+    if not low.empty and bool(low.isin(TRUE_STRINGS + FALSE_STRINGS).all()):
+        return ColumnPlan(name, "boolean", "true/false text")
     reason = ""
     date_like = dates.date_like_share(text)
     if date_like >= dates.DATE_LIKE_SHARE:
@@ -330,16 +309,24 @@ def _identical(a: np.ndarray, b: np.ndarray, finite: np.ndarray) -> bool:
     return bool(np.all(np.abs(a / 2 - b / 2) <= (1e-8 + 1e-5 * np.abs(b)) / 2))
 
 
-def _abs_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """|Pearson correlation| of two finite arrays, each scaled by its largest magnitude first so
-    that no sum of squares overflows; 0 where either is constant (or empty)."""
-    if len(a) < 2:
-        return 0.0
-    a = a / (float(np.abs(a).max()) or 1.0)
-    b = b / (float(np.abs(b).max()) or 1.0)
-    a, b = a - a.mean(), b - b.mean()
-    den = float(np.sqrt(np.dot(a, a) * np.dot(b, b)))
-    return abs(float(np.dot(a, b))) / den if den > 0 else 0.0
+def _abs_correlations(X: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """|Pearson correlation| of each column of ``X`` with the finite ``t``.
+
+    Each column (and the target) scaled by its largest magnitude first, so that no sum of
+    squares overflows; a missing or infinite value counts as absent from its column. A column
+    with no finite value other than 0, or a constant one, correlates with nothing (0).
+    """
+    finite = np.isfinite(X)
+    scale = np.where(finite, np.abs(X), 0.0).max(axis=0)
+    Xs = np.where(finite, X, 0.0) / np.where(scale > 0, scale, 1.0)
+    mean = Xs.sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
+    Xc = np.where(finite, Xs - mean, 0.0)
+    t_scale = float(np.abs(t).max()) if len(t) else 0.0
+    tc = t / (t_scale or 1.0)
+    tc = tc - tc.mean() if len(tc) else tc
+    num = np.abs(Xc.T @ tc)
+    den = np.sqrt((Xc**2).sum(axis=0) * float(np.sum(tc**2)))
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
 def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) -> str | None:
@@ -357,7 +344,7 @@ def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) 
             finite = np.isfinite(fa) & np.isfinite(ta)
             if _identical(fa, ta, finite):
                 return "identical to the target"
-            if _abs_correlation(fa[finite], ta[finite]) > 0.9999:
+            if finite.sum() >= 2 and _abs_correlations(fa[finite, None], ta[finite])[0] > 0.9999:
                 return "a linear function of the target (|correlation| > 0.9999)"
             return None
         # Classification: a perfect threshold predictor. Sorted by value, the class changes
@@ -380,40 +367,24 @@ def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) 
     return None
 
 
-def _numeric_leak_candidates(
-    frame: pd.DataFrame, names: list[str], y: pd.Series, task: str, rows: np.ndarray | None = None
-) -> set[str]:
+def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series, task: str, rows: np.ndarray) -> set[str]:
     """Numeric columns that might give the target away, found for all columns at once.
 
     A cheap vectorised pass (one sort per column in NumPy) so that a 5,000-column table needs
     the exact per-column check only for the few columns that pass it. ``rows``: the positions
-    of ``frame`` that ``y`` belongs to (all rows by default).
+    of ``frame`` that ``y`` belongs to.
     """
     if not names:
         return set()
     X = np.empty((len(y), len(names)), dtype=np.float64)
     for j, name in enumerate(names):  # one column at a time: no float64 copy of the whole frame first
         values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        X[:, j] = values if rows is None else values[rows]
+        X[:, j] = values[rows]
     if task == "regression":
         t = y.to_numpy(dtype=np.float64)
         if not np.isfinite(t).all():
             return set()  # a target with gaps correlates with nothing here
-        # Each column (and the target) scaled by its largest magnitude first, so that no sum of
-        # squares overflows; a missing or infinite value counts as absent from its column. A
-        # column with no finite value other than 0, or a constant one, correlates with nothing.
-        finite = np.isfinite(X)
-        scale = np.where(finite, np.abs(X), 0.0).max(axis=0)
-        Xs = np.where(finite, X, 0.0) / np.where(scale > 0, scale, 1.0)
-        mean = Xs.sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
-        Xc = np.where(finite, Xs - mean, 0.0)
-        t_scale = float(np.abs(t).max()) if len(t) else 0.0
-        tc = t / (t_scale or 1.0)
-        tc = tc - tc.mean() if len(tc) else tc
-        num = np.abs(Xc.T @ tc)
-        den = np.sqrt((Xc**2).sum(axis=0) * float(np.sum(tc**2)))
-        corr = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-        return {n for n, c in zip(names, corr) if c > 0.999}
+        return {n for n, c in zip(names, _abs_correlations(X, t)) if c > 0.999}
     codes = pd.factorize(y)[0]
     order = np.argsort(np.where(np.isnan(X), np.inf, X), axis=0, kind="stable")
     sorted_y = codes[order]
@@ -510,7 +481,7 @@ def make_plan(
     seed: int = 42,
     target_values: pd.Series | None = None,
     date_formats: dict[str, str] | None = None,
-    typed: dict[str, tuple[str, str, str]] | None = None,
+    typed: dict[str, ArrowKind] | None = None,
 ) -> TablePlan:
     """Infer the schema, pick the task, choose rows and split, and drop leaks. Raises AccelError.
 
@@ -565,7 +536,7 @@ def _not_a_column(name: str, columns: list[str], listing: str) -> str:
 
 
 def _check_names(
-    columns: list[str], target: str, drop: list[str], date_formats: dict[str, str], typed: dict[str, tuple[str, str, str]]
+    columns: list[str], target: str, drop: list[str], date_formats: dict[str, str], typed: dict[str, ArrowKind]
 ) -> None:
     """Refuse a ``--target``, ``--drop`` or ``--date-format`` that names no column, or the wrong one."""
     if target not in columns:

@@ -22,7 +22,7 @@ host): the columns, their kinds and vocabularies, the rows (``plan.row_positions
   encoded columns' codes and the target of the training rows (a few numbers a row) come to
   the client, which fits them in one pass in plan order, as the single process does
   (:func:`encoder_inputs`). XGBoost's features need no other fitted statistic (no imputation
-  or scaling: :func:`~accel.data.autofeatures.finish_dense`), which is why the cluster trains
+  or scaling: :class:`~accel.data.autofeatures.DenseFinish`), which is why the cluster trains
   XGBoost only.
 
 The training rows of the partitions, taken in partition order, are the training rows in plan
