@@ -205,9 +205,10 @@ def _datetime_plan(
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
     )
     joined = "; ".join(x for x in (parsed, note, why) if x)
-    plan = ColumnPlan(name, "datetime", f"date text ({source})", date_format=fmt, date_source=source, date_note=joined)
-    plan.date_parts, plan.date_gpu = parts, gpu
-    return plan
+    reason = f"date text ({source})"
+    return ColumnPlan(
+        name, "datetime", reason, date_format=fmt, date_source=source, date_note=joined, date_parts=parts, date_gpu=gpu
+    )
 
 
 def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> ColumnPlan:
