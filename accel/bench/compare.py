@@ -47,8 +47,6 @@ IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytes
 #: The most a working folder may hold to be copied for each run.
 MAX_COPY_BYTES = 2 * 1024**3
 TAIL_CHARS = 20_000
-#: The longest ``--timeout`` (a week): ``inf`` or ``1e300`` cannot be waited for (threading's limit).
-MAX_TIMEOUT_S = MAX_SECONDS
 #: The most warm runs of each arm (``--repeat``).
 MAX_REPEAT = 1000
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])|\bnan\b|\binf\b", re.IGNORECASE)
@@ -374,9 +372,10 @@ class Guard:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self._say(f"mark {self.mark}")
+        self.tell(f"mark {self.mark}")
 
-    def _say(self, line: str) -> None:
+    def tell(self, line: str) -> None:
+        """Tell the supervisor one line: ``group PGID``, ``done PGID`` or ``folder PATH``."""
         assert self.proc.stdin is not None
         with contextlib.suppress(OSError):  # the supervisor is gone (killed by someone): accel's own sweep still runs
             self.proc.stdin.write(line.encode() + b"\n")
@@ -386,15 +385,6 @@ class Guard:
         """``env`` with the mark every process of the script inherits."""
         name, _, value = self.mark.partition("=")
         return {**env, name: value}
-
-    def group(self, pgid: int) -> None:
-        self._say(f"group {pgid}")
-
-    def done(self, pgid: int) -> None:
-        self._say(f"done {pgid}")
-
-    def folder(self, path: Path) -> None:
-        self._say(f"folder {path}")
 
     def close(self) -> None:
         """End the pipe: the supervisor ends what is left (nothing, after a run that finished) and exits."""
@@ -424,7 +414,7 @@ def run_once(
             start_new_session=True,
         )
         if guard is not None:
-            guard.group(proc.pid)
+            guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
         tree = _Tree(proc.pid)
         sampler = _TreeSampler(proc.pid, device, tree=tree)
@@ -432,7 +422,7 @@ def run_once(
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
         if guard is not None:
-            guard.done(proc.pid)
+            guard.tell(f"done {proc.pid}")
         if reaper is not None:
             _subreaper(reaper)
         _, status, _ = ended["status"]
@@ -656,7 +646,7 @@ def _runs_scratch() -> Iterator[tuple[str, Guard]]:
     guard = None
     try:
         guard = Guard()
-        guard.folder(folder)
+        guard.tell(f"folder {folder}")
         yield str(folder), guard
     finally:
         scratch.release(folder)
@@ -692,16 +682,6 @@ class _Comparison:
     copies: dict[str, Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)  # of the last copy: FIFOs, sockets, devices
 
-    @property
-    def workdir(self) -> Path:
-        """The script's folder, copied for every run."""
-        return self.program.parent
-
-    @property
-    def rel(self) -> Path:
-        """The script within its folder."""
-        return self.program.relative_to(self.workdir)
-
 
 def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
@@ -725,9 +705,9 @@ def _checked(opts: Options) -> re.Pattern[str] | None:
     """Refuse settings out of range before anything runs; the compiled ``--ignore-lines``."""
     if not 0 <= opts.repeat <= MAX_REPEAT:
         raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
-    if not (0 < opts.timeout <= MAX_TIMEOUT_S):
+    if not (0 < opts.timeout <= MAX_SECONDS):  # a week: inf or 1e300 cannot be waited for (threading's limit)
         raise AccelError(
-            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (a week); got {opts.timeout:g}"
+            f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:,.0f} (a week); got {opts.timeout:g}"
         )
     if not (opts.rtol >= 0 and opts.atol >= 0):
         raise AccelError("--rtol and --atol must be 0 or more")
@@ -780,8 +760,8 @@ def _command(c: _Comparison, arm: str, *extra: str) -> list[str]:
     boot = [sys.executable, "-m", "accel.bench.compare_boot"]
     notebook = c.kind == "notebook"
     if arm == "cpu":
-        return [*boot, "--notebook", str(c.rel)] if notebook else [sys.executable, str(c.rel), *c.opts.args]
-    script = ["--notebook", str(c.rel)] if notebook else [str(c.rel), "--", *c.opts.args]
+        return [*boot, "--notebook", c.program.name] if notebook else [sys.executable, c.program.name, *c.opts.args]
+    script = ["--notebook", c.program.name] if notebook else [c.program.name, "--", *c.opts.args]
     return [*boot, "--accelerators", ",".join(c.accelerators), *extra, *script]
 
 
@@ -793,7 +773,7 @@ def _run_arms(c: _Comparison, tmp: Path, guard: Guard) -> None:
         order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
         for arm, device in order:
             copy = tmp / f"{arm}-{i}"
-            c.left_out = _copy_folder(c.workdir, copy, c.skip)
+            c.left_out = _copy_folder(c.program.parent, copy, c.skip)
             if c.left_out and not said_left_out:
                 said_left_out = True
                 c.say(f"note: not copied for the runs (not regular files): {', '.join(c.left_out[:5])}")
@@ -835,7 +815,7 @@ def _profile(c: _Comparison, arms: dict[str, Any], tmp: Path, guard: Guard) -> d
     if c.gpu_reason or not c.opts.profile or arms["gpu"]["status"] != "ok":
         return None
     copy = tmp / "gpu-profile"
-    _copy_folder(c.workdir, copy, c.skip)
+    _copy_folder(c.program.parent, copy, c.skip)
     prof_path = tmp / "profile.json"
     c.say("GPU arm: profiled run (not timed)")
     prun = run_once(_command(c, "gpu", "--profile-json", str(prof_path)), copy, c.env, c.opts.timeout, True, guard)

@@ -57,6 +57,26 @@ def _cuml_accel_stats(results: Any) -> dict[str, Any]:
     }
 
 
+def start_profiles(accelerators: list[str], stack: ExitStack) -> dict[str, Any]:
+    """Enter the accelerators' own function profilers on ``stack``; each one's profiler by its name."""
+    profiles: dict[str, Any] = {}
+    if "cudf.pandas" in accelerators:
+        from cudf.pandas import Profiler
+
+        profiles["cudf.pandas"] = stack.enter_context(Profiler())
+    if "cuml.accel" in accelerators:
+        import cuml.accel
+
+        profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
+    return profiles
+
+
+def write_profiles(profiles: dict[str, Any], path: str) -> None:
+    """Write each profiler's per-function GPU/CPU calls and times to ``path`` (JSON); after its stack is closed."""
+    stats = {"cudf.pandas": _cudf_pandas_stats, "cuml.accel": _cuml_accel_stats}
+    Path(path).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
+
+
 def run_script(script: str, args: list[str]) -> None:
     sys.argv = [script, *args]
     sys.path.insert(0, str(Path(script).resolve().parent))
@@ -67,6 +87,13 @@ NOTEBOOK_SETUP = {
     "cudf.pandas": "import cudf.pandas\ncudf.pandas.install()\n",
     "cuml.accel": "import cuml.accel\ncuml.accel.install()\n",
 }
+#: The profiled notebook's first and last cells: the profilers entered, then closed and written.
+_NOTEBOOK_PROFILE_START = """\
+import contextlib as _accel_ctx, accel.bench.compare_boot as _accel_boot
+_accel_stack = _accel_ctx.ExitStack()
+_accel_profiles = _accel_boot.start_profiles({acc!r}, _accel_stack)
+"""
+_NOTEBOOK_PROFILE_END = "_accel_stack.close()\n_accel_boot.write_profiles(_accel_profiles, {out!r})\n"
 
 
 def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -> int:
@@ -81,7 +108,7 @@ def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -
         first.append(nbformat.v4.new_code_cell(setup))
     if profile_json:
         first.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_START.format(acc=accelerators)))
-        last.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_END.format(out=profile_json, acc=accelerators)))
+        last.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_END.format(out=profile_json)))
     added = len(first)
     nb.cells = first + nb.cells + last
     client = nbclient.NotebookClient(nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(Path.cwd())}})
@@ -104,32 +131,6 @@ def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -
     return 0
 
 
-_NOTEBOOK_PROFILE_START = """\
-import contextlib as _accel_ctx
-_accel_stack = _accel_ctx.ExitStack()
-_accel_profiles = {{}}
-if "cudf.pandas" in {acc!r}:
-    from cudf.pandas import Profiler as _AccelProfiler
-    _accel_profiles["cudf.pandas"] = _accel_stack.enter_context(_AccelProfiler())
-if "cuml.accel" in {acc!r}:
-    import cuml.accel as _accel_cuml
-    _accel_profiles["cuml.accel"] = _accel_stack.enter_context(_accel_cuml.profile(quiet=True))
-"""
-
-_NOTEBOOK_PROFILE_END = """\
-_accel_stack.close()
-import json as _accel_json
-from accel.bench.compare_boot import _cudf_pandas_stats, _cuml_accel_stats
-_accel_out = {{}}
-if "cudf.pandas" in _accel_profiles:
-    _accel_out["cudf.pandas"] = _cudf_pandas_stats(_accel_profiles["cudf.pandas"])
-if "cuml.accel" in _accel_profiles:
-    _accel_out["cuml.accel"] = _cuml_accel_stats(_accel_profiles["cuml.accel"])
-with open({out!r}, "w") as _f:
-    _accel_json.dump(_accel_out, _f)
-"""
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m accel.bench.compare_boot", description=__doc__.splitlines()[0])
     parser.add_argument("--accelerators", default="", help="comma-separated: " + ", ".join(ACCELERATORS))
@@ -148,21 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         run_script(ns.script, args)
         return 0
     with ExitStack() as stack:
-        profiles: dict[str, Any] = {}
-        if "cudf.pandas" in accelerators:
-            from cudf.pandas import Profiler
-
-            profiles["cudf.pandas"] = stack.enter_context(Profiler())
-        if "cuml.accel" in accelerators:
-            import cuml.accel
-
-            profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
+        profiles = start_profiles(accelerators, stack)
         try:
             run_script(ns.script, args)
         finally:
             stack.close()
-            stats = {"cudf.pandas": _cudf_pandas_stats, "cuml.accel": _cuml_accel_stats}
-            Path(ns.profile_json).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
+            write_profiles(profiles, ns.profile_json)
     return 0
 
 

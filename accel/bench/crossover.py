@@ -18,12 +18,16 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.registry import DEFAULT_MODEL
 from accel.timing import measure, speedup
+
+if TYPE_CHECKING:
+    from accel.backend import Arms
+    from accel.bench.suites import SuiteRequest
 
 FRAME_OPERATIONS = {
     "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
@@ -130,22 +134,13 @@ def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]]
         gc.collect()
 
 
-def sweep(
-    operations: Sequence[str],
-    sizes: Sequence[int],
-    cpu: Backend,
-    gpu: Backend | None,
-    gpu_reason: str | None,
-    *,
-    repeats: int,
-    warmup: int,
-    seed: int,
-    features: int = 32,
-    progress: Callable[[str], None] = lambda _m: None,
-) -> list[dict[str, Any]]:
-    """Measure each operation at each size on both arms; one entry per operation with its curve."""
+def sweep(operations: Sequence[str], sizes: Sequence[int], arms: Arms, req: SuiteRequest) -> list[dict[str, Any]]:
+    """Measure each operation at each size on both ``arms`` (``req`` sets the counts, seed and
+    features); one entry per operation with its curve."""
     from accel.bench.models import PAIRS, gpu_pair_skip
 
+    cpu, gpu, gpu_reason, s = arms.cpu, arms.gpu, arms.gpu_skip, req.settings
+    repeats, warmup, seed, features = s["repeats"], s["warmup"], s["seed"], s["features"]
     out = []
     for name in operations:
         points = []
@@ -167,7 +162,7 @@ def sweep(
                 arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
                 for arm in ("gpu", "cpu")
             }
-            progress(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
+            req.say(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
         gpu_status = "skipped" if gpu_skip is not None else "ok"
         out.append(
             {

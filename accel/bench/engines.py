@@ -15,6 +15,7 @@ the repeats: median, min, max), and its answer checked against the pandas arm's 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import time
@@ -127,7 +128,7 @@ def _timed_answers(
     answer: Callable[[str, Any], dict[str, Any]],
     repeats: int,
     progress: Callable[[str], None],
-    on_answer: Callable[[str, dict], None] | None,
+    on_answer: Callable[[str, dict], None],
 ) -> dict[str, Any]:
     """Each question: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
     from accel.backend import cpu_backend
@@ -147,8 +148,7 @@ def _timed_answers(
         progress(
             f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"])
         )
-        if on_answer is not None:
-            on_answer(q, a)
+        on_answer(q, a)
     return out
 
 
@@ -156,8 +156,8 @@ def run_polars(
     path: Path,
     questions: Sequence[str],
     progress: Callable[[str], None],
-    repeats: int = 1,
-    on_answer: Callable[[str, dict], None] | None = None,
+    repeats: int,
+    on_answer: Callable[[str, dict], None],
     gpu: bool = False,
 ) -> dict[str, Any]:
     """The questions on polars: on the CPU (every core), or with ``gpu`` on Polars' GPU engine.
@@ -205,8 +205,8 @@ def run_duckdb(
     path: Path,
     questions: Sequence[str],
     progress: Callable[[str], None],
-    repeats: int = 1,
-    on_answer: Callable[[str, dict], None] | None = None,
+    repeats: int,
+    on_answer: Callable[[str, dict], None],
 ) -> dict[str, Any]:
     import duckdb
 
@@ -239,8 +239,8 @@ def run_engines(
     path: Path,
     questions: Sequence[str],
     progress: Callable[[str], None],
-    repeats: int = 1,
-    on_answer: Callable[[str, str, dict], None] | None = None,
+    repeats: int,
+    on_answer: Callable[[str, str, dict], None],
 ) -> dict[str, Any]:
     """Each named engine on the groupby data file: each question one cold run, then ``repeats``.
 
@@ -249,7 +249,7 @@ def run_engines(
     """
     results: dict[str, Any] = {}
     for name in names:
-        tell = (lambda q, a, n=name: on_answer(n, q, a)) if on_answer is not None else None
+        tell = functools.partial(on_answer, name)
         try:
             why = polars_gpu_skip() if name == "polars-gpu" else None
             if why:

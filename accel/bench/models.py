@@ -18,7 +18,7 @@ import gc
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
+
+if TYPE_CHECKING:
+    from accel.backend import Arms
+    from accel.bench.suites import SuiteRequest
 
 #: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by name: the
 #: ``--model`` name where the pair serves one (``random_forest``), else its own (``kmeans``).
@@ -191,19 +195,11 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     return None
 
 
-def _measured_arm(
-    pair: Estimator,
-    arm: str,
-    backend: Backend,
-    data: HostData,
-    seed: int,
-    repeats: int,
-    warmup: int,
-    progress: Callable[[str], None],
-) -> Mapping[str, Any]:
+def _measured_arm(pair: Estimator, arm: str, backend: Backend, data: HostData, req: SuiteRequest) -> Mapping[str, Any]:
     """One arm of one pair, measured (or failed, with its reason: the other models still run), said in one line."""
+    s, progress = req.settings, req.say
     try:
-        a = run_pair(pair, backend, data, seed=seed, repeats=repeats, warmup=warmup, progress=progress)
+        a = run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=progress)
     except (AccelError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
@@ -221,41 +217,30 @@ def _measured_arm(
 
 
 def run_models(
-    pairs: Sequence[Estimator],
-    cpu: Backend,
-    gpu: Backend | None,
-    gpu_reason: str | None,
-    *,
-    rows: int,
-    features: int,
-    seed: int,
-    repeats: int,
-    warmup: int,
-    progress: Callable[[str], None] = lambda _m: None,
-    on_result: Callable[[str, str, dict], None] | None = None,
+    pairs: Sequence[Estimator], arms: Arms, req: SuiteRequest, on_result: Callable[[str, str, dict], None]
 ) -> list[dict[str, Any]]:
-    """Every pair on both arms: one row per model with both arms, quality and speedups.
+    """Every pair on both ``arms``, with the data and counts ``req`` sets: one row per model with
+    both arms, quality and speedups.
 
     ``on_result(arm, model, result)`` is called as each arm of each model finishes.
     """
+    s = req.settings
     data_cache: dict[str, HostData] = {}
     rows_out = []
     for pair in pairs:
         kind = "regression" if pair.task == "regression" else "classification"
         if kind not in data_cache:
-            data_cache[kind] = make_data(kind, rows, features, seed)
-        data = data_cache[kind]
-        arms: dict[str, Mapping[str, Any]] = {}
-        skip = gpu_pair_skip(pair, gpu, gpu_reason)
-        for arm, backend in (("gpu", gpu), ("cpu", cpu)):
+            data_cache[kind] = make_data(kind, s["rows"], s["features"], s["seed"])
+        measured: dict[str, Mapping[str, Any]] = {}
+        skip = gpu_pair_skip(pair, arms.gpu, arms.gpu_skip)
+        for arm, backend in (("gpu", arms.gpu), ("cpu", arms.cpu)):
             if arm == "gpu" and skip is not None:
-                arms[arm] = {"status": "skipped", "reason": skip}
+                measured[arm] = {"status": "skipped", "reason": skip}
                 continue
             assert backend is not None
-            arms[arm] = _measured_arm(pair, arm, backend, data, seed, repeats, warmup, progress)
-            if on_result is not None:
-                on_result(arm, pair.name, dict(arms[arm]))
-        g, c = arms["gpu"], arms["cpu"]
+            measured[arm] = _measured_arm(pair, arm, backend, data_cache[kind], req)
+            on_result(arm, pair.name, dict(measured[arm]))
+        g, c = measured["gpu"], measured["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"
         rows_out.append(
             {

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
 from accel.files import exists_policy
+from accel.output import say as stderr_line  # stdout is the result's; nothing with --quiet
 from accel.record import dumps as strict_json
 
 if TYPE_CHECKING:
-    from accel.backend import Backend
+    from accel.backend import Arms, Backend
     from accel.bench.db import Suite
     from accel.record import DbBench
 
@@ -75,13 +76,6 @@ class SuiteRequest:
     settings: dict[str, Any]
     say: Callable[[str], None]
     notice: Callable[[str], None]
-
-
-def stderr_line(message: str) -> None:
-    """One progress line on stderr (stdout is the result's); none with ``--quiet``."""
-    from accel.output import say
-
-    say(message)
 
 
 def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
@@ -158,15 +152,13 @@ def _results_folder(settings: dict[str, Any]) -> Path:
     return check_results_folder(settings["results"])
 
 
-def _start(
-    benchmark: str, settings: Mapping[str, Any], needs: tuple[str, ...] | None = None
-) -> tuple[Backend, Backend | None, str | None, dict]:
-    """The arms for ``device`` (CPU, GPU or None, why the GPU is skipped) and the result's envelope, started now."""
+def _start(benchmark: str, settings: Mapping[str, Any], needs: tuple[str, ...] | None = None) -> tuple[Arms, dict]:
+    """The arms for ``device`` (the GPU one None with why it is skipped) and the result's envelope, started now."""
     from accel.backend import resolve_arms
     from accel.record import record_head
 
-    resolved = resolve_arms(settings["device"], needs=needs)
-    gpu, gpu_reason = resolved.gpu, resolved.gpu_skip
+    arms = resolve_arms(settings["device"], needs=needs)
+    gpu = arms.gpu
 
     def plain(value: Any) -> Any:
         if isinstance(value, Path):
@@ -181,11 +173,11 @@ def _start(
         "config": {k: plain(v) for k, v in settings.items()},
         "gpu": {
             "status": "ok" if gpu is not None else "skipped",
-            "reason": gpu_reason,
+            "reason": arms.gpu_skip,
             "device_name": gpu.device.name if gpu is not None and gpu.device else None,
         },
     }
-    return resolved.cpu, gpu, gpu_reason, envelope
+    return arms, envelope
 
 
 def _finish(result: dict, gpu_ran: bool, folder: Path, fairness: dict) -> Path:
@@ -341,7 +333,7 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     reused_cpu, reused_engines = (
         _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
     )
-    cpu, gpu, gpu_reason, result = _start(suite.benchmark, s)
+    arms, result = _start(suite.benchmark, s)
     result["data"] = {role: str(p) for role, p in paths.items()}
     result["data_files"] = data_files
     keep = _ProgressFile(s["progress_file"], suite.benchmark, result["data"], s["overwrite"])
@@ -351,14 +343,15 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
             backend, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep(arm, q, "question", a)
         )
 
-    arms: dict[str, dict] = {"gpu": run_arm(gpu, "gpu") if gpu is not None else {"status": "skipped", "reason": gpu_reason}}
+    gpu = arms.gpu
+    measured = {"gpu": run_arm(gpu, "gpu") if gpu is not None else {"status": "skipped", "reason": arms.gpu_skip}}
     if reused_cpu is not None:
-        arms["cpu"] = reused_cpu
+        measured["cpu"] = reused_cpu
         say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
     else:
-        arms["cpu"] = run_arm(cpu, "cpu")
-    result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in arms.items()}
-    result["questions"] = dbbench.combine(questions, arms)
+        measured["cpu"] = run_arm(arms.cpu, "cpu")
+    result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in measured.items()}
+    result["questions"] = dbbench.combine(questions, measured)
     if engine_names or reused_engines:
         to_run = [n for n in engine_names if n not in reused_engines]
         answers = engines.run_engines(
@@ -366,7 +359,7 @@ def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
         )
         result["engines"] = {**reused_engines, **answers}
         _check_engines(result)
-    return result, _finish(result, gpu is not None, folder, _db_fairness(cpu, result))
+    return result, _finish(result, gpu is not None, folder, _db_fairness(arms.cpu, result))
 
 
 def _db_paths(suite: Suite, s: dict[str, Any]) -> dict[str, Path]:
@@ -426,16 +419,12 @@ def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     folder = _results_folder(s)
     # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
     # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-    cpu, gpu, gpu_reason, result = _start("models", s, needs=("cupy",))
+    arms, result = _start("models", s, needs=("cupy",))
     result["data"] = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
                       "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
     keep = _ProgressFile(s["progress_file"], "models", result["data"], s["overwrite"])
-    result["models"] = modelbench.run_models(
-        pairs, cpu, gpu, gpu_reason, rows=s["rows"], features=s["features"], seed=s["seed"],
-        repeats=s["repeats"], warmup=s["warmup"], progress=req.say,
-        on_result=lambda arm, model, r: keep(arm, model, "model", r),
-    )  # fmt: skip
-    return result, _finish(result, gpu is not None, folder, _model_fairness(cpu))
+    result["models"] = modelbench.run_models(pairs, arms, req, lambda arm, model, r: keep(arm, model, "model", r))
+    return result, _finish(result, arms.gpu is not None, folder, _model_fairness(arms.cpu))
 
 
 def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
@@ -451,15 +440,12 @@ def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
         raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
     folder = _results_folder(s)
-    cpu, gpu, gpu_reason, result = _start("crossover", s)
+    arms, result = _start("crossover", s)
     result["sizes"] = sizes
-    result["operations"] = crossover.sweep(
-        operations, sizes, cpu, gpu, gpu_reason, repeats=s["repeats"], warmup=s["warmup"], seed=s["seed"],
-        features=s["features"], progress=req.say,
-    )  # fmt: skip
-    fair = _model_fairness(cpu)
+    result["operations"] = crossover.sweep(operations, sizes, arms, req)
+    fair = _model_fairness(arms.cpu)
     fair["line"] += "; groupby/join: pandas, one thread"
-    return result, _finish(result, gpu is not None, folder, fair)
+    return result, _finish(result, arms.gpu is not None, folder, fair)
 
 
 # --------------------------------------------------------------------------- what failed

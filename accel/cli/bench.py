@@ -46,80 +46,35 @@ def _rows(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _percent(text: str) -> int:
-    return _int_from_0(text, "a whole percentage 0..100", 100)
-
-
-def _common(p: argparse.ArgumentParser, repeats: int, progress_file: bool = True) -> None:
-    what = "the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)"
-    add_device_argument(p, what, default="auto")
-    p.add_argument("--repeats", type=positive_int, default=repeats, help=f"timed runs after the cold one (default {repeats})")
-    p.add_argument(
-        "--warmup", type=_int_from_0, default=0, help="untimed runs between the cold run and the timed ones (default 0)"
-    )
-    results = f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)"
-    p.add_argument("--results", type=Path, default=None, help=results)
-    p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
-    if not progress_file:
-        return
-    p.add_argument(
-        "--progress-file",
-        type=Path,
-        default=None,
-        help="append each finished question or model (per arm and engine) to this JSON-lines file as it "
-        "completes, so that a time limit keeps what finished (a new file; --overwrite replaces one that exists)",
-    )
-    add_overwrite_argument(p, "the --progress-file")
-
-
-def _cpu_from(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--cpu-from",
-        type=Path,
-        action="append",
-        default=None,
-        metavar="RESULT.json|DIR",
-        help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
-        "data (same bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to "
-        "gather questions measured in several runs; a folder: every matching result in it",
-    )
+_percent = functools.partial(_int_from_0, what="a whole percentage 0..100", most=100)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``bench``, ``data`` and ``report`` to the ``accel`` command's subparsers."""
+    from accel.registry import BENCH_PAIRS
+
     bench = sub.add_parser("bench", help="paired benchmarks: db-benchmark groupby/join, models, crossover size")
     bsub = bench.add_subparsers(dest="suite", required=True, parser_class=type(bench))
-
-    g = bsub.add_parser("groupby", help="db-benchmark groupby questions q1-q10 on both arms, answers checked")
+    suites = {
+        "groupby": "db-benchmark groupby questions q1-q10 on both arms, answers checked",
+        "join": "db-benchmark join questions q1-q5 on both arms, answers checked",
+        "models": "scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA",
+        "crossover": "the row count from which the GPU arm wins, per operation",
+    }
+    g, j, m, c = (bsub.add_parser(name, help=text) for name, text in suites.items())
     g.add_argument("--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)")
-    g.add_argument("--questions", default="all", help="comma-separated q1..q10 (default all)")
+    j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
+    for p, last in ((g, "q10"), (j, "q5")):
+        p.add_argument("--questions", default="all", help=f"comma-separated q1..{last} (default all)")
     g.add_argument(
         "--engines",
         default="",
         help="also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
     )
-    _cpu_from(g)
-    _common(g, repeats=3)
-    g.set_defaults(handler=_cmd_bench)
-
-    j = bsub.add_parser("join", help="db-benchmark join questions q1-q5 on both arms, answers checked")
-    j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
-    j.add_argument("--questions", default="all", help="comma-separated q1..q5 (default all)")
-    _cpu_from(j)
-    _common(j, repeats=3)
-    j.set_defaults(handler=_cmd_bench)
-
-    m = bsub.add_parser("models", help="scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA")
     m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
     m.add_argument("--features", type=positive_int, default=32, help="columns of generated data (default 32)")
-    from accel.registry import BENCH_PAIRS
-
     m.add_argument("--models", default="all", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
     m.add_argument("--seed", type=int, default=42)
-    _common(m, repeats=3)
-    m.set_defaults(handler=_cmd_bench)
-
-    c = bsub.add_parser("crossover", help="the row count from which the GPU arm wins, per operation")
     c.add_argument(
         "--operations",
         default=None,
@@ -130,8 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--steps-per-decade", type=positive_int, default=1, help="sizes per factor of 10 (default 1)")
     c.add_argument("--features", type=positive_int, default=32, help="columns for model operations (default 32)")
     c.add_argument("--seed", type=int, default=42)
-    _common(c, repeats=3, progress_file=False)
-    c.set_defaults(handler=_cmd_bench)
+    for p in (g, j, m, c):
+        _bench_common(p, cpu_from=p in (g, j), progress_file=p is not c)
 
     data = sub.add_parser("data", help="generate the db-benchmark data sets")
     dsub = data.add_subparsers(dest="dataset", required=True, parser_class=type(data))
@@ -141,19 +96,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     dg.add_argument("out", type=Path, metavar="OUT", help="file to write, .csv or .parquet")
     dg.add_argument("--nas", type=_percent, default=0, help="percent of NA (default 0)")
     dg.add_argument("--sort", action="store_true", help="sort rows by id1..id6, as the benchmark's sort flag")
-    dg.add_argument("--seed", type=int, default=108)
-    add_overwrite_argument(dg, "OUT")
-    dg.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
-    dg.set_defaults(handler=_cmd_data_groupby)
     dj = dsub.add_parser("join", help="J1 join data: left table of N rows and three right tables")
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
     dj.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the four tables to")
     dj.add_argument("--nas", type=_percent, default=0, help="percent of NA in the left table (default 0)")
     dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
-    dj.add_argument("--seed", type=int, default=108)
-    add_overwrite_argument(dj, "the four tables in OUT_DIR")
-    dj.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
-    dj.set_defaults(handler=_cmd_data_join)
+    for p, written, handler in ((dg, "OUT", _cmd_data_groupby), (dj, "the four tables in OUT_DIR", _cmd_data_join)):
+        p.add_argument("--seed", type=int, default=108)
+        add_overwrite_argument(p, written)
+        p.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
+        p.set_defaults(handler=handler)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
     r.add_argument(
@@ -171,6 +123,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     shown.add_argument("--json", action="store_true", help="print the records shown and their figures as JSON")
     r.set_defaults(handler=_cmd_report)
+
+
+def _bench_common(p: argparse.ArgumentParser, cpu_from: bool, progress_file: bool) -> None:
+    """The options every suite of ``accel bench`` takes after its own (``--cpu-from`` for groupby and join)."""
+    if cpu_from:
+        p.add_argument(
+            "--cpu-from",
+            type=Path,
+            action="append",
+            default=None,
+            metavar="RESULT.json|DIR",
+            help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
+            "data (same bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to "
+            "gather questions measured in several runs; a folder: every matching result in it",
+        )
+    what = "the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)"
+    add_device_argument(p, what, default="auto")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs after the cold one (default 3)")
+    p.add_argument(
+        "--warmup", type=_int_from_0, default=0, help="untimed runs between the cold run and the timed ones (default 0)"
+    )
+    results = f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)"
+    p.add_argument("--results", type=Path, default=None, help=results)
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
+    p.set_defaults(handler=_cmd_bench)
+    if progress_file:
+        p.add_argument(
+            "--progress-file",
+            type=Path,
+            default=None,
+            help="append each finished question or model (per arm and engine) to this JSON-lines file as it "
+            "completes, so that a time limit keeps what finished (a new file; --overwrite replaces one that exists)",
+        )
+        add_overwrite_argument(p, "the --progress-file")
 
 
 # --------------------------------------------------------------------------- helpers
