@@ -498,15 +498,14 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
     differences = []
     for i, (la, lb) in enumerate(zip(a, b), start=1):
         (sa, va), (sb, vb) = _numbers(la), _numbers(lb)
-        if sa != sb or len(va) != len(vb):
-            differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": "text differs"})
-            continue
-        bad = [(x, y) for x, y in zip(va, vb) if not _close(y, x, rtol, atol)]
-        numbers += len(va)
-        agree += len(va) - len(bad)
-        if bad:
-            x, y = bad[0]
-            differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": f"{x:g} vs {y:g}"})
+        why = "text differs"
+        if sa == sb and len(va) == len(vb):
+            bad = [f"{x:g} vs {y:g}" for x, y in zip(va, vb) if not _close(y, x, rtol, atol)]
+            numbers += len(va)
+            agree += len(va) - len(bad)
+            why = bad[0] if bad else ""
+        if why:
+            differences.append({"line": i, "cpu": la[:200], "gpu": lb[:200], "why": why})
     if len(a) != len(b):
         differences.append(
             {"line": min(len(a), len(b)) + 1, "cpu": f"{len(a)} lines", "gpu": f"{len(b)} lines", "why": "line counts differ"}

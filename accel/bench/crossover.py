@@ -44,17 +44,12 @@ def known_operations() -> list[str]:
 
 def select_operations(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[str]:
     """The operations ``--operations`` names (older spellings of model keys noticed to ``say``)."""
+    from accel.bench.db import pick_names
     from accel.bench.models import pair_name
 
     if names is None:
         return list(DEFAULT_OPERATIONS)
-    listed = names.split(",") if isinstance(names, str) else names
-    wanted = [pair_name(n.strip(), say, "--operations") for n in listed if n.strip()]
-    known = known_operations()
-    unknown = [n for n in wanted if n not in known]
-    if unknown or not wanted:
-        raise AccelError(f"unknown operation {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}")
-    return wanted
+    return pick_names("operation", names, known_operations(), lambda n: pair_name(n, say, "--operations"))
 
 
 def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[int]:
@@ -73,7 +68,7 @@ def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[
 
 def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
     """Data for one size, and a factory giving each arm its timed call."""
-    from accel.bench.db import SUITES, tables_from_arrow
+    from accel.bench.db import SUITES, load_tables
     from accel.data import datagen
 
     suite_name, question, description = FRAME_OPERATIONS[name]
@@ -85,7 +80,7 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
     q = suite.questions[question]
 
     def factory(backend: Backend) -> Callable[[], Any]:
-        tables = tables_from_arrow(backend, suite, arrow)
+        tables = load_tables(backend, suite, arrow)
         return lambda: q.answer(backend.xdf, tables)
 
     return factory, description
@@ -155,8 +150,7 @@ def sweep(operations: Sequence[str], sizes: Sequence[int], arms: Arms, req: Suit
             if gpu is not None and gpu_skip is None:
                 point["gpu"] = _arm_point(gpu, factory, repeats, warmup)
             point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
-            both = point["gpu"]["status"] == "ok" and point["cpu"]["status"] == "ok"
-            point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median")) if both else math.nan
+            point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median"))  # NaN unless both ran
             points.append(point)
             shown = {
                 arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])

@@ -23,16 +23,19 @@ from __future__ import annotations
 import gc
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
 from accel.timing import Timing, measure
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Checksums of the two arms agree within this relative difference.
 CHECKSUM_RTOL = 1e-3
@@ -162,17 +165,22 @@ SUITES = {
 }
 
 
+def pick_names(what: str, names: str | Sequence[str], known: Collection[str], spell: Callable[[str], str]) -> list[str]:
+    """The names of a comma-separated list (or a list) as ``spell`` reads each; refused, naming
+    the ``known`` ones, when one is not known or there is none."""
+    listed = names.split(",") if isinstance(names, str) else names
+    wanted = [spell(n.strip()) for n in listed if n.strip()]
+    unknown = [n for n in wanted if n not in known]
+    if unknown or not wanted:
+        raise AccelError(f"unknown {what} {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(known)}")
+    return wanted
+
+
 def select_questions(suite: Suite, names: str | Sequence[str] | None) -> list[Question]:
     """The questions named (``"q1,q3"``, a list, or None/``"all"`` for every one), in order."""
     if names is None or names == "all":
         return list(suite.questions.values())
-    wanted = [n.strip().lower() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
-    unknown = [n for n in wanted if n not in suite.questions]
-    if unknown or not wanted:
-        raise AccelError(
-            f"unknown {suite.name} question {', '.join(map(repr, unknown)) or 'list (empty)'}; "
-            f"known: {', '.join(suite.questions)}"
-        )
+    wanted = pick_names(f"{suite.name} question", names, suite.questions, str.lower)
     return [suite.questions[n] for n in suite.questions if n in wanted]
 
 
@@ -260,22 +268,19 @@ def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
     return frame
 
 
-def load_tables(backend: Backend, suite: Suite, paths: Mapping[str, Path]) -> dict[str, Any]:
-    """Read each table into the arm's dataframe and cast its columns as the benchmark does."""
+def load_tables(backend: Backend, suite: Suite, sources: Mapping[str, Path | pa.Table]) -> dict[str, Any]:
+    """Each table into the arm's dataframe, cast as the benchmark does: a data file (a path) read,
+    a generated pyarrow table (:mod:`accel.data.datagen`) converted; a table the suite does not use left out."""
     xdf = backend.xdf
-    return {
-        role: apply_schema(xdf, suite.schema[role], _compat.read_table(xdf, path, columns=list(suite.schema[role])))
-        for role, path in paths.items()
-    }
 
+    def frame(role: str, source: Path | pa.Table) -> Any:
+        columns = list(suite.schema[role])
+        if isinstance(source, (str, Path)):
+            return _compat.read_table(xdf, source, columns=columns)
+        return _compat.from_arrow(xdf, source.select(columns))
 
-def tables_from_arrow(backend: Backend, suite: Suite, arrow_tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Generated pyarrow tables (:mod:`accel.data.datagen`) as the arm's frames, cast as when loaded."""
-    xdf = backend.xdf
     return {
-        role: apply_schema(xdf, suite.schema[role], _compat.from_arrow(xdf, table.select(list(suite.schema[role]))))
-        for role, table in arrow_tables.items()
-        if role in suite.schema
+        role: apply_schema(xdf, suite.schema[role], frame(role, src)) for role, src in sources.items() if role in suite.schema
     }
 
 
@@ -387,7 +392,6 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
             for arm, r in ((arm, arms[arm]) for arm in ("gpu", "cpu"))
         }
         check = compare_answers(per_arm["gpu"], per_arm["cpu"])
-        both = per_arm["gpu"].get("status") == "ok" and per_arm["cpu"].get("status") == "ok"
         rows.append(
             {
                 "question": q.name,
@@ -396,7 +400,7 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
                 "gpu": per_arm["gpu"],
                 "cpu": per_arm["cpu"],
                 **check,
-                "speedup": speedup(per_arm["cpu"].get("median"), per_arm["gpu"].get("median")) if both else math.nan,
+                "speedup": speedup(per_arm["cpu"].get("median"), per_arm["gpu"].get("median")),  # NaN unless both ran
             }
         )
     return rows

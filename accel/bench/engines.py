@@ -19,7 +19,8 @@ import functools
 import importlib.util
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,45 +122,13 @@ def _finite(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _timed_answers(
-    name: str,
-    questions: Sequence[str],
-    run: Callable[[str], Any],
-    answer: Callable[[str, Any], dict[str, Any]],
-    repeats: int,
-    progress: Callable[[str], None],
-    on_answer: Callable[[str, dict], None],
-) -> dict[str, Any]:
-    """Each question: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
-    from accel.backend import cpu_backend
-    from accel.bench.db import timed
-    from accel.timing import measure
-
-    host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
-    out: dict[str, Any] = {}
-    for q in questions:
-        try:
-            timing, ans = measure(lambda: run(q), host, repeats=repeats)
-            out[q] = {**timed(timing), **answer(q, ans)}
-            del ans
-        except Exception as exc:  # noqa: BLE001 - context only: record and go on
-            out[q] = {"status": "failed", "reason": first_line(exc)}
-        a = out[q]
-        progress(
-            f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"])
-        )
-        on_answer(q, a)
-    return out
+#: An opened engine: the seconds loading the data took, ``run(question)``, ``answer(question, result)``
+#: (rows, columns, checksum) and what to record of the engine (version, threads).
+_Opened = tuple[float, Callable[[str], Any], Callable[[str, Any], dict[str, Any]], dict[str, Any]]
 
 
-def run_polars(
-    path: Path,
-    questions: Sequence[str],
-    progress: Callable[[str], None],
-    repeats: int,
-    on_answer: Callable[[str, dict], None],
-    gpu: bool = False,
-) -> dict[str, Any]:
+@contextmanager
+def _open_polars(path: Path, gpu: bool) -> Iterator[_Opened]:
     """The questions on polars: on the CPU (every core), or with ``gpu`` on Polars' GPU engine.
 
     The GPU engine runs each query from the host DataFrame (it keeps no frame on the device), so
@@ -183,55 +152,81 @@ def run_polars(
     defs = _polars_groupby(pl)
     lazy = x.lazy()
 
+    def run(q: str) -> Any:
+        return defs[q][0](lazy).collect(engine=engine)
+
     def answer(q: str, ans: Any) -> dict[str, Any]:
         chk_cols = defs[q][1]
         return {"rows": ans.height, "cols": ans.width, "checksum": [_finite(ans[c].cast(pl.Float64).sum()) for c in chk_cols]}
 
-    out = _timed_answers(
-        "polars-gpu" if gpu else "polars", questions, lambda q: defs[q][0](lazy).collect(engine=engine), answer,
-        repeats, progress, on_answer,
-    )  # fmt: skip
-    result = {"status": "ok", "version": pl.__version__, "threads": pl.thread_pool_size(), "load_seconds": load, "questions": out}
+    about: dict[str, Any] = {"version": pl.__version__, "threads": pl.thread_pool_size()}
     if gpu:
         import cudf_polars
 
-        result["engine"] = "polars GPUEngine(executor='in-memory', raise_on_fail=True)"
-        result["cudf_polars"] = cudf_polars.__version__
-        result["device"] = "cuda:0"
-    return result
+        about.update(
+            engine="polars GPUEngine(executor='in-memory', raise_on_fail=True)",
+            cudf_polars=cudf_polars.__version__,
+            device="cuda:0",
+        )
+    yield load, run, answer, about
 
 
-def run_duckdb(
+@contextmanager
+def _open_duckdb(path: Path) -> Iterator[_Opened]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        reader = "read_parquet" if str(path).endswith((".parquet", ".pq")) else "read_csv_auto"
+        start = time.perf_counter()
+        con.execute(f"CREATE TABLE x AS SELECT * FROM {reader}(?)", [str(path)])
+        load = time.perf_counter() - start
+
+        def run(q: str) -> str:
+            con.execute("DROP TABLE IF EXISTS ans")
+            con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q][0]}")
+            return q
+
+        def answer(q: str, _ans: Any) -> dict[str, Any]:
+            chk_cols = DUCKDB_GROUPBY[q][1]
+            rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
+            cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
+            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in chk_cols) + " FROM ans").fetchone()
+            return {"rows": int(rows), "cols": cols, "checksum": [_finite(v) for v in sums]}
+
+        threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+        yield load, run, answer, {"version": duckdb.__version__, "threads": int(threads)}
+
+
+def _run_engine(
+    name: str,
     path: Path,
     questions: Sequence[str],
     progress: Callable[[str], None],
     repeats: int,
     on_answer: Callable[[str, dict], None],
 ) -> dict[str, Any]:
-    import duckdb
+    """Each question on one engine: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
+    from accel.backend import cpu_backend
+    from accel.bench.db import timed
+    from accel.timing import measure
 
-    con = duckdb.connect()
-    reader = "read_parquet" if str(path).endswith((".parquet", ".pq")) else "read_csv_auto"
-    start = time.perf_counter()
-    con.execute(f"CREATE TABLE x AS SELECT * FROM {reader}(?)", [str(path)])
-    load = time.perf_counter() - start
-
-    def run(q: str) -> str:
-        con.execute("DROP TABLE IF EXISTS ans")
-        con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q][0]}")
-        return q
-
-    def answer(q: str, _ans: Any) -> dict[str, Any]:
-        chk_cols = DUCKDB_GROUPBY[q][1]
-        rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
-        cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
-        sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in chk_cols) + " FROM ans").fetchone()
-        return {"rows": int(rows), "cols": cols, "checksum": [_finite(v) for v in sums]}
-
-    out = _timed_answers("duckdb", questions, run, answer, repeats, progress, on_answer)
-    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
-    con.close()
-    return {"status": "ok", "version": duckdb.__version__, "threads": int(threads), "load_seconds": load, "questions": out}
+    host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
+    out: dict[str, Any] = {}
+    with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as (load, run, answer, about):
+        for q in questions:
+            try:
+                timing, ans = measure(lambda: run(q), host, repeats=repeats)
+                out[q] = {**timed(timing), **answer(q, ans)}
+                del ans
+            except Exception as exc:  # noqa: BLE001 - context only: record and go on
+                out[q] = {"status": "failed", "reason": first_line(exc)}
+            a = out[q]
+            progress(
+                f"[{name}] {q}: "
+                + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"])
+            )
+            on_answer(q, a)
+    return {"status": "ok", **about, "load_seconds": load, "questions": out}
 
 
 def run_engines(
@@ -256,10 +251,7 @@ def run_engines(
                 results[name] = {"status": "skipped", "reason": why}
                 progress(f"[{name}] skipped: {why}")
                 continue
-            if name in ("polars", "polars-gpu"):
-                results[name] = run_polars(path, questions, progress, repeats, tell, gpu=name == "polars-gpu")
-            else:
-                results[name] = run_duckdb(path, questions, progress, repeats, tell)
+            results[name] = _run_engine(name, path, questions, progress, repeats, tell)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory loading: context, not the benchmark
             results[name] = {"status": "failed", "reason": first_line(exc)}
     return results

@@ -57,11 +57,9 @@ def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] 
     """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
     if names is None or names == "all":
         return list(PAIRS.values())
-    listed = names.split(",") if isinstance(names, str) else names
-    wanted = [pair_name(n.strip(), say) for n in listed if n.strip()]
-    unknown = [n for n in wanted if n not in PAIRS]
-    if unknown or not wanted:
-        raise AccelError(f"unknown model {', '.join(map(repr, unknown)) or 'list (empty)'}; known: {', '.join(PAIRS)}")
+    from accel.bench.db import pick_names
+
+    wanted = pick_names("model", names, PAIRS, lambda n: pair_name(n, say))
     return [PAIRS[n] for n in PAIRS if n in wanted]
 
 

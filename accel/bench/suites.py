@@ -103,11 +103,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
         if settings.get(name) is not None:
             settings[name] = Path(settings[name])
     _check_counts(settings)
-    return SuiteRequest(suite, settings, stderr_line if progress else _quiet, stderr_line)
-
-
-def _quiet(_message: str) -> None:
-    pass
+    return SuiteRequest(suite, settings, stderr_line if progress else (lambda _message: None), stderr_line)
 
 
 def _check_counts(settings: Mapping[str, Any]) -> None:

@@ -61,30 +61,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "models": "scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA",
         "crossover": "the row count from which the GPU arm wins, per operation",
     }
+    # No defaults here: None takes the suite's own (accel.bench.suites.DEFAULTS), as accel.benchmark does.
     g, j, m, c = (bsub.add_parser(name, help=text) for name, text in suites.items())
     g.add_argument("--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)")
     j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
     for p, last in ((g, "q10"), (j, "q5")):
-        p.add_argument("--questions", default="all", help=f"comma-separated q1..{last} (default all)")
+        p.add_argument("--questions", help=f"comma-separated q1..{last} (default all)")
     g.add_argument(
         "--engines",
-        default="",
         help="also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
     )
-    m.add_argument("--rows", type=_rows, default=100_000, help="rows of generated data, 80%% for training (default 1e5)")
-    m.add_argument("--features", type=positive_int, default=32, help="columns of generated data (default 32)")
-    m.add_argument("--models", default="all", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
-    m.add_argument("--seed", type=int, default=42)
+    m.add_argument("--rows", type=_rows, help="rows of generated data, 80%% for training (default 1e5)")
+    m.add_argument("--features", type=positive_int, help="columns of generated data (default 32)")
+    m.add_argument("--models", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
+    m.add_argument("--seed", type=int)
     c.add_argument(
         "--operations",
-        default=None,
         help="comma-separated: groupby, join, or model names as accel bench models lists them (default groupby,join,xgboost)",
     )
-    c.add_argument("--min-rows", type=_rows, default=1_000, help="smallest size (default 1e3)")
-    c.add_argument("--max-rows", type=_rows, default=10_000_000, help="largest size (default 1e7)")
-    c.add_argument("--steps-per-decade", type=positive_int, default=1, help="sizes per factor of 10 (default 1)")
-    c.add_argument("--features", type=positive_int, default=32, help="columns for model operations (default 32)")
-    c.add_argument("--seed", type=int, default=42)
+    c.add_argument("--min-rows", type=_rows, help="smallest size (default 1e3)")
+    c.add_argument("--max-rows", type=_rows, help="largest size (default 1e7)")
+    c.add_argument("--steps-per-decade", type=positive_int, help="sizes per factor of 10 (default 1)")
+    c.add_argument("--features", type=positive_int, help="columns for model operations (default 32)")
+    c.add_argument("--seed", type=int)
     for p in (g, j, m, c):
         _bench_common(p, cpu_from=p in (g, j), progress_file=p is not c)
 
@@ -181,12 +180,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     result = benchmark(args.suite, **{k: getattr(args, k) for k in names if hasattr(args, k)}, progress=True)
 
     def show() -> None:
+        console = _console()
         if isinstance(r := result.typed, DbBench):
-            _render_db(r)
+            _render_db(r, console)
         elif isinstance(r, ModelsBench):
-            _render_models(r)
+            _render_models(r, console)
         elif isinstance(r, CrossoverBench):
-            _render_crossover(r)
+            _render_crossover(r, console)
         _print(str((result.typed.fairness or Fairness()).line))
 
     show_result(result.record, args.json, show, {"results": result.path})
@@ -246,14 +246,18 @@ def _db_layout(result: DbBench, arms: list[str], median: str, runs: bool) -> tup
 TEXT_WIDTH = 14
 
 
-def _column_width(header: str, cells: list[str]) -> int:
-    return max([len(line) for line in header.split("\n")] + [len(c) for c in cells])
+def _widths(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> list[int | None]:
+    """Each column's width with every cell whole: its widest cell or header line (None: a text column, which wraps)."""
+    return [
+        None if h in text_columns else max([len(line) for line in h.split("\n")] + [len(r[i]) for r in rows])
+        for i, h in enumerate(headers)
+    ]
 
 
-def _needed_width(headers: list[str], rows: list[list[str]], text_columns: set[str], compact: bool = False) -> int:
+def _needed_width(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> int:
     """The columns a table needs with every cell whole (text columns at :data:`TEXT_WIDTH`)."""
-    widths = [TEXT_WIDTH if h in text_columns else _column_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
-    return sum(widths) + 3 * len(widths) + (-2 if compact else 1)
+    widths = _widths(headers, rows, text_columns)
+    return sum(w or TEXT_WIDTH for w in widths) + 3 * len(widths) + 1
 
 
 def _whole_cells_table(
@@ -265,8 +269,7 @@ def _whole_cells_table(
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
-    for i, header in enumerate(headers):
-        fixed = None if header in text_columns else _column_width(header, [r[i] for r in rows])
+    for header, fixed in zip(headers, _widths(headers, rows, text_columns)):
         table.add_column(
             header, justify="left" if header in left else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
         )
@@ -275,10 +278,9 @@ def _whole_cells_table(
     return table
 
 
-def _render_db(result: DbBench, console: Any = None) -> None:
+def _render_db(result: DbBench, console: Any) -> None:
     from rich.table import Table
 
-    console = console or _console()
     line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     console.print(_db_table(result, console.width))
     if result.gpu and not result.gpu.ok:
@@ -352,8 +354,7 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     ]
 
 
-def _render_models(result: ModelsBench, console: Any = None) -> None:
-    console = console or _console()
+def _render_models(result: ModelsBench, console: Any) -> None:
     line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     for table in _models_tables(result, console.width):
         console.print(table)
@@ -365,10 +366,9 @@ def _render_models(result: ModelsBench, console: Any = None) -> None:
         line(arm_status_line("gpu", Arm(status="skipped", reason=reason)))
 
 
-def _render_crossover(result: CrossoverBench, console: Any = None) -> None:
+def _render_crossover(result: CrossoverBench, console: Any) -> None:
     from rich.table import Table
 
-    console = console or _console()
     reasons: list[str] = []  # each said once, after the tables
     for op in result.operations:
         t = Table(title=f"{op.operation}: {op.description} — median seconds", title_justify="left")
