@@ -682,7 +682,7 @@ class _Comparison:
     left_out: list[str] = field(default_factory=list)  # of the last copy: FIFOs, sockets, devices
 
 
-def compare(opts: Options, say: Any = None) -> tuple[dict[str, Any], Path]:
+def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
     from accel.record import record_stem, write_record

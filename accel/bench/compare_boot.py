@@ -45,14 +45,9 @@ def _cudf_pandas_stats(profiler: Any) -> dict[str, Any]:
 
 
 def _cuml_accel_stats(results: Any) -> dict[str, Any]:
+    counts = ("gpu_calls", "gpu_time", "cpu_calls", "cpu_time")  # cuml.accel's MethodStats, by the same names
     return {
-        str(name): {
-            "gpu_calls": s.gpu_calls,
-            "gpu_time": s.gpu_time,
-            "cpu_calls": s.cpu_calls,
-            "cpu_time": s.cpu_time,
-            "fallback_reasons": sorted(s.fallback_reasons),
-        }
+        str(name): {**{k: getattr(s, k) for k in counts}, "fallback_reasons": sorted(s.fallback_reasons)}
         for name, s in results.method_calls.items()
     }
 

@@ -30,66 +30,55 @@ ENGINES = ("polars", "duckdb", "polars-gpu")
 #: Engines that need only what `pip install 'accel-tabular[bench]'` gives (the GPU one skips with a reason).
 CPU_ENGINES = ("polars", "duckdb")
 
-# DuckDB: the answer of each question as SQL over table x, and the checksum columns of that answer.
+#: The checksum columns of each question's answer, the same on both engines.
+CHECKSUMS = {
+    "q1": ["v1"],
+    "q2": ["v1"],
+    "q3": ["v1", "v3"],
+    "q4": ["v1", "v2", "v3"],
+    "q5": ["v1", "v2", "v3"],
+    "q6": ["median_v3", "sd_v3"],
+    "q7": ["range_v1_v2"],
+    "q8": ["largest2_v3"],
+    "q9": ["r2"],
+    "q10": ["v3", "count"],
+}
+# DuckDB: the answer of each question as SQL over table x.
 DUCKDB_GROUPBY = {
-    "q1": ("SELECT id1, sum(v1) AS v1 FROM x GROUP BY id1", ["v1"]),
-    "q2": ("SELECT id1, id2, sum(v1) AS v1 FROM x GROUP BY id1, id2", ["v1"]),
-    "q3": ("SELECT id3, sum(v1) AS v1, avg(v3) AS v3 FROM x GROUP BY id3", ["v1", "v3"]),
-    "q4": ("SELECT id4, avg(v1) AS v1, avg(v2) AS v2, avg(v3) AS v3 FROM x GROUP BY id4", ["v1", "v2", "v3"]),
-    "q5": ("SELECT id6, sum(v1) AS v1, sum(v2) AS v2, sum(v3) AS v3 FROM x GROUP BY id6", ["v1", "v2", "v3"]),
-    "q6": (
-        "SELECT id4, id5, quantile_cont(v3, 0.5) AS median_v3, stddev(v3) AS sd_v3 FROM x GROUP BY id4, id5",
-        ["median_v3", "sd_v3"],
-    ),
-    "q7": ("SELECT id3, max(v1) - min(v2) AS range_v1_v2 FROM x GROUP BY id3", ["range_v1_v2"]),
-    "q8": (
-        "SELECT id6, v3 AS largest2_v3 FROM (SELECT id6, v3, row_number() OVER (PARTITION BY id6 ORDER BY v3 DESC)"
-        " AS order_v3 FROM x WHERE v3 IS NOT NULL) sub_query WHERE order_v3 <= 2",
-        ["largest2_v3"],
-    ),
-    "q9": ("SELECT id2, id4, pow(corr(v1, v2), 2) AS r2 FROM x GROUP BY id2, id4", ["r2"]),
-    "q10": (
-        "SELECT id1, id2, id3, id4, id5, id6, sum(v3) AS v3, count(*) AS count FROM x GROUP BY id1, id2, id3, id4, id5, id6",
-        ["v3", "count"],
-    ),
+    "q1": "SELECT id1, sum(v1) AS v1 FROM x GROUP BY id1",
+    "q2": "SELECT id1, id2, sum(v1) AS v1 FROM x GROUP BY id1, id2",
+    "q3": "SELECT id3, sum(v1) AS v1, avg(v3) AS v3 FROM x GROUP BY id3",
+    "q4": "SELECT id4, avg(v1) AS v1, avg(v2) AS v2, avg(v3) AS v3 FROM x GROUP BY id4",
+    "q5": "SELECT id6, sum(v1) AS v1, sum(v2) AS v2, sum(v3) AS v3 FROM x GROUP BY id6",
+    "q6": "SELECT id4, id5, quantile_cont(v3, 0.5) AS median_v3, stddev(v3) AS sd_v3 FROM x GROUP BY id4, id5",
+    "q7": "SELECT id3, max(v1) - min(v2) AS range_v1_v2 FROM x GROUP BY id3",
+    "q8": "SELECT id6, v3 AS largest2_v3 FROM (SELECT id6, v3, row_number() OVER (PARTITION BY id6 ORDER BY v3 DESC)"
+    " AS order_v3 FROM x WHERE v3 IS NOT NULL) sub_query WHERE order_v3 <= 2",
+    "q9": "SELECT id2, id4, pow(corr(v1, v2), 2) AS r2 FROM x GROUP BY id2, id4",
+    "q10": "SELECT id1, id2, id3, id4, id5, id6, sum(v3) AS v3, count(*) AS count FROM x GROUP BY id1, id2, id3, id4, id5, id6",
 }
 
 
-def _polars_groupby(pl: Any) -> dict[str, tuple[Callable[[Any], Any], list[str]]]:
+def _polars_groupby(pl: Any) -> dict[str, Callable[[Any], Any]]:
     col = pl.col
     return {
-        "q1": (lambda x: x.group_by("id1").agg(col("v1").sum()), ["v1"]),
-        "q2": (lambda x: x.group_by(["id1", "id2"]).agg(col("v1").sum()), ["v1"]),
-        "q3": (lambda x: x.group_by("id3").agg(col("v1").sum(), col("v3").mean()), ["v1", "v3"]),
-        "q4": (
-            lambda x: x.group_by("id4").agg(col("v1").mean(), col("v2").mean(), col("v3").mean()),
-            ["v1", "v2", "v3"],
+        "q1": lambda x: x.group_by("id1").agg(col("v1").sum()),
+        "q2": lambda x: x.group_by(["id1", "id2"]).agg(col("v1").sum()),
+        "q3": lambda x: x.group_by("id3").agg(col("v1").sum(), col("v3").mean()),
+        "q4": lambda x: x.group_by("id4").agg(col("v1").mean(), col("v2").mean(), col("v3").mean()),
+        "q5": lambda x: x.group_by("id6").agg(col("v1").sum(), col("v2").sum(), col("v3").sum()),
+        "q6": lambda x: x.group_by(["id4", "id5"]).agg(col("v3").median().alias("median_v3"), col("v3").std().alias("sd_v3")),
+        "q7": lambda x: x.group_by("id3").agg((col("v1").max() - col("v2").min()).alias("range_v1_v2")),
+        "q8": lambda x: (
+            x.drop_nulls("v3")
+            .sort("v3", descending=True)
+            .group_by("id6")
+            .agg(col("v3").head(2).alias("largest2_v3"))
+            .explode("largest2_v3")
         ),
-        "q5": (lambda x: x.group_by("id6").agg(col("v1").sum(), col("v2").sum(), col("v3").sum()), ["v1", "v2", "v3"]),
-        "q6": (
-            lambda x: x.group_by(["id4", "id5"]).agg(col("v3").median().alias("median_v3"), col("v3").std().alias("sd_v3")),
-            ["median_v3", "sd_v3"],
-        ),
-        "q7": (
-            lambda x: x.group_by("id3").agg((col("v1").max() - col("v2").min()).alias("range_v1_v2")),
-            ["range_v1_v2"],
-        ),
-        "q8": (
-            lambda x: (
-                x.drop_nulls("v3")
-                .sort("v3", descending=True)
-                .group_by("id6")
-                .agg(col("v3").head(2).alias("largest2_v3"))
-                .explode("largest2_v3")
-            ),
-            ["largest2_v3"],
-        ),
-        "q9": (lambda x: x.group_by(["id2", "id4"]).agg((pl.corr("v1", "v2") ** 2).alias("r2")), ["r2"]),
-        "q10": (
-            lambda x: x.group_by(["id1", "id2", "id3", "id4", "id5", "id6"]).agg(
-                col("v3").sum().alias("v3"), pl.len().alias("count")
-            ),
-            ["v3", "count"],
+        "q9": lambda x: x.group_by(["id2", "id4"]).agg((pl.corr("v1", "v2") ** 2).alias("r2")),
+        "q10": lambda x: x.group_by(["id1", "id2", "id3", "id4", "id5", "id6"]).agg(
+            col("v3").sum().alias("v3"), pl.len().alias("count")
         ),
     }
 
@@ -153,11 +142,11 @@ def _open_polars(path: Path, gpu: bool) -> Iterator[_Opened]:
     lazy = x.lazy()
 
     def run(q: str) -> Any:
-        return defs[q][0](lazy).collect(engine=engine)
+        return defs[q](lazy).collect(engine=engine)
 
     def answer(q: str, ans: Any) -> dict[str, Any]:
-        chk_cols = defs[q][1]
-        return {"rows": ans.height, "cols": ans.width, "checksum": [_finite(ans[c].cast(pl.Float64).sum()) for c in chk_cols]}
+        sums = [_finite(ans[c].cast(pl.Float64).sum()) for c in CHECKSUMS[q]]
+        return {"rows": ans.height, "cols": ans.width, "checksum": sums}
 
     about: dict[str, Any] = {"version": pl.__version__, "threads": pl.thread_pool_size()}
     if gpu:
@@ -183,14 +172,13 @@ def _open_duckdb(path: Path) -> Iterator[_Opened]:
 
         def run(q: str) -> str:
             con.execute("DROP TABLE IF EXISTS ans")
-            con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q][0]}")
+            con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q]}")
             return q
 
         def answer(q: str, _ans: Any) -> dict[str, Any]:
-            chk_cols = DUCKDB_GROUPBY[q][1]
             rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
             cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
-            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in chk_cols) + " FROM ans").fetchone()
+            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in CHECKSUMS[q]) + " FROM ans").fetchone()
             return {"rows": int(rows), "cols": cols, "checksum": [_finite(v) for v in sums]}
 
         threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
