@@ -15,7 +15,6 @@ the repeats: median, min, max), and its answer checked against the pandas arm's 
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import math
 import time
@@ -185,38 +184,6 @@ def _open_duckdb(path: Path) -> Iterator[_Opened]:
         yield load, run, answer, {"version": duckdb.__version__, "threads": int(threads)}
 
 
-def _run_engine(
-    name: str,
-    path: Path,
-    questions: Sequence[str],
-    progress: Callable[[str], None],
-    repeats: int,
-    on_answer: Callable[[str, dict], None],
-) -> dict[str, Any]:
-    """Each question on one engine: one cold run apart, then ``repeats`` timed runs; its rows, columns, checksum."""
-    from accel.backend import cpu_backend
-    from accel.bench.db import timed
-    from accel.timing import measure
-
-    host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
-    out: dict[str, Any] = {}
-    with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as (load, run, answer, about):
-        for q in questions:
-            try:
-                timing, ans = measure(lambda: run(q), host, repeats=repeats)
-                out[q] = {**timed(timing), **answer(q, ans)}
-                del ans
-            except Exception as exc:  # noqa: BLE001 - context only: record and go on
-                out[q] = {"status": "failed", "reason": first_line(exc)}
-            a = out[q]
-            progress(
-                f"[{name}] {q}: "
-                + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if a["status"] == "ok" else a["reason"])
-            )
-            on_answer(q, a)
-    return {"status": "ok", **about, "load_seconds": load, "questions": out}
-
-
 def run_engines(
     names: Sequence[str],
     path: Path,
@@ -225,21 +192,40 @@ def run_engines(
     repeats: int,
     on_answer: Callable[[str, str, dict], None],
 ) -> dict[str, Any]:
-    """Each named engine on the groupby data file: each question one cold run, then ``repeats``.
+    """Each named engine on the groupby data file: each question one cold run apart, then
+    ``repeats`` timed runs; its rows, columns and checksum.
 
     ``on_answer(engine, question, answer)`` is called as each answer is ready (results kept as
     they come, so a time limit loses only the question it cut).
     """
+    from accel.backend import cpu_backend
+    from accel.bench.db import timed
+    from accel.timing import measure
+
+    host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
     results: dict[str, Any] = {}
     for name in names:
-        tell = functools.partial(on_answer, name)
         try:
             why = polars_gpu_skip() if name == "polars-gpu" else None
             if why:
                 results[name] = {"status": "skipped", "reason": why}
                 progress(f"[{name}] skipped: {why}")
                 continue
-            results[name] = _run_engine(name, path, questions, progress, repeats, tell)
+            out: dict[str, Any] = {}
+            with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as opened:
+                load, run, answer, about = opened
+                for q in questions:
+                    try:
+                        timing, ans = measure(lambda: run(q), host, repeats=repeats)
+                        out[q] = {**timed(timing), **answer(q, ans)}
+                        del ans
+                    except Exception as exc:  # noqa: BLE001 - context only: record and go on
+                        out[q] = {"status": "failed", "reason": first_line(exc)}
+                    a = out[q]
+                    ok = a["status"] == "ok"
+                    progress(f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if ok else a["reason"]))
+                    on_answer(name, q, a)
+            results[name] = {"status": "ok", **about, "load_seconds": load, "questions": out}
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory loading: context, not the benchmark
             results[name] = {"status": "failed", "reason": first_line(exc)}
     return results
