@@ -547,8 +547,7 @@ class ClusterSession:
             import dask
 
             address = plan.address
-            if address is None:
-                raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+            assert address is not None, "plan_cluster gives a running cluster its address"
             probe_scheduler(address)
             try:
                 with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):

@@ -55,6 +55,7 @@ from accel.faultpoints import training_callbacks
 from accel.memory import MemorySettings
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
+from accel.output import say as _say
 from accel.pipeline import Pipeline
 from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
@@ -63,7 +64,7 @@ from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
 from accel.workflows import DASK_WORKFLOWS
 from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
-from accel.workflows.partitions import partition_lengths
+from accel.workflows.partitions import held_rows, partition_offsets
 
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
@@ -100,12 +101,6 @@ class ClusterRunFailed(AccelError):
     """The cluster could not finish the run (e.g. training failed twice); nothing is written."""
 
     exit_code = 1
-
-
-def _say(text: str) -> None:
-    from accel.output import say
-
-    say(text)
 
 
 def client_backend(kind: str) -> Backend:
@@ -439,7 +434,7 @@ def dask_search(
     assert es is not None
     X_train, y_train = training_frames(False)
     positions = es.positions(n_train)
-    offsets = tuple(int(o) for o in np.cumsum([0, *partition_lengths(client, X_train)[:-1]]))
+    offsets = partition_offsets(client, X_train.to_delayed())
 
     def part(frame: Any, valid: bool) -> Any:
         return frame.map_partitions(held_rows, offsets, positions, valid, meta=frame._meta)
@@ -460,21 +455,6 @@ def dask_search(
     booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(fresh=True), make_input(), say, es.patience)
     es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
     return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
-
-
-def held_rows(part: Any, offsets: tuple[int, ...], positions: np.ndarray, valid: bool, partition_info: Any = None) -> Any:
-    """A partition's validation rows (``valid``) or its other rows; ``positions`` among all
-    training rows, the partition's first at ``offsets[i]``."""
-    if partition_info is None:  # Dask asking for the output's shape
-        return part
-    start = offsets[partition_info["number"]]
-    lo, hi = np.searchsorted(positions, [start, start + len(part)])
-    local = positions[lo:hi] - start
-    if not valid:
-        keep = np.ones(len(part), dtype=bool)
-        keep[local] = False
-        local = np.flatnonzero(keep)
-    return part.iloc[local].reset_index(drop=True)
 
 
 def keep_pipeline(
@@ -514,15 +494,12 @@ def xgboost_named(frame: Any) -> Any:
 #: type ("Unsupported type float16", cudf 26.10 core/column/column.py), so the partitions of GPU
 #: workers (cuDF frames) cannot hold features in it, and a CPU-only fp16 would make the two arms
 #: store different things.
+_FLOAT16 = "float16 storage is an array in one process's memory, and cuDF (the GPU workers' partitions) has no float16 column"
+_IN_MEMORY = "the workers hold their partitions in memory, not batches of a file"
 SINGLE_PROCESS_ONLY = (
-    (
-        "precision",
-        "fp32",
-        "--precision",
-        "float16 storage is an array in one process's memory, and cuDF (the GPU workers' partitions) has no float16 column",
-    ),
-    ("batch_rows", "auto", "--batch-rows", "the workers hold their partitions in memory, not batches of a file"),
-    ("memory_budget", None, "--memory-budget", "the workers hold their partitions in memory, not batches of a file"),
+    ("precision", "fp32", "--precision", _FLOAT16),
+    ("batch_rows", "auto", "--batch-rows", _IN_MEMORY),
+    ("memory_budget", None, "--memory-budget", _IN_MEMORY),
 )
 
 

@@ -129,9 +129,10 @@ def scaling_study(
     with ``local`` the CPU workers only. A user's table (``config.data``) is planned once, here.
     """
     from accel.environment import collect_environment
+    from accel.output import say as _say
     from accel.record import ensure_writable, write_record
     from accel.runner import early_stopping_for
-    from accel.scaleout.cluster_run import _say, check_dask_config
+    from accel.scaleout.cluster_run import check_dask_config
 
     check_dask_config(config)
     # Every run of the study (the baseline, each count, each arm) trains the rounds the first decided.

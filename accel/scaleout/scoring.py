@@ -24,6 +24,7 @@ from accel.scaleout.arms import ArmPlace
 from accel.scaleout.cluster import OnWorkers
 from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
 from accel.timing import StageTimer
+from accel.workflows.partitions import partition_offsets
 
 #: The target's codes beside a partition's predictions (NaN where unknown), split off on the client.
 TARGET = "__target__"
@@ -78,16 +79,15 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
                 )
                 parts = client.persist(table.to_delayed())
                 wait(parts)
-                lengths = client.compute([dask.delayed(len)(p) for p in parts], sync=True)
+                offsets = partition_offsets(client, parts)
             with timer.stage("features"):
                 shipped = client.scatter(pipeline, broadcast=True, hash=False)
                 featured = client.persist([dask.delayed(features_partition)(p, shipped) for p in parts])
                 wait(featured)
                 del parts
             with timer.stage("predict"):
-                starts = np.cumsum([0, *lengths[:-1]])
                 scored = [
-                    dask.delayed(predict_partition)(f, shipped, int(a), job.contributions) for f, a in zip(featured, starts)
+                    dask.delayed(predict_partition)(f, shipped, start, job.contributions) for f, start in zip(featured, offsets)
                 ]
                 frames = client.compute(scored, sync=True)
             workers_memory = self.sampler.peaks()
@@ -98,7 +98,7 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
             codes = output.loc[known, TARGET].to_numpy().astype(np.int32 if job.task != "regression" else np.float64)
             metrics.add(codes, _model_output(pipeline, output.loc[known]))
         job.outputs[backend.name] = output.drop(columns=[TARGET], errors="ignore")
-        executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(lengths)})
+        executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(featured)})
         executed.peaks = ArmPeaks.of_workers(workers_memory)
         executed.where = "dask workers"
         executed.workers_memory = workers_memory
@@ -120,10 +120,11 @@ def predict_on_cluster(
     """``accel predict`` on a Dask cluster (``cluster``: the run's ``cluster`` section): both
     arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
     with ``--baseline`` or where the accelerated one did not run."""
+    from accel.output import say as _say
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
-    from accel.scaleout.cluster_run import _say, describe_cluster
+    from accel.scaleout.cluster_run import describe_cluster
     from accel.scoring import conclude, prepare, remove, score_arm
 
     ready = prepare(settings)

@@ -47,7 +47,7 @@ from accel.workflows.flights import (
     target,
     with_target,
 )
-from accel.workflows.partitions import partition_lengths, worker_backend, worker_slots
+from accel.workflows.partitions import held_rows, partition_offsets, worker_backend, worker_slots
 
 TARGET = "__y__"
 #: Rows per partition aimed at: CPU workers like several partitions each (load balance, less
@@ -72,7 +72,7 @@ def _lookups(kind: str, rows: int | None, seed: int) -> tuple[Any, Any]:
 
 def clear_worker_caches() -> None:
     """Drop the tables a worker read (run on every worker at the end of a run)."""
-    for cached in (_lookups, _tables, _test_mask):
+    for cached in (_lookups, _tables, _test_positions):
         cached.cache_clear()
 
 
@@ -98,21 +98,15 @@ def row_partition(part: Any, kind: str, rows: int | None, seed: int) -> Any:
 
 
 @lru_cache(maxsize=2)
-def _test_mask(n: int, test_size: float, seed: int) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    mask[split_positions(n, test_size, seed)[1]] = True
-    return mask
+def _test_positions(n: int, test_size: float, seed: int) -> np.ndarray:
+    return split_positions(n, test_size, seed)[1]
 
 
 def split_partition(
     part: Any, offsets: tuple[int, ...], n: int, test_size: float, seed: int, test: bool, partition_info: Any = None
 ) -> Any:
     """This partition's rows of the global split (its rows are ``offsets[i]:offsets[i]+len``)."""
-    if partition_info is None:  # Dask asking for the output's shape
-        return part
-    start = offsets[partition_info["number"]]
-    mask = _test_mask(n, test_size, seed)[start : start + len(part)]
-    return part.iloc[np.flatnonzero(mask if test else ~mask)].reset_index(drop=True)
+    return held_rows(part, offsets, _test_positions(n, test_size, seed), test, partition_info)
 
 
 def finish_partition(part: Any, stats: list[GroupStats], vocabulary: dict[str, list[Any]]) -> Any:
@@ -187,7 +181,7 @@ class DaskFlights:
         flights = dd.from_map(load_block, self.blocks, args=list(self._args()), meta=self._metas[0], label="accel-load-flights")
         flights = client.persist(flights)
         wait(flights)
-        return flights, sum(partition_lengths(client, flights))
+        return flights, partition_offsets(client, flights.to_delayed())[-1]
 
     def features(self, client: Any, flights: Any, loaded_rows: int) -> Prepared:
         """Model input as Dask collections (the frames of ``Prepared``), persisted on the workers."""
@@ -200,10 +194,9 @@ class DaskFlights:
         rows = client.persist(flights.map_partitions(row_partition, *self._args(), meta=rows_meta))
         wait(rows)
 
-        lengths = partition_lengths(client, rows)
-        n = sum(lengths)
+        offsets = partition_offsets(client, rows.to_delayed())
+        n = offsets[-1]
         n_test = len(split_positions(n, s.test_size, s.seed)[1])  # also refuses an unsplittable n
-        offsets = tuple(int(o) for o in np.cumsum([0, *lengths[:-1]]))
         split = (offsets, n, s.test_size, s.seed)
         train = rows.map_partitions(split_partition, *split, False, meta=rows_meta)
         test = rows.map_partitions(split_partition, *split, True, meta=rows_meta)

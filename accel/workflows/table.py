@@ -16,7 +16,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
+from accel.data.autofeatures import FeatureReport, TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.prepared import Prepared
 from accel.data.readers import fingerprint, planned_source, read_source, resolve_source
 from accel.data.schema import PlannedTable, TablePlan, make_plan, real_name
@@ -222,12 +222,17 @@ class TableWorkflow(WorkflowBase):
 
     def features(self, backend: Backend, frame: Any) -> Prepared:
         prepared, report = build_table_features(backend.xdf, frame, self.plan, self.family, self.settings.seed)
-        self.feature_reports[backend.name] = {
-            "encodings": report.encodings,
-            "imputed": report.imputed,
-            "scaled": report.scaled,
-            "dates": dict(report.dates),
-            **({"renamed": dict(report.renamed)} if report.renamed else {}),
-        }
+        self.feature_reports[backend.name] = described_report(report)
         prepared.rows["loaded"] = self.plan.rows_in_file
         return prepared
+
+
+def described_report(report: FeatureReport) -> dict[str, Any]:
+    """The run record's part for what the features did on an arm (``feature_reports``)."""
+    return {
+        "encodings": dict(report.encodings),
+        "imputed": report.imputed,
+        "scaled": report.scaled,
+        "dates": dict(report.dates),
+        **({"renamed": dict(report.renamed)} if report.renamed else {}),
+    }

@@ -50,8 +50,8 @@ from accel.errors import AccelError
 from accel.faultpoints import fault_point
 from accel.registry import DEFAULT_MODEL
 from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
-from accel.workflows.partitions import worker_backend, worker_slots
-from accel.workflows.table import TableWorkflow
+from accel.workflows.partitions import partition_offsets, worker_backend, worker_slots
+from accel.workflows.table import TableWorkflow, described_report
 
 #: The feature family a Dask run builds (every model with a Dask trainer takes it): the target
 #: encoders are its only fitted statistic, no imputation or scaling.
@@ -88,11 +88,6 @@ class Rows:
         return np.flatnonzero(np.unpackbits(self.bits, count=self.size))
 
 
-def _folds(folds: np.ndarray) -> np.ndarray:
-    """A task's folds (sent in one byte each) in the type the single-process fit has them."""
-    return folds.astype(np.int64)
-
-
 def select_rows(part: Any, rows: Rows) -> Any:
     """The partition's ``rows`` (infinite numbers as missing, as when read whole)."""
     return infinite_as_missing(part.iloc[rows.positions()].reset_index(drop=True))
@@ -114,7 +109,7 @@ def _training_rows(part: Any, plan: Any, seed: int, kind: str, train: Rows) -> t
 def fit_partition(part: Any, plan: Any, seed: int, kind: str, train: Rows, folds: np.ndarray) -> dict[str, Any]:
     """The target encoders' partial statistics of this partition's training rows."""
     featurizer, rows, y = _training_rows(part, plan, seed, kind, train)
-    featurizer.partial_fit(rows, y, _folds(folds))
+    featurizer.partial_fit(rows, y, folds.astype(np.int64))  # sent in one byte each; int64 as the single process fits
     return {name: encoder.partial_state() for name, encoder in featurizer.encoders.items()}
 
 
@@ -129,7 +124,7 @@ def featurize_partition(part: Any, featurizer: TableFeaturizer, at: Rows, folds:
     """The features of this partition's rows ``at`` (training rows with their folds) and the target."""
     fault_point("features")
     rows, y = _split(part, featurizer, at.positions())
-    out = featurizer.transform(rows, None if folds is None else _folds(folds))
+    out = featurizer.transform(rows, None if folds is None else folds.astype(np.int64))
     out[TARGET] = y.reset_index(drop=True)
     return out
 
@@ -281,25 +276,24 @@ class DaskTable:
 
         raw = client.persist(self.read().to_delayed())
         wait(raw)
-        lengths = [int(v) for v in client.compute([dask.delayed(len)(part) for part in raw], sync=True)]
-        offsets = np.cumsum([0, *lengths])
-        if int(offsets[-1]) != self.plan.rows_in_file:
+        offsets = partition_offsets(client, raw)
+        if offsets[-1] != self.plan.rows_in_file:
             raise AccelError(
-                f"--data: the cluster read {int(offsets[-1]):,} rows of {str(self.planned.source.original)!r} where "
+                f"--data: the cluster read {offsets[-1]:,} rows of {str(self.planned.source.original)!r} where "
                 f"planning counted {self.plan.rows_in_file:,}: has the file changed since?"
             )
         starts = np.searchsorted(self.plan.row_positions, offsets)
         self._bounds = [(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         rows = client.persist(
             [
-                dask.delayed(select_rows)(part, Rows.at(self.plan.row_positions[a:b] - int(offsets[i]), lengths[i]))
+                dask.delayed(select_rows)(part, Rows.at(self.plan.row_positions[a:b] - offsets[i], offsets[i + 1] - offsets[i]))
                 for i, (part, (a, b)) in enumerate(zip(raw, self._bounds, strict=True))
             ]
         )
         wait(rows)
         del raw
         self.partitions = len(rows)
-        return rows, int(offsets[-1])
+        return rows, offsets[-1]
 
     def features(self, client: Any, raw: Any, loaded_rows: int) -> Prepared:
         """Model input as Dask collections (the frames of ``Prepared``), persisted on the workers."""
@@ -360,12 +354,7 @@ class DaskTable:
         )
         wait([X_train, y_train, X_test, y_test])
         featurizer.report.dates = dates
-        self.feature_reports[self.kind] = {
-            "encodings": dict(featurizer.encoding),
-            "imputed": [],
-            "scaled": False,
-            "dates": dict(dates),
-        }
+        self.feature_reports[self.kind] = described_report(featurizer.report)
         n_train, n_test = len(plan.train_pos), len(plan.test_pos)
         return Prepared(
             X_train=X_train,
