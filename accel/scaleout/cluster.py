@@ -23,8 +23,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from accel.backend import (
@@ -41,6 +41,7 @@ from accel.backend import (
 )
 from accel.errors import AccelError, first_line
 from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
+from accel.output import say as say_line
 from accel.result import Executor, W
 
 if TYPE_CHECKING:
@@ -404,9 +405,6 @@ class ClusterInfo:
     memory_limit: int | None = None
     cudf_spill: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @property
     def total_threads(self) -> int:
         return sum(int(w.get("nthreads", 0)) for w in self.worker_details)
@@ -500,8 +498,6 @@ class ClusterSession:
         no_worker_grace: float = NO_WORKERS_GRACE_S,
     ):
         self.plan = plan
-        from accel.output import say as say_line
-
         self.say = say or say_line
         self.dashboard_address = dashboard_address
         self.cluster: Any = None
@@ -672,8 +668,7 @@ class ClusterSession:
         """Addresses of the workers the scheduler knows right now."""
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
-    @contextmanager
-    def no_worker_watchdog(self, interval: float = 0.5) -> Iterator[None]:
+    def no_worker_watchdog(self, interval: float = 0.5) -> AbstractContextManager[None]:
         """Cancel this client's work when the cluster has had no worker for ``no_worker_grace`` seconds.
 
         Dask waits for workers to come back (a nanny restarts a killed one in seconds), so a
@@ -686,11 +681,9 @@ class ClusterSession:
         def fired() -> None:
             self.all_workers_lost = True
 
-        with self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired):
-            yield
+        return self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired)
 
-    @contextmanager
-    def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> Iterator[None]:
+    def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> AbstractContextManager[None]:
         """Cancel the futures created inside this block once one of ``workers`` has been gone
         for ``grace`` seconds and the block is still running.
 
@@ -700,9 +693,8 @@ class ClusterSession:
         the blocked call raise; data persisted before the block is left alone.
         """
         expected = set(workers)
-        with self._cancel_when(lambda now: not expected <= now, grace, "a training worker was lost",
-                               set(self.client.futures), interval):  # fmt: skip
-            yield
+        keep = set(self.client.futures)
+        return self._cancel_when(lambda now: not expected <= now, grace, "a training worker was lost", keep, interval)
 
     @contextmanager
     def _cancel_when(
@@ -753,10 +745,8 @@ class ClusterSession:
         self.client = self.cluster = None
         for what, timeout in closing:
             if what is not None:
-                try:
+                with suppress(Exception):  # closing must not hide the error that got us here
                     what.close(timeout=timeout)
-                except Exception:  # noqa: BLE001 - closing must not hide the error that got us here
-                    pass
         for key, value in self._environ_before.items():
             if value is None:
                 os.environ.pop(key, None)

@@ -37,7 +37,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say as _say
 from accel.pipeline import Pipeline
-from accel.registry import DEFAULT_MODEL, MODELS, refusal, xgboost_threads_used
+from accel.registry import MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
@@ -290,8 +291,7 @@ def run_on_session(
     if build is None:
         raise _not_on_dask(str(workflow))
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
-    executor = OnDask(session, params, seed, say, early_stopping)
-    result = execute_arm(backend, dask_workflow, executor, listener)
+    result = execute_arm(backend, dask_workflow, OnDask(session, params, seed, say, early_stopping), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
 
@@ -326,14 +326,13 @@ class OnDask(OnWorkers[DaskWorkflow]):
         )
         # No nthread: xgboost.dask gives each worker its own thread count.
         train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
-        stage = timer.stage
         self.sampler.on_sample = listener.memory if listener else None  # the progress shows the workers' memory
         try:
-            backend_config = dask.config.set({"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)})
-            with backend_config, self.sampler, session.no_worker_watchdog():
-                with stage("load"):
+            backend_config = {"dataframe.backend": _compat.dask_dataframe_backend(backend.xdf)}
+            with dask.config.set(backend_config), self.sampler, session.no_worker_watchdog():
+                with timer.stage("load"):
                     raw, loaded = dask_workflow.load(client)
-                with stage("features"):
+                with timer.stage("features"):
                     prepared = dask_workflow.features(client, raw, loaded)
                     del raw
                 X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
@@ -366,16 +365,16 @@ class OnDask(OnWorkers[DaskWorkflow]):
                         dask_search(session, model, backend.name, train_params, training_frames, n_train, self.say)
                     ),
                 )  # fmt: skip
-                with stage("to_device"):
+                with timer.stage("to_device"):
                     model_input = make_dtrain()
-                with stage("train"):
+                with timer.stage("train"):
                     rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
                     booster, attempts = train_with_one_retry(
                         session, train_params, rounds, lambda: make_dtrain(fresh=True), model_input, self.say
                     )
                     attempts = [*searched, *attempts]  # a worker lost during the rounds search is said too
                     del model_input
-                with stage("predict"):
+                with timer.stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
                 kept = keep_pipeline(dask_workflow, backend, model, booster, prepared, timer, _compat.to_numpy(y_prob))
@@ -387,10 +386,8 @@ class OnDask(OnWorkers[DaskWorkflow]):
                 raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
             raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
         finally:
-            try:
+            with suppress(Exception):  # a worker lost at the end keeps nothing anyway
                 dask_workflow.clear_workers(client)
-            except Exception:  # noqa: BLE001 - a worker lost at the end keeps nothing anyway
-                pass
 
         return Executed(
             model,
@@ -511,10 +508,8 @@ def check_dask_config(config: RunConfig) -> None:
                 f"{flag} applies to a run in this process, not to a Dask run (--cluster/--scheduler): {why}; "
                 "on Dask, --worker-memory limits each worker and Dask spills its partitions to disk beyond it"
             )
-    model = getattr(config, "model", DEFAULT_MODEL)
-    spec = MODELS.get(model)
-    if spec is not None and spec.caps.dask is None:
-        raise refusal(model, "dask", "run it in this process (without --cluster/--scheduler)")
+    if MODELS[config.model].caps.dask is None:
+        raise refusal(config.model, "dask", "run it in this process (without --cluster/--scheduler)")
 
 
 def run_placed_arm(
@@ -540,16 +535,16 @@ def run_placed_arm(
     if place.skip is not None:
         return skipped(place.skip).as_dict(), None, None
     if place.placement == "process":
-        from accel.runner import attach_early_stopping, run_arm_safely
+        from accel.runner import run_arm_safely
 
         assert single_process is not None
-        single = single_process()
-        if early_stopping is not None:
-            attach_early_stopping(single, early_stopping)
+        single = single_process()  # built with ``early_stopping`` (:func:`accel.runner.build_workflow`)
         result = run_arm_safely(place.arm_backend(), single, listener, memory, collect=False)
-        arm = result.as_dict()
-        arm.update(placement="process", placement_note=place.note, cluster=None)
-        return arm, single, result.pipeline
+        return (
+            {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None},
+            single,
+            result.pipeline,
+        )
     t0 = time.perf_counter()
     with ExitStack() as stack:
         session = place.open_session(stack, say)
@@ -592,7 +587,7 @@ def dask_workflow_of(
 
 def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
     """The cluster an arm ran on, each worker with its memory peaks."""
-    cluster = info.as_dict()
+    cluster = asdict(info)
     cluster["startup_seconds"] = round(startup_seconds, 3)
     cluster["memory_note"] = (
         "per worker: peak_rss_mb is the kernel's peak of the worker process (VmHWM, since that worker started); "

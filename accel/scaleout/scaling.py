@@ -223,24 +223,21 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
 
     config, finished = study.config, datetime.now(timezone.utc)
     table, reference = scaling_rows(study.runs)
-    if described is not None:
-        name, data = described.name, described.describe_data()
-    else:
-        name, data = config.workflow, get_workflow(config.workflow, WorkflowSettings.of(config)).describe_data()
+    described = described or get_workflow(config.workflow, WorkflowSettings.of(config))  # a named workflow
     return {
         **record_head("scaling"),
         "benchmark": "scaling",
-        "workflow": name,
+        "workflow": described.name,
         "cluster_kind": config.cluster.kind,
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
-        "data": data,
+        "data": described.describe_data(),
         "worker_counts": study.counts,
         "early_stopping": study.early_stopping.describe(),
         "speedup_reference": reference,
-        "metric_name": "rmse" if getattr(described, "task", "binary") == "regression" else METRIC,
+        "metric_name": "rmse" if described.task == "regression" else METRIC,
         "definitions": {
             "speedup_vs_1": "seconds with the fewest workers of the same arm / seconds of this row, per stage",
             "efficiency": "speedup_vs_1 / (workers / the fewest workers); NaN for the single-process row",

@@ -26,31 +26,23 @@ from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame,
 from accel.timing import StageTimer
 from accel.workflows.partitions import partition_offsets
 
-#: The target's codes beside a partition's predictions (NaN where unknown), split off on the client.
-TARGET = "__target__"
-
 
 def features_partition(part: Frame, pipeline: Pipeline) -> tuple[Any, Any]:
-    """A partition's feature frame, and its target codes (NaN where the target is unknown)."""
-    X = pipeline.features(part)
-    codes = np.full(len(part), np.nan)
-    found = pipeline.target_codes(part)
-    if found is not None:
-        codes[found[1]] = found[0]
-    return X, codes
+    """A partition's feature frame, and its target codes where known (:meth:`~accel.pipeline.Pipeline.target_codes`)."""
+    return pipeline.features(part), pipeline.target_codes(part)
 
 
-def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: int, contributions: bool) -> Any:
-    """A partition's output rows (:func:`accel.scoring.predictions_frame`) with its target codes."""
-    X, codes = featured
+def predict_partition(featured: tuple[Any, Any], pipeline: Pipeline, first_row: int, contributions: bool) -> tuple[Any, Any]:
+    """A partition's output rows (:func:`accel.scoring.predictions_frame`), and the target codes
+    and model output of its rows whose target is known (None without a target column)."""
+    X, found = featured
     matrix = pipeline.matrix(X)
     output = pipeline.predict_matrix(matrix)
     values = None
     if contributions:
         values = pipeline.model.contributions(pipeline.backend, pipeline.fitted, matrix.batch(0, matrix.n_rows))
-    frame = predictions_frame(pipeline, output, first_row, values)
-    frame[TARGET] = codes
-    return frame
+    known = None if found is None else (found[0], np.asarray(output, dtype=np.float64)[found[1]])
+    return predictions_frame(pipeline, output, first_row, values), known
 
 
 class ScoreOnDask(OnWorkers[ScoreJob]):
@@ -89,29 +81,20 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
                 scored = [
                     dask.delayed(predict_partition)(f, shipped, start, job.contributions) for f, start in zip(featured, offsets)
                 ]
-                frames = client.compute(scored, sync=True)
+                results = client.compute(scored, sync=True)
             workers_memory = self.sampler.peaks()
+        frames = [frame for frame, _ in results]
         output = pd.concat(frames, ignore_index=True) if frames else predictions_frame(pipeline, np.empty(0), 0)
         metrics = Metrics()
-        known = output[TARGET].notna().to_numpy() if TARGET in output else np.zeros(len(output), bool)
-        if known.any():
-            codes = output.loc[known, TARGET].to_numpy().astype(np.int32 if job.task != "regression" else np.float64)
-            metrics.add(codes, _model_output(pipeline, output.loc[known]))
-        job.outputs[backend.name] = output.drop(columns=[TARGET], errors="ignore")
+        for codes, known_output in (known for _, known in results if known is not None):
+            metrics.add(codes.astype(np.int32 if job.task != "regression" else np.float64), known_output)
+        job.outputs[backend.name] = output
         executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(featured)})
         executed.peaks = ArmPeaks.of_workers(workers_memory)
         executed.where = "dask workers"
         executed.workers_memory = workers_memory
         executed.threads = {"workers": info.workers, "threads_per_worker": info.threads_per_worker}
         return executed
-
-
-def _model_output(pipeline: Pipeline, rows: Frame) -> np.ndarray:
-    """The model's output again from the output rows (the probabilities, or the regression's values)."""
-    if pipeline.task == "regression":
-        return rows["prediction"].to_numpy(dtype=np.float64)
-    proba = rows[[f"proba_{label}" for label in pipeline.classes_]].to_numpy()
-    return proba[:, 1] if pipeline.task == "binary" else proba
 
 
 def predict_on_cluster(

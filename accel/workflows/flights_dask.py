@@ -161,6 +161,8 @@ class DaskFlights:
     def __init__(self, settings: WorkflowSettings, kind: str, client_backend: Backend, blocks: list[tuple[int, int, int]]):
         self.settings, self.kind, self.backend, self.blocks = settings, kind, client_backend, blocks
         self._metas: tuple[Any, Any] | None = None
+        #: What the tasks on the workers read the tables with: the workers' kind, rows and seed.
+        self._args = (kind, settings.rows, settings.seed)
 
     def clear_workers(self, client: Any) -> None:
         """Drop the tables each worker read (:func:`clear_worker_caches`)."""
@@ -169,16 +171,13 @@ class DaskFlights:
     def describe_data(self) -> dict[str, Any]:
         return {**FlightsWorkflow(self.settings).describe_data(), "partitions": len(self.blocks)}
 
-    def _args(self) -> tuple[str, int | None, int]:
-        return self.kind, self.settings.rows, self.settings.seed
-
     def load(self, client: Any) -> tuple[Any, int]:
         """The flights partitions, persisted on the workers, and their total row count."""
         import dask.dataframe as dd
         from distributed import wait
 
-        self._metas = client.submit(partition_metas, *self._args(), pure=False).result()
-        flights = dd.from_map(load_block, self.blocks, args=list(self._args()), meta=self._metas[0], label="accel-load-flights")
+        self._metas = client.submit(partition_metas, *self._args, pure=False).result()
+        flights = dd.from_map(load_block, self.blocks, args=list(self._args), meta=self._metas[0], label="accel-load-flights")
         flights = client.persist(flights)
         wait(flights)
         return flights, partition_offsets(client, flights.to_delayed())[-1]
@@ -191,7 +190,7 @@ class DaskFlights:
         s = self.settings
         assert self._metas is not None, "load() first"
         rows_meta = self._metas[1]
-        rows = client.persist(flights.map_partitions(row_partition, *self._args(), meta=rows_meta))
+        rows = client.persist(flights.map_partitions(row_partition, *self._args, meta=rows_meta))
         wait(rows)
 
         offsets = partition_offsets(client, rows.to_delayed())
