@@ -22,6 +22,7 @@ import re
 import signal
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
@@ -820,36 +821,28 @@ class WorkerMemorySampler(PeriodicSampler):
         self.client = client
         #: Told of each reading: the highest worker's host bytes and device bytes (None without NVML).
         self.on_sample: Callable[[int, int | None], None] | None = None
-        self.host: dict[str, int] = {}
-        self.device: dict[str, int] = {}
-        self.stage_host: dict[str, dict[str, int]] = {}
-        self.stage_device: dict[str, dict[str, int]] = {}
+        #: Peak bytes per worker, of ``"host"`` or ``"device"`` memory, overall (stage None) and per stage.
+        self.seen: defaultdict[tuple[str, str | None], dict[str, int]] = defaultdict(dict)
 
     def sample(self) -> None:
         try:
             workers = self.client.scheduler_info(n_workers=-1)["workers"]
         except Exception:  # noqa: BLE001 - a failed read must not end the run it watches
             return
-        highest_host, highest_device = 0, None  # this reading's highest worker, for on_sample
+        highest: dict[str, int | None] = {"host": 0, "device": None}  # this reading's highest worker, for on_sample
         with self._lock:
             for address, w in workers.items():
                 metrics = w.get("metrics", {})
-                host = int(metrics.get("memory") or 0)
-                device = (metrics.get("gpu") or {}).get("memory-used")
-                highest_host = max(highest_host, host)
-                self._note(self.host, self.stage_host, address, host)
-                if device is not None:
-                    highest_device = max(highest_device or 0, int(device))
-                    self._note(self.device, self.stage_device, address, int(device))
+                readings = {"host": int(metrics.get("memory") or 0), "device": (metrics.get("gpu") or {}).get("memory-used")}
+                for what, value in readings.items():
+                    if value is None:
+                        continue
+                    highest[what] = max(highest[what] or 0, int(value))
+                    for stage in {None, self._stage}:  # overall, and in the current stage
+                        peaks = self.seen[what, stage]
+                        peaks[address] = max(peaks.get(address, 0), int(value))
         if self.on_sample is not None and workers:
-            self.on_sample(highest_host, highest_device)
-
-    def _note(self, peaks: dict[str, int], stage_peaks: dict[str, dict[str, int]], address: str, value: int) -> None:
-        """Raise ``address``'s peak, overall and in the current stage, to ``value``."""
-        peaks[address] = max(peaks.get(address, 0), value)
-        if self._stage:
-            per = stage_peaks.setdefault(self._stage, {})
-            per[address] = max(per.get(address, 0), value)
+            self.on_sample(highest["host"] or 0, highest["device"])
 
     def set_stage(self, stage: str | None) -> None:
         self.sample()
@@ -862,15 +855,19 @@ class WorkerMemorySampler(PeriodicSampler):
             rss = self.client.run(worker_peak_rss)
         except Exception:  # noqa: BLE001 - e.g. a worker lost at the end
             rss = {}
+
+        def per_stage(what: str, address: str) -> dict[str, float | None]:
+            return {s: _mb(v[address]) for (w, s), v in self.seen.items() if w == what and s is not None and address in v}
+
         return {
             address: {
-                "dask_reported_peak_host_mb": _mb(self.host.get(address)),
-                "dask_reported_peak_device_mb": _mb(self.device.get(address)),
+                "dask_reported_peak_host_mb": _mb(self.seen["host", None].get(address)),
+                "dask_reported_peak_device_mb": _mb(self.seen["device", None].get(address)),
                 "peak_rss_mb": _mb(rss.get(address)),
-                "stage_peak_host_mb": {s: _mb(v.get(address)) for s, v in self.stage_host.items() if address in v},
-                "stage_peak_device_mb": {s: _mb(v.get(address)) for s, v in self.stage_device.items() if address in v},
+                "stage_peak_host_mb": per_stage("host", address),
+                "stage_peak_device_mb": per_stage("device", address),
             }
-            for address in sorted(set(self.host) | set(rss))
+            for address in sorted(set(self.seen["host", None]) | set(rss))
         }
 
 

@@ -53,7 +53,6 @@ from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
-from accel.memory import MemorySettings
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say as _say
@@ -352,8 +351,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
 
                 def make_dtrain(fresh: bool = False) -> tuple[Any, Any]:
                     X, y = training_frames(fresh)
-                    options = {"enable_categorical": True, "max_bin": params.max_bin}
-                    return dxgb.DaskQuantileDMatrix(client, X, y, **options), None
+                    return dxgb.DaskQuantileDMatrix(client, X, y, enable_categorical=True, max_bin=params.max_bin), None
 
                 if session.plan.kind != "scheduler":  # a cluster accel started: its workers' rank lines are noise
                     client.run(drop_rank_lines)
@@ -515,17 +513,14 @@ def check_dask_config(config: RunConfig) -> None:
 def run_placed_arm(
     place: ArmPlace,
     workflow: str | DaskBuilder,
-    settings: WorkflowSettings,
-    params: XGBoostSettings,
-    seed: int,
+    config: RunConfig,
     listener: Listener | None,
     say: Callable[[str], None],
+    early_stopping: EarlyStopping,
     single_process: Callable[[], Any] | None = None,
-    memory: MemorySettings | None = None,
-    early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], Any, Any]:
-    """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record, the
-    workflow, its fitted pipeline)``.
+    """One arm of a run of ``config`` where :func:`accel.scaleout.arms.plan_arms` put it; ``(its
+    part of the record, the workflow, its fitted pipeline)``.
 
     A cluster accel starts is started for the arm and closed after it (the next arm gets the
     node to itself); a running cluster stays attached. The arm in this process runs
@@ -539,18 +534,16 @@ def run_placed_arm(
 
         assert single_process is not None
         single = single_process()  # built with ``early_stopping`` (:func:`accel.runner.build_workflow`)
-        result = run_arm_safely(place.arm_backend(), single, listener, memory, collect=False)
-        return (
-            {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None},
-            single,
-            result.pipeline,
-        )
+        result = run_arm_safely(place.arm_backend(), single, listener, config.memory_settings(), collect=False)
+        arm = {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None}
+        return arm, single, result.pipeline
     t0 = time.perf_counter()
     with ExitStack() as stack:
         session = place.open_session(stack, say)
         startup = time.perf_counter() - t0 if place.session is None else 0.0
+        settings, params = WorkflowSettings.of(config), XGBoostSettings(**config.model_params())  # a model with a Dask trainer
         arm, dask_workflow, pipeline = run_on_session(
-            session, workflow, settings, params, seed, listener, say, place.arm_backend(), early_stopping
+            session, workflow, settings, params, config.seed, listener, say, place.arm_backend(), early_stopping
         )
         arm["cluster"] = describe_cluster(session.info, arm, startup)
     return arm, dask_workflow, pipeline
@@ -634,7 +627,6 @@ def cluster_run(
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     out = ensure_writable(config.out)
     planned_workflow, workflow = dask_workflow_of(config, early_stopping, on_plan)
-    settings = WorkflowSettings.of(config)
     params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
@@ -655,9 +647,8 @@ def cluster_run(
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
             arms[kind], ran, kept[kind] = run_placed_arm(
-                places[kind], workflow, settings, params, config.seed, listener, say, single_process,
-                config.memory_settings(), early_stopping,
-            )  # fmt: skip
+                places[kind], workflow, config, listener, say, early_stopping, single_process
+            )
             if arms[kind]["status"] != "skipped":
                 arm_wall[kind] = time.perf_counter() - t0
             described = described or ran

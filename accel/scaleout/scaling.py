@@ -188,13 +188,9 @@ _ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
 
 def _run_clusters(study: _Study) -> Any:
     """Each arm at each worker count on its own cluster; the workflow the first that ran describes."""
-    from accel.models import XGBoostSettings
     from accel.scaleout.cluster_run import ClusterRunFailed, run_placed_arm
-    from accel.workflows import WorkflowSettings
 
-    config, described = study.config, None
-    settings = WorkflowSettings.of(config)
-    params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
+    described = None
     for n, place in zip(study.counts, study.places, strict=True):
         for arm_kind in _ARM_ORDER:
             where = place[arm_kind]
@@ -204,9 +200,7 @@ def _run_clusters(study: _Study) -> Any:
             study.say(f"{arm_kind.upper()} arm: {n} worker(s)")
             study.section(scaling_label(arm_kind, n))  # as the table's column names it
             try:
-                arm, ran, _ = run_placed_arm(
-                    where, study.workflow, settings, params, config.seed, study.listener, study.say, early_stopping=study.early_stopping
-                )  # fmt: skip
+                arm, ran, _ = run_placed_arm(where, study.workflow, study.config, study.listener, study.say, study.early_stopping)
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
