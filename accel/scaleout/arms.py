@@ -73,16 +73,14 @@ class ArmPlace:
 
     def arm_backend(self) -> Backend:
         """This process's backend for the arm, which every arm that runs has."""
-        if self.backend is None:
-            raise RuntimeError(f"the {self.kind} arm does not run ({self.skip}): it has no backend")
+        assert self.backend is not None, f"the {self.kind} arm does not run ({self.skip}): it has no backend"
         return self.backend
 
     def open_session(self, stack: ExitStack, say: Callable[[str], None]) -> ClusterSession:
         """The arm's cluster: the running one attached to, or the planned one, started on ``stack``."""
         if self.session is not None:
             return self.session
-        if self.plan is None:
-            raise RuntimeError(f"the {self.kind} arm runs in this process: it has no cluster")
+        assert self.plan is not None, f"the {self.kind} arm runs in this process: it has no cluster"
         return stack.enter_context(ClusterSession(self.plan, say=say))
 
 

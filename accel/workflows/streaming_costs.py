@@ -110,8 +110,7 @@ def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: 
         def build() -> Any:
             built["m"] = xgboost.QuantileDMatrix(matrix, label=label, feature_names=names, feature_types=types, **options)
 
-        build_per_row = measure_bytes_per_row(backend, build, rows)
-        page_per_row = build_per_row
+        build_per_row = page_per_row = measure_bytes_per_row(backend, build, rows)
         cut = built.pop("m").get_quantile_cut()
     depth = model.params.max_depth
     return StreamingCosts(

@@ -241,8 +241,7 @@ class DaskTable:
     family = FAMILY
 
     def __init__(self, planned: PlannedTable, settings: WorkflowSettings, kind: str, client_backend: Backend, slots: int):
-        self.planned = planned
-        self.plan = planned.plan
+        self.planned, self.plan = planned, planned.plan
         self.task = self.plan.task
         self.n_classes = max(len(self.plan.classes or []), 2)
         self.settings, self.kind, self.backend, self.slots = settings, kind, client_backend, slots
