@@ -121,13 +121,7 @@ class EarlyStopping:
         searched = int(booster.num_boosted_rounds())
         # never stopped (searched to the cap): still improving at the cap, which every arm trains
         rounds = cap if searched >= cap else int(best) + 1 if best is not None else searched
-        self.decided = {
-            "rounds": rounds,
-            "searched": searched,
-            "decided_by": arm,
-            "metric": metric,
-            "search_seconds": round(seconds, 6),
-        }
+        self.decided = dict(rounds=rounds, searched=searched, decided_by=arm, metric=metric, search_seconds=round(seconds, 6))
 
     def rounds(self, cap: int) -> int:
         """The rounds an arm's train stage boosts: those found, else ``cap`` (``n_estimators``)."""
@@ -135,15 +129,8 @@ class EarlyStopping:
 
     def describe(self) -> dict[str, Any]:
         """The record's ``model.early_stopping``."""
-        out: dict[str, Any] = {
-            "validation": {
-                "share": VALIDATION_SHARE,
-                "floor_rows": VALIDATION_FLOOR,
-                "cap_rows": VALIDATION_CAP,
-                "rows": self.validation_rows,
-            },
-            "patience": self.patience,
-        }
+        validation = dict(share=VALIDATION_SHARE, floor_rows=VALIDATION_FLOOR, cap_rows=VALIDATION_CAP, rows=self.validation_rows)
+        out: dict[str, Any] = {"validation": validation, "patience": self.patience}
         if self.off is not None:
             return {**out, "used": False, "reason": self.off}
         return {**out, "used": self.decided is not None, **(self.decided or {})}

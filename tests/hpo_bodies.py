@@ -124,7 +124,7 @@ def check_final_model_on_hold_out(backend: Backend, out: Path) -> None:
     """Without validation the model boosts exactly n_estimators rounds on all training rows."""
     ctx = small_context(backend, out)
     d = ctx.data
-    m = train_and_score(ctx, {**ctx.base_params, "n_estimators": 25}, d.X_train, d.y_train, d.X_test, d.y_test, False)
+    m = train_and_score(ctx, {**ctx.base_params, "n_estimators": 25}, "train")
     assert m.rounds == 25 and m.rows == d.rows["train"]
     assert 0.55 < m.metrics["auc"] < 1 and m.seconds > 0
     assert set(m.stages) == {"to_device", "train", "predict"} and m.stages["train"] > 0

@@ -57,19 +57,18 @@ def register(sub: Any) -> None:
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
     add_table_arguments(hpo, "with --data: the model to tune (default xgboost)")
-    hpo.add_argument("--test-size", type=open_fraction, help="share of rows held out for the final score (default 0.2)")
-    hpo.add_argument(
-        "--trials", type=positive_int, help="trials in the study, counting those already done on --resume (default 40)"
-    )
-    hpo.add_argument("--subset", type=fraction, help="share of the fitting rows each trial trains on (default 0.1; 1 = all)")
-    hpo.add_argument(
-        "--trial-rounds", type=fraction, help="share of the boosting rounds / trees a subset trial uses (default 0.25)"
-    )
-    hpo.add_argument("--validation", type=open_fraction, help="share of the training rows trials are scored on (default 0.2)")
-    hpo.add_argument("--timeout", type=positive_seconds, help="stop starting trials after this many seconds")
-    hpo.add_argument("--top", type=positive_int, help="best trials re-evaluated on all fitting rows (default 3)")
-    hpo.add_argument("--storage", help="Optuna storage URL (default sqlite:///<out>/hpo.db)")
-    hpo.add_argument("--study", help="study name (default <workflow>-<model>-<UTC time>)")
+    for flag, kind, text in (
+        ("--test-size", open_fraction, "share of rows held out for the final score (default 0.2)"),
+        ("--trials", positive_int, "trials in the study, counting those already done on --resume (default 40)"),
+        ("--subset", fraction, "share of the fitting rows each trial trains on (default 0.1; 1 = all)"),
+        ("--trial-rounds", fraction, "share of the boosting rounds / trees a subset trial uses (default 0.25)"),
+        ("--validation", open_fraction, "share of the training rows trials are scored on (default 0.2)"),
+        ("--timeout", positive_seconds, "stop starting trials after this many seconds"),
+        ("--top", positive_int, "best trials re-evaluated on all fitting rows (default 3)"),
+        ("--storage", str, "Optuna storage URL (default sqlite:///<out>/hpo.db)"),
+        ("--study", str, "study name (default <workflow>-<model>-<UTC time>)"),
+    ):
+        hpo.add_argument(flag, type=kind, help=text)
     hpo.add_argument("--resume", action="store_true", help="continue the study (--study, else the newest in the storage)")
     where = hpo.add_mutually_exclusive_group()
     where.add_argument("--cluster", choices=["local", "local-cuda"], help="run trials in parallel on a local Dask cluster")

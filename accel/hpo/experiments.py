@@ -230,10 +230,8 @@ def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str, trials: l
     if final is not None and final.metric is not None:
         out.append(row(f"{study}: tuned (trial {final.trial})", final, "hold-out"))
         if final.arm == "gpu" and cpu is not None and cpu.ok:
-            tuned_cpu = Scored(
-                metric=cpu.metric, seconds=cpu.seconds, device_used=cpu.device_used, params=final.params,
-                peak_host_mb=cpu.peak_host_mb, peak_device_mb=cpu.peak_device_mb,
-            )  # fmt: skip
+            measured = cpu.model_dump(include={"metric", "seconds", "device_used", "peak_host_mb", "peak_device_mb"})
+            tuned_cpu = Scored(**measured, params=final.params)
             out.append(row(f"{study}: tuned (trial {final.trial}), CPU arm", tuned_cpu, "hold-out", "cpu"))
     elif (best := record.best_trial) is not None:
         out.append(row(f"{study}: best trial {best.number} (unfinished)", best, "validation (subset trial)"))

@@ -104,6 +104,11 @@ class SearchData:
     rows: dict[str, int]
     notes: list[str] = field(default_factory=list)
 
+    def part(self, name: str) -> tuple[Any, ...]:
+        """``(X, y, X_eval, y_eval)`` of ``name``: ``subset`` and ``fit`` scored on the validation part, ``train`` on the hold-out."""
+        scored_on = "test" if name == "train" else "valid"
+        return tuple(getattr(self, f"{xy}_{rows}") for rows in (name, scored_on) for xy in "Xy")
+
 
 def _take(frame: Any, positions: np.ndarray) -> Any:
     return frame.iloc[positions].reset_index(drop=True)
@@ -133,33 +138,14 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
     stratify = is_classification(task)
     notes: list[str] = []
     fit_pos, valid_pos = _draw(len(y_host), validation, y_host if stratify else None, seed, "validation part", notes)
-    X_fit, y_fit = _take(prepared.X_train, fit_pos), _take(prepared.y_train, fit_pos)
-    if subset >= 1:
-        X_sub, y_sub, n_sub = X_fit, y_fit, len(fit_pos)
-    else:
-        y_fit_host = y_host[fit_pos]
-        _, sub_pos = _draw(len(fit_pos), subset, y_fit_host if stratify else None, seed + 1, "subset", notes)
-        X_sub, y_sub, n_sub = _take(X_fit, sub_pos), _take(y_fit, sub_pos), len(sub_pos)
-    return SearchData(
-        X_train=prepared.X_train,
-        y_train=prepared.y_train,
-        X_test=prepared.X_test,
-        y_test=prepared.y_test,
-        X_fit=X_fit,
-        y_fit=y_fit,
-        X_valid=_take(prepared.X_train, valid_pos),
-        y_valid=_take(prepared.y_train, valid_pos),
-        X_subset=X_sub,
-        y_subset=y_sub,
-        rows={
-            "train": len(y_host),
-            "fit": len(fit_pos),
-            "validation": len(valid_pos),
-            "subset": n_sub,
-            "test": len(prepared.y_test),
-        },
-        notes=notes,
-    )
+    fit = _take(prepared.X_train, fit_pos), _take(prepared.y_train, fit_pos)
+    valid = _take(prepared.X_train, valid_pos), _take(prepared.y_train, valid_pos)
+    sub = fit  # all the fitting rows (the same frames: stored once)
+    if subset < 1:
+        _, sub_pos = _draw(len(fit_pos), subset, y_host[fit_pos] if stratify else None, seed + 1, "subset", notes)
+        sub = _take(fit[0], sub_pos), _take(fit[1], sub_pos)
+    rows = dict(train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(sub[1]), test=len(prepared.y_test))
+    return SearchData(prepared.X_train, prepared.y_train, prepared.X_test, prepared.y_test, *fit, *valid, *sub, rows, notes)
 
 
 X_PARTS = ("X_train", "X_test", "X_fit", "X_valid", "X_subset")
@@ -232,16 +218,13 @@ class SearchContext:
     """What every trial of one study on one arm needs."""
 
     backend: Backend
+    config: RunConfig
     task: str
-    model: str
     n_classes: int
-    seed: int
     base_params: dict[str, Any]
     space: dict[str, Dist]
     data: SearchData
     metric: str
-    trial_rounds: float
-    early_stopping_rounds: int
     batch_rows: int = 1 << 62
     memory: dict[str, Any] = field(default_factory=dict)
     #: The fitted features and the storage precision of the rows: with the final model, the pipeline.
@@ -253,23 +236,20 @@ class SearchContext:
 def train_and_score(
     ctx: SearchContext,
     params: dict[str, Any],
-    X: Any,
-    y: Any,
-    X_eval: Any,
-    y_eval: Any,
-    validate: bool,
+    part: str,
     callbacks: tuple = (),
     out: Measured | None = None,
     listener: Listener | None = None,
     early_stopping: Any = None,
     keep: dict[str, Any] | None = None,
 ) -> Measured:
-    """Train the model with ``params`` on ``(X, y)`` and score it on ``(X_eval, y_eval)``.
+    """Train the model with ``params`` on the ``part`` of the data (``subset``, ``fit`` or ``train``)
+    and score it on the rows that part is scored on (:meth:`SearchData.part`).
 
-    With ``validate`` (trials and top-k) XGBoost watches the evaluation rows every round for
+    On the validation part (``subset`` and ``fit``: trials and top-k) XGBoost watches the evaluation rows every round for
     early stopping and pruning; with ``early_stopping`` (an
     :class:`~accel.early_stopping.EarlyStopping`: the default baseline, which is the model
-    ``accel run`` trains) the rounds are found on a validation part carved from ``(X, y)`` and
+    ``accel run`` trains) the rounds are found on a validation part carved from the training rows and
     trained on all of it, as ``accel run`` does; otherwise (the final model) it boosts exactly
     ``n_estimators`` rounds. Building the model input, training and
     predicting are timed as the ``to_device``, ``train`` and ``predict`` stages of ``accel run``
@@ -281,10 +261,11 @@ def train_and_score(
     from accel.runner import rounds_listener
 
     backend = ctx.backend
+    X, y, X_eval, y_eval = ctx.data.part(part)
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
-    model = build_model(ctx.model, ctx.task, params, ctx.seed, n_classes=ctx.n_classes)
-    stops_early = MODELS[ctx.model].caps.stops_early
+    model = build_model(ctx.config.model, ctx.task, params, ctx.config.seed, n_classes=ctx.n_classes)
+    stops_early = MODELS[ctx.config.model].caps.stops_early
     if early_stopping is not None and stops_early:
         model.early_stopping = early_stopping
     # Library warnings (a solver that did not converge) are kept with the result, one line
@@ -298,14 +279,14 @@ def train_and_score(
             if early_stopping is not None and stops_early:
                 model.search_rounds(backend, X, y, ctx.batch_rows)  # as accel run does: outside the stages
             with timer.stage(train):
-                if validate and stops_early:
+                if part != "train" and stops_early:
                     fitted = model.fit_validated(
                         backend,
                         model_input,
                         X_eval,
                         y_eval,
                         ctx.batch_rows,
-                        early_stopping_rounds=ctx.early_stopping_rounds,
+                        early_stopping_rounds=ctx.config.hpo.early_stopping_rounds,
                         callbacks=callbacks,
                     )
                 else:
@@ -328,9 +309,9 @@ def train_and_score(
 
 def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> dict[str, Any]:
     """The parameters a trial trains with: a subset trial gets a share of the rounds / trees."""
-    out = {**ctx.base_params, **params}
-    if subset and MODELS[ctx.model].rounds and ctx.trial_rounds < 1 and "n_estimators" in out:
-        out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * ctx.trial_rounds)))
+    out, share = {**ctx.base_params, **params}, ctx.config.hpo.trial_rounds
+    if subset and MODELS[ctx.config.model].rounds and share < 1 and "n_estimators" in out:
+        out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * share)))
     return out
 
 
@@ -345,14 +326,12 @@ class Objective:
 
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
-        callbacks = pruning_callbacks(ctx.model, trial, ctx.task)
+        callbacks = pruning_callbacks(ctx.config.model, trial, ctx.task)
         result = Measured(rows=len(ctx.data.y_subset))
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
         try:
-            train_and_score(
-                ctx, params, ctx.data.X_subset, ctx.data.y_subset, ctx.data.X_valid, ctx.data.y_valid, True, callbacks, out=result
-            )
+            train_and_score(ctx, params, "subset", callbacks, out=result)
         except optuna.TrialPruned:
             raise
         except Exception as exc:
@@ -401,16 +380,13 @@ def build_context(
     n_classes = (len(workflow.plan.classes or []) if workflow.plan is not None else 0) or 2
     ctx = SearchContext(
         backend=backend,
+        config=config,
         task=workflow.task,
-        model=config.model,
         n_classes=n_classes,
-        seed=config.seed,
         base_params=config.model_params(),
         space=resolve_space(config.model, hpo.search_space.get(config.model)),
         data=data,
         metric=metric,
-        trial_rounds=hpo.trial_rounds,
-        early_stopping_rounds=hpo.early_stopping_rounds,
         batch_rows=batches.rows_per_batch,
         memory={"rmm": rmm, "batches": batches.describe(), "precision": precision.describe()},
         transform=prepared.transform,
@@ -637,8 +613,8 @@ def _best_trials(study: Any, k: int) -> list[Any]:
     from optuna.trial import TrialState
 
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
-    reverse = study.direction == StudyDirection.MAXIMIZE
-    done.sort(key=lambda t: (t.value, -t.number) if reverse else (-t.value, -t.number), reverse=True)
+    sign = -1 if study.direction == StudyDirection.MAXIMIZE else 1
+    done.sort(key=lambda t: (sign * t.value, t.number))  # among equal values the earlier trial first
     picked: dict[str, Any] = {}
     for t in done:  # the same parameters twice would waste a full-data run: the first (best) kept
         picked.setdefault(repr(sorted(t.params.items())), t)
@@ -782,11 +758,10 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
         with run.timed("baseline"):
             if listener is not None:
                 listener.section("default baseline")
-            try:
+            try:  # as accel run trains it
                 base = train_and_score(
-                    run.ctx, run.ctx.base_params, d.X_train, d.y_train, d.X_test, d.y_test, False, listener=listener,
-                    early_stopping=early_stopping_for(run.config),  # as accel run trains it
-                )  # fmt: skip
+                    run.ctx, run.ctx.base_params, "train", listener=listener, early_stopping=early_stopping_for(run.config)
+                )
             finally:
                 if listener is not None:
                     listener.section(None)
@@ -926,7 +901,7 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
     with run.timed("top_k"):
         for t in best:
             params = trial_params(ctx, t.params, subset=False)
-            m = train_and_score(ctx, params, ctx.data.X_fit, ctx.data.y_fit, ctx.data.X_valid, ctx.data.y_valid, True)
+            m = train_and_score(ctx, params, "fit")
             on = "validation (all fitting rows)"
             top.append({"trial": t.number, "params": params, **m.as_dict(), "metric": m.metrics[metric], "evaluated_on": on})
             rounds = f" · {m.rounds} rounds" if m.rounds else ""
@@ -942,9 +917,9 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     final_params = dict(winner["params"])
     if winner.get("rounds"):
         final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
-    d, fitted = run.ctx.data, dict[str, Any]()
+    fitted: dict[str, Any] = {}
     with run.timed("final"):
-        fin = train_and_score(run.ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=fitted)
+        fin = train_and_score(run.ctx, final_params, "train", keep=fitted)
         run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.workflow, fitted)
     final = {"trial": winner["trial"], "params": final_params, **fin.as_dict(), "metric": fin.metrics[run.metric]}
     final["evaluated_on"] = "hold-out"
@@ -972,8 +947,8 @@ def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
 
     try:
         cpu_ctx, _, _ = build_context(run.config, cpu_backend(), run.workflow)
-        d, fitted = cpu_ctx.data, dict[str, Any]()
-        fin = train_and_score(cpu_ctx, final_params, d.X_train, d.y_train, d.X_test, d.y_test, False, keep=fitted)
+        fitted: dict[str, Any] = {}
+        fin = train_and_score(cpu_ctx, final_params, "train", keep=fitted)
         run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.workflow, fitted)
         cpu_arm = {"status": "ok", "reason": None, **fin.as_dict(), "metric": fin.metrics[run.metric]}
         run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")

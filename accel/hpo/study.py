@@ -207,13 +207,8 @@ def mark_interrupted(study: Any) -> list[int]:
 
 def counted_trials(study: Any) -> int:
     """Trials that count towards ``--trials``: finished ones, except those failed by an interruption."""
-    from optuna.trial import TrialState
-
-    return sum(
-        t.state in (TrialState.COMPLETE, TrialState.PRUNED)
-        or (t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"))
-        for t in study.get_trials(deepcopy=False)
-    )
+    counts = trial_counts(study)
+    return counts["complete"] + counts["pruned"] + counts["failed"]
 
 
 def trial_counts(study: Any) -> dict[str, int]:
