@@ -67,6 +67,7 @@ from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import build_model, is_classification, pruning_callbacks
+from accel.output import say
 from accel.registry import MODELS, Dist, refusal
 from accel.timing import StageTimer, speedup
 
@@ -474,21 +475,15 @@ def _worker_trials(spec: dict[str, Any]) -> int:
 
 
 def run_trials_on_client(
-    client: Any,
-    study: Any,
-    storage_url: str,
-    config: RunConfig,
-    arm: str,
-    n_trials: int,
-    timeout: float | None,
-    log: Callable[[str], None],
+    client: Any, opened: OpenedStudy, arm: str, n_trials: int, timeout: float | None, log: Callable[[str], None]
 ) -> int:
-    """Run ``n_trials`` more trials on the Dask workers of ``client``, one trial per worker at a time.
+    """Run ``n_trials`` more trials of the ``opened`` study on the Dask workers of ``client``, one trial per worker at a time.
 
     Each worker gets one task holding its share of the trials (shares differ by at most one),
-    so no worker ever runs two trials at once; all share the study through ``storage_url``.
+    so no worker ever runs two trials at once; all share the study through its storage URL.
     Progress is read back from the storage. Returns the number of workers used.
     """
+    study = opened.study
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
         raise AccelError("the Dask cluster has no workers")
@@ -501,7 +496,7 @@ def run_trials_on_client(
         if share == 0:
             continue
         spec = {
-            "config": public_config(config), "study": study.study_name, "storage": storage_url, "arm": arm,
+            "config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm,
             "n_trials": share, "deadline": deadline, "index": i,
         }  # fmt: skip
         key = f"accel-hpo-{study.study_name}-{i}"
@@ -602,12 +597,6 @@ def search_config(
     return build_config(file_values, overrides, source), given
 
 
-def _log(line: str) -> None:
-    from accel.output import say
-
-    say(line)
-
-
 def _best_trials(study: Any, k: int) -> list[Any]:
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
@@ -624,7 +613,7 @@ def _best_trials(study: Any, k: int) -> list[Any]:
 def run_search(
     config: RunConfig,
     request: SearchRequest,
-    log: Callable[[str], None] = _log,
+    log: Callable[[str], None] = say,
     listener: Listener | None = None,
     trial_log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], Path]:
@@ -776,7 +765,7 @@ def _trials(
     run: _Search, client: Client | None, request: SearchRequest, each_trial: Callable[[str], None]
 ) -> tuple[int, dict[str, int]]:
     """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
-    config, study, hpo = run.config, run.study, run.config.hpo
+    study, hpo = run.study, run.config.hpo
     done_before = counted_trials(study)
     remaining = max(0, hpo.trials - done_before)
     run.log(
@@ -789,8 +778,7 @@ def _trials(
         if client is None:
             run_trials(study, run.ctx, remaining, hpo.timeout, each_trial, total=hpo.trials)
         else:
-            storage = run.opened.storage_url
-            n_workers = run_trials_on_client(client, study, storage, config, run.backend.name, remaining, hpo.timeout, each_trial)
+            n_workers = run_trials_on_client(client, run.opened, run.backend.name, remaining, hpo.timeout, each_trial)
     counts = trial_counts(study)
     run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"

@@ -28,10 +28,8 @@ def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
     # A SearchRange (accel.config): low/high(/log/step) or choices.
     if value.choices is not None:
         return Dist("categorical", choices=tuple(value.choices))
-    if default is not None and default.kind in ("int", "float"):
-        is_int = default.kind == "int"
-    else:
-        is_int = _setting_is_int(model, name)
+    kind = default.kind if default is not None else None
+    is_int = kind == "int" if kind in ("int", "float") else _setting_is_int(model, name)
     low, high = (int(value.low), int(value.high)) if is_int else (float(value.low), float(value.high))
     step = None if value.step is None else (int(value.step) if is_int else float(value.step))
     return Dist("int" if is_int else "float", low, high, bool(value.log), step)

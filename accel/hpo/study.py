@@ -16,7 +16,7 @@ import socket
 import sqlite3
 import time
 import warnings
-from contextlib import closing, suppress
+from contextlib import closing, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,15 +48,13 @@ def _secrets(url: str) -> list[str]:
     from urllib.parse import parse_qsl, unquote, urlsplit
 
     found: list[str] = []
-    try:
+    with suppress(ValueError):
         parts = urlsplit(url)
         if parts.password:
             found += [parts.password, unquote(parts.password)]
         # As decoded, and as given (a value that does not decode the same).
         pairs = parse_qsl(parts.query, keep_blank_values=False) + [raw.partition("=")[::2] for raw in parts.query.split("&")]
         found += [value for key, value in pairs if key.lower() in SECRET_PARAMS and value]
-    except ValueError:
-        pass
     return sorted({s for s in found if s}, key=len, reverse=True)
 
 
@@ -287,8 +285,6 @@ def _storage_lock(url: str) -> Any:
     """The lock under which a study is opened or created: the folder of an SQLite storage (two
     processes creating its tables at once fail: "UNIQUE constraint failed: alembic_version");
     none for a database server (which has its own transactions)."""
-    from contextlib import nullcontext
-
     from accel.scratch import exclusive
 
     path = _sqlite_path(url)
@@ -485,10 +481,8 @@ def storage_failure(exc: BaseException, url: str) -> str | None:
 
     from optuna.exceptions import StorageInternalError
 
-    seen: set[int] = set()
     chain: list[BaseException] = []
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
+    while exc is not None and all(exc is not e for e in chain):
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
     full = any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain)
