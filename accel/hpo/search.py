@@ -747,10 +747,9 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
         with run.timed("baseline"):
             if listener is not None:
                 listener.section("default baseline")
-            try:  # as accel run trains it
-                base = train_and_score(
-                    run.ctx, run.ctx.base_params, "train", listener=listener, early_stopping=early_stopping_for(run.config)
-                )
+            early = early_stopping_for(run.config)  # as accel run trains it
+            try:
+                base = train_and_score(run.ctx, run.ctx.base_params, "train", listener=listener, early_stopping=early)
             finally:
                 if listener is not None:
                     listener.section(None)

@@ -302,10 +302,9 @@ def _open_locked(config: RunConfig, given: set[str], resume: bool, url: str) -> 
     except BaseException:
         # Refused before a study was made: the SQLite file opening the storage created goes too.
         if new_file is not None:
-            try:
+            empty = False  # a storage that cannot be read is not removed
+            with suppress(Exception):
                 empty = not storage.get_all_studies()
-            except Exception:  # noqa: BLE001 - a storage that cannot be read is not removed
-                empty = False
             if empty:
                 storage.engine.dispose()
                 for path in (new_file, new_file.with_name(new_file.name + "-journal")):
