@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypedDict, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypedDict, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -591,6 +591,10 @@ class Record(Part):
     """What every record holds: its head (``schema_version``, ``kind``, ``run_id``), when it
     ran, the machine and the code."""
 
+    #: What one record of this kind is called, and several (None: its :attr:`kind_text`).
+    nouns: ClassVar[tuple[str, str] | None] = None
+    #: Whether the record measured something itself (a snapshot of others does not).
+    measures: ClassVar[bool] = True
     schema_version: int = SCHEMA_VERSION
     kind: RecordKind
     run_id: str | None = None
@@ -613,12 +617,7 @@ class Record(Part):
     @property
     def noun(self) -> tuple[str, str]:
         """What one record of this kind is called, and several."""
-        return self.kind_text, self.kind_text
-
-    @property
-    def measures(self) -> bool:
-        """Whether the record measured something itself (a snapshot of others does not)."""
-        return True
+        return self.nouns or (self.kind_text, self.kind_text)
 
     @property
     def code(self) -> str:
@@ -867,6 +866,7 @@ class HpoArm(RunArm):
 class HpoRecord(PairedRecord):
     """A search (``accel hpo``): the study, the default and the tuned model, the final model per arm."""
 
+    nouns = ("search", "searches")
     kind: Literal["hpo"] = "hpo"
     workflow: str | None = None
     model: str | None = None
@@ -880,10 +880,6 @@ class HpoRecord(PairedRecord):
     improvement: Improvement | None = None
     arms: Mapping[str, HpoArm] = {}
     phases_seconds: dict[str, Num] = {}
-
-    @property
-    def noun(self) -> tuple[str, str]:
-        return "search", "searches"
 
     @property
     def tuned(self) -> Any:
@@ -968,6 +964,7 @@ class Fallback(Part):
 class CompareRecord(Record):
     """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
 
+    nouns = ("script compared", "scripts compared")
     kind: Literal["compare"] = "compare"
     workflow: str | None = None
     program: Program = Program()
@@ -975,10 +972,6 @@ class CompareRecord(Record):
     speedup: dict[str, Num] = {}
     parity: CompareParity = CompareParity()
     fallbacks: list[Fallback] = []
-
-    @property
-    def noun(self) -> tuple[str, str]:
-        return "script compared", "scripts compared"
 
     def summary(self) -> Summary:
         args = " ".join(str(a) for a in self.program.args)
@@ -1037,6 +1030,7 @@ class ScalingRun(Part):
 class ScalingRecord(Record):
     """A scaling study (``accel scale``): seconds per stage at each worker count, per arm."""
 
+    nouns = ("scaling study", "scaling studies")
     kind: Literal["scaling"] = "scaling"
     workflow: str | None = None
     cluster_kind: str | None = None
@@ -1048,10 +1042,6 @@ class ScalingRecord(Record):
     rows: list[ScalingRow] = []
     runs: list[ScalingRun] = []
     skipped_arms: dict[str, str] = {}
-
-    @property
-    def noun(self) -> tuple[str, str]:
-        return "scaling study", "scaling studies"
 
     def rows_used(self) -> str:
         used = _rows_used(run.arm.rows if run.arm else None for run in self.runs)
@@ -1123,6 +1113,8 @@ class ExperimentRow(Part):
 class ExperimentsRecord(Record):
     """A snapshot of ``accel experiments``: every experiment under a folder, fronts marked."""
 
+    nouns = ("experiments snapshot", "experiments snapshots")
+    measures = False
     kind: Literal["experiments"] = "experiments"
     created_at: str | None = None
     folder: str | None = None
@@ -1134,14 +1126,6 @@ class ExperimentsRecord(Record):
             return datetime.fromisoformat(str(self.started_at or self.created_at))
         except ValueError:
             return None
-
-    @property
-    def noun(self) -> tuple[str, str]:
-        return "experiments snapshot", "experiments snapshots"
-
-    @property
-    def measures(self) -> bool:
-        return False
 
     def summary(self) -> Summary:
         return Summary(data="")

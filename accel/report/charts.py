@@ -108,10 +108,7 @@ def _finish(
     outside the plot where there is one (``legend_at``: its upper left corner; default on the right)."""
     if no_grid:
         ax.grid(axis=no_grid, visible=False)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, loc="left")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=legend_at, borderaxespad=0)
@@ -182,7 +179,6 @@ def ranked_bars(items: Sequence[tuple[str, float]], *, title: str, xlabel: str) 
         ax.barh(range(len(items)), [value for _, value in items][::-1], color=ARM_COLORS["gpu"])
         ax.set_yticks(range(len(items)), names)
         _finish(ax, title, xlabel=xlabel, no_grid="y")
-        plain_ticks(ax)
         return fig
 
     return draw(build)
@@ -210,10 +206,8 @@ def lines(
                 ax.plot([x for x, _ in pts], [y for _, y in pts], style, label=label, markersize=4)
         if ideal is not None:
             ax.plot(list(ideal), list(ideal), ":", color="grey", label="ideal")
-        if "x" in log:
-            ax.set_xscale("log")
-        if "y" in log:
-            ax.set_yscale("log")
+        for axis in log:
+            getattr(ax, f"set_{axis}scale")("log")
         if integer_x:
             from matplotlib.ticker import MaxNLocator
 

@@ -79,7 +79,7 @@ class Collected:
 
 def _when(e: overview.Entry) -> tuple[bool, str, str]:
     """Oldest first; a record that says not when it started, last."""
-    when = e.started
+    when = e.record.started
     return (when is None, when.astimezone(timezone.utc).isoformat() if when and when.tzinfo else str(when or ""), str(e.path))
 
 
@@ -190,7 +190,7 @@ class Report:
             "records": self.found.count,
             "by_kind": {kind: len(v) for kind, v in self.found.by_kind.items() if v},
             "entries": [
-                {"file": str(e.path), "kind": e.kind_text, "data": e.label, **{k: getattr(e.summary, k) for k in _FIGURES}}
+                {"file": str(e.path), "kind": e.record.kind_text, "data": e.label, **{k: getattr(e.summary, k) for k in _FIGURES}}
                 for e in self.found.entries
             ],
             "ignored": [{"file": str(p), "reason": why} for p, why in self.found.ignored],

@@ -79,7 +79,3 @@ class Section:
     def chart(self, svg: str, alt: str) -> None:
         """A chart (base64 SVG from :mod:`accel.report.charts`) with its description."""
         self.blocks.append({"kind": "figure", "alt": alt, "svg": svg})
-
-    @property
-    def charts(self) -> int:
-        return sum(b["kind"] == "figure" for b in self.blocks)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,15 +22,11 @@ from accel.record import ARMS, BenchRecord, Record, Summary, number
 ARM_NAMES = {"gpu": "GPU arm", "cpu": "CPU arm"}
 #: Metric keys as the page writes them.
 METRIC_NAMES = {"auc": "AUC", "rmse": "RMSE", "mae": "MAE", "r2": "R²", "accuracy": "accuracy", "log_loss": "log loss"}
-__all__ = ["ARMS", "ARM_NAMES", "Entry", "entry", "is_number", "label_all", "measured_on", "metric_name", "summary_table"]
+__all__ = ["ARMS", "ARM_NAMES", "Entry", "entry", "label_all", "measured_on", "metric_name", "summary_table"]
 
 
 def metric_name(key: str) -> str:
     return METRIC_NAMES.get(key, key)
-
-
-def is_number(value: object) -> bool:
-    return number(value)
 
 
 T = TypeVar("T")
@@ -56,28 +51,8 @@ class Entry:
     label: str = ""
 
     @property
-    def kind(self) -> str:
-        return self.record.kind
-
-    @property
     def benchmark(self) -> str:
         return self.record.benchmark if isinstance(self.record, BenchRecord) else ""
-
-    @property
-    def kind_text(self) -> str:
-        return self.record.kind_text
-
-    @property
-    def noun(self) -> tuple[str, str]:
-        return self.record.noun
-
-    @property
-    def started(self) -> datetime | None:
-        return self.record.started
-
-    @property
-    def data(self) -> str:
-        return self.summary.data
 
 
 def entry(path: Path, record: Record) -> Entry:
@@ -91,18 +66,16 @@ def entry(path: Path, record: Record) -> Entry:
 def label_all(entries: list[Entry]) -> None:
     """Give every entry a label that is unique on the page: its data, and where two share it,
     the time each started (and a number if that is shared too)."""
-    names = Counter((e.kind, e.data) for e in entries)
+    names = Counter((e.record.kind, e.summary.data) for e in entries)
     for e in entries:
-        e.label = e.data
-        if names[(e.kind, e.data)] > 1:
-            when = e.started
-            e.label = f"{e.data} ({when:%m-%d %H:%M:%S})" if when else e.data
+        data, when = e.summary.data, e.record.started
+        e.label = f"{data} ({when:%m-%d %H:%M:%S})" if names[(e.record.kind, data)] > 1 and when else data
     seen: Counter[tuple[str, str]] = Counter()
-    taken = Counter((e.kind, e.label) for e in entries)
+    taken = Counter((e.record.kind, e.label) for e in entries)
     for e in entries:
-        if taken[(e.kind, e.label)] > 1:
-            seen[(e.kind, e.label)] += 1
-            e.label = f"{e.label} #{seen[(e.kind, e.label)]}"
+        if taken[(e.record.kind, e.label)] > 1:
+            seen[(e.record.kind, e.label)] += 1
+            e.label = f"{e.label} #{seen[(e.record.kind, e.label)]}"
 
 
 # --------------------------------------------------------------------------- said once
@@ -116,7 +89,7 @@ def _which(entries: list[Entry], named: int = 4) -> str:
     """The records a line applies to: by label when they are at most ``named``, else counted by kind."""
     if len(entries) <= named:
         return ", ".join(e.label for e in entries)
-    kinds = Counter(e.noun for e in entries)
+    kinds = Counter(e.record.noun for e in entries)
     return ", ".join(f"{n} {noun[n != 1]}" for noun, n in kinds.most_common())
 
 
@@ -157,7 +130,7 @@ def measured_on(entries: list[Entry]) -> list[str]:
 
 def arms_that_ran(entries: list[Entry]) -> list[str]:
     """The arms with a metric in any summary row: the columns the summary gives each metric."""
-    return [a for a in ARMS if any(is_number(v.get(a)) for e in entries for v in e.summary.metrics.values())] or ["cpu"]
+    return [a for a in ARMS if any(number(v.get(a)) for e in entries for v in e.summary.metrics.values())] or ["cpu"]
 
 
 def summary_table(entries: list[Entry]) -> tuple[list[str], list[list[Any]]]:
@@ -175,8 +148,8 @@ def summary_table(entries: list[Entry]) -> tuple[list[str], list[list[Any]]]:
     header.append("parity")
     rows = []
     for e in shown:
-        when, summary = e.started, e.summary
-        row: list[Any] = [f"{when:%Y-%m-%d %H:%M}" if when else "", e.kind_text, e.label, summary.rows, summary.devices]
+        when, summary = e.record.started, e.summary
+        row: list[Any] = [f"{when:%Y-%m-%d %H:%M}" if when else "", e.record.kind_text, e.label, summary.rows, summary.devices]
         row += [summary.speedup, summary.speedup_of]
         row += ["" if (v := (summary.metrics.get(m) or {}).get(a)) is None else v for m in metrics for a in arms]
         row.append(summary.parity)

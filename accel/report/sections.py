@@ -46,10 +46,11 @@ from accel.record import (
     Scored,
     Timed,
     Warm,
+    number,
 )
 from accel.report import charts
 from accel.report.layout import Section, checksum_text, num
-from accel.report.overview import ARM_NAMES, Entry, grouped, is_number, metric_name
+from accel.report.overview import ARM_NAMES, Entry, grouped, metric_name
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -128,7 +129,7 @@ def runs(entries: list[Entry]) -> Section:
 def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
     """Every run's seconds per stage, one bar and one row per arm that ran; a run's failed arms named."""
     stages = list(dict.fromkeys(st for _, r in typed for a in r.ran() for st in r.arms[a].stages))
-    device_peaks = any(is_number(r.arms[a].peak_device_mb) for _, r in typed for a in r.ran())
+    device_peaks = any(number(r.arms[a].peak_device_mb) for _, r in typed for a in r.ran())
     pad = [""] if device_peaks else []
     bars: list[tuple[str, dict[str, float]]] = []
     rows: list[list[Any]] = []
@@ -189,7 +190,7 @@ def _dask_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
             peaks += [m.peak_rss_mb for m in (arm.workers_memory or {}).values()]
             table.append([
                 e.label, ARM_NAMES[a], str(c.kind), c.workers, str(c.worker_kind or "").upper(), c.threads_per_worker,
-                c.startup_seconds, max((p for p in peaks if p is not None and is_number(p)), default=""), len(arm.train_attempts or []) or "",
+                c.startup_seconds, max((p for p in peaks if p is not None and number(p)), default=""), len(arm.train_attempts or []) or "",
             ])  # fmt: skip
     if table:
         s.table(
@@ -213,7 +214,7 @@ def _importances(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
         if not found or shown >= IMPORTANCE_RUNS:
             continue
         kind = list(found)[-1]  # mean |SHAP| where the model has it, else its own measure
-        values = [(str(k), float(v)) for k, v in found[kind].items() if v is not None and is_number(v)]
+        values = [(str(k), float(v)) for k, v in found[kind].items() if v is not None and number(v)]
         top = sorted(values, key=lambda kv: -abs(kv[1]))[:IMPORTANCE_TOP]
         if top:
             label = kind.replace("_", " ")
@@ -243,9 +244,9 @@ def hpo(entries: list[Entry]) -> Section:
                 e.label, str(r.study.name or e.path.stem), str(r.model or ""),
                 f"{trials.complete} of {trials.total} ({trials.pruned} pruned, {trials.failed} failed)",
                 _or_nan(baseline), _or_nan(tuned), _or_nan(change), str(r.search.arm or "").upper(),
-                *seconds, sum(v for v in r.phases_seconds.values() if v is not None and is_number(v)),
+                *seconds, sum(v for v in r.phases_seconds.values() if v is not None and number(v)),
             ])  # fmt: skip
-            points.append((e.label, baseline, tuned if is_number(tuned) else None))
+            points.append((e.label, baseline, tuned if number(tuned) else None))
         name = metric_name(metric)
         s.table(
             f"Searches scored by {name} (default and tuned: the model retrained on all training rows, on the hold-out)",
@@ -285,7 +286,7 @@ def compare(entries: list[Entry]) -> Section:
                 continue
             status = "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}"
             rows.append([
-                e.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
+                e.summary.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
                 _or_nan(arm.peak_host_mb), arm.peak_device_mb if arm.peak_device_mb is not None else "", e.summary.parity,
             ])  # fmt: skip
     s.table(
@@ -531,7 +532,7 @@ def scaling(entries: list[Entry]) -> Section:
         if len(kinds) > 1:  # both arms: their totals, so that the lines stay few
             groups = {(k, st): pts for (k, st), pts in groups.items() if st == "total"}
         if groups:
-            top = max((w for pts in groups.values() for w, _ in pts if is_number(w)), default=1)
+            top = max((w for pts in groups.values() for w, _ in pts if number(w)), default=1)
             series = [(f"{stage}" if len(kinds) == 1 else f"{_workers_of(kind)}, {stage}", pts, "-o")
                       for (kind, stage), pts in groups.items()]  # fmt: skip
             s.chart(
@@ -548,7 +549,7 @@ def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> N
     configs: dict[tuple[str | None, int | None], dict[str, ScalingRow]] = {}
     for row in r.rows:
         configs.setdefault((row.kind, row.workers), {})[str(row.stage)] = row
-    versus = any(is_number(row.gpu_vs_cpu) for row in r.rows)  # both arms ran at a count
+    versus = any(number(row.gpu_vs_cpu) for row in r.rows)  # both arms ran at a count
     table = []
     for (kind, workers), by_stage in configs.items():
         total = by_stage.get("total")
@@ -608,7 +609,7 @@ def experiments(entries: list[Entry]) -> Section:
 
 def _newer(e: Entry, than: Entry) -> bool:
     """``e`` was made after ``than`` (by when it was made, then by its file name)."""
-    when, other = e.started, than.started
+    when, other = e.record.started, than.record.started
     if when is not None and other is not None and when != other:
         return when > other
     return (when is not None, e.path.name) >= (other is not None, than.path.name)
@@ -629,9 +630,7 @@ def _experiments_table(s: Section, table_id: str, where: str, metric: str, membe
         front = [str(r.name) for r in grp if r.pareto]
         s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
         timed = [
-            (r.seconds, r.metric, r.pareto)
-            for r in grp
-            if r.seconds and r.seconds > 0 and is_number(r.seconds) and is_number(r.metric)
+            (r.seconds, r.metric, r.pareto) for r in grp if r.seconds and r.seconds > 0 and number(r.seconds) and number(r.metric)
         ]
         panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
     return {"metric": name, "groups": panel} if any(pts for _, pts, _ in panel) else None
