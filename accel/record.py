@@ -990,13 +990,18 @@ class CompareRecord(Record):
         return _arm_reasons(self.arms)
 
 
-class ScalingRow(Part):
-    """One stage at one worker count of one arm (``kind``: ``gpu``, ``cpu``, ``single-process``;
-    an old record names the cluster instead: ``local-cuda`` GPU workers, ``local`` CPU workers)."""
+class ScalingConfig(Part):
+    """One configuration of a scaling study: how many workers, of which kind, with how many threads each."""
 
     workers: int | None = None
     kind: str | None = None
     threads_per_worker: int | None = None
+
+
+class ScalingRow(ScalingConfig):
+    """One stage at one worker count of one arm (``kind``: ``gpu``, ``cpu``, ``single-process``;
+    an old record names the cluster instead: ``local-cuda`` GPU workers, ``local`` CPU workers)."""
+
     stage: str | None = None
     seconds: Num = None
     speedup_vs_1: Num = None
@@ -1019,10 +1024,7 @@ def scaling_label(kind: str, workers: int) -> str:
     return "single process" if kind == "single-process" else f"{kind.upper()} × {workers}"
 
 
-class ScalingRun(Part):
-    workers: int | None = None
-    kind: str | None = None
-    threads_per_worker: int | None = None
+class ScalingRun(ScalingConfig):
     cluster: Cluster | None = None
     arm: RunArm | None = None
 

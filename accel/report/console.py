@@ -46,9 +46,8 @@ from accel.record import (
     number,
     scaling_label,
 )  # fmt: skip
+from accel.report.overview import ARM_NAMES
 from accel.timing import EXTRA_STAGES, STAGES
-
-ARM_LABEL = {"gpu": "GPU arm", "cpu": "CPU arm"}
 
 #: Outside a terminal, a running stage that boosts says how far it is at most this often.
 PROGRESS_EVERY_S = 10.0
@@ -80,9 +79,6 @@ class _Rounds:
     def __init__(self, done: int, total: int, now: float):
         self.total = total
         self.first, self.first_at = done, now
-        self.done, self.at = done, now
-
-    def update(self, done: int, now: float) -> None:
         self.done, self.at = done, now
 
     def eta(self, now: float) -> float | None:
@@ -157,7 +153,7 @@ class ProgressDisplay:
             self._arm, self._in_arm = arm, True
         self._start_live()
         if not self.live_mode:
-            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: running {' → '.join(stages)}")
+            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: running {' → '.join(stages)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:
@@ -174,7 +170,7 @@ class ProgressDisplay:
             if self._rounds is None:
                 self._rounds = _Rounds(done, total, now)
             else:
-                self._rounds.update(done, now)
+                self._rounds.done, self._rounds.at = done, now
             line = None
             if not self.live_mode and now - self._said_at >= PROGRESS_EVERY_S and done < total:
                 self._said_at = now
@@ -208,7 +204,7 @@ class ProgressDisplay:
         with self._lock:
             self._in_arm = False
         if not self.live_mode:
-            self._say(f"{self._label or ARM_LABEL.get(arm, arm)}: {status}")
+            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: {status}")
 
     def close(self) -> None:
         if self._live is not None:
@@ -592,4 +588,4 @@ def render_info(env: dict[str, Any], console: Console) -> None:
 
     for arm, state in env["arms"].items():
         verdict = "can run" if state["can_run"] else f"cannot run: {escape(str(state['reason']))}"
-        say(f"[bold]{ARM_LABEL[arm]}[/bold] {verdict}")
+        say(f"[bold]{ARM_NAMES[arm]}[/bold] {verdict}")

@@ -274,21 +274,16 @@ def _or_nan(value: T | None) -> T | float:
 def compare(entries: list[Entry]) -> Section:
     s = Section("compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)")
     typed = _typed(entries, CompareRecord)
-    rows: list[list[Any]] = []
-    cold: dict[str, list[float | None]] = {a: [] for a in ARMS}
-    warm: dict[str, list[float | None]] = {a: [] for a in ARMS}
-    for e, r in typed:
-        for a in ARMS:
-            arm = r.arms.get(a) or CompareArm()
-            cold[a].append(arm.cold_seconds if arm.ok else None)
-            warm[a].append((arm.warm or Warm()).median if arm.ok else None)
-            if a not in r.arms or arm.status == "skipped":
-                continue
-            status = "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}"
-            rows.append([
-                e.summary.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
-                _or_nan(arm.peak_host_mb), arm.peak_device_mb if arm.peak_device_mb is not None else "", e.summary.parity,
-            ])  # fmt: skip
+    rows = [
+        [e.summary.data, ARM_NAMES[a], "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}", _or_nan(arm.cold_seconds),
+         _or_nan((arm.warm or Warm()).median), _or_nan(arm.peak_host_mb), _blank(arm.peak_device_mb), e.summary.parity]
+        for e, r in typed
+        for a in ARMS
+        if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
+    ]  # fmt: skip
+    arms = {a: [r.arms.get(a) or CompareArm() for _, r in typed] for a in ARMS}
+    cold = {a: [arm.cold_seconds if arm.ok else None for arm in arms[a]] for a in ARMS}
+    warm = {a: [(arm.warm or Warm()).median if arm.ok else None for arm in arms[a]] for a in ARMS}
     s.table(
         "Each script's arms that ran: wall seconds (cold: the first run; warm: the median of the repeats)",
         ["script", "arm", "status", "cold (s)", "warm median (s)", "peak RSS (MB)", "peak device (MB)", "parity"],
