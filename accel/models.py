@@ -217,7 +217,6 @@ class XGBoostModel:
         X_valid: StoredMatrix,
         y_valid: Any,
         batch_rows: int,
-        rounds: int | None = None,
         early_stopping_rounds: int | None = None,
         callbacks: tuple = (),
     ) -> Any:
@@ -228,7 +227,7 @@ class XGBoostModel:
         :meth:`predict` uses the trees up to it.
         """
         dvalid = self._matrix(backend, _batches(X_valid, _compat.series_to_array(y_valid), batch_rows), ref=dtrain)
-        return self.boost(backend, dtrain, dvalid, rounds, early_stopping_rounds, callbacks)
+        return self.boost(backend, dtrain, dvalid, None, early_stopping_rounds, callbacks)
 
     def boost(
         self, backend: Backend, dtrain: Any, dvalid: Any, rounds: int | None, early_stopping_rounds: int | None, callbacks: tuple

@@ -309,9 +309,6 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
     """Write ``pipeline`` as the new folder ``folder`` (written whole in a temporary folder
     beside it, then renamed: a reader never sees half of one). Returns what the run record says
     of it: its path, its size in bytes and its files."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from accel import __version__
 
     folder = Path(folder)
@@ -322,10 +319,10 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
         state, tables = pipeline.transform.state()
         (tmp / "tables").mkdir()
         for name, table in tables.items():
-            pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / "tables" / f"{name}.parquet")
+            table.to_parquet(tmp / "tables" / f"{name}.parquet", index=False)
         pipeline.model.save(pipeline.fitted, tmp / pipeline.model.file_name)
         if pipeline.holdout is not None:
-            pq.write_table(pa.Table.from_pandas(pipeline.holdout, preserve_index=False), tmp / HOLDOUT)
+            pipeline.holdout.to_parquet(tmp / HOLDOUT, index=False)
         files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         manifest = {
             "format": FORMAT,

@@ -52,14 +52,20 @@ MAX_ITER = 1_000_000
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-class XGBoostSettings(BaseModel):
+class _Settings(BaseModel):
+    """A model's settings: finite numbers, no unknown names (:data:`STRICT`)."""
+
+    model_config = STRICT
+
+
+class XGBoostSettings(_Settings):
     """The boosting parameters both arms share.
 
     Subsampling is off by default so that both arms see the same rows; a search
     (:mod:`accel.hpo.search`) may turn it on, and then each arm draws its own rows from the seed.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     n_estimators: int = Field(300, ge=1, le=MAX_ESTIMATORS)
     max_depth: int = Field(8, ge=0, le=32)
@@ -72,10 +78,8 @@ class XGBoostSettings(BaseModel):
     colsample_bytree: float = Field(1.0, gt=0, le=1)
 
 
-class RandomForestSettings(BaseModel):
+class RandomForestSettings(_Settings):
     """cuML's forest has depth 16 by default, scikit-learn's unlimited: both get 16."""
-
-    model_config = STRICT
 
     n_estimators: int = Field(100, ge=1, le=MAX_ESTIMATORS)
     max_depth: int = Field(16, ge=1, le=64)
@@ -84,35 +88,27 @@ class RandomForestSettings(BaseModel):
     max_features: Annotated[float, Field(gt=0, le=1)] | Literal["sqrt", "log2"] | None = None
 
 
-class LogisticRegressionSettings(BaseModel):
-    model_config = STRICT
-
+class LogisticRegressionSettings(_Settings):
     C: float = Field(1.0, gt=0)
     l1_ratio: float = Field(0.0, ge=0, le=1)  # 0: L2 penalty, 1: L1, between: elastic net
     max_iter: int = Field(1000, ge=1, le=MAX_ITER)
 
 
-class LinearRegressionSettings(BaseModel):
+class LinearRegressionSettings(_Settings):
     """Ordinary least squares; with ``alpha`` set, an elastic net (``alpha``, ``l1_ratio``)."""
-
-    model_config = STRICT
 
     alpha: float | None = Field(None, gt=0)
     l1_ratio: float = Field(0.5, ge=0, le=1)  # read only with alpha set
 
 
-class LassoSettings(BaseModel):
+class LassoSettings(_Settings):
     """Least squares with an L1 penalty (coordinate descent in both libraries)."""
-
-    model_config = STRICT
 
     alpha: float = Field(1.0, gt=0)
     max_iter: int = Field(1000, ge=1, le=MAX_ITER)
 
 
-class KNNSettings(BaseModel):
-    model_config = STRICT
-
+class KNNSettings(_Settings):
     n_neighbors: int = Field(5, ge=1, le=MAX_NEIGHBORS)
     weights: Literal["uniform", "distance"] = "uniform"
 
@@ -149,13 +145,15 @@ def xgboost_device_used(booster: Any) -> str:
 
     With ``device="cuda"`` and no usable GPU, XGBoost only warns and trains on the CPU.
     """
-    config = json.loads(booster.save_config())
-    return str(config["learner"]["generic_param"]["device"])
+    return str(_generic_param(booster)["device"])
 
 
 def xgboost_threads_used(booster: Any) -> int:
-    config = json.loads(booster.save_config())
-    return int(config["learner"]["generic_param"]["nthread"])
+    return int(_generic_param(booster)["nthread"])
+
+
+def _generic_param(booster: Any) -> dict[str, Any]:
+    return json.loads(booster.save_config())["learner"]["generic_param"]
 
 
 def _device_of_xgboost(fitted: Any, gpu_device: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from accel import _compat
 from accel._compat import Array
 from accel.backend import Backend
-from accel.batching import BatchPlan
+from accel.batching import BatchPlan, T
 from accel.config import RunConfig
 from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping, search_between_stages
@@ -214,12 +214,19 @@ def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySetti
     out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
     later; the other arm still runs. A refusal of the user's settings (:class:`AccelError`)
     still ends the run before either arm has done any work."""
+    # e.g. a GPU-only parse error in the probe: the other arm still runs
+    return _or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
+
+
+def _or_failed(backend: Backend, call: Callable[[], T], prefix: str = "") -> T | ArmResult:
+    """``call()``, or the arm ``failed`` with the reason when it raises an error of the arm's
+    libraries; a refusal of the user's settings (:class:`AccelError`) and an interrupt go through."""
     try:
-        return prepare_arm(backend, workflow, memory)
+        return call()
     except (AccelError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - e.g. a GPU-only parse error in the probe: the other arm still runs
-        return ArmResult(status="failed", reason=f"while planning batches: {first_line(exc)}", backend=backend.name)
+    except Exception as exc:  # noqa: BLE001 - recorded as the arm's failure: the other arm still runs
+        return ArmResult(status="failed", reason=prefix + first_line(exc), backend=backend.name)
 
 
 def run_arm_safely(
@@ -242,11 +249,7 @@ def run_arm_safely(
             listener.arm_finished(backend.name, prepared_arm.status)
         return prepared_arm
     try:
-        return run_arm(backend, workflow, listener, memory, prepared_arm)
-    except (AccelError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # noqa: BLE001 - e.g. device out of memory: the other arm still runs
-        return ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
+        return _or_failed(backend, lambda: run_arm(backend, workflow, listener, memory, prepared_arm))  # e.g. out of memory
     finally:
         if collect:
             gc.collect()

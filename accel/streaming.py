@@ -273,9 +273,32 @@ class _Matrix:
         the validation part, which is held apart as the batches go by and watched while it boosts."""
         run = self.run
         dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), run.plan, run.backend, "rounds search")
-        dvalid = validation_matrix(run.backend, self.model, dfit, self.held, self.names, self.types, self.n_train)
+        dvalid = self.validation(dfit)
         if dvalid is not None:
             self.model.search(run.backend, dfit, dvalid)
+
+    def validation(self, dfit: Any) -> Any:
+        """The validation part's ``QuantileDMatrix`` (on the search's matrix ``dfit``'s cuts) from the
+        rows held apart while ``dfit`` was built; None when it cannot be watched (too few rows, a
+        class missing: known only once read; the record says so)."""
+        import xgboost
+
+        backend, model, held = self.run.backend, self.model, self.held
+        es = model.early_stopping
+        if es is None:
+            return None
+        if not held:
+            es.check(self.n_train, np.empty(0), model.classes)  # too few training rows: says so
+            return None
+        parts = [held[k] for k in sorted(held)]
+        X, y = backend.xp.concatenate([m for m, _ in parts]), backend.xp.concatenate([v for _, v in parts])
+        held.clear()
+        if not es.check(self.n_train, _compat.to_numpy(y), model.classes):
+            return None
+        return xgboost.QuantileDMatrix(
+            X, label=y, ref=dfit, feature_names=self.names, feature_types=self.types,
+            max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
+        )  # fmt: skip
 
 
 def _file_batches(matrix: _Matrix, batch_rows: int, cache_prefix: str | None, search: bool) -> Any:
@@ -313,32 +336,6 @@ def _file_batches(matrix: _Matrix, batch_rows: int, cache_prefix: str | None, se
             return False
 
     return FileBatches()
-
-
-def validation_matrix(
-    backend: Backend, model: Any, dtrain: Any, held: dict[int, tuple[Any, Any]], names: list[str], types: list[str], n_train: int
-) -> Any:
-    """The validation part's ``QuantileDMatrix`` (on the search's matrix's cuts) from the rows held
-    apart while that matrix was built; None when it cannot be watched (too few rows, a class
-    missing: known only once read; the record says so)."""
-    import xgboost
-
-    es = getattr(model, "early_stopping", None)
-    if es is None:
-        return None
-    if not held:
-        es.check(n_train, np.empty(0), model.classes)  # too few training rows: says so
-        return None
-    xp = backend.xp
-    parts = [held[k] for k in sorted(held)]
-    X, y = xp.concatenate([m for m, _ in parts]), xp.concatenate([v for _, v in parts])
-    held.clear()
-    if not es.check(n_train, _compat.to_numpy(y), model.classes):
-        return None
-    return xgboost.QuantileDMatrix(
-        X, label=y, ref=dtrain, feature_names=names, feature_types=types,
-        max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
-    )  # fmt: skip
 
 
 def predict_batches(
