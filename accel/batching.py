@@ -130,8 +130,6 @@ def device_increase(in_use_before: int | None, in_use_peak: int | None, pool_pea
 
 
 def _size_of(obj: Any) -> int:
-    if obj is None:
-        return 0
     if isinstance(obj, (list, tuple)):
         return sum(_size_of(o) for o in obj)
     if hasattr(obj, "memory_usage"):

@@ -59,9 +59,8 @@ def active_folder() -> Path | None:
         (path / MARKER).stat()
     except OSError:
         return None
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return None
-    if st.st_mode & 0o022:  # group or others may write: anyone could arm it
+    # Another user's folder, or one that group or others may write: anyone could arm it.
+    if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
         return None
     return path
 

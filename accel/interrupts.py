@@ -61,10 +61,6 @@ def _terminate(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-def _redeliver(sig: int) -> None:
-    os.kill(os.getpid(), sig)
-
-
 @contextmanager
 def never_lost() -> Iterator[None]:
     """While active, a ``KeyboardInterrupt`` swallowed by a callback is raised again in the main
@@ -76,7 +72,7 @@ def never_lost() -> Iterator[None]:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             exc = unraisable.exc_value
             sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-            timer = threading.Timer(REDELIVER_AFTER_S, _redeliver, (sig,))
+            timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
             timer.daemon = True
             pending.append(timer)
             timer.start()

@@ -154,8 +154,7 @@ class XGBoostModel:
             "nthread": backend.n_threads,
         }
         # Every setting but the rounds, in its order, under XGBoost's name (learning_rate is eta ...).
-        for name, value in self.params.model_dump(exclude={"n_estimators"}).items():
-            out[_BOOSTER_NAMES.get(name, name)] = value
+        out.update((_BOOSTER_NAMES.get(k, k), v) for k, v in self.params.model_dump(exclude={"n_estimators"}).items())
         out["seed"] = self.seed
         if self.task == "multiclass":
             out["num_class"] = self.n_classes

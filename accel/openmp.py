@@ -44,11 +44,6 @@ def _runtime_loaded() -> bool:
         return any(m in sys.modules for m in _OMP_LIBRARIES)
 
 
-def _load_runtime() -> None:
-    import sklearn.utils._openmp_helpers  # noqa: F401 - scikit-learn's extensions link libgomp
-    import xgboost  # noqa: F401 - so does libxgboost (the same soname: one runtime)
-
-
 def settle() -> dict[str, Any]:
     """Load the OpenMP runtime with accel's spin count, once per process; what the record's
     ``threads.omp_wait_policy`` says.
@@ -74,7 +69,8 @@ def settle() -> dict[str, Any]:
     else:
         os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
         try:
-            _load_runtime()
+            import sklearn.utils._openmp_helpers  # noqa: F401 - scikit-learn's extensions link libgomp
+            import xgboost  # noqa: F401 - so does libxgboost (the same soname: one runtime)
         finally:
             del os.environ["GOMP_SPINCOUNT"]  # the user's environment as it was
         state.update(GOMP_SPINCOUNT=GOMP_SPINCOUNT_DEFAULT, source="accel default")

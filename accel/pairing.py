@@ -30,10 +30,8 @@ def pair(task: str, model: str, gpu: dict[str, Any], cpu: dict[str, Any]) -> dic
 def speedups(gpu: ArmResult, cpu: ArmResult) -> dict[str, float]:
     """CPU seconds / GPU seconds per stage and in total; NaN unless both arms ran."""
     both = gpu.status == "ok" and cpu.status == "ok"
-    out = {}
-    for stage in dict.fromkeys([*gpu.stages, *cpu.stages]) or STAGES:
-        g, c = gpu.stages.get(stage), cpu.stages.get(stage)
-        out[stage] = speedup(c, g) if both else math.nan
+    stages = dict.fromkeys([*gpu.stages, *cpu.stages]) or STAGES
+    out = {stage: speedup(cpu.stages.get(stage), gpu.stages.get(stage)) if both else math.nan for stage in stages}
     out["total"] = speedup(cpu.total_seconds, gpu.total_seconds) if both else math.nan
     return out
 

@@ -501,10 +501,7 @@ def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
     if test_ids is None:
         return None
     prediction = _compat.to_numpy(prediction)
-    if prediction.ndim == 2:
-        columns = {f"prediction_{k}": prediction[:, k] for k in range(prediction.shape[1])}
-    else:
-        columns = {"prediction": prediction}
+    columns = {f"prediction_{k}": p for k, p in enumerate(prediction.T)} if prediction.ndim == 2 else {"prediction": prediction}
     return pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64), **columns})
 
 
@@ -518,21 +515,13 @@ def from_run(
     **info: object,
 ) -> Pipeline:
     """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...)."""
+    where = {
+        "model": getattr(workflow, "model_name", model.name),
+        "arm": backend.name,
+        "trained_on": model.device_used(backend, fitted),
+    }
     return Pipeline(
-        workflow=workflow.name,
-        task=workflow.task,
-        classes=classes_of(workflow),
-        transform=transform,
-        model=model,
-        fitted=fitted,
-        precision=precision,
-        backend=backend,
-        info={
-            "model": getattr(workflow, "model_name", model.name),
-            "arm": backend.name,
-            "trained_on": model.device_used(backend, fitted),
-            **info,
-        },
+        workflow.name, workflow.task, classes_of(workflow), transform, model, fitted, precision, backend, {**where, **info}
     )
 
 

@@ -33,7 +33,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -409,10 +409,11 @@ class ModelSpec:
     """
 
     name: str
+    _: KW_ONLY
     caps: Capabilities
     settings: type[BaseModel]
-    classifier: Estimator | None
-    regressor: Estimator | None
+    classifier: Estimator | None = None
+    regressor: Estimator | None = None
     search_space: Mapping[str, Dist]
     labels: tuple[tuple[str, str], ...]
     rounds: bool = False
@@ -537,7 +538,6 @@ _SPECS = (
                 "l1_ratio": "0.0 (scikit-learn) and None (cuML): an L2 penalty; the spelling function passes it where it is not",
             },
         ),
-        regressor=None,
         # l1_ratio: 0 is an L2 penalty, 1 an L1 penalty, between an elastic net.
         search_space={"C": Dist("float", 1e-3, 100.0, log=True), "l1_ratio": Dist("categorical", choices=(0.0, 0.5, 1.0))},
         labels=(("C", "C"), ("l1_ratio", "l1_ratio")),
@@ -546,7 +546,6 @@ _SPECS = (
         "linear_regression",
         caps=Capabilities("linear"),
         settings=LinearRegressionSettings,
-        classifier=None,
         regressor=Estimator(
             "linear_regression", "sklearn.linear_model:LinearRegression", "cuml.linear_model:LinearRegression",
             "regression",
@@ -567,7 +566,6 @@ _SPECS = (
         "lasso",
         caps=Capabilities("linear"),
         settings=LassoSettings,
-        classifier=None,
         # scikit-learn's tolerance (cuML's default is 1e-3): both arms solve to the same one.
         regressor=Estimator(
             "lasso", "sklearn.linear_model:Lasso", "cuml.linear_model:Lasso", "regression",

@@ -368,10 +368,8 @@ def paired_run(
         batch_plan[arm], prepared[arm] = timed_call(lambda: prepare_arm_safely(backend, workflow, memory))
     for arm, ready in prepared.items():
         if not isinstance(ready, ArmResult):
-            plan = ready[1]
-            detail(
-                f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({plan.mode}, {plan.rows_per_batch:,} rows a batch)"
-            )
+            mode, rows = ready[1].mode, ready[1].rows_per_batch
+            detail(f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({mode}, {rows:,} rows a batch)")
     if on_plan is not None:
         on_plan(workflow)
     arm_wall: dict[str, float] = {}
@@ -490,12 +488,11 @@ def wall_timeline(
         "batch_plan": sum(batch_plan.values()),
         "arms": sum(a["wall"] for a in arms.values()),
     }
-    accounted = sum(parts.values())
     return {
         "process_seconds": process,
         "parts": parts,
         "planning": planning,
         "batch_plan": batch_plan,
         "arms": arms,
-        "unaccounted_seconds": max(process - accounted, 0.0),
+        "unaccounted_seconds": max(process - sum(parts.values()), 0.0),
     }

@@ -382,11 +382,10 @@ def predict_batches(
             del rows
         with stage("predict"):
             matrix = frame_matrix(X, featurizer.categorical)
-            p = booster.inplace_predict(matrix)
-            preds.append(_compat.to_numpy(p))
+            preds.append(_compat.to_numpy(booster.inplace_predict(matrix)))
         if on_matrix is not None:
             on_matrix(matrix)
         labels.append(_compat.to_numpy(y))
-        del X, y, p
+        del X, y
         release_host_memory(collect=False)
     return np.concatenate(preds), np.concatenate(labels)
