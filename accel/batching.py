@@ -113,8 +113,7 @@ def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int,
     increase = (
         device_increase(before_device, monitor.peak_device, pool_peak) if backend.is_gpu else monitor.peak_host - before_host
     )
-    size = _size_of(built)
-    return max(increase if peak else 0, size, 1) / max(rows, 1)
+    return max(increase if peak else 0, _size_of(built), 1) / max(rows, 1)
 
 
 def device_increase(in_use_before: int | None, in_use_peak: int | None, pool_peak: int | None) -> int:
@@ -350,13 +349,12 @@ def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_
     practical = min(PRACTICAL_BATCH_ROWS, rows_total)
     need = _least_need(costs, rows_total, train_rows, bytes_per_row)
     need_practical = _least_need(costs, rows_total, train_rows, bytes_per_row, practical)
-    usable = float(budget_bytes)
     state = train_rows * costs.row_bytes + costs.hist_bytes + costs.fixed_bytes + costs.accel_bytes
 
     def fits(n: int) -> bool:  # --rows n: accel's arrays and the training rows shrink with the rows
         scale = n / max(rows_total, 1)
         scaled = StreamingCosts(**{**costs.__dict__, "accel_bytes": int(costs.accel_bytes * scale)})
-        return _least_need(scaled, n, int(train_rows * scale), bytes_per_row) <= usable
+        return _least_need(scaled, n, int(train_rows * scale), bytes_per_row) <= budget_bytes
 
     lo, hi = 0, rows_total  # the largest --rows that fits, by bisection
     while lo < hi:

@@ -38,12 +38,14 @@ import numpy as np
 
 from accel import _compat
 from accel._compat import Array, Frame
-from accel.backend import Backend
+from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
-from accel.errors import AccelError
+from accel.errors import AccelError, first_line
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
+from accel.record import PairedRecord, RecordError, dumps, loads, read_record
 from accel.timing import StageTimer
 from accel.workflows.base import Model
+from accel.workflows.flights import DELAY_MINUTES, FlightsTransform
 
 FORMAT = "accel-pipeline"
 #: The newest layout this accel writes and reads.
@@ -206,8 +208,6 @@ class Pipeline:
         known = _compat.to_numpy(y.notna()).astype(bool)
         y = y[y.notna()]
         if self.workflow == "flights":
-            from accel.workflows.flights import DELAY_MINUTES
-
             codes = _compat.to_numpy(y > DELAY_MINUTES).astype(np.int32)
         else:
             from accel.data.autofeatures import target_codes
@@ -338,8 +338,6 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
             "importances": pipeline.importances,
             "files": {name: _sha256(tmp / name) for name in files},
         }
-        from accel.record import dumps
-
         (tmp / MANIFEST).write_text(dumps(manifest) + "\n")
         os.rename(tmp, folder)
     except BaseException:
@@ -356,8 +354,6 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
     """The pipeline folder ``path`` names: itself, or the one a run record names (its accelerated
     arm's where that arm ran and saved one, else the CPU arm's; ``arm`` picks). Returns the
     folder and a line saying which it is."""
-    from accel.record import PairedRecord, RecordError, read_record
-
     path = Path(path)
     if path.is_dir():
         if (path / MANIFEST).is_file():
@@ -432,8 +428,6 @@ def load(path: Path | str, device: str = "auto", arm: str | None = None) -> Pipe
     Raises :class:`~accel.errors.AccelError` in one line for a file that is not a pipeline, one cut
     short or changed after it was saved, or one written by a newer accel.
     """
-    from accel.backend import get_backend
-
     folder, _ = pipeline_folder(Path(path), arm)
     return load_folder(folder, get_backend(device))  # type: ignore[arg-type]
 
@@ -444,8 +438,6 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
 
     from accel.data.autofeatures import TableTransform
     from accel.models import build_model
-    from accel.record import loads
-    from accel.workflows.flights import FlightsTransform
 
     manifest = loads(json.dumps(read_manifest(folder)))  # the non-finite values listed under "nulls" as floats again
     try:
@@ -575,8 +567,6 @@ def saved_folder(record: Mapping[str, Any], path: Path) -> Path | None:
 def read_rows(pipeline: Pipeline, source: Any, columns: list[str], read: Callable[[], Frame]) -> Frame:
     """``read()`` of a table to score, its parse errors said as the user's input's: a value a
     column's type (the training table's, :func:`read_types`) does not take, in one line."""
-    from accel.errors import first_line
-
     try:
         return read()
     except (ValueError, TypeError) as exc:  # pyarrow's ArrowInvalid is a ValueError

@@ -21,18 +21,20 @@ from typing import Any
 
 from accel import _compat
 from accel._compat import Array
-from accel.backend import Backend
-from accel.batching import BatchPlan, T
+from accel.backend import Backend, resolve_arms
+from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, BatchPlan, T, _human, with_backoff
 from accel.config import RunConfig
 from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line
-from accel.memory import MemoryMonitor, MemorySettings
+from accel.memory import MemoryMonitor, MemorySettings, default_budget, parse_size, setup_rmm_pool
 from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import beside_record, explained, from_run, holdout_frame
-from accel.registry import DEFAULT_MODEL, MODELS, refusal
+from accel.precision import plan_for_frames, store_frame
+from accel.record import ensure_writable, record_head, record_stem, write_record
+from accel.registry import DEFAULT_MODEL, MODELS, XGBoostSettings, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer, timed_call
 from accel.workflows.base import StopsEarly, Workflow
@@ -48,7 +50,6 @@ def prepare_arm(backend: Backend, workflow: Workflow, memory: MemorySettings | N
     cannot) is a user error raised before either arm has done any work.
     """
     from accel.faultpoints import raise_point
-    from accel.memory import default_budget, parse_size, setup_rmm_pool
 
     settings = memory or MemorySettings()
     rmm = setup_rmm_pool(backend, settings.rmm_pool, workflow.model_name)
@@ -129,8 +130,6 @@ class InMemory(Executor[Workflow]):
         self._check: Any = None
 
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
-        from accel.batching import with_backoff
-        from accel.precision import plan_for_frames
 
         model, plan, settings = workflow.model, self.plan, self.settings
         with timer.stage("load"):
@@ -191,8 +190,6 @@ def _fp32_check(
     backend: Backend, workflow: Workflow, prepared: Prepared, plan: BatchPlan, metrics: dict[str, float], y_test: Array
 ) -> dict[str, Any]:
     """Train the same model on the same rows in float32 (untimed) and report the metric change."""
-    from accel.precision import plan_for_frames
-
     model = workflow.model
     precision = plan_for_frames("fp32", [prepared.X_train], prepared.categorical)
     X_train, X_test = _stored(backend, prepared, precision, plan.rows_per_batch)
@@ -203,8 +200,6 @@ def _fp32_check(
 
 def _stored(backend: Backend, prepared: Prepared, precision: Any, rows: int) -> tuple[Any, ...]:
     """The training and test features stored on ``backend`` in ``precision``, ``rows`` at a time."""
-    from accel.precision import store_frame
-
     return tuple(store_frame(backend, X, prepared.categorical, precision, rows) for X in (prepared.X_train, prepared.X_test))
 
 
@@ -258,9 +253,6 @@ def run_arm_safely(
 def check_memory_flags(settings: MemorySettings) -> None:
     """Refuse, before any planning work, a budget below what one batch of the minimum size needs
     even at one 8-byte column (sizes that do not parse were refused by the config already)."""
-    from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, _human
-    from accel.memory import parse_size
-
     if settings.memory_budget:
         budget = parse_size(settings.memory_budget, "--memory-budget")
         floor = MIN_BATCH_ROWS * 8 / BUDGET_USE
@@ -298,7 +290,6 @@ def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> 
 
 
 def _named_or_table(config: RunConfig) -> Workflow:
-    from accel.models import XGBoostSettings
     from accel.workflows import WorkflowSettings, get_workflow
     from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
 
@@ -342,9 +333,7 @@ def paired_run(
     start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
 
-    from accel.backend import resolve_arms
     from accel.environment import collect_environment
-    from accel.record import ensure_writable, record_stem, write_record
 
     clock = time.perf_counter
     t_run = clock()
@@ -423,8 +412,6 @@ def run_record(
     cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
     come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
     """
-    from accel.record import record_head
-
     environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
     return {
         **record_head("run"),
