@@ -194,8 +194,7 @@ class _Stream:
         precision = plan_precision("fp32", columns, [])
         pipeline = from_run(workflow, backend, model, booster, TableTransform(self.featurizer), precision)
         explained(pipeline, self.timer, lambda n: backend.xp.concatenate(sample)[:n] if sample else None, explain_rows)
-        tplan = workflow.plan
-        pipeline.holdout = holdout_frame(tplan.row_positions[tplan.test_pos], prediction)
+        pipeline.holdout = holdout_frame(workflow.plan.row_positions[workflow.plan.test_pos], prediction)
         return prediction, y_test, pipeline
 
 
@@ -225,8 +224,7 @@ class _Matrix:
     def batch(self, start: int, frame: Frame, search: bool) -> tuple[Array, Array] | None:
         """One chunk's training rows as (matrix, labels), the validation rows held apart in the
         search's pass; None when the chunk has no training rows."""
-        run, tplan = self.run, self.run.workflow.plan
-        featurizer = run.featurizer
+        run, tplan, featurizer = self.run, self.run.workflow.plan, self.run.featurizer
         train, where = planned_rows(run.rows.train, start, frame)
         if train is None:
             return None
