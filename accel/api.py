@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from accel.openmp import settle
 from accel.record import (
@@ -47,10 +47,13 @@ from accel.record import (
     ScalingRecord,
     Scored,
     leaves_no_folder,
+    parse_record,
     scaling_label,
 )  # fmt: skip
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from accel.config import RunConfig
     from accel.result import Listener
 
@@ -120,12 +123,11 @@ class _Recorded(Generic[R]):
 
     record: dict[str, Any]
     path: Path
-    _class: ClassVar[type[Record]] = Record
 
     @cached_property
     def typed(self) -> R:
-        """The record as its typed class (:mod:`accel.record`): what the views below read."""
-        return cast(R, self._class.model_validate(self.record))
+        """The record as its typed class (:func:`accel.record.parse_record`): what the views below read."""
+        return cast(R, parse_record(self.record))
 
 
 @dataclass(frozen=True)
@@ -142,25 +144,15 @@ class RunResult(_Recorded[RunRecord]):
         The record as its typed class, which the views below read.
     """
 
-    _class = RunRecord
-
     @property
     def stages(self) -> Any:
         """Seconds per stage on each arm and the speedup (CPU seconds / GPU seconds); NaN where an arm did not run."""
         import pandas as pd
 
         r = self.typed
-        arms = [(a, r.arms[a]) for a in ARMS]
-        names = list(dict.fromkeys([*r.arms["cpu"].stages, *r.arms["gpu"].stages]))
-        rows = [
-            {
-                "stage": stage,
-                **{f"{a}_seconds": _float(arm.total_seconds if stage == "total" else arm.stages.get(stage)) for a, arm in arms},
-                "speedup": _float(r.speedup.get(stage)),
-            }
-            for stage in [*names, "total"]
-        ]
-        return pd.DataFrame(rows).set_index("stage")
+        names = [*dict.fromkeys([*r.arms["cpu"].stages, *r.arms["gpu"].stages]), "total"]
+        seconds = {f"{a}_seconds": {**r.arms[a].stages, "total": r.arms[a].total_seconds} for a in ARMS}
+        return pd.DataFrame({**seconds, "speedup": r.speedup}, index=pd.Index(names, name="stage"), dtype=float)
 
     @property
     def metrics(self) -> Any:
@@ -169,9 +161,7 @@ class RunResult(_Recorded[RunRecord]):
 
         arms = self.typed.arms
         names = list(dict.fromkeys([*arms["cpu"].metrics, *arms["gpu"].metrics]))
-        return pd.DataFrame(
-            {a: [_float(arms[a].metrics.get(m)) for m in names] for a in ARMS}, index=pd.Index(names, name="metric")
-        )
+        return pd.DataFrame({a: arms[a].metrics for a in ARMS}, index=pd.Index(names, name="metric"), dtype=float)
 
     @property
     def memory(self) -> Any:
@@ -217,16 +207,31 @@ class RunResult(_Recorded[RunRecord]):
 
         r, stages = self.typed, self.stages
         chart = _speedup_chart(stages["speedup"].items(), "speedup per stage") or "<p>speedup: n/a (one arm ran)</p>"
-        title = f"<h4>accel run: {html.escape(str(r.workflow))}</h4>"
         metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
-        remarks = "".join(f"<p>{html.escape(line)}</p>" for line in [parity_line(r.parity), *run_notes(r)])
-        where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
-        table = stages.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
-        return title + table + chart + _skip_notes(r.arms.items()) + metrics + remarks + where
+        remarks = _paragraphs([parity_line(r.parity), *run_notes(r)])
+        notes = _skip_notes(r.arms.items())
+        return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, _where(record=self.path))
 
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
+
+
+def _html(heading: str, table: pd.DataFrame, na_rep: str, *parts: str) -> str:
+    """A result as Jupyter shows it: ``heading``, ``table`` (four significant digits, ``na_rep`` for
+    NaN), then ``parts``."""
+    shown = table.to_html(float_format=lambda v: f"{v:.4g}", na_rep=na_rep)
+    return f"<h4>{html.escape(heading)}</h4>{shown}" + "".join(parts)
+
+
+def _where(**paths: Path) -> str:
+    """Where a result's files went: ``<p>record: <code>PATH</code></p>``."""
+    return "<p>" + ", ".join(f"{name}: <code>{html.escape(str(path))}</code>" for name, path in paths.items()) + "</p>"
+
+
+def _paragraphs(lines: Iterable[str]) -> str:
+    """Each of ``lines`` that is not empty as a paragraph of its own."""
+    return "".join(f"<p>{html.escape(line)}</p>" for line in lines if line)
 
 
 def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
@@ -355,7 +360,7 @@ def run(
     given = locals()
     dask = {key: given[key] for key in _DASK_SETTINGS}
     with _table_file(data) as table:
-        settings = _table_settings({**locals(), "data": table})
+        settings = _table_settings({**given, "data": table})
         settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
         return _run(workflow, settings, dask, progress)
 
@@ -439,7 +444,6 @@ class PredictResult(_Recorded[PredictRecord]):
     """
 
     output: Path
-    _class = PredictRecord
 
     @property
     def predictions(self) -> Any:
@@ -607,8 +611,6 @@ class TuneResult(_Recorded[HpoRecord]):
         The record as its typed class, which the views below read.
     """
 
-    _class = HpoRecord
-
     @property
     def metric(self) -> str:
         """The metric the search optimised (``auc``, ``rmse``, ...)."""
@@ -624,19 +626,13 @@ class TuneResult(_Recorded[HpoRecord]):
         final = r.final if r.final is not None and r.final.status != "failed" else None
         shown = [("default", r.baseline), ("best subset trial", r.best_trial)]
         shown += [(f"top-k: trial {entry.trial}", entry) for entry in r.top_k] + [("retrained best", final)]
+        numbers = ("metric", "seconds", "peak_host_mb", "peak_device_mb")
         rows = [
-            {
-                "candidate": label,
-                self.metric: _float(entry.metric),
-                "seconds": _float(entry.seconds),
-                "peak_host_mb": _float(entry.peak_host_mb),
-                "peak_device_mb": _float(entry.peak_device_mb),
-                "evaluated_on": entry.evaluated_on,
-            }  # fmt: skip
+            {"candidate": label, **{k: _float(getattr(entry, k)) for k in numbers}, "evaluated_on": entry.evaluated_on}
             for label, entry in shown
             if entry is not None
         ]
-        return pd.DataFrame(rows).set_index("candidate") if rows else pd.DataFrame()
+        return pd.DataFrame(rows).set_index("candidate").rename(columns={"metric": self.metric}) if rows else pd.DataFrame()
 
     @property
     def best_params(self) -> dict[str, Any]:
@@ -654,10 +650,7 @@ class TuneResult(_Recorded[HpoRecord]):
         return f"TuneResult({self.typed.study.name!r}, {shown}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
-        title = f"<h4>accel hpo: {html.escape(str(self.typed.study.name))}</h4>"
-        table = self.candidates.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
-        where = f"<p>record: <code>{html.escape(str(self.path))}</code></p>"
-        return title + table + where
+        return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", _where(record=self.path))
 
 
 @leaves_no_folder
@@ -737,8 +730,6 @@ class CompareResult(_Recorded[CompareRecord]):
         The record as its typed class, which the views below read.
     """
 
-    _class = CompareRecord
-
     @property
     def arms(self) -> Any:
         """Each arm's status, cold wall seconds, warm median (with ``repeat``) and peak memory."""
@@ -765,9 +756,10 @@ class CompareResult(_Recorded[CompareRecord]):
         return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_agreement(self.agree)})"
 
     def _repr_html_(self) -> str:
-        title = f"<h4>accel compare: {html.escape(str(self.typed.program.path))}</h4>"
-        table = self.arms.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—")
-        return title + table + _skip_notes(self.typed.arms.items()) + f"<p>outputs: {_agreement(self.agree)}</p>"
+        notes = _skip_notes(self.typed.arms.items())
+        return _html(
+            f"accel compare: {self.typed.program.path}", self.arms, "—", notes, f"<p>outputs: {_agreement(self.agree)}</p>"
+        )
 
 
 def _agreement(agree: bool | None) -> str:
@@ -834,14 +826,6 @@ class BenchResult(_Recorded[BenchRecord]):
         The record as its typed class, which the views below read.
     """
 
-    @cached_property
-    def typed(self) -> BenchRecord:
-        """The result as its typed class: :class:`~accel.record.DbBench`, :class:`~accel.record.ModelsBench`
-        or :class:`~accel.record.CrossoverBench`."""
-        from accel.record import parse_record
-
-        return cast(BenchRecord, parse_record(self.record))
-
     @property
     def suite(self) -> str:
         """``groupby``, ``join``, ``models`` or ``crossover``."""
@@ -859,37 +843,29 @@ class BenchResult(_Recorded[BenchRecord]):
 
         r = self.typed
         if isinstance(r, ModelsBench):
-            return pd.DataFrame(
+            timed = {"fit_seconds": attrgetter("fit.median"), "predict_seconds": attrgetter("predict.median")}
+            rows = [
                 {
-                    "model": m.model, "metric": m.metric,
-                    **{
-                        f"{a}_{what}": value
-                        for a in ARMS
-                        for what, value in (
-                            ("status", m.arm(a).status), ("fit_seconds", _float(m.arm(a).fit.median)),
-                            ("predict_seconds", _float(m.arm(a).predict.median)), ("quality", _float(m.arm(a).quality)),
-                        )
-                    },
-                    "fit_speedup": _float(m.fit_speedup), "predict_speedup": _float(m.predict_speedup),
+                    "model": m.model,
+                    "metric": m.metric,
+                    **_arm_columns([m.arm(a) for a in ARMS], **timed, quality=attrgetter("quality")),
                 }
+                | {"fit_speedup": _float(m.fit_speedup), "predict_speedup": _float(m.predict_speedup)}
                 for m in r.models
-            ).set_index("model")  # fmt: skip
+            ]
+            return pd.DataFrame(rows).set_index("model")
         if isinstance(r, CrossoverBench):
             rows = [
-                {"operation": op.operation, "rows": p.rows, **_arm_medians(p.gpu, p.cpu), "speedup": _float(p.speedup)}
+                {"operation": op.operation, "rows": p.rows, **_arm_columns([p.gpu, p.cpu], **_MEDIAN)}
+                | {"speedup": _float(p.speedup)}
                 for op in r.operations
                 for p in op.points
             ]
             return pd.DataFrame(rows).set_index(["operation", "rows"])
         questions = r.questions if isinstance(r, DbBench) else []
         rows = [
-            {
-                "question": q.question,
-                "title": q.title,
-                **_arm_medians(q.gpu, q.cpu),
-                "speedup": _float(q.speedup),
-                "agree": q.agree,
-            }
+            {"question": q.question, "title": q.title, **_arm_columns([q.gpu, q.cpu], **_MEDIAN)}
+            | {"speedup": _float(q.speedup), "agree": q.agree}
             for q in questions
         ]
         return pd.DataFrame(rows).set_index("question")
@@ -940,8 +916,6 @@ class BenchResult(_Recorded[BenchRecord]):
 
     def _repr_html_(self) -> str:
         """The table and a bar per speedup, for Jupyter."""
-        title = f"<h4>accel bench {html.escape(self.suite)}</h4>"
-        table = self.table.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
         chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
         chart = chart or "<p>speedup: n/a (the GPU arm did not run)</p>"
         notes = _skip_notes([("gpu", self.typed.gpu or Arm())])
@@ -949,14 +923,21 @@ class BenchResult(_Recorded[BenchRecord]):
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
         lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
         lines += [(self.typed.fairness.line or "") if self.typed.fairness else ""]
-        extra = "".join(f"<p>{html.escape(line)}</p>" for line in lines if line)
-        where = f"<p>result: <code>{html.escape(str(self.path))}</code></p>"
-        return title + table + chart + notes + extra + where
+        return _html(f"accel bench {self.suite}", self.table, "n/a", chart, notes, _paragraphs(lines), _where(result=self.path))
 
 
-def _arm_medians(gpu: Arm, cpu: Arm) -> dict[str, Any]:
-    return {f"{a}_{what}": value for a, arm in (("gpu", gpu), ("cpu", cpu))
-            for what, value in (("status", arm.status), ("seconds", _float(getattr(arm, "median", None))))}  # fmt: skip
+def _arm_columns(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> dict[str, Any]:
+    """``{gpu_status, gpu_<column>, ..., cpu_status, cpu_<column>, ...}`` of the arms of :data:`ARMS`:
+    each status, then what each of ``columns`` reads of the arm, as a float (NaN for None)."""
+    return {
+        f"{a}_{name}": value
+        for a, arm in zip(ARMS, arms)
+        for name, value in [("status", arm.status), *((name, _float(read(arm))) for name, read in columns.items())]
+    }
+
+
+#: The one column of an arm of a db-benchmark question or a crossover size: its median seconds.
+_MEDIAN = {"seconds": lambda arm: getattr(arm, "median", None)}
 
 
 @leaves_no_folder
@@ -1061,7 +1042,6 @@ class ScaleResult(_Recorded[ScalingRecord]):
     """
 
     plot: Path
-    _class = ScalingRecord
 
     @property
     def table(self) -> Any:
@@ -1090,8 +1070,6 @@ class ScaleResult(_Recorded[ScalingRecord]):
     def _repr_html_(self) -> str:
         """The totals per configuration and a bar per configuration's speedup, for Jupyter."""
         r, totals = self.typed, self.totals
-        title = f"<h4>accel scale: {html.escape(str(r.workflow))} ({html.escape(str(r.cluster_kind))})</h4>"
-        table = totals.to_html(float_format=lambda v: f"{v:.4g}", na_rep="n/a")
         speedups = [(scaling_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
         chart = _speedup_chart(speedups, "speedup of the total against the fewest workers of the same arm")
         chart = chart or "<p>speedup: n/a (no configuration ran)</p>"
@@ -1102,8 +1080,8 @@ class ScaleResult(_Recorded[ScalingRecord]):
             for run in r.runs
             if run.arm and run.arm.status == "failed"
         )
-        where = f"<p>record: <code>{html.escape(str(self.path))}</code>, plot: <code>{html.escape(str(self.plot))}</code></p>"
-        return title + table + chart + notes + failed + where
+        where = _where(record=self.path, plot=self.plot)
+        return _html(f"accel scale: {r.workflow} ({r.cluster_kind})", totals, "n/a", chart, notes, failed, where)
 
 
 #: The numeric columns of a scaling record's rows (NaN where a run did not complete).
@@ -1180,13 +1158,9 @@ def scale(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
-    settings = _table_settings(locals())
-    dask = {
-        "cluster": cluster, "workers": workers, "threads_per_worker": threads_per_worker, "rmm_pool": rmm_pool,
-        "device_memory_limit": device_memory_limit, "worker_memory": worker_memory, "protocol": protocol, "scale": scale,
-    }  # fmt: skip
-    workflow_name = None if workflow is None else str(workflow)
-    config, counts = study_config(workflow_name, settings, dask)
+    given = locals()
+    dask = {key: given[key] for key in _DASK_SETTINGS if key in given}  # not scheduler=: the study starts its clusters
+    config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), dask)
     with _display(progress, live=False) as listener:  # the workers write to the same terminal
         record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
     return ScaleResult(record, Path(path), Path(png))

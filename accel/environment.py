@@ -287,10 +287,8 @@ def collect_environment() -> dict[str, Any]:
         for dev in probe.devices
     ]
     git = git_state()
-    arms = {
-        "cpu": {"can_run": True, "reason": None},
-        "gpu": {"can_run": probe.usable, "reason": probe.why_not()},  # as a skipped GPU arm's record says it
-    }
+    # The GPU's reason as a skipped GPU arm's record says it.
+    arms = {"cpu": {"can_run": True, "reason": None}, "gpu": {"can_run": probe.usable, "reason": probe.why_not()}}
     return {
         "cpu_model": cpu_model(),
         "cores": {

@@ -20,7 +20,6 @@ from accel.cli.options import (
     OUT_DEFAULT,
     add_cluster_arguments,
     add_device_argument,
-    add_probe_argument,
     add_table_arguments,
     batch_rows,
     positive_int,
@@ -47,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="this machine: CPU, memory, GPUs, library versions, which arms can run")
     info.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    info.set_defaults(handler=_cmd_info)
 
     _register_run(sub)
     # scale: the same workflow on 1, 2, 4 ... Dask workers; bench, data, report: each sets its own
@@ -67,8 +67,9 @@ def _register_run(sub: argparse._SubParsersAction[_Parser]) -> None:
     """``accel run``'s arguments: the workflow or table, the run's settings, the cluster."""
     run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
     run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
-    add_table_arguments(run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)")
-    add_probe_argument(run)
+    add_table_arguments(
+        run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)", probe=True
+    )
     run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
     run.add_argument(
         "--explain-rows", type=int, help="hold-out rows the model's SHAP importances are computed on (default 200; 0: none)"
@@ -91,6 +92,7 @@ def _register_run(sub: argparse._SubParsersAction[_Parser]) -> None:
     run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
     run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
     add_cluster_arguments(run)
+    run.set_defaults(handler=_cmd_run)
 
 
 def _cmd_completion(parser: argparse.ArgumentParser) -> int:
@@ -206,14 +208,7 @@ def _main(argv: Sequence[str] | None) -> int:
         set_level(QUIET if getattr(args, "quiet", False) else VERBOSE if getattr(args, "verbose", False) else NORMAL)
         if passthrough is not None:
             args.script_args = passthrough
-        handler = getattr(args, "handler", None)
-        if handler is not None:  # subcommands registered by their own modules
-            return handler(args)
-        if args.command == "info":
-            return _cmd_info(args)
-        if args.command == "run":
-            return _cmd_run(args)
-        raise AccelError(f"unknown command {args.command!r}")
+        return args.handler(args)  # each command sets its own
     except AccelError as exc:
         print(f"accel: error: {error_line(str(exc))}", file=sys.stderr)
         return exc.exit_code

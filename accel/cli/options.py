@@ -54,8 +54,9 @@ def add_device_argument(parser: argparse.ArgumentParser, what: str, default: str
     parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default=default, help=what)
 
 
-def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
-    """The flags that point a command at the user's own table (``accel run``, ``accel hpo``)."""
+def add_table_arguments(parser: argparse.ArgumentParser, model_help: str, probe: bool = False) -> None:
+    """The flags that point a command at the user's own table (``accel run``, ``accel scale``, ``accel hpo``);
+    ``probe``: ``--probe`` too, the encoding probe of a user's table (not ``accel hpo``)."""
     from accel.registry import MODELS
 
     parser.add_argument("--data", help="your own table: a CSV file, a Parquet file, or a folder of Parquet files")
@@ -68,21 +69,6 @@ def add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> Non
     parser.add_argument("--model", choices=list(MODELS), help=model_help)
     parser.add_argument("--drop", help="with --data: columns to leave out, comma-separated")
     parser.add_argument("--delimiter", help="with --data: the CSV delimiter (detected when the file parses into one column)")
-    add_date_format_argument(parser)
-
-
-def add_probe_argument(parser: argparse.ArgumentParser) -> None:
-    """``--probe``: the encoding probe of a user's table (``accel run``, ``accel scale``)."""
-    parser.add_argument(
-        "--probe",
-        choices=["auto", "off", "force"],
-        help="with --data and xgboost: the encoding probe for categorical columns of 33-65,536 values "
-        "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
-        "off: target encoding; force: probe again)",
-    )
-
-
-def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--date-format",
         type=date_format_flag,
@@ -91,6 +77,14 @@ def add_date_format_argument(parser: argparse.ArgumentParser) -> None:
         help="with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), "
         "over the detected layout; repeatable",
     )
+    if probe:
+        parser.add_argument(
+            "--probe",
+            choices=["auto", "off", "force"],
+            help="with --data and xgboost: the encoding probe for categorical columns of 33-65,536 values "
+            "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
+            "off: target encoding; force: probe again)",
+        )
 
 
 def worker_counts(text: str) -> list[int]:

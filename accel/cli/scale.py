@@ -15,7 +15,6 @@ from accel.cli.options import (
     OUT_DEFAULT,
     add_cluster_arguments,
     add_device_argument,
-    add_probe_argument,
     add_table_arguments,
     positive_int,
     table_overrides,
@@ -30,8 +29,7 @@ def register(sub: Any) -> None:
         help="scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline",
     )
     scale.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
-    add_table_arguments(scale, "with --data: the model (xgboost: the one with a distributed trainer)")
-    add_probe_argument(scale)
+    add_table_arguments(scale, "with --data: the model (xgboost: the one with a distributed trainer)", probe=True)
     add_cluster_arguments(scale, worker_list=True)
     add_device_argument(
         scale, "the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)"
