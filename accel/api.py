@@ -550,13 +550,11 @@ def _table_settings(given: Mapping[str, Any]) -> dict[str, Any]:
     """The settings :func:`run` and :func:`scale` share (:data:`_TABLE_SETTINGS`), taken from their
     keyword arguments ``given``: paths as text, ``drop`` as a list, ``date_format`` as a dict."""
     settings = {key: given[key] for key in _TABLE_SETTINGS}
-    data, drop, date_format, out = settings["data"], settings["drop"], settings["date_format"], settings["out"]
-    settings.update(
-        data=None if data is None else os.fspath(data),
-        drop=None if drop is None else ([drop] if isinstance(drop, str) else list(drop)),
-        date_format=None if date_format is None else dict(date_format),
-        out=None if out is None else os.fspath(out),
-    )
+    if isinstance(settings["drop"], str):
+        settings["drop"] = [settings["drop"]]
+    for key, plain in (("data", os.fspath), ("out", os.fspath), ("drop", list), ("date_format", dict)):
+        if settings[key] is not None:
+            settings[key] = plain(settings[key])
     return settings
 
 
