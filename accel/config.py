@@ -196,7 +196,6 @@ class RunConfig(_ModelSections):
                     "your table (--data FILE --target COLUMN), or leave out --data to run the workflow"
                 )
             self.workflow = "table"
-        from accel.errors import AccelError
         from accel.memory import parse_size
 
         try:
