@@ -513,7 +513,15 @@ def from_run(
         "trained_on": model.device_used(backend, fitted),
     }
     return Pipeline(
-        workflow.name, workflow.task, classes_of(workflow), transform, model, fitted, precision, backend, {**where, **info}
+        workflow=workflow.name,
+        task=workflow.task,
+        classes=classes_of(workflow),
+        transform=transform,
+        model=model,
+        fitted=fitted,
+        precision=precision,
+        backend=backend,
+        info={**where, **info},
     )
 
 
