@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from accel.backend import Backend
@@ -27,7 +27,6 @@ from accel.timing import measure, speedup
 
 if TYPE_CHECKING:
     from accel.backend import Arms
-    from accel.bench.suites import SuiteRequest
 
 FRAME_OPERATIONS = {
     "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
@@ -129,12 +128,14 @@ def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]]
         gc.collect()
 
 
-def sweep(operations: Sequence[str], sizes: Sequence[int], arms: Arms, req: SuiteRequest) -> list[dict[str, Any]]:
-    """Measure each operation at each size on both ``arms`` (``req`` sets the counts, seed and
-    features); one entry per operation with its curve."""
+def sweep(
+    operations: Sequence[str], sizes: Sequence[int], arms: Arms, s: Mapping[str, Any], say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Measure each operation at each size on both ``arms`` (the suite's settings ``s`` give the
+    counts, seed and features; each size measured is told to ``say``); one entry per operation with its curve."""
     from accel.bench.models import PAIRS, gpu_pair_skip
 
-    cpu, gpu, gpu_reason, s = arms.cpu, arms.gpu, arms.gpu_skip, req.settings
+    cpu, gpu, gpu_reason = arms.cpu, arms.gpu, arms.gpu_skip
     repeats, warmup, seed, features = s["repeats"], s["warmup"], s["seed"], s["features"]
     out = []
     for name in operations:
@@ -156,7 +157,7 @@ def sweep(operations: Sequence[str], sizes: Sequence[int], arms: Arms, req: Suit
                 arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
                 for arm in ("gpu", "cpu")
             }
-            req.say(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
+            say(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
         gpu_status = "skipped" if gpu_skip is not None else "ok"
         out.append(
             {

@@ -30,7 +30,6 @@ from accel.timing import measure, speedup
 
 if TYPE_CHECKING:
     from accel.backend import Arms
-    from accel.bench.suites import SuiteRequest
 
 #: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by name: the
 #: ``--model`` name where the pair serves one (``random_forest``), else its own (``kmeans``).
@@ -193,9 +192,10 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     return None
 
 
-def _measured_arm(pair: Estimator, arm: str, backend: Backend, data: HostData, req: SuiteRequest) -> Mapping[str, Any]:
+def _measured_arm(
+    pair: Estimator, arm: str, backend: Backend, data: HostData, s: Mapping[str, Any], progress: Callable[[str], None]
+) -> Mapping[str, Any]:
     """One arm of one pair, measured (or failed, with its reason: the other models still run), said in one line."""
-    s, progress = req.settings, req.say
     try:
         a = run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=progress)
     except (AccelError, KeyboardInterrupt):
@@ -215,14 +215,17 @@ def _measured_arm(pair: Estimator, arm: str, backend: Backend, data: HostData, r
 
 
 def run_models(
-    pairs: Sequence[Estimator], arms: Arms, req: SuiteRequest, on_result: Callable[[str, str, dict], None]
+    pairs: Sequence[Estimator],
+    arms: Arms,
+    s: Mapping[str, Any],
+    say: Callable[[str], None],
+    on_result: Callable[[str, str, dict], None],
 ) -> list[dict[str, Any]]:
-    """Every pair on both ``arms``, with the data and counts ``req`` sets: one row per model with
-    both arms, quality and speedups.
+    """Every pair on both ``arms``, with the data and counts the suite's settings ``s`` give (each
+    measurement told to ``say``): one row per model with both arms, quality and speedups.
 
     ``on_result(arm, model, result)`` is called as each arm of each model finishes.
     """
-    s = req.settings
     data_cache: dict[str, HostData] = {}
     rows_out = []
     for pair in pairs:
@@ -236,7 +239,7 @@ def run_models(
                 measured[arm] = {"status": "skipped", "reason": skip}
                 continue
             assert backend is not None
-            measured[arm] = _measured_arm(pair, arm, backend, data_cache[kind], req)
+            measured[arm] = _measured_arm(pair, arm, backend, data_cache[kind], s, say)
             on_result(arm, pair.name, dict(measured[arm]))
         g, c = measured["gpu"], measured["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"

@@ -419,7 +419,9 @@ def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     result["data"] = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
                       "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
     keep = _ProgressFile(s["progress_file"], "models", result["data"], s["overwrite"])
-    result["models"] = modelbench.run_models(pairs, arms, req, lambda arm, model, r: keep(arm, model, "model", r))
+    result["models"] = modelbench.run_models(
+        pairs, arms, req.settings, req.say, lambda arm, model, r: keep(arm, model, "model", r)
+    )
     return result, _finish(result, arms.gpu is not None, folder, _model_fairness(arms.cpu))
 
 
@@ -438,7 +440,7 @@ def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     folder = _results_folder(s)
     arms, result = _start("crossover", s)
     result["sizes"] = sizes
-    result["operations"] = crossover.sweep(operations, sizes, arms, req)
+    result["operations"] = crossover.sweep(operations, sizes, arms, req.settings, req.say)
     fair = _model_fairness(arms.cpu)
     fair["line"] += "; groupby/join: pandas, one thread"
     return result, _finish(result, arms.gpu is not None, folder, fair)

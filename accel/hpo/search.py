@@ -146,7 +146,20 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
         _, sub_pos = _draw(len(fit_pos), subset, y_host[fit_pos] if stratify else None, seed + 1, "subset", notes)
         sub = _take(fit[0], sub_pos), _take(fit[1], sub_pos)
     rows = dict(train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(sub[1]), test=len(prepared.y_test))
-    return SearchData(prepared.X_train, prepared.y_train, prepared.X_test, prepared.y_test, *fit, *valid, *sub, rows, notes)
+    return SearchData(
+        X_train=prepared.X_train,
+        y_train=prepared.y_train,
+        X_test=prepared.X_test,
+        y_test=prepared.y_test,
+        X_fit=fit[0],
+        y_fit=fit[1],
+        X_valid=valid[0],
+        y_valid=valid[1],
+        X_subset=sub[0],
+        y_subset=sub[1],
+        rows=rows,
+        notes=notes,
+    )
 
 
 X_PARTS = ("X_train", "X_test", "X_fit", "X_valid", "X_subset")
