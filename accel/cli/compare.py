@@ -52,9 +52,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     )  # fmt: skip
     record, path = compare(opts)
     written = {"compare record": path}
-    show_result(record, args.json, lambda: render_compare(CompareRecord.model_validate(record), Console()), written)
-    gpu = record["arms"]["gpu"]
-    if gpu["status"] == "failed":
-        print(f"accel: the script fails on the GPU arm only ({gpu['reason']}): see the record", file=sys.stderr)
+    typed = CompareRecord.model_validate(record)
+    show_result(record, args.json, lambda: render_compare(typed, Console()), written)
+    gpu = typed.arms["gpu"]
+    if gpu.status == "failed":
+        print(f"accel: the script fails on the GPU arm only ({gpu.reason}): see the record", file=sys.stderr)
         return 1
     return 0

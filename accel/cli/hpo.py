@@ -129,9 +129,10 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     with closing(ProgressDisplay()) as progress:
         record, path = run_search(config, request, listener=progress)
     written = {"result record": path, "tuned pipeline": saved_folder(record, path)}
-    show_result(record, args.json, lambda: render_hpo(HpoRecord.model_validate(record), _wide_console(Console)), written)
-    if record["final"].get("status") == "failed":
-        print(f"accel: {record['final']['reason']}", file=sys.stderr)
+    typed = HpoRecord.model_validate(record)
+    show_result(record, args.json, lambda: render_hpo(typed, _wide_console(Console)), written)
+    if typed.final is not None and typed.final.status == "failed":
+        print(f"accel: {typed.final.reason}", file=sys.stderr)
         return 1
     return 0
 

@@ -144,11 +144,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         gc.unfreeze()
         progress.close()
-    if args.rmm_pool and record["arms"]["gpu"]["status"] != "ok":
+    typed = RunRecord.model_validate(record)
+    if args.rmm_pool and not typed.arms["gpu"].ok:
         say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
     written = {"run record": path, "pipeline": saved_folder(record, path)}
-    show_result(record, args.json, lambda: render_run(RunRecord.model_validate(record), Console()), written)
-    failed = [arm for arm, r in record["arms"].items() if r["status"] == "failed"]
+    show_result(record, args.json, lambda: render_run(typed, Console()), written)
+    failed = [name for name, arm in typed.arms.items() if arm.status == "failed"]
     if failed:
         print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
         return 1
