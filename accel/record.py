@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypedDict, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -553,11 +553,10 @@ class Environment(Part):
         """The machine in one line: CPU, cores, RAM, GPUs."""
         cores = self.cores if isinstance(self.cores, Cores) else Cores(available=self.cores)
         gpus = ", ".join(f"{g.name} ({g.memory_gb} GB)" for g in self.gpus)
-        ram = self.ram_gb
         return (
             f"{self.cpu_model or 'CPU'}, {cores.available or '?'} cores available "
             f"({cores.physical or '?'} physical / {cores.logical or '?'} logical)"
-            + (f", {ram} GB RAM" if ram else "")
+            + (f", {self.ram_gb} GB RAM" if self.ram_gb else "")
             + f"; {gpus or 'no GPU'}"
         )
 
@@ -595,6 +594,8 @@ class Record(Part):
     nouns: ClassVar[tuple[str, str] | None] = None
     #: Whether the record measured something itself (a snapshot of others does not).
     measures: ClassVar[bool] = True
+    #: The field read for when the record was made where ``started_at`` is missing.
+    made_at: ClassVar[str] = "started_at"
     schema_version: int = SCHEMA_VERSION
     kind: RecordKind
     run_id: str | None = None
@@ -605,7 +606,7 @@ class Record(Part):
     @property
     def started(self) -> datetime | None:
         try:
-            return datetime.fromisoformat(str(self.started_at))
+            return datetime.fromisoformat(str(self.started_at or getattr(self, self.made_at)))
         except ValueError:
             return None
 
@@ -634,8 +635,19 @@ class Record(Part):
         return []
 
 
-def _arm_reasons(arms: Mapping[str, Arm]) -> list[tuple[str, str, str]]:
-    return [(a, *why) for a, arm in arms.items() if (why := arm.failed_reason())]
+class _ByArm:
+    """What a record of arms by name (``gpu``, ``cpu``) says of them: a mixin of methods, no fields."""
+
+    if TYPE_CHECKING:
+        arms: Mapping[str, Arm]
+
+    def ran(self) -> list[str]:
+        """The arms that ran, the accelerated one first."""
+        return [a for a in ARMS if a in self.arms and self.arms[a].ok]
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        """``(arm, status, reason)`` of each arm that did not run to the end."""
+        return [(a, *why) for a, arm in self.arms.items() if (why := arm.failed_reason())]
 
 
 class RunSettings(Part):
@@ -708,7 +720,7 @@ class Wall(Part):
     unaccounted_seconds: float = 0.0
 
 
-class PairedRecord(Record):
+class PairedRecord(_ByArm, Record):
     """A record of two arms run on the same data (a run, a search's final model, new rows scored)."""
 
     task: str | None = None
@@ -717,10 +729,6 @@ class PairedRecord(Record):
     speedup: dict[str, Num] = {}
     #: Each arm's fitted pipeline, saved beside the record (``path``: relative to the record's folder).
     pipelines: dict[str, SavedPipeline] = {}
-
-    def ran(self) -> list[str]:
-        """The arms that ran, the accelerated one first."""
-        return [a for a in ARMS if a in self.arms and self.arms[a].ok]
 
     def arm_values(self, value: Callable[[RunArm], Any]) -> dict[str, Any]:
         """``value(arm)`` of each arm that ran, the status of each that did not."""
@@ -734,9 +742,6 @@ class PairedRecord(Record):
             threads = (self.arms["cpu"].threads or {}).get("cores_available")
             parts.append(f"CPU ({threads} cores)" if threads else "CPU")
         return " + ".join(parts) or "none ran"
-
-    def reasons(self) -> list[tuple[str, str, str]]:
-        return _arm_reasons(self.arms)
 
 
 class RunRecord(PairedRecord):
@@ -961,7 +966,7 @@ class Fallback(Part):
     fallback_reasons: list[str] = []
 
 
-class CompareRecord(Record):
+class CompareRecord(_ByArm, Record):
     """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
 
     nouns = ("script compared", "scripts compared")
@@ -977,17 +982,13 @@ class CompareRecord(Record):
         args = " ".join(str(a) for a in self.program.args)
         out = self.parity.stdout
         counted = f" ({out.numbers_agree}/{out.numbers_compared} numbers)" if out and out.model_fields_set else ""
-        ran = [a for a in ARMS if a in self.arms and self.arms[a].ok]
         return Summary(
             data=f"{_name(self.program.path or '?')} {args}".strip(),
-            devices=" + ".join(a.upper() for a in ran) or "none ran",
+            devices=" + ".join(a.upper() for a in self.ran()) or "none ran",
             speedup=_nan(self.speedup.get("wall_cold")),
             speedup_of="cold wall",
             parity=_parity_text(self.parity.agree) + counted,
         )
-
-    def reasons(self) -> list[tuple[str, str, str]]:
-        return _arm_reasons(self.arms)
 
 
 class ScalingConfig(Part):
@@ -1117,17 +1118,11 @@ class ExperimentsRecord(Record):
 
     nouns = ("experiments snapshot", "experiments snapshots")
     measures = False
+    made_at = "created_at"
     kind: Literal["experiments"] = "experiments"
     created_at: str | None = None
     folder: str | None = None
     rows: list[ExperimentRow] = []
-
-    @property
-    def started(self) -> datetime | None:
-        try:
-            return datetime.fromisoformat(str(self.started_at or self.created_at))
-        except ValueError:
-            return None
 
     def summary(self) -> Summary:
         return Summary(data="")

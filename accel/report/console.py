@@ -394,10 +394,8 @@ def _compare_arms(record: CompareRecord) -> Table:
         if r.status == "skipped":
             table.add_row(name, "skipped", "", "", "", "", "")
             continue
-        warm = r.warm
-        warm_text = (
-            f"{fmt_value(warm.median, '.2f')} ({fmt_value(warm.min, '.2f')}-{fmt_value(warm.max, '.2f')})" if warm else "-"
-        )
+        w = r.warm
+        warm_text = f"{fmt_value(w.median, '.2f')} ({fmt_value(w.min, '.2f')}-{fmt_value(w.max, '.2f')})" if w else "-"
         table.add_row(
             name, str(r.status), str(r.exit_code), fmt_value(r.cold_seconds, ".2f"), warm_text, fmt_value(r.peak_host_mb, ".0f"),
             fmt_value(r.peak_device_mb, ".0f", missing="-"),
