@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from accel.memory import MemoryMonitor, MemorySettings, default_budget, parse_si
 from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
-from accel.pipeline import beside_record, explained, from_run, holdout_frame
+from accel.pipeline import Pipeline, beside_record, explained, from_run, holdout_frame
 from accel.precision import plan_for_frames, store_frame
 from accel.record import ensure_writable, record_head, record_stem, write_record
 from accel.registry import DEFAULT_MODEL, MODELS, XGBoostSettings, refusal
@@ -272,21 +273,15 @@ def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = Non
     that run this workflow).
     """
     workflow = _named_or_table(config)
-    attach_early_stopping(workflow, early_stopping or early_stopping_for(config))
+    # Only a model that can stop early (its registry entry's ``stops_early``; a StopsEarly) gets it.
+    if MODELS[workflow.model_name].caps.stops_early and isinstance(workflow.model, StopsEarly):
+        workflow.model.early_stopping = early_stopping or early_stopping_for(config)
     return workflow
 
 
 def early_stopping_for(config: RunConfig) -> EarlyStopping:
     """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
     return EarlyStopping(seed=config.seed)
-
-
-def attach_early_stopping(workflow: Workflow, early_stopping: EarlyStopping) -> None:
-    """Give ``workflow``'s model ``early_stopping`` where it can stop early (its registry entry's
-    ``stops_early``; such a model is a :class:`~accel.workflows.base.StopsEarly`); others train as they are."""
-    model = workflow.model
-    if MODELS[workflow.model_name].caps.stops_early and isinstance(model, StopsEarly):
-        model.early_stopping = early_stopping
 
 
 def _named_or_table(config: RunConfig) -> Workflow:
@@ -332,115 +327,118 @@ def paired_run(
     command line), when its interpreter started, so that the wall breakdown counts the
     start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
-
-    from accel.environment import collect_environment
-
-    clock = time.perf_counter
-    t_run = clock()
-    out = ensure_writable(config.out)
+    run = PairedRun(config, ensure_writable(config.out), process_start)
     check_memory_flags(config.memory_settings())  # before planning reads the file or probes
     workflow = build_workflow(config)
-    t_planned = clock()
-    say_planning(workflow, t_planned - t_run)
-
+    run.planned(workflow)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backends = {"gpu": arms.gpu, "cpu": arms.cpu} if arms.gpu is not None else {"cpu": arms.cpu}
-
-    started = datetime.now(timezone.utc)
-    t_env, environment = timed_call(collect_environment)
-    detail(f"planning: environment report {t_env:.2f} s")
+    detail(f"planning: environment report {run.t_env:.2f} s")
     memory = config.memory_settings()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
-    batch_plan: dict[str, float] = {}
     prepared: dict[str, _PreparedArm | ArmResult] = {}
     for arm, backend in backends.items():
-        batch_plan[arm], prepared[arm] = timed_call(lambda: prepare_arm_safely(backend, workflow, memory))
+        run.batch_plan[arm], prepared[arm] = timed_call(lambda: prepare_arm_safely(backend, workflow, memory))
     for arm, ready in prepared.items():
         if not isinstance(ready, ArmResult):
             mode, rows = ready[1].mode, ready[1].rows_per_batch
-            detail(f"planning: {arm.upper()} arm's batch plan {batch_plan[arm]:.2f} s ({mode}, {rows:,} rows a batch)")
+            detail(f"planning: {arm.upper()} arm's batch plan {run.batch_plan[arm]:.2f} s ({mode}, {rows:,} rows a batch)")
     if on_plan is not None:
         on_plan(workflow)
-    arm_wall: dict[str, float] = {}
-    results = {"gpu": skipped(str(arms.gpu_skip))} if arms.gpu is None else {}
+    if arms.gpu is None:
+        run.add_arm("gpu", time.perf_counter(), skipped(str(arms.gpu_skip)).as_dict())
     for arm, backend in backends.items():
+        t0 = time.perf_counter()
         # The last arm (the CPU's) skips the garbage collection afterwards.
-        arm_wall[arm], results[arm] = timed_call(
-            lambda: run_arm_safely(backend, workflow, listener, memory, prepared[arm], collect=arm != "cpu")
-        )
-    finished = datetime.now(timezone.utc)
-    early_stopping = getattr(workflow.model, "early_stopping", None)
-    timeline = wall_timeline(
-        workflow, t_run, t_planned, t_env, batch_plan, arm_wall, results, process_start, early_stopping=early_stopping
-    )
-
-    record = run_record(
-        config, workflow, results["gpu"].as_dict(), results["cpu"].as_dict(), environment, started, finished,
-        model=workflow.model.describe(), wall=timeline,
-    )  # fmt: skip
-    kept = {arm: r.pipeline for arm, r in results.items() if r.pipeline is not None}
-    path = write_record(out, record, record_stem(workflow.name, started), companion=beside_record(record, kept))
-    return record, path
+        result = run_arm_safely(backend, workflow, listener, memory, prepared[arm], collect=arm != "cpu")
+        run.add_arm(arm, t0, result.as_dict(), result.pipeline)
+    return run_record(run, workflow, getattr(workflow.model, "early_stopping", None), model=workflow.model.describe())
 
 
-def say_planning(workflow: Workflow, seconds: float) -> None:
-    """``--verbose``: the seconds of planning and of its steps (a user's table: reading its head,
-    schema inference, the encoding probe)."""
-    planned = workflow.planned
-    if planned is None:
-        detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s")
-        return
-    detail(
-        f"planning: {workflow.name} workflow planned in {seconds - planned.probe_seconds:.2f} s (read the head "
-        f"{planned.read_seconds:.2f} s, schema inference {planned.infer_seconds:.2f} s); encoding probe {planned.probe_seconds:.2f} s"
-    )
+@dataclass
+class PairedRun:
+    """A paired run as it goes, wherever its arms run (in this process, on Dask workers): its
+    config, the folder of its record, the clocks of its parts (``time.perf_counter``) and its
+    arms' parts of the record, from which :func:`run_record` writes the record.
 
-
-def run_record(
-    config: RunConfig,
-    workflow: Any,
-    gpu: dict[str, Any],
-    cpu: dict[str, Any],
-    environment: dict[str, Any],
-    started: datetime,
-    finished: datetime,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The record of a paired run, wherever its arms ran (in this process, on Dask workers).
-
-    ``gpu`` and ``cpu`` are the arms' parts (:meth:`ArmResult.as_dict`, with what an arm on a
-    cluster adds: ``placement``, ``cluster``, ``train_attempts``); the speedups and the parity
-    come from both. ``extra`` goes in as it is (``model``, ``wall``, ``mode``).
+    ``process_start``: as for :func:`paired_run`. ``workflow``: the single-process workflow that
+    was planned (None: a named workflow run on Dask, planned on the workers).
     """
-    environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
-    return {
+
+    config: RunConfig
+    out: Path
+    process_start: float | None = None
+    t_run: float = field(default_factory=time.perf_counter)
+    t_planned: float = 0.0
+    workflow: Workflow | None = None
+    started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    t_env: float = 0.0
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: Seconds of each arm's batch plan, and of each arm that ran (not a skipped one).
+    batch_plan: dict[str, float] = field(default_factory=dict)
+    arm_wall: dict[str, float] = field(default_factory=dict)
+    #: Each arm's part of the record (:meth:`ArmResult.as_dict`, with what an arm on a cluster
+    #: adds: ``placement``, ``cluster``, ``train_attempts``) and its fitted pipeline (or None).
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: dict[str, Pipeline | None] = field(default_factory=dict)
+
+    def planned(self, workflow: Workflow | None) -> None:
+        """Planning is over (``--verbose``: its seconds and those of its steps, a user's table's
+        head read, schema inference, encoding probe); the run starts: the environment report."""
+        from accel.environment import collect_environment
+
+        self.t_planned, self.workflow = time.perf_counter(), workflow
+        seconds = self.t_planned - self.t_run
+        if workflow is not None and (table := workflow.planned) is not None:
+            detail(
+                f"planning: {workflow.name} workflow planned in {seconds - table.probe_seconds:.2f} s (read the head "
+                f"{table.read_seconds:.2f} s, schema inference {table.infer_seconds:.2f} s); encoding probe {table.probe_seconds:.2f} s"
+            )
+        elif workflow is not None:
+            detail(f"planning: {workflow.name} workflow planned in {seconds:.2f} s")
+        self.started = datetime.now(timezone.utc)
+        self.t_env, self.environment = timed_call(collect_environment)
+
+    def add_arm(self, arm: str, t0: float, part: dict[str, Any], pipeline: Pipeline | None = None) -> None:
+        """Arm ``arm`` is over: its part of the record, its fitted pipeline, and (unless it was
+        skipped) its wall seconds since ``t0``."""
+        self.arms[arm], self.kept[arm] = part, pipeline
+        if part["status"] != "skipped":
+            self.arm_wall[arm] = time.perf_counter() - t0
+
+
+def run_record(run: PairedRun, workflow: Any, early_stopping: EarlyStopping | None, **extra: Any) -> tuple[dict[str, Any], Path]:
+    """Write the record of a paired run, wherever its arms ran (in this process, on Dask workers),
+    with each arm's fitted pipeline beside it; ``(record, path)``.
+
+    The speedups and the parity come from both arms' parts (``run.arms``). ``extra`` goes in as it
+    is (``model``, ``mode``), then the ``wall`` (:func:`wall_timeline`).
+    """
+    finished = datetime.now(timezone.utc)
+    wall = wall_timeline(run, early_stopping)
+    gpu, cpu = run.arms["gpu"], run.arms["cpu"]
+    run.environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
+    record = {
         **record_head("run"),
         "workflow": workflow.name,
         "task": workflow.task,
-        "started_at": started.isoformat(),
+        "started_at": run.started.isoformat(),
         "finished_at": finished.isoformat(),
-        "git_sha": environment.get("git_sha"),
-        "config": config.model_dump(mode="json"),
+        "git_sha": run.environment.get("git_sha"),
+        "config": run.config.model_dump(mode="json"),
         "data": workflow.describe_data(),
         "features": dict(getattr(workflow, "feature_reports", None) or {}),
-        "environment": environment,
+        "environment": run.environment,
         **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),
-        **extra,  # model, wall, mode
+        **extra,  # model, mode
+        "wall": wall,
     }
+    kept = {arm: p for arm, p in run.kept.items() if p is not None}
+    path = write_record(run.out, record, record_stem(workflow.name, run.started), companion=beside_record(record, kept))
+    return record, path
 
 
-def wall_timeline(
-    workflow: Workflow,
-    t_run: float,
-    t_planned: float,
-    t_env: float,
-    batch_plan: dict[str, float],
-    arm_wall: dict[str, float],
-    results: dict[str, ArmResult],
-    process_start: float | None = None,
-    cluster_startup: dict[str, float] | None = None,
-    early_stopping: EarlyStopping | None = None,
-) -> dict[str, Any]:
+def wall_timeline(run: PairedRun, early_stopping: EarlyStopping | None = None) -> dict[str, Any]:
     """Where the process's wall time went, up to the record being written: start-up (from
     ``process_start``, when the interpreter started: imports, argument parsing; 0 without it,
     a run called from Python), planning (reading the head, schema inference), the encoding
@@ -450,36 +448,37 @@ def wall_timeline(
     left over. The parts add up to ``process_seconds``;
     ``unaccounted_seconds`` is the remainder."""
     now = time.perf_counter()
-    since_start = 0.0 if process_start is None else time.time() - process_start
-    process = max(since_start, now - t_run)
-    planned = getattr(workflow, "planned", None)
+    since_start = 0.0 if run.process_start is None else time.time() - run.process_start
+    process = max(since_start, now - run.t_run)
+    planned = getattr(run.workflow, "planned", None)
     probe = planned.probe_seconds if planned is not None else 0.0
-    planning = {"total": t_planned - t_run - probe}
+    planning = {"total": run.t_planned - run.t_run - probe}
     if planned is not None:
         planning.update(read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds)
     arms: dict[str, dict[str, float]] = {}
-    for arm, seconds in arm_wall.items():
-        total = results[arm].total_seconds
-        stages = total if results[arm].status == "ok" and total is not None else 0.0
+    for arm, seconds in run.arm_wall.items():
+        result = arm_of(run.arms[arm])
+        stages = result.total_seconds if result.status == "ok" and result.total_seconds is not None else 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
-        if cluster_startup and arm in cluster_startup:
-            arms[arm]["cluster_startup"] = cluster_startup[arm]
+        cluster = run.arms[arm].get("cluster")
+        if cluster:
+            arms[arm]["cluster_startup"] = float(cluster["startup_seconds"])
         decided = getattr(early_stopping, "decided", None)
         if decided and decided["decided_by"] == arm:
             arms[arm]["rounds_search"] = decided["search_seconds"]
     parts = {
-        "start_up": max(process - (now - t_run), 0.0),
+        "start_up": max(process - (now - run.t_run), 0.0),
         "planning": planning["total"],
         "encoding_probe": probe,
-        "environment": t_env,
-        "batch_plan": sum(batch_plan.values()),
+        "environment": run.t_env,
+        "batch_plan": sum(run.batch_plan.values()),
         "arms": sum(a["wall"] for a in arms.values()),
     }
     return {
         "process_seconds": process,
         "parts": parts,
         "planning": planning,
-        "batch_plan": batch_plan,
+        "batch_plan": run.batch_plan,
         "arms": arms,
         "unaccounted_seconds": max(process - sum(parts.values()), 0.0),
     }

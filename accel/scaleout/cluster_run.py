@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +56,7 @@ from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say as _say
 from accel.pipeline import Pipeline
+from accel.record import ensure_writable
 from accel.registry import MODELS, refusal, xgboost_threads_used
 from accel.result import ArmPeaks, Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
@@ -85,9 +85,7 @@ COLLECTIVE_TIMEOUT_ENV = "ACCEL_DASK_COLLECTIVE_TIMEOUT_S"
 
 def collective_timeout() -> int:
     """The collective timeout in seconds: :data:`COLLECTIVE_TIMEOUT_S`, or the environment's."""
-    text = os.environ.get(COLLECTIVE_TIMEOUT_ENV)
-    if text is None:
-        return COLLECTIVE_TIMEOUT_S
+    text = os.environ.get(COLLECTIVE_TIMEOUT_ENV, str(COLLECTIVE_TIMEOUT_S))
     try:
         value = int(text)
     except ValueError:
@@ -613,61 +611,32 @@ def cluster_run(
     (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
     (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
-    from accel.environment import collect_environment
-    from accel.pairing import arm_of
-    from accel.pipeline import beside_record
-    from accel.record import ensure_writable, record_stem, write_record
-    from accel.runner import build_workflow, early_stopping_for, run_record, say_planning, wall_timeline
+    from accel.runner import PairedRun, build_workflow, early_stopping_for, run_record
 
-    t_run = time.perf_counter()
     cluster = config.cluster
-    if cluster is None:
-        raise AccelError("a run on Dask needs a cluster: --cluster KIND or --scheduler ADDRESS")
+    assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
-    out = ensure_writable(config.out)
+    run = PairedRun(config, ensure_writable(config.out), process_start)
     planned_workflow, workflow = dask_workflow_of(config, early_stopping, on_plan)
     params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
 
-    t_planned = time.perf_counter()
-    if planned_workflow is not None:
-        say_planning(planned_workflow, t_planned - t_run)
-    started = datetime.now(timezone.utc)
-    environment = collect_environment()
-    t_env = time.perf_counter() - t_planned
-    arms: dict[str, dict[str, Any]] = {}
-    arm_wall: dict[str, float] = {}
-    kept: dict[str, Any] = {}
+    run.planned(planned_workflow)
     described = None
     with ExitStack() as stack:
         places = plan_arms(cluster, config.device, stack, say)
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
-            arms[kind], ran, kept[kind] = run_placed_arm(
-                places[kind], workflow, config, listener, say, early_stopping, single_process
-            )
-            if arms[kind]["status"] != "skipped":
-                arm_wall[kind] = time.perf_counter() - t0
+            part, ran, pipeline = run_placed_arm(places[kind], workflow, config, listener, say, early_stopping, single_process)
+            run.add_arm(kind, t0, part, pipeline)
             described = described or ran
-    finished = datetime.now(timezone.utc)
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
-    startup = {k: float(arms[k]["cluster"]["startup_seconds"]) for k in arm_wall if arms[k].get("cluster")}
-    timeline = wall_timeline(
-        planned_workflow or described, t_run, t_planned, t_env, {}, arm_wall,
-        {k: arm_of(arms[k]) for k in arm_wall}, process_start, startup, early_stopping,
-    )  # fmt: skip
-    record = run_record(
-        config, described, arms["gpu"], arms["cpu"], environment, started, finished,
-        model={
-            "name": config.model, "library": MODELS[config.model].caps.dask, "task": described.task, "params": params.model_dump(),
-            "early_stopping": early_stopping.describe(),
-        },  # fmt: skip
-        mode="dask", wall=timeline,
-    )  # fmt: skip
-    pipelines = {kind: p for kind, p in kept.items() if p is not None}
-    path = write_record(out, record, record_stem(described.name, started), companion=beside_record(record, pipelines))
-    return record, path
+    model = {
+        "name": config.model, "library": MODELS[config.model].caps.dask, "task": described.task, "params": params.model_dump(),
+        "early_stopping": early_stopping.describe(),
+    }  # fmt: skip
+    return run_record(run, described, early_stopping, model=model, mode="dask")
