@@ -288,26 +288,22 @@ def run_on_session(
     if build is None:
         raise _not_on_dask(str(workflow))
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
-    result = execute_arm(backend, dask_workflow, OnDask(session, params, seed, say, early_stopping), listener)
+    n_classes = getattr(dask_workflow, "n_classes", 2)
+    model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
+    result = execute_arm(backend, dask_workflow, OnDask(session, model, say), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
 
 class OnDask(OnWorkers[DaskWorkflow]):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
-    submission until the workers hold its result, training retried once on a lost worker."""
+    submission until the workers hold its result, training retried once on a lost worker.
+    ``model`` is the XGBoost model the workers train (with the run's early stopping, if any)."""
 
     name = "dask"
 
-    def __init__(
-        self,
-        session: ClusterSession,
-        params: XGBoostSettings,
-        seed: int,
-        say: Callable[[str], None] = _say,
-        early_stopping: EarlyStopping | None = None,
-    ):
+    def __init__(self, session: ClusterSession, model: XGBoostModel, say: Callable[[str], None] = _say):
         super().__init__(session)
-        self.params, self.seed, self.say, self.early_stopping = params, seed, say, early_stopping
+        self.model, self.say = model, say
 
     def execute(self, backend: Backend, dask_workflow: DaskWorkflow, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
@@ -315,12 +311,8 @@ class OnDask(OnWorkers[DaskWorkflow]):
 
         from accel.early_stopping import search_between_stages
 
-        session, params, client = self.session, self.params, self.session.client
-        info = session.info
-        es = self.early_stopping
-        model = XGBoostModel(
-            params, task=dask_workflow.task, seed=self.seed, n_classes=getattr(dask_workflow, "n_classes", 2), early_stopping=es
-        )
+        session, model, client = self.session, self.model, self.session.client
+        info, params, es = session.info, model.params, model.early_stopping
         # No nthread: xgboost.dask gives each worker its own thread count.
         train_params = {k: v for k, v in model.booster_params(backend).items() if k != "nthread"}
         self.sampler.on_sample = listener.memory if listener else None  # the progress shows the workers' memory
@@ -357,9 +349,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
                 searched: list[dict[str, Any]] = []
                 search_between_stages(
                     backend, model, listener,
-                    lambda: searched.extend(
-                        dask_search(session, model, backend.name, train_params, training_frames, n_train, self.say)
-                    ),
+                    lambda: searched.extend(self.search(backend.name, train_params, training_frames, n_train)),
                 )  # fmt: skip
                 with timer.stage("to_device"):
                     model_input = make_dtrain()
@@ -404,50 +394,44 @@ class OnDask(OnWorkers[DaskWorkflow]):
             pipeline=kept,
         )
 
+    def search(
+        self, arm: str, params: dict[str, Any], training_frames: Callable[[bool], tuple[Any, Any]], n_train: int
+    ) -> list[dict[str, Any]]:
+        """The early-stopping search on the cluster (the first arm to train): the validation part
+        carved from the training rows (the same positions among them as in one process, each
+        partition taking its own from the partitions' lengths), the rest boosted watching it; the
+        rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`.
+        ``training_frames(fresh)`` gives the training features and labels, built again on the
+        workers left when ``fresh`` (the retry after a lost worker). Returns the
+        search's failed training attempts (a worker lost while it boosted), for the arm's record."""
+        from xgboost import dask as dxgb
 
-def dask_search(
-    session: ClusterSession,
-    model: XGBoostModel,
-    arm: str,
-    params: dict[str, Any],
-    training_frames: Callable[[bool], tuple[Any, Any]],
-    n_train: int,
-    say: Callable[[str], None],
-) -> list[dict[str, Any]]:
-    """The early-stopping search on the cluster (the first arm to train): the validation part
-    carved from the training rows (the same positions among them as in one process, each
-    partition taking its own from the partitions' lengths), the rest boosted watching it; the
-    rounds found go to the model's :class:`~accel.early_stopping.EarlyStopping`.
-    ``training_frames(fresh)`` gives the training features and labels, built again on the
-    workers left when ``fresh`` (the retry after a lost worker). Returns the
-    search's failed training attempts (a worker lost while it boosted), for the arm's record."""
-    from xgboost import dask as dxgb
+        session, model, say = self.session, self.model, self.say
+        es, client = model.early_stopping, session.client
+        assert es is not None
+        X_train, y_train = training_frames(False)
+        positions = es.positions(n_train)
+        offsets = partition_offsets(client, X_train.to_delayed())
 
-    es, client = model.early_stopping, session.client
-    assert es is not None
-    X_train, y_train = training_frames(False)
-    positions = es.positions(n_train)
-    offsets = partition_offsets(client, X_train.to_delayed())
+        def part(frame: Any, valid: bool) -> Any:
+            return frame.map_partitions(held_rows, offsets, positions, valid, meta=frame._meta)
 
-    def part(frame: Any, valid: bool) -> Any:
-        return frame.map_partitions(held_rows, offsets, positions, valid, meta=frame._meta)
+        labels = _compat.to_numpy(part(y_train, True).compute()) if len(positions) else np.empty(0)
+        if not es.check(n_train, labels, model.classes):
+            return []
+        options = {"enable_categorical": True, "max_bin": model.params.max_bin}
 
-    labels = _compat.to_numpy(part(y_train, True).compute()) if len(positions) else np.empty(0)
-    if not es.check(n_train, labels, model.classes):
-        return []
-    options = {"enable_categorical": True, "max_bin": model.params.max_bin}
+        def make_input(fresh: bool = False) -> tuple[Any, Any]:
+            X, y = training_frames(fresh)  # built again: the same partitions, so the same offsets
+            dfit = dxgb.DaskQuantileDMatrix(client, part(X, False), part(y, False), **options)
+            return dfit, dxgb.DaskQuantileDMatrix(client, part(X, True), part(y, True), ref=dfit, **options)
 
-    def make_input(fresh: bool = False) -> tuple[Any, Any]:
-        X, y = training_frames(fresh)  # built again: the same partitions, so the same offsets
-        dfit = dxgb.DaskQuantileDMatrix(client, part(X, False), part(y, False), **options)
-        return dfit, dxgb.DaskQuantileDMatrix(client, part(X, True), part(y, True), ref=dfit, **options)
-
-    params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
-    t0 = time.perf_counter()
-    cap = model.params.n_estimators
-    booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(fresh=True), make_input(), say, es.patience)
-    es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
-    return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
+        params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
+        t0 = time.perf_counter()
+        cap = model.params.n_estimators
+        booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(True), make_input(), say, es.patience)
+        es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
+        return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
 
 def keep_pipeline(
@@ -619,7 +603,6 @@ def cluster_run(
     early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     run = PairedRun(config, ensure_writable(config.out), process_start)
     planned_workflow, workflow = dask_workflow_of(config, early_stopping, on_plan)
-    params = XGBoostSettings(**config.model_params())  # a model with a Dask trainer (check_dask_config)
 
     def single_process() -> Any:
         return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
@@ -635,8 +618,9 @@ def cluster_run(
             described = described or ran
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
-    model = {
-        "name": config.model, "library": MODELS[config.model].caps.dask, "task": described.task, "params": params.model_dump(),
-        "early_stopping": early_stopping.describe(),
-    }  # fmt: skip
-    return run_record(run, described, early_stopping, model=model, mode="dask")
+    # The model as the workers trained it: XGBoost (the model with a Dask trainer: check_dask_config) with its Dask library.
+    model = XGBoostModel(
+        XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=early_stopping
+    )
+    library = MODELS[config.model].caps.dask
+    return run_record(run, described, early_stopping, model={**model.describe(), "library": library}, mode="dask")
