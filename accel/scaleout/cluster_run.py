@@ -349,7 +349,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
                 searched: list[dict[str, Any]] = []
                 search_between_stages(
                     backend, model, listener,
-                    lambda: searched.extend(self.search(backend.name, train_params, training_frames, n_train)),
+                    lambda: searched.extend(self.search_rounds(backend.name, train_params, training_frames, n_train)),
                 )  # fmt: skip
                 with timer.stage("to_device"):
                     model_input = make_dtrain()
@@ -363,7 +363,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
                 with timer.stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
-                kept = keep_pipeline(dask_workflow, backend, model, booster, prepared, timer, _compat.to_numpy(y_prob))
+                kept = self.keep_pipeline(dask_workflow, backend, booster, prepared, timer, _compat.to_numpy(y_prob))
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
             raise
@@ -394,7 +394,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
             pipeline=kept,
         )
 
-    def search(
+    def search_rounds(
         self, arm: str, params: dict[str, Any], training_frames: Callable[[bool], tuple[Any, Any]], n_train: int
     ) -> list[dict[str, Any]]:
         """The early-stopping search on the cluster (the first arm to train): the validation part
@@ -433,29 +433,23 @@ class OnDask(OnWorkers[DaskWorkflow]):
         es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
+    def keep_pipeline(
+        self, workflow: DaskWorkflow, backend: Backend, booster: Any, prepared: Prepared, timer: StageTimer, prediction: Array
+    ) -> Pipeline:
+        """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
+        workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
+        from accel.pipeline import explained, from_run, holdout_frame
+        from accel.precision import frame_matrix, plan_precision
 
-def keep_pipeline(
-    workflow: DaskWorkflow,
-    backend: Backend,
-    model: XGBoostModel,
-    booster: Any,
-    prepared: Prepared,
-    timer: StageTimer,
-    prediction: Array,
-) -> Pipeline:
-    """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
-    workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
-    from accel.pipeline import explained, from_run, holdout_frame
-    from accel.precision import frame_matrix, plan_precision
+        precision = plan_precision("fp32", prepared.feature_names, [])
+        kept = from_run(workflow, backend, self.model, booster, prepared.transform, precision)
 
-    kept = from_run(workflow, backend, model, booster, prepared.transform, plan_precision("fp32", prepared.feature_names, []))
+        def sample(n: int) -> Any:
+            return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
 
-    def sample(n: int) -> Any:
-        return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
-
-    explained(kept, timer, sample, workflow.settings.explain_rows)
-    kept.holdout = holdout_frame(prepared.test_ids, prediction)
-    return kept
+        explained(kept, timer, sample, workflow.settings.explain_rows)
+        kept.holdout = holdout_frame(prepared.test_ids, prediction)
+        return kept
 
 
 def xgboost_named(frame: Any) -> Any:
