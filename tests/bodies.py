@@ -40,7 +40,7 @@ def check_group_stats_fit_on_train_only(backend: Backend) -> None:
     train = xdf.DataFrame({"g": ["a", "a", "b", "b", "b"], "x": [1, 2, 3, 4, 5]})
     y_train = xdf.Series([1, 0, 1, 1, 1])
     test = xdf.DataFrame({"g": ["a", "b", "c"], "x": [0, 0, 0]})
-    stats = GroupStats.fit(xdf, train, y_train, ["g"], count_name="n", rate_name="rate", smoothing=2.0)
+    stats = GroupStats(["g"], count_name="n", rate_name="rate").fit(xdf, train, y_train, smoothing=2.0)
     out = to_pandas(stats.transform(test))
     prior = 4 / 5
     np.testing.assert_allclose(out["n"].to_numpy(), [2.0, 3.0, 0.0])
@@ -81,7 +81,7 @@ def check_finish_features_on_untidy_rows(backend: Backend) -> None:
     joined = xdf.DataFrame({**values, "tailnum": ["N1"] * n, TARGET: [1, 0, 1, 0, 1, 1, 0, 0]})
     fit_rows = [0, 1, 2, 5, 6]  # the training rows; row 4's (JFK, MIA) and (AA, 23) are never seen
     train = joined.iloc[fit_rows].reset_index(drop=True)
-    stats = [GroupStats.fit(xdf, train, train[TARGET], list(k), c, r) for k, c, r in GROUP_STATS]
+    stats = [GroupStats(list(k), c, r).fit(xdf, train, train[TARGET]) for k, c, r in GROUP_STATS]
     vocabulary = {"carrier": ["AA", "UA"], "origin": ["EWR", "JFK", "LGA"], "dest": ["LAX", "MIA", "ORD", "SFO"]}
     whole = to_pandas(finish_features(xdf, joined, stats, vocabulary))
     part = to_pandas(finish_partition(joined, stats, vocabulary))

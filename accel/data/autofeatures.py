@@ -177,8 +177,9 @@ class TargetEncoder:
             raise ValueError(f"smoothing must be 'auto' or a number >= 0, not {smoothing!r}")
         self.xdf, self.targets, self.smoothing = xdf, targets, smoothing
         self._parts: list[Any] = []
-        self._target_sums = dict.fromkeys(targets, 0.0)
-        self._target_squares = dict.fromkeys(targets, 0.0)
+        self._stats = [*targets, *(f"{t}__sq" for t in targets)]
+        self._columns = [*self._stats, "n"]  # what the parts, per-fold and total tables hold per category
+        self._sums = dict.fromkeys(self._stats, 0.0)  # each target's sum and sum of squares over the rows
         self.variance: dict[str, float] = {}
         self._rows = 0
         self.per_fold: Any = None
@@ -193,42 +194,36 @@ class TargetEncoder:
             t = targets[name].reset_index(drop=True).astype("float64")
             frame[name] = t
             frame[f"{name}__sq"] = t * t
-            self._target_sums[name] += float(t.sum())
-            self._target_squares[name] += float((t * t).sum())
+            self._sums[name] += float(t.sum())
+            self._sums[f"{name}__sq"] += float((t * t).sum())
         self._rows += len(frame)
         grouped = frame.groupby(["c", "f"])
         part = grouped[self._stats].sum()
         part["n"] = grouped[self.targets[0]].count()
         self._parts.append(part.reset_index())
 
-    @property
-    def _stats(self) -> list[str]:
-        return [*self.targets, *(f"{t}__sq" for t in self.targets)]
-
-    def partial_state(self) -> tuple[list[Any], dict[str, float], dict[str, float], int]:
+    def partial_state(self) -> tuple[list[Any], dict[str, float], int]:
         """What :meth:`partial_fit` has gathered and :meth:`finalize` adds up: the parts (sums and
         counts per category and fold), the target sums and squares, the rows."""
-        return list(self._parts), dict(self._target_sums), dict(self._target_squares), self._rows
+        return list(self._parts), dict(self._sums), self._rows
 
-    def add_partial_state(self, state: tuple[list[Any], dict[str, float], dict[str, float], int]) -> None:
+    def add_partial_state(self, state: tuple[list[Any], dict[str, float], int]) -> None:
         """Add another encoder's :meth:`partial_state` (its batches of training rows, fitted elsewhere:
         a Dask worker's partition) as if its batches had been fitted here."""
-        parts, sums, squares, rows = state
+        parts, sums, rows = state
         self._parts.extend(parts)
-        for t in self.targets:
-            self._target_sums[t] += sums[t]
-            self._target_squares[t] += squares[t]
+        for name in self._stats:
+            self._sums[name] += sums[name]
         self._rows += rows
 
     def finalize(self) -> None:
         xdf = self.xdf
-        columns = [*self._stats, "n"]
         parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
-        self.per_fold = parts.groupby(["c", "f"])[columns].sum().reset_index()
-        self.totals = self.per_fold.groupby("c")[columns].sum().reset_index()
+        self.per_fold = parts.groupby(["c", "f"])[self._columns].sum().reset_index()
+        self.totals = self.per_fold.groupby("c")[self._columns].sum().reset_index()
         rows = max(self._rows, 1)
-        self.prior = {t: self._target_sums[t] / rows for t in self.targets}
-        self.variance = {t: max(self._target_squares[t] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
+        self.prior = {t: self._sums[t] / rows for t in self.targets}
+        self.variance = {t: max(self._sums[f"{t}__sq"] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
         self._parts = []
 
     def _weight(self, t: str, s: Any, squares: Any, n: Any) -> Any:
@@ -245,13 +240,12 @@ class TargetEncoder:
     def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
         """Encoded columns (one per target) and ``count`` for rows with these category codes."""
         xdf = self.xdf
-        columns = [*self._stats, "n"]
         frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
-        out = left_join(frame, self.totals.rename(columns={t: f"{t}__all" for t in columns}), ["c"])
+        out = left_join(frame, self.totals.rename(columns={t: f"{t}__all" for t in self._columns}), ["c"])
         n = out["n__all"].fillna(0.0)
         if folds is not None:
             out["f"] = folds
-            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in columns})
+            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in self._columns})
             out = left_join(out, fold, ["c", "f"])
         result = {"count": n.astype("float64")}
 

@@ -8,7 +8,7 @@ only and then applied to both splits: :class:`GroupStats`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 import numpy as np
@@ -54,7 +54,7 @@ class GroupStats:
     count_name, rate_name : str or None
         Output column names; ``None`` leaves that statistic out.
     table : frame
-        One row per training group: keys, count, rate.
+        One row per training group: keys, count, rate (None until fitted: :meth:`fit`, :meth:`from_sums`).
     prior : float
         Target mean of the training rows.
     """
@@ -62,54 +62,32 @@ class GroupStats:
     keys: list[str]
     count_name: str | None
     rate_name: str | None
-    table: Frame
-    prior: float
+    table: Frame = None
+    prior: float = 0.0
 
-    @classmethod
-    def fit(
-        cls,
-        xdf: ModuleType,
-        train: Frame,
-        target: Column,
-        keys: Sequence[str],
-        count_name: str | None = None,
-        rate_name: str | None = None,
-        smoothing: float = 20.0,
-    ) -> GroupStats:
-        keys = list(keys)
-        frame = train[keys].reset_index(drop=True)
+    def fit(self, xdf: ModuleType, train: Frame, target: Column, smoothing: float = 20.0) -> GroupStats:
+        """These statistics fitted on the training rows ``train`` and their ``target``."""
+        frame = train[self.keys].reset_index(drop=True)
         frame["__y__"] = target.reset_index(drop=True).astype("float64")
-        grouped = frame.groupby(keys)["__y__"]
+        grouped = frame.groupby(self.keys)["__y__"]
         prior = float(frame["__y__"].mean())
-        return cls.from_sums(xdf, keys, grouped.sum(), grouped.count(), prior, count_name, rate_name, smoothing)
+        return self.from_sums(xdf, grouped.sum(), grouped.count(), prior, smoothing)
 
-    @classmethod
-    def from_sums(
-        cls,
-        xdf: ModuleType,
-        keys: Sequence[str],
-        total: Column,
-        count: Column,
-        prior: float,
-        count_name: str | None = None,
-        rate_name: str | None = None,
-        smoothing: float = 20.0,
-    ) -> GroupStats:
+    def from_sums(self, xdf: ModuleType, total: Column, count: Column, prior: float, smoothing: float = 20.0) -> GroupStats:
         """The statistics from per-group target sums and row counts (Series indexed by the keys).
 
         Sums and counts add up across row partitions, so a distributed run reduces them over its
         partitions and builds the very table :meth:`fit` builds (``accel.workflows.flights_dask``).
         """
-        keys = list(keys)
         table = xdf.DataFrame({"__sum__": total, "__count__": count}).reset_index()
-        columns = list(keys)
-        if count_name:
-            table[count_name] = table["__count__"].astype("float64")
-            columns.append(count_name)
-        if rate_name:
-            table[rate_name] = (table["__sum__"] + prior * smoothing) / (table["__count__"] + smoothing)
-            columns.append(rate_name)
-        return cls(keys, count_name, rate_name, table[columns], prior)
+        columns = list(self.keys)
+        if self.count_name:
+            table[self.count_name] = table["__count__"].astype("float64")
+            columns.append(self.count_name)
+        if self.rate_name:
+            table[self.rate_name] = (table["__sum__"] + prior * smoothing) / (table["__count__"] + smoothing)
+            columns.append(self.rate_name)
+        return replace(self, table=table[columns], prior=prior)
 
     def transform(self, frame: Frame) -> Frame:
         out = left_join(frame, self.table, self.keys)

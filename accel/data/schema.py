@@ -187,10 +187,9 @@ def _typed_datetime_plan(name: str, s: pd.Series) -> ColumnPlan:
     return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts if why else None)
 
 
-def _datetime_plan(
-    name: str, fmt: str, source: str, share: float, sampled: int, note: str, notices: list[str], text: pd.Series
-) -> ColumnPlan:
-    """A column of date text in ``fmt`` (``text``: its non-null values), and its line in the schema notice."""
+def _datetime_plan(name: str, layout: dates.DateLayout, source: str, notices: list[str], text: pd.Series) -> ColumnPlan:
+    """A column of date text in ``layout`` (``text``: its non-null values), and its line in the schema notice."""
+    fmt, note = layout.format, layout.note
     gap = cudf_date_gap(fmt)
     if gap is not None:
         gpu = f"host (pandas): {gap}"
@@ -199,7 +198,8 @@ def _datetime_plan(
     else:
         gpu = "cuDF"
     parts, why = dates.date_parts(fmt, pandas_datetime(text.astype(str), fmt))
-    parsed = f"{share:.0%} of {sampled:,} sampled values parsed" + ("; times with UTC offsets read as UTC" if "%z" in fmt else "")
+    utc = "; times with UTC offsets read as UTC" if "%z" in fmt else ""
+    parsed = f"{layout.parsed:.0%} of {layout.sampled:,} sampled values parsed{utc}"
     notices.append(
         f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
@@ -230,8 +230,8 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
     share = dates.parsed_share(sample, fmt)
     if share == 0:
         raise AccelError(f"{flag} parses none of the {len(sample):,} sampled values of {name!r} (e.g. {sample.iloc[0]!r})")
-    note = "" if share == 1 else "the rest become missing"
-    return _datetime_plan(name, fmt, "--date-format", share, len(sample), note, notices, values.astype(str))
+    layout = dates.DateLayout(fmt, share, len(sample), "" if share == 1 else "the rest become missing")
+    return _datetime_plan(name, layout, "--date-format", notices, values.astype(str))
 
 
 def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str | None, typed: ArrowKind | None) -> ColumnPlan:
@@ -284,7 +284,7 @@ def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]
     if date_like >= dates.DATE_LIKE_SHARE:
         layout = dates.detect_layout(text)
         if layout is not None:
-            return _datetime_plan(name, layout.format, "detected", layout.parsed, layout.sampled, layout.note, notices, text)
+            return _datetime_plan(name, layout, "detected", notices, text)
         reason = "unparseable dates: kept as categorical"
         guess = dates.detect_layout(text, minimum=0.0)
         hint = f" (the closest, {guess.format}, parses {guess.parsed:.0%})" if guess is not None else ""

@@ -215,7 +215,7 @@ class FlightsTransform:
     ) -> FlightsTransform:
         """Group statistics from the training rows (joined already: :func:`row_features`); the
         vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
-        stats = [GroupStats.fit(xdf, train, y_train, list(keys), count, rate) for keys, count, rate in GROUP_STATS]
+        stats = [GroupStats(list(keys), count, rate).fit(xdf, train, y_train) for keys, count, rate in GROUP_STATS]
         vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
         return cls(xdf, weather, planes, stats, vocabulary)
 

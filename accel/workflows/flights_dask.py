@@ -217,7 +217,7 @@ class DaskFlights:
 
         prior = float(y_sum) / (n - n_test)
         stats = [
-            GroupStats.from_sums(xdf, list(keys), table["sum"], table["count"], prior, count, rate)
+            GroupStats(list(keys), count, rate).from_sums(xdf, table["sum"], table["count"], prior)
             for (keys, count, rate), table in zip(GROUP_STATS, sums, strict=True)
         ]
         vocabulary = {column: _compat.sorted_unique(values) for column, values in zip(CATEGORICAL, vocabularies, strict=True)}
