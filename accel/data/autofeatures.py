@@ -73,6 +73,13 @@ class FeatureReport:
     #: Generated names that a column of the table already had -> the names given instead.
     renamed: dict[str, str] = field(default_factory=dict)
 
+    def describe(self) -> dict[str, Any]:
+        """The run record's part for what the features did on an arm (``feature_reports``)."""
+        out = dataclasses.asdict(self)
+        if not self.renamed:
+            del out["renamed"]
+        return out
+
 
 # --------------------------------------------------------------------------- casting
 

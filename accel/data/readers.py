@@ -1020,10 +1020,8 @@ class ColumnarCache:
         writer = None
         try:
             self.path = self.scratch() / "chunks.arrow"
-        except OSError as exc:
+        except OSError as exc:  # the source is read without a cache, now and in each later pass
             self.failed = f"no cache folder ({type(exc).__name__})"
-            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
-            return
         try:
             for start, frame in iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes):
                 if self.failed is None:
@@ -1044,7 +1042,7 @@ class ColumnarCache:
             if writer is not None:
                 with contextlib.suppress(Exception):  # the file is removed below anyway
                     writer.close()
-            if not self.complete:  # abandoned, failed, or nothing written
+            if not self.complete and self.path is not None:  # abandoned, failed, or nothing written
                 self.path.unlink(missing_ok=True)
 
     def _read(self, rows: int):

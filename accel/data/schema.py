@@ -428,14 +428,14 @@ def _check_spellings(y: pd.Series, target: str) -> None:
 
 
 def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str, list[Any] | None, bool]:
-    """(task, why, classes, classes_numeric) for the non-null target values ``y``."""
+    """(task, why, classes, classes_numeric) for the non-null target values ``y`` (``task`` None or ``"auto"``: inferred)."""
     nunique = int(y.nunique())
     is_bool = pd.api.types.is_bool_dtype(y.dtype) or (
         y.dtype == object and bool(y.map(lambda v: isinstance(v, (bool, np.bool_))).all())
     )
     is_numeric = pd.api.types.is_numeric_dtype(y.dtype) and not is_bool
     integral = is_numeric and bool((y % 1 == 0).all())
-    if task is None:
+    if task in (None, "auto"):
         if is_bool:
             task, why = "classification", "boolean target"
         elif not is_numeric:

@@ -16,7 +16,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.data.autofeatures import FeatureReport, TableFeaturizer, build_table_features, probe_native_categories, target_codes
+from accel.data.autofeatures import TableFeaturizer, build_table_features, probe_native_categories, target_codes
 from accel.data.prepared import Prepared
 from accel.data.readers import fingerprint, planned_source, read_source, resolve_source
 from accel.data.schema import PlannedTable, TablePlan, make_plan, real_name
@@ -61,9 +61,8 @@ def plan_table(
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise AccelError(f"--data: cannot parse {str(source.original)!r} as {source.kind.upper()}: {first}") from None
     t1 = time.perf_counter()
-    task_arg = None if task in (None, "auto") else task
     plan = make_plan(
-        head, target, task_arg, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats,
+        head, target, task, drop, settings.rows, settings.test_size, settings.seed, target_values, date_formats,
         source.arrow_kinds,
     )  # fmt: skip
     if target_values is not None:
@@ -222,17 +221,6 @@ class TableWorkflow(WorkflowBase):
 
     def features(self, backend: Backend, frame: Any) -> Prepared:
         prepared, report = build_table_features(backend.xdf, frame, self.plan, self.family, self.settings.seed)
-        self.feature_reports[backend.name] = described_report(report)
+        self.feature_reports[backend.name] = report.describe()
         prepared.rows["loaded"] = self.plan.rows_in_file
         return prepared
-
-
-def described_report(report: FeatureReport) -> dict[str, Any]:
-    """The run record's part for what the features did on an arm (``feature_reports``)."""
-    return {
-        "encodings": dict(report.encodings),
-        "imputed": report.imputed,
-        "scaled": report.scaled,
-        "dates": dict(report.dates),
-        **({"renamed": dict(report.renamed)} if report.renamed else {}),
-    }

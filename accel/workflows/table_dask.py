@@ -51,7 +51,7 @@ from accel.faultpoints import fault_point
 from accel.registry import DEFAULT_MODEL
 from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
 from accel.workflows.partitions import partition_offsets, worker_backend, worker_slots
-from accel.workflows.table import TableWorkflow, described_report
+from accel.workflows.table import TableWorkflow
 
 #: The feature family a Dask run builds (every model with a Dask trainer takes it): the target
 #: encoders are its only fitted statistic, no imputation or scaling.
@@ -353,7 +353,7 @@ class DaskTable:
         )
         wait([X_train, y_train, X_test, y_test])
         featurizer.report.dates = dates
-        self.feature_reports[self.kind] = described_report(featurizer.report)
+        self.feature_reports[self.kind] = featurizer.report.describe()
         n_train, n_test = len(plan.train_pos), len(plan.test_pos)
         return Prepared(
             X_train=X_train,
