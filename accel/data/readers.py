@@ -760,10 +760,8 @@ def read_head(source: TableSource, rows: int) -> Any:
                 frames.append(convert_columns(_with_partitions(frame, source, i), source))
             if left <= 0:
                 break
-        if not frames:
-            out = pd.DataFrame(columns=list(source.columns))
-        else:
-            out = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frames = frames or [pd.DataFrame(columns=list(source.columns))]  # a table with no rows
+        out = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         # Columns not read (nested types) stay, empty, in file order: the plan lists them as dropped.
         return out.reindex(columns=list(source.columns)).head(rows)
     # The C parser reads a prefix; text stays text (dates parsed later with one format on both arms).
