@@ -298,7 +298,15 @@ def _open_locked(config: RunConfig, given: set[str], resume: bool, url: str) -> 
         new_file = None  # a file that was there before is never removed
     storage = open_storage(url)
     try:
-        return _open_study(config, given, resume, storage, url)
+        name = config.hpo.study
+        existing = {s.study_name: s for s in storage.get_all_studies()}
+        if resume:
+            return _resumed_study(config, given, storage, url, name, existing)
+        if name is None:
+            name = _free_name(config, existing)
+        if name in existing:
+            return _join(config, storage, url, existing[name])
+        return _new_study(config, storage, url, name)
     except BaseException:
         # Refused before a study was made: the SQLite file opening the storage created goes too.
         if new_file is not None:
@@ -325,18 +333,6 @@ def _sqlite_path(url: str) -> Path | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return Path(database)
-
-
-def _open_study(config: RunConfig, given: set[str], resume: bool, storage: Any, url: str) -> OpenedStudy:
-    name = config.hpo.study
-    existing = {s.study_name: s for s in storage.get_all_studies()}
-    if resume:
-        return _resumed_study(config, given, storage, url, name, existing)
-    if name is None:
-        name = _free_name(config, existing)
-    if name in existing:
-        return _join(config, storage, url, existing[name])
-    return _new_study(config, storage, url, name)
 
 
 def _new_study(config: RunConfig, storage: BaseStorage, url: str, name: str) -> OpenedStudy:
@@ -373,7 +369,6 @@ def _resumed_study(
     trials, time-out, top-k, device and output; refused when it is not accel's, is running, or clashes."""
 
     from accel.config import RunConfig
-    from accel.runner import build_workflow
 
     if name is None:
         if not existing:
@@ -398,11 +393,9 @@ def _resumed_study(
     # The study's own settings, with this run's trials, time-out, top-k, device and output.
     hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
-    workflow = build_workflow(resumed_config)
-    study = load_study(name, storage, stored.seed, stored.hpo.pruner)
-    claim(study)
-    interrupted = mark_interrupted(study)
-    return OpenedStudy(study, url, resumed_config, workflow, resumed=True, interrupted=interrupted)
+    opened = _loaded(resumed_config, storage, url, name, joined=[])
+    opened.interrupted = mark_interrupted(opened.study)
+    return opened
 
 
 def _free_name(config: RunConfig, existing: dict[str, Any]) -> str:
@@ -424,9 +417,6 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
     asks for; a study no process runs is refused (``--resume`` continues it), as is one that
     searches something else.
     """
-
-    from accel.runner import build_workflow
-
     name, attrs = summary.study_name, summary.user_attrs
     live = runners(attrs)
     accel_attrs = attrs.get("accel")
@@ -442,11 +432,21 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
             f"study {name!r} is being run by {live[0]} with other settings ({'; '.join(clashes[:3])}): give the same "
             "settings to join it, or choose a new --study"
         )
+    return _loaded(config, storage, url, name, joined=live)
+
+
+def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[str]) -> OpenedStudy:
+    """The study ``name`` with ``config`` (its workflow planned first), claimed by this process: resumed, or
+    ``joined`` beside the live processes that run it.
+
+    Joined as the n-th process, its sampler is seeded ``config.seed + 1000 * n``: its own draws, not its peers'.
+    """
+    from accel.runner import build_workflow
+
     workflow = build_workflow(config)
-    offset = len(live)
-    study = load_study(name, storage, (config.seed + 1000 * offset) % 2**32, config.hpo.pruner)  # its own draws, not its peers'
+    study = load_study(name, storage, (config.seed + 1000 * len(joined)) % 2**32, config.hpo.pruner)
     claim(study)
-    return OpenedStudy(study, url, config, workflow, resumed=False, joined=live, seed_offset=offset)
+    return OpenedStudy(study, url, config, workflow, resumed=not joined, joined=joined, seed_offset=len(joined))
 
 
 def discard_if_empty(opened: OpenedStudy) -> bool:
