@@ -61,6 +61,8 @@ OUT_ENV = "ACCEL_OUT_DIR"
 #: The top-level key listing the values written as ``null`` because they were not finite.
 NULLS_KEY = "nulls"
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: The stages of a run that train and score the model (what a search times): ``accel run``'s after its features.
+MODEL_STAGES = ("to_device", "train", "predict")
 
 
 def _pointer(parts: list[str | int]) -> str:

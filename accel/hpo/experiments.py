@@ -25,6 +25,7 @@ from typing import Any
 from accel.errors import AccelError
 from accel.hpo.study import is_optuna_sqlite  # noqa: F401 - read here by callers
 from accel.record import (
+    MODEL_STAGES,
     ArmMemory,
     Batches,
     CompareRecord,
@@ -51,9 +52,6 @@ HIGHER_IS_BETTER = {
 
 #: The parameters shown for each model, with the short names the table uses.
 KEY_PARAMS = {name: spec.labels for name, spec in MODELS.items()}
-
-#: The stages of a run record that train and score the model: what a search times too.
-MODEL_STAGES = ("to_device", "train", "predict")
 
 
 @dataclass

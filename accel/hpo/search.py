@@ -68,6 +68,7 @@ from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import build_model, is_classification, pruning_callbacks
 from accel.output import say
+from accel.record import MODEL_STAGES, ensure_writable, record_head, record_stem, strict, write_record
 from accel.registry import MODELS, Dist, refusal
 from accel.timing import StageTimer, speedup
 
@@ -146,20 +147,8 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
         _, sub_pos = _draw(len(fit_pos), subset, y_host[fit_pos] if stratify else None, seed + 1, "subset", notes)
         sub = _take(fit[0], sub_pos), _take(fit[1], sub_pos)
     rows = dict(train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(sub[1]), test=len(prepared.y_test))
-    return SearchData(
-        X_train=prepared.X_train,
-        y_train=prepared.y_train,
-        X_test=prepared.X_test,
-        y_test=prepared.y_test,
-        X_fit=fit[0],
-        y_fit=fit[1],
-        X_valid=valid[0],
-        y_valid=valid[1],
-        X_subset=sub[0],
-        y_subset=sub[1],
-        rows=rows,
-        notes=notes,
-    )
+    train, test = (prepared.X_train, prepared.y_train), (prepared.X_test, prepared.y_test)
+    return SearchData(*train, *test, *fit, *valid, *sub, rows=rows, notes=notes)  # (X, y) of each part, in the fields' order
 
 
 X_PARTS = ("X_train", "X_test", "X_fit", "X_valid", "X_subset")
@@ -181,10 +170,6 @@ def store_search_data(backend: Backend, data: SearchData, categorical: list[str]
 # --------------------------------------------------------------------------- training one candidate
 
 
-#: The stages a candidate's training is timed in (those of ``accel run`` after its features).
-FINAL_STAGES = ("to_device", "train", "predict")
-
-
 @dataclass
 class Measured:
     """One model trained and scored: its metrics, wall seconds (in all and per stage) and memory peaks."""
@@ -203,6 +188,10 @@ class Measured:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def entry(self, metric: str, head: dict[str, Any], **tail: Any) -> dict[str, Any]:
+        """The record's entry of this model: ``head``, what was measured, the value of ``metric`` as ``metric``, then ``tail``."""
+        return {**head, **self.as_dict(), "metric": self.metrics[metric], **tail}
 
 
 @contextmanager
@@ -287,21 +276,16 @@ def train_and_score(
     with measured(backend, out, listener) as timer, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            to_device, train, predict = FINAL_STAGES
+            to_device, train, predict = MODEL_STAGES
             with timer.stage(to_device):
                 model_input = model.to_device(backend, X, y, ctx.batch_rows)
             if early_stopping is not None and stops_early:
                 model.search_rounds(backend, X, y, ctx.batch_rows)  # as accel run does: outside the stages
             with timer.stage(train):
                 if part != "train" and stops_early:
+                    stop = ctx.config.hpo.early_stopping_rounds
                     fitted = model.fit_validated(
-                        backend,
-                        model_input,
-                        X_eval,
-                        y_eval,
-                        ctx.batch_rows,
-                        early_stopping_rounds=ctx.config.hpo.early_stopping_rounds,
-                        callbacks=callbacks,
+                        backend, model_input, X_eval, y_eval, ctx.batch_rows, early_stopping_rounds=stop, callbacks=callbacks
                     )
                 else:
                     fitted = model.fit(backend, model_input, on_round=rounds_listener(listener, backend.name, train))
@@ -354,7 +338,7 @@ class Objective:
             raise
         finally:
             for key in ("seconds", "stages", "peak_host_mb", "peak_device_mb", "rows"):
-                trial.set_user_attr(key, _json_safe(getattr(result, key)))
+                trial.set_user_attr(key, strict(getattr(result, key))[0])  # study attributes are strict JSON
         for key in ("rounds", "metrics", "warnings", "device_used"):
             if key != "warnings" or result.warnings:  # warnings only when there were any
                 trial.set_user_attr(key, getattr(result, key))
@@ -639,7 +623,6 @@ def run_search(
     before the first model trains.
     """
     from accel.backend import resolve_arms
-    from accel.record import ensure_writable
 
     if "hpo.early_stopping_rounds" in request.given and not MODELS[config.model].caps.stops_early:
         raise refusal(config.model, "stops_early", "leave out hpo.early_stopping_rounds (its trials train every round)")
@@ -653,7 +636,7 @@ def run_search(
             baseline = _baseline(run, listener)
             n_workers, counts = _trials(run, client, request, trial_log or log)
             run.record = _record(run, request, n_workers, counts, baseline)
-            best = _best_trials(run.study, run.config.hpo.top)
+            best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
             if not best:
                 return _finish(run, out, _no_trial_arms(run))
             run.record["best_trial"] = _best_trial(run.ctx, best[0])
@@ -700,16 +683,6 @@ class _Search:
     record: dict[str, Any] = field(default_factory=dict)
     kept: dict[str, Any] = field(default_factory=dict)  # arm -> its tuned pipeline
 
-    @property
-    def config(self) -> Any:
-        """The study's run configuration."""
-        return self.opened.config
-
-    @property
-    def study(self) -> Any:
-        """The Optuna study."""
-        return self.opened.study
-
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
         """Time the block as ``phase`` in the record's ``phases_seconds`` (when it finishes)."""
@@ -753,22 +726,21 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
     """The default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
     from accel.runner import early_stopping_for
 
-    baseline: dict[str, Any] | None = run.study.user_attrs.get("baseline")
+    baseline: dict[str, Any] | None = run.opened.study.user_attrs.get("baseline")
     if baseline is None:
         d = run.ctx.data
-        run.log(f"default baseline: {run.config.model} on all {d.rows['train']:,} training rows, scored on the hold-out")
+        run.log(f"default baseline: {run.ctx.config.model} on all {d.rows['train']:,} training rows, scored on the hold-out")
         with run.timed("baseline"):
             if listener is not None:
                 listener.section("default baseline")
-            early = early_stopping_for(run.config)  # as accel run trains it
+            early = early_stopping_for(run.ctx.config)  # as accel run trains it
             try:
                 base = train_and_score(run.ctx, run.ctx.base_params, "train", listener=listener, early_stopping=early)
             finally:
                 if listener is not None:
                     listener.section(None)
-        baseline = {"params": dict(run.ctx.base_params), **base.as_dict(), "metric": base.metrics[run.metric]}
-        baseline["evaluated_on"] = "hold-out"
-        run.study.set_user_attr("baseline", _json_safe(baseline))
+        baseline = base.entry(run.metric, {"params": dict(run.ctx.base_params)}, evaluated_on="hold-out")
+        run.opened.study.set_user_attr("baseline", strict(baseline)[0])
     run.log(f"default baseline: {run.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
     return baseline
 
@@ -777,7 +749,7 @@ def _trials(
     run: _Search, client: Client | None, request: SearchRequest, each_trial: Callable[[str], None]
 ) -> tuple[int, dict[str, int]]:
     """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
-    study, hpo = run.study, run.config.hpo
+    study, hpo = run.opened.study, run.ctx.config.hpo
     done_before = counted_trials(study)
     remaining = max(0, hpo.trials - done_before)
     run.log(
@@ -804,9 +776,7 @@ def _record(
     run: _Search, request: SearchRequest, n_workers: int, counts: dict[str, int], baseline: dict[str, Any]
 ) -> dict[str, Any]:
     """The hpo record's head: the study, the configuration, the search and its trials."""
-    from accel.record import record_head
-
-    config, opened, ctx = run.config, run.opened, run.ctx
+    config, opened, ctx = run.ctx.config, run.opened, run.ctx
     return {
         **record_head("hpo"),
         "workflow": run.workflow.name,
@@ -847,7 +817,6 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
     """Complete the record with the arms and their speedups, keep its summary in the study, write it."""
     from accel.environment import collect_environment
     from accel.pipeline import beside_record
-    from accel.record import record_stem, write_record
 
     record = run.record
     record["arms"] = arms
@@ -856,7 +825,7 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
     # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran).
     record["speedup"] = {
         "final_model": speedup(cpu["seconds"], gpu["seconds"]) if both else math.nan,
-        **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in FINAL_STAGES},
+        **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in MODEL_STAGES},
     }
     record["phases_seconds"] = {k: round(v, 3) for k, v in run.phases.items()}
     record["finished_at"] = datetime.now(timezone.utc).isoformat()
@@ -864,7 +833,7 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
     keep = ("baseline", "best_trial", "top_k", "final", "arms", "speedup", "trials", "improvement", "phases_seconds")
     summary = {k: record[k] for k in keep if k in record}
     summary["batches"] = {k: run.ctx.memory["batches"][k] for k in ("rows_per_batch", "batches")}
-    run.study.set_user_attr("summary", _json_safe(summary))
+    run.opened.study.set_user_attr("summary", strict(summary)[0])
     for arm, pipeline in run.kept.items():
         arms[arm]["importances"] = pipeline.importances
     companion = beside_record(record, run.kept)
@@ -873,7 +842,7 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
 
 def _no_trial_arms(run: _Search) -> dict[str, Any]:
     """No trial completed: the record's final says why, and both arms are skipped."""
-    trials = run.study.get_trials(deepcopy=False)
+    trials = run.opened.study.get_trials(deepcopy=False)
     reasons = sorted({t.user_attrs["error"] for t in trials if t.user_attrs.get("error")})
     reason = "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
     run.record["final"] = {"status": "failed", "reason": reason}
@@ -902,8 +871,7 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
         for t in best:
             params = trial_params(ctx, t.params, subset=False)
             m = train_and_score(ctx, params, "fit")
-            on = "validation (all fitting rows)"
-            top.append({"trial": t.number, "params": params, **m.as_dict(), "metric": m.metrics[metric], "evaluated_on": on})
+            top.append(m.entry(metric, {"trial": t.number, "params": params}, evaluated_on="validation (all fitting rows)"))
             rounds = f" · {m.rounds} rounds" if m.rounds else ""
             score = f"{metric} {m.metrics[metric]:.4f} on all fitting rows{rounds} · {m.seconds:.1f} s"
             run.log(f"top-{len(best)}: trial {t.number}: {score}")
@@ -921,8 +889,7 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     with run.timed("final"):
         fin = train_and_score(run.ctx, final_params, "train", keep=fitted)
         run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.workflow, fitted)
-    final = {"trial": winner["trial"], "params": final_params, **fin.as_dict(), "metric": fin.metrics[run.metric]}
-    final["evaluated_on"] = "hold-out"
+    final = fin.entry(run.metric, {"trial": winner["trial"], "params": final_params}, evaluated_on="hold-out")
     run.record["final"] = final
     gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
     run.record["improvement"] = {"metric": run.metric, "tuned_minus_default": gain, "better": gain > 0}
@@ -946,11 +913,11 @@ def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
     from accel.backend import cpu_backend
 
     try:
-        cpu_ctx, _, _ = build_context(run.config, cpu_backend(), run.workflow)
+        cpu_ctx, _, _ = build_context(run.ctx.config, cpu_backend(), run.workflow)
         fitted: dict[str, Any] = {}
         fin = train_and_score(cpu_ctx, final_params, "train", keep=fitted)
         run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.workflow, fitted)
-        cpu_arm = {"status": "ok", "reason": None, **fin.as_dict(), "metric": fin.metrics[run.metric]}
+        cpu_arm = fin.entry(run.metric, {"status": "ok", "reason": None})
         run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
         cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
@@ -974,14 +941,3 @@ def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) ->
 
 def _skipped_arm(reason: str | None) -> dict[str, Any]:
     return {"status": "skipped", "reason": reason, "seconds": math.nan, "stages": {}}
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN as None: study attributes are stored as strict JSON."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
