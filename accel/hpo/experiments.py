@@ -248,12 +248,11 @@ def _trained_params(trial: Any) -> dict[str, Any]:
 
 def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list[Row], set[str]]:
     """Rows of every study in one Optuna storage; and the names of those studies."""
-    import optuna
     from optuna.trial import TrialState
 
-    from accel.hpo.study import direction_of, open_storage
+    from accel.hpo.study import direction_of, open_storage, quiet_optuna
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    quiet_optuna()
     storage = open_storage(url, read_only=True)  # a reader: never a table or a file made
     out: list[Row] = []
     names: set[str] = set()
@@ -264,10 +263,8 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         metric = attrs.get("metric") or direction_of("binary")[0]
         trials = storage.get_all_trials(summary._study_id, deepcopy=False, states=(TrialState.COMPLETE,))  # noqa: SLF001
         maximize = summary.directions[0].name == "MAXIMIZE"
-        best = None
-        if trials:
-            t = max(trials, key=lambda t: t.value if maximize else -t.value)
-            best = {"number": t.number, "metric": t.value, **t.user_attrs, "params": _trained_params(t)}
+        t = max(trials, key=lambda t: t.value if maximize else -t.value, default=None)
+        best = None if t is None else {"number": t.number, "metric": t.value, **t.user_attrs, "params": _trained_params(t)}
         # What the search stored of its record (the final model, its arms), read as its record is.
         found = attrs.get("summary") or {}
         searched = HpoRecord.model_validate({
@@ -416,10 +413,8 @@ def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
             if front:
                 ax.step([r.seconds for r in front], [r.metric for r in front], where="post", color=color, linewidth=1.5)
                 ax.scatter([r.seconds for r in front], [r.metric for r in front], color=color, edgecolor="black", s=60, zorder=3)
-        ax.set_xscale("log")
-        ax.set_xlabel("seconds (log scale)")
-        ax.set_ylabel(metric)
-        ax.set_title(f"{metric} versus time; each group's Pareto front outlined")
+        title = f"{metric} versus time; each group's Pareto front outlined"
+        ax.set(xscale="log", xlabel="seconds (log scale)", ylabel=metric, title=title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()

@@ -186,12 +186,9 @@ class Measured:
     arm: str | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     def entry(self, metric: str, head: dict[str, Any], **tail: Any) -> dict[str, Any]:
         """The record's entry of this model: ``head``, what was measured, the value of ``metric`` as ``metric``, then ``tail``."""
-        return {**head, **self.as_dict(), "metric": self.metrics[metric], **tail}
+        return {**head, **dataclasses.asdict(self), "metric": self.metrics[metric], **tail}
 
 
 @contextmanager
@@ -347,8 +344,8 @@ class Objective:
 
 def build_context(
     config: RunConfig, backend: Backend, workflow: Any | None = None, memory: Any = None
-) -> tuple[SearchContext, Any, float]:
-    """Load and featurise once on ``backend``, split for the search; (context, workflow, seconds).
+) -> tuple[SearchContext, float]:
+    """Load and featurise once on ``backend``, split for the search; (context, seconds).
 
     The arm's memory is set up as ``accel run`` sets it up (:func:`accel.runner.prepare_arm`:
     the RMM pool on the GPU arm, the batch size from the memory budget), and the feature
@@ -391,7 +388,7 @@ def build_context(
         precision=precision,
         test_ids=prepared.test_ids,
     )
-    return ctx, workflow, seconds
+    return ctx, seconds
 
 
 # --------------------------------------------------------------------------- running the trials
@@ -458,7 +455,7 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     if ctx is None:
         threads = max(1, int(get_worker().state.nthreads))
         backend = dataclasses.replace(get_backend(spec["arm"]), n_threads=threads)
-        ctx, _, _ = build_context(config, backend)
+        ctx, _ = build_context(config, backend)
         _WORKER_CONTEXTS[key] = ctx
     storage = open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
@@ -674,7 +671,6 @@ class _Search:
     backend: Backend
     gpu_note: str | None
     ctx: SearchContext
-    workflow: Any
     metric: str
     direction: str
     log: Callable[[str], None]
@@ -709,7 +705,7 @@ def _start(
 
     phases: dict[str, float] = {}
     memory, why = search_memory(opened.config, request.cluster)
-    ctx, workflow, phases["features"] = build_context(opened.config, backend, opened.workflow, memory)
+    ctx, phases["features"] = build_context(opened.config, backend, opened.workflow, memory)
     if why is not None and ctx.memory["rmm"].get("reason") == "--rmm-pool off":  # not the CPU arm's record
         ctx.memory["rmm"]["reason"] = why
     rows = ctx.data.rows
@@ -719,7 +715,7 @@ def _start(
     )
     for note in ctx.data.notes:
         log(f"  note: {note}")
-    return _Search(opened, backend, gpu_note, ctx, workflow, metric, direction, log, started, phases)
+    return _Search(opened, backend, gpu_note, ctx, metric, direction, log, started, phases)
 
 
 def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
@@ -779,8 +775,8 @@ def _record(
     config, opened, ctx = run.ctx.config, run.opened, run.ctx
     return {
         **record_head("hpo"),
-        "workflow": run.workflow.name,
-        "task": run.workflow.task,
+        "workflow": run.opened.workflow.name,
+        "task": run.opened.workflow.task,
         "model": config.model,
         "started_at": run.started.isoformat(),
         "study": {
@@ -837,7 +833,7 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
     for arm, pipeline in run.kept.items():
         arms[arm]["importances"] = pipeline.importances
     companion = beside_record(record, run.kept)
-    return record, write_record(out, record, record_stem(f"hpo-{run.workflow.name}", run.started), companion=companion)
+    return record, write_record(out, record, record_stem(f"hpo-{run.opened.workflow.name}", run.started), companion=companion)
 
 
 def _no_trial_arms(run: _Search) -> dict[str, Any]:
@@ -888,7 +884,7 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     fitted: dict[str, Any] = {}
     with run.timed("final"):
         fin = train_and_score(run.ctx, final_params, "train", keep=fitted)
-        run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.workflow, fitted)
+        run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.opened.workflow, fitted)
     final = fin.entry(run.metric, {"trial": winner["trial"], "params": final_params}, evaluated_on="hold-out")
     run.record["final"] = final
     gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
@@ -913,10 +909,10 @@ def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
     from accel.backend import cpu_backend
 
     try:
-        cpu_ctx, _, _ = build_context(run.ctx.config, cpu_backend(), run.workflow)
+        cpu_ctx, _ = build_context(run.ctx.config, cpu_backend(), run.opened.workflow)
         fitted: dict[str, Any] = {}
         fin = train_and_score(cpu_ctx, final_params, "train", keep=fitted)
-        run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.workflow, fitted)
+        run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.opened.workflow, fitted)
         cpu_arm = fin.entry(run.metric, {"status": "ok", "reason": None})
         run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none

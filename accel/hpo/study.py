@@ -274,50 +274,39 @@ def open_study(config: RunConfig, given: set[str], resume: bool) -> OpenedStudy:
     (the workflow is planned first: a user's table is read and checked then), and an SQLite
     file that opening the storage created is removed again when the run is refused.
     """
+    from accel.scratch import exclusive
 
     quiet_optuna()
     url = config.hpo.storage or default_storage(config.out)
-    with _storage_lock(url):  # one process at a time creates the storage and opens or creates a study
-        return _open_locked(config, given, resume, url)
-
-
-def _storage_lock(url: str) -> Any:
-    """The lock under which a study is opened or created: the folder of an SQLite storage (two
-    processes creating its tables at once fail: "UNIQUE constraint failed: alembic_version");
-    none for a database server (which has its own transactions)."""
-    from accel.scratch import exclusive
-
     path = _sqlite_path(url)
+    # One process at a time creates the storage and opens or creates a study: under a lock on the
+    # folder of an SQLite storage (two processes creating its tables at once fail: "UNIQUE
+    # constraint failed: alembic_version"); none for a database server (it has its own transactions).
     folder = path.absolute().parent if path is not None else None
-    return exclusive(folder) if folder is not None and folder.is_dir() else nullcontext()
-
-
-def _open_locked(config: RunConfig, given: set[str], resume: bool, url: str) -> OpenedStudy:
-    new_file = _sqlite_path(url)
-    if new_file is not None and new_file.exists():
-        new_file = None  # a file that was there before is never removed
-    storage = open_storage(url)
-    try:
-        name = config.hpo.study
-        existing = {s.study_name: s for s in storage.get_all_studies()}
-        if resume:
-            return _resumed_study(config, given, storage, url, name, existing)
-        if name is None:
-            name = _free_name(config, existing)
-        if name in existing:
-            return _join(config, storage, url, existing[name])
-        return _new_study(config, storage, url, name)
-    except BaseException:
-        # Refused before a study was made: the SQLite file opening the storage created goes too.
-        if new_file is not None:
-            empty = False  # a storage that cannot be read is not removed
-            with suppress(Exception):
-                empty = not storage.get_all_studies()
-            if empty:
-                storage.engine.dispose()
-                for path in (new_file, new_file.with_name(new_file.name + "-journal")):
-                    path.unlink(missing_ok=True)
-        raise
+    with exclusive(folder) if folder is not None and folder.is_dir() else nullcontext():
+        new_file = path if path is not None and not path.exists() else None  # a file that was there before is never removed
+        storage = open_storage(url)
+        try:
+            name = config.hpo.study
+            existing = {s.study_name: s for s in storage.get_all_studies()}
+            if resume:
+                return _resumed_study(config, given, storage, url, name, existing)
+            if name is None:
+                name = _free_name(config, existing)
+            if name in existing:
+                return _join(config, storage, url, existing[name])
+            return _new_study(config, storage, url, name)
+        except BaseException:
+            # Refused before a study was made: the SQLite file opening the storage created goes too.
+            if new_file is not None:
+                empty = False  # a storage that cannot be read is not removed
+                with suppress(Exception):
+                    empty = not storage.get_all_studies()
+                if empty:
+                    storage.engine.dispose()
+                    for created in (new_file, new_file.with_name(new_file.name + "-journal")):
+                        created.unlink(missing_ok=True)
+            raise
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -343,14 +332,9 @@ def _new_study(config: RunConfig, storage: BaseStorage, url: str, name: str) -> 
 
     workflow = build_workflow(config)
     metric, direction = direction_of(workflow.task)
+    sampler, pruner = make_sampler(config.seed), make_pruner(config.hpo.pruner)
     try:
-        study = optuna.create_study(
-            storage=storage,
-            study_name=name,
-            direction=direction,
-            sampler=make_sampler(config.seed),
-            pruner=make_pruner(config.hpo.pruner),
-        )
+        study = optuna.create_study(storage=storage, study_name=name, direction=direction, sampler=sampler, pruner=pruner)
     except optuna.exceptions.DuplicatedStudyError:
         # Another process created it between the check above and now, outside the lock (another
         # host, or not accel): joined if it runs this search, else refused.
@@ -522,10 +506,8 @@ def _claim_key() -> str:
 
 def claim(study: Any) -> None:
     """Mark ``study`` as run by this process (released by :func:`release`; refreshed by :func:`heartbeat`)."""
-    study.set_user_attr(
-        _claim_key(),
-        {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()},
-    )
+    held = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()}
+    study.set_user_attr(_claim_key(), held)
 
 
 def heartbeat(study: Any) -> None:
