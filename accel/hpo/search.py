@@ -881,10 +881,8 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     final_params = dict(winner["params"])
     if winner.get("rounds"):
         final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
-    fitted: dict[str, Any] = {}
     with run.timed("final"):
-        fin = train_and_score(run.ctx, final_params, "train", keep=fitted)
-        run.kept[run.backend.name] = tuned_pipeline(run.ctx, run.opened.workflow, fitted)
+        fin = _retrained(run, run.ctx, final_params)
     final = fin.entry(run.metric, {"trial": winner["trial"], "params": final_params}, evaluated_on="hold-out")
     run.record["final"] = final
     gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
@@ -910,9 +908,7 @@ def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
 
     try:
         cpu_ctx, _ = build_context(run.ctx.config, cpu_backend(), run.opened.workflow)
-        fitted: dict[str, Any] = {}
-        fin = train_and_score(cpu_ctx, final_params, "train", keep=fitted)
-        run.kept["cpu"] = tuned_pipeline(cpu_ctx, run.opened.workflow, fitted)
+        fin = _retrained(run, cpu_ctx, final_params)
         cpu_arm = fin.entry(run.metric, {"status": "ok", "reason": None})
         run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")
     except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
@@ -920,11 +916,15 @@ def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
     return cpu_arm
 
 
-def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) -> Any:
-    """The retrained best of one arm as a fitted pipeline (:mod:`accel.pipeline`), its importances
-    timed as ``explain`` (SHAP on the first hold-out rows), its hold-out predictions kept."""
+def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Measured:
+    """``params`` trained on all training rows of ``ctx``'s arm and scored on the hold-out; kept in ``run`` as the
+    arm's fitted pipeline (:mod:`accel.pipeline`), its importances timed as ``explain`` (SHAP on the first
+    hold-out rows), its hold-out predictions kept."""
     from accel.pipeline import explained, from_run, holdout_frame
 
+    fitted: dict[str, Any] = {}
+    fin = train_and_score(ctx, params, "train", keep=fitted)
+    workflow = run.opened.workflow
     pipeline = from_run(workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, tuned=True)
     X_test = ctx.data.X_test
     explain = Measured()
@@ -932,7 +932,8 @@ def tuned_pipeline(ctx: SearchContext, workflow: Any, fitted: dict[str, Any]) ->
         explained(pipeline, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
     pipeline.info["explain_seconds"] = explain.seconds
     pipeline.holdout = holdout_frame(ctx.test_ids, fitted["prediction"])
-    return pipeline
+    run.kept[ctx.backend.name] = pipeline
+    return fin
 
 
 def _skipped_arm(reason: str | None) -> dict[str, Any]:
