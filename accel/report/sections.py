@@ -275,12 +275,8 @@ def compare(entries: list[Entry]) -> Section:
     s = Section("compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)")
     typed = _typed(entries, CompareRecord)
     rows = [
-        [e.summary.data, ARM_NAMES[a], "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}", _or_nan(arm.cold_seconds),
-         _or_nan((arm.warm or Warm()).median), _or_nan(arm.peak_host_mb), _blank(arm.peak_device_mb), e.summary.parity]
-        for e, r in typed
-        for a in ARMS
-        if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
-    ]  # fmt: skip
+        _compare_row(e, a, arm) for e, r in typed for a in ARMS if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
+    ]
     arms = {a: [r.arms.get(a) or CompareArm() for _, r in typed] for a in ARMS}
     cold = {a: [arm.cold_seconds if arm.ok else None for arm in arms[a]] for a in ARMS}
     warm = {a: [(arm.warm or Warm()).median if arm.ok else None for arm in arms[a]] for a in ARMS}
@@ -306,6 +302,13 @@ def compare(entries: list[Entry]) -> Section:
                 f"compare-fallbacks-{i}",
             )
     return s
+
+
+def _compare_row(e: Entry, a: str, arm: CompareArm) -> list[Any]:
+    """One arm of one script, as the compare table shows it."""
+    status = "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}"
+    return [e.summary.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
+            _or_nan(arm.peak_host_mb), _blank(arm.peak_device_mb), e.summary.parity]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- bench
