@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -47,9 +47,9 @@ FALLBACK_ENCODINGS = ("utf-8", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 16
 CANDIDATE_DELIMITERS = (",", ";", "\t", "|")
 #: What :func:`arrow_kind` says of a column: (kind, conversion, reason).
-ArrowKind = tuple[str, str, str]
+ArrowKind: TypeAlias = "tuple[str, str, str]"
 #: Per file of a Parquet folder, its hive partitions' ``(column, value)`` pairs.
-Partitions = tuple[tuple[tuple[str, Any], ...], ...]
+Partitions: TypeAlias = "tuple[tuple[tuple[str, Any], ...], ...]"
 
 
 @dataclass(frozen=True)
