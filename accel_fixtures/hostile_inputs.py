@@ -2179,7 +2179,7 @@ def _resume_running(tmp: Path) -> list[str]:
     study = ["--study", "busy", "--storage", f"sqlite:///{db}"]
     first = hpo_argv(data, tmp, *study, "--trials", "400")
     _FIRST[tmp] = subprocess.Popen([sys.executable, "-m", "accel", *first], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, cwd=tmp)  # fmt: skip
+                                   stderr=subprocess.PIPE, text=True, cwd=tmp, preexec_fn=_signals_at_default)  # fmt: skip
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and _FIRST[tmp].poll() is None:
         with contextlib.suppress(sqlite3.Error):
