@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -273,3 +274,12 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
     if exists == REFUSE:  # made by someone else since the check above
         raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
     raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of the file ``path``, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

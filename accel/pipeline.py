@@ -24,7 +24,6 @@ Either arm's folder loads on either device (:func:`load`). No pickle is ever rea
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -41,6 +40,7 @@ from accel._compat import Array, Frame
 from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
 from accel.errors import AccelError, first_line
+from accel.files import file_sha256
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
 from accel.record import PairedRecord, RecordError, dumps, loads, read_record
 from accel.timing import StageTimer
@@ -297,14 +297,6 @@ def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
 # --------------------------------------------------------------------------- saving
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
     """Write ``pipeline`` as the new folder ``folder`` (written whole in a temporary folder
     beside it, then renamed: a reader never sees half of one). Returns what the run record says
@@ -336,7 +328,7 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
             "model_settings": pipeline.model.settings(),
             "info": pipeline.info,
             "importances": pipeline.importances,
-            "files": {name: _sha256(tmp / name) for name in files},
+            "files": {name: file_sha256(tmp / name) for name in files},
         }
         (tmp / MANIFEST).write_text(dumps(manifest) + "\n")
         os.rename(tmp, folder)
@@ -413,7 +405,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
             raise AccelError(f"{str(path)!r} names a file outside its folder ({name!r}): refused")
         if not target.is_file():
             raise AccelError(f"the pipeline in {str(folder)!r} is incomplete: {name} is missing")
-        if _sha256(target) != digest:
+        if file_sha256(target) != digest:
             raise AccelError(
                 f"the pipeline in {str(folder)!r} was changed after it was saved: {name} does not match its checksum"
             )

@@ -17,7 +17,6 @@ which calls ran on the GPU and which fell back to the CPU, the costliest fallbac
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -40,6 +39,7 @@ from typing import Any
 
 from accel.config import MAX_SECONDS
 from accel.errors import AccelError
+from accel.files import file_sha256
 
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
@@ -121,14 +121,6 @@ class Run:
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
     return {str(p.relative_to(root)): (st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()]}
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> list[str]:

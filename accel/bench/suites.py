@@ -291,7 +291,7 @@ def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
 def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
     """Each data file's path, size and sha256: what ``cpu_from`` compares (a regenerated file with
     the same bytes is the same data)."""
-    from accel.bench.compare import file_sha256
+    from accel.files import file_sha256
 
     return {
         role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
