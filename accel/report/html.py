@@ -145,10 +145,10 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     if any(e.record.measures for e in entries):
         built.append(_summary(entries))
     built.append(_measured(entries))
-    kinds = [(by["run"], sections.runs), (by["hpo"], sections.hpo), (by["compare"], sections.compare)]
-    kinds += [([e for e in by["bench"] if e.benchmark == b], sections.bench_section(b)) for b in dict.fromkeys(BENCHMARKS)]
-    kinds += [(by["scaling"], sections.scaling), (by["experiments"], sections.experiments)]
-    built += [builder(members) for members, builder in kinds if members]
+    for key, builder in sections.SECTIONS.items():
+        kind, _, benchmark = key.partition(":")
+        if members := [e for e in by[kind] if not benchmark or e.benchmark == benchmark]:
+            built.append(builder(members))
 
     for section in built:
         found.ignored += section.rejected

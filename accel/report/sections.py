@@ -63,7 +63,7 @@ TASK_METRICS = {"classification": ("auc", "accuracy", "log_loss"), "regression":
 NOT_QUALITY = ("positive_rate",)
 
 
-def tolerant(builder: Callable[..., Section]) -> Callable[..., Section]:
+def tolerant(builder: Callable[[list[Entry]], Section]) -> Callable[[list[Entry]], Section]:
     """A section builder that sets aside the entries whose content is not the shape it reads.
 
     The builder runs on all the entries of its kind; if it fails, each is tried alone and those
@@ -71,21 +71,20 @@ def tolerant(builder: Callable[..., Section]) -> Callable[..., Section]:
     """
 
     @functools.wraps(builder)
-    def build(*args: Any) -> Section:
-        *lead, items = args
+    def build(items: list[Entry]) -> Section:
         try:
-            return builder(*lead, items)
+            return builder(items)
         except Exception:  # noqa: BLE001 - any shape error in any file: find which
             log.debug("%s failed on its %d files together; trying them one by one", builder.__name__, len(items), exc_info=True)
         good, rejected = [], []
         for item in items:
             try:
-                builder(*lead, [item])
+                builder([item])
                 good.append(item)
             except Exception as exc:  # noqa: BLE001
                 rejected.append((item.path, not_its_shape(exc)))
                 log.debug("%s: %s not used", builder.__name__, item.path, exc_info=True)
-        section = builder(*lead, good)
+        section = builder(good)
         section.rejected = rejected
         section.empty = not good
         return section
@@ -103,6 +102,28 @@ def _typed(entries: list[Entry], cls: type[R]) -> list[tuple[Entry, R]]:
     return [(e, e.record) for e in entries if isinstance(e.record, cls)]
 
 
+#: The page's sections in their order, each by what it lays out: a record kind, or ``bench:`` and a benchmark.
+SECTIONS: dict[str, Callable[[list[Entry]], Section]] = {}
+
+
+def _section(
+    key: str, anchor: str, title: str, cls: type[R]
+) -> Callable[[Callable[[Section, list[tuple[Entry, R]]], None]], Any]:
+    """Register the body of a section under ``key`` (:data:`SECTIONS`): it fills the section titled
+    ``title`` from the entries whose record is a ``cls``, :func:`tolerant` of those of another shape."""
+
+    def register(body: Callable[[Section, list[tuple[Entry, R]]], None]) -> Any:
+        def build(entries: list[Entry]) -> Section:
+            body(s := Section(anchor, title), _typed(entries, cls))
+            return s
+
+        build.__name__ = body.__name__
+        SECTIONS[key] = tolerant(build)
+        return body
+
+    return register
+
+
 def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
     keys = [k for d in metric_dicts for k in d if k not in NOT_QUALITY]
     first = [k for k in TASK_METRICS[task] if k in keys]
@@ -112,10 +133,8 @@ def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
 # --------------------------------------------------------------------------- runs
 
 
-@tolerant
-def runs(entries: list[Entry]) -> Section:
-    s = Section("runs", "Workflow runs: seconds per stage and the hold-out metrics")
-    typed = _typed(entries, RunRecord)
+@_section("run", "runs", "Workflow runs: seconds per stage and the hold-out metrics", RunRecord)
+def runs(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
     _stage_table(s, typed)
     for task in TASK_METRICS:
         members = [(e, r) for e, r in typed if ("regression" if r.task == "regression" else "classification") == task]
@@ -123,7 +142,6 @@ def runs(entries: list[Entry]) -> Section:
             _metric_table(s, task, members)
     _importances(s, typed)
     _dask_table(s, typed)
-    return s
 
 
 def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
@@ -228,11 +246,9 @@ def _importances(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
 # --------------------------------------------------------------------------- searches
 
 
-@tolerant
-def hpo(entries: list[Entry]) -> Section:
+@_section("hpo", "hpo", "Hyperparameter searches: the default model against the tuned one", HpoRecord)
+def hpo(s: Section, typed: list[tuple[Entry, HpoRecord]]) -> None:
     """``accel hpo`` records: per metric, the default against the tuned model and the final model per arm."""
-    s = Section("hpo", "Hyperparameter searches: the default model against the tuned one")
-    typed = _typed(entries, HpoRecord)
     arms_ran = [a for a in ARMS if any(a in r.ran() for _, r in typed)]
     for metric, members in grouped(typed, lambda er: str(er[1].study.metric or "metric")).items():
         rows, points = [], []
@@ -260,7 +276,6 @@ def hpo(entries: list[Entry]) -> Section:
                             xlabel=f"{name} on the hold-out"),
             f"default and tuned {name} of {len(points)} searches",
         )  # fmt: skip
-    return s
 
 
 def _or_nan(value: T | None) -> T | float:
@@ -270,10 +285,8 @@ def _or_nan(value: T | None) -> T | float:
 # --------------------------------------------------------------------------- compare
 
 
-@tolerant
-def compare(entries: list[Entry]) -> Section:
-    s = Section("compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)")
-    typed = _typed(entries, CompareRecord)
+@_section("compare", "compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)", CompareRecord)
+def compare(s: Section, typed: list[tuple[Entry, CompareRecord]]) -> None:
     rows = [
         _compare_row(e, a, arm) for e, r in typed for a in ARMS if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
     ]
@@ -301,7 +314,6 @@ def compare(entries: list[Entry]) -> Section:
                 [[f.accelerator, f.function, f.gpu_calls, f.gpu_seconds, f.cpu_calls, f.cpu_seconds] for f in r.fallbacks],
                 f"compare-fallbacks-{i}",
             )
-    return s
 
 
 def _compare_row(e: Entry, a: str, arm: CompareArm) -> list[Any]:
@@ -328,11 +340,8 @@ def _timed(arm: Timed, key: str, dash: bool = False) -> Any:
 _ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
 
 
-@tolerant
-def db(benchmark: str, entries: list[Entry]) -> Section:
-    name = benchmark.removeprefix("db_")
-    s = Section(f"db-{name}", f"db-benchmark {name}: seconds per question, answers checked across arms")
-    typed = _typed(entries, DbBench)
+def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
+    name = s.anchor.removeprefix("db-")
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         gpu_ran = any(q.gpu.ok for q in r.questions)
@@ -341,7 +350,15 @@ def db(benchmark: str, entries: list[Entry]) -> Section:
             _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
         if r.questions:
             _db_chart(s, name, e.label, r, gpu_ran)
-    return s
+
+
+for _db_name in ("groupby", "join"):
+    _section(
+        f"bench:db_{_db_name}",
+        f"db-{_db_name}",
+        f"db-benchmark {_db_name}: seconds per question, answers checked across arms",
+        DbBench,
+    )(db)
 
 
 def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: bool) -> None:
@@ -389,11 +406,9 @@ def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> N
     )  # fmt: skip
 
 
-@tolerant
-def models(entries: list[Entry]) -> Section:
+@_section("bench:models", "models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA", ModelsBench)
+def models(s: Section, typed: list[tuple[Entry, ModelsBench]]) -> None:
     """Per file, a table per quality metric (R² and accuracy never share a column)."""
-    s = Section("models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA")
-    typed = _typed(entries, ModelsBench)
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         gpu_ran = any(m.gpu.ok for m in r.models)
@@ -418,7 +433,6 @@ def models(entries: list[Entry]) -> Section:
                                     colors=[charts.ARM_COLORS["cpu" if lab == ARM_NAMES["cpu"] else "gpu"] for lab, _ in series]),
                 f"fit seconds per model of {e.label}",
             )  # fmt: skip
-    return s
 
 
 def _model_row(m: ModelTimed, gpu_ran: bool) -> list[Any]:
@@ -430,10 +444,8 @@ def _model_row(m: ModelTimed, gpu_ran: bool) -> list[Any]:
     return row + [c.quality if c.ok else "—"] + ([g.quality if g.ok else "—"] if gpu_ran else [])
 
 
-@tolerant
-def crossover(entries: list[Entry]) -> Section:
-    s = Section("crossover", "Crossover: from how many rows the GPU arm wins")
-    typed = _typed(entries, CrossoverBench)
+@_section("bench:crossover", "crossover", "Crossover: from how many rows the GPU arm wins", CrossoverBench)
+def crossover(s: Section, typed: list[tuple[Entry, CrossoverBench]]) -> None:
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         for j, op in enumerate(r.operations):
@@ -471,13 +483,11 @@ def crossover(entries: list[Entry]) -> Section:
                 ),
                 f"crossover curves of {e.label}",
             )
-    return s
 
 
-@tolerant
-def overhead(entries: list[Entry]) -> Section:
-    s = Section("overhead", "Overhead against the benchmark's own pandas solution")
-    for i, (e, r) in enumerate(_typed(entries, GroupbyOverheadBench)):
+@_section("bench:groupby_overhead", "overhead", "Overhead against the benchmark's own pandas solution", GroupbyOverheadBench)
+def overhead(s: Section, typed: list[tuple[Entry, GroupbyOverheadBench]]) -> None:
+    for i, (e, r) in enumerate(typed):
         if r.dispatch_overhead_seconds is not None:
             s.para(f"accel's timed call adds {num(r.dispatch_overhead_seconds * 1e6)} µs to each run (measured on a no-op).")
         rows = [
@@ -490,15 +500,15 @@ def overhead(entries: list[Entry]) -> Section:
             rows,
             f"overhead-{i}",
         )
-    return s
 
 
-@tolerant
-def flights_overhead(entries: list[Entry]) -> Section:
-    s = Section("flights-overhead", "Flights workflow: accel CPU arm vs a hand-written script")
+@_section(
+    "bench:flights_overhead", "flights-overhead", "Flights workflow: accel CPU arm vs a hand-written script", FlightsOverheadBench
+)
+def flights_overhead(s: Section, typed: list[tuple[Entry, FlightsOverheadBench]]) -> None:
     rows = [
         [e.path.name, r.median_seconds.accel, r.median_seconds.handwritten, r.ratio, r.auc.accel, r.auc.handwritten]
-        for e, r in _typed(entries, FlightsOverheadBench)
+        for e, r in typed
     ]  # fmt: skip
     s.table(
         "median seconds and AUC",
@@ -506,7 +516,6 @@ def flights_overhead(entries: list[Entry]) -> Section:
         rows,
         "flights-overhead",
     )
-    return s
 
 
 # --------------------------------------------------------------------------- scaling
@@ -517,10 +526,9 @@ def _workers_of(kind: Any) -> str:
     return {"gpu": "GPU workers", "cpu": "CPU workers", "single-process": "single process"}.get(str(kind), str(kind))
 
 
-@tolerant
-def scaling(entries: list[Entry]) -> Section:
-    s = Section("scaling", "Scaling: speedup and efficiency by number of workers")
-    for i, (e, r) in enumerate(_typed(entries, ScalingRecord)):
+@_section("scaling", "scaling", "Scaling: speedup and efficiency by number of workers", ScalingRecord)
+def scaling(s: Section, typed: list[tuple[Entry, ScalingRecord]]) -> None:
+    for i, (e, r) in enumerate(typed):
         _scaling_table(s, f"scaling-{i}", e.label, r)
         groups: dict[tuple[str | None, str | None], list[tuple[float, float]]] = {}
         for row in r.rows:
@@ -538,7 +546,6 @@ def scaling(entries: list[Entry]) -> Section:
                              ideal=(1, top), integer_x=True),
                 f"scaling curve of {e.label}",
             )  # fmt: skip
-    return s
 
 
 def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> None:
@@ -572,21 +579,25 @@ def _blank(value: object) -> object:
 # --------------------------------------------------------------------------- experiments
 
 
-@tolerant
-def experiments(entries: list[Entry]) -> Section:
+@_section(
+    "experiments",
+    "experiments",
+    "Experiments: accuracy against time, and the Pareto front of each comparable group",
+    ExperimentsRecord,
+)
+def experiments(s: Section, typed: list[tuple[Entry, ExperimentsRecord]]) -> None:
     """The latest snapshot of each folder (the earlier ones are named, not shown again): a table
     per metric, each comparable group's Pareto front said and drawn.
 
     A front is only meaningful between rows scored alike (the same table, split and metric on
     the same rows: the ``group`` of :mod:`accel.hpo.experiments`).
     """
-    s = Section("experiments", "Experiments: accuracy against time, and the Pareto front of each comparable group")
     latest: dict[str, tuple[Entry, ExperimentsRecord]] = {}
-    for e, r in _typed(entries, ExperimentsRecord):
+    for e, r in typed:
         folder = str(r.folder or e.path.parent)
         if folder not in latest or _newer(e, latest[folder][0]):
             latest[folder] = (e, r)
-    earlier = [e for e in entries if e not in [e for e, _ in latest.values()]]
+    earlier = [e for e, _ in typed if e not in [e for e, _ in latest.values()]]
     if earlier:
         s.para(
             f"The latest snapshot of each folder is shown; {len(earlier)} earlier one{'s' * (len(earlier) != 1)} "
@@ -602,7 +613,6 @@ def experiments(entries: list[Entry]) -> Section:
         ]
         if panels:
             s.chart(charts.fronts(panels, title="Each group's Pareto front"), f"accuracy against time, {len(panels)} metrics")
-    return s
 
 
 def _newer(e: Entry, than: Entry) -> bool:
@@ -632,12 +642,3 @@ def _experiments_table(s: Section, table_id: str, where: str, metric: str, membe
         ]
         panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
     return {"metric": name, "groups": panel} if any(pts for _, pts, _ in panel) else None
-
-
-def bench_section(benchmark: str) -> Callable[[list[Entry]], Section]:
-    """The builder of a benchmark's section, by the record's ``benchmark``."""
-    if benchmark in ("db_groupby", "db_join"):
-        return functools.partial(db, benchmark)
-    return {"models": models, "crossover": crossover, "groupby_overhead": overhead, "flights_overhead": flights_overhead}[
-        benchmark
-    ]
