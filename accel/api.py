@@ -839,34 +839,7 @@ class BenchResult(_Recorded[BenchRecord]):
         """
         import pandas as pd
 
-        r = self.typed
-        if isinstance(r, ModelsBench):
-            timed = {"fit_seconds": attrgetter("fit.median"), "predict_seconds": attrgetter("predict.median")}
-            rows = [
-                {
-                    "model": m.model,
-                    "metric": m.metric,
-                    **_arm_columns([m.arm(a) for a in ARMS], **timed, quality=attrgetter("quality")),
-                }
-                | {"fit_speedup": _float(m.fit_speedup), "predict_speedup": _float(m.predict_speedup)}
-                for m in r.models
-            ]
-            return pd.DataFrame(rows).set_index("model")
-        if isinstance(r, CrossoverBench):
-            rows = [
-                {"operation": op.operation, "rows": p.rows, **_arm_columns([p.gpu, p.cpu], **_MEDIAN)}
-                | {"speedup": _float(p.speedup)}
-                for op in r.operations
-                for p in op.points
-            ]
-            return pd.DataFrame(rows).set_index(["operation", "rows"])
-        questions = r.questions if isinstance(r, DbBench) else []
-        rows = [
-            {"question": q.question, "title": q.title, **_arm_columns([q.gpu, q.cpu], **_MEDIAN)}
-            | {"speedup": _float(q.speedup), "agree": q.agree}
-            for q in questions
-        ]
-        return pd.DataFrame(rows).set_index("question")
+        return pd.DataFrame([row for _, row, _ in _measured(self.typed)]).set_index(_INDEX.get(self.suite, "question"))
 
     @property
     def speedups(self) -> Any:
@@ -874,14 +847,8 @@ class BenchResult(_Recorded[BenchRecord]):
         ``predict``, or per operation and size; NaN where an arm did not run."""
         import pandas as pd
 
-        table = self.table
-        if self.suite == "models":
-            pairs = [(f"{m} {what}", table.loc[m, f"{what}_speedup"]) for m in table.index for what in ("fit", "predict")]
-        elif self.suite == "crossover":
-            pairs = [(f"{op} at {rows:,} rows", v) for (op, rows), v in table["speedup"].items()]
-        else:
-            pairs = list(table["speedup"].items())
-        return pd.Series(dict(pairs), name="speedup", dtype=float)
+        pairs = {label: value for _, _, speedups in _measured(self.typed) for label, value in speedups.items()}
+        return pd.Series(pairs, name="speedup", dtype=float)
 
     @property
     def crossover_rows(self) -> dict[str, int | None]:
@@ -894,14 +861,7 @@ class BenchResult(_Recorded[BenchRecord]):
     def failed(self) -> list[str]:
         """What failed on an arm, e.g. ``["q3 (gpu)"]``, ``["kmeans (cpu)"]``, ``["join at 1,000 (gpu)"]`` (the
         result has the reasons)."""
-        r = self.typed
-        named = (
-            [(q.question, q.gpu, q.cpu) for q in r.questions] if isinstance(r, DbBench)
-            else [(m.model, m.gpu, m.cpu) for m in r.models] if isinstance(r, ModelsBench)
-            else [(f"{op.operation} at {p.rows:,}", p.gpu, p.cpu) for op in r.operations for p in op.points]
-            if isinstance(r, CrossoverBench) else []
-        )  # fmt: skip
-        return [f"{name} ({arm})" for name, *arms in named for arm, a in zip(ARMS, arms) if a.status == "failed"]
+        return [f"{name} ({a})" for name, row, _ in _measured(self.typed) for a in ARMS if row[f"{a}_status"] == "failed"]
 
     @property
     def disagree(self) -> list[str]:
@@ -936,6 +896,38 @@ def _arm_columns(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> dict[s
 
 #: The one column of an arm of a db-benchmark question or a crossover size: its median seconds.
 _MEDIAN = {"seconds": lambda arm: getattr(arm, "median", None)}
+#: The index of :attr:`BenchResult.table` by suite (the db-benchmark questions': ``question``).
+_INDEX: dict[str, Any] = {"models": "model", "crossover": ["operation", "rows"]}
+#: What an arm of a model pair shows in :attr:`BenchResult.table`: median seconds of each step, the quality reached.
+_FIT = {
+    "fit_seconds": attrgetter("fit.median"),
+    "predict_seconds": attrgetter("predict.median"),
+    "quality": attrgetter("quality"),
+}
+
+
+def _measured(r: BenchRecord) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Each thing a suite measured (a question, a model pair, an operation at a size): its name in
+    :attr:`BenchResult.failed`, its row of :attr:`BenchResult.table` and its speedups by label."""
+    if isinstance(r, ModelsBench):
+        return [
+            (m.model, {"model": m.model, "metric": m.metric, **_arm_columns([m.gpu, m.cpu], **_FIT)}
+             | {"fit_speedup": _float(m.fit_speedup), "predict_speedup": _float(m.predict_speedup)},
+             {f"{m.model} fit": m.fit_speedup, f"{m.model} predict": m.predict_speedup})
+            for m in r.models
+        ]  # fmt: skip
+    if isinstance(r, CrossoverBench):
+        return [
+            (f"{op.operation} at {p.rows:,}", {"operation": op.operation, "rows": p.rows, **_arm_columns([p.gpu, p.cpu], **_MEDIAN),
+             "speedup": _float(p.speedup)}, {f"{op.operation} at {p.rows:,} rows": p.speedup})
+            for op in r.operations
+            for p in op.points
+        ]  # fmt: skip
+    return [
+        (q.question, {"question": q.question, "title": q.title, **_arm_columns([q.gpu, q.cpu], **_MEDIAN),
+         "speedup": _float(q.speedup), "agree": q.agree}, {q.question: q.speedup})
+        for q in (r.questions if isinstance(r, DbBench) else [])
+    ]  # fmt: skip
 
 
 @leaves_no_folder
