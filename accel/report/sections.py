@@ -97,11 +97,6 @@ def not_its_shape(exc: BaseException) -> str:
     return f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
 
 
-def _typed(entries: list[Entry], cls: type[R]) -> list[tuple[Entry, R]]:
-    """Each entry with its record, of the class its section reads."""
-    return [(e, e.record) for e in entries if isinstance(e.record, cls)]
-
-
 #: The page's sections in their order, each by what it lays out: a record kind, or ``bench:`` and a benchmark.
 SECTIONS: dict[str, Callable[[list[Entry]], Section]] = {}
 
@@ -114,7 +109,7 @@ def _section(
 
     def register(body: Callable[[Section, list[tuple[Entry, R]]], None]) -> Any:
         def build(entries: list[Entry]) -> Section:
-            body(s := Section(anchor, title), _typed(entries, cls))
+            body(s := Section(anchor, title), [(e, e.record) for e in entries if isinstance(e.record, cls)])
             return s
 
         build.__name__ = body.__name__
