@@ -2730,7 +2730,7 @@ CASES += [
          _compare_with_args("--commit", GIT_SHA), "handled", check=_arg_kept(GIT_SHA), invented=True),
     # ---- processes: nothing outlives accel, whatever ends it
     Case("compare-kill9", "processes", "kill -9 of accel compare while the script (and a setsid grandchild) runs",
-         _slow_compare, "handled", after=kill_self, hook="accel.bench.compare:_TreeSampler.__init__", records=0,
+         _slow_compare, "handled", after=kill_self, hook="accel.bench.compare:_Tree.__init__", records=0,
          exit=-9, env={"TMPDIR": "$TMP/tmp"}, own_process=True,
          inspect=_first(never_written("late.txt", 6), never_written("late.txt.grandchild", 0), no_survivors(0),
                         nothing_named("tmp", "accel-compare-*")), slow=True),

@@ -235,13 +235,19 @@ def _foreign_pid() -> int:
     ],
 )
 def test_compare_device_peak_is_unknown_where_nvml_ids_are_another_namespaces(listed, peak):
-    import os
+    import subprocess
+    import sys
 
-    from accel.bench.compare import _TreeSampler
+    from accel.bench.compare import _Tree
 
-    sampler = _TreeSampler(os.getpid(), device=False, interval=3600)
-    processes = {"own": [(os.getpid(), 3 << 20)], "foreign": [(_foreign_pid(), 5 << 20)], "none": []}[listed]
-    sampler._nvml, sampler.peak_device = _Nvml(processes), 0  # as after nvmlInit on a GPU machine
-    sampler._sample()
-    sampler.stop()
-    assert sampler.peak_device == peak
+    script = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        tree = _Tree(script.pid, device=False)
+        processes = {"own": [(script.pid, 3 << 20)], "foreign": [(_foreign_pid(), 5 << 20)], "none": []}[listed]
+        tree._nvml, tree.peak_device = _Nvml(processes), 0  # as after nvmlInit on a GPU machine
+        tree.sample()
+        tree.close()
+    finally:
+        script.kill()
+        script.wait()
+    assert tree.peak_device == peak

@@ -123,133 +123,56 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()]}
 
 
-def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> list[str]:
-    """Copy the script's folder for one run; the paths left out because they are not files (relative).
+def _left_out(src: Path, skip: list[Path], special: list[str]) -> Callable[[str, list[str]], list[str]]:
+    """The names in a folder under ``src`` that a run's copy leaves out (``shutil.copytree``'s ``ignore``).
 
-    Only folders, regular files and links (copied as links) are copied: a FIFO, a socket or a
-    device is left out, never opened (a FIFO would block the copy; shutil refuses them).
+    Left out: :data:`IGNORED`, the paths ``skip``, and what is not a folder, a regular file or a
+    link: a FIFO, a socket or a device (a FIFO would block the copy; shutil refuses them), never
+    opened, added to ``special`` (relative to ``src``).
     """
     skip_resolved = {s.resolve() for s in skip}
-    special: list[str] = []
 
     def ignore(folder: str, names: list[str]) -> list[str]:
         here = Path(folder)
         out = []
         for n in names:
-            if n in IGNORED or (here / n).resolve() in skip_resolved:
-                out.append(n)
-                continue
             try:
-                mode = os.lstat(here / n).st_mode
+                mode = None if n in IGNORED or (here / n).resolve() in skip_resolved else os.lstat(here / n).st_mode
             except OSError:
+                mode = None
+            if mode is None:
                 out.append(n)
-                continue
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 special.append(str((here / n).relative_to(src)))
                 out.append(n)
         return out
 
+    return ignore
+
+
+def _copy_folder(src: Path, dst: Path, skip: list[Path]) -> None:
+    """Copy the script's folder for one run, as :func:`survey` saw it (links copied as links)."""
     try:
-        shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+        shutil.copytree(src, dst, ignore=_left_out(src, skip, []), symlinks=True)
     except (shutil.Error, OSError) as exc:
         detail = exc.args[0][0] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
         if isinstance(detail, tuple):  # shutil.Error: [(src, dst, why), ...]
             detail = f"{detail[0]}: {detail[2]}"
         raise AccelError(f"cannot copy the script's folder {str(src)!r} for a run ({str(detail)[:200]})") from None
-    return sorted(special)
 
 
-def folder_bytes(root: Path, skip: list[Path]) -> int:
-    skip_resolved = {s.resolve() for s in skip}
+def survey(root: Path, skip: list[Path]) -> tuple[int, list[str]]:
+    """The bytes of what :func:`_copy_folder` copies of ``root``, and the paths it leaves out because they are not files."""
+    special: list[str] = []
+    ignore = _left_out(root, skip, special)
     total = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in IGNORED and (Path(dirpath) / d).resolve() not in skip_resolved]
-        for name in filenames:
-            with contextlib.suppress(OSError):
+        gone = set(ignore(dirpath, dirnames + filenames))
+        dirnames[:] = [d for d in dirnames if d not in gone]
+        for name in set(filenames) - gone:
+            with contextlib.suppress(OSError):  # gone meanwhile
                 total += (Path(dirpath) / name).lstat().st_size
-    return total
-
-
-class _TreeSampler:
-    """Peak RSS of a process and its descendants, and (GPU arm) the device memory they hold.
-
-    The device memory is NVML's per-process figure of the tree's processes, matched by process
-    id. Inside a PID namespace (a container) NVML reports the host's ids, which match none of the
-    tree's: where NVML listed processes that do not exist here and never one of the tree's, the
-    peak is unknown (None), not 0.
-    """
-
-    def __init__(self, pid: int, device: bool, interval: float = 0.05, tree: _Tree | None = None):
-        self.pid, self.device, self.interval, self.tree = pid, device, interval, tree
-        self.peak_rss = 0
-        self.peak_own = 0
-        self.peak_device: int | None = None
-        self._matched = self._foreign = False  # NVML listed one of the tree's processes / one not here
-        self._stop = threading.Event()
-        self._nvml: Any = None
-        if device:
-            with contextlib.suppress(Exception):  # no NVML: device memory is reported as unknown
-                import pynvml
-
-                pynvml.nvmlInit()
-                self._nvml = pynvml
-                self.peak_device = 0
-        self._thread = threading.Thread(target=self._run, name="accel-compare-sampler", daemon=True)
-        self._thread.start()
-
-    def _pids(self) -> list[int]:
-        if self.tree is not None:
-            return [p.pid for p in self.tree.processes()]
-        import psutil
-
-        try:
-            root = psutil.Process(self.pid)
-            return [root.pid] + [c.pid for c in root.children(recursive=True)]
-        except psutil.Error:
-            return []
-
-    def _sample(self) -> None:
-        import psutil
-
-        from accel.memory import process_peak_rss
-
-        pids = self._pids()
-        rss = 0
-        for pid in pids:
-            with contextlib.suppress(psutil.Error):
-                rss += psutil.Process(pid).memory_info().rss
-        self.peak_rss = max(self.peak_rss, rss)
-        own = process_peak_rss(self.pid)  # the script's own high-water mark: what sampling misses
-        if own is not None:
-            self.peak_own = max(self.peak_own, own)
-        if self._nvml is not None:
-            used = 0
-            try:
-                for i in range(self._nvml.nvmlDeviceGetCount()):
-                    handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
-                    for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                        if proc.pid in pids:
-                            self._matched = True
-                            used += int(proc.usedGpuMemory or 0)
-                        elif not psutil.pid_exists(proc.pid):
-                            self._foreign = True
-            except Exception:  # noqa: BLE001
-                return
-            self.peak_device = max(self.peak_device or 0, used)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._sample()
-            self._stop.wait(self.interval)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        if self._foreign and not self._matched:
-            self.peak_device = None  # NVML's process ids are another PID namespace's: unknown, not 0
-        if self._nvml is not None:
-            with contextlib.suppress(Exception):
-                self._nvml.nvmlShutdown()
+    return total, sorted(special)
 
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -276,20 +199,38 @@ def _subreaper(on: bool) -> bool | None:
 
 
 class _Tree:
-    """Every process one run started: the script, its descendants, and those that left its group or session.
+    """Every process one run started, and the peak memory they held.
 
-    Taken from accel's own children (accel is the subreaper while the script runs: orphans come
-    back to it) other than those it had before, and from every process seen since, remembered
-    with its start time (a pid reused by another process is never touched).
+    The processes: the script, its descendants, and those that left its group or session, taken
+    from accel's own children (accel is the subreaper while the script runs: orphans come back to
+    it) other than those it had before, and from every process seen since, remembered with its
+    start time (a pid reused by another process is never touched).
+
+    The memory (:meth:`sample`): the peak RSS of them all, the script's own high-water mark, and
+    (``device``) the device memory they hold: NVML's per-process figure, matched by process id.
+    Inside a PID namespace (a container) NVML reports the host's ids, which match none of the
+    tree's: where NVML listed processes that do not exist here and never one of the tree's, the
+    peak is unknown (None), not 0.
     """
 
-    def __init__(self, root: int):
+    def __init__(self, root: int, device: bool):
         import psutil
 
         self.root = root
         self._me = psutil.Process()
         self._before = {c.pid for c in self._me.children()} - {root}
         self._seen: dict[int, Any] = {}
+        self.peak_rss = self.peak_own = 0
+        self.peak_device: int | None = None
+        self._matched = self._foreign = False  # NVML listed one of the tree's processes / one not here
+        self._nvml: Any = None
+        if device:
+            with contextlib.suppress(Exception):  # no NVML: device memory is reported as unknown
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = pynvml
+                self.peak_device = 0
 
     def processes(self) -> list[Any]:
         import psutil
@@ -312,6 +253,45 @@ class _Tree:
                         found[pid] = proc
         self._seen.update(found)
         return list(found.values())
+
+    def sample(self) -> None:
+        """Take the memory the tree holds now into the peaks."""
+        import psutil
+
+        from accel.memory import process_peak_rss
+
+        processes = self.processes()
+        pids = [p.pid for p in processes]
+        rss = 0
+        for proc in processes:
+            with contextlib.suppress(psutil.Error):
+                rss += proc.memory_info().rss
+        self.peak_rss = max(self.peak_rss, rss)
+        own = process_peak_rss(self.root)  # the script's own high-water mark: what sampling misses
+        if own is not None:
+            self.peak_own = max(self.peak_own, own)
+        if self._nvml is not None:
+            used = 0
+            try:
+                for i in range(self._nvml.nvmlDeviceGetCount()):
+                    handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
+                    for proc in self._nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                        if proc.pid in pids:
+                            self._matched = True
+                            used += int(proc.usedGpuMemory or 0)
+                        elif not psutil.pid_exists(proc.pid):
+                            self._foreign = True
+            except Exception:  # noqa: BLE001
+                return
+            self.peak_device = max(self.peak_device or 0, used)
+
+    def close(self) -> None:
+        """Sampling is over: the device peak settled, NVML shut down."""
+        if self._foreign and not self._matched:
+            self.peak_device = None  # NVML's process ids are another PID namespace's: unknown, not 0
+        if self._nvml is not None:
+            with contextlib.suppress(Exception):
+                self._nvml.nvmlShutdown()
 
     def sweep(self) -> list[str]:
         """SIGKILL every process of the run still alive (SIGTERM can be ignored), until none is left; what was killed."""
@@ -386,9 +366,7 @@ class Guard:
             self.proc.wait(timeout=30)
 
 
-def run_once(
-    command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool, guard: Guard | None = None
-) -> Run:
+def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool, guard: Guard) -> Run:
     """Run ``command`` in ``workdir`` as a new process group; stdin closed; killed whole at ``timeout``.
 
     ``guard`` learns of the group and ends it if this process dies meanwhile."""
@@ -399,39 +377,40 @@ def run_once(
         proc = subprocess.Popen(
             command,
             cwd=workdir,
-            env=env if guard is None else guard.environment(env),
+            env=guard.environment(env),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
             start_new_session=True,
         )
-        if guard is not None:
-            guard.tell(f"group {proc.pid}")
+        guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
-        tree = _Tree(proc.pid)
-        sampler = _TreeSampler(proc.pid, device, tree=tree)
-        ended, timed_out = _wait_exit(proc, timeout, tree, sampler)
+        tree = _Tree(proc.pid, device)
+        ended, timed_out = _wait_exit(proc, timeout, tree)
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
-        if guard is not None:
-            guard.tell(f"done {proc.pid}")
+        guard.tell(f"done {proc.pid}")
         if reaper is not None:
             _subreaper(reaper)
-        _, status, _ = ended["status"]
-        seconds = ended["at"] - start
-    exit_code = None if timed_out else os.waitstatus_to_exitcode(status)
-    # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
-    peak = max(sampler.peak_rss, sampler.peak_own)
     after = _snapshot(workdir)
-    written = {rel: file_sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta}
-    device_mb = None if sampler.peak_device is None else sampler.peak_device / 1e6
-    stdout, stderr = (path.read_text(errors="replace") for path in (out_path, err_path))
-    return Run(seconds, exit_code, timed_out, peak / 1e6, device_mb, stdout, stderr, written, killed)
+    return Run(
+        seconds=ended["at"] - start,
+        exit_code=None if timed_out else os.waitstatus_to_exitcode(ended["status"][1]),
+        timed_out=timed_out,
+        # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
+        peak_rss_mb=max(tree.peak_rss, tree.peak_own) / 1e6,
+        peak_device_mb=None if tree.peak_device is None else tree.peak_device / 1e6,
+        stdout=out_path.read_text(errors="replace"),
+        stderr=err_path.read_text(errors="replace"),
+        written={rel: file_sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta},
+        killed=killed,
+    )
 
 
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, sampler: _TreeSampler) -> tuple[dict[str, Any], bool]:
-    """Wait for the script to exit, killing its group at ``timeout`` (and on Ctrl-C, with all it
-    started); wait4's ``status`` and the clock ``at`` its return, and whether it timed out."""
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[dict[str, Any], bool]:
+    """Wait for the script to exit, sampling its tree's memory every ``interval`` seconds and killing
+    its group at ``timeout`` (and on Ctrl-C, with all it started); wait4's ``status`` and the clock
+    ``at`` its return, and whether it timed out."""
     ended: dict[str, Any] = {}
     # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
     # Python 3.11's join release the running thread's lock and call it stopped, so a second
@@ -445,23 +424,26 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, sampl
         finally:
             exited.set()
 
-    waiter = threading.Thread(target=wait, name="accel-compare-wait", daemon=True)
-    waiter.start()
-    timed_out = False
+    threading.Thread(target=wait, name="accel-compare-wait", daemon=True).start()
+    deadline = time.perf_counter() + timeout
     try:
-        if not exited.wait(timeout):
-            timed_out = True
-            _kill_group(proc.pid)
-            exited.wait()
+        while not exited.is_set():
+            tree.sample()
+            left = deadline - time.perf_counter()
+            if left <= 0 and not exited.is_set():
+                _kill_group(proc.pid)
+                exited.wait()
+                return ended, True
+            exited.wait(min(interval, max(left, 0)))
     except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
         _kill_group(proc.pid)
         exited.wait()
         tree.sweep()
         raise
     finally:
-        sampler.stop()
+        tree.close()
         proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
-    return ended, timed_out
+    return ended, False
 
 
 def _kill_group(pgid: int) -> None:
@@ -625,7 +607,7 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
 
 
 @contextmanager
-def _runs_scratch() -> Iterator[tuple[str, Guard]]:
+def _runs_scratch() -> Iterator[tuple[Path, Guard]]:
     """The folder the runs' copies go in, and the :class:`Guard` of the runs' processes.
 
     The folder is owned (:func:`accel.scratch.owned_folder`): removed on the way out, by the
@@ -638,7 +620,7 @@ def _runs_scratch() -> Iterator[tuple[str, Guard]]:
     try:
         guard = Guard()
         guard.tell(f"folder {folder}")
-        yield str(folder), guard
+        yield folder, guard
     finally:
         scratch.release(folder)
         if guard is not None:
@@ -654,41 +636,18 @@ def _say(text: str) -> None:
     say(one_line(hide(text)))
 
 
-@dataclass
-class _Comparison:
-    """What the runs of one comparison share: the script, its folder, each arm's command and environment."""
-
-    opts: Options
-    program: Path
-    kind: str
-    out: Path
-    skip: list[Path]
-    accelerators: list[str]
-    gpu_reason: str | None
-    ignore: re.Pattern[str] | None
-    env: dict[str, str]
-    say: Callable[[str], None]
-    commands: dict[str, list[str]] = field(default_factory=dict)
-    runs_of: dict[str, list[Run]] = field(default_factory=dict)
-    copies: dict[str, Path] = field(default_factory=dict)
-    left_out: list[str] = field(default_factory=list)  # of the last copy: FIFOs, sockets, devices
-
-
 def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``."""
     from accel.environment import collect_environment
     from accel.record import record_stem, write_record
 
-    c = _prepare(opts, say or _say)
+    c = _Comparison(opts, say or _say)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
-    with _runs_scratch() as (tmp, guard):
-        c.skip.append(Path(tmp))  # TMPDIR inside the script's folder: the copies are not copied into themselves
-        _run_arms(c, Path(tmp), guard)
-        arms = _arms(c)
-        profile = _profile(c, arms, Path(tmp), guard)
-        parity = _parity(c, arms)
-    record = _record(c, arms, parity, profile, started, environment)
+    with _runs_scratch() as (c.tmp, c.guard):
+        c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+        c.run_arms()
+        record = c.record(started, environment)
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
@@ -710,177 +669,168 @@ def _checked(opts: Options) -> re.Pattern[str] | None:
         raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
 
 
-def _prepare(opts: Options, say: Callable[[str], None]) -> _Comparison:
-    """Check the script, its folder and the arms; each arm's command and environment."""
-    from accel.record import ensure_writable
+class _Comparison:
+    """One comparison: the script and its folder checked, each arm's command and environment; its runs and their record."""
 
-    program = opts.program.resolve()
-    kind = check_program(opts.program)
-    ignore = _checked(opts)
-    if kind == "notebook":
-        from accel.backend import module_installed
+    def __init__(self, opts: Options, say: Callable[[str], None]):
+        from accel.record import ensure_writable
 
-        if not (module_installed("nbclient") and module_installed("ipykernel")):
-            raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
-    out = ensure_writable(opts.out, "compare records")
-    size = folder_bytes(program.parent, [out])
-    if size > MAX_COPY_BYTES:
-        raise AccelError(
-            f"the script's folder {str(program.parent)!r} holds {size / 1e9:.1f} GB; each run gets its own copy of it: "
-            f"move the script into a smaller folder (at most {MAX_COPY_BYTES / 1e9:.0f} GB)"
-        )
-    accelerators, gpu_reason = resolve_accelerators(opts.accelerators)
-    if opts.device == "cpu":
-        gpu_reason = "--device cpu"
-    elif opts.device == "gpu" and gpu_reason:
-        raise AccelError(f"--device gpu, but the GPU arm cannot run: {gpu_reason}")
-    # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
-    import accel
+        self.opts, self.say, self.program = opts, say, opts.program.resolve()
+        self.kind = check_program(opts.program)
+        self.ignore = _checked(opts)
+        if self.kind == "notebook":
+            from accel.backend import module_installed
 
-    env = dict(os.environ)
-    env.setdefault("PYTHONHASHSEED", "0")
-    accel_root = str(Path(accel.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
-    c = _Comparison(opts, program, kind, out, [out], accelerators, gpu_reason, ignore, env, say)
-    c.commands = {"cpu": _command(c, "cpu"), "gpu": _command(c, "gpu")}
-    return c
+            if not (module_installed("nbclient") and module_installed("ipykernel")):
+                raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
+        self.out = ensure_writable(opts.out, "compare records")
+        self.skip = [self.out]
+        size, self.left_out = survey(self.program.parent, self.skip)
+        if size > MAX_COPY_BYTES:
+            raise AccelError(
+                f"the script's folder {str(self.program.parent)!r} holds {size / 1e9:.1f} GB; each run gets its own copy of it: "
+                f"move the script into a smaller folder (at most {MAX_COPY_BYTES / 1e9:.0f} GB)"
+            )
+        self.accelerators, self.gpu_reason = resolve_accelerators(opts.accelerators)
+        if opts.device == "cpu":
+            self.gpu_reason = "--device cpu"
+        elif opts.device == "gpu" and self.gpu_reason:
+            raise AccelError(f"--device gpu, but the GPU arm cannot run: {self.gpu_reason}")
+        # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
+        import accel
 
+        self.env = env = dict(os.environ)
+        env.setdefault("PYTHONHASHSEED", "0")
+        accel_root = str(Path(accel.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
+        if self.left_out:
+            say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
+        self.runs_of: dict[str, list[Run]] = {}
+        self.tmp = Path()  # the folder of the runs' copies (ARM-RUN) and their guard: set by compare()
+        self.guard: Guard | None = None
 
-def _command(c: _Comparison, arm: str, *extra: str) -> list[str]:
-    """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
-    boot = [sys.executable, "-m", "accel.bench.compare_boot"]
-    notebook = c.kind == "notebook"
-    if arm == "cpu":
-        return [*boot, "--notebook", c.program.name] if notebook else [sys.executable, c.program.name, *c.opts.args]
-    script = ["--notebook", c.program.name] if notebook else [c.program.name, "--", *c.opts.args]
-    return [*boot, "--accelerators", ",".join(c.accelerators), *extra, *script]
+    def command(self, arm: str, *extra: str) -> list[str]:
+        """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
+        boot = [sys.executable, "-m", "accel.bench.compare_boot"]
+        script = ["--notebook", self.program.name] if self.kind == "notebook" else [self.program.name]
+        if arm == "cpu":
+            return [*boot, *script] if self.kind == "notebook" else [sys.executable, *script, *self.opts.args]
+        args = [] if self.kind == "notebook" else ["--", *self.opts.args]
+        return [*boot, "--accelerators", ",".join(self.accelerators), *extra, *script, *args]
 
+    def run(self, arm: str, copy: str, label: str, *extra: str) -> Run:
+        """One run of ``arm`` in a fresh copy of the script's folder (``tmp/copy``), said as ``label``."""
+        assert self.guard is not None
+        _copy_folder(self.program.parent, self.tmp / copy, self.skip)
+        self.say(f"{arm.upper()} arm: {label}")
+        run = run_once(self.command(arm, *extra), self.tmp / copy, self.env, self.opts.timeout, arm == "gpu", self.guard)
+        if run.killed:
+            self.say(
+                f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
+                f"killed: {', '.join(run.killed[:3])}"
+            )
+        return run
 
-def _run_arms(c: _Comparison, tmp: Path, guard: Guard) -> None:
-    """The cold run of each arm, then the warm ones, alternating the arms' order; each in its own copy."""
-    plan = [("cpu", False)] + ([] if c.gpu_reason else [("gpu", True)])
-    said_left_out = False
-    for i in range(1 + c.opts.repeat):
-        order = plan if i % 2 == 0 else list(reversed(plan))  # alternate: drift hits both alike
-        for arm, device in order:
-            copy = tmp / f"{arm}-{i}"
-            c.left_out = _copy_folder(c.program.parent, copy, c.skip)
-            if c.left_out and not said_left_out:
-                said_left_out = True
-                c.say(f"note: not copied for the runs (not regular files): {', '.join(c.left_out[:5])}")
-            c.say(f"{arm.upper()} arm: {'cold run' if i == 0 else f'warm run {i}/{c.opts.repeat}'}")
-            run = run_once(c.commands[arm], copy, c.env, c.opts.timeout, device, guard)
-            if run.killed:
-                c.say(
-                    f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
-                    f"killed: {', '.join(run.killed[:3])}"
-                )
-            c.runs_of.setdefault(arm, []).append(run)
-            if i == 0:
-                c.copies[arm] = copy
+    def run_arms(self) -> None:
+        """The cold run of each arm, then the warm ones, alternating the arms' order; each in its own copy."""
+        plan = ["cpu"] + ([] if self.gpu_reason else ["gpu"])
+        for i in range(1 + self.opts.repeat):
+            for arm in plan if i % 2 == 0 else reversed(plan):  # alternate: drift hits both alike
+                run = self.run(arm, f"{arm}-{i}", "cold run" if i == 0 else f"warm run {i}/{self.opts.repeat}")
+                self.runs_of.setdefault(arm, []).append(run)
+                if i:
+                    shutil.rmtree(self.tmp / f"{arm}-{i}", ignore_errors=True)  # the cold runs' copies are compared
+                elif arm == "cpu" and (run.exit_code != 0 or run.timed_out):
+                    raise AccelError(
+                        f"the script fails on the CPU arm ({_arm_status(run)[1]}); run it with plain python first"
+                        if not run.timed_out
+                        else f"the script did not finish within --timeout {self.opts.timeout:g} s on the CPU arm; nothing was written"
+                    )
+            if i == 0 and any(_arm_status(runs[0])[0] != "ok" for runs in self.runs_of.values()):
+                break  # a failing arm is a finding, not something to time again
+
+    def arms(self) -> dict[str, Any]:
+        """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
+        arms: dict[str, Any] = {}
+        for arm, runs in self.runs_of.items():
+            status, reason = _arm_status(runs[0])
+            arms[arm] = {"status": status, "reason": reason, "command": self.command(arm), **_summary(runs)}
+        if self.gpu_reason:
+            arms["gpu"] = {"status": "skipped", "reason": self.gpu_reason, "command": self.command("gpu")}
+        return arms
+
+    def profile(self, arms: dict[str, Any]) -> dict[str, Any] | None:
+        """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
+        if self.gpu_reason or not self.opts.profile or arms["gpu"]["status"] != "ok":
+            return None
+        prof_path = self.tmp / "profile.json"
+        prun = self.run("gpu", "gpu-profile", "profiled run (not timed)", "--profile-json", str(prof_path))
+        try:
+            profile: dict[str, Any] = json.loads(prof_path.read_text())
+        except (OSError, ValueError):
+            arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
+            return None
+        return profile
+
+    def agreement(self, arms: dict[str, Any]) -> dict[str, Any]:
+        """Whether the arms agree: their output and every file either wrote, within the tolerances."""
+        opts = self.opts
+        parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
+        if arms["gpu"]["status"] != "ok":
+            skipped = arms["gpu"]["status"] == "skipped"
+            parity.update(agree=None, reason="the GPU arm was skipped" if skipped else "the GPU arm did not run to the end")
+            return parity
+        cpu_run, gpu_run = self.runs_of["cpu"][0], self.runs_of["gpu"][0]
+        parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, self.ignore)
+        files = []
+        for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
+            if name not in gpu_run.written:
+                status, detail = "only cpu", "the GPU arm did not write it"
+            elif name not in cpu_run.written:
+                status, detail = "only gpu", "the CPU arm did not write it"
             else:
-                shutil.rmtree(copy, ignore_errors=True)
-            if i == 0 and arm == "cpu" and (run.exit_code != 0 or run.timed_out):
-                raise AccelError(
-                    f"the script fails on the CPU arm ({_arm_status(run)[1]}); run it with plain python first"
-                    if not run.timed_out
-                    else f"the script did not finish within --timeout {c.opts.timeout:g} s on the CPU arm; nothing was written"
-                )
-        if any(r.exit_code != 0 or r.timed_out for runs in c.runs_of.values() for r in runs[:1]) and i == 0:
-            break  # a failing arm is a finding, not something to time again
-
-
-def _arms(c: _Comparison) -> dict[str, Any]:
-    """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
-    arms: dict[str, Any] = {}
-    for arm, runs in c.runs_of.items():
-        status, reason = _arm_status(runs[0])
-        arms[arm] = {"status": status, "reason": reason, "command": c.commands[arm], **_summary(runs)}
-    if c.gpu_reason:
-        arms["gpu"] = {"status": "skipped", "reason": c.gpu_reason, "command": c.commands["gpu"]}
-    return arms
-
-
-def _profile(c: _Comparison, arms: dict[str, Any], tmp: Path, guard: Guard) -> dict[str, Any] | None:
-    """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
-    if c.gpu_reason or not c.opts.profile or arms["gpu"]["status"] != "ok":
-        return None
-    copy = tmp / "gpu-profile"
-    _copy_folder(c.program.parent, copy, c.skip)
-    prof_path = tmp / "profile.json"
-    c.say("GPU arm: profiled run (not timed)")
-    prun = run_once(_command(c, "gpu", "--profile-json", str(prof_path)), copy, c.env, c.opts.timeout, True, guard)
-    try:
-        profile: dict[str, Any] = json.loads(prof_path.read_text())
-    except (OSError, ValueError):
-        arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
-        return None
-    return profile
-
-
-def _parity(c: _Comparison, arms: dict[str, Any]) -> dict[str, Any]:
-    """Whether the arms agree: their output and every file either wrote, within the tolerances."""
-    opts = c.opts
-    parity: dict[str, Any] = {"rtol": opts.rtol, "atol": opts.atol, "ignore_lines": opts.ignore}
-    if arms["gpu"]["status"] != "ok":
-        skipped = arms["gpu"]["status"] == "skipped"
-        parity.update(agree=None, reason="the GPU arm was skipped" if skipped else "the GPU arm did not run to the end")
+                status, detail = compare_file(self.tmp / "cpu-0" / name, self.tmp / "gpu-0" / name, opts.rtol, opts.atol)
+            files.append({"path": name, "status": status, "detail": detail})
+        parity["files"] = files
+        parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
         return parity
-    cpu_run, gpu_run = c.runs_of["cpu"][0], c.runs_of["gpu"][0]
-    parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, c.ignore)
-    files = []
-    for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
-        if name not in gpu_run.written:
-            status, detail = "only cpu", "the GPU arm did not write it"
-        elif name not in cpu_run.written:
-            status, detail = "only gpu", "the CPU arm did not write it"
-        else:
-            status, detail = compare_file(c.copies["cpu"] / name, c.copies["gpu"] / name, opts.rtol, opts.atol)
-        files.append({"path": name, "status": status, "detail": detail})
-    parity["files"] = files
-    parity["agree"] = parity["stdout"]["agree"] and all(f["status"] in ("equal", "close") for f in files)
-    return parity
 
+    def record(self, started: datetime, environment: dict[str, Any]) -> dict[str, Any]:
+        """The compare record, once the arms ran: the script, the settings, the arms, their speedups and
+        parity, and the profiled run's fallbacks."""
+        from accel.record import record_head
 
-def _record(
-    c: _Comparison,
-    arms: dict[str, Any],
-    parity: dict[str, Any],
-    profile: dict[str, Any] | None,
-    started: datetime,
-    environment: dict[str, Any],
-) -> dict[str, Any]:
-    """The compare record: the script, the settings, the arms, their speedups and parity."""
-    from accel.record import record_head
-
-    finished = datetime.now(timezone.utc)
-    speedup: dict[str, float] = {"wall_cold": math.nan, "wall_warm_median": math.nan}
-    if arms["gpu"]["status"] == "ok":
-        speedup["wall_cold"] = arms["cpu"]["cold_seconds"] / arms["gpu"]["cold_seconds"]
-        if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
-            speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
-    opts, program = c.opts, c.program
-    config = {
-        "repeat": opts.repeat, "accelerators": c.accelerators, "device": opts.device, "rtol": opts.rtol,
-        "atol": opts.atol, "timeout": opts.timeout, "profile": opts.profile, "ignore_lines": opts.ignore,
-    }  # fmt: skip
-    return {
-        **record_head("compare"),
-        "workflow": f"compare:{program.name}",
-        "program": {
-            "path": str(program),
-            "kind": c.kind,
-            "args": list(opts.args),
-            "sha256": file_sha256(program),
-            "not_copied": c.left_out,  # FIFOs, sockets, devices in the script's folder
-        },  # fmt: skip
-        "config": config,
-        "started_at": started.isoformat(),
-        "finished_at": finished.isoformat(),
-        "arms": arms,
-        "speedup": speedup,
-        "parity": parity,
-        "fallbacks": fallback_table(profile),
-        "profile": profile,
-        "environment": environment,
-    }
+        arms = self.arms()
+        profile = self.profile(arms)
+        parity = self.agreement(arms)
+        finished = datetime.now(timezone.utc)
+        speedup: dict[str, float] = {"wall_cold": math.nan, "wall_warm_median": math.nan}
+        if arms["gpu"]["status"] == "ok":
+            speedup["wall_cold"] = arms["cpu"]["cold_seconds"] / arms["gpu"]["cold_seconds"]
+            if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
+                speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
+        opts, program = self.opts, self.program
+        config = {
+            "repeat": opts.repeat, "accelerators": self.accelerators, "device": opts.device, "rtol": opts.rtol,
+            "atol": opts.atol, "timeout": opts.timeout, "profile": opts.profile, "ignore_lines": opts.ignore,
+        }  # fmt: skip
+        return {
+            **record_head("compare"),
+            "workflow": f"compare:{program.name}",
+            "program": {
+                "path": str(program),
+                "kind": self.kind,
+                "args": list(opts.args),
+                "sha256": file_sha256(program),
+                "not_copied": self.left_out,  # FIFOs, sockets, devices in the script's folder
+            },  # fmt: skip
+            "config": config,
+            "started_at": started.isoformat(),
+            "finished_at": finished.isoformat(),
+            "arms": arms,
+            "speedup": speedup,
+            "parity": parity,
+            "fallbacks": fallback_table(profile),
+            "profile": profile,
+            "environment": environment,
+        }

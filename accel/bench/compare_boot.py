@@ -22,7 +22,8 @@ import importlib
 import json
 import runpy
 import sys
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,24 +53,28 @@ def _cuml_accel_stats(results: Any) -> dict[str, Any]:
     }
 
 
-def start_profiles(accelerators: list[str], stack: ExitStack) -> dict[str, Any]:
-    """Enter the accelerators' own function profilers on ``stack``; each one's profiler by its name."""
-    profiles: dict[str, Any] = {}
-    if "cudf.pandas" in accelerators:
-        from cudf.pandas import Profiler
+@contextmanager
+def accelerated(accelerators: list[str], profile_json: str | None) -> Iterator[None]:
+    """The accelerators installed; with ``profile_json``, their own function profilers entered, and
+    each one's per-function GPU/CPU calls and times written there (JSON) when the block ends."""
+    install(accelerators)
+    with ExitStack() as stack:
+        profiles: dict[str, Any] = {}
+        if profile_json and "cudf.pandas" in accelerators:
+            from cudf.pandas import Profiler
 
-        profiles["cudf.pandas"] = stack.enter_context(Profiler())
-    if "cuml.accel" in accelerators:
-        import cuml.accel
+            profiles["cudf.pandas"] = stack.enter_context(Profiler())
+        if profile_json and "cuml.accel" in accelerators:
+            import cuml.accel
 
-        profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
-    return profiles
-
-
-def write_profiles(profiles: dict[str, Any], path: str) -> None:
-    """Write each profiler's per-function GPU/CPU calls and times to ``path`` (JSON); after its stack is closed."""
-    stats = {"cudf.pandas": _cudf_pandas_stats, "cuml.accel": _cuml_accel_stats}
-    Path(path).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
+            profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
+        try:
+            yield
+        finally:
+            stack.close()
+            if profile_json:
+                stats = {"cudf.pandas": _cudf_pandas_stats, "cuml.accel": _cuml_accel_stats}
+                Path(profile_json).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
 
 
 def run_script(script: str, args: list[str]) -> None:
@@ -78,17 +83,13 @@ def run_script(script: str, args: list[str]) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-NOTEBOOK_SETUP = {
-    "cudf.pandas": "import cudf.pandas\ncudf.pandas.install()\n",
-    "cuml.accel": "import cuml.accel\ncuml.accel.install()\n",
-}
-#: The profiled notebook's first and last cells: the profilers entered, then closed and written.
-_NOTEBOOK_PROFILE_START = """\
-import contextlib as _accel_ctx, accel.bench.compare_boot as _accel_boot
-_accel_stack = _accel_ctx.ExitStack()
-_accel_profiles = _accel_boot.start_profiles({acc!r}, _accel_stack)
+#: The notebook's first and last cells, where it runs accelerated or profiled: the block of :func:`accelerated`.
+_NOTEBOOK_START = """\
+import accel.bench.compare_boot as _accel_boot
+_accel_run = _accel_boot.accelerated({acc!r}, {out!r})
+_accel_run.__enter__()
 """
-_NOTEBOOK_PROFILE_END = "_accel_stack.close()\n_accel_boot.write_profiles(_accel_profiles, {out!r})\n"
+_NOTEBOOK_END = "_accel_run.__exit__(None, None, None)\n"
 
 
 def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -> int:
@@ -97,22 +98,17 @@ def run_notebook(path: str, accelerators: list[str], profile_json: str | None) -
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    setup = "".join(NOTEBOOK_SETUP[a] for a in accelerators)
-    first, last = [], []
-    if setup:
-        first.append(nbformat.v4.new_code_cell(setup))
-    if profile_json:
-        first.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_START.format(acc=accelerators)))
-        last.append(nbformat.v4.new_code_cell(_NOTEBOOK_PROFILE_END.format(out=profile_json)))
-    added = len(first)
-    nb.cells = first + nb.cells + last
+    added = 1 if accelerators or profile_json else 0
+    if added:
+        start = nbformat.v4.new_code_cell(_NOTEBOOK_START.format(acc=accelerators, out=profile_json))
+        nb.cells = [start, *nb.cells, nbformat.v4.new_code_cell(_NOTEBOOK_END)]
     client = nbclient.NotebookClient(nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(Path.cwd())}})
     failed = None
     try:
         client.execute()
     except nbclient.exceptions.CellExecutionError as exc:
         failed = exc
-    for cell in nb.cells[added : len(nb.cells) - len(last)]:
+    for cell in nb.cells[added : len(nb.cells) - added]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
                 (sys.stdout if output.get("name") == "stdout" else sys.stderr).write(output.get("text", ""))
@@ -136,20 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     accelerators = [a for a in ns.accelerators.split(",") if a]
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
-    if ns.notebook:
-        install([])  # the kernel is another process: the accelerators are installed in its first cell
+    if ns.notebook:  # the kernel is another process: the accelerators are installed in its first cell
         return run_notebook(ns.notebook, accelerators, ns.profile_json)
-    install(accelerators)
-    if not ns.profile_json:
+    with accelerated(accelerators, ns.profile_json):
         run_script(ns.script, args)
-        return 0
-    with ExitStack() as stack:
-        profiles = start_profiles(accelerators, stack)
-        try:
-            run_script(ns.script, args)
-        finally:
-            stack.close()
-            write_profiles(profiles, ns.profile_json)
     return 0
 
 

@@ -15,13 +15,14 @@ Operations:
 
 from __future__ import annotations
 
-import gc
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from accel.backend import Backend
-from accel.errors import AccelError, first_line
+from accel.bench.db import attempt, both_arms
+from accel.errors import AccelError
 from accel.registry import DEFAULT_MODEL
 from accel.timing import measure, speedup
 
@@ -115,17 +116,12 @@ def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
     return found
 
 
-def _arm_point(backend: Backend, factory: Callable[[Backend], Callable[[], Any]], repeats: int, warmup: int) -> dict:
-    try:
-        timing, out = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
-        del out
+def _arm_point(_arm: str, backend: Backend, factory: Callable[[Backend], Callable[[], Any]], repeats: int, warmup: int) -> dict:
+    def point() -> dict[str, Any]:
+        timing, _ = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
         return {"status": "ok", "median": timing.median, "timing": timing.as_dict()}
-    except (AccelError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # noqa: BLE001 - e.g. out of memory at the largest size: record, go on
-        return {"status": "failed", "reason": first_line(exc)}
-    finally:
-        gc.collect()
+
+    return attempt(point)  # e.g. out of memory at the largest size: recorded, the sweep goes on
 
 
 def sweep(
@@ -135,22 +131,19 @@ def sweep(
     counts, seed and features; each size measured is told to ``say``); one entry per operation with its curve."""
     from accel.bench.models import PAIRS, gpu_pair_skip
 
-    cpu, gpu, gpu_reason = arms.cpu, arms.gpu, arms.gpu_skip
     repeats, warmup, seed, features = s["repeats"], s["warmup"], s["seed"], s["features"]
     out = []
     for name in operations:
         points = []
-        gpu_skip = gpu_reason if gpu is None else None
-        if name in PAIRS and gpu_skip is None:
-            gpu_skip = gpu_pair_skip(PAIRS[name], gpu, gpu_reason)
+        gpu_skip = gpu_pair_skip(PAIRS[name], arms.gpu, arms.gpu_skip) if name in PAIRS else arms.gpu_skip
         description = ""
         for rows in sizes:
             frame = name in FRAME_OPERATIONS
             factory, description = _frame_operation(name, rows, seed) if frame else _model_operation(name, rows, seed, features)
-            point: dict[str, Any] = {"rows": rows, "gpu": {"status": "skipped", "reason": gpu_skip}}
-            if gpu is not None and gpu_skip is None:
-                point["gpu"] = _arm_point(gpu, factory, repeats, warmup)
-            point["cpu"] = _arm_point(cpu, factory, repeats, warmup)
+            point: dict[str, Any] = {
+                "rows": rows,
+                **both_arms(arms, gpu_skip, functools.partial(_arm_point, factory=factory, repeats=repeats, warmup=warmup)),
+            }
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median"))  # NaN unless both ran
             points.append(point)
             shown = {

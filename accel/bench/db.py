@@ -20,6 +20,7 @@ exact in float64 and the answer equals the per-group correlation.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import re
@@ -36,6 +37,8 @@ from accel.timing import Timing, measure
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from accel.backend import Arms
 
 #: Checksums of the two arms agree within this relative difference.
 CHECKSUM_RTOL = 1e-3
@@ -305,6 +308,27 @@ def run_question(backend: Backend, question: Question, tables: Mapping[str, Any]
     return {**timed(timing), "rows": rows, "cols": cols, "checksum": checksum}
 
 
+def attempt(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()``, or ``failed`` with the first line of why it raised: one question, model or
+    size failing (out of device memory, say) does not end the others. Memory is collected after."""
+    try:
+        return measure()
+    except (AccelError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded; the others still run
+        return {"status": "failed", "reason": first_line(exc)}
+    finally:
+        gc.collect()
+
+
+def both_arms(arms: Arms, gpu_skip: str | None, measure: Callable[[str, Backend], dict[str, Any]]) -> dict[str, dict]:
+    """One thing measured on each arm, ``measure(arm, backend)``, the GPU arm first: ``skipped``
+    with ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
+    if arms.gpu is None or gpu_skip is not None:
+        return {"gpu": {"status": "skipped", "reason": gpu_skip}, "cpu": measure("cpu", arms.cpu)}
+    return {"gpu": measure("gpu", arms.gpu), "cpu": measure("cpu", arms.cpu)}
+
+
 def timed(timing: Timing) -> dict[str, Any]:
     """An answer's times as the benchmark records them: ``run1`` the cold run, ``run2`` the first timed one."""
     return {"status": "ok", "run1": timing.cold, "run2": timing.times[0], "median": timing.median, "timing": timing.as_dict()}
@@ -342,18 +366,14 @@ def run_arm(
     say(f"[{backend.name}] loaded {', '.join(f'{r} {n:,} rows' for r, n in rows_in.items())} in {load_seconds:.2f} s")
     answers: dict[str, dict] = {}
     for q in questions:
-        try:
-            answers[q.name] = run_question(backend, q, tables, repeats, warmup)
-            a = answers[q.name]
-            say(f"[{backend.name}] {q.name:<4}{q.title:<28} run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  {a['rows']:,} rows")
-        except (AccelError, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # noqa: BLE001 - one question failing (GPU out of memory, say) must not end the others
-            answers[q.name] = {"status": "failed", "reason": first_line(exc)}
-            say(f"[{backend.name}] {q.name:<4}{q.title:<28} FAILED: {answers[q.name]['reason']}")
+        a = answers[q.name] = attempt(functools.partial(run_question, backend, q, tables, repeats, warmup))
+        ok = a["status"] == "ok"
+        say(
+            f"[{backend.name}] {q.name:<4}{q.title:<28} "
+            + (f"run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  {a['rows']:,} rows" if ok else f"FAILED: {a['reason']}")
+        )
         if on_answer is not None:
-            on_answer(q.name, answers[q.name])
-        gc.collect()
+            on_answer(q.name, a)
     del tables
     gc.collect()
     return {

@@ -15,6 +15,7 @@ the repeats: median, min, max), and its answer checked against the pandas arm's 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import time
@@ -199,7 +200,7 @@ def run_engines(
     they come, so a time limit loses only the question it cut).
     """
     from accel.backend import cpu_backend
-    from accel.bench.db import timed
+    from accel.bench.db import attempt, timed
     from accel.timing import measure
 
     host = cpu_backend()  # the engines synchronise themselves: collect() returns a host frame
@@ -214,14 +215,13 @@ def run_engines(
             out: dict[str, Any] = {}
             with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as opened:
                 load, run, answer, about = opened
+
+                def one(q: str, run: Callable[[str], Any] = run, answer: Callable[[str, Any], dict] = answer) -> dict[str, Any]:
+                    timing, ans = measure(lambda: run(q), host, repeats=repeats)
+                    return {**timed(timing), **answer(q, ans)}
+
                 for q in questions:
-                    try:
-                        timing, ans = measure(lambda: run(q), host, repeats=repeats)
-                        out[q] = {**timed(timing), **answer(q, ans)}
-                        del ans
-                    except Exception as exc:  # noqa: BLE001 - context only: record and go on
-                        out[q] = {"status": "failed", "reason": first_line(exc)}
-                    a = out[q]
+                    a = out[q] = attempt(functools.partial(one, q))  # context only: a failure is recorded
                     ok = a["status"] == "ok"
                     progress(f"[{name}] {q}: " + (f"run1 {a['run1']:.3f} s  median {a['median']:.3f} s" if ok else a["reason"]))
                     on_answer(name, q, a)

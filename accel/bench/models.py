@@ -14,7 +14,6 @@ with threadpoolctl.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.errors import AccelError, first_line
+from accel.bench.db import attempt, both_arms
 from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
 
@@ -194,16 +193,11 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
 
 def _measured_arm(
     pair: Estimator, arm: str, backend: Backend, data: HostData, s: Mapping[str, Any], progress: Callable[[str], None]
-) -> Mapping[str, Any]:
+) -> dict[str, Any]:
     """One arm of one pair, measured (or failed, with its reason: the other models still run), said in one line."""
-    try:
-        a = run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=progress)
-    except (AccelError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # noqa: BLE001 - one model failing must not end the others
-        a = {"status": "failed", "reason": first_line(exc)}
-    finally:
-        gc.collect()
+    a = attempt(
+        lambda: run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=progress)
+    )
     if a["status"] == "ok":
         progress(
             f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
@@ -232,15 +226,13 @@ def run_models(
         kind = "regression" if pair.task == "regression" else "classification"
         if kind not in data_cache:
             data_cache[kind] = make_data(kind, s["rows"], s["features"], s["seed"])
-        measured: dict[str, Mapping[str, Any]] = {}
-        skip = gpu_pair_skip(pair, arms.gpu, arms.gpu_skip)
-        for arm, backend in (("gpu", arms.gpu), ("cpu", arms.cpu)):
-            if arm == "gpu" and skip is not None:
-                measured[arm] = {"status": "skipped", "reason": skip}
-                continue
-            assert backend is not None
-            measured[arm] = _measured_arm(pair, arm, backend, data_cache[kind], s, say)
-            on_result(arm, pair.name, dict(measured[arm]))
+
+        def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data_cache[kind]) -> dict[str, Any]:
+            result = _measured_arm(pair, arm, backend, data, s, say)
+            on_result(arm, pair.name, dict(result))
+            return result
+
+        measured = both_arms(arms, gpu_pair_skip(pair, arms.gpu, arms.gpu_skip), measure)
         g, c = measured["gpu"], measured["cpu"]
         both = g.get("status") == "ok" and c.get("status") == "ok"
         rows_out.append(
