@@ -45,7 +45,7 @@ from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_
 from accel.record import PairedRecord, RecordError, dumps, loads, read_record
 from accel.timing import StageTimer
 from accel.workflows.base import Model
-from accel.workflows.flights import DELAY_MINUTES, FlightsTransform
+from accel.workflows.flights import FlightsTransform
 
 FORMAT = "accel-pipeline"
 #: The newest layout this accel writes and reads.
@@ -204,19 +204,13 @@ class Pipeline:
         has no target column."""
         if self.target not in frame.columns:
             return None
-        y = frame[self.target]
-        known = _compat.to_numpy(y.notna()).astype(bool)
-        y = y[y.notna()]
-        if self.workflow == "flights":
-            codes = _compat.to_numpy(y > DELAY_MINUTES).astype(np.int32)
-        else:
-            from accel.data.autofeatures import target_codes
-
-            codes = _compat.to_numpy(target_codes(self.backend.xdf, y, self.transform.plan))
+        has = frame[self.target].notna()
+        known = _compat.to_numpy(has).astype(bool)
+        codes = _compat.to_numpy(self.transform.labels(frame[has]))
         if self.task != "regression":
             labelled = codes >= 0  # a label the model was not trained on has no code
             known[np.flatnonzero(known)[~labelled]] = False
-            codes = codes[labelled]
+            codes = codes[labelled].astype(np.int32)
         return codes, known
 
     @property

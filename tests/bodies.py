@@ -61,12 +61,12 @@ def check_categories_identical_across_splits(backend: Backend) -> None:
 
 
 def check_finish_features_on_untidy_rows(backend: Backend) -> None:
-    """The flights workflow's last feature step, in one process and on a Dask partition
-    (``flights_dask.finish_partition``, which takes the partition's own library), on rows with
-    missing carriers and hours, carriers the vocabulary does not hold, group keys never seen in
-    training and a column the model does not take: the same frame both ways, in input order."""
-    from accel.workflows.flights import CATEGORICAL, FEATURES, GROUP_STATS, finish_features
-    from accel.workflows.flights_dask import TARGET, finish_partition
+    """The flights workflow's last feature step, as a function and as the fitted transform a Dask
+    partition goes through (:class:`~accel.workflows.flights.FlightsTransform`, on the arm's
+    library, its target beside), on rows with missing carriers and hours, carriers the vocabulary
+    does not hold, group keys never seen in training and a column the model does not take: the
+    same frame both ways, in input order."""
+    from accel.workflows.flights import CATEGORICAL, FEATURES, GROUP_STATS, FlightsTransform, finish_features, target
 
     xdf = backend.xdf
     n = 8
@@ -78,22 +78,23 @@ def check_finish_features_on_untidy_rows(backend: Backend) -> None:
         hour=[5.0, 6.0, None, 5.0, 23.0, 6.0, 5.0, 7.0],
     )
     del values["route_flights"], values["carrier_hour_delay_rate"]  # what the group statistics add
-    joined = xdf.DataFrame({**values, "tailnum": ["N1"] * n, TARGET: [1, 0, 1, 0, 1, 1, 0, 0]})
+    joined = xdf.DataFrame({**values, "tailnum": ["N1"] * n, "arr_delay": [30.0, 0, 16, 15, 99, 20, -5, 1]})
     fit_rows = [0, 1, 2, 5, 6]  # the training rows; row 4's (JFK, MIA) and (AA, 23) are never seen
     train = joined.iloc[fit_rows].reset_index(drop=True)
-    stats = [GroupStats(list(k), c, r).fit(xdf, train, train[TARGET]) for k, c, r in GROUP_STATS]
+    stats = [GroupStats(list(k), c, r).fit(xdf, train, target(train)) for k, c, r in GROUP_STATS]
     vocabulary = {"carrier": ["AA", "UA"], "origin": ["EWR", "JFK", "LGA"], "dest": ["LAX", "MIA", "ORD", "SFO"]}
     whole = to_pandas(finish_features(xdf, joined, stats, vocabulary))
-    part = to_pandas(finish_partition(joined, stats, vocabulary))
+    fitted = FlightsTransform(xdf=xdf, weather=None, planes=None, stats=stats, vocabulary=vocabulary)
+    part = to_pandas(fitted.finish(joined))
     assert list(whole.columns) == FEATURES and "tailnum" not in whole.columns
-    pd.testing.assert_frame_equal(part.drop(columns=[TARGET]), whole)
-    assert part[TARGET].tolist() == [1, 0, 1, 0, 1, 1, 0, 0]
+    pd.testing.assert_frame_equal(part, whole)
+    assert to_pandas(fitted.labels(joined)).tolist() == [1, 0, 1, 0, 1, 1, 0, 0]
     assert whole["distance"].tolist() == values["distance"]  # input order kept through the joins
     for c in CATEGORICAL:
         assert list(whole[c].cat.categories) == vocabulary[c]
     assert whole["carrier"].cat.codes.tolist() == [0, -1, 1, -1, 0, 1, -1, -1]  # missing and unknown: missing
     assert whole["dest"].cat.codes.tolist()[-1] == -1
-    prior = float(train[TARGET].mean())
+    prior = float(target(train).mean())
     assert whole["route_flights"].tolist()[4] == 0.0 and whole["carrier_hour_delay_rate"].tolist()[4] == prior
     # A missing key matches no group (none was fitted on a missing key): the count and rate of the unseen.
     assert whole["carrier_hour_delay_rate"].tolist()[1] == prior and whole["carrier_hour_delay_rate"].tolist()[2] == prior

@@ -20,12 +20,12 @@ from accel.scaleout.cluster import ClusterPlan, ClusterSession
 from accel.scaleout.cluster_run import DASK_PARITY_TOLERANCE
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows.base import WorkflowSettings
+from accel.workflows.partitions import Rows, fit_partition
 from accel.workflows.table_dask import (
     CSV_BLOCK_BYTES,
     CSV_MIN_BLOCK_BYTES,
-    Rows,
     csv_blocksize,
-    fit_partition,
+    encoder_fit,
     merge_fits,
     worker_plan,
 )
@@ -74,7 +74,7 @@ def test_partition_statistics_merged_give_the_one_pass_fit(tables):
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         lo, hi = np.searchsorted(p.train_pos, [a, b])
         rows = Rows.at(p.train_pos[lo:hi] - a, b - a)
-        fits.append(fit_partition(frame.iloc[a:b], worker_plan(p), 3, "cpu", rows, merged.folds[lo:hi].astype(np.int8)))
+        fits.append(fit_partition(frame.iloc[a:b], encoder_fit, worker_plan(p), rows, merged.folds[lo:hi].astype(np.int8)))
     merge_fits(merged, fits)
     assert set(merged.encoders) == {"shop"}
     for name, encoder in one.encoders.items():

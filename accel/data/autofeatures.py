@@ -508,11 +508,16 @@ class TableTransform:
     def categorical(self) -> list[str]:
         return list(self.featurizer.categorical)
 
-    def transform(self, frame: Any) -> Any:
-        """The feature frame of ``frame``'s rows (any rows holding the plan's feature columns)."""
+    def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
+        """The feature frame of ``frame``'s rows (any rows holding the plan's feature columns);
+        training rows pass their ``folds`` (out-of-fold target encoding)."""
         featurizer = self.featurizer
-        X = featurizer.transform(featurizer.cast(frame))
+        X = featurizer.transform(featurizer.cast(frame), folds)
         return X if self.finish is None else self.finish.apply(featurizer.xdf, X)
+
+    def labels(self, frame: Any) -> Any:
+        """The target codes of ``frame``'s rows (:func:`target_codes`)."""
+        return target_codes(self.featurizer.xdf, frame[self.plan.target], self.plan)
 
     @property
     def required(self) -> list[str]:

@@ -41,10 +41,15 @@ class FeatureTransform(Protocol):
 
     :class:`accel.data.autofeatures.TableTransform` (a user's table) and
     :class:`accel.workflows.flights.FlightsTransform` (the flights workflow) have it; the fitted
-    pipeline (:mod:`accel.pipeline`) saves and loads them through :mod:`accel.transforms`.
+    pipeline (:mod:`accel.pipeline`) saves and loads them through :mod:`accel.transforms`, and a
+    Dask run maps them over its partitions (:mod:`accel.workflows.partitions`).
     """
 
     @property
     def categorical(self) -> list[str]: ...
 
-    def transform(self, frame: Frame) -> Frame: ...
+    def transform(self, frame: Frame, folds: Array | None = None) -> Frame:
+        """The feature frame of ``frame``'s rows; training rows pass their target-encoding ``folds``."""
+
+    def labels(self, frame: Frame) -> Column:
+        """The target of ``frame``'s rows (each has one) as the model's codes or values."""

@@ -2,7 +2,7 @@
 
 ``accel run flights --cluster local|local-cuda`` or ``--scheduler tcp://HOST:PORT`` comes here,
 and so does a user's table (``accel run --data FILE --target COLUMN --cluster ...``). Any
-workflow with a :class:`~accel.workflows.base.DaskWorkflow` side runs here:
+workflow with a :class:`~accel.workflows.partitions.DaskForm` side runs here:
 :class:`~accel.workflows.flights_dask.DaskFlights` or :class:`~accel.workflows.table_dask.DaskTable`.
 The stages are those of the single-process run (``load → features → to_device → train →
 predict``), each timed on the client from submission until the workers hold the result:
@@ -63,8 +63,8 @@ from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
 from accel.workflows import DASK_WORKFLOWS
-from accel.workflows.base import DaskBuilder, DaskWorkflow, WorkflowSettings
-from accel.workflows.partitions import held_rows, partition_offsets
+from accel.workflows.base import WorkflowSettings
+from accel.workflows.partitions import DaskBuilder, DaskForm, held_rows, partition_offsets
 
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
@@ -265,7 +265,7 @@ def run_on_session(
     say: Callable[[str], None] = _say,
     backend: Backend | None = None,
     early_stopping: EarlyStopping | None = None,
-) -> tuple[dict[str, Any], DaskWorkflow, Any]:
+) -> tuple[dict[str, Any], DaskForm, Any]:
     """Run every stage on the session's cluster; the arm's part of the record, the workflow and
     the fitted pipeline (:class:`accel.pipeline.Pipeline`).
 
@@ -288,13 +288,13 @@ def run_on_session(
     if build is None:
         raise _not_on_dask(str(workflow))
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
-    n_classes = getattr(dask_workflow, "n_classes", 2)
+    n_classes = dask_workflow.n_classes
     model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
     result = execute_arm(backend, dask_workflow, OnDask(session, model, say), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
 
-class OnDask(OnWorkers[DaskWorkflow]):
+class OnDask(OnWorkers[DaskForm]):
     """The executor of an arm on a Dask cluster's workers: each stage timed on the client from
     submission until the workers hold its result, training retried once on a lost worker.
     ``model`` is the XGBoost model the workers train (with the run's early stopping, if any)."""
@@ -305,7 +305,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
         super().__init__(session)
         self.model, self.say = model, say
 
-    def execute(self, backend: Backend, dask_workflow: DaskWorkflow, timer: StageTimer, listener: Listener | None) -> Executed:
+    def execute(self, backend: Backend, dask_workflow: DaskForm, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
         from xgboost import dask as dxgb
 
@@ -434,7 +434,7 @@ class OnDask(OnWorkers[DaskWorkflow]):
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
     def keep_pipeline(
-        self, workflow: DaskWorkflow, backend: Backend, booster: Any, prepared: Prepared, timer: StageTimer, prediction: Array
+        self, workflow: DaskForm, backend: Backend, booster: Any, prepared: Prepared, timer: StageTimer, prediction: Array
     ) -> Pipeline:
         """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
         workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""

@@ -12,9 +12,10 @@ May import the flat core and :mod:`accel.data`; not the runners or any slice (``
 from __future__ import annotations
 
 from accel.errors import AccelError
-from accel.workflows.base import DaskBuilder, WorkflowSettings
+from accel.workflows.base import WorkflowSettings
 from accel.workflows.flights import FlightsWorkflow
 from accel.workflows.flights_dask import dask_flights
+from accel.workflows.partitions import DaskBuilder
 
 WORKFLOWS = {"flights": FlightsWorkflow}
 #: The workflows that run on a Dask cluster by name, and their Dask sides (a user's table is

@@ -2,8 +2,8 @@
 
 A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
 must have, :class:`WorkflowBase` gives the optional parts their defaults. Its :class:`Model` is
-what the executors time (a :class:`StopsEarly` model also searches its rounds before training),
-and :class:`DaskWorkflow` is its cluster side. The types at these seams are the arm's
+what the executors time (a :class:`StopsEarly` model also searches its rounds before training);
+its cluster side is a :class:`~accel.workflows.partitions.DaskForm`. The types at these seams are the arm's
 (:class:`~accel.backend.Backend`, :class:`~accel.precision.StoredMatrix`) or pandas-or-cuDF
 (``Frame``, ``Column``, ``Array`` of :mod:`accel._compat`); only what a model keeps of its own
 (its device input, its fitted form) and a workflow's raw data stay ``Any``.
@@ -144,32 +144,3 @@ class WorkflowBase:
     def __init__(self) -> None:
         self.feature_reports: dict[str, Any] = {}
         self.notices: list[str] = []
-
-
-@runtime_checkable
-class DaskWorkflow(Protocol):
-    """What the Dask runner (:func:`accel.scaleout.cluster_run.run_on_session`) needs of a workflow's cluster side.
-
-    :class:`~accel.workflows.flights_dask.DaskFlights` and :class:`~accel.workflows.table_dask.DaskTable`
-    have it. ``load`` returns what the workers hold (persisted) and the rows loaded; ``features``
-    turns that into a :class:`~accel.data.prepared.Prepared` of Dask collections, persisted on the workers. The
-    runner trains ``xgboost.dask`` on them; a multiclass workflow also has ``n_classes``.
-    """
-
-    name: str
-    task: str
-    settings: WorkflowSettings
-
-    def describe_data(self) -> dict[str, Any]: ...
-
-    def load(self, client: Any) -> tuple[Any, int]: ...
-
-    def features(self, client: Any, raw: Any, loaded_rows: int) -> Prepared: ...
-
-    def clear_workers(self, client: Any) -> None:
-        """Drop what the workers keep of this workflow between tasks (at the end of a run)."""
-
-
-#: Builds a workflow's Dask side for a started cluster:
-#: ``(settings, the workers' kind, the client's backend, workers, worker threads in all)``.
-DaskBuilder = Callable[[WorkflowSettings, str, "Backend", int, int], DaskWorkflow]

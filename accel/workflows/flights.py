@@ -223,9 +223,13 @@ class FlightsTransform:
         """The feature frame of rows joined already (:func:`row_features`): :func:`finish_features`."""
         return finish_features(self.xdf, joined, self.stats, self.vocabulary)
 
-    def transform(self, flights: Frame) -> Frame:
-        """The feature frame of raw flights rows, in their order."""
+    def transform(self, flights: Frame, folds: np.ndarray | None = None) -> Frame:
+        """The feature frame of raw flights rows, in their order (``folds``: unused, no statistic is out of fold)."""
         return self.finish(row_features(self.xdf, flights.reset_index(drop=True), self.weather, self.planes))
+
+    def labels(self, flights: Frame) -> Column:
+        """The target of flights rows that have an ``arr_delay``: :func:`target`."""
+        return target(flights)
 
     def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The fitted state as JSON values and pandas tables; :meth:`from_state` reads it back."""
