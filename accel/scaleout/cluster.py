@@ -244,20 +244,15 @@ def _check_scheme(address: str) -> None:
 
 
 async def _identify_scheduler(address: str, timeout: float, connection_args: dict[str, Any]) -> None:
-    """Connect to ``address`` and ask who answers; ValueError unless it is a Dask scheduler."""
+    """Ask who answers at ``address`` (Dask's ``identity``); ValueError unless it is a Dask scheduler."""
     import asyncio
 
-    from distributed.comm import connect
+    from distributed.core import rpc
 
-    # Dask's own timeout decides "nobody listens"; this outer bound only catches a peer that
-    # accepts and then never completes the handshake.
-    comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout + 2)
-    try:
-        # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
-        await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
-        reply = await asyncio.wait_for(comm.read(), timeout)
-    finally:
-        comm.abort()
+    # Dask's own timeout decides "nobody listens"; the outer bound catches a peer that accepts
+    # and then never completes the handshake, or never answers.
+    async with rpc(address, timeout=timeout, connection_args=connection_args) as peer:
+        reply = await asyncio.wait_for(peer.identity(), timeout + 2)
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         raise ValueError(
             f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler"
