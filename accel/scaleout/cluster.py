@@ -638,11 +638,7 @@ class ClusterSession:
         :attr:`all_workers_lost` says why.
         """
         self.all_workers_lost = False
-
-        def fired() -> None:
-            self.all_workers_lost = True
-
-        return self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired)
+        return self._cancel_when(set(), self.no_worker_grace, set(), interval)
 
     def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> AbstractContextManager[None]:
         """Cancel the futures created inside this block once one of ``workers`` has been gone
@@ -653,26 +649,17 @@ class ClusterSession:
         the peers were, waits (xgboost#9419, #10985). Cancelling the block's own futures makes
         the blocked call raise; data persisted before the block is left alone.
         """
-        expected = set(workers)
-        keep = set(self.client.futures)
-        return self._cancel_when(lambda now: not expected <= now, grace, "a training worker was lost", keep, interval)
+        return self._cancel_when(set(workers), grace, set(self.client.futures), interval)
 
     @contextmanager
-    def _cancel_when(
-        self,
-        bad: Callable[[set[str]], bool],
-        grace: float,
-        reason: str,
-        keep: set[Any],
-        interval: float,
-        fired: Callable[[], None] | None = None,
-    ) -> Iterator[None]:
-        """While the block runs, poll the scheduler's workers; once ``bad(workers)`` has held for
-        ``grace`` seconds, cancel this client's futures except those in ``keep`` (the blocked call
-        then raises) and call ``fired()``."""
+    def _cancel_when(self, expected: set[str], grace: float, keep: set[Any], interval: float) -> Iterator[None]:
+        """While the block runs, poll the scheduler's workers; once one of ``expected`` (none
+        expected: every worker) has been missing for ``grace`` seconds, cancel this client's
+        futures except those in ``keep`` (the blocked call then raises)."""
         from distributed import Future
 
         stop = threading.Event()
+        reason = "a training worker was lost" if expected else "every Dask worker was lost"
 
         def watch() -> None:
             bad_since = None
@@ -681,13 +668,12 @@ class ClusterSession:
                     now = set(self.client.scheduler_info(n_workers=-1)["workers"])
                 except Exception:  # noqa: BLE001 - the client closing under us
                     return
-                if not bad(now):
+                if (expected <= now) if expected else now:
                     bad_since = None
                     continue
                 bad_since = bad_since or time.monotonic()
                 if time.monotonic() - bad_since >= grace:
-                    if fired is not None:
-                        fired()
+                    self.all_workers_lost = self.all_workers_lost or not expected
                     keys = [k for k in list(self.client.futures) if k not in keep]
                     self.client.cancel([Future(k, self.client) for k in keys], reason=reason)
                     return

@@ -171,20 +171,13 @@ def drop_rank_lines() -> None:
     _rank_lines_dropped = True
 
 
-#: Said once per process, before the first distributed training (see :func:`_say_ring_sockets`).
+#: Said once per process, before the first distributed training (the sockets live while it trains).
 RING_SOCKETS_NOTE = (
     "note: while XGBoost trains, each worker's collective ring socket listens on every network interface "
     "(XGBoost binds it itself, with no setting for the address); the scheduler, workers and dashboard accel "
     "starts listen on 127.0.0.1 only"
 )
 _RING_SAID: list[bool] = []
-
-
-def _say_ring_sockets(say: Callable[[str], None]) -> None:
-    """Say :data:`RING_SOCKETS_NOTE` the first time this process trains on Dask (the sockets live while it trains)."""
-    if not _RING_SAID:
-        _RING_SAID.append(True)
-        say(RING_SOCKETS_NOTE)
 
 
 def train_with_one_retry(
@@ -209,7 +202,9 @@ def train_with_one_retry(
 
     client = session.client
     attempts: list[dict[str, Any]] = []
-    _say_ring_sockets(say)
+    if not _RING_SAID:
+        _RING_SAID.append(True)
+        say(RING_SOCKETS_NOTE)
     for attempt in (1, 2):
         before = session.workers_now()
         try:
@@ -232,7 +227,7 @@ def train_with_one_retry(
 
 
 def _failed_attempt(
-    session: ClusterSession, before: Any, attempt: int, exc: Exception, say: Callable[[str], None]
+    session: ClusterSession, before: list[str], attempt: int, exc: Exception, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """The record of a training attempt that raised ``exc`` with ``before`` the workers it started
     with, when one more attempt may follow on the workers left; :class:`ClusterRunFailed` otherwise."""

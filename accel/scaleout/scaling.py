@@ -198,6 +198,7 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
     from accel.workflows import WorkflowSettings, get_workflow
 
     config, finished = study.job.config, datetime.now(timezone.utc)
+    assert config.cluster is not None, "scaling_study refuses a study without a cluster"
     table, reference = scaling_rows(study.runs)
     described = described or get_workflow(config.workflow, WorkflowSettings.of(config))  # a named workflow
     return {
