@@ -598,17 +598,15 @@ class ClusterSession:
         details = [facts[address] | {"address": address} for address in sorted(facts)]
         if not details:
             raise AccelError("the Dask cluster has no workers")
-        if plan.worker_kind is not None:
-            worker_kind = plan.worker_kind
-        else:
-            usable = {bool(d["gpu_usable"]) for d in details}
-            if usable == {True, False}:
-                gpu = [d["address"] for d in details if d["gpu_usable"]]
+        worker_kind = plan.worker_kind
+        if worker_kind is None:  # a running cluster: its workers' kind, learnt from them
+            gpu = [d["address"] for d in details if d["gpu_usable"]]
+            if 0 < len(gpu) < len(details):
                 raise AccelError(
                     f"the cluster mixes GPU workers ({len(gpu)}) and CPU workers ({len(details) - len(gpu)}); "
                     "start all of them with 'dask cuda worker' or all with 'dask worker'"
                 )
-            worker_kind = "gpu" if usable == {True} else "cpu"
+            worker_kind = "gpu" if gpu else "cpu"
         threads = sorted({int(d["nthreads"]) for d in details})
         address = self.client.scheduler.address
         copied = ("rmm_pool_size", "device_memory_limit", "rmm_maximum_pool_size", "rmm_pool_basis", "memory_limit", "cudf_spill")
