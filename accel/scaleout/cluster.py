@@ -24,7 +24,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -244,20 +244,15 @@ def _check_scheme(address: str) -> None:
 
 
 async def _identify_scheduler(address: str, timeout: float, connection_args: dict[str, Any]) -> None:
-    """Connect to ``address`` and ask who answers; ValueError unless it is a Dask scheduler."""
+    """Ask who answers at ``address`` (Dask's ``identity``); ValueError unless it is a Dask scheduler."""
     import asyncio
 
-    from distributed.comm import connect
+    from distributed.core import rpc
 
-    # Dask's own timeout decides "nobody listens"; this outer bound only catches a peer that
-    # accepts and then never completes the handshake.
-    comm = await asyncio.wait_for(connect(address, timeout=timeout, **connection_args), timeout + 2)
-    try:
-        # The scheduler answers an identity request; a stranger does not (or not in Dask's format).
-        await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
-        reply = await asyncio.wait_for(comm.read(), timeout)
-    finally:
-        comm.abort()
+    # Dask's own timeout decides "nobody listens"; the outer bound catches a peer that accepts
+    # and then never completes the handshake, or never answers.
+    async with rpc(address, timeout=timeout, connection_args=connection_args) as peer:
+        reply = await asyncio.wait_for(peer.identity(), timeout + 2)
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         raise ValueError(
             f"the peer answered as {str(reply.get('type')) if isinstance(reply, dict) else type(reply).__name__}, not as a scheduler"
@@ -480,8 +475,6 @@ class ClusterSession:
         From :func:`plan_cluster`.
     say : callable, optional
         Where the one-line cluster description goes (default: stderr).
-    dashboard_address : str, default "127.0.0.1:8787"
-        Where a cluster started here serves its dashboard (Dask picks another port if taken).
     no_worker_grace : float, default NO_WORKERS_GRACE_S
         Seconds without any worker after which :meth:`no_worker_watchdog` gives up.
 
@@ -489,34 +482,19 @@ class ClusterSession:
     ----------
     client : distributed.Client
     info : ClusterInfo
+        What the cluster is (its workers, threads, devices): known once the session started.
     """
 
-    def __init__(
-        self,
-        plan: ClusterPlan,
-        say: Callable[[str], None] | None = None,
-        dashboard_address: str = DASHBOARD_ADDRESS,
-        no_worker_grace: float = NO_WORKERS_GRACE_S,
-    ):
-        self.plan = plan
-        self.say = say or say_line
-        self.dashboard_address = dashboard_address
+    def __init__(self, plan: ClusterPlan, say: Callable[[str], None] | None = None, no_worker_grace: float = NO_WORKERS_GRACE_S):
+        self.plan, self.say, self.no_worker_grace = plan, say or say_line, no_worker_grace
         self.cluster: Any = None
         self.client: Any = None
-        #: The variables the workers' pre-spawn environment overwrote in this process, to put back.
-        self._environ_before: dict[str, str | None] = {}
-        self._info: ClusterInfo | None = None
-        #: The workers' scratch folder (a cluster started here), removed on close.
-        self._scratch: Any = None
-        self.no_worker_grace = no_worker_grace
+        self.info: ClusterInfo
         self.all_workers_lost = False
-
-    @property
-    def info(self) -> ClusterInfo:
-        """What the cluster is (its workers, threads, devices): known once the session started."""
-        if self._info is None:
-            raise RuntimeError("the cluster session has not started: use it in a with block")
-        return self._info
+        #: What :meth:`close` undoes, the last first: the client, the cluster started here (its
+        #: worker processes), the variables the workers' pre-spawn environment overwrote in this
+        #: process, the workers' scratch folder.
+        self._closing = ExitStack()
 
     def __enter__(self) -> ClusterSession:
         try:
@@ -539,42 +517,34 @@ class ClusterSession:
     def _start(self) -> None:
         from distributed import Client
 
-        plan = self.plan
-        if plan.kind == "scheduler":
-            import dask
-
-            address = plan.address
-            assert address is not None, "plan_cluster gives a running cluster its address"
-            probe_scheduler(address)
-            try:
-                with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
-                    self.client = Client(address, timeout=CONNECT_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
-                raise _unreachable(address, f" within {CONNECT_TIMEOUT_S} s ({first_line(exc)})") from None
-            try:
-                self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
-            except TimeoutError:
-                raise AccelError(
-                    f"no worker joined the scheduler at {address} within {WORKERS_TIMEOUT_S} s; "
-                    f"start some with 'dask worker {address}' (or 'dask cuda worker')"
-                ) from None
+        if self.plan.kind == "scheduler":
+            assert self.plan.address is not None, "plan_cluster gives a running cluster its address"
+            self.client = _connect(self.plan.address)
         else:
             with _sigint_deferred():
                 self.cluster = self._start_local()
+                self._closing.callback(_close_quietly, self.cluster, 20)
             self.client = Client(self.cluster)
-        info = self._info = self._describe()
+        self._closing.callback(_close_quietly, self.client, 10)
+        info = self.info = self._describe()
         if any(w.get("cudf_spill") for w in info.worker_details):
             # The workers' cuDF buffers are spillable, and a spillable buffer sent here is rebuilt
             # as one, which needs a spill manager in this process too.
             receive_spillable_buffers()
 
     def _start_local(self) -> Any:
+        import dask
+
+        from accel import scratch
+        from accel.cache import cache_dir
+        from accel.openmp import worker_environ
+
         plan = self.plan
         common = {
             "n_workers": plan.workers,
             "threads_per_worker": plan.threads_per_worker,
             "host": "127.0.0.1",
-            "dashboard_address": self.dashboard_address,
+            "dashboard_address": DASHBOARD_ADDRESS,
             "protocol": plan.protocol,
             # Worker loss and restarts are reported by accel itself; Dask's own log lines would
             # bury the run's output on stderr. Real errors still surface as exceptions.
@@ -585,47 +555,37 @@ class ClusterSession:
         # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
         # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
         # never left in the temporary folder.
-        from accel import scratch
-        from accel.cache import cache_dir
-
-        self._scratch = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
-        common["local_directory"] = str(self._scratch)
-        import dask
-
+        folder = scratch.owned_folder(cache_dir() / "dask", "accel-dask-")
+        self._closing.callback(scratch.release, folder)
+        common["local_directory"] = str(folder)
         # Dask's Nanny sets the pre-spawn environment in this process too (os.environ.update before
         # each spawn, distributed/nanny.py): what was there before is put back when the session closes.
-        from accel.openmp import worker_environ
-
-        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *WORKER_ENVIRON, *worker_environ()}
-        self._environ_before = {k: os.environ.get(k) for k in keys}
+        environ = {**WORKER_ENVIRON, **worker_environ()}  # OpenMP's spin count: accel's, unless the user chose
+        keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), *environ}
+        self._closing.callback(_restore_environ, {k: os.environ.get(k) for k in keys})
+        spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
         try:
-            environ = {**WORKER_ENVIRON, **worker_environ()}  # OpenMP's spin count: accel's, unless the user chose
-            spawn = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
-            with dask.config.set({**spawn, "temporary-directory": str(self._scratch)}):  # the scheduler's scratch too
-                return self._start_local_cluster(plan, common)
+            with dask.config.set({**spawn, "temporary-directory": str(folder)}):  # the scheduler's scratch too
+                if plan.kind == "local":
+                    from distributed import LocalCluster
+
+                    return LocalCluster(processes=True, **common)
+                from dask_cuda import LocalCUDACluster
+
+                extra: dict[str, Any] = {}
+                if plan.rmm_pool_size is not None:
+                    extra["rmm_pool_size"] = plan.rmm_pool_size
+                    extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
+                if plan.device_memory_limit is not None:
+                    extra["device_memory_limit"] = plan.device_memory_limit
+                if plan.cudf_spill:
+                    # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
+                    extra["enable_cudf_spill"] = True
+                return LocalCUDACluster(**common, **extra)
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
             raise AccelError(f"could not start the {plan.kind} Dask cluster: {first_line(exc)}") from None
-
-    @staticmethod
-    def _start_local_cluster(plan: ClusterPlan, common: dict[str, Any]) -> Any:
-        if plan.kind == "local":
-            from distributed import LocalCluster
-
-            return LocalCluster(processes=True, **common)
-        from dask_cuda import LocalCUDACluster
-
-        extra: dict[str, Any] = {}
-        if plan.rmm_pool_size is not None:
-            extra["rmm_pool_size"] = plan.rmm_pool_size
-            extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
-        if plan.device_memory_limit is not None:
-            extra["device_memory_limit"] = plan.device_memory_limit
-        if plan.cudf_spill:
-            # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
-            extra["enable_cudf_spill"] = True
-        return LocalCUDACluster(**common, **extra)
 
     def _describe(self) -> ClusterInfo:
         plan = self.plan
@@ -638,17 +598,15 @@ class ClusterSession:
         details = [facts[address] | {"address": address} for address in sorted(facts)]
         if not details:
             raise AccelError("the Dask cluster has no workers")
-        if plan.worker_kind is not None:
-            worker_kind = plan.worker_kind
-        else:
-            usable = {bool(d["gpu_usable"]) for d in details}
-            if usable == {True, False}:
-                gpu = [d["address"] for d in details if d["gpu_usable"]]
+        worker_kind = plan.worker_kind
+        if worker_kind is None:  # a running cluster: its workers' kind, learnt from them
+            gpu = [d["address"] for d in details if d["gpu_usable"]]
+            if 0 < len(gpu) < len(details):
                 raise AccelError(
                     f"the cluster mixes GPU workers ({len(gpu)}) and CPU workers ({len(details) - len(gpu)}); "
                     "start all of them with 'dask cuda worker' or all with 'dask worker'"
                 )
-            worker_kind = "gpu" if usable == {True} else "cpu"
+            worker_kind = "gpu" if gpu else "cpu"
         threads = sorted({int(d["nthreads"]) for d in details})
         address = self.client.scheduler.address
         copied = ("rmm_pool_size", "device_memory_limit", "rmm_maximum_pool_size", "rmm_pool_basis", "memory_limit", "cudf_spill")
@@ -678,11 +636,7 @@ class ClusterSession:
         :attr:`all_workers_lost` says why.
         """
         self.all_workers_lost = False
-
-        def fired() -> None:
-            self.all_workers_lost = True
-
-        return self._cancel_when(lambda now: not now, self.no_worker_grace, "every Dask worker was lost", set(), interval, fired)
+        return self._cancel_when(set(), self.no_worker_grace, set(), interval)
 
     def worker_loss_watchdog(self, workers: list[str], grace: float, interval: float = 0.5) -> AbstractContextManager[None]:
         """Cancel the futures created inside this block once one of ``workers`` has been gone
@@ -693,26 +647,17 @@ class ClusterSession:
         the peers were, waits (xgboost#9419, #10985). Cancelling the block's own futures makes
         the blocked call raise; data persisted before the block is left alone.
         """
-        expected = set(workers)
-        keep = set(self.client.futures)
-        return self._cancel_when(lambda now: not expected <= now, grace, "a training worker was lost", keep, interval)
+        return self._cancel_when(set(workers), grace, set(self.client.futures), interval)
 
     @contextmanager
-    def _cancel_when(
-        self,
-        bad: Callable[[set[str]], bool],
-        grace: float,
-        reason: str,
-        keep: set[Any],
-        interval: float,
-        fired: Callable[[], None] | None = None,
-    ) -> Iterator[None]:
-        """While the block runs, poll the scheduler's workers; once ``bad(workers)`` has held for
-        ``grace`` seconds, cancel this client's futures except those in ``keep`` (the blocked call
-        then raises) and call ``fired()``."""
+    def _cancel_when(self, expected: set[str], grace: float, keep: set[Any], interval: float) -> Iterator[None]:
+        """While the block runs, poll the scheduler's workers; once one of ``expected`` (none
+        expected: every worker) has been missing for ``grace`` seconds, cancel this client's
+        futures except those in ``keep`` (the blocked call then raises)."""
         from distributed import Future
 
         stop = threading.Event()
+        reason = "a training worker was lost" if expected else "every Dask worker was lost"
 
         def watch() -> None:
             bad_since = None
@@ -721,13 +666,12 @@ class ClusterSession:
                     now = set(self.client.scheduler_info(n_workers=-1)["workers"])
                 except Exception:  # noqa: BLE001 - the client closing under us
                     return
-                if not bad(now):
+                if (expected <= now) if expected else now:
                     bad_since = None
                     continue
                 bad_since = bad_since or time.monotonic()
                 if time.monotonic() - bad_since >= grace:
-                    if fired is not None:
-                        fired()
+                    self.all_workers_lost = self.all_workers_lost or not expected
                     keys = [k for k in list(self.client.futures) if k not in keep]
                     self.client.cancel([Future(k, self.client) for k in keys], reason=reason)
                     return
@@ -742,22 +686,45 @@ class ClusterSession:
 
     def close(self) -> None:
         """Close the client, then the cluster this session started (and its worker processes)."""
-        closing = ((self.client, 10), (self.cluster, 20))
         self.client = self.cluster = None
-        for what, timeout in closing:
-            if what is not None:
-                with suppress(Exception):  # closing must not hide the error that got us here
-                    what.close(timeout=timeout)
-        for key, value in self._environ_before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._environ_before = {}
-        from accel import scratch
+        self._closing.close()
 
-        scratch.release(self._scratch)
-        self._scratch = None
+
+def _connect(address: str) -> Client:
+    """A client of the running scheduler at ``address``, once one worker at least is there."""
+    import dask
+    from distributed import Client
+
+    probe_scheduler(address)
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
+            client = Client(address, timeout=CONNECT_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
+        raise _unreachable(address, f" within {CONNECT_TIMEOUT_S} s ({first_line(exc)})") from None
+    try:
+        client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+    except BaseException as exc:
+        _close_quietly(client, 10)
+        if not isinstance(exc, TimeoutError):
+            raise
+        raise AccelError(
+            f"no worker joined the scheduler at {address} within {WORKERS_TIMEOUT_S} s; "
+            f"start some with 'dask worker {address}' (or 'dask cuda worker')"
+        ) from None
+    return client
+
+
+def _close_quietly(what: Any, timeout: float) -> None:
+    with suppress(Exception):  # closing must not hide the error that got us here
+        what.close(timeout=timeout)
+
+
+def _restore_environ(before: dict[str, str | None]) -> None:
+    for key, value in before.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @contextmanager

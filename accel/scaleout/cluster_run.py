@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -171,20 +171,13 @@ def drop_rank_lines() -> None:
     _rank_lines_dropped = True
 
 
-#: Said once per process, before the first distributed training (see :func:`_say_ring_sockets`).
+#: Said once per process, before the first distributed training (the sockets live while it trains).
 RING_SOCKETS_NOTE = (
     "note: while XGBoost trains, each worker's collective ring socket listens on every network interface "
     "(XGBoost binds it itself, with no setting for the address); the scheduler, workers and dashboard accel "
     "starts listen on 127.0.0.1 only"
 )
 _RING_SAID: list[bool] = []
-
-
-def _say_ring_sockets(say: Callable[[str], None]) -> None:
-    """Say :data:`RING_SOCKETS_NOTE` the first time this process trains on Dask (the sockets live while it trains)."""
-    if not _RING_SAID:
-        _RING_SAID.append(True)
-        say(RING_SOCKETS_NOTE)
 
 
 def train_with_one_retry(
@@ -209,7 +202,9 @@ def train_with_one_retry(
 
     client = session.client
     attempts: list[dict[str, Any]] = []
-    _say_ring_sockets(say)
+    if not _RING_SAID:
+        _RING_SAID.append(True)
+        say(RING_SOCKETS_NOTE)
     for attempt in (1, 2):
         before = session.workers_now()
         try:
@@ -232,7 +227,7 @@ def train_with_one_retry(
 
 
 def _failed_attempt(
-    session: ClusterSession, before: Any, attempt: int, exc: Exception, say: Callable[[str], None]
+    session: ClusterSession, before: list[str], attempt: int, exc: Exception, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """The record of a training attempt that raised ``exc`` with ``before`` the workers it started
     with, when one more attempt may follow on the workers left; :class:`ClusterRunFailed` otherwise."""
@@ -486,72 +481,102 @@ def check_dask_config(config: RunConfig) -> None:
         raise refusal(config.model, "dask", "run it in this process (without --cluster/--scheduler)")
 
 
-def run_placed_arm(
-    place: ArmPlace,
-    workflow: str | DaskBuilder,
-    config: RunConfig,
-    listener: Listener | None,
-    say: Callable[[str], None],
-    early_stopping: EarlyStopping,
-    single_process: Callable[[], Any] | None = None,
-) -> tuple[dict[str, Any], Any, Any]:
-    """One arm of a run of ``config`` where :func:`accel.scaleout.arms.plan_arms` put it; ``(its
-    part of the record, the workflow, its fitted pipeline)``.
+@dataclass
+class DaskJob:
+    """What every arm of a run on Dask shares: a cluster run's two arms, each run of a scaling study.
 
-    A cluster accel starts is started for the arm and closed after it (the next arm gets the
-    node to itself); a running cluster stays attached. The arm in this process runs
-    ``single_process()``'s workflow with :func:`accel.runner.run_arm_safely`. Every arm given
-    the same ``early_stopping`` trains the rounds the first of them decided.
+    Attributes
+    ----------
+    config : RunConfig
+    early_stopping : EarlyStopping
+        One decision of the rounds: every arm trains the rounds the first of them decided.
+    workflow : str or DaskBuilder
+        What each cluster run builds its Dask workflow from: a name of
+        :data:`accel.workflows.DASK_WORKFLOWS`, or a table's builder.
+    planned : Workflow or None
+        A user's table's single-process workflow, planned here on the host once (rows, split,
+        columns); None for a named workflow.
+    listener, say
+        Where the progress and the cluster's lines go.
     """
-    if place.skip is not None:
-        return skipped(place.skip).as_dict(), None, None
-    if place.placement == "process":
-        from accel.runner import run_arm_safely
 
-        assert single_process is not None
-        single = single_process()  # built with ``early_stopping`` (:func:`accel.runner.build_workflow`)
-        result = run_arm_safely(place.arm_backend(), single, listener, config.memory_settings(), collect=False)
-        arm = {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None}
-        return arm, single, result.pipeline
-    t0 = time.perf_counter()
-    with ExitStack() as stack:
-        session = place.open_session(stack, say)
-        startup = time.perf_counter() - t0 if place.session is None else 0.0
-        settings, params = WorkflowSettings.of(config), XGBoostSettings(**config.model_params())  # a model with a Dask trainer
-        arm, dask_workflow, pipeline = run_on_session(
-            session, workflow, settings, params, config.seed, listener, say, place.arm_backend(), early_stopping
-        )
-        arm["cluster"] = describe_cluster(session.info, arm, startup)
-    return arm, dask_workflow, pipeline
+    config: RunConfig
+    early_stopping: EarlyStopping
+    workflow: str | DaskBuilder
+    planned: Any = None
+    listener: Listener | None = None
+    say: Callable[[str], None] = _say
+
+    @classmethod
+    def plan(
+        cls,
+        config: RunConfig,
+        listener: Listener | None,
+        say: Callable[[str], None],
+        on_plan: Callable[[Any], None] | None = None,
+    ) -> DaskJob:
+        """The job of ``config``; ``on_plan(planned)`` is called with a table's plan. A name that
+        cannot run on Dask is refused (an unknown one with the usual error)."""
+        from accel.runner import build_workflow, early_stopping_for
+
+        job = cls(config=config, early_stopping=early_stopping_for(config), workflow=config.workflow, listener=listener, say=say)
+        if config.data is None:
+            if config.workflow not in DASK_WORKFLOWS:
+                from accel.workflows import get_workflow
+
+                get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
+                raise _not_on_dask(config.workflow)
+            return job
+        job.planned = build_workflow(config, job.early_stopping)
+        if on_plan is not None:
+            on_plan(job.planned)
+        from accel.workflows.table_dask import table_builder
+
+        assert job.planned.planned is not None, "a table's workflow is planned"
+        job.workflow = table_builder(job.planned.planned)
+        return job
+
+    def single_process(self) -> Any:
+        """The workflow of an arm in this process: the table's plan, or the named workflow built."""
+        from accel.runner import build_workflow
+
+        return self.planned if self.planned is not None else build_workflow(self.config, self.early_stopping)
+
+    def run_arm(self, place: ArmPlace) -> tuple[dict[str, Any], Any, Any]:
+        """One arm where :func:`accel.scaleout.arms.plan_arms` put it; ``(its part of the record,
+        the workflow, its fitted pipeline)``.
+
+        A cluster accel starts is started for the arm and closed after it (the next arm gets the
+        node to itself); a running cluster stays attached. The arm in this process runs
+        :meth:`single_process` with :func:`accel.runner.run_arm_safely`.
+        """
+        config, listener, say = self.config, self.listener, self.say
+        if place.skip is not None:
+            return skipped(place.skip).as_dict(), None, None
+        if place.placement == "process":
+            from accel.runner import run_arm_safely
+
+            single = self.single_process()
+            result = run_arm_safely(place.arm_backend(), single, listener, config.memory_settings(), collect=False)
+            arm = {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None}
+            return arm, single, result.pipeline
+        t0 = time.perf_counter()
+        with ExitStack() as stack:
+            session = place.open_session(stack, say)
+            startup = time.perf_counter() - t0 if place.session is None else 0.0
+            settings, params = (
+                WorkflowSettings.of(config),
+                XGBoostSettings(**config.model_params()),
+            )  # a model with a Dask trainer
+            arm, dask_workflow, pipeline = run_on_session(
+                session, self.workflow, settings, params, config.seed, listener, say, place.arm_backend(), self.early_stopping
+            )
+            arm["cluster"] = describe_cluster(session.info, arm, startup)
+        return arm, dask_workflow, pipeline
 
 
 def _not_on_dask(workflow: str) -> AccelError:
     return AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-
-
-def dask_workflow_of(
-    config: RunConfig, early_stopping: EarlyStopping, on_plan: Callable[[Any], None] | None = None
-) -> tuple[Any, str | DaskBuilder]:
-    """What a run on Dask runs: ``(planned, workflow)``, ``planned`` the single-process workflow of a
-    user's table, planned here on the host (``on_plan(planned)`` is called with it; None for a named
-    workflow), ``workflow`` what each cluster run builds its Dask workflow from. A name that cannot
-    run on Dask is refused (an unknown one with the usual error)."""
-    from accel.runner import build_workflow
-
-    if config.data is None:
-        if config.workflow not in DASK_WORKFLOWS:
-            from accel.workflows import get_workflow
-
-            get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
-            raise _not_on_dask(config.workflow)
-        return None, config.workflow
-    planned = build_workflow(config, early_stopping)  # the single-process plan: rows, split, columns
-    if on_plan is not None:
-        on_plan(planned)
-    from accel.workflows.table_dask import table_builder
-
-    assert planned.planned is not None, "a table's workflow is planned"
-    return planned, table_builder(planned.planned)
 
 
 def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
@@ -589,32 +614,26 @@ def cluster_run(
     (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
     (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
-    from accel.runner import PairedRun, build_workflow, early_stopping_for, run_record
+    from accel.runner import PairedRun, run_record
 
     cluster = config.cluster
     assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
-    early_stopping = early_stopping_for(config)  # one decision of the rounds for both arms
     run = PairedRun(config, ensure_writable(config.out), process_start)
-    planned_workflow, workflow = dask_workflow_of(config, early_stopping, on_plan)
-
-    def single_process() -> Any:
-        return planned_workflow if planned_workflow is not None else build_workflow(config, early_stopping)
-
-    run.planned(planned_workflow)
+    job = DaskJob.plan(config, listener, say, on_plan)  # one decision of the rounds for both arms
+    run.planned(job.planned)
     described = None
     with ExitStack() as stack:
         places = plan_arms(cluster, config.device, stack, say)
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
-            part, ran, pipeline = run_placed_arm(places[kind], workflow, config, listener, say, early_stopping, single_process)
+            part, ran, pipeline = job.run_arm(places[kind])
             run.add_arm(kind, t0, part, pipeline)
             described = described or ran
     if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
         raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
     # The model as the workers trained it: XGBoost (the model with a Dask trainer: check_dask_config) with its Dask library.
-    model = XGBoostModel(
-        XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=early_stopping
-    )
+    es = job.early_stopping
+    model = XGBoostModel(XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=es)
     library = MODELS[config.model].caps.dask
-    return run_record(run, described, early_stopping, model={**model.describe(), "library": library}, mode="dask")
+    return run_record(run, described, es, model={**model.describe(), "library": library}, mode="dask")

@@ -17,7 +17,6 @@ sketch is also merged across workers, so the accuracy is recorded at every count
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,9 +31,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from accel.config import RunConfig
-    from accel.early_stopping import EarlyStopping
     from accel.result import Listener
     from accel.scaleout.arms import ArmKind, ArmPlace
+    from accel.scaleout.cluster_run import DaskJob
 
 STAGE_ROWS = (*STAGES, "total")
 METRIC = "auc"
@@ -100,23 +99,20 @@ def _counts(workers: Any) -> list[int]:
 
 @dataclass
 class _Study:
-    """What the runs of one scaling study share: the configuration, the workflow, where each arm runs."""
+    """A scaling study as it goes: what its runs share (:class:`~accel.scaleout.cluster_run.DaskJob`),
+    its worker counts with each count's arms, and the runs done."""
 
-    config: Any
+    job: DaskJob
     counts: list[int]
-    early_stopping: EarlyStopping
-    planned: Any  # a user's table's single-process workflow, planned once; None for a named workflow
-    workflow: Any  # what each cluster run builds its workflow from
     places: list[dict[ArmKind, ArmPlace]]
-    listener: Listener | None
-    say: Callable[[str], None]
     runs: list[dict[str, Any]] = field(default_factory=list)
     skipped_arms: dict[str, str] = field(default_factory=dict)
 
-    def section(self, label: str) -> None:
-        """Tell the listener that what follows is the run ``label``."""
-        if self.listener:
-            self.listener.section(label)
+    def begin(self, line: str, kind: str, workers: int) -> None:
+        """Say ``line``; tell the listener that the run of ``kind`` on ``workers`` follows (as the table's column names it)."""
+        self.job.say(line)
+        if self.job.listener:
+            self.job.listener.section(scaling_label(kind, workers))
 
 
 def scaling_study(
@@ -126,58 +122,45 @@ def scaling_study(
 
     At each worker count both arms of a cluster run (:func:`accel.scaleout.arms.plan_arms`):
     with ``local-cuda`` the GPU workers, then as many CPU workers sharing the node's cores;
-    with ``local`` the CPU workers only. A user's table (``config.data``) is planned once, here.
+    with ``local`` the CPU workers only. A user's table (``config.data``) is planned once, here,
+    and every run (the baseline, each count, each arm) trains the rounds the first decided.
+    Every count's arms are checked against the machine before the first cluster starts.
     """
+    from contextlib import ExitStack
+
     from accel.environment import collect_environment
     from accel.output import say as _say
     from accel.record import ensure_writable, write_record
-    from accel.runner import early_stopping_for
-    from accel.scaleout.cluster_run import check_dask_config
+    from accel.scaleout.arms import plan_arms
+    from accel.scaleout.cluster_run import DaskJob, check_dask_config
 
     check_dask_config(config)
-    # Every run of the study (the baseline, each count, each arm) trains the rounds the first decided.
-    early_stopping = early_stopping_for(config)
     out = ensure_writable(config.out)
-    study = _plan_study(config, counts, early_stopping, listener, say or _say)
+    job = DaskJob.plan(config, listener, say or _say)
+    if (cluster := config.cluster) is None:
+        raise AccelError("accel scale needs a cluster: --cluster local|local-cuda or --scheduler ADDRESS")
+    with ExitStack() as stack:
+        places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack, job.say) for n in counts]
+    study = _Study(job, counts, places)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     if baseline:
         _run_single_process(study)
     ran = _run_clusters(study)
-    described = study.planned or ran
-    record = _scaling_record(study, described, started, environment)
+    record = _scaling_record(study, job.planned or ran, started, environment)
     path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{record['cluster_kind']}")
     png = write_plot(record, path.with_suffix(".png"))
     return record, path, png
 
 
-def _plan_study(
-    config: RunConfig, counts: list[int], early_stopping: EarlyStopping, listener: Listener | None, say: Callable[[str], None]
-) -> _Study:
-    """The workflow (a user's table planned once, for every count) and, before the first cluster
-    starts, every count's arms checked against the machine."""
-    from contextlib import ExitStack
-
-    from accel.scaleout.arms import plan_arms
-    from accel.scaleout.cluster_run import dask_workflow_of
-
-    planned, workflow = dask_workflow_of(config, early_stopping)  # a table's single-process plan, made once for every count
-    if (cluster := config.cluster) is None:
-        raise AccelError("accel scale needs a cluster: --cluster local|local-cuda or --scheduler ADDRESS")
-    with ExitStack() as stack:
-        places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack, say) for n in counts]
-    return _Study(config, counts, early_stopping, planned, workflow, places, listener, say)
-
-
 def _run_single_process(study: _Study) -> None:
     """The single-process CPU baseline: accel run's CPU arm, no Dask, every core."""
-    from accel.runner import build_workflow, run_arm_safely
+    from accel.runner import run_arm_safely
 
-    config = study.config
-    study.say("single-process CPU baseline (no Dask, every core)")
-    study.section(scaling_label("single-process", 1))
-    workflow = study.planned if study.planned is not None else build_workflow(config, study.early_stopping)
-    arm = run_arm_safely(study.places[0]["cpu"].arm_backend(), workflow, study.listener, config.memory_settings()).as_dict()
+    job = study.job
+    study.begin("single-process CPU baseline (no Dask, every core)", "single-process", 1)
+    backend = study.places[0]["cpu"].arm_backend()
+    arm = run_arm_safely(backend, job.single_process(), job.listener, job.config.memory_settings()).as_dict()
     threads = arm["threads"].get("cores_available")
     study.runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
 
@@ -188,7 +171,7 @@ _ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
 
 def _run_clusters(study: _Study) -> Any:
     """Each arm at each worker count on its own cluster; the workflow the first that ran describes."""
-    from accel.scaleout.cluster_run import ClusterRunFailed, run_placed_arm
+    from accel.scaleout.cluster_run import ClusterRunFailed
 
     described = None
     for n, place in zip(study.counts, study.places, strict=True):
@@ -197,10 +180,9 @@ def _run_clusters(study: _Study) -> Any:
             if where.skip is not None:
                 study.skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
-            study.say(f"{arm_kind.upper()} arm: {n} worker(s)")
-            study.section(scaling_label(arm_kind, n))  # as the table's column names it
+            study.begin(f"{arm_kind.upper()} arm: {n} worker(s)", arm_kind, n)
             try:
-                arm, ran, _ = run_placed_arm(where, study.workflow, study.config, study.listener, study.say, study.early_stopping)
+                arm, ran, _ = study.job.run_arm(where)
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
@@ -215,7 +197,8 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
     from accel.record import record_head
     from accel.workflows import WorkflowSettings, get_workflow
 
-    config, finished = study.config, datetime.now(timezone.utc)
+    config, finished = study.job.config, datetime.now(timezone.utc)
+    assert config.cluster is not None, "scaling_study refuses a study without a cluster"
     table, reference = scaling_rows(study.runs)
     described = described or get_workflow(config.workflow, WorkflowSettings.of(config))  # a named workflow
     return {
@@ -229,7 +212,7 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
         "config": config.model_dump(mode="json"),
         "data": described.describe_data(),
         "worker_counts": study.counts,
-        "early_stopping": study.early_stopping.describe(),
+        "early_stopping": study.job.early_stopping.describe(),
         "speedup_reference": reference,
         "metric_name": "rmse" if described.task == "regression" else METRIC,
         "definitions": {
