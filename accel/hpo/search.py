@@ -431,7 +431,7 @@ def run_trials(
 _WORKER_CONTEXTS: dict[tuple[str, str], SearchContext] = {}
 
 
-def _worker_trials(spec: dict[str, Any]) -> int:
+def _worker_trials(spec: dict[str, Any]) -> None:
     """A Dask task: run this worker's share of the trials, one at a time, on its own arm.
 
     Each worker opens the shared storage itself, computes the features once (cached in the
@@ -455,11 +455,8 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     # Seeds differ per worker, so that the workers' first (random) trials differ.
     study = load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
-    if timeout == 0.0:
-        return 0
-    before = len(study.get_trials(deepcopy=False))
-    study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
-    return len(study.get_trials(deepcopy=False)) - before
+    if timeout != 0.0:
+        study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
 
 
 def run_trials_on_client(
@@ -479,16 +476,12 @@ def run_trials_on_client(
         return len(workers)
     deadline = None if timeout is None else time.time() + timeout
     shares = [n_trials // len(workers) + (i < n_trials % len(workers)) for i in range(len(workers))]
+    spec = {"config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm}
     futures = []
     for i, (worker, share) in enumerate(zip(workers, shares)):
-        if share == 0:
-            continue
-        spec = {
-            "config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm,
-            "n_trials": share, "deadline": deadline, "index": i,
-        }  # fmt: skip
-        key = f"accel-hpo-{study.study_name}-{i}"
-        futures.append(client.submit(_worker_trials, spec, workers=[worker], allow_other_workers=False, pure=False, key=key))
+        if share:  # fewer trials than workers: the last workers get none
+            key, task = f"accel-hpo-{study.study_name}-{i}", {**spec, "n_trials": share, "deadline": deadline, "index": i}
+            futures.append(client.submit(_worker_trials, task, workers=[worker], allow_other_workers=False, pure=False, key=key))
     _follow(study, futures, log)
     return len(workers)
 
