@@ -52,10 +52,9 @@ def check_split_for_search(backend: Backend, out: Path) -> None:
     rows = ctx.data.rows
     assert rows["fit"] + rows["validation"] == rows["train"]
     assert rows["subset"] == round(rows["fit"] * 0.5)
-    assert rows["test"] == len(ctx.data.y_test) and rows["train"] == len(ctx.data.y_train)
-    y_fit = _compat.to_numpy(ctx.data.y_fit).astype(float)
-    y_sub = _compat.to_numpy(ctx.data.y_subset).astype(float)
-    y_val = _compat.to_numpy(ctx.data.y_valid).astype(float)
+    parts = ctx.data.parts
+    assert rows["test"] == len(parts["test"][1]) and rows["train"] == len(parts["train"][1])
+    y_fit, y_sub, y_val = (_compat.to_numpy(parts[name][1]).astype(float) for name in ("fit", "subset", "valid"))
     # Stratified: the class shares agree to within one row's worth.
     assert abs(y_sub.mean() - y_fit.mean()) <= 1.5 / len(y_sub)
     assert abs(y_val.mean() - y_fit.mean()) <= 1.5 / len(y_val) + 1.5 / len(y_fit)

@@ -87,33 +87,25 @@ if TYPE_CHECKING:
 class SearchData:
     """Model-ready rows of one arm, split for the search.
 
-    ``fit`` + ``valid`` are the training rows; ``subset`` is drawn from ``fit``; the hold-out
-    (``X_test``) is touched only by the default baseline and the retrained best. The ``X_*``
-    are frames after :func:`split_for_search` and stored matrices
+    ``parts`` holds ``(X, y)`` of each part: ``fit`` + ``valid`` are the ``train`` rows; ``subset``
+    is drawn from ``fit``; the hold-out (``test``) is touched only by the default baseline and the
+    retrained best. The ``X`` are frames after :func:`split_for_search` and stored matrices
     (:class:`~accel.precision.StoredMatrix`, what the models take) after :func:`store_search_data`.
     """
 
-    X_train: Any
-    y_train: Any
-    X_test: Any
-    y_test: Any
-    X_fit: Any
-    y_fit: Any
-    X_valid: Any
-    y_valid: Any
-    X_subset: Any
-    y_subset: Any
+    parts: dict[str, tuple[Any, Any]]
     rows: dict[str, int]
     notes: list[str] = field(default_factory=list)
 
     def part(self, name: str) -> tuple[Any, ...]:
         """``(X, y, X_eval, y_eval)`` of ``name``: ``subset`` and ``fit`` scored on the validation part, ``train`` on the hold-out."""
-        scored_on = "test" if name == "train" else "valid"
-        return tuple(getattr(self, f"{xy}_{rows}") for rows in (name, scored_on) for xy in "Xy")
+        return (*self.parts[name], *self.parts["test" if name == "train" else "valid"])
 
 
-def _take(frame: Any, positions: np.ndarray) -> Any:
-    return frame.iloc[positions].reset_index(drop=True)
+def _take(part: tuple[Any, Any], positions: np.ndarray) -> tuple[Any, Any]:
+    """The rows at ``positions`` of ``part``'s ``(X, y)``."""
+    X, y = part
+    return X.iloc[positions].reset_index(drop=True), y.iloc[positions].reset_index(drop=True)
 
 
 def _draw(n: int, share: float, y: np.ndarray | None, seed: int, what: str, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -140,18 +132,21 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
     stratify = is_classification(task)
     notes: list[str] = []
     fit_pos, valid_pos = _draw(len(y_host), validation, y_host if stratify else None, seed, "validation part", notes)
-    fit = _take(prepared.X_train, fit_pos), _take(prepared.y_train, fit_pos)
-    valid = _take(prepared.X_train, valid_pos), _take(prepared.y_train, valid_pos)
-    sub = fit  # all the fitting rows (the same frames: stored once)
+    train = prepared.X_train, prepared.y_train
+    parts = {
+        "train": train,
+        "test": (prepared.X_test, prepared.y_test),
+        "fit": _take(train, fit_pos),
+        "valid": _take(train, valid_pos),
+    }
+    parts["subset"] = parts["fit"]  # all the fitting rows (the same frames: stored once)
     if subset < 1:
         _, sub_pos = _draw(len(fit_pos), subset, y_host[fit_pos] if stratify else None, seed + 1, "subset", notes)
-        sub = _take(fit[0], sub_pos), _take(fit[1], sub_pos)
-    rows = dict(train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(sub[1]), test=len(prepared.y_test))
-    train, test = (prepared.X_train, prepared.y_train), (prepared.X_test, prepared.y_test)
-    return SearchData(*train, *test, *fit, *valid, *sub, rows=rows, notes=notes)  # (X, y) of each part, in the fields' order
-
-
-X_PARTS = ("X_train", "X_test", "X_fit", "X_valid", "X_subset")
+        parts["subset"] = _take(parts["fit"], sub_pos)
+    rows = dict(
+        train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(parts["subset"][1]), test=len(prepared.y_test)
+    )
+    return SearchData(parts=parts, rows=rows, notes=notes)
 
 
 def store_search_data(backend: Backend, data: SearchData, categorical: list[str], precision: Any, batch_rows: int) -> SearchData:
@@ -159,11 +154,10 @@ def store_search_data(backend: Backend, data: SearchData, categorical: list[str]
     from accel.precision import store_frame
 
     stored: dict[int, Any] = {}
-    for name in X_PARTS:
-        frame = getattr(data, name)
+    for name, (frame, y) in data.parts.items():
         if id(frame) not in stored:  # the subset may be all the fitting rows: stored once
             stored[id(frame)] = store_frame(backend, frame, categorical, precision, batch_rows)
-        setattr(data, name, stored[id(frame)])
+        data.parts[name] = (stored[id(frame)], y)
     return data
 
 
@@ -322,7 +316,7 @@ class Objective:
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
         callbacks = pruning_callbacks(ctx.config.model, trial, ctx.task)
-        result = Measured(rows=len(ctx.data.y_subset))
+        result = Measured(rows=ctx.data.rows["subset"])
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
         try:
@@ -437,7 +431,7 @@ def run_trials(
 _WORKER_CONTEXTS: dict[tuple[str, str], SearchContext] = {}
 
 
-def _worker_trials(spec: dict[str, Any]) -> int:
+def _worker_trials(spec: dict[str, Any]) -> None:
     """A Dask task: run this worker's share of the trials, one at a time, on its own arm.
 
     Each worker opens the shared storage itself, computes the features once (cached in the
@@ -461,11 +455,8 @@ def _worker_trials(spec: dict[str, Any]) -> int:
     # Seeds differ per worker, so that the workers' first (random) trials differ.
     study = load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
-    if timeout == 0.0:
-        return 0
-    before = len(study.get_trials(deepcopy=False))
-    study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
-    return len(study.get_trials(deepcopy=False)) - before
+    if timeout != 0.0:
+        study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
 
 
 def run_trials_on_client(
@@ -485,16 +476,12 @@ def run_trials_on_client(
         return len(workers)
     deadline = None if timeout is None else time.time() + timeout
     shares = [n_trials // len(workers) + (i < n_trials % len(workers)) for i in range(len(workers))]
+    spec = {"config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm}
     futures = []
     for i, (worker, share) in enumerate(zip(workers, shares)):
-        if share == 0:
-            continue
-        spec = {
-            "config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm,
-            "n_trials": share, "deadline": deadline, "index": i,
-        }  # fmt: skip
-        key = f"accel-hpo-{study.study_name}-{i}"
-        futures.append(client.submit(_worker_trials, spec, workers=[worker], allow_other_workers=False, pure=False, key=key))
+        if share:  # fewer trials than workers: the last workers get none
+            key, task = f"accel-hpo-{study.study_name}-{i}", {**spec, "n_trials": share, "deadline": deadline, "index": i}
+            futures.append(client.submit(_worker_trials, task, workers=[worker], allow_other_workers=False, pure=False, key=key))
     _follow(study, futures, log)
     return len(workers)
 
@@ -637,7 +624,7 @@ def run_search(
             if not best:
                 return _finish(run, out, _no_trial_arms(run))
             run.record["best_trial"] = _best_trial(run.ctx, best[0])
-            return _finish(run, out, _arms(run, _final(run, _top_k(run, best), baseline)))
+            return _finish(run, out, _final(run, _top_k(run, best), baseline))
         except BaseException as exc:
             discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
             if isinstance(exc, KeyboardInterrupt) and not discarded:
@@ -668,10 +655,8 @@ class _Search:
     """What the phases of one search share: the study, the arm's context and the record they fill."""
 
     opened: OpenedStudy
-    backend: Backend
     gpu_note: str | None
     ctx: SearchContext
-    metric: str
     direction: str
     log: Callable[[str], None]
     started: datetime
@@ -715,7 +700,7 @@ def _start(
     )
     for note in ctx.data.notes:
         log(f"  note: {note}")
-    return _Search(opened, backend, gpu_note, ctx, metric, direction, log, started, phases)
+    return _Search(opened, gpu_note, ctx, direction, log, started, phases)
 
 
 def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
@@ -735,9 +720,9 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
             finally:
                 if listener is not None:
                     listener.section(None)
-        baseline = base.entry(run.metric, {"params": dict(run.ctx.base_params)}, evaluated_on="hold-out")
+        baseline = base.entry(run.ctx.metric, {"params": dict(run.ctx.base_params)}, evaluated_on="hold-out")
         run.opened.study.set_user_attr("baseline", strict(baseline)[0])
-    run.log(f"default baseline: {run.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
+    run.log(f"default baseline: {run.ctx.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
     return baseline
 
 
@@ -758,7 +743,7 @@ def _trials(
         if client is None:
             run_trials(study, run.ctx, remaining, hpo.timeout, each_trial, total=hpo.trials)
         else:
-            n_workers = run_trials_on_client(client, run.opened, run.backend.name, remaining, hpo.timeout, each_trial)
+            n_workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
     counts = trial_counts(study)
     run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
@@ -782,7 +767,7 @@ def _record(
         "study": {
             "name": opened.study.study_name,
             "storage": redact(opened.storage_url),
-            "metric": run.metric,
+            "metric": run.ctx.metric,
             "direction": run.direction,
             "resumed": opened.resumed,
             "joined": opened.joined,
@@ -792,8 +777,8 @@ def _record(
         },  # fmt: skip
         "config": public_config(config),
         "search": {
-            "arm": run.backend.name,
-            "gpu_arm": "used" if run.backend.is_gpu else f"skipped: {run.gpu_note}",
+            "arm": run.ctx.backend.name,
+            "gpu_arm": "used" if run.ctx.backend.is_gpu else f"skipped: {run.gpu_note}",
             "rows": ctx.data.rows,
             "subset": config.hpo.subset,
             "trial_rounds": config.hpo.trial_rounds,
@@ -861,7 +846,7 @@ def _best_trial(ctx: SearchContext, first: FrozenTrial) -> dict[str, Any]:
 
 def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
     """The top-k again on every fitting row, with all their rounds: the winner among them."""
-    ctx, metric = run.ctx, run.metric
+    ctx, metric = run.ctx, run.ctx.metric
     top = []
     with run.timed("top_k"):
         for t in best:
@@ -877,43 +862,38 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
 
 
 def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
-    """The winner retrained on all training rows, scored on the hold-out, against the baseline."""
-    final_params = dict(winner["params"])
-    if winner.get("rounds"):
-        final_params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
-    with run.timed("final"):
-        fin = _retrained(run, run.ctx, final_params)
-    final = fin.entry(run.metric, {"trial": winner["trial"], "params": final_params}, evaluated_on="hold-out")
-    run.record["final"] = final
-    gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
-    run.record["improvement"] = {"metric": run.metric, "tuned_minus_default": gain, "better": gain > 0}
-    run.log(f"retrained best (trial {winner['trial']}): {run.metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s")
-    return final
-
-
-def _arms(run: _Search, final: dict[str, Any]) -> dict[str, Any]:
-    """Both arms of the final model: the searched arm's is the retrained best; the CPU baseline arm trains it too."""
-    arm_final = {k: final[k] for k in ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")}
-    if not run.backend.is_gpu:
-        note = "the search ran on this arm: the retrained best is its run"
-        return {"gpu": _skipped_arm(run.gpu_note), "cpu": {"status": "ok", "reason": None, **arm_final, "note": note}}
-    with run.timed("cpu_arm"):
-        cpu_arm = _cpu_arm(run, final["params"])
-    return {"gpu": {"status": "ok", "reason": None, **arm_final}, "cpu": cpu_arm}
-
-
-def _cpu_arm(run: _Search, final_params: dict[str, Any]) -> dict[str, Any]:
-    """The CPU baseline arm trains the same final model (on its own features) for its time."""
+    """The winner retrained on all training rows, scored on the hold-out, against the baseline; both arms of
+    it: the searched arm's is the retrained best, and the CPU baseline arm (searched on the GPU) trains the
+    same final model on its own features for its time."""
     from accel.backend import cpu_backend
 
-    try:
-        cpu_ctx, _ = build_context(run.ctx.config, cpu_backend(), run.opened.workflow)
-        fin = _retrained(run, cpu_ctx, final_params)
-        cpu_arm = fin.entry(run.metric, {"status": "ok", "reason": None})
-        run.log(f"CPU baseline arm, same final model: {run.metric} {cpu_arm['metric']:.4f} · {fin.seconds:.1f} s")
-    except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
-        cpu_arm = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
-    return cpu_arm
+    params = dict(winner["params"])
+    if winner.get("rounds"):
+        params["n_estimators"] = winner["rounds"]  # the rounds early stopping found
+    with run.timed("final"):
+        fin = _retrained(run, run.ctx, params)
+    final = run.record["final"] = fin.entry(run.ctx.metric, {"trial": winner["trial"], "params": params}, evaluated_on="hold-out")
+    gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
+    run.record["improvement"] = {"metric": run.ctx.metric, "tuned_minus_default": gain, "better": gain > 0}
+    run.log(
+        f"retrained best (trial {winner['trial']}): {run.ctx.metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s"
+    )
+    searched = {"status": "ok", "reason": None, **{k: final[k] for k in ARM_KEYS}}
+    if not run.ctx.backend.is_gpu:
+        note = "the search ran on this arm: the retrained best is its run"
+        return {"gpu": _skipped_arm(run.gpu_note), "cpu": {**searched, "note": note}}
+    with run.timed("cpu_arm"):
+        try:
+            cpu_ctx, _ = build_context(run.ctx.config, cpu_backend(), run.opened.workflow)
+            cpu = _retrained(run, cpu_ctx, params).entry(run.ctx.metric, {"status": "ok", "reason": None})
+            run.log(f"CPU baseline arm, same final model: {run.ctx.metric} {cpu['metric']:.4f} · {cpu['seconds']:.1f} s")
+        except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
+            cpu = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
+    return {"gpu": searched, "cpu": cpu}
+
+
+#: What an arm's entry keeps of the retrained best, when it is the searched arm's run.
+ARM_KEYS = ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")
 
 
 def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Measured:
@@ -926,7 +906,7 @@ def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Meas
     fin = train_and_score(ctx, params, "train", keep=fitted)
     workflow = run.opened.workflow
     pipeline = from_run(workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, tuned=True)
-    X_test = ctx.data.X_test
+    X_test = ctx.data.parts["test"][0]
     explain = Measured()
     with measured(ctx.backend, explain) as timer:
         explained(pipeline, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)

@@ -43,26 +43,20 @@ def resolve_space(model: str, overrides: dict[str, Any] | None) -> dict[str, Dis
     return space
 
 
-def _bounds(d: Dist) -> tuple[float, float]:
-    """The low and high of a numeric range (both are set for "int" and "float")."""
-    if d.low is None or d.high is None:
-        raise ValueError(f"a {d.kind} range needs low and high, got {d.describe()}")
-    return d.low, d.high
-
-
 def suggest(trial: Any, space: dict[str, Dist]) -> dict[str, Any]:
     """Parameter values for one trial (fixed values as they are)."""
     out: dict[str, Any] = {}
     for name, d in space.items():
         if d.kind == "fixed":
             out[name] = d.value
-        elif d.kind == "int":
-            step = 1 if d.log or d.step is None else int(d.step)
-            low, high = _bounds(d)
-            out[name] = trial.suggest_int(name, int(low), int(high), log=d.log, step=step)
-        elif d.kind == "float":
-            low, high = _bounds(d)
-            out[name] = trial.suggest_float(name, float(low), float(high), log=d.log, step=None if d.log else d.step)
-        else:
+        elif d.kind == "categorical":
             out[name] = trial.suggest_categorical(name, list(d.choices))
+        else:
+            # A range has both ends: the registry's ranges and the config's SearchRange (refused without them).
+            assert d.low is not None and d.high is not None, d.describe()
+            if d.kind == "int":
+                step = 1 if d.log or d.step is None else int(d.step)
+                out[name] = trial.suggest_int(name, int(d.low), int(d.high), log=d.log, step=step)
+            else:
+                out[name] = trial.suggest_float(name, float(d.low), float(d.high), log=d.log, step=None if d.log else d.step)
     return out

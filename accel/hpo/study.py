@@ -295,7 +295,7 @@ def open_study(config: RunConfig, given: set[str], resume: bool) -> OpenedStudy:
                 name = _free_name(config, existing)
             if name in existing:
                 return _join(config, storage, url, existing[name])
-            return _new_study(config, storage, url, name)
+            return _loaded(config, storage, url, name, joined=[], new=True)
         except BaseException:
             # Refused before a study was made: the SQLite file opening the storage created goes too.
             if new_file is not None:
@@ -322,28 +322,6 @@ def _sqlite_path(url: str) -> Path | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return Path(database)
-
-
-def _new_study(config: RunConfig, storage: BaseStorage, url: str, name: str) -> OpenedStudy:
-    """A new study named ``name`` in ``storage``, claimed by this process (or joined, when another made it meanwhile)."""
-    import optuna
-
-    from accel.runner import build_workflow
-
-    workflow = build_workflow(config)
-    metric, direction = direction_of(workflow.task)
-    sampler, pruner = make_sampler(config.seed), make_pruner(config.hpo.pruner)
-    try:
-        study = optuna.create_study(storage=storage, study_name=name, direction=direction, sampler=sampler, pruner=pruner)
-    except optuna.exceptions.DuplicatedStudyError:
-        # Another process created it between the check above and now, outside the lock (another
-        # host, or not accel): joined if it runs this search, else refused.
-        existing = {s.study_name: s for s in storage.get_all_studies()}
-        return _join(config, storage, url, existing[name], just_created=True)
-    claim(study)
-    study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
-    study.set_user_attr("metric", metric)
-    return OpenedStudy(study, url, config, workflow, resumed=False)
 
 
 def _resumed_study(
@@ -419,18 +397,32 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
     return _loaded(config, storage, url, name, joined=live)
 
 
-def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[str]) -> OpenedStudy:
-    """The study ``name`` with ``config`` (its workflow planned first), claimed by this process: resumed, or
-    ``joined`` beside the live processes that run it.
+def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[str], new: bool = False) -> OpenedStudy:
+    """The study ``name`` with ``config`` (its workflow planned first), claimed by this process: created (``new``;
+    joined, when another process made it meanwhile), resumed, or ``joined`` beside the live processes that run it.
 
     Joined as the n-th process, its sampler is seeded ``config.seed + 1000 * n``: its own draws, not its peers'.
     """
+    import optuna
+
     from accel.runner import build_workflow
 
     workflow = build_workflow(config)
+    metric, direction = direction_of(workflow.task)
+    if new:
+        try:
+            optuna.create_study(storage=storage, study_name=name, direction=direction)
+        except optuna.exceptions.DuplicatedStudyError:
+            # Another process created it between the check and now, outside the lock (another host,
+            # or not accel): joined if it runs this search, else refused.
+            existing = {s.study_name: s for s in storage.get_all_studies()}
+            return _join(config, storage, url, existing[name], just_created=True)
     study = load_study(name, storage, (config.seed + 1000 * len(joined)) % 2**32, config.hpo.pruner)
     claim(study)
-    return OpenedStudy(study, url, config, workflow, resumed=not joined, joined=joined, seed_offset=len(joined))
+    if new:
+        study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
+        study.set_user_attr("metric", metric)
+    return OpenedStudy(study, url, config, workflow, resumed=not (joined or new), joined=joined, seed_offset=len(joined))
 
 
 def discard_if_empty(opened: OpenedStudy) -> bool:
