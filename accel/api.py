@@ -358,11 +358,12 @@ def run(
         written then): ``workers=`` without ``cluster=``, ``cluster=`` with ``scheduler=``, ...
     """
     given = locals()
-    dask = {key: given[key] for key in _DASK_SETTINGS}
     with _table_file(data) as table:
-        settings = _table_settings({**given, "data": table})
-        settings.update(precision=precision, batch_rows=batch_rows, memory_budget=memory_budget, rmm_pool=rmm_pool)
-        return _run(workflow, settings, dask, progress)
+        config = settings_config(workflow, {**given, "data": table}, "accel.run()")
+        # Plain lines where Dask workers write to the same terminal, as accel run prints them.
+        with _display(progress, live=False if config.cluster is not None else None) as listener:
+            record, path = run_config(config, listener)
+    return RunResult(record, Path(path))
 
 
 #: The settings of :func:`run` that place it on Dask (``accel run``'s cluster flags).
@@ -370,19 +371,6 @@ _DASK_SETTINGS = (
     "cluster", "scheduler", "baseline_scheduler", "workers", "threads_per_worker", "rmm_pool", "device_memory_limit",
     "worker_memory", "protocol", "scale",
 )  # fmt: skip
-
-
-def _run(workflow: Any, settings: dict[str, Any], dask: dict[str, Any], progress: bool) -> RunResult:
-    """:func:`run` once its table is a path: the configuration checked as the flags are, then the run."""
-    from accel.config import build_config, config_overrides, workflow_source
-
-    overrides = {**settings, **config_overrides(dask)}  # the flags' one check: workers= needs cluster=, ...
-    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
-    config = build_config(file_values, overrides, "accel.run()" if source == "command line" else source)
-    # Plain lines where Dask workers write to the same terminal, as accel run prints them.
-    with _display(progress, live=False if config.cluster is not None else None) as listener:
-        record, path = run_config(config, listener)
-    return RunResult(record, Path(path))
 
 
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
@@ -546,16 +534,44 @@ _TABLE_SETTINGS = (
 )  # fmt: skip
 
 
-def _table_settings(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings :func:`run` and :func:`scale` share (:data:`_TABLE_SETTINGS`), taken from their
-    keyword arguments ``given``: paths as text, ``drop`` as a list, ``date_format`` as a dict."""
-    settings = {key: given[key] for key in _TABLE_SETTINGS}
+def _table_settings(given: Mapping[str, Any], names: Sequence[str] = _TABLE_SETTINGS) -> dict[str, Any]:
+    """The settings ``names`` (by default :data:`_TABLE_SETTINGS`, which :func:`run` and :func:`scale`
+    share) taken from ``given``, keyword arguments or parsed flags (None where not given): paths as
+    text, ``drop`` as a list, ``date_format`` as a dict."""
+    settings: dict[str, Any] = {key: given.get(key) for key in names}
     if isinstance(settings["drop"], str):
         settings["drop"] = [settings["drop"]]
     for key, plain in (("data", os.fspath), ("out", os.fspath), ("drop", list), ("date_format", dict)):
         if settings[key] is not None:
             settings[key] = plain(settings[key])
     return settings
+
+
+def settings_config(workflow: str | os.PathLike[str] | None, given: Mapping[str, Any], caller: str) -> RunConfig:
+    """The run configuration that ``accel run``'s flags or :func:`run`'s keywords ``given`` (by
+    name, None where not given) ask for over the workflow's file, checked as one (``workers``
+    needs ``cluster``, ...); a refusal names the settings' ``caller`` (``command line``, ``accel.run()``)."""
+    from accel.config import build_config, config_overrides, workflow_source
+
+    settings = _table_settings(given, (*_SETTINGS, "explain_rows"))  # explain_rows: the command line's only
+    file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
+    return build_config(file_values, {**settings, **config_overrides(given)}, caller if source == "command line" else source)
+
+
+def search_request(workflow: str | os.PathLike[str] | None, given: Mapping[str, Any], caller: str) -> tuple[RunConfig, Any]:
+    """The configuration and the :class:`~accel.hpo.search.SearchRequest` of the search that ``accel
+    hpo``'s flags or :func:`tune`'s keywords ``given`` ask for (by name, None where not given;
+    ``resume``, ``cluster``, ``scheduler``, ``workers`` too); a refusal names the ``caller``."""
+    from accel.config import workflow_source
+    from accel.hpo.search import SearchRequest, search_config
+    from accel.scaleout.cluster import cluster_client
+
+    settings, search = _table_settings(given, _SETTINGS), {key: given.get(key) for key in _SEARCH_SETTINGS}
+    named = None if workflow is None else str(workflow)
+    file_values, source = workflow_source(named, settings["data"] is not None or given["resume"], "hpo")
+    config, told = search_config(file_values, settings, search, caller if source == "command line" else source, named is not None)
+    dask = {key: given.get(key) for key in ("cluster", "scheduler", "workers")}
+    return config, SearchRequest(given["resume"], told, **dask, connect=cluster_client)
 
 
 def run_config(
@@ -693,10 +709,8 @@ def tune(
     accel.errors.AccelError
         For every bad input, with the one-line message the command line prints.
     """
-    from accel.config import workflow_source
     from accel.errors import AccelError
-    from accel.hpo.search import SearchRequest, run_search, search_config
-    from accel.scaleout.cluster import cluster_client
+    from accel.hpo.search import run_search
 
     known = (*_SETTINGS, *_SEARCH_SETTINGS)
     unknown = sorted(set(settings) - set(known))
@@ -704,12 +718,8 @@ def tune(
         raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
     if workers is not None and cluster != "local":
         raise AccelError("workers= applies to cluster='local'")
-    values = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()}
-    search = {k: values.pop(k) for k in _SEARCH_SETTINGS if k in values}
-    named = workflow is not None
-    file_values, source = workflow_source(str(workflow) if named else None, values.get("data") is not None or resume, "hpo")
-    config, given = search_config(file_values, values, search, "accel.tune()" if source == "command line" else source, named)
-    request = SearchRequest(resume, given, cluster=cluster, scheduler=scheduler, workers=workers, connect=cluster_client)
+    dask = {"resume": resume, "cluster": cluster, "scheduler": scheduler, "workers": workers}
+    config, request = search_request(workflow, {**settings, **dask}, "accel.tune()")
     record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
     return TuneResult(record, Path(path))
 

@@ -1,16 +1,18 @@
 """The command line: ``accel`` and its subcommands, argparse only; the work is done elsewhere.
 
-- :mod:`~accel.cli.main` — the parser, ``run``, ``info``, ``report``, and
+- :mod:`~accel.cli.main` — the parser, ``info``, ``completion``, and
   :func:`~accel.cli.main.main` (the console script), which turns user errors into one line.
-- :mod:`~accel.cli.options` — the argument types and option groups the commands share.
+- :mod:`~accel.cli.options` — the flags the commands share (declared once, added by one loop),
+  the argument types, and how a command that wrote a record ends.
+- :mod:`~accel.cli.runs` — ``accel run``, ``accel scale``, ``accel predict`` and ``accel compare``:
+  each its function of :mod:`accel.api` called with the flags it takes.
 - :mod:`~accel.cli.bench` — ``accel bench`` (models, groupby, join, crossover), ``accel data``, ``accel report``.
-- :mod:`~accel.cli.scale` — ``accel scale``.
 - :mod:`~accel.cli.hpo` — ``accel hpo`` and ``accel experiments``.
-- :mod:`~accel.cli.compare` — ``accel compare`` (the comparison itself: :mod:`accel.bench.compare`).
+- :mod:`~accel.cli.usage` — ``--quiet``/``--verbose``, examples and shell completion.
 
 The top of the layers: may import anything in accel, and nothing in the library imports it
-(``python -m accel`` runs :func:`~accel.cli.main.main`). It imports no command, so that a
-command's module loads no other command.
+(``python -m accel`` runs :func:`~accel.cli.main.main`). A command's module imports no other
+command's; only the parser (:func:`~accel.cli.main.build_parser`) loads them all.
 """
 
 from __future__ import annotations

@@ -12,29 +12,17 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from accel.bench.suites import RESULTS_FOLDER, stderr_line
-from accel.cli.options import add_device_argument, add_overwrite_argument, positive_int
+from accel.cli.options import Flag, add_flags, call, from_0, overwrite, percent, positive_int, shown
 from accel.errors import AccelError
 from accel.files import exists_policy
 from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, Timed, show_result
-from accel.report.console import arm_status_line, fmt_value
-
-
-def _int_from_0(text: str, what: str = "0 or a positive integer", most: float = float("inf")) -> int:
-    """``text`` as a whole number from 0 to ``most``; the error says it must be ``what``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if not 0 <= value <= most:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
-    return value
+from accel.report.console import arm_status_line, fmt_value, wide_console
 
 
 def _rows(text: str) -> int:
@@ -46,46 +34,14 @@ def _rows(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-_percent = functools.partial(_int_from_0, what="a whole percentage 0..100", most=100)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``bench``, ``data`` and ``report`` to the ``accel`` command's subparsers."""
-    from accel.registry import BENCH_PAIRS
-
     bench = sub.add_parser("bench", help="paired benchmarks: db-benchmark groupby/join, models, crossover size")
     bsub = bench.add_subparsers(dest="suite", required=True, parser_class=type(bench))
-    suites = {
-        "groupby": "db-benchmark groupby questions q1-q10 on both arms, answers checked",
-        "join": "db-benchmark join questions q1-q5 on both arms, answers checked",
-        "models": "scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA",
-        "crossover": "the row count from which the GPU arm wins, per operation",
-    }
-    # No defaults here: None takes the suite's own (accel.bench.suites.DEFAULTS), as accel.benchmark does.
-    g, j, m, c = (bsub.add_parser(name, help=text) for name, text in suites.items())
-    g.add_argument("--data", type=Path, required=True, help="a groupby data file, .csv or .parquet (accel data groupby)")
-    j.add_argument("--data-dir", type=Path, required=True, help="folder with the four join tables (accel data join)")
-    for p, last in ((g, "q10"), (j, "q5")):
-        p.add_argument("--questions", help=f"comma-separated q1..{last} (default all)")
-    g.add_argument(
-        "--engines",
-        help="also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
-    )
-    m.add_argument("--rows", type=_rows, help="rows of generated data, 80%% for training (default 1e5)")
-    m.add_argument("--features", type=positive_int, help="columns of generated data (default 32)")
-    m.add_argument("--models", help=f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)")
-    m.add_argument("--seed", type=int)
-    c.add_argument(
-        "--operations",
-        help="comma-separated: groupby, join, or model names as accel bench models lists them (default groupby,join,xgboost)",
-    )
-    c.add_argument("--min-rows", type=_rows, help="smallest size (default 1e3)")
-    c.add_argument("--max-rows", type=_rows, help="largest size (default 1e7)")
-    c.add_argument("--steps-per-decade", type=positive_int, help="sizes per factor of 10 (default 1)")
-    c.add_argument("--features", type=positive_int, help="columns for model operations (default 32)")
-    c.add_argument("--seed", type=int)
-    for p in (g, j, m, c):
-        _bench_common(p, cpu_from=p in (g, j), progress_file=p is not c)
+    for name, (text, flags) in _suites().items():
+        p = bsub.add_parser(name, help=text)
+        add_flags(p, flags)
+        p.set_defaults(handler=_cmd_bench)
 
     data = sub.add_parser("data", help="generate the db-benchmark data sets")
     dsub = data.add_subparsers(dest="dataset", required=True, parser_class=type(data))
@@ -93,17 +49,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     dg.add_argument("n", type=_rows, metavar="N", help="rows, e.g. 1e7")
     dg.add_argument("k", type=_rows, metavar="K", help="groups of the low-cardinality keys, e.g. 1e2")
     dg.add_argument("out", type=Path, metavar="OUT", help="file to write, .csv or .parquet")
-    dg.add_argument("--nas", type=_percent, default=0, help="percent of NA (default 0)")
+    dg.add_argument("--nas", type=percent, default=0, help="percent of NA (default 0)")
     dg.add_argument("--sort", action="store_true", help="sort rows by id1..id6, as the benchmark's sort flag")
     dj = dsub.add_parser("join", help="J1 join data: left table of N rows and three right tables")
     dj.add_argument("n", type=_rows, metavar="N", help="rows of the left table, e.g. 1e7")
     dj.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the four tables to")
-    dj.add_argument("--nas", type=_percent, default=0, help="percent of NA in the left table (default 0)")
+    dj.add_argument("--nas", type=percent, default=0, help="percent of NA in the left table (default 0)")
     dj.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv, as the benchmark)")
     for p, written, handler in ((dg, "OUT", _cmd_data_groupby), (dj, "the four tables in OUT_DIR", _cmd_data_join)):
         p.add_argument("--seed", type=int, default=108)
-        add_overwrite_argument(p, written)
-        p.add_argument("--json", action="store_true", help="print what was written as JSON instead of text")
+        add_flags(p, {"--overwrite": overwrite(written), "--json": "print what was written as JSON instead of text"})
         p.set_defaults(handler=handler)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
@@ -114,8 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="?",
         help="folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
     )
-    r.add_argument("--out", type=Path, help="HTML file to write (default DIR/report.html, or report-NNN.html if taken)")
-    add_overwrite_argument(r, "--out")
+    add_flags(
+        r,
+        {"--out": "HTML file to write (default DIR/report.html, or report-NNN.html if taken)", "--overwrite": overwrite("--out")},
+    )
     shown = r.add_mutually_exclusive_group()
     shown.add_argument(
         "--markdown", action="store_true", help="print the page's summary as Markdown (a table per kind of record) on stdout"
@@ -124,38 +81,85 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(handler=_cmd_report)
 
 
-def _bench_common(p: argparse.ArgumentParser, cpu_from: bool, progress_file: bool) -> None:
-    """The options every suite of ``accel bench`` takes after its own (``--cpu-from`` for groupby and join)."""
-    if cpu_from:
-        p.add_argument(
-            "--cpu-from",
-            type=Path,
-            action="append",
-            default=None,
-            metavar="RESULT.json|DIR",
-            help="take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same "
-            "data (same bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to "
-            "gather questions measured in several runs; a folder: every matching result in it",
-        )
-    what = "the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)"
-    add_device_argument(p, what, default="auto")
-    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs after the cold one (default 3)")
-    p.add_argument(
-        "--warmup", type=_int_from_0, default=0, help="untimed runs between the cold run and the timed ones (default 0)"
+def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
+    """Each suite of ``accel bench``: its help and its flags (its own, then those the suites share)."""
+    from accel.registry import BENCH_PAIRS
+
+    cpu_from = (
+        "take the CPU arm (and the CPU engines) from this earlier result of the same benchmark on the same data (same "
+        "bytes) and CPU model (made with --device cpu) instead of running it again; repeat it to gather questions "
+        "measured in several runs; a folder: every matching result in it"
     )
-    results = f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)"
-    p.add_argument("--results", type=Path, default=None, help=results)
-    p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of tables")
-    p.set_defaults(handler=_cmd_bench)
-    if progress_file:
-        p.add_argument(
-            "--progress-file",
-            type=Path,
-            default=None,
-            help="append each finished question or model (per arm and engine) to this JSON-lines file as it "
-            "completes, so that a time limit keeps what finished (a new file; --overwrite replaces one that exists)",
-        )
-        add_overwrite_argument(p, "the --progress-file")
+    device = "the accelerated arm: auto (GPU when usable, else recorded as skipped), gpu (error if none), cpu (CPU arm only)"
+    progress = (
+        "append each finished question or model (per arm and engine) to this JSON-lines file as it completes, so that "
+        "a time limit keeps what finished (a new file; --overwrite replaces one that exists)"
+    )
+    # After each suite's own flags. No defaults for a suite's own: None takes the suite's
+    # (accel.bench.suites.DEFAULTS), as accel.benchmark does.
+    kept: dict[str, Flag] = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"})}
+    common: dict[str, Flag] = {
+        "--device": (device, {"default": "auto"}),
+        "--repeats": ("timed runs after the cold one (default 3)", {"type": positive_int, "default": 3}),
+        "--warmup": ("untimed runs between the cold run and the timed ones (default 0)", {"type": from_0, "default": 0}),
+        "--results": (
+            f"folder for the result JSON (default: {RESULTS_FOLDER}/ in $ACCEL_OUT_DIR, else in runs/)",
+            {"type": Path},
+        ),
+        "--json": "print the whole result as JSON instead of tables",
+    }
+    progress_file: dict[str, Flag] = {
+        "--progress-file": (progress, {"type": Path}),
+        "--overwrite": overwrite("the --progress-file"),
+    }
+    rows = {"type": _rows}
+    return {
+        "groupby": (
+            "db-benchmark groupby questions q1-q10 on both arms, answers checked",
+            {
+                "--data": ("a groupby data file, .csv or .parquet (accel data groupby)", {"type": Path, "required": True}),
+                "--questions": "comma-separated q1..q10 (default all)",
+                "--engines": "also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
+                **kept,
+                **common,
+                **progress_file,
+            },
+        ),
+        "join": (
+            "db-benchmark join questions q1-q5 on both arms, answers checked",
+            {
+                "--data-dir": ("folder with the four join tables (accel data join)", {"type": Path, "required": True}),
+                "--questions": "comma-separated q1..q5 (default all)",
+                **kept,
+                **common,
+                **progress_file,
+            },
+        ),
+        "models": (
+            "scikit-learn vs cuML model pairs and XGBoost CPU vs CUDA",
+            {
+                "--rows": ("rows of generated data, 80%% for training (default 1e5)", rows),
+                "--features": ("columns of generated data (default 32)", {"type": positive_int}),
+                "--models": f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)",
+                "--seed": None,
+                **common,
+                **progress_file,
+            },
+        ),
+        "crossover": (
+            "the row count from which the GPU arm wins, per operation",
+            {
+                "--operations": "comma-separated: groupby, join, or model names as accel bench models lists them "
+                "(default groupby,join,xgboost)",
+                "--min-rows": ("smallest size (default 1e3)", rows),
+                "--max-rows": ("largest size (default 1e7)", rows),
+                "--steps-per-decade": ("sizes per factor of 10 (default 1)", {"type": positive_int}),
+                "--features": ("columns for model operations (default 32)", {"type": positive_int}),
+                "--seed": None,
+                **common,
+            },
+        ),
+    }
 
 
 # --------------------------------------------------------------------------- helpers
@@ -165,43 +169,27 @@ _fmt_s = functools.partial(fmt_value, spec=".3f")
 _fmt_x = functools.partial(fmt_value, spec=".1f", unit="×", missing="n/a")
 
 
-def _print(text: str) -> None:
-    print(text, flush=True)
-
-
 # --------------------------------------------------------------------------- bench
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from accel.api import benchmark
-    from accel.bench.suites import COMMON_SETTINGS, SUITE_SETTINGS
 
-    names = (*SUITE_SETTINGS[args.suite], *COMMON_SETTINGS)
-    result = benchmark(args.suite, **{k: getattr(args, k) for k in names if hasattr(args, k)}, progress=True)
+    result = call(benchmark, args, progress=True)
 
     def show() -> None:
-        console = _console()
+        console = wide_console(160)
         if isinstance(r := result.typed, DbBench):
             _render_db(r, console)
         elif isinstance(r, ModelsBench):
             _render_models(r, console)
         elif isinstance(r, CrossoverBench):
             _render_crossover(r, console)
-        _print(str((result.typed.fairness or Fairness()).line))
+        print(str((result.typed.fairness or Fairness()).line), flush=True)
 
-    show_result(result.record, args.json, show, {"results": result.path})
-    if result.failed:
-        print(f"accel: failed: {', '.join(result.failed)} (see the result)", file=sys.stderr)
-    if result.disagree:
-        print(f"accel: the arms' answers DISAGREE on {', '.join(result.disagree)} (see the result)", file=sys.stderr)
-    return 1 if result.failed or result.disagree else 0
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    # Rich draws 80 columns when stdout is not a terminal; these tables need more.
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    failed = f"failed: {', '.join(result.failed)} (see the result)" if result.failed else ""
+    disagree = f"the arms' answers DISAGREE on {', '.join(result.disagree)} (see the result)" if result.disagree else ""
+    return shown(args.json, result.record, show, {"results": result.path}, failed, disagree)
 
 
 def _db_table(result: DbBench, width: int) -> Any:
@@ -456,7 +444,7 @@ def _show_data(dataset: str, name: str, settings: dict, written: dict[str, tuple
 
     def render() -> None:  # the files are named in these lines: they are not said again below
         for label, f in zip(written, files):
-            _print(f"wrote {f['path']} ({label}, {f['rows']:,} rows, columns {', '.join(f['columns'])})")
+            print(f"wrote {f['path']} ({label}, {f['rows']:,} rows, columns {', '.join(f['columns'])})", flush=True)
 
     show_result(document, as_json, render, {label: path for label, (_, path, _) in written.items()} if as_json else {})
 
@@ -486,7 +474,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     show_result(
         figures,
         args.json,
-        lambda: _print(report.markdown if args.markdown else _report_summary(figures)),
+        lambda: print(report.markdown if args.markdown else _report_summary(figures), flush=True),
         {"report": report.path},
     )
     return 0

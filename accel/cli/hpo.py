@@ -7,82 +7,63 @@ calls the handler. Errors are :class:`~accel.errors.AccelError` (one line, exit 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accel.cli import options as opts
 from accel.errors import AccelError
 from accel.record import HpoArm, HpoRecord, Improvement, Scored, SearchRows, show_result
-from accel.report.console import fmt_value
+from accel.report.console import fmt_value, wide_console
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
 
-def _number(text: str, ok: Callable[[float], bool], what: str, bad: str) -> float:
-    """``text`` as a number (else: must be ``what``) for which ``ok`` holds (else: must be ``bad``; NaN never holds)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {bad}, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A share in (0, 1]."""
-    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]", "a number in (0, 1]")
-
-
-def open_fraction(text: str) -> float:
-    """A share in (0, 1)."""
-    value = fraction(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    return _number(text, lambda v: v > 0, "a number of seconds", "a positive number of seconds")
-
-
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
-    from accel.cli.options import OUT_DEFAULT, add_device_argument, add_overwrite_argument, add_table_arguments, positive_int
-
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
-    hpo.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file (with an hpo: section)")
-    add_table_arguments(hpo, "with --data: the model to tune (default xgboost)")
-    for flag, kind, text in (
-        ("--test-size", open_fraction, "share of rows held out for the final score (default 0.2)"),
-        ("--trials", positive_int, "trials in the study, counting those already done on --resume (default 40)"),
-        ("--subset", fraction, "share of the fitting rows each trial trains on (default 0.1; 1 = all)"),
-        ("--trial-rounds", fraction, "share of the boosting rounds / trees a subset trial uses (default 0.25)"),
-        ("--validation", open_fraction, "share of the training rows trials are scored on (default 0.2)"),
-        ("--timeout", positive_seconds, "stop starting trials after this many seconds"),
-        ("--top", positive_int, "best trials re-evaluated on all fitting rows (default 3)"),
-        ("--storage", str, "Optuna storage URL (default sqlite:///<out>/hpo.db)"),
-        ("--study", str, "study name (default <workflow>-<model>-<UTC time>)"),
-    ):
-        hpo.add_argument(flag, type=kind, help=text)
-    hpo.add_argument("--resume", action="store_true", help="continue the study (--study, else the newest in the storage)")
-    where = hpo.add_mutually_exclusive_group()
-    where.add_argument("--cluster", choices=["local", "local-cuda"], help="run trials in parallel on a local Dask cluster")
-    where.add_argument("--scheduler", help="run trials in parallel on the Dask cluster at this scheduler address")
-    hpo.add_argument("--workers", type=positive_int, help="with --cluster local: worker processes (default: cores, up to 4)")
-    add_device_argument(hpo, "the arm the search runs on (default auto)")
-    hpo.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
-    hpo.add_argument("--out", type=Path, help=f"folder for the result record and the default storage (default: {OUT_DEFAULT})")
-    hpo.add_argument("--seed", type=int, help="seed of the sampler, the splits and the models (default 42)")
-    hpo.add_argument("--json", action="store_true", help="print the result record as JSON instead of tables")
+    here = {"group": None, "metavar": None}  # not accel run's group of Dask flags
+    opts.add_flags(
+        hpo,
+        {
+            "workflow": "a workflow name (flights) or a workflow YAML file (with an hpo: section)",
+            **opts.TABLE,
+            "--model": "with --data: the model to tune (default xgboost)",
+            "--test-size": ("share of rows held out for the final score (default 0.2)", {"type": opts.open_fraction}),
+            "--trials": (
+                "trials in the study, counting those already done on --resume (default 40)",
+                {"type": opts.positive_int},
+            ),
+            "--subset": ("share of the fitting rows each trial trains on (default 0.1; 1 = all)", {"type": opts.fraction}),
+            "--trial-rounds": (
+                "share of the boosting rounds / trees a subset trial uses (default 0.25)",
+                {"type": opts.fraction},
+            ),
+            "--validation": ("share of the training rows trials are scored on (default 0.2)", {"type": opts.open_fraction}),
+            "--timeout": ("stop starting trials after this many seconds", {"type": opts.positive_seconds}),
+            "--top": ("best trials re-evaluated on all fitting rows (default 3)", {"type": opts.positive_int}),
+            "--storage": "Optuna storage URL (default sqlite:///<out>/hpo.db)",
+            "--study": "study name (default <workflow>-<model>-<UTC time>)",
+            "--resume": ("continue the study (--study, else the newest in the storage)", {"action": "store_true"}),
+            "--cluster": ("run trials in parallel on a local Dask cluster", {**here, "exclusive": "where"}),
+            "--scheduler": (
+                "run trials in parallel on the Dask cluster at this scheduler address",
+                {**here, "exclusive": "where"},
+            ),
+            "--workers": ("with --cluster local: worker processes (default: cores, up to 4)", here),
+            "--device": "the arm the search runs on (default auto)",
+            "--rows": opts.SAMPLE_ROWS,
+            "--out": f"folder for the result record and the default storage (default: {opts.OUT_DEFAULT})",
+            "--seed": "seed of the sampler, the splits and the models (default 42)",
+            "--json": "print the result record as JSON instead of tables",
+        },
+    )
     hpo.set_defaults(handler=cmd_hpo)
 
     exp = sub.add_parser("experiments", help="every run and study recorded so far: metric, time, memory, Pareto fronts")
-    exp.add_argument("folder", nargs="?", type=Path, help=f"where run records and hpo.db live (default: {OUT_DEFAULT})")
+    exp.add_argument("folder", nargs="?", type=Path, help=f"where run records and hpo.db live (default: {opts.OUT_DEFAULT})")
     exp.add_argument(
         "--storage", action="append", default=[], help="also read the studies in this Optuna storage URL (repeatable)"
     )
@@ -91,55 +72,25 @@ def register(sub: Any) -> None:
     exp.add_argument("--save", action="store_true", help="also write the table as an experiments JSON in the folder read")
     exp.add_argument("--out", type=Path, help="write the experiments JSON (and --plot's default PNG) to this folder instead")
     exp.add_argument("--json", action="store_true", help="print the table as JSON (a file only with --save or --out)")
-    add_overwrite_argument(exp, "the --plot PNG")
+    opts.add_flags(exp, {"--overwrite": opts.overwrite("the --plot PNG")})
     exp.set_defaults(handler=cmd_experiments)
 
 
-def hpo_config(args: argparse.Namespace) -> tuple[Any, set[str]]:
-    """The validated config for ``accel hpo`` and the settings the user gave explicitly."""
-    from accel.cli.options import table_overrides
-    from accel.config import workflow_source
-    from accel.hpo.search import search_config
-
-    file_values, source = workflow_source(args.workflow, args.data is not None or args.resume, "hpo")
-    names = ("trials", "subset", "trial_rounds", "validation", "timeout", "top", "storage", "study")
-    hpo_flags = {name: getattr(args, name) for name in names}
-    return search_config(file_values, table_overrides(args), hpo_flags, source, named=args.workflow is not None)
-
-
 def cmd_hpo(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from accel.hpo.search import SearchRequest, run_search
+    from accel.api import search_request
+    from accel.hpo.search import run_search
     from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay
-    from accel.scaleout.cluster import cluster_client
 
     if args.workers is not None and args.cluster != "local":
         raise AccelError("--workers applies to --cluster local")
-    config, given = hpo_config(args)
-    request = SearchRequest(
-        resume=args.resume,
-        given=given,
-        cluster=args.cluster,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        connect=cluster_client,
-    )
+    config, request = search_request(args.workflow, vars(args), "command line")
     with closing(ProgressDisplay()) as progress:
         record, path = run_search(config, request, listener=progress)
     written = {"result record": path, "tuned pipeline": saved_folder(record, path)}
     typed = HpoRecord.model_validate(record)
-    show_result(record, args.json, lambda: render_hpo(typed, _wide_console(Console)), written)
-    if typed.final is not None and typed.final.status == "failed":
-        print(f"accel: {typed.final.reason}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _wide_console(console_class: Any, width: int = 120) -> Any:
-    """A console as wide as the terminal, or ``width`` columns when the output is a file or a pipe."""
-    return console if (console := console_class()).is_terminal else console_class(width=width)
+    failed = str(typed.final.reason) if typed.final is not None and typed.final.status == "failed" else ""
+    return opts.shown(args.json, record, lambda: render_hpo(typed, wide_console(120)), written, failed)
 
 
 def render_hpo(record: HpoRecord, console: Console) -> None:
@@ -231,8 +182,6 @@ def _render_final(record: HpoRecord, console: Console, skip_reason: str | None) 
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.files import NUMBER, exists_policy, refuse_existing
     from accel.hpo.experiments import collect, experiments_record, plot, plot_format, plot_panels, render
     from accel.record import ensure_writable, output_root, record_stem, write_record
@@ -264,7 +213,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
     path = write_record(out, record, stem) if save and out is not None else None
 
     def show() -> None:
-        console = _wide_console(Console, 180)
+        console = wide_console(180)
         render(rows, console)
         for note in notes:
             console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup

@@ -8,28 +8,13 @@ A run in which an arm failed exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from accel import __version__
-from accel.cli import PROCESS_STARTED_AT
-from accel.cli.options import (
-    OUT_DEFAULT,
-    add_cluster_arguments,
-    add_device_argument,
-    add_table_arguments,
-    batch_rows,
-    positive_int,
-    table_overrides,
-)
 from accel.credentials import hide
 from accel.errors import AccelError, one_line
-from accel.output import say
 from accel.record import dumps as strict_json
-from accel.record import show_result
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,12 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of tables")
     info.set_defaults(handler=_cmd_info)
 
-    _register_run(sub)
-    # scale: the same workflow on 1, 2, 4 ... Dask workers; bench, data, report: each sets its own
-    # handler; hpo, experiments; predict: score new rows with a run's pipeline; compare: a user's
-    # own script, CPU vs cudf.pandas/cuml.accel.
-    for module in ("scale", "bench", "hpo", "predict", "compare"):
-        importlib.import_module(f"accel.cli.{module}").register(sub)
+    from accel.cli import bench, hpo, runs
+
+    # run: a workflow on both arms; scale: on 1, 2, 4 ... Dask workers; bench, data, report; hpo,
+    # experiments; predict: score new rows with a run's pipeline; compare: a user's own script,
+    # CPU vs cudf.pandas/cuml.accel.
+    runs.register(sub, "run", "scale")
+    bench.register(sub)
+    hpo.register(sub)
+    runs.register(sub, "predict", "compare")
     completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
     completion.add_argument("shell", choices=["bash"], help="the shell")
     completion.set_defaults(handler=lambda args: _cmd_completion(parser))
@@ -61,38 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     finish(parser)  # --quiet/--verbose and examples on every command
     return parser
-
-
-def _register_run(sub: argparse._SubParsersAction[_Parser]) -> None:
-    """``accel run``'s arguments: the workflow or table, the run's settings, the cluster."""
-    run = sub.add_parser("run", help="run a workflow on the accelerated arm and the CPU baseline arm")
-    run.add_argument("workflow", nargs="?", help="a workflow name (flights) or a workflow YAML file")
-    add_table_arguments(
-        run, "with --data: the model, cuML on the GPU arm and scikit-learn on the CPU arm (default xgboost)", probe=True
-    )
-    run.add_argument("--test-size", type=float, help="share of rows held out for testing (default 0.2)")
-    run.add_argument(
-        "--explain-rows", type=int, help="hold-out rows the model's SHAP importances are computed on (default 200; 0: none)"
-    )
-    run.add_argument(
-        "--precision", choices=["fp32", "fp16"], help="storage of the feature matrix (fp16: half the bytes, range-guarded)"
-    )
-    run.add_argument("--batch-rows", type=batch_rows, help="rows per batch: auto (planned from the budget, default) or N")
-    run.add_argument(
-        "--memory-budget", help="memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)"
-    )
-    run.add_argument(
-        "--rmm-pool",
-        help="GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the free "
-        "device memory), off, or a size such as 40GB",
-    )
-    add_device_argument(run, "the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)")
-    run.add_argument("--rows", type=positive_int, help="use a seeded sample of N rows (quick runs)")
-    run.add_argument("--out", type=Path, help=f"folder for run records (default: {OUT_DEFAULT})")
-    run.add_argument("--seed", type=int, help="random seed for sampling, splitting and the model (default 42)")
-    run.add_argument("--json", action="store_true", help="print the run record as JSON instead of tables")
-    add_cluster_arguments(run)
-    run.set_defaults(handler=_cmd_run)
 
 
 def _cmd_completion(parser: argparse.ArgumentParser) -> int:
@@ -113,46 +69,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(strict_json(env))
     else:
         render_info(env, Console())
-    return 0
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from accel.memory import returnable_arrow_pool
-
-    returnable_arrow_pool(args.memory_budget)  # before anything imports pyarrow
-    from rich.console import Console
-
-    from accel.api import run_config
-    from accel.config import build_config, config_overrides, workflow_source
-    from accel.pipeline import saved_folder
-    from accel.record import RunRecord
-    from accel.report.console import ProgressDisplay, render_run, show_plan
-
-    file_values, source = workflow_source(args.workflow, args.data is not None, "run")
-    run_flags = ("precision", "batch_rows", "memory_budget", "rmm_pool", "explain_rows")
-    overrides = {**table_overrides(args), **{name: getattr(args, name) for name in run_flags}}
-    config = build_config(file_values, {**overrides, **config_overrides(vars(args))}, source)
-    progress = ProgressDisplay(live=False if config.cluster is not None else None)  # Dask workers share the terminal
-    # What start-up built (modules, schemas, the config) lives to the end of the run: frozen, the
-    # garbage collector's full passes stop walking it (on flights 0.15 s of them -> 0.06 s, what
-    # the hand-written script pays). Unfrozen afterwards, so a caller's garbage is collected.
-    gc.freeze()
-    try:
-        record, path = run_config(
-            config, progress, on_plan=lambda wf: show_plan(wf, progress.console), process_start=PROCESS_STARTED_AT
-        )
-    finally:
-        gc.unfreeze()
-        progress.close()
-    typed = RunRecord.model_validate(record)
-    if args.rmm_pool and not typed.arms["gpu"].ok:
-        say("notice: --rmm-pool applies to the GPU arm's device memory; ignored on the CPU arm")
-    written = {"run record": path, "pipeline": saved_folder(record, path)}
-    show_result(record, args.json, lambda: render_run(typed, Console()), written)
-    failed = [name for name, arm in typed.arms.items() if arm.status == "failed"]
-    if failed:
-        print(f"accel: {' and '.join(failed)} arm failed (see the record)", file=sys.stderr)
-        return 1
     return 0
 
 

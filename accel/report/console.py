@@ -226,6 +226,14 @@ class ProgressDisplay:
         return Group(*lines)
 
 
+def wide_console(width: int) -> Console:
+    """A console as wide as the terminal, or ``width`` columns where stdout is not one (a file, a
+    pipe: Rich would draw 80 columns, too few for the wider tables)."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=width)
+
+
 def fmt_value(value: float | None, spec: str, unit: str = "", missing: str = "—") -> str:
     """``value`` as ``spec`` with ``unit``; ``missing`` where there is none (None or NaN)."""
     return missing if value is None or math.isnan(value) else f"{value:{spec}}{unit}"
