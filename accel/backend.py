@@ -233,38 +233,6 @@ def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
 _RMM_POOL: tuple[int, int, int | None] | None = None
 
 
-def _cupy_check() -> None:
-    import cupy
-
-    cupy.zeros(1).sum().item()
-
-
-def _rmm_check() -> None:
-    import rmm
-
-    rmm.DeviceBuffer(size=8)
-
-
-def _cudf_check() -> None:
-    import cudf
-
-    cudf.Series([1.0]).sum()
-
-
-def rapids_smoke_test() -> str | None:
-    """Import CuPy and cuDF and make one tiny allocation with each; the failure, or None.
-
-    An installed cuDF imports fine without a GPU and fails only at its first allocation, so
-    installed is not usable until this passes.
-    """
-    try:
-        _cupy_check()
-        _cudf_check()
-    except Exception as exc:  # noqa: BLE001 - e.g. cudaErrorInsufficientDriver, DynamicLibNotFoundError
-        return f"RAPIDS is installed but cannot use the GPU ({first_line(exc)})"
-    return None
-
-
 def cudf_spill_option() -> bool | None:
     """cuDF's ``spill`` option in this process (a Dask worker's: Dask-CUDA's ``CUDFSetup`` plugin
     sets it), or None where cuDF is not imported."""
@@ -309,14 +277,21 @@ CAPABILITIES: dict[str, tuple[str, str]] = {
     "dask_cuda": ("dask_cuda", "LocalCUDACluster: one Dask worker per GPU"),
     "dask_cudf": ("dask_cudf", "cuDF partitions on Dask"),
 }
+#: One tiny allocation with each GPU library that can make one (an installed cuDF imports fine
+#: without a GPU and fails only at its first allocation).
+_SMOKE: dict[str, Callable[[], object]] = {
+    "cupy": lambda: importlib.import_module("cupy").zeros(1).sum().item(),
+    "rmm": lambda: importlib.import_module("rmm").DeviceBuffer(size=8),
+    "cudf": lambda: importlib.import_module("cudf").Series([1.0]).sum(),
+}
 
 
-def _smoke(name: str, installed: bool, check: Callable[[], None]) -> str | None:
-    """Why the GPU library ``name`` does not work (``check`` makes one tiny allocation with it); None when it does."""
+def _smoke(name: str, installed: bool) -> str | None:
+    """Why the GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny allocation with it); None when it does."""
     if not installed:
         return f"{CAPABILITIES[name][0]} not installed"
     try:
-        check()
+        _SMOKE[name]()
     except Exception as exc:  # noqa: BLE001 - detection never raises
         return f"installed but cannot use the GPU ({first_line(exc)})"
     return None
@@ -341,11 +316,11 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
             caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
         return caps
     # name -> why it is not available (None: available), in the order they are probed
-    why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"], _cupy_check)}
-    why["rmm"] = _smoke("rmm", installed["rmm"], _rmm_check)
+    why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"])}
+    why["rmm"] = _smoke("rmm", installed["rmm"])
     xgboost_cuda = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
     why["xgboost_cuda"] = xgboost_cuda if installed["xgboost_cuda"] else "xgboost not installed"
-    why["cudf"] = _smoke("cudf", installed["cudf"], _cudf_check) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
+    why["cudf"] = _smoke("cudf", installed["cudf"]) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
     for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
         if not installed[name]:
             why[name] = f"{CAPABILITIES[name][0]} not installed"
@@ -362,9 +337,9 @@ def probe_gpu() -> GpuProbe:
 
     The checks, in order: the CUDA driver and a visible device (libcuda, no Python CUDA
     library imported), the RAPIDS libraries (installed or not, without importing them),
-    XGBoost built with CUDA, and — only when all of that holds — a real import of CuPy and
-    cuDF with one tiny allocation each, since an installed cuDF can still fail at its first
-    allocation.
+    XGBoost built with CUDA, and, with a device there, a real import of CuPy and cuDF with one
+    tiny allocation each (:func:`probe_capabilities`), since an installed cuDF can still fail at
+    its first allocation: when all the rest holds, their failure is the reason.
     """
     causes: dict[str, str] = {}  # problem -> reason, in the order found
     try:
@@ -380,12 +355,14 @@ def probe_gpu() -> GpuProbe:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
     if not _xgboost_has_cuda():
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
-    if not causes and (broken := rapids_smoke_test()):
-        causes["rapids_broken"] = broken
     try:
         capabilities = probe_capabilities(message or problem if problem else None)
     except Exception as exc:  # noqa: BLE001 - detection never raises
         capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
+    # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
+    broken = [caps["reason"] for name in GPU_REQUIRED if not (caps := capabilities[name])["available"]]
+    if not causes and broken:
+        causes["rapids_broken"] = f"RAPIDS is {broken[0]}"
 
     reason = "; ".join(causes.values()) or None
     return GpuProbe(not causes, reason, tuple(causes), driver_version, devices, libraries, capabilities)
@@ -543,24 +520,18 @@ class Backend:
         if self.is_gpu:
             self.xp.cuda.runtime.deviceSynchronize()
 
-    def device_memory_in_use(self) -> int | None:
-        """Bytes in use on this arm's device (device-wide), or None on the CPU arm."""
+    def device_memory(self) -> tuple[int, int] | None:
+        """``(free, total)`` bytes of this arm's device (device-wide, as the driver counts them), or
+        None on the CPU arm."""
         if not self.is_gpu:
             return None
         free, total = self.xp.cuda.runtime.memGetInfo()
-        return int(total - free)
+        return int(free), int(total)
 
-    def device_memory_free(self) -> int | None:
-        if not self.is_gpu:
-            return None
-        free, _ = self.xp.cuda.runtime.memGetInfo()
-        return int(free)
-
-    def device_memory_total(self) -> int | None:
-        if not self.is_gpu:
-            return None
-        _, total = self.xp.cuda.runtime.memGetInfo()
-        return int(total)
+    def device_memory_in_use(self) -> int | None:
+        """Bytes in use on this arm's device (device-wide), or None on the CPU arm."""
+        free_total = self.device_memory()
+        return None if free_total is None else free_total[1] - free_total[0]
 
     # -- RMM: one pool for cuDF and CuPy, and for XGBoost when it is built with RMM (GPU arm only)
     def xgboost_allocation(self) -> dict[str, Any]:
@@ -641,14 +612,7 @@ class Backend:
         """
         if not self.is_gpu or _RMM_POOL is not None or "rmm" not in sys.modules:
             return None
-        import rmm.mr
-
-        stack, pool, resource = [], None, rmm.mr.get_current_device_resource()
-        while resource is not None:
-            stack.append(type(resource).__name__)
-            if isinstance(resource, rmm.mr.PoolMemoryResource):
-                pool = int(resource.pool_size())
-            resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+        stack, pool = _rmm_resources()
         return None if stack == ["CudaMemoryResource"] else {"resources": stack, "pool_bytes": pool}
 
     def use_current_rmm_resource(self) -> None:
@@ -665,14 +629,7 @@ class Backend:
     def rmm_pool_bytes(self) -> int | None:
         """Bytes the RMM pool holds from the device now (its size, not what is allocated from it),
         or None without a pool set up by :meth:`configure_rmm_pool`."""
-        if self.rmm_pool_configured() is None:
-            return None
-        import rmm.mr
-
-        resource = rmm.mr.get_current_device_resource()
-        while not isinstance(resource, rmm.mr.PoolMemoryResource) and hasattr(resource, "get_upstream"):
-            resource = resource.get_upstream()
-        return int(resource.pool_size()) if isinstance(resource, rmm.mr.PoolMemoryResource) else None
+        return None if self.rmm_pool_configured() is None else _rmm_resources()[1]
 
     def limit_device_memory(self, limit_bytes: int) -> None:
         """Cap RMM allocations at ``limit_bytes`` (a real out-of-memory for tests and benchmarks)."""
@@ -722,6 +679,20 @@ class Backend:
         if self.is_gpu:
             self.xp.get_default_memory_pool().free_all_blocks()
             self.xp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def _rmm_resources() -> tuple[list[str], int | None]:
+    """The current device's RMM resource stack, outermost first, by class name, and the bytes its
+    first pool (``PoolMemoryResource``) holds from the device (None without a pool)."""
+    import rmm.mr
+
+    stack, pool, resource = [], None, rmm.mr.get_current_device_resource()
+    while resource is not None:
+        stack.append(type(resource).__name__)
+        if pool is None and isinstance(resource, rmm.mr.PoolMemoryResource):
+            pool = int(resource.pool_size())
+        resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+    return stack, pool
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
