@@ -32,10 +32,6 @@ def _top_module(obj: Any) -> str:
     return type(obj).__module__.partition(".")[0]
 
 
-def is_cupy_array(obj: Any) -> bool:
-    return _top_module(obj) == "cupy"
-
-
 def is_cudf(obj: Any) -> bool:
     return _top_module(obj) == "cudf"
 
@@ -62,7 +58,7 @@ def to_numpy(obj: Any) -> np.ndarray:
         dtypes = obj.dtypes if hasattr(obj, "columns") else [obj.dtype]
         if all(getattr(d, "kind", "") == "f" for d in dtypes):
             return obj.to_numpy(na_value=np.nan)
-    elif is_cupy_array(obj):
+    elif _top_module(obj) == "cupy":
         return obj.get()
     return obj.to_numpy() if hasattr(obj, "to_numpy") else np.asarray(obj)
 
@@ -654,7 +650,7 @@ def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:
     so the values outside the vocabulary are masked first.
     """
     categories = list(categories)
-    dtype = categorical_dtype(xdf, categories)
+    dtype = xdf.CategoricalDtype(categories=categories, ordered=False)  # unordered, exactly these, in this order
     if is_pandas_module(xdf):
         # One hash lookup per value in Arrow's C++ (``index_in``) instead of pandas' ``isin`` and
         # ``astype`` (which turn Arrow-backed text into Python objects): the same codes, ten
@@ -680,11 +676,6 @@ def has_categories(s: Any, categories: Sequence[Any]) -> bool:
         return False
     present = s.cat.categories
     return len(present) == len(categories) and to_numpy(present).tolist() == list(categories)
-
-
-def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
-    """An unordered categorical dtype with exactly these categories, in this order."""
-    return xdf.CategoricalDtype(categories=list(categories), ordered=False)
 
 
 def sorted_unique(series: Any) -> list:

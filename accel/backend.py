@@ -391,9 +391,7 @@ class ModelClasses(Mapping):
         return iter(ESTIMATORS)
 
     def __len__(self) -> int:
-        from accel.registry import ESTIMATORS
-
-        return len(ESTIMATORS)
+        return sum(1 for _ in self)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -505,15 +503,6 @@ class Backend:
         if self.is_gpu:
             return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
         return {"pages": "disk", "on_host": False}
-
-    def adopt_estimator(self, key: str, estimator: Any) -> Any:
-        """A scikit-learn estimator (a saved pipeline's) as this arm fits and predicts with it:
-        itself on every core here, or its cuML twin on the GPU arm (cuML's ``from_sklearn``)."""
-        if self.is_gpu:
-            return self.models[key].from_sklearn(estimator)
-        if "n_jobs" in estimator.get_params():
-            estimator.set_params(n_jobs=self.n_threads)
-        return estimator
 
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
@@ -630,15 +619,6 @@ class Backend:
         """Bytes the RMM pool holds from the device now (its size, not what is allocated from it),
         or None without a pool set up by :meth:`configure_rmm_pool`."""
         return None if self.rmm_pool_configured() is None else _rmm_resources()[1]
-
-    def limit_device_memory(self, limit_bytes: int) -> None:
-        """Cap RMM allocations at ``limit_bytes`` (a real out-of-memory for tests and benchmarks)."""
-        import rmm
-        from rmm.allocators.cupy import rmm_cupy_allocator
-
-        upstream = rmm.mr.get_current_device_resource()
-        rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, limit_bytes))
-        self.xp.cuda.set_allocator(rmm_cupy_allocator)
 
     def rmm_statistics(self) -> dict[str, int | None] | None:
         """RMM's allocation counters (bytes in use now, peak, total) and the pool's size from the

@@ -91,8 +91,7 @@ class StageTimer:
     def accumulate(self, name: str) -> Iterator[None]:
         """Add the wall time of this block to stage ``name`` (streaming: a stage in many pieces)."""
         previous = self.monitor.stage if self.monitor is not None else None
-        if self.monitor is not None:
-            self.monitor.set_stage(name)
+        self._set_stage(name)
         self.backend.synchronize()
         start = time.perf_counter()
         try:
@@ -100,8 +99,7 @@ class StageTimer:
         finally:
             self.backend.synchronize()
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-            if self.monitor is not None:
-                self.monitor.set_stage(previous)
+            self._set_stage(previous)
 
 
 # --------------------------------------------------------------------------- the harness

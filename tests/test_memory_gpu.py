@@ -131,10 +131,15 @@ def test_rmm_pool_set_up_once_and_record_says_where_xgboost_allocates():
 def test_backoff_on_a_real_device_out_of_memory():
     out = _in_subprocess(
         """
+        import rmm
+        from rmm.allocators.cupy import rmm_cupy_allocator
         from accel.backend import gpu_backend
         from accel.batching import BatchPlan, with_backoff
         b = gpu_backend(needs=("rmm",))
-        b.limit_device_memory(1536 * 2**20)
+        # RMM's allocations capped (a real out-of-memory), CuPy's through RMM.
+        upstream = rmm.mr.get_current_device_resource()
+        rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, 1536 * 2**20))
+        b.xp.cuda.set_allocator(rmm_cupy_allocator)
         plan = BatchPlan(1536 * 2**20, 'test', 65536.0, 100_000, 65536, 'in-memory', 'given')
         def step(rows):
             block = b.xp.ones((rows, 8192))  # rows x 64 KiB on the device
