@@ -110,12 +110,12 @@ def csv_na_values() -> list[str] | None:
     return sorted(STR_NA_VALUES)
 
 
-def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None) -> dict[str, Any]:
+def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None, columns: Sequence[str] | None = None) -> dict[str, Any]:
     """What every read of a table's CSV passes to ``xdf.read_csv`` (whole, in byte ranges, on Dask):
-    the plan's column types, and on cuDF pandas' missing-value strings (:func:`csv_na_values`)."""
-    options: dict[str, Any] = {}
-    if dtypes:
-        options["dtype"] = dict(dtypes)
+    the plan's column types (of ``columns`` only, when given), and on cuDF pandas' missing-value
+    strings (:func:`csv_na_values`)."""
+    wanted = {c: t for c, t in (dtypes or {}).items() if columns is None or c in set(columns)}
+    options: dict[str, Any] = {"dtype": wanted} if wanted else {}
     nulls = csv_na_values()
     if not is_pandas_module(xdf) and nulls is not None:
         options["na_values"] = nulls  # added to libcudf's defaults (keep_default_na=True)
@@ -137,11 +137,9 @@ def read_csv(
     :meth:`~accel.data.schema.TablePlan.csv_dtypes`) and the missing-value strings go to both
     readers alike (:func:`csv_options`), and the columns come in ``columns``' order on both.
     """
-    kwargs: dict[str, Any] = {"sep": delimiter, **csv_options(xdf, dtypes)}
+    kwargs: dict[str, Any] = {"sep": delimiter, **csv_options(xdf, dtypes, columns)}
     if columns is not None:
         kwargs["usecols"] = list(columns)
-        if "dtype" in kwargs:
-            kwargs["dtype"] = {c: t for c, t in kwargs["dtype"].items() if c in set(columns)}
     if not is_pandas_module(xdf):
         frame = xdf.read_csv(str(path), **kwargs)
     else:
@@ -503,7 +501,7 @@ def iter_csv_chunks(
         field holding a line break is not found by the byte-range search (neither libcudf's
         nor this one).
     """
-    options = csv_options(xdf, {c: t for c, t in dtypes.items() if c in set(columns)})
+    options = csv_options(xdf, dtypes, columns)
     suffix = Path(path).name.rpartition(".")[2].lower()
     if is_pandas_module(xdf):
         yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), chunksize=rows, **options)

@@ -25,11 +25,12 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from accel.errors import DeviceUnavailable, first_line
 
 ArmName = Literal["cpu", "gpu"]
+T = TypeVar("T")
 DeviceChoice = Literal["auto", "cpu", "gpu"]
 
 #: Libraries the GPU arm cannot run without (import name -> what to install).
@@ -504,6 +505,15 @@ class Backend:
             return {"pages": "host memory", "on_host": True, "cache_host_ratio": 1.0, "min_cache_page_bytes": 0}
         return {"pages": "disk", "on_host": False}
 
+    def adopt_estimator(self, key: str, estimator: Any) -> Any:
+        """A scikit-learn estimator (a saved pipeline's) as this arm fits and predicts with it:
+        itself on every core here, or its cuML twin on the GPU arm (cuML's ``from_sklearn``)."""
+        if self.is_gpu:
+            return self.models[key].from_sklearn(estimator)
+        if "n_jobs" in estimator.get_params():
+            estimator.set_params(n_jobs=self.n_threads)
+        return estimator
+
     def synchronize(self) -> None:
         """Wait for queued device work, so that a clock read after it is honest."""
         if self.is_gpu:
@@ -805,9 +815,33 @@ def _decoded(text: str | bytes) -> str:
     return text.decode() if isinstance(text, bytes) else text
 
 
-def _nvml_shutdown(pynvml: ModuleType) -> None:
-    with contextlib.suppress(Exception):
-        pynvml.nvmlShutdown()
+def _nvml(query: Callable[[Any], T]) -> T | str:
+    """``query(pynvml)`` with NVML started for it and shut down after, or why NVML cannot say (one
+    line: not installed, no driver, cannot start, the query failed). Never raises."""
+    if not module_installed("pynvml"):
+        return "nvidia-ml-py not installed (no module named 'pynvml')"
+    if sys.platform.startswith("linux"):
+        # The library pynvml loads first: without it NVML cannot start, and importing pynvml
+        # (60 ms, a quarter of the environment report on a CPU machine) is not needed to say so.
+        try:
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            return "NVML cannot start (libnvidia-ml.so.1 cannot be loaded: no NVIDIA driver)"
+    try:
+        import pynvml
+    except Exception as exc:  # noqa: BLE001
+        return f"nvidia-ml-py not importable ({first_line(exc)})"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
+        return f"NVML cannot start ({first_line(exc) or type(exc).__name__})"
+    try:
+        return query(pynvml)
+    except Exception as exc:  # noqa: BLE001
+        return f"NVML query failed ({first_line(exc)})"
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
 
 
 def nvml_info() -> dict[str, Any]:
@@ -816,52 +850,27 @@ def nvml_info() -> dict[str, Any]:
     NVML is what Dask-CUDA uses to count GPUs; when its library is missing,
     ``LocalCUDACluster()`` raises ``NVMLError_LibraryNotFound``, so the answer is worth stating.
     """
-    if not module_installed("pynvml"):
-        return {"available": False, "reason": "nvidia-ml-py not installed (no module named 'pynvml')"}
-    if sys.platform.startswith("linux"):
-        # The library pynvml loads first: without it NVML cannot start, and importing pynvml
-        # (60 ms, a quarter of the environment report on a CPU machine) is not needed to say so.
-        try:
-            ctypes.CDLL("libnvidia-ml.so.1")
-        except OSError:
-            return {"available": False, "reason": "NVML cannot start (libnvidia-ml.so.1 cannot be loaded: no NVIDIA driver)"}
-    try:
-        import pynvml
-    except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"nvidia-ml-py not importable ({first_line(exc)})"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
-        return {"available": False, "reason": f"NVML cannot start ({first_line(exc) or type(exc).__name__})"}
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        gpus = []
+
+    def gpus(pynvml: Any) -> dict[str, Any]:
+        found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             name = pynvml.nvmlDeviceGetName(h)
             sizes = {"memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
-            gpus.append({"index": i, "name": _decoded(name), **sizes})
-        return {"available": True, "driver": _decoded(driver), "gpus": gpus}
-    except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
-    finally:
-        _nvml_shutdown(pynvml)
+            found.append({"index": i, "name": _decoded(name), **sizes})
+        return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
+
+    info = _nvml(gpus)
+    return {"available": False, "reason": info} if isinstance(info, str) else info
 
 
 def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     """``(free, total)`` bytes of the first ``count`` GPUs this process sees, in CUDA's order
     (``CUDA_VISIBLE_DEVICES``: indices or UUIDs), from NVML, which reads them without creating a
     CUDA context; None when NVML cannot say. Never raises."""
-    if not module_installed("pynvml"):
-        return None
-    try:
-        import pynvml
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML library, no driver
-        return None
-    try:
+    def memory(pynvml: Any) -> list[tuple[int, int]] | None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
         ids = [v.strip() for v in ids if v.strip()]
@@ -871,7 +880,6 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
             mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
             out.append((int(mem.free), int(mem.total)))
         return out if len(out) == count else None
-    except Exception:  # noqa: BLE001
-        return None
-    finally:
-        _nvml_shutdown(pynvml)
+
+    found = _nvml(memory)
+    return None if isinstance(found, str) else found

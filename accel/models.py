@@ -407,8 +407,7 @@ class EstimatorModel:
 
     def load(self, backend: Backend, path: Path) -> Any:
         """The estimator saved at ``path``, read with skops trusting only the types
-        :func:`trusted_types` names, as this arm fits and predicts with it: itself on every core
-        here, or its cuML twin on the GPU arm (cuML's ``from_sklearn``)."""
+        :func:`trusted_types` names; on the GPU arm as its cuML twin (``from_sklearn``)."""
         import skops.io
 
         untrusted = [t for t in skops.io.get_untrusted_types(file=path) if t not in trusted_types(self.estimator)]
@@ -418,11 +417,7 @@ class EstimatorModel:
         expected = ModelClasses("cpu")[self.key]
         if type(estimator) is not expected:
             raise AccelError(f"the saved model is a {type(estimator).__name__}, not the {expected.__name__} its pipeline names")
-        if backend.is_gpu:
-            return backend.models[self.key].from_sklearn(estimator)
-        if "n_jobs" in estimator.get_params():
-            estimator.set_params(n_jobs=backend.n_threads)
-        return estimator
+        return backend.adopt_estimator(self.key, estimator)
 
     def importances(
         self, backend: Backend, estimator: Any, names: list[str], sample: Array | None
