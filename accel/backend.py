@@ -287,12 +287,15 @@ _SMOKE: dict[str, Callable[[], object]] = {
 }
 
 
-def _smoke(name: str, installed: bool) -> str | None:
-    """Why the GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny allocation with it); None when it does."""
-    if not installed:
-        return f"{CAPABILITIES[name][0]} not installed"
+#: The GPU library each one stands on: it is unavailable while that one is.
+_STANDS_ON = {"cudf": "cupy", "cuml": "cudf", "dask_cuda": "cupy", "dask_cudf": "cudf"}
+
+
+def _smoke(name: str) -> str | None:
+    """Why the installed GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny
+    allocation with it, where it can make one); None when it does."""
     try:
-        _SMOKE[name]()
+        _SMOKE.get(name, lambda: None)()
     except Exception as exc:  # noqa: BLE001 - detection never raises
         return f"installed but cannot use the GPU ({first_line(exc)})"
     return None
@@ -305,30 +308,25 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     of them. Otherwise CuPy, RMM and cuDF are imported and make one tiny allocation each (an
     installed cuDF fails only at its first allocation); XGBoost is asked whether it was built
     with CUDA; cuML, Dask-CUDA and dask-cudf are looked up, not imported (cuML's import takes
-    seconds), and count as available when what they stand on is.
+    seconds), and count as available when what they stand on is (:data:`_STANDS_ON`).
     """
-    installed = {name: module_installed(module) for name, (module, _) in CAPABILITIES.items()}
-    if device_problem:
-        caps: dict[str, dict[str, Any]] = {
-            name: {"available": False, "reason": device_problem + ("" if installed[name] else f"; {module} not installed")}
-            for name, (module, _) in CAPABILITIES.items()
-        }
-        if installed["xgboost_cuda"] and not _xgboost_has_cuda():
-            caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
-        return caps
-    # name -> why it is not available (None: available), in the order they are probed
-    why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"])}
-    why["rmm"] = _smoke("rmm", installed["rmm"])
-    xgboost_cuda = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
-    why["xgboost_cuda"] = xgboost_cuda if installed["xgboost_cuda"] else "xgboost not installed"
-    why["cudf"] = _smoke("cudf", installed["cudf"]) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
-    for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
-        if not installed[name]:
-            why[name] = f"{CAPABILITIES[name][0]} not installed"
-        elif why[base] is not None:
+    why: dict[str, str | None] = {}  # name -> why it is not available (None: available), in the order probed
+    for name, (module, _) in CAPABILITIES.items():
+        installed, base = module_installed(module), _STANDS_ON.get(name)
+        if device_problem:
+            why[name] = device_problem + ("" if installed else f"; {module} not installed")
+            if name == "xgboost_cuda" and installed and not _xgboost_has_cuda():
+                why[name] = f"{why[name]}; xgboost is built without CUDA"
+        elif name == "cudf" and why["cupy"] is not None:
+            why[name] = f"needs CuPy ({why['cupy']})"
+        elif not installed:
+            why[name] = f"{module} not installed"
+        elif base is not None and why[base] is not None:
             why[name] = f"installed, but needs {base} ({why[base]})"
+        elif name == "xgboost_cuda":
+            why[name] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
         else:
-            why[name] = None
+            why[name] = _smoke(name)
     return {name: {"available": reason is None, "reason": reason} for name, reason in why.items()}
 
 
