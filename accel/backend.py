@@ -813,7 +813,7 @@ def _decoded(text: str | bytes) -> str:
     return text.decode() if isinstance(text, bytes) else text
 
 
-def _nvml(query: Callable[[Any], T]) -> T | str:
+def _nvml(query: Callable[[ModuleType], T]) -> T | str:
     """``query(pynvml)`` with NVML started for it and shut down after, or why NVML cannot say (one
     line: not installed, no driver, cannot start, the query failed). Never raises."""
     if not module_installed("pynvml"):
@@ -849,7 +849,7 @@ def nvml_info() -> dict[str, Any]:
     ``LocalCUDACluster()`` raises ``NVMLError_LibraryNotFound``, so the answer is worth stating.
     """
 
-    def gpus(pynvml: Any) -> dict[str, Any]:
+    def gpus(pynvml: ModuleType) -> dict[str, Any]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
@@ -868,7 +868,7 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     (``CUDA_VISIBLE_DEVICES``: indices or UUIDs), from NVML, which reads them without creating a
     CUDA context; None when NVML cannot say. Never raises."""
 
-    def memory(pynvml: Any) -> list[tuple[int, int]] | None:
+    def memory(pynvml: ModuleType) -> list[tuple[int, int]] | None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
         ids = [v.strip() for v in ids if v.strip()]
