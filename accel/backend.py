@@ -465,10 +465,9 @@ class Backend:
 
     def ran_here(self, device_used: str) -> bool:
         """Whether a model that reports ``device_used`` ran on this arm's device (XGBoost with
-        ``device="cuda"`` and no usable GPU trains on the CPU and only warns)."""
-        from accel.registry import ran_where_asked
-
-        return ran_where_asked(device_used, self.is_gpu)
+        ``device="cuda"`` and no usable GPU trains on the CPU and only warns): a GPU arm's model
+        must not have run on the CPU."""
+        return device_used.startswith("cuda" if self.is_gpu else "cpu")
 
     def host_threads(self) -> dict[str, Any]:
         """The host libraries' threads this arm's work runs on, for the record: the CSV reader and

@@ -166,11 +166,6 @@ def _device_of_module(fitted: Any, gpu_device: str) -> str:
     return gpu_device if type(fitted).__module__.startswith("cuml") else "cpu"
 
 
-def ran_where_asked(device_used: str, is_gpu: bool) -> bool:
-    """Whether ``device_used`` is the arm's device: a GPU arm's model must not have run on the CPU."""
-    return device_used.startswith("cuda" if is_gpu else "cpu")
-
-
 # --------------------------------------------------------------------------- parameter spelling
 
 
