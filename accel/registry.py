@@ -456,6 +456,8 @@ class ModelSpec:
 
 
 class _Twins(TypedDict):
+    """A model's two estimators, as :class:`ModelSpec` takes them."""
+
     classifier: Estimator
     regressor: Estimator
 
