@@ -396,6 +396,15 @@ class ModelClasses(Mapping):
 # --------------------------------------------------------------------------- the backend
 
 
+def blas_threads() -> list[dict[str, Any]]:
+    """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP): the
+    benchmarks' environment and the CPU arm's record (:meth:`Backend.host_threads`)."""
+    from threadpoolctl import threadpool_info
+
+    keys = {"user_api": "user_api", "library": "internal_api", "threads": "num_threads", "version": "version"}
+    return [{key: p.get(name) for key, name in keys.items()} for p in threadpool_info()]
+
+
 def cpu_threads() -> int:
     """Cores this process may run on (the affinity mask, which containers and taskset narrow)."""
     try:
@@ -475,11 +484,9 @@ class Backend:
         if self.is_gpu:
             return {}
         import pyarrow
-        from threadpoolctl import threadpool_info
 
-        reader = f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads"
-        blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
-        return {"csv_reader": reader, "blas": [{"library": p.get("internal_api"), "threads": p.get("num_threads")} for p in blas]}
+        blas = [{"library": p["library"], "threads": p["threads"]} for p in blas_threads() if p["user_api"] == "blas"]
+        return {"csv_reader": f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads", "blas": blas}
 
     def external_memory(self) -> dict[str, Any]:
         """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from accel.backend import Backend
+from accel.backend import Backend, blas_threads
 from accel.memory import MemoryMonitor
 
 #: The stages of one arm of a run, in order (each timed on its own; see StageTimer).
@@ -239,14 +239,6 @@ def speedup(cpu_seconds: float | None, gpu_seconds: float | None) -> float:
 
 
 # --------------------------------------------------------------------------- environment and fairness
-
-
-def blas_threads() -> list[dict[str, Any]]:
-    """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP)."""
-    from threadpoolctl import threadpool_info
-
-    keys = {"user_api": "user_api", "library": "internal_api", "threads": "num_threads", "version": "version"}
-    return [{key: p.get(name) for key, name in keys.items()} for p in threadpool_info()]
 
 
 def bench_environment() -> dict[str, Any]:
