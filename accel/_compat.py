@@ -32,10 +32,6 @@ def _top_module(obj: Any) -> str:
     return type(obj).__module__.partition(".")[0]
 
 
-def is_cupy_array(obj: Any) -> bool:
-    return _top_module(obj) == "cupy"
-
-
 def is_cudf(obj: Any) -> bool:
     return _top_module(obj) == "cudf"
 
@@ -62,7 +58,7 @@ def to_numpy(obj: Any) -> np.ndarray:
         dtypes = obj.dtypes if hasattr(obj, "columns") else [obj.dtype]
         if all(getattr(d, "kind", "") == "f" for d in dtypes):
             return obj.to_numpy(na_value=np.nan)
-    elif is_cupy_array(obj):
+    elif _top_module(obj) == "cupy":
         return obj.get()
     return obj.to_numpy() if hasattr(obj, "to_numpy") else np.asarray(obj)
 
@@ -114,12 +110,12 @@ def csv_na_values() -> list[str] | None:
     return sorted(STR_NA_VALUES)
 
 
-def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None) -> dict[str, Any]:
+def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None, columns: Sequence[str] | None = None) -> dict[str, Any]:
     """What every read of a table's CSV passes to ``xdf.read_csv`` (whole, in byte ranges, on Dask):
-    the plan's column types, and on cuDF pandas' missing-value strings (:func:`csv_na_values`)."""
-    options: dict[str, Any] = {}
-    if dtypes:
-        options["dtype"] = dict(dtypes)
+    the plan's column types (of ``columns`` only, when given), and on cuDF pandas' missing-value
+    strings (:func:`csv_na_values`)."""
+    wanted = {c: t for c, t in (dtypes or {}).items() if columns is None or c in set(columns)}
+    options: dict[str, Any] = {"dtype": wanted} if wanted else {}
     nulls = csv_na_values()
     if not is_pandas_module(xdf) and nulls is not None:
         options["na_values"] = nulls  # added to libcudf's defaults (keep_default_na=True)
@@ -141,11 +137,9 @@ def read_csv(
     :meth:`~accel.data.schema.TablePlan.csv_dtypes`) and the missing-value strings go to both
     readers alike (:func:`csv_options`), and the columns come in ``columns``' order on both.
     """
-    kwargs: dict[str, Any] = {"sep": delimiter, **csv_options(xdf, dtypes)}
+    kwargs: dict[str, Any] = {"sep": delimiter, **csv_options(xdf, dtypes, columns)}
     if columns is not None:
         kwargs["usecols"] = list(columns)
-        if "dtype" in kwargs:
-            kwargs["dtype"] = {c: t for c, t in kwargs["dtype"].items() if c in set(columns)}
     if not is_pandas_module(xdf):
         frame = xdf.read_csv(str(path), **kwargs)
     else:
@@ -507,7 +501,7 @@ def iter_csv_chunks(
         field holding a line break is not found by the byte-range search (neither libcudf's
         nor this one).
     """
-    options = csv_options(xdf, {c: t for c, t in dtypes.items() if c in set(columns)})
+    options = csv_options(xdf, dtypes, columns)
     suffix = Path(path).name.rpartition(".")[2].lower()
     if is_pandas_module(xdf):
         yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), chunksize=rows, **options)
@@ -654,7 +648,7 @@ def as_categorical(xdf: ModuleType, s: Any, categories: Sequence[Any]) -> Any:
     so the values outside the vocabulary are masked first.
     """
     categories = list(categories)
-    dtype = categorical_dtype(xdf, categories)
+    dtype = xdf.CategoricalDtype(categories=categories, ordered=False)  # unordered, exactly these, in this order
     if is_pandas_module(xdf):
         # One hash lookup per value in Arrow's C++ (``index_in``) instead of pandas' ``isin`` and
         # ``astype`` (which turn Arrow-backed text into Python objects): the same codes, ten
@@ -680,11 +674,6 @@ def has_categories(s: Any, categories: Sequence[Any]) -> bool:
         return False
     present = s.cat.categories
     return len(present) == len(categories) and to_numpy(present).tolist() == list(categories)
-
-
-def categorical_dtype(xdf: ModuleType, categories: Sequence[str]) -> Any:
-    """An unordered categorical dtype with exactly these categories, in this order."""
-    return xdf.CategoricalDtype(categories=list(categories), ordered=False)
 
 
 def sorted_unique(series: Any) -> list:

@@ -25,11 +25,12 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from accel.errors import DeviceUnavailable, first_line
 
 ArmName = Literal["cpu", "gpu"]
+T = TypeVar("T")
 DeviceChoice = Literal["auto", "cpu", "gpu"]
 
 #: Libraries the GPU arm cannot run without (import name -> what to install).
@@ -233,38 +234,6 @@ def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
 _RMM_POOL: tuple[int, int, int | None] | None = None
 
 
-def _cupy_check() -> None:
-    import cupy
-
-    cupy.zeros(1).sum().item()
-
-
-def _rmm_check() -> None:
-    import rmm
-
-    rmm.DeviceBuffer(size=8)
-
-
-def _cudf_check() -> None:
-    import cudf
-
-    cudf.Series([1.0]).sum()
-
-
-def rapids_smoke_test() -> str | None:
-    """Import CuPy and cuDF and make one tiny allocation with each; the failure, or None.
-
-    An installed cuDF imports fine without a GPU and fails only at its first allocation, so
-    installed is not usable until this passes.
-    """
-    try:
-        _cupy_check()
-        _cudf_check()
-    except Exception as exc:  # noqa: BLE001 - e.g. cudaErrorInsufficientDriver, DynamicLibNotFoundError
-        return f"RAPIDS is installed but cannot use the GPU ({first_line(exc)})"
-    return None
-
-
 def cudf_spill_option() -> bool | None:
     """cuDF's ``spill`` option in this process (a Dask worker's: Dask-CUDA's ``CUDFSetup`` plugin
     sets it), or None where cuDF is not imported."""
@@ -309,14 +278,24 @@ CAPABILITIES: dict[str, tuple[str, str]] = {
     "dask_cuda": ("dask_cuda", "LocalCUDACluster: one Dask worker per GPU"),
     "dask_cudf": ("dask_cudf", "cuDF partitions on Dask"),
 }
+#: One tiny allocation with each GPU library that can make one (an installed cuDF imports fine
+#: without a GPU and fails only at its first allocation).
+_SMOKE: dict[str, Callable[[], object]] = {
+    "cupy": lambda: importlib.import_module("cupy").zeros(1).sum().item(),
+    "rmm": lambda: importlib.import_module("rmm").DeviceBuffer(size=8),
+    "cudf": lambda: importlib.import_module("cudf").Series([1.0]).sum(),
+}
 
 
-def _smoke(name: str, installed: bool, check: Callable[[], None]) -> str | None:
-    """Why the GPU library ``name`` does not work (``check`` makes one tiny allocation with it); None when it does."""
-    if not installed:
-        return f"{CAPABILITIES[name][0]} not installed"
+#: The GPU library each one stands on: it is unavailable while that one is.
+_STANDS_ON = {"cudf": "cupy", "cuml": "cudf", "dask_cuda": "cupy", "dask_cudf": "cudf"}
+
+
+def _smoke(name: str) -> str | None:
+    """Why the installed GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny
+    allocation with it, where it can make one); None when it does."""
     try:
-        check()
+        _SMOKE.get(name, lambda: None)()
     except Exception as exc:  # noqa: BLE001 - detection never raises
         return f"installed but cannot use the GPU ({first_line(exc)})"
     return None
@@ -329,30 +308,25 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
     of them. Otherwise CuPy, RMM and cuDF are imported and make one tiny allocation each (an
     installed cuDF fails only at its first allocation); XGBoost is asked whether it was built
     with CUDA; cuML, Dask-CUDA and dask-cudf are looked up, not imported (cuML's import takes
-    seconds), and count as available when what they stand on is.
+    seconds), and count as available when what they stand on is (:data:`_STANDS_ON`).
     """
-    installed = {name: module_installed(module) for name, (module, _) in CAPABILITIES.items()}
-    if device_problem:
-        caps: dict[str, dict[str, Any]] = {
-            name: {"available": False, "reason": device_problem + ("" if installed[name] else f"; {module} not installed")}
-            for name, (module, _) in CAPABILITIES.items()
-        }
-        if installed["xgboost_cuda"] and not _xgboost_has_cuda():
-            caps["xgboost_cuda"]["reason"] += "; xgboost is built without CUDA"
-        return caps
-    # name -> why it is not available (None: available), in the order they are probed
-    why: dict[str, str | None] = {"cupy": _smoke("cupy", installed["cupy"], _cupy_check)}
-    why["rmm"] = _smoke("rmm", installed["rmm"], _rmm_check)
-    xgboost_cuda = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
-    why["xgboost_cuda"] = xgboost_cuda if installed["xgboost_cuda"] else "xgboost not installed"
-    why["cudf"] = _smoke("cudf", installed["cudf"], _cudf_check) if why["cupy"] is None else f"needs CuPy ({why['cupy']})"
-    for name, base in (("cuml", "cudf"), ("dask_cudf", "cudf"), ("dask_cuda", "cupy")):
-        if not installed[name]:
-            why[name] = f"{CAPABILITIES[name][0]} not installed"
-        elif why[base] is not None:
+    why: dict[str, str | None] = {}  # name -> why it is not available (None: available), in the order probed
+    for name, (module, _) in CAPABILITIES.items():
+        installed, base = module_installed(module), _STANDS_ON.get(name)
+        if device_problem:
+            why[name] = device_problem + ("" if installed else f"; {module} not installed")
+            if name == "xgboost_cuda" and installed and not _xgboost_has_cuda():
+                why[name] = f"{why[name]}; xgboost is built without CUDA"
+        elif name == "cudf" and why["cupy"] is not None:
+            why[name] = f"needs CuPy ({why['cupy']})"
+        elif not installed:
+            why[name] = f"{module} not installed"
+        elif base is not None and why[base] is not None:
             why[name] = f"installed, but needs {base} ({why[base]})"
+        elif name == "xgboost_cuda":
+            why[name] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
         else:
-            why[name] = None
+            why[name] = _smoke(name)
     return {name: {"available": reason is None, "reason": reason} for name, reason in why.items()}
 
 
@@ -362,9 +336,9 @@ def probe_gpu() -> GpuProbe:
 
     The checks, in order: the CUDA driver and a visible device (libcuda, no Python CUDA
     library imported), the RAPIDS libraries (installed or not, without importing them),
-    XGBoost built with CUDA, and — only when all of that holds — a real import of CuPy and
-    cuDF with one tiny allocation each, since an installed cuDF can still fail at its first
-    allocation.
+    XGBoost built with CUDA, and, with a device there, a real import of CuPy and cuDF with one
+    tiny allocation each (:func:`probe_capabilities`), since an installed cuDF can still fail at
+    its first allocation: when all the rest holds, their failure is the reason.
     """
     causes: dict[str, str] = {}  # problem -> reason, in the order found
     try:
@@ -380,12 +354,14 @@ def probe_gpu() -> GpuProbe:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
     if not _xgboost_has_cuda():
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
-    if not causes and (broken := rapids_smoke_test()):
-        causes["rapids_broken"] = broken
     try:
         capabilities = probe_capabilities(message or problem if problem else None)
     except Exception as exc:  # noqa: BLE001 - detection never raises
         capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
+    # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
+    broken = [caps["reason"] for name in GPU_REQUIRED if not (caps := capabilities[name])["available"]]
+    if not causes and broken:
+        causes["rapids_broken"] = f"RAPIDS is {broken[0]}"
 
     reason = "; ".join(causes.values()) or None
     return GpuProbe(not causes, reason, tuple(causes), driver_version, devices, libraries, capabilities)
@@ -414,12 +390,19 @@ class ModelClasses(Mapping):
         return iter(ESTIMATORS)
 
     def __len__(self) -> int:
-        from accel.registry import ESTIMATORS
-
-        return len(ESTIMATORS)
+        return sum(1 for _ in self)
 
 
 # --------------------------------------------------------------------------- the backend
+
+
+def blas_threads() -> list[dict[str, Any]]:
+    """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP): the
+    benchmarks' environment and the CPU arm's record (:meth:`Backend.host_threads`)."""
+    from threadpoolctl import threadpool_info
+
+    keys = {"user_api": "user_api", "library": "internal_api", "threads": "num_threads", "version": "version"}
+    return [{key: p.get(name) for key, name in keys.items()} for p in threadpool_info()]
 
 
 def cpu_threads() -> int:
@@ -491,10 +474,9 @@ class Backend:
 
     def ran_here(self, device_used: str) -> bool:
         """Whether a model that reports ``device_used`` ran on this arm's device (XGBoost with
-        ``device="cuda"`` and no usable GPU trains on the CPU and only warns)."""
-        from accel.registry import ran_where_asked
-
-        return ran_where_asked(device_used, self.is_gpu)
+        ``device="cuda"`` and no usable GPU trains on the CPU and only warns): a GPU arm's model
+        must not have run on the CPU."""
+        return device_used.startswith("cuda" if self.is_gpu else "cpu")
 
     def host_threads(self) -> dict[str, Any]:
         """The host libraries' threads this arm's work runs on, for the record: the CSV reader and
@@ -502,11 +484,9 @@ class Backend:
         if self.is_gpu:
             return {}
         import pyarrow
-        from threadpoolctl import threadpool_info
 
-        reader = f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads"
-        blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
-        return {"csv_reader": reader, "blas": [{"library": p.get("internal_api"), "threads": p.get("num_threads")} for p in blas]}
+        blas = [{"library": p["library"], "threads": p["threads"]} for p in blas_threads() if p["user_api"] == "blas"]
+        return {"csv_reader": f"pandas engine=pyarrow, {pyarrow.cpu_count()} threads", "blas": blas}
 
     def external_memory(self) -> dict[str, Any]:
         """Where XGBoost keeps the pages of an external-memory matrix on this arm, and how.
@@ -543,24 +523,18 @@ class Backend:
         if self.is_gpu:
             self.xp.cuda.runtime.deviceSynchronize()
 
-    def device_memory_in_use(self) -> int | None:
-        """Bytes in use on this arm's device (device-wide), or None on the CPU arm."""
+    def device_memory(self) -> tuple[int, int] | None:
+        """``(free, total)`` bytes of this arm's device (device-wide, as the driver counts them), or
+        None on the CPU arm."""
         if not self.is_gpu:
             return None
         free, total = self.xp.cuda.runtime.memGetInfo()
-        return int(total - free)
+        return int(free), int(total)
 
-    def device_memory_free(self) -> int | None:
-        if not self.is_gpu:
-            return None
-        free, _ = self.xp.cuda.runtime.memGetInfo()
-        return int(free)
-
-    def device_memory_total(self) -> int | None:
-        if not self.is_gpu:
-            return None
-        _, total = self.xp.cuda.runtime.memGetInfo()
-        return int(total)
+    def device_memory_in_use(self) -> int | None:
+        """Bytes in use on this arm's device (device-wide), or None on the CPU arm."""
+        free_total = self.device_memory()
+        return None if free_total is None else free_total[1] - free_total[0]
 
     # -- RMM: one pool for cuDF and CuPy, and for XGBoost when it is built with RMM (GPU arm only)
     def xgboost_allocation(self) -> dict[str, Any]:
@@ -641,14 +615,7 @@ class Backend:
         """
         if not self.is_gpu or _RMM_POOL is not None or "rmm" not in sys.modules:
             return None
-        import rmm.mr
-
-        stack, pool, resource = [], None, rmm.mr.get_current_device_resource()
-        while resource is not None:
-            stack.append(type(resource).__name__)
-            if isinstance(resource, rmm.mr.PoolMemoryResource):
-                pool = int(resource.pool_size())
-            resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+        stack, pool = _rmm_resources()
         return None if stack == ["CudaMemoryResource"] else {"resources": stack, "pool_bytes": pool}
 
     def use_current_rmm_resource(self) -> None:
@@ -665,23 +632,7 @@ class Backend:
     def rmm_pool_bytes(self) -> int | None:
         """Bytes the RMM pool holds from the device now (its size, not what is allocated from it),
         or None without a pool set up by :meth:`configure_rmm_pool`."""
-        if self.rmm_pool_configured() is None:
-            return None
-        import rmm.mr
-
-        resource = rmm.mr.get_current_device_resource()
-        while not isinstance(resource, rmm.mr.PoolMemoryResource) and hasattr(resource, "get_upstream"):
-            resource = resource.get_upstream()
-        return int(resource.pool_size()) if isinstance(resource, rmm.mr.PoolMemoryResource) else None
-
-    def limit_device_memory(self, limit_bytes: int) -> None:
-        """Cap RMM allocations at ``limit_bytes`` (a real out-of-memory for tests and benchmarks)."""
-        import rmm
-        from rmm.allocators.cupy import rmm_cupy_allocator
-
-        upstream = rmm.mr.get_current_device_resource()
-        rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, limit_bytes))
-        self.xp.cuda.set_allocator(rmm_cupy_allocator)
+        return None if self.rmm_pool_configured() is None else _rmm_resources()[1]
 
     def rmm_statistics(self) -> dict[str, int | None] | None:
         """RMM's allocation counters (bytes in use now, peak, total) and the pool's size from the
@@ -722,6 +673,20 @@ class Backend:
         if self.is_gpu:
             self.xp.get_default_memory_pool().free_all_blocks()
             self.xp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def _rmm_resources() -> tuple[list[str], int | None]:
+    """The current device's RMM resource stack, outermost first, by class name, and the bytes its
+    first pool (``PoolMemoryResource``) holds from the device (None without a pool)."""
+    import rmm.mr
+
+    stack, pool, resource = [], None, rmm.mr.get_current_device_resource()
+    while resource is not None:
+        stack.append(type(resource).__name__)
+        if pool is None and isinstance(resource, rmm.mr.PoolMemoryResource):
+            pool = int(resource.pool_size())
+        resource = resource.get_upstream() if hasattr(resource, "get_upstream") else None
+    return stack, pool
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -854,9 +819,33 @@ def _decoded(text: str | bytes) -> str:
     return text.decode() if isinstance(text, bytes) else text
 
 
-def _nvml_shutdown(pynvml: ModuleType) -> None:
-    with contextlib.suppress(Exception):
-        pynvml.nvmlShutdown()
+def _nvml(query: Callable[[ModuleType], T]) -> T | str:
+    """``query(pynvml)`` with NVML started for it and shut down after, or why NVML cannot say (one
+    line: not installed, no driver, cannot start, the query failed). Never raises."""
+    if not module_installed("pynvml"):
+        return "nvidia-ml-py not installed (no module named 'pynvml')"
+    if sys.platform.startswith("linux"):
+        # The library pynvml loads first: without it NVML cannot start, and importing pynvml
+        # (60 ms, a quarter of the environment report on a CPU machine) is not needed to say so.
+        try:
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            return "NVML cannot start (libnvidia-ml.so.1 cannot be loaded: no NVIDIA driver)"
+    try:
+        import pynvml
+    except Exception as exc:  # noqa: BLE001
+        return f"nvidia-ml-py not importable ({first_line(exc)})"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
+        return f"NVML cannot start ({first_line(exc) or type(exc).__name__})"
+    try:
+        return query(pynvml)
+    except Exception as exc:  # noqa: BLE001
+        return f"NVML query failed ({first_line(exc)})"
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
 
 
 def nvml_info() -> dict[str, Any]:
@@ -865,52 +854,27 @@ def nvml_info() -> dict[str, Any]:
     NVML is what Dask-CUDA uses to count GPUs; when its library is missing,
     ``LocalCUDACluster()`` raises ``NVMLError_LibraryNotFound``, so the answer is worth stating.
     """
-    if not module_installed("pynvml"):
-        return {"available": False, "reason": "nvidia-ml-py not installed (no module named 'pynvml')"}
-    if sys.platform.startswith("linux"):
-        # The library pynvml loads first: without it NVML cannot start, and importing pynvml
-        # (60 ms, a quarter of the environment report on a CPU machine) is not needed to say so.
-        try:
-            ctypes.CDLL("libnvidia-ml.so.1")
-        except OSError:
-            return {"available": False, "reason": "NVML cannot start (libnvidia-ml.so.1 cannot be loaded: no NVIDIA driver)"}
-    try:
-        import pynvml
-    except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"nvidia-ml-py not importable ({first_line(exc)})"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
-        return {"available": False, "reason": f"NVML cannot start ({first_line(exc) or type(exc).__name__})"}
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        gpus = []
+
+    def gpus(pynvml: ModuleType) -> dict[str, Any]:
+        found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             name = pynvml.nvmlDeviceGetName(h)
             sizes = {"memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
-            gpus.append({"index": i, "name": _decoded(name), **sizes})
-        return {"available": True, "driver": _decoded(driver), "gpus": gpus}
-    except Exception as exc:  # noqa: BLE001
-        return {"available": False, "reason": f"NVML query failed ({first_line(exc)})"}
-    finally:
-        _nvml_shutdown(pynvml)
+            found.append({"index": i, "name": _decoded(name), **sizes})
+        return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
+
+    info = _nvml(gpus)
+    return {"available": False, "reason": info} if isinstance(info, str) else info
 
 
 def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     """``(free, total)`` bytes of the first ``count`` GPUs this process sees, in CUDA's order
     (``CUDA_VISIBLE_DEVICES``: indices or UUIDs), from NVML, which reads them without creating a
     CUDA context; None when NVML cannot say. Never raises."""
-    if not module_installed("pynvml"):
-        return None
-    try:
-        import pynvml
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML library, no driver
-        return None
-    try:
+    def memory(pynvml: ModuleType) -> list[tuple[int, int]] | None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
         ids = [v.strip() for v in ids if v.strip()]
@@ -920,7 +884,6 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
             mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
             out.append((int(mem.free), int(mem.total)))
         return out if len(out) == count else None
-    except Exception:  # noqa: BLE001
-        return None
-    finally:
-        _nvml_shutdown(pynvml)
+
+    found = _nvml(memory)
+    return None if isinstance(found, str) else found

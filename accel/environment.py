@@ -21,8 +21,9 @@ import os
 import platform
 import re
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +72,9 @@ def library_versions() -> dict[str, str | None]:
     Each library's known distributions are asked for by name; only a library that imports but
     is installed under another distribution name falls back to scanning them all.
     """
-    out: dict[str, str | None] = {}
-    scanned: Mapping[str, list[str]] | None = None
-    for name in LIBRARIES:
-        found = installed(DISTRIBUTIONS.get(name, ()))
-        if found is None and module_installed(name):
-            if scanned is None:
-                scanned = md.packages_distributions()
-            found = installed(scanned.get(name) or ())
-        out[name] = found
-    return out
+    scan = lru_cache(maxsize=1)(md.packages_distributions)  # every distribution's files: at most once
+    out = {name: installed(DISTRIBUTIONS.get(name, ())) for name in LIBRARIES}
+    return {name: found or (installed(scan().get(name) or ()) if module_installed(name) else None) for name, found in out.items()}
 
 
 def installed(distributions: Iterable[str]) -> str | None:

@@ -369,7 +369,7 @@ def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dic
     elsewhere = backend.rmm_resource_set_elsewhere()
     if elsewhere is not None:
         return _kept_resource(backend, spec, elsewhere, xgboost_fields)
-    free, total = backend.device_memory_free() or 0, backend.device_memory_total() or 0
+    free, total = backend.device_memory() or (0, 0)
     if spec == "auto":
         initial, maximum, reason = rmm_auto_sizes(free, xgb["through_rmm"], model)
     else:
@@ -396,7 +396,7 @@ def _kept_resource(backend: Backend, spec: str, elsewhere: dict[str, Any], xgboo
     """
     backend.use_current_rmm_resource()
     pool = elsewhere["pool_bytes"]
-    free = (backend.device_memory_free() or 0) + (pool or 0)
+    free = (backend.device_memory() or (0, 0))[0] + (pool or 0)
     sizes = {"mode": spec, "initial_bytes": pool, "maximum_bytes": None, "free_bytes_before": free}
     stack = " > ".join(elsewhere["resources"])
     reason = f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept"
@@ -414,6 +414,6 @@ def default_budget(backend: Backend, rmm: dict | None = None) -> tuple[int, str]
         rmm = rmm or {}
         if rmm.get("free_bytes_before") is not None:
             return device_budget(int(rmm["free_bytes_before"]), rmm.get("maximum_bytes"))
-        return device_budget(backend.device_memory_free() or 0, None)
+        return device_budget((backend.device_memory() or (0, 0))[0], None)
     free = psutil.virtual_memory().available
     return int(free * BUDGET_SHARE), f"{BUDGET_SHARE:.0%} of available host memory ({free / 1024**3:.1f} GiB)"

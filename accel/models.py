@@ -44,6 +44,14 @@ def batch_ranges(n_rows: int, batch_rows: int) -> list[tuple[int, int]]:
     return [(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
 
 
+def predict_batches(backend: Backend, method: Callable[[Array], Any], X: StoredMatrix, batch_rows: int) -> Any:
+    """``method`` on each float32 batch of ``X``, its answers joined on the arm's device (a cuML
+    estimator made from a saved scikit-learn one answers in NumPy; a CuPy batch gives XGBoost's
+    answers in CuPy)."""
+    parts = [method(X.batch(a, b)) for a, b in batch_ranges(X.n_rows, batch_rows)]
+    return parts[0] if len(parts) == 1 else backend.xp.concatenate([backend.xp.asarray(p) for p in parts])
+
+
 def _batches(X: StoredMatrix, y: Any, batch_rows: int, keep: Any = None) -> Any:
     """Batches of ``X`` and labels ``y`` for XGBoost; ``keep`` (a boolean mask on the arm's
     device, or None for all) picks the rows."""
@@ -250,10 +258,8 @@ class XGBoostModel:
         )
 
     def predict(self, backend: Backend, booster: Any, X: StoredMatrix, batch_rows: int) -> Any:
-        # A CuPy batch gives CuPy predictions, a NumPy batch NumPy ones.
         kwargs = _best_rounds(booster)
-        parts = [booster.inplace_predict(X.batch(a, b), **kwargs) for a, b in batch_ranges(X.n_rows, batch_rows)]
-        return parts[0] if len(parts) == 1 else backend.xp.concatenate(parts)
+        return predict_batches(backend, lambda batch: booster.inplace_predict(batch, **kwargs), X, batch_rows)
 
     def rounds_used(self, booster: Any) -> int:
         """Boosting rounds that count: up to the best round after early stopping, else all."""
@@ -370,11 +376,8 @@ class EstimatorModel:
 
     def predict(self, backend: Backend, estimator: Any, X: StoredMatrix, batch_rows: int) -> Any:
         method = estimator.predict_proba if is_classification(self.task) else estimator.predict
-        parts = [method(X.batch(a, b)) for a, b in batch_ranges(X.n_rows, batch_rows)]
-        if self.task == "binary":
-            parts = [proba[:, 1] for proba in parts]
-        # A cuML estimator made from a saved scikit-learn one (from_sklearn) answers in NumPy.
-        return parts[0] if len(parts) == 1 else backend.xp.concatenate([backend.xp.asarray(p) for p in parts])
+        out = predict_batches(backend, method, X, batch_rows)
+        return out[:, 1] if self.task == "binary" else out
 
     def device_used(self, backend: Backend, estimator: Any) -> str:
         return self.estimator.device_used(estimator, backend.xgb_device)

@@ -34,7 +34,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -164,11 +164,6 @@ def _device_of_xgboost(fitted: Any, gpu_device: str) -> str:
 def _device_of_module(fitted: Any, gpu_device: str) -> str:
     # cuML estimators run on the GPU and nothing else; scikit-learn ones on the CPU.
     return gpu_device if type(fitted).__module__.startswith("cuml") else "cpu"
-
-
-def ran_where_asked(device_used: str, is_gpu: bool) -> bool:
-    """Whether ``device_used`` is the arm's device: a GPU arm's model must not have run on the CPU."""
-    return device_used.startswith("cuda" if is_gpu else "cpu")
 
 
 # --------------------------------------------------------------------------- parameter spelling
@@ -460,27 +455,38 @@ class ModelSpec:
         return {k: v for k, v in settings.items() if v is not None}
 
 
+class _Twins(TypedDict):
+    """A model's two estimators, as :class:`ModelSpec` takes them."""
+
+    classifier: Estimator
+    regressor: Estimator
+
+
+def _twins(key: str, cpu: str, gpu: str, classifier: Mapping[str, Any], regressor: Mapping[str, Any], **both: Any) -> _Twins:
+    """A model's classifier and regressor, whose classes are named ``<cpu|gpu>Classifier`` and
+    ``<cpu|gpu>Regressor`` (keys ``<key>_classifier`` and ``<key>_regressor``): ``both`` is what the
+    two entries share, ``classifier`` and ``regressor`` what only one of them has."""
+    made = {
+        role: Estimator(f"{key}_{role}", f"{cpu}{role.title()}", f"{gpu}{role.title()}", task, **both, **own)
+        for role, task, own in (("classifier", "classification", classifier), ("regressor", "regression", regressor))
+    }
+    return _Twins(classifier=made["classifier"], regressor=made["regressor"])
+
+
 #: The ``--model`` a run trains unless told otherwise, and the one the named workflows train.
 DEFAULT_MODEL = "xgboost"
 
-_XGB_CPU, _XGB_GPU = {"n_jobs": N_THREADS, "device": "cpu"}, {"device": XGB_DEVICE}
-_XGB_SHARED = {"tree_method": "hist"}
-# accel bench models boosts 100 rounds (the model's default is 300).
-_XGB_BENCH = {"n_estimators": 100}
 
 _SPECS = (
     ModelSpec(
         DEFAULT_MODEL,
         caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True, prunes=True),
         settings=XGBoostSettings,
-        classifier=Estimator(
-            "xgboost_classifier", "xgboost:XGBClassifier", "xgboost:XGBClassifier", "classification",
-            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, metric="accuracy", bench=_XGB_BENCH,
-            cpu_only=_XGB_CPU, gpu_only=_XGB_GPU,
-        ),
-        regressor=Estimator(
-            "xgboost_regressor", "xgboost:XGBRegressor", "xgboost:XGBRegressor", "regression",
-            shared=_XGB_SHARED, seeded=True, device_used=_device_of_xgboost, cpu_only=_XGB_CPU, gpu_only=_XGB_GPU,
+        # accel bench models boosts 100 rounds (the model's default is 300).
+        **_twins(
+            "xgboost", "xgboost:XGB", "xgboost:XGB", {"metric": "accuracy", "bench": {"n_estimators": 100}}, {},
+            shared={"tree_method": "hist"}, seeded=True, device_used=_device_of_xgboost,
+            cpu_only={"n_jobs": N_THREADS, "device": "cpu"}, gpu_only={"device": XGB_DEVICE},
         ),
         # n_estimators is the most rounds a trial may use: XGBoost stops early on the
         # validation part, so the rounds that count are found, not guessed.
@@ -502,17 +508,10 @@ _SPECS = (
         "random_forest",
         caps=Capabilities("trees"),
         settings=RandomForestSettings,
-        classifier=Estimator(
-            "random_forest_classifier", "sklearn.ensemble:RandomForestClassifier",
-            "cuml.ensemble:RandomForestClassifier", "classification",
-            shared={"max_features": "sqrt"}, cpu_only={"n_jobs": N_THREADS}, seeded=True, metric="accuracy",
-            same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
-        ),
-        regressor=Estimator(
-            "random_forest_regressor", "sklearn.ensemble:RandomForestRegressor",
-            "cuml.ensemble:RandomForestRegressor", "regression",
-            shared={"max_features": 1.0}, cpu_only={"n_jobs": N_THREADS}, seeded=True,
-            same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
+        **_twins(
+            "random_forest", "sklearn.ensemble:RandomForest", "cuml.ensemble:RandomForest",
+            {"shared": {"max_features": "sqrt"}, "metric": "accuracy"}, {"shared": {"max_features": 1.0}},
+            cpu_only={"n_jobs": N_THREADS}, seeded=True, same_in_effect=_FOREST_DEFAULTS, saved_types=_FOREST_TYPES,
         ),
         search_space={
             "n_estimators": Dist("int", 50, 500, log=True),
@@ -578,14 +577,9 @@ _SPECS = (
         "knn",
         caps=Capabilities("distance"),
         settings=KNNSettings,
-        classifier=Estimator(
-            "knn_classifier", "sklearn.neighbors:KNeighborsClassifier", "cuml.neighbors:KNeighborsClassifier",
-            "classification", cpu_only={"n_jobs": N_THREADS}, metric="accuracy", max_predict_rows=10_000,
-            same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
-        ),
-        regressor=Estimator(
-            "knn_regressor", "sklearn.neighbors:KNeighborsRegressor", "cuml.neighbors:KNeighborsRegressor",
-            "regression", cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
+        **_twins(
+            "knn", "sklearn.neighbors:KNeighbors", "cuml.neighbors:KNeighbors", {"metric": "accuracy", "max_predict_rows": 10_000},
+            {}, cpu_only={"n_jobs": N_THREADS}, same_in_effect=_KNN_DEFAULTS, saved_types=_KNN_TYPES,
         ),
         search_space={"n_neighbors": Dist("int", 1, 64, log=True), "weights": Dist("categorical", choices=("uniform", "distance"))},
         labels=(("n_neighbors", "k"), ("weights", "weights")),

@@ -111,10 +111,14 @@ class Metrics:
         return task_metrics(task, np.concatenate(self.y), np.concatenate(self.out))
 
 
-def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, accumulate: bool) -> Any:
-    """Features, storage and prediction of one piece of the input, each in its stage; returns
-    the model's output and the contributions (None unless asked for)."""
-    stage = timer.accumulate if accumulate else timer.stage
+def _score_piece(
+    pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, metrics: Metrics, first_row: int | None
+) -> Any:
+    """Features, storage and prediction of one piece of the input starting at ``first_row``, each
+    in its stage (None: the whole input, each stage timed once; else added to); the rows whose
+    target is known go to ``metrics``, the pipeline's notices to the job's. Returns the piece's
+    output rows (:func:`predictions_frame`)."""
+    stage = timer.stage if first_row is None else timer.accumulate
     with stage("features"):
         X = pipeline.features(frame)
     with stage("to_device"):
@@ -125,7 +129,9 @@ def _score_piece(pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTi
     if job.contributions:
         with stage("explain"):
             contributions = pipeline.model.contributions(pipeline.backend, pipeline.fitted, matrix.batch(0, matrix.n_rows))
-    return output, contributions
+    metrics.add_frame(pipeline, frame, output)
+    job.notices.extend(n for n in pipeline.notices if n not in job.notices)
+    return predictions_frame(pipeline, output, first_row or 0, contributions)
 
 
 class ScoreInMemory(Executor[ScoreJob]):
@@ -145,11 +151,8 @@ class ScoreInMemory(Executor[ScoreJob]):
             columns = job.columns(pipeline)
             types = read_types(pipeline, columns)  # as the chunks are read
             frame = read_rows(pipeline, job.source, columns, lambda: read_source(backend.xdf, job.source, columns, types))
-        output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=False)
         metrics = Metrics()
-        metrics.add_frame(pipeline, frame, output)
-        job.outputs[backend.name] = predictions_frame(pipeline, output, 0, contributions)
-        job.notices.extend(n for n in pipeline.notices if n not in job.notices)
+        job.outputs[backend.name] = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, None)
         return scoring_executed(
             pipeline, metrics.result(job.task), len(frame), {"batches": {"mode": "in-memory", "rows_per_batch": self.batch_rows}}
         )
@@ -186,14 +189,12 @@ class ScoreStreamed(Executor[ScoreJob]):
                 if item is None:
                     break
                 start, frame = item
-                output, contributions = _score_piece(pipeline, job, frame, timer, self.batch_rows, accumulate=True)
-                metrics.add_frame(pipeline, frame, output)
-                piece = pa.Table.from_pandas(predictions_frame(pipeline, output, start, contributions), preserve_index=False)
+                out = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, start)
+                piece = pa.Table.from_pandas(out, preserve_index=False)
                 writer = writer or pq.ParquetWriter(spool, piece.schema)
                 writer.write_table(piece)
                 rows, batches = rows + len(frame), batches + 1
-                job.notices.extend(n for n in pipeline.notices if n not in job.notices)
-                del frame, output, contributions, piece
+                del frame, out, piece
                 release_host_memory(collect=False)
         finally:
             if writer is not None:

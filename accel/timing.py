@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from accel.backend import Backend
+from accel.backend import Backend, blas_threads
 from accel.memory import MemoryMonitor
 
 #: The stages of one arm of a run, in order (each timed on its own; see StageTimer).
@@ -91,8 +91,7 @@ class StageTimer:
     def accumulate(self, name: str) -> Iterator[None]:
         """Add the wall time of this block to stage ``name`` (streaming: a stage in many pieces)."""
         previous = self.monitor.stage if self.monitor is not None else None
-        if self.monitor is not None:
-            self.monitor.set_stage(name)
+        self._set_stage(name)
         self.backend.synchronize()
         start = time.perf_counter()
         try:
@@ -100,8 +99,7 @@ class StageTimer:
         finally:
             self.backend.synchronize()
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-            if self.monitor is not None:
-                self.monitor.set_stage(previous)
+            self._set_stage(previous)
 
 
 # --------------------------------------------------------------------------- the harness
@@ -241,14 +239,6 @@ def speedup(cpu_seconds: float | None, gpu_seconds: float | None) -> float:
 
 
 # --------------------------------------------------------------------------- environment and fairness
-
-
-def blas_threads() -> list[dict[str, Any]]:
-    """Thread pools loaded in this process, as threadpoolctl sees them (BLAS and OpenMP)."""
-    from threadpoolctl import threadpool_info
-
-    keys = {"user_api": "user_api", "library": "internal_api", "threads": "num_threads", "version": "version"}
-    return [{key: p.get(name) for key, name in keys.items()} for p in threadpool_info()]
 
 
 def bench_environment() -> dict[str, Any]:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from accel.backend import GPU_REQUIRED, cpu_backend, get_backend, nvml_info, probe_gpu, rapids_smoke_test
+from accel.backend import GPU_REQUIRED, cpu_backend, get_backend, nvml_info, probe_capabilities, probe_gpu
 from accel.errors import DeviceUnavailable
 from tests.conftest import ROOT, gpu_skip_reason
 
@@ -87,13 +87,14 @@ def test_cupy_installed_without_driver():
 @pytest.mark.skipif(not installed("cudf"), reason="cudf not installed: runs in CI's RAPIDS-without-GPU stage")
 @no_gpu_here
 def test_cudf_installed_but_first_allocation_fails():
-    # cuDF imports without a device and fails at its first allocation; the smoke test catches it.
+    # cuDF imports without a device and fails at its first allocation; the smoke allocations catch it.
     out = subprocess.run(
         [sys.executable, "-c", "import cudf; print(cudf.__version__)"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, "cuDF imports without a GPU"
-    reason = rapids_smoke_test()
-    assert reason is not None and reason.startswith("RAPIDS is installed but cannot use the GPU")
+    caps = probe_capabilities()  # as probe_gpu asks once the driver and a device are there
+    reason = next(c["reason"] for name in GPU_REQUIRED if not (c := caps[name])["available"])
+    assert not caps["cudf"]["available"] and reason.startswith("installed but cannot use the GPU")
 
 
 @pytest.mark.skipif(not installed("pynvml"), reason="nvidia-ml-py not installed (it is in the test extra)")

@@ -84,7 +84,7 @@ def test_budget_and_probe_are_planned_from_the_pool_not_from_the_driver():
         b = gpu_backend(needs=("rmm",))
         info = setup_rmm_pool(b, "auto")
         planned, _ = default_budget(b, info)
-        from_driver = int((b.device_memory_free() or 0) * BUDGET_SHARE)  # the reserved pool counts as used
+        from_driver = int((b.device_memory() or (0, 0))[0] * BUDGET_SHARE)  # the reserved pool counts as used
         rows = 1_000_000
         per_row = measure_bytes_per_row(b, lambda: b.xp.ones((rows, 50), dtype=b.xp.float32).sum(axis=1), rows)
         print(json.dumps([planned == int(info["free_bytes_before"] * BUDGET_SHARE), planned > from_driver * 1.5,
@@ -131,10 +131,15 @@ def test_rmm_pool_set_up_once_and_record_says_where_xgboost_allocates():
 def test_backoff_on_a_real_device_out_of_memory():
     out = _in_subprocess(
         """
+        import rmm
+        from rmm.allocators.cupy import rmm_cupy_allocator
         from accel.backend import gpu_backend
         from accel.batching import BatchPlan, with_backoff
         b = gpu_backend(needs=("rmm",))
-        b.limit_device_memory(1536 * 2**20)
+        # RMM's allocations capped (a real out-of-memory), CuPy's through RMM.
+        upstream = rmm.mr.get_current_device_resource()
+        rmm.mr.set_current_device_resource(rmm.mr.LimitingResourceAdaptor(upstream, 1536 * 2**20))
+        b.xp.cuda.set_allocator(rmm_cupy_allocator)
         plan = BatchPlan(1536 * 2**20, 'test', 65536.0, 100_000, 65536, 'in-memory', 'given')
         def step(rows):
             block = b.xp.ones((rows, 8192))  # rows x 64 KiB on the device

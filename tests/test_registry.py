@@ -9,6 +9,7 @@ installed).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -166,5 +167,7 @@ def test_bench_pairs_take_the_models_defaults_once():
 
 
 def test_a_model_that_ran_elsewhere_is_not_a_result_of_the_arm():
-    assert registry.ran_where_asked("cuda:0", is_gpu=True) and registry.ran_where_asked("cpu", is_gpu=False)
-    assert not registry.ran_where_asked("cpu", is_gpu=True)
+    cpu = cpu_backend()
+    gpu = dataclasses.replace(cpu, name="gpu", xgb_device="cuda:0")  # the arm's name decides, nothing of a GPU is used
+    assert gpu.ran_here("cuda:0") and cpu.ran_here("cpu")
+    assert not gpu.ran_here("cpu")
