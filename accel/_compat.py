@@ -437,19 +437,17 @@ def series_to_array(series: Any) -> Any:
     return series.to_cupy() if is_cudf(series) else series.to_numpy()
 
 
-def iter_parquet_chunks(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str], rows: int) -> Iterator[Any]:
-    """Consecutive chunks of Parquet files: pyarrow record batches for pandas, row ranges for cuDF
+def iter_parquet_chunks(xdf: ModuleType, path: str | Path, columns: Sequence[str], rows: int) -> Iterator[Any]:
+    """Consecutive chunks of a Parquet file: pyarrow record batches for pandas, row ranges for cuDF
     (:func:`read_parquet_rows`: columns cuDF has no type for are read on the host)."""
     import pyarrow.parquet as pq
 
-    for path in paths:
-        if is_pandas_module(xdf):
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=list(columns)):
-                yield batch.to_pandas()
-        else:
-            total = pq.ParquetFile(path).metadata.num_rows
-            for skip in range(0, total, rows):
-                yield read_parquet_rows(xdf, path, list(columns), skip, min(rows, total - skip))
+    if is_pandas_module(xdf):
+        yield from (batch.to_pandas() for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=list(columns)))
+        return
+    total = pq.ParquetFile(path).metadata.num_rows
+    for skip in range(0, total, rows):
+        yield read_parquet_rows(xdf, path, list(columns), skip, min(rows, total - skip))
 
 
 #: Compressed CSV as libcudf infers it from the file's suffix (``infer_compression_type``), with
@@ -465,7 +463,6 @@ def iter_csv_chunks(
     rows: int,
     dtypes: dict[str, str],
     delimiter: str,
-    size_bytes: int,
 ) -> Iterator[Any]:
     """Consecutive chunks of a CSV file, in file order, every row in exactly one chunk.
 
@@ -485,8 +482,6 @@ def iter_csv_chunks(
         Column types (``"float64"``, ``"str"``), so that every chunk parses alike.
     delimiter : str
         Field delimiter.
-    size_bytes : int
-        Unused: the size is taken from the file as it is read.
 
     Yields
     ------
@@ -603,13 +598,13 @@ def arrow_csv_chunks(
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    nulls = csv_na_values()
     wanted = set(columns)
     include = [c for c in all_columns if c in wanted]
     types = {c: pa.string() if t == "str" else pa.from_numpy_dtype(np.dtype(t)) for c, t in dtypes.items() if c in wanted}
-    convert = pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=True)
-    if nulls is not None:
-        convert.null_values = nulls
+    # null_values None: pyarrow's own missing-value strings
+    convert = pcsv.ConvertOptions(
+        include_columns=include, column_types=types, strings_can_be_null=True, null_values=csv_na_values()
+    )
     stream = pa.input_stream(str(path), compression=compression)
     try:
         reader = pcsv.open_csv(
@@ -618,12 +613,12 @@ def arrow_csv_chunks(
             parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
             convert_options=convert,
         )
-        yield from _tables_of(reader, reader.schema, max(rows, 1))
+        yield from tables_of(reader, reader.schema, max(rows, 1))
     finally:
         stream.close()
 
 
-def _tables_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
+def tables_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
     """Record ``batches`` of any sizes as consecutive pyarrow Tables of ``rows`` rows (the last one shorter)."""
     import pyarrow as pa
 

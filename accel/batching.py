@@ -275,9 +275,13 @@ def _pages(rows_total: int, train_rows: int, batch_rows: int) -> tuple[float, in
     return page_rows, -(-train_rows // max(int(page_rows), 1))
 
 
-def _peak(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, batch_rows: int, bytes_per_row: float) -> float:
-    """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`)."""
-    return max(costs.phases(kind, rows_total, train_rows, batch_rows, bytes_per_row).values())
+def _peaks(
+    costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, batches: list[int] | None = None
+) -> dict[int, float]:
+    """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`) for batches of each
+    of ``batches`` plan rows (None: each of :func:`_batch_candidates`)."""
+    sizes = batches or _batch_candidates(rows_total)
+    return {r: max(costs.phases(kind, rows_total, train_rows, r, bytes_per_row).values()) for r in sizes}
 
 
 def _batch_candidates(rows_total: int) -> list[int]:
@@ -291,17 +295,8 @@ def _batch_candidates(rows_total: int) -> list[int]:
 
 def _largest_fit(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, usable: float) -> int:
     """The largest batch (plan rows) whose every phase fits ``usable`` bytes; 0 when none does."""
-    fits = [r for r in _batch_candidates(rows_total) if _peak(costs, kind, rows_total, train_rows, r, bytes_per_row) <= usable]
-    return max(fits, default=0)
-
-
-def _least_need(
-    costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, batch_rows: int | None = None
-) -> float:
-    """The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the
-    best batch size, or at ``batch_rows``)."""
-    candidates = [batch_rows] if batch_rows else _batch_candidates(rows_total)
-    return min(_peak(costs, "external", rows_total, train_rows, r, bytes_per_row) for r in candidates)
+    peaks = _peaks(costs, kind, rows_total, train_rows, bytes_per_row)
+    return max((r for r, peak in peaks.items() if peak <= usable), default=0)
 
 
 def plan_streaming(
@@ -347,14 +342,15 @@ def plan_streaming(
 def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:
     least = min(MIN_BATCH_ROWS, rows_total)
     practical = min(PRACTICAL_BATCH_ROWS, rows_total)
-    need = _least_need(costs, rows_total, train_rows, bytes_per_row)
-    need_practical = _least_need(costs, rows_total, train_rows, bytes_per_row, practical)
+    # The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the best batch size, or at practical).
+    need = min(_peaks(costs, "external", rows_total, train_rows, bytes_per_row).values())
+    need_practical = _peaks(costs, "external", rows_total, train_rows, bytes_per_row, [practical])[practical]
     state = train_rows * costs.row_bytes + costs.hist_bytes + costs.fixed_bytes + costs.accel_bytes
 
     def fits(n: int) -> bool:  # --rows n: accel's arrays and the training rows shrink with the rows
         scale = n / max(rows_total, 1)
         scaled = StreamingCosts(**{**costs.__dict__, "accel_bytes": int(costs.accel_bytes * scale)})
-        return _least_need(scaled, n, int(train_rows * scale), bytes_per_row) <= budget_bytes
+        return min(_peaks(scaled, "external", n, int(train_rows * scale), bytes_per_row).values()) <= budget_bytes
 
     lo, hi = 0, rows_total  # the largest --rows that fits, by bisection
     while lo < hi:

@@ -543,7 +543,7 @@ def test_cudf_chunk_reads_give_every_row_once(tmp_path, name):
     fake, calls = fake_cudf()
     dtypes = bodies.CHUNK_DTYPES
     columns = list(table.columns)
-    chunks = list(_compat.iter_csv_chunks(fake, path, columns, columns, 2000, dtypes, ",", 0))
+    chunks = list(_compat.iter_csv_chunks(fake, path, columns, columns, 2000, dtypes, ","))
     got = pd.concat(chunks, ignore_index=True)
     whole = pd.read_csv(path, dtype=dtypes)
     pd.testing.assert_frame_equal(got[whole.columns], whole, check_dtype=False)

@@ -85,7 +85,7 @@ class FeatureReport:
 
 
 def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
-    """The column as the plan says: float64 for numeric/boolean, categorical, or naive datetime."""
+    """The column as the plan says: float64 for numeric/boolean, or categorical (datetime: :func:`cast_datetime`)."""
     if plan.kind == "numeric":
         return s.astype("float64")
     if plan.kind == "boolean":
@@ -106,9 +106,7 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
         if not _compat.is_text_dtype(s):
             s = s.astype("str")
         return _compat.as_categorical(xdf, s, categories)
-    if plan.kind == "datetime":
-        return cast_datetime(xdf, s, plan)[0]
-    raise ValueError(f"cannot cast a {plan.kind} column")
+    raise ValueError(f"cannot cast a {plan.kind} column (datetime columns: cast_datetime)")
 
 
 def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:

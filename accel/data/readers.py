@@ -26,7 +26,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -129,19 +129,41 @@ def _refuse_duplicates(names: list[str], path: Path) -> None:
         raise AccelError(f"--data: duplicate column name {dups[0]!r} in {str(path)!r}: rename one of them")
 
 
-def _type_family(arrow_type: Any) -> str:
-    """What a Parquet column's type reads as in both arms: numbers mix, text is text, and so on."""
+def _is_any(arrow_type: Any, tests: tuple[str, ...]) -> bool:
+    """Whether ``arrow_type`` passes any of the ``pyarrow.types.is_<test>`` of ``tests`` (one this pyarrow lacks: no)."""
     import pyarrow as pa
 
-    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "number"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "text"
-    for family in ("null", "boolean", "timestamp", "date"):
-        if getattr(pa.types, f"is_{family}")(t):
-            return family
-    return str(t)
+    return any(getattr(pa.types, f"is_{test}", lambda _: False)(arrow_type) for test in tests)
+
+
+#: What a Parquet column's type reads as in both arms (numbers mix, text is text, and so on):
+#: (family, the ``pyarrow.types`` tests of its types); any other type is a family of its own.
+TYPE_FAMILIES = (
+    ("number", ("integer", "floating", "decimal")),
+    ("text", ("string", "large_string")),
+    *((family, (family,)) for family in ("null", "boolean", "timestamp", "date")),
+)
+#: The Arrow types that decide their column's kind: (the ``pyarrow.types`` tests of the types,
+#: kind, conversion, reason with ``{t}`` the type), as :func:`arrow_kind` gives them.
+ARROW_KINDS = (
+    (("dictionary",), "categorical", "decode", "dictionary-encoded {t.value_type} (Parquet)"),
+    (("decimal",), "numeric", "float64", "{t} read as float64"),
+    (("duration",), "numeric", "seconds", "{t} read as seconds"),
+    (
+        ("list", "large_list", "fixed_size_list", "struct", "map", "union", "list_view"),
+        "dropped",
+        "skip",
+        "nested type {t}: not a feature (flatten it into columns to use it)",
+    ),
+    (("binary", "large_binary", "fixed_size_binary"), "dropped", "skip", "binary type {t}: not a feature"),
+    (("time", "interval"), "dropped", "skip", "type {t}: not a feature (store it as a number of seconds to use it)"),
+)
+
+
+def _type_family(arrow_type: Any) -> str:
+    """What a Parquet column's type reads as in both arms (:data:`TYPE_FAMILIES`; a dictionary's: its values')."""
+    t = arrow_type.value_type if _is_any(arrow_type, ("dictionary",)) else arrow_type
+    return next((family for family, tests in TYPE_FAMILIES if _is_any(t, tests)), str(t))
 
 
 def arrow_kind(arrow_type: Any) -> ArrowKind | None:
@@ -161,23 +183,8 @@ def arrow_kind(arrow_type: Any) -> ArrowKind | None:
         do to the column on both arms (:func:`convert_columns`): ``"float64"`` (decimals),
         ``"seconds"`` (durations), ``"decode"`` (dictionary-encoded values), ``"skip"`` (not read).
     """
-    import pyarrow as pa
-
-    t = arrow_type
-    if pa.types.is_dictionary(t):
-        return "categorical", "decode", f"dictionary-encoded {t.value_type} (Parquet)"
-    if pa.types.is_decimal(t):
-        return "numeric", "float64", f"{t} read as float64"
-    if pa.types.is_duration(t):
-        return "numeric", "seconds", f"{t} read as seconds"
-    nested = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list, pa.types.is_struct, pa.types.is_map)
-    if any(test(t) for test in nested) or pa.types.is_union(t) or getattr(pa.types, "is_list_view", lambda _: False)(t):
-        return "dropped", "skip", f"nested type {t}: not a feature (flatten it into columns to use it)"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "dropped", "skip", f"binary type {t}: not a feature"
-    if pa.types.is_time(t) or pa.types.is_interval(t):
-        return "dropped", "skip", f"type {t}: not a feature (store it as a number of seconds to use it)"
-    return None
+    found = (row for row in ARROW_KINDS if _is_any(arrow_type, row[0]))
+    return next(((kind, conversion, reason.format(t=arrow_type)) for _, kind, conversion, reason in found), None)
 
 
 def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
@@ -419,7 +426,7 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     size = path.stat().st_size
     head, mark, bom_codec = _csv_head(path, size)
     notices: list[str] = []
-    read_path, encoding = _decoded(path, mark, bom_codec, notices)
+    encoding = _encoding(path, mark, bom_codec, notices)
     text = head[len(mark) :].decode(encoding, errors="replace")
     if delimiter is None:
         delimiter = (_sniff_delimiter(text) if len(_header(text, ",")) == 1 else None) or ","
@@ -429,13 +436,13 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     # Names are kept as written (the readers of both arms select columns by their real names).
     columns = _header(text, delimiter)
     decimals = tuple(decimal_comma_columns(text, delimiter, complete=size <= SNIFF_BYTES))
-    if decimals:
-        # A European spreadsheet's numbers (3,5): every reader of both arms reads decimal points.
-        read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals)
+    if decimals:  # a European spreadsheet's numbers (3,5)
         shown = ", ".join(repr(columns[j]) for j in decimals[:5] if j < len(columns))
         notices.append(
             f"column(s) {shown} hold numbers with decimal commas (3,5): read as numbers, through a copy with decimal points"
         )
+    # Every reader of both arms reads UTF-8 without a mark, numbers with decimal points: else through such a copy.
+    read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals) if mark or encoding != "utf-8" or decimals else path
     _check_header(path, columns, notices)
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
@@ -467,8 +474,8 @@ def _csv_head(path: Path, size: int) -> tuple[bytes, bytes, str]:
     return head, mark, bom_codec
 
 
-def _decoded(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> tuple[Path, str]:
-    """The path the readers read (the file, or a UTF-8 copy without a mark) and the file's encoding."""
+def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> str:
+    """The file's encoding (after its byte-order mark ``mark``), and the notice of a file read through a UTF-8 copy."""
     wide = bom_codec in ("utf-16", "utf-32")
     if wide:
         bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
@@ -479,17 +486,14 @@ def _decoded(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> tup
         raise _unreadable(path, exc) from None
     if encoding not in candidates:
         raise AccelError(f"--data: {str(path)!r} starts with a {bom_codec.upper()} byte-order mark but is not such text")
-    if not mark and encoding == "utf-8":
-        return path, encoding
-    # Every reader of both arms reads UTF-8 without a mark: read through such a copy.
     if wide:
         notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
-    elif encoding == "utf-8":
-        notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
-    else:
+    elif encoding != "utf-8":
         behind = " after its UTF-8 byte-order mark" if mark else ""
         notices.append(f"the file is not UTF-8: decoded as {encoding}{behind} and read through a UTF-8 copy")
-    return _utf8_copy(path, encoding, len(mark)), encoding
+    elif mark:
+        notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
+    return encoding
 
 
 def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
@@ -629,11 +633,9 @@ def read_file(xdf: ModuleType, source: TableSource, index: int, columns: list[st
     A Dask partition of such a table is one file, read by this same function. ``rows``: only
     the first rows (at least one where the file has any), as the frame a Dask graph is typed by.
     """
-    stored = _stored(source, columns)
-    path = source.paths[index]
-    head = next(_compat.iter_parquet_chunks(xdf, [path], stored, rows), None) if rows is not None else None
-    whole = _compat.read_parquet(xdf, [path], stored) if head is None else head.reset_index(drop=True)
-    frame = convert_columns(_with_partitions(whole, source, index, columns), source)
+    frame = next(_file_chunks(xdf, source, index, columns, rows), None) if rows is not None else None
+    if frame is None:  # (a chunk has the index 0, 1, ... as a whole file has)
+        frame = _as_read(_compat.read_parquet(xdf, [source.paths[index]], _stored(source, columns)), source, index, columns)
     order = [c for c in (columns if columns is not None else list(source.columns)) if c in frame.columns]
     return frame[order]
 
@@ -644,14 +646,21 @@ def _stored(source: TableSource, columns: list[str] | None) -> list[str]:
     return source.file_columns if columns is None else [c for c in columns if c in kept]
 
 
-def _with_partitions(frame: Any, source: TableSource, index: int, columns: list[str] | None = None) -> Any:
-    """``frame``, read from file ``index`` of ``source``, with its hive partition columns added."""
-    if not source.partitions:
-        return frame
-    for key, value in source.partitions[index]:
-        if columns is None or key in columns:
-            frame[key] = value
-    return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+def _as_read(frame: Any, source: TableSource, index: int, columns: list[str] | None = None) -> Any:
+    """``frame``, read from file ``index`` of ``source``, as every file of the table reads: its hive
+    partition columns added (of ``columns``; None: all), the conversions of :func:`convert_columns` done."""
+    if source.partitions:
+        for key, value in source.partitions[index]:
+            if columns is None or key in columns:
+                frame[key] = value
+        frame = frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+    return convert_columns(frame, source)
+
+
+def _file_chunks(xdf: ModuleType, source: TableSource, index: int, columns: list[str] | None, rows: int) -> Iterator[Any]:
+    """Consecutive chunks of about ``rows`` rows of file ``index`` of a Parquet table, as the table reads them (:func:`_as_read`)."""
+    for chunk in _compat.iter_parquet_chunks(xdf, source.paths[index], _stored(source, columns), rows):
+        yield _as_read(chunk, source, index, columns)
 
 
 def convert_columns(frame: Any, source: TableSource) -> Any:
@@ -757,7 +766,7 @@ def read_head(source: TableSource, rows: int) -> Any:
                 del batches
                 frame = table.to_pandas(self_destruct=True, split_blocks=True)
                 del table
-                frames.append(convert_columns(_with_partitions(frame, source, i), source))
+                frames.append(_as_read(frame, source, i))
             if left <= 0:
                 break
         frames = frames or [pd.DataFrame(columns=list(source.columns))]  # a table with no rows
@@ -875,29 +884,27 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
 
 def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
     """Distinct non-null values of ``columns`` over the whole file, streamed with pyarrow."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
 
     if not columns:
         return {}
     seen: dict[str, set] = {c: set() for c in columns}
 
-    def add(batch: Any, names: list[str]) -> None:
-        for c in names:
-            seen[c].update(v for v in pc.unique(batch.column(c).drop_null()).to_pylist() if v is not None)
+    def add(batches: Iterable[Any], names: list[str]) -> None:
+        for batch in batches:
+            for c in names:
+                seen[c].update(v for v in pc.unique(batch.column(c).drop_null()).to_pylist() if v is not None)
 
     if source.kind == "parquet":
+        for key, value in (pair for pairs in source.partitions for pair in pairs):
+            if key in seen:
+                seen[key].add(value)
         stored = [c for c in columns if c in set(source.file_columns)]
-        for i, path in enumerate(source.paths):
-            for key, value in source.partitions[i] if source.partitions else ():
-                if key in seen:
-                    seen[key].add(value)
-            if not stored:
-                continue
-            for batch in pq.ParquetFile(path).iter_batches(columns=stored):
-                add(pa.Table.from_pandas(convert_columns(batch.to_pandas(), source), preserve_index=False), stored)
+        frames = (frame for path in source.paths if stored for frame in _compat.iter_parquet_chunks(pd, path, stored, 65536))
+        add((pa.Table.from_pandas(convert_columns(frame, source), preserve_index=False) for frame in frames), stored)
     else:
         text = pcsv.ConvertOptions(
             include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
@@ -906,8 +913,7 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
         def read(block_bytes: int) -> None:
             for values in seen.values():
                 values.clear()  # a read again with larger blocks starts afresh
-            for batch in _open_csv(source, block_bytes, text):
-                add(batch, columns)
+            add(_open_csv(source, block_bytes, text), columns)
 
         _in_blocks(read)
     return {c: list(v) for c, v in seen.items()}
@@ -930,14 +936,10 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     check_unchanged(source)
     chunks: Iterator[Any]
     if source.kind == "parquet":
-        chunks = (
-            convert_columns(_with_partitions(chunk, source, i, list(columns)), source)
-            for i, path in enumerate(source.paths)
-            for chunk in _compat.iter_parquet_chunks(xdf, [path], _stored(source, list(columns)), rows)
-        )
+        chunks = (chunk for i in range(len(source.paths)) for chunk in _file_chunks(xdf, source, i, list(columns), rows))
     else:
         chunks = _compat.iter_csv_chunks(
-            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",", source.size_bytes
+            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ","
         )
     for frame in chunks:
         if len(frame):
@@ -1050,31 +1052,13 @@ class ColumnarCache:
         external-memory matrix gets a page per piece."""
         import pyarrow as pa
 
-        rows = max(rows, 1)
         start = 0
         with pa.OSFile(str(self.path)) as f:  # read, not memory-mapped: only one batch is resident
             reader = pa.ipc.open_file(f)
-            pieces: list[Any] = []
-            held = 0
-            for i in range(reader.num_record_batches):
-                batch = reader.get_batch(i)
-                while batch.num_rows:
-                    pieces.append(batch.slice(0, rows - held))
-                    held += pieces[-1].num_rows
-                    batch = batch.slice(pieces[-1].num_rows)
-                    if held == rows:
-                        yield start, self._frame(pieces)  # which empties pieces
-                        start, held = start + held, 0
-                del batch
-            if held:
-                yield start, self._frame(pieces)
-
-    def _frame(self, pieces: list[Any]) -> Any:
-        import pyarrow as pa
-
-        table = pa.Table.from_batches(pieces)
-        pieces.clear()
-        return _compat.from_arrow(self.xdf, table)
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            for table in _compat.tables_of(batches, reader.schema, max(rows, 1)):
+                yield start, _compat.from_arrow(self.xdf, table)
+                start += table.num_rows
 
     def close(self) -> None:
         from accel import scratch
