@@ -10,7 +10,7 @@ ratio), and the accuracy reached — written as a ``"benchmark": "scaling"`` rec
 beside it. Several workers buy throughput and pay in communication; with XGBoost the quantile
 sketch is also merged across workers, so the accuracy is recorded at every count.
 
-:func:`accel.scale` and ``accel scale`` (:mod:`accel.cli.scale`) both come here:
+:func:`accel.scale` and ``accel scale`` (:mod:`accel.cli.runs`) both come here:
 :func:`study_config`, then :func:`scaling_study`.
 """
 
