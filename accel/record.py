@@ -438,6 +438,13 @@ class Arm(Part):
         return None if self.ok or not self.reason else (str(self.status), self.reason)
 
 
+class Measured(Arm):
+    """An arm, or a model a search scored, with the memory peaks it reached (MB)."""
+
+    peak_host_mb: Num = None
+    peak_device_mb: Num = None
+
+
 class Rows(Part):
     train: int | None = None
     test: int | None = None
@@ -508,14 +515,12 @@ class TrainAttempt(Part):
     lost_workers: list[str] = []
 
 
-class RunArm(Arm):
+class RunArm(Measured):
     """One arm of a run (:class:`accel.result.ArmResult` as written), with what a cluster adds."""
 
     stages: dict[str, Num] = {}
     total_seconds: Num = None
     metrics: dict[str, Num] = {}
-    peak_host_mb: Num = None
-    peak_device_mb: Num = None
     device_name: str | None = None
     device_used: str | None = None
     threads: dict[str, Any] | None = None
@@ -842,20 +847,16 @@ class Search(Part):
     memory: ArmMemory | None = None
 
 
-class Scored(Part):
+class Scored(Measured):
     """A model a search scored on the hold-out: the default, the tuned one, the best trial."""
 
     metric: Num = None
     seconds: Num = None
-    status: str | None = None
-    reason: str | None = None
     trial: int | None = None
     number: int | None = None
     arm: str | None = None
     device_used: str | None = None
     params: dict[str, Any] | None = None
-    peak_host_mb: Num = None
-    peak_device_mb: Num = None
     evaluated_on: str | None = None
 
 
@@ -917,12 +918,10 @@ class Warm(Part):
     max: Num = None
 
 
-class CompareArm(Arm):
+class CompareArm(Measured):
     exit_code: int | None = None
     cold_seconds: Num = None
     warm: Warm | None = None
-    peak_host_mb: Num = None
-    peak_device_mb: Num = None
 
 
 class Difference(Part):

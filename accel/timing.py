@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -314,11 +313,10 @@ def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: s
     Path
         The file written; its name without ``.json`` is the result's ``run_id``.
     """
-    from accel.record import record_head, write_record
+    from accel.record import record_head, record_stem, write_record
 
     if "kind" not in result:
         stamped = {**record_head("bench"), **result}
         result.clear()
         result.update(stamped)
-    now = datetime.now(timezone.utc)
-    return write_record(Path(folder), result, f"{now:%Y-%m-%d}-{benchmark}-{device}")
+    return write_record(Path(folder), result, record_stem(f"{benchmark}-{device}"))

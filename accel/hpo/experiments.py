@@ -436,9 +436,9 @@ def render(rows: list[Row], console: Any) -> None:
     columns = ("name", "workflow", "arm", "device", "precision", "batch rows", "model", "metric", "seconds", "peak MB", "front")
     for col in columns:
         table.add_column(col, justify="right" if col in ("metric", "seconds", "peak MB") else "left")
-    for group in sorted({r.group for r in rows}):
+    for group, members in sorted(_by_group(rows).items()):
         table.add_row(f"[bold]{escape(group)}[/]", *[""] * (len(columns) - 1), end_section=True)
-        members = sorted((r for r in rows if r.group == group), key=lambda r: (math.isnan(r.seconds), r.seconds))
+        members.sort(key=lambda r: (math.isnan(r.seconds), r.seconds))
         for i, r in enumerate(members):
             front = " ".join(x for x, on in (("★t", r.pareto), ("★m", r.pareto_memory)) if on)
             mb = "—" if r.peak_mb is None else f"{r.peak_mb:.0f}"
