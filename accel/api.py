@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 
 
 def _strict_arguments(fn: Any) -> Any:
-    """``fn`` with its arguments checked against its annotations, strictly, before it runs.
+    """``fn`` with its arguments checked against its annotations, strictly, before it runs, and
+    the output folders it made and left empty removed when it raises (:func:`~accel.record.leaves_no_folder`).
 
     A boolean is not an integer (``seed=True`` is refused, not run with seed 1), text is not a
     number (``test_size="1e400"``), a string is not a list of names; NumPy's integer and float
@@ -75,7 +76,7 @@ def _strict_arguments(fn: Any) -> Any:
     from accel.config import errors_message
     from accel.errors import AccelError
 
-    checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
+    checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
     names = list(signature.parameters)
 
@@ -206,7 +207,7 @@ class RunResult(_Recorded[RunRecord]):
         from accel.report.console import parity_line, run_notes
 
         r, stages = self.typed, self.stages
-        chart = _speedup_chart(stages["speedup"].items(), "speedup per stage") or "<p>speedup: n/a (one arm ran)</p>"
+        chart = _speedup_chart(stages["speedup"].items(), "speedup per stage", "one arm ran")
         metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
         remarks = _paragraphs([parity_line(r.parity), *run_notes(r)])
         notes = _skip_notes(r.arms.items())
@@ -247,8 +248,9 @@ def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
 _PEAKS = {"peak_host_mb": attrgetter("peak_host_mb"), "peak_device_mb": attrgetter("peak_device_mb")}
 
 
-def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str) -> str:
-    """A bar per finite speedup (label, value), scaled to the largest; empty when none is finite."""
+def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: str = "") -> str:
+    """A bar per finite speedup (label, value), scaled to the largest; ``<p>speedup: n/a (none)</p>``
+    when none is finite (empty where ``none`` is)."""
     finite = [(label, value) for label, value in speedups if math.isfinite(value)]
     top = max((value for _, value in finite), default=1.0) or 1.0
     bars = "".join(
@@ -256,18 +258,21 @@ def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str) -> str:
         f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
         for label, value in finite
     )
-    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else ""
+    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else none and f"<p>speedup: n/a ({none})</p>"
+
+
+def _notes(said: Iterable[tuple[str, str]]) -> str:
+    """A paragraph per (what, why): ``<p><b>what</b>: why</p>``."""
+    return "".join(f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, rest in said)
 
 
 def _skip_notes(arms: Iterable[tuple[str, Arm]]) -> str:
     """Why each arm that did not run did not, in the terminal's words ("GPU arm skipped: ...")."""
     from accel.report.console import arm_status_line
 
-    said = (arm_status_line(name, a).partition(": ") for name, a in arms if not a.ok and a.reason)
-    return "".join(f"<p><b>{html.escape(head)}</b>: {html.escape(rest)}</p>" for head, _, rest in said)
+    return _notes(arm_status_line(name, a).partition(": ")[::2] for name, a in arms if not a.ok and a.reason)
 
 
-@leaves_no_folder
 @_strict_arguments
 def run(
     workflow: str | os.PathLike[str] | None = None, *, data: str | os.PathLike[str] | Any | None = None,
@@ -445,7 +450,6 @@ class PredictResult(_Recorded[PredictRecord]):
         return f"PredictResult({out.rows or 0:,} rows from the {out.arm} arm, {str(self.output)!r})"
 
 
-@leaves_no_folder
 @_strict_arguments
 def predict(
     run: str | os.PathLike[str],
@@ -667,7 +671,6 @@ class TuneResult(_Recorded[HpoRecord]):
         return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", _where(record=self.path))
 
 
-@leaves_no_folder
 @_strict_arguments
 def tune(
     workflow: str | os.PathLike[str] | None = None,
@@ -775,7 +778,6 @@ def _agreement(agree: bool | None) -> str:
     return {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}[agree]
 
 
-@leaves_no_folder
 @_strict_arguments
 def compare(
     program: str | os.PathLike[str],
@@ -940,7 +942,6 @@ def _measured(r: BenchRecord) -> list[tuple[str, dict[str, Any], dict[str, Any]]
     ]  # fmt: skip
 
 
-@leaves_no_folder
 @_strict_arguments
 def benchmark(
     suite: str, *, data: str | os.PathLike[str] | None = None, data_dir: str | os.PathLike[str] | None = None,
@@ -1060,7 +1061,12 @@ class ScaleResult(_Recorded[ScalingRecord]):
     @property
     def failed(self) -> list[str]:
         """The configurations whose run failed, e.g. ``["CPU × 4"]`` (the record has the reasons)."""
-        return [scaling_label(str(r.kind), r.workers or 0) for r in self.typed.runs if r.arm and r.arm.status == "failed"]
+        return [label for label, _ in self._failures()]
+
+    def _failures(self) -> list[tuple[str, str]]:
+        """Each configuration whose run failed, and why."""
+        failed = [r for r in self.typed.runs if r.arm and r.arm.status == "failed"]
+        return [(scaling_label(str(r.kind), r.workers or 0), str(r.arm and r.arm.reason)) for r in failed]
 
     def __repr__(self) -> str:
         r = self.typed
@@ -1071,15 +1077,11 @@ class ScaleResult(_Recorded[ScalingRecord]):
         """The totals per configuration and a bar per configuration's speedup, for Jupyter."""
         r, totals = self.typed, self.totals
         speedups = [(scaling_label(kind, n), v) for (kind, n), v in totals["speedup_vs_1"].items()]
-        chart = _speedup_chart(speedups, "speedup of the total against the fewest workers of the same arm")
-        chart = chart or "<p>speedup: n/a (no configuration ran)</p>"
+        caption = "speedup of the total against the fewest workers of the same arm"
+        chart = _speedup_chart(speedups, caption, "no configuration ran")
         # The same reason at every count, once; then each configuration that failed.
         notes = _skip_notes([(arm, Arm(status="skipped", reason=reason)) for arm, reason in r.skipped_arms.items()])
-        failed = "".join(
-            f"<p><b>{html.escape(scaling_label(str(run.kind), run.workers or 0))} failed</b>: {html.escape(str(run.arm.reason))}</p>"
-            for run in r.runs
-            if run.arm and run.arm.status == "failed"
-        )
+        failed = _notes((f"{label} failed", reason) for label, reason in self._failures())
         where = _where(record=self.path, plot=self.plot)
         return _html(f"accel scale: {r.workflow} ({r.cluster_kind})", totals, "n/a", chart, notes, failed, where)
 
@@ -1088,7 +1090,6 @@ class ScaleResult(_Recorded[ScalingRecord]):
 _SCALE_NUMBERS = ("seconds", "speedup_vs_1", "efficiency", "gpu_vs_cpu", "metric")
 
 
-@leaves_no_folder
 @_strict_arguments
 def scale(
     workflow: str | os.PathLike[str] | None = None, *, data: str | os.PathLike[str] | None = None,
