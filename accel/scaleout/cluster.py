@@ -627,6 +627,17 @@ class ClusterSession:
         """Addresses of the workers the scheduler knows right now."""
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
+    def has_workers(self) -> bool:
+        """Whether the scheduler knows a worker right now (a failure it could not answer about: yes).
+
+        A run whose last worker died fails at once where the work needed what only that worker
+        held (the scattered fitted transform: "already forgotten"), before
+        :meth:`no_worker_watchdog`'s grace has run out: what failed it is asked here."""
+        try:
+            return bool(self.workers_now())
+        except Exception:  # noqa: BLE001 - the scheduler gone too: not said to be a lost worker
+            return True
+
     def no_worker_watchdog(self, interval: float = 0.5) -> AbstractContextManager[None]:
         """Cancel this client's work when the cluster has had no worker for ``no_worker_grace`` seconds.
 

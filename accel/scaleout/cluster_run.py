@@ -363,7 +363,7 @@ class OnDask(OnWorkers[DaskForm]):
         except (KeyboardInterrupt, AccelError):
             raise
         except Exception as exc:  # noqa: BLE001 - one line for the user, like a failed arm's reason
-            if session.all_workers_lost:
+            if session.all_workers_lost or not session.has_workers():
                 raise ClusterRunFailed("every Dask worker was lost; no run record was written") from None
             raise ClusterRunFailed(f"the run failed on the Dask cluster ({first_line(exc)}); no run record was written") from None
         finally:
