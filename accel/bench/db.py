@@ -321,12 +321,23 @@ def attempt(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         gc.collect()
 
 
-def both_arms(arms: Arms, gpu_skip: str | None, measure: Callable[[str, Backend], dict[str, Any]]) -> dict[str, dict]:
-    """One thing measured on each arm, ``measure(arm, backend)``, the GPU arm first: ``skipped``
-    with ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
+def both_arms(
+    arms: Arms,
+    gpu_skip: str | None,
+    measure: Callable[[str, Backend], dict[str, Any]],
+    told: Callable[[str, dict[str, Any]], None] = lambda _arm, _result: None,
+) -> dict[str, dict]:
+    """One thing measured on each arm, the GPU arm first: ``measure(arm, backend)`` :func:`attempt`-ed
+    (a failure is that arm's ``failed``) and ``told(arm, result)``; the GPU arm ``skipped`` with
+    ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
+    out: dict[str, dict] = {}
     if arms.gpu is None or gpu_skip is not None:
-        return {"gpu": {"status": "skipped", "reason": gpu_skip}, "cpu": measure("cpu", arms.cpu)}
-    return {"gpu": measure("gpu", arms.gpu), "cpu": measure("cpu", arms.cpu)}
+        out["gpu"] = {"status": "skipped", "reason": gpu_skip}
+    for arm, backend in (("gpu", arms.gpu), ("cpu", arms.cpu)):
+        if arm not in out and backend is not None:
+            out[arm] = attempt(functools.partial(measure, arm, backend))
+            told(arm, out[arm])
+    return out
 
 
 def timed(timing: Timing) -> dict[str, Any]:
