@@ -417,10 +417,10 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
     rows = []
     for q in questions:
         per_arm = {
-            arm: r["questions"][q.name]
-            if r.get("status") == "ok"
-            else {"status": r.get("status", "skipped"), "reason": r.get("reason")}
-            for arm, r in ((arm, arms[arm]) for arm in ("gpu", "cpu"))
+            arm: arms[arm]["questions"][q.name]
+            if arms[arm].get("status") == "ok"
+            else {"status": arms[arm].get("status", "skipped"), "reason": arms[arm].get("reason")}
+            for arm in ("gpu", "cpu")
         }
         check = compare_answers(per_arm["gpu"], per_arm["cpu"])
         rows.append(

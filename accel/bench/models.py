@@ -14,7 +14,6 @@ with threadpoolctl.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -242,16 +241,8 @@ def run_models(
 
         measured = both_arms(arms, gpu_pair_skip(pair, arms.gpu, arms.gpu_skip), measure, told)
         g, c = measured["gpu"], measured["cpu"]
-        both = g.get("status") == "ok" and c.get("status") == "ok"
-        rows_out.append(
-            {
-                "model": pair.name,
-                "task": pair.task,
-                "metric": pair.metric,
-                "gpu": g,
-                "cpu": c,
-                "fit_speedup": speedup(c["fit"]["median"], g["fit"]["median"]) if both else math.nan,
-                "predict_speedup": speedup(c["predict"]["median"], g["predict"]["median"]) if both else math.nan,
-            }
-        )
+        row: dict[str, Any] = {"model": pair.name, "task": pair.task, "metric": pair.metric, "gpu": g, "cpu": c}
+        for step in ("fit", "predict"):  # NaN unless both ran
+            row[f"{step}_speedup"] = speedup(c.get(step, {}).get("median"), g.get(step, {}).get("median"))
+        rows_out.append(row)
     return rows_out

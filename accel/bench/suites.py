@@ -10,6 +10,7 @@ written under ``results`` as ``<date>-<benchmark>-<device>-<NNN>.json`` (never o
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,6 +72,17 @@ class SuiteRequest:
     notice: Callable[[str], None]
 
 
+#: The settings given in more than one form, each as the suite reads it: a list of names as the
+#: flag spells it (and the record keeps it), a path (``cpu_from``: one or more).
+_SPELLED: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(
+        ("questions", "engines", "models", "operations"), lambda v: v if isinstance(v, str) else ",".join(map(str, v))
+    ),
+    **dict.fromkeys(("data", "data_dir", "results", "progress_file"), Path),
+    "cpu_from": lambda v: [Path(p) for p in ([v] if isinstance(v, (str, Path)) else v)],
+}
+
+
 def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
     """The request for ``suite`` from the settings the caller gave (None: not given).
 
@@ -85,16 +97,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
             f"{', '.join(f'{k}=' for k in foreign)} does not apply to the {suite} benchmark; it takes: {', '.join(takes)}"
         )
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
-    for name in ("questions", "engines", "models", "operations"):
-        value = settings.get(name)
-        if value is not None and not isinstance(value, str):
-            settings[name] = ",".join(str(v) for v in value)  # as the flag spells it, and the record keeps it
-    if settings.get("cpu_from") is not None:
-        paths = [settings["cpu_from"]] if isinstance(settings["cpu_from"], (str, Path)) else settings["cpu_from"]
-        settings["cpu_from"] = [Path(p) for p in paths]
-    for name in ("data", "data_dir", "results", "progress_file"):
-        if settings.get(name) is not None:
-            settings[name] = Path(settings[name])
+    settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
     return SuiteRequest(suite, settings, stderr_line if progress else (lambda _message: None), stderr_line)
 
@@ -175,17 +178,12 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     arms = resolve_arms(s["device"], needs=plan.needs)
     gpu = arms.gpu
 
-    def plain(value: Any) -> Any:
-        if isinstance(value, Path):
-            return str(value)
-        return [plain(v) for v in value] if isinstance(value, list) else value
-
     result = {
         **record_head("bench"),
         "benchmark": plan.benchmark,
         "started_at": datetime.now(timezone.utc).isoformat(),
         "finished_at": None,
-        "config": {k: plain(v) for k, v in s.items()},
+        "config": json.loads(json.dumps(s, default=str)),  # paths as text
         "gpu": {
             "status": "ok" if gpu is not None else "skipped",
             "reason": arms.gpu_skip,
@@ -234,8 +232,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise.
     Questions are taken from the first result that has them."""
-    rows: dict[str, dict] = {}
-    sources: dict[str, str] = {}
+    rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
     # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
@@ -252,15 +249,14 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
             raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
         arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
         for row in prior.questions:
-            if row.cpu.ok and row.question not in rows:
-                rows[row.question] = row.cpu.model_dump(exclude_unset=True)
-                sources[row.question] = str(path)
+            if row.cpu.ok:
+                rows.setdefault(row.question, (row.cpu.model_dump(exclude_unset=True), str(path)))
         _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
-    arm.update(status="ok", questions={q.name: rows[q.name] for q in questions})
-    arm["reused_from"] = {q.name: sources[q.name] for q in questions}
+    arm.update(status="ok", questions={q.name: rows[q.name][0] for q in questions})
+    arm["reused_from"] = {q.name: rows[q.name][1] for q in questions}
     return arm, engines
 
 
@@ -294,17 +290,6 @@ def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
             merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
-def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
-    """Each data file's path, size and sha256: what ``cpu_from`` compares (a regenerated file with
-    the same bytes is the same data)."""
-    from accel.files import file_sha256
-
-    return {
-        role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
-        for role, p in paths.items()
-    }
-
-
 def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True) -> None:
     """Refuse ``value`` below ``floor`` (where the check ``applies``), saying ``why`` the suite needs it."""
     if applies and value < floor:
@@ -314,12 +299,14 @@ def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True)
 _PCA_FLOOR = "(PCA keeps 8 components)"
 
 
-def _model_fairness(cpu: Backend, _result: Any = None) -> dict:
+def _model_fairness(cpu: Backend, _result: Any = None, also: str = "") -> dict:
+    """The CPU arm's threads for the models: every core, the BLAS pools as loaded; ``also`` ends the line."""
     from accel.timing import blas_threads, fairness
 
     pools = {f"{p['user_api']} ({p['library']})": p["threads"] for p in blas_threads()}
     settings = {"scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)", "xgboost n_jobs": cpu.n_threads, **pools}
-    return fairness(cpu, f"all {cpu.n_threads}", settings)
+    fair = fairness(cpu, f"all {cpu.n_threads}", settings)
+    return {**fair, "line": fair["line"] + also}
 
 
 # --------------------------------------------------------------------------- the suites' checks and measurements
@@ -349,7 +336,13 @@ def _db(req: SuiteRequest) -> _Plan:
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
-        data_files = _data_files(paths)
+        from accel.files import file_sha256
+
+        # Each file's path, size and sha256: what cpu_from compares (a regenerated file with the same bytes is the same data).
+        data_files = {
+            role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
+            for role, p in paths.items()
+        }
         reused["cpu"], reused["engines"] = (
             _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
         )
@@ -435,16 +428,11 @@ def _crossover(req: SuiteRequest) -> _Plan:
     _at_least("--min-rows", sizes[0], 50, "for model operations", applies=models_in)
     _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
 
-    def fairness(cpu: Backend, _result: Any) -> dict[str, Any]:
-        fair = _model_fairness(cpu)
-        fair["line"] += "; groupby/join: pandas, one thread"
-        return fair
-
     return _Plan(
         benchmark="crossover",
         facts=lambda: {"sizes": sizes},
         measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, req.say)},
-        fairness=fairness,
+        fairness=functools.partial(_model_fairness, also="; groupby/join: pandas, one thread"),
     )
 
 
