@@ -14,6 +14,7 @@ with threadpoolctl.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -155,17 +156,14 @@ def run_pair(
         f"{tag} fitting on {len(data.X_train):,} rows × {data.X_train.shape[1]} features, {calls} times (cold, warm-up, timed)"
     )
 
-    def told(step: str) -> Callable[[str, float], None]:
-        def call(which: str, seconds: float) -> None:
-            if seconds >= 1.0:  # the calls worth a line; the arm's summary line follows anyway
-                progress(f"{tag} {step} {which}: {seconds:.2f} s")
+    def told(step: str, which: str, seconds: float) -> None:
+        if seconds >= 1.0:  # the calls worth a line; the arm's summary line follows anyway
+            progress(f"{tag} {step} {which}: {seconds:.2f} s")
 
-        return call
-
-    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup, on_call=told("fit"))
+    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "fit"))
     predict = getattr(model, pair.predict)
     predict_timing, prediction = measure(
-        lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=told("predict")
+        lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "predict")
     )
     result: dict[str, Any] = {
         "status": "ok",
