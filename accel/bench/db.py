@@ -330,11 +330,9 @@ def both_arms(
     """One thing measured on each arm, the GPU arm first: ``measure(arm, backend)`` :func:`attempt`-ed
     (a failure is that arm's ``failed``) and ``told(arm, result)``; the GPU arm ``skipped`` with
     ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
-    out: dict[str, dict] = {}
-    if arms.gpu is None or gpu_skip is not None:
-        out["gpu"] = {"status": "skipped", "reason": gpu_skip}
-    for arm, backend in (("gpu", arms.gpu), ("cpu", arms.cpu)):
-        if arm not in out and backend is not None:
+    out: dict[str, dict] = {"gpu": {"status": "skipped", "reason": gpu_skip}}  # replaced where the GPU arm runs
+    for arm, backend in (("gpu", arms.gpu if gpu_skip is None else None), ("cpu", arms.cpu)):
+        if backend is not None:
             out[arm] = attempt(functools.partial(measure, arm, backend))
             told(arm, out[arm])
     return out
