@@ -15,13 +15,12 @@ Operations:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from accel.backend import Backend
-from accel.bench.db import attempt, both_arms
+from accel.bench.db import both_arms
 from accel.errors import AccelError
 from accel.registry import DEFAULT_MODEL
 from accel.timing import measure, speedup
@@ -36,28 +35,20 @@ FRAME_OPERATIONS = {
 DEFAULT_OPERATIONS = ("groupby", "join", DEFAULT_MODEL)
 
 
-def known_operations() -> list[str]:
-    from accel.bench.models import PAIRS
-
-    return [*FRAME_OPERATIONS, *PAIRS]
-
-
 def select_operations(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[str]:
     """The operations ``--operations`` names (older spellings of model keys noticed to ``say``)."""
     from accel.bench.db import pick_names
-    from accel.bench.models import pair_name
+    from accel.bench.models import PAIRS, pair_name
 
     if names is None:
         return list(DEFAULT_OPERATIONS)
-    return pick_names("operation", names, known_operations(), lambda n: pair_name(n, say, "--operations"))
+    return pick_names("operation", names, [*FRAME_OPERATIONS, *PAIRS], lambda n: pair_name(n, say, "--operations"))
 
 
 def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[int]:
     """Row counts from ``min_rows`` to ``max_rows``, ``steps_per_decade`` per factor of 10 (log-spaced)."""
     if min_rows < 1 or max_rows < min_rows:
         raise AccelError(f"--min-rows ({min_rows}) must be at least 1 and at most --max-rows ({max_rows})")
-    if steps_per_decade < 1:
-        raise AccelError(f"--steps-per-decade must be at least 1, got {steps_per_decade}")
     lo, hi = math.log10(min_rows), math.log10(max_rows)
     steps = int(math.floor((hi - lo) * steps_per_decade + 1e-9))
     sizes = [int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)]
@@ -66,11 +57,17 @@ def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[
     return sorted(set(sizes))
 
 
-def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
-    """Data for one size, and a factory giving each arm its timed call."""
+def _operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+    """Data for one size, and a factory giving each arm its timed call: the question on the
+    arm's tables, loaded from generated data, or the model's fit on 80% of the rows."""
     from accel.bench.db import SUITES, load_tables
+    from accel.bench.models import PAIRS, fitting, make_data
     from accel.data import datagen
 
+    if name not in FRAME_OPERATIONS:
+        pair = PAIRS[name]
+        data = make_data(pair.task, max(rows, 10), features, seed)
+        return lambda backend: fitting(pair, backend, data, seed)[0], f"{name} fit, {features} features, 80% of the rows"
     suite_name, question, description = FRAME_OPERATIONS[name]
     suite = SUITES[suite_name]
     if suite_name == "groupby":
@@ -86,25 +83,6 @@ def _frame_operation(name: str, rows: int, seed: int) -> tuple[Callable[[Backend
     return factory, description
 
 
-def _model_operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
-    from accel.bench.models import PAIRS, make_data, pair_params
-
-    pair = PAIRS[name]
-    kind = "regression" if pair.task == "regression" else "classification"
-    data = make_data(kind, max(rows, 10), features, seed)
-
-    def factory(backend: Backend) -> Callable[[], Any]:
-        xp = backend.xp
-        cls = backend.models[pair.key]
-        params = pair_params(pair, backend, seed)
-        X = xp.asarray(data.X_train)
-        y = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
-        backend.synchronize()
-        return lambda: cls(**params).fit(X) if y is None else cls(**params).fit(X, y)
-
-    return factory, f"{name} fit, {features} features, 80% of the rows"
-
-
 def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
     """The smallest size from which the GPU arm is faster at every larger size measured (None if never)."""
     found = None
@@ -114,14 +92,6 @@ def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
             break
         found = point["rows"]
     return found
-
-
-def _arm_point(_arm: str, backend: Backend, factory: Callable[[Backend], Callable[[], Any]], repeats: int, warmup: int) -> dict:
-    def point() -> dict[str, Any]:
-        timing, _ = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
-        return {"status": "ok", "median": timing.median, "timing": timing.as_dict()}
-
-    return attempt(point)  # e.g. out of memory at the largest size: recorded, the sweep goes on
 
 
 def sweep(
@@ -138,12 +108,16 @@ def sweep(
         gpu_skip = gpu_pair_skip(PAIRS[name], arms.gpu, arms.gpu_skip) if name in PAIRS else arms.gpu_skip
         description = ""
         for rows in sizes:
-            frame = name in FRAME_OPERATIONS
-            factory, description = _frame_operation(name, rows, seed) if frame else _model_operation(name, rows, seed, features)
-            point: dict[str, Any] = {
-                "rows": rows,
-                **both_arms(arms, gpu_skip, functools.partial(_arm_point, factory=factory, repeats=repeats, warmup=warmup)),
-            }
+            factory, description = _operation(name, rows, seed, features)
+
+            def timed_at(
+                _arm: str, backend: Backend, factory: Callable[[Backend], Callable[[], Any]] = factory
+            ) -> dict[str, Any]:
+                timing, _ = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
+                return {"status": "ok", "median": timing.median, "timing": timing.as_dict()}
+
+            # A size that fails on an arm (out of memory at the largest, say) is recorded; the sweep goes on.
+            point: dict[str, Any] = {"rows": rows, **both_arms(arms, gpu_skip, timed_at)}
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median"))  # NaN unless both ran
             points.append(point)
             shown = {

@@ -321,12 +321,21 @@ def attempt(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         gc.collect()
 
 
-def both_arms(arms: Arms, gpu_skip: str | None, measure: Callable[[str, Backend], dict[str, Any]]) -> dict[str, dict]:
-    """One thing measured on each arm, ``measure(arm, backend)``, the GPU arm first: ``skipped``
-    with ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
-    if arms.gpu is None or gpu_skip is not None:
-        return {"gpu": {"status": "skipped", "reason": gpu_skip}, "cpu": measure("cpu", arms.cpu)}
-    return {"gpu": measure("gpu", arms.gpu), "cpu": measure("cpu", arms.cpu)}
+def both_arms(
+    arms: Arms,
+    gpu_skip: str | None,
+    measure: Callable[[str, Backend], dict[str, Any]],
+    told: Callable[[str, dict[str, Any]], None] = lambda _arm, _result: None,
+) -> dict[str, dict]:
+    """One thing measured on each arm, the GPU arm first: ``measure(arm, backend)`` :func:`attempt`-ed
+    (a failure is that arm's ``failed``) and ``told(arm, result)``; the GPU arm ``skipped`` with
+    ``gpu_skip`` where it cannot run (None: it can, where there is a GPU arm)."""
+    out: dict[str, dict] = {"gpu": {"status": "skipped", "reason": gpu_skip}}  # replaced where the GPU arm runs
+    for arm, backend in (("gpu", arms.gpu if gpu_skip is None else None), ("cpu", arms.cpu)):
+        if backend is not None:
+            out[arm] = attempt(functools.partial(measure, arm, backend))
+            told(arm, out[arm])
+    return out
 
 
 def timed(timing: Timing) -> dict[str, Any]:
@@ -406,10 +415,10 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
     rows = []
     for q in questions:
         per_arm = {
-            arm: r["questions"][q.name]
-            if r.get("status") == "ok"
-            else {"status": r.get("status", "skipped"), "reason": r.get("reason")}
-            for arm, r in ((arm, arms[arm]) for arm in ("gpu", "cpu"))
+            arm: arms[arm]["questions"][q.name]
+            if arms[arm].get("status") == "ok"
+            else {"status": arms[arm].get("status", "skipped"), "reason": arms[arm].get("reason")}
+            for arm in ("gpu", "cpu")
         }
         check = compare_answers(per_arm["gpu"], per_arm["cpu"])
         rows.append(

@@ -14,7 +14,7 @@ with threadpoolctl.
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ import numpy as np
 
 from accel import _compat
 from accel.backend import Backend
-from accel.bench.db import attempt, both_arms
+from accel.bench.db import both_arms
 from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
 
@@ -72,9 +72,11 @@ class HostData:
 
 
 def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
+    """Data for a model of ``task``: for a regression, ``make_regression``; else ``make_classification``."""
     from sklearn.datasets import make_classification, make_regression
 
-    if task == "regression":
+    regression = task == "regression"
+    if regression:
         X, y = make_regression(
             n_samples=rows, n_features=features, n_informative=max(features // 2, 1), noise=10.0, random_state=seed
         )
@@ -87,9 +89,27 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
             random_state=seed,
         )
     X = X.astype(np.float32)
-    y = y.astype(np.float32 if task == "regression" else np.int32)
+    y = y.astype(np.float32 if regression else np.int32)
     cut = int(rows * 0.8)
     return HostData(X[:cut], y[:cut], X[cut:], y[cut:])
+
+
+def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any]:
+    """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, and the first ``test_rows``
+    test rows (None: none); the data moves to the arm's device here, before any clock."""
+    xp = backend.xp
+    cls = backend.models[pair.key]
+    params = pair_params(pair, backend, seed)
+    X_train = xp.asarray(data.X_train)
+    X_test = None if test_rows is None else xp.asarray(data.X_test[:test_rows])
+    y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
+    backend.synchronize()
+
+    def fit() -> Any:
+        model = cls(**params)
+        return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
+
+    return fit, X_test
 
 
 def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
@@ -125,17 +145,10 @@ def run_pair(
 
     ``progress`` is told when the arm starts and after each fit and predict call (a forest on
     1e5 rows fits for a minute: the user sees which call runs)."""
-    xp = backend.xp
     cls = backend.models[pair.key]
     params = pair_params(pair, backend, seed)
     test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
-    X_train, X_test = xp.asarray(data.X_train), xp.asarray(data.X_test[:test_rows])
-    y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
-    backend.synchronize()
-
-    def fit() -> Any:
-        model = cls(**params)
-        return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
+    fit, X_test = fitting(pair, backend, data, seed, test_rows)
 
     tag = f"[{backend.name}] {pair.name:<20}"
     calls = 1 + warmup + repeats
@@ -143,17 +156,14 @@ def run_pair(
         f"{tag} fitting on {len(data.X_train):,} rows × {data.X_train.shape[1]} features, {calls} times (cold, warm-up, timed)"
     )
 
-    def told(step: str) -> Callable[[str, float], None]:
-        def call(which: str, seconds: float) -> None:
-            if seconds >= 1.0:  # the calls worth a line; the arm's summary line follows anyway
-                progress(f"{tag} {step} {which}: {seconds:.2f} s")
+    def told(step: str, which: str, seconds: float) -> None:
+        if seconds >= 1.0:  # the calls worth a line; the arm's summary line follows anyway
+            progress(f"{tag} {step} {which}: {seconds:.2f} s")
 
-        return call
-
-    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup, on_call=told("fit"))
+    fit_timing, model = measure(fit, backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "fit"))
     predict = getattr(model, pair.predict)
     predict_timing, prediction = measure(
-        lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=told("predict")
+        lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "predict")
     )
     result: dict[str, Any] = {
         "status": "ok",
@@ -191,21 +201,14 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     return None
 
 
-def _measured_arm(
-    pair: Estimator, arm: str, backend: Backend, data: HostData, s: Mapping[str, Any], progress: Callable[[str], None]
-) -> dict[str, Any]:
-    """One arm of one pair, measured (or failed, with its reason: the other models still run), said in one line."""
-    a = attempt(
-        lambda: run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=progress)
-    )
+def _said(pair: Estimator, arm: str, a: dict[str, Any]) -> str:
+    """The line that says one arm of one pair, measured or failed."""
     if a["status"] == "ok":
-        progress(
+        return (
             f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
             f"{pair.metric} {a['quality']:.4f}"
         )
-    else:
-        progress(f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}")
-    return a
+    return f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}"
 
 
 def run_models(
@@ -217,6 +220,7 @@ def run_models(
 ) -> list[dict[str, Any]]:
     """Every pair on both ``arms``, with the data and counts the suite's settings ``s`` give (each
     measurement told to ``say``): one row per model with both arms, quality and speedups.
+    An arm that fails is ``failed`` with its reason: the other models still run.
 
     ``on_result(arm, model, result)`` is called as each arm of each model finishes.
     """
@@ -224,26 +228,19 @@ def run_models(
     rows_out = []
     for pair in pairs:
         kind = "regression" if pair.task == "regression" else "classification"
-        if kind not in data_cache:
-            data_cache[kind] = make_data(kind, s["rows"], s["features"], s["seed"])
+        data = data_cache[kind] = data_cache.get(kind) or make_data(pair.task, s["rows"], s["features"], s["seed"])
 
-        def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data_cache[kind]) -> dict[str, Any]:
-            result = _measured_arm(pair, arm, backend, data, s, say)
+        def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data) -> dict[str, Any]:
+            return run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=say)
+
+        def told(arm: str, result: dict[str, Any], pair: Estimator = pair) -> None:
+            say(_said(pair, arm, result))
             on_result(arm, pair.name, dict(result))
-            return result
 
-        measured = both_arms(arms, gpu_pair_skip(pair, arms.gpu, arms.gpu_skip), measure)
+        measured = both_arms(arms, gpu_pair_skip(pair, arms.gpu, arms.gpu_skip), measure, told)
         g, c = measured["gpu"], measured["cpu"]
-        both = g.get("status") == "ok" and c.get("status") == "ok"
-        rows_out.append(
-            {
-                "model": pair.name,
-                "task": pair.task,
-                "metric": pair.metric,
-                "gpu": g,
-                "cpu": c,
-                "fit_speedup": speedup(c["fit"]["median"], g["fit"]["median"]) if both else math.nan,
-                "predict_speedup": speedup(c["predict"]["median"], g["predict"]["median"]) if both else math.nan,
-            }
-        )
+        row: dict[str, Any] = {"model": pair.name, "task": pair.task, "metric": pair.metric, "gpu": g, "cpu": c}
+        for step in ("fit", "predict"):  # NaN unless both ran
+            row[f"{step}_speedup"] = speedup(c.get(step, {}).get("median"), g.get(step, {}).get("median"))
+        rows_out.append(row)
     return rows_out

@@ -9,6 +9,8 @@ written under ``results`` as ``<date>-<benchmark>-<device>-<NNN>.json`` (never o
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,36 +24,28 @@ from accel.record import dumps as strict_json
 
 if TYPE_CHECKING:
     from accel.backend import Arms, Backend
-    from accel.bench.db import Suite
     from accel.record import DbBench
 
 #: Where results go without ``results``: this folder of the output root (:func:`accel.record.output_root`).
 RESULTS_FOLDER = "benchmarks"
 
-#: The settings every suite takes.
+#: The settings every suite takes (their defaults are :func:`accel.benchmark`'s).
 COMMON_SETTINGS = ("device", "repeats", "warmup", "results")
-#: The settings of each suite besides :data:`COMMON_SETTINGS`, as ``accel bench SUITE`` names its flags.
-SUITE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "groupby": ("data", "questions", "engines", "cpu_from", "progress_file", "overwrite"),
-    "join": ("data_dir", "questions", "cpu_from", "progress_file", "overwrite"),
-    "models": ("rows", "features", "models", "seed", "progress_file", "overwrite"),
-    "crossover": ("operations", "min_rows", "max_rows", "steps_per_decade", "features", "seed"),
-}
-#: What a setting is when not given (``data`` and ``data_dir`` have none: their suite needs them).
-DEFAULTS: dict[str, Any] = {
-    "questions": "all",
-    "engines": "",
-    "cpu_from": None,
-    "progress_file": None,
-    "overwrite": False,
-    "rows": 100_000,
-    "features": 32,
-    "models": "all",
-    "seed": 42,
-    "operations": None,
-    "min_rows": 1_000,
-    "max_rows": 10_000_000,
-    "steps_per_decade": 1,
+_KEPT = {"progress_file": None, "overwrite": False}
+#: The settings of each suite besides :data:`COMMON_SETTINGS`, as ``accel bench SUITE`` names its flags,
+#: each with what it is when not given (``data`` and ``data_dir`` have none: their suite needs them).
+SUITE_SETTINGS: dict[str, dict[str, Any]] = {
+    "groupby": {"data": None, "questions": "all", "engines": "", "cpu_from": None, **_KEPT},
+    "join": {"data_dir": None, "questions": "all", "cpu_from": None, **_KEPT},
+    "models": {"rows": 100_000, "features": 32, "models": "all", "seed": 42, **_KEPT},
+    "crossover": {
+        "operations": None,
+        "min_rows": 1_000,
+        "max_rows": 10_000_000,
+        "steps_per_decade": 1,
+        "features": 32,
+        "seed": 42,
+    },
 }
 
 
@@ -78,6 +72,17 @@ class SuiteRequest:
     notice: Callable[[str], None]
 
 
+#: The settings given in more than one form, each as the suite reads it: a list of names as the
+#: flag spells it (and the record keeps it), a path (``cpu_from``: one or more).
+_SPELLED: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(
+        ("questions", "engines", "models", "operations"), lambda v: v if isinstance(v, str) else ",".join(map(str, v))
+    ),
+    **dict.fromkeys(("data", "data_dir", "results", "progress_file"), Path),
+    "cpu_from": lambda v: [Path(p) for p in ([v] if isinstance(v, (str, Path)) else v)],
+}
+
+
 def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
     """The request for ``suite`` from the settings the caller gave (None: not given).
 
@@ -85,23 +90,14 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
     """
     if suite not in SUITE_SETTINGS:
         raise AccelError(f"unknown benchmark suite {suite!r}; known: {', '.join(SUITE_SETTINGS)}")
-    takes = (*SUITE_SETTINGS[suite], *COMMON_SETTINGS)
+    takes = {**SUITE_SETTINGS[suite], **dict.fromkeys(COMMON_SETTINGS)}
     foreign = [k for k, v in given.items() if k not in takes and v is not None and v is not False]
     if foreign:
         raise AccelError(
             f"{', '.join(f'{k}=' for k in foreign)} does not apply to the {suite} benchmark; it takes: {', '.join(takes)}"
         )
-    settings: dict[str, Any] = {k: given.get(k) if given.get(k) is not None else DEFAULTS.get(k) for k in takes}
-    for name in ("questions", "engines", "models", "operations"):
-        value = settings.get(name)
-        if value is not None and not isinstance(value, str):
-            settings[name] = ",".join(str(v) for v in value)  # as the flag spells it, and the record keeps it
-    if settings.get("cpu_from") is not None:
-        paths = [settings["cpu_from"]] if isinstance(settings["cpu_from"], (str, Path)) else settings["cpu_from"]
-        settings["cpu_from"] = [Path(p) for p in paths]
-    for name in ("data", "data_dir", "results", "progress_file"):
-        if settings.get(name) is not None:
-            settings[name] = Path(settings[name])
+    settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
+    settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
     return SuiteRequest(suite, settings, stderr_line if progress else (lambda _message: None), stderr_line)
 
@@ -118,8 +114,46 @@ def _check_counts(settings: Mapping[str, Any]) -> None:
             raise AccelError(f"{name} must be {what}, got {value!r}")
 
 
+#: ``keep(arm, key, answer)``: one finished question or model, appended to the progress file.
+Keep = Callable[[str, str, dict], None]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One suite whose inputs passed its checks: what :func:`run_suite` runs.
+
+    Attributes
+    ----------
+    benchmark : str
+        The result's ``benchmark``.
+    facts : callable
+        ``facts()``: the result's fields known before measuring (the data), after the results folder is made
+        (where ``cpu_from`` is checked: a refusal there comes after the folder's, as it always has).
+    measure : callable
+        ``measure(arms, keep)``: the result's measured fields.
+    fairness : callable
+        ``fairness(cpu, result)``: the CPU arm's threads and settings.
+    item : str
+        What ``keep`` is told the key of (``question``, ``model``).
+    needs : tuple of str, optional
+        The GPU capabilities the suite uses (:func:`accel.backend.resolve_arms`).
+    """
+
+    benchmark: str
+    facts: Callable[[], dict[str, Any]]
+    measure: Callable[[Arms, Keep], dict[str, Any]]
+    fairness: Callable[[Backend, dict[str, Any]], dict[str, Any]]
+    item: str = "question"
+    needs: tuple[str, ...] | None = None
+
+
 def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    """Check the inputs, measure both arms, write the result.
+    """Check the inputs, measure both arms, write the result, for any suite.
+
+    The suite's checks come first, in its own order (:data:`_PLANS`); then the results folder
+    (``results``, or the output root's benchmarks folder, created and proved writable), the
+    suite's facts, the arms for ``device``, the progress file, the measurements, and the result,
+    stamped and written (never over an earlier one).
 
     Parameters
     ----------
@@ -131,105 +165,74 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     (dict, pathlib.Path)
         The result and where it was written.
     """
-    runner = {"groupby": _run_db, "join": _run_db, "models": _run_models, "crossover": _run_crossover}[req.suite]
-    return runner(req)
-
-
-# --------------------------------------------------------------------------- shared parts
-
-
-def _results_folder(settings: dict[str, Any]) -> Path:
-    """``results``, or the output root's benchmarks folder, created and proved writable."""
-    from accel.record import output_root
-    from accel.timing import check_results_folder
-
-    if settings["results"] is None:
-        settings["results"] = output_root() / RESULTS_FOLDER
-    return check_results_folder(settings["results"])
-
-
-def _start(benchmark: str, settings: Mapping[str, Any], needs: tuple[str, ...] | None = None) -> tuple[Arms, dict]:
-    """The arms for ``device`` (the GPU one None with why it is skipped) and the result's envelope, started now."""
     from accel.backend import resolve_arms
-    from accel.record import record_head
+    from accel.record import output_root, record_head
+    from accel.timing import bench_environment, check_results_folder, result_device, write_result
 
-    arms = resolve_arms(settings["device"], needs=needs)
+    s = req.settings
+    plan = _PLANS[req.suite](req)
+    if s["results"] is None:
+        s["results"] = output_root() / RESULTS_FOLDER
+    folder = check_results_folder(s["results"])
+    facts = plan.facts()
+    arms = resolve_arms(s["device"], needs=plan.needs)
     gpu = arms.gpu
 
-    def plain(value: Any) -> Any:
-        if isinstance(value, Path):
-            return str(value)
-        return [plain(v) for v in value] if isinstance(value, list) else value
-
-    envelope = {
+    result = {
         **record_head("bench"),
-        "benchmark": benchmark,
+        "benchmark": plan.benchmark,
         "started_at": datetime.now(timezone.utc).isoformat(),
         "finished_at": None,
-        "config": {k: plain(v) for k, v in settings.items()},
+        "config": json.loads(json.dumps(s, default=str)),  # paths as text
         "gpu": {
             "status": "ok" if gpu is not None else "skipped",
             "reason": arms.gpu_skip,
             "device_name": gpu.device.name if gpu is not None and gpu.device else None,
         },
+        **facts,
     }
-    return arms, envelope
-
-
-def _finish(result: dict, gpu_ran: bool, folder: Path, fairness: dict) -> Path:
-    """Stamp the result and write it, never over an earlier one."""
-    from accel.timing import bench_environment, result_device, write_result
-
+    keep = _progress_file(s.get("progress_file"), plan.benchmark, facts.get("data"), plan.item, s.get("overwrite", False))
+    result.update(plan.measure(arms, keep))
     result["finished_at"] = datetime.now(timezone.utc).isoformat()
     result["environment"] = bench_environment()
-    result["fairness"] = fairness
-    device = result_device(gpu_ran, result["environment"])
-    return write_result(folder, result, result["benchmark"].replace("_", "-"), device)
+    result["fairness"] = plan.fairness(arms.cpu, result)
+    device = result_device(gpu is not None, result["environment"])
+    return result, write_result(folder, result, plan.benchmark.replace("_", "-"), device)
 
 
-class _ProgressFile:
-    """One JSON line per finished question or model, appended as it finishes (a time limit keeps them).
+def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, overwrite: bool) -> Keep:
+    """What keeps each finished question or model: one JSON line appended to the file at ``path``
+    as it finishes (a time limit keeps them); nothing without a path.
 
     Each line names the benchmark, the data, the arm or engine, the code that ran and the
     machine, and holds that answer's measurements as the final result holds them.
     """
+    if path is None:
+        return lambda _arm, _key, _answer: None
+    from accel.environment import cpu_model, git_state
+    from accel.files import write_new
+    from accel.record import ensure_writable
 
-    def __init__(self, path: Path | None, benchmark: str, data: Any, overwrite: bool = False):
-        self.path = path
-        self.common: dict[str, Any] = {}
-        if path is None:
-            return
-        from accel.environment import cpu_model, git_state
-        from accel.files import write_new
-        from accel.record import ensure_writable
+    ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
+    # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
+    write_new(Path(path), b"", "the progress file", "choose another --progress-file", exists=exists_policy(overwrite))
+    git = git_state()
+    common = {"benchmark": benchmark, "data": data, "git_sha": git["sha"], "git_dirty": git["dirty"], "host": cpu_model()}
 
-        ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
-        # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
-        write_new(Path(path), b"", "the progress file", "choose another --progress-file", exists=exists_policy(overwrite))
-        git = git_state()
-        self.common = {
-            "benchmark": benchmark,
-            "data": data,
-            "git_sha": git["sha"],
-            "git_dirty": git["dirty"],
-            "host": cpu_model(),
-        }
-
-    def __call__(self, arm: str, key: str, kind: str, answer: dict) -> None:
-        if self.path is None:
-            return
-        line = {"at": datetime.now(timezone.utc).isoformat(), **self.common, "arm": arm, kind: key, "result": answer}
-        with open(self.path, "a", encoding="utf-8") as f:
+    def keep(arm: str, key: str, answer: dict) -> None:
+        line = {"at": datetime.now(timezone.utc).isoformat(), **common, "arm": arm, item: key, "result": answer}
+        with open(path, "a", encoding="utf-8") as f:
             f.write(strict_json(line, indent=None) + "\n")
             f.flush()
+
+    return keep
 
 
 def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise.
     Questions are taken from the first result that has them."""
-    rows: dict[str, dict] = {}
-    sources: dict[str, str] = {}
+    rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
     # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
@@ -246,15 +249,14 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
             raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
         arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
         for row in prior.questions:
-            if row.cpu.ok and row.question not in rows:
-                rows[row.question] = row.cpu.model_dump(exclude_unset=True)
-                sources[row.question] = str(path)
+            if row.cpu.ok:
+                rows.setdefault(row.question, (row.cpu.model_dump(exclude_unset=True), str(path)))
         _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
-    arm.update(status="ok", questions={q.name: rows[q.name] for q in questions})
-    arm["reused_from"] = {q.name: sources[q.name] for q in questions}
+    arm.update(status="ok", questions={q.name: rows[q.name][0] for q in questions})
+    arm["reused_from"] = {q.name: rows[q.name][1] for q in questions}
     return arm, engines
 
 
@@ -288,100 +290,90 @@ def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
             merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
-def _data_files(paths: dict[str, Path]) -> dict[str, dict]:
-    """Each data file's path, size and sha256: what ``cpu_from`` compares (a regenerated file with
-    the same bytes is the same data)."""
-    from accel.files import file_sha256
-
-    return {
-        role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
-        for role, p in paths.items()
-    }
+def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True) -> None:
+    """Refuse ``value`` below ``floor`` (where the check ``applies``), saying ``why`` the suite needs it."""
+    if applies and value < floor:
+        raise AccelError(f"{flag} must be at least {floor} {why}, got {value}")
 
 
-def _check_features(features: int) -> None:
-    if features < 8:
-        raise AccelError(f"--features must be at least 8 (PCA keeps 8 components), got {features}")
+_PCA_FLOOR = "(PCA keeps 8 components)"
 
 
-def _model_fairness(cpu: Any) -> dict:
+def _model_fairness(cpu: Backend, _result: Any = None, also: str = "") -> dict:
+    """The CPU arm's threads for the models: every core, the BLAS pools as loaded; ``also`` ends the line."""
     from accel.timing import blas_threads, fairness
 
     pools = {f"{p['user_api']} ({p['library']})": p["threads"] for p in blas_threads()}
     settings = {"scikit-learn n_jobs": "-1 (RandomForest, KNeighbors)", "xgboost n_jobs": cpu.n_threads, **pools}
-    return fairness(cpu, f"all {cpu.n_threads}", settings)
+    fair = fairness(cpu, f"all {cpu.n_threads}", settings)
+    return {**fair, "line": fair["line"] + also}
 
 
-# --------------------------------------------------------------------------- groupby / join
+# --------------------------------------------------------------------------- the suites' checks and measurements
 
 
-def _run_db(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+#: The setting that names each db suite's data, and what its refusal without it says to give.
+_DB_DATA = {
+    "groupby": ("data", "its data file (--data, data=): accel data groupby N K FILE"),
+    "join": ("data_dir", "the folder of its tables (--data-dir, data_dir=): accel data join N DIR"),
+}
+
+
+def _db(req: SuiteRequest) -> _Plan:
+    """groupby and join: the questions, the data files and their columns, the context engines."""
     from accel.bench import db as dbbench
     from accel.bench import engines
 
     s, say = req.settings, req.say
     suite = dbbench.SUITES[req.suite]
     questions = dbbench.select_questions(suite, s["questions"])
-    paths = _db_paths(suite, s)
-    engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
-    folder = _results_folder(s)
-    data_files = _data_files(paths)
-    reused_cpu, reused_engines = (
-        _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
-    )
-    arms, result = _start(suite.benchmark, s)
-    result["data"] = {role: str(p) for role, p in paths.items()}
-    result["data_files"] = data_files
-    keep = _ProgressFile(s["progress_file"], suite.benchmark, result["data"], s["overwrite"])
-
-    def run_arm(backend: Backend, arm: str) -> dict[str, Any]:
-        return dbbench.run_arm(
-            backend, suite, paths, questions, s["repeats"], s["warmup"], say, lambda q, a: keep(arm, q, "question", a)
-        )
-
-    gpu = arms.gpu
-    measured = {"gpu": run_arm(gpu, "gpu") if gpu is not None else {"status": "skipped", "reason": arms.gpu_skip}}
-    if reused_cpu is not None:
-        measured["cpu"] = reused_cpu
-        say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
-    else:
-        measured["cpu"] = run_arm(arms.cpu, "cpu")
-    result["arms"] = {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in measured.items()}
-    result["questions"] = dbbench.combine(questions, measured)
-    if engine_names or reused_engines:
-        to_run = [n for n in engine_names if n not in reused_engines]
-        answers = engines.run_engines(
-            to_run, paths["x"], [q.name for q in questions], say, s["repeats"], lambda n, q, a: keep(n, q, "question", a)
-        )
-        result["engines"] = {**reused_engines, **answers}
-        _check_engines(result)
-    return result, _finish(result, gpu is not None, folder, _db_fairness(arms.cpu, result))
-
-
-def _db_paths(suite: Suite, s: dict[str, Any]) -> dict[str, Path]:
-    """The benchmark's data files by role, located and their columns checked."""
-    from accel.bench import db as dbbench
-
-    if suite.name == "groupby":
-        if s["data"] is None:
-            raise AccelError("the groupby benchmark needs its data file (--data, data=): accel data groupby N K FILE")
-        paths = dbbench.locate_groupby(s["data"])
-    else:
-        if s["data_dir"] is None:
-            raise AccelError("the join benchmark needs the folder of its tables (--data-dir, data_dir=): accel data join N DIR")
-        paths = dbbench.locate_join(s["data_dir"])
+    source, wants = _DB_DATA[req.suite]
+    if s[source] is None:
+        raise AccelError(f"the {req.suite} benchmark needs {wants}")
+    paths = (dbbench.locate_groupby if req.suite == "groupby" else dbbench.locate_join)(s[source])
     dbbench.check_columns(suite, paths)
-    return paths
+    engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
+    reused: dict[str, Any] = {}
 
+    def facts() -> dict[str, Any]:
+        from accel.files import file_sha256
 
-def _check_engines(result: dict[str, Any]) -> None:
-    """Each context engine's answers checked against the CPU arm's."""
-    from accel.bench import db as dbbench
+        # Each file's path, size and sha256: what cpu_from compares (a regenerated file with the same bytes is the same data).
+        data_files = {
+            role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
+            for role, p in paths.items()
+        }
+        reused["cpu"], reused["engines"] = (
+            _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
+        )
+        return {"data": {role: str(p) for role, p in paths.items()}, "data_files": data_files}
 
-    for row in result["questions"]:
-        for eng in result["engines"].values():
-            if eng.get("status") == "ok" and row["question"] in eng["questions"]:
-                eng["questions"][row["question"]].update(dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"]))
+    def run_arm(arm: str, backend: Backend, keep: Keep) -> dict[str, Any]:
+        if arm == "cpu" and reused["cpu"] is not None:
+            say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
+            return reused["cpu"]
+        kept = functools.partial(keep, arm)
+        return dbbench.run_arm(backend, suite, paths, questions, s["repeats"], s["warmup"], say, kept)
+
+    def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
+        measured = dbbench.both_arms(arms, arms.gpu_skip, functools.partial(run_arm, keep=keep))
+        out: dict[str, Any] = {
+            "arms": {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in measured.items()},
+            "questions": dbbench.combine(questions, measured),
+        }
+        if engine_names or reused["engines"]:
+            to_run = [n for n in engine_names if n not in reused["engines"]]
+            answers = engines.run_engines(to_run, paths["x"], [q.name for q in questions], say, s["repeats"], keep)
+            out["engines"] = {**reused["engines"], **answers}
+            for row in out["questions"]:  # each context engine's answers checked against the CPU arm's
+                for eng in out["engines"].values():
+                    if eng.get("status") == "ok" and row["question"] in eng["questions"]:
+                        eng["questions"][row["question"]].update(
+                            dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
+                        )
+        return out
+
+    return _Plan(benchmark=suite.benchmark, facts=facts, measure=measure, fairness=_db_fairness)
 
 
 def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
@@ -401,49 +393,48 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-# --------------------------------------------------------------------------- models / crossover
-
-
-def _run_models(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+def _models(req: SuiteRequest) -> _Plan:
+    """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
     s = req.settings
     pairs = modelbench.select_models(s["models"], say=req.notice)
-    if s["rows"] < 50:
-        raise AccelError(f"--rows must be at least 50 (an 80/20 split, 5 neighbours, 8 clusters), got {s['rows']}")
-    _check_features(s["features"])
-    folder = _results_folder(s)
-    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
-    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-    arms, result = _start("models", s, needs=("cupy",))
-    result["data"] = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
-                      "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    keep = _ProgressFile(s["progress_file"], "models", result["data"], s["overwrite"])
-    result["models"] = modelbench.run_models(
-        pairs, arms, req.settings, req.say, lambda arm, model, r: keep(arm, model, "model", r)
+    _at_least("--rows", s["rows"], 50, "(an 80/20 split, 5 neighbours, 8 clusters)")
+    _at_least("--features", s["features"], 8, _PCA_FLOOR)
+    data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
+            "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
+    return _Plan(
+        benchmark="models",
+        facts=lambda: {"data": data},
+        measure=lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, req.say, keep)},
+        fairness=_model_fairness,
+        item="model",
+        # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
+        # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
+        needs=("cupy",),
     )
-    return result, _finish(result, arms.gpu is not None, folder, _model_fairness(arms.cpu))
 
 
-def _run_crossover(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
+def _crossover(req: SuiteRequest) -> _Plan:
+    """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
 
     s = req.settings
     operations = crossover.select_operations(s["operations"], say=req.notice)
     sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
-    _check_features(s["features"])
-    if sizes[0] < 50 and any(op not in crossover.FRAME_OPERATIONS for op in operations):
-        raise AccelError(f"--min-rows must be at least 50 for model operations, got {sizes[0]}")
-    if sizes[0] < MIN_JOIN_ROWS and "join" in operations:
-        raise AccelError(f"--min-rows must be at least {MIN_JOIN_ROWS} for the join operation, got {sizes[0]}")
-    folder = _results_folder(s)
-    arms, result = _start("crossover", s)
-    result["sizes"] = sizes
-    result["operations"] = crossover.sweep(operations, sizes, arms, req.settings, req.say)
-    fair = _model_fairness(arms.cpu)
-    fair["line"] += "; groupby/join: pandas, one thread"
-    return result, _finish(result, arms.gpu is not None, folder, fair)
+    _at_least("--features", s["features"], 8, _PCA_FLOOR)
+    models_in = any(op not in crossover.FRAME_OPERATIONS for op in operations)
+    _at_least("--min-rows", sizes[0], 50, "for model operations", applies=models_in)
+    _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
+
+    return _Plan(
+        benchmark="crossover",
+        facts=lambda: {"sizes": sizes},
+        measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, req.say)},
+        fairness=functools.partial(_model_fairness, also="; groupby/join: pandas, one thread"),
+    )
 
 
-# --------------------------------------------------------------------------- what failed
+#: Each suite's checks, in its own order, giving what :func:`run_suite` runs.
+_PLANS: dict[str, Callable[[SuiteRequest], _Plan]] = {"groupby": _db, "join": _db, "models": _models, "crossover": _crossover}

@@ -96,7 +96,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
         "a time limit keeps what finished (a new file; --overwrite replaces one that exists)"
     )
     # After each suite's own flags. No defaults for a suite's own: None takes the suite's
-    # (accel.bench.suites.DEFAULTS), as accel.benchmark does.
+    # (accel.bench.suites.SUITE_SETTINGS), as accel.benchmark does.
     kept: dict[str, Flag] = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"})}
     common: dict[str, Flag] = {
         "--device": (device, {"default": "auto"}),
