@@ -88,7 +88,7 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path):
 
     def complete(*words: str) -> list[str]:
         words_array = " ".join(shlex.quote(w) for w in words)
-        probe = f'source {tmp_path / "accel.bash"}; COMP_WORDS=({words_array}); COMP_CWORD={len(words) - 1}; _accel; echo "${{COMPREPLY[@]}}"'
+        probe = f'source {tmp_path / "accel.bash"}; COMP_WORDS=({words_array}); COMP_CWORD={len(words) - 1}; _shtab_accel; echo "${{COMPREPLY[@]}}"'
         return subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split()
 
     assert "run" in complete("accel", "r") and "report" in complete("accel", "r")
@@ -96,6 +96,15 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path):
     assert "--memory-budget" in complete("accel", "run", "--mem")
     assert complete("accel", "run", "--device", "") == ["auto", "cpu", "gpu"]
     assert "--quiet" in complete("accel", "bench", "models", "--qu")
+
+
+def test_zsh_completion_names_every_command_and_option():
+    code, script, _ = _run(["completion", "zsh"])
+    assert code == 0
+    for word in ("run", "report", "models", "--memory-budget", "--quiet"):
+        assert word in script, word
+    if shutil.which("zsh"):
+        subprocess.run(["zsh", "-n", "-c", script], check=True)  # the script parses
 
 
 # --------------------------------------------------------------------------- widths

@@ -8,7 +8,7 @@
   each its function of :mod:`accel.api` called with the flags it takes.
 - :mod:`~accel.cli.bench` — ``accel bench`` (models, groupby, join, crossover), ``accel data``, ``accel report``.
 - :mod:`~accel.cli.hpo` — ``accel hpo`` and ``accel experiments``.
-- :mod:`~accel.cli.usage` — ``--quiet``/``--verbose``, examples and shell completion.
+- :mod:`~accel.cli.usage` — ``--quiet``/``--verbose`` and examples on every command.
 
 The top of the layers: may import anything in accel, and nothing in the library imports it
 (``python -m accel`` runs :func:`~accel.cli.main.main`). A command's module imports no other

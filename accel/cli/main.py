@@ -42,19 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench.register(sub)
     hpo.register(sub)
     runs.register(sub, "predict", "compare")
-    completion = sub.add_parser("completion", help="print a shell completion script (bash; zsh with bashcompinit)")
-    completion.add_argument("shell", choices=["bash"], help="the shell")
-    completion.set_defaults(handler=lambda args: _cmd_completion(parser))
+    completion = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    completion.add_argument("shell", choices=["bash", "zsh"], help="the shell")
+    completion.set_defaults(handler=lambda args: _cmd_completion(parser, args.shell))
     from accel.cli.usage import finish
 
     finish(parser)  # --quiet/--verbose and examples on every command
     return parser
 
 
-def _cmd_completion(parser: argparse.ArgumentParser) -> int:
-    from accel.cli.usage import bash_script
+def _cmd_completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    import shtab
 
-    print(bash_script(parser), end="")
+    print(shtab.complete(parser, shell), end="")
     return 0
 
 

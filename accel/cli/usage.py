@@ -1,10 +1,9 @@
-"""What the command line says of itself: ``--quiet``/``--verbose`` on every command, examples in
-each ``--help``, and shell completion (``accel completion bash``), all from the one parser."""
+"""What the command line says of itself: ``--quiet``/``--verbose`` on every command and examples in
+each ``--help``, from the one parser (shell completion: ``accel completion``, shtab over that parser)."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 from collections.abc import Iterator
 
 #: Examples shown at the end of each command's ``--help`` (the command path -> command lines).
@@ -45,6 +44,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "completion": (
         'eval "$(accel completion bash)"         # in ~/.bashrc',
         "accel completion bash > ~/.local/share/bash-completion/completions/accel",
+        "accel completion zsh > ~/.zfunc/_accel          # a folder on $fpath",
     ),
 }
 
@@ -72,54 +72,3 @@ def finish(parser: argparse.ArgumentParser) -> None:
         if examples:
             command.epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
             command.formatter_class = argparse.RawDescriptionHelpFormatter
-
-
-def _options(parser: argparse.ArgumentParser) -> list[str]:
-    return sorted(s for a in parser._actions for s in a.option_strings if s.startswith("--") or len(s) == 2)
-
-
-def _choices(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
-    return {s: [str(c) for c in a.choices] for a in parser._actions if a.choices and a.option_strings for s in a.option_strings}
-
-
-def bash_script(parser: argparse.ArgumentParser) -> str:
-    """A bash completion function for ``accel``: its commands, each command's options, and the
-    values of options that take one of a few (``--device auto|cpu|gpu``); files elsewhere."""
-    cases: list[str] = []
-    subcommands: dict[str, list[str]] = {}
-    for path, command in commands(parser):
-        if len(path) > 1:
-            subcommands.setdefault(path[0], []).append(path[1])
-        key = " ".join(path)
-        values = "".join(
-            f'        {shlex.quote(opt)}) COMPREPLY=($(compgen -W {shlex.quote(" ".join(ch))} -- "$cur")); return;;\n'
-            for opt, ch in _choices(command).items()
-        )
-        cases.append(
-            f"    {shlex.quote(key)})\n"
-            f'      case "$prev" in\n{values}      esac\n'
-            f"      opts={shlex.quote(' '.join(_options(command)))};;\n"
-        )
-    top = sorted({path[0] for path, _ in commands(parser)})
-    nested = "".join(f"    {name}) words2={shlex.quote(' '.join(subs))};;\n" for name, subs in sorted(subcommands.items()))
-    return f"""# bash completion for accel (accel completion bash); zsh: autoload bashcompinit && bashcompinit first
-_accel() {{
-  local cur prev cmd words2 opts
-  cur="${{COMP_WORDS[COMP_CWORD]}}"; prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-  if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W {shlex.quote(" ".join([*top, "--help", "--version"]))} -- "$cur")); return
-  fi
-  cmd="${{COMP_WORDS[1]}}"; words2=""
-  case "$cmd" in
-{nested}  esac
-  if [ -n "$words2" ]; then
-    if [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "$words2" -- "$cur")); return; fi
-    cmd="$cmd ${{COMP_WORDS[2]}}"
-  fi
-  opts=""
-  case "$cmd" in
-{"".join(cases)}  esac
-  if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "$opts" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
-}}
-complete -o filenames -F _accel accel
-"""
