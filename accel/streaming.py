@@ -42,7 +42,7 @@ from accel.pipeline import explained, from_run, holdout_frame
 from accel.precision import frame_matrix, plan_precision, xgboost_features
 from accel.registry import MODELS
 from accel.result import Executed, Executor
-from accel.timing import StageTimer
+from accel.timing import StageTimer, timed_items
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
 
@@ -138,13 +138,7 @@ class _Stream:
 
     def chunks(self, batch_rows: int, timed: bool = True) -> Iterator[tuple[int, Any]]:
         """The cached chunks as ``(first_row, frame)``, their reading timed as ``load`` unless not ``timed``."""
-        reader = self.cache.chunks(batch_rows)
-        while True:
-            with self.timer.accumulate("load") if timed else nullcontext():
-                item = next(reader, None)
-            if item is None:
-                return
-            yield item
+        return timed_items(self.cache.chunks(batch_rows), self.timer if timed else None)
 
     @contextmanager
     def announced(self, stage: str) -> Iterator[None]:
@@ -363,13 +357,7 @@ def predict_batches(
     reader = (
         chunks(batch_rows) if chunks is not None else iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
     )
-    while True:
-        with stage("load"):
-            item = next(reader, None)
-        if item is None:
-            break
-        start, frame = item
-        item = None
+    for start, frame in timed_items(reader, timer):
         with stage("features"):
             rows, _ = planned_rows(positions, start, frame)
             del frame

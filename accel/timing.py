@@ -21,10 +21,10 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from accel.backend import Backend, blas_threads
 from accel.memory import MemoryMonitor
@@ -34,6 +34,7 @@ STAGES = ("load", "features", "to_device", "train", "predict")
 #: Stages an arm may time after the workflow's five, outside its total: the fitted pipeline's
 #: importances (SHAP on a sample of hold-out rows).
 EXTRA_STAGES = ("explain",)
+T = TypeVar("T")
 
 
 class StageListener(Protocol):
@@ -99,6 +100,17 @@ class StageTimer:
             self.backend.synchronize()
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
             self._set_stage(previous)
+
+
+def timed_items(items: Iterator[T], timer: StageTimer | None, stage: str = "load") -> Iterator[T]:
+    """Each of ``items`` (a reader's chunks), the wait for it added to ``stage`` of ``timer``
+    (None: untimed); none is held here once handed on, so a batch the caller deletes is freed."""
+    while True:
+        with timer.accumulate(stage) if timer is not None else nullcontext():
+            got = [next(items, None)]
+        if got[0] is None:
+            return
+        yield cast(T, got.pop())
 
 
 # --------------------------------------------------------------------------- the harness
