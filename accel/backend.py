@@ -381,7 +381,7 @@ class ModelClasses(Mapping):
 
         if key not in ESTIMATORS:
             raise KeyError(f"unknown model {key!r}; known: {', '.join(ESTIMATORS)}")
-        module, _, cls = ESTIMATORS[key].class_path(self._arm).partition(":")
+        module, _, cls = getattr(ESTIMATORS[key], self._arm).partition(":")  # its cpu or gpu class
         return getattr(importlib.import_module(module), cls)
 
     def __iter__(self) -> Iterator[str]:

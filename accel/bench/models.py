@@ -46,11 +46,6 @@ def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "
     return new
 
 
-def pair_params(pair: Estimator, backend: Backend, seed: int) -> dict[str, Any]:
-    """The keyword arguments of ``pair``'s class on ``backend``'s arm."""
-    return pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
-
-
 def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[Estimator]:
     """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
     if names is None or names == "all":
@@ -94,12 +89,13 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
     return HostData(X[:cut], y[:cut], X[cut:], y[cut:])
 
 
-def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any]:
-    """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, and the first ``test_rows``
-    test rows (None: none); the data moves to the arm's device here, before any clock."""
+def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any, dict]:
+    """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, the first ``test_rows``
+    test rows (None: none) and the keyword arguments of the arm's class; the data moves to the
+    arm's device here, before any clock."""
     xp = backend.xp
     cls = backend.models[pair.key]
-    params = pair_params(pair, backend, seed)
+    params = pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
     X_train = xp.asarray(data.X_train)
     X_test = None if test_rows is None else xp.asarray(data.X_test[:test_rows])
     y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
@@ -109,7 +105,7 @@ def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_r
         model = cls(**params)
         return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
 
-    return fit, X_test
+    return fit, X_test, params
 
 
 def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
@@ -146,9 +142,8 @@ def run_pair(
     ``progress`` is told when the arm starts and after each fit and predict call (a forest on
     1e5 rows fits for a minute: the user sees which call runs)."""
     cls = backend.models[pair.key]
-    params = pair_params(pair, backend, seed)
     test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
-    fit, X_test = fitting(pair, backend, data, seed, test_rows)
+    fit, X_test, params = fitting(pair, backend, data, seed, test_rows)
 
     tag = f"[{backend.name}] {pair.name:<20}"
     calls = 1 + warmup + repeats
