@@ -102,11 +102,11 @@ class StageTimer:
             self._set_stage(previous)
 
 
-def timed_items(items: Iterator[T], timer: StageTimer | None, stage: str = "load") -> Iterator[T]:
-    """Each of ``items`` (a reader's chunks), the wait for it added to ``stage`` of ``timer``
-    (None: untimed); none is held here once handed on, so a batch the caller deletes is freed."""
+def timed_items(items: Iterator[T], timer: StageTimer | None) -> Iterator[T]:
+    """Each of ``items`` (a reader's chunks), the wait for it added to the ``load`` stage of
+    ``timer`` (None: untimed); none is held here once handed on, so a batch the caller deletes is freed."""
     while True:
-        with timer.accumulate(stage) if timer is not None else nullcontext():
+        with timer.accumulate("load") if timer is not None else nullcontext():
             got = [next(items, None)]
         if got[0] is None:
             return
@@ -190,10 +190,10 @@ def measure(
     *,
     repeats: int = 3,
     warmup: int = 0,
-    collect: bool = True,
     on_call: Callable[[str, float], None] | None = None,
 ) -> tuple[Timing, Any]:
-    """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls.
+    """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls,
+    each after the garbage collector has run, untimed (db-benchmark's ``gc.collect()``).
 
     Parameters
     ----------
@@ -206,8 +206,6 @@ def measure(
         Timed calls after the warm-up (at least 1).
     warmup : int, default 0
         Untimed calls after the cold one.
-    collect : bool, default True
-        Run the garbage collector, untimed, before each call (db-benchmark's ``gc.collect()``).
     on_call : callable, optional
         ``on_call(which, seconds)`` after each call (``"cold"``, ``"warm-up 1/2"``,
         ``"repeat 2/3"``): the progress of a long measurement.
@@ -221,16 +219,14 @@ def measure(
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     if warmup < 0:
         raise ValueError(f"warmup must be 0 or more, got {warmup}")
-    if collect:
-        gc.collect()
+    gc.collect()
     tell = on_call or (lambda _which, _seconds: None)
     cold, out = timed_call(fn, backend)
     tell("cold", cold)
     timing = Timing(cold=cold, warmup=warmup)
     for i in range(warmup + repeats):
         del out
-        if collect:
-            gc.collect()
+        gc.collect()
         seconds, out = timed_call(fn, backend)
         if i < warmup:  # untimed in the result; timed for the progress only
             tell(f"warm-up {i + 1}/{warmup}", seconds)
@@ -293,13 +289,6 @@ def result_device(gpu_ran: bool, environment: Mapping[str, Any]) -> str:
     return (re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") or "gpu") if gpus else "gpu"
 
 
-def check_results_folder(folder: Path) -> Path:
-    """Create the results folder and prove it writable, before any measuring starts."""
-    from accel.record import ensure_writable
-
-    return ensure_writable(folder, what="benchmark results", option="--results")
-
-
 def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: str) -> Path:
     """Write a benchmark result as ``<folder>/<date>-<benchmark>-<device>-<NNN>.json``, never overwriting.
 
@@ -312,7 +301,7 @@ def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: s
     Parameters
     ----------
     folder : Path
-        The results folder (created by :func:`check_results_folder` before measuring).
+        The results folder (created and proved writable by :func:`accel.record.ensure_writable` before measuring).
     result : dict
         The result, with ``benchmark`` naming which benchmark it is.
     benchmark : str

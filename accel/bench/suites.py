@@ -166,14 +166,14 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
         The result and where it was written.
     """
     from accel.backend import resolve_arms
-    from accel.record import output_root, record_head
-    from accel.timing import bench_environment, check_results_folder, result_device, write_result
+    from accel.record import ensure_writable, output_root, record_head
+    from accel.timing import bench_environment, result_device, write_result
 
     s = req.settings
     plan = _PLANS[req.suite](req)
     if s["results"] is None:
         s["results"] = output_root() / RESULTS_FOLDER
-    folder = check_results_folder(s["results"])
+    folder = ensure_writable(s["results"], what="benchmark results", option="--results")
     facts = plan.facts()
     arms = resolve_arms(s["device"], needs=plan.needs)
     gpu = arms.gpu
@@ -221,9 +221,8 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
 
     def keep(arm: str, key: str, answer: dict) -> None:
         line = {"at": datetime.now(timezone.utc).isoformat(), **common, "arm": arm, item: key, "result": answer}
-        with open(path, "a", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8") as f:  # closed, so flushed, with each answer
             f.write(strict_json(line, indent=None) + "\n")
-            f.flush()
 
     return keep
 
