@@ -290,43 +290,34 @@ def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
 
 
 def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
-    """Write ``pipeline`` as the new folder ``folder`` (written whole in a temporary folder
-    beside it, then renamed: a reader never sees half of one). Returns what the run record says
-    of it: its path, its size in bytes and its files."""
+    """Write ``pipeline`` into the new folder ``folder``, inside the temporary folder
+    :func:`beside_record` renames whole once every arm's is written (a reader never sees half of
+    one). Returns what the run record says of it: its path, its size in bytes and its files."""
     from accel import __version__
 
-    folder = Path(folder)
-    if os.path.lexists(folder):
-        raise AccelError(f"{str(folder)!r} exists: a pipeline is never written over another")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        state, tables = pipeline.transform.state()
-        (tmp / "tables").mkdir()
-        for name, table in tables.items():
-            table.to_parquet(tmp / "tables" / f"{name}.parquet", index=False)
-        pipeline.model.save(pipeline.fitted, tmp / pipeline.model.file_name)
-        if pipeline.holdout is not None:
-            pipeline.holdout.to_parquet(tmp / HOLDOUT, index=False)
-        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "accel_version": __version__,
-            **pipeline.describe(),
-            "transform": {"kind": pipeline.workflow, "state": state, "tables": sorted(tables)},
-            "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
-            "categorical": list(pipeline.transform.categorical),
-            "model_file": pipeline.model.file_name,
-            "model_settings": pipeline.model.settings(),
-            "info": pipeline.info,
-            "importances": pipeline.importances,
-            "files": {name: file_sha256(tmp / name) for name in files},
-        }
-        (tmp / MANIFEST).write_text(dumps(manifest) + "\n")
-        os.rename(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    state, tables = pipeline.transform.state()
+    (folder / "tables").mkdir(parents=True)
+    for name, table in tables.items():
+        table.to_parquet(folder / "tables" / f"{name}.parquet", index=False)
+    pipeline.model.save(pipeline.fitted, folder / pipeline.model.file_name)
+    if pipeline.holdout is not None:
+        pipeline.holdout.to_parquet(folder / HOLDOUT, index=False)
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "accel_version": __version__,
+        **pipeline.describe(),
+        "transform": {"kind": pipeline.workflow, "state": state, "tables": sorted(tables)},
+        "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
+        "categorical": list(pipeline.transform.categorical),
+        "model_file": pipeline.model.file_name,
+        "model_settings": pipeline.model.settings(),
+        "info": pipeline.info,
+        "importances": pipeline.importances,
+        "files": {name: file_sha256(folder / name) for name in files},
+    }
+    (folder / MANIFEST).write_text(dumps(manifest) + "\n")
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     return {"path": str(folder), "bytes": size, "files": len(files) + 1, **pipeline.describe()}
 
