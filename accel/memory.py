@@ -248,8 +248,7 @@ class MemorySettings:
     rmm_pool: str = "auto"
     memory_budget: str | None = None
     batch_rows: int | None = None  # None: auto
-    precision: str = "fp32"
-    precision_check: bool = True  # fp16: also train in float32 (untimed) and record the metric delta
+    precision: str = "fp32"  # fp16: the run also trains in float32 (untimed) and records the metric delta
 
 
 #: ``--rmm-pool auto``: the pool starts at this share of the free device memory...

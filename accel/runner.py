@@ -167,7 +167,7 @@ class InMemory(Executor[Workflow]):
             "precision": precision.describe(),
             "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
         }
-        if settings.precision == "fp16" and settings.precision_check:
+        if settings.precision == "fp16":
             self._check = (prepared, y_test)
         return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
