@@ -653,10 +653,7 @@ class Backend:
             return False
         import rmm.statistics
 
-        if rmm.statistics.get_statistics() is None:
-            return False
-        rmm.statistics.push_statistics()
-        return True
+        return rmm.statistics.push_statistics() is not None  # None: the resource counts nothing (statistics off)
 
     def rmm_scope_end(self) -> int | None:
         """Peak bytes RMM allocated since the matching :meth:`rmm_scope_begin`."""

@@ -52,7 +52,6 @@ class ScoreJob:
     model_name: str
     contributions: bool = False
     scratch: Path | None = None
-    name: str = "predict"
     outputs: dict[str, Any] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
 

@@ -180,9 +180,7 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     """Why the GPU arm of ``pair`` cannot run (None when it can): the GPU arm, or the library
     the pair needs on it (cuML for the scikit-learn twins, XGBoost built with CUDA)."""
     if gpu is None:
-        from accel.backend import gpu_unavailable
-
-        return gpu_reason or gpu_unavailable()
+        return gpu_reason  # why there is no GPU arm (resolve_arms says it whenever there is none)
     from accel.backend import probe_gpu
 
     probe = probe_gpu()
