@@ -102,6 +102,18 @@ class StageTimer:
             self._set_stage(previous)
 
 
+@contextmanager
+def announced(listener: StageListener | None, arm: str, stage: str) -> Iterator[None]:
+    """Tell ``listener`` that ``stage`` of ``arm`` starts and, when it has finished, how long it took;
+    for work shown as a stage that no stage times (a streamed run's passes, the rounds search)."""
+    if listener is not None:
+        listener.stage_started(arm, stage)
+    start = time.perf_counter()
+    yield
+    if listener is not None:
+        listener.stage_finished(arm, stage, time.perf_counter() - start)
+
+
 def timed_items(items: Iterator[T], timer: StageTimer | None) -> Iterator[T]:
     """Each of ``items`` (a reader's chunks), the wait for it added to the ``load`` stage of
     ``timer`` (None: untimed); none is held here once handed on, so a batch the caller deletes is freed."""
