@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from accel import _compat
+from accel import __version__, _compat
 from accel._compat import Array, Frame
 from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
@@ -293,8 +293,6 @@ def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
     """Write ``pipeline`` into the new folder ``folder``, inside the temporary folder
     :func:`beside_record` renames whole once every arm's is written (a reader never sees half of
     one). Returns what the run record says of it: its path, its size in bytes and its files."""
-    from accel import __version__
-
     state, tables = pipeline.transform.state()
     (folder / "tables").mkdir(parents=True)
     for name, table in tables.items():

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from accel._compat import Frame
-from accel.backend import Backend
-from accel.data.readers import TableSource
+from accel.backend import Backend, resolve_arms
+from accel.data.readers import TableSource, iter_chunks, resolve_source
 from accel.errors import AccelError
 from accel.metrics import task_metrics
 from accel.pipeline import Pipeline, check_columns, labels, load_folder, probabilities, read_rows, read_types
 from accel.registry import DEFAULT_MODEL
-from accel.result import ArmResult, Executed, Executor, Listener
+from accel.result import ArmResult, Executed, Executor, Listener, skipped
 from accel.timing import StageTimer, timed_items
 
 #: The stages of scoring: a run's five without training.
@@ -157,7 +157,6 @@ class ScoreStreamed(Executor[ScoreJob]):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from accel.data.readers import iter_chunks
         from accel.memory import release_host_memory
 
         with timer.stage("load"):
@@ -284,7 +283,6 @@ def plan_scoring(settings: PredictSettings, job: ScoreJob, backend: Backend) -> 
     """In memory, or streamed in batches when ``--memory-budget`` / ``--batch-rows`` say the table
     does not fit: the bytes a row takes are measured on the first rows pushed through the pipeline."""
     from accel.batching import SIZE_PROBE_ROWS, measure_bytes_per_row, plan_batches
-    from accel.data.readers import iter_chunks
     from accel.memory import parse_size
 
     rows_total = estimated_rows(job.source)
@@ -355,7 +353,6 @@ def prepare(settings: PredictSettings) -> Prepared:
     unchanged), the table, the records' folder."""
     from datetime import datetime, timezone
 
-    from accel.data.readers import resolve_source
     from accel.pipeline import pipeline_folder, read_manifest
     from accel.record import ensure_writable
 
@@ -415,8 +412,6 @@ def predict(settings: PredictSettings, listener: Listener | None = None) -> tupl
     """Score ``settings.data`` in this process with the pipeline ``settings.run`` names; write the
     predictions and the scoring record. Returns the record, its path and the predictions' path."""
     from accel import scratch
-    from accel.backend import resolve_arms
-    from accel.result import skipped
 
     ready = prepare(settings)
     job = ready.job

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accel import _compat
-from accel.backend import Backend
-from accel.bench.db import both_arms
+from accel.backend import Backend, probe_gpu
+from accel.bench.db import both_arms, pick_names
 from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
 
@@ -50,7 +50,6 @@ def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] 
     """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
     if names is None or names == "all":
         return list(PAIRS.values())
-    from accel.bench.db import pick_names
 
     wanted = pick_names("model", names, PAIRS, lambda n: pair_name(n, say))
     return [PAIRS[n] for n in PAIRS if n in wanted]
@@ -91,8 +90,8 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
 
 def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any, dict]:
     """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, the first ``test_rows``
-    test rows (None: none) and the keyword arguments of the arm's class; the data moves to the
-    arm's device here, before any clock."""
+    test rows (None: none) and what it fits, as a result says it (the arm's ``class`` and its
+    ``params``); the data moves to the arm's device here, before any clock."""
     xp = backend.xp
     cls = backend.models[pair.key]
     params = pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
@@ -105,7 +104,7 @@ def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_r
         model = cls(**params)
         return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
 
-    return fit, X_test, params
+    return fit, X_test, {"class": f"{cls.__module__.split('.')[0]}.{cls.__name__}", "params": params}
 
 
 def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
@@ -141,9 +140,8 @@ def run_pair(
 
     ``progress`` is told when the arm starts and after each fit and predict call (a forest on
     1e5 rows fits for a minute: the user sees which call runs)."""
-    cls = backend.models[pair.key]
     test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
-    fit, X_test, params = fitting(pair, backend, data, seed, test_rows)
+    fit, X_test, fits = fitting(pair, backend, data, seed, test_rows)
 
     tag = f"[{backend.name}] {pair.name:<20}"
     calls = 1 + warmup + repeats
@@ -162,8 +160,7 @@ def run_pair(
     )
     result: dict[str, Any] = {
         "status": "ok",
-        "class": f"{cls.__module__.split('.')[0]}.{cls.__name__}",
-        "params": params,
+        **fits,  # class, params
         "fit": fit_timing.as_dict(),
         "predict": predict_timing.as_dict(),
         "predict_rows": test_rows,
@@ -181,7 +178,6 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     the pair needs on it (cuML for the scikit-learn twins, XGBoost built with CUDA)."""
     if gpu is None:
         return gpu_reason  # why there is no GPU arm (resolve_arms says it whenever there is none)
-    from accel.backend import probe_gpu
 
     probe = probe_gpu()
     if pair.needs_cuml:
