@@ -23,12 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from accel import scratch
 from accel._compat import Frame
 from accel.backend import Backend, resolve_arms
 from accel.data.readers import TableSource, iter_chunks, resolve_source
 from accel.errors import AccelError
+from accel.files import REFUSE, refuse_existing, write_new
 from accel.metrics import task_metrics
 from accel.pipeline import Pipeline, check_columns, labels, load_folder, probabilities, read_rows, read_types
+from accel.record import ensure_writable, record_head, record_stem, write_record
 from accel.registry import DEFAULT_MODEL
 from accel.result import ArmResult, Executed, Executor, Listener, skipped
 from accel.timing import StageTimer, timed_items
@@ -193,8 +196,6 @@ def scoring_executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, m
 def check_output(path: Path) -> str:
     """The output's format from its extension; refused before any work where it is not one
     accel writes or the file exists (an output is never written over)."""
-    from accel.files import REFUSE, refuse_existing
-
     fmt = OUTPUT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         raise AccelError(f"--out {str(path)!r}: write predictions to a .parquet or .csv file")
@@ -207,8 +208,6 @@ def write_output(path: Path, output: Frame | Path) -> Path:
     import pyarrow as pa
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
-
-    from accel.files import REFUSE, write_new
 
     fmt = check_output(path)
 
@@ -231,8 +230,6 @@ def write_output(path: Path, output: Frame | Path) -> Path:
 def scratch_folder(out: Path) -> Path:
     """A private folder beside the output for streamed arms' spools (removed by :func:`accel.scratch.release`);
     owned (:mod:`accel.scratch`): one a killed process left is reclaimed by the next."""
-    from accel import scratch
-
     return scratch.owned_folder(Path(out).parent or Path("."), f".{Path(out).name}.spool-")
 
 
@@ -354,7 +351,6 @@ def prepare(settings: PredictSettings) -> Prepared:
     from datetime import datetime, timezone
 
     from accel.pipeline import pipeline_folder, read_manifest
-    from accel.record import ensure_writable
 
     check_output(settings.out)
     folder, which = pipeline_folder(settings.run, settings.arm)
@@ -376,7 +372,6 @@ def conclude(
 
     from accel.environment import collect_environment
     from accel.pairing import pair
-    from accel.record import record_head, record_stem, write_record
 
     job, manifest = ready.job, ready.manifest
     chosen = "gpu" if gpu.status == "ok" else "cpu"
@@ -411,7 +406,6 @@ def conclude(
 def predict(settings: PredictSettings, listener: Listener | None = None) -> tuple[dict[str, Any], Path, Path]:
     """Score ``settings.data`` in this process with the pipeline ``settings.run`` names; write the
     predictions and the scoring record. Returns the record, its path and the predictions' path."""
-    from accel import scratch
 
     ready = prepare(settings)
     job = ready.job
