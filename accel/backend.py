@@ -381,7 +381,7 @@ class ModelClasses(Mapping):
 
         if key not in ESTIMATORS:
             raise KeyError(f"unknown model {key!r}; known: {', '.join(ESTIMATORS)}")
-        module, _, cls = ESTIMATORS[key].class_path(self._arm).partition(":")
+        module, _, cls = getattr(ESTIMATORS[key], self._arm).partition(":")  # its cpu or gpu class
         return getattr(importlib.import_module(module), cls)
 
     def __iter__(self) -> Iterator[str]:
@@ -653,10 +653,7 @@ class Backend:
             return False
         import rmm.statistics
 
-        if rmm.statistics.get_statistics() is None:
-            return False
-        rmm.statistics.push_statistics()
-        return True
+        return rmm.statistics.push_statistics() is not None  # None: the resource counts nothing (statistics off)
 
     def rmm_scope_end(self) -> int | None:
         """Peak bytes RMM allocated since the matching :meth:`rmm_scope_begin`."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from accel.errors import AccelError
 from accel.record import output_root
-from accel.registry import DEFAULT_MODEL, MAX_ESTIMATORS, MODELS, STRICT
+from accel.registry import DEFAULT_MODEL, MAX_ESTIMATORS, MODELS, STRICT, check_search_space
 from accel.yamlsafe import load as load_yaml
 from accel.yamlsafe import quote, read_capped
 
@@ -105,8 +105,6 @@ class HpoConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_parameters(self) -> HpoConfig:
-        from accel.registry import check_search_space
-
         for model, params in self.search_space.items():
             check_search_space(model, params)
         return self

@@ -30,7 +30,6 @@ search and every round is trained (the record says why).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from accel.registry import MODELS
+from accel.timing import announced
 
 #: Share of the training rows held out to watch.
 VALIDATION_SHARE = 0.1
@@ -147,9 +147,5 @@ def search_between_stages(backend: Any, model: Any, listener: Any, search: Calla
     (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""
     if not MODELS[model.name].caps.stops_early or model.early_stopping is None or not model.early_stopping.searching:
         return
-    if listener:
-        listener.stage_started(backend.name, SEARCH)
-    t0 = time.perf_counter()
-    search()
-    if listener:
-        listener.stage_finished(backend.name, SEARCH, time.perf_counter() - t0)
+    with announced(listener, backend.name, SEARCH):
+        search()

@@ -26,6 +26,7 @@ from typing import Any, overload
 import psutil
 
 from accel.backend import Backend
+from accel.errors import AccelError
 
 MB = 1024 * 1024
 
@@ -248,8 +249,7 @@ class MemorySettings:
     rmm_pool: str = "auto"
     memory_budget: str | None = None
     batch_rows: int | None = None  # None: auto
-    precision: str = "fp32"
-    precision_check: bool = True  # fp16: also train in float32 (untimed) and record the metric delta
+    precision: str = "fp32"  # fp16: the run also trains in float32 (untimed) and records the metric delta
 
 
 #: ``--rmm-pool auto``: the pool starts at this share of the free device memory...
@@ -323,8 +323,6 @@ def parse_size(text: str, option: str) -> int:
     """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000``; a one-line error otherwise."""
     from dask.utils import parse_bytes
 
-    from accel.errors import AccelError
-
     try:
         value = parse_bytes(str(text).strip())
     except (ValueError, TypeError, KeyError, OverflowError):  # OverflowError: 1e400 is infinite
@@ -350,8 +348,6 @@ def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dic
     the process set up first (a Dask-CUDA worker's pool with cuDF's spill handler over it:
     :meth:`~accel.backend.Backend.rmm_resource_set_elsewhere`) is kept and used, never replaced.
     """
-    from accel.errors import AccelError
-
     global _POOL_RECORD
     if not backend.is_gpu:
         return {"mode": spec, "initial_bytes": None, "maximum_bytes": None, "reason": "CPU arm: no device memory pool"}

@@ -32,6 +32,7 @@ from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError
 from accel.precision import StoredMatrix
 from accel.registry import MODELS, Estimator, ModelSpec, XGBoostSettings, xgboost_device_used, xgboost_threads_used
+from accel.timing import timed_call
 
 if TYPE_CHECKING:
     import optuna
@@ -209,13 +210,10 @@ class XGBoostModel:
 
     def search(self, backend: Backend, dfit: Any, dvalid: Any) -> None:
         """Boost on ``dfit`` watching ``dvalid``, stopping after the patience; the rounds found go to :attr:`early_stopping`."""
-        import time
-
         es = self.early_stopping
         assert es is not None
-        t0 = time.perf_counter()
-        booster = self.boost(backend, dfit, dvalid, self.params.n_estimators, es.patience, ())
-        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task], time.perf_counter() - t0, self.params.n_estimators)
+        seconds, booster = timed_call(lambda: self.boost(backend, dfit, dvalid, self.params.n_estimators, es.patience, ()))
+        es.settle(booster, backend.name, XGBOOST_EVAL_METRIC[self.task], seconds, self.params.n_estimators)
 
     def fit_validated(
         self,

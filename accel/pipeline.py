@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from accel import _compat
+from accel import __version__, _compat
 from accel._compat import Array, Frame
 from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
@@ -43,6 +43,7 @@ from accel.errors import AccelError, first_line
 from accel.files import file_sha256
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
 from accel.record import PairedRecord, RecordError, dumps, loads, read_record
+from accel.registry import MODELS
 from accel.timing import StageTimer
 from accel.workflows.base import Model
 from accel.workflows.flights import FlightsTransform
@@ -167,13 +168,10 @@ class Pipeline:
         """``data`` as a frame of this arm's library: a DataFrame as it is (moved between pandas
         and cuDF where needed), a path read as ``accel run --data`` reads it."""
         if isinstance(data, (str, os.PathLike)):
-            from accel.data.readers import read_source, resolve_source
+            from accel.data.readers import resolve_source
 
             source = resolve_source(str(data))
-            wanted = [c for c in [*self.required, self.target] if c in source.columns]
-            return read_rows(
-                self, source, wanted, lambda: read_source(self.backend.xdf, source, wanted, read_types(self, wanted))
-            )
+            return read_rows(self, source, [c for c in [*self.required, self.target] if c in source.columns])
         return _compat.frame_of(self.backend.xdf, data)
 
     @property
@@ -213,16 +211,11 @@ class Pipeline:
             codes = codes[labelled].astype(np.int32)
         return codes, known
 
-    @property
-    def model_holds(self) -> str:
-        """What the model keeps of the training data (the registry says)."""
-        from accel.registry import MODELS
-
-        spec = MODELS.get(str(self.info.get("model")))
-        return spec.holds if spec is not None else ""
-
     def describe(self) -> dict[str, Any]:
-        """The pipeline as the run record names it (without where it was saved)."""
+        """The pipeline as the run record names it (without where it was saved), with what it holds of
+        the training data: its features' values and what the model keeps (the registry says)."""
+        spec = MODELS.get(str(self.info.get("model")))
+        holds = (DATA_VALUES[self.workflow], spec.holds if spec is not None else "")
         return {
             "workflow": self.workflow,
             "task": self.task,
@@ -231,7 +224,7 @@ class Pipeline:
             "features": len(self.feature_names),
             "model": self.info.get("model"),
             "trained_on": self.info.get("trained_on"),
-            "holds_data_values": "; ".join(x for x in (DATA_VALUES[self.workflow], self.model_holds) if x),
+            "holds_data_values": "; ".join(x for x in holds if x),
         }
 
 
@@ -255,14 +248,19 @@ def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
     categorical columns cast already: the check's cast is the transform's) and what scoring
     will do about the rest (extra columns ignored, unseen categories scored as missing)."""
     present = [str(c) for c in frame.columns]
-    missing = [c for c in pipeline.required if c not in present]
-    if missing:
-        shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise AccelError(f"the data lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns")
+    check_columns(pipeline, present, "the data")
     extra = [c for c in present if c not in pipeline.required and c != pipeline.target]
     notices = [f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}"] if extra else []
     frame = frame[pipeline.required]
     return (_check_kinds(pipeline, frame, notices) if pipeline.workflow == "table" else frame), notices
+
+
+def check_columns(pipeline: Pipeline, present: list[str], what: str) -> None:
+    """Refuse a table (``what``: how the message names it) that lacks a column the pipeline needs."""
+    missing = [c for c in pipeline.required if c not in present]
+    if missing:
+        shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise AccelError(f"{what} lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns")
 
 
 def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
@@ -292,43 +290,32 @@ def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
 
 
 def save(pipeline: Pipeline, folder: Path) -> dict[str, Any]:
-    """Write ``pipeline`` as the new folder ``folder`` (written whole in a temporary folder
-    beside it, then renamed: a reader never sees half of one). Returns what the run record says
-    of it: its path, its size in bytes and its files."""
-    from accel import __version__
-
-    folder = Path(folder)
-    if os.path.lexists(folder):
-        raise AccelError(f"{str(folder)!r} exists: a pipeline is never written over another")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        state, tables = pipeline.transform.state()
-        (tmp / "tables").mkdir()
-        for name, table in tables.items():
-            table.to_parquet(tmp / "tables" / f"{name}.parquet", index=False)
-        pipeline.model.save(pipeline.fitted, tmp / pipeline.model.file_name)
-        if pipeline.holdout is not None:
-            pipeline.holdout.to_parquet(tmp / HOLDOUT, index=False)
-        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "accel_version": __version__,
-            **pipeline.describe(),
-            "transform": {"kind": pipeline.workflow, "state": state, "tables": sorted(tables)},
-            "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
-            "categorical": list(pipeline.transform.categorical),
-            "model_file": pipeline.model.file_name,
-            "model_settings": pipeline.model.settings(),
-            "info": pipeline.info,
-            "importances": pipeline.importances,
-            "files": {name: file_sha256(tmp / name) for name in files},
-        }
-        (tmp / MANIFEST).write_text(dumps(manifest) + "\n")
-        os.rename(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """Write ``pipeline`` into the new folder ``folder``, inside the temporary folder
+    :func:`beside_record` renames whole once every arm's is written (a reader never sees half of
+    one). Returns what the run record says of it: its path, its size in bytes and its files."""
+    state, tables = pipeline.transform.state()
+    (folder / "tables").mkdir(parents=True)
+    for name, table in tables.items():
+        table.to_parquet(folder / "tables" / f"{name}.parquet", index=False)
+    pipeline.model.save(pipeline.fitted, folder / pipeline.model.file_name)
+    if pipeline.holdout is not None:
+        pipeline.holdout.to_parquet(folder / HOLDOUT, index=False)
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "accel_version": __version__,
+        **pipeline.describe(),
+        "transform": {"kind": pipeline.workflow, "state": state, "tables": sorted(tables)},
+        "precision": {"precision": pipeline.precision.precision, "columns": [vars(c) for c in pipeline.precision.columns]},
+        "categorical": list(pipeline.transform.categorical),
+        "model_file": pipeline.model.file_name,
+        "model_settings": pipeline.model.settings(),
+        "info": pipeline.info,
+        "importances": pipeline.importances,
+        "files": {name: file_sha256(folder / name) for name in files},
+    }
+    (folder / MANIFEST).write_text(dumps(manifest) + "\n")
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     return {"path": str(folder), "bytes": size, "files": len(files) + 1, **pipeline.describe()}
 
@@ -558,13 +545,15 @@ def saved_folder(record: Mapping[str, Any], path: Path) -> Path | None:
     return Path(path).parent / saved[arm]["path"] if arm else None
 
 
-def read_rows(pipeline: Pipeline, source: Any, columns: list[str], read: Callable[[], Frame]) -> Frame:
-    """``read()`` of a table to score, its parse errors said as the user's input's: a value a
-    column's type (the training table's, :func:`read_types`) does not take, in one line."""
+def read_rows(pipeline: Pipeline, source: Any, columns: list[str]) -> Frame:
+    """The ``columns`` of a table to score, read on the pipeline's arm with the training table's
+    types (:func:`read_types`); a value a column's type does not take is said in one line."""
+    from accel.data.readers import read_source
+
+    types = read_types(pipeline, columns)
     try:
-        return read()
+        return read_source(pipeline.backend.xdf, source, columns, types)
     except (ValueError, TypeError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        types = read_types(pipeline, columns)
         typed = ", ".join(f"{c} ({t})" for c, t in types.items() if t != "str")
         raise AccelError(
             f"--data {str(source.original)!r}: a value does not parse as its column's type ({first_line(exc, 160)}); "

@@ -280,9 +280,6 @@ class Estimator:
     def needs_cuml(self) -> bool:
         return self.gpu.startswith("cuml")
 
-    def class_path(self, arm: str) -> str:
-        return self.cpu if arm == "cpu" else self.gpu
-
     def params(self, settings: Mapping[str, Any], *, gpu: bool, n_threads: int, xgb_device: str, seed: int) -> dict[str, Any]:
         """The keyword arguments of one arm's class for the given model settings."""
         out = {**self.shared, **{k: v for k, v in settings.items() if v is not None}}

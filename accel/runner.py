@@ -167,7 +167,7 @@ class InMemory(Executor[Workflow]):
             "precision": precision.describe(),
             "feature_bytes": {"fp32": X_train.nbytes_fp32 + X_test.nbytes_fp32, "stored": X_train.nbytes + X_test.nbytes},
         }
-        if settings.precision == "fp16" and settings.precision_check:
+        if settings.precision == "fp16":
             self._check = (prepared, y_test)
         return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
@@ -211,10 +211,10 @@ def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySetti
     later; the other arm still runs. A refusal of the user's settings (:class:`AccelError`)
     still ends the run before either arm has done any work."""
     # e.g. a GPU-only parse error in the probe: the other arm still runs
-    return _or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
+    return or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
 
 
-def _or_failed(backend: Backend, call: Callable[[], T], prefix: str = "") -> T | ArmResult:
+def or_failed(backend: Backend, call: Callable[[], T], prefix: str = "") -> T | ArmResult:
     """``call()``, or the arm ``failed`` with the reason when it raises an error of the arm's
     libraries; a refusal of the user's settings (:class:`AccelError`) and an interrupt go through."""
     try:
@@ -245,7 +245,7 @@ def run_arm_safely(
             listener.arm_finished(backend.name, prepared_arm.status)
         return prepared_arm
     try:
-        return _or_failed(backend, lambda: run_arm(backend, workflow, listener, memory, prepared_arm))  # e.g. out of memory
+        return or_failed(backend, lambda: run_arm(backend, workflow, listener, memory, prepared_arm))  # e.g. out of memory
     finally:
         if collect:
             gc.collect()

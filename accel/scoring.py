@@ -23,15 +23,18 @@ from typing import Any
 
 import numpy as np
 
+from accel import scratch
 from accel._compat import Frame
-from accel.backend import Backend
-from accel.data.readers import TableSource
+from accel.backend import Backend, resolve_arms
+from accel.data.readers import TableSource, iter_chunks, resolve_source
 from accel.errors import AccelError
+from accel.files import REFUSE, refuse_existing, write_new
 from accel.metrics import task_metrics
-from accel.pipeline import Pipeline, labels, load_folder, probabilities, read_rows, read_types
+from accel.pipeline import Pipeline, check_columns, labels, load_folder, probabilities, read_rows, read_types
+from accel.record import ensure_writable, record_head, record_stem, write_record
 from accel.registry import DEFAULT_MODEL
-from accel.result import ArmResult, Executed, Executor, Listener
-from accel.timing import StageTimer
+from accel.result import ArmResult, Executed, Executor, Listener, skipped
+from accel.timing import StageTimer, timed_items
 
 #: The stages of scoring: a run's five without training.
 SCORING_STAGES = ("load", "features", "to_device", "predict")
@@ -52,7 +55,6 @@ class ScoreJob:
     model_name: str
     contributions: bool = False
     scratch: Path | None = None
-    name: str = "predict"
     outputs: dict[str, Any] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
 
@@ -61,12 +63,7 @@ class ScoreJob:
         and the target where the table has it; the others are said once and left unread."""
         present = list(self.source.columns)
         wanted = [c for c in [*pipeline.required, pipeline.target] if c in present]
-        missing = [c for c in pipeline.required if c not in present]
-        if missing:
-            shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise AccelError(
-                f"--data lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns"
-            )
+        check_columns(pipeline, present, "--data")
         extra = [c for c in present if c not in wanted]
         if extra and not any("not use" in n for n in self.notices):
             self.notices.append(f"{len(extra)} column(s) the pipeline does not use were not read: {', '.join(extra[:5])}")
@@ -98,13 +95,6 @@ class Metrics:
         self.y.append(codes)
         self.out.append(output)
 
-    def add_frame(self, pipeline: Pipeline, frame: Frame, output: np.ndarray) -> None:
-        """The rows of ``frame`` whose target is known (none where it has no target column)."""
-        found = pipeline.target_codes(frame)
-        if found is not None:
-            codes, known = found
-            self.add(codes, output[known])
-
     def result(self, task: str) -> dict[str, float]:
         if not sum(len(y) for y in self.y):
             return {}
@@ -129,7 +119,9 @@ def _score_piece(
     if job.contributions:
         with stage("explain"):
             contributions = pipeline.model.contributions(pipeline.backend, pipeline.fitted, matrix.batch(0, matrix.n_rows))
-    metrics.add_frame(pipeline, frame, output)
+    found = pipeline.target_codes(frame)  # the rows whose target is known (none without a target column)
+    if found is not None:
+        metrics.add(found[0], output[found[1]])
     job.notices.extend(n for n in pipeline.notices if n not in job.notices)
     return predictions_frame(pipeline, output, first_row or 0, contributions)
 
@@ -144,13 +136,9 @@ class ScoreInMemory(Executor[ScoreJob]):
         self.batch_rows = batch_rows
 
     def execute(self, backend: Backend, job: ScoreJob, timer: StageTimer, listener: Listener | None) -> Executed:
-        from accel.data.readers import read_source
-
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
-            columns = job.columns(pipeline)
-            types = read_types(pipeline, columns)  # as the chunks are read
-            frame = read_rows(pipeline, job.source, columns, lambda: read_source(backend.xdf, job.source, columns, types))
+            frame = read_rows(pipeline, job.source, job.columns(pipeline))  # typed as the chunks are read
         metrics = Metrics()
         job.outputs[backend.name] = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, None)
         return scoring_executed(
@@ -172,7 +160,6 @@ class ScoreStreamed(Executor[ScoreJob]):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from accel.data.readers import iter_chunks
         from accel.memory import release_host_memory
 
         with timer.stage("load"):
@@ -183,12 +170,7 @@ class ScoreStreamed(Executor[ScoreJob]):
         chunks = iter_chunks(backend.xdf, job.source, columns, self.batch_rows, read_types(pipeline, columns))
         metrics, writer, rows, batches = Metrics(), None, 0, 0
         try:
-            while True:
-                with timer.accumulate("load"):
-                    item = next(chunks, None)
-                if item is None:
-                    break
-                start, frame = item
+            for start, frame in timed_items(chunks, timer):
                 out = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, start)
                 piece = pa.Table.from_pandas(out, preserve_index=False)
                 writer = writer or pq.ParquetWriter(spool, piece.schema)
@@ -214,8 +196,6 @@ def scoring_executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, m
 def check_output(path: Path) -> str:
     """The output's format from its extension; refused before any work where it is not one
     accel writes or the file exists (an output is never written over)."""
-    from accel.files import REFUSE, refuse_existing
-
     fmt = OUTPUT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         raise AccelError(f"--out {str(path)!r}: write predictions to a .parquet or .csv file")
@@ -228,8 +208,6 @@ def write_output(path: Path, output: Frame | Path) -> Path:
     import pyarrow as pa
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
-
-    from accel.files import REFUSE, write_new
 
     fmt = check_output(path)
 
@@ -250,18 +228,9 @@ def write_output(path: Path, output: Frame | Path) -> Path:
 
 
 def scratch_folder(out: Path) -> Path:
-    """A private folder beside the output for streamed arms' spools (removed by :func:`remove`);
+    """A private folder beside the output for streamed arms' spools (removed by :func:`accel.scratch.release`);
     owned (:mod:`accel.scratch`): one a killed process left is reclaimed by the next."""
-    from accel import scratch
-
     return scratch.owned_folder(Path(out).parent or Path("."), f".{Path(out).name}.spool-")
-
-
-def remove(folder: Path | None) -> None:
-    from accel import scratch
-
-    if folder is not None and os.path.isdir(folder):
-        scratch.release(folder)
 
 
 # --------------------------------------------------------------------------- the paired scoring
@@ -311,7 +280,6 @@ def plan_scoring(settings: PredictSettings, job: ScoreJob, backend: Backend) -> 
     """In memory, or streamed in batches when ``--memory-budget`` / ``--batch-rows`` say the table
     does not fit: the bytes a row takes are measured on the first rows pushed through the pipeline."""
     from accel.batching import SIZE_PROBE_ROWS, measure_bytes_per_row, plan_batches
-    from accel.data.readers import iter_chunks
     from accel.memory import parse_size
 
     rows_total = estimated_rows(job.source)
@@ -359,17 +327,11 @@ def estimated_rows(source: TableSource) -> int:
 
 
 def score_arm(backend: Backend, settings: PredictSettings, job: ScoreJob, listener: Listener | None) -> Any:
-    """One arm's scoring through the one runner; a failure is the arm's ``failed``, not the command's."""
-    from accel.runner import execute_arm
+    """One arm's scoring through the one runner; a failure is the arm's ``failed``, not the command's
+    (e.g. a device out of memory: the other arm still scores)."""
+    from accel.runner import execute_arm, or_failed
 
-    try:
-        return execute_arm(backend, job, plan_scoring(settings, job, backend), listener)
-    except (AccelError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # noqa: BLE001 - e.g. a device out of memory: the other arm still scores
-        from accel.errors import first_line
-
-        return ArmResult(status="failed", reason=first_line(exc), backend=backend.name)
+    return or_failed(backend, lambda: execute_arm(backend, job, plan_scoring(settings, job, backend), listener))
 
 
 @dataclass
@@ -388,9 +350,7 @@ def prepare(settings: PredictSettings) -> Prepared:
     unchanged), the table, the records' folder."""
     from datetime import datetime, timezone
 
-    from accel.data.readers import resolve_source
     from accel.pipeline import pipeline_folder, read_manifest
-    from accel.record import ensure_writable
 
     check_output(settings.out)
     folder, which = pipeline_folder(settings.run, settings.arm)
@@ -412,7 +372,6 @@ def conclude(
 
     from accel.environment import collect_environment
     from accel.pairing import pair
-    from accel.record import record_head, record_stem, write_record
 
     job, manifest = ready.job, ready.manifest
     chosen = "gpu" if gpu.status == "ok" else "cpu"
@@ -447,8 +406,6 @@ def conclude(
 def predict(settings: PredictSettings, listener: Listener | None = None) -> tuple[dict[str, Any], Path, Path]:
     """Score ``settings.data`` in this process with the pipeline ``settings.run`` names; write the
     predictions and the scoring record. Returns the record, its path and the predictions' path."""
-    from accel.backend import resolve_arms
-    from accel.result import skipped
 
     ready = prepare(settings)
     job = ready.job
@@ -461,4 +418,4 @@ def predict(settings: PredictSettings, listener: Listener | None = None) -> tupl
             cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")
         return conclude(settings, ready, gpu, cpu)
     finally:
-        remove(job.scratch)
+        scratch.release(job.scratch)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -42,7 +42,7 @@ from accel.pipeline import explained, from_run, holdout_frame
 from accel.precision import frame_matrix, plan_precision, xgboost_features
 from accel.registry import MODELS
 from accel.result import Executed, Executor
-from accel.timing import StageTimer
+from accel.timing import StageTimer, announced, timed_items
 from accel.workflows.base import Workflow
 from accel.workflows.streaming_costs import FOLD_DTYPE, row_dtype
 
@@ -82,7 +82,7 @@ class Streamed(Executor[Workflow]):
         cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
         run = _Stream(backend, table, plan, timer, listener, _Rows(tplan), featurizer, cache)
         try:
-            with run.announced("fit pass"):
+            with announced(listener, backend.name, "fit pass"):
                 batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
             matrix = _Matrix(run, model)
             dtrain = matrix.to_device()
@@ -138,23 +138,7 @@ class _Stream:
 
     def chunks(self, batch_rows: int, timed: bool = True) -> Iterator[tuple[int, Any]]:
         """The cached chunks as ``(first_row, frame)``, their reading timed as ``load`` unless not ``timed``."""
-        reader = self.cache.chunks(batch_rows)
-        while True:
-            with self.timer.accumulate("load") if timed else nullcontext():
-                item = next(reader, None)
-            if item is None:
-                return
-            yield item
-
-    @contextmanager
-    def announced(self, stage: str) -> Iterator[None]:
-        """Tell the listener that the pass ``stage`` starts, and when it has finished how long it took."""
-        if self.listener:
-            self.listener.stage_started(self.backend.name, stage)
-        t0 = time.perf_counter()
-        yield
-        if self.listener:
-            self.listener.stage_finished(self.backend.name, stage, time.perf_counter() - t0)
+        return timed_items(self.cache.chunks(batch_rows), self.timer if timed else None)
 
     def fit_pass(self, batch_rows: int) -> int:
         """1. Fit the statistics from partial results of each batch's training rows; the batches read."""
@@ -189,7 +173,7 @@ class _Stream:
             chunks = self.cache.chunks
             return predict_batches(backend.xdf, featurizer, booster, source, self.rows.test, batch_rows, self.timer, chunks, keep)
 
-        with self.announced("predict pass"):
+        with announced(self.listener, backend.name, "predict pass"):
             prediction, y_test = with_backoff(predict_pass, self.plan, backend, "predict pass")
         precision = plan_precision("fp32", columns, [])
         pipeline = from_run(workflow, backend, model, booster, TableTransform(self.featurizer), precision)
@@ -257,7 +241,7 @@ class _Matrix:
     def to_device(self) -> Any:
         """The training matrix, timed as ``to_device`` less the reading and featurising it did."""
         run, seconds = self.run, self.run.timer.seconds
-        with run.announced("to_device"):
+        with announced(run.listener, run.backend.name, "to_device"):
             inner_before = seconds.get("load", 0.0) + seconds.get("features", 0.0)
             start_clock = time.perf_counter()
             dtrain = with_backoff(self.build, run.plan, run.backend, "to_device")
@@ -283,8 +267,7 @@ class _Matrix:
 
         backend, model, held = self.run.backend, self.model, self.held
         es = model.early_stopping
-        if es is None:
-            return None
+        assert es is not None  # the search runs only for a model that stops early
         if not held:
             es.check(self.n_train, np.empty(0), model.classes)  # too few training rows: says so
             return None
@@ -343,34 +326,24 @@ def predict_batches(
     source: Any,
     positions: np.ndarray,
     batch_rows: int,
-    timer: StageTimer | None = None,
+    timer: StageTimer,
     chunks: Any = None,
     on_matrix: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Chunked features and inference: read the file ``batch_rows`` rows at a time, featurise the
     rows at ``positions`` (ascending file rows) with the fitted ``featurizer`` and predict them;
     only a batch and the predictions are held. Returns (predictions, target codes) in row order.
-    With a ``timer``, reading counts as ``load``, featurising as ``features``, predicting as
+    Reading counts as ``load`` in ``timer``, featurising as ``features``, predicting as
     ``predict``; ``on_matrix(matrix)``, when given, sees each batch's float32 matrix. ``chunks(batch_rows)``, when given, yields the ``(first_row, frame)`` chunks
     instead of reading the file (a :class:`~accel.data.readers.ColumnarCache`).
     """
     tplan = featurizer.plan
-
-    def stage(name: str) -> Any:
-        return timer.accumulate(name) if timer is not None else nullcontext()
-
     preds, labels = [], []
     reader = (
         chunks(batch_rows) if chunks is not None else iter_chunks(xdf, source, tplan.read_columns, batch_rows, tplan.csv_dtypes())
     )
-    while True:
-        with stage("load"):
-            item = next(reader, None)
-        if item is None:
-            break
-        start, frame = item
-        item = None
-        with stage("features"):
+    for start, frame in timed_items(reader, timer):
+        with timer.accumulate("features"):
             rows, _ = planned_rows(positions, start, frame)
             del frame
             if rows is None:
@@ -378,7 +351,7 @@ def predict_batches(
             X = featurizer.transform(rows)
             y = target_codes(xdf, rows[tplan.target], tplan)
             del rows
-        with stage("predict"):
+        with timer.accumulate("predict"):
             matrix = frame_matrix(X, featurizer.categorical)
             preds.append(_compat.to_numpy(booster.inplace_predict(matrix)))
         if on_matrix is not None:

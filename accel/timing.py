@@ -21,10 +21,10 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from accel.backend import Backend, blas_threads
 from accel.memory import MemoryMonitor
@@ -34,6 +34,7 @@ STAGES = ("load", "features", "to_device", "train", "predict")
 #: Stages an arm may time after the workflow's five, outside its total: the fitted pipeline's
 #: importances (SHAP on a sample of hold-out rows).
 EXTRA_STAGES = ("explain",)
+T = TypeVar("T")
 
 
 class StageListener(Protocol):
@@ -99,6 +100,29 @@ class StageTimer:
             self.backend.synchronize()
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
             self._set_stage(previous)
+
+
+@contextmanager
+def announced(listener: StageListener | None, arm: str, stage: str) -> Iterator[None]:
+    """Tell ``listener`` that ``stage`` of ``arm`` starts and, when it has finished, how long it took;
+    for work shown as a stage that no stage times (a streamed run's passes, the rounds search)."""
+    if listener is not None:
+        listener.stage_started(arm, stage)
+    start = time.perf_counter()
+    yield
+    if listener is not None:
+        listener.stage_finished(arm, stage, time.perf_counter() - start)
+
+
+def timed_items(items: Iterator[T], timer: StageTimer | None) -> Iterator[T]:
+    """Each of ``items`` (a reader's chunks), the wait for it added to the ``load`` stage of
+    ``timer`` (None: untimed); none is held here once handed on, so a batch the caller deletes is freed."""
+    while True:
+        with timer.accumulate("load") if timer is not None else nullcontext():
+            got = [next(items, None)]
+        if got[0] is None:
+            return
+        yield cast(T, got.pop())
 
 
 # --------------------------------------------------------------------------- the harness
@@ -178,10 +202,10 @@ def measure(
     *,
     repeats: int = 3,
     warmup: int = 0,
-    collect: bool = True,
     on_call: Callable[[str, float], None] | None = None,
 ) -> tuple[Timing, Any]:
-    """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls.
+    """Time ``fn()`` on ``backend``: one cold call, ``warmup`` untimed calls, ``repeats`` timed calls,
+    each after the garbage collector has run, untimed (db-benchmark's ``gc.collect()``).
 
     Parameters
     ----------
@@ -194,8 +218,6 @@ def measure(
         Timed calls after the warm-up (at least 1).
     warmup : int, default 0
         Untimed calls after the cold one.
-    collect : bool, default True
-        Run the garbage collector, untimed, before each call (db-benchmark's ``gc.collect()``).
     on_call : callable, optional
         ``on_call(which, seconds)`` after each call (``"cold"``, ``"warm-up 1/2"``,
         ``"repeat 2/3"``): the progress of a long measurement.
@@ -209,16 +231,14 @@ def measure(
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     if warmup < 0:
         raise ValueError(f"warmup must be 0 or more, got {warmup}")
-    if collect:
-        gc.collect()
+    gc.collect()
     tell = on_call or (lambda _which, _seconds: None)
     cold, out = timed_call(fn, backend)
     tell("cold", cold)
     timing = Timing(cold=cold, warmup=warmup)
     for i in range(warmup + repeats):
         del out
-        if collect:
-            gc.collect()
+        gc.collect()
         seconds, out = timed_call(fn, backend)
         if i < warmup:  # untimed in the result; timed for the progress only
             tell(f"warm-up {i + 1}/{warmup}", seconds)
@@ -281,13 +301,6 @@ def result_device(gpu_ran: bool, environment: Mapping[str, Any]) -> str:
     return (re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") or "gpu") if gpus else "gpu"
 
 
-def check_results_folder(folder: Path) -> Path:
-    """Create the results folder and prove it writable, before any measuring starts."""
-    from accel.record import ensure_writable
-
-    return ensure_writable(folder, what="benchmark results", option="--results")
-
-
 def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: str) -> Path:
     """Write a benchmark result as ``<folder>/<date>-<benchmark>-<device>-<NNN>.json``, never overwriting.
 
@@ -300,7 +313,7 @@ def write_result(folder: Path, result: dict[str, Any], benchmark: str, device: s
     Parameters
     ----------
     folder : Path
-        The results folder (created by :func:`check_results_folder` before measuring).
+        The results folder (created and proved writable by :func:`accel.record.ensure_writable` before measuring).
     result : dict
         The result, with ``benchmark`` naming which benchmark it is.
     benchmark : str

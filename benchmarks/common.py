@@ -214,10 +214,10 @@ def parse_args(config: Config, argv: Sequence[str] | None = None) -> argparse.Na
     config.arguments(parser)
     args = parser.parse_args(argv)
     from accel.errors import AccelError
-    from accel.timing import check_results_folder
+    from accel.record import ensure_writable
 
     try:
-        args.results = check_results_folder(args.results)
+        args.results = ensure_writable(args.results, what="benchmark results", option="--results")
     except AccelError as exc:
         parser.error(str(exc))
     return args

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accel import _compat
-from accel.backend import Backend
-from accel.bench.db import both_arms
+from accel.backend import Backend, probe_gpu
+from accel.bench.db import both_arms, pick_names
 from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
 from accel.timing import measure, speedup
 
@@ -46,16 +46,10 @@ def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "
     return new
 
 
-def pair_params(pair: Estimator, backend: Backend, seed: int) -> dict[str, Any]:
-    """The keyword arguments of ``pair``'s class on ``backend``'s arm."""
-    return pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
-
-
 def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[Estimator]:
     """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
     if names is None or names == "all":
         return list(PAIRS.values())
-    from accel.bench.db import pick_names
 
     wanted = pick_names("model", names, PAIRS, lambda n: pair_name(n, say))
     return [PAIRS[n] for n in PAIRS if n in wanted]
@@ -94,12 +88,13 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
     return HostData(X[:cut], y[:cut], X[cut:], y[cut:])
 
 
-def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any]:
-    """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, and the first ``test_rows``
-    test rows (None: none); the data moves to the arm's device here, before any clock."""
+def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_rows: int | None = None) -> tuple[Any, Any, dict]:
+    """The fit of ``pair`` on ``data``'s training rows on ``backend``'s arm, the first ``test_rows``
+    test rows (None: none) and what it fits, as a result says it (the arm's ``class`` and its
+    ``params``); the data moves to the arm's device here, before any clock."""
     xp = backend.xp
     cls = backend.models[pair.key]
-    params = pair_params(pair, backend, seed)
+    params = pair.bench_params(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=seed)
     X_train = xp.asarray(data.X_train)
     X_test = None if test_rows is None else xp.asarray(data.X_test[:test_rows])
     y_train = xp.asarray(data.y_train) if pair.task in ("classification", "regression") else None
@@ -109,7 +104,7 @@ def fitting(pair: Estimator, backend: Backend, data: HostData, seed: int, test_r
         model = cls(**params)
         return model.fit(X_train) if y_train is None else model.fit(X_train, y_train)
 
-    return fit, X_test
+    return fit, X_test, {"class": f"{cls.__module__.split('.')[0]}.{cls.__name__}", "params": params}
 
 
 def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_rows: int) -> float:
@@ -145,10 +140,8 @@ def run_pair(
 
     ``progress`` is told when the arm starts and after each fit and predict call (a forest on
     1e5 rows fits for a minute: the user sees which call runs)."""
-    cls = backend.models[pair.key]
-    params = pair_params(pair, backend, seed)
     test_rows = min(len(data.X_test), pair.max_predict_rows or len(data.X_test))
-    fit, X_test = fitting(pair, backend, data, seed, test_rows)
+    fit, X_test, fits = fitting(pair, backend, data, seed, test_rows)
 
     tag = f"[{backend.name}] {pair.name:<20}"
     calls = 1 + warmup + repeats
@@ -167,8 +160,7 @@ def run_pair(
     )
     result: dict[str, Any] = {
         "status": "ok",
-        "class": f"{cls.__module__.split('.')[0]}.{cls.__name__}",
-        "params": params,
+        **fits,  # class, params
         "fit": fit_timing.as_dict(),
         "predict": predict_timing.as_dict(),
         "predict_rows": test_rows,
@@ -185,10 +177,7 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     """Why the GPU arm of ``pair`` cannot run (None when it can): the GPU arm, or the library
     the pair needs on it (cuML for the scikit-learn twins, XGBoost built with CUDA)."""
     if gpu is None:
-        from accel.backend import gpu_unavailable
-
-        return gpu_reason or gpu_unavailable()
-    from accel.backend import probe_gpu
+        return gpu_reason  # why there is no GPU arm (resolve_arms says it whenever there is none)
 
     probe = probe_gpu()
     if pair.needs_cuml:

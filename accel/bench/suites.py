@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
-from accel.files import exists_policy
+from accel.files import exists_policy, file_sha256, write_new
 from accel.output import say as stderr_line  # stdout is the result's; nothing with --quiet
+from accel.record import DbBench, Environment, ensure_writable, output_root, read_record, record_head
 from accel.record import dumps as strict_json
 
 if TYPE_CHECKING:
     from accel.backend import Arms, Backend
-    from accel.record import DbBench
 
 #: Where results go without ``results``: this folder of the output root (:func:`accel.record.output_root`).
 RESULTS_FOLDER = "benchmarks"
@@ -166,14 +166,13 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
         The result and where it was written.
     """
     from accel.backend import resolve_arms
-    from accel.record import output_root, record_head
-    from accel.timing import bench_environment, check_results_folder, result_device, write_result
+    from accel.timing import bench_environment, result_device, write_result
 
     s = req.settings
     plan = _PLANS[req.suite](req)
     if s["results"] is None:
         s["results"] = output_root() / RESULTS_FOLDER
-    folder = check_results_folder(s["results"])
+    folder = ensure_writable(s["results"], what="benchmark results", option="--results")
     facts = plan.facts()
     arms = resolve_arms(s["device"], needs=plan.needs)
     gpu = arms.gpu
@@ -210,8 +209,6 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
     if path is None:
         return lambda _arm, _key, _answer: None
     from accel.environment import cpu_model, git_state
-    from accel.files import write_new
-    from accel.record import ensure_writable
 
     ensure_writable(Path(path).parent, what="the progress file's folder", option="--progress-file")
     # A new, empty file: one that exists (the user's own) is refused unless --overwrite says so.
@@ -221,9 +218,8 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
 
     def keep(arm: str, key: str, answer: dict) -> None:
         line = {"at": datetime.now(timezone.utc).isoformat(), **common, "arm": arm, item: key, "result": answer}
-        with open(path, "a", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8") as f:  # closed, so flushed, with each answer
             f.write(strict_json(line, indent=None) + "\n")
-            f.flush()
 
     return keep
 
@@ -263,7 +259,6 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
 def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
     """The result at ``path``, checked to be ``benchmark`` on the same data and CPU; refused otherwise."""
     from accel.environment import cpu_model
-    from accel.record import DbBench, Environment, read_record
 
     prior = read_record(path)  # a RecordError is a ValueError: not a result
     if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
@@ -336,7 +331,6 @@ def _db(req: SuiteRequest) -> _Plan:
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
-        from accel.files import file_sha256
 
         # Each file's path, size and sha256: what cpu_from compares (a regenerated file with the same bytes is the same data).
         data_files = {

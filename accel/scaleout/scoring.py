@@ -103,12 +103,13 @@ def predict_on_cluster(
     """``accel predict`` on a Dask cluster (``cluster``: the run's ``cluster`` section): both
     arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
     with ``--baseline`` or where the accelerated one did not run."""
+    from accel import scratch
     from accel.output import say as _say
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.cluster_run import describe_cluster
-    from accel.scoring import conclude, prepare, remove, score_arm
+    from accel.scoring import conclude, prepare, score_arm
 
     ready = prepare(settings)
     job = ready.job
@@ -135,4 +136,4 @@ def predict_on_cluster(
                 cpu = score_place(places["cpu"])
         return conclude(settings, ready, gpu, cpu, clusters=clusters, mode="dask")
     finally:
-        remove(job.scratch)
+        scratch.release(job.scratch)
