@@ -18,7 +18,7 @@ both and better on one (the same for metric versus peak memory).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +76,11 @@ class Row:
     total_seconds: float | None = None
     pareto: bool = False
     pareto_memory: bool = False
+    #: The memory that limits this arm: device memory on the GPU arm, host RSS on the CPU arm.
+    peak_mb: float | None = field(init=False)
 
-    @property
-    def peak_mb(self) -> float | None:
-        """The memory that limits this arm: device memory on the GPU arm, host RSS on the CPU arm."""
-        if self.arm == "gpu" and self.peak_device_mb is not None:
-            return self.peak_device_mb
-        return self.peak_host_mb
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "peak_mb": self.peak_mb}
+    def __post_init__(self) -> None:
+        self.peak_mb = self.peak_device_mb if self.arm == "gpu" and self.peak_device_mb is not None else self.peak_host_mb
 
 
 def _fmt_value(v: Any) -> str:
@@ -366,18 +361,18 @@ def plot_format(path: Path) -> str:
     return fmt
 
 
+def _panels(rows: list[Row]) -> dict[str, dict[str, list[Row]]]:
+    """The rows of each comparison group (in the groups' order) of each metric (in the metrics' order)."""
+    metrics = sorted({r.metric_name for r in rows})
+    return {m: dict(sorted(_by_group([r for r in rows if r.metric_name == m]).items())) for m in metrics}
+
+
 def plot_panels(rows: list[Row]) -> list[dict[str, Any]]:
     """What :func:`plot` draws: one panel per metric; in each, every group with its front (row names)."""
     panels = []
-    for metric in sorted({r.metric_name for r in rows}):
-        groups = _by_group([r for r in rows if r.metric_name == metric])
-        panels.append({
-            "metric": metric,
-            "groups": [
-                {"group": g, "rows": len(members), "front": [r.name for r in sorted(members, key=lambda r: r.seconds) if r.pareto]}
-                for g, members in sorted(groups.items())
-            ],
-        })  # fmt: skip
+    for metric, groups in _panels(rows).items():
+        fronts = {g: [r.name for r in sorted(members, key=lambda r: r.seconds) if r.pareto] for g, members in groups.items()}
+        panels.append({"metric": metric, "groups": [{"group": g, "rows": len(groups[g]), "front": f} for g, f in fronts.items()]})
     return panels
 
 
@@ -400,14 +395,12 @@ def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
     from accel.files import write_new
 
     fmt = plot_format(path)
-    panels = plot_panels(rows)
+    panels = _panels(rows)
     fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 5.5), dpi=110, squeeze=False)
     colors: dict[str, str] = {g: f"C{i % 10}" for i, g in enumerate(sorted({r.group for r in rows}))}
-    for ax, panel in zip(axes[0], panels):
-        metric = panel["metric"]
-        for entry in panel["groups"]:
-            group, color = entry["group"], colors[entry["group"]]
-            members = [r for r in rows if r.group == group and r.metric_name == metric]
+    for ax, (metric, groups) in zip(axes[0], panels.items()):
+        for group, members in groups.items():
+            color = colors[group]
             ax.scatter([r.seconds for r in members], [r.metric for r in members], color=color, alpha=0.6, s=28, label=group)
             front = sorted((r for r in members if r.pareto), key=lambda r: r.seconds)
             if front:
@@ -459,6 +452,6 @@ def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
         "benchmark": "experiments",
         "created_at": datetime.now(timezone.utc).isoformat(),
         "folder": str(folder),
-        "rows": [r.as_dict() for r in rows],
+        "rows": [asdict(r) for r in rows],
         "groups": sorted({r.group for r in rows}),
     }
