@@ -50,9 +50,6 @@ HIGHER_IS_BETTER = {
     "parity": True,
 }  # fmt: skip
 
-#: The parameters shown for each model, with the short names the table uses.
-KEY_PARAMS = {name: spec.labels for name, spec in MODELS.items()}
-
 
 @dataclass
 class Row:
@@ -90,7 +87,7 @@ def _fmt_value(v: Any) -> str:
 def describe_model(name: str, params: dict[str, Any] | None) -> str:
     """``xgboost rounds=300 depth=8 lr=0.1``: the model and its key parameters."""
     params = params or {}
-    keys = KEY_PARAMS.get(name, tuple((k, k) for k in params))
+    keys = MODELS[name].labels if name in MODELS else tuple((k, k) for k in params)  # the short names the table uses
     shown = " ".join(f"{short}={_fmt_value(params[k])}" for k, short in keys if params.get(k) is not None)
     return f"{name} {shown}".strip()
 
@@ -188,13 +185,13 @@ def rows_from_compare_record(record: CompareRecord, source: str) -> list[Row]:
     ]
 
 
-def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str, trials: list[Any] | None = None) -> list[Row]:
+def _hpo_rows(record: HpoRecord, source: str, trials: list[Any] | None = None) -> list[Row]:
     """Rows of one search: its default baseline and its retrained best (or its best trial so far); then
     one row per completed Optuna trial of ``trials``."""
     study, config, metric = str(record.study.name), record.config, record.study.metric or "auc"
     workflow = _workflow_label(config.workflow, config)
     model = str(config.model or DEFAULT_MODEL)
-    batch_rows = (batches or Batches()).label(config.batch_rows)
+    batch_rows = ((record.search.memory or ArmMemory()).batches or Batches()).label(config.batch_rows)
 
     def row(name: str, entry: Scored, evaluated_on: str, arm: str | None = None) -> Row:
         arm = arm or str(entry.arm or "cpu")
@@ -264,10 +261,9 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         found = attrs.get("summary") or {}
         searched = HpoRecord.model_validate({
             **found, "config": config, "study": {"name": summary.study_name, "metric": metric},
-            "baseline": attrs.get("baseline"), "best_trial": best,
+            "baseline": attrs.get("baseline"), "best_trial": best, "search": {"memory": {"batches": found.get("batches")}},
         })  # fmt: skip
-        batches = Batches.model_validate(found.get("batches") or {})
-        out += _hpo_rows(searched, batches, source, trials if include_trials else None)
+        out += _hpo_rows(searched, source, trials if include_trials else None)
     return out, names
 
 
@@ -303,7 +299,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
             continue
         if isinstance(record, HpoRecord):
             if record.study.name not in studies:  # its storage is elsewhere: the record says what it found
-                rows += _hpo_rows(record, (record.search.memory or ArmMemory()).batches, str(path))
+                rows += _hpo_rows(record, str(path))
         elif isinstance(record, CompareRecord):
             timed += rows_from_compare_record(record, str(path))
         elif isinstance(record, RunRecord):

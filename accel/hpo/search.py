@@ -562,12 +562,11 @@ def search_config(
 
 
 def _best_trials(study: Any, k: int) -> list[Any]:
-    from optuna.study import StudyDirection
+    """The ``k`` best completed trials, best first (among equal values the earlier trial), each set of parameters once."""
     from optuna.trial import TrialState
 
-    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
-    sign = -1 if study.direction == StudyDirection.MAXIMIZE else 1
-    done.sort(key=lambda t: (sign * t.value, t.number))  # among equal values the earlier trial first
+    sign = -1 if study.direction.name == "MAXIMIZE" else 1
+    done = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: (sign * t.value, t.number))
     picked: dict[str, Any] = {}
     for t in done:  # the same parameters twice would waste a full-data run: the first (best) kept
         picked.setdefault(repr(sorted(t.params.items())), t)

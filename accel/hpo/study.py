@@ -49,8 +49,7 @@ def _secrets(url: str) -> list[str]:
     found: list[str] = []
     with suppress(ValueError):
         parts = urlsplit(url)
-        if parts.password:
-            found += [parts.password, unquote(parts.password)]
+        found += [parts.password, unquote(parts.password)] if parts.password else []
         # As decoded, and as given (a value that does not decode the same).
         pairs = parse_qsl(parts.query, keep_blank_values=False) + [raw.partition("=")[::2] for raw in parts.query.split("&")]
         found += [value for key, value in pairs if key.lower() in SECRET_PARAMS and value]
