@@ -413,8 +413,8 @@ def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
     return write_new(Path(path), buffer.getvalue(), "the plot", "choose another --plot FILE", exists=exists)  # type: ignore[arg-type]
 
 
-def render(rows: list[Row], console: Any) -> None:
-    """One table: a section per comparison group, one row per experiment, the fronts marked."""
+def render(rows: list[Row], console: Any, notes: list[str]) -> None:
+    """One table: a section per comparison group, one row per experiment, the fronts marked; then ``notes``."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -437,6 +437,8 @@ def render(rows: list[Row], console: Any) -> None:
                 f"{r.metric_name} {r.metric:.4f}", secs, mb, front, end_section=i == len(members) - 1,
             )  # fmt: skip
     console.print(table)
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup
 
 
 def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
