@@ -18,7 +18,6 @@ from accel.report.console import fmt_value, wide_console
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,8 +93,10 @@ def cmd_hpo(args: argparse.Namespace) -> int:
 
 
 def render_hpo(record: HpoRecord, console: Console) -> None:
-    """Default baseline, best subset trial, top-k and retrained best side by side; then the arms."""
+    """Default baseline, best subset trial, top-k and retrained best side by side, with the parameters of
+    each but the top-k; then the arms."""
     from rich.markup import escape
+    from rich.table import Table
 
     from accel.record import Arm
     from accel.report.console import arm_status_line
@@ -114,26 +115,8 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
         + f" scored on {rows.validation:,} validation rows",
         highlight=False,
     )
-    table, params = _candidates_table(record, arm, rows)
-    console.print(table)
-    for label, values in params:
-        if not label.startswith("top-"):
-            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-            console.print(f"  {label}: {escape(shown)}", highlight=False)
-    final = record.final or Scored()
-    if final.status == "failed":
-        console.print(f"no tuned model: {escape(str(final.reason))}")
-        return
-    _render_final(record, console, skip_reason)
-
-
-def _candidates_table(record: HpoRecord, arm: str, rows: SearchRows) -> tuple[Table, list[tuple[str, dict[str, Any]]]]:
-    """The baseline, the best subset trial, the top-k and the retrained best as a rich table, and each one's parameters."""
-    from rich.table import Table
-
-    metric = str(record.study.metric)
-    table = Table(title=f"{arm}: {metric}, time and peak memory")
-    for col in ("", "trained on", "scored on", metric, "seconds", "host MB", "GPU MB"):
+    table = Table(title=f"{arm}: {study.metric}, time and peak memory")
+    for col in ("", "trained on", "scored on", str(study.metric), "seconds", "host MB", "GPU MB"):
         table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
     params: list[tuple[str, dict[str, Any]]] = []
 
@@ -150,9 +133,17 @@ def _candidates_table(record: HpoRecord, arm: str, rows: SearchRows) -> tuple[Ta
         add(f"best subset trial {best.number}", best, f"subset {rows.subset:,}", "validation")
         for entry in record.top_k:
             add(f"  top-{len(record.top_k)}: trial {entry.trial}", entry, f"fit {rows.fit:,}", "validation")
-        final = record.final or Scored()
-        add(f"retrained best (trial {final.trial})", final, f"all {rows.train or 0:,}", "hold-out")
-    return table, params
+        add(f"retrained best (trial {(record.final or Scored()).trial})", record.final, f"all {rows.train or 0:,}", "hold-out")
+    console.print(table)
+    for label, values in params:
+        if not label.startswith("top-"):
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+            console.print(f"  {label}: {escape(shown)}", highlight=False)
+    final = record.final or Scored()
+    if final.status == "failed":
+        console.print(f"no tuned model: {escape(str(final.reason))}")
+        return
+    _render_final(record, console, skip_reason)
 
 
 def _render_final(record: HpoRecord, console: Console, skip_reason: str | None) -> None:
@@ -208,15 +199,7 @@ def cmd_experiments(args: argparse.Namespace) -> int:
             png = plot(rows, png, exists)  # --plot FILE: refused if it exists (no --overwrite); the default: -001, ...
         except OSError as exc:
             raise AccelError(f"--plot: cannot write {str(png)!r} ({exc.strerror or type(exc).__name__})") from None
-        record["plot"] = str(png)
-        record["plot_panels"] = plot_panels(rows)
+        record |= {"plot": str(png), "plot_panels": plot_panels(rows)}
     path = write_record(out, record, stem) if save and out is not None else None
-
-    def show() -> None:
-        console = wide_console(180)
-        render(rows, console)
-        for note in notes:
-            console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup
-
-    show_result(record, args.json, show, {"plot": png, "experiments record": path})
+    show_result(record, args.json, lambda: render(rows, wide_console(180), notes), {"plot": png, "experiments record": path})
     return 0

@@ -18,7 +18,7 @@ both and better on one (the same for metric versus peak memory).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +50,6 @@ HIGHER_IS_BETTER = {
     "parity": True,
 }  # fmt: skip
 
-#: The parameters shown for each model, with the short names the table uses.
-KEY_PARAMS = {name: spec.labels for name, spec in MODELS.items()}
-
 
 @dataclass
 class Row:
@@ -76,16 +73,11 @@ class Row:
     total_seconds: float | None = None
     pareto: bool = False
     pareto_memory: bool = False
+    #: The memory that limits this arm: device memory on the GPU arm, host RSS on the CPU arm.
+    peak_mb: float | None = field(init=False)
 
-    @property
-    def peak_mb(self) -> float | None:
-        """The memory that limits this arm: device memory on the GPU arm, host RSS on the CPU arm."""
-        if self.arm == "gpu" and self.peak_device_mb is not None:
-            return self.peak_device_mb
-        return self.peak_host_mb
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "peak_mb": self.peak_mb}
+    def __post_init__(self) -> None:
+        self.peak_mb = self.peak_device_mb if self.arm == "gpu" and self.peak_device_mb is not None else self.peak_host_mb
 
 
 def _fmt_value(v: Any) -> str:
@@ -95,7 +87,7 @@ def _fmt_value(v: Any) -> str:
 def describe_model(name: str, params: dict[str, Any] | None) -> str:
     """``xgboost rounds=300 depth=8 lr=0.1``: the model and its key parameters."""
     params = params or {}
-    keys = KEY_PARAMS.get(name, tuple((k, k) for k in params))
+    keys = MODELS[name].labels if name in MODELS else tuple((k, k) for k in params)  # the short names the table uses
     shown = " ".join(f"{short}={_fmt_value(params[k])}" for k, short in keys if params.get(k) is not None)
     return f"{name} {shown}".strip()
 
@@ -193,13 +185,13 @@ def rows_from_compare_record(record: CompareRecord, source: str) -> list[Row]:
     ]
 
 
-def _hpo_rows(record: HpoRecord, batches: Batches | None, source: str, trials: list[Any] | None = None) -> list[Row]:
+def _hpo_rows(record: HpoRecord, source: str, trials: list[Any] | None = None) -> list[Row]:
     """Rows of one search: its default baseline and its retrained best (or its best trial so far); then
     one row per completed Optuna trial of ``trials``."""
     study, config, metric = str(record.study.name), record.config, record.study.metric or "auc"
     workflow = _workflow_label(config.workflow, config)
     model = str(config.model or DEFAULT_MODEL)
-    batch_rows = (batches or Batches()).label(config.batch_rows)
+    batch_rows = ((record.search.memory or ArmMemory()).batches or Batches()).label(config.batch_rows)
 
     def row(name: str, entry: Scored, evaluated_on: str, arm: str | None = None) -> Row:
         arm = arm or str(entry.arm or "cpu")
@@ -269,10 +261,9 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
         found = attrs.get("summary") or {}
         searched = HpoRecord.model_validate({
             **found, "config": config, "study": {"name": summary.study_name, "metric": metric},
-            "baseline": attrs.get("baseline"), "best_trial": best,
+            "baseline": attrs.get("baseline"), "best_trial": best, "search": {"memory": {"batches": found.get("batches")}},
         })  # fmt: skip
-        batches = Batches.model_validate(found.get("batches") or {})
-        out += _hpo_rows(searched, batches, source, trials if include_trials else None)
+        out += _hpo_rows(searched, source, trials if include_trials else None)
     return out, names
 
 
@@ -308,7 +299,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
             continue
         if isinstance(record, HpoRecord):
             if record.study.name not in studies:  # its storage is elsewhere: the record says what it found
-                rows += _hpo_rows(record, (record.search.memory or ArmMemory()).batches, str(path))
+                rows += _hpo_rows(record, str(path))
         elif isinstance(record, CompareRecord):
             timed += rows_from_compare_record(record, str(path))
         elif isinstance(record, RunRecord):
@@ -366,18 +357,18 @@ def plot_format(path: Path) -> str:
     return fmt
 
 
+def _panels(rows: list[Row]) -> dict[str, dict[str, list[Row]]]:
+    """The rows of each comparison group (in the groups' order) of each metric (in the metrics' order)."""
+    metrics = sorted({r.metric_name for r in rows})
+    return {m: dict(sorted(_by_group([r for r in rows if r.metric_name == m]).items())) for m in metrics}
+
+
 def plot_panels(rows: list[Row]) -> list[dict[str, Any]]:
     """What :func:`plot` draws: one panel per metric; in each, every group with its front (row names)."""
     panels = []
-    for metric in sorted({r.metric_name for r in rows}):
-        groups = _by_group([r for r in rows if r.metric_name == metric])
-        panels.append({
-            "metric": metric,
-            "groups": [
-                {"group": g, "rows": len(members), "front": [r.name for r in sorted(members, key=lambda r: r.seconds) if r.pareto]}
-                for g, members in sorted(groups.items())
-            ],
-        })  # fmt: skip
+    for metric, groups in _panels(rows).items():
+        fronts = {g: [r.name for r in sorted(members, key=lambda r: r.seconds) if r.pareto] for g, members in groups.items()}
+        panels.append({"metric": metric, "groups": [{"group": g, "rows": len(groups[g]), "front": f} for g, f in fronts.items()]})
     return panels
 
 
@@ -400,14 +391,12 @@ def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
     from accel.files import write_new
 
     fmt = plot_format(path)
-    panels = plot_panels(rows)
+    panels = _panels(rows)
     fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 5.5), dpi=110, squeeze=False)
     colors: dict[str, str] = {g: f"C{i % 10}" for i, g in enumerate(sorted({r.group for r in rows}))}
-    for ax, panel in zip(axes[0], panels):
-        metric = panel["metric"]
-        for entry in panel["groups"]:
-            group, color = entry["group"], colors[entry["group"]]
-            members = [r for r in rows if r.group == group and r.metric_name == metric]
+    for ax, (metric, groups) in zip(axes[0], panels.items()):
+        for group, members in groups.items():
+            color = colors[group]
             ax.scatter([r.seconds for r in members], [r.metric for r in members], color=color, alpha=0.6, s=28, label=group)
             front = sorted((r for r in members if r.pareto), key=lambda r: r.seconds)
             if front:
@@ -424,8 +413,8 @@ def plot(rows: list[Row], path: Path, exists: str = "number") -> Path:
     return write_new(Path(path), buffer.getvalue(), "the plot", "choose another --plot FILE", exists=exists)  # type: ignore[arg-type]
 
 
-def render(rows: list[Row], console: Any) -> None:
-    """One table: a section per comparison group, one row per experiment, the fronts marked."""
+def render(rows: list[Row], console: Any, notes: list[str]) -> None:
+    """One table: a section per comparison group, one row per experiment, the fronts marked; then ``notes``."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -448,6 +437,8 @@ def render(rows: list[Row], console: Any) -> None:
                 f"{r.metric_name} {r.metric:.4f}", secs, mb, front, end_section=i == len(members) - 1,
             )  # fmt: skip
     console.print(table)
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)  # notes name files: text, not markup
 
 
 def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
@@ -459,6 +450,6 @@ def experiments_record(rows: list[Row], folder: Path) -> dict[str, Any]:
         "benchmark": "experiments",
         "created_at": datetime.now(timezone.utc).isoformat(),
         "folder": str(folder),
-        "rows": [r.as_dict() for r in rows],
+        "rows": [asdict(r) for r in rows],
         "groups": sorted({r.group for r in rows}),
     }

@@ -49,10 +49,10 @@ from accel.errors import AccelError, first_line
 from accel.hpo.space import resolve_space, suggest
 from accel.hpo.study import (
     OpenedStudy,
+    claim,
     counted_trials,
     direction_of,
     discard_if_empty,
-    heartbeat,
     load_study,
     open_storage,
     open_study,
@@ -90,16 +90,12 @@ class SearchData:
     ``parts`` holds ``(X, y)`` of each part: ``fit`` + ``valid`` are the ``train`` rows; ``subset``
     is drawn from ``fit``; the hold-out (``test``) is touched only by the default baseline and the
     retrained best. The ``X`` are frames after :func:`split_for_search` and stored matrices
-    (:class:`~accel.precision.StoredMatrix`, what the models take) after :func:`store_search_data`.
+    (:class:`~accel.precision.StoredMatrix`, what the models take) once :func:`build_context` has stored them.
     """
 
     parts: dict[str, tuple[Any, Any]]
     rows: dict[str, int]
     notes: list[str] = field(default_factory=list)
-
-    def part(self, name: str) -> tuple[Any, ...]:
-        """``(X, y, X_eval, y_eval)`` of ``name``: ``subset`` and ``fit`` scored on the validation part, ``train`` on the hold-out."""
-        return (*self.parts[name], *self.parts["test" if name == "train" else "valid"])
 
 
 def _take(part: tuple[Any, Any], positions: np.ndarray) -> tuple[Any, Any]:
@@ -147,18 +143,6 @@ def split_for_search(prepared: Any, task: str, validation: float, subset: float,
         train=len(y_host), fit=len(fit_pos), validation=len(valid_pos), subset=len(parts["subset"][1]), test=len(prepared.y_test)
     )
     return SearchData(parts=parts, rows=rows, notes=notes)
-
-
-def store_search_data(backend: Backend, data: SearchData, categorical: list[str], precision: Any, batch_rows: int) -> SearchData:
-    """Hold every part's features as the model input storage (float32, or guarded float16), once each."""
-    from accel.precision import store_frame
-
-    stored: dict[int, Any] = {}
-    for name, (frame, y) in data.parts.items():
-        if id(frame) not in stored:  # the subset may be all the fitting rows: stored once
-            stored[id(frame)] = store_frame(backend, frame, categorical, precision, batch_rows)
-        data.parts[name] = (stored[id(frame)], y)
-    return data
 
 
 # --------------------------------------------------------------------------- training one candidate
@@ -238,7 +222,7 @@ def train_and_score(
     keep: dict[str, Any] | None = None,
 ) -> Measured:
     """Train the model with ``params`` on the ``part`` of the data (``subset``, ``fit`` or ``train``)
-    and score it on the rows that part is scored on (:meth:`SearchData.part`).
+    and score it: ``subset`` and ``fit`` on the validation part, ``train`` on the hold-out.
 
     On the validation part (``subset`` and ``fit``: trials and top-k) XGBoost watches the evaluation rows every round for
     early stopping and pruning; with ``early_stopping`` (an
@@ -255,7 +239,7 @@ def train_and_score(
     from accel.runner import rounds_listener
 
     backend = ctx.backend
-    X, y, X_eval, y_eval = ctx.data.part(part)
+    (X, y), (X_eval, y_eval) = ctx.data.parts[part], ctx.data.parts["test" if part == "train" else "valid"]
     out = out if out is not None else Measured()
     out.rows, out.arm = len(y), backend.name
     model = build_model(ctx.config.model, ctx.task, params, ctx.config.seed, n_classes=ctx.n_classes)
@@ -321,11 +305,9 @@ class Objective:
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
         try:
             train_and_score(ctx, params, "subset", callbacks, out=result)
-        except optuna.TrialPruned:
-            raise
         except Exception as exc:
-            # Marked failed with the reason; the study goes on (optimize's ``catch``).
-            trial.set_user_attr("error", first_line(exc, 300))
+            if not isinstance(exc, optuna.TrialPruned):  # marked failed with the reason; the study goes on (optimize's ``catch``)
+                trial.set_user_attr("error", first_line(exc, 300))
             raise
         finally:
             for key in ("seconds", "stages", "peak_host_mb", "peak_device_mb", "rows"):
@@ -347,7 +329,7 @@ def build_context(
     that would have to be streamed is refused. ``memory``: the arm's memory settings when they
     are not the config's (:func:`search_memory`).
     """
-    from accel.precision import plan_for_frames
+    from accel.precision import plan_for_frames, store_frame
     from accel.runner import build_workflow, prepare_arm
 
     workflow = workflow or build_workflow(config)
@@ -362,7 +344,13 @@ def build_context(
     hpo = config.hpo
     data = split_for_search(prepared, workflow.task, hpo.validation, hpo.subset, config.seed)
     precision = plan_for_frames(config.precision, [prepared.X_train, prepared.X_test], prepared.categorical)
-    data = store_search_data(backend, data, prepared.categorical, precision, batches.rows_per_batch)
+    # Every part's features held as the model input storage (float32, or guarded float16), once each (the
+    # subset may be all the fitting rows), each frame let go as soon as it is stored.
+    stored: dict[int, Any] = {}
+    for name, (frame, y) in data.parts.items():
+        if id(frame) not in stored:
+            stored[id(frame)] = store_frame(backend, frame, prepared.categorical, precision, batches.rows_per_batch)
+        data.parts[name] = (stored[id(frame)], y)
     backend.synchronize()
     seconds = time.perf_counter() - start
     metric, _ = direction_of(workflow.task)
@@ -413,12 +401,10 @@ def run_trials(
 ) -> None:
     """Run ``n_trials`` more trials of ``study`` in this process; stop early once the study counts
     ``total`` (other processes that joined it run its trials too)."""
-    if n_trials <= 0:
-        return
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
-        heartbeat(study)
+        claim(study)
         if total is not None and counted_trials(study) >= total:
             study.stop()  # the study's --trials are done, some by the processes beside this one
 
@@ -454,9 +440,8 @@ def _worker_trials(spec: dict[str, Any]) -> None:
     storage = open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
     study = load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
-    timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())
-    if timeout != 0.0:
-        study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
+    timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())  # 0: past it, no trial starts
+    study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
 
 
 def run_trials_on_client(
@@ -472,8 +457,6 @@ def run_trials_on_client(
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
         raise AccelError("the Dask cluster has no workers")
-    if n_trials <= 0:
-        return len(workers)
     deadline = None if timeout is None else time.time() + timeout
     shares = [n_trials // len(workers) + (i < n_trials % len(workers)) for i in range(len(workers))]
     spec = {"config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm}
@@ -500,7 +483,7 @@ def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> 
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
                 log(describe_trial(t, str(study.user_attrs.get("metric", "value"))))
-                heartbeat(study)
+                claim(study)
 
 
 def search_memory(config: RunConfig, cluster: str | None) -> tuple[Any, str | None]:
@@ -579,12 +562,11 @@ def search_config(
 
 
 def _best_trials(study: Any, k: int) -> list[Any]:
-    from optuna.study import StudyDirection
+    """The ``k`` best completed trials, best first (among equal values the earlier trial), each set of parameters once."""
     from optuna.trial import TrialState
 
-    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
-    sign = -1 if study.direction == StudyDirection.MAXIMIZE else 1
-    done.sort(key=lambda t: (sign * t.value, t.number))  # among equal values the earlier trial first
+    sign = -1 if study.direction.name == "MAXIMIZE" else 1
+    done = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: (sign * t.value, t.number))
     picked: dict[str, Any] = {}
     for t in done:  # the same parameters twice would waste a full-data run: the first (best) kept
         picked.setdefault(repr(sorted(t.params.items())), t)
@@ -626,7 +608,7 @@ def run_search(
             run.record["best_trial"] = _best_trial(run.ctx, best[0])
             return _finish(run, out, _final(run, _top_k(run, best), baseline))
         except BaseException as exc:
-            discarded = not opened.resumed and discard_if_empty(opened)  # no study left to block the corrected rerun
+            discarded = discard_if_empty(opened)  # no study left to block the corrected rerun
             if isinstance(exc, KeyboardInterrupt) and not discarded:
                 kept(exc, _resumable(opened))
             failure = storage_failure(exc, opened.storage_url)
@@ -772,7 +754,7 @@ def _record(
             "resumed": opened.resumed,
             "joined": opened.joined,
             "interrupted_trials": opened.interrupted,
-            "sampler": f"TPESampler(seed={(config.seed + 1000 * opened.seed_offset) % 2**32})",
+            "sampler": f"TPESampler(seed={(config.seed + 1000 * len(opened.joined)) % 2**32})",
             "pruner": config.hpo.pruner,
         },  # fmt: skip
         "config": public_config(config),
@@ -802,11 +784,11 @@ def _finish(run: _Search, out: Path, arms: dict[str, Any]) -> tuple[dict[str, An
     record = run.record
     record["arms"] = arms
     gpu, cpu = arms["gpu"], arms["cpu"]
-    both = gpu["status"] == "ok" and cpu["status"] == "ok"
-    # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran).
+    # The final model's stages, as ``accel run``'s (CPU seconds / GPU seconds; NaN unless both ran: a
+    # skipped or failed arm has NaN seconds and no stages).
     record["speedup"] = {
-        "final_model": speedup(cpu["seconds"], gpu["seconds"]) if both else math.nan,
-        **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) if both else math.nan for s in MODEL_STAGES},
+        "final_model": speedup(cpu["seconds"], gpu["seconds"]),
+        **{s: speedup(cpu["stages"].get(s), gpu["stages"].get(s)) for s in MODEL_STAGES},
     }
     record["phases_seconds"] = {k: round(v, 3) for k, v in run.phases.items()}
     record["finished_at"] = datetime.now(timezone.utc).isoformat()

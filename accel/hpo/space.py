@@ -13,12 +13,6 @@ from accel.registry import MODELS, Dist
 SEARCH_SPACES: dict[str, Mapping[str, Dist]] = {name: spec.search_space for name, spec in MODELS.items()}
 
 
-def _setting_is_int(model: str, name: str) -> bool:
-    """Whether ``model``'s setting ``name`` takes whole numbers (for a range over a parameter without a built-in one)."""
-    info = MODELS[model].settings.model_fields.get(name)
-    return info is not None and info.annotation is int
-
-
 def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
     """A :class:`Dist` from a workflow file's override of one parameter."""
     if isinstance(value, list):
@@ -28,8 +22,9 @@ def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
     # A SearchRange (accel.config): low/high(/log/step) or choices.
     if value.choices is not None:
         return Dist("categorical", choices=tuple(value.choices))
-    kind = default.kind if default is not None else None
-    is_int = kind == "int" if kind in ("int", "float") else _setting_is_int(model, name)
+    # A range over a parameter without a built-in one: whole numbers when the model's setting takes them.
+    kind, setting = default.kind if default is not None else None, MODELS[model].settings.model_fields.get(name)
+    is_int = kind == "int" if kind in ("int", "float") else setting is not None and setting.annotation is int
     low, high = (int(value.low), int(value.high)) if is_int else (float(value.low), float(value.high))
     step = None if value.step is None else (int(value.step) if is_int else float(value.step))
     return Dist("int" if is_int else "float", low, high, bool(value.log), step)

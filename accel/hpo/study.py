@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 
 # --------------------------------------------------------------------------- storage and study
 
-#: Settings a run may change when it resumes a study; every other setting defines the study.
-RUN_ONLY = {"device", "out"}
-HPO_RUN_ONLY = {"trials", "timeout", "top", "storage", "study"}
+#: Settings a run may change when it resumes a study (pydantic's ``exclude``); every other setting defines the study.
+RUN_ONLY: dict[str, Any] = {"device": True, "out": True, "hpo": {"trials", "timeout", "top", "storage", "study"}}
 
 
 def direction_of(task: str) -> tuple[str, Literal["maximize", "minimize"]]:
@@ -50,8 +49,7 @@ def _secrets(url: str) -> list[str]:
     found: list[str] = []
     with suppress(ValueError):
         parts = urlsplit(url)
-        if parts.password:
-            found += [parts.password, unquote(parts.password)]
+        found += [parts.password, unquote(parts.password)] if parts.password else []
         # As decoded, and as given (a value that does not decode the same).
         pairs = parse_qsl(parts.query, keep_blank_values=False) + [raw.partition("=")[::2] for raw in parts.query.split("&")]
         found += [value for key, value in pairs if key.lower() in SECRET_PARAMS and value]
@@ -115,15 +113,14 @@ def _read_only_sqlite(url: str) -> str:
     path = _sqlite_path(url)
     if path is None:
         return url
-    database = str(path)
-    kind = file_kind(database)
+    kind = file_kind(path)
     if kind == "missing":
-        raise AccelError(f"--storage {redact(url)!r}: no such file {database!r}; give an existing Optuna storage")
+        raise AccelError(f"--storage {redact(url)!r}: no such file {str(path)!r}; give an existing Optuna storage")
     if kind is not None:
-        raise AccelError(f"--storage {redact(url)!r}: {database!r} is {kind}, not an SQLite file")
-    if not is_optuna_sqlite(Path(database)):
-        raise AccelError(f"--storage {redact(url)!r}: {database!r} holds no Optuna studies (nothing was written to it)")
-    return f"sqlite:///file:{Path(database).resolve()}?mode=ro&uri=true"
+        raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} is {kind}, not an SQLite file")
+    if not is_optuna_sqlite(path):
+        raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} holds no Optuna studies (nothing was written to it)")
+    return f"sqlite:///file:{path.resolve()}?mode=ro&uri=true"
 
 
 def open_storage(url: str, read_only: bool = False) -> Any:
@@ -193,14 +190,12 @@ def mark_interrupted(study: Any) -> list[int]:
 
     storage = study._storage  # noqa: SLF001 - the documented way to change another trial's state
     reason = "interrupted: the process running this trial stopped; marked failed on --resume"
-    marked = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        trial_id = trial._trial_id  # noqa: SLF001
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for trial_id in (t._trial_id for t in running):  # noqa: SLF001
         storage.set_trial_user_attr(trial_id, "interrupted", True)
         storage.set_trial_user_attr(trial_id, "error", reason)
         storage.set_trial_state_values(trial_id, TrialState.FAIL)
-        marked.append(trial.number)
-    return marked
+    return [t.number for t in running]
 
 
 def counted_trials(study: Any) -> int:
@@ -210,18 +205,15 @@ def counted_trials(study: Any) -> int:
 
 
 def trial_counts(study: Any) -> dict[str, int]:
-    from optuna.trial import TrialState
+    """The study's trials in all, then by state; a failed trial marked ``interrupted`` counts as that, not as failed."""
+    from collections import Counter
 
     trials = study.get_trials(deepcopy=False)
-    failed = [t for t in trials if t.state == TrialState.FAIL]
-    return {
-        "total": len(trials),
-        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
-        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
-        "failed": sum(not t.user_attrs.get("interrupted") for t in failed),
-        "interrupted": sum(bool(t.user_attrs.get("interrupted")) for t in failed),
-        "running": sum(t.state == TrialState.RUNNING for t in trials),
-    }
+    states = Counter(
+        "INTERRUPTED" if t.state.name == "FAIL" and t.user_attrs.get("interrupted") else t.state.name for t in trials
+    )
+    keys = {"complete": "COMPLETE", "pruned": "PRUNED", "failed": "FAIL", "interrupted": "INTERRUPTED", "running": "RUNNING"}
+    return {"total": len(trials), **{k: states[state] for k, state in keys.items()}}
 
 
 def study_label(config: RunConfig) -> str:
@@ -235,9 +227,7 @@ def _search_identity(config: RunConfig) -> dict[str, Any]:
     """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
     from accel.credentials import hidden
 
-    dump = {k: v for k, v in config.model_dump(mode="json").items() if k not in RUN_ONLY}
-    dump["hpo"] = {k: v for k, v in dump["hpo"].items() if k not in HPO_RUN_ONLY}
-    return hidden(dump)
+    return hidden(config.model_dump(mode="json", exclude=RUN_ONLY))
 
 
 def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
@@ -259,10 +249,9 @@ class OpenedStudy:
     workflow: Any
     resumed: bool
     interrupted: list[int] = field(default_factory=list)
-    #: The processes that were running the study when this one joined it (empty: created or resumed here).
+    #: The processes that were running the study when this one joined it (empty: created or resumed here);
+    #: joined as the n-th process, its sampler's seed differs by 1000 * n.
     joined: list[str] = field(default_factory=list)
-    #: Joined as the n-th process: its sampler's seed differs by 1000 * n.
-    seed_offset: int = 0
 
 
 def open_study(config: RunConfig, given: set[str], resume: bool) -> OpenedStudy:
@@ -287,12 +276,10 @@ def open_study(config: RunConfig, given: set[str], resume: bool) -> OpenedStudy:
         new_file = path if path is not None and not path.exists() else None  # a file that was there before is never removed
         storage = open_storage(url)
         try:
-            name = config.hpo.study
             existing = {s.study_name: s for s in storage.get_all_studies()}
             if resume:
-                return _resumed_study(config, given, storage, url, name, existing)
-            if name is None:
-                name = _free_name(config, existing)
+                return _resumed_study(config, given, storage, url, config.hpo.study, existing)
+            name = config.hpo.study or _free_name(config, existing)
             if name in existing:
                 return _join(config, storage, url, existing[name])
             return _loaded(config, storage, url, name, joined=[], new=True)
@@ -353,7 +340,7 @@ def _resumed_study(
             f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study"
         )
     # The study's own settings, with this run's trials, time-out, top-k, device and output.
-    hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in HPO_RUN_ONLY} | {"study": name, "storage": url})
+    hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in RUN_ONLY["hpo"]} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     opened = _loaded(resumed_config, storage, url, name, joined=[])
     opened.interrupted = mark_interrupted(opened.study)
@@ -415,14 +402,14 @@ def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[s
         except optuna.exceptions.DuplicatedStudyError:
             # Another process created it between the check and now, outside the lock (another host,
             # or not accel): joined if it runs this search, else refused.
-            existing = {s.study_name: s for s in storage.get_all_studies()}
-            return _join(config, storage, url, existing[name], just_created=True)
+            made = next(s for s in storage.get_all_studies() if s.study_name == name)
+            return _join(config, storage, url, made, just_created=True)
     study = load_study(name, storage, (config.seed + 1000 * len(joined)) % 2**32, config.hpo.pruner)
     claim(study)
     if new:
         study.set_user_attr("accel", {"identity": _search_identity(config), "config": public_config(config)})
         study.set_user_attr("metric", metric)
-    return OpenedStudy(study, url, config, workflow, resumed=not (joined or new), joined=joined, seed_offset=len(joined))
+    return OpenedStudy(study, url, config, workflow, resumed=not (joined or new), joined=joined)
 
 
 def discard_if_empty(opened: OpenedStudy) -> bool:
@@ -463,13 +450,11 @@ def storage_failure(exc: BaseException, url: str) -> str | None:
     full = any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain)
     if not full and not any(isinstance(e, StorageInternalError) for e in chain):
         return None
-    reasons = []
-    for e in chain:
-        orig = getattr(e, "orig", None)  # SQLAlchemy's DBAPIError: the driver's own error
-        text = str(orig if orig is not None else e).strip().splitlines()
-        if text and not isinstance(e, (StorageInternalError, AssertionError)):
-            reasons.append(scrub(text[0], url)[:160])
-    reason = reasons[0] if reasons else "the storage failed"
+    # SQLAlchemy's DBAPIError holds the driver's own error as ``orig``.
+    texts = (
+        str(getattr(e, "orig", None) or e).strip() for e in chain if not isinstance(e, (StorageInternalError, AssertionError))
+    )
+    reason = next((scrub(text.splitlines()[0], url)[:160] for text in texts if text), "the storage failed")
     advice = (
         "free some space, or choose another --storage / --out" if "full" in reason or "space" in reason else "check --storage"
     )
@@ -497,15 +482,10 @@ def _claim_key() -> str:
 
 
 def claim(study: Any) -> None:
-    """Mark ``study`` as run by this process (released by :func:`release`; refreshed by :func:`heartbeat`)."""
+    """Mark ``study`` as run by this process, its last sign of life now (released by :func:`release`);
+    called again after each trial."""
     held = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()}
     study.set_user_attr(_claim_key(), held)
-
-
-def heartbeat(study: Any) -> None:
-    held = study.user_attrs.get(_claim_key())
-    if isinstance(held, dict):
-        study.set_user_attr(_claim_key(), {**held, "heartbeat": time.time()})
 
 
 def release(study: Any) -> None:
@@ -517,8 +497,7 @@ def release(study: Any) -> None:
 def runners(attrs: dict[str, Any]) -> list[str]:
     """The other live processes that run a study, from its user attributes (their claims: the
     key ``running`` of older studies, ``running:<host>:<pid>`` of each process)."""
-    keys = [k for k in attrs if k == CLAIM_ATTR or k.startswith(CLAIM_ATTR + ":")]
-    return [who for who in (running_elsewhere(attrs[k]) for k in sorted(keys)) if who]
+    return [who for k in sorted(attrs) if k.partition(":")[0] == CLAIM_ATTR and (who := running_elsewhere(attrs[k]))]
 
 
 def running_elsewhere(held: Any) -> str | None:
