@@ -124,7 +124,7 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
     fmt = next(f for f in scores if scores[f] == best)  # the first of the best, in preference order
     layout = DateLayout(fmt, best, len(sample))
     other = re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt)  # month and day exchanged: %m/%d/%Y, %d/%m/%Y
-    if other not in CANDIDATES:  # not a numeric date with both
+    if other == fmt or other not in CANDIDATES:  # not a numeric date with both
         return layout
     other_share = scores.get(other, parsed_share(sample, other))
     month_first = fmt.index("%m") < fmt.index("%d")
