@@ -246,8 +246,8 @@ def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str |
         return ColumnPlan(name, "boolean")
     if pd.api.types.is_datetime64_any_dtype(dtype):  # every date part, unless it is a monthly series
         values = s.dropna()
-        parts, why = dates.date_parts(None, values.dt.tz_convert(None) if values.dt.tz is not None else values)
-        return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts if why else None)
+        parts, note = dates.date_parts(None, values.dt.tz_convert(None) if values.dt.tz is not None else values)
+        return ColumnPlan(name, "datetime", "typed", date_note=note, date_parts=parts if note else None)
     if pd.api.types.is_integer_dtype(dtype) or (pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())):
         if nunique == n and n >= 50 and (_ID_NAME.search(name) or s.dropna().is_monotonic_increasing):
             return ColumnPlan(name, "dropped", "ID-like (every value distinct)")
