@@ -60,6 +60,11 @@ PROBE_METHOD = 2
 ONEHOT_MAX = 20  # one-hot up to this many values (linear models, KNN)
 TE_FOLDS = 5
 TE_SMOOTHING: float | str = "auto"  # per category, as scikit-learn's TargetEncoder(smooth="auto")
+#: How each family encodes a categorical column of at most so many values (``native``: also the
+#: columns the encoding probe chose); one of more values gets :data:`TARGET_ENCODING`.
+FEW_VALUES = {"native": ("native categorical", NATIVE_MAX), "trees": ("ordinal codes", NATIVE_MAX),
+              "linear": ("one-hot", ONEHOT_MAX), "distance": ("one-hot", ONEHOT_MAX)}  # fmt: skip
+TARGET_ENCODING = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
 
 
 @dataclass
@@ -86,11 +91,9 @@ class FeatureReport:
 
 def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
     """The column as the plan says: float64 for numeric/boolean, or categorical (datetime: :func:`cast_datetime`)."""
-    if plan.kind == "numeric":
+    if plan.kind == "numeric" or (plan.kind == "boolean" and str(s.dtype) == "bool"):
         return s.astype("float64")
     if plan.kind == "boolean":
-        if str(s.dtype) == "bool":
-            return s.astype("float64")
         low = s.astype("str").str.strip().str.lower()
         known = low.isin(list(TRUE_STRINGS + FALSE_STRINGS))
         return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
@@ -178,8 +181,6 @@ class TargetEncoder:
     """
 
     def __init__(self, xdf: ModuleType, targets: list[str], smoothing: float | str = TE_SMOOTHING):
-        if not (smoothing == "auto" or (isinstance(smoothing, (int, float)) and smoothing >= 0)):
-            raise ValueError(f"smoothing must be 'auto' or a number >= 0, not {smoothing!r}")
         self.xdf, self.targets, self.smoothing = xdf, targets, smoothing
         self._parts: list[Any] = []
         self._stats = [*targets, *(f"{t}__sq" for t in targets)]
@@ -286,8 +287,6 @@ def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, 
         if dense != "float64":
             built = {k: v if str(v.dtype) in ("category", "bool") else v.astype(dense) for k, v in built.items()}
         parts.append(xdf.DataFrame(built))
-    if not parts:
-        raise ValueError("no features")
     return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 
 
@@ -318,26 +317,20 @@ class TableFeaturizer:
         self.xdf, self.plan, self.family = xdf, plan, family
         self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
         self.report = FeatureReport()
+        few, most = FEW_VALUES[family]
         self.encoding: dict[str, str] = {}
         for col in plan.features:
-            if col.kind in ("numeric", "boolean"):
-                kind = col.kind
-            elif col.kind == "datetime":
-                kind = "date parts"
-            elif family == "native" and (col.cardinality <= NATIVE_MAX or col.name in plan.native_categorical):
-                kind = "native categorical"
-            elif family in ("linear", "distance") and col.cardinality <= ONEHOT_MAX:
-                kind = "one-hot"
-            elif family == "trees" and col.cardinality <= NATIVE_MAX:
-                kind = "ordinal codes"
+            if col.kind != "categorical":
+                self.encoding[col.name] = "date parts" if col.kind == "datetime" else col.kind
+            elif col.cardinality <= most or (family == "native" and col.name in plan.native_categorical):
+                self.encoding[col.name] = few
             else:
-                kind = f"out-of-fold target encoding ({TE_FOLDS} folds) + count"
-            self.encoding[col.name] = kind
+                self.encoding[col.name] = TARGET_ENCODING
         self.report.encodings = dict(self.encoding)
         n_classes = len(plan.classes or [])
         self.targets = [f"class{k}" for k in range(n_classes)] if plan.task == "multiclass" else ["t"]
         self.encoders = {
-            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind.startswith("out-of-fold")
+            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind == TARGET_ENCODING
         }
         self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
         self._taken = {c.name for c in plan.columns} | {plan.target}
@@ -381,16 +374,12 @@ class TableFeaturizer:
         """Forget what was fitted (before fitting again from the first batch)."""
         self.encoders = {name: TargetEncoder(self.xdf, self.targets) for name in self.encoders}
 
-    def _target_columns(self, y: Any) -> dict[str, Any]:
-        if self.plan.task == "multiclass":
-            return {f"class{k}": (y == k).astype("float64") for k in range(len(self.plan.classes or []))}
-        return {"t": y.astype("float64")}
-
     def partial_fit(self, train: Any, y_train: Any, folds: np.ndarray) -> None:
         """Add a batch of training rows (``folds``: their target-encoding folds)."""
         if not self.encoders:
             return
-        targets = self._target_columns(y_train.reset_index(drop=True))
+        # Multiclass: one indicator per class (``class0``, ...); else the codes or values as they are.
+        targets = {t: (y_train == k) if self.plan.task == "multiclass" else y_train for k, t in enumerate(self.targets)}
         by_name = {c.name: c for c in self.plan.features}
         for name, encoder in self.encoders.items():
             codes = category_codes(cast_column(self.xdf, train[name], by_name[name]))
@@ -682,8 +671,6 @@ def probe_native_categories(
 
 def _cached_decision(cache: Path) -> dict[str, Any] | None:
     """The decision an earlier probe of the same table cached, if there is a valid one."""
-    if not cache.is_file():
-        return None
     try:
         decision = json.loads(cache.read_text())
     except (OSError, ValueError):

@@ -27,7 +27,6 @@ larger than N/1e6 and N/1e3).
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,7 @@ from accel.errors import AccelError
 #: Columns of each table, in the benchmark's order.
 GROUPBY_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3")
 JOIN_X_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1")
-JOIN_SMALL_COLUMNS = ("id1", "id4", "v2")
 JOIN_MEDIUM_COLUMNS = ("id1", "id2", "id4", "id5", "v2")
-JOIN_BIG_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v2")
 
 DEFAULT_SEED = 108
 FORMATS = ("csv", "parquet")
@@ -72,12 +69,16 @@ def _labels(fmt: str, count: int) -> Any:
     return pa.array([fmt % i for i in range(1, count + 1)], type=pa.string())
 
 
-def _dictionary(codes: np.ndarray, labels: Any, null: np.ndarray | None) -> Any:
-    """A pyarrow dictionary column from 1-based codes (strings are built once per distinct value)."""
+def _column(values: np.ndarray, null: np.ndarray | None, labels: Any = None) -> Any:
+    """A pyarrow column of ``values``: integers as int32, or with ``labels`` as a dictionary column
+    of those labels from 1-based codes (strings are built once per distinct value); others as they are."""
     import pyarrow as pa
 
-    indices = pa.array((codes - 1).astype(np.int32), mask=null)
-    return pa.DictionaryArray.from_arrays(indices, labels)
+    if values.dtype.kind != "i":
+        return pa.array(values, mask=null)
+    if labels is None:
+        return pa.array(values.astype(np.int32), mask=null)
+    return pa.DictionaryArray.from_arrays(pa.array((values - 1).astype(np.int32), mask=null), labels)
 
 
 def _null_values(rng: np.random.Generator, values: np.ndarray, nas: int) -> np.ndarray | None:
@@ -120,26 +121,20 @@ def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = 
     _check_counts(n, k, nas)
     rng = np.random.default_rng(seed)
     nk = max(n // k, 1)
-    ids = {c: rng.integers(1, groups + 1, n) for c, groups in zip(GROUPBY_COLUMNS[:6], (k, k, nk, k, k, nk))}
-    values: dict[str, np.ndarray] = {"v1": rng.integers(1, 6, n), "v2": rng.integers(1, 16, n)}
-    values["v3"] = np.round(rng.uniform(0, 100, n), 6)
-    id_nulls = {c: _null_values(rng, v, nas) for c, v in ids.items()}
-    v_nulls = {c: _null_rows(rng, n, nas) for c in values}
+    data = {c: rng.integers(1, groups + 1, n) for c, groups in zip(GROUPBY_COLUMNS[:6], (k, k, nk, k, k, nk))}
+    data |= {"v1": rng.integers(1, 6, n), "v2": rng.integers(1, 16, n), "v3": np.round(rng.uniform(0, 100, n), 6)}
+    nulls = {c: _null_values(rng, v, nas) if c.startswith("id") else _null_rows(rng, n, nas) for c, v in data.items()}
 
     if sort:
         # NA sorts first, as data.table's setkeyv puts it; zero-padded labels sort like their numbers.
-        keys = [ids[c] if (mask := id_nulls[c]) is None else np.where(mask, 0, ids[c]) for c in reversed(list(ids))]
+        keys = [data[c] if (mask := nulls[c]) is None else np.where(mask, 0, data[c]) for c in reversed(GROUPBY_COLUMNS[:6])]
         order = np.lexsort(keys)
-        ids, values = ({c: v[order] for c, v in d.items()} for d in (ids, values))
-        id_nulls, v_nulls = ({c: (m[order] if m is not None else None) for c, m in d.items()} for d in (id_nulls, v_nulls))
+        data = {c: v[order] for c, v in data.items()}
+        nulls = {c: (m[order] if m is not None else None) for c, m in nulls.items()}
 
     short, long = _labels("id%03d", k), _labels("id%010d", nk)
-    columns = {c: _dictionary(ids[c], labels, id_nulls[c]) for c, labels in (("id1", short), ("id2", short), ("id3", long))}
-    for c in ("id4", "id5", "id6"):
-        columns[c] = pa.array(ids[c].astype(np.int32), mask=id_nulls[c])
-    for c in ("v1", "v2"):
-        columns[c] = pa.array(values[c].astype(np.int32), mask=v_nulls[c])
-    columns["v3"] = pa.array(values["v3"], mask=v_nulls["v3"])
+    labels = {"id1": short, "id2": short, "id3": long}
+    columns = {c: _column(v, nulls[c], labels.get(c)) for c, v in data.items()}
     return pa.table(columns)
 
 
@@ -185,9 +180,8 @@ def join_sizes(n: int) -> dict[str, int]:
 
 
 def join_names(n: int, nas: int = 0) -> dict[str, str]:
-    sizes = join_sizes(n)
     return {"x": f"J1_{pretty_count(n)}_NA_{nas}_0"} | {
-        role: f"J1_{pretty_count(n)}_{pretty_count(rows)}_{nas}_0" for role, rows in sizes.items()
+        role: f"J1_{pretty_count(n)}_{pretty_count(rows)}_{nas}_0" for role, rows in join_sizes(n).items()
     }
 
 
@@ -206,18 +200,18 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
     v1 = np.round(rng.uniform(0, 100, n), 6)
     x_nulls = {c: _null_values(rng, v, nas) for c, v in x_ids.items()}
     v1_null = _null_rows(rng, n, nas)
-    x_cols: dict[str, Any] = {c: pa.array(v.astype(np.int32), mask=x_nulls[c]) for c, v in x_ids.items()}
+    x_cols: dict[str, Any] = {c: _column(v, x_nulls[c]) for c, v in x_ids.items()}
     x_cols |= {f"id{j + 4}": _id_strings(v, x_nulls[c]) for j, (c, v) in enumerate(x_ids.items())}  # id4..id6 of id1..id3
-    x_cols["v1"] = pa.array(v1, mask=v1_null)
+    x_cols["v1"] = _column(v1, v1_null)
     tables = {"x": pa.table(x_cols)}
 
     # Each right table: the first 1, 2 or 3 keys (id1, id2, id3 and their strings id4, id5, id6), then v2.
     for i, role in enumerate(roles):
         rows = sizes[role]
         values = [_sample_all(rng, np.concatenate([shared, right]), rows) for shared, _, right in keys[: i + 1]]
-        cols: dict[str, Any] = {f"id{j + 1}": pa.array(v.astype(np.int32)) for j, v in enumerate(values)}
+        cols: dict[str, Any] = {f"id{j + 1}": _column(v, None) for j, v in enumerate(values)}
         cols |= {f"id{j + 4}": _id_strings(v, None) for j, v in enumerate(values)}
-        cols["v2"] = pa.array(np.round(rng.uniform(0, 100, rows), 6))
+        cols["v2"] = _column(np.round(rng.uniform(0, 100, rows), 6), None)
         tables[role] = pa.table(cols)
     return tables
 
@@ -286,18 +280,16 @@ def prepare_output(path: Path, *, folder: bool, files: list[Path] | None = None,
     ``files``: the files that will be written (the path itself when not a folder); one that
     exists is refused unless ``exists`` is ``"replace"`` (``--overwrite``).
     """
+    from accel.cache import _writable_folder
     from accel.files import refuse_existing
 
     path = Path(path)
     for file in files if files is not None else ([] if folder else [path]):
         refuse_existing(file, "the data file", exists)  # type: ignore[arg-type]
     target = path if folder else path.parent
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target, prefix=".accel-probe-"):
-            pass
-    except OSError as exc:
-        raise AccelError(f"cannot write to {str(target)!r} ({exc.strerror or type(exc).__name__})") from None
+    why = _writable_folder(target)  # made if missing, and a file written and removed there
+    if why:
+        raise AccelError(f"cannot write to {str(target)!r} ({why})")
     return path
 
 

@@ -40,59 +40,21 @@ PROBE = 20
 #: Date layouts tried, in order of preference when two parse equally well.
 DATE_LAYOUTS = (
     # ISO-like, year first
-    "%Y-%m-%d",
-    "%Y/%m/%d",
-    "%Y.%m.%d",
-    "%Y%m%d",
-    "%Y-%m",
+    "%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d", "%Y%m%d", "%Y-%m",
     # numbers, month-first (US) and day-first; the data resolves which (see module docstring)
-    "%m/%d/%Y",
-    "%d/%m/%Y",
-    "%m-%d-%Y",
-    "%d-%m-%Y",
-    "%d.%m.%Y",
-    "%m.%d.%Y",
-    "%m/%d/%y",
-    "%d/%m/%y",
-    "%m-%d-%y",
-    "%d-%m-%y",
+    "%m/%d/%Y", "%d/%m/%Y", "%m-%d-%Y", "%d-%m-%Y", "%d.%m.%Y", "%m.%d.%Y",
+    "%m/%d/%y", "%d/%m/%y", "%m-%d-%y", "%d-%m-%y",
     # month names (English, as pandas and Python's strptime read them)
-    "%Y %b",
-    "%Y %B",
-    "%b %Y",
-    "%B %Y",
-    "%Y-%b",
-    "%b-%Y",
-    "%b-%y",
-    "%d %b %Y",
-    "%d %B %Y",
-    "%d-%b-%Y",
-    "%d-%b-%y",
-    "%b %d, %Y",
-    "%B %d, %Y",
-    "%b %d %Y",
-    "%B %d %Y",
-)
+    "%Y %b", "%Y %B", "%b %Y", "%B %Y", "%Y-%b", "%b-%Y", "%b-%y",
+    "%d %b %Y", "%d %B %Y", "%d-%b-%Y", "%d-%b-%y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y",
+)  # fmt: skip
 #: Time layouts tried after each date layout that has a day.
 TIME_LAYOUTS = (
-    "",
-    " %H:%M",
-    " %H:%M:%S",
-    "T%H:%M",
-    "T%H:%M:%S",
-    " %H:%M:%S.%f",
-    "T%H:%M:%S.%f",
-    "T%H:%M:%SZ",
-    " %I:%M %p",
-    " %I:%M:%S %p",
+    "", " %H:%M", " %H:%M:%S", "T%H:%M", "T%H:%M:%S", " %H:%M:%S.%f", "T%H:%M:%S.%f", "T%H:%M:%SZ",
+    " %I:%M %p", " %I:%M:%S %p",
     # with a UTC offset (+01:00, -0500, Z): read as UTC, each value by its own offset
-    "T%H:%M%z",
-    "T%H:%M:%S%z",
-    "T%H:%M:%S.%f%z",
-    " %H:%M%z",
-    " %H:%M:%S%z",
-    " %H:%M:%S.%f%z",
-)
+    "T%H:%M%z", "T%H:%M:%S%z", "T%H:%M:%S.%f%z", " %H:%M%z", " %H:%M:%S%z", " %H:%M:%S.%f%z",
+)  # fmt: skip
 
 #: Date parts per layout: the features a datetime column becomes (see :func:`date_parts`).
 ALL_PARTS = ("year", "month", "day", "day_of_week", "day_of_year", "hour")
@@ -113,6 +75,8 @@ _DATE_LIKE = re.compile(
     re.IGNORECASE,
 )
 _PAIRS = {"%m": "%d", "%d": "%m"}
+#: Every layout tried, in order of preference: each date layout, with each time layout after those that have a day.
+CANDIDATES = tuple(date + t for date in DATE_LAYOUTS for t in (TIME_LAYOUTS if "%d" in date else ("",)))
 
 
 @dataclass
@@ -147,39 +111,20 @@ def parsed_share(sample: pd.Series, fmt: str) -> float:
     return float(parsed.notna().mean())
 
 
-def candidate_formats() -> list[str]:
-    """Every date layout, with each time layout after the layouts that have a day."""
-    return [date + t for date in DATE_LAYOUTS for t in (TIME_LAYOUTS if "%d" in date else ("",))]
-
-
-_CANDIDATES = frozenset(candidate_formats())
-
-
-def _swapped(fmt: str) -> str | None:
-    """``fmt`` with month and day exchanged (``%m/%d/%Y`` ↔ ``%d/%m/%Y``), for numeric dates."""
-    return re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt) if "%m" in fmt and "%d" in fmt else None
-
-
-def _example(sample: pd.Series, fmt: str, other: str) -> str | None:
-    """A value ``fmt`` parses and ``other`` does not."""
-    hits = sample[pandas_datetime(sample, fmt).notna() & pandas_datetime(sample, other).isna()]
-    return None if hits.empty else str(hits.iloc[0])
-
-
 def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout | None:
     """The layout that parses the most sampled values (at least ``minimum`` of them), or None."""
     sample = _sample(values)
     if sample.empty:
         return None
     probe = sample.drop_duplicates().head(PROBE)
-    scores = {fmt: parsed_share(sample, fmt) for fmt in candidate_formats() if parsed_share(probe, fmt) >= DATE_LIKE_SHARE}
+    scores = {fmt: parsed_share(sample, fmt) for fmt in CANDIDATES if parsed_share(probe, fmt) >= DATE_LIKE_SHARE}
     best = max(scores.values(), default=0.0)
     if best < minimum or best == 0:
         return None
     fmt = next(f for f in scores if scores[f] == best)  # the first of the best, in preference order
     layout = DateLayout(fmt, best, len(sample))
-    other = _swapped(fmt)
-    if other is None or other not in _CANDIDATES:
+    other = re.sub(r"%[md]", lambda m: _PAIRS[m.group(0)], fmt)  # month and day exchanged: %m/%d/%Y, %d/%m/%Y
+    if other == fmt or other not in CANDIDATES:  # not a numeric date with both
         return layout
     other_share = scores.get(other, parsed_share(sample, other))
     month_first = fmt.index("%m") < fmt.index("%d")
@@ -193,7 +138,9 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
         give = f"give --date-format COLUMN={other} if that is wrong"
         layout.note = f"ambiguous: no sampled value has a day above 12, read {order}; {give}"
     else:
-        example, field = _example(sample, fmt, other), "second" if month_first else "first"
+        # A value only fmt parses (there is one: it parsed more), and the field above 12 it has.
+        example = sample[pandas_datetime(sample, fmt).notna() & pandas_datetime(sample, other).isna()].iloc[0]
+        field = "second" if month_first else "first"
         layout.note = f"{order}: resolved from the data ({example!r} has a {field} field above 12)"
     return layout
 

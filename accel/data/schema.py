@@ -125,10 +125,7 @@ class TablePlan:
         return [c.name for c in self.features] + [self.target]
 
     def by_kind(self) -> dict[str, list[ColumnPlan]]:
-        out: dict[str, list[ColumnPlan]] = {}
-        for c in self.columns:
-            out.setdefault(c.kind, []).append(c)
-        return out
+        return {kind: [c for c in self.columns if c.kind == kind] for kind in dict.fromkeys(c.kind for c in self.columns)}
 
     def fitted_state(self) -> dict[str, Any]:
         """What applying the plan to new rows needs (no row positions: they are the training
@@ -176,15 +173,6 @@ def _numeric_share(s: pd.Series) -> float:
 
 def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
     return sorted(map(float if numeric else str, values.dropna().unique()))
-
-
-def _typed_datetime_plan(name: str, s: pd.Series) -> ColumnPlan:
-    """A column the reader typed as datetimes: every date part, unless it is a monthly series."""
-    values = s.dropna()
-    if getattr(values.dt, "tz", None) is not None:
-        values = values.dt.tz_convert(None)
-    parts, why = dates.date_parts(None, values)
-    return ColumnPlan(name, "datetime", "typed", date_note=why, date_parts=parts if why else None)
 
 
 def _datetime_plan(name: str, layout: dates.DateLayout, source: str, notices: list[str], text: pd.Series) -> ColumnPlan:
@@ -236,23 +224,30 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
 
 def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str | None, typed: ArrowKind | None) -> ColumnPlan:
     """How one column is used; ``typed`` is the kind its Arrow type gives (:func:`accel.data.readers.arrow_kind`)."""
-    if typed is not None and typed[0] == "dropped":
-        return ColumnPlan(name, "dropped", typed[2])
+    kind, _, why = typed or ("", "", "")
+    if kind == "dropped":
+        return ColumnPlan(name, "dropped", why)
     if date_format is not None:
         return _override_plan(name, s, date_format, notices)
     n = int(s.notna().sum())
     if n == 0:
         return ColumnPlan(name, "dropped", "all values missing")
     nunique = int(s.nunique(dropna=True))
-    if nunique == 1 and not (typed is not None and typed[2].startswith("hive partition")):
+    if nunique == 1 and not why.startswith("hive partition"):
         return ColumnPlan(name, "dropped", "constant")
-    if typed is not None and typed[0] in ("numeric", "categorical"):
-        return _arrow_typed_plan(name, s, typed)
+    if kind == "numeric":
+        return ColumnPlan(name, "numeric", why)
+    if kind == "categorical":
+        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+        values = s if numeric else s.dropna().astype(str)
+        return ColumnPlan(name, "categorical", why, _sorted_categories(values, numeric), numeric)
     dtype = s.dtype
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnPlan(name, "boolean")
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return _typed_datetime_plan(name, s)
+    if pd.api.types.is_datetime64_any_dtype(dtype):  # every date part, unless it is a monthly series
+        values = s.dropna()
+        parts, note = dates.date_parts(None, values.dt.tz_convert(None) if values.dt.tz is not None else values)
+        return ColumnPlan(name, "datetime", "typed", date_note=note, date_parts=parts if note else None)
     if pd.api.types.is_integer_dtype(dtype) or (pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())):
         if nunique == n and n >= 50 and (_ID_NAME.search(name) or s.dropna().is_monotonic_increasing):
             return ColumnPlan(name, "dropped", "ID-like (every value distinct)")
@@ -262,15 +257,6 @@ def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str |
     if pd.api.types.is_numeric_dtype(dtype):
         return ColumnPlan(name, "numeric")
     return _text_plan(name, s, n, nunique, notices)
-
-
-def _arrow_typed_plan(name: str, s: pd.Series, typed: ArrowKind) -> ColumnPlan:
-    """A column whose Arrow type decides it numeric or categorical (``typed[2]``: why)."""
-    if typed[0] == "numeric":
-        return ColumnPlan(name, "numeric", typed[2])
-    numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
-    values = s if numeric else s.dropna().astype(str)
-    return ColumnPlan(name, "categorical", typed[2], _sorted_categories(values, numeric), numeric)
 
 
 def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]) -> ColumnPlan:
@@ -379,8 +365,7 @@ def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series
         return set()
     X = np.empty((len(y), len(names)), dtype=np.float64)
     for j, name in enumerate(names):  # one column at a time: no float64 copy of the whole frame first
-        values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        X[:, j] = values[rows]
+        X[:, j] = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
     if task == "regression":
         t = y.to_numpy(dtype=np.float64)
         if not np.isfinite(t).all():

@@ -240,10 +240,7 @@ class FlightsTransform:
     @classmethod
     def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> FlightsTransform:
         """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
-        stats = [
-            GroupStats(g["keys"], g["count_name"], g["rate_name"], _compat.from_pandas(xdf, tables[f"stats-{i}"]), g["prior"])
-            for i, g in enumerate(state["stats"])
-        ]
+        stats = [GroupStats(**g, table=_compat.from_pandas(xdf, tables[f"stats-{i}"])) for i, g in enumerate(state["stats"])]
         weather, planes = (_compat.from_pandas(xdf, tables[k]) for k in ("weather", "planes"))
         return cls(xdf, weather, planes, stats, state["vocabulary"])
 
