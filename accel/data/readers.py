@@ -210,20 +210,16 @@ def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
 
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
-    columns: tuple[str, ...] | None = None
+    schemas: list[pa.Schema] = []  # each file's, without its metadata
+    columns: list[str] = []  # the first file's
     first_types: dict[str, tuple[Any, Path]] = {}  # each column's first type, and the file it is in
     kinds: dict[str, ArrowKind] = {}  # the columns whose Arrow types decide their kinds
-    first_schema: Any = None
-    uniform = True
     for path in paths:
-        schema = _parquet_schema(path)
+        schemas.append(schema := _parquet_schema(path).remove_metadata())
         names = [n for n in schema.names if n != "__index_level_0__"]
-        first_schema = schema.remove_metadata() if first_schema is None else first_schema
-        uniform = uniform and schema.remove_metadata().equals(first_schema)
         _refuse_duplicates(names, path)
-        if columns is None:
-            columns = tuple(names)
-        elif set(names) != set(columns):
+        columns = columns if len(schemas) > 1 else names
+        if set(names) != set(columns):
             raise _other_columns(path, names, columns, paths[0], original)
         # The files of a folder are read as one table: a column must read alike in every file.
         for name in names:
@@ -240,10 +236,10 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
                 )
     size = sum(p.stat().st_size for p in paths)
     notices = [f"column {name!r} dropped: {reason}" for name, (kind, _, reason) in kinds.items() if kind == "dropped"]
-    names = list(columns or ())
-    partitions = _hive_columns(_hive_partitions(paths, original) if original.is_dir() else (), names, kinds, notices)
+    partitions = _hive_columns(_hive_partitions(paths, original) if original.is_dir() else (), columns, kinds, notices)
+    uniform = all(schema.equals(schemas[0]) for schema in schemas)
     return TableSource(
-        "parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions, uniform=uniform
+        "parquet", tuple(paths), original, None, None, tuple(columns), size, tuple(notices), kinds, partitions, uniform=uniform
     )
 
 
@@ -253,13 +249,11 @@ def _parquet_schema(path: Path) -> pa.Schema:
 
     try:
         return pq.read_schema(path)
-    except PermissionError:
-        raise AccelError(f"--data: cannot read {str(path)!r} (permission denied)") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
         raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
 
 
-def _other_columns(path: Path, names: list[str], columns: tuple[str, ...], first: Path, original: Path) -> AccelError:
+def _other_columns(path: Path, names: list[str], columns: list[str], first: Path, original: Path) -> AccelError:
     """The error for a file of a folder whose columns are not those of its ``first`` file."""
     missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
     differ = "; ".join(
@@ -608,14 +602,14 @@ def read_source(
     files in one read where they share one schema, else file by file (:func:`read_file`).
     """
     check_unchanged(source)
-    if source.kind == "parquet":
-        if not reads_file_by_file(source):
-            frame = _compat.read_parquet(xdf, list(source.paths), _stored(source, columns))
-            return infinite_as_missing(convert_columns(frame, source))
+    if source.kind == "csv":
+        frame = _compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes)
+    elif not reads_file_by_file(source):
+        frame = convert_columns(_compat.read_parquet(xdf, list(source.paths), _stored(source, columns)), source)
+    else:
         frames = [read_file(xdf, source, i, columns) for i in range(len(source.paths))]
         frame = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
-        return infinite_as_missing(frame)
-    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes))
+    return infinite_as_missing(frame)
 
 
 def reads_file_by_file(source: TableSource) -> bool:
@@ -874,7 +868,6 @@ def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> An
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    # null_values None: pyarrow's own missing-value strings
     convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
     table = _open_csv(source, block_bytes, convert).read_all()
     if pa.types.is_null(table.schema.field(0).type):
