@@ -37,6 +37,7 @@ import numpy as np
 from accel import _compat
 from accel.cache import cache_dir
 from accel.errors import AccelError, first_line
+from accel.files import REPLACE, environment_error_line, file_kind, linked_folders, regular_files, write_new
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -346,7 +347,6 @@ def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", d
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
-    from accel.files import REPLACE, write_new
 
     def convert(tmp: Path) -> None:
         with (
@@ -418,7 +418,7 @@ def _sniff_delimiter(text: str) -> str | None:
 
 def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     size = path.stat().st_size
-    head, mark, bom_codec = _csv_head(path, size)
+    head, mark, bom_codec = _csv_head(path)
     notices: list[str] = []
     encoding = _encoding(path, mark, bom_codec, notices)
     text = head[len(mark) :].decode(encoding, errors="replace")
@@ -438,14 +438,14 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     # Every reader of both arms reads UTF-8 without a mark, numbers with decimal points: else through such a copy.
     read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals) if mark or encoding != "utf-8" or decimals else path
     _check_header(path, columns, notices)
+    if not path.name.lower().endswith(CSV_SUFFIXES):  # read as CSV since it looks like text, and said so
+        notices.append("unknown suffix: read as CSV")
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
 
-def _csv_head(path: Path, size: int) -> tuple[bytes, bytes, str]:
-    """The file's first bytes, its byte-order mark and the codec the mark names; a file that is no
-    CSV text (empty, Parquet, binary, blank) is refused in one line."""
-    if size == 0:
-        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
+    """The file's first bytes (at least one), its byte-order mark and the codec the mark names; a
+    file that is no CSV text (Parquet, binary, blank) is refused in one line."""
     try:
         with _open_binary(path) as f:
             head = f.read(SNIFF_BYTES)
@@ -524,8 +524,6 @@ def _unreadable(path: Path, exc: BaseException) -> AccelError:
 
 def _check_readable(path: Path) -> None:
     """A regular file this process may open (a FIFO or device is refused before it is opened)."""
-    from accel.files import file_kind
-
     kind = file_kind(path)
     if kind is not None:
         raise AccelError(
@@ -542,8 +540,6 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     """Check a user's file or folder and say how both arms will read it."""
     import errno
 
-    from accel.files import environment_error_line
-
     try:
         return _resolve_source(Path(path).expanduser(), delimiter)
     except OSError as exc:
@@ -556,8 +552,6 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
     if not path.exists() and not path.is_symlink():
         raise AccelError(f"--data: {str(path)!r} does not exist")
     if path.is_dir():
-        from accel.files import linked_folders, regular_files
-
         try:
             found, skipped = regular_files(path, "*")
         except PermissionError:
@@ -579,16 +573,11 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
         ]
         return replace(source, notices=source.notices + tuple(said)) if said else source
     _check_readable(path)
-    name = path.name.lower()
-    if name.endswith(PARQUET_SUFFIXES):
-        if path.stat().st_size == 0:
-            raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+    if path.stat().st_size == 0:
+        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+    if path.name.lower().endswith(PARQUET_SUFFIXES):
         return _resolve_parquet([path], path)
-    source = _resolve_csv(path, delimiter)
-    if name.endswith(CSV_SUFFIXES):
-        return source
-    # Unknown suffix: read as CSV since it looks like text, and said so.
-    return replace(source, notices=source.notices + ("unknown suffix: read as CSV",))
+    return _resolve_csv(path, delimiter)
 
 
 def read_source(
@@ -927,13 +916,11 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     """
     start = 0
     check_unchanged(source)
-    chunks: Iterator[Any]
-    if source.kind == "parquet":
-        chunks = (chunk for i in range(len(source.paths)) for chunk in _file_chunks(xdf, source, i, list(columns), rows))
-    else:
-        chunks = _compat.iter_csv_chunks(
-            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ","
-        )
+    chunks = (
+        (chunk for i in range(len(source.paths)) for chunk in _file_chunks(xdf, source, i, list(columns), rows))
+        if source.kind == "parquet"
+        else _compat.iter_csv_chunks(xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",")
+    )
     for frame in chunks:
         if len(frame):
             yield start, infinite_as_missing(frame.reset_index(drop=True))
