@@ -826,42 +826,37 @@ def read_column(source: TableSource, column: str) -> Any:
     column is read by pandas as before.
     """
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
 
     if source.kind == "parquet":
         return read_source(pd, source, [column])[column]
+    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
     try:
-        return _in_blocks(lambda block_bytes: _stream_csv_column(source, column, block_bytes))
+        table = _streamed(source, convert, lambda reader: reader.read_all())
+        if pa.types.is_null(table.schema.field(0).type):
+            table = table.cast(pa.schema([pa.field(column, pa.float64())]))
+        return table.to_pandas()[column]
     except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
         return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
 
 
-def _in_blocks(read: Callable[[int], T]) -> T:
-    """``read(block_bytes)`` in small blocks; again in large ones where a row is longer than a small block."""
+def _streamed(source: TableSource, convert: Any, use: Callable[[Any], T]) -> T:
+    """``use(reader)``, ``reader`` pyarrow's streaming reader of ``source``'s CSV file with the
+    ConvertOptions ``convert``, in small blocks; again in large ones where a row is longer than a
+    small block."""
+    import pyarrow.csv as pcsv
+
+    def read(block_bytes: int) -> T:
+        options, parse = pcsv.ReadOptions(block_size=block_bytes), pcsv.ParseOptions(delimiter=source.delimiter or ",")
+        return use(pcsv.open_csv(source.paths[0], read_options=options, parse_options=parse, convert_options=convert))
+
     try:
         return read(CSV_STREAM_BLOCK_BYTES)
     except Exception as exc:
         if "straddl" not in str(exc):  # pyarrow refused a row for being longer than its block
             raise
     return read(CSV_BLOCK_BYTES)
-
-
-def _open_csv(source: TableSource, block_bytes: int, convert: Any) -> Any:
-    """pyarrow's streaming reader of ``source``'s CSV file, in blocks of ``block_bytes``."""
-    import pyarrow.csv as pcsv
-
-    read, parse = pcsv.ReadOptions(block_size=block_bytes), pcsv.ParseOptions(delimiter=source.delimiter or ",")
-    return pcsv.open_csv(source.paths[0], read_options=read, parse_options=parse, convert_options=convert)
-
-
-def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> Any:
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
-    table = _open_csv(source, block_bytes, convert).read_all()
-    if pa.types.is_null(table.schema.field(0).type):
-        table = table.cast(pa.schema([pa.field(column, pa.float64())]))
-    return table.to_pandas()[column]
 
 
 def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
@@ -892,12 +887,12 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
             include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
         )
 
-        def read(block_bytes: int) -> None:
+        def read(reader: Any) -> None:
             for values in seen.values():
                 values.clear()  # a read again with larger blocks starts afresh
-            add(_open_csv(source, block_bytes, text), columns)
+            add(reader, columns)
 
-        _in_blocks(read)
+        _streamed(source, text, read)
     return {c: list(v) for c, v in seen.items()}
 
 
