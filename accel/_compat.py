@@ -448,13 +448,7 @@ _CSV_CODECS = {"gz": "gzip", "bz2": "bz2", "zstd": "zstd"}
 
 
 def iter_csv_chunks(
-    xdf: ModuleType,
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    dtypes: dict[str, str],
-    delimiter: str,
+    xdf: ModuleType, path: Path, names: list[str], columns: list[str], rows: int, dtypes: dict[str, str], delimiter: str
 ) -> Iterator[Any]:
     """Consecutive chunks of a CSV file, in file order, every row in exactly one chunk.
 
@@ -462,11 +456,11 @@ def iter_csv_chunks(
     ----------
     xdf : module
         pandas or cudf.
-    path : str or Path
+    path : Path
         The CSV file (compressed when its suffix says so: ``.gz``, ``.bz2``, ``.zstd``).
-    all_columns : sequence of str
+    names : list of str
         Every column of the file, in file order.
-    columns : sequence of str
+    columns : list of str
         The columns to read.
     rows : int
         Rows per chunk (cuDF byte ranges: about that many).
@@ -484,19 +478,17 @@ def iter_csv_chunks(
         the same rows and types as pandas) and moves each chunk to the device.
     """
     options = {"sep": delimiter, "usecols": list(columns), **csv_options(xdf, dtypes, columns)}
-    codec = _CSV_CODECS.get(Path(path).name.rpartition(".")[2].lower())
+    codec = _CSV_CODECS.get(path.name.rpartition(".")[2].lower())
     if is_pandas_module(xdf):
         yield from xdf.read_csv(str(path), chunksize=rows, **options)
     elif codec is None:
-        yield from _cudf_byte_ranges(xdf, path, all_columns, rows, options)
+        yield from _cudf_byte_ranges(xdf, path, names, rows, options)
     else:
-        for table in arrow_csv_chunks(path, all_columns, columns, rows, dtypes, delimiter, codec):
+        for table in arrow_csv_chunks(path, names, columns, rows, dtypes, delimiter, codec):
             yield from_arrow(xdf, table)
 
 
-def _cudf_byte_ranges(
-    xdf: ModuleType, path: str | Path, names: Sequence[str], rows: int, options: dict[str, Any]
-) -> Iterator[Frame]:
+def _cudf_byte_ranges(xdf: ModuleType, path: Path, names: list[str], rows: int, options: dict[str, Any]) -> Iterator[Frame]:
     """An uncompressed CSV file read by cuDF (``xdf.read_csv(**options)``) in byte ranges of about
     ``rows`` rows; ``names``: every column of the file, in file order.
 
@@ -505,7 +497,7 @@ def _cudf_byte_ranges(
     libcudf's read-ahead padding would otherwise be cut). A quoted field holding a line break
     is not found by the search (neither libcudf's nor this one).
     """
-    size = Path(path).stat().st_size
+    size = path.stat().st_size
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
         head = view[: 1 << 20]
         step = max(1 << 20, int(rows * len(head) / max(head.count(b"\n"), 1)))
@@ -525,13 +517,7 @@ def _cudf_byte_ranges(
 
 
 def arrow_csv_chunks(
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    dtypes: dict[str, str],
-    delimiter: str,
-    compression: str | None = None,
+    path: Path, names: list[str], columns: list[str], rows: int, dtypes: dict[str, str], delimiter: str, compression: str | None
 ) -> Iterator[Any]:
     """Consecutive pyarrow Tables of ``rows`` rows (the last one shorter) of a CSV file.
 
@@ -541,11 +527,11 @@ def arrow_csv_chunks(
 
     Parameters
     ----------
-    path : str or Path
+    path : Path
         The CSV file.
-    all_columns : sequence of str
+    names : list of str
         Every column of the file, in file order.
-    columns : sequence of str
+    columns : list of str
         The columns to read.
     rows : int
         Rows per table.
@@ -553,8 +539,9 @@ def arrow_csv_chunks(
         Column types: ``"str"`` reads as Arrow text, any other name as that NumPy type.
     delimiter : str
         Field delimiter.
-    compression : str, optional
-        The codec (``"gzip"``, ``"bz2"``, ``"zstd"``) the file is decompressed with as it is read.
+    compression : str or None
+        The codec (``"gzip"``, ``"bz2"``, ``"zstd"``) the file is decompressed with as it is read
+        (None: it is not compressed).
 
     Yields
     ------
@@ -564,18 +551,14 @@ def arrow_csv_chunks(
     import pyarrow.csv as pcsv
 
     wanted = set(columns)
-    include = [c for c in all_columns if c in wanted]
+    include = [c for c in names if c in wanted]
     types = {c: pa.string() if t == "str" else pa.from_numpy_dtype(np.dtype(t)) for c, t in dtypes.items() if c in wanted}
     convert = pcsv.ConvertOptions(
         include_columns=include, column_types=types, strings_can_be_null=True, null_values=csv_na_values()
     )
+    read, parse = pcsv.ReadOptions(block_size=1 << 24), pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     with pa.input_stream(str(path), compression=compression) as stream:
-        reader = pcsv.open_csv(
-            stream,
-            read_options=pcsv.ReadOptions(block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-            convert_options=convert,
-        )
+        reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
         yield from tables_of(reader, reader.schema, max(rows, 1))
 
 
