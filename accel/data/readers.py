@@ -315,19 +315,18 @@ def _wide_text_without_mark(head: bytes) -> str | None:
     return None
 
 
-def _open_text(path: Path, encoding: str, skip: int, errors: str = "strict") -> io.TextIOWrapper:
+def _open_text(path: Path, encoding: str, skip: int) -> io.TextIOWrapper:
     """The file as text after its first ``skip`` bytes (a byte-order mark)."""
     raw = _open_binary(path)
     raw.read(skip)
-    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="")
+    return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
 def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FALLBACK_ENCODINGS) -> str:
     """The first of ``candidates`` that decodes the whole file after its first ``skip`` bytes."""
     for encoding in candidates:
-        decoder = _open_text(path, encoding, skip)
         try:
-            with decoder:
+            with _open_text(path, encoding, skip) as decoder:
                 while decoder.read(1 << 20):
                     pass
             return encoding
