@@ -115,12 +115,8 @@ class TableSource:
         }
 
 
-def _is_gzip(path: Path) -> bool:
-    return path.name.lower().endswith(".gz")
-
-
 def _open_binary(path: Path):
-    return gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
 
 
 def _refuse_duplicates(names: list[str], path: Path) -> None:
@@ -516,7 +512,7 @@ def _unreadable(path: Path, exc: BaseException) -> AccelError:
     if isinstance(exc, PermissionError):
         return AccelError(f"--data: cannot read {str(path)!r} (permission denied)")
     detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-    if _is_gzip(path) and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
+    if path.name.lower().endswith(".gz") and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
         return AccelError(f"--data: {str(path)!r} is not a complete gzip file ({detail}); recompress it or give the plain CSV")
     return AccelError(f"--data: cannot read {str(path)!r} ({getattr(exc, 'strerror', None) or detail})")
 
