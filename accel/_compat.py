@@ -8,6 +8,7 @@ through the object's type, as array-api-compat and xgboost's ``lazy_isinstance``
 
 from __future__ import annotations
 
+import mmap
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -96,17 +97,16 @@ def dask_dataframe_backend(xdf: ModuleType) -> str:
     return "pandas" if is_pandas_module(xdf) else "cudf"
 
 
-def csv_na_values() -> list[str] | None:
-    """The strings pandas' CSV readers read as missing (``pandas._libs.parsers.STR_NA_VALUES``).
+def csv_na_values() -> list[str]:
+    """The strings pandas' CSV readers read as missing (``pandas._libs.parsers.STR_NA_VALUES``,
+    there in every pandas the package admits, 2.2 to 3.1).
 
     libcudf's default list lacks ``"None"`` (``create_na_trie`` in
     ``cpp/src/io/csv/reader_impl.cu``), which pandas has: every cuDF read of a table's CSV is
-    given this list, so that both arms see the same missing values. None where pandas moved it.
+    given this list, so that both arms see the same missing values.
     """
-    try:
-        from pandas._libs.parsers import STR_NA_VALUES
-    except ImportError:  # pragma: no cover - pandas moved it: pyarrow's and libcudf's own lists are nearly the same
-        return None
+    from pandas._libs.parsers import STR_NA_VALUES
+
     return sorted(STR_NA_VALUES)
 
 
@@ -116,9 +116,8 @@ def csv_options(xdf: ModuleType, dtypes: dict[str, str] | None = None, columns: 
     strings (:func:`csv_na_values`)."""
     wanted = {c: t for c, t in (dtypes or {}).items() if columns is None or c in set(columns)}
     options: dict[str, Any] = {"dtype": wanted} if wanted else {}
-    nulls = csv_na_values()
-    if not is_pandas_module(xdf) and nulls is not None:
-        options["na_values"] = nulls  # added to libcudf's defaults (keep_default_na=True)
+    if not is_pandas_module(xdf):
+        options["na_values"] = csv_na_values()  # added to libcudf's defaults (keep_default_na=True)
     return options
 
 
@@ -154,11 +153,11 @@ def read_csv(
     return frame if columns is None else frame[list(columns)]
 
 
-def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None = None) -> Any:
-    """Read one or several Parquet files that share one schema as one frame (cuDF takes a list;
-    pandas one path at a time). On cuDF, columns of a type cuDF has none for are read on the
-    host (:func:`read_parquet_rows`), file by file."""
-    cols = list(columns) if columns is not None else None
+def read_parquet(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str]) -> Any:
+    """Read ``columns`` of one or several Parquet files that share one schema as one frame (cuDF
+    takes a list; pandas one path at a time). On cuDF, columns of a type cuDF has none for are
+    read on the host (:func:`read_parquet_rows`), file by file."""
+    cols = list(columns)
     if is_pandas_module(xdf):
         frames = [xdf.read_parquet(str(p), columns=cols) for p in paths]
         return (frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)).reset_index(drop=True)
@@ -181,16 +180,15 @@ def cudf_unreadable(arrow_type: Any) -> bool:
     return bool(pa.types.is_decimal256(arrow_type) or pa.types.is_float16(arrow_type))
 
 
-def host_read_columns(path: str | Path, columns: Sequence[str] | None) -> list[str]:
-    """Of ``columns`` (None: all) of a Parquet file, those cuDF cannot read (:func:`cudf_unreadable`)."""
+def host_read_columns(path: str | Path, columns: Sequence[str]) -> list[str]:
+    """Of ``columns`` of a Parquet file, those cuDF cannot read (:func:`cudf_unreadable`)."""
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(str(path))
-    wanted = schema.names if columns is None else [c for c in columns if c in schema.names]
-    return [c for c in wanted if cudf_unreadable(schema.field(c).type)]
+    return [c for c in columns if c in schema.names and cudf_unreadable(schema.field(c).type)]
 
 
-def parquet_reads_on_host(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str] | None) -> bool:
+def parquet_reads_on_host(xdf: ModuleType, paths: Sequence[str | Path], columns: Sequence[str]) -> bool:
     """Whether reading these Parquet files into ``xdf`` frames reads some column on the host:
     on cuDF, one it has no type for (:func:`host_read_columns`); never on pandas."""
     return not is_pandas_module(xdf) and any(host_read_columns(p, columns) for p in paths)
@@ -205,21 +203,16 @@ def _arrow_rows(path: str | Path, columns: list[str], skip: int, nrows: int | No
     with pq.ParquetFile(str(path)) as f:
         meta = f.metadata
         stop = meta.num_rows if nrows is None else min(meta.num_rows, skip + nrows)
-        groups: list[int] = []
-        start = first = 0
-        for i in range(meta.num_row_groups):
-            n = meta.row_group(i).num_rows
-            if start + n > skip and start < stop:
-                first = start if not groups else first
-                groups.append(i)
-            start += n
+        # each row group's first row, and the file's end
+        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
+        groups = [i for i in range(meta.num_row_groups) if starts[i + 1] > skip and starts[i] < stop]
         table = f.read_row_groups(groups, columns=columns) if groups else f.schema_arrow.empty_table().select(columns)
-    table = table.slice(skip - first, max(stop - skip, 0))
+    table = table.slice(skip - (starts[groups[0]] if groups else 0), max(stop - skip, 0))
     return pa.table({c: table.column(c).cast(pa.float64()) for c in columns})
 
 
 def read_parquet_rows(
-    xdf: ModuleType, path: str | Path, columns: Sequence[str] | None, skip_rows: int = 0, nrows: int | None = None
+    xdf: ModuleType, path: str | Path, columns: Sequence[str], skip_rows: int = 0, nrows: int | None = None
 ) -> Any:
     """Rows of one Parquet file on cuDF (``skip_rows``/``nrows``: a slice of them), in ``columns``' order.
 
@@ -227,9 +220,7 @@ def read_parquet_rows(
     host, cast to float64 there (as the readers convert decimals on both arms) and moved to the
     device beside the others, which cuDF reads.
     """
-    import pyarrow.parquet as pq
-
-    names = list(columns) if columns is not None else [n for n in pq.read_schema(str(path)).names if n != "__index_level_0__"]
+    names = list(columns)
     host = host_read_columns(path, names)
     rows = {} if skip_rows == 0 and nrows is None else {"skip_rows": skip_rows, "nrows": nrows}
     if not host:
@@ -451,18 +442,13 @@ def iter_parquet_chunks(xdf: ModuleType, path: str | Path, columns: Sequence[str
 
 
 #: Compressed CSV as libcudf infers it from the file's suffix (``infer_compression_type``), with
-#: the codec pyarrow decompresses it with (None: pyarrow has none).
-_CSV_CODECS = {"gz": "gzip", "bz2": "bz2", "zstd": "zstd", "zip": None, "sz": None, "xz": None}
+#: the codec pyarrow decompresses it with. (A zip, xz or snappy file never gets this far: its
+#: first bytes hold NUL bytes, and planning refuses it as binary.)
+_CSV_CODECS = {"gz": "gzip", "bz2": "bz2", "zstd": "zstd"}
 
 
 def iter_csv_chunks(
-    xdf: ModuleType,
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    dtypes: dict[str, str],
-    delimiter: str,
+    xdf: ModuleType, path: Path, names: list[str], columns: list[str], rows: int, dtypes: dict[str, str], delimiter: str
 ) -> Iterator[Any]:
     """Consecutive chunks of a CSV file, in file order, every row in exactly one chunk.
 
@@ -470,11 +456,11 @@ def iter_csv_chunks(
     ----------
     xdf : module
         pandas or cudf.
-    path : str or Path
-        The CSV file (compressed when its suffix says so: ``.gz``, ``.bz2``, ...).
-    all_columns : sequence of str
+    path : Path
+        The CSV file (compressed when its suffix says so: ``.gz``, ``.bz2``, ``.zstd``).
+    names : list of str
         Every column of the file, in file order.
-    columns : sequence of str
+    columns : list of str
         The columns to read.
     rows : int
         Rows per chunk (cuDF byte ranges: about that many).
@@ -487,86 +473,51 @@ def iter_csv_chunks(
     ------
     DataFrame
         pandas' chunked C parser gives ``rows`` rows per chunk. cuDF reads an uncompressed file
-        in byte ranges: libcudf keeps the rows whose preceding line break lies in a range, so
-        each range here ends at a line break found on the host, and no row straddles two ranges
-        (a row longer than libcudf's read-ahead padding would otherwise be cut). libcudf refuses
-        byte ranges on compressed input: cuDF then parses it with pyarrow's streaming reader
-        (:func:`arrow_csv_chunks`, the same rows and types as pandas) and moves each chunk to
-        the device; a codec pyarrow lacks (zip) is read whole by cuDF and sliced. A quoted
-        field holding a line break is not found by the byte-range search (neither libcudf's
-        nor this one).
+        in byte ranges (:func:`_cudf_byte_ranges`). libcudf refuses byte ranges on compressed
+        input: cuDF then parses it with pyarrow's streaming reader (:func:`arrow_csv_chunks`,
+        the same rows and types as pandas) and moves each chunk to the device.
     """
-    options = csv_options(xdf, dtypes, columns)
-    suffix = Path(path).name.rpartition(".")[2].lower()
+    options = {"sep": delimiter, "usecols": list(columns), **csv_options(xdf, dtypes, columns)}
+    codec = _CSV_CODECS.get(path.name.rpartition(".")[2].lower())
     if is_pandas_module(xdf):
-        yield from xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), chunksize=rows, **options)
-    elif suffix not in _CSV_CODECS:
-        yield from _cudf_byte_ranges(xdf, path, all_columns, columns, rows, delimiter, options)
-    elif _CSV_CODECS[suffix] is None:
-        whole = xdf.read_csv(str(path), sep=delimiter, usecols=list(columns), **options)
-        for a in range(0, len(whole), max(rows, 1)):
-            yield whole.iloc[a : a + rows]
+        yield from xdf.read_csv(str(path), chunksize=rows, **options)
+    elif codec is None:
+        yield from _cudf_byte_ranges(xdf, path, names, rows, options)
     else:
-        for table in arrow_csv_chunks(path, all_columns, columns, rows, dtypes, delimiter, _CSV_CODECS[suffix]):
+        for table in arrow_csv_chunks(path, names, columns, rows, dtypes, delimiter, codec):
             yield from_arrow(xdf, table)
 
 
-def _cudf_byte_ranges(
-    xdf: ModuleType,
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    delimiter: str,
-    options: dict[str, Any],
-) -> Iterator[Frame]:
-    """An uncompressed CSV file read by cuDF in byte ranges of about ``rows`` rows, each ending at a
-    line break found on the host (see :func:`iter_csv_chunks`)."""
-    size = Path(path).stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(1 << 20)
+def _cudf_byte_ranges(xdf: ModuleType, path: Path, names: list[str], rows: int, options: dict[str, Any]) -> Iterator[Frame]:
+    """An uncompressed CSV file read by cuDF (``xdf.read_csv(**options)``) in byte ranges of about
+    ``rows`` rows; ``names``: every column of the file, in file order.
+
+    libcudf keeps the rows whose preceding line break lies in a range, so each range here ends
+    at a line break found on the host, and no row straddles two ranges (a row longer than
+    libcudf's read-ahead padding would otherwise be cut). A quoted field holding a line break
+    is not found by the search (neither libcudf's nor this one).
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        head = view[: 1 << 20]
         step = max(1 << 20, int(rows * len(head) / max(head.count(b"\n"), 1)))
         offset = 0
         while offset < size:
-            end = _next_line_break(f, offset + step)
-            last = end is None or end + 1 >= size
-            first = offset == 0
+            end = view.find(b"\n", offset + step)  # the line break that ends the range (-1: none)
+            last = end < 0 or end + 1 >= size
             yield xdf.read_csv(
                 str(path),
-                sep=delimiter,
                 # (offset, 0): to the end of the file; else up to the line break at ``end``
-                byte_range=(offset, 0 if last or end is None else end - offset),
-                header=0 if first else None,
-                names=None if first else list(all_columns),
-                usecols=list(columns),
+                byte_range=(offset, 0 if last else end - offset),
+                header=0 if offset == 0 else None,
+                names=None if offset == 0 else list(names),
                 **options,
             )
-            if last or end is None:
-                return
-            offset = end
-
-
-def _next_line_break(f: Any, position: int) -> int | None:
-    """The offset of the first ``\\n`` at or after ``position`` in the binary file ``f``, or None."""
-    f.seek(position)
-    block = 1 << 16
-    while piece := f.read(block):
-        found = piece.find(b"\n")
-        if found >= 0:
-            return position + found
-        position += len(piece)
-        block = min(block * 2, 1 << 24)
-    return None
+            offset = size if last else end
 
 
 def arrow_csv_chunks(
-    path: str | Path,
-    all_columns: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    dtypes: dict[str, str],
-    delimiter: str,
-    compression: str | None = None,
+    path: Path, names: list[str], columns: list[str], rows: int, dtypes: dict[str, str], delimiter: str, compression: str | None
 ) -> Iterator[Any]:
     """Consecutive pyarrow Tables of ``rows`` rows (the last one shorter) of a CSV file.
 
@@ -576,11 +527,11 @@ def arrow_csv_chunks(
 
     Parameters
     ----------
-    path : str or Path
+    path : Path
         The CSV file.
-    all_columns : sequence of str
+    names : list of str
         Every column of the file, in file order.
-    columns : sequence of str
+    columns : list of str
         The columns to read.
     rows : int
         Rows per table.
@@ -588,8 +539,9 @@ def arrow_csv_chunks(
         Column types: ``"str"`` reads as Arrow text, any other name as that NumPy type.
     delimiter : str
         Field delimiter.
-    compression : str, optional
-        The codec (``"gzip"``, ``"bz2"``, ``"zstd"``) the file is decompressed with as it is read.
+    compression : str or None
+        The codec (``"gzip"``, ``"bz2"``, ``"zstd"``) the file is decompressed with as it is read
+        (None: it is not compressed).
 
     Yields
     ------
@@ -599,23 +551,15 @@ def arrow_csv_chunks(
     import pyarrow.csv as pcsv
 
     wanted = set(columns)
-    include = [c for c in all_columns if c in wanted]
+    include = [c for c in names if c in wanted]
     types = {c: pa.string() if t == "str" else pa.from_numpy_dtype(np.dtype(t)) for c, t in dtypes.items() if c in wanted}
-    # null_values None: pyarrow's own missing-value strings
     convert = pcsv.ConvertOptions(
         include_columns=include, column_types=types, strings_can_be_null=True, null_values=csv_na_values()
     )
-    stream = pa.input_stream(str(path), compression=compression)
-    try:
-        reader = pcsv.open_csv(
-            stream,
-            read_options=pcsv.ReadOptions(block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-            convert_options=convert,
-        )
+    read, parse = pcsv.ReadOptions(block_size=1 << 24), pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+    with pa.input_stream(str(path), compression=compression) as stream:
+        reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
         yield from tables_of(reader, reader.schema, max(rows, 1))
-    finally:
-        stream.close()
 
 
 def tables_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:

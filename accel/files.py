@@ -85,9 +85,7 @@ def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Pa
             continue
         seen.add(real)
         dirs.sort()
-        for name in sorted(names):
-            if not fnmatch.fnmatch(name, pattern):
-                continue
+        for name in fnmatch.filter(names, pattern):  # (both lists are sorted at the end)
             path = Path(here) / name
             kind = file_kind(path)
             if kind is None:
@@ -101,13 +99,6 @@ def linked_folders(folder: Path, files: list[Path]) -> list[Path]:
     """The sub-folders of ``folder`` that are symbolic links and hold some of ``files``."""
     parents = {folder / parent for path in files for parent in list(path.relative_to(folder).parents)[:-1]}
     return sorted(p for p in parents if p.is_symlink())
-
-
-def user_mode() -> int:
-    """``0666`` less the umask: the mode ``open()`` gives a new file."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def sequenced(path: Path, seq: int) -> Path:
@@ -235,7 +226,9 @@ def write_new(
         path.parent.mkdir(parents=True, exist_ok=True)
         # The real suffix last: a writer function may choose the format by it (savefig).
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
-        os.fchmod(fd, user_mode())  # mkstemp makes it private; this is a file for the user
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it private; this is a file for the user: open()'s mode
         _write_synced(fd, tmp, data)
         if exists == REPLACE:
             os.replace(tmp, path)

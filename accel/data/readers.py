@@ -37,6 +37,7 @@ import numpy as np
 from accel import _compat
 from accel.cache import cache_dir
 from accel.errors import AccelError, first_line
+from accel.files import REPLACE, environment_error_line, file_kind, linked_folders, regular_files, write_new
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,12 +115,8 @@ class TableSource:
         }
 
 
-def _is_gzip(path: Path) -> bool:
-    return path.name.lower().endswith(".gz")
-
-
 def _open_binary(path: Path):
-    return gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
 
 
 def _refuse_duplicates(names: list[str], path: Path) -> None:
@@ -210,20 +207,16 @@ def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
 
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
-    columns: tuple[str, ...] | None = None
+    schemas: list[pa.Schema] = []  # each file's, without its metadata
+    columns: list[str] = []  # the first file's
     first_types: dict[str, tuple[Any, Path]] = {}  # each column's first type, and the file it is in
     kinds: dict[str, ArrowKind] = {}  # the columns whose Arrow types decide their kinds
-    first_schema: Any = None
-    uniform = True
     for path in paths:
-        schema = _parquet_schema(path)
+        schemas.append(schema := _parquet_schema(path).remove_metadata())
         names = [n for n in schema.names if n != "__index_level_0__"]
-        first_schema = schema.remove_metadata() if first_schema is None else first_schema
-        uniform = uniform and schema.remove_metadata().equals(first_schema)
         _refuse_duplicates(names, path)
-        if columns is None:
-            columns = tuple(names)
-        elif set(names) != set(columns):
+        columns = columns if len(schemas) > 1 else names
+        if set(names) != set(columns):
             raise _other_columns(path, names, columns, paths[0], original)
         # The files of a folder are read as one table: a column must read alike in every file.
         for name in names:
@@ -240,10 +233,10 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
                 )
     size = sum(p.stat().st_size for p in paths)
     notices = [f"column {name!r} dropped: {reason}" for name, (kind, _, reason) in kinds.items() if kind == "dropped"]
-    names = list(columns or ())
-    partitions = _hive_columns(_hive_partitions(paths, original) if original.is_dir() else (), names, kinds, notices)
+    partitions = _hive_columns(_hive_partitions(paths, original) if original.is_dir() else (), columns, kinds, notices)
+    uniform = all(schema.equals(schemas[0]) for schema in schemas)
     return TableSource(
-        "parquet", tuple(paths), original, None, None, tuple(names), size, tuple(notices), kinds, partitions, uniform=uniform
+        "parquet", tuple(paths), original, None, None, tuple(columns), size, tuple(notices), kinds, partitions, uniform=uniform
     )
 
 
@@ -253,13 +246,11 @@ def _parquet_schema(path: Path) -> pa.Schema:
 
     try:
         return pq.read_schema(path)
-    except PermissionError:
-        raise AccelError(f"--data: cannot read {str(path)!r} (permission denied)") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
         raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
 
 
-def _other_columns(path: Path, names: list[str], columns: tuple[str, ...], first: Path, original: Path) -> AccelError:
+def _other_columns(path: Path, names: list[str], columns: list[str], first: Path, original: Path) -> AccelError:
     """The error for a file of a folder whose columns are not those of its ``first`` file."""
     missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
     differ = "; ".join(
@@ -320,19 +311,18 @@ def _wide_text_without_mark(head: bytes) -> str | None:
     return None
 
 
-def _open_text(path: Path, encoding: str, skip: int, errors: str = "strict") -> io.TextIOWrapper:
+def _open_text(path: Path, encoding: str, skip: int) -> io.TextIOWrapper:
     """The file as text after its first ``skip`` bytes (a byte-order mark)."""
     raw = _open_binary(path)
     raw.read(skip)
-    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="")
+    return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
 def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FALLBACK_ENCODINGS) -> str:
     """The first of ``candidates`` that decodes the whole file after its first ``skip`` bytes."""
     for encoding in candidates:
-        decoder = _open_text(path, encoding, skip)
         try:
-            with decoder:
+            with _open_text(path, encoding, skip) as decoder:
                 while decoder.read(1 << 20):
                     pass
             return encoding
@@ -352,7 +342,6 @@ def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", d
     target = cache_dir() / "utf8" / f"{path.stem.removesuffix('.csv')}-{key}.csv"
     if target.exists():
         return target
-    from accel.files import REPLACE, write_new
 
     def convert(tmp: Path) -> None:
         with (
@@ -424,7 +413,7 @@ def _sniff_delimiter(text: str) -> str | None:
 
 def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     size = path.stat().st_size
-    head, mark, bom_codec = _csv_head(path, size)
+    head, mark, bom_codec = _csv_head(path)
     notices: list[str] = []
     encoding = _encoding(path, mark, bom_codec, notices)
     text = head[len(mark) :].decode(encoding, errors="replace")
@@ -444,14 +433,14 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
     # Every reader of both arms reads UTF-8 without a mark, numbers with decimal points: else through such a copy.
     read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals) if mark or encoding != "utf-8" or decimals else path
     _check_header(path, columns, notices)
+    if not path.name.lower().endswith(CSV_SUFFIXES):  # read as CSV since it looks like text, and said so
+        notices.append("unknown suffix: read as CSV")
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
 
 
-def _csv_head(path: Path, size: int) -> tuple[bytes, bytes, str]:
-    """The file's first bytes, its byte-order mark and the codec the mark names; a file that is no
-    CSV text (empty, Parquet, binary, blank) is refused in one line."""
-    if size == 0:
-        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
+    """The file's first bytes (at least one), its byte-order mark and the codec the mark names; a
+    file that is no CSV text (Parquet, binary, blank) is refused in one line."""
     try:
         with _open_binary(path) as f:
             head = f.read(SNIFF_BYTES)
@@ -523,15 +512,13 @@ def _unreadable(path: Path, exc: BaseException) -> AccelError:
     if isinstance(exc, PermissionError):
         return AccelError(f"--data: cannot read {str(path)!r} (permission denied)")
     detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-    if _is_gzip(path) and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
+    if path.name.lower().endswith(".gz") and isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
         return AccelError(f"--data: {str(path)!r} is not a complete gzip file ({detail}); recompress it or give the plain CSV")
     return AccelError(f"--data: cannot read {str(path)!r} ({getattr(exc, 'strerror', None) or detail})")
 
 
 def _check_readable(path: Path) -> None:
     """A regular file this process may open (a FIFO or device is refused before it is opened)."""
-    from accel.files import file_kind
-
     kind = file_kind(path)
     if kind is not None:
         raise AccelError(
@@ -548,8 +535,6 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     """Check a user's file or folder and say how both arms will read it."""
     import errno
 
-    from accel.files import environment_error_line
-
     try:
         return _resolve_source(Path(path).expanduser(), delimiter)
     except OSError as exc:
@@ -562,8 +547,6 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
     if not path.exists() and not path.is_symlink():
         raise AccelError(f"--data: {str(path)!r} does not exist")
     if path.is_dir():
-        from accel.files import linked_folders, regular_files
-
         try:
             found, skipped = regular_files(path, "*")
         except PermissionError:
@@ -585,16 +568,11 @@ def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
         ]
         return replace(source, notices=source.notices + tuple(said)) if said else source
     _check_readable(path)
-    name = path.name.lower()
-    if name.endswith(PARQUET_SUFFIXES):
-        if path.stat().st_size == 0:
-            raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+    if path.stat().st_size == 0:
+        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+    if path.name.lower().endswith(PARQUET_SUFFIXES):
         return _resolve_parquet([path], path)
-    source = _resolve_csv(path, delimiter)
-    if name.endswith(CSV_SUFFIXES):
-        return source
-    # Unknown suffix: read as CSV since it looks like text, and said so.
-    return replace(source, notices=source.notices + ("unknown suffix: read as CSV",))
+    return _resolve_csv(path, delimiter)
 
 
 def read_source(
@@ -608,14 +586,14 @@ def read_source(
     files in one read where they share one schema, else file by file (:func:`read_file`).
     """
     check_unchanged(source)
-    if source.kind == "parquet":
-        if not reads_file_by_file(source):
-            frame = _compat.read_parquet(xdf, list(source.paths), _stored(source, columns))
-            return infinite_as_missing(convert_columns(frame, source))
+    if source.kind == "csv":
+        frame = _compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes)
+    elif not reads_file_by_file(source):
+        frame = convert_columns(_compat.read_parquet(xdf, list(source.paths), _stored(source, columns)), source)
+    else:
         frames = [read_file(xdf, source, i, columns) for i in range(len(source.paths))]
         frame = frames[0] if len(frames) == 1 else xdf.concat(frames, ignore_index=True)
-        return infinite_as_missing(frame)
-    return infinite_as_missing(_compat.read_csv(xdf, source.paths[0], columns, source.delimiter or ",", dtypes))
+    return infinite_as_missing(frame)
 
 
 def reads_file_by_file(source: TableSource) -> bool:
@@ -843,43 +821,37 @@ def read_column(source: TableSource, column: str) -> Any:
     column is read by pandas as before.
     """
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
 
     if source.kind == "parquet":
         return read_source(pd, source, [column])[column]
+    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
     try:
-        return _in_blocks(lambda block_bytes: _stream_csv_column(source, column, block_bytes))
+        table = _streamed(source, convert, lambda reader: reader.read_all())
+        if pa.types.is_null(table.schema.field(0).type):
+            table = table.cast(pa.schema([pa.field(column, pa.float64())]))
+        return table.to_pandas()[column]
     except Exception:  # noqa: BLE001 - pyarrow's streaming reader fixes types on the first block
         return _compat.read_csv(pd, source.paths[0], [column], delimiter=source.delimiter or ",")[column]
 
 
-def _in_blocks(read: Callable[[int], T]) -> T:
-    """``read(block_bytes)`` in small blocks; again in large ones where a row is longer than a small block."""
+def _streamed(source: TableSource, convert: Any, use: Callable[[Any], T]) -> T:
+    """``use(reader)``, ``reader`` pyarrow's streaming reader of ``source``'s CSV file with the
+    ConvertOptions ``convert``, in small blocks; again in large ones where a row is longer than a
+    small block."""
+    import pyarrow.csv as pcsv
+
+    def read(block_bytes: int) -> T:
+        options, parse = pcsv.ReadOptions(block_size=block_bytes), pcsv.ParseOptions(delimiter=source.delimiter or ",")
+        return use(pcsv.open_csv(source.paths[0], read_options=options, parse_options=parse, convert_options=convert))
+
     try:
         return read(CSV_STREAM_BLOCK_BYTES)
     except Exception as exc:
         if "straddl" not in str(exc):  # pyarrow refused a row for being longer than its block
             raise
     return read(CSV_BLOCK_BYTES)
-
-
-def _open_csv(source: TableSource, block_bytes: int, convert: Any) -> Any:
-    """pyarrow's streaming reader of ``source``'s CSV file, in blocks of ``block_bytes``."""
-    import pyarrow.csv as pcsv
-
-    read, parse = pcsv.ReadOptions(block_size=block_bytes), pcsv.ParseOptions(delimiter=source.delimiter or ",")
-    return pcsv.open_csv(source.paths[0], read_options=read, parse_options=parse, convert_options=convert)
-
-
-def _stream_csv_column(source: TableSource, column: str, block_bytes: int) -> Any:
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    # null_values None: pyarrow's own missing-value strings
-    convert = pcsv.ConvertOptions(include_columns=[column], strings_can_be_null=True, null_values=_compat.csv_na_values())
-    table = _open_csv(source, block_bytes, convert).read_all()
-    if pa.types.is_null(table.schema.field(0).type):
-        table = table.cast(pa.schema([pa.field(column, pa.float64())]))
-    return table.to_pandas()[column]
 
 
 def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[Any]]:
@@ -910,12 +882,12 @@ def column_uniques(source: TableSource, columns: list[str]) -> dict[str, list[An
             include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
         )
 
-        def read(block_bytes: int) -> None:
+        def read(reader: Any) -> None:
             for values in seen.values():
                 values.clear()  # a read again with larger blocks starts afresh
-            add(_open_csv(source, block_bytes, text), columns)
+            add(reader, columns)
 
-        _in_blocks(read)
+        _streamed(source, text, read)
     return {c: list(v) for c, v in seen.items()}
 
 
@@ -934,13 +906,11 @@ def iter_chunks(xdf: ModuleType, source: TableSource, columns: list[str], rows: 
     """
     start = 0
     check_unchanged(source)
-    chunks: Iterator[Any]
-    if source.kind == "parquet":
-        chunks = (chunk for i in range(len(source.paths)) for chunk in _file_chunks(xdf, source, i, list(columns), rows))
-    else:
-        chunks = _compat.iter_csv_chunks(
-            xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ","
-        )
+    chunks = (
+        (chunk for i in range(len(source.paths)) for chunk in _file_chunks(xdf, source, i, list(columns), rows))
+        if source.kind == "parquet"
+        else _compat.iter_csv_chunks(xdf, source.paths[0], list(source.columns), columns, rows, dtypes, source.delimiter or ",")
+    )
     for frame in chunks:
         if len(frame):
             yield start, infinite_as_missing(frame.reset_index(drop=True))
