@@ -65,47 +65,38 @@ _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 MODEL_STAGES = ("to_device", "train", "predict")
 
 
-def _pointer(parts: list[str | int]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _unpointer(path: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
-
-
-def _null_reason(record: Any, parts: list[str | int], value: str) -> str:
+def _null_reason(record: Any, path: str, value: str) -> str:
     """Why a value is not finite, where the record says so; else what it was."""
-    if parts and parts[0] == "speedup" and isinstance(record, dict) and isinstance(record.get("arms"), dict):
-        status = {"skipped": "was skipped", "failed": "failed"}
+    if path.split("/")[1:2] == ["speedup"] and isinstance(record, dict) and isinstance(record.get("arms"), dict):
         missing = [
-            f"the {arm} arm {status.get(str(r.get('status')), str(r.get('status')))}"
+            f"the {arm} arm {'was skipped' if r.get('status') == 'skipped' else r.get('status')}"
             for arm, r in record["arms"].items()
             if isinstance(r, dict) and r.get("status") != "ok"
         ]
         if missing:
             return "not measured: " + " and ".join(missing)
-    return {"NaN": "not a number", "Infinity": "infinite", "-Infinity": "infinite"}[value]
+    return "not a number" if value == "NaN" else "infinite"
 
 
 def strict(obj: Any) -> tuple[Any, list[dict[str, str]]]:
     """``obj`` with every non-finite float as None (NumPy scalars as Python numbers), and where
-    those were: ``[{"path", "value", "reason"}]``."""
+    those were: ``[{"path", "value", "reason"}]`` (``path``: a JSON Pointer)."""
     nulls: list[dict[str, str]] = []
 
-    def walk(value: Any, parts: list[str | int]) -> Any:
+    def walk(value: Any, path: str) -> Any:
         if isinstance(value, dict):
-            return {k: walk(v, [*parts, str(k)]) for k, v in value.items()}
+            return {k: walk(v, path + "/" + str(k).replace("~", "~0").replace("/", "~1")) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [walk(v, [*parts, i]) for i, v in enumerate(value)]
+            return [walk(v, f"{path}/{i}") for i, v in enumerate(value)]
         if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             value = value.item()
         if isinstance(value, float) and not math.isfinite(value):
-            name = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            nulls.append({"path": _pointer(parts), "value": name, "reason": _null_reason(obj, parts, name)})
+            name = json.dumps(value)  # NaN, Infinity or -Infinity
+            nulls.append({"path": path, "value": name, "reason": _null_reason(obj, path, name)})
             return None
         return value
 
-    return walk(obj, []), nulls
+    return walk(obj, ""), nulls
 
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
@@ -138,15 +129,14 @@ def loads(text: str) -> Any:
     for entry in record.get(NULLS_KEY) or []:
         if not isinstance(entry, dict) or entry.get("value") not in _NON_FINITE or not isinstance(entry.get("path"), str):
             continue
-        parts, node = _unpointer(entry["path"]), record
-        try:
-            for key in parts[:-1]:
-                node = node[int(key)] if isinstance(node, list) else node[key]
-            last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
-            if node[last] is None:
-                node[last] = _NON_FINITE[entry["value"]]
+        try:  # a path that no longer fits the record: the value is left as it is
+            *up, last = [p.replace("~1", "/").replace("~0", "~") for p in entry["path"].split("/")[1:]]
+            node = functools.reduce(lambda node, key: node[int(key)] if isinstance(node, list) else node[key], up, record)
+            at: Any = int(last) if isinstance(node, list) else last
+            if node[at] is None:
+                node[at] = _NON_FINITE[entry["value"]]
         except (KeyError, IndexError, ValueError, TypeError, AttributeError):
-            continue  # a path that no longer fits the record: leave the value as it is
+            continue
     return record
 
 
