@@ -31,6 +31,7 @@ inferred by :func:`kind_of` for records written before records carried one) and 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -157,22 +158,16 @@ MIN_FREE_BYTES = 1 << 20
 _CREATED: list[Path] = []
 
 
-def remove_unused_folders(since: int = 0) -> list[Path]:
+def remove_unused_folders(since: int = 0) -> None:
     """Remove the folders :func:`ensure_writable` created that are still empty, innermost first.
 
     A command refused or interrupted after it made its output folder leaves nothing behind; a
     folder something was written into is kept. ``since``: only the folders made after that many
-    had been (:func:`leaves_no_folder`). Returns the folders removed.
+    had been (:func:`leaves_no_folder`).
     """
-    removed = []
     while len(_CREATED) > since:
-        folder = _CREATED.pop()
-        try:
-            folder.rmdir()  # only an empty folder goes
-            removed.append(folder)
-        except OSError:
-            pass
-    return removed
+        with contextlib.suppress(OSError):  # only an empty folder goes
+            _CREATED.pop().rmdir()
 
 
 def leaves_no_folder(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -198,11 +193,8 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     ``out: ~/runs``); the folder returned is the one to write to.
     """
     folder = Path(folder).expanduser()
-    missing, parent = [], folder.absolute()
-    while not parent.exists() and parent != parent.parent:
-        missing.append(parent)
-        parent = parent.parent
-    _CREATED.extend(reversed(missing))  # outermost first: removed last
+    # The folders this creates, outermost first (removed last: remove_unused_folders).
+    _CREATED.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
