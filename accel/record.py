@@ -391,9 +391,9 @@ def _name(path: object) -> str:
     return Path(str(path)).name
 
 
-def _rows_used(rows: Iterable[Rows | None]) -> int | None:
-    """The rows the first of ``rows`` that knows them used."""
-    return next((used for r in rows if (used := (r or Rows()).used()) is not None), None)
+def _rows_used(rows: Iterable[Rows | None], otherwise: object) -> str:
+    """The rows the first of ``rows`` that knows them used (none does: ``otherwise``), as a count."""
+    return _count(next((used for r in rows if (used := (r or Rows()).used()) is not None), otherwise))
 
 
 def _geomean(values: list[int | float | None]) -> float:
@@ -552,8 +552,7 @@ class Environment(Part):
     @property
     def load(self) -> float | None:
         """The 1-minute load average when the record was written."""
-        first = (self.load_average or [None])[0]
-        return float(first) if first is not None and number(first) else None
+        return float(first) if self.load_average and number(first := self.load_average[0]) else None
 
 
 @dataclass
@@ -773,11 +772,6 @@ class RunRecord(PairedRecord):
         top = self.cluster
         return top if top is not None and top.worker_kind == arm else None
 
-    def rows_used(self) -> str:
-        used = _rows_used(self.arms[a].rows for a in self.ran())
-        schema = self.data.get("schema") or {}
-        return _count(used if used is not None else schema.get("rows_used") or self.data.get("rows_requested"))
-
     def devices(self) -> str:
         if not self.on_dask:
             return super().devices()
@@ -787,10 +781,10 @@ class RunRecord(PairedRecord):
         )
 
     def summary(self) -> Summary:
-        metric = self.parity.metric
+        metric, schema = self.parity.metric, self.data.get("schema") or {}
         return Summary(
             data=self.config.data_name(self.workflow),
-            rows=self.rows_used(),
+            rows=_rows_used((self.arms[a].rows for a in self.ran()), schema.get("rows_used") or self.data.get("rows_requested")),
             devices=self.devices(),
             speedup=_nan(self.speedup.get("total")),
             speedup_of="total, CPU s / GPU s",
@@ -1029,47 +1023,33 @@ class ScalingRecord(Record):
     runs: list[ScalingRun] = []
     skipped_arms: dict[str, str] = {}
 
-    def rows_used(self) -> str:
-        used = _rows_used(run.arm.rows if run.arm else None for run in self.runs)
-        return _count(used if used is not None else self.data.get("rows_requested"))
-
-    def devices(self) -> str:
-        arms = [k for k in dict.fromkeys(str(r.kind) for r in self.rows) if k != "single-process"]
+    def summary(self) -> Summary:
+        """The rows the arms used, the worker counts, the headline speedup (the GPU workers against as
+        many CPU workers where both ran, else the most workers against the reference) and each arm's
+        metric at its most workers."""
         counts = self.worker_counts or sorted({r.workers for r in self.rows if r.clustered and r.workers is not None})
-        which = " and ".join(a.upper() for a in ARMS if a in arms)  # an old record's rows name the cluster instead
-        text = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
-        text = text.replace("Dask : ", "Dask: ").replace("  ", " ")
-        return text + ("; one process" if any(not r.clustered for r in self.rows) else "")
-
-    def headline(self) -> tuple[float, str]:
+        which = " and ".join(a.upper() for a in ARMS if a in {str(r.kind) for r in self.rows})  # old records name the cluster
+        devices = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
+        devices = devices.replace("Dask : ", "Dask: ").replace("  ", " ")
         totals = [r for r in self.rows if r.stage == "total" and r.clustered]
         versus = [r for r in totals if number(r.gpu_vs_cpu)]
-        if versus:  # both arms ran: the GPU workers against as many CPU workers
-            top = max(versus, key=lambda r: r.workers or 0)
-            return float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
         best = max(totals, key=lambda r: (r.workers or 0, r.kind == "gpu"), default=None)
-        if best is None:
-            return math.nan, ""
-        ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
-        return _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
-
-    def arm_metrics(self) -> dict[str, dict[str, Any]]:
-        """Each arm's metric at its most workers."""
-        scored = [r for r in self.rows if r.clustered and number(r.metric)]
-        if not self.metric_name or not scored:
-            return {}
-        by_arm = {r.arm: r for r in sorted(scored, key=lambda r: r.workers or 0)}  # the last at the most workers
-        return {self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}}
-
-    def summary(self) -> Summary:
-        speedup, of = self.headline()
+        speedup, of = math.nan, ""
+        if versus:
+            top = max(versus, key=lambda r: r.workers or 0)
+            speedup, of = float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
+        elif best is not None:
+            ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
+            speedup, of = _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
+        scored = sorted((r for r in self.rows if r.clustered and number(r.metric)), key=lambda r: r.workers or 0)
+        by_arm = {r.arm: r for r in scored}  # the last at the most workers
         return Summary(
             data=self.config.data_name(self.workflow),
-            rows=self.rows_used(),
-            devices=self.devices(),
+            rows=_rows_used((run.arm.rows if run.arm else None for run in self.runs), self.data.get("rows_requested")),
+            devices=devices + ("; one process" if any(not r.clustered for r in self.rows) else ""),
             speedup=speedup,
             speedup_of=of,
-            metrics=self.arm_metrics(),
+            metrics={self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}} if self.metric_name and scored else {},
         )
 
     def reasons(self) -> list[tuple[str, str, str]]:
@@ -1171,8 +1151,7 @@ class BenchRecord(Record):
         return f"{name} benchmark", f"{name} benchmarks"
 
     def devices(self) -> str:
-        gpu = self.gpu
-        return "CPU" + (f" + {getattr(gpu, 'device_name', None) or 'GPU'}" if gpu is not None and gpu.ok else "")
+        return "CPU" + (f" + {getattr(self.gpu, 'device_name', None) or 'GPU'}" if self.gpu is not None and self.gpu.ok else "")
 
     def summary(self) -> Summary:
         return Summary(data=self.benchmark, devices=self.devices())
@@ -1236,9 +1215,8 @@ class DbBench(BenchRecord):
     def summary(self) -> Summary:
         checked = [q.agree for q in self.questions if q.agree is not None]
         n = len(self.questions)
-        source = _name(self.data.x or "?")
-        if self.benchmark == "db_join":
-            source = _name(Path(str(self.data.x or "?")).parent) or "join tables"
+        x = str(self.data.x or "?")
+        source = (_name(Path(x).parent) or "join tables") if self.benchmark == "db_join" else _name(x)
         rows_in = ((self.arms.get("cpu") or {}).get("rows_in") or {}) if isinstance(self.arms.get("cpu"), dict) else {}
         return Summary(
             data=source,
@@ -1437,9 +1415,7 @@ def parse_record(raw: object) -> Record:
     if not isinstance(raw, dict):
         raise NotARecord("not a run record or benchmark result")
     raw = upgrade(raw)
-    cls = RECORD_CLASSES[raw["kind"]]
-    if cls is BenchRecord:
-        cls = BENCHMARKS.get(str(raw.get("benchmark")), BenchRecord)
+    cls = BENCHMARKS.get(str(raw.get("benchmark")), BenchRecord) if raw["kind"] == "bench" else RECORD_CLASSES[raw["kind"]]
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:
