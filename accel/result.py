@@ -77,8 +77,7 @@ class ArmResult:
         out = asdict(replace(self, pipeline=None))
         del out["pipeline"]
         if self.executor == "dask":
-            out["placement"] = "dask"
-            out["train_retried"] = any(a.get("status") == "failed" for a in self.train_attempts)
+            out.update(placement="dask", train_retried=any(a.get("status") == "failed" for a in self.train_attempts))
         return out
 
 
@@ -95,17 +94,6 @@ class ArmPeaks:
     host_mb_at_start: float | None = None
     stage_peak_host_mb: dict[str, float] = field(default_factory=dict)
     stage_peak_device_mb: dict[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def of_monitor(cls, monitor: MemoryMonitor) -> ArmPeaks:
-        """The peaks this process's :class:`~accel.memory.MemoryMonitor` saw."""
-        return cls(
-            peak_host_mb=to_mb(monitor.peak_host),
-            peak_device_mb=to_mb(monitor.peak_device),
-            host_mb_at_start=to_mb(monitor.host_at_start),
-            stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
-            stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        )
 
     @classmethod
     def of_workers(cls, workers: dict[str, dict[str, Any]]) -> ArmPeaks:
@@ -194,11 +182,10 @@ class Executor(Generic[W]):
 
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
     from accel.openmp import settle
 
-    info["omp_wait_policy"] = dict(settle())
-    return {**info, **backend.host_threads()}
+    threads = model.threads(backend, fitted)
+    return {**threads, "cores_available": backend.n_threads, "omp_wait_policy": dict(settle()), **backend.host_threads()}
 
 
 def arm_result(
@@ -213,7 +200,13 @@ def arm_result(
     (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too)."""
     model, fitted = executed.model, executed.fitted
     device_used = model.device_used(backend, fitted)
-    peaks = executed.peaks or ArmPeaks.of_monitor(monitor)
+    peaks = executed.peaks or ArmPeaks(  # the peaks this process's monitor saw
+        peak_host_mb=to_mb(monitor.peak_host),
+        peak_device_mb=to_mb(monitor.peak_device),
+        host_mb_at_start=to_mb(monitor.host_at_start),
+        stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
+        stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
+    )
     stage_devices = backend.stage_devices(device_used)
     if executed.where:
         stage_devices = {s: v if s in ("train", "predict") else f"{executed.where}: {v}" for s, v in stage_devices.items()}
