@@ -4,9 +4,9 @@ An arm is a workflow on a backend, run by an :class:`Executor`: in memory, strea
 (:mod:`accel.streaming`) or on a Dask cluster (:mod:`accel.scaleout.cluster_run`). The one runner,
 :func:`accel.runner.execute_arm`, times the executor's stages with one
 :class:`~accel.timing.StageTimer`, watches memory, and turns what the executor hands back
-(:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`;
-:func:`check_device` fails an arm whose model ran elsewhere than asked (XGBoost only warns when
-it cannot use the GPU); :mod:`accel.pairing` compares two arms.
+(:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`, which fails an arm
+whose model ran elsewhere than asked (XGBoost only warns when it cannot use the GPU);
+:mod:`accel.pairing` compares two arms.
 """
 
 from __future__ import annotations
@@ -197,7 +197,11 @@ def arm_result(
     stages: tuple[str, ...] = STAGES,
 ) -> ArmResult:
     """The arm's :class:`ArmResult` from the runner's timer and monitor and what ``executor`` did
-    (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too)."""
+    (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too).
+
+    Marked ``failed`` when its model ran on another device than ``backend``'s: XGBoost only warns
+    when it cannot use the GPU, and that must not pass as a GPU result.
+    """
     model, fitted = executed.model, executed.fitted
     device_used = model.device_used(backend, fitted)
     peaks = executed.peaks or ArmPeaks(  # the peaks this process's monitor saw
@@ -231,15 +235,6 @@ def arm_result(
         importances=dict(executed.pipeline.importances) if executed.pipeline is not None else {},
         pipeline=executed.pipeline,
     )
-    return check_device(result, backend)
-
-
-def check_device(result: ArmResult, backend: Backend) -> ArmResult:
-    """``result`` marked ``failed`` when its model ran on another device than ``backend``'s.
-
-    XGBoost only warns when it cannot use the GPU: that must not pass as a GPU result.
-    """
-    if result.device_used is not None and not backend.ran_here(result.device_used):
-        result.status = "failed"
-        result.reason = f"the model ran on {result.device_used!r} although {backend.xgb_device!r} was asked for"
+    if device_used is not None and not backend.ran_here(device_used):
+        result.status, result.reason = "failed", f"the model ran on {device_used!r} although {backend.xgb_device!r} was asked for"
     return result
