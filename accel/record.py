@@ -130,14 +130,13 @@ def loads(text: str) -> Any:
     for entry in record.get(NULLS_KEY) or []:
         if not isinstance(entry, dict) or entry.get("value") not in _NON_FINITE or not isinstance(entry.get("path"), str):
             continue
-        try:  # a path that no longer fits the record: the value is left as it is
+        # A path that no longer fits the record: the value is left as it is.
+        with contextlib.suppress(KeyError, IndexError, ValueError, TypeError, AttributeError):
             *up, last = [p.replace("~1", "/").replace("~0", "~") for p in entry["path"].split("/")[1:]]
             node = functools.reduce(lambda node, key: node[int(key)] if isinstance(node, list) else node[key], up, record)
             at: Any = int(last) if isinstance(node, list) else last
             if node[at] is None:
                 node[at] = _NON_FINITE[entry["value"]]
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
-            continue
     return record
 
 
@@ -722,14 +721,15 @@ class PairedRecord(_ByArm, Record):
         """``value(arm)`` of each arm that ran, the status of each that did not."""
         return {a: value(self.arms[a]) if self.arms[a].ok else self.arms[a].status for a in ARMS if a in self.arms}
 
+    def device(self, arm: str) -> str:
+        """Where ``arm`` ran: the GPU by its name, the CPU with its cores."""
+        if arm == "gpu":
+            return self.arms["gpu"].device_name or "GPU"
+        threads = (self.arms["cpu"].threads or {}).get("cores_available")
+        return f"CPU ({threads} cores)" if threads else "CPU"
+
     def devices(self) -> str:
-        parts = []
-        if "gpu" in self.ran():
-            parts.append(self.arms["gpu"].device_name or "GPU")
-        if "cpu" in self.ran():
-            threads = (self.arms["cpu"].threads or {}).get("cores_available")
-            parts.append(f"CPU ({threads} cores)" if threads else "CPU")
-        return " + ".join(parts) or "none ran"
+        return " + ".join(map(self.device, self.ran())) or "none ran"
 
 
 class RunRecord(PairedRecord):
@@ -772,13 +772,10 @@ class RunRecord(PairedRecord):
         top = self.cluster
         return top if top is not None and top.worker_kind == arm else None
 
-    def devices(self) -> str:
+    def device(self, arm: str) -> str:
         if not self.on_dask:
-            return super().devices()
-        return (
-            " + ".join(c.text() if (c := self.cluster_of(a)) else f"{a.upper()} in this process" for a in self.ran())
-            or "none ran"
-        )
+            return super().device(arm)
+        return c.text() if (c := self.cluster_of(arm)) else f"{arm.upper()} in this process"
 
     def summary(self) -> Summary:
         metric, schema = self.parity.metric, self.data.get("schema") or {}
