@@ -240,14 +240,12 @@ def kind_of(record: Any) -> RecordKind | None:
     """
     if not isinstance(record, dict):
         return None
-    kind = record.get("kind")
-    if kind in RECORD_KINDS:
+    if (kind := record.get("kind")) in RECORD_KINDS:
         return kind
     version = record.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version >= 2:
         return None
-    bench = record.get("benchmark")
-    if isinstance(bench, str):
+    if isinstance(bench := record.get("benchmark"), str):
         return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
     if "workflow" in record and "arms" in record:
         return "run"  # its shape is the reader's to check
@@ -1380,8 +1378,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
         version = 1
     if version > SCHEMA_VERSION:
         raise RecordError(f"written by a newer accel (schema_version {version}; this one reads up to {SCHEMA_VERSION})")
-    kind = kind_of(raw)
-    if kind is None:
+    if (kind := kind_of(raw)) is None:
         raise NotARecord("not a run record or benchmark result")
     if version <= 3 and kind == "run":
         raw = _probe_apart(raw)
