@@ -613,7 +613,8 @@ class Record(Part):
         return (sha + (" (uncommitted changes)" if (env.git or {}).get("dirty") else "")) if sha else ""
 
     def summary(self) -> Summary:
-        return Summary(data=self.kind)
+        """The row a reader shows of the record (a snapshot of others: none of its own figures)."""
+        return Summary()
 
     def reasons(self) -> list[tuple[str, str, str]]:
         """``(arm, status, reason)`` of each arm that did not run to the end."""
@@ -951,11 +952,10 @@ class CompareRecord(_ByArm, Record):
     fallbacks: list[Fallback] = []
 
     def summary(self) -> Summary:
-        args = " ".join(str(a) for a in self.program.args)
         out = self.parity.stdout
         counted = f" ({out.numbers_agree}/{out.numbers_compared} numbers)" if out and out.model_fields_set else ""
         return Summary(
-            data=f"{_name(self.program.path or '?')} {args}".strip(),
+            data=" ".join([_name(self.program.path or "?"), *map(str, self.program.args)]).strip(),
             devices=" + ".join(a.upper() for a in self.ran()) or "none ran",
             speedup=_nan(self.speedup.get("wall_cold")),
             speedup_of="cold wall",
@@ -1081,9 +1081,6 @@ class ExperimentsRecord(Record):
     created_at: str | None = None
     folder: str | None = None
     rows: list[ExperimentRow] = []
-
-    def summary(self) -> Summary:
-        return Summary(data="")
 
 
 class PredictedRows(Part):
