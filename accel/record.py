@@ -31,6 +31,7 @@ inferred by :func:`kind_of` for records written before records carried one) and 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -65,47 +66,38 @@ _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 MODEL_STAGES = ("to_device", "train", "predict")
 
 
-def _pointer(parts: list[str | int]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _unpointer(path: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
-
-
-def _null_reason(record: Any, parts: list[str | int], value: str) -> str:
+def _null_reason(record: Any, path: str, value: str) -> str:
     """Why a value is not finite, where the record says so; else what it was."""
-    if parts and parts[0] == "speedup" and isinstance(record, dict) and isinstance(record.get("arms"), dict):
-        status = {"skipped": "was skipped", "failed": "failed"}
+    if path.split("/")[1:2] == ["speedup"] and isinstance(record, dict) and isinstance(record.get("arms"), dict):
         missing = [
-            f"the {arm} arm {status.get(str(r.get('status')), str(r.get('status')))}"
+            f"the {arm} arm {'was skipped' if r.get('status') == 'skipped' else r.get('status')}"
             for arm, r in record["arms"].items()
             if isinstance(r, dict) and r.get("status") != "ok"
         ]
         if missing:
             return "not measured: " + " and ".join(missing)
-    return {"NaN": "not a number", "Infinity": "infinite", "-Infinity": "infinite"}[value]
+    return "not a number" if value == "NaN" else "infinite"
 
 
 def strict(obj: Any) -> tuple[Any, list[dict[str, str]]]:
     """``obj`` with every non-finite float as None (NumPy scalars as Python numbers), and where
-    those were: ``[{"path", "value", "reason"}]``."""
+    those were: ``[{"path", "value", "reason"}]`` (``path``: a JSON Pointer)."""
     nulls: list[dict[str, str]] = []
 
-    def walk(value: Any, parts: list[str | int]) -> Any:
+    def walk(value: Any, path: str) -> Any:
         if isinstance(value, dict):
-            return {k: walk(v, [*parts, str(k)]) for k, v in value.items()}
+            return {k: walk(v, path + "/" + str(k).replace("~", "~0").replace("/", "~1")) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [walk(v, [*parts, i]) for i, v in enumerate(value)]
+            return [walk(v, f"{path}/{i}") for i, v in enumerate(value)]
         if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             value = value.item()
         if isinstance(value, float) and not math.isfinite(value):
-            name = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            nulls.append({"path": _pointer(parts), "value": name, "reason": _null_reason(obj, parts, name)})
+            name = json.dumps(value)  # NaN, Infinity or -Infinity
+            nulls.append({"path": path, "value": name, "reason": _null_reason(obj, path, name)})
             return None
         return value
 
-    return walk(obj, []), nulls
+    return walk(obj, ""), nulls
 
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
@@ -138,15 +130,13 @@ def loads(text: str) -> Any:
     for entry in record.get(NULLS_KEY) or []:
         if not isinstance(entry, dict) or entry.get("value") not in _NON_FINITE or not isinstance(entry.get("path"), str):
             continue
-        parts, node = _unpointer(entry["path"]), record
-        try:
-            for key in parts[:-1]:
-                node = node[int(key)] if isinstance(node, list) else node[key]
-            last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
-            if node[last] is None:
-                node[last] = _NON_FINITE[entry["value"]]
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
-            continue  # a path that no longer fits the record: leave the value as it is
+        # A path that no longer fits the record: the value is left as it is.
+        with contextlib.suppress(KeyError, IndexError, ValueError, TypeError, AttributeError):
+            *up, last = [p.replace("~1", "/").replace("~0", "~") for p in entry["path"].split("/")[1:]]
+            node = functools.reduce(lambda node, key: node[int(key)] if isinstance(node, list) else node[key], up, record)
+            at: Any = int(last) if isinstance(node, list) else last
+            if node[at] is None:
+                node[at] = _NON_FINITE[entry["value"]]
     return record
 
 
@@ -167,22 +157,16 @@ MIN_FREE_BYTES = 1 << 20
 _CREATED: list[Path] = []
 
 
-def remove_unused_folders(since: int = 0) -> list[Path]:
+def remove_unused_folders(since: int = 0) -> None:
     """Remove the folders :func:`ensure_writable` created that are still empty, innermost first.
 
     A command refused or interrupted after it made its output folder leaves nothing behind; a
     folder something was written into is kept. ``since``: only the folders made after that many
-    had been (:func:`leaves_no_folder`). Returns the folders removed.
+    had been (:func:`leaves_no_folder`).
     """
-    removed = []
     while len(_CREATED) > since:
-        folder = _CREATED.pop()
-        try:
-            folder.rmdir()  # only an empty folder goes
-            removed.append(folder)
-        except OSError:
-            pass
-    return removed
+        with contextlib.suppress(OSError):  # only an empty folder goes
+            _CREATED.pop().rmdir()
 
 
 def leaves_no_folder(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -208,11 +192,8 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     ``out: ~/runs``); the folder returned is the one to write to.
     """
     folder = Path(folder).expanduser()
-    missing, parent = [], folder.absolute()
-    while not parent.exists() and parent != parent.parent:
-        missing.append(parent)
-        parent = parent.parent
-    _CREATED.extend(reversed(missing))  # outermost first: removed last
+    # The folders this creates, outermost first (removed last: remove_unused_folders).
+    _CREATED.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
@@ -259,14 +240,12 @@ def kind_of(record: Any) -> RecordKind | None:
     """
     if not isinstance(record, dict):
         return None
-    kind = record.get("kind")
-    if kind in RECORD_KINDS:
+    if (kind := record.get("kind")) in RECORD_KINDS:
         return kind
     version = record.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version >= 2:
         return None
-    bench = record.get("benchmark")
-    if isinstance(bench, str):
+    if isinstance(bench := record.get("benchmark"), str):
         return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
     if "workflow" in record and "arms" in record:
         return "run"  # its shape is the reader's to check
@@ -409,9 +388,9 @@ def _name(path: object) -> str:
     return Path(str(path)).name
 
 
-def _rows_used(rows: Iterable[Rows | None]) -> int | None:
-    """The rows the first of ``rows`` that knows them used."""
-    return next((used for r in rows if (used := (r or Rows()).used()) is not None), None)
+def _rows_used(rows: Iterable[Rows | None], otherwise: object) -> str:
+    """The rows the first of ``rows`` that knows them used (none does: ``otherwise``), as a count."""
+    return _count(next((used for r in rows if (used := (r or Rows()).used()) is not None), otherwise))
 
 
 def _geomean(values: list[int | float | None]) -> float:
@@ -570,8 +549,7 @@ class Environment(Part):
     @property
     def load(self) -> float | None:
         """The 1-minute load average when the record was written."""
-        first = (self.load_average or [None])[0]
-        return float(first) if first is not None and number(first) else None
+        return float(first) if self.load_average and number(first := self.load_average[0]) else None
 
 
 @dataclass
@@ -635,7 +613,8 @@ class Record(Part):
         return (sha + (" (uncommitted changes)" if (env.git or {}).get("dirty") else "")) if sha else ""
 
     def summary(self) -> Summary:
-        return Summary(data=self.kind)
+        """The row a reader shows of the record (a snapshot of others: none of its own figures)."""
+        return Summary()
 
     def reasons(self) -> list[tuple[str, str, str]]:
         """``(arm, status, reason)`` of each arm that did not run to the end."""
@@ -741,14 +720,15 @@ class PairedRecord(_ByArm, Record):
         """``value(arm)`` of each arm that ran, the status of each that did not."""
         return {a: value(self.arms[a]) if self.arms[a].ok else self.arms[a].status for a in ARMS if a in self.arms}
 
+    def device(self, arm: str) -> str:
+        """Where ``arm`` ran: the GPU by its name, the CPU with its cores."""
+        if arm == "gpu":
+            return self.arms["gpu"].device_name or "GPU"
+        threads = (self.arms["cpu"].threads or {}).get("cores_available")
+        return f"CPU ({threads} cores)" if threads else "CPU"
+
     def devices(self) -> str:
-        parts = []
-        if "gpu" in self.ran():
-            parts.append(self.arms["gpu"].device_name or "GPU")
-        if "cpu" in self.ran():
-            threads = (self.arms["cpu"].threads or {}).get("cores_available")
-            parts.append(f"CPU ({threads} cores)" if threads else "CPU")
-        return " + ".join(parts) or "none ran"
+        return " + ".join(map(self.device, self.ran())) or "none ran"
 
 
 class RunRecord(PairedRecord):
@@ -791,24 +771,16 @@ class RunRecord(PairedRecord):
         top = self.cluster
         return top if top is not None and top.worker_kind == arm else None
 
-    def rows_used(self) -> str:
-        used = _rows_used(self.arms[a].rows for a in self.ran())
-        schema = self.data.get("schema") or {}
-        return _count(used if used is not None else schema.get("rows_used") or self.data.get("rows_requested"))
-
-    def devices(self) -> str:
+    def device(self, arm: str) -> str:
         if not self.on_dask:
-            return super().devices()
-        return (
-            " + ".join(c.text() if (c := self.cluster_of(a)) else f"{a.upper()} in this process" for a in self.ran())
-            or "none ran"
-        )
+            return super().device(arm)
+        return c.text() if (c := self.cluster_of(arm)) else f"{arm.upper()} in this process"
 
     def summary(self) -> Summary:
-        metric = self.parity.metric
+        metric, schema = self.parity.metric, self.data.get("schema") or {}
         return Summary(
             data=self.config.data_name(self.workflow),
-            rows=self.rows_used(),
+            rows=_rows_used((self.arms[a].rows for a in self.ran()), schema.get("rows_used") or self.data.get("rows_requested")),
             devices=self.devices(),
             speedup=_nan(self.speedup.get("total")),
             speedup_of="total, CPU s / GPU s",
@@ -980,11 +952,10 @@ class CompareRecord(_ByArm, Record):
     fallbacks: list[Fallback] = []
 
     def summary(self) -> Summary:
-        args = " ".join(str(a) for a in self.program.args)
         out = self.parity.stdout
         counted = f" ({out.numbers_agree}/{out.numbers_compared} numbers)" if out and out.model_fields_set else ""
         return Summary(
-            data=f"{_name(self.program.path or '?')} {args}".strip(),
+            data=" ".join([_name(self.program.path or "?"), *map(str, self.program.args)]).strip(),
             devices=" + ".join(a.upper() for a in self.ran()) or "none ran",
             speedup=_nan(self.speedup.get("wall_cold")),
             speedup_of="cold wall",
@@ -1047,47 +1018,33 @@ class ScalingRecord(Record):
     runs: list[ScalingRun] = []
     skipped_arms: dict[str, str] = {}
 
-    def rows_used(self) -> str:
-        used = _rows_used(run.arm.rows if run.arm else None for run in self.runs)
-        return _count(used if used is not None else self.data.get("rows_requested"))
-
-    def devices(self) -> str:
-        arms = [k for k in dict.fromkeys(str(r.kind) for r in self.rows) if k != "single-process"]
+    def summary(self) -> Summary:
+        """The rows the arms used, the worker counts, the headline speedup (the GPU workers against as
+        many CPU workers where both ran, else the most workers against the reference) and each arm's
+        metric at its most workers."""
         counts = self.worker_counts or sorted({r.workers for r in self.rows if r.clustered and r.workers is not None})
-        which = " and ".join(a.upper() for a in ARMS if a in arms)  # an old record's rows name the cluster instead
-        text = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
-        text = text.replace("Dask : ", "Dask: ").replace("  ", " ")
-        return text + ("; one process" if any(not r.clustered for r in self.rows) else "")
-
-    def headline(self) -> tuple[float, str]:
+        which = " and ".join(a.upper() for a in ARMS if a in {str(r.kind) for r in self.rows})  # old records name the cluster
+        devices = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
+        devices = devices.replace("Dask : ", "Dask: ").replace("  ", " ")
         totals = [r for r in self.rows if r.stage == "total" and r.clustered]
         versus = [r for r in totals if number(r.gpu_vs_cpu)]
-        if versus:  # both arms ran: the GPU workers against as many CPU workers
-            top = max(versus, key=lambda r: r.workers or 0)
-            return float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
         best = max(totals, key=lambda r: (r.workers or 0, r.kind == "gpu"), default=None)
-        if best is None:
-            return math.nan, ""
-        ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
-        return _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
-
-    def arm_metrics(self) -> dict[str, dict[str, Any]]:
-        """Each arm's metric at its most workers."""
-        scored = [r for r in self.rows if r.clustered and number(r.metric)]
-        if not self.metric_name or not scored:
-            return {}
-        by_arm = {r.arm: r for r in sorted(scored, key=lambda r: r.workers or 0)}  # the last at the most workers
-        return {self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}}
-
-    def summary(self) -> Summary:
-        speedup, of = self.headline()
+        speedup, of = math.nan, ""
+        if versus:
+            top = max(versus, key=lambda r: r.workers or 0)
+            speedup, of = float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
+        elif best is not None:
+            ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
+            speedup, of = _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
+        scored = sorted((r for r in self.rows if r.clustered and number(r.metric)), key=lambda r: r.workers or 0)
+        by_arm = {r.arm: r for r in scored}  # the last at the most workers
         return Summary(
             data=self.config.data_name(self.workflow),
-            rows=self.rows_used(),
-            devices=self.devices(),
+            rows=_rows_used((run.arm.rows if run.arm else None for run in self.runs), self.data.get("rows_requested")),
+            devices=devices + ("; one process" if any(not r.clustered for r in self.rows) else ""),
             speedup=speedup,
             speedup_of=of,
-            metrics=self.arm_metrics(),
+            metrics={self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}} if self.metric_name and scored else {},
         )
 
     def reasons(self) -> list[tuple[str, str, str]]:
@@ -1124,9 +1081,6 @@ class ExperimentsRecord(Record):
     created_at: str | None = None
     folder: str | None = None
     rows: list[ExperimentRow] = []
-
-    def summary(self) -> Summary:
-        return Summary(data="")
 
 
 class PredictedRows(Part):
@@ -1189,8 +1143,7 @@ class BenchRecord(Record):
         return f"{name} benchmark", f"{name} benchmarks"
 
     def devices(self) -> str:
-        gpu = self.gpu
-        return "CPU" + (f" + {getattr(gpu, 'device_name', None) or 'GPU'}" if gpu is not None and gpu.ok else "")
+        return "CPU" + (f" + {getattr(self.gpu, 'device_name', None) or 'GPU'}" if self.gpu is not None and self.gpu.ok else "")
 
     def summary(self) -> Summary:
         return Summary(data=self.benchmark, devices=self.devices())
@@ -1254,9 +1207,8 @@ class DbBench(BenchRecord):
     def summary(self) -> Summary:
         checked = [q.agree for q in self.questions if q.agree is not None]
         n = len(self.questions)
-        source = _name(self.data.x or "?")
-        if self.benchmark == "db_join":
-            source = _name(Path(str(self.data.x or "?")).parent) or "join tables"
+        x = str(self.data.x or "?")
+        source = (_name(Path(x).parent) or "join tables") if self.benchmark == "db_join" else _name(x)
         rows_in = ((self.arms.get("cpu") or {}).get("rows_in") or {}) if isinstance(self.arms.get("cpu"), dict) else {}
         return Summary(
             data=source,
@@ -1423,8 +1375,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
         version = 1
     if version > SCHEMA_VERSION:
         raise RecordError(f"written by a newer accel (schema_version {version}; this one reads up to {SCHEMA_VERSION})")
-    kind = kind_of(raw)
-    if kind is None:
+    if (kind := kind_of(raw)) is None:
         raise NotARecord("not a run record or benchmark result")
     if version <= 3 and kind == "run":
         raw = _probe_apart(raw)
@@ -1455,9 +1406,7 @@ def parse_record(raw: object) -> Record:
     if not isinstance(raw, dict):
         raise NotARecord("not a run record or benchmark result")
     raw = upgrade(raw)
-    cls = RECORD_CLASSES[raw["kind"]]
-    if cls is BenchRecord:
-        cls = BENCHMARKS.get(str(raw.get("benchmark")), BenchRecord)
+    cls = BENCHMARKS.get(str(raw.get("benchmark")), BenchRecord) if raw["kind"] == "bench" else RECORD_CLASSES[raw["kind"]]
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:

@@ -4,9 +4,9 @@ An arm is a workflow on a backend, run by an :class:`Executor`: in memory, strea
 (:mod:`accel.streaming`) or on a Dask cluster (:mod:`accel.scaleout.cluster_run`). The one runner,
 :func:`accel.runner.execute_arm`, times the executor's stages with one
 :class:`~accel.timing.StageTimer`, watches memory, and turns what the executor hands back
-(:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`;
-:func:`check_device` fails an arm whose model ran elsewhere than asked (XGBoost only warns when
-it cannot use the GPU); :mod:`accel.pairing` compares two arms.
+(:class:`Executed`) into the one :class:`ArmResult` with :func:`arm_result`, which fails an arm
+whose model ran elsewhere than asked (XGBoost only warns when it cannot use the GPU);
+:mod:`accel.pairing` compares two arms.
 """
 
 from __future__ import annotations
@@ -77,8 +77,7 @@ class ArmResult:
         out = asdict(replace(self, pipeline=None))
         del out["pipeline"]
         if self.executor == "dask":
-            out["placement"] = "dask"
-            out["train_retried"] = any(a.get("status") == "failed" for a in self.train_attempts)
+            out.update(placement="dask", train_retried=any(a.get("status") == "failed" for a in self.train_attempts))
         return out
 
 
@@ -95,17 +94,6 @@ class ArmPeaks:
     host_mb_at_start: float | None = None
     stage_peak_host_mb: dict[str, float] = field(default_factory=dict)
     stage_peak_device_mb: dict[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def of_monitor(cls, monitor: MemoryMonitor) -> ArmPeaks:
-        """The peaks this process's :class:`~accel.memory.MemoryMonitor` saw."""
-        return cls(
-            peak_host_mb=to_mb(monitor.peak_host),
-            peak_device_mb=to_mb(monitor.peak_device),
-            host_mb_at_start=to_mb(monitor.host_at_start),
-            stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
-            stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
-        )
 
     @classmethod
     def of_workers(cls, workers: dict[str, dict[str, Any]]) -> ArmPeaks:
@@ -194,11 +182,10 @@ class Executor(Generic[W]):
 
 
 def _threads(backend: Backend, model: Any, fitted: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {**model.threads(backend, fitted), "cores_available": backend.n_threads}
     from accel.openmp import settle
 
-    info["omp_wait_policy"] = dict(settle())
-    return {**info, **backend.host_threads()}
+    threads = model.threads(backend, fitted)
+    return {**threads, "cores_available": backend.n_threads, "omp_wait_policy": dict(settle()), **backend.host_threads()}
 
 
 def arm_result(
@@ -210,10 +197,20 @@ def arm_result(
     stages: tuple[str, ...] = STAGES,
 ) -> ArmResult:
     """The arm's :class:`ArmResult` from the runner's timer and monitor and what ``executor`` did
-    (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too)."""
+    (``stages``: the ones it times; any of :data:`~accel.timing.EXTRA_STAGES` it timed too).
+
+    Marked ``failed`` when its model ran on another device than ``backend``'s: XGBoost only warns
+    when it cannot use the GPU, and that must not pass as a GPU result.
+    """
     model, fitted = executed.model, executed.fitted
     device_used = model.device_used(backend, fitted)
-    peaks = executed.peaks or ArmPeaks.of_monitor(monitor)
+    peaks = executed.peaks or ArmPeaks(  # the peaks this process's monitor saw
+        peak_host_mb=to_mb(monitor.peak_host),
+        peak_device_mb=to_mb(monitor.peak_device),
+        host_mb_at_start=to_mb(monitor.host_at_start),
+        stage_peak_host_mb={s: to_mb(v) for s, v in monitor.stage_peak_host.items()},
+        stage_peak_device_mb={s: to_mb(v) for s, v in monitor.stage_peak_device.items()},
+    )
     stage_devices = backend.stage_devices(device_used)
     if executed.where:
         stage_devices = {s: v if s in ("train", "predict") else f"{executed.where}: {v}" for s, v in stage_devices.items()}
@@ -238,15 +235,6 @@ def arm_result(
         importances=dict(executed.pipeline.importances) if executed.pipeline is not None else {},
         pipeline=executed.pipeline,
     )
-    return check_device(result, backend)
-
-
-def check_device(result: ArmResult, backend: Backend) -> ArmResult:
-    """``result`` marked ``failed`` when its model ran on another device than ``backend``'s.
-
-    XGBoost only warns when it cannot use the GPU: that must not pass as a GPU result.
-    """
-    if result.device_used is not None and not backend.ran_here(result.device_used):
-        result.status = "failed"
-        result.reason = f"the model ran on {result.device_used!r} although {backend.xgb_device!r} was asked for"
+    if device_used is not None and not backend.ran_here(device_used):
+        result.status, result.reason = "failed", f"the model ran on {device_used!r} although {backend.xgb_device!r} was asked for"
     return result
