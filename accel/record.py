@@ -133,7 +133,7 @@ def loads(text: str) -> Any:
         # A path that no longer fits the record: the value is left as it is.
         with contextlib.suppress(KeyError, IndexError, ValueError, TypeError, AttributeError):
             *up, last = [p.replace("~1", "/").replace("~0", "~") for p in entry["path"].split("/")[1:]]
-            node = functools.reduce(lambda node, key: node[int(key)] if isinstance(node, list) else node[key], up, record)
+            node = functools.reduce(lambda part, key: part[int(key)] if isinstance(part, list) else part[key], up, record)
             at: Any = int(last) if isinstance(node, list) else last
             if node[at] is None:
                 node[at] = _NON_FINITE[entry["value"]]
