@@ -156,15 +156,12 @@ class Suite:
     name: str  # "groupby" | "join"
     questions: dict[str, Question]
     schema: dict[str, dict[str, str]]
-
-    @property
-    def benchmark(self) -> str:
-        return f"db_{self.name}"
+    benchmark: str  # the result's name of it: db_<name>
 
 
 SUITES = {
-    "groupby": Suite("groupby", GROUPBY_QUESTIONS, GROUPBY_SCHEMA),
-    "join": Suite("join", JOIN_QUESTIONS, JOIN_SCHEMA),
+    "groupby": Suite("groupby", GROUPBY_QUESTIONS, GROUPBY_SCHEMA, "db_groupby"),
+    "join": Suite("join", JOIN_QUESTIONS, JOIN_SCHEMA, "db_join"),
 }
 
 
@@ -207,17 +204,14 @@ def file_columns(path: Path) -> list[str]:
     return [c.strip().strip('"') for c in header.split(",")] if header else []
 
 
-def _data_file(path: Path) -> Path:
+def locate_groupby(path: Path) -> dict[str, Path]:
+    """The groupby table: the data file ``path``, a CSV or Parquet file."""
     path = Path(path)
     if not path.is_file():
         raise AccelError(f"data file {str(path)!r} does not exist (make one with 'accel data groupby N K OUT')")
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise AccelError(f"data file {str(path)!r} must be .csv or .parquet")
-    return path
-
-
-def locate_groupby(path: Path) -> dict[str, Path]:
-    return {"x": _data_file(path)}
+    return {"x": path}
 
 
 def _size_token(path: Path) -> float:
@@ -262,29 +256,23 @@ def check_columns(suite: Suite, paths: Mapping[str, Path]) -> None:
             raise AccelError(f"{str(path)!r} lacks the {suite.name} benchmark's columns {', '.join(missing)} (it needs {need})")
 
 
-def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
-    """Cast a table's columns as the benchmark's pandas solution does after loading."""
-    integer = _compat.nullable_int32(xdf)
-    for column, kind in schema.items():
-        dtype = {"category": "category", "int": integer, "float": "float64"}[kind]
-        frame[column] = frame[column].astype(dtype)
-    return frame
-
-
 def load_tables(backend: Backend, suite: Suite, sources: Mapping[str, Path | pa.Table]) -> dict[str, Any]:
-    """Each table into the arm's dataframe, cast as the benchmark does: a data file (a path) read,
-    a generated pyarrow table (:mod:`accel.data.datagen`) converted; a table the suite does not use left out."""
+    """Each table into the arm's dataframe, its columns cast as the benchmark's pandas solution
+    casts them after loading: a data file (a path) read, a generated pyarrow table
+    (:mod:`accel.data.datagen`) converted; a table the suite does not use left out."""
     xdf = backend.xdf
-
-    def frame(role: str, source: Path | pa.Table) -> Any:
+    dtypes = {"category": "category", "int": _compat.nullable_int32(xdf), "float": "float64"}
+    tables = {}
+    for role, source in ((r, s) for r, s in sources.items() if r in suite.schema):
         columns = list(suite.schema[role])
         if isinstance(source, (str, Path)):
-            return _compat.read_table(xdf, source, columns=columns)
-        return _compat.from_arrow(xdf, source.select(columns))
-
-    return {
-        role: apply_schema(xdf, suite.schema[role], frame(role, src)) for role, src in sources.items() if role in suite.schema
-    }
+            frame = _compat.read_table(xdf, source, columns=columns)
+        else:
+            frame = _compat.from_arrow(xdf, source.select(columns))
+        for column in columns:
+            frame[column] = frame[column].astype(dtypes[suite.schema[role][column]])
+        tables[role] = frame
+    return tables
 
 
 # --------------------------------------------------------------------------- running
