@@ -30,18 +30,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.bench.compare_boot import ACCELERATORS
 from accel.config import MAX_SECONDS
 from accel.errors import AccelError
 from accel.files import file_sha256
 
-ACCELERATORS = ("cudf.pandas", "cuml.accel")
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
 IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache")
 #: The most a working folder may hold to be copied for each run.
@@ -83,7 +82,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
     from accel.backend import module_installed, probe_gpu
 
-    names = [a.strip() for a in (requested or "").split(",") if a.strip()] if requested else list(ACCELERATORS)
+    names = [a.strip() for a in requested.split(",") if a.strip()] if requested else list(ACCELERATORS)
     unknown = [a for a in names if a not in ACCELERATORS]
     if unknown:
         raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
@@ -182,10 +181,9 @@ def _subreaper(on: bool) -> bool | None:
     """Make this process the Linux child subreaper (or stop); the previous setting, None where unsupported.
 
     As subreaper, a process the script orphans (a ``setsid`` daemon whose parent exited) is
-    re-parented to accel, not to init, so it is still found among accel's descendants.
+    re-parented to accel, not to init, so it is still found among accel's descendants. Where
+    the C library has no ``prctl`` (not Linux), None.
     """
-    if not sys.platform.startswith("linux"):
-        return None
     try:
         import ctypes
 
@@ -236,21 +234,14 @@ class _Tree:
         import psutil
 
         found: dict[int, Any] = {}
-        try:
-            tops = [c for c in self._me.children() if c.pid not in self._before]
-        except psutil.Error:
-            tops = []
-        for top in tops:
-            found[top.pid] = top
-            try:
-                found.update({c.pid: c for c in top.children(recursive=True)})
-            except psutil.Error:
-                continue
-        for pid, proc in list(self._seen.items()):  # seen before: still the same process?
-            if pid not in found:
+        with contextlib.suppress(psutil.Error):
+            for top in (c for c in self._me.children() if c.pid not in self._before):
+                found[top.pid] = top
                 with contextlib.suppress(psutil.Error):
-                    if proc.is_running():
-                        found[pid] = proc
+                    found.update({c.pid: c for c in top.children(recursive=True)})
+        for pid, proc in self._seen.items():  # seen before: still the same process? (is_running compares the start time)
+            if pid not in found and proc.is_running():
+                found[pid] = proc
         self._seen.update(found)
         return list(found.values())
 
@@ -335,7 +326,7 @@ class Guard:
     def __init__(self) -> None:
         import secrets
 
-        self.mark = f"{MARK}={secrets.token_hex(16)}"
+        self.token = secrets.token_hex(16)  # the value of MARK in every process of the script
         script = Path(__file__).with_name("compare_guard.py")
         self.proc = subprocess.Popen(
             [sys.executable, "-S", str(script)],
@@ -344,7 +335,7 @@ class Guard:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.tell(f"mark {self.mark}")
+        self.tell(f"mark {MARK}={self.token}")
 
     def tell(self, line: str) -> None:
         """Tell the supervisor one line: ``group PGID``, ``done PGID`` or ``folder PATH``."""
@@ -353,17 +344,10 @@ class Guard:
             self.proc.stdin.write(line.encode() + b"\n")
             self.proc.stdin.flush()
 
-    def environment(self, env: dict[str, str]) -> dict[str, str]:
-        """``env`` with the mark every process of the script inherits."""
-        name, _, value = self.mark.partition("=")
-        return {**env, name: value}
-
     def close(self) -> None:
         """End the pipe: the supervisor ends what is left (nothing, after a run that finished) and exits."""
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+            self.proc.communicate(timeout=30)
 
 
 def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool, guard: Guard) -> Run:
@@ -377,7 +361,7 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         proc = subprocess.Popen(
             command,
             cwd=workdir,
-            env=guard.environment(env),
+            env={**env, MARK: guard.token},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -494,14 +478,6 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
     }
 
 
-def _read_table(path: Path) -> Any:
-    import pandas as pd
-
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",")
-
-
 def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
     """``equal`` / ``close`` / ``differ`` and why: tables numerically, anything else by hash."""
     if file_sha256(a) == file_sha256(b):
@@ -512,7 +488,10 @@ def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
     import pandas as pd
 
     try:
-        x, y = _read_table(a), _read_table(b)
+        x, y = (
+            pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, sep="\t" if p.suffix == ".tsv" else ",")
+            for p in (a, b)
+        )
     except Exception as exc:  # noqa: BLE001 - an unreadable table is a difference, said plainly
         return "differ", f"cannot read as a table: {str(exc).splitlines()[0][:120]}"
     if list(x.columns) != list(y.columns) or len(x) != len(y):
@@ -606,27 +585,6 @@ def _arm_status(run: Run) -> tuple[str, str | None]:
     return "ok", None
 
 
-@contextmanager
-def _runs_scratch() -> Iterator[tuple[Path, Guard]]:
-    """The folder the runs' copies go in, and the :class:`Guard` of the runs' processes.
-
-    The folder is owned (:func:`accel.scratch.owned_folder`): removed on the way out, by the
-    supervisor if accel dies, and by the next ``accel compare`` if both died.
-    """
-    from accel import scratch
-
-    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
-    guard = None
-    try:
-        guard = Guard()
-        guard.tell(f"folder {folder}")
-        yield folder, guard
-    finally:
-        scratch.release(folder)
-        if guard is not None:
-            guard.close()
-
-
 def _say(text: str) -> None:
     """A progress line on stderr: what it quotes of the script (a command line) without credentials or escapes."""
     from accel.credentials import hide
@@ -637,17 +595,30 @@ def _say(text: str) -> None:
 
 
 def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Path]:
-    """Run both arms, compare them, write the record; ``(record, path)``."""
+    """Run both arms, compare them, write the record; ``(record, path)``.
+
+    The runs' copies go in an owned folder (:func:`accel.scratch.owned_folder`), which a
+    :class:`Guard` watches over: removed on the way out, by the supervisor if accel dies, and by
+    the next ``accel compare`` if both died.
+    """
+    from accel import scratch
     from accel.environment import collect_environment
     from accel.record import record_stem, write_record
 
     c = _Comparison(opts, say or _say)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
-    with _runs_scratch() as (c.tmp, c.guard):
-        c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+    c.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
+    c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+    try:
+        c.guard = Guard()
+        c.guard.tell(f"folder {c.tmp}")
         c.run_arms()
         record = c.record(started, environment)
+    finally:
+        scratch.release(c.tmp)
+        if c.guard is not None:
+            c.guard.close()
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
@@ -661,10 +632,8 @@ def _checked(opts: Options) -> re.Pattern[str] | None:
         )
     if not (opts.rtol >= 0 and opts.atol >= 0):
         raise AccelError("--rtol and --atol must be 0 or more")
-    if not opts.ignore:
-        return None
     try:
-        return re.compile(opts.ignore)
+        return re.compile(opts.ignore) if opts.ignore else None
     except re.error as exc:
         raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
 
