@@ -258,9 +258,8 @@ class _Tree:
             with contextlib.suppress(psutil.Error):
                 rss += proc.memory_info().rss
         self.peak_rss = max(self.peak_rss, rss)
-        own = process_peak_rss(self.root)  # the script's own high-water mark: what sampling misses
-        if own is not None:
-            self.peak_own = max(self.peak_own, own)
+        own = process_peak_rss(self.root)  # the script's own high-water mark: what sampling misses (None: gone)
+        self.peak_own = max(self.peak_own, own or 0)
         if self._nvml is not None:
             used = 0
             try:
@@ -292,16 +291,12 @@ class _Tree:
         for _ in range(50):
             alive = []
             for proc in self.processes():
-                try:
-                    if proc.status() == psutil.STATUS_ZOMBIE:
-                        alive.append(proc)  # reaped below if it is accel's child
-                        continue
-                    name = f"{proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})"
-                    proc.kill()
-                    killed.append(name)
+                with contextlib.suppress(psutil.Error):
+                    if proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is reaped below if it is accel's child
+                        name = f"{proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})"
+                        proc.kill()
+                        killed.append(name)
                     alive.append(proc)
-                except psutil.Error:
-                    continue
             if not alive:
                 break
             psutil.wait_procs(alive, timeout=1.0)
@@ -547,9 +542,14 @@ class Options:
     ignore: str | None = None
 
 
-def _summary(runs: list[Run]) -> dict[str, Any]:
+def _summary(runs: list[Run], command: list[str]) -> dict[str, Any]:
+    """An arm of the record: how its cold run ended, its ``command``, its times, memory peaks and output."""
     cold, warm = runs[0], runs[1:]
+    reason = _failure(cold)
     out: dict[str, Any] = {
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        "command": command,
         "cold_seconds": cold.seconds,
         "exit_code": cold.exit_code,
         "timed_out": cold.timed_out,
@@ -573,16 +573,17 @@ def _summary(runs: list[Run]) -> dict[str, Any]:
     return out
 
 
-def _arm_status(run: Run) -> tuple[str, str | None]:
+def _failure(run: Run) -> str | None:
+    """Why ``run`` did not run to the end (None: it did)."""
     if run.timed_out:
-        return "failed", "timed out (--timeout); the process group was killed"
+        return "timed out (--timeout); the process group was killed"
     if run.exit_code != 0:
         from accel.errors import printable
 
         # The script's own words, quoted without the terminal escapes they may hold.
         last = next((line for line in reversed(printable(run.stderr).splitlines()) if line.strip()), "")
-        return "failed", f"exit code {run.exit_code}: {last[:300]}"
-    return "ok", None
+        return f"exit code {run.exit_code}: {last[:300]}"
+    return None
 
 
 def _say(text: str) -> None:
@@ -709,35 +710,32 @@ class _Comparison:
                 self.runs_of.setdefault(arm, []).append(run)
                 if i:
                     shutil.rmtree(self.tmp / f"{arm}-{i}", ignore_errors=True)  # the cold runs' copies are compared
-                elif arm == "cpu" and (run.exit_code != 0 or run.timed_out):
+                elif arm == "cpu" and (reason := _failure(run)):
                     raise AccelError(
-                        f"the script fails on the CPU arm ({_arm_status(run)[1]}); run it with plain python first"
-                        if not run.timed_out
-                        else f"the script did not finish within --timeout {self.opts.timeout:g} s on the CPU arm; nothing was written"
+                        f"the script did not finish within --timeout {self.opts.timeout:g} s on the CPU arm; nothing was written"
+                        if run.timed_out
+                        else f"the script fails on the CPU arm ({reason}); run it with plain python first"
                     )
-            if i == 0 and any(_arm_status(runs[0])[0] != "ok" for runs in self.runs_of.values()):
+            if i == 0 and any(_failure(runs[0]) for runs in self.runs_of.values()):
                 break  # a failing arm is a finding, not something to time again
 
     def arms(self) -> dict[str, Any]:
         """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
-        arms: dict[str, Any] = {}
-        for arm, runs in self.runs_of.items():
-            status, reason = _arm_status(runs[0])
-            arms[arm] = {"status": status, "reason": reason, "command": self.command(arm), **_summary(runs)}
+        arms = {arm: _summary(runs, self.command(arm)) for arm, runs in self.runs_of.items()}
         if self.gpu_reason:
             arms["gpu"] = {"status": "skipped", "reason": self.gpu_reason, "command": self.command("gpu")}
         return arms
 
     def profile(self, arms: dict[str, Any]) -> dict[str, Any] | None:
         """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
-        if self.gpu_reason or not self.opts.profile or arms["gpu"]["status"] != "ok":
+        if not self.opts.profile or arms["gpu"]["status"] != "ok":  # also where the GPU arm was skipped
             return None
         prof_path = self.tmp / "profile.json"
         prun = self.run("gpu", "gpu-profile", "profiled run (not timed)", "--profile-json", str(prof_path))
         try:
             profile: dict[str, Any] = json.loads(prof_path.read_text())
         except (OSError, ValueError):
-            arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
+            arms["gpu"]["profile_error"] = _failure(prun) or "the profiler wrote nothing"
             return None
         return profile
 

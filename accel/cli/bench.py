@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -178,13 +178,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     result = call(benchmark, args, progress=True)
 
     def show() -> None:
-        console = wide_console(160)
-        if isinstance(r := result.typed, DbBench):
-            _render_db(r, console)
-        elif isinstance(r, ModelsBench):
-            _render_models(r, console)
-        elif isinstance(r, CrossoverBench):
-            _render_crossover(r, console)
+        render: dict[type, Callable[[Any, Any], None]] = {
+            DbBench: _render_db, ModelsBench: _render_models, CrossoverBench: _render_crossover
+        }  # fmt: skip
+        render[type(result.typed)](result.typed, wide_console(160))
         print(str((result.typed.fairness or Fairness()).line), flush=True)
 
     failed = f"failed: {', '.join(result.failed)} (see the result)" if result.failed else ""
