@@ -433,11 +433,6 @@ def _kill_group(pgid: int) -> None:
 # --------------------------------------------------------------------------- parity
 
 
-def _numbers(line: str) -> tuple[str, list[float]]:
-    values = [float(m.group(0)) for m in NUMBER.finditer(line)]
-    return NUMBER.sub("<n>", line), values
-
-
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
@@ -450,7 +445,8 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
     numbers = agree = 0
     differences = []
     for i, (la, lb) in enumerate(zip(a, b), start=1):
-        (sa, va), (sb, vb) = _numbers(la), _numbers(lb)
+        # Each line's words (its numbers as <n>) and its numbers.
+        (sa, va), (sb, vb) = ((NUMBER.sub("<n>", line), [float(m[0]) for m in NUMBER.finditer(line)]) for line in (la, lb))
         why = "text differs"
         if sa == sb and len(va) == len(vb):
             bad = [f"{x:g} vs {y:g}" for x, y in zip(va, vb) if not _close(y, x, rtol, atol)]
@@ -666,12 +662,10 @@ class _Comparison:
             self.gpu_reason = "--device cpu"
         elif opts.device == "gpu" and self.gpu_reason:
             raise AccelError(f"--device gpu, but the GPU arm cannot run: {self.gpu_reason}")
-        # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
-        import accel
-
         self.env = env = dict(os.environ)
         env.setdefault("PYTHONHASHSEED", "0")
-        accel_root = str(Path(accel.__file__).resolve().parents[1])
+        # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
+        accel_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
         if self.left_out:
             say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
@@ -733,11 +727,10 @@ class _Comparison:
         prof_path = self.tmp / "profile.json"
         prun = self.run("gpu", "gpu-profile", "profiled run (not timed)", "--profile-json", str(prof_path))
         try:
-            profile: dict[str, Any] = json.loads(prof_path.read_text())
+            return json.loads(prof_path.read_text())
         except (OSError, ValueError):
             arms["gpu"]["profile_error"] = _failure(prun) or "the profiler wrote nothing"
             return None
-        return profile
 
     def agreement(self, arms: dict[str, Any]) -> dict[str, Any]:
         """Whether the arms agree: their output and every file either wrote, within the tolerances."""

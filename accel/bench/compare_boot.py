@@ -54,14 +54,9 @@ def accelerated(accelerators: list[str], profile_json: str | None) -> Iterator[N
         importlib.import_module(name).install()  # cudf.pandas.install(), cuml.accel.install()
     with ExitStack() as stack:
         profiles: dict[str, Any] = {}
-        if profile_json and "cudf.pandas" in accelerators:
-            from cudf.pandas import Profiler
-
-            profiles["cudf.pandas"] = stack.enter_context(Profiler())
-        if profile_json and "cuml.accel" in accelerators:
-            import cuml.accel
-
-            profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
+        for name in (a for a in ACCELERATORS if profile_json and a in accelerators):
+            module = importlib.import_module(name)  # cudf.pandas.Profiler(), cuml.accel.profile(quiet=True)
+            profiles[name] = stack.enter_context(module.Profiler() if name == "cudf.pandas" else module.profile(quiet=True))
         try:
             yield
         finally:

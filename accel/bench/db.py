@@ -402,7 +402,6 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
             else {"status": arms[arm].get("status", "skipped"), "reason": arms[arm].get("reason")}
             for arm in ("gpu", "cpu")
         }
-        check = compare_answers(per_arm["gpu"], per_arm["cpu"])
         rows.append(
             {
                 "question": q.name,
@@ -410,7 +409,7 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
                 "checksum_columns": ["_".join(c) if isinstance(c, tuple) else c for c in q.checksum],
                 "gpu": per_arm["gpu"],
                 "cpu": per_arm["cpu"],
-                **check,
+                **compare_answers(per_arm["gpu"], per_arm["cpu"]),
                 "speedup": speedup(per_arm["cpu"].get("median"), per_arm["gpu"].get("median")),  # NaN unless both ran
             }
         )

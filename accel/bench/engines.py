@@ -209,7 +209,7 @@ def run_engines(
             with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as opened:
                 load, run, answer, about = opened
 
-                def one(q: str, run: Callable[[str], Any] = run, answer: Callable[[Any], dict] = answer) -> dict[str, Any]:
+                def one(q: str) -> dict[str, Any]:
                     timing, ans = measure(lambda: run(q), host, repeats=repeats)
                     return {**timed(timing), **answer(ans)}
 
