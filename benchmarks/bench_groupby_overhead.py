@@ -114,7 +114,7 @@ def measure(bench, case, impl):
     if impl == "plain":
         r = plain.run(x, q.name)
         return {"seconds": r["seconds"], "answer_rows": r["rows"], "checksum": r["checksum"]}
-    seconds, ans = timed_call(lambda: q.answer(backend.xdf, tables), backend)
+    seconds, ans = timed_call(lambda: q.answer(tables), backend)
     return {"seconds": seconds, "answer_rows": int(ans.shape[0]),
             "checksum": [_compat.column_sum(dbbench.answer_column(ans, c)) for c in q.checksum]}  # fmt: skip
 

@@ -30,18 +30,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accel.bench.compare_boot import ACCELERATORS
 from accel.config import MAX_SECONDS
 from accel.errors import AccelError
 from accel.files import file_sha256
 
-ACCELERATORS = ("cudf.pandas", "cuml.accel")
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
 IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache")
 #: The most a working folder may hold to be copied for each run.
@@ -83,7 +82,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
     from accel.backend import module_installed, probe_gpu
 
-    names = [a.strip() for a in (requested or "").split(",") if a.strip()] if requested else list(ACCELERATORS)
+    names = [a.strip() for a in requested.split(",") if a.strip()] if requested else list(ACCELERATORS)
     unknown = [a for a in names if a not in ACCELERATORS]
     if unknown:
         raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
@@ -182,10 +181,9 @@ def _subreaper(on: bool) -> bool | None:
     """Make this process the Linux child subreaper (or stop); the previous setting, None where unsupported.
 
     As subreaper, a process the script orphans (a ``setsid`` daemon whose parent exited) is
-    re-parented to accel, not to init, so it is still found among accel's descendants.
+    re-parented to accel, not to init, so it is still found among accel's descendants. Where
+    the C library has no ``prctl`` (not Linux), None.
     """
-    if not sys.platform.startswith("linux"):
-        return None
     try:
         import ctypes
 
@@ -236,21 +234,14 @@ class _Tree:
         import psutil
 
         found: dict[int, Any] = {}
-        try:
-            tops = [c for c in self._me.children() if c.pid not in self._before]
-        except psutil.Error:
-            tops = []
-        for top in tops:
-            found[top.pid] = top
-            try:
-                found.update({c.pid: c for c in top.children(recursive=True)})
-            except psutil.Error:
-                continue
-        for pid, proc in list(self._seen.items()):  # seen before: still the same process?
-            if pid not in found:
+        with contextlib.suppress(psutil.Error):
+            for top in (c for c in self._me.children() if c.pid not in self._before):
+                found[top.pid] = top
                 with contextlib.suppress(psutil.Error):
-                    if proc.is_running():
-                        found[pid] = proc
+                    found.update({c.pid: c for c in top.children(recursive=True)})
+        for pid, proc in self._seen.items():  # seen before: still the same process? (is_running compares the start time)
+            if pid not in found and proc.is_running():
+                found[pid] = proc
         self._seen.update(found)
         return list(found.values())
 
@@ -267,9 +258,8 @@ class _Tree:
             with contextlib.suppress(psutil.Error):
                 rss += proc.memory_info().rss
         self.peak_rss = max(self.peak_rss, rss)
-        own = process_peak_rss(self.root)  # the script's own high-water mark: what sampling misses
-        if own is not None:
-            self.peak_own = max(self.peak_own, own)
+        own = process_peak_rss(self.root)  # the script's own high-water mark: what sampling misses (None: gone)
+        self.peak_own = max(self.peak_own, own or 0)
         if self._nvml is not None:
             used = 0
             try:
@@ -301,16 +291,12 @@ class _Tree:
         for _ in range(50):
             alive = []
             for proc in self.processes():
-                try:
-                    if proc.status() == psutil.STATUS_ZOMBIE:
-                        alive.append(proc)  # reaped below if it is accel's child
-                        continue
-                    name = f"{proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})"
-                    proc.kill()
-                    killed.append(name)
+                with contextlib.suppress(psutil.Error):
+                    if proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is reaped below if it is accel's child
+                        name = f"{proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})"
+                        proc.kill()
+                        killed.append(name)
                     alive.append(proc)
-                except psutil.Error:
-                    continue
             if not alive:
                 break
             psutil.wait_procs(alive, timeout=1.0)
@@ -335,7 +321,7 @@ class Guard:
     def __init__(self) -> None:
         import secrets
 
-        self.mark = f"{MARK}={secrets.token_hex(16)}"
+        self.token = secrets.token_hex(16)  # the value of MARK in every process of the script
         script = Path(__file__).with_name("compare_guard.py")
         self.proc = subprocess.Popen(
             [sys.executable, "-S", str(script)],
@@ -344,7 +330,7 @@ class Guard:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.tell(f"mark {self.mark}")
+        self.tell(f"mark {MARK}={self.token}")
 
     def tell(self, line: str) -> None:
         """Tell the supervisor one line: ``group PGID``, ``done PGID`` or ``folder PATH``."""
@@ -353,17 +339,10 @@ class Guard:
             self.proc.stdin.write(line.encode() + b"\n")
             self.proc.stdin.flush()
 
-    def environment(self, env: dict[str, str]) -> dict[str, str]:
-        """``env`` with the mark every process of the script inherits."""
-        name, _, value = self.mark.partition("=")
-        return {**env, name: value}
-
     def close(self) -> None:
         """End the pipe: the supervisor ends what is left (nothing, after a run that finished) and exits."""
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+            self.proc.communicate(timeout=30)
 
 
 def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: float, device: bool, guard: Guard) -> Run:
@@ -377,7 +356,7 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         proc = subprocess.Popen(
             command,
             cwd=workdir,
-            env=guard.environment(env),
+            env={**env, MARK: guard.token},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -454,11 +433,6 @@ def _kill_group(pgid: int) -> None:
 # --------------------------------------------------------------------------- parity
 
 
-def _numbers(line: str) -> tuple[str, list[float]]:
-    values = [float(m.group(0)) for m in NUMBER.finditer(line)]
-    return NUMBER.sub("<n>", line), values
-
-
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
@@ -471,7 +445,8 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
     numbers = agree = 0
     differences = []
     for i, (la, lb) in enumerate(zip(a, b), start=1):
-        (sa, va), (sb, vb) = _numbers(la), _numbers(lb)
+        # Each line's words (its numbers as <n>) and its numbers.
+        (sa, va), (sb, vb) = ((NUMBER.sub("<n>", line), [float(m[0]) for m in NUMBER.finditer(line)]) for line in (la, lb))
         why = "text differs"
         if sa == sb and len(va) == len(vb):
             bad = [f"{x:g} vs {y:g}" for x, y in zip(va, vb) if not _close(y, x, rtol, atol)]
@@ -494,14 +469,6 @@ def compare_text(cpu: str, gpu: str, rtol: float, atol: float, ignore: re.Patter
     }
 
 
-def _read_table(path: Path) -> Any:
-    import pandas as pd
-
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",")
-
-
 def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
     """``equal`` / ``close`` / ``differ`` and why: tables numerically, anything else by hash."""
     if file_sha256(a) == file_sha256(b):
@@ -512,7 +479,10 @@ def compare_file(a: Path, b: Path, rtol: float, atol: float) -> tuple[str, str]:
     import pandas as pd
 
     try:
-        x, y = _read_table(a), _read_table(b)
+        x, y = (
+            pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, sep="\t" if p.suffix == ".tsv" else ",")
+            for p in (a, b)
+        )
     except Exception as exc:  # noqa: BLE001 - an unreadable table is a difference, said plainly
         return "differ", f"cannot read as a table: {str(exc).splitlines()[0][:120]}"
     if list(x.columns) != list(y.columns) or len(x) != len(y):
@@ -568,9 +538,14 @@ class Options:
     ignore: str | None = None
 
 
-def _summary(runs: list[Run]) -> dict[str, Any]:
+def _summary(runs: list[Run], command: list[str]) -> dict[str, Any]:
+    """An arm of the record: how its cold run ended, its ``command``, its times, memory peaks and output."""
     cold, warm = runs[0], runs[1:]
+    reason = _failure(cold)
     out: dict[str, Any] = {
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        "command": command,
         "cold_seconds": cold.seconds,
         "exit_code": cold.exit_code,
         "timed_out": cold.timed_out,
@@ -594,37 +569,17 @@ def _summary(runs: list[Run]) -> dict[str, Any]:
     return out
 
 
-def _arm_status(run: Run) -> tuple[str, str | None]:
+def _failure(run: Run) -> str | None:
+    """Why ``run`` did not run to the end (None: it did)."""
     if run.timed_out:
-        return "failed", "timed out (--timeout); the process group was killed"
+        return "timed out (--timeout); the process group was killed"
     if run.exit_code != 0:
         from accel.errors import printable
 
         # The script's own words, quoted without the terminal escapes they may hold.
         last = next((line for line in reversed(printable(run.stderr).splitlines()) if line.strip()), "")
-        return "failed", f"exit code {run.exit_code}: {last[:300]}"
-    return "ok", None
-
-
-@contextmanager
-def _runs_scratch() -> Iterator[tuple[Path, Guard]]:
-    """The folder the runs' copies go in, and the :class:`Guard` of the runs' processes.
-
-    The folder is owned (:func:`accel.scratch.owned_folder`): removed on the way out, by the
-    supervisor if accel dies, and by the next ``accel compare`` if both died.
-    """
-    from accel import scratch
-
-    folder = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
-    guard = None
-    try:
-        guard = Guard()
-        guard.tell(f"folder {folder}")
-        yield folder, guard
-    finally:
-        scratch.release(folder)
-        if guard is not None:
-            guard.close()
+        return f"exit code {run.exit_code}: {last[:300]}"
+    return None
 
 
 def _say(text: str) -> None:
@@ -637,17 +592,30 @@ def _say(text: str) -> None:
 
 
 def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Path]:
-    """Run both arms, compare them, write the record; ``(record, path)``."""
+    """Run both arms, compare them, write the record; ``(record, path)``.
+
+    The runs' copies go in an owned folder (:func:`accel.scratch.owned_folder`), which a
+    :class:`Guard` watches over: removed on the way out, by the supervisor if accel dies, and by
+    the next ``accel compare`` if both died.
+    """
+    from accel import scratch
     from accel.environment import collect_environment
     from accel.record import record_stem, write_record
 
     c = _Comparison(opts, say or _say)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
-    with _runs_scratch() as (c.tmp, c.guard):
-        c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+    c.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
+    c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+    try:
+        c.guard = Guard()
+        c.guard.tell(f"folder {c.tmp}")
         c.run_arms()
         record = c.record(started, environment)
+    finally:
+        scratch.release(c.tmp)
+        if c.guard is not None:
+            c.guard.close()
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
@@ -661,10 +629,8 @@ def _checked(opts: Options) -> re.Pattern[str] | None:
         )
     if not (opts.rtol >= 0 and opts.atol >= 0):
         raise AccelError("--rtol and --atol must be 0 or more")
-    if not opts.ignore:
-        return None
     try:
-        return re.compile(opts.ignore)
+        return re.compile(opts.ignore) if opts.ignore else None
     except re.error as exc:
         raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
 
@@ -696,12 +662,10 @@ class _Comparison:
             self.gpu_reason = "--device cpu"
         elif opts.device == "gpu" and self.gpu_reason:
             raise AccelError(f"--device gpu, but the GPU arm cannot run: {self.gpu_reason}")
-        # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
-        import accel
-
         self.env = env = dict(os.environ)
         env.setdefault("PYTHONHASHSEED", "0")
-        accel_root = str(Path(accel.__file__).resolve().parents[1])
+        # accel.bench.compare_boot must import in the arm's process wherever the copied folder is.
+        accel_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
         if self.left_out:
             say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
@@ -740,37 +704,33 @@ class _Comparison:
                 self.runs_of.setdefault(arm, []).append(run)
                 if i:
                     shutil.rmtree(self.tmp / f"{arm}-{i}", ignore_errors=True)  # the cold runs' copies are compared
-                elif arm == "cpu" and (run.exit_code != 0 or run.timed_out):
+                elif arm == "cpu" and (reason := _failure(run)):
                     raise AccelError(
-                        f"the script fails on the CPU arm ({_arm_status(run)[1]}); run it with plain python first"
-                        if not run.timed_out
-                        else f"the script did not finish within --timeout {self.opts.timeout:g} s on the CPU arm; nothing was written"
+                        f"the script did not finish within --timeout {self.opts.timeout:g} s on the CPU arm; nothing was written"
+                        if run.timed_out
+                        else f"the script fails on the CPU arm ({reason}); run it with plain python first"
                     )
-            if i == 0 and any(_arm_status(runs[0])[0] != "ok" for runs in self.runs_of.values()):
+            if i == 0 and any(_failure(runs[0]) for runs in self.runs_of.values()):
                 break  # a failing arm is a finding, not something to time again
 
     def arms(self) -> dict[str, Any]:
         """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
-        arms: dict[str, Any] = {}
-        for arm, runs in self.runs_of.items():
-            status, reason = _arm_status(runs[0])
-            arms[arm] = {"status": status, "reason": reason, "command": self.command(arm), **_summary(runs)}
+        arms = {arm: _summary(runs, self.command(arm)) for arm, runs in self.runs_of.items()}
         if self.gpu_reason:
             arms["gpu"] = {"status": "skipped", "reason": self.gpu_reason, "command": self.command("gpu")}
         return arms
 
     def profile(self, arms: dict[str, Any]) -> dict[str, Any] | None:
         """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
-        if self.gpu_reason or not self.opts.profile or arms["gpu"]["status"] != "ok":
+        if not self.opts.profile or arms["gpu"]["status"] != "ok":  # also where the GPU arm was skipped
             return None
         prof_path = self.tmp / "profile.json"
         prun = self.run("gpu", "gpu-profile", "profiled run (not timed)", "--profile-json", str(prof_path))
         try:
-            profile: dict[str, Any] = json.loads(prof_path.read_text())
+            return json.loads(prof_path.read_text())
         except (OSError, ValueError):
-            arms["gpu"]["profile_error"] = _arm_status(prun)[1] or "the profiler wrote nothing"
+            arms["gpu"]["profile_error"] = _failure(prun) or "the profiler wrote nothing"
             return None
-        return profile
 
     def agreement(self, arms: dict[str, Any]) -> dict[str, Any]:
         """Whether the arms agree: their output and every file either wrote, within the tolerances."""

@@ -30,13 +30,6 @@ from typing import Any
 ACCELERATORS = ("cudf.pandas", "cuml.accel")
 
 
-def install(accelerators: list[str]) -> None:
-    for name in accelerators:
-        if name not in ACCELERATORS:  # accel compare validates the names first
-            raise SystemExit(f"unknown accelerator {name!r}")
-        importlib.import_module(name).install()  # cudf.pandas.install(), cuml.accel.install()
-
-
 def _cudf_pandas_stats(profiler: Any) -> dict[str, Any]:
     out = {}
     for name, calls in profiler.per_function_stats.items():
@@ -57,17 +50,13 @@ def _cuml_accel_stats(results: Any) -> dict[str, Any]:
 def accelerated(accelerators: list[str], profile_json: str | None) -> Iterator[None]:
     """The accelerators installed; with ``profile_json``, their own function profilers entered, and
     each one's per-function GPU/CPU calls and times written there (JSON) when the block ends."""
-    install(accelerators)
+    for name in accelerators:  # accel compare checked the names
+        importlib.import_module(name).install()  # cudf.pandas.install(), cuml.accel.install()
     with ExitStack() as stack:
         profiles: dict[str, Any] = {}
-        if profile_json and "cudf.pandas" in accelerators:
-            from cudf.pandas import Profiler
-
-            profiles["cudf.pandas"] = stack.enter_context(Profiler())
-        if profile_json and "cuml.accel" in accelerators:
-            import cuml.accel
-
-            profiles["cuml.accel"] = stack.enter_context(cuml.accel.profile(quiet=True))
+        for name in (a for a in ACCELERATORS if profile_json and a in accelerators):
+            module = importlib.import_module(name)  # cudf.pandas.Profiler(), cuml.accel.profile(quiet=True)
+            profiles[name] = stack.enter_context(module.Profiler() if name == "cudf.pandas" else module.profile(quiet=True))
         try:
             yield
         finally:

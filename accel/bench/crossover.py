@@ -78,7 +78,7 @@ def _operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable
 
     def factory(backend: Backend) -> Callable[[], Any]:
         tables = load_tables(backend, suite, arrow)
-        return lambda: q.answer(backend.xdf, tables)
+        return lambda: q.answer(tables)
 
     return factory, description
 

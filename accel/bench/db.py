@@ -27,7 +27,6 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from accel import _compat
@@ -44,6 +43,10 @@ if TYPE_CHECKING:
 CHECKSUM_RTOL = 1e-3
 
 
+#: A question asked of the arm's tables (by role: ``x``, and the join's ``small``, ``medium``, ``big``).
+Answer = Callable[[Mapping[str, Any]], Any]
+
+
 @dataclass(frozen=True)
 class Question:
     """One benchmark question.
@@ -55,7 +58,7 @@ class Question:
     title : str
         The benchmark's own name of the question.
     answer : callable
-        ``answer(xdf, tables) -> frame``: the question, on the arm's dataframe module.
+        ``answer(tables) -> frame``: the question, on the arm's tables (its dataframes).
     checksum : tuple
         The answer columns whose sums are the checksum, in the benchmark's order; a pair
         names a column under a two-level header (``("v3", "median")``).
@@ -63,8 +66,13 @@ class Question:
 
     name: str
     title: str
-    answer: Callable[[ModuleType, Mapping[str, Any]], Any]
+    answer: Answer
     checksum: tuple[str | tuple[str, str], ...]
+
+
+def _numbered(*questions: tuple[str, Answer, tuple[str | tuple[str, str], ...]]) -> dict[str, Question]:
+    """The questions ``(title, answer, checksum)`` named ``q1``, ``q2``, ... in their order."""
+    return {f"q{i}": Question(f"q{i}", *q) for i, q in enumerate(questions, start=1)}
 
 
 def _by(frame: Any, keys: str | list[str]) -> Any:
@@ -72,23 +80,23 @@ def _by(frame: Any, keys: str | list[str]) -> Any:
     return frame.groupby(keys, as_index=False, sort=False, observed=True, dropna=False)
 
 
-def _agg(keys: str | list[str], spec: dict[str, Any]) -> Callable[[ModuleType, Mapping[str, Any]], Any]:
+def _agg(keys: str | list[str], spec: dict[str, Any]) -> Answer:
     """The question ``spec`` aggregated by ``keys`` on table x."""
-    return lambda xdf, t: _by(t["x"], keys).agg(spec)
+    return lambda t: _by(t["x"], keys).agg(spec)
 
 
-def _q7(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+def _q7(t: Mapping[str, Any]) -> Any:
     ans = _by(t["x"], "id3").agg({"v1": "max", "v2": "min"})
     return ans.assign(range_v1_v2=ans["v1"] - ans["v2"])[["id3", "range_v1_v2"]]
 
 
-def _q8(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+def _q8(t: Mapping[str, Any]) -> Any:
     x = t["x"]
     ans = _by(x[~x["v3"].isna()][["id6", "v3"]].sort_values("v3", ascending=False), "id6").head(2)
     return ans.reset_index(drop=True)
 
 
-def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
+def _q9(t: Mapping[str, Any]) -> Any:
     keys = ["id2", "id4"]
     x = t["x"][keys + ["v1", "v2"]].dropna(subset=["v1", "v2"])  # pairwise-complete, as DataFrame.corr
     a = x["v1"].astype("float64")
@@ -104,39 +112,26 @@ def _q9(xdf: ModuleType, t: Mapping[str, Any]) -> Any:
     return s.assign(r2=(cov * cov) / (var1 * var2))[keys + ["r2"]]
 
 
-GROUPBY_QUESTIONS: dict[str, Question] = {
-    q.name: q
-    for q in (
-        Question("q1", "sum v1 by id1", _agg("id1", {"v1": "sum"}), ("v1",)),
-        Question("q2", "sum v1 by id1:id2", _agg(["id1", "id2"], {"v1": "sum"}), ("v1",)),
-        Question("q3", "sum v1 mean v3 by id3", _agg("id3", {"v1": "sum", "v3": "mean"}), ("v1", "v3")),
-        Question("q4", "mean v1:v3 by id4", _agg("id4", {"v1": "mean", "v2": "mean", "v3": "mean"}), ("v1", "v2", "v3")),
-        Question("q5", "sum v1:v3 by id6", _agg("id6", {"v1": "sum", "v2": "sum", "v3": "sum"}), ("v1", "v2", "v3")),
-        Question(
-            "q6", "median v3 sd v3 by id4 id5", _agg(["id4", "id5"], {"v3": ["median", "std"]}), (("v3", "median"), ("v3", "std"))
-        ),
-        Question("q7", "max v1 - min v2 by id3", _q7, ("range_v1_v2",)),
-        Question("q8", "largest two v3 by id6", _q8, ("v3",)),
-        Question("q9", "regression v1 v2 by id2 id4", _q9, ("r2",)),
-        Question(
-            "q10",
-            "sum v3 count by id1:id6",
-            _agg(["id1", "id2", "id3", "id4", "id5", "id6"], {"v3": "sum", "v1": "size"}),
-            ("v3", "v1"),
-        ),
-    )
-}
+GROUPBY_QUESTIONS = _numbered(
+    ("sum v1 by id1", _agg("id1", {"v1": "sum"}), ("v1",)),
+    ("sum v1 by id1:id2", _agg(["id1", "id2"], {"v1": "sum"}), ("v1",)),
+    ("sum v1 mean v3 by id3", _agg("id3", {"v1": "sum", "v3": "mean"}), ("v1", "v3")),
+    ("mean v1:v3 by id4", _agg("id4", {"v1": "mean", "v2": "mean", "v3": "mean"}), ("v1", "v2", "v3")),
+    ("sum v1:v3 by id6", _agg("id6", {"v1": "sum", "v2": "sum", "v3": "sum"}), ("v1", "v2", "v3")),
+    ("median v3 sd v3 by id4 id5", _agg(["id4", "id5"], {"v3": ["median", "std"]}), (("v3", "median"), ("v3", "std"))),
+    ("max v1 - min v2 by id3", _q7, ("range_v1_v2",)),
+    ("largest two v3 by id6", _q8, ("v3",)),
+    ("regression v1 v2 by id2 id4", _q9, ("r2",)),
+    ("sum v3 count by id1:id6", _agg(["id1", "id2", "id3", "id4", "id5", "id6"], {"v3": "sum", "v1": "size"}), ("v3", "v1")),
+)
 
-JOIN_QUESTIONS: dict[str, Question] = {
-    q.name: q
-    for q in (
-        Question("q1", "small inner on int", lambda xdf, t: t["x"].merge(t["small"], on="id1"), ("v1", "v2")),
-        Question("q2", "medium inner on int", lambda xdf, t: t["x"].merge(t["medium"], on="id2"), ("v1", "v2")),
-        Question("q3", "medium outer on int", lambda xdf, t: t["x"].merge(t["medium"], how="left", on="id2"), ("v1", "v2")),
-        Question("q4", "medium inner on factor", lambda xdf, t: t["x"].merge(t["medium"], on="id5"), ("v1", "v2")),
-        Question("q5", "big inner on int", lambda xdf, t: t["x"].merge(t["big"], on="id3"), ("v1", "v2")),
-    )
-}
+JOIN_QUESTIONS = _numbered(
+    ("small inner on int", lambda t: t["x"].merge(t["small"], on="id1"), ("v1", "v2")),
+    ("medium inner on int", lambda t: t["x"].merge(t["medium"], on="id2"), ("v1", "v2")),
+    ("medium outer on int", lambda t: t["x"].merge(t["medium"], how="left", on="id2"), ("v1", "v2")),
+    ("medium inner on factor", lambda t: t["x"].merge(t["medium"], on="id5"), ("v1", "v2")),
+    ("big inner on int", lambda t: t["x"].merge(t["big"], on="id3"), ("v1", "v2")),
+)
 
 # Column kinds per table, as the benchmark's pandas solution casts them after loading.
 _C, _I, _F = "category", "int", "float"
@@ -156,15 +151,12 @@ class Suite:
     name: str  # "groupby" | "join"
     questions: dict[str, Question]
     schema: dict[str, dict[str, str]]
-
-    @property
-    def benchmark(self) -> str:
-        return f"db_{self.name}"
+    benchmark: str  # the result's name of it: db_<name>
 
 
 SUITES = {
-    "groupby": Suite("groupby", GROUPBY_QUESTIONS, GROUPBY_SCHEMA),
-    "join": Suite("join", JOIN_QUESTIONS, JOIN_SCHEMA),
+    "groupby": Suite("groupby", GROUPBY_QUESTIONS, GROUPBY_SCHEMA, "db_groupby"),
+    "join": Suite("join", JOIN_QUESTIONS, JOIN_SCHEMA, "db_join"),
 }
 
 
@@ -207,17 +199,14 @@ def file_columns(path: Path) -> list[str]:
     return [c.strip().strip('"') for c in header.split(",")] if header else []
 
 
-def _data_file(path: Path) -> Path:
+def locate_groupby(path: Path) -> dict[str, Path]:
+    """The groupby table: the data file ``path``, a CSV or Parquet file."""
     path = Path(path)
     if not path.is_file():
         raise AccelError(f"data file {str(path)!r} does not exist (make one with 'accel data groupby N K OUT')")
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise AccelError(f"data file {str(path)!r} must be .csv or .parquet")
-    return path
-
-
-def locate_groupby(path: Path) -> dict[str, Path]:
-    return {"x": _data_file(path)}
+    return {"x": path}
 
 
 def _size_token(path: Path) -> float:
@@ -262,29 +251,23 @@ def check_columns(suite: Suite, paths: Mapping[str, Path]) -> None:
             raise AccelError(f"{str(path)!r} lacks the {suite.name} benchmark's columns {', '.join(missing)} (it needs {need})")
 
 
-def apply_schema(xdf: ModuleType, schema: Mapping[str, str], frame: Any) -> Any:
-    """Cast a table's columns as the benchmark's pandas solution does after loading."""
-    integer = _compat.nullable_int32(xdf)
-    for column, kind in schema.items():
-        dtype = {"category": "category", "int": integer, "float": "float64"}[kind]
-        frame[column] = frame[column].astype(dtype)
-    return frame
-
-
 def load_tables(backend: Backend, suite: Suite, sources: Mapping[str, Path | pa.Table]) -> dict[str, Any]:
-    """Each table into the arm's dataframe, cast as the benchmark does: a data file (a path) read,
-    a generated pyarrow table (:mod:`accel.data.datagen`) converted; a table the suite does not use left out."""
+    """Each table into the arm's dataframe, its columns cast as the benchmark's pandas solution
+    casts them after loading: a data file (a path) read, a generated pyarrow table
+    (:mod:`accel.data.datagen`) converted; a table the suite does not use left out."""
     xdf = backend.xdf
-
-    def frame(role: str, source: Path | pa.Table) -> Any:
+    dtypes = {"category": "category", "int": _compat.nullable_int32(xdf), "float": "float64"}
+    tables = {}
+    for role, source in ((r, s) for r, s in sources.items() if r in suite.schema):
         columns = list(suite.schema[role])
         if isinstance(source, (str, Path)):
-            return _compat.read_table(xdf, source, columns=columns)
-        return _compat.from_arrow(xdf, source.select(columns))
-
-    return {
-        role: apply_schema(xdf, suite.schema[role], frame(role, src)) for role, src in sources.items() if role in suite.schema
-    }
+            frame = _compat.read_table(xdf, source, columns=columns)
+        else:
+            frame = _compat.from_arrow(xdf, source.select(columns))
+        for column in columns:
+            frame[column] = frame[column].astype(dtypes[suite.schema[role][column]])
+        tables[role] = frame
+    return tables
 
 
 # --------------------------------------------------------------------------- running
@@ -300,8 +283,7 @@ def run_question(backend: Backend, question: Question, tables: Mapping[str, Any]
 
     ``run1`` is the cold run and ``run2`` the first timed repeat, the benchmark's two runs.
     """
-    xdf = backend.xdf
-    timing, ans = measure(lambda: question.answer(xdf, tables), backend, repeats=repeats, warmup=warmup)
+    timing, ans = measure(lambda: question.answer(tables), backend, repeats=repeats, warmup=warmup)
     rows, cols = (int(v) for v in ans.shape)
     checksum = [_compat.column_sum(answer_column(ans, c)) for c in question.checksum]
     del ans
@@ -420,7 +402,6 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
             else {"status": arms[arm].get("status", "skipped"), "reason": arms[arm].get("reason")}
             for arm in ("gpu", "cpu")
         }
-        check = compare_answers(per_arm["gpu"], per_arm["cpu"])
         rows.append(
             {
                 "question": q.name,
@@ -428,7 +409,7 @@ def combine(questions: Sequence[Question], arms: Mapping[str, Mapping[str, Any]]
                 "checksum_columns": ["_".join(c) if isinstance(c, tuple) else c for c in q.checksum],
                 "gpu": per_arm["gpu"],
                 "cpu": per_arm["cpu"],
-                **check,
+                **compare_answers(per_arm["gpu"], per_arm["cpu"]),
                 "speedup": speedup(per_arm["cpu"].get("median"), per_arm["gpu"].get("median")),  # NaN unless both ran
             }
         )

@@ -30,20 +30,8 @@ ENGINES = ("polars", "duckdb", "polars-gpu")
 #: Engines that need only what `pip install 'accel-tabular[bench]'` gives (the GPU one skips with a reason).
 CPU_ENGINES = ("polars", "duckdb")
 
-#: The checksum columns of each question's answer, the same on both engines.
-CHECKSUMS = {
-    "q1": ["v1"],
-    "q2": ["v1"],
-    "q3": ["v1", "v3"],
-    "q4": ["v1", "v2", "v3"],
-    "q5": ["v1", "v2", "v3"],
-    "q6": ["median_v3", "sd_v3"],
-    "q7": ["range_v1_v2"],
-    "q8": ["largest2_v3"],
-    "q9": ["r2"],
-    "q10": ["v3", "count"],
-}
-# DuckDB: the answer of each question as SQL over table x.
+# DuckDB: the answer of each question as SQL over table x. On both engines an answer's columns
+# are its group keys (id1..id6), then the values whose sums are its checksum.
 DUCKDB_GROUPBY = {
     "q1": "SELECT id1, sum(v1) AS v1 FROM x GROUP BY id1",
     "q2": "SELECT id1, id2, sum(v1) AS v1 FROM x GROUP BY id1, id2",
@@ -111,9 +99,14 @@ def _finite(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-#: An opened engine: the seconds loading the data took, ``run(question)``, ``answer(question, result)``
+def _values(columns: Sequence[str]) -> list[str]:
+    """An answer's checksum columns: all but its group keys."""
+    return [c for c in columns if not c.startswith("id")]
+
+
+#: An opened engine: the seconds loading the data took, ``run(question)``, ``answer(result)``
 #: (rows, columns, checksum) and what to record of the engine (version, threads).
-_Opened = tuple[float, Callable[[str], Any], Callable[[str, Any], dict[str, Any]], dict[str, Any]]
+_Opened = tuple[float, Callable[[str], Any], Callable[[Any], dict[str, Any]], dict[str, Any]]
 
 
 @contextmanager
@@ -144,8 +137,8 @@ def _open_polars(path: Path, gpu: bool) -> Iterator[_Opened]:
     def run(q: str) -> Any:
         return defs[q](lazy).collect(engine=engine)
 
-    def answer(q: str, ans: Any) -> dict[str, Any]:
-        sums = [_finite(ans[c].cast(pl.Float64).sum()) for c in CHECKSUMS[q]]
+    def answer(ans: Any) -> dict[str, Any]:
+        sums = [_finite(ans[c].cast(pl.Float64).sum()) for c in _values(ans.columns)]
         return {"rows": ans.height, "cols": ans.width, "checksum": sums}
 
     about: dict[str, Any] = {"version": pl.__version__, "threads": pl.thread_pool_size()}
@@ -175,11 +168,11 @@ def _open_duckdb(path: Path) -> Iterator[_Opened]:
             con.execute(f"CREATE TABLE ans AS {DUCKDB_GROUPBY[q]}")
             return q
 
-        def answer(q: str, _ans: Any) -> dict[str, Any]:
+        def answer(_ans: Any) -> dict[str, Any]:
             rows = con.execute("SELECT count(*) FROM ans").fetchone()[0]
-            cols = len(con.execute("SELECT * FROM ans LIMIT 0").description)
-            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in CHECKSUMS[q]) + " FROM ans").fetchone()
-            return {"rows": int(rows), "cols": cols, "checksum": [_finite(v) for v in sums]}
+            columns = [d[0] for d in con.execute("SELECT * FROM ans LIMIT 0").description]
+            sums = con.execute("SELECT " + ", ".join(f"sum({c})" for c in _values(columns)) + " FROM ans").fetchone()
+            return {"rows": int(rows), "cols": len(columns), "checksum": [_finite(v) for v in sums]}
 
         threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
         yield load, run, answer, {"version": duckdb.__version__, "threads": int(threads)}
@@ -216,9 +209,9 @@ def run_engines(
             with _open_duckdb(path) if name == "duckdb" else _open_polars(path, gpu=name == "polars-gpu") as opened:
                 load, run, answer, about = opened
 
-                def one(q: str, run: Callable[[str], Any] = run, answer: Callable[[str, Any], dict] = answer) -> dict[str, Any]:
+                def one(q: str) -> dict[str, Any]:
                     timing, ans = measure(lambda: run(q), host, repeats=repeats)
-                    return {**timed(timing), **answer(q, ans)}
+                    return {**timed(timing), **answer(ans)}
 
                 for q in questions:
                     a = out[q] = attempt(functools.partial(one, q))  # context only: a failure is recorded

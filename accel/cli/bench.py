@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -178,13 +178,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     result = call(benchmark, args, progress=True)
 
     def show() -> None:
-        console = wide_console(160)
-        if isinstance(r := result.typed, DbBench):
-            _render_db(r, console)
-        elif isinstance(r, ModelsBench):
-            _render_models(r, console)
-        elif isinstance(r, CrossoverBench):
-            _render_crossover(r, console)
+        render: dict[type, Callable[[Any, Any], None]] = {
+            DbBench: _render_db, ModelsBench: _render_models, CrossoverBench: _render_crossover
+        }  # fmt: skip
+        render[type(result.typed)](result.typed, wide_console(160))
         print(str((result.typed.fairness or Fairness()).line), flush=True)
 
     failed = f"failed: {', '.join(result.failed)} (see the result)" if result.failed else ""
@@ -212,8 +209,7 @@ def _db_layout(result: DbBench, arms: list[str], median: str, runs: bool) -> tup
     gpu_shown = "gpu" in arms
     headers = ["q", "question"]
     median_lines = median.replace(" of ", "\nof ")
-    for arm in arms:
-        label = arm.upper()
+    for label in map(str.upper, arms):
         headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
     headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
     rows = []
@@ -290,11 +286,9 @@ def _render_db(result: DbBench, console: Any) -> None:
     for q in result.questions:
         cells = [q.question, _fmt_s(q.cpu.run2)]
         for eng in result.engines.values():
-            if not eng.ok:
-                cells += [eng.status or "—", ""]
-                continue
             a = eng.questions.get(q.question) or Timed()
-            cells += [_fmt_s(a.run2) if a.ok else a.status or "—", {True: "agrees", False: "DIFFERS", None: "—"}[a.agree]]
+            said = [_fmt_s(a.run2) if a.ok else a.status or "—", {True: "agrees", False: "DIFFERS", None: "—"}[a.agree]]
+            cells += said if eng.ok else [eng.status or "—", ""]
         t.add_row(*cells)
     console.print(t)
     for name, eng in result.engines.items():
@@ -431,13 +425,7 @@ def _show_data(dataset: str, name: str, settings: dict, written: dict[str, tuple
     and the pyarrow Table written there.
     """
     files = [
-        {
-            "role": role,
-            "path": str(path),
-            "rows": table.num_rows,
-            "columns": list(table.column_names),
-            "bytes": path.stat().st_size,
-        }
+        dict(role=role, path=str(path), rows=table.num_rows, columns=list(table.column_names), bytes=path.stat().st_size)
         for role, path, table in written.values()
     ]
     document = {"dataset": dataset, "name": name, **settings, "files": files}
