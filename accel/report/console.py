@@ -79,16 +79,13 @@ class _Rounds:
         self.first, self.first_at = done, now
         self.done, self.at = done, now
 
-    def eta(self, now: float) -> float | None:
-        """Seconds left at ``now``: the rounds left at the pace so far (None before two rounds)."""
-        if self.done <= self.first:
-            return None
-        per_round = (self.at - self.first_at) / (self.done - self.first)
-        return max(0.0, per_round * (self.total - self.done) - (now - self.at))
-
     def describe(self, now: float) -> str:
-        eta = self.eta(now)
-        return f"round {self.done}/{self.total}" + ("" if eta is None else f" · ETA {fmt_eta(eta)}")
+        """``round 47/180 · ETA 2 min 33 s``: the seconds left at ``now`` are the rounds left at the
+        pace so far (no ETA before two rounds)."""
+        if self.done <= self.first:
+            return f"round {self.done}/{self.total}"
+        per_round = (self.at - self.first_at) / (self.done - self.first)
+        return f"round {self.done}/{self.total} · ETA {fmt_eta(max(0.0, per_round * (self.total - self.done) - (now - self.at)))}"
 
 
 class ProgressDisplay:
