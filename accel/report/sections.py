@@ -30,7 +30,6 @@ from accel.record import (
     CompareRecord,
     CrossoverBench,
     DbBench,
-    ExperimentRow,
     ExperimentsRecord,
     FlightsOverheadBench,
     GroupbyOverheadBench,
@@ -536,7 +535,7 @@ def _blank(value: object) -> object:
 )
 def experiments(s: Section, typed: list[tuple[Entry, ExperimentsRecord]]) -> None:
     """The latest snapshot of each folder (the earlier ones are named, not shown again): a table
-    per metric, each comparable group's Pareto front said and drawn.
+    per metric, each comparable group's Pareto front said, and drawn where any row is timed.
 
     A front is only meaningful between rows scored alike (the same table, split and metric on
     the same rows: the ``group`` of :mod:`accel.hpo.experiments`).
@@ -553,13 +552,27 @@ def experiments(s: Section, typed: list[tuple[Entry, ExperimentsRecord]]) -> Non
             f"of the same folder{'s' * (len(latest) != 1)} left out: {', '.join(e.path.name for e in earlier)}."
         )
     for i, (e, r) in enumerate(latest.values()):
-        rows = sorted(r.rows, key=lambda row: (row.seconds is None, row.seconds or 0))
-        where = r.folder or e.path.parent
-        panels = [
-            panel
-            for metric, members in grouped(rows, lambda row: str(row.metric_name or "metric")).items()
-            if (panel := _experiments_table(s, f"experiments-{i}-{metric}", f"{e.path.name} (of {where})", metric, members))
-        ]
+        rows = sorted(r.rows, key=lambda x: (x.seconds is None, x.seconds or 0))
+        panels = []  # per metric, each group's points and front; drawn where any is timed
+        for metric, members in grouped(rows, lambda x: str(x.metric_name or "metric")).items():
+            name = metric_name(metric)
+            s.table(
+                f"{e.path.name} (of {r.folder or e.path.parent}): experiments scored by {name}",
+                ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
+                [[str(x.name), x.workflow or "", x.arm or "", x.model or "", x.metric, x.seconds, x.peak_mb,
+                  "yes" if x.pareto else "no", x.group or "all rows"] for x in members],
+                f"experiments-{i}-{metric}",
+            )  # fmt: skip
+            panel = []
+            for group, grp in sorted(grouped(members, lambda x: x.group or "all rows").items()):
+                front = [str(x.name) for x in grp if x.pareto]
+                said = ", ".join(front) if front else "none (no row with both a metric and a time)"
+                s.para(f"Pareto front of {group}: {said}.")
+                timed = [(x.seconds, x.metric, x.pareto) for x in grp
+                         if x.seconds and x.seconds > 0 and number(x.seconds) and number(x.metric)]  # fmt: skip
+                panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
+            if any(pts for _, pts, _ in panel):
+                panels.append({"metric": name, "groups": panel})
         if panels:
             s.chart(charts.fronts(panels, title="Each group's Pareto front"), f"accuracy against time, {len(panels)} metrics")
 
@@ -570,24 +583,3 @@ def _newer(e: Entry, than: Entry) -> bool:
     if when is not None and other is not None and when != other:
         return when > other
     return (when is not None, e.path.name) >= (other is not None, than.path.name)
-
-
-def _experiments_table(s: Section, table_id: str, where: str, metric: str, members: list[ExperimentRow]) -> dict[str, Any] | None:
-    """The experiments scored by one metric, each group's front said; the chart panel of the groups, if any is timed."""
-    name = metric_name(metric)
-    s.table(
-        f"{where}: experiments scored by {name}",
-        ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
-        [[str(r.name), r.workflow or "", r.arm or "", r.model or "", r.metric, r.seconds, r.peak_mb,
-          "yes" if r.pareto else "no", r.group or "all rows"] for r in members],
-        table_id,
-    )  # fmt: skip
-    panel = []
-    for group, grp in sorted(grouped(members, lambda r: r.group or "all rows").items()):
-        front = [str(r.name) for r in grp if r.pareto]
-        s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
-        timed = [
-            (r.seconds, r.metric, r.pareto) for r in grp if r.seconds and r.seconds > 0 and number(r.seconds) and number(r.metric)
-        ]
-        panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
-    return {"metric": name, "groups": panel} if any(pts for _, pts, _ in panel) else None
