@@ -103,15 +103,17 @@ def plain_ticks(ax: Any) -> None:
 
 def _finish(
     ax: Any, title: str, xlabel: str = "", ylabel: str = "", no_grid: str = "", legend_at: tuple[float, float] = (1.01, 1.0)
-) -> None:
+) -> Any:
     """The axes' labels and title (at the left), no grid lines along ``no_grid``, and the legend
-    outside the plot where there is one (``legend_at``: its upper left corner; default on the right)."""
+    outside the plot where there is one (``legend_at``: its upper left corner; default on the right);
+    returns the figure of ``ax``, finished."""
     if no_grid:
         ax.grid(axis=no_grid, visible=False)
     ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, loc="left")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=legend_at, borderaxespad=0)
+    return ax.figure
 
 
 def stacked_bars(
@@ -132,8 +134,7 @@ def stacked_bars(
             ax.annotate(tick_text(total) + " s", (total, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         ax.set_yticks(ys, [label for label, _ in bars])
         ax.set_xlim(0, max(left, default=1) * 1.12 or 1)
-        _finish(ax, title, xlabel=xlabel, no_grid="y")
-        return fig
+        return _finish(ax, title, xlabel=xlabel, no_grid="y")
 
     return draw(build)
 
@@ -164,8 +165,7 @@ def grouped_bars(
                 tick.set_horizontalalignment("right")
         if log:
             ax.set_yscale("log")
-        _finish(ax, title, ylabel=ylabel, no_grid="x")
-        return fig
+        return _finish(ax, title, ylabel=ylabel, no_grid="x")
 
     return draw(build)
 
@@ -178,8 +178,7 @@ def ranked_bars(items: Sequence[tuple[str, float]], *, title: str, xlabel: str) 
         names = [wrap(name, 40) for name, _ in items][::-1]
         ax.barh(range(len(items)), [value for _, value in items][::-1], color=ARM_COLORS["gpu"])
         ax.set_yticks(range(len(items)), names)
-        _finish(ax, title, xlabel=xlabel, no_grid="y")
-        return fig
+        return _finish(ax, title, xlabel=xlabel, no_grid="y")
 
     return draw(build)
 
@@ -212,8 +211,7 @@ def lines(
             from matplotlib.ticker import MaxNLocator
 
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        _finish(ax, title, xlabel, ylabel)
-        return fig
+        return _finish(ax, title, xlabel, ylabel)
 
     return draw(build)
 
@@ -233,8 +231,7 @@ def dumbbell(items: Sequence[tuple[str, float | None, float | None]], *, first: 
             ax.scatter([x for x, _ in pts], [y for _, y in pts], color=color, s=36, zorder=2, label=name)
         ax.set_yticks(ys, [label for label, _, _ in items])
         ax.margins(x=0.15, y=0.3 if len(items) == 1 else 0.1)
-        _finish(ax, title, xlabel=xlabel, no_grid="y")
-        return fig
+        return _finish(ax, title, xlabel=xlabel, no_grid="y")
 
     return draw(build)
 

@@ -29,9 +29,7 @@ from accel.record import (
     Arm,
     ArmWall,
     CompareArm,
-    CompareParity,
     CompareRecord,
-    Fallback,
     ModelInfo,
     PairedRecord,
     PredictRecord,
@@ -81,16 +79,13 @@ class _Rounds:
         self.first, self.first_at = done, now
         self.done, self.at = done, now
 
-    def eta(self, now: float) -> float | None:
-        """Seconds left at ``now``: the rounds left at the pace so far (None before two rounds)."""
-        if self.done <= self.first:
-            return None
-        per_round = (self.at - self.first_at) / (self.done - self.first)
-        return max(0.0, per_round * (self.total - self.done) - (now - self.at))
-
     def describe(self, now: float) -> str:
-        eta = self.eta(now)
-        return f"round {self.done}/{self.total}" + ("" if eta is None else f" · ETA {fmt_eta(eta)}")
+        """``round 47/180 · ETA 2 min 33 s``: the seconds left at ``now`` are the rounds left at the
+        pace so far (no ETA before two rounds)."""
+        if self.done <= self.first:
+            return f"round {self.done}/{self.total}"
+        per_round = (self.at - self.first_at) / (self.done - self.first)
+        return f"round {self.done}/{self.total} · ETA {fmt_eta(max(0.0, per_round * (self.total - self.done) - (now - self.at)))}"
 
 
 class ProgressDisplay:
@@ -288,20 +283,6 @@ def stage_table(title: str, record: PairedRecord) -> Table:
     return table
 
 
-def render_importances(record: RunRecord, console: Console, top: int = 10) -> None:
-    """The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran)."""
-    arm = next((a for a in record.ran() if record.arms[a].importances), None)
-    if arm is None:
-        return
-    found = record.arms[arm].importances or {}
-    kinds = list(found)
-    order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:top]
-    table = _table(f"top {len(order)} features ({arm.upper()} arm's model)", ["feature"], [k.replace("_", " ") for k in kinds])
-    for name in order:
-        table.add_row(escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds))
-    console.print(table)
-
-
 def parity_line(parity: RunParity) -> str:
     """``parity: auc GPU 0.8046 vs CPU 0.8051 — arms agree (tolerance 0.01)``, or why it was not checked."""
     if parity.ok is None:
@@ -311,7 +292,8 @@ def parity_line(parity: RunParity) -> str:
 
 
 def render_run(record: RunRecord, console: Console) -> None:
-    """Stage × arm seconds with the speedup, then metrics and memory per arm, then the top features."""
+    """Stage × arm seconds with the speedup, then metrics and memory per arm, where a cluster run's
+    arms ran, then the top 10 features of the accelerated arm's model where it ran, else the CPU arm's."""
     line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     gpu, cpu = record.arms["gpu"], record.arms["cpu"]
     console.print(stage_table(f"accel run {record.workflow} — seconds per stage", record))
@@ -335,7 +317,17 @@ def render_run(record: RunRecord, console: Console) -> None:
         line(arm_status_line("cpu", cpu))
     if any(arm.cluster for arm in record.arms.values()):
         render_placement(record, console)
-    render_importances(record, console)
+    # The top features of the arm whose pipeline a user would take (the accelerated arm's where it ran).
+    if (arm := next((a for a in record.ran() if record.arms[a].importances), None)) is not None:
+        found = record.arms[arm].importances or {}
+        kinds = list(found)
+        order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:10]
+        table = _table(
+            f"top {len(order)} features ({arm.upper()} arm's model)", ["feature"], [k.replace("_", " ") for k in kinds]
+        )
+        for name in order:
+            table.add_row(escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds))
+        console.print(table)
 
 
 def render_placement(record: RunRecord, console: Console) -> None:
@@ -377,21 +369,9 @@ def render_placement(record: RunRecord, console: Console) -> None:
 
 
 def render_compare(record: CompareRecord, console: Console) -> None:
-    """Print the compare record: the arms, why an arm did not run, the speedup, parity, where the GPU arm's time went."""
-    console.print(_compare_arms(record))
-    for name in ("cpu", "gpu"):
-        if not (arm := record.arms.get(name) or CompareArm()).ok and arm.reason:
-            console.print(escape(arm_status_line(name, arm)))
-    cold, warm = record.speedup.get("wall_cold"), record.speedup.get("wall_warm_median")
-    if number(cold):
-        console.print(f"speedup (CPU / GPU wall): cold {cold:.2f}x" + (f", warm median {warm:.2f}x" if number(warm) else ""))
-    _compare_parity(record.parity, console)
-    if record.fallbacks:
-        console.print(_compare_fallbacks(record.fallbacks))
-
-
-def _compare_arms(record: CompareRecord) -> Table:
-    """Each arm's status, exit code, cold and warm seconds and memory peaks, as a rich table."""
+    """Print the compare record: each arm's status, exit code, cold and warm seconds and memory peaks,
+    why an arm did not run, the speedup, whether the arms agree (and the first lines where they
+    differ), where the GPU arm's time went per function as the accelerators' profilers saw it."""
     table = _table(
         f"accel compare {escape(str(record.program.path))}",
         ["arm", "status"],
@@ -408,36 +388,36 @@ def _compare_arms(record: CompareRecord) -> Table:
             name, str(r.status), str(r.exit_code), fmt_value(r.cold_seconds, ".2f"), warm_text, fmt_value(r.peak_host_mb, ".0f"),
             fmt_value(r.peak_device_mb, ".0f", missing="-"),
         )  # fmt: skip
-    return table
-
-
-def _compare_parity(parity: CompareParity, console: Console) -> None:
-    """Whether the arms agree, and the first lines where they differ."""
+    console.print(table)
+    for name in ("cpu", "gpu"):
+        if not (arm := record.arms.get(name) or CompareArm()).ok and arm.reason:
+            console.print(escape(arm_status_line(name, arm)))
+    cold, warm = record.speedup.get("wall_cold"), record.speedup.get("wall_warm_median")
+    if number(cold):
+        console.print(f"speedup (CPU / GPU wall): cold {cold:.2f}x" + (f", warm median {warm:.2f}x" if number(warm) else ""))
+    parity = record.parity
     if parity.agree is None:
         console.print(f"parity: not compared ({escape(str(parity.reason))})")
-        return
-    s = parity.stdout or Printed()
-    console.print(
-        f"parity: {'agree' if parity.agree else 'DIFFER'} - stdout {s.numbers_agree}/{s.numbers_compared} numbers "
-        f"within rtol {parity.rtol:g}, {s.differences_total} line(s) differ; files: "
-        + escape(", ".join(f"{f.path} {f.status}" for f in parity.files) or "none written")
-    )
-    for d in s.differences[:5]:
-        console.print(f"  line {d.line}: {d.why}: cpu {d.cpu!r} | gpu {d.gpu!r}", markup=False)
-
-
-def _compare_fallbacks(fallbacks: list[Fallback]) -> Table:
-    """Where the GPU arm's time went, per function, as the accelerators' profilers saw it (CPU fallbacks first)."""
-    table = _table(
-        "where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)",
-        ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"],
-    )
-    for f in fallbacks:
-        table.add_row(
-            str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
-            fmt_value(f.cpu_seconds, ".3f"), escape("; ".join(f.fallback_reasons)[:80]),
-        )  # fmt: skip
-    return table
+    else:
+        s = parity.stdout or Printed()
+        console.print(
+            f"parity: {'agree' if parity.agree else 'DIFFER'} - stdout {s.numbers_agree}/{s.numbers_compared} numbers "
+            f"within rtol {parity.rtol:g}, {s.differences_total} line(s) differ; files: "
+            + escape(", ".join(f"{f.path} {f.status}" for f in parity.files) or "none written")
+        )
+        for d in s.differences[:5]:
+            console.print(f"  line {d.line}: {d.why}: cpu {d.cpu!r} | gpu {d.gpu!r}", markup=False)
+    if record.fallbacks:
+        table = _table(
+            "where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)",
+            ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"],
+        )
+        for f in record.fallbacks:
+            table.add_row(
+                str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
+                fmt_value(f.cpu_seconds, ".3f"), escape("; ".join(f.fallback_reasons)[:80]),
+            )  # fmt: skip
+        console.print(table)
 
 
 def render_scaling(record: ScalingRecord, console: Console) -> None:
@@ -499,29 +479,24 @@ def render_predict(record: PredictRecord, console: Console) -> None:
     line(f"{record.pipeline.which}; output from the {str(record.output.arm).upper()} arm")
 
 
-def early_stopping_line(model: ModelInfo | str | None) -> str | None:
-    """``early stopping: 46 rounds, found on 1,558 validation rows by the CPU arm's search (76
-    rounds, 2.1 s, outside the stages); every arm trained them on all training rows``."""
-    es = model.early_stopping if isinstance(model, ModelInfo) else None
-    if es is None:
-        return None
-    if not es.used:
-        return f"early stopping: not used ({es.reason or 'no arm trained'}); every round trained"
-    return (
-        f"early stopping: {es.rounds} rounds, found on {es.validation.rows or 0:,} validation rows by the "
-        f"{str(es.decided_by).upper()} arm's search ({es.searched} rounds, {fmt_value(es.search_seconds, '.1f')} s, "
-        "outside the stages); every arm trained them on all the training rows"
-    )
-
-
 def run_notes(record: RunRecord) -> list[str]:
-    """The lines under a run's metrics: the rounds early stopping chose, and remarks on metrics
-    worse than a constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
+    """The lines under a run's metrics: the rounds early stopping chose (``early stopping: 46
+    rounds, found on 1,558 validation rows by the CPU arm's search (76 rounds, 2.1 s, outside the
+    stages); every arm trained them on all training rows``), and remarks on metrics worse than a
+    constant's (:func:`accel.metrics.remarks`; the CPU arm's, else the GPU arm's)."""
     from accel.metrics import remarks
 
-    metrics = record.arms["cpu"].metrics or record.arms["gpu"].metrics
-    line = early_stopping_line(record.model)
-    return ([line] if line else []) + [f"note: {remark}" for remark in remarks(metrics)]
+    notes = [f"note: {remark}" for remark in remarks(record.arms["cpu"].metrics or record.arms["gpu"].metrics)]
+    if (es := record.model.early_stopping if isinstance(record.model, ModelInfo) else None) is None:
+        return notes
+    if not es.used:
+        return [f"early stopping: not used ({es.reason or 'no arm trained'}); every round trained", *notes]
+    return [
+        f"early stopping: {es.rounds} rounds, found on {es.validation.rows or 0:,} validation rows by the "
+        f"{str(es.decided_by).upper()} arm's search ({es.searched} rounds, {fmt_value(es.search_seconds, '.1f')} s, "
+        "outside the stages); every arm trained them on all the training rows",
+        *notes,
+    ]
 
 
 def shown_name(name: str) -> str:

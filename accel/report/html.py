@@ -26,7 +26,7 @@ from typing import Any
 import jinja2
 
 from accel.errors import AccelError
-from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, kind_of, read_record
+from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, kind_of, read_record, record_files
 from accel.report import overview, sections
 from accel.report.layout import Section, checksum_text, num
 
@@ -50,9 +50,7 @@ def templates() -> jinja2.Environment:
     Markdown not, and an unknown name in a template is an error rather than an empty string."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("accel.report", "templates"),
-        autoescape=jinja2.select_autoescape(
-            enabled_extensions=("html", "htm", "html.j2"), disabled_extensions=("md", "md.j2"), default=True
-        ),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -89,8 +87,6 @@ def collect(folder: Path) -> Collected:
     if not folder.is_dir():
         raise AccelError(f"report folder {str(folder)!r} does not exist")
     found = Collected()
-    from accel.record import record_files
-
     files, others = record_files(folder)  # a FIFO or a link to a device is never opened
     found.ignored += others
     for path in files:
@@ -116,26 +112,6 @@ def set_aside(ignored: list[tuple[Path, str]]) -> str:
     return f"; set aside: {path.name} ({why})" + (f", and {more} more" if more else "")
 
 
-def _summary(entries: list[overview.Entry]) -> Section:
-    s = Section("summary", "Summary: one row per record")
-    header, rows = overview.summary_table(entries)
-    s.table(
-        "Every record, oldest first. speedup: the one each record is summed up by, named under 'speedup of' (of a run: "
-        "CPU arm seconds / GPU arm seconds; n/a: an arm did not run); a metric is shown for each arm that ran",
-        header,
-        rows,
-        "summary",
-    )
-    return s
-
-
-def _measured(entries: list[overview.Entry]) -> Section:
-    s = Section("measured", "Where it was measured")
-    for line in overview.measured_on(entries):
-        s.para(line)
-    return s
-
-
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     entries = found.entries
@@ -143,8 +119,16 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     by = found.by_kind
     built: list[Section] = []
     if any(e.record.measures for e in entries):
-        built.append(_summary(entries))
-    built.append(_measured(entries))
+        built.append(summary := Section("summary", "Summary: one row per record"))
+        summary.table(
+            "Every record, oldest first. speedup: the one each record is summed up by, named under 'speedup of' (of a run: "
+            "CPU arm seconds / GPU arm seconds; n/a: an arm did not run); a metric is shown for each arm that ran",
+            *overview.summary_table(entries),
+            "summary",
+        )
+    built.append(measured := Section("measured", "Where it was measured"))
+    for line in overview.measured_on(entries):
+        measured.para(line)
     for key, builder in sections.SECTIONS.items():
         kind, _, benchmark = key.partition(":")
         if members := [e for e in by[kind] if not benchmark or e.benchmark == benchmark]:

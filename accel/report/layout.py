@@ -72,8 +72,7 @@ class Section:
 
     def table(self, caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str) -> None:
         """A table; numbers shown by :func:`num`, strings as they are, each cell with its class."""
-        texts = [[(c if isinstance(c, str) else num(c), c) for c in r] for r in rows]
-        shown = [[(text, cell_class(text, c)) for text, c in r] for r in texts]
+        shown = [[(text := c if isinstance(c, str) else num(c), cell_class(text, c)) for c in r] for r in rows]
         self.blocks.append({"kind": "table", "id": table_id, "caption": caption, "header": list(header), "rows": shown})
 
     def chart(self, svg: str, alt: str) -> None:

@@ -128,17 +128,13 @@ def measured_on(entries: list[Entry]) -> list[str]:
     return out
 
 
-def arms_that_ran(entries: list[Entry]) -> list[str]:
-    """The arms with a metric in any summary row: the columns the summary gives each metric."""
-    return [a for a in ARMS if any(number(v.get(a)) for e in entries for v in e.summary.metrics.values())] or ["cpu"]
-
-
 def summary_table(entries: list[Entry]) -> tuple[list[str], list[list[Any]]]:
     """The summary's header and rows: one row per record that measured something, a column per
     metric and arm, so that AUC and RMSE never share a column."""
     shown = [e for e in entries if e.record.measures]
     metrics = list(dict.fromkeys(m for e in shown for m in e.summary.metrics))
-    arms = arms_that_ran(shown)
+    # the arms with a metric in any summary row
+    arms = [a for a in ARMS if any(number(v.get(a)) for e in shown for v in e.summary.metrics.values())] or ["cpu"]
     header = ["started", "kind", "data", "rows", "devices", "speedup", "speedup of"]
     header += [
         f"{metric_name(m)} {ARM_NAMES[a]}" if len(arms) > 1 else f"{metric_name(m)} ({ARM_NAMES[a]})"
