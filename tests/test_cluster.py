@@ -319,7 +319,7 @@ def _arms(cluster: dict, device: str = "auto"):
 
     config = build_config({"workflow": "flights"}, {"cluster": cluster, "device": device}, "test")
     with ExitStack() as stack:
-        return plan_arms(config.cluster, config.device, stack, say=lambda _: None)
+        return plan_arms(config.cluster, config.device, stack)
 
 
 def test_local_cluster_is_the_baseline_and_says_where_the_gpu_arm_runs():

@@ -206,7 +206,6 @@ class DaskForm:
         kept = self.kept(offsets)
         rows = client.persist([dask.delayed(select_rows)(p, k, self.cleaned) for p, k in zip(raw, kept, strict=True)])
         wait(rows)
-        del raw
         self.partitions = len(rows)
         return rows, offsets[-1]
 
