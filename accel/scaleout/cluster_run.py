@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +269,7 @@ def run_on_session(
     info = session.info
     kind = info.worker_kind
     backend = backend or client_backend(kind)
-    build = DASK_WORKFLOWS[workflow] if isinstance(workflow, str) else workflow  # a name DaskJob.plan accepted
+    build = DASK_WORKFLOWS[workflow] if isinstance(workflow, str) else workflow  # a name DaskJob accepted
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
     n_classes = dask_workflow.n_classes
     model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
@@ -356,14 +356,9 @@ class OnDask(OnWorkers[DaskForm]):
             with suppress(Exception):  # a worker lost at the end keeps nothing anyway
                 dask_workflow.clear_workers(client)
 
+        metrics = task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob))
         executed = Executed(
-            model,
-            booster,
-            task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
-            dict(prepared.rows),
-            prepared.feature_names,
-            train_attempts=attempts,
-            pipeline=kept,
+            model, booster, metrics, dict(prepared.rows), prepared.feature_names, train_attempts=attempts, pipeline=kept
         )
         omp = sorted({str(w.get("omp_wait_policy")) for w in info.worker_details})
         return self.ran_on_workers(executed, workers_memory, xgboost_nthread=xgboost_threads_used(booster), omp_wait_policy=omp)
@@ -460,9 +455,11 @@ def check_dask_config(config: RunConfig) -> None:
         raise refusal(config.model, "dask", "run it in this process (without --cluster/--scheduler)")
 
 
-@dataclass
 class DaskJob:
     """What every arm of a run on Dask shares: a cluster run's two arms, each run of a scaling study.
+
+    Planned from ``config``: ``on_plan(planned)`` is called with a user's table's plan; a
+    workflow name that cannot run on Dask is refused (an unknown one with the usual error).
 
     Attributes
     ----------
@@ -479,34 +476,26 @@ class DaskJob:
         Where the progress goes.
     """
 
-    config: RunConfig
-    early_stopping: EarlyStopping
-    workflow: str | DaskBuilder
-    planned: Any = None
-    listener: Listener | None = None
-
-    @classmethod
-    def plan(cls, config: RunConfig, listener: Listener | None, on_plan: Callable[[Any], None] | None = None) -> DaskJob:
-        """The job of ``config``; ``on_plan(planned)`` is called with a table's plan. A name that
-        cannot run on Dask is refused (an unknown one with the usual error)."""
+    def __init__(self, config: RunConfig, listener: Listener | None, on_plan: Callable[[Any], None] | None = None):
         from accel.runner import build_workflow, early_stopping_for
 
-        job = cls(config=config, early_stopping=early_stopping_for(config), workflow=config.workflow, listener=listener)
+        self.config, self.listener, self.early_stopping = config, listener, early_stopping_for(config)
+        self.workflow: str | DaskBuilder = config.workflow
+        self.planned: Any = None
         if config.data is None:
             if config.workflow not in DASK_WORKFLOWS:
                 from accel.workflows import get_workflow
 
                 get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
                 raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
-            return job
-        job.planned = build_workflow(config, job.early_stopping)
+            return
+        self.planned = build_workflow(config, self.early_stopping)
         if on_plan is not None:
-            on_plan(job.planned)
+            on_plan(self.planned)
         from accel.workflows.table_dask import table_builder
 
-        assert job.planned.planned is not None, "a table's workflow is planned"
-        job.workflow = table_builder(job.planned.planned)
-        return job
+        assert self.planned.planned is not None, "a table's workflow is planned"
+        self.workflow = table_builder(self.planned.planned)
 
     def single_process(self) -> Any:
         """The workflow of an arm in this process: the table's plan, or the named workflow built."""
@@ -536,10 +525,7 @@ class DaskJob:
         with ExitStack() as stack:
             session = place.open_session(stack)
             startup = time.perf_counter() - t0 if place.session is None else 0.0
-            settings, params = (
-                WorkflowSettings.of(config),
-                XGBoostSettings(**config.model_params()),
-            )  # a model with a Dask trainer
+            settings, params = WorkflowSettings.of(config), XGBoostSettings(**config.model_params())  # a Dask trainer's model
             arm, dask_workflow, pipeline = run_on_session(
                 session, self.workflow, settings, params, config.seed, listener, place.arm_backend(), self.early_stopping
             )
@@ -587,7 +573,7 @@ def cluster_run(
     assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
     run = PairedRun(config, ensure_writable(config.out), process_start)
-    job = DaskJob.plan(config, listener, on_plan)  # one decision of the rounds for both arms
+    job = DaskJob(config, listener, on_plan)  # one decision of the rounds for both arms
     run.planned(job.planned)
     described = None
     with ExitStack() as stack:

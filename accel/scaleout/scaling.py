@@ -136,7 +136,7 @@ def scaling_study(
 
     check_dask_config(config)
     out = ensure_writable(config.out)
-    job = DaskJob.plan(config, listener)
+    job = DaskJob(config, listener)
     cluster = config.cluster
     assert cluster is not None, "study_config gives a study its cluster"
     with ExitStack() as stack:
@@ -255,9 +255,8 @@ def _stage_row(
     speedup = base / seconds if good and ref and seconds > 0 else math.nan
     single = run["kind"] == "single-process"
     efficiency = math.nan if single or not good or ref is None else speedup / (run["workers"] / ref["workers"])
-    vs_cpu = math.nan
-    if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
-        vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
+    cpu = same_count_cpu if run["kind"] == "gpu" and good and seconds > 0 else None  # a GPU run beside the CPU run
+    vs_cpu = _seconds(cpu["arm"], stage) / seconds if cpu is not None else math.nan
     return {
         "workers": run["workers"], "kind": run["kind"], "stage": stage, "seconds": seconds, "speedup_vs_1": speedup,
         "efficiency": efficiency, "gpu_vs_cpu": vs_cpu, "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,
