@@ -36,9 +36,10 @@ from accel.config import ClusterConfig, build_config
 from accel.models import XGBoostSettings
 from accel.runner import build_workflow, run_arm
 from accel.scaleout.cluster import ClusterSession, plan_cluster
-from accel.scaleout.cluster_run import run_on_session, table_builder
+from accel.scaleout.cluster_run import run_on_session
 from accel.timing import timed_call
 from accel.workflows import FlightsWorkflow, WorkflowSettings
+from accel.workflows.table_dask import table_builder
 from accel_fixtures.tables import write_own_table, write_wide_table
 
 ARMS = ("single-process", "dask")

@@ -218,7 +218,8 @@ def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_it
     writes the workers' pre-spawn environment into this process too; the session puts it back."""
     import os
 
-    from accel.scaleout.cluster import WORKER_ENVIRON, worker_peak_rss
+    from accel.memory import kernel_peak_rss
+    from accel.scaleout.cluster import WORKER_ENVIRON
 
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
@@ -229,7 +230,7 @@ def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_it
         assert {w["arrow_memory_pool"] for w in session.info.worker_details} == {"system"}
         assert WORKER_ENVIRON == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
         # A worker's peak RSS is its own (VmHWM), not the spawning process's.
-        assert all(50e6 < peak < 500e6 for peak in session.client.run(worker_peak_rss).values())
+        assert all(50e6 < peak < 500e6 for peak in session.client.run(kernel_peak_rss).values())
     del held
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and os.environ["OMP_NUM_THREADS"] == "7"
 
@@ -318,7 +319,7 @@ def _arms(cluster: dict, device: str = "auto"):
 
     config = build_config({"workflow": "flights"}, {"cluster": cluster, "device": device}, "test")
     with ExitStack() as stack:
-        return plan_arms(config.cluster, config.device, stack, say=lambda _: None)
+        return plan_arms(config.cluster, config.device, stack)
 
 
 def test_local_cluster_is_the_baseline_and_says_where_the_gpu_arm_runs():

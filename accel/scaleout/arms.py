@@ -23,7 +23,6 @@ that a baseline cluster that is not a CPU cluster is refused before any work.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Literal
@@ -76,12 +75,12 @@ class ArmPlace:
         assert self.backend is not None, f"the {self.kind} arm does not run ({self.skip}): it has no backend"
         return self.backend
 
-    def open_session(self, stack: ExitStack, say: Callable[[str], None]) -> ClusterSession:
+    def open_session(self, stack: ExitStack) -> ClusterSession:
         """The arm's cluster: the running one attached to, or the planned one, started on ``stack``."""
         if self.session is not None:
             return self.session
         assert self.plan is not None, f"the {self.kind} arm runs in this process: it has no cluster"
-        return stack.enter_context(ClusterSession(self.plan, say=say))
+        return stack.enter_context(ClusterSession(self.plan))
 
 
 def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None = None) -> ClusterPlan:
@@ -123,14 +122,12 @@ def plan_local_arms(cluster: ClusterConfig, device: str) -> dict[ArmKind, ArmPla
     return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, baseline_plan(workers or 1, cluster.protocol, memory_limit))}
 
 
-def attach_scheduler_arms(
-    cluster: ClusterConfig, device: str, stack: ExitStack, say: Callable[[str], None]
-) -> dict[ArmKind, ArmPlace]:
+def attach_scheduler_arms(cluster: ClusterConfig, device: str, stack: ExitStack) -> dict[ArmKind, ArmPlace]:
     """Both arms for ``--scheduler``: attach to the cluster (and the baseline's), learn their workers' kind.
 
     Sessions are entered on ``stack`` and stay open until the run ends.
     """
-    primary = stack.enter_context(ClusterSession(plan_cluster(cluster), say=say))
+    primary = stack.enter_context(ClusterSession(plan_cluster(cluster)))
     kind = primary.info.worker_kind
     baseline = None
     if cluster.baseline_address:
@@ -140,7 +137,7 @@ def attach_scheduler_arms(
                 "CPU workers already: leave it out"
             )
         plan = plan_cluster(cluster.model_copy(update={"address": cluster.baseline_address, "baseline_address": None}))
-        baseline = stack.enter_context(ClusterSession(plan, say=say))
+        baseline = stack.enter_context(ClusterSession(plan))
         if baseline.info.worker_kind != "cpu":
             raise AccelError(
                 f"--baseline-scheduler {cluster.baseline_address}: its workers are GPU workers; the baseline needs "
@@ -164,8 +161,8 @@ def attach_scheduler_arms(
     return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, session=baseline, note=None if baseline is not None else note)}
 
 
-def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack, say: Callable[[str], None]) -> dict[ArmKind, ArmPlace]:
+def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack) -> dict[ArmKind, ArmPlace]:
     """Where both arms of a run on ``cluster`` go, for ``--device`` ``device`` (see the module's description)."""
     if cluster.kind == "scheduler":
-        return attach_scheduler_arms(cluster, device, stack, say)
+        return attach_scheduler_arms(cluster, device, stack)
     return plan_local_arms(cluster, device)

@@ -41,9 +41,9 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss
+from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss, to_mb
 from accel.output import say as say_line
-from accel.result import Executor, W
+from accel.result import ArmPeaks, Executed, Executor, W
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -199,14 +199,24 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     to ``timeout``. That setting bounds reaching the port, but Dask then waits for the peer's
     handshake without a limit, so a port that accepts and never answers (or an HTTP server)
     would hang the client forever: the whole exchange is bounded here as well. Anything that is
-    not a Dask scheduler (garbage bytes, a protocol Dask cannot speak here) is one line.
+    not a Dask scheduler (garbage bytes, a protocol Dask cannot speak here) is one line, and so is
+    a ``ucx://`` or ``tls://`` address this installation cannot speak.
     """
     import asyncio
 
     import dask
     from distributed.security import Security
 
-    _check_scheme(address)
+    scheme = address.split("://", 1)[0]
+    if scheme in ("ucx", "ucxx") and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
+        raise AccelError(
+            f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
+        )
+    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
+        raise AccelError(
+            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
+            "certificate in the Dask configuration), or use tcp://"
+        )
     connection_args = Security().get_connection_args("client")
     try:
         with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout:g}s"}):
@@ -225,22 +235,6 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 def _unreachable(address: str, why: str) -> AccelError:
     return AccelError(f"cannot reach a Dask scheduler at {address}{why}; is 'dask scheduler' running there?")
-
-
-def _check_scheme(address: str) -> None:
-    """Refuse a ``ucx://`` or ``tls://`` address this installation cannot speak, in one line."""
-    import dask
-
-    scheme = address.split("://", 1)[0]
-    if scheme in ("ucx", "ucxx") and not (module_installed("distributed_ucxx") or module_installed("ucxx")):
-        raise AccelError(
-            f"--scheduler {address}: {scheme}:// needs UCX support for Dask (pip install distributed-ucxx-cu12), or use tcp://"
-        )
-    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
-        raise AccelError(
-            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls.ca-file and the client "
-            "certificate in the Dask configuration), or use tcp://"
-        )
 
 
 async def _identify_scheduler(address: str, timeout: float, connection_args: dict[str, Any]) -> None:
@@ -415,17 +409,10 @@ class ClusterInfo:
         )
 
 
-def _arrow_pool() -> str | None:
-    """The allocator of Arrow's default memory pool in this process (``system``, ``mimalloc``, ...)."""
-    try:
-        import pyarrow
-    except ImportError:
-        return None
-    return str(pyarrow.default_memory_pool().backend_name)
-
-
 def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
     """Run on each worker (``client.run``): who it is and, when asked, whether its GPU is usable."""
+    import pyarrow
+
     facts: dict[str, Any] = {
         "name": str(dask_worker.name),
         "host": dask_worker.address,
@@ -435,7 +422,7 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         # Workers accel starts get accel's setting in their environment; a running cluster's workers have their own.
         "omp_wait_policy": f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}",
-        "arrow_memory_pool": _arrow_pool(),
+        "arrow_memory_pool": str(pyarrow.default_memory_pool().backend_name),  # system, mimalloc, ...
         "cudf_spill": cudf_spill_option(),
     }
     if probe:
@@ -445,13 +432,6 @@ def _worker_facts(dask_worker: Any, probe: bool) -> dict[str, Any]:
         # Dask-CUDA workers list their own GPU first in CUDA_VISIBLE_DEVICES; device 0 is theirs.
         facts["gpu_name"] = result.devices[0].name if result.usable and result.devices else None
     return facts
-
-
-def worker_peak_rss() -> int | None:
-    """Peak resident memory of this process in bytes (run on each worker): the kernel's peak of
-    the worker's own program (:func:`accel.memory.kernel_peak_rss`; ``ru_maxrss`` would carry the
-    peak of the process that spawned it, before ``exec``: the client's, for a local cluster)."""
-    return kernel_peak_rss()
 
 
 @contextmanager
@@ -503,7 +483,7 @@ class ClusterSession:
             self.close()
             raise
         self.say(self.info.summary())
-        pools = sorted({str(w.get("arrow_memory_pool")) for w in self.info.worker_details} - {"system", "None"})
+        pools = sorted({str(w.get("arrow_memory_pool")) for w in self.info.worker_details} - {"system"})
         if pools:
             self.say(
                 f"dask: the workers' Arrow memory pool is {', '.join(pools)}, which keeps freed pages: a worker that "
@@ -515,17 +495,30 @@ class ClusterSession:
         self.close()
 
     def _start(self) -> None:
+        """Start the cluster and its client, or attach to the running scheduler (once it has a worker)."""
         from distributed import Client
 
-        if self.plan.kind == "scheduler":
-            assert self.plan.address is not None, "plan_cluster gives a running cluster its address"
-            self.client = _connect(self.plan.address)
+        address = self.plan.address  # a running cluster's (plan_cluster gives it one); None: start one here
+        if address is not None:
+            probe_scheduler(address)
+            try:
+                self.client = Client(address, timeout=CONNECT_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
+                raise _unreachable(address, f" within {CONNECT_TIMEOUT_S} s ({first_line(exc)})") from None
         else:
             with _sigint_deferred():
                 self.cluster = self._start_local()
                 self._closing.callback(_close_quietly, self.cluster, 20)
             self.client = Client(self.cluster)
         self._closing.callback(_close_quietly, self.client, 10)
+        if address is not None:
+            try:
+                self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+            except TimeoutError:
+                raise AccelError(
+                    f"no worker joined the scheduler at {address} within {WORKERS_TIMEOUT_S} s; "
+                    f"start some with 'dask worker {address}' (or 'dask cuda worker')"
+                ) from None
         info = self.info = self._describe()
         if any(w.get("cudf_spill") for w in info.worker_details):
             # The workers' cuDF buffers are spillable, and a spillable buffer sent here is rebuilt
@@ -674,14 +667,12 @@ class ClusterSession:
             bad_since = None
             while not stop.wait(interval):
                 try:
-                    now = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                    now = set(self.workers_now())
                 except Exception:  # noqa: BLE001 - the client closing under us
                     return
-                if (expected <= now) if expected else now:
-                    bad_since = None
-                    continue
-                bad_since = bad_since or time.monotonic()
-                if time.monotonic() - bad_since >= grace:
+                there = (expected <= now) if expected else now
+                bad_since = None if there else bad_since or time.monotonic()
+                if bad_since is not None and time.monotonic() - bad_since >= grace:
                     self.all_workers_lost = self.all_workers_lost or not expected
                     keys = [k for k in list(self.client.futures) if k not in keep]
                     self.client.cancel([Future(k, self.client) for k in keys], reason=reason)
@@ -699,30 +690,6 @@ class ClusterSession:
         """Close the client, then the cluster this session started (and its worker processes)."""
         self.client = self.cluster = None
         self._closing.close()
-
-
-def _connect(address: str) -> Client:
-    """A client of the running scheduler at ``address``, once one worker at least is there."""
-    import dask
-    from distributed import Client
-
-    probe_scheduler(address)
-    try:
-        with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
-            client = Client(address, timeout=CONNECT_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, or what a stranger sent
-        raise _unreachable(address, f" within {CONNECT_TIMEOUT_S} s ({first_line(exc)})") from None
-    try:
-        client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
-    except BaseException as exc:
-        _close_quietly(client, 10)
-        if not isinstance(exc, TimeoutError):
-            raise
-        raise AccelError(
-            f"no worker joined the scheduler at {address} within {WORKERS_TIMEOUT_S} s; "
-            f"start some with 'dask worker {address}' (or 'dask cuda worker')"
-        ) from None
-    return client
 
 
 def _close_quietly(what: Any, timeout: float) -> None:
@@ -830,27 +797,23 @@ class WorkerMemorySampler(PeriodicSampler):
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
         try:
-            rss = self.client.run(worker_peak_rss)
+            rss = self.client.run(kernel_peak_rss)  # VmHWM: not the spawning client's peak, as ru_maxrss
         except Exception:  # noqa: BLE001 - e.g. a worker lost at the end
             rss = {}
 
         def per_stage(what: str, address: str) -> dict[str, float | None]:
-            return {s: _mb(v[address]) for (w, s), v in self.seen.items() if w == what and s is not None and address in v}
+            return {s: to_mb(v[address]) for (w, s), v in self.seen.items() if w == what and s is not None and address in v}
 
         return {
             address: {
-                "dask_reported_peak_host_mb": _mb(self.seen["host", None].get(address)),
-                "dask_reported_peak_device_mb": _mb(self.seen["device", None].get(address)),
-                "peak_rss_mb": _mb(rss.get(address)),
+                "dask_reported_peak_host_mb": to_mb(self.seen["host", None].get(address)),
+                "dask_reported_peak_device_mb": to_mb(self.seen["device", None].get(address)),
+                "peak_rss_mb": to_mb(rss.get(address)),
                 "stage_peak_host_mb": per_stage("host", address),
                 "stage_peak_device_mb": per_stage("device", address),
             }
             for address in sorted(set(self.seen["host", None]) | set(rss))
         }
-
-
-def _mb(n: int | None) -> float | None:
-    return None if n is None else round(n / (1024 * 1024), 1)
 
 
 class OnWorkers(Executor[W]):
@@ -866,3 +829,12 @@ class OnWorkers(Executor[W]):
 
     def monitored(self, backend: Backend) -> Backend:
         return cpu_backend()  # the client's own memory; the workers' comes from the sampler
+
+    def ran_on_workers(self, executed: Executed, workers_memory: dict[str, dict[str, Any]], **threads: object) -> Executed:
+        """``executed`` as the workers ran it: their memory (``workers_memory``: the sampler's
+        :meth:`~WorkerMemorySampler.peaks`) and their thread counts, ``threads`` beside them."""
+        info = self.session.info
+        executed.peaks, executed.workers_memory = ArmPeaks.of_workers(workers_memory), workers_memory
+        executed.where = "dask workers"
+        executed.threads = {"workers": info.workers, "threads_per_worker": info.threads_per_worker, **threads}
+        return executed

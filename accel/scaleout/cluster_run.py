@@ -31,6 +31,7 @@ worker, the workers themselves with their memory peaks, start-up seconds).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -38,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,11 @@ from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
-from accel.output import say as _say
+from accel.output import say
 from accel.pipeline import Pipeline
 from accel.record import ensure_writable
 from accel.registry import MODELS, refusal, xgboost_threads_used
-from accel.result import ArmPeaks, Executed, Listener, skipped
+from accel.result import Executed, Listener, skipped
 from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
@@ -139,11 +140,9 @@ def tracker_host(client: Any) -> str:
 RANK_LINE = re.compile(r"Task \[[^\]]*\]\S* got rank \d+")
 
 
-_rank_lines_dropped = False
-
-
+@functools.cache
 def drop_rank_lines() -> None:
-    """Run on each worker of a cluster accel starts (``client.run``), once: XGBoost's
+    """Run on each worker of a cluster accel starts (``client.run``), once per process: XGBoost's
     "Task [xgboost.dask-0]:... got rank 0" lines, which each worker writes to its stderr as it
     joins training (from a thread with no Python log callback: straight to descriptor 2), are
     left out; every other line of the worker's stderr passes as it comes.
@@ -152,9 +151,6 @@ def drop_rank_lines() -> None:
     the real stderr what is not a rank line. (A running cluster's workers are the user's own and
     are left as they are.)
     """
-    global _rank_lines_dropped
-    if _rank_lines_dropped:
-        return
     sys.stderr.flush()
     real = os.dup(2)
     read_end, write_end = os.pipe()
@@ -168,7 +164,6 @@ def drop_rank_lines() -> None:
                     os.write(real, line)
 
     threading.Thread(target=pump, name="accel-stderr-filter", daemon=True).start()
-    _rank_lines_dropped = True
 
 
 #: Said once per process, before the first distributed training (the sockets live while it trains).
@@ -186,7 +181,6 @@ def train_with_one_retry(
     rounds: int,
     make_input: Callable[[], tuple[Any, Any]],
     model_input: tuple[Any, Any],
-    say: Callable[[str], None] = _say,
     early_stopping_rounds: int | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``xgboost.dask.train``; once more on the remaining workers if a worker was lost.
@@ -219,16 +213,13 @@ def train_with_one_retry(
                     coll_cfg=CollConfig(timeout=collective_timeout(), tracker_host_ip=tracker_host(client)),
                 )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - XGBoostError, CommClosedError, KilledWorker, ...
-            attempts.append(_failed_attempt(session, before, attempt, exc, say))
-            continue
-        attempts.append({"attempt": attempt, "status": "ok", "workers": len(before)})
-        return output["booster"], attempts
+            attempts.append(_failed_attempt(session, before, attempt, exc))  # raises unless a retry follows
+        else:
+            return output["booster"], [*attempts, {"attempt": attempt, "status": "ok", "workers": len(before)}]
     raise AssertionError("unreachable")
 
 
-def _failed_attempt(
-    session: ClusterSession, before: list[str], attempt: int, exc: Exception, say: Callable[[str], None]
-) -> dict[str, Any]:
+def _failed_attempt(session: ClusterSession, before: list[str], attempt: int, exc: Exception) -> dict[str, Any]:
     """The record of a training attempt that raised ``exc`` with ``before`` the workers it started
     with, when one more attempt may follow on the workers left; :class:`ClusterRunFailed` otherwise."""
     if session.all_workers_lost:
@@ -257,7 +248,6 @@ def run_on_session(
     params: XGBoostSettings,
     seed: int,
     listener: Listener | None = None,
-    say: Callable[[str], None] = _say,
     backend: Backend | None = None,
     early_stopping: EarlyStopping | None = None,
 ) -> tuple[dict[str, Any], DaskForm, Any]:
@@ -279,13 +269,11 @@ def run_on_session(
     info = session.info
     kind = info.worker_kind
     backend = backend or client_backend(kind)
-    build = DASK_WORKFLOWS.get(workflow) if isinstance(workflow, str) else workflow
-    if build is None:
-        raise _not_on_dask(str(workflow))
+    build = DASK_WORKFLOWS[workflow] if isinstance(workflow, str) else workflow  # a name DaskJob accepted
     dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
     n_classes = dask_workflow.n_classes
     model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
-    result = execute_arm(backend, dask_workflow, OnDask(session, model, say), listener)
+    result = execute_arm(backend, dask_workflow, OnDask(session, model), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
 
@@ -296,9 +284,9 @@ class OnDask(OnWorkers[DaskForm]):
 
     name = "dask"
 
-    def __init__(self, session: ClusterSession, model: XGBoostModel, say: Callable[[str], None] = _say):
+    def __init__(self, session: ClusterSession, model: XGBoostModel):
         super().__init__(session)
-        self.model, self.say = model, say
+        self.model = model
 
     def execute(self, backend: Backend, dask_workflow: DaskForm, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
@@ -319,7 +307,6 @@ class OnDask(OnWorkers[DaskForm]):
                 with timer.stage("features"):
                     prepared = dask_workflow.features(client, raw, loaded)
                     del raw
-                X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
 
                 def training_frames(fresh: bool) -> tuple[Any, Any]:
                     """The training features and labels; ``fresh``: built again on the workers left.
@@ -328,11 +315,10 @@ class OnDask(OnWorkers[DaskForm]):
                     partitions lost with a worker are not always recomputed (their futures are
                     cancelled as "already forgotten" or for "lost dependencies" while XGBoost
                     holds them). The test rows are rebuilt with them, for the prediction."""
-                    nonlocal prepared, X_train, X_test
+                    nonlocal prepared
                     if fresh:
                         prepared = dask_workflow.features(client, dask_workflow.load(client)[0], loaded)
-                        X_train, X_test = xgboost_named(prepared.X_train), xgboost_named(prepared.X_test)
-                    return X_train, prepared.y_train
+                    return xgboost_named(prepared.X_train), prepared.y_train
 
                 def make_dtrain(fresh: bool = False) -> tuple[Any, Any]:
                     X, y = training_frames(fresh)
@@ -351,12 +337,12 @@ class OnDask(OnWorkers[DaskForm]):
                 with timer.stage("train"):
                     rounds = es.rounds(params.n_estimators) if es is not None else params.n_estimators
                     booster, attempts = train_with_one_retry(
-                        session, train_params, rounds, lambda: make_dtrain(fresh=True), model_input, self.say
+                        session, train_params, rounds, lambda: make_dtrain(fresh=True), model_input
                     )
                     attempts = [*searched, *attempts]  # a worker lost during the rounds search is said too
                     del model_input
                 with timer.stage("predict"):
-                    prediction = client.persist(dxgb.inplace_predict(client, booster, X_test))
+                    prediction = client.persist(dxgb.inplace_predict(client, booster, xgboost_named(prepared.X_test)))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
                 kept = self.keep_pipeline(dask_workflow, backend, booster, prepared, timer, _compat.to_numpy(y_prob))
                 workers_memory = self.sampler.peaks()
@@ -370,24 +356,12 @@ class OnDask(OnWorkers[DaskForm]):
             with suppress(Exception):  # a worker lost at the end keeps nothing anyway
                 dask_workflow.clear_workers(client)
 
-        return Executed(
-            model,
-            booster,
-            task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob)),
-            dict(prepared.rows),
-            prepared.feature_names,
-            peaks=ArmPeaks.of_workers(workers_memory),
-            threads={
-                "workers": info.workers,
-                "threads_per_worker": info.threads_per_worker,
-                "xgboost_nthread": xgboost_threads_used(booster),
-                "omp_wait_policy": sorted({str(w.get("omp_wait_policy")) for w in info.worker_details}),
-            },
-            where="dask workers",
-            train_attempts=attempts,
-            workers_memory=workers_memory,
-            pipeline=kept,
+        metrics = task_metrics(dask_workflow.task, _compat.to_numpy(y_true), _compat.to_numpy(y_prob))
+        executed = Executed(
+            model, booster, metrics, dict(prepared.rows), prepared.feature_names, train_attempts=attempts, pipeline=kept
         )
+        omp = sorted({str(w.get("omp_wait_policy")) for w in info.worker_details})
+        return self.ran_on_workers(executed, workers_memory, xgboost_nthread=xgboost_threads_used(booster), omp_wait_policy=omp)
 
     def search_rounds(
         self, arm: str, params: dict[str, Any], training_frames: Callable[[bool], tuple[Any, Any]], n_train: int
@@ -401,7 +375,7 @@ class OnDask(OnWorkers[DaskForm]):
         search's failed training attempts (a worker lost while it boosted), for the arm's record."""
         from xgboost import dask as dxgb
 
-        session, model, say = self.session, self.model, self.say
+        session, model = self.session, self.model
         es, client = model.early_stopping, session.client
         assert es is not None
         X_train, y_train = training_frames(False)
@@ -424,7 +398,7 @@ class OnDask(OnWorkers[DaskForm]):
         params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
         t0 = time.perf_counter()
         cap = model.params.n_estimators
-        booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(True), make_input(), say, es.patience)
+        booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(True), make_input(), es.patience)
         es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
@@ -481,9 +455,11 @@ def check_dask_config(config: RunConfig) -> None:
         raise refusal(config.model, "dask", "run it in this process (without --cluster/--scheduler)")
 
 
-@dataclass
 class DaskJob:
     """What every arm of a run on Dask shares: a cluster run's two arms, each run of a scaling study.
+
+    Planned from ``config``: ``on_plan(planned)`` is called with a user's table's plan; a
+    workflow name that cannot run on Dask is refused (an unknown one with the usual error).
 
     Attributes
     ----------
@@ -496,45 +472,30 @@ class DaskJob:
     planned : Workflow or None
         A user's table's single-process workflow, planned here on the host once (rows, split,
         columns); None for a named workflow.
-    listener, say
-        Where the progress and the cluster's lines go.
+    listener : Listener or None
+        Where the progress goes.
     """
 
-    config: RunConfig
-    early_stopping: EarlyStopping
-    workflow: str | DaskBuilder
-    planned: Any = None
-    listener: Listener | None = None
-    say: Callable[[str], None] = _say
-
-    @classmethod
-    def plan(
-        cls,
-        config: RunConfig,
-        listener: Listener | None,
-        say: Callable[[str], None],
-        on_plan: Callable[[Any], None] | None = None,
-    ) -> DaskJob:
-        """The job of ``config``; ``on_plan(planned)`` is called with a table's plan. A name that
-        cannot run on Dask is refused (an unknown one with the usual error)."""
+    def __init__(self, config: RunConfig, listener: Listener | None, on_plan: Callable[[Any], None] | None = None):
         from accel.runner import build_workflow, early_stopping_for
 
-        job = cls(config=config, early_stopping=early_stopping_for(config), workflow=config.workflow, listener=listener, say=say)
+        self.config, self.listener, self.early_stopping = config, listener, early_stopping_for(config)
+        self.workflow: str | DaskBuilder = config.workflow
+        self.planned: Any = None
         if config.data is None:
             if config.workflow not in DASK_WORKFLOWS:
                 from accel.workflows import get_workflow
 
                 get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
-                raise _not_on_dask(config.workflow)
-            return job
-        job.planned = build_workflow(config, job.early_stopping)
+                raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
+            return
+        self.planned = build_workflow(config, self.early_stopping)
         if on_plan is not None:
-            on_plan(job.planned)
+            on_plan(self.planned)
         from accel.workflows.table_dask import table_builder
 
-        assert job.planned.planned is not None, "a table's workflow is planned"
-        job.workflow = table_builder(job.planned.planned)
-        return job
+        assert self.planned.planned is not None, "a table's workflow is planned"
+        self.workflow = table_builder(self.planned.planned)
 
     def single_process(self) -> Any:
         """The workflow of an arm in this process: the table's plan, or the named workflow built."""
@@ -550,7 +511,7 @@ class DaskJob:
         node to itself); a running cluster stays attached. The arm in this process runs
         :meth:`single_process` with :func:`accel.runner.run_arm_safely`.
         """
-        config, listener, say = self.config, self.listener, self.say
+        config, listener = self.config, self.listener
         if place.skip is not None:
             return skipped(place.skip).as_dict(), None, None
         if place.placement == "process":
@@ -562,21 +523,14 @@ class DaskJob:
             return arm, single, result.pipeline
         t0 = time.perf_counter()
         with ExitStack() as stack:
-            session = place.open_session(stack, say)
+            session = place.open_session(stack)
             startup = time.perf_counter() - t0 if place.session is None else 0.0
-            settings, params = (
-                WorkflowSettings.of(config),
-                XGBoostSettings(**config.model_params()),
-            )  # a model with a Dask trainer
+            settings, params = WorkflowSettings.of(config), XGBoostSettings(**config.model_params())  # a Dask trainer's model
             arm, dask_workflow, pipeline = run_on_session(
-                session, self.workflow, settings, params, config.seed, listener, say, place.arm_backend(), self.early_stopping
+                session, self.workflow, settings, params, config.seed, listener, place.arm_backend(), self.early_stopping
             )
             arm["cluster"] = describe_cluster(session.info, arm, startup)
         return arm, dask_workflow, pipeline
-
-
-def _not_on_dask(workflow: str) -> AccelError:
-    return AccelError(f"workflow {workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
 
 
 def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: float) -> dict[str, Any]:
@@ -600,7 +554,6 @@ def describe_cluster(info: ClusterInfo, arm: dict[str, Any], startup_seconds: fl
 def cluster_run(
     config: RunConfig,
     listener: Listener | None = None,
-    say: Callable[[str], None] = _say,
     on_plan: Callable[[Any], None] | None = None,
     process_start: float | None = None,
 ) -> tuple[dict[str, Any], Path]:
@@ -620,18 +573,17 @@ def cluster_run(
     assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
     run = PairedRun(config, ensure_writable(config.out), process_start)
-    job = DaskJob.plan(config, listener, say, on_plan)  # one decision of the rounds for both arms
+    job = DaskJob(config, listener, on_plan)  # one decision of the rounds for both arms
     run.planned(job.planned)
     described = None
     with ExitStack() as stack:
-        places = plan_arms(cluster, config.device, stack, say)
+        places = plan_arms(cluster, config.device, stack)
         for kind in ("gpu", "cpu"):
             t0 = time.perf_counter()
             part, ran, pipeline = job.run_arm(places[kind])
             run.add_arm(kind, t0, part, pipeline)
             described = described or ran
-    if described is None:  # neither arm ran (both skipped: --device cpu with a GPU-only request is refused earlier)
-        raise AccelError("neither arm of the cluster run could run; see --device and the cluster options")
+    assert described is not None, "the CPU arm is never skipped (plan_arms), so it ran"
     # The model as the workers trained it: XGBoost (the model with a Dask trainer: check_dask_config) with its Dask library.
     es = job.early_stopping
     model = XGBoostModel(XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=es)

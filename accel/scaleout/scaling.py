@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
+from accel.output import say
 from accel.record import scaling_label
 from accel.scaleout.cluster import CLUSTER_KINDS
 from accel.timing import STAGES
@@ -110,13 +111,13 @@ class _Study:
 
     def begin(self, line: str, kind: str, workers: int) -> None:
         """Say ``line``; tell the listener that the run of ``kind`` on ``workers`` follows (as the table's column names it)."""
-        self.job.say(line)
+        say(line)
         if self.job.listener:
             self.job.listener.section(scaling_label(kind, workers))
 
 
 def scaling_study(
-    config: RunConfig, counts: list[int], baseline: bool = True, listener: Listener | None = None, say: Any = None
+    config: RunConfig, counts: list[int], baseline: bool = True, listener: Listener | None = None
 ) -> tuple[dict[str, Any], Path, Path]:
     """Run the study and write its record and plot; ``(record, json_path, png_path)``.
 
@@ -129,18 +130,17 @@ def scaling_study(
     from contextlib import ExitStack
 
     from accel.environment import collect_environment
-    from accel.output import say as _say
     from accel.record import ensure_writable, write_record
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.cluster_run import DaskJob, check_dask_config
 
     check_dask_config(config)
     out = ensure_writable(config.out)
-    job = DaskJob.plan(config, listener, say or _say)
-    if (cluster := config.cluster) is None:
-        raise AccelError("accel scale needs a cluster: --cluster local|local-cuda or --scheduler ADDRESS")
+    job = DaskJob(config, listener)
+    cluster = config.cluster
+    assert cluster is not None, "study_config gives a study its cluster"
     with ExitStack() as stack:
-        places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack, job.say) for n in counts]
+        places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack) for n in counts]
     study = _Study(job, counts, places)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
@@ -255,9 +255,8 @@ def _stage_row(
     speedup = base / seconds if good and ref and seconds > 0 else math.nan
     single = run["kind"] == "single-process"
     efficiency = math.nan if single or not good or ref is None else speedup / (run["workers"] / ref["workers"])
-    vs_cpu = math.nan
-    if run["kind"] == "gpu" and good and same_count_cpu is not None and seconds > 0:
-        vs_cpu = _seconds(same_count_cpu["arm"], stage) / seconds
+    cpu = same_count_cpu if run["kind"] == "gpu" and good and seconds > 0 else None  # a GPU run beside the CPU run
+    vs_cpu = _seconds(cpu["arm"], stage) / seconds if cpu is not None else math.nan
     return {
         "workers": run["workers"], "kind": run["kind"], "stage": stage, "seconds": seconds, "speedup_vs_1": speedup,
         "efficiency": efficiency, "gpu_vs_cpu": vs_cpu, "metric": arm["metrics"].get(metric, math.nan) if good else math.nan,

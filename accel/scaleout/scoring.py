@@ -57,7 +57,6 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
         import pandas as pd
         from distributed import wait
 
-        from accel.result import ArmPeaks
         from accel.workflows.table_dask import read_table
 
         client, info = self.session.client, self.session.info
@@ -90,11 +89,7 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
             metrics.add(codes.astype(np.int32 if job.task != "regression" else np.float64), known_output)
         job.outputs[backend.name] = output
         executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(featured)})
-        executed.peaks = ArmPeaks.of_workers(workers_memory)
-        executed.where = "dask workers"
-        executed.workers_memory = workers_memory
-        executed.threads = {"workers": info.workers, "threads_per_worker": info.threads_per_worker}
-        return executed
+        return self.ran_on_workers(executed, workers_memory)
 
 
 def predict_on_cluster(
@@ -104,7 +99,6 @@ def predict_on_cluster(
     arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
     with ``--baseline`` or where the accelerated one did not run."""
     from accel import scratch
-    from accel.output import say as _say
     from accel.result import skipped
     from accel.runner import execute_arm
     from accel.scaleout.arms import plan_arms
@@ -121,14 +115,14 @@ def predict_on_cluster(
         if place.placement == "process":
             return score_arm(place.arm_backend(), settings, job, listener)
         with ExitStack() as own:
-            session = place.open_session(own, _say)
+            session = place.open_session(own)
             result = execute_arm(place.arm_backend(), job, ScoreOnDask(session), listener)
             clusters[place.kind] = describe_cluster(session.info, result.as_dict(), 0.0)
             return result
 
     try:
         with ExitStack() as stack:
-            places = plan_arms(cluster, settings.device, stack, _say)
+            places = plan_arms(cluster, settings.device, stack)
             gpu = score_place(places["gpu"])
             if gpu.status == "ok" and not settings.baseline:
                 cpu = skipped("not requested (add --baseline to time the CPU arm beside it)")

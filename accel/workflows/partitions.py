@@ -206,7 +206,6 @@ class DaskForm:
         kept = self.kept(offsets)
         rows = client.persist([dask.delayed(select_rows)(p, k, self.cleaned) for p, k in zip(raw, kept, strict=True)])
         wait(rows)
-        del raw
         self.partitions = len(rows)
         return rows, offsets[-1]
 
@@ -241,20 +240,12 @@ class DaskForm:
 
         train_df, test_df = featured(train), featured(test)
         columns = [c for c in meta.columns if c != TARGET]
-        X_train, y_train, X_test, y_test = client.persist(
-            [train_df[columns], train_df[TARGET], test_df[columns], test_df[TARGET]]
-        )
-        wait([X_train, y_train, X_test, y_test])
+        frames = client.persist([train_df[columns], train_df[TARGET], test_df[columns], test_df[TARGET]])
+        wait(frames)
+        X_train, y_train, X_test, y_test = frames
         n, n_test = offsets[-1], len(test_pos)
-        prepared = Prepared(
-            X_train=X_train,
-            y_train=y_train,
-            X_test=X_test,
-            y_test=y_test,
-            categorical=list(transform.categorical),
-            rows={"loaded": loaded_rows, "with_target": n, "train": n - n_test, "test": n_test},
-            transform=transform,
-        )
+        rows = {"loaded": loaded_rows, "with_target": n, "train": n - n_test, "test": n_test}
+        prepared = Prepared(X_train, y_train, X_test, y_test, transform, list(transform.categorical), rows)
         self.finish(prepared, test_pos, worker_fitted)
         return prepared
 

@@ -214,10 +214,8 @@ class DaskTable(DaskForm):
         single process fits them (a regression target: float sums depend on their order)."""
         featurizer, xdf = self._featurizer, self.backend.xdf
         if featurizer.encoders and featurizer.plan.task == "regression":
-            columns, targets = zip(*partials, strict=True)
-            featurizer.partial_fit(
-                xdf.concat(columns, ignore_index=True), xdf.concat(targets, ignore_index=True), featurizer.folds
-            )
+            columns, targets = (xdf.concat(parts, ignore_index=True) for parts in zip(*partials, strict=True))
+            featurizer.partial_fit(columns, targets, featurizer.folds)
             featurizer.finalize()
         elif featurizer.encoders:
             merge_fits(featurizer, partials)
