@@ -247,11 +247,10 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     quiet_optuna()
     storage = open_storage(url, read_only=True)  # a reader: never a table or a file made
     out: list[Row] = []
-    names: set[str] = set()
-    for summary in storage.get_all_studies():
+    summaries = storage.get_all_studies()
+    for summary in summaries:
         attrs = summary.user_attrs
         config = (attrs.get("accel") or {}).get("config") or {}
-        names.add(summary.study_name)
         metric = attrs.get("metric") or direction_of("binary")[0]
         trials = storage.get_all_trials(summary._study_id, deepcopy=False, states=(TrialState.COMPLETE,))  # noqa: SLF001
         maximize = summary.directions[0].name == "MAXIMIZE"
@@ -264,7 +263,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
             "baseline": attrs.get("baseline"), "best_trial": best, "search": {"memory": {"batches": found.get("batches")}},
         })  # fmt: skip
         out += _hpo_rows(searched, source, trials if include_trials else None)
-    return out, names
+    return out, {s.study_name for s in summaries}
 
 
 def collect(folder: Path, storages: list[str] | None = None, include_trials: bool = False) -> tuple[list[Row], list[str]]:
@@ -274,7 +273,6 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
         raise AccelError(f"no folder {str(folder)!r}: give the folder that holds run records and hpo.db (default runs/)")
     rows: list[Row] = []
     timed: list[Row] = []  # compare runs: a row stands on its time and memory (parity a dash when none was compared)
-    notes: list[str] = []
     studies: set[str] = set()
     from accel.files import regular_files
     from accel.record import record_files
@@ -282,7 +280,7 @@ def collect(folder: Path, storages: list[str] | None = None, include_trials: boo
     # Regular files only: a FIFO or a link to a device named *.db / *.json is listed, never opened.
     databases, others = regular_files(folder, "*.db")
     json_files, other_json = record_files(folder)
-    notes += [f"skipped {p}: {why}" for p, why in others + other_json]
+    notes = [f"skipped {p}: {why}" for p, why in others + other_json]
     sources = [(f"sqlite:///{p.resolve()}", str(p)) for p in databases if is_optuna_sqlite(p)]
     sources += [(url, url) for url in storages or []]
     for url, source in sources:
