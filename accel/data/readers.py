@@ -784,7 +784,7 @@ def check_row_widths(source: TableSource) -> None:
         bad.append(row)
         return "error"
 
-    first = source.columns[0] if source.columns else None
+    first = list(source.columns[:1])  # one column is enough to count fields (none: pyarrow reads them all)
     try:
         # The whole-file reader, not the streaming one (the file is small: pandas read it whole).
         # A streaming reader's last read-ahead can finish on Arrow's I/O thread after the loop,
@@ -795,9 +795,7 @@ def check_row_widths(source: TableSource) -> None:
             source.paths[0],
             read_options=pcsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),  # one thread: row numbers known
             parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
-            convert_options=pcsv.ConvertOptions(
-                include_columns=[first] if first else None, column_types={first: pa.string()} if first else None
-            ),
+            convert_options=pcsv.ConvertOptions(include_columns=first, column_types=dict.fromkeys(first, pa.string())),
         )
     except pa.ArrowInvalid:
         if not bad:
