@@ -236,11 +236,11 @@ def test_existing_study_needs_resume_and_resume_refuses_other_settings(search, c
 
 
 def test_all_trials_failing_gives_no_tuned_model(tmp_path, capsys, monkeypatch):
-    import accel.registry
+    import accel.config
 
     # A value the settings refuse is now refused before the study exists; without that check the
     # trials fail one by one, as any trial that fails in the library does.
-    monkeypatch.setattr(accel.registry, "check_search_space", lambda model, params: None)
+    monkeypatch.setattr(accel.config, "check_search_space", lambda model, params: None)
     wf = write_workflow(tmp_path, search_space={"xgboost": {"subsample": 1.5, "n_estimators": 20}})
     code, out, err = run_cli(capsys, "hpo", str(wf), "--trials", "3", "--out", str(tmp_path / "r"), "--json")
     assert code == 1, err
