@@ -2,8 +2,9 @@
 
 Measures ``accel/``: mypy errors (``mypy accel --ignore-missing-imports`` with the pinned
 mypy of the ``test`` extra and pyproject's ``[tool.mypy]``), parameters annotated ``Any``,
-``type: ignore`` comments, functions of 100 lines or more and of 60 or more, and code lines
-(not docstrings, comments or blank lines). Each figure is printed beside its ceiling from
+``type: ignore`` comments, functions of 100 lines or more and of 60 or more, the highest
+cyclomatic complexity of a function or method (radon's, as ``radon cc`` reports it), and code
+lines (not docstrings, comments or blank lines). Each figure is printed beside its ceiling from
 ``.ci/shape.json``; the gate fails (exit 1) when any figure is above its ceiling.
 
 Usage::
@@ -12,7 +13,7 @@ Usage::
     python .ci/shape.py --no-mypy   # the ast figures only, in a second
     python .ci/shape.py --lower     # check, then lower the ceilings to the figures met
 
-Standard library and mypy only.
+Standard library, mypy and radon (both pinned in the ``test`` extra).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CEILINGS = Path(__file__).resolve().parent / "shape.json"
-ORDER = ("mypy_errors", "any_params", "type_ignores", "functions_100", "functions_60", "code_lines")
+ORDER = ("mypy_errors", "any_params", "type_ignores", "functions_100", "functions_60", "max_complexity", "code_lines")
 LABELS = {
     "mypy_errors": "mypy errors",
     "any_params": "parameters annotated Any",
     "type_ignores": "type: ignore comments",
     "functions_100": "functions >= 100 lines",
     "functions_60": "functions >= 60 lines",
+    "max_complexity": "highest complexity",
     "code_lines": "code lines",
 }
 IGNORE = re.compile(r"type:\s*ignore")
@@ -80,8 +82,11 @@ def measure_source(source: str) -> dict[str, int]:
     Returns
     -------
     dict[str, int]
-        ``any_params``, ``type_ignores``, ``functions_100``, ``functions_60``, ``code_lines``.
+        ``any_params``, ``type_ignores``, ``functions_100``, ``functions_60``,
+        ``max_complexity``, ``code_lines``.
     """
+    from radon.visitors import ComplexityVisitor, Function
+
     tree = ast.parse(source)
     figures = {"any_params": 0, "type_ignores": len(IGNORE.findall(source)), "functions_100": 0, "functions_60": 0}
     for node in ast.walk(tree):
@@ -90,16 +95,18 @@ def measure_source(source: str) -> dict[str, int]:
             figures["functions_100"] += length >= 100
             figures["functions_60"] += length >= 60
             figures["any_params"] += _any_params(node)
+    blocks = ComplexityVisitor.from_ast(tree).blocks
+    figures["max_complexity"] = max((b.complexity for b in blocks if isinstance(b, Function)), default=0)
     figures["code_lines"] = _code_lines(source, tree)
     return figures
 
 
 def measure_tree(package: Path) -> dict[str, int]:
-    """The ast figures of every module under ``package``, summed."""
+    """The ast figures of every module under ``package``: summed, the highest complexity the highest."""
     total = dict.fromkeys(ORDER[1:], 0)
     for path in sorted(package.rglob("*.py")):
         for key, value in measure_source(path.read_text(encoding="utf-8")).items():
-            total[key] += value
+            total[key] = max(total[key], value) if key == "max_complexity" else total[key] + value
     return total
 
 

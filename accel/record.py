@@ -1026,16 +1026,7 @@ class ScalingRecord(Record):
         which = " and ".join(a.upper() for a in ARMS if a in {str(r.kind) for r in self.rows})  # old records name the cluster
         devices = f"Dask {self.cluster_kind or ''}: {', '.join(map(str, counts))} {which} workers"
         devices = devices.replace("Dask : ", "Dask: ").replace("  ", " ")
-        totals = [r for r in self.rows if r.stage == "total" and r.clustered]
-        versus = [r for r in totals if number(r.gpu_vs_cpu)]
-        best = max(totals, key=lambda r: (r.workers or 0, r.kind == "gpu"), default=None)
-        speedup, of = math.nan, ""
-        if versus:
-            top = max(versus, key=lambda r: r.workers or 0)
-            speedup, of = float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
-        elif best is not None:
-            ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
-            speedup, of = _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
+        speedup, of = self._headline()
         scored = sorted((r for r in self.rows if r.clustered and number(r.metric)), key=lambda r: r.workers or 0)
         by_arm = {r.arm: r for r in scored}  # the last at the most workers
         return Summary(
@@ -1046,6 +1037,20 @@ class ScalingRecord(Record):
             speedup_of=of,
             metrics={self.metric_name: {a: by_arm[a].metric for a in ARMS if a in by_arm}} if self.metric_name and scored else {},
         )
+
+    def _headline(self) -> tuple[float, str]:
+        """The GPU workers against as many CPU workers where both ran, else the most workers
+        against the reference; NaN where no total was measured."""
+        totals = [r for r in self.rows if r.stage == "total" and r.clustered]
+        versus = [r for r in totals if number(r.gpu_vs_cpu)]
+        best = max(totals, key=lambda r: (r.workers or 0, r.kind == "gpu"), default=None)
+        if versus:
+            top = max(versus, key=lambda r: r.workers or 0)
+            return float(top.gpu_vs_cpu or 0), f"total, {top.workers} GPU workers vs as many CPU workers"
+        if best is None:
+            return math.nan, ""
+        ref = self.speedup_reference.get(str(best.kind)) or self.speedup_reference.get("workers") or 1
+        return _nan(best.speedup_vs_1), f"total, {best.workers} workers vs {ref}"
 
     def reasons(self) -> list[tuple[str, str, str]]:
         out = [(a, "skipped", why) for a, why in self.skipped_arms.items()]

@@ -51,6 +51,13 @@ def test_gate_counts_long_functions():
     assert (figures["functions_100"], figures["functions_60"]) == (1, 1)
 
 
+def test_gate_reports_the_most_complex_function_or_method():
+    branches = "\n".join(f"        if a == {i}:\n            return {i}" for i in range(7))
+    source = f"def f(a):\n    return a\n\n\nclass C:\n    def g(self, a):\n{branches}\n        return a\n"
+    assert _gate().measure_source(source)["max_complexity"] == 8  # seven ifs and the method itself
+    assert _gate().measure_source("x = 1\n")["max_complexity"] == 0
+
+
 def test_ceilings_name_every_figure():
     gate = _gate()
     ceilings = json.loads((ROOT / ".ci" / "shape.json").read_text())

@@ -12,12 +12,13 @@
 
 Only the arms that ran are laid out: an arm that was skipped has no column of ``skipped``
 cells; why it did not run is said once for the page (:func:`accel.report.overview.measured_on`).
-Every section is tolerant (:func:`_section`): the files whose content is not the shape it reads are set
+Every builder is :func:`tolerant`: the files whose content is not the shape it reads are set
 aside and listed, and the section is built from the others.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from accel.record import (
     CompareRecord,
     CrossoverBench,
     DbBench,
+    ExperimentRow,
     ExperimentsRecord,
     FlightsOverheadBench,
     GroupbyOverheadBench,
@@ -61,6 +63,40 @@ TASK_METRICS = {"classification": ("auc", "accuracy", "log_loss"), "regression":
 NOT_QUALITY = ("positive_rate",)
 
 
+def tolerant(builder: Callable[[list[Entry]], Section]) -> Callable[[list[Entry]], Section]:
+    """A section builder that sets aside the entries whose content is not the shape it reads.
+
+    The builder runs on all the entries of its kind; if it fails, each is tried alone and those
+    that fail are listed as not used (``section.rejected``); the section is built from the others.
+    """
+
+    @functools.wraps(builder)
+    def build(items: list[Entry]) -> Section:
+        try:
+            return builder(items)
+        except Exception:  # noqa: BLE001 - any shape error in any file: find which
+            log.debug("%s failed on its %d files together; trying them one by one", builder.__name__, len(items), exc_info=True)
+        good, rejected = [], []
+        for item in items:
+            try:
+                builder([item])
+                good.append(item)
+            except Exception as exc:  # noqa: BLE001
+                rejected.append((item.path, not_its_shape(exc)))
+                log.debug("%s: %s not used", builder.__name__, item.path, exc_info=True)
+        section = builder(good)
+        section.rejected = rejected
+        section.empty = not good
+        return section
+
+    return build
+
+
+def not_its_shape(exc: BaseException) -> str:
+    detail = (str(exc).strip().splitlines() or [""])[0][:80]
+    return f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
+
+
 #: The page's sections in their order, each by what it lays out: a record kind, or ``bench:`` and a benchmark.
 SECTIONS: dict[str, Callable[[list[Entry]], Section]] = {}
 
@@ -69,41 +105,24 @@ def _section(
     key: str, anchor: str, title: str, cls: type[R]
 ) -> Callable[[Callable[[Section, list[tuple[Entry, R]]], None]], Any]:
     """Register the body of a section under ``key`` (:data:`SECTIONS`): it fills the section titled
-    ``title`` from the entries whose record is a ``cls``.
-
-    The section is tolerant: the body runs on all the entries of its kind; if it fails, each is
-    tried alone and those that fail are listed as not used (``section.rejected``, not the shape of
-    their kind); the section is built from the others.
-    """
+    ``title`` from the entries whose record is a ``cls``, :func:`tolerant` of those of another shape."""
 
     def register(body: Callable[[Section, list[tuple[Entry, R]]], None]) -> Any:
-        def fill(entries: list[Entry]) -> Section:
+        def build(entries: list[Entry]) -> Section:
             body(s := Section(anchor, title), [(e, e.record) for e in entries if isinstance(e.record, cls)])
             return s
 
-        def build(items: list[Entry]) -> Section:
-            try:
-                return fill(items)
-            except Exception:  # noqa: BLE001 - any shape error in any file: find which
-                log.debug("%s failed on its %d files together; trying them one by one", body.__name__, len(items), exc_info=True)
-            good, rejected = [], []
-            for item in items:
-                try:
-                    fill([item])
-                    good.append(item)
-                except Exception as exc:  # noqa: BLE001
-                    detail = (str(exc).strip().splitlines() or [""])[0][:80]
-                    why = f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
-                    rejected.append((item.path, why))
-                    log.debug("%s: %s not used", body.__name__, item.path, exc_info=True)
-            section = fill(good)
-            section.rejected, section.empty = rejected, not good
-            return section
-
-        SECTIONS[key] = build
+        build.__name__ = body.__name__
+        SECTIONS[key] = tolerant(build)
         return body
 
     return register
+
+
+def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
+    keys = [k for d in metric_dicts for k in d if k not in NOT_QUALITY]
+    first = [k for k in TASK_METRICS[task] if k in keys]
+    return first + [k for k in dict.fromkeys(keys) if k not in first]
 
 
 # --------------------------------------------------------------------------- runs
@@ -111,43 +130,13 @@ def _section(
 
 @_section("run", "runs", "Workflow runs: seconds per stage and the hold-out metrics", RunRecord)
 def runs(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
-    """Every run's seconds per stage; per task, the hold-out metrics of its runs, a row per arm
-    that ran; the top features of the latest runs' models; the arms that ran on a Dask cluster:
-    the cluster, its workers, their largest peak."""
     _stage_table(s, typed)
     for task in TASK_METRICS:
-        if members := [(e, r) for e, r in typed if ("regression" if r.task == "regression" else "classification") == task]:
-            found = [k for _, r in members for a in r.ran() for k in r.arms[a].metrics if k not in NOT_QUALITY]
-            keys = [k for k in TASK_METRICS[task] if k in found]
-            keys += [k for k in dict.fromkeys(found) if k not in keys]
-            s.table(
-                f"{task.capitalize()} runs: metrics on the hold-out",
-                ["run", "arm", "model", *map(metric_name, keys), "parity"],
-                [[e.label, ARM_NAMES[a], r.model_name, *[r.arms[a].metrics.get(k, "") for k in keys], e.summary.parity]
-                 for e, r in members for a in r.ran()],
-                f"runs-{task}",
-            )  # fmt: skip
+        members = [(e, r) for e, r in typed if ("regression" if r.task == "regression" else "classification") == task]
+        if members:
+            _metric_table(s, task, members)
     _importances(s, typed)
-    table = []
-    for e, r in typed:
-        for a in r.ran():
-            if (c := r.cluster_of(a)) is None:
-                continue
-            arm = r.arms[a]
-            peaks = [w.memory.peak_rss_mb for w in c.worker_details if w.memory is not None]
-            peaks += [m.peak_rss_mb for m in (arm.workers_memory or {}).values()]
-            table.append([
-                e.label, ARM_NAMES[a], str(c.kind), c.workers, str(c.worker_kind or "").upper(), c.threads_per_worker,
-                c.startup_seconds, max((p for p in peaks if p is not None and number(p)), default=""), len(arm.train_attempts or []) or "",
-            ])  # fmt: skip
-    if table:
-        s.table(
-            "Arms that ran on a Dask cluster",
-            ["run", "arm", "cluster", "workers", "worker kind", "threads per worker", "start-up (s)",
-             "largest worker peak RSS (MB)", "training attempts"],
-            table,
-            "runs-dask",
-        )  # fmt: skip
+    _dask_table(s, typed)
 
 
 def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
@@ -183,6 +172,47 @@ def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
         rows,
         "runs-stages",
     )
+
+
+def _metric_table(s: Section, task: str, members: list[tuple[Entry, RunRecord]]) -> None:
+    """The hold-out metrics of the runs of one task, a row per arm that ran."""
+    keys = _metric_keys(task, [r.arms[a].metrics for _, r in members for a in r.ran()])
+    table = [
+        [e.label, ARM_NAMES[a], r.model_name, *[r.arms[a].metrics.get(k, "") for k in keys], e.summary.parity]
+        for e, r in members
+        for a in r.ran()
+    ]
+    s.table(
+        f"{task.capitalize()} runs: metrics on the hold-out",
+        ["run", "arm", "model", *map(metric_name, keys), "parity"],
+        table,
+        f"runs-{task}",
+    )
+
+
+def _dask_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
+    """The arms that ran on a Dask cluster: the cluster, its workers, their largest peak."""
+    table = []
+    for e, r in typed:
+        for a in r.ran():
+            c = r.cluster_of(a)
+            if c is None:
+                continue
+            arm = r.arms[a]
+            peaks = [w.memory.peak_rss_mb for w in c.worker_details if w.memory is not None]
+            peaks += [m.peak_rss_mb for m in (arm.workers_memory or {}).values()]
+            table.append([
+                e.label, ARM_NAMES[a], str(c.kind), c.workers, str(c.worker_kind or "").upper(), c.threads_per_worker,
+                c.startup_seconds, max((p for p in peaks if p is not None and number(p)), default=""), len(arm.train_attempts or []) or "",
+            ])  # fmt: skip
+    if table:
+        s.table(
+            "Arms that ran on a Dask cluster",
+            ["run", "arm", "cluster", "workers", "worker kind", "threads per worker", "start-up (s)",
+             "largest worker peak RSS (MB)", "training attempts"],
+            table,
+            "runs-dask",
+        )  # fmt: skip
 
 
 #: Runs whose model's feature importances are drawn (the latest), and features per chart.
@@ -253,10 +283,8 @@ def _or_nan(value: T | None) -> T | float:
 @_section("compare", "compare", "Your scripts: CPU vs cudf.pandas / cuml.accel (accel compare)", CompareRecord)
 def compare(s: Section, typed: list[tuple[Entry, CompareRecord]]) -> None:
     rows = [
-        [e.summary.data, ARM_NAMES[a], "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}", _or_nan(arm.cold_seconds),
-         _or_nan((arm.warm or Warm()).median), _or_nan(arm.peak_host_mb), _blank(arm.peak_device_mb), e.summary.parity]
-        for e, r in typed for a in ARMS if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
-    ]  # fmt: skip
+        _compare_row(e, a, arm) for e, r in typed for a in ARMS if (arm := r.arms.get(a)) is not None and arm.status != "skipped"
+    ]
     arms = {a: [r.arms.get(a) or CompareArm() for _, r in typed] for a in ARMS}
     cold = {a: [arm.cold_seconds if arm.ok else None for arm in arms[a]] for a in ARMS}
     warm = {a: [(arm.warm or Warm()).median if arm.ok else None for arm in arms[a]] for a in ARMS}
@@ -283,6 +311,13 @@ def compare(s: Section, typed: list[tuple[Entry, CompareRecord]]) -> None:
             )
 
 
+def _compare_row(e: Entry, a: str, arm: CompareArm) -> list[Any]:
+    """One arm of one script, as the compare table shows it."""
+    status = "ok" if arm.ok else f"{arm.status or '—'}: {arm.reason or ''}"
+    return [e.summary.data, ARM_NAMES[a], status, _or_nan(arm.cold_seconds), _or_nan((arm.warm or Warm()).median),
+            _or_nan(arm.peak_host_mb), _blank(arm.peak_device_mb), e.summary.parity]  # fmt: skip
+
+
 # --------------------------------------------------------------------------- bench
 
 
@@ -301,50 +336,15 @@ _ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
 
 
 def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
-    """Per file: each question's seconds on each arm, its rows and the checksums of its answers; the
-    same questions on the other CPU engines, for context; the second-run seconds, a bar per arm and engine."""
     name = s.anchor.removeprefix("db-")
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         gpu_ran = any(q.gpu.ok for q in r.questions)
-        header = ["q", "question", "CPU run1", "CPU run2", "CPU median"]
-        header += ["GPU run1", "GPU run2", "GPU median", "speedup"] if gpu_ran else []
-        header += ["rows", "CPU checksum"] + (["GPU checksum", "answers"] if gpu_ran else [])
-        rows = []
-        for q in r.questions:
-            c, g = q.cpu, q.gpu
-            row = [q.question, q.title, _timed(c, "run1"), _timed(c, "run2", True), _timed(c, "median", True)]
-            if gpu_ran:
-                row += [_timed(g, "run1"), _timed(g, "run2", True), _timed(g, "median", True), _or_nan(q.speedup)]
-            row += [c.rows if c.rows is not None else g.rows, checksum_text(c.checksum)]
-            if gpu_ran:
-                row += [checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
-            rows.append(row)
-        s.table(f"{e.label}: {name} questions", header, rows, f"db-{name}-{i}")
+        _db_questions(s, f"db-{name}-{i}", f"{e.label}: {name} questions", r, gpu_ran)
         if r.engines:
-            rows = []
-            for q in r.questions:
-                answers = [(eng, eng.questions.get(q.question) or Timed()) for eng in r.engines.values()]
-                times = [a.run2 if a.ok else (a.status or eng.status or "—") for eng, a in answers]
-                rows.append([q.question, _timed(q.cpu, "run2", True), *times, *[_ANSWERS.get(a.agree, "—") for _, a in answers]])
-            s.table(
-                f"{e.label}: the same questions on other CPU engines (context, all cores)",
-                ["q", "pandas arm run2"] + [f"{k} run2" for k in r.engines] + [f"{k} answers" for k in r.engines],
-                rows,
-                f"db-{name}-{i}-engines",
-            )
-            threads = ", ".join(f"{k} {eng.threads or '?'} ({eng.version or '?'})" for k, eng in r.engines.items() if eng.ok)
-            s.para(f"Engine threads: {threads}; pandas runs groupby on one thread.")
-        if qs := r.questions:
-            arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
-            series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
-            series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
-            colors: list[str | None] = [charts.ARM_COLORS[a] for _, a in arms] + [None] * len(r.engines)
-            s.chart(
-                charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {e.label}",
-                                    ylabel="seconds (run 2, log)", log=True, colors=colors),
-                f"{name} question times of {e.label}",
-            )  # fmt: skip
+            _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
+        if r.questions:
+            _db_chart(s, name, e.label, r, gpu_ran)
 
 
 for _db_name in ("groupby", "join"):
@@ -354,6 +354,51 @@ for _db_name in ("groupby", "join"):
         f"db-benchmark {_db_name}: seconds per question, answers checked across arms",
         DbBench,
     )(db)
+
+
+def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: bool) -> None:
+    """Each question's seconds on each arm, its rows and the checksums of its answers."""
+    header = ["q", "question", "CPU run1", "CPU run2", "CPU median"]
+    header += ["GPU run1", "GPU run2", "GPU median", "speedup"] if gpu_ran else []
+    header += ["rows", "CPU checksum"] + (["GPU checksum", "answers"] if gpu_ran else [])
+    rows = []
+    for q in r.questions:
+        c, g = q.cpu, q.gpu
+        row = [q.question, q.title, _timed(c, "run1"), _timed(c, "run2", True), _timed(c, "median", True)]
+        if gpu_ran:
+            row += [_timed(g, "run1"), _timed(g, "run2", True), _timed(g, "median", True), _or_nan(q.speedup)]
+        row += [c.rows if c.rows is not None else g.rows, checksum_text(c.checksum)]
+        if gpu_ran:
+            row += [checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
+        rows.append(row)
+    s.table(caption, header, rows, table_id)
+
+
+def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
+    """The same questions on the other CPU engines, for context."""
+    header = ["q", "pandas arm run2"] + [f"{k} run2" for k in r.engines] + [f"{k} answers" for k in r.engines]
+    rows = []
+    for q in r.questions:
+        answers = [(eng, eng.questions.get(q.question) or Timed()) for eng in r.engines.values()]
+        times = [a.run2 if a.ok else (a.status or eng.status or "—") for eng, a in answers]
+        rows.append([q.question, _timed(q.cpu, "run2", True), *times, *[_ANSWERS.get(a.agree, "—") for _, a in answers]])
+    s.table(f"{label}: the same questions on other CPU engines (context, all cores)", header, rows, table_id)
+    threads = ", ".join(f"{k} {eng.threads or '?'} ({eng.version or '?'})" for k, eng in r.engines.items() if eng.ok)
+    s.para(f"Engine threads: {threads}; pandas runs groupby on one thread.")
+
+
+def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> None:
+    """The questions' second-run seconds, one bar per arm and engine."""
+    qs = r.questions
+    arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
+    series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
+    series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
+    colors: list[str | None] = [charts.ARM_COLORS[a] for _, a in arms] + [None] * len(r.engines)
+    s.chart(
+        charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
+                            ylabel="seconds (run 2, log)", log=True, colors=colors),
+        f"{name} question times of {label}",
+    )  # fmt: skip
 
 
 @_section("bench:models", "models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA", ModelsBench)
@@ -478,30 +523,8 @@ def _workers_of(kind: Any) -> str:
 
 @_section("scaling", "scaling", "Scaling: speedup and efficiency by number of workers", ScalingRecord)
 def scaling(s: Section, typed: list[tuple[Entry, ScalingRecord]]) -> None:
-    """Per study: seconds per stage at each worker count, the speedup and efficiency of the total
-    where timed; and the speedup by workers drawn."""
     for i, (e, r) in enumerate(typed):
-        stages = [st for st in dict.fromkeys(str(row.stage) for row in r.rows) if st != "total"]
-        configs: dict[tuple[str | None, int | None], dict[str, ScalingRow]] = {}
-        for row in r.rows:
-            configs.setdefault((row.kind, row.workers), {})[str(row.stage)] = row
-        versus = any(number(row.gpu_vs_cpu) for row in r.rows)  # both arms ran at a count
-        table = []
-        for (kind, workers), by_stage in configs.items():
-            total = by_stage.get("total")
-            last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
-            seconds = [_blank(by_stage[st].seconds if st in by_stage else None) for st in stages]
-            table.append([workers, _workers_of(kind), *seconds, _blank(total.seconds if total else None),
-                          _blank(last.speedup_vs_1), _blank(last.efficiency), *([_blank(last.gpu_vs_cpu)] if versus else []),
-                          _blank(last.metric)])  # fmt: skip
-        s.table(
-            f"{e.label}: seconds per stage at each worker count; speedup and efficiency (of the total where timed) against "
-            "the fewest workers of the same kind",
-            ["workers", "run", *stages, "total", "speedup vs 1", "efficiency", *(["GPU vs CPU"] if versus else []),
-             metric_name(r.metric_name or "metric")],
-            table,
-            f"scaling-{i}",
-        )  # fmt: skip
+        _scaling_table(s, f"scaling-{i}", e.label, r)
         groups: dict[tuple[str | None, str | None], list[tuple[float, float]]] = {}
         for row in r.rows:
             if row.clustered and row.workers is not None and row.speedup_vs_1 is not None:
@@ -520,6 +543,30 @@ def scaling(s: Section, typed: list[tuple[Entry, ScalingRecord]]) -> None:
             )  # fmt: skip
 
 
+def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> None:
+    """Seconds per stage at each worker count; the speedup and efficiency of the total where timed."""
+    stages = [st for st in dict.fromkeys(str(row.stage) for row in r.rows) if st != "total"]
+    configs: dict[tuple[str | None, int | None], dict[str, ScalingRow]] = {}
+    for row in r.rows:
+        configs.setdefault((row.kind, row.workers), {})[str(row.stage)] = row
+    versus = any(number(row.gpu_vs_cpu) for row in r.rows)  # both arms ran at a count
+    table = []
+    for (kind, workers), by_stage in configs.items():
+        total = by_stage.get("total")
+        last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
+        table.append([workers, _workers_of(kind), *[_blank(by_stage[st].seconds if st in by_stage else None) for st in stages],
+                      _blank(total.seconds if total else None), _blank(last.speedup_vs_1), _blank(last.efficiency),
+                      *([_blank(last.gpu_vs_cpu)] if versus else []), _blank(last.metric)])  # fmt: skip
+    s.table(
+        f"{label}: seconds per stage at each worker count; speedup and efficiency (of the total where timed) against "
+        "the fewest workers of the same kind",
+        ["workers", "run", *stages, "total", "speedup vs 1", "efficiency", *(["GPU vs CPU"] if versus else []),
+         metric_name(r.metric_name or "metric")],
+        table,
+        table_id,
+    )  # fmt: skip
+
+
 def _blank(value: object) -> object:
     return "" if value is None else value
 
@@ -535,7 +582,7 @@ def _blank(value: object) -> object:
 )
 def experiments(s: Section, typed: list[tuple[Entry, ExperimentsRecord]]) -> None:
     """The latest snapshot of each folder (the earlier ones are named, not shown again): a table
-    per metric, each comparable group's Pareto front said, and drawn where any row is timed.
+    per metric, each comparable group's Pareto front said and drawn.
 
     A front is only meaningful between rows scored alike (the same table, split and metric on
     the same rows: the ``group`` of :mod:`accel.hpo.experiments`).
@@ -552,27 +599,13 @@ def experiments(s: Section, typed: list[tuple[Entry, ExperimentsRecord]]) -> Non
             f"of the same folder{'s' * (len(latest) != 1)} left out: {', '.join(e.path.name for e in earlier)}."
         )
     for i, (e, r) in enumerate(latest.values()):
-        rows = sorted(r.rows, key=lambda x: (x.seconds is None, x.seconds or 0))
-        panels = []  # per metric, each group's points and front; drawn where any is timed
-        for metric, members in grouped(rows, lambda x: str(x.metric_name or "metric")).items():
-            name = metric_name(metric)
-            s.table(
-                f"{e.path.name} (of {r.folder or e.path.parent}): experiments scored by {name}",
-                ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
-                [[str(x.name), x.workflow or "", x.arm or "", x.model or "", x.metric, x.seconds, x.peak_mb,
-                  "yes" if x.pareto else "no", x.group or "all rows"] for x in members],
-                f"experiments-{i}-{metric}",
-            )  # fmt: skip
-            panel = []
-            for group, grp in sorted(grouped(members, lambda x: x.group or "all rows").items()):
-                front = [str(x.name) for x in grp if x.pareto]
-                said = ", ".join(front) if front else "none (no row with both a metric and a time)"
-                s.para(f"Pareto front of {group}: {said}.")
-                timed = [(x.seconds, x.metric, x.pareto) for x in grp
-                         if x.seconds and x.seconds > 0 and number(x.seconds) and number(x.metric)]  # fmt: skip
-                panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
-            if any(pts for _, pts, _ in panel):
-                panels.append({"metric": name, "groups": panel})
+        rows = sorted(r.rows, key=lambda row: (row.seconds is None, row.seconds or 0))
+        where = r.folder or e.path.parent
+        panels = [
+            panel
+            for metric, members in grouped(rows, lambda row: str(row.metric_name or "metric")).items()
+            if (panel := _experiments_table(s, f"experiments-{i}-{metric}", f"{e.path.name} (of {where})", metric, members))
+        ]
         if panels:
             s.chart(charts.fronts(panels, title="Each group's Pareto front"), f"accuracy against time, {len(panels)} metrics")
 
@@ -583,3 +616,24 @@ def _newer(e: Entry, than: Entry) -> bool:
     if when is not None and other is not None and when != other:
         return when > other
     return (when is not None, e.path.name) >= (other is not None, than.path.name)
+
+
+def _experiments_table(s: Section, table_id: str, where: str, metric: str, members: list[ExperimentRow]) -> dict[str, Any] | None:
+    """The experiments scored by one metric, each group's front said; the chart panel of the groups, if any is timed."""
+    name = metric_name(metric)
+    s.table(
+        f"{where}: experiments scored by {name}",
+        ["name", "workflow", "arm", "model", name, "seconds", "peak MB", "pareto", "group"],
+        [[str(r.name), r.workflow or "", r.arm or "", r.model or "", r.metric, r.seconds, r.peak_mb,
+          "yes" if r.pareto else "no", r.group or "all rows"] for r in members],
+        table_id,
+    )  # fmt: skip
+    panel = []
+    for group, grp in sorted(grouped(members, lambda r: r.group or "all rows").items()):
+        front = [str(r.name) for r in grp if r.pareto]
+        s.para(f"Pareto front of {group}: {', '.join(front) if front else 'none (no row with both a metric and a time)'}.")
+        timed = [
+            (r.seconds, r.metric, r.pareto) for r in grp if r.seconds and r.seconds > 0 and number(r.seconds) and number(r.metric)
+        ]
+        panel.append((group, [(t, m) for t, m, _ in timed], [(t, m) for t, m, on in timed if on]))
+    return {"metric": name, "groups": panel} if any(pts for _, pts, _ in panel) else None
