@@ -531,15 +531,18 @@ def test_arrow_csv_chunks_equal_pandas_chunks(tmp_path):
     assert got[0]["churned"].isna().all() and got[0]["calls"].isna().any()
 
 
-@pytest.mark.parametrize("name", ["t.csv", "t.csv.gz"])
+@pytest.mark.parametrize("name", ["t.csv", "t.csv.gz", "no-final-line-break.csv"])
 def test_cudf_chunk_reads_give_every_row_once(tmp_path, name):
     # cuDF's side of iter_csv_chunks against libcudf's byte-range rules: ranges that end at a
-    # line break (no row cut at a range's end, none read twice), no byte range for gzip.
+    # line break (no row cut at a range's end, none read twice), no byte range for gzip; a last
+    # row with no line break after it is read once, in the last range.
     from accel import _compat
 
     path = tmp_path / name
     table = bodies.long_rows_table()
     table.to_csv(path, index=False)
+    if name.startswith("no-final"):
+        path.write_bytes(path.read_bytes().rstrip(b"\n"))
     fake, calls = fake_cudf()
     dtypes = bodies.CHUNK_DTYPES
     columns = list(table.columns)
