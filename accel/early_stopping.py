@@ -31,7 +31,7 @@ search and every round is trained (the record says why).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -74,7 +74,6 @@ class EarlyStopping:
     decided: dict[str, Any] | None = None
     off: str | None = None
     validation_rows: int = 0
-    _positions: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def searching(self) -> bool:
@@ -87,11 +86,8 @@ class EarlyStopping:
         The same on every arm and executor: drawn on the host from the seed (a stream apart
         from the test split's).
         """
-        if n_train not in self._positions:
-            size = validation_size(n_train)
-            order = np.random.default_rng([self.seed, 1]).permutation(n_train)
-            self._positions[n_train] = np.sort(order[:size])
-        return self._positions[n_train]
+        order = np.random.default_rng([self.seed, 1]).permutation(n_train)
+        return np.sort(order[: validation_size(n_train)])
 
     def mask(self, n_train: int) -> np.ndarray:
         """Boolean mask over the training rows: True for a validation row."""
@@ -105,7 +101,7 @@ class EarlyStopping:
 
         Sets :attr:`off` with the reason when it cannot.
         """
-        size = len(self.positions(n_train))
+        size = validation_size(n_train)
         if size == 0:
             self.off = f"{n_train:,} training rows are too few to hold out a validation part of {MIN_VALIDATION_ROWS}"
             return False
@@ -136,10 +132,6 @@ class EarlyStopping:
         return {**out, "used": self.decided is not None, **(self.decided or {})}
 
 
-#: How the early-stopping search shows in the progress (it is no timed stage: the arms' stages do the same work).
-SEARCH = "rounds search"
-
-
 def search_between_stages(backend: Any, model: Any, listener: Any, search: Callable[[], object]) -> None:
     """``search()``, the early-stopping search of a model that stops early (its registry entry's
     :attr:`~accel.registry.Capabilities.stops_early`), between an arm's ``to_device`` and
@@ -147,5 +139,5 @@ def search_between_stages(backend: Any, model: Any, listener: Any, search: Calla
     (:class:`~accel.result.Listener`) is told of it as of a stage, but no stage times it."""
     if not MODELS[model.name].caps.stops_early or model.early_stopping is None or not model.early_stopping.searching:
         return
-    with announced(listener, backend.name, SEARCH):
+    with announced(listener, backend.name, "rounds search"):  # no timed stage: the arms' stages do the same work
         search()

@@ -11,26 +11,36 @@ from collections.abc import Mapping
 import numpy as np
 
 
-def binary_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str, float]:
-    """AUC, accuracy at 0.5 and log loss of predicted probabilities of the positive class."""
-    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[str, float]:
+    """The hold-out metrics of ``task``.
 
+    binary: AUC, accuracy at 0.5, log loss of the positive class's probabilities and the
+    positive rate; multiclass: macro one-vs-rest AUC (over the classes present when one is
+    absent from the hold-out), accuracy of the most probable class, log loss; regression: RMSE,
+    MAE and R².
+    """
+    from sklearn.metrics import accuracy_score, log_loss, mean_absolute_error, mean_squared_error, r2_score, roc_auc_score
+
+    if task == "regression":
+        y_true = np.asarray(y_true, dtype=np.float64)
+        prediction = np.asarray(prediction, dtype=np.float64).reshape(-1)
+        return {
+            "rmse": float(np.sqrt(mean_squared_error(y_true, prediction))),
+            "mae": float(mean_absolute_error(y_true, prediction)),
+            "r2": float(r2_score(y_true, prediction)),
+        }
+    if task not in ("binary", "multiclass"):
+        raise ValueError(f"unknown task {task!r}")
     y_true = np.asarray(y_true).astype(np.int64)
-    probability = np.clip(np.asarray(probability, dtype=np.float64).reshape(-1), 1e-15, 1 - 1e-15)
-    return {
-        "auc": float(roc_auc_score(y_true, probability)),
-        "accuracy": float(accuracy_score(y_true, probability >= 0.5)),
-        "log_loss": float(log_loss(y_true, probability, labels=[0, 1])),
-        "positive_rate": float(y_true.mean()),
-    }
-
-
-def multiclass_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str, float]:
-    """Macro one-vs-rest AUC, accuracy of the most probable class, log loss."""
-    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
-
-    y_true = np.asarray(y_true).astype(np.int64)
-    proba = np.clip(np.asarray(probability, dtype=np.float64), 1e-15, 1.0)
+    if task == "binary":
+        probability = np.clip(np.asarray(prediction, dtype=np.float64).reshape(-1), 1e-15, 1 - 1e-15)
+        return {
+            "auc": float(roc_auc_score(y_true, probability)),
+            "accuracy": float(accuracy_score(y_true, probability >= 0.5)),
+            "log_loss": float(log_loss(y_true, probability, labels=[0, 1])),
+            "positive_rate": float(y_true.mean()),
+        }
+    proba = np.clip(np.asarray(prediction, dtype=np.float64), 1e-15, 1.0)
     proba = proba / proba.sum(axis=1, keepdims=True)
     labels = np.arange(proba.shape[1])
     present = np.unique(y_true)
@@ -43,25 +53,6 @@ def multiclass_metrics(y_true: np.ndarray, probability: np.ndarray) -> dict[str,
         "accuracy": float(accuracy_score(y_true, proba.argmax(axis=1))),
         "log_loss": float(log_loss(y_true, proba, labels=labels)),
     }
-
-
-def regression_metrics(y_true: np.ndarray, prediction: np.ndarray) -> dict[str, float]:
-    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
-
-    y_true = np.asarray(y_true, dtype=np.float64)
-    prediction = np.asarray(prediction, dtype=np.float64).reshape(-1)
-    return {
-        "rmse": float(np.sqrt(mean_squared_error(y_true, prediction))),
-        "mae": float(mean_absolute_error(y_true, prediction)),
-        "r2": float(r2_score(y_true, prediction)),
-    }
-
-
-def task_metrics(task: str, y_true: np.ndarray, prediction: np.ndarray) -> dict[str, float]:
-    metrics = {"binary": binary_metrics, "multiclass": multiclass_metrics, "regression": regression_metrics}
-    if task not in metrics:
-        raise ValueError(f"unknown task {task!r}")
-    return metrics[task](y_true, prediction)
 
 
 def remarks(metrics: Mapping[str, float | None]) -> list[str]:

@@ -155,13 +155,8 @@ class XGBoostModel:
         return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
 
     def booster_params(self, backend: Backend) -> dict[str, Any]:
-        objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
-        out = {
-            "objective": objective[self.task],
-            "tree_method": "hist",
-            "device": backend.xgb_device,
-            "nthread": backend.n_threads,
-        }
+        objective = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}[self.task]
+        out = {"objective": objective, "tree_method": "hist", "device": backend.xgb_device, "nthread": backend.n_threads}
         # Every setting but the rounds, in its order, under XGBoost's name (learning_rate is eta ...).
         out.update((_BOOSTER_NAMES.get(k, k), v) for k, v in self.params.model_dump(exclude={"n_estimators"}).items())
         out["seed"] = self.seed
@@ -181,8 +176,9 @@ class XGBoostModel:
         """A ``QuantileDMatrix`` of ``batches`` (with ``ref``: on that matrix's quantile cuts, as a validation set needs)."""
         import xgboost
 
-        options = {"max_bin": self.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-        return xgboost.QuantileDMatrix(batches, ref=ref, **options)
+        return xgboost.QuantileDMatrix(
+            batches, ref=ref, max_bin=self.params.max_bin, enable_categorical=True, nthread=backend.n_threads
+        )
 
     def fit(self, backend: Backend, dtrain: Any, on_round: RoundListener | None = None) -> Any:
         """Boost the rounds early stopping found (:meth:`search_rounds`), else ``n_estimators``;
@@ -352,15 +348,6 @@ class EstimatorModel:
         """The model of a run (:func:`build_model`): ``estimator``'s class pair with ``params``."""
         return cls(name=spec.name, estimator=estimator, task=task, params=params, seed=seed)
 
-    @property
-    def key(self) -> str:
-        return self.estimator.key
-
-    def estimator_params(self, backend: Backend) -> dict[str, Any]:
-        return self.estimator.params(
-            self.params, gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=self.seed
-        )
-
     def to_device(self, backend: Backend, X: StoredMatrix, y: Any, batch_rows: int) -> tuple[Any, Any]:
         # scikit-learn and cuML fit on one float32 matrix: it is expanded whole here.
         return X.batch(0, X.n_rows), _compat.series_to_array(y)
@@ -368,7 +355,8 @@ class EstimatorModel:
     def fit(self, backend: Backend, data: tuple[Any, Any], on_round: RoundListener | None = None) -> Any:
         """One ``fit`` call of the arm's class. scikit-learn and cuML report no progress while
         they fit, so ``on_round`` is never called (the display shows the elapsed time)."""
-        estimator = backend.models[self.key](**self.estimator_params(backend))
+        arm = dict(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=self.seed)
+        estimator = backend.models[self.estimator.key](**self.estimator.params(self.params, **arm))
         estimator.fit(*data)
         return estimator
 
@@ -385,7 +373,7 @@ class EstimatorModel:
         return {"estimator": f"{type(estimator).__module__}.{type(estimator).__name__}", "n_jobs": n_jobs}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "estimator": self.key, "task": self.task, "params": dict(self.params)}
+        return {"name": self.name, "estimator": self.estimator.key, "task": self.task, "params": dict(self.params)}
 
     def settings(self) -> dict[str, Any]:
         """What rebuilds this model (:func:`build_model`): its name, task, settings, seed."""
@@ -408,14 +396,15 @@ class EstimatorModel:
         :func:`trusted_types` names; on the GPU arm as its cuML twin (``from_sklearn``)."""
         import skops.io
 
-        untrusted = [t for t in skops.io.get_untrusted_types(file=path) if t not in trusted_types(self.estimator)]
+        trusted = trusted_types(self.estimator)
+        untrusted = [t for t in skops.io.get_untrusted_types(file=path) if t not in trusted]
         if untrusted:
             raise AccelError(f"the saved model holds types accel does not load: {', '.join(untrusted[:3])}")
-        estimator = skops.io.load(path, trusted=trusted_types(self.estimator))
-        expected = ModelClasses("cpu")[self.key]
+        estimator = skops.io.load(path, trusted=trusted)
+        expected = ModelClasses("cpu")[self.estimator.key]
         if type(estimator) is not expected:
             raise AccelError(f"the saved model is a {type(estimator).__name__}, not the {expected.__name__} its pipeline names")
-        return backend.adopt_estimator(self.key, estimator)
+        return backend.adopt_estimator(self.estimator.key, estimator)
 
     def importances(
         self, backend: Backend, estimator: Any, names: list[str], sample: Array | None

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -434,12 +433,9 @@ class ModelSpec:
 
     def estimator(self, classification: bool, settings: Mapping[str, Any] | None = None) -> Estimator | None:
         """The estimator for the task; the penalized variant when its setting is given."""
-        if self.penalized and self.penalized_by(settings):
+        if self.penalized and (settings or {}).get(self.penalized[0]) is not None:
             return self.penalized[1]
         return self.classifier if classification else self.regressor
-
-    def penalized_by(self, settings: Mapping[str, Any] | None) -> bool:
-        return self.penalized is not None and (settings or {}).get(self.penalized[0]) is not None
 
     def given(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """The settings the chosen estimator takes, without the unset ones.
@@ -447,7 +443,7 @@ class ModelSpec:
         A model with a penalized variant takes none of its settings while the penalty is unset
         (plain least squares has no penalty to mix).
         """
-        if self.penalized is not None and not self.penalized_by(settings):
+        if self.penalized is not None and settings.get(self.penalized[0]) is None:
             return {}
         return {k: v for k, v in settings.items() if v is not None}
 
@@ -614,17 +610,12 @@ ESTIMATORS: dict[str, Estimator] = {}
 #: The pairs ``accel bench models`` fits, by :attr:`Estimator.name` (one per registry entry: the
 #: entry's ``--model`` name), in the order the registry declares them.
 BENCH_PAIRS: dict[str, Estimator] = {}
-#: Keys ``accel bench`` took before each registry entry had one (``random_forest_classifier``),
-#: still understood, each with a notice: -> the key.
-OLD_BENCH_KEYS: dict[str, str] = {}
 
 
 def _add_estimator(est: Estimator) -> None:
     ESTIMATORS[est.key] = est
     if est.metric:
         BENCH_PAIRS[est.name] = est
-        if est.key != est.name:
-            OLD_BENCH_KEYS[est.key] = est.name
 
 
 def model_libraries() -> tuple[str, ...]:
@@ -680,21 +671,18 @@ def check_search_space(model: str, params: Mapping[str, Any]) -> None:
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise AccelError(f"hpo.search_space.{model}: unknown parameter {name!r}{hint}; {model} has: {', '.join(known)}")
         where = f"hpo.search_space.{model}.{name}"
-        step = getattr(value, "step", None)
-        if step is not None:
-            low, high = float(value.low), float(value.high)
-            if not math.isfinite(step) or step <= 0:
-                raise AccelError(f"{where}: step must be a positive number, got {step:g}")
-            if step > high - low and high > low:
-                raise AccelError(f"{where}: step {step:g} is wider than the range {low:g}..{high:g}")
+        step = getattr(value, "step", None)  # a SearchRange's: finite, with low <= high (accel.config)
+        if step is not None and step <= 0:
+            raise AccelError(f"{where}: step must be a positive number, got {step:g}")
+        if step is not None and step > value.high - value.low > 0:
+            raise AccelError(f"{where}: step {step:g} is wider than the range {value.low:g}..{value.high:g}")
         if name not in spec.settings.model_fields:
             continue  # a search-only parameter (none today): no schema to check it against
-        if hasattr(value, "choices") and value.choices is None:  # a SearchRange (accel.config): its bounds
-            tried = [("low", value.low), ("high", value.high)]
-        elif hasattr(value, "choices") or isinstance(value, list):
-            tried = [("choice", c) for c in getattr(value, "choices", value)]
-        else:
-            tried = [("value", value)]
+        choices = value if isinstance(value, list) else getattr(value, "choices", None)
+        if choices is not None:
+            tried = [("choice", c) for c in choices]
+        else:  # a SearchRange (accel.config): its bounds; else a fixed value
+            tried = [("low", value.low), ("high", value.high)] if hasattr(value, "low") else [("value", value)]
         for label, candidate in tried:
             try:
                 spec.settings.model_validate({name: candidate})

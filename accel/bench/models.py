@@ -24,7 +24,7 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend, probe_gpu
 from accel.bench.db import both_arms, pick_names
-from accel.registry import BENCH_PAIRS, OLD_BENCH_KEYS, Estimator
+from accel.registry import BENCH_PAIRS, Estimator
 from accel.timing import measure, speedup
 
 if TYPE_CHECKING:
@@ -32,14 +32,14 @@ if TYPE_CHECKING:
 
 #: The pairs, as declared in :mod:`accel.registry` (those with a bench metric), by name: the
 #: ``--model`` name where the pair serves one (``random_forest``), else its own (``kmeans``).
-PAIRS: Mapping[str, Estimator] = BENCH_PAIRS
+PAIRS = BENCH_PAIRS
 
 
 def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "--models") -> str:
     """The key ``name`` means: itself, or the key an older spelling (``random_forest_classifier``)
     stands for, with a one-line notice to ``say``."""
-    new = OLD_BENCH_KEYS.get(name)
-    if new is None:
+    new = {pair.key: new for new, pair in PAIRS.items()}.get(name, name)
+    if new == name:
         return name
     if say is not None:
         say(f"notice: {flag} {name} is called {new} now (the same model)")
@@ -76,11 +76,7 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
         )
     else:
         X, y = make_classification(
-            n_samples=rows,
-            n_features=features,
-            n_informative=max(features // 2, 2),
-            n_redundant=features // 4,
-            random_state=seed,
+            n_samples=rows, n_features=features, n_informative=max(features // 2, 2), n_redundant=features // 4, random_state=seed
         )
     X = X.astype(np.float32)
     y = y.astype(np.float32 if regression else np.int32)
@@ -190,16 +186,6 @@ def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) 
     return None
 
 
-def _said(pair: Estimator, arm: str, a: dict[str, Any]) -> str:
-    """The line that says one arm of one pair, measured or failed."""
-    if a["status"] == "ok":
-        return (
-            f"[{arm}] {pair.name:<20} fit {a['fit']['median']:8.3f} s  predict {a['predict']['median']:8.3f} s  "
-            f"{pair.metric} {a['quality']:.4f}"
-        )
-    return f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}"
-
-
 def run_models(
     pairs: Sequence[Estimator],
     arms: Arms,
@@ -222,9 +208,14 @@ def run_models(
         def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data) -> dict[str, Any]:
             return run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=say)
 
-        def told(arm: str, result: dict[str, Any], pair: Estimator = pair) -> None:
-            say(_said(pair, arm, result))
-            on_result(arm, pair.name, dict(result))
+        def told(arm: str, a: dict[str, Any], pair: Estimator = pair) -> None:
+            # One line per arm of each pair, measured or failed.
+            if a["status"] == "ok":
+                fit, predict = a["fit"]["median"], a["predict"]["median"]
+                say(f"[{arm}] {pair.name:<20} fit {fit:8.3f} s  predict {predict:8.3f} s  {pair.metric} {a['quality']:.4f}")
+            else:
+                say(f"[{arm}] {pair.name:<20} {a['status'].upper()}: {a['reason']}")
+            on_result(arm, pair.name, dict(a))
 
         measured = both_arms(arms, gpu_pair_skip(pair, arms.gpu, arms.gpu_skip), measure, told)
         g, c = measured["gpu"], measured["cpu"]
