@@ -355,8 +355,10 @@ class EstimatorModel:
     def fit(self, backend: Backend, data: tuple[Any, Any], on_round: RoundListener | None = None) -> Any:
         """One ``fit`` call of the arm's class. scikit-learn and cuML report no progress while
         they fit, so ``on_round`` is never called (the display shows the elapsed time)."""
-        arm = dict(gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=self.seed)
-        estimator = backend.models[self.estimator.key](**self.estimator.params(self.params, **arm))
+        params = self.estimator.params(
+            self.params, gpu=backend.is_gpu, n_threads=backend.n_threads, xgb_device=backend.xgb_device, seed=self.seed
+        )
+        estimator = backend.models[self.estimator.key](**params)
         estimator.fit(*data)
         return estimator
 
