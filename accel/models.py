@@ -17,7 +17,7 @@ the model runs), ``fit``, ``predict`` (probabilities for classification), and ``
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,8 +257,7 @@ class XGBoostModel:
 
     def rounds_used(self, booster: Any) -> int:
         """Boosting rounds that count: up to the best round after early stopping, else all."""
-        best = booster.attr("best_iteration")
-        return int(best) + 1 if best is not None else int(booster.num_boosted_rounds())
+        return _best_rounds(booster).get("iteration_range", (0, int(booster.num_boosted_rounds())))[1]
 
     def device_used(self, backend: Backend, booster: Any) -> str:
         return xgboost_device_used(booster)
@@ -437,10 +436,7 @@ def trusted_types(estimator: Estimator) -> list[str]:
 
 def adapter(spec: ModelSpec) -> Any:
     """The class that trains ``spec`` (:attr:`accel.registry.ModelSpec.adapter`), imported on first use."""
-    if not isinstance(spec.adapter, str):
-        return spec.adapter
-    module, _, name = spec.adapter.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return pkgutil.resolve_name(spec.adapter) if isinstance(spec.adapter, str) else spec.adapter
 
 
 def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:

@@ -155,16 +155,6 @@ def _generic_param(booster: Any) -> dict[str, Any]:
     return json.loads(booster.save_config())["learner"]["generic_param"]
 
 
-def _device_of_xgboost(fitted: Any, gpu_device: str) -> str:
-    # A scikit-learn-API XGBoost estimator, or a Booster (accel.models trains boosters).
-    return xgboost_device_used(fitted.get_booster() if hasattr(fitted, "get_booster") else fitted)
-
-
-def _device_of_module(fitted: Any, gpu_device: str) -> str:
-    # cuML estimators run on the GPU and nothing else; scikit-learn ones on the CPU.
-    return gpu_device if type(fitted).__module__.startswith("cuml") else "cpu"
-
-
 # --------------------------------------------------------------------------- parameter spelling
 
 
@@ -229,8 +219,6 @@ class Estimator:
         Takes ``random_state`` (the run's seed on both arms).
     spell : callable or None
         ``(params, gpu) -> params``: a setting the two libraries name differently.
-    device_used : callable
-        ``(fitted, gpu_device) -> str``: the device the fitted model really ran on.
     metric : str or None
         ``accel bench models``: the quality measure (``accuracy``, ``r2``, ``inertia``,
         ``explained_variance``); None keeps the pair out of that benchmark.
@@ -257,7 +245,6 @@ class Estimator:
     gpu_only: Mapping[str, Any] = field(default_factory=dict)
     seeded: bool = False
     spell: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None
-    device_used: Callable[[Any, str], str] = _device_of_module
     metric: str | None = None
     bench: Mapping[str, Any] = field(default_factory=dict)
     predict: str = "predict"
@@ -278,6 +265,13 @@ class Estimator:
     @property
     def needs_cuml(self) -> bool:
         return self.gpu.startswith("cuml")
+
+    def device_used(self, fitted: Any, gpu_device: str) -> str:
+        """The device ``fitted`` really ran on: a scikit-learn-API XGBoost estimator's, read from its
+        booster's own config; a cuML estimator runs on the GPU and nothing else, a scikit-learn one on the CPU."""
+        if hasattr(fitted, "get_booster"):
+            return xgboost_device_used(fitted.get_booster())
+        return gpu_device if type(fitted).__module__.startswith("cuml") else "cpu"
 
     def params(self, settings: Mapping[str, Any], *, gpu: bool, n_threads: int, xgb_device: str, seed: int) -> dict[str, Any]:
         """The keyword arguments of one arm's class for the given model settings."""
@@ -478,7 +472,7 @@ _SPECS = (
         # accel bench models boosts 100 rounds (the model's default is 300).
         **_twins(
             "xgboost", "xgboost:XGB", "xgboost:XGB", {"metric": "accuracy", "bench": {"n_estimators": 100}}, {},
-            shared={"tree_method": "hist"}, seeded=True, device_used=_device_of_xgboost,
+            shared={"tree_method": "hist"}, seeded=True,
             cpu_only={"n_jobs": N_THREADS, "device": "cpu"}, gpu_only={"device": XGB_DEVICE},
         ),
         # n_estimators is the most rounds a trial may use: XGBoost stops early on the
