@@ -33,7 +33,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -442,22 +442,17 @@ class ModelSpec:
         return {k: v for k, v in settings.items() if v is not None}
 
 
-class _Twins(TypedDict):
-    """A model's two estimators, as :class:`ModelSpec` takes them."""
-
-    classifier: Estimator
-    regressor: Estimator
-
-
-def _twins(key: str, cpu: str, gpu: str, classifier: Mapping[str, Any], regressor: Mapping[str, Any], **both: Any) -> _Twins:
-    """A model's classifier and regressor, whose classes are named ``<cpu|gpu>Classifier`` and
-    ``<cpu|gpu>Regressor`` (keys ``<key>_classifier`` and ``<key>_regressor``): ``both`` is what the
-    two entries share, ``classifier`` and ``regressor`` what only one of them has."""
-    made = {
+def _twins(
+    key: str, cpu: str, gpu: str, classifier: Mapping[str, Any], regressor: Mapping[str, Any], **both: Any
+) -> dict[str, Any]:
+    """A model's ``classifier`` and ``regressor`` (as :class:`ModelSpec` takes them), whose classes are
+    named ``<cpu|gpu>Classifier`` and ``<cpu|gpu>Regressor`` (keys ``<key>_classifier`` and
+    ``<key>_regressor``): ``both`` is what the two entries share, ``classifier`` and ``regressor`` what
+    only one of them has."""
+    return {
         role: Estimator(f"{key}_{role}", f"{cpu}{role.title()}", f"{gpu}{role.title()}", task, **both, **own)
         for role, task, own in (("classifier", "classification", classifier), ("regressor", "regression", regressor))
     }
-    return _Twins(classifier=made["classifier"], regressor=made["regressor"])
 
 
 #: The ``--model`` a run trains unless told otherwise, and the one the named workflows train.
