@@ -1,7 +1,7 @@
 """The one YAML loader accel reads user files with: plain data, every problem one short line.
 
 On top of ``yaml.SafeLoader`` (no Python objects), with YAML 1.2's core schema for plain
-(unquoted) values instead of PyYAML's YAML 1.1 rules (:class:`CoreResolver`): only ``true`` and
+(unquoted) values instead of PyYAML's YAML 1.1 rules (``_Loader``): only ``true`` and
 ``false`` are booleans (``NO``, ``SE``, ``yes``, ``off`` are strings: country codes stay
 country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecimal), ``1:20`` and
 ``2024-01-01`` are strings, ``1e3`` is a number, and ``null``, ``~`` or nothing is null;
@@ -115,59 +115,16 @@ def _check_size(root: yaml.Node) -> None:
         raise _Refused(f"the file expands to more than {MAX_NODES:,} values through its aliases (an alias bomb?)")
 
 
-class CoreResolver(yaml.resolver.BaseResolver):
-    """YAML 1.2's core schema: the plain scalars that are null, booleans, integers and floats
-    (https://yaml.org/spec/1.2.2/#1032-tag-resolution); every other plain scalar is a string."""
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with YAML 1.2's core schema: the plain scalars that are null, booleans,
+    integers and floats (https://yaml.org/spec/1.2.2/#1032-tag-resolution); every other plain
+    scalar is a string (no sexagesimal ``1:20``, ``0755`` decimal)."""
 
-
-_CORE = (
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", list("~nN") + [""]),
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
-    (
-        "tag:yaml.org,2002:float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        list("-+.0123456789"),
-    ),
-)
-for _tag, _pattern, _first in _CORE:
-    CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), _first)
-CoreResolver.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])  # "<<: *base" stays
-
-
-class _CoreConstructor(yaml.constructor.SafeConstructor):
-    """Integers and floats as YAML 1.2 reads them (no sexagesimal ``1:20``, ``0755`` decimal)."""
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}  # none of YAML 1.1's
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         text = str(self.construct_scalar(node))
-        if text[:2] in ("0o", "0x"):
-            return int(text[2:], 8 if text[1] == "o" else 16)
-        return int(text, 10)
-
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        text = str(self.construct_scalar(node)).lower()
-        return float(text.replace(".", "") if text.endswith((".inf", ".nan")) else text)
-
-    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
-        return str(self.construct_scalar(node)).lower() == "true"
-
-
-for _kind in ("int", "float", "bool"):
-    _CoreConstructor.add_constructor(f"tag:yaml.org,2002:{_kind}", getattr(_CoreConstructor, f"construct_yaml_{_kind}"))
-
-
-class _Loader(
-    yaml.reader.Reader,
-    yaml.scanner.Scanner,
-    yaml.parser.Parser,
-    yaml.composer.Composer,
-    _CoreConstructor,
-    CoreResolver,
-):
-    def __init__(self, stream: str) -> None:
-        yaml.reader.Reader.__init__(self, stream)
-        for base in (yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _CoreConstructor, CoreResolver):
-            base.__init__(self)
+        return int(text, 0 if text[:2] in ("0o", "0x") else 10)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -182,6 +139,22 @@ class _Loader(
                 break
             seen[key] = _line(key_node)
         return super().construct_mapping(node, deep=deep)
+
+
+_CORE = (
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", list("~nN") + [""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+.0123456789"),
+    ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),  # "<<: *base" stays
+)
+for _tag, _pattern, _first in _CORE:
+    _Loader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def read_capped(path: str | os.PathLike[str], source: str, limit: int = MAX_BYTES) -> str:
