@@ -301,7 +301,7 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {"scale": flags.get("scale")}
     given = {key: flags[key] for key in LOCAL_CLUSTER_FLAGS if flags.get(key) is not None}
-    kind, address = flags.get("cluster"), flags.get("scheduler")
+    kind, address, baseline = flags.get("cluster"), flags.get("scheduler"), flags.get("baseline_scheduler")
     if not (kind or address):
         given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
     elif "rmm_pool" in given:
@@ -309,18 +309,15 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
     named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
     if kind and address:
         raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
-    if address:
-        if given:
-            raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
-        out["cluster"] = {"kind": "scheduler", "address": address}
-        if flags.get("baseline_scheduler"):
-            out["cluster"]["baseline_address"] = flags["baseline_scheduler"]
-    elif flags.get("baseline_scheduler"):
+    if baseline and not address:
         raise AccelError("--baseline-scheduler is the baseline of a running GPU cluster: it goes with --scheduler")
-    if kind and not address:
-        out["cluster"] = {"kind": kind, **given}
-    elif given:
+    if address and given:
+        raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
+    if given and not kind:
         raise AccelError(f"{named} need --cluster local|local-cuda")
+    if kind or address:
+        cluster = {"kind": kind, **given} if kind else {"kind": "scheduler", "address": address}
+        out["cluster"] = cluster | ({"baseline_address": baseline} if baseline else {})
     return out
 
 

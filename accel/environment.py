@@ -14,6 +14,7 @@ variable that accel or its benchmark scripts read and that is set is recorded
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata as md
 import json
@@ -41,19 +42,16 @@ LIBRARIES = tuple(dict.fromkeys((
 
 
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        if found := re.search(r"^model name[^:\n]*:(.*)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE):
+            return found.group(1).strip()
     return platform.processor() or platform.machine()
 
 
-#: The distributions each library ships as (RAPIDS per CUDA major version), asked for by name:
-#: scanning every installed distribution's files (``packages_distributions``) took 0.2-0.3 s.
+#: The distributions each library ships as (RAPIDS per CUDA major version), asked for by name
+#: (a library not listed: its own name): scanning every installed distribution's files
+#: (``packages_distributions``) took 0.2-0.3 s.
 DISTRIBUTIONS = {
-    **{name: (name,) for name in ("numpy", "pandas", "pyarrow", "dask", "distributed", "optuna")},
     "sklearn": ("scikit-learn",),
     "xgboost": ("xgboost", "xgboost-cpu"),
     "cupy": ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"),
@@ -73,7 +71,7 @@ def library_versions() -> dict[str, str | None]:
     is installed under another distribution name falls back to scanning them all.
     """
     scan = lru_cache(maxsize=1)(md.packages_distributions)  # every distribution's files: at most once
-    out = {name: installed(DISTRIBUTIONS.get(name, ())) for name in LIBRARIES}
+    out = {name: installed(DISTRIBUTIONS.get(name, (name,))) for name in LIBRARIES}
     return {name: found or (installed(scan().get(name) or ()) if module_installed(name) else None) for name, found in out.items()}
 
 
@@ -115,12 +113,7 @@ def _git(*args: str) -> str | None:
 def _own_git() -> bool:
     """Whether this tree is the top of its own git checkout (not a copy inside another repository)."""
     top = _git("rev-parse", "--show-toplevel")
-    if not top:
-        return False
-    try:
-        return Path(top.strip()).resolve() == PROJECT_ROOT
-    except OSError:
-        return False
+    return bool(top) and Path(str(top).strip()).resolve() == PROJECT_ROOT
 
 
 def tree_files() -> list[str]:

@@ -115,18 +115,13 @@ ENVIRONMENT_ERRNOS = {
 QUOTED_PATH_CHARS = 160
 
 
-def quoted_path(path: object) -> str:
-    """``path`` as an error line quotes it: ``repr``, cut in the middle beyond :data:`QUOTED_PATH_CHARS`."""
-    text = repr(str(path))
-    if len(text) <= QUOTED_PATH_CHARS:
-        return text
-    half = QUOTED_PATH_CHARS // 2 - 2
-    return f"{text[:half]}...{text[-half:]} ({len(str(path)):,} characters)"
-
-
 def environment_error_line(exc: OSError) -> str:
     """``No space left on device (/runs/x.json); free some space, or choose another folder ...``."""
-    where = f" ({quoted_path(exc.filename)})" if exc.filename else ""
+    text = repr(str(exc.filename))  # cut in the middle beyond QUOTED_PATH_CHARS
+    half = QUOTED_PATH_CHARS // 2 - 2
+    if len(text) > QUOTED_PATH_CHARS:
+        text = f"{text[:half]}...{text[-half:]} ({len(str(exc.filename)):,} characters)"
+    where = f" ({text})" if exc.filename else ""
     advice = {
         errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
         "choose a shorter one",

@@ -143,19 +143,17 @@ def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: 
     )
 
 
-def check_target(plan: Any, target_values: pd.Series, test_size: float | None = None, seed: int | None = None) -> None:
+def check_target(plan: Any, target_values: pd.Series, test_size: float, seed: int) -> None:
     """Refuse a target the models cannot learn from, or test on, as planned (``target_values``: the whole column).
 
-    ``test_size`` and ``seed`` are the split's (``--test-size``, ``--seed``): given, a test split
-    that cannot be scored is refused too (:func:`check_test_split`).
+    ``test_size`` and ``seed`` are the split's (``--test-size``, ``--seed``): a test split that
+    cannot be scored is refused too (:func:`check_test_split`).
     """
     name = plan.target
     y = target_values.iloc[plan.row_positions].reset_index(drop=True)
     _check_finite(name, y)
     if plan.task == "regression":
-        if test_size is not None and seed is not None:
-            check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
-        return
+        return check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
     labels = y.astype(str) if not plan.classes_numeric else y
     counts = labels.value_counts()
     rare = counts[counts < MIN_CLASS_ROWS]
@@ -179,8 +177,7 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float | None = 
             f"target {name!r}: class {shown} falls only in the test split, so the model never trains on it; "
             "use another --seed or --test-size, or remove those rows" + quantity_hint(plan.task_reason)
         )
-    if test_size is not None and seed is not None:
-        check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
+    check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
 
 
 def _check_finite(name: str, y: pd.Series) -> None:
