@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 from accel.errors import AccelError
 from accel.record import output_root
 from accel.registry import DEFAULT_MODEL, MAX_ESTIMATORS, MODELS, STRICT, check_search_space
+from accel.yamlsafe import MAX_BYTES, quote
 from accel.yamlsafe import load as load_yaml
-from accel.yamlsafe import quote, read_capped
 
 #: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
@@ -265,23 +265,28 @@ def errors_message(found: list[dict[str, Any]], source: str) -> str:
 def read_workflow_file(path: Path) -> dict[str, Any]:
     """The mapping in a workflow YAML file; a one-line error for anything else.
 
-    Read with :func:`accel.yamlsafe.load`: duplicate keys, tags and alias bombs are refused.
+    At most :data:`accel.yamlsafe.MAX_BYTES` are read, with :func:`accel.yamlsafe.load`:
+    duplicate keys, tags and alias bombs are refused.
     """
     from accel.files import file_kind
 
+    source = f"workflow file {str(path)!r}"
     kind = file_kind(path)
     if kind == "missing":
-        raise AccelError(f"workflow file {str(path)!r} does not exist")
+        raise AccelError(f"{source} does not exist")
     if kind is not None:
-        raise AccelError(f"workflow file {str(path)!r} is {kind}, not a regular file")
+        raise AccelError(f"{source} is {kind}, not a regular file")
     try:
-        text = read_capped(path, f"workflow file {str(path)!r}")  # a size cap before any parsing
+        with open(path, "rb") as f:
+            text = f.read(MAX_BYTES + 1)  # a size cap before any parsing (a file without end costs nothing)
+        if len(text) > MAX_BYTES:
+            raise AccelError(f"{source} is larger than {MAX_BYTES // 1024:,} KiB; a workflow file holds settings, not data")
+        data = load_yaml(text.decode("utf-8"), source)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise AccelError(f"cannot read workflow file {str(path)!r} ({reason})") from None
-    data = load_yaml(text, f"workflow file {str(path)!r}")
+        raise AccelError(f"cannot read {source} ({reason})") from None
     if not isinstance(data, dict):
-        raise AccelError(f"workflow file {str(path)!r} must hold a mapping of settings (workflow: flights, ...)")
+        raise AccelError(f"{source} must hold a mapping of settings (workflow: flights, ...)")
     return data
 
 

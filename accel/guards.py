@@ -151,7 +151,19 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float, seed: in
     """
     name = plan.target
     y = target_values.iloc[plan.row_positions].reset_index(drop=True)
-    _check_finite(name, y)
+    # Infinite target values, and values beyond float32's range.
+    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
+        if infinite := int(np.isinf(values).sum()):
+            raise AccelError(
+                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
+                "remove those rows or leave the target empty there (rows without a target are dropped)"
+            )
+        if (beyond := np.abs(values) > FLOAT32_MAX).any():
+            raise AccelError(
+                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
+                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
+            )
     if plan.task == "regression":
         return check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
     labels = y.astype(str) if not plan.classes_numeric else y
@@ -178,24 +190,6 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float, seed: in
             "use another --seed or --test-size, or remove those rows" + quantity_hint(plan.task_reason)
         )
     check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
-
-
-def _check_finite(name: str, y: pd.Series) -> None:
-    """Refuse infinite target values, and values beyond float32's range."""
-    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
-        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
-        infinite = int(np.isinf(values).sum())
-        if infinite:
-            raise AccelError(
-                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
-                "remove those rows or leave the target empty there (rows without a target are dropped)"
-            )
-        beyond = np.abs(values) > FLOAT32_MAX
-        if beyond.any():
-            raise AccelError(
-                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
-                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
-            )
 
 
 def check_features(plan: Any, head: pd.DataFrame) -> list[str]:

@@ -100,8 +100,7 @@ def never_lost() -> Iterator[None]:
 def kept(exc: BaseException, what: str) -> None:
     """Note on the interrupt ``exc`` what the stopped command leaves on disk on purpose (``what``:
     a study and how to resume it); the command line says it instead of "nothing was written"."""
-    notes = list(getattr(exc, "accel_kept", []))
-    exc.accel_kept = [*notes, what]  # type: ignore[attr-defined]
+    exc.accel_kept = [*getattr(exc, "accel_kept", []), what]  # type: ignore[attr-defined]
 
 
 def what_was_kept(exc: BaseException) -> str:

@@ -14,7 +14,7 @@ country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecim
   :data:`MAX_NODES` values, so an alias bomb ("billion laughs") is refused before anything
   is built from it;
 - what an error quotes from the file is capped (:func:`quote`);
-- a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`read_capped`):
+- a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`accel.config.read_workflow_file`):
   PyYAML takes minutes and gigabytes over a 50 MB list before the value count could refuse it;
 - flow collections (``[...]``, ``{...}``) nested more than :data:`MAX_DEPTH` deep are refused
   before PyYAML sees them: its scanner takes time quadratic in the depth (minutes for a 200 KB
@@ -23,7 +23,6 @@ country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecim
 
 from __future__ import annotations
 
-import os
 import re
 import reprlib
 from typing import Any
@@ -157,32 +156,17 @@ for _tag, _pattern, _first in _CORE:
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
-def read_capped(path: str | os.PathLike[str], source: str, limit: int = MAX_BYTES) -> str:
-    """The text of ``path`` (UTF-8), refused in one line when it holds more than ``limit`` bytes.
-
-    Never reads more than ``limit + 1`` bytes, so a huge file (or one without end) costs nothing.
-    """
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise AccelError(f"{source} is larger than {limit // 1024:,} KiB; a workflow file holds settings, not data")
-    return data.decode("utf-8")
-
-
 def load(text: str, source: str) -> Any:
     """The data in ``text``; an :class:`AccelError` naming ``source`` for anything refused."""
     try:
         _check_depth(text)
         _check_tags(text)
         loader = _Loader(text)
-        try:
-            root = loader.get_single_node()
-            if root is None:
-                return None
-            _check_size(root)
-            return loader.construct_document(root)
-        finally:
-            loader.dispose()
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_size(root)
+        return loader.construct_document(root)
     except _Refused as exc:
         raise AccelError(f"{source}: {exc}") from None
     except RecursionError:
