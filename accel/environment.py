@@ -147,11 +147,10 @@ def git_state() -> dict[str, Any]:
     changed after the file was written, and the state is then reported dirty.
     """
     if _own_git():
-        sha = (_git("rev-parse", "HEAD") or "").strip() or None
         status = _git("status", "--porcelain", "--untracked-files=no")
         untracked = _git("ls-files", "--others", "--exclude-standard", "-z")
         state: dict[str, Any] = {
-            "sha": sha,
+            "sha": (_git("rev-parse", "HEAD") or "").strip() or None,
             "dirty": None if status is None else bool(status.strip()),
             "source": "git",
             "untracked_files": None if untracked is None else len([p for p in untracked.split("\0") if p]),
@@ -249,11 +248,7 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
     prefixes), never the rest of the environment.
     """
     env = os.environ if environ is None else environ
-    return {
-        name: recordable_value(name, env[name])
-        for name in sorted(env)
-        if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES)
-    }
+    return {n: recordable_value(n, env[n]) for n in sorted(env) if n in OVERRIDE_NAMES or n.startswith(OVERRIDE_PREFIXES)}
 
 
 def collect_environment() -> dict[str, Any]:
@@ -274,8 +269,6 @@ def collect_environment() -> dict[str, Any]:
         for dev in probe.devices
     ]
     git = git_state()
-    # The GPU's reason as a skipped GPU arm's record says it.
-    arms = {"cpu": {"can_run": True, "reason": None}, "gpu": {"can_run": probe.usable, "reason": probe.why_not()}}
     return {
         "cpu_model": cpu_model(),
         "cores": {
@@ -295,5 +288,6 @@ def collect_environment() -> dict[str, Any]:
         "git_sha": git["sha"],
         "git": git,
         "overrides": environment_overrides(),
-        "arms": arms,
+        # The GPU's reason as a skipped GPU arm's record says it.
+        "arms": {"cpu": {"can_run": True, "reason": None}, "gpu": {"can_run": probe.usable, "reason": probe.why_not()}},
     }

@@ -253,12 +253,9 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
     """Hard-link the written file ``tmp`` to ``path`` (with :data:`NUMBER`, to its first free
     sequenced name from ``first``); refused when the name is taken."""
     for seq in range(first, MAX_SEQUENCE + 1) if exists == NUMBER else (0,):
-        target = sequenced(path, seq)
-        try:
-            os.link(tmp, target)
+        with contextlib.suppress(FileExistsError):  # taken: the next number
+            os.link(tmp, target := sequenced(path, seq))
             return target
-        except FileExistsError:
-            continue
     if exists == REFUSE:  # made by someone else since the check above
         raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
     raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")

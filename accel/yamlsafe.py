@@ -56,10 +56,6 @@ class _Refused(Exception):
     pass
 
 
-def _line(node: yaml.Node) -> int:
-    return node.start_mark.line + 1
-
-
 def _check_depth(text: str) -> None:
     """Refuse flow collections nested deeper than :data:`MAX_DEPTH`, scanning the text once
     (brackets inside quotes and comments do not count)."""
@@ -130,13 +126,13 @@ class _Loader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # "<<: *base": merged keys may be overridden by the mapping's own
-            key = self.construct_object(key_node, deep=True)
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
             try:
                 if key in seen:
-                    raise _Refused(f"key {quote(key, 40)} is given twice (lines {seen[key]} and {_line(key_node)}); keep one")
+                    raise _Refused(f"key {quote(key, 40)} is given twice (lines {seen[key]} and {line}); keep one")
             except TypeError:  # an unhashable key: SafeLoader says so itself
                 break
-            seen[key] = _line(key_node)
+            seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
 
