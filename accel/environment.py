@@ -118,9 +118,7 @@ def _own_git() -> bool:
 
 def tree_files() -> list[str]:
     """The files of this checkout that a copy of it holds: tracked, and untracked but not ignored."""
-    listed = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    if listed is None:
-        return []
+    listed = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z") or ""
     return sorted({p for p in listed.split("\0") if p and (PROJECT_ROOT / p).is_file()})
 
 
@@ -128,9 +126,8 @@ def tree_digest(files: list[str]) -> str:
     """sha256 over each file's path and content (a file that is missing counts as such)."""
     h = hashlib.sha256()
     for rel in sorted(files):
-        path = PROJECT_ROOT / rel
         try:
-            content = hashlib.sha256(path.read_bytes()).hexdigest()
+            content = hashlib.sha256((PROJECT_ROOT / rel).read_bytes()).hexdigest()
         except OSError:
             content = "missing"
         h.update(f"{rel}\0{content}\n".encode())

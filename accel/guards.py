@@ -199,7 +199,6 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
         if column.kind != "numeric" or column.name not in head.columns or head[column.name].dtype.kind != "f":
             continue
         values = head[column.name].to_numpy(dtype=np.float64, na_value=np.nan)
-        infinite = np.isinf(values)
         finite = values[np.isfinite(values)]
         if finite.size and np.abs(finite).max() > FLOAT32_MAX:
             n = int((np.abs(finite) > FLOAT32_MAX).sum())
@@ -207,7 +206,7 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
                 f"column {column.name!r} has {n:,} value(s) beyond float32's range (largest {np.abs(finite).max():.3g}); "
                 "the feature matrices are float32: rescale the column or --drop it"
             )
-        if infinite.any():
+        if (infinite := np.isinf(values)).any():
             notices.append(
                 f"column {column.name!r}: {int(infinite.sum()):,} infinite value(s) treated as missing "
                 "(how XGBoost and the imputer treat absent values)"
