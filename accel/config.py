@@ -181,10 +181,9 @@ class RunConfig(_ModelSections):
     def _data_and_target_together(self) -> RunConfig:
         if self.data is not None and not self.target:
             raise ValueError("--data needs --target COLUMN (the column to predict)")
-        if self.target and self.data is None:
-            raise ValueError("--target applies to your own table: give it with --data FILE")
-        if self.date_format and self.data is None:
-            raise ValueError("--date-format applies to your own table: give it with --data FILE")
+        for flag, given in (("--target", self.target), ("--date-format", self.date_format)):
+            if given and self.data is None:
+                raise ValueError(f"{flag} applies to your own table: give it with --data FILE")
         if self.data is None and self.model != DEFAULT_MODEL:
             raise ValueError(f"the {self.workflow} workflow trains {DEFAULT_MODEL}; --model applies to --data runs")
         if self.data is not None:
@@ -230,10 +229,8 @@ def _describe(error: dict[str, Any]) -> str:
     where = ".".join(str(p) for p in error["loc"])
     if not where:  # a check across several keys: its message says it all
         return str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        return f"unknown key {where!r}"
-    if error["type"] == "missing":
-        return f"missing key {where!r}"
+    if kind := {"extra_forbidden": "unknown", "missing": "missing"}.get(error["type"]):
+        return f"{kind} key {where!r}"
     return f"{where}: {error['msg']} (got {quote(error.get('input'))})"
 
 

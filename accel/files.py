@@ -54,9 +54,7 @@ def file_kind(path: Path | str) -> str | None:
         return "a broken link" if os.path.islink(path) else "missing"
     except OSError as exc:
         return f"unreadable ({exc.strerror or type(exc).__name__})"
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+    return None if stat.S_ISREG(mode) else next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
 def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Path, str]]]:

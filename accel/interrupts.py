@@ -69,8 +69,7 @@ def never_lost() -> Iterator[None]:
     pending: list[threading.Timer] = []  # redeliveries not yet made: cancelled when the command ends
 
     def hook(unraisable: Any) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            exc = unraisable.exc_value
+        if isinstance(exc := unraisable.exc_value, KeyboardInterrupt):
             sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
             timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
             timer.daemon = True

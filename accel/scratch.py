@@ -34,8 +34,7 @@ _HELD: dict[Path, int] = {}
 
 def _lock(path: Path, blocking: bool) -> int | None:
     """An open descriptor of ``path`` holding its exclusive lock, or None where another process holds it."""
-    flags = os.O_RDONLY if path.is_dir() else os.O_RDONLY | os.O_CREAT
-    fd = os.open(path, flags, 0o600)
+    fd = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
