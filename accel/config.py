@@ -209,10 +209,8 @@ class RunConfig(_ModelSections):
         from accel.memory import MemorySettings
 
         return MemorySettings(
-            rmm_pool=self.rmm_pool,
-            memory_budget=self.memory_budget,
+            **self.model_dump(include={"rmm_pool", "memory_budget", "precision"}),
             batch_rows=None if self.batch_rows == "auto" else int(self.batch_rows),
-            precision=self.precision,
         )
 
     def model_params(self) -> dict[str, Any]:

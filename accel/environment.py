@@ -78,10 +78,8 @@ def library_versions() -> dict[str, str | None]:
 def installed(distributions: Iterable[str]) -> str | None:
     """``"distribution==version"`` of the first of ``distributions`` that is installed, else None."""
     for dist in distributions:
-        try:
+        with contextlib.suppress(md.PackageNotFoundError):
             return f"{dist}=={md.version(dist)}"
-        except md.PackageNotFoundError:
-            continue
     return None
 
 

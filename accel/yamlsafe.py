@@ -82,8 +82,7 @@ def _check_depth(text: str) -> None:
 
 def _check_tags(text: str) -> None:
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        tag = getattr(event, "tag", None)
-        if tag is not None:
+        if (tag := getattr(event, "tag", None)) is not None:
             shown = tag.replace("tag:yaml.org,2002:", "!!")
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
             raise _Refused(f"YAML tags are not allowed ({shown} at line {event.start_mark.line + 1}); write plain values")
