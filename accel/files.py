@@ -85,8 +85,7 @@ def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Pa
         dirs.sort()
         for name in fnmatch.filter(names, pattern):  # (both lists are sorted at the end)
             path = Path(here) / name
-            kind = file_kind(path)
-            if kind is None:
+            if (kind := file_kind(path)) is None:
                 files.append(path)
             elif kind != "a folder":
                 skipped.append((path, f"not a regular file ({kind})"))
@@ -105,10 +104,19 @@ def sequenced(path: Path, seq: int) -> Path:
     return path if seq == 0 else path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
-#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
-ENVIRONMENT_ERRNOS = {
-    getattr(errno, name) for name in "ENOSPC EDQUOT EROFS EFBIG EACCES EPERM EMFILE ENFILE ENOMEM ENAMETOOLONG ELOOP".split()
+#: What to do about an OSError that is the machine's answer, by its errno.
+_ENVIRONMENT_ADVICE = {
+    errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
+    "choose a shorter one",
+    errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
+    **dict.fromkeys(
+        (errno.ENOSPC, errno.EDQUOT), "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)"
+    ),
+    errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
+    **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions, or choose another folder"),
 }
+#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
+ENVIRONMENT_ERRNOS = {*_ENVIRONMENT_ADVICE, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
 #: The most characters of a path an error line quotes.
 QUOTED_PATH_CHARS = 160
 
@@ -120,16 +128,7 @@ def environment_error_line(exc: OSError) -> str:
     if len(text) > QUOTED_PATH_CHARS:
         text = f"{text[:half]}...{text[-half:]} ({len(str(exc.filename)):,} characters)"
     where = f" ({text})" if exc.filename else ""
-    advice = {
-        errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
-        "choose a shorter one",
-        errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
-        **dict.fromkeys(
-            (errno.ENOSPC, errno.EDQUOT), "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)"
-        ),
-        errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
-        **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions, or choose another folder"),
-    }.get(exc.errno or 0, "")
+    advice = _ENVIRONMENT_ADVICE.get(exc.errno or 0, "")
     return f"{exc.strerror or type(exc).__name__}{where}" + (f"; {advice}" if advice else "")
 
 

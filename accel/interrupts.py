@@ -69,14 +69,13 @@ def never_lost() -> Iterator[None]:
     pending: list[threading.Timer] = []  # redeliveries not yet made: cancelled when the command ends
 
     def hook(unraisable: Any) -> None:
-        if isinstance(exc := unraisable.exc_value, KeyboardInterrupt):
-            sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-            timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
-            timer.daemon = True
-            pending.append(timer)
-            timer.start()
-            return
-        previous(unraisable)
+        if not isinstance(exc := unraisable.exc_value, KeyboardInterrupt):
+            return previous(unraisable)
+        sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
+        timer.daemon = True
+        pending.append(timer)
+        timer.start()
 
     sys.unraisablehook = hook
     main = threading.current_thread() is threading.main_thread()

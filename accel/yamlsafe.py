@@ -157,8 +157,7 @@ def load(text: str, source: str) -> Any:
         _check_depth(text)
         _check_tags(text)
         loader = _Loader(text)
-        root = loader.get_single_node()
-        if root is None:
+        if (root := loader.get_single_node()) is None:
             return None
         _check_size(root)
         return loader.construct_document(root)
