@@ -59,8 +59,7 @@ class _Refused(Exception):
 def _check_depth(text: str) -> None:
     """Refuse flow collections nested deeper than :data:`MAX_DEPTH`, scanning the text once
     (brackets inside quotes and comments do not count)."""
-    depth, quote, line = 0, "", 1
-    previous = "\n"
+    depth, quote, line, previous = 0, "", 1, "\n"
     for char in text:
         if char == "\n":
             line += 1
