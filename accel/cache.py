@@ -52,10 +52,8 @@ def cache_dir() -> Path:
     ``$ACCEL_CACHE_DIR`` that cannot be written is an error naming it.
     """
     global _fallback_said
-    chosen = os.environ.get(CACHE_ENV)
-    if chosen:
-        why = _writable_folder(Path(chosen))
-        if why:
+    if chosen := os.environ.get(CACHE_ENV):
+        if why := _writable_folder(Path(chosen)):
             raise AccelError(
                 f"cannot write the cache folder {CACHE_ENV}={chosen!r} ({why}); set {CACHE_ENV} to a writable folder"
             )
@@ -73,8 +71,7 @@ def cache_dir() -> Path:
     if why is None and home_cache is not None:
         return home_cache
     fallback = Path(tempfile.gettempdir()) / f"accel-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
-    fallback_why = _private_folder(fallback)
-    if fallback_why:
+    if fallback_why := _private_folder(fallback):
         raise AccelError(
             f"cannot write a cache folder: {home_cache or '~/.cache/accel'} ({why}) nor {fallback} ({fallback_why}); "
             f"set {CACHE_ENV} to a writable folder"

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 from accel.errors import AccelError
 from accel.record import output_root
 from accel.registry import DEFAULT_MODEL, MAX_ESTIMATORS, MODELS, STRICT, check_search_space
+from accel.yamlsafe import MAX_BYTES, quote
 from accel.yamlsafe import load as load_yaml
-from accel.yamlsafe import quote, read_capped
 
 #: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
@@ -181,10 +181,9 @@ class RunConfig(_ModelSections):
     def _data_and_target_together(self) -> RunConfig:
         if self.data is not None and not self.target:
             raise ValueError("--data needs --target COLUMN (the column to predict)")
-        if self.target and self.data is None:
-            raise ValueError("--target applies to your own table: give it with --data FILE")
-        if self.date_format and self.data is None:
-            raise ValueError("--date-format applies to your own table: give it with --data FILE")
+        for flag, given in (("--target", self.target), ("--date-format", self.date_format)):
+            if given and self.data is None:
+                raise ValueError(f"{flag} applies to your own table: give it with --data FILE")
         if self.data is None and self.model != DEFAULT_MODEL:
             raise ValueError(f"the {self.workflow} workflow trains {DEFAULT_MODEL}; --model applies to --data runs")
         if self.data is not None:
@@ -210,10 +209,8 @@ class RunConfig(_ModelSections):
         from accel.memory import MemorySettings
 
         return MemorySettings(
-            rmm_pool=self.rmm_pool,
-            memory_budget=self.memory_budget,
+            **self.model_dump(include={"rmm_pool", "memory_budget", "precision"}),
             batch_rows=None if self.batch_rows == "auto" else int(self.batch_rows),
-            precision=self.precision,
         )
 
     def model_params(self) -> dict[str, Any]:
@@ -230,10 +227,8 @@ def _describe(error: dict[str, Any]) -> str:
     where = ".".join(str(p) for p in error["loc"])
     if not where:  # a check across several keys: its message says it all
         return str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        return f"unknown key {where!r}"
-    if error["type"] == "missing":
-        return f"missing key {where!r}"
+    if kind := {"extra_forbidden": "unknown", "missing": "missing"}.get(error["type"]):
+        return f"{kind} key {where!r}"
     return f"{where}: {error['msg']} (got {quote(error.get('input'))})"
 
 
@@ -265,23 +260,28 @@ def errors_message(found: list[dict[str, Any]], source: str) -> str:
 def read_workflow_file(path: Path) -> dict[str, Any]:
     """The mapping in a workflow YAML file; a one-line error for anything else.
 
-    Read with :func:`accel.yamlsafe.load`: duplicate keys, tags and alias bombs are refused.
+    At most :data:`accel.yamlsafe.MAX_BYTES` are read, with :func:`accel.yamlsafe.load`:
+    duplicate keys, tags and alias bombs are refused.
     """
     from accel.files import file_kind
 
+    source = f"workflow file {str(path)!r}"
     kind = file_kind(path)
     if kind == "missing":
-        raise AccelError(f"workflow file {str(path)!r} does not exist")
+        raise AccelError(f"{source} does not exist")
     if kind is not None:
-        raise AccelError(f"workflow file {str(path)!r} is {kind}, not a regular file")
+        raise AccelError(f"{source} is {kind}, not a regular file")
     try:
-        text = read_capped(path, f"workflow file {str(path)!r}")  # a size cap before any parsing
+        with open(path, "rb") as f:
+            text = f.read(MAX_BYTES + 1)  # a size cap before any parsing (a file without end costs nothing)
+        if len(text) > MAX_BYTES:
+            raise AccelError(f"{source} is larger than {MAX_BYTES // 1024:,} KiB; a workflow file holds settings, not data")
+        data = load_yaml(text.decode("utf-8"), source)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise AccelError(f"cannot read workflow file {str(path)!r} ({reason})") from None
-    data = load_yaml(text, f"workflow file {str(path)!r}")
+        raise AccelError(f"cannot read {source} ({reason})") from None
     if not isinstance(data, dict):
-        raise AccelError(f"workflow file {str(path)!r} must hold a mapping of settings (workflow: flights, ...)")
+        raise AccelError(f"{source} must hold a mapping of settings (workflow: flights, ...)")
     return data
 
 
@@ -301,7 +301,7 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {"scale": flags.get("scale")}
     given = {key: flags[key] for key in LOCAL_CLUSTER_FLAGS if flags.get(key) is not None}
-    kind, address = flags.get("cluster"), flags.get("scheduler")
+    kind, address, baseline = flags.get("cluster"), flags.get("scheduler"), flags.get("baseline_scheduler")
     if not (kind or address):
         given.pop("rmm_pool", None)  # also the single-process GPU arm's option; per worker only on a cluster
     elif "rmm_pool" in given:
@@ -309,18 +309,15 @@ def config_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
     named = ", ".join(LOCAL_CLUSTER_FLAGS[k] for k in given)
     if kind and address:
         raise AccelError("--cluster and --scheduler exclude each other: start a cluster here, or name a running one")
-    if address:
-        if given:
-            raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
-        out["cluster"] = {"kind": "scheduler", "address": address}
-        if flags.get("baseline_scheduler"):
-            out["cluster"]["baseline_address"] = flags["baseline_scheduler"]
-    elif flags.get("baseline_scheduler"):
+    if baseline and not address:
         raise AccelError("--baseline-scheduler is the baseline of a running GPU cluster: it goes with --scheduler")
-    if kind and not address:
-        out["cluster"] = {"kind": kind, **given}
-    elif given:
+    if address and given:
+        raise AccelError(f"{named} only apply to a cluster accel starts (--cluster); a running cluster has its own workers")
+    if given and not kind:
         raise AccelError(f"{named} need --cluster local|local-cuda")
+    if kind or address:
+        cluster = {"kind": kind, **given} if kind else {"kind": "scheduler", "address": address}
+        out["cluster"] = cluster | ({"baseline_address": baseline} if baseline else {})
     return out
 
 

@@ -100,13 +100,11 @@ def _scheme_credentials(match: re.Match[str]) -> str:
     """``Bearer X`` always; ``Basic X`` when X is Base64 of ``user:password`` (not "Basic statistics")."""
     if match.group(1) == "Basic":
         import base64
-        import binascii
 
-        try:
-            decoded = base64.b64decode(match.group(3), validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):
-            return match.group(0)
-        if ":" not in decoded:
+        try:  # binascii.Error and UnicodeDecodeError are ValueErrors
+            if ":" not in base64.b64decode(match.group(3), validate=True).decode("utf-8"):
+                return match.group(0)
+        except ValueError:
             return match.group(0)
     return match.group(1) + match.group(2) + MASK
 

@@ -14,6 +14,7 @@ variable that accel or its benchmark scripts read and that is set is recorded
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata as md
 import json
@@ -41,19 +42,16 @@ LIBRARIES = tuple(dict.fromkeys((
 
 
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        if found := re.search(r"^model name[^:\n]*:(.*)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE):
+            return found.group(1).strip()
     return platform.processor() or platform.machine()
 
 
-#: The distributions each library ships as (RAPIDS per CUDA major version), asked for by name:
-#: scanning every installed distribution's files (``packages_distributions``) took 0.2-0.3 s.
+#: The distributions each library ships as (RAPIDS per CUDA major version), asked for by name
+#: (a library not listed: its own name): scanning every installed distribution's files
+#: (``packages_distributions``) took 0.2-0.3 s.
 DISTRIBUTIONS = {
-    **{name: (name,) for name in ("numpy", "pandas", "pyarrow", "dask", "distributed", "optuna")},
     "sklearn": ("scikit-learn",),
     "xgboost": ("xgboost", "xgboost-cpu"),
     "cupy": ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"),
@@ -73,17 +71,15 @@ def library_versions() -> dict[str, str | None]:
     is installed under another distribution name falls back to scanning them all.
     """
     scan = lru_cache(maxsize=1)(md.packages_distributions)  # every distribution's files: at most once
-    out = {name: installed(DISTRIBUTIONS.get(name, ())) for name in LIBRARIES}
+    out = {name: installed(DISTRIBUTIONS.get(name, (name,))) for name in LIBRARIES}
     return {name: found or (installed(scan().get(name) or ()) if module_installed(name) else None) for name, found in out.items()}
 
 
 def installed(distributions: Iterable[str]) -> str | None:
     """``"distribution==version"`` of the first of ``distributions`` that is installed, else None."""
     for dist in distributions:
-        try:
+        with contextlib.suppress(md.PackageNotFoundError):
             return f"{dist}=={md.version(dist)}"
-        except md.PackageNotFoundError:
-            continue
     return None
 
 
@@ -115,19 +111,12 @@ def _git(*args: str) -> str | None:
 def _own_git() -> bool:
     """Whether this tree is the top of its own git checkout (not a copy inside another repository)."""
     top = _git("rev-parse", "--show-toplevel")
-    if not top:
-        return False
-    try:
-        return Path(top.strip()).resolve() == PROJECT_ROOT
-    except OSError:
-        return False
+    return bool(top) and Path(str(top).strip()).resolve() == PROJECT_ROOT
 
 
 def tree_files() -> list[str]:
     """The files of this checkout that a copy of it holds: tracked, and untracked but not ignored."""
-    listed = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    if listed is None:
-        return []
+    listed = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z") or ""
     return sorted({p for p in listed.split("\0") if p and (PROJECT_ROOT / p).is_file()})
 
 
@@ -135,9 +124,8 @@ def tree_digest(files: list[str]) -> str:
     """sha256 over each file's path and content (a file that is missing counts as such)."""
     h = hashlib.sha256()
     for rel in sorted(files):
-        path = PROJECT_ROOT / rel
         try:
-            content = hashlib.sha256(path.read_bytes()).hexdigest()
+            content = hashlib.sha256((PROJECT_ROOT / rel).read_bytes()).hexdigest()
         except OSError:
             content = "missing"
         h.update(f"{rel}\0{content}\n".encode())
@@ -154,11 +142,10 @@ def git_state() -> dict[str, Any]:
     changed after the file was written, and the state is then reported dirty.
     """
     if _own_git():
-        sha = (_git("rev-parse", "HEAD") or "").strip() or None
         status = _git("status", "--porcelain", "--untracked-files=no")
         untracked = _git("ls-files", "--others", "--exclude-standard", "-z")
         state: dict[str, Any] = {
-            "sha": sha,
+            "sha": (_git("rev-parse", "HEAD") or "").strip() or None,
             "dirty": None if status is None else bool(status.strip()),
             "source": "git",
             "untracked_files": None if untracked is None else len([p for p in untracked.split("\0") if p]),
@@ -256,11 +243,7 @@ def environment_overrides(environ: Any = None) -> dict[str, str]:
     prefixes), never the rest of the environment.
     """
     env = os.environ if environ is None else environ
-    return {
-        name: recordable_value(name, env[name])
-        for name in sorted(env)
-        if name in OVERRIDE_NAMES or name.startswith(OVERRIDE_PREFIXES)
-    }
+    return {n: recordable_value(n, env[n]) for n in sorted(env) if n in OVERRIDE_NAMES or n.startswith(OVERRIDE_PREFIXES)}
 
 
 def collect_environment() -> dict[str, Any]:
@@ -281,8 +264,6 @@ def collect_environment() -> dict[str, Any]:
         for dev in probe.devices
     ]
     git = git_state()
-    # The GPU's reason as a skipped GPU arm's record says it.
-    arms = {"cpu": {"can_run": True, "reason": None}, "gpu": {"can_run": probe.usable, "reason": probe.why_not()}}
     return {
         "cpu_model": cpu_model(),
         "cores": {
@@ -302,5 +283,6 @@ def collect_environment() -> dict[str, Any]:
         "git_sha": git["sha"],
         "git": git,
         "overrides": environment_overrides(),
-        "arms": arms,
+        # The GPU's reason as a skipped GPU arm's record says it.
+        "arms": {"cpu": {"can_run": True, "reason": None}, "gpu": {"can_run": probe.usable, "reason": probe.why_not()}},
     }

@@ -50,8 +50,7 @@ def enable_for_tests(folder: Path) -> Path:
 
 def active_folder() -> Path | None:
     """The fault folder if a test enabled the hook (``ACCEL_FAULT_DIR`` + marker, private), else None."""
-    folder = os.environ.get(ENV)
-    if not folder:
+    if not (folder := os.environ.get(ENV)):
         return None
     path = Path(folder)
     try:
@@ -68,8 +67,7 @@ def active_folder() -> Path | None:
 def _claim(name: str, armed: str, claimed: str) -> bool:
     """Whether this process claimed the point ``name`` a test armed (``<name>.<armed>``): renamed
     to ``<name>.<claimed>-<pid>``, so that exactly one process fires it."""
-    folder = active_folder()
-    if folder is None:
+    if (folder := active_folder()) is None:
         return False
     path = folder / f"{name}.{armed}"
     try:

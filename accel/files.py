@@ -54,9 +54,7 @@ def file_kind(path: Path | str) -> str | None:
         return "a broken link" if os.path.islink(path) else "missing"
     except OSError as exc:
         return f"unreadable ({exc.strerror or type(exc).__name__})"
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+    return None if stat.S_ISREG(mode) else next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
 def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -87,8 +85,7 @@ def regular_files(folder: Path, pattern: str) -> tuple[list[Path], list[tuple[Pa
         dirs.sort()
         for name in fnmatch.filter(names, pattern):  # (both lists are sorted at the end)
             path = Path(here) / name
-            kind = file_kind(path)
-            if kind is None:
+            if (kind := file_kind(path)) is None:
                 files.append(path)
             elif kind != "a folder":
                 skipped.append((path, f"not a regular file ({kind})"))
@@ -107,36 +104,31 @@ def sequenced(path: Path, seq: int) -> Path:
     return path if seq == 0 else path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
-#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
-ENVIRONMENT_ERRNOS = {
-    getattr(errno, name) for name in "ENOSPC EDQUOT EROFS EFBIG EACCES EPERM EMFILE ENFILE ENOMEM ENAMETOOLONG ELOOP".split()
+#: What to do about an OSError that is the machine's answer, by its errno.
+_ENVIRONMENT_ADVICE = {
+    errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
+    "choose a shorter one",
+    errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
+    **dict.fromkeys(
+        (errno.ENOSPC, errno.EDQUOT), "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)"
+    ),
+    errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
+    **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions, or choose another folder"),
 }
+#: OSErrors that are the machine's answer, not a bug: ``accel.cli.main.main`` reports them as one line.
+ENVIRONMENT_ERRNOS = {*_ENVIRONMENT_ADVICE, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
 #: The most characters of a path an error line quotes.
 QUOTED_PATH_CHARS = 160
 
 
-def quoted_path(path: object) -> str:
-    """``path`` as an error line quotes it: ``repr``, cut in the middle beyond :data:`QUOTED_PATH_CHARS`."""
-    text = repr(str(path))
-    if len(text) <= QUOTED_PATH_CHARS:
-        return text
-    half = QUOTED_PATH_CHARS // 2 - 2
-    return f"{text[:half]}...{text[-half:]} ({len(str(path)):,} characters)"
-
-
 def environment_error_line(exc: OSError) -> str:
     """``No space left on device (/runs/x.json); free some space, or choose another folder ...``."""
-    where = f" ({quoted_path(exc.filename)})" if exc.filename else ""
-    advice = {
-        errno.ENAMETOOLONG: "a name in the path is longer than the filesystem allows (most take 255 bytes per name): "
-        "choose a shorter one",
-        errno.ELOOP: "the path goes round in a loop of symbolic links: give the real path",
-        **dict.fromkeys(
-            (errno.ENOSPC, errno.EDQUOT), "free some space, or choose another folder (--out; the cache: ACCEL_CACHE_DIR)"
-        ),
-        errno.EROFS: "choose a writable folder (--out; the cache: ACCEL_CACHE_DIR)",
-        **dict.fromkeys((errno.EACCES, errno.EPERM), "check the permissions, or choose another folder"),
-    }.get(exc.errno or 0, "")
+    text = repr(str(exc.filename))  # cut in the middle beyond QUOTED_PATH_CHARS
+    half = QUOTED_PATH_CHARS // 2 - 2
+    if len(text) > QUOTED_PATH_CHARS:
+        text = f"{text[:half]}...{text[-half:]} ({len(str(exc.filename)):,} characters)"
+    where = f" ({text})" if exc.filename else ""
+    advice = _ENVIRONMENT_ADVICE.get(exc.errno or 0, "")
     return f"{exc.strerror or type(exc).__name__}{where}" + (f"; {advice}" if advice else "")
 
 
@@ -258,12 +250,9 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
     """Hard-link the written file ``tmp`` to ``path`` (with :data:`NUMBER`, to its first free
     sequenced name from ``first``); refused when the name is taken."""
     for seq in range(first, MAX_SEQUENCE + 1) if exists == NUMBER else (0,):
-        target = sequenced(path, seq)
-        try:
-            os.link(tmp, target)
+        with contextlib.suppress(FileExistsError):  # taken: the next number
+            os.link(tmp, target := sequenced(path, seq))
             return target
-        except FileExistsError:
-            continue
     if exists == REFUSE:  # made by someone else since the check above
         raise AccelError(f"{what} {str(path)!r} already exists: choose another name, or add --overwrite to replace it")
     raise AccelError(f"no free name for {str(path)!r} (tried up to {sequenced(path, MAX_SEQUENCE).name})")

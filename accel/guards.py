@@ -143,19 +143,29 @@ def check_test_split(labels: Any, task: str, test_size: float, seed: int, what: 
     )
 
 
-def check_target(plan: Any, target_values: pd.Series, test_size: float | None = None, seed: int | None = None) -> None:
+def check_target(plan: Any, target_values: pd.Series, test_size: float, seed: int) -> None:
     """Refuse a target the models cannot learn from, or test on, as planned (``target_values``: the whole column).
 
-    ``test_size`` and ``seed`` are the split's (``--test-size``, ``--seed``): given, a test split
-    that cannot be scored is refused too (:func:`check_test_split`).
+    ``test_size`` and ``seed`` are the split's (``--test-size``, ``--seed``): a test split that
+    cannot be scored is refused too (:func:`check_test_split`).
     """
     name = plan.target
     y = target_values.iloc[plan.row_positions].reset_index(drop=True)
-    _check_finite(name, y)
+    # Infinite target values, and values beyond float32's range.
+    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
+        if infinite := int(np.isinf(values).sum()):
+            raise AccelError(
+                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
+                "remove those rows or leave the target empty there (rows without a target are dropped)"
+            )
+        if (beyond := np.abs(values) > FLOAT32_MAX).any():
+            raise AccelError(
+                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
+                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
+            )
     if plan.task == "regression":
-        if test_size is not None and seed is not None:
-            check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
-        return
+        return check_test_split(y.to_numpy(dtype=np.float64, na_value=np.nan), plan.task, test_size, seed, repr(name))
     labels = y.astype(str) if not plan.classes_numeric else y
     counts = labels.value_counts()
     rare = counts[counts < MIN_CLASS_ROWS]
@@ -179,26 +189,7 @@ def check_target(plan: Any, target_values: pd.Series, test_size: float | None = 
             f"target {name!r}: class {shown} falls only in the test split, so the model never trains on it; "
             "use another --seed or --test-size, or remove those rows" + quantity_hint(plan.task_reason)
         )
-    if test_size is not None and seed is not None:
-        check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
-
-
-def _check_finite(name: str, y: pd.Series) -> None:
-    """Refuse infinite target values, and values beyond float32's range."""
-    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
-        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
-        infinite = int(np.isinf(values).sum())
-        if infinite:
-            raise AccelError(
-                f"target {name!r} has {infinite:,} infinite value(s): a model cannot learn from them; "
-                "remove those rows or leave the target empty there (rows without a target are dropped)"
-            )
-        beyond = np.abs(values) > FLOAT32_MAX
-        if beyond.any():
-            raise AccelError(
-                f"target {name!r} has {int(beyond.sum()):,} value(s) beyond float32's range "
-                f"(largest {np.nanmax(np.abs(values)):.3g}; the models train on float32): rescale it"
-            )
+    check_test_split(labels, plan.task, test_size, seed, repr(name), quantity_hint(plan.task_reason))
 
 
 def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
@@ -208,7 +199,6 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
         if column.kind != "numeric" or column.name not in head.columns or head[column.name].dtype.kind != "f":
             continue
         values = head[column.name].to_numpy(dtype=np.float64, na_value=np.nan)
-        infinite = np.isinf(values)
         finite = values[np.isfinite(values)]
         if finite.size and np.abs(finite).max() > FLOAT32_MAX:
             n = int((np.abs(finite) > FLOAT32_MAX).sum())
@@ -216,7 +206,7 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
                 f"column {column.name!r} has {n:,} value(s) beyond float32's range (largest {np.abs(finite).max():.3g}); "
                 "the feature matrices are float32: rescale the column or --drop it"
             )
-        if infinite.any():
+        if (infinite := np.isinf(values)).any():
             notices.append(
                 f"column {column.name!r}: {int(infinite.sum()):,} infinite value(s) treated as missing "
                 "(how XGBoost and the imputer treat absent values)"

@@ -69,15 +69,13 @@ def never_lost() -> Iterator[None]:
     pending: list[threading.Timer] = []  # redeliveries not yet made: cancelled when the command ends
 
     def hook(unraisable: Any) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            exc = unraisable.exc_value
-            sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-            timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
-            timer.daemon = True
-            pending.append(timer)
-            timer.start()
-            return
-        previous(unraisable)
+        if not isinstance(exc := unraisable.exc_value, KeyboardInterrupt):
+            return previous(unraisable)
+        sig = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), sig))
+        timer.daemon = True
+        pending.append(timer)
+        timer.start()
 
     sys.unraisablehook = hook
     main = threading.current_thread() is threading.main_thread()
@@ -100,8 +98,7 @@ def never_lost() -> Iterator[None]:
 def kept(exc: BaseException, what: str) -> None:
     """Note on the interrupt ``exc`` what the stopped command leaves on disk on purpose (``what``:
     a study and how to resume it); the command line says it instead of "nothing was written"."""
-    notes = list(getattr(exc, "accel_kept", []))
-    exc.accel_kept = [*notes, what]  # type: ignore[attr-defined]
+    exc.accel_kept = [*getattr(exc, "accel_kept", []), what]  # type: ignore[attr-defined]
 
 
 def what_was_kept(exc: BaseException) -> str:

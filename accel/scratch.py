@@ -32,15 +32,12 @@ NEW_FOLDER_GRACE_S = 60.0
 _HELD: dict[Path, int] = {}
 
 
-def _lock(path: Path, blocking: bool) -> int | None:
-    """An open descriptor of ``path`` holding its exclusive lock, or None where another process holds it."""
-    flags = os.O_RDONLY if path.is_dir() else os.O_RDONLY | os.O_CREAT
-    fd = os.open(path, flags, 0o600)
+def _lock(path: Path, blocking: bool) -> int:
+    """An open descriptor of ``path`` holding its exclusive lock; not ``blocking``, BlockingIOError
+    (an OSError) where another process holds it."""
+    fd = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
     except BaseException:
         os.close(fd)
         raise
@@ -62,17 +59,15 @@ def reclaim(root: Path, prefix: str) -> list[Path]:
         if folder in _HELD:
             continue
         lock = folder / LOCK_NAME
+        fd: int | None = None
         try:
             if not lock.exists():
                 if time.time() - folder.stat().st_mtime < NEW_FOLDER_GRACE_S:
                     continue
-                fd = None
             else:
                 fd = _lock(lock, blocking=False)
-                if fd is None:
-                    continue  # its owner is alive
         except OSError:
-            continue  # another user's folder, or gone meanwhile
+            continue  # its owner is alive (BlockingIOError), another user's folder, or gone meanwhile
         try:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
@@ -92,12 +87,10 @@ def owned_folder(root: Path, prefix: str) -> Path:
     reclaim(root, prefix)
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
     try:
-        fd = _lock(folder / LOCK_NAME, blocking=True)
+        _HELD[folder] = _lock(folder / LOCK_NAME, blocking=True)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    assert fd is not None
-    _HELD[folder] = fd
     return folder
 
 
@@ -117,7 +110,6 @@ def exclusive(path: Path) -> Iterator[None]:
     """Hold the exclusive lock of ``path`` (a folder, or a file that is created) while inside;
     waits until no other process holds it. The lock goes with the process if it dies."""
     fd = _lock(Path(path), blocking=True)
-    assert fd is not None
     try:
         yield
     finally:

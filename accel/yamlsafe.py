@@ -1,7 +1,7 @@
 """The one YAML loader accel reads user files with: plain data, every problem one short line.
 
 On top of ``yaml.SafeLoader`` (no Python objects), with YAML 1.2's core schema for plain
-(unquoted) values instead of PyYAML's YAML 1.1 rules (:class:`CoreResolver`): only ``true`` and
+(unquoted) values instead of PyYAML's YAML 1.1 rules (``_Loader``): only ``true`` and
 ``false`` are booleans (``NO``, ``SE``, ``yes``, ``off`` are strings: country codes stay
 country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecimal), ``1:20`` and
 ``2024-01-01`` are strings, ``1e3`` is a number, and ``null``, ``~`` or nothing is null;
@@ -14,7 +14,7 @@ country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecim
   :data:`MAX_NODES` values, so an alias bomb ("billion laughs") is refused before anything
   is built from it;
 - what an error quotes from the file is capped (:func:`quote`);
-- a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`read_capped`):
+- a file larger than :data:`MAX_BYTES` is refused before it is parsed (:func:`accel.config.read_workflow_file`):
   PyYAML takes minutes and gigabytes over a 50 MB list before the value count could refuse it;
 - flow collections (``[...]``, ``{...}``) nested more than :data:`MAX_DEPTH` deep are refused
   before PyYAML sees them: its scanner takes time quadratic in the depth (minutes for a 200 KB
@@ -23,7 +23,6 @@ country codes), ``0755`` is the integer 755 (``0o755`` octal, ``0x1F`` hexadecim
 
 from __future__ import annotations
 
-import os
 import re
 import reprlib
 from typing import Any
@@ -57,15 +56,10 @@ class _Refused(Exception):
     pass
 
 
-def _line(node: yaml.Node) -> int:
-    return node.start_mark.line + 1
-
-
 def _check_depth(text: str) -> None:
     """Refuse flow collections nested deeper than :data:`MAX_DEPTH`, scanning the text once
     (brackets inside quotes and comments do not count)."""
-    depth, quote, line = 0, "", 1
-    previous = "\n"
+    depth, quote, line, previous = 0, "", 1, "\n"
     for char in text:
         if char == "\n":
             line += 1
@@ -87,8 +81,7 @@ def _check_depth(text: str) -> None:
 
 def _check_tags(text: str) -> None:
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        tag = getattr(event, "tag", None)
-        if tag is not None:
+        if (tag := getattr(event, "tag", None)) is not None:
             shown = tag.replace("tag:yaml.org,2002:", "!!")
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
             raise _Refused(f"YAML tags are not allowed ({shown} at line {event.start_mark.line + 1}); write plain values")
@@ -115,9 +108,30 @@ def _check_size(root: yaml.Node) -> None:
         raise _Refused(f"the file expands to more than {MAX_NODES:,} values through its aliases (an alias bomb?)")
 
 
-class CoreResolver(yaml.resolver.BaseResolver):
-    """YAML 1.2's core schema: the plain scalars that are null, booleans, integers and floats
-    (https://yaml.org/spec/1.2.2/#1032-tag-resolution); every other plain scalar is a string."""
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with YAML 1.2's core schema: the plain scalars that are null, booleans,
+    integers and floats (https://yaml.org/spec/1.2.2/#1032-tag-resolution); every other plain
+    scalar is a string (no sexagesimal ``1:20``, ``0755`` decimal)."""
+
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}  # none of YAML 1.1's
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        return int(text, 0 if text[:2] in ("0o", "0x") else 10)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *base": merged keys may be overridden by the mapping's own
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _Refused(f"key {quote(key, 40)} is given twice (lines {seen[key]} and {line}); keep one")
+            except TypeError:  # an unhashable key: SafeLoader says so itself
+                break
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 _CORE = (
@@ -129,71 +143,11 @@ _CORE = (
         r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
         list("-+.0123456789"),
     ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),  # "<<: *base" stays
 )
 for _tag, _pattern, _first in _CORE:
-    CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), _first)
-CoreResolver.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])  # "<<: *base" stays
-
-
-class _CoreConstructor(yaml.constructor.SafeConstructor):
-    """Integers and floats as YAML 1.2 reads them (no sexagesimal ``1:20``, ``0755`` decimal)."""
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        text = str(self.construct_scalar(node))
-        if text[:2] in ("0o", "0x"):
-            return int(text[2:], 8 if text[1] == "o" else 16)
-        return int(text, 10)
-
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        text = str(self.construct_scalar(node)).lower()
-        return float(text.replace(".", "") if text.endswith((".inf", ".nan")) else text)
-
-    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
-        return str(self.construct_scalar(node)).lower() == "true"
-
-
-for _kind in ("int", "float", "bool"):
-    _CoreConstructor.add_constructor(f"tag:yaml.org,2002:{_kind}", getattr(_CoreConstructor, f"construct_yaml_{_kind}"))
-
-
-class _Loader(
-    yaml.reader.Reader,
-    yaml.scanner.Scanner,
-    yaml.parser.Parser,
-    yaml.composer.Composer,
-    _CoreConstructor,
-    CoreResolver,
-):
-    def __init__(self, stream: str) -> None:
-        yaml.reader.Reader.__init__(self, stream)
-        for base in (yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _CoreConstructor, CoreResolver):
-            base.__init__(self)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # "<<: *base": merged keys may be overridden by the mapping's own
-            key = self.construct_object(key_node, deep=True)
-            try:
-                if key in seen:
-                    raise _Refused(f"key {quote(key, 40)} is given twice (lines {seen[key]} and {_line(key_node)}); keep one")
-            except TypeError:  # an unhashable key: SafeLoader says so itself
-                break
-            seen[key] = _line(key_node)
-        return super().construct_mapping(node, deep=deep)
-
-
-def read_capped(path: str | os.PathLike[str], source: str, limit: int = MAX_BYTES) -> str:
-    """The text of ``path`` (UTF-8), refused in one line when it holds more than ``limit`` bytes.
-
-    Never reads more than ``limit + 1`` bytes, so a huge file (or one without end) costs nothing.
-    """
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise AccelError(f"{source} is larger than {limit // 1024:,} KiB; a workflow file holds settings, not data")
-    return data.decode("utf-8")
+    _Loader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def load(text: str, source: str) -> Any:
@@ -202,14 +156,10 @@ def load(text: str, source: str) -> Any:
         _check_depth(text)
         _check_tags(text)
         loader = _Loader(text)
-        try:
-            root = loader.get_single_node()
-            if root is None:
-                return None
-            _check_size(root)
-            return loader.construct_document(root)
-        finally:
-            loader.dispose()
+        if (root := loader.get_single_node()) is None:
+            return None
+        _check_size(root)
+        return loader.construct_document(root)
     except _Refused as exc:
         raise AccelError(f"{source}: {exc}") from None
     except RecursionError:
