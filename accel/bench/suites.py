@@ -49,29 +49,6 @@ SUITE_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class SuiteRequest:
-    """One benchmark, as :func:`accel.benchmark` or ``accel bench SUITE`` asks for it.
-
-    Attributes
-    ----------
-    suite : str
-        ``groupby``, ``join``, ``models`` or ``crossover``.
-    settings : dict
-        The suite's settings by their names in :data:`SUITE_SETTINGS` and
-        :data:`COMMON_SETTINGS`, defaults filled in.
-    say : callable
-        Told each progress line (a question, a model, a size measured).
-    notice : callable
-        Told what the user should read whether or not progress is shown (an older model name).
-    """
-
-    suite: str
-    settings: dict[str, Any]
-    say: Callable[[str], None]
-    notice: Callable[[str], None]
-
-
 #: The settings given in more than one form, each as the suite reads it: a list of names as the
 #: flag spells it (and the record keeps it), a path (``cpu_from``: one or more).
 _SPELLED: dict[str, Callable[[Any], Any]] = {
@@ -83,10 +60,12 @@ _SPELLED: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
-    """The request for ``suite`` from the settings the caller gave (None: not given).
+def request(suite: str, given: Mapping[str, Any], progress: bool) -> _Plan:
+    """The benchmark ``suite`` with the settings the caller gave (None: not given), its inputs checked.
 
-    A setting that belongs to another suite is refused, naming the ones this suite takes.
+    A setting that belongs to another suite is refused, naming the ones this suite takes; then the
+    counts, then the suite's own inputs, in its own order (:data:`_PLANS`). ``progress``: each
+    question, model or size measured is said on stderr.
     """
     if suite not in SUITE_SETTINGS:
         raise AccelError(f"unknown benchmark suite {suite!r}; known: {', '.join(SUITE_SETTINGS)}")
@@ -99,7 +78,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
-    return SuiteRequest(suite, settings, stderr_line if progress else (lambda _message: None), stderr_line)
+    return _PLANS[suite](suite, settings, stderr_line if progress else (lambda _message: None))
 
 
 def _check_counts(settings: Mapping[str, Any]) -> None:
@@ -109,7 +88,7 @@ def _check_counts(settings: Mapping[str, Any]) -> None:
     floors = {"repeats": 1, "warmup": 0, "rows": 1, "features": 1, "min_rows": 1, "max_rows": 1, "steps_per_decade": 1}
     for name, floor in floors.items():
         value = settings.get(name, floor)  # a count the suite does not take passes
-        if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+        if value < floor:  # an int: accel.benchmark's arguments are checked for their types
             what = "a positive integer" if floor else "0 or a positive integer"
             raise AccelError(f"{name} must be {what}, got {value!r}")
 
@@ -124,6 +103,9 @@ class _Plan:
 
     Attributes
     ----------
+    settings : dict
+        The suite's settings by their names in :data:`SUITE_SETTINGS` and
+        :data:`COMMON_SETTINGS`, defaults filled in.
     benchmark : str
         The result's ``benchmark``.
     facts : callable
@@ -139,6 +121,7 @@ class _Plan:
         The GPU capabilities the suite uses (:func:`accel.backend.resolve_arms`).
     """
 
+    settings: dict[str, Any]
     benchmark: str
     facts: Callable[[], dict[str, Any]]
     measure: Callable[[Arms, Keep], dict[str, Any]]
@@ -147,17 +130,16 @@ class _Plan:
     needs: tuple[str, ...] | None = None
 
 
-def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    """Check the inputs, measure both arms, write the result, for any suite.
+def run_suite(plan: _Plan) -> tuple[dict[str, Any], Path]:
+    """Measure both arms and write the result, for any suite whose inputs passed their checks.
 
-    The suite's checks come first, in its own order (:data:`_PLANS`); then the results folder
-    (``results``, or the output root's benchmarks folder, created and proved writable), the
-    suite's facts, the arms for ``device``, the progress file, the measurements, and the result,
-    stamped and written (never over an earlier one).
+    The results folder (``results``, or the output root's benchmarks folder, created and proved
+    writable) comes first; then the suite's facts, the arms for ``device``, the progress file, the
+    measurements, and the result, stamped and written (never over an earlier one).
 
     Parameters
     ----------
-    req : SuiteRequest
+    plan : _Plan
         From :func:`request`.
 
     Returns
@@ -168,8 +150,7 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
     from accel.backend import resolve_arms
     from accel.timing import bench_environment, result_device, write_result
 
-    s = req.settings
-    plan = _PLANS[req.suite](req)
+    s = plan.settings
     if s["results"] is None:
         s["results"] = output_root() / RESULTS_FOLDER
     folder = ensure_writable(s["results"], what="benchmark results", option="--results")
@@ -314,18 +295,17 @@ _DB_DATA = {
 }
 
 
-def _db(req: SuiteRequest) -> _Plan:
+def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
     """groupby and join: the questions, the data files and their columns, the context engines."""
     from accel.bench import db as dbbench
     from accel.bench import engines
 
-    s, say = req.settings, req.say
-    suite = dbbench.SUITES[req.suite]
+    suite = dbbench.SUITES[name]
     questions = dbbench.select_questions(suite, s["questions"])
-    source, wants = _DB_DATA[req.suite]
+    source, wants = _DB_DATA[name]
     if s[source] is None:
-        raise AccelError(f"the {req.suite} benchmark needs {wants}")
-    paths = (dbbench.locate_groupby if req.suite == "groupby" else dbbench.locate_join)(s[source])
+        raise AccelError(f"the {name} benchmark needs {wants}")
+    paths = (dbbench.locate_groupby if name == "groupby" else dbbench.locate_join)(s[source])
     dbbench.check_columns(suite, paths)
     engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
     reused: dict[str, Any] = {}
@@ -367,7 +347,7 @@ def _db(req: SuiteRequest) -> _Plan:
                         )
         return out
 
-    return _Plan(benchmark=suite.benchmark, facts=facts, measure=measure, fairness=_db_fairness)
+    return _Plan(s, benchmark=suite.benchmark, facts=facts, measure=measure, fairness=_db_fairness)
 
 
 def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
@@ -387,20 +367,20 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-def _models(req: SuiteRequest) -> _Plan:
+def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
     """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
-    s = req.settings
-    pairs = modelbench.select_models(s["models"], say=req.notice)
+    pairs = modelbench.select_models(s["models"], say=stderr_line)
     _at_least("--rows", s["rows"], 50, "(an 80/20 split, 5 neighbours, 8 clusters)")
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
             "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
     return _Plan(
+        s,
         benchmark="models",
         facts=lambda: {"data": data},
-        measure=lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, req.say, keep)},
+        measure=lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
         fairness=_model_fairness,
         item="model",
         # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
@@ -409,13 +389,12 @@ def _models(req: SuiteRequest) -> _Plan:
     )
 
 
-def _crossover(req: SuiteRequest) -> _Plan:
+def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
     """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
 
-    s = req.settings
-    operations = crossover.select_operations(s["operations"], say=req.notice)
+    operations = crossover.select_operations(s["operations"], say=stderr_line)
     sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     models_in = any(op not in crossover.FRAME_OPERATIONS for op in operations)
@@ -423,12 +402,18 @@ def _crossover(req: SuiteRequest) -> _Plan:
     _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
 
     return _Plan(
+        s,
         benchmark="crossover",
         facts=lambda: {"sizes": sizes},
-        measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, req.say)},
+        measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
         fairness=functools.partial(_model_fairness, also="; groupby/join: pandas, one thread"),
     )
 
 
 #: Each suite's checks, in its own order, giving what :func:`run_suite` runs.
-_PLANS: dict[str, Callable[[SuiteRequest], _Plan]] = {"groupby": _db, "join": _db, "models": _models, "crossover": _crossover}
+_PLANS: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], _Plan]] = {
+    "groupby": _db,
+    "join": _db,
+    "models": _models,
+    "crossover": _crossover,
+}
