@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,12 +59,26 @@ _SPELLED: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def request(suite: str, given: Mapping[str, Any], progress: bool) -> _Plan:
-    """The benchmark ``suite`` with the settings the caller gave (None: not given), its inputs checked.
+def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dict[str, Any], Path]:
+    """Check the inputs, measure both arms, write the result, for any suite.
 
     A setting that belongs to another suite is refused, naming the ones this suite takes; then the
-    counts, then the suite's own inputs, in its own order (:data:`_PLANS`). ``progress``: each
-    question, model or size measured is said on stderr.
+    counts, then the suite's own inputs, in its own order (:data:`_SUITES`); then :func:`_run`.
+
+    Parameters
+    ----------
+    suite : str
+        ``groupby``, ``join``, ``models`` or ``crossover``.
+    given : mapping
+        The settings the caller gave, by their names in :data:`SUITE_SETTINGS` and
+        :data:`COMMON_SETTINGS` (None: not given).
+    progress : bool
+        Say each question, model or size measured on stderr.
+
+    Returns
+    -------
+    (dict, pathlib.Path)
+        The result and where it was written.
     """
     if suite not in SUITE_SETTINGS:
         raise AccelError(f"unknown benchmark suite {suite!r}; known: {', '.join(SUITE_SETTINGS)}")
@@ -78,7 +91,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> _Plan:
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
-    return _PLANS[suite](suite, settings, stderr_line if progress else (lambda _message: None))
+    return _SUITES[suite](suite, settings, stderr_line if progress else (lambda _message: None))
 
 
 def _check_counts(settings: Mapping[str, Any]) -> None:
@@ -97,15 +110,25 @@ def _check_counts(settings: Mapping[str, Any]) -> None:
 Keep = Callable[[str, str, dict], None]
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """One suite whose inputs passed its checks: what :func:`run_suite` runs.
+def _run(
+    s: dict[str, Any],
+    benchmark: str,
+    facts: Callable[[], dict[str, Any]],
+    measure: Callable[[Arms, Keep], dict[str, Any]],
+    fairness: Callable[[Backend, dict[str, Any]], dict[str, Any]],
+    item: str = "question",
+    needs: tuple[str, ...] | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """Measure both arms and write the result, for any suite whose inputs passed their checks.
 
-    Attributes
+    The results folder (``results``, or the output root's benchmarks folder, created and proved
+    writable) comes first; then the suite's facts, the arms for ``device``, the progress file, the
+    measurements, and the result, stamped and written (never over an earlier one).
+
+    Parameters
     ----------
-    settings : dict
-        The suite's settings by their names in :data:`SUITE_SETTINGS` and
-        :data:`COMMON_SETTINGS`, defaults filled in.
+    s : dict
+        The suite's settings, defaults filled in.
     benchmark : str
         The result's ``benchmark``.
     facts : callable
@@ -119,28 +142,6 @@ class _Plan:
         What ``keep`` is told the key of (``question``, ``model``).
     needs : tuple of str, optional
         The GPU capabilities the suite uses (:func:`accel.backend.resolve_arms`).
-    """
-
-    settings: dict[str, Any]
-    benchmark: str
-    facts: Callable[[], dict[str, Any]]
-    measure: Callable[[Arms, Keep], dict[str, Any]]
-    fairness: Callable[[Backend, dict[str, Any]], dict[str, Any]]
-    item: str = "question"
-    needs: tuple[str, ...] | None = None
-
-
-def run_suite(plan: _Plan) -> tuple[dict[str, Any], Path]:
-    """Measure both arms and write the result, for any suite whose inputs passed their checks.
-
-    The results folder (``results``, or the output root's benchmarks folder, created and proved
-    writable) comes first; then the suite's facts, the arms for ``device``, the progress file, the
-    measurements, and the result, stamped and written (never over an earlier one).
-
-    Parameters
-    ----------
-    plan : _Plan
-        From :func:`request`.
 
     Returns
     -------
@@ -150,17 +151,16 @@ def run_suite(plan: _Plan) -> tuple[dict[str, Any], Path]:
     from accel.backend import resolve_arms
     from accel.timing import bench_environment, result_device, write_result
 
-    s = plan.settings
     if s["results"] is None:
         s["results"] = output_root() / RESULTS_FOLDER
     folder = ensure_writable(s["results"], what="benchmark results", option="--results")
-    facts = plan.facts()
-    arms = resolve_arms(s["device"], needs=plan.needs)
+    known = facts()
+    arms = resolve_arms(s["device"], needs=needs)
     gpu = arms.gpu
 
     result = {
         **record_head("bench"),
-        "benchmark": plan.benchmark,
+        "benchmark": benchmark,
         "started_at": datetime.now(timezone.utc).isoformat(),
         "finished_at": None,
         "config": json.loads(json.dumps(s, default=str)),  # paths as text
@@ -169,15 +169,15 @@ def run_suite(plan: _Plan) -> tuple[dict[str, Any], Path]:
             "reason": arms.gpu_skip,
             "device_name": gpu.device.name if gpu is not None and gpu.device else None,
         },
-        **facts,
+        **known,
     }
-    keep = _progress_file(s.get("progress_file"), plan.benchmark, facts.get("data"), plan.item, s.get("overwrite", False))
-    result.update(plan.measure(arms, keep))
+    keep = _progress_file(s.get("progress_file"), benchmark, known.get("data"), item, s.get("overwrite", False))
+    result.update(measure(arms, keep))
     result["finished_at"] = datetime.now(timezone.utc).isoformat()
     result["environment"] = bench_environment()
-    result["fairness"] = plan.fairness(arms.cpu, result)
+    result["fairness"] = fairness(arms.cpu, result)
     device = result_device(gpu is not None, result["environment"])
-    return result, write_result(folder, result, plan.benchmark.replace("_", "-"), device)
+    return result, write_result(folder, result, benchmark.replace("_", "-"), device)
 
 
 def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, overwrite: bool) -> Keep:
@@ -208,62 +208,47 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
 def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise.
-    Questions are taken from the first result that has them."""
+    Questions (and each CPU engine's answers) are taken from the first result that has them."""
+    from accel.bench.engines import CPU_ENGINES
+    from accel.environment import cpu_model
+
     rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
     # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
-    expanded = [(c, True) for p in paths if Path(p).is_dir() for c in sorted(Path(p).glob("*.json"))]
-    expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
+    expanded = [(c, True) for p in paths if p.is_dir() for c in sorted(p.glob("*.json"))]
+    expanded += [(p, False) for p in paths if not p.is_dir()]
+    mine = {r: (f["bytes"], f["sha256"]) for r, f in data_files.items()}
     for path, lenient in expanded:
         try:
-            prior = _same_run(path, benchmark, data_files)
+            prior = read_record(path)  # a RecordError is a ValueError: not a result
+            if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
+                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+            if {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()} != mine:
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+            host = (prior.environment or Environment()).cpu_model
+            if host != cpu_model():
+                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
         except (OSError, ValueError, AccelError) as exc:
             if lenient:
                 continue
-            if isinstance(exc, AccelError):
-                raise
-            raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
+            why = f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})"
+            raise exc if isinstance(exc, AccelError) else AccelError(why) from None
         arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
         for row in prior.questions:
             if row.cpu.ok:
                 rows.setdefault(row.question, (row.cpu.model_dump(exclude_unset=True), str(path)))
-        _take_engines(prior, path, engines)
+        for name, eng in prior.engines.items():
+            if name in CPU_ENGINES and eng.ok:
+                merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+                for q, a in eng.questions.items():
+                    merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
     arm.update(status="ok", questions={q.name: rows[q.name][0] for q in questions})
     arm["reused_from"] = {q.name: rows[q.name][1] for q in questions}
     return arm, engines
-
-
-def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
-    """The result at ``path``, checked to be ``benchmark`` on the same data and CPU; refused otherwise."""
-    from accel.environment import cpu_model
-
-    prior = read_record(path)  # a RecordError is a ValueError: not a result
-    if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
-        raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-    theirs = {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()}
-    mine = {r: (f.get("bytes"), f.get("sha256")) for r, f in data_files.items()}
-    if theirs != mine:
-        raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-    host = (prior.environment or Environment()).cpu_model
-    if host != cpu_model():
-        raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
-    return prior
-
-
-def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
-    """Add the CPU engines' answers of the result ``prior`` (read from ``path``) to ``engines``, first come first kept."""
-    from accel.bench.engines import CPU_ENGINES
-
-    for name, eng in prior.engines.items():
-        if name not in CPU_ENGINES or not eng.ok:
-            continue
-        merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
-        for q, a in eng.questions.items():
-            merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
 def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True) -> None:
@@ -295,7 +280,7 @@ _DB_DATA = {
 }
 
 
-def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
+def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """groupby and join: the questions, the data files and their columns, the context engines."""
     from accel.bench import db as dbbench
     from accel.bench import engines
@@ -347,7 +332,7 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
                         )
         return out
 
-    return _Plan(s, benchmark=suite.benchmark, facts=facts, measure=measure, fairness=_db_fairness)
+    return _run(s, suite.benchmark, facts, measure, _db_fairness)
 
 
 def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
@@ -367,7 +352,7 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
+def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
@@ -376,12 +361,12 @@ def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
             "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    return _Plan(
+    return _run(
         s,
-        benchmark="models",
-        facts=lambda: {"data": data},
-        measure=lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
-        fairness=_model_fairness,
+        "models",
+        lambda: {"data": data},
+        lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
+        _model_fairness,
         item="model",
         # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
         # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
@@ -389,7 +374,7 @@ def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
     )
 
 
-def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Plan:
+def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
@@ -401,17 +386,18 @@ def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> _Pl
     _at_least("--min-rows", sizes[0], 50, "for model operations", applies=models_in)
     _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
 
-    return _Plan(
+    fairness = functools.partial(_model_fairness, also="; groupby/join: pandas, one thread")
+    return _run(
         s,
-        benchmark="crossover",
-        facts=lambda: {"sizes": sizes},
-        measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
-        fairness=functools.partial(_model_fairness, also="; groupby/join: pandas, one thread"),
+        "crossover",
+        lambda: {"sizes": sizes},
+        lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
+        fairness,
     )
 
 
-#: Each suite's checks, in its own order, giving what :func:`run_suite` runs.
-_PLANS: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], _Plan]] = {
+#: Each suite: its checks, in its own order, then :func:`_run`.
+_SUITES: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], tuple[dict[str, Any], Path]]] = {
     "groupby": _db,
     "join": _db,
     "models": _models,

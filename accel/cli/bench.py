@@ -196,34 +196,29 @@ def _db_table(result: DbBench, width: int) -> Any:
     gpu_shown = any(q.gpu.status in ("ok", "failed") for q in result.questions)
     timed = sorted({a.timing.repeats for q in result.questions for a in (q.cpu, q.gpu) if a.timing and a.timing.repeats})
     median = f"median of {timed[0]} timed" if len(timed) == 1 else "median of the timed"
-    arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
-    layouts = [_db_layout(result, arms, median, runs) for runs in (True, False)]
-    runs = _needed_width(*layouts[0], {"question"}) <= width
-    headers, rows = layouts[0] if runs else layouts[1]
+    arms, median_lines = ["CPU", "GPU"] if gpu_shown else ["CPU"], median.replace(" of ", "\nof ")
+
+    def layout(runs: bool) -> tuple[list[str], list[list[str]]]:  # with run 1 and run 2, or the medians only
+        headers = ["q", "question"]
+        for label in arms:
+            headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
+        headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
+        rows = []
+        for q in result.questions:
+            cells = [q.question, q.title]
+            for a in (q.cpu, q.gpu)[: len(arms)]:
+                figures = [a.run1, a.run2, a.median] if runs else [a.median]
+                cells += [_fmt_s(v) for v in figures] if a.ok else [a.status or "—", *[""] * (len(figures) - 1)]
+            answer_rows = q.cpu.rows if q.cpu.rows is not None else q.gpu.rows
+            cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
+            if gpu_shown:
+                cells += [_fmt_x(q.speedup), {True: "agree", False: "DISAGREE", None: "not compared"}[q.agree]]
+            rows.append(cells)
+        return headers, rows
+
+    runs = _needed_width(*layout(True), {"question"}) <= width
     title = f"db-benchmark {result.benchmark.removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
-    return _whole_cells_table(title, headers, rows, text_columns={"question"}, left={"q", "question", "answers"})
-
-
-def _db_layout(result: DbBench, arms: list[str], median: str, runs: bool) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the questions' table, with run 1 and run 2 or the medians only."""
-    gpu_shown = "gpu" in arms
-    headers = ["q", "question"]
-    median_lines = median.replace(" of ", "\nof ")
-    for label in map(str.upper, arms):
-        headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
-    headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
-    rows = []
-    for q in result.questions:
-        cells = [q.question, q.title]
-        for a in (q.cpu if arm == "cpu" else q.gpu for arm in arms):
-            figures = [a.run1, a.run2, a.median] if runs else [a.median]
-            cells += [_fmt_s(v) for v in figures] if a.ok else [a.status or "—", *[""] * (len(figures) - 1)]
-        answer_rows = q.cpu.rows if q.cpu.rows is not None else q.gpu.rows
-        cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
-        if gpu_shown:
-            cells += [_fmt_x(q.speedup), {True: "agree", False: "DISAGREE", None: "not compared"}[q.agree]]
-        rows.append(cells)
-    return headers, rows
+    return _whole_cells_table(title, *layout(runs), text_columns={"question"}, left={"q", "question", "answers"})
 
 
 #: Width kept for a column of text (a question's title): it wraps within it.
@@ -351,7 +346,6 @@ def _render_models(result: ModelsBench, console: Any) -> None:
 def _render_crossover(result: CrossoverBench, console: Any) -> None:
     from rich.table import Table
 
-    reasons: list[str] = []  # each said once, after the tables
     for op in result.operations:
         t = Table(title=f"{op.operation}: {op.description} — median seconds", title_justify="left")
         for col in ("rows", "CPU", "GPU", "speedup"):
@@ -359,15 +353,14 @@ def _render_crossover(result: CrossoverBench, console: Any) -> None:
         for p in op.points:
             t.add_row(f"{p.rows:,}", *(_fmt_s(a.median) if a.ok else str(a.status) for a in (p.cpu, p.gpu)), _fmt_x(p.speedup))
         console.print(t)
-        if op.gpu_status != "ok":
-            said = arm_status_line("gpu", Arm(status=op.gpu_status, reason=op.gpu_reason))
-            reasons += [said] if said not in reasons else []
-            console.print(f"crossover: not measured (GPU arm {op.gpu_status})", highlight=False)
-        elif op.crossover_rows is None:
-            console.print("crossover: the GPU arm did not win from any size measured on", highlight=False)
-        else:
-            console.print(f"crossover: the GPU arm wins from {op.crossover_rows:,} rows on", highlight=False)
-    for said in reasons:
+        wins = (
+            "did not win from any size measured on" if op.crossover_rows is None else f"wins from {op.crossover_rows:,} rows on"
+        )
+        said = f"not measured (GPU arm {op.gpu_status})" if op.gpu_status != "ok" else f"the GPU arm {wins}"
+        console.print(f"crossover: {said}", highlight=False)
+    # Each reason the GPU arm did not run, said once, after the tables.
+    skipped = [Arm(status=op.gpu_status, reason=op.gpu_reason) for op in result.operations if op.gpu_status != "ok"]
+    for said in dict.fromkeys(arm_status_line("gpu", arm) for arm in skipped):
         console.print(said, highlight=False, markup=False, soft_wrap=True)
 
 
