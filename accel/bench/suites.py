@@ -307,15 +307,15 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[
         )
         return {"data": {role: str(p) for role, p in paths.items()}, "data_files": data_files}
 
-    def run_arm(arm: str, backend: Backend, keep: Keep) -> dict[str, Any]:
-        if arm == "cpu" and reused["cpu"] is not None:
-            say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
-            return reused["cpu"]
-        kept = functools.partial(keep, arm)
-        return dbbench.run_arm(backend, suite, paths, questions, s["repeats"], s["warmup"], say, kept)
-
     def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
-        measured = dbbench.both_arms(arms, arms.gpu_skip, functools.partial(run_arm, keep=keep))
+        def run_arm(arm: str, backend: Backend) -> dict[str, Any]:
+            if arm == "cpu" and reused["cpu"] is not None:
+                say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
+                return reused["cpu"]
+            kept = functools.partial(keep, arm)
+            return dbbench.run_arm(backend, suite, paths, questions, s["repeats"], s["warmup"], say, kept)
+
+        measured = dbbench.both_arms(arms, arms.gpu_skip, run_arm)
         out: dict[str, Any] = {
             "arms": {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in measured.items()},
             "questions": dbbench.combine(questions, measured),
@@ -324,12 +324,10 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[
             to_run = [n for n in engine_names if n not in reused["engines"]]
             answers = engines.run_engines(to_run, paths["x"], [q.name for q in questions], say, s["repeats"], keep)
             out["engines"] = {**reused["engines"], **answers}
-            for row in out["questions"]:  # each context engine's answers checked against the CPU arm's
-                for eng in out["engines"].values():
-                    if eng.get("status") == "ok" and row["question"] in eng["questions"]:
-                        eng["questions"][row["question"]].update(
-                            dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
-                        )
+            cpu = {row["question"]: row["cpu"] for row in out["questions"]}
+            for eng in (e for e in out["engines"].values() if e.get("status") == "ok"):  # checked against the CPU arm
+                for q in cpu.keys() & eng["questions"].keys():
+                    eng["questions"][q].update(dbbench.compare_answers(eng["questions"][q], cpu[q]))
         return out
 
     return _run(s, suite.benchmark, facts, measure, _db_fairness)

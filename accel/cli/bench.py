@@ -216,41 +216,41 @@ def _db_table(result: DbBench, width: int) -> Any:
             rows.append(cells)
         return headers, rows
 
-    runs = _needed_width(*layout(True), {"question"}) <= width
+    runs = _needed_width(*layout(True)) <= width
     title = f"db-benchmark {result.benchmark.removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
-    return _whole_cells_table(title, *layout(runs), text_columns={"question"}, left={"q", "question", "answers"})
+    return _whole_cells_table(title, *layout(runs))
 
 
-#: Width kept for a column of text (a question's title): it wraps within it.
+#: Width kept for the one column of text (a question's title, ``question``): it wraps within it.
 TEXT_WIDTH = 14
+#: The columns of text, names and verdicts (the rest are numbers, right-aligned).
+LEFT = {"q", "question", "answers", "model", "metric"}
 
 
-def _widths(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> list[int | None]:
-    """Each column's width with every cell whole: its widest cell or header line (None: a text column, which wraps)."""
+def _widths(headers: list[str], rows: list[list[str]]) -> list[int | None]:
+    """Each column's width with every cell whole: its widest cell or header line (None: the text column, which wraps)."""
     return [
-        None if h in text_columns else max([len(line) for line in h.split("\n")] + [len(r[i]) for r in rows])
+        None if h == "question" else max([len(line) for line in h.split("\n")] + [len(r[i]) for r in rows])
         for i, h in enumerate(headers)
     ]
 
 
-def _needed_width(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> int:
-    """The columns a table needs with every cell whole (text columns at :data:`TEXT_WIDTH`)."""
-    widths = _widths(headers, rows, text_columns)
+def _needed_width(headers: list[str], rows: list[list[str]]) -> int:
+    """The columns a table needs with every cell whole (the text column at :data:`TEXT_WIDTH`)."""
+    widths = _widths(headers, rows)
     return sum(w or TEXT_WIDTH for w in widths) + 3 * len(widths) + 1
 
 
-def _whole_cells_table(
-    title: str, headers: list[str], rows: list[list[str]], text_columns: set[str], left: set[str], compact: bool = False
-) -> Any:
+def _whole_cells_table(title: str, headers: list[str], rows: list[list[str]], compact: bool = False) -> Any:
     """A table whose cells are never cut: each column as wide as its widest cell or header line
-    (headers break where they say ``\\n``), except the ``text_columns``, which wrap. ``compact``:
+    (headers break where they say ``\\n``), except the question's title, which wraps. ``compact``:
     no outer border or edge padding (three columns more for the cells)."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
-    for header, fixed in zip(headers, _widths(headers, rows, text_columns)):
+    for header, fixed in zip(headers, _widths(headers, rows)):
         table.add_column(
-            header, justify="left" if header in left else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
+            header, justify="left" if header in LEFT else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
         )
     for cells in rows:
         table.add_row(*cells)
@@ -315,8 +315,8 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
         + ([_fmt_x(m.fit_speedup), _fmt_x(m.predict_speedup)] if gpu_shown else [])
         for m in result.models
     ]
-    if _needed_width(headers, rows, set()) <= width or not gpu_shown:
-        return [_whole_cells_table(title, headers, rows, set(), {"model", "metric"})]
+    if _needed_width(headers, rows) <= width or not gpu_shown:
+        return [_whole_cells_table(title, headers, rows)]
     # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
     headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
     timing = [
@@ -326,8 +326,8 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     ]
     scores = [[m.model, m.metric, *[quality(m.arm(a)) for a in arms]] for m in result.models]
     return [
-        _whole_cells_table(title, headers, timing, set(), {"model"}, compact=True),
-        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores, set(), {"model", "metric"}),
+        _whole_cells_table(title, headers, timing, compact=True),
+        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores),
     ]
 
 
