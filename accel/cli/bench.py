@@ -62,22 +62,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(handler=handler)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
-    r.add_argument(
-        "dir",
-        type=Path,
-        metavar="DIR",
-        nargs="?",
-        help="folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
-    )
+    shown = {"action": "store_true", "exclusive": "shown"}
     add_flags(
         r,
-        {"--out": "HTML file to write (default DIR/report.html, or report-NNN.html if taken)", "--overwrite": overwrite("--out")},
+        {
+            "dir": (
+                "folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
+                {"type": Path, "metavar": "DIR", "nargs": "?"},
+            ),
+            "--out": "HTML file to write (default DIR/report.html, or report-NNN.html if taken)",
+            "--overwrite": overwrite("--out"),
+            "--markdown": ("print the page's summary as Markdown (a table per kind of record) on stdout", shown),
+            "--json": ("print the records shown and their figures as JSON", shown),
+        },
     )
-    shown = r.add_mutually_exclusive_group()
-    shown.add_argument(
-        "--markdown", action="store_true", help="print the page's summary as Markdown (a table per kind of record) on stdout"
-    )
-    shown.add_argument("--json", action="store_true", help="print the records shown and their figures as JSON")
     r.set_defaults(handler=_cmd_report)
 
 
@@ -95,9 +93,8 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
         "append each finished question or model (per arm and engine) to this JSON-lines file as it completes, so that "
         "a time limit keeps what finished (a new file; --overwrite replaces one that exists)"
     )
-    # After each suite's own flags. No defaults for a suite's own: None takes the suite's
-    # (accel.bench.suites.SUITE_SETTINGS), as accel.benchmark does.
-    kept: dict[str, Flag] = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"})}
+    # After each suite's own flags: common, kept (with a progress file) or reused (and --cpu-from). No defaults
+    # for a suite's own: None takes the suite's (accel.bench.suites.SUITE_SETTINGS), as accel.benchmark does.
     common: dict[str, Flag] = {
         "--device": (device, {"default": "auto"}),
         "--repeats": ("timed runs after the cold one (default 3)", {"type": positive_int, "default": 3}),
@@ -108,10 +105,8 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
         ),
         "--json": "print the whole result as JSON instead of tables",
     }
-    progress_file: dict[str, Flag] = {
-        "--progress-file": (progress, {"type": Path}),
-        "--overwrite": overwrite("the --progress-file"),
-    }
+    kept = {**common, "--progress-file": (progress, {"type": Path}), "--overwrite": overwrite("the --progress-file")}
+    reused = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"}), **kept}
     rows = {"type": _rows}
     return {
         "groupby": (
@@ -120,9 +115,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
                 "--data": ("a groupby data file, .csv or .parquet (accel data groupby)", {"type": Path, "required": True}),
                 "--questions": "comma-separated q1..q10 (default all)",
                 "--engines": "also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
-                **kept,
-                **common,
-                **progress_file,
+                **reused,
             },
         ),
         "join": (
@@ -130,9 +123,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
             {
                 "--data-dir": ("folder with the four join tables (accel data join)", {"type": Path, "required": True}),
                 "--questions": "comma-separated q1..q5 (default all)",
-                **kept,
-                **common,
-                **progress_file,
+                **reused,
             },
         ),
         "models": (
@@ -142,8 +133,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
                 "--features": ("columns of generated data (default 32)", {"type": positive_int}),
                 "--models": f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)",
                 "--seed": None,
-                **common,
-                **progress_file,
+                **kept,
             },
         ),
         "crossover": (
