@@ -54,10 +54,7 @@ def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[
         raise AccelError(f"--min-rows ({min_rows}) must be at least 1 and at most --max-rows ({max_rows})")
     lo, hi = math.log10(min_rows), math.log10(max_rows)
     steps = int(math.floor((hi - lo) * steps_per_decade + 1e-9))
-    sizes = [int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)]
-    if sizes[-1] != max_rows:
-        sizes.append(max_rows)
-    return sorted(set(sizes))
+    return sorted({*(int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)), max_rows})
 
 
 def _operation(name: str, rows: int, seed: int, features: int) -> Callable[[Backend], Callable[[], Any]]:
@@ -111,20 +108,15 @@ def sweep(
             point: dict[str, Any] = {"rows": rows, **both_arms(arms, gpu_skip, timed_at)}
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median"))  # NaN unless both ran
             points.append(point)
-            shown = {
-                arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
-                for arm in ("gpu", "cpu")
-            }
-            say(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
-        gpu_status = "skipped" if gpu_skip is not None else "ok"
-        out.append(
-            {
-                "operation": name,
-                "description": description,
-                "points": points,
-                "gpu_status": gpu_status,
-                "gpu_reason": gpu_skip,
-                "crossover_rows": crossover_rows(points) if gpu_status == "ok" else None,
-            }
-        )
+            cpu, gpu = (
+                f"{point[a]['median']:.4f} s" if point[a]["status"] == "ok" else point[a]["status"] for a in ("cpu", "gpu")
+            )
+            say(f"{name:<20} {rows:>12,} rows  CPU {cpu:>12}  GPU {gpu}")
+        ran = gpu_skip is None
+        crossover = {
+            "gpu_status": "ok" if ran else "skipped",
+            "gpu_reason": gpu_skip,
+            "crossover_rows": crossover_rows(points) if ran else None,
+        }
+        out.append({"operation": name, "description": description, "points": points, **crossover})
     return out
