@@ -54,9 +54,7 @@ def end_all(groups: list[int], marks: list[bytes], folders: list[str]) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is accel's to handle; this waits for its end
-    groups: list[int] = []
-    marks: list[bytes] = []
-    folders: list[str] = []
+    groups, marks, folders = [], [], []
     for line in sys.stdin.buffer:
         kind, _, value = line.rstrip(b"\n").partition(b" ")
         if kind == b"group":

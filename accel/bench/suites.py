@@ -205,10 +205,12 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
     return keep
 
 
-def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
+def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict | None, dict]:
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
-    the same data (size and sha256 of every file) and CPU model; refused otherwise.
+    the same data (size and sha256 of every file) and CPU model; refused otherwise (none without ``paths``).
     Questions (and each CPU engine's answers) are taken from the first result that has them."""
+    if not paths:
+        return None, {}
     from accel.bench.engines import CPU_ENGINES
     from accel.environment import cpu_model
 
@@ -251,9 +253,9 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     return arm, engines
 
 
-def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True) -> None:
-    """Refuse ``value`` below ``floor`` (where the check ``applies``), saying ``why`` the suite needs it."""
-    if applies and value < floor:
+def _at_least(flag: str, value: int, floor: int, why: str) -> None:
+    """Refuse ``value`` below ``floor``, saying ``why`` the suite needs it (a floor of 0: no need)."""
+    if value < floor:
         raise AccelError(f"{flag} must be at least {floor} {why}, got {value}")
 
 
@@ -296,15 +298,11 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
-
         # Each file's path, size and sha256: what cpu_from compares (a regenerated file with the same bytes is the same data).
         data_files = {
-            role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
-            for role, p in paths.items()
+            r: {"path": str(p.resolve()), "bytes": p.stat().st_size, "sha256": file_sha256(p)} for r, p in paths.items()
         }
-        reused["cpu"], reused["engines"] = (
-            _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
-        )
+        reused["cpu"], reused["engines"] = _reuse_cpu_arm(s["cpu_from"] or [], suite.benchmark, data_files, questions)
         return {"data": {role: str(p) for role, p in paths.items()}, "data_files": data_files}
 
     def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
@@ -380,9 +378,8 @@ def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tup
     operations = crossover.select_operations(s["operations"], say=stderr_line)
     sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
-    models_in = any(op not in crossover.FRAME_OPERATIONS for op in operations)
-    _at_least("--min-rows", sizes[0], 50, "for model operations", applies=models_in)
-    _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
+    _at_least("--min-rows", sizes[0], 50 if set(operations) - set(crossover.FRAME_OPERATIONS) else 0, "for model operations")
+    _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS if "join" in operations else 0, "for the join operation")
 
     fairness = functools.partial(_model_fairness, also="; groupby/join: pandas, one thread")
     return _run(
