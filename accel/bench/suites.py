@@ -119,34 +119,16 @@ def _run(
     item: str = "question",
     needs: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, Any], Path]:
-    """Measure both arms and write the result, for any suite whose inputs passed their checks.
+    """Measure both arms and write the result ``benchmark``, for any suite whose inputs passed their checks.
 
-    The results folder (``results``, or the output root's benchmarks folder, created and proved
-    writable) comes first; then the suite's facts, the arms for ``device``, the progress file, the
-    measurements, and the result, stamped and written (never over an earlier one).
-
-    Parameters
-    ----------
-    s : dict
-        The suite's settings, defaults filled in.
-    benchmark : str
-        The result's ``benchmark``.
-    facts : callable
-        ``facts()``: the result's fields known before measuring (the data), after the results folder is made
-        (where ``cpu_from`` is checked: a refusal there comes after the folder's, as it always has).
-    measure : callable
-        ``measure(arms, keep)``: the result's measured fields.
-    fairness : callable
-        ``fairness(cpu, result)``: the CPU arm's threads and settings.
-    item : str
-        What ``keep`` is told the key of (``question``, ``model``).
-    needs : tuple of str, optional
-        The GPU capabilities the suite uses (:func:`accel.backend.resolve_arms`).
-
-    Returns
-    -------
-    (dict, pathlib.Path)
-        The result and where it was written.
+    The results folder (``results`` of the settings ``s``, or the output root's benchmarks folder,
+    created and proved writable) comes first; then the result's fields known before measuring,
+    ``facts()`` (the data: where ``cpu_from`` is checked, so that a refusal there comes after the
+    folder's, as it always has); the arms for ``device``, with the GPU capabilities the suite
+    ``needs`` (:func:`accel.backend.resolve_arms`); the progress file, whose lines name each
+    answer's ``item`` (``question``, ``model``); the measured fields, ``measure(arms, keep)``; and
+    the result, stamped, with the CPU arm's threads and settings, ``fairness(cpu, result)``, and
+    written (never over an earlier one). Returns the result and where it was written.
     """
     from accel.backend import resolve_arms
     from accel.timing import bench_environment, result_device, write_result
@@ -208,29 +190,18 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
 def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict | None, dict]:
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise (none without ``paths``).
-    Questions (and each CPU engine's answers) are taken from the first result that has them."""
+    Questions are taken from the first result that has them."""
     if not paths:
         return None, {}
-    from accel.bench.engines import CPU_ENGINES
-    from accel.environment import cpu_model
-
     rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
     # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
     expanded = [(c, True) for p in paths if p.is_dir() for c in sorted(p.glob("*.json"))]
     expanded += [(p, False) for p in paths if not p.is_dir()]
-    mine = {r: (f["bytes"], f["sha256"]) for r, f in data_files.items()}
     for path, lenient in expanded:
         try:
-            prior = read_record(path)  # a RecordError is a ValueError: not a result
-            if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
-                raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-            if {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()} != mine:
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
-            host = (prior.environment or Environment()).cpu_model
-            if host != cpu_model():
-                raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+            prior = _same_run(path, benchmark, data_files)
         except (OSError, ValueError, AccelError) as exc:
             if lenient:
                 continue
@@ -240,17 +211,41 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
         for row in prior.questions:
             if row.cpu.ok:
                 rows.setdefault(row.question, (row.cpu.model_dump(exclude_unset=True), str(path)))
-        for name, eng in prior.engines.items():
-            if name in CPU_ENGINES and eng.ok:
-                merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
-                for q, a in eng.questions.items():
-                    merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
+        _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
     arm.update(status="ok", questions={q.name: rows[q.name][0] for q in questions})
     arm["reused_from"] = {q.name: rows[q.name][1] for q in questions}
     return arm, engines
+
+
+def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
+    """The result at ``path``, checked to be ``benchmark`` on the same data and CPU; refused otherwise."""
+    from accel.environment import cpu_model
+
+    prior = read_record(path)  # a RecordError is a ValueError: not a result
+    if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
+        raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
+    if {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()} != {
+        r: (f["bytes"], f["sha256"]) for r, f in data_files.items()
+    }:
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
+    host = (prior.environment or Environment()).cpu_model
+    if host != cpu_model():
+        raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
+    return prior
+
+
+def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
+    """Add the CPU engines' answers of the result ``prior`` (read from ``path``) to ``engines``, first come first kept."""
+    from accel.bench.engines import CPU_ENGINES
+
+    for name, eng in prior.engines.items():
+        if name in CPU_ENGINES and eng.ok:
+            merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+            for q, a in eng.questions.items():
+                merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
 def _at_least(flag: str, value: int, floor: int, why: str) -> None:
