@@ -21,7 +21,7 @@ from accel.bench.suites import RESULTS_FOLDER, stderr_line
 from accel.cli.options import Flag, add_flags, call, from_0, overwrite, percent, positive_int, shown
 from accel.errors import AccelError
 from accel.files import exists_policy
-from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, Timed, show_result
+from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, ModelTimed, Timed, show_result
 from accel.report.console import arm_status_line, fmt_value, wide_console
 
 
@@ -292,7 +292,7 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     title = f"models on {result.data.rows or 0:,} rows × {result.data.features} features — median seconds"
 
     def seconds(arm: FitArm, step: str) -> str:
-        return _fmt_s((arm.fit if step == "fit" else arm.predict).median) if arm.ok else str(arm.status)
+        return _fmt_s(getattr(arm, step).median) if arm.ok else str(arm.status)
 
     def quality(arm: FitArm) -> str:
         return fmt_value(arm.quality, ".4f") if arm.ok else str(arm.status)
@@ -309,12 +309,12 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
         return [_whole_cells_table(title, headers, rows)]
     # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
     headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
-    timing = [
-        [m.model, seconds(m.cpu, "fit"), seconds(m.gpu, "fit"), _fmt_x(m.fit_speedup)]
-        + [seconds(m.cpu, "predict"), seconds(m.gpu, "predict"), _fmt_x(m.predict_speedup)]
-        for m in result.models
-    ]
-    scores = [[m.model, m.metric, *[quality(m.arm(a)) for a in arms]] for m in result.models]
+
+    def both(m: ModelTimed, step: str) -> list[str]:  # a step's CPU and GPU seconds and speedup
+        return [seconds(m.cpu, step), seconds(m.gpu, step), _fmt_x(getattr(m, f"{step}_speedup"))]
+
+    timing = [[m.model, *both(m, "fit"), *both(m, "predict")] for m in result.models]
+    scores = [[m.model, m.metric, quality(m.cpu), quality(m.gpu)] for m in result.models]
     return [
         _whole_cells_table(title, headers, timing, compact=True),
         _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores),
