@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.bench.suites import RESULTS_FOLDER, stderr_line
-from accel.cli.options import Flag, add_flags, call, from_0, overwrite, percent, positive_int, shown
+from accel.cli.options import Flag, add_flags, call, checked, from_0, overwrite, percent, positive_int, shown
 from accel.errors import AccelError
 from accel.files import exists_policy
 from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, ModelTimed, Timed, show_result
@@ -26,12 +26,9 @@ from accel.report.console import arm_status_line, fmt_value, wide_console
 
 
 def _rows(text: str) -> int:
-    from accel.data.datagen import rows_from_text
+    from accel.data.datagen import rows_from_text  # refuses all but a positive whole number
 
-    try:
-        return rows_from_text(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return checked(rows_from_text, lambda _rows: True, "a positive whole number such as 1e7")(text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
