@@ -1020,9 +1020,9 @@ def benchmark(
     """
     given = {key: value for key, value in locals().items() if key not in ("suite", "progress")}  # each setting, by name
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
-    from accel.bench.suites import request, run_suite
+    from accel.bench.suites import run_suite
 
-    record, path = run_suite(request(suite, given, progress))
+    record, path = run_suite(suite, given, progress)
     return BenchResult(record, Path(path))
 
 

@@ -29,16 +29,9 @@ import time
 def _marked(mark: bytes) -> list[int]:
     """Processes (not this one) whose environment holds ``mark`` (``NAME=value``)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if mark in environ.split(b"\0"):
-            found.append(int(entry))
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/environ", "rb") as f:  # gone, or not ours to read
+            found += [pid] if pid != os.getpid() and mark in f.read().split(b"\0") else []
     return found
 
 
@@ -61,9 +54,7 @@ def end_all(groups: list[int], marks: list[bytes], folders: list[str]) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is accel's to handle; this waits for its end
-    groups: list[int] = []
-    marks: list[bytes] = []
-    folders: list[str] = []
+    groups, marks, folders = [], [], []
     for line in sys.stdin.buffer:
         kind, _, value = line.rstrip(b"\n").partition(b" ")
         if kind == b"group":

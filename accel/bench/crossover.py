@@ -15,6 +15,8 @@ Operations:
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,9 +30,10 @@ from accel.timing import measure, speedup
 if TYPE_CHECKING:
     from accel.backend import Arms
 
+#: The db-benchmark operations: the suite's question timed, and the operation's description.
 FRAME_OPERATIONS = {
-    "groupby": ("groupby", "q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
-    "join": ("join", "q2", "db-benchmark join q2 (medium inner on int)"),
+    "groupby": ("q3", "db-benchmark groupby q3 (sum v1 mean v3 by id3), K=100"),
+    "join": ("q2", "db-benchmark join q2 (medium inner on int)"),
 }
 DEFAULT_OPERATIONS = ("groupby", "join", DEFAULT_MODEL)
 
@@ -51,13 +54,10 @@ def row_counts(min_rows: int, max_rows: int, steps_per_decade: int = 1) -> list[
         raise AccelError(f"--min-rows ({min_rows}) must be at least 1 and at most --max-rows ({max_rows})")
     lo, hi = math.log10(min_rows), math.log10(max_rows)
     steps = int(math.floor((hi - lo) * steps_per_decade + 1e-9))
-    sizes = [int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)]
-    if sizes[-1] != max_rows:
-        sizes.append(max_rows)
-    return sorted(set(sizes))
+    return sorted({*(int(round(10 ** (lo + i / steps_per_decade))) for i in range(steps + 1)), max_rows})
 
 
-def _operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable[[Backend], Callable[[], Any]], str]:
+def _operation(name: str, rows: int, seed: int, features: int) -> Callable[[Backend], Callable[[], Any]]:
     """Data for one size, and a factory giving each arm its timed call: the question on the
     arm's tables, loaded from generated data, or the model's fit on 80% of the rows."""
     from accel.bench.db import SUITES, load_tables
@@ -67,31 +67,20 @@ def _operation(name: str, rows: int, seed: int, features: int) -> tuple[Callable
     if name not in FRAME_OPERATIONS:
         pair = PAIRS[name]
         data = make_data(pair.task, max(rows, 10), features, seed)
-        return lambda backend: fitting(pair, backend, data, seed)[0], f"{name} fit, {features} features, 80% of the rows"
-    suite_name, question, description = FRAME_OPERATIONS[name]
-    suite = SUITES[suite_name]
-    if suite_name == "groupby":
-        arrow = {"x": datagen.groupby_table(rows, min(100, rows), seed=seed)}
-    else:
-        arrow = datagen.join_tables(rows, seed=seed)
-    q = suite.questions[question]
-
-    def factory(backend: Backend) -> Callable[[], Any]:
-        tables = load_tables(backend, suite, arrow)
-        return lambda: q.answer(tables)
-
-    return factory, description
+        return lambda backend: fitting(pair, backend, data, seed)[0]
+    suite, q = SUITES[name], SUITES[name].questions[FRAME_OPERATIONS[name][0]]
+    arrow = (
+        {"x": datagen.groupby_table(rows, min(100, rows), seed=seed)}
+        if name == "groupby"
+        else datagen.join_tables(rows, seed=seed)
+    )
+    return lambda backend: functools.partial(q.answer, load_tables(backend, suite, arrow))
 
 
 def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
     """The smallest size from which the GPU arm is faster at every larger size measured (None if never)."""
-    found = None
-    for point in reversed(points):
-        s = point.get("speedup", math.nan)
-        if not (isinstance(s, float) and s > 1.0):
-            break
-        found = point["rows"]
-    return found
+    wins = list(itertools.takewhile(lambda p: isinstance(p.get("speedup"), float) and p["speedup"] > 1.0, reversed(points)))
+    return wins[-1]["rows"] if wins else None
 
 
 def sweep(
@@ -106,13 +95,12 @@ def sweep(
     for name in operations:
         points = []
         gpu_skip = gpu_pair_skip(PAIRS[name], arms.gpu, arms.gpu_skip) if name in PAIRS else arms.gpu_skip
-        description = ""
+        frame = FRAME_OPERATIONS.get(name)
+        description = frame[1] if frame else f"{name} fit, {features} features, 80% of the rows"
         for rows in sizes:
-            factory, description = _operation(name, rows, seed, features)
+            factory = _operation(name, rows, seed, features)
 
-            def timed_at(
-                _arm: str, backend: Backend, factory: Callable[[Backend], Callable[[], Any]] = factory
-            ) -> dict[str, Any]:
+            def timed_at(_arm: str, backend: Backend) -> dict[str, Any]:
                 timing, _ = measure(factory(backend), backend, repeats=repeats, warmup=warmup)
                 return {"status": "ok", "median": timing.median, "timing": timing.as_dict()}
 
@@ -120,20 +108,15 @@ def sweep(
             point: dict[str, Any] = {"rows": rows, **both_arms(arms, gpu_skip, timed_at)}
             point["speedup"] = speedup(point["cpu"].get("median"), point["gpu"].get("median"))  # NaN unless both ran
             points.append(point)
-            shown = {
-                arm: (f"{point[arm]['median']:.4f} s" if point[arm]["status"] == "ok" else point[arm]["status"])
-                for arm in ("gpu", "cpu")
-            }
-            say(f"{name:<20} {rows:>12,} rows  CPU {shown['cpu']:>12}  GPU {shown['gpu']}")
-        gpu_status = "skipped" if gpu_skip is not None else "ok"
-        out.append(
-            {
-                "operation": name,
-                "description": description,
-                "points": points,
-                "gpu_status": gpu_status,
-                "gpu_reason": gpu_skip,
-                "crossover_rows": crossover_rows(points) if gpu_status == "ok" else None,
-            }
-        )
+            cpu, gpu = (
+                f"{point[a]['median']:.4f} s" if point[a]["status"] == "ok" else point[a]["status"] for a in ("cpu", "gpu")
+            )
+            say(f"{name:<20} {rows:>12,} rows  CPU {cpu:>12}  GPU {gpu}")
+        ran = gpu_skip is None
+        crossover = {
+            "gpu_status": "ok" if ran else "skipped",
+            "gpu_reason": gpu_skip,
+            "crossover_rows": crossover_rows(points) if ran else None,
+        }
+        out.append({"operation": name, "description": description, "points": points, **crossover})
     return out

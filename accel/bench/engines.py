@@ -118,11 +118,9 @@ def _open_polars(path: Path, gpu: bool) -> Iterator[_Opened]:
     """
     import polars as pl
 
-    engine: Any = "cpu"
-    if gpu:
-        # in-memory: the data fit the device; raise_on_fail: a query the GPU cannot run fails
-        # here instead of running on the CPU under the GPU's name.
-        engine = pl.GPUEngine(executor="in-memory", raise_on_fail=True)
+    # in-memory: the data fit the device; raise_on_fail: a query the GPU cannot run fails
+    # here instead of running on the CPU under the GPU's name.
+    engine = pl.GPUEngine(executor="in-memory", raise_on_fail=True) if gpu else "cpu"
     start = time.perf_counter()
     x = pl.read_parquet(path) if str(path).endswith((".parquet", ".pq")) else pl.read_csv(path)
     x = x.with_columns(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,29 +48,6 @@ SUITE_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class SuiteRequest:
-    """One benchmark, as :func:`accel.benchmark` or ``accel bench SUITE`` asks for it.
-
-    Attributes
-    ----------
-    suite : str
-        ``groupby``, ``join``, ``models`` or ``crossover``.
-    settings : dict
-        The suite's settings by their names in :data:`SUITE_SETTINGS` and
-        :data:`COMMON_SETTINGS`, defaults filled in.
-    say : callable
-        Told each progress line (a question, a model, a size measured).
-    notice : callable
-        Told what the user should read whether or not progress is shown (an older model name).
-    """
-
-    suite: str
-    settings: dict[str, Any]
-    say: Callable[[str], None]
-    notice: Callable[[str], None]
-
-
 #: The settings given in more than one form, each as the suite reads it: a list of names as the
 #: flag spells it (and the record keeps it), a path (``cpu_from``: one or more).
 _SPELLED: dict[str, Callable[[Any], Any]] = {
@@ -83,10 +59,26 @@ _SPELLED: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteRequest:
-    """The request for ``suite`` from the settings the caller gave (None: not given).
+def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dict[str, Any], Path]:
+    """Check the inputs, measure both arms, write the result, for any suite.
 
-    A setting that belongs to another suite is refused, naming the ones this suite takes.
+    A setting that belongs to another suite is refused, naming the ones this suite takes; then the
+    counts, then the suite's own inputs, in its own order (:data:`_SUITES`); then :func:`_run`.
+
+    Parameters
+    ----------
+    suite : str
+        ``groupby``, ``join``, ``models`` or ``crossover``.
+    given : mapping
+        The settings the caller gave, by their names in :data:`SUITE_SETTINGS` and
+        :data:`COMMON_SETTINGS` (None: not given).
+    progress : bool
+        Say each question, model or size measured on stderr.
+
+    Returns
+    -------
+    (dict, pathlib.Path)
+        The result and where it was written.
     """
     if suite not in SUITE_SETTINGS:
         raise AccelError(f"unknown benchmark suite {suite!r}; known: {', '.join(SUITE_SETTINGS)}")
@@ -99,7 +91,7 @@ def request(suite: str, given: Mapping[str, Any], progress: bool) -> SuiteReques
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
-    return SuiteRequest(suite, settings, stderr_line if progress else (lambda _message: None), stderr_line)
+    return _SUITES[suite](suite, settings, stderr_line if progress else (lambda _message: None))
 
 
 def _check_counts(settings: Mapping[str, Any]) -> None:
@@ -109,7 +101,7 @@ def _check_counts(settings: Mapping[str, Any]) -> None:
     floors = {"repeats": 1, "warmup": 0, "rows": 1, "features": 1, "min_rows": 1, "max_rows": 1, "steps_per_decade": 1}
     for name, floor in floors.items():
         value = settings.get(name, floor)  # a count the suite does not take passes
-        if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+        if value < floor:  # an int: accel.benchmark's arguments are checked for their types
             what = "a positive integer" if floor else "0 or a positive integer"
             raise AccelError(f"{name} must be {what}, got {value!r}")
 
@@ -118,68 +110,39 @@ def _check_counts(settings: Mapping[str, Any]) -> None:
 Keep = Callable[[str, str, dict], None]
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """One suite whose inputs passed its checks: what :func:`run_suite` runs.
+def _run(
+    s: dict[str, Any],
+    benchmark: str,
+    facts: Callable[[], dict[str, Any]],
+    measure: Callable[[Arms, Keep], dict[str, Any]],
+    fairness: Callable[[Backend, dict[str, Any]], dict[str, Any]],
+    item: str = "question",
+    needs: tuple[str, ...] | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """Measure both arms and write the result ``benchmark``, for any suite whose inputs passed their checks.
 
-    Attributes
-    ----------
-    benchmark : str
-        The result's ``benchmark``.
-    facts : callable
-        ``facts()``: the result's fields known before measuring (the data), after the results folder is made
-        (where ``cpu_from`` is checked: a refusal there comes after the folder's, as it always has).
-    measure : callable
-        ``measure(arms, keep)``: the result's measured fields.
-    fairness : callable
-        ``fairness(cpu, result)``: the CPU arm's threads and settings.
-    item : str
-        What ``keep`` is told the key of (``question``, ``model``).
-    needs : tuple of str, optional
-        The GPU capabilities the suite uses (:func:`accel.backend.resolve_arms`).
-    """
-
-    benchmark: str
-    facts: Callable[[], dict[str, Any]]
-    measure: Callable[[Arms, Keep], dict[str, Any]]
-    fairness: Callable[[Backend, dict[str, Any]], dict[str, Any]]
-    item: str = "question"
-    needs: tuple[str, ...] | None = None
-
-
-def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
-    """Check the inputs, measure both arms, write the result, for any suite.
-
-    The suite's checks come first, in its own order (:data:`_PLANS`); then the results folder
-    (``results``, or the output root's benchmarks folder, created and proved writable), the
-    suite's facts, the arms for ``device``, the progress file, the measurements, and the result,
-    stamped and written (never over an earlier one).
-
-    Parameters
-    ----------
-    req : SuiteRequest
-        From :func:`request`.
-
-    Returns
-    -------
-    (dict, pathlib.Path)
-        The result and where it was written.
+    The results folder (``results`` of the settings ``s``, or the output root's benchmarks folder,
+    created and proved writable) comes first; then the result's fields known before measuring,
+    ``facts()`` (the data: where ``cpu_from`` is checked, so that a refusal there comes after the
+    folder's, as it always has); the arms for ``device``, with the GPU capabilities the suite
+    ``needs`` (:func:`accel.backend.resolve_arms`); the progress file, whose lines name each
+    answer's ``item`` (``question``, ``model``); the measured fields, ``measure(arms, keep)``; and
+    the result, stamped, with the CPU arm's threads and settings, ``fairness(cpu, result)``, and
+    written (never over an earlier one). Returns the result and where it was written.
     """
     from accel.backend import resolve_arms
     from accel.timing import bench_environment, result_device, write_result
 
-    s = req.settings
-    plan = _PLANS[req.suite](req)
     if s["results"] is None:
         s["results"] = output_root() / RESULTS_FOLDER
     folder = ensure_writable(s["results"], what="benchmark results", option="--results")
-    facts = plan.facts()
-    arms = resolve_arms(s["device"], needs=plan.needs)
+    known = facts()
+    arms = resolve_arms(s["device"], needs=needs)
     gpu = arms.gpu
 
     result = {
         **record_head("bench"),
-        "benchmark": plan.benchmark,
+        "benchmark": benchmark,
         "started_at": datetime.now(timezone.utc).isoformat(),
         "finished_at": None,
         "config": json.loads(json.dumps(s, default=str)),  # paths as text
@@ -188,15 +151,15 @@ def run_suite(req: SuiteRequest) -> tuple[dict[str, Any], Path]:
             "reason": arms.gpu_skip,
             "device_name": gpu.device.name if gpu is not None and gpu.device else None,
         },
-        **facts,
+        **known,
     }
-    keep = _progress_file(s.get("progress_file"), plan.benchmark, facts.get("data"), plan.item, s.get("overwrite", False))
-    result.update(plan.measure(arms, keep))
+    keep = _progress_file(s.get("progress_file"), benchmark, known.get("data"), item, s.get("overwrite", False))
+    result.update(measure(arms, keep))
     result["finished_at"] = datetime.now(timezone.utc).isoformat()
     result["environment"] = bench_environment()
-    result["fairness"] = plan.fairness(arms.cpu, result)
+    result["fairness"] = fairness(arms.cpu, result)
     device = result_device(gpu is not None, result["environment"])
-    return result, write_result(folder, result, plan.benchmark.replace("_", "-"), device)
+    return result, write_result(folder, result, benchmark.replace("_", "-"), device)
 
 
 def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, overwrite: bool) -> Keep:
@@ -224,25 +187,26 @@ def _progress_file(path: Path | None, benchmark: str, data: Any, item: str, over
     return keep
 
 
-def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict, dict]:
+def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, questions: list) -> tuple[dict | None, dict]:
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
-    the same data (size and sha256 of every file) and CPU model; refused otherwise.
+    the same data (size and sha256 of every file) and CPU model; refused otherwise (none without ``paths``).
     Questions are taken from the first result that has them."""
+    if not paths:
+        return None, {}
     rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
     arm: dict[str, Any] = {}
     engines: dict[str, dict] = {}
     # A folder: every result in it that matches (benchmark, data, CPU) is used, the rest ignored.
-    expanded = [(c, True) for p in paths if Path(p).is_dir() for c in sorted(Path(p).glob("*.json"))]
-    expanded += [(Path(p), False) for p in paths if not Path(p).is_dir()]
+    expanded = [(c, True) for p in paths if p.is_dir() for c in sorted(p.glob("*.json"))]
+    expanded += [(p, False) for p in paths if not p.is_dir()]
     for path, lenient in expanded:
         try:
             prior = _same_run(path, benchmark, data_files)
         except (OSError, ValueError, AccelError) as exc:
             if lenient:
                 continue
-            if isinstance(exc, AccelError):
-                raise
-            raise AccelError(f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})") from None
+            why = f"--cpu-from: cannot read {str(path)!r} as a result ({type(exc).__name__})"
+            raise exc if isinstance(exc, AccelError) else AccelError(why) from None
         arm = arm or {k: v for k, v in (prior.arms.get("cpu") or {}).items() if k != "questions"}
         for row in prior.questions:
             if row.cpu.ok:
@@ -263,9 +227,9 @@ def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
     prior = read_record(path)  # a RecordError is a ValueError: not a result
     if not isinstance(prior, DbBench) or prior.benchmark != benchmark:
         raise AccelError(f"--cpu-from: {str(path)!r} is not a {benchmark} result")
-    theirs = {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()}
-    mine = {r: (f.get("bytes"), f.get("sha256")) for r, f in data_files.items()}
-    if theirs != mine:
+    if {r: (f.bytes, f.sha256) for r, f in prior.data_files.items()} != {
+        r: (f["bytes"], f["sha256"]) for r, f in data_files.items()
+    }:
         raise AccelError(f"--cpu-from: {str(path)!r} was measured on other data (the files' bytes differ)")
     host = (prior.environment or Environment()).cpu_model
     if host != cpu_model():
@@ -278,16 +242,15 @@ def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
     from accel.bench.engines import CPU_ENGINES
 
     for name, eng in prior.engines.items():
-        if name not in CPU_ENGINES or not eng.ok:
-            continue
-        merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
-        for q, a in eng.questions.items():
-            merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
+        if name in CPU_ENGINES and eng.ok:
+            merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+            for q, a in eng.questions.items():
+                merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
-def _at_least(flag: str, value: int, floor: int, why: str, applies: bool = True) -> None:
-    """Refuse ``value`` below ``floor`` (where the check ``applies``), saying ``why`` the suite needs it."""
-    if applies and value < floor:
+def _at_least(flag: str, value: int, floor: int, why: str) -> None:
+    """Refuse ``value`` below ``floor``, saying ``why`` the suite needs it (a floor of 0: no need)."""
+    if value < floor:
         raise AccelError(f"{flag} must be at least {floor} {why}, got {value}")
 
 
@@ -314,43 +277,38 @@ _DB_DATA = {
 }
 
 
-def _db(req: SuiteRequest) -> _Plan:
+def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """groupby and join: the questions, the data files and their columns, the context engines."""
     from accel.bench import db as dbbench
     from accel.bench import engines
 
-    s, say = req.settings, req.say
-    suite = dbbench.SUITES[req.suite]
+    suite = dbbench.SUITES[name]
     questions = dbbench.select_questions(suite, s["questions"])
-    source, wants = _DB_DATA[req.suite]
+    source, wants = _DB_DATA[name]
     if s[source] is None:
-        raise AccelError(f"the {req.suite} benchmark needs {wants}")
-    paths = (dbbench.locate_groupby if req.suite == "groupby" else dbbench.locate_join)(s[source])
+        raise AccelError(f"the {name} benchmark needs {wants}")
+    paths = (dbbench.locate_groupby if name == "groupby" else dbbench.locate_join)(s[source])
     dbbench.check_columns(suite, paths)
     engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
-
         # Each file's path, size and sha256: what cpu_from compares (a regenerated file with the same bytes is the same data).
         data_files = {
-            role: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size, "sha256": file_sha256(Path(p))}
-            for role, p in paths.items()
+            r: {"path": str(p.resolve()), "bytes": p.stat().st_size, "sha256": file_sha256(p)} for r, p in paths.items()
         }
-        reused["cpu"], reused["engines"] = (
-            _reuse_cpu_arm(s["cpu_from"], suite.benchmark, data_files, questions) if s["cpu_from"] else (None, {})
-        )
+        reused["cpu"], reused["engines"] = _reuse_cpu_arm(s["cpu_from"] or [], suite.benchmark, data_files, questions)
         return {"data": {role: str(p) for role, p in paths.items()}, "data_files": data_files}
 
-    def run_arm(arm: str, backend: Backend, keep: Keep) -> dict[str, Any]:
-        if arm == "cpu" and reused["cpu"] is not None:
-            say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
-            return reused["cpu"]
-        kept = functools.partial(keep, arm)
-        return dbbench.run_arm(backend, suite, paths, questions, s["repeats"], s["warmup"], say, kept)
-
     def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
-        measured = dbbench.both_arms(arms, arms.gpu_skip, functools.partial(run_arm, keep=keep))
+        def run_arm(arm: str, backend: Backend) -> dict[str, Any]:
+            if arm == "cpu" and reused["cpu"] is not None:
+                say(f"[cpu] taken from {', '.join(map(str, s['cpu_from']))} (same data and CPU model)")
+                return reused["cpu"]
+            kept = functools.partial(keep, arm)
+            return dbbench.run_arm(backend, suite, paths, questions, s["repeats"], s["warmup"], say, kept)
+
+        measured = dbbench.both_arms(arms, arms.gpu_skip, run_arm)
         out: dict[str, Any] = {
             "arms": {arm: {k: v for k, v in r.items() if k != "questions"} for arm, r in measured.items()},
             "questions": dbbench.combine(questions, measured),
@@ -359,15 +317,13 @@ def _db(req: SuiteRequest) -> _Plan:
             to_run = [n for n in engine_names if n not in reused["engines"]]
             answers = engines.run_engines(to_run, paths["x"], [q.name for q in questions], say, s["repeats"], keep)
             out["engines"] = {**reused["engines"], **answers}
-            for row in out["questions"]:  # each context engine's answers checked against the CPU arm's
-                for eng in out["engines"].values():
-                    if eng.get("status") == "ok" and row["question"] in eng["questions"]:
-                        eng["questions"][row["question"]].update(
-                            dbbench.compare_answers(eng["questions"][row["question"]], row["cpu"])
-                        )
+            cpu = {row["question"]: row["cpu"] for row in out["questions"]}
+            for eng in (e for e in out["engines"].values() if e.get("status") == "ok"):  # checked against the CPU arm
+                for q in cpu.keys() & eng["questions"].keys():
+                    eng["questions"][q].update(dbbench.compare_answers(eng["questions"][q], cpu[q]))
         return out
 
-    return _Plan(benchmark=suite.benchmark, facts=facts, measure=measure, fairness=_db_fairness)
+    return _run(s, suite.benchmark, facts, measure, _db_fairness)
 
 
 def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
@@ -387,21 +343,21 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-def _models(req: SuiteRequest) -> _Plan:
+def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
-    s = req.settings
-    pairs = modelbench.select_models(s["models"], say=req.notice)
+    pairs = modelbench.select_models(s["models"], say=stderr_line)
     _at_least("--rows", s["rows"], 50, "(an 80/20 split, 5 neighbours, 8 clusters)")
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
             "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    return _Plan(
-        benchmark="models",
-        facts=lambda: {"data": data},
-        measure=lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, req.say, keep)},
-        fairness=_model_fairness,
+    return _run(
+        s,
+        "models",
+        lambda: {"data": data},
+        lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
+        _model_fairness,
         item="model",
         # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
         # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
@@ -409,26 +365,31 @@ def _models(req: SuiteRequest) -> _Plan:
     )
 
 
-def _crossover(req: SuiteRequest) -> _Plan:
+def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
 
-    s = req.settings
-    operations = crossover.select_operations(s["operations"], say=req.notice)
+    operations = crossover.select_operations(s["operations"], say=stderr_line)
     sizes = crossover.row_counts(s["min_rows"], s["max_rows"], s["steps_per_decade"])
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
-    models_in = any(op not in crossover.FRAME_OPERATIONS for op in operations)
-    _at_least("--min-rows", sizes[0], 50, "for model operations", applies=models_in)
-    _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS, "for the join operation", applies="join" in operations)
+    _at_least("--min-rows", sizes[0], 50 if set(operations) - set(crossover.FRAME_OPERATIONS) else 0, "for model operations")
+    _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS if "join" in operations else 0, "for the join operation")
 
-    return _Plan(
-        benchmark="crossover",
-        facts=lambda: {"sizes": sizes},
-        measure=lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, req.say)},
-        fairness=functools.partial(_model_fairness, also="; groupby/join: pandas, one thread"),
+    fairness = functools.partial(_model_fairness, also="; groupby/join: pandas, one thread")
+    return _run(
+        s,
+        "crossover",
+        lambda: {"sizes": sizes},
+        lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
+        fairness,
     )
 
 
-#: Each suite's checks, in its own order, giving what :func:`run_suite` runs.
-_PLANS: dict[str, Callable[[SuiteRequest], _Plan]] = {"groupby": _db, "join": _db, "models": _models, "crossover": _crossover}
+#: Each suite: its checks, in its own order, then :func:`_run`.
+_SUITES: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], tuple[dict[str, Any], Path]]] = {
+    "groupby": _db,
+    "join": _db,
+    "models": _models,
+    "crossover": _crossover,
+}

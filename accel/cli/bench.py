@@ -18,20 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from accel.bench.suites import RESULTS_FOLDER, stderr_line
-from accel.cli.options import Flag, add_flags, call, from_0, overwrite, percent, positive_int, shown
+from accel.cli.options import Flag, add_flags, call, checked, from_0, overwrite, percent, positive_int, shown
 from accel.errors import AccelError
 from accel.files import exists_policy
-from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, Timed, show_result
+from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, ModelTimed, Timed, show_result
 from accel.report.console import arm_status_line, fmt_value, wide_console
 
 
 def _rows(text: str) -> int:
-    from accel.data.datagen import rows_from_text
+    from accel.data.datagen import rows_from_text  # refuses all but a positive whole number
 
-    try:
-        return rows_from_text(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return checked(rows_from_text, lambda _rows: True, "a positive whole number such as 1e7")(text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,22 +59,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(handler=handler)
 
     r = sub.add_parser("report", help="one HTML page (plots inline) and a Markdown summary from results and run records")
-    r.add_argument(
-        "dir",
-        type=Path,
-        metavar="DIR",
-        nargs="?",
-        help="folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
-    )
+    shown = {"action": "store_true", "exclusive": "shown"}
     add_flags(
         r,
-        {"--out": "HTML file to write (default DIR/report.html, or report-NNN.html if taken)", "--overwrite": overwrite("--out")},
+        {
+            "dir": (
+                "folder of run records and benchmark results, searched recursively (default: $ACCEL_OUT_DIR, else runs/)",
+                {"type": Path, "metavar": "DIR", "nargs": "?"},
+            ),
+            "--out": "HTML file to write (default DIR/report.html, or report-NNN.html if taken)",
+            "--overwrite": overwrite("--out"),
+            "--markdown": ("print the page's summary as Markdown (a table per kind of record) on stdout", shown),
+            "--json": ("print the records shown and their figures as JSON", shown),
+        },
     )
-    shown = r.add_mutually_exclusive_group()
-    shown.add_argument(
-        "--markdown", action="store_true", help="print the page's summary as Markdown (a table per kind of record) on stdout"
-    )
-    shown.add_argument("--json", action="store_true", help="print the records shown and their figures as JSON")
     r.set_defaults(handler=_cmd_report)
 
 
@@ -95,9 +90,8 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
         "append each finished question or model (per arm and engine) to this JSON-lines file as it completes, so that "
         "a time limit keeps what finished (a new file; --overwrite replaces one that exists)"
     )
-    # After each suite's own flags. No defaults for a suite's own: None takes the suite's
-    # (accel.bench.suites.SUITE_SETTINGS), as accel.benchmark does.
-    kept: dict[str, Flag] = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"})}
+    # After each suite's own flags: common, kept (with a progress file) or reused (and --cpu-from). No defaults
+    # for a suite's own: None takes the suite's (accel.bench.suites.SUITE_SETTINGS), as accel.benchmark does.
     common: dict[str, Flag] = {
         "--device": (device, {"default": "auto"}),
         "--repeats": ("timed runs after the cold one (default 3)", {"type": positive_int, "default": 3}),
@@ -108,10 +102,8 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
         ),
         "--json": "print the whole result as JSON instead of tables",
     }
-    progress_file: dict[str, Flag] = {
-        "--progress-file": (progress, {"type": Path}),
-        "--overwrite": overwrite("the --progress-file"),
-    }
+    kept = {**common, "--progress-file": (progress, {"type": Path}), "--overwrite": overwrite("the --progress-file")}
+    reused = {"--cpu-from": (cpu_from, {"type": Path, "action": "append", "metavar": "RESULT.json|DIR"}), **kept}
     rows = {"type": _rows}
     return {
         "groupby": (
@@ -120,9 +112,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
                 "--data": ("a groupby data file, .csv or .parquet (accel data groupby)", {"type": Path, "required": True}),
                 "--questions": "comma-separated q1..q10 (default all)",
                 "--engines": "also run the questions on other engines for context: polars,duckdb (CPU), polars-gpu (Polars' GPU engine)",
-                **kept,
-                **common,
-                **progress_file,
+                **reused,
             },
         ),
         "join": (
@@ -130,9 +120,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
             {
                 "--data-dir": ("folder with the four join tables (accel data join)", {"type": Path, "required": True}),
                 "--questions": "comma-separated q1..q5 (default all)",
-                **kept,
-                **common,
-                **progress_file,
+                **reused,
             },
         ),
         "models": (
@@ -142,8 +130,7 @@ def _suites() -> dict[str, tuple[str, dict[str, Flag]]]:
                 "--features": ("columns of generated data (default 32)", {"type": positive_int}),
                 "--models": f"comma-separated, of {', '.join(BENCH_PAIRS)} (default all)",
                 "--seed": None,
-                **common,
-                **progress_file,
+                **kept,
             },
         ),
         "crossover": (
@@ -196,66 +183,61 @@ def _db_table(result: DbBench, width: int) -> Any:
     gpu_shown = any(q.gpu.status in ("ok", "failed") for q in result.questions)
     timed = sorted({a.timing.repeats for q in result.questions for a in (q.cpu, q.gpu) if a.timing and a.timing.repeats})
     median = f"median of {timed[0]} timed" if len(timed) == 1 else "median of the timed"
-    arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
-    layouts = [_db_layout(result, arms, median, runs) for runs in (True, False)]
-    runs = _needed_width(*layouts[0], {"question"}) <= width
-    headers, rows = layouts[0] if runs else layouts[1]
+    arms, median_lines = ["CPU", "GPU"] if gpu_shown else ["CPU"], median.replace(" of ", "\nof ")
+
+    def layout(runs: bool) -> tuple[list[str], list[list[str]]]:  # with run 1 and run 2, or the medians only
+        headers = ["q", "question"]
+        for label in arms:
+            headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
+        headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
+        rows = []
+        for q in result.questions:
+            cells = [q.question, q.title]
+            for a in (q.cpu, q.gpu)[: len(arms)]:
+                figures = [a.run1, a.run2, a.median] if runs else [a.median]
+                cells += [_fmt_s(v) for v in figures] if a.ok else [a.status or "—", *[""] * (len(figures) - 1)]
+            answer_rows = q.cpu.rows if q.cpu.rows is not None else q.gpu.rows
+            cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
+            if gpu_shown:
+                cells += [_fmt_x(q.speedup), {True: "agree", False: "DISAGREE", None: "not compared"}[q.agree]]
+            rows.append(cells)
+        return headers, rows
+
+    runs = _needed_width(*layout(True)) <= width
     title = f"db-benchmark {result.benchmark.removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
-    return _whole_cells_table(title, headers, rows, text_columns={"question"}, left={"q", "question", "answers"})
+    return _whole_cells_table(title, *layout(runs))
 
 
-def _db_layout(result: DbBench, arms: list[str], median: str, runs: bool) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the questions' table, with run 1 and run 2 or the medians only."""
-    gpu_shown = "gpu" in arms
-    headers = ["q", "question"]
-    median_lines = median.replace(" of ", "\nof ")
-    for label in map(str.upper, arms):
-        headers += [f"{label} run 1\n(cold)", f"{label}\nrun 2", f"{label} {median_lines}"] if runs else [label]
-    headers += ["rows", *(["speedup", "answers"] if gpu_shown else [])]
-    rows = []
-    for q in result.questions:
-        cells = [q.question, q.title]
-        for a in (q.cpu if arm == "cpu" else q.gpu for arm in arms):
-            figures = [a.run1, a.run2, a.median] if runs else [a.median]
-            cells += [_fmt_s(v) for v in figures] if a.ok else [a.status or "—", *[""] * (len(figures) - 1)]
-        answer_rows = q.cpu.rows if q.cpu.rows is not None else q.gpu.rows
-        cells.append(f"{answer_rows:,}" if answer_rows is not None else "—")
-        if gpu_shown:
-            cells += [_fmt_x(q.speedup), {True: "agree", False: "DISAGREE", None: "not compared"}[q.agree]]
-        rows.append(cells)
-    return headers, rows
-
-
-#: Width kept for a column of text (a question's title): it wraps within it.
+#: Width kept for the one column of text (a question's title, ``question``): it wraps within it.
 TEXT_WIDTH = 14
+#: The columns of text, names and verdicts (the rest are numbers, right-aligned).
+LEFT = {"q", "question", "answers", "model", "metric"}
 
 
-def _widths(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> list[int | None]:
-    """Each column's width with every cell whole: its widest cell or header line (None: a text column, which wraps)."""
+def _widths(headers: list[str], rows: list[list[str]]) -> list[int | None]:
+    """Each column's width with every cell whole: its widest cell or header line (None: the text column, which wraps)."""
     return [
-        None if h in text_columns else max([len(line) for line in h.split("\n")] + [len(r[i]) for r in rows])
+        None if h == "question" else max([len(line) for line in h.split("\n")] + [len(r[i]) for r in rows])
         for i, h in enumerate(headers)
     ]
 
 
-def _needed_width(headers: list[str], rows: list[list[str]], text_columns: set[str]) -> int:
-    """The columns a table needs with every cell whole (text columns at :data:`TEXT_WIDTH`)."""
-    widths = _widths(headers, rows, text_columns)
+def _needed_width(headers: list[str], rows: list[list[str]]) -> int:
+    """The columns a table needs with every cell whole (the text column at :data:`TEXT_WIDTH`)."""
+    widths = _widths(headers, rows)
     return sum(w or TEXT_WIDTH for w in widths) + 3 * len(widths) + 1
 
 
-def _whole_cells_table(
-    title: str, headers: list[str], rows: list[list[str]], text_columns: set[str], left: set[str], compact: bool = False
-) -> Any:
+def _whole_cells_table(title: str, headers: list[str], rows: list[list[str]], compact: bool = False) -> Any:
     """A table whose cells are never cut: each column as wide as its widest cell or header line
-    (headers break where they say ``\\n``), except the ``text_columns``, which wrap. ``compact``:
+    (headers break where they say ``\\n``), except the question's title, which wraps. ``compact``:
     no outer border or edge padding (three columns more for the cells)."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
-    for header, fixed in zip(headers, _widths(headers, rows, text_columns)):
+    for header, fixed in zip(headers, _widths(headers, rows)):
         table.add_column(
-            header, justify="left" if header in left else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
+            header, justify="left" if header in LEFT else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
         )
     for cells in rows:
         table.add_row(*cells)
@@ -307,7 +289,7 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     title = f"models on {result.data.rows or 0:,} rows × {result.data.features} features — median seconds"
 
     def seconds(arm: FitArm, step: str) -> str:
-        return _fmt_s((arm.fit if step == "fit" else arm.predict).median) if arm.ok else str(arm.status)
+        return _fmt_s(getattr(arm, step).median) if arm.ok else str(arm.status)
 
     def quality(arm: FitArm) -> str:
         return fmt_value(arm.quality, ".4f") if arm.ok else str(arm.status)
@@ -320,19 +302,19 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
         + ([_fmt_x(m.fit_speedup), _fmt_x(m.predict_speedup)] if gpu_shown else [])
         for m in result.models
     ]
-    if _needed_width(headers, rows, set()) <= width or not gpu_shown:
-        return [_whole_cells_table(title, headers, rows, set(), {"model", "metric"})]
+    if _needed_width(headers, rows) <= width or not gpu_shown:
+        return [_whole_cells_table(title, headers, rows)]
     # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
     headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
-    timing = [
-        [m.model, seconds(m.cpu, "fit"), seconds(m.gpu, "fit"), _fmt_x(m.fit_speedup)]
-        + [seconds(m.cpu, "predict"), seconds(m.gpu, "predict"), _fmt_x(m.predict_speedup)]
-        for m in result.models
-    ]
-    scores = [[m.model, m.metric, *[quality(m.arm(a)) for a in arms]] for m in result.models]
+
+    def both(m: ModelTimed, step: str) -> list[str]:  # a step's CPU and GPU seconds and speedup
+        return [seconds(m.cpu, step), seconds(m.gpu, step), _fmt_x(getattr(m, f"{step}_speedup"))]
+
+    timing = [[m.model, *both(m, "fit"), *both(m, "predict")] for m in result.models]
+    scores = [[m.model, m.metric, quality(m.cpu), quality(m.gpu)] for m in result.models]
     return [
-        _whole_cells_table(title, headers, timing, set(), {"model"}, compact=True),
-        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores, set(), {"model", "metric"}),
+        _whole_cells_table(title, headers, timing, compact=True),
+        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores),
     ]
 
 
@@ -351,7 +333,6 @@ def _render_models(result: ModelsBench, console: Any) -> None:
 def _render_crossover(result: CrossoverBench, console: Any) -> None:
     from rich.table import Table
 
-    reasons: list[str] = []  # each said once, after the tables
     for op in result.operations:
         t = Table(title=f"{op.operation}: {op.description} — median seconds", title_justify="left")
         for col in ("rows", "CPU", "GPU", "speedup"):
@@ -359,15 +340,14 @@ def _render_crossover(result: CrossoverBench, console: Any) -> None:
         for p in op.points:
             t.add_row(f"{p.rows:,}", *(_fmt_s(a.median) if a.ok else str(a.status) for a in (p.cpu, p.gpu)), _fmt_x(p.speedup))
         console.print(t)
-        if op.gpu_status != "ok":
-            said = arm_status_line("gpu", Arm(status=op.gpu_status, reason=op.gpu_reason))
-            reasons += [said] if said not in reasons else []
-            console.print(f"crossover: not measured (GPU arm {op.gpu_status})", highlight=False)
-        elif op.crossover_rows is None:
-            console.print("crossover: the GPU arm did not win from any size measured on", highlight=False)
-        else:
-            console.print(f"crossover: the GPU arm wins from {op.crossover_rows:,} rows on", highlight=False)
-    for said in reasons:
+        wins = (
+            "did not win from any size measured on" if op.crossover_rows is None else f"wins from {op.crossover_rows:,} rows on"
+        )
+        said = f"not measured (GPU arm {op.gpu_status})" if op.gpu_status != "ok" else f"the GPU arm {wins}"
+        console.print(f"crossover: {said}", highlight=False)
+    # Each reason the GPU arm did not run, said once, after the tables.
+    skipped = [Arm(status=op.gpu_status, reason=op.gpu_reason) for op in result.operations if op.gpu_status != "ok"]
+    for said in dict.fromkeys(arm_status_line("gpu", arm) for arm in skipped):
         console.print(said, highlight=False, markup=False, soft_wrap=True)
 
 
