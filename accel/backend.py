@@ -20,7 +20,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +46,6 @@ _CU_ERRORS = {
     3: "CUDA_ERROR_NOT_INITIALIZED",
     34: "CUDA_ERROR_STUB_LIBRARY",
     35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
-    100: "CUDA_ERROR_NO_DEVICE",
     101: "CUDA_ERROR_INVALID_DEVICE",
     999: "CUDA_ERROR_UNKNOWN",
 }
@@ -174,7 +173,7 @@ def module_installed(name: str) -> bool:
     """Whether module ``name`` can be imported, found without importing it."""
     try:
         return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a broken parent package, or a stale sys.modules entry
+    except Exception:  # noqa: BLE001 - a broken parent package, a stale sys.modules entry, a failing finder
         return False
 
 
@@ -184,9 +183,7 @@ def xgboost_build_info() -> dict[str, Any]:
     of its library without importing the Python package, which loads pandas and SciPy: ``accel
     info`` stays light. Empty when there is no XGBoost or its library cannot say. Never raises."""
     try:
-        if "xgboost" in sys.modules:
-            return dict(sys.modules["xgboost"].build_info())
-        spec = importlib.util.find_spec("xgboost")
+        spec = None if "xgboost" in sys.modules else importlib.util.find_spec("xgboost")
         for folder in (spec.submodule_search_locations or []) if spec else []:
             lib = Path(folder) / "lib" / "libxgboost.so"
             if lib.exists():
@@ -194,7 +191,7 @@ def xgboost_build_info() -> dict[str, Any]:
                 if ctypes.CDLL(str(lib)).XGBuildInfo(ctypes.byref(out)) != 0 or not out.value:
                     return {}
                 return dict(json.loads(out.value.decode()))
-        import xgboost  # another platform's library name: ask the package
+        import xgboost  # imported already, or another platform's library name: ask the package
 
         return dict(xgboost.build_info())
     except Exception:  # noqa: BLE001 - detection never raises
@@ -354,10 +351,7 @@ def probe_gpu() -> GpuProbe:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
     if not _xgboost_has_cuda():
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
-    try:
-        capabilities = probe_capabilities(message or problem if problem else None)
-    except Exception as exc:  # noqa: BLE001 - detection never raises
-        capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
+    capabilities = probe_capabilities(message or problem if problem else None)  # never raises
     # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
     broken = [caps["reason"] for name in GPU_REQUIRED if not (caps := capabilities[name])["available"]]
     if not causes and broken:
@@ -370,27 +364,20 @@ def probe_gpu() -> GpuProbe:
 # --------------------------------------------------------------------------- model classes
 
 
-class ModelClasses(Mapping):
-    """The model classes of one arm, imported on first use (cuML takes seconds to import)."""
+class ModelClasses(dict):
+    """The model classes of one arm, each imported when first asked for (cuML takes seconds to import)."""
 
     def __init__(self, arm: ArmName):
+        super().__init__()
         self._arm = arm
 
-    def __getitem__(self, key: str) -> type:
+    def __missing__(self, key: str) -> type:
         from accel.registry import ESTIMATORS
 
         if key not in ESTIMATORS:
             raise KeyError(f"unknown model {key!r}; known: {', '.join(ESTIMATORS)}")
         module, _, cls = getattr(ESTIMATORS[key], self._arm).partition(":")  # its cpu or gpu class
         return getattr(importlib.import_module(module), cls)
-
-    def __iter__(self) -> Iterator[str]:
-        from accel.registry import ESTIMATORS
-
-        return iter(ESTIMATORS)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 # --------------------------------------------------------------------------- the backend
