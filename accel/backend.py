@@ -843,10 +843,8 @@ def nvml_info() -> dict[str, Any]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-            name = pynvml.nvmlDeviceGetName(h)
-            sizes = {"memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
-            found.append({"index": i, "name": _decoded(name), **sizes})
+            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), _decoded(pynvml.nvmlDeviceGetName(h))
+            found.append({"index": i, "name": name, "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)})
         return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
 
     info = _nvml(gpus)
