@@ -444,11 +444,9 @@ class Backend:
         ``model_device`` is what the trained model reports (XGBoost's booster, cuML or
         scikit-learn), so a model that fell back to the CPU is named as such.
         """
-        if self.xdf.__name__.split(".")[0] == "cudf":
-            frames = f"{self.xgb_device} (cudf)"
-        else:
-            frames = "cpu (pandas)" if self.host_frames is None else f"cpu (pandas: {self.host_frames})"
-        arrays = f"{self.xgb_device} (cupy)" if self.xp.__name__.split(".")[0] == "cupy" else "cpu (numpy)"
+        device = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
+        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else device  # ...unless it says why not
+        arrays = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)"
         model = model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 

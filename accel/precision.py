@@ -89,11 +89,9 @@ def _column_decision(
     nonzero = np.abs(finite[finite != 0])
     top = float(nonzero.max()) if top is None and nonzero.size else top
     low = float(nonzero.min()) if low is None and nonzero.size else low
-    if top is None or not np.isfinite(top) or top == 0:
+    if top is None or not np.isfinite(top) or top == 0 or (categorical and top <= FP16_EXACT_CODES):
         return ColumnPrecision(name, "fp16")
     if categorical:
-        if top <= FP16_EXACT_CODES:
-            return ColumnPrecision(name, "fp16")
         why = f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
         return ColumnPrecision(name, "fp32", 1.0, why)
     scale, reason = 1.0, ""
@@ -236,18 +234,17 @@ def store_frame(backend: Backend, frame: Frame, categorical: list[str], plan: Pr
 
     Only one float32 batch exists at a time besides the stored matrix.
     """
-    xp = backend.xp
-    n = len(frame)
+    xp, n = backend.xp, len(frame)
     names, types = xgboost_features(frame.columns, categorical)
     half_idx, full_idx = plan.indices("fp16"), plan.indices("fp32")
     half = xp.empty((n, len(half_idx)), dtype=xp.float16) if half_idx else None
     full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
     scales = xp.asarray(np.array([plan.columns[i].scale for i in half_idx], dtype=np.float32)) if half_idx else None
     step = max(1, batch_rows)
-    direct = half is None and _compat.array_module(frame) is xp
+    direct = half is None and full is not None and _compat.array_module(frame) is xp
     for a in range(0, n, step):
         b = min(a + step, n)
-        if direct and full is not None:
+        if direct:
             # float32 only, on the frame's own device: each column is converted once, straight
             # into the stored matrix.
             frame_matrix(frame.iloc[a:b], categorical, out=full[a:b])
