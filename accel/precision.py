@@ -241,10 +241,10 @@ def store_frame(backend: Backend, frame: Frame, categorical: list[str], plan: Pr
     full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
     scales = xp.asarray(np.array([plan.columns[i].scale for i in half_idx], dtype=np.float32)) if half_idx else None
     step = max(1, batch_rows)
-    direct = half is None and full is not None and _compat.array_module(frame) is xp
+    direct = half is None and _compat.array_module(frame) is xp
     for a in range(0, n, step):
         b = min(a + step, n)
-        if direct:
+        if direct and full is not None:
             # float32 only, on the frame's own device: each column is converted once, straight
             # into the stored matrix.
             frame_matrix(frame.iloc[a:b], categorical, out=full[a:b])
