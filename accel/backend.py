@@ -139,9 +139,8 @@ def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str |
         return "no_driver", "no CUDA driver (libcuda.so.1 cannot be loaded)", (), None
 
     version = ctypes.c_int(0)
-    driver_version = None
-    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value:
-        driver_version = f"{version.value // 1000}.{(version.value % 1000) // 10}"
+    known = lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value
+    driver_version = f"{version.value // 1000}.{(version.value % 1000) // 10}" if known else None
 
     rc = lib.cuInit(0)
     if rc == 100:
@@ -161,9 +160,8 @@ def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str |
         dev = ctypes.c_int(0)
         if lib.cuDeviceGet(ctypes.byref(dev), i) != 0:
             continue
-        name = ctypes.create_string_buffer(256)
+        name, mem = ctypes.create_string_buffer(256), ctypes.c_size_t(0)
         lib.cuDeviceGetName(name, 256, dev)
-        mem = ctypes.c_size_t(0)
         lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
         devices.append(GpuDevice(i, name.value.decode(errors="replace"), int(mem.value)))
     return None, None, tuple(devices), driver_version
@@ -710,12 +708,10 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
         needed) and gets a GPU arm even where cuDF is missing or broken; its dataframes are
         then pandas on the host and :attr:`Backend.host_frames` says why.
     """
-    probe = probe_gpu()
-    host_frames = None
-    if needs is None:
-        if not probe.usable:
-            raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
-    else:
+    probe, host_frames = probe_gpu(), None
+    if needs is None and not probe.usable:
+        raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
+    if needs is not None:
         wanted = tuple(dict.fromkeys(("cupy", *needs)))
         unknown = [n for n in wanted if n not in CAPABILITIES]
         if unknown:

@@ -289,17 +289,12 @@ def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool, model: str | None
 
     initial = int(free_bytes * RMM_AUTO_INITIAL) // 256 * 256
     cuml = model is not None and model in MODELS and MODELS[model].needs_cuml
+    auto = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory"
     if cuml or xgboost_through_rmm:
-        maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
         who = f"cuML's {model} allocates" if cuml else "XGBoost allocates"
-        why = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%} ({who} from the pool)"
-    else:
-        maximum = initial
-        why = (
-            f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, not growing: XGBoost allocates beside the pool, "
-            f"from the other {1 - RMM_AUTO_INITIAL:.0%}"
-        )
-    return initial, maximum, why
+        maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
+        return initial, maximum, f"{auto}, growing to {RMM_AUTO_MAXIMUM:.0%} ({who} from the pool)"
+    return initial, initial, f"{auto}, not growing: XGBoost allocates beside the pool, from the other {1 - RMM_AUTO_INITIAL:.0%}"
 
 
 def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int, str]:
