@@ -118,9 +118,8 @@ class GpuProbe:
     def why_not(self, *needs: str) -> str | None:
         """Why the GPU arm cannot run here, in the words every output uses (:func:`gpu_unavailable`);
         None when it can. ``needs``: only these capabilities are asked for; none, the whole GPU arm."""
-        if not needs:
-            return None if self.usable else gpu_unavailable(self.reason)
-        return None if self.available(*needs) else gpu_unavailable(self.missing(*needs))
+        why = self.missing(*needs) if needs else self.reason  # None exactly when usable
+        return None if why is None else gpu_unavailable(why)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)  # copies of the dicts; the tuples as lists, as JSON has them
