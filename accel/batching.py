@@ -309,8 +309,7 @@ def plan_streaming(rows_total: int, train_rows: int, bytes_per_row: float, costs
 
 
 def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:
-    least = min(MIN_BATCH_ROWS, rows_total)
-    practical = min(PRACTICAL_BATCH_ROWS, rows_total)
+    least, practical = min(MIN_BATCH_ROWS, rows_total), min(PRACTICAL_BATCH_ROWS, rows_total)
     # The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the best batch size, or at practical).
     need = min(_peaks(costs, "external", rows_total, train_rows, bytes_per_row).values())
     need_practical = max(costs.phases("external", rows_total, train_rows, practical, bytes_per_row).values())
