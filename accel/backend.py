@@ -572,9 +572,7 @@ class Backend:
         self.use_current_rmm_resource()  # statistics on, and CuPy allocating from the pool
         settings = self.xgboost_allocation()["set_config"]
         if settings:
-            import xgboost
-
-            xgboost.set_config(**settings)
+            importlib.import_module("xgboost").set_config(**settings)
         return True
 
     def rmm_resource_set_elsewhere(self) -> dict[str, Any] | None:
