@@ -20,7 +20,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +46,6 @@ _CU_ERRORS = {
     3: "CUDA_ERROR_NOT_INITIALIZED",
     34: "CUDA_ERROR_STUB_LIBRARY",
     35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
-    100: "CUDA_ERROR_NO_DEVICE",
     101: "CUDA_ERROR_INVALID_DEVICE",
     999: "CUDA_ERROR_UNKNOWN",
 }
@@ -119,9 +118,8 @@ class GpuProbe:
     def why_not(self, *needs: str) -> str | None:
         """Why the GPU arm cannot run here, in the words every output uses (:func:`gpu_unavailable`);
         None when it can. ``needs``: only these capabilities are asked for; none, the whole GPU arm."""
-        if not needs:
-            return None if self.usable else gpu_unavailable(self.reason)
-        return None if self.available(*needs) else gpu_unavailable(self.missing(*needs))
+        why = self.missing(*needs) if needs else self.reason  # None exactly when usable
+        return None if why is None else gpu_unavailable(why)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)  # copies of the dicts; the tuples as lists, as JSON has them
@@ -140,9 +138,8 @@ def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str |
         return "no_driver", "no CUDA driver (libcuda.so.1 cannot be loaded)", (), None
 
     version = ctypes.c_int(0)
-    driver_version = None
-    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value:
-        driver_version = f"{version.value // 1000}.{(version.value % 1000) // 10}"
+    known = lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value
+    driver_version = f"{version.value // 1000}.{(version.value % 1000) // 10}" if known else None
 
     rc = lib.cuInit(0)
     if rc == 100:
@@ -162,9 +159,8 @@ def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str |
         dev = ctypes.c_int(0)
         if lib.cuDeviceGet(ctypes.byref(dev), i) != 0:
             continue
-        name = ctypes.create_string_buffer(256)
+        name, mem = ctypes.create_string_buffer(256), ctypes.c_size_t(0)
         lib.cuDeviceGetName(name, 256, dev)
-        mem = ctypes.c_size_t(0)
         lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
         devices.append(GpuDevice(i, name.value.decode(errors="replace"), int(mem.value)))
     return None, None, tuple(devices), driver_version
@@ -174,7 +170,7 @@ def module_installed(name: str) -> bool:
     """Whether module ``name`` can be imported, found without importing it."""
     try:
         return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a broken parent package, or a stale sys.modules entry
+    except Exception:  # noqa: BLE001 - a broken parent package, a stale sys.modules entry, a failing finder
         return False
 
 
@@ -184,9 +180,7 @@ def xgboost_build_info() -> dict[str, Any]:
     of its library without importing the Python package, which loads pandas and SciPy: ``accel
     info`` stays light. Empty when there is no XGBoost or its library cannot say. Never raises."""
     try:
-        if "xgboost" in sys.modules:
-            return dict(sys.modules["xgboost"].build_info())
-        spec = importlib.util.find_spec("xgboost")
+        spec = None if "xgboost" in sys.modules else importlib.util.find_spec("xgboost")
         for folder in (spec.submodule_search_locations or []) if spec else []:
             lib = Path(folder) / "lib" / "libxgboost.so"
             if lib.exists():
@@ -194,7 +188,7 @@ def xgboost_build_info() -> dict[str, Any]:
                 if ctypes.CDLL(str(lib)).XGBuildInfo(ctypes.byref(out)) != 0 or not out.value:
                     return {}
                 return dict(json.loads(out.value.decode()))
-        import xgboost  # another platform's library name: ask the package
+        import xgboost  # imported already, or another platform's library name: ask the package
 
         return dict(xgboost.build_info())
     except Exception:  # noqa: BLE001 - detection never raises
@@ -354,10 +348,7 @@ def probe_gpu() -> GpuProbe:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
     if not _xgboost_has_cuda():
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
-    try:
-        capabilities = probe_capabilities(message or problem if problem else None)
-    except Exception as exc:  # noqa: BLE001 - detection never raises
-        capabilities = {n: {"available": False, "reason": f"probe failed ({first_line(exc)})"} for n in CAPABILITIES}
+    capabilities = probe_capabilities(message or problem if problem else None)  # never raises
     # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
     broken = [caps["reason"] for name in GPU_REQUIRED if not (caps := capabilities[name])["available"]]
     if not causes and broken:
@@ -370,27 +361,20 @@ def probe_gpu() -> GpuProbe:
 # --------------------------------------------------------------------------- model classes
 
 
-class ModelClasses(Mapping):
-    """The model classes of one arm, imported on first use (cuML takes seconds to import)."""
+class ModelClasses(dict):
+    """The model classes of one arm, each imported when first asked for (cuML takes seconds to import)."""
 
     def __init__(self, arm: ArmName):
+        super().__init__()
         self._arm = arm
 
-    def __getitem__(self, key: str) -> type:
+    def __missing__(self, key: str) -> type:
         from accel.registry import ESTIMATORS
 
         if key not in ESTIMATORS:
             raise KeyError(f"unknown model {key!r}; known: {', '.join(ESTIMATORS)}")
         module, _, cls = getattr(ESTIMATORS[key], self._arm).partition(":")  # its cpu or gpu class
         return getattr(importlib.import_module(module), cls)
-
-    def __iter__(self) -> Iterator[str]:
-        from accel.registry import ESTIMATORS
-
-        return iter(ESTIMATORS)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -457,11 +441,9 @@ class Backend:
         ``model_device`` is what the trained model reports (XGBoost's booster, cuML or
         scikit-learn), so a model that fell back to the CPU is named as such.
         """
-        if self.xdf.__name__.split(".")[0] == "cudf":
-            frames = f"{self.xgb_device} (cudf)"
-        else:
-            frames = "cpu (pandas)" if self.host_frames is None else f"cpu (pandas: {self.host_frames})"
-        arrays = f"{self.xgb_device} (cupy)" if self.xp.__name__.split(".")[0] == "cupy" else "cpu (numpy)"
+        device = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
+        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else device  # ...unless it says why not
+        arrays = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)"
         model = model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
@@ -590,9 +572,7 @@ class Backend:
         self.use_current_rmm_resource()  # statistics on, and CuPy allocating from the pool
         settings = self.xgboost_allocation()["set_config"]
         if settings:
-            import xgboost
-
-            xgboost.set_config(**settings)
+            importlib.import_module("xgboost").set_config(**settings)
         return True
 
     def rmm_resource_set_elsewhere(self) -> dict[str, Any] | None:
@@ -725,12 +705,10 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
         needed) and gets a GPU arm even where cuDF is missing or broken; its dataframes are
         then pandas on the host and :attr:`Backend.host_frames` says why.
     """
-    probe = probe_gpu()
-    host_frames = None
-    if needs is None:
-        if not probe.usable:
-            raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
-    else:
+    probe, host_frames = probe_gpu(), None
+    if needs is None and not probe.usable:
+        raise DeviceUnavailable(f"--device gpu: {probe.why_not()}")
+    if needs is not None:
         wanted = tuple(dict.fromkeys(("cupy", *needs)))
         unknown = [n for n in wanted if n not in CAPABILITIES]
         if unknown:
@@ -856,10 +834,8 @@ def nvml_info() -> dict[str, Any]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-            name = pynvml.nvmlDeviceGetName(h)
-            sizes = {"memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)}
-            found.append({"index": i, "name": _decoded(name), **sizes})
+            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), _decoded(pynvml.nvmlDeviceGetName(h))
+            found.append({"index": i, "name": name, "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)})
         return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
 
     info = _nvml(gpus)

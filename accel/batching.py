@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from accel.backend import Backend, is_out_of_memory
@@ -70,23 +70,10 @@ class BatchPlan:
         return max(1, -(-self.rows_total // max(self.rows_per_batch, 1)))
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "source": self.source,
-            "budget_bytes": self.budget_bytes,
-            "budget_source": self.budget_source,
-            "bytes_per_row": round(self.bytes_per_row, 1),
-            "probe_rows": self.probe_rows,
-            "rows_total": self.rows_total,
-            "rows_per_batch": self.rows_per_batch,
-            "batches": self.batches,
-            "oom_retries": list(self.retries),
-            "training_matrix": self.training_matrix,
-            "matrix_bytes_per_row": round(self.matrix_bytes_per_row, 1),
-            "held_bytes": self.held_bytes,
-            "phase_bytes": dict(self.phase_bytes),
-            "budget_parts": dict(self.parts),
-        }
+        """The plan as the run record stores it (the bytes per row to one decimal)."""
+        out = asdict(self)
+        out.update(oom_retries=out.pop("retries"), budget_parts=out.pop("parts"), batches=self.batches)
+        return {**out, "bytes_per_row": round(self.bytes_per_row, 1), "matrix_bytes_per_row": round(self.matrix_bytes_per_row, 1)}
 
 
 def measure_bytes_per_row(backend: Backend, probe: Callable[[], Any], rows: int, peak: bool = True) -> float:
@@ -232,22 +219,26 @@ class StreamingCosts:
     def phases(self, kind: str, rows_total: int, train_rows: int, batch_rows: int, bytes_per_row: float) -> dict[str, float]:
         """The bytes held at the peak of each phase for batches of ``batch_rows`` plan rows.
 
-        ``kind`` is the training matrix: "in-memory" or "external" (a page per batch).
+        ``kind`` is the training matrix: "in-memory" or "external" (a page per batch). Boosting
+        holds the parts of :meth:`parts`, and with a whole matrix one page's partition buffers.
         """
-        page_rows, pages = _pages(rows_total, train_rows, batch_rows)
-        accel, batch = self.accel_bytes, batch_rows * bytes_per_row
-        building = page_rows * self.build_bytes_per_row
-        xgboost = train_rows * self.row_bytes + self.hist_bytes + self.fixed_bytes
-        if kind == "in-memory":
-            matrix = train_rows * self.page_bytes_per_row
-            build, boosting = accel + matrix, accel + xgboost + matrix + self.page_node_bytes
-        else:
-            build = accel
-            boosting = accel + xgboost + pages * self.page_node_bytes + self.pages_held * page_rows * self.page_bytes_per_row
-        return {"passes": accel + batch, "matrix build": build + batch + building, "boosting": boosting}
+        page_rows, _ = _pages(rows_total, train_rows, batch_rows)
+        accel, batch, whole = self.accel_bytes, batch_rows * bytes_per_row, kind == "in-memory"
+        build = accel + train_rows * self.page_bytes_per_row if whole else accel
+        boosting = sum(v for v, _ in self._boosting(kind, rows_total, train_rows, batch_rows).values())
+        return {
+            "passes": accel + batch,
+            "matrix build": build + batch + page_rows * self.build_bytes_per_row,
+            "boosting": boosting + self.page_node_bytes if whole else boosting,
+        }
 
     def parts(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, dict[str, Any]]:
         """The budget's parts while boosting, each with what it is for (for the run record)."""
+        return {
+            k: {"bytes": int(v), "for": why} for k, (v, why) in self._boosting(kind, rows_total, train_rows, batch_rows).items()
+        }
+
+    def _boosting(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, tuple[float, str]]:
         page_rows, pages = _pages(rows_total, train_rows, batch_rows)
         out = {
             "accel_arrays": (self.accel_bytes, "accel's row positions, split, streamed row lists, folds, predictions"),
@@ -261,12 +252,12 @@ class StreamingCosts:
         if kind == "in-memory":
             out["matrix"] = (train_rows * self.page_bytes_per_row, "XGBoost's quantile matrix, whole, in memory")
         else:
+            out["page_partitions"] = (pages * self.page_node_bytes, f"row-partition buffers of {pages} pages")
             out["pages_held"] = (
                 self.pages_held * page_rows * self.page_bytes_per_row,
                 f"{self.pages_held} external-memory pages of {page_rows:,.0f} rows in memory at once (read, prefetched, last built)",
             )
-            out["page_partitions"] = (pages * self.page_node_bytes, f"row-partition buffers of {pages} pages")
-        return {k: {"bytes": int(v), "for": why} for k, (v, why) in out.items()}
+        return out
 
 
 def _pages(rows_total: int, train_rows: int, batch_rows: int) -> tuple[float, int]:
@@ -275,39 +266,18 @@ def _pages(rows_total: int, train_rows: int, batch_rows: int) -> tuple[float, in
     return page_rows, -(-train_rows // max(int(page_rows), 1))
 
 
-def _peaks(
-    costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, batches: list[int] | None = None
-) -> dict[int, float]:
-    """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`) for batches of each
-    of ``batches`` plan rows (None: each of :func:`_batch_candidates`)."""
-    sizes = batches or _batch_candidates(rows_total)
-    return {r: max(costs.phases(kind, rows_total, train_rows, r, bytes_per_row).values()) for r in sizes}
-
-
-def _batch_candidates(rows_total: int) -> list[int]:
-    """Batch sizes from the least (:data:`MIN_BATCH_ROWS`, or the whole table) up by 5 % to the whole table."""
-    rows, out = float(min(MIN_BATCH_ROWS, rows_total)), []
+def _peaks(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float) -> dict[int, float]:
+    """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`) for each batch size
+    (plan rows) from the least (:data:`MIN_BATCH_ROWS`, or the whole table) up by 5 % to the whole table."""
+    rows, sizes = float(min(MIN_BATCH_ROWS, rows_total)), []
     while rows < rows_total:
-        out.append(int(rows))
+        sizes.append(int(rows))
         rows *= 1.05
-    return [*out, rows_total]
+    return {r: max(costs.phases(kind, rows_total, train_rows, r, bytes_per_row).values()) for r in [*sizes, rows_total]}
 
 
-def _largest_fit(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float, usable: float) -> int:
-    """The largest batch (plan rows) whose every phase fits ``usable`` bytes; 0 when none does."""
-    peaks = _peaks(costs, kind, rows_total, train_rows, bytes_per_row)
-    return max((r for r, peak in peaks.items() if peak <= usable), default=0)
-
-
-def plan_streaming(
-    rows_total: int,
-    train_rows: int,
-    bytes_per_row: float,
-    costs: StreamingCosts,
-    budget_bytes: int,
-    budget_source: str,
-    probe_rows: int = 0,
-) -> BatchPlan:
+def plan_streaming(rows_total: int, train_rows: int, bytes_per_row: float, costs: StreamingCosts, budget_bytes: int,
+                   budget_source: str, probe_rows: int = 0) -> BatchPlan:  # fmt: skip
     """Batches for a streamed XGBoost run whose whole process stays within the budget.
 
     Each phase's peak is planned (:meth:`StreamingCosts.phases`): the passes (accel's arrays and a
@@ -322,29 +292,27 @@ def plan_streaming(
     fits, a one-line error says what budget would fit, before any work starts.
     """
     usable = float(budget_bytes)
-    external = _largest_fit(costs, "external", rows_total, train_rows, bytes_per_row, usable)
-    in_memory = _largest_fit(costs, "in-memory", rows_total, train_rows, bytes_per_row, usable)
+    external, in_memory = (
+        max((r for r, peak in _peaks(costs, kind, rows_total, train_rows, bytes_per_row).items() if peak <= usable), default=0)
+        for kind in ("external", "in-memory")
+    )
     if in_memory and in_memory >= min(PRACTICAL_BATCH_ROWS, rows_total, max(external, 1)):
         kind, rows = "in-memory", in_memory
     elif external:
         kind, rows = "external", external
     else:
         raise AccelError(_refusal(costs, rows_total, train_rows, bytes_per_row, budget_bytes))
-    plan = BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, rows, "streaming", "auto", probe_rows)
-    phases = costs.phases(kind, rows_total, train_rows, rows, bytes_per_row)
-    plan.training_matrix, plan.held_bytes = kind, int(phases["boosting"])
-    plan.matrix_bytes_per_row = costs.page_bytes_per_row
-    plan.phase_bytes = {k: int(v) for k, v in phases.items()}
-    plan.parts = costs.parts(kind, rows_total, train_rows, rows)
-    return plan
+    phases = {k: int(v) for k, v in costs.phases(kind, rows_total, train_rows, rows, bytes_per_row).items()}
+    return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, rows, "streaming", "auto", probe_rows,
+                     training_matrix=kind, held_bytes=phases["boosting"], matrix_bytes_per_row=costs.page_bytes_per_row,
+                     phase_bytes=phases, parts=costs.parts(kind, rows_total, train_rows, rows))  # fmt: skip
 
 
 def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:
-    least = min(MIN_BATCH_ROWS, rows_total)
-    practical = min(PRACTICAL_BATCH_ROWS, rows_total)
+    least, practical = min(MIN_BATCH_ROWS, rows_total), min(PRACTICAL_BATCH_ROWS, rows_total)
     # The fewest bytes a streamed run with an external-memory matrix holds at its peak (at the best batch size, or at practical).
     need = min(_peaks(costs, "external", rows_total, train_rows, bytes_per_row).values())
-    need_practical = _peaks(costs, "external", rows_total, train_rows, bytes_per_row, [practical])[practical]
+    need_practical = max(costs.phases("external", rows_total, train_rows, practical, bytes_per_row).values())
     state = train_rows * costs.row_bytes + costs.hist_bytes + costs.fixed_bytes + costs.accel_bytes
 
     def fits(n: int) -> bool:  # --rows n: accel's arrays and the training rows shrink with the rows
@@ -390,8 +358,8 @@ def with_backoff(step: Callable[[int], T], plan: BatchPlan, backend: Backend, wh
 
 
 def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"

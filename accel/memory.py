@@ -204,9 +204,9 @@ class MemoryMonitor(PeriodicSampler):
         return host, device
 
     def _wait_seconds(self) -> float:
-        if self._kernel_seen is None or self.peak_device is not None:  # device memory: every 20 ms
-            return self.interval
-        settled = time.perf_counter() - self._stage_since >= SETTLE_SECONDS
+        # Device memory, or no kernel peak to catch what falls between readings: every ``interval``.
+        kernel_only = self._kernel_seen is not None and self.peak_device is None
+        settled = kernel_only and time.perf_counter() - self._stage_since >= SETTLE_SECONDS
         return max(self.interval, SETTLED_INTERVAL) if settled else self.interval
 
     @property
@@ -289,17 +289,12 @@ def rmm_auto_sizes(free_bytes: int, xgboost_through_rmm: bool, model: str | None
 
     initial = int(free_bytes * RMM_AUTO_INITIAL) // 256 * 256
     cuml = model is not None and model in MODELS and MODELS[model].needs_cuml
+    auto = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory"
     if cuml or xgboost_through_rmm:
-        maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
         who = f"cuML's {model} allocates" if cuml else "XGBoost allocates"
-        why = f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, growing to {RMM_AUTO_MAXIMUM:.0%} ({who} from the pool)"
-    else:
-        maximum = initial
-        why = (
-            f"auto: {RMM_AUTO_INITIAL:.0%} of free device memory, not growing: XGBoost allocates beside the pool, "
-            f"from the other {1 - RMM_AUTO_INITIAL:.0%}"
-        )
-    return initial, maximum, why
+        maximum = int(free_bytes * RMM_AUTO_MAXIMUM) // 256 * 256
+        return initial, maximum, f"{auto}, growing to {RMM_AUTO_MAXIMUM:.0%} ({who} from the pool)"
+    return initial, initial, f"{auto}, not growing: XGBoost allocates beside the pool, from the other {1 - RMM_AUTO_INITIAL:.0%}"
 
 
 def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int, str]:
@@ -363,8 +358,13 @@ def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dic
     if spec == "off":
         return {"mode": "off", "initial_bytes": None, "maximum_bytes": None, "reason": "--rmm-pool off", **xgboost_fields}
     elsewhere = backend.rmm_resource_set_elsewhere()
-    if elsewhere is not None:
-        return _kept_resource(backend, spec, elsewhere, xgboost_fields)
+    if elsewhere is not None:  # kept as it is; its pool's bytes count as free (the driver counts a reserved pool as used)
+        backend.use_current_rmm_resource()
+        pool, stack = elsewhere["pool_bytes"], " > ".join(elsewhere["resources"])
+        free = (backend.device_memory() or (0, 0))[0] + (pool or 0)
+        sizes = {"mode": spec, "initial_bytes": pool, "maximum_bytes": None, "free_bytes_before": free}
+        reason = f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept"
+        return {**sizes, "reason": reason, "kept_resource": elsewhere["resources"], **xgboost_fields, "reused": False}
     free, total = backend.device_memory() or (0, 0)
     if spec == "auto":
         initial, maximum, reason = rmm_auto_sizes(free, xgb["through_rmm"], model)
@@ -383,20 +383,6 @@ def setup_rmm_pool(backend: Backend, spec: str, model: str | None = None) -> dic
     sizes = {"mode": spec, "initial_bytes": initial, "maximum_bytes": maximum, "free_bytes_before": free, "reason": reason}
     _POOL_RECORD = {**sizes, **xgboost_fields, "reused": False}
     return dict(_POOL_RECORD)
-
-
-def _kept_resource(backend: Backend, spec: str, elsewhere: dict[str, Any], xgboost_fields: dict[str, Any]) -> dict:
-    """The record of an RMM resource set up before accel's, used as it is (see :func:`setup_rmm_pool`).
-
-    Its pool's bytes count as free for the budget (the driver counts a reserved pool as used).
-    """
-    backend.use_current_rmm_resource()
-    pool = elsewhere["pool_bytes"]
-    free = (backend.device_memory() or (0, 0))[0] + (pool or 0)
-    sizes = {"mode": spec, "initial_bytes": pool, "maximum_bytes": None, "free_bytes_before": free}
-    stack = " > ".join(elsewhere["resources"])
-    reason = f"--rmm-pool {spec} not applied: the RMM resource this process had before accel ({stack}) is kept"
-    return {**sizes, "reason": reason, "kept_resource": elsewhere["resources"], **xgboost_fields, "reused": False}
 
 
 def default_budget(backend: Backend, rmm: dict | None = None) -> tuple[int, str]:

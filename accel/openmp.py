@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import cache
 from typing import Any
 
 #: The spin count accel gives libgomp unless the user chose.
 GOMP_SPINCOUNT_DEFAULT = "10000"
 _USER_NAMES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 _OMP_LIBRARIES = ("xgboost", "sklearn", "lightgbm", "torch")
-_settled: dict[str, Any] | None = None
 
 
 def _user_set() -> dict[str, str]:
@@ -44,6 +44,7 @@ def _runtime_loaded() -> bool:
         return any(m in sys.modules for m in _OMP_LIBRARIES)
 
 
+@cache
 def settle() -> dict[str, Any]:
     """Load the OpenMP runtime with accel's spin count, once per process; what the record's
     ``threads.omp_wait_policy`` says.
@@ -56,9 +57,6 @@ def settle() -> dict[str, Any]:
         runtime was loaded before accel could set it) and ``loaded_before`` (the OpenMP users
         imported before the first arm).
     """
-    global _settled
-    if _settled is not None:
-        return _settled
     user = _user_set()
     loaded_before = sorted(m for m in _OMP_LIBRARIES if m in sys.modules)
     state: dict[str, Any] = {name: user.get(name) for name in _USER_NAMES}
@@ -75,7 +73,6 @@ def settle() -> dict[str, Any]:
             del os.environ["GOMP_SPINCOUNT"]  # the user's environment as it was
         state.update(GOMP_SPINCOUNT=GOMP_SPINCOUNT_DEFAULT, source="accel default")
     state["loaded_before"] = loaded_before
-    _settled = state
     return state
 
 

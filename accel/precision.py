@@ -60,13 +60,9 @@ class PrecisionPlan:
     precision: str
     columns: list[ColumnPrecision]
 
-    @property
-    def half_columns(self) -> list[int]:
-        return [i for i, c in enumerate(self.columns) if c.storage == "fp16"]
-
-    @property
-    def full_columns(self) -> list[int]:
-        return [i for i, c in enumerate(self.columns) if c.storage == "fp32"]
+    def indices(self, storage: str) -> list[int]:
+        """Positions of the columns held in ``storage`` (``"fp16"`` or ``"fp32"``)."""
+        return [i for i, c in enumerate(self.columns) if c.storage == storage]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -93,11 +89,9 @@ def _column_decision(
     nonzero = np.abs(finite[finite != 0])
     top = float(nonzero.max()) if top is None and nonzero.size else top
     low = float(nonzero.min()) if low is None and nonzero.size else low
-    if top is None or not np.isfinite(top) or top == 0:
+    if top is None or not np.isfinite(top) or top == 0 or (categorical and top <= FP16_EXACT_CODES):
         return ColumnPrecision(name, "fp16")
     if categorical:
-        if top <= FP16_EXACT_CODES:
-            return ColumnPrecision(name, "fp16")
         why = f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
         return ColumnPrecision(name, "fp32", 1.0, why)
     scale, reason = 1.0, ""
@@ -216,7 +210,7 @@ class StoredMatrix:
         if self.full is None and bool((self.scales == 1).all()):
             return self.half[start:stop].astype(xp.float32)
         out = xp.empty((stop - start, len(self.feature_names)), dtype=xp.float32)
-        half_idx, full_idx = self.plan.half_columns, self.plan.full_columns
+        half_idx, full_idx = self.plan.indices("fp16"), self.plan.indices("fp32")
         out[:, half_idx] = self.half[start:stop].astype(xp.float32) * self.scales
         if full_idx:
             out[:, full_idx] = self.full[start:stop]
@@ -240,10 +234,9 @@ def store_frame(backend: Backend, frame: Frame, categorical: list[str], plan: Pr
 
     Only one float32 batch exists at a time besides the stored matrix.
     """
-    xp = backend.xp
-    n = len(frame)
+    xp, n = backend.xp, len(frame)
     names, types = xgboost_features(frame.columns, categorical)
-    half_idx, full_idx = plan.half_columns, plan.full_columns
+    half_idx, full_idx = plan.indices("fp16"), plan.indices("fp32")
     half = xp.empty((n, len(half_idx)), dtype=xp.float16) if half_idx else None
     full = xp.empty((n, len(full_idx)), dtype=xp.float32) if full_idx else None
     scales = xp.asarray(np.array([plan.columns[i].scale for i in half_idx], dtype=np.float32)) if half_idx else None
