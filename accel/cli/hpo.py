@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from accel.cli import options as opts
 from accel.errors import AccelError
@@ -118,7 +118,7 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
     table = Table(title=f"{arm}: {study.metric}, time and peak memory")
     for col in ("", "trained on", "scored on", str(study.metric), "seconds", "host MB", "GPU MB"):
         table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
-    params: list[tuple[str, dict[str, Any]]] = []
+    params: list[str] = []  # each model's parameters, but the top-k's: said after the table
 
     def add(label: str, entry: Scored | None, trained: str, scored: str) -> None:
         entry = entry or Scored()
@@ -126,7 +126,9 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
             label, trained, scored, fmt_value(entry.metric, ".4f"), fmt_value(entry.seconds, ".2f"), fmt_value(entry.peak_host_mb, ".0f"),
             fmt_value(entry.peak_device_mb, ".0f"),
         )  # fmt: skip
-        params.append((label.strip(), entry.params or {}))
+        if not label.startswith("  top-"):
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in (entry.params or {}).items())
+            params.append(f"  {label}: {escape(shown)}")
 
     add("default baseline", record.baseline, f"all {rows.train or 0:,}", "hold-out")
     if (best := record.best_trial) is not None:
@@ -135,10 +137,8 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
             add(f"  top-{len(record.top_k)}: trial {entry.trial}", entry, f"fit {rows.fit:,}", "validation")
         add(f"retrained best (trial {(record.final or Scored()).trial})", record.final, f"all {rows.train or 0:,}", "hold-out")
     console.print(table)
-    for label, values in params:
-        if not label.startswith("top-"):
-            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-            console.print(f"  {label}: {escape(shown)}", highlight=False)
+    for line in params:
+        console.print(line, highlight=False)
     final = record.final or Scored()
     if final.status == "failed":
         console.print(f"no tuned model: {escape(str(final.reason))}")

@@ -662,8 +662,8 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
 
     baseline: dict[str, Any] | None = run.opened.study.user_attrs.get("baseline")
     if baseline is None:
-        d = run.ctx.data
-        run.log(f"default baseline: {run.ctx.config.model} on all {d.rows['train']:,} training rows, scored on the hold-out")
+        rows = run.ctx.data.rows["train"]
+        run.log(f"default baseline: {run.ctx.config.model} on all {rows:,} training rows, scored on the hold-out")
         with run.timed("baseline"):
             if listener is not None:
                 listener.section("default baseline")
