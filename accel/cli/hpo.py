@@ -24,33 +24,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     here = {"group": None, "metavar": None}  # not accel run's group of Dask flags
+    where, count = {**here, "exclusive": "where"}, {"type": opts.positive_int}
+    share, open_share = {"type": opts.fraction}, {"type": opts.open_fraction}
     opts.add_flags(
         hpo,
         {
             "workflow": "a workflow name (flights) or a workflow YAML file (with an hpo: section)",
             **opts.TABLE,
             "--model": "with --data: the model to tune (default xgboost)",
-            "--test-size": ("share of rows held out for the final score (default 0.2)", {"type": opts.open_fraction}),
-            "--trials": (
-                "trials in the study, counting those already done on --resume (default 40)",
-                {"type": opts.positive_int},
-            ),
-            "--subset": ("share of the fitting rows each trial trains on (default 0.1; 1 = all)", {"type": opts.fraction}),
-            "--trial-rounds": (
-                "share of the boosting rounds / trees a subset trial uses (default 0.25)",
-                {"type": opts.fraction},
-            ),
-            "--validation": ("share of the training rows trials are scored on (default 0.2)", {"type": opts.open_fraction}),
+            "--test-size": ("share of rows held out for the final score (default 0.2)", open_share),
+            "--trials": ("trials in the study, counting those already done on --resume (default 40)", count),
+            "--subset": ("share of the fitting rows each trial trains on (default 0.1; 1 = all)", share),
+            "--trial-rounds": ("share of the boosting rounds / trees a subset trial uses (default 0.25)", share),
+            "--validation": ("share of the training rows trials are scored on (default 0.2)", open_share),
             "--timeout": ("stop starting trials after this many seconds", {"type": opts.positive_seconds}),
-            "--top": ("best trials re-evaluated on all fitting rows (default 3)", {"type": opts.positive_int}),
+            "--top": ("best trials re-evaluated on all fitting rows (default 3)", count),
             "--storage": "Optuna storage URL (default sqlite:///<out>/hpo.db)",
             "--study": "study name (default <workflow>-<model>-<UTC time>)",
             "--resume": ("continue the study (--study, else the newest in the storage)", {"action": "store_true"}),
-            "--cluster": ("run trials in parallel on a local Dask cluster", {**here, "exclusive": "where"}),
-            "--scheduler": (
-                "run trials in parallel on the Dask cluster at this scheduler address",
-                {**here, "exclusive": "where"},
-            ),
+            "--cluster": ("run trials in parallel on a local Dask cluster", where),
+            "--scheduler": ("run trials in parallel on the Dask cluster at this scheduler address", where),
             "--workers": ("with --cluster local: worker processes (default: cores, up to 4)", here),
             "--device": "the arm the search runs on (default auto)",
             "--rows": opts.SAMPLE_ROWS,
