@@ -592,15 +592,13 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with request.client(config.model) as client:
-        opened = open_study(config, request.given, request.resume)
-        with searched(opened):
-            run = _start(opened, backend, gpu_note, request, log)
-            baseline = _baseline(run, listener)
-            n_workers, counts = _trials(run, client, request, trial_log or log)
-            run.record = _record(run, request, n_workers, counts, baseline)
-            best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-            return _finish(run, out, _final(run, _top_k(run, best), baseline) if best else _no_trial_arms(run))
+    with request.client(config.model) as client, searched(open_study(config, request.given, request.resume)) as opened:
+        run = _start(opened, backend, gpu_note, request, log)
+        baseline = _baseline(run, listener)
+        n_workers, counts = _trials(run, client, trial_log or log)
+        run.record = _record(run, request, n_workers, counts, baseline)
+        best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
+        return _finish(run, out, _final(run, _top_k(run, best), baseline) if best else _no_trial_arms(run))
 
 
 @dataclass
@@ -679,9 +677,7 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
     return baseline
 
 
-def _trials(
-    run: _Search, client: Client | None, request: SearchRequest, each_trial: Callable[[str], None]
-) -> tuple[int, dict[str, int]]:
+def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> tuple[int, dict[str, int]]:
     """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
     study, hpo = run.opened.study, run.ctx.config.hpo
     done_before = counted_trials(study)
@@ -733,9 +729,7 @@ def _record(
             "arm": run.ctx.backend.name,
             "gpu_arm": "used" if run.ctx.backend.is_gpu else f"skipped: {run.gpu_note}",
             "rows": ctx.data.rows,
-            "subset": config.hpo.subset,
-            "trial_rounds": config.hpo.trial_rounds,
-            "validation": config.hpo.validation,
+            **config.hpo.model_dump(include={"subset", "trial_rounds", "validation"}),
             "space": {k: v.describe() for k, v in ctx.space.items()},
             "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
             "precision": config.precision,

@@ -412,8 +412,8 @@ def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[s
 
 
 @contextmanager
-def searched(opened: OpenedStudy) -> Iterator[None]:
-    """The block that runs the ``opened`` study, and what its end leaves.
+def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
+    """The block that runs the ``opened`` study (given to it), and what its end leaves.
 
     This process's claim is released. On a failure, a study this run created in which no trial
     finished is deleted (a refused first run must not leave a study behind that ``--study NAME``
@@ -428,7 +428,7 @@ def searched(opened: OpenedStudy) -> Iterator[None]:
 
     study = opened.study
     try:
-        yield
+        yield opened
     except BaseException as exc:
         discarded = False
         with suppress(Exception):  # the storage is failing (the reason being reported): the study is left
