@@ -369,12 +369,9 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
     live = runners(attrs)
     accel_attrs = attrs.get("accel")
     if not live or not accel_attrs:
-        if just_created:
-            raise AccelError(
-                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has "
-                "finished, or choose a new --study"
-            )
-        raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
+        made = "was just created in {} by another process: add --resume once it has finished"
+        how = (made if just_created else "already exists in {}: add --resume to continue it").format(redact(url))
+        raise AccelError(f"study {name!r} {how}, or choose a new --study")
     if clashes := list(_differences(accel_attrs["identity"], _search_identity(config)).values()):
         raise AccelError(
             f"study {name!r} is being run by {live[0]} with other settings ({'; '.join(clashes[:3])}): give the same "
