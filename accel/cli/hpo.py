@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from accel.cli import options as opts
 from accel.errors import AccelError
@@ -24,33 +24,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hpo`` and ``experiments`` to the ``accel`` subcommands."""
     hpo = sub.add_parser("hpo", help="hyperparameter search: baseline, subset-first trials, top-k on all rows, retrained best")
     here = {"group": None, "metavar": None}  # not accel run's group of Dask flags
+    where, count = {**here, "exclusive": "where"}, {"type": opts.positive_int}
+    share, open_share = {"type": opts.fraction}, {"type": opts.open_fraction}
     opts.add_flags(
         hpo,
         {
             "workflow": "a workflow name (flights) or a workflow YAML file (with an hpo: section)",
             **opts.TABLE,
             "--model": "with --data: the model to tune (default xgboost)",
-            "--test-size": ("share of rows held out for the final score (default 0.2)", {"type": opts.open_fraction}),
-            "--trials": (
-                "trials in the study, counting those already done on --resume (default 40)",
-                {"type": opts.positive_int},
-            ),
-            "--subset": ("share of the fitting rows each trial trains on (default 0.1; 1 = all)", {"type": opts.fraction}),
-            "--trial-rounds": (
-                "share of the boosting rounds / trees a subset trial uses (default 0.25)",
-                {"type": opts.fraction},
-            ),
-            "--validation": ("share of the training rows trials are scored on (default 0.2)", {"type": opts.open_fraction}),
+            "--test-size": ("share of rows held out for the final score (default 0.2)", open_share),
+            "--trials": ("trials in the study, counting those already done on --resume (default 40)", count),
+            "--subset": ("share of the fitting rows each trial trains on (default 0.1; 1 = all)", share),
+            "--trial-rounds": ("share of the boosting rounds / trees a subset trial uses (default 0.25)", share),
+            "--validation": ("share of the training rows trials are scored on (default 0.2)", open_share),
             "--timeout": ("stop starting trials after this many seconds", {"type": opts.positive_seconds}),
-            "--top": ("best trials re-evaluated on all fitting rows (default 3)", {"type": opts.positive_int}),
+            "--top": ("best trials re-evaluated on all fitting rows (default 3)", count),
             "--storage": "Optuna storage URL (default sqlite:///<out>/hpo.db)",
             "--study": "study name (default <workflow>-<model>-<UTC time>)",
             "--resume": ("continue the study (--study, else the newest in the storage)", {"action": "store_true"}),
-            "--cluster": ("run trials in parallel on a local Dask cluster", {**here, "exclusive": "where"}),
-            "--scheduler": (
-                "run trials in parallel on the Dask cluster at this scheduler address",
-                {**here, "exclusive": "where"},
-            ),
+            "--cluster": ("run trials in parallel on a local Dask cluster", where),
+            "--scheduler": ("run trials in parallel on the Dask cluster at this scheduler address", where),
             "--workers": ("with --cluster local: worker processes (default: cores, up to 4)", here),
             "--device": "the arm the search runs on (default auto)",
             "--rows": opts.SAMPLE_ROWS,
@@ -118,7 +111,7 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
     table = Table(title=f"{arm}: {study.metric}, time and peak memory")
     for col in ("", "trained on", "scored on", str(study.metric), "seconds", "host MB", "GPU MB"):
         table.add_column(col, justify="left" if col in ("", "trained on", "scored on") else "right", no_wrap=True)
-    params: list[tuple[str, dict[str, Any]]] = []
+    params: list[str] = []  # each model's parameters, but the top-k's: said after the table
 
     def add(label: str, entry: Scored | None, trained: str, scored: str) -> None:
         entry = entry or Scored()
@@ -126,7 +119,9 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
             label, trained, scored, fmt_value(entry.metric, ".4f"), fmt_value(entry.seconds, ".2f"), fmt_value(entry.peak_host_mb, ".0f"),
             fmt_value(entry.peak_device_mb, ".0f"),
         )  # fmt: skip
-        params.append((label.strip(), entry.params or {}))
+        if not label.startswith("  top-"):
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in (entry.params or {}).items())
+            params.append(f"  {label}: {escape(shown)}")
 
     add("default baseline", record.baseline, f"all {rows.train or 0:,}", "hold-out")
     if (best := record.best_trial) is not None:
@@ -135,10 +130,8 @@ def render_hpo(record: HpoRecord, console: Console) -> None:
             add(f"  top-{len(record.top_k)}: trial {entry.trial}", entry, f"fit {rows.fit:,}", "validation")
         add(f"retrained best (trial {(record.final or Scored()).trial})", record.final, f"all {rows.train or 0:,}", "hold-out")
     console.print(table)
-    for label, values in params:
-        if not label.startswith("top-"):
-            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-            console.print(f"  {label}: {escape(shown)}", highlight=False)
+    for line in params:
+        console.print(line, highlight=False)
     final = record.final or Scored()
     if final.status == "failed":
         console.print(f"no tuned model: {escape(str(final.reason))}")

@@ -43,12 +43,9 @@ from accel.record import (
 )
 from accel.registry import DEFAULT_MODEL, MODELS
 
-#: Whether a larger value of a metric is better.
-HIGHER_IS_BETTER = {
-    "auc": True, "accuracy": True, "r2": True, "rmse": False, "mae": False, "log_loss": False,
-    # accel compare: the share of the numbers a script printed that agree with its CPU run.
-    "parity": True,
-}  # fmt: skip
+#: The metrics of which a smaller value is better; larger is better for every other (auc, accuracy, r2, and
+#: ``parity``, accel compare's share of the numbers a script printed that agree with its CPU run).
+LOWER_IS_BETTER = frozenset({"rmse", "mae", "log_loss"})
 
 
 @dataclass
@@ -80,16 +77,12 @@ class Row:
         self.peak_mb = self.peak_device_mb if self.arm == "gpu" and self.peak_device_mb is not None else self.peak_host_mb
 
 
-def _fmt_value(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
 def describe_model(name: str, params: dict[str, Any] | None) -> str:
     """``xgboost rounds=300 depth=8 lr=0.1``: the model and its key parameters."""
     params = params or {}
     keys = MODELS[name].labels if name in MODELS else tuple((k, k) for k in params)  # the short names the table uses
-    shown = " ".join(f"{short}={_fmt_value(params[k])}" for k, short in keys if params.get(k) is not None)
-    return f"{name} {shown}".strip()
+    given = [(short, params[k]) for k, short in keys if params.get(k) is not None]
+    return " ".join([name, *(f"{short}={v:.4g}" if isinstance(v, float) else f"{short}={v}" for short, v in given)])
 
 
 def model_seconds(result: RunArm) -> float:
@@ -125,32 +118,28 @@ def rows_from_run_record(record: RunRecord, source: str) -> list[Row]:
     workflow = _workflow_label(record.workflow, config)
     metric = record.parity.metric or ("rmse" if record.task == "regression" else "auc")
     model = record.model if isinstance(record.model, ModelInfo) else ModelInfo(name=record.model or config.model or "?")
-    out = []
-    for arm, result in record.arms.items():
-        if not result.ok:
-            continue
-        memory = result.memory or ArmMemory()
-        out.append(
-            Row(
-                name=f"run {Path(source).stem}",
-                workflow=workflow,
-                arm=arm,
-                device=str(result.device_used or arm) + (f" ({result.device_name})" if result.device_name else ""),
-                precision=str((memory.precision or Precision()).precision or config.precision or "fp32"),
-                batch_rows=(memory.batches or Batches()).label(config.batch_rows),
-                model=describe_model(str(model.name or config.model or "?"), model.params),
-                metric_name=metric,
-                metric=_num(result.metrics.get(metric)),
-                evaluated_on="hold-out",
-                seconds=model_seconds(result),
-                peak_host_mb=result.peak_host_mb,
-                peak_device_mb=result.peak_device_mb,
-                group=_group(workflow, config, metric, "hold-out"),
-                source=source,
-                total_seconds=result.total_seconds,
-            )
+    return [
+        Row(
+            name=f"run {Path(source).stem}",
+            workflow=workflow,
+            arm=arm,
+            device=str(result.device_used or arm) + (f" ({result.device_name})" if result.device_name else ""),
+            precision=str(((result.memory or ArmMemory()).precision or Precision()).precision or config.precision or "fp32"),
+            batch_rows=((result.memory or ArmMemory()).batches or Batches()).label(config.batch_rows),
+            model=describe_model(str(model.name or config.model or "?"), model.params),
+            metric_name=metric,
+            metric=_num(result.metrics.get(metric)),
+            evaluated_on="hold-out",
+            seconds=model_seconds(result),
+            peak_host_mb=result.peak_host_mb,
+            peak_device_mb=result.peak_device_mb,
+            group=_group(workflow, config, metric, "hold-out"),
+            source=source,
+            total_seconds=result.total_seconds,
         )
-    return out
+        for arm, result in record.arms.items()
+        if result.ok
+    ]
 
 
 def rows_from_compare_record(record: CompareRecord, source: str) -> list[Row]:
@@ -242,7 +231,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     """Rows of every study in one Optuna storage; and the names of those studies."""
     from optuna.trial import TrialState
 
-    from accel.hpo.study import direction_of, open_storage, quiet_optuna
+    from accel.hpo.study import open_storage, quiet_optuna
 
     quiet_optuna()
     storage = open_storage(url, read_only=True)  # a reader: never a table or a file made
@@ -251,7 +240,7 @@ def rows_from_storage(url: str, source: str, include_trials: bool) -> tuple[list
     for summary in summaries:
         attrs = summary.user_attrs
         config = (attrs.get("accel") or {}).get("config") or {}
-        metric = attrs.get("metric") or direction_of("binary")[0]
+        metric = attrs.get("metric") or "auc"  # not a study of accel's
         trials = storage.get_all_trials(summary._study_id, deepcopy=False, states=(TrialState.COMPLETE,))  # noqa: SLF001
         maximize = summary.directions[0].name == "MAXIMIZE"
         t = max(trials, key=lambda t: t.value if maximize else -t.value, default=None)
@@ -326,7 +315,7 @@ def pareto_mask(metrics: list[float], costs: list[float | None], higher_is_bette
 def mark_fronts(rows: list[Row]) -> None:
     """Set ``pareto`` (metric vs seconds) and ``pareto_memory`` (metric vs peak MB) within each group."""
     for members in _by_group(rows).values():
-        higher = HIGHER_IS_BETTER.get(members[0].metric_name, True)
+        higher = members[0].metric_name not in LOWER_IS_BETTER
         metrics = [r.metric for r in members]
         for r, on in zip(members, pareto_mask(metrics, [r.seconds for r in members], higher)):
             r.pareto = on

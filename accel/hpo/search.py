@@ -52,18 +52,15 @@ from accel.hpo.study import (
     claim,
     counted_trials,
     direction_of,
-    discard_if_empty,
     load_study,
     open_storage,
     open_study,
     public_config,
     quiet_optuna,
     redact,
-    release,
-    storage_failure,
+    searched,
     trial_counts,
 )
-from accel.interrupts import kept
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
 from accel.models import build_model, is_classification, pruning_callbacks
@@ -595,41 +592,13 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with request.client(config.model) as client:
-        opened = open_study(config, request.given, request.resume)
-        try:
-            run = _start(opened, backend, gpu_note, request, log)
-            baseline = _baseline(run, listener)
-            n_workers, counts = _trials(run, client, request, trial_log or log)
-            run.record = _record(run, request, n_workers, counts, baseline)
-            best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-            if not best:
-                return _finish(run, out, _no_trial_arms(run))
-            run.record["best_trial"] = _best_trial(run.ctx, best[0])
-            return _finish(run, out, _final(run, _top_k(run, best), baseline))
-        except BaseException as exc:
-            discarded = discard_if_empty(opened)  # no study left to block the corrected rerun
-            if isinstance(exc, KeyboardInterrupt) and not discarded:
-                kept(exc, _resumable(opened))
-            failure = storage_failure(exc, opened.storage_url)
-            if failure is not None:
-                raise AccelError(failure) from None
-            raise
-        finally:
-            release(opened.study)
-
-
-def _resumable(opened: OpenedStudy) -> str:
-    """What a stopped search leaves: its study, with the command that continues it."""
-    name = opened.study.study_name
-    try:
-        done = f"its {counted_trials(opened.study)} finished trial(s)"
-    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
-        done = "the trials that finished"
-    return (
-        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
-        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
-    )
+    with request.client(config.model) as client, searched(open_study(config, request.given, request.resume)) as opened:
+        run = _start(opened, backend, gpu_note, request, log)
+        baseline = _baseline(run, listener)
+        n_workers, counts = _trials(run, client, trial_log or log)
+        run.record = _record(run, request, n_workers, counts, baseline)
+        best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
+        return _finish(run, out, _final(run, _top_k(run, best), baseline) if best else _no_trial_arms(run))
 
 
 @dataclass
@@ -691,8 +660,8 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
 
     baseline: dict[str, Any] | None = run.opened.study.user_attrs.get("baseline")
     if baseline is None:
-        d = run.ctx.data
-        run.log(f"default baseline: {run.ctx.config.model} on all {d.rows['train']:,} training rows, scored on the hold-out")
+        rows = run.ctx.data.rows["train"]
+        run.log(f"default baseline: {run.ctx.config.model} on all {rows:,} training rows, scored on the hold-out")
         with run.timed("baseline"):
             if listener is not None:
                 listener.section("default baseline")
@@ -708,9 +677,7 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
     return baseline
 
 
-def _trials(
-    run: _Search, client: Client | None, request: SearchRequest, each_trial: Callable[[str], None]
-) -> tuple[int, dict[str, int]]:
+def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> tuple[int, dict[str, int]]:
     """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
     study, hpo = run.opened.study, run.ctx.config.hpo
     done_before = counted_trials(study)
@@ -762,9 +729,7 @@ def _record(
             "arm": run.ctx.backend.name,
             "gpu_arm": "used" if run.ctx.backend.is_gpu else f"skipped: {run.gpu_note}",
             "rows": ctx.data.rows,
-            "subset": config.hpo.subset,
-            "trial_rounds": config.hpo.trial_rounds,
-            "validation": config.hpo.validation,
+            **config.hpo.model_dump(include={"subset", "trial_rounds", "validation"}),
             "space": {k: v.describe() for k, v in ctx.space.items()},
             "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
             "precision": config.precision,
@@ -810,25 +775,20 @@ def _no_trial_arms(run: _Search) -> dict[str, Any]:
     reason = "no trial completed" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
     run.record["final"] = {"status": "failed", "reason": reason}
     run.log(f"no tuned model: {reason}")
-    return {"gpu": _skipped_arm(run.gpu_note or "no trial completed"), "cpu": _skipped_arm("no trial completed")}
-
-
-def _best_trial(ctx: SearchContext, first: FrozenTrial) -> dict[str, Any]:
-    """The record's entry for the best subset trial."""
-    attrs = first.user_attrs
-    return {
-        "number": first.number,
-        "params": trial_params(ctx, first.params, subset=True),
-        "metric": first.value,
-        "metrics": attrs.get("metrics", {}),
-        **{k: attrs.get(k) for k in ("seconds", "peak_host_mb", "peak_device_mb", "rounds", "rows")},
-        "evaluated_on": "validation (subset trial)",
-    }
+    return {"gpu": _no_arm("skipped", run.gpu_note or "no trial completed"), "cpu": _no_arm("skipped", "no trial completed")}
 
 
 def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
-    """The top-k again on every fitting row, with all their rounds: the winner among them."""
-    ctx, metric = run.ctx, run.ctx.metric
+    """The best subset trial in the record; the top-k again on every fitting row, with all their rounds: the winner among them."""
+    ctx, metric, first = run.ctx, run.ctx.metric, best[0]
+    run.record["best_trial"] = {
+        "number": first.number,
+        "params": trial_params(ctx, first.params, subset=True),
+        "metric": first.value,
+        "metrics": first.user_attrs.get("metrics", {}),
+        **{k: first.user_attrs.get(k) for k in ("seconds", "peak_host_mb", "peak_device_mb", "rounds", "rows")},
+        "evaluated_on": "validation (subset trial)",
+    }
     top = []
     with run.timed("top_k"):
         for t in best:
@@ -860,22 +820,19 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     run.log(
         f"retrained best (trial {winner['trial']}): {run.ctx.metric} {final['metric']:.4f} on the hold-out · {fin.seconds:.1f} s"
     )
-    searched = {"status": "ok", "reason": None, **{k: final[k] for k in ARM_KEYS}}
+    kept = ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")
+    searched = {"status": "ok", "reason": None, **{k: final[k] for k in kept}}
     if not run.ctx.backend.is_gpu:
         note = "the search ran on this arm: the retrained best is its run"
-        return {"gpu": _skipped_arm(run.gpu_note), "cpu": {**searched, "note": note}}
+        return {"gpu": _no_arm("skipped", run.gpu_note), "cpu": {**searched, "note": note}}
     with run.timed("cpu_arm"):
         try:
             cpu_ctx, _ = build_context(run.ctx.config, cpu_backend(), run.opened.workflow)
             cpu = _retrained(run, cpu_ctx, params).entry(run.ctx.metric, {"status": "ok", "reason": None})
             run.log(f"CPU baseline arm, same final model: {run.ctx.metric} {cpu['metric']:.4f} · {cpu['seconds']:.1f} s")
         except Exception as exc:  # noqa: BLE001 - the GPU result stands; the CPU arm says why it has none
-            cpu = {"status": "failed", "reason": first_line(exc, 300), "seconds": math.nan, "stages": {}}
+            cpu = _no_arm("failed", first_line(exc, 300))
     return {"gpu": searched, "cpu": cpu}
-
-
-#: What an arm's entry keeps of the retrained best, when it is the searched arm's run.
-ARM_KEYS = ("metrics", "metric", "seconds", "stages", "peak_host_mb", "peak_device_mb", "device_used")
 
 
 def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Measured:
@@ -898,5 +855,6 @@ def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Meas
     return fin
 
 
-def _skipped_arm(reason: str | None) -> dict[str, Any]:
-    return {"status": "skipped", "reason": reason, "seconds": math.nan, "stages": {}}
+def _no_arm(status: str, reason: str | None) -> dict[str, Any]:
+    """The entry of an arm with no final model (``skipped`` or ``failed``)."""
+    return {"status": status, "reason": reason, "seconds": math.nan, "stages": {}}

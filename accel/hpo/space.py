@@ -15,13 +15,11 @@ SEARCH_SPACES: dict[str, Mapping[str, Dist]] = {name: spec.search_space for name
 
 def _override(model: str, name: str, default: Dist | None, value: Any) -> Dist:
     """A :class:`Dist` from a workflow file's override of one parameter."""
-    if isinstance(value, list):
-        return Dist("categorical", choices=tuple(value))
     if value is None or isinstance(value, (int, float, str, bool)):
         return Dist("fixed", value=value)
-    # A SearchRange (accel.config): low/high(/log/step) or choices.
-    if value.choices is not None:
-        return Dist("categorical", choices=tuple(value.choices))
+    # A list of choices, or a SearchRange (accel.config): choices, or low/high(/log/step).
+    if (choices := value if isinstance(value, list) else value.choices) is not None:
+        return Dist("categorical", choices=tuple(choices))
     # A range over a parameter without a built-in one: whole numbers when the model's setting takes them.
     kind, setting = default.kind if default is not None else None, MODELS[model].settings.model_fields.get(name)
     is_int = kind == "int" if kind in ("int", "float") else setting is not None and setting.annotation is int

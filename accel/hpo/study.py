@@ -16,7 +16,8 @@ import socket
 import sqlite3
 import time
 import warnings
-from contextlib import closing, nullcontext, suppress
+from collections.abc import Iterator
+from contextlib import closing, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -216,13 +217,6 @@ def trial_counts(study: Any) -> dict[str, int]:
     return {"total": len(trials), **{k: states[state] for k, state in keys.items()}}
 
 
-def study_label(config: RunConfig) -> str:
-    """A short name for what a study searches: ``flights-xgboost`` or ``table-<file>-<model>``."""
-    if config.data is None:
-        return f"{config.workflow}-{config.model}"
-    return f"table-{Path(str(config.data)).stem}-{config.model}"
-
-
 def _search_identity(config: RunConfig) -> dict[str, Any]:
     """The settings that define a study (everything but :data:`RUN_ONLY`), as JSON, credentials hidden."""
     from accel.credentials import hidden
@@ -230,14 +224,15 @@ def _search_identity(config: RunConfig) -> dict[str, Any]:
     return hidden(config.model_dump(mode="json", exclude=RUN_ONLY))
 
 
-def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
-    out = []
+def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Each setting (``hpo.subset``) that differs between ``stored`` and ``current``, with a line saying how."""
+    out: dict[str, str] = {}
     for key in sorted(set(stored) | set(current)):
         a, b = stored.get(key), current.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, f"{prefix}{key}.")
+            out |= _differences(a, b, f"{prefix}{key}.")
         elif a != b:
-            out.append(f"{prefix}{key}: {a!r} in the study, {b!r} now")
+            out[prefix + key] = f"{prefix}{key}: {a!r} in the study, {b!r} now"
     return out
 
 
@@ -335,7 +330,9 @@ def _resumed_study(
             "(to run trials beside it, start it again without --resume: processes with the same --study join it)"
         )
     stored = RunConfig.model_validate(accel_attrs["config"])
-    if clashes := [d for d in _differences(accel_attrs["identity"], _search_identity(config)) if _given(d, given)]:
+    differences = _differences(accel_attrs["identity"], _search_identity(config))
+    # A setting given explicitly, or a key of a section given (``hpo.search_space`` for ``hpo.search_space.xgboost``).
+    if clashes := [line for key, line in differences.items() if any(key == g or key.startswith(g + ".") for g in given)]:
         raise AccelError(
             f"--resume: study {name!r} was made with other settings ({'; '.join(clashes)}); drop them, or start a new --study"
         )
@@ -352,7 +349,9 @@ def _free_name(config: RunConfig, existing: dict[str, Any]) -> str:
     (processes started in the same second get different names; checked under the storage lock)."""
     import secrets
 
-    stamp = f"{study_label(config)}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"  # the date as file names have it
+    # What it searches: ``flights-xgboost`` or ``table-<file>-<model>``; the date as file names have it.
+    label = config.workflow if config.data is None else f"table-{Path(str(config.data)).stem}"
+    stamp = f"{label}-{config.model}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"
     while True:
         name = f"{stamp}-{secrets.token_hex(3)}"
         if name not in existing:
@@ -370,13 +369,10 @@ def _join(config: RunConfig, storage: Any, url: str, summary: Any, just_created:
     live = runners(attrs)
     accel_attrs = attrs.get("accel")
     if not live or not accel_attrs:
-        if just_created:
-            raise AccelError(
-                f"study {name!r} was just created in {redact(url)} by another process: add --resume once it has "
-                "finished, or choose a new --study"
-            )
-        raise AccelError(f"study {name!r} already exists in {redact(url)}: add --resume to continue it, or choose a new --study")
-    if clashes := _differences(accel_attrs["identity"], _search_identity(config)):
+        made = "was just created in {} by another process: add --resume once it has finished"
+        how = (made if just_created else "already exists in {}: add --resume to continue it").format(redact(url))
+        raise AccelError(f"study {name!r} {how}, or choose a new --study")
+    if clashes := list(_differences(accel_attrs["identity"], _search_identity(config)).values()):
         raise AccelError(
             f"study {name!r} is being run by {live[0]} with other settings ({'; '.join(clashes[:3])}): give the same "
             "settings to join it, or choose a new --study"
@@ -412,25 +408,53 @@ def _loaded(config: RunConfig, storage: Any, url: str, name: str, joined: list[s
     return OpenedStudy(study, url, config, workflow, resumed=not (joined or new), joined=joined)
 
 
-def discard_if_empty(opened: OpenedStudy) -> bool:
-    """Delete a study this run created if no trial finished in it (the run failed or was refused).
+@contextmanager
+def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
+    """The block that runs the ``opened`` study (given to it), and what its end leaves.
 
-    A refused first run must not leave a study behind that ``--study NAME`` then collides with.
-    Returns whether it was deleted; a storage that fails on the way (a full disk) keeps it.
+    This process's claim is released. On a failure, a study this run created in which no trial
+    finished is deleted (a refused first run must not leave a study behind that ``--study NAME``
+    then collides with), unless processes that joined it still run or the storage fails on the
+    way; an interrupted search that keeps its study says how to continue it; a failure of the
+    storage is one line (:func:`storage_failure`).
     """
     import optuna
     from optuna.trial import TrialState
 
-    if opened.resumed or opened.joined:
-        return False  # not this run's study
+    from accel.interrupts import kept
+
+    study = opened.study
     try:
-        finished = opened.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-        if finished or runners(opened.study.user_attrs):
-            return False  # trials to keep, or processes that joined it still running
-        optuna.delete_study(study_name=opened.study.study_name, storage=opened.study._storage)  # noqa: SLF001
-        return True
-    except Exception:  # noqa: BLE001 - the storage is failing (the reason being reported): leave the study
-        return False
+        yield opened
+    except BaseException as exc:
+        discarded = False
+        with suppress(Exception):  # the storage is failing (the reason being reported): the study is left
+            finished = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+            if not (opened.resumed or opened.joined or finished or runners(study.user_attrs)):
+                optuna.delete_study(study_name=study.study_name, storage=study._storage)  # noqa: SLF001
+                discarded = True
+        if isinstance(exc, KeyboardInterrupt) and not discarded:
+            kept(exc, _resumable(opened))
+        if (failure := storage_failure(exc, opened.storage_url)) is not None:
+            raise AccelError(failure) from None
+        raise
+    finally:
+        with suppress(Exception):  # the storage may be gone on the way out; a dead claim is detected anyway
+            if study.user_attrs.get(_claim_key()) is not None:
+                study.set_user_attr(_claim_key(), None)
+
+
+def _resumable(opened: OpenedStudy) -> str:
+    """What a stopped search leaves: its study, with the command that continues it."""
+    name = opened.study.study_name
+    try:
+        done = f"its {counted_trials(opened.study)} finished trial(s)"
+    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+        done = "the trials that finished"
+    return (
+        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
+        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
+    )
 
 
 def storage_failure(exc: BaseException, url: str) -> str | None:
@@ -482,16 +506,10 @@ def _claim_key() -> str:
 
 
 def claim(study: Any) -> None:
-    """Mark ``study`` as run by this process, its last sign of life now (released by :func:`release`);
+    """Mark ``study`` as run by this process, its last sign of life now (released at the end of :func:`searched`);
     called again after each trial."""
     held = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()), "heartbeat": time.time()}
     study.set_user_attr(_claim_key(), held)
-
-
-def release(study: Any) -> None:
-    with suppress(Exception):  # the storage may be gone on the way out; a dead claim is detected anyway
-        if study.user_attrs.get(_claim_key()) is not None:
-            study.set_user_attr(_claim_key(), None)
 
 
 def runners(attrs: dict[str, Any]) -> list[str]:
@@ -519,8 +537,3 @@ def running_elsewhere(held: Any) -> str | None:
             return None  # that process is gone (or its pid was reused)
         return who
     return who if age < CLAIM_STALE_S else None
-
-
-def _given(difference: str, given: set[str]) -> bool:
-    key = difference.split(":", 1)[0]
-    return any(key == g or key.startswith(g + ".") for g in given)
