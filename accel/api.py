@@ -211,23 +211,19 @@ class RunResult(_Recorded[RunRecord]):
         metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
         remarks = _paragraphs([parity_line(r.parity), *run_notes(r)])
         notes = _skip_notes(r.arms.items())
-        return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, _where(record=self.path))
+        return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, record=self.path)
 
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _html(heading: str, table: pd.DataFrame, na_rep: str, *parts: str) -> str:
+def _html(heading: str, table: pd.DataFrame, na_rep: str, *parts: str, **paths: Path) -> str:
     """A result as Jupyter shows it: ``heading``, ``table`` (four significant digits, ``na_rep`` for
-    NaN), then ``parts``."""
+    NaN), then ``parts``, then where its files went (``paths``: ``<p>record: <code>PATH</code></p>``)."""
     shown = table.to_html(float_format=lambda v: f"{v:.4g}", na_rep=na_rep)
-    return f"<h4>{html.escape(heading)}</h4>{shown}" + "".join(parts)
-
-
-def _where(**paths: Path) -> str:
-    """Where a result's files went: ``<p>record: <code>PATH</code></p>``."""
-    return "<p>" + ", ".join(f"{name}: <code>{html.escape(str(path))}</code>" for name, path in paths.items()) + "</p>"
+    where = ", ".join(f"{name}: <code>{html.escape(str(path))}</code>" for name, path in paths.items())
+    return f"<h4>{html.escape(heading)}</h4>{shown}" + "".join(parts) + (f"<p>{where}</p>" if paths else "")
 
 
 def _paragraphs(lines: Iterable[str]) -> str:
@@ -371,13 +367,6 @@ def run(
     return RunResult(record, Path(path))
 
 
-#: The settings of :func:`run` that place it on Dask (``accel run``'s cluster flags).
-_DASK_SETTINGS = (
-    "cluster", "scheduler", "baseline_scheduler", "workers", "threads_per_worker", "rmm_pool", "device_memory_limit",
-    "worker_memory", "protocol", "scale",
-)  # fmt: skip
-
-
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
     """The progress display (:class:`~accel.report.console.ProgressDisplay`, closed afterwards) of a
     call that shows its progress, else None. ``live``: as the display takes it."""
@@ -452,23 +441,11 @@ class PredictResult(_Recorded[PredictRecord]):
 
 @_strict_arguments
 def predict(
-    run: str | os.PathLike[str],
-    *,
-    data: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    arm: str | None = None,
-    device: str = "auto",
-    baseline: bool = False,
-    memory_budget: str | None = None,
-    batch_rows: int | None = None,
-    contributions: bool = False,
-    records: str | os.PathLike[str] | None = None,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    threads_per_worker: int | None = None,
-    progress: bool = False,
-) -> PredictResult:
+    run: str | os.PathLike[str], *, data: str | os.PathLike[str], out: str | os.PathLike[str], arm: str | None = None,
+    device: str = "auto", baseline: bool = False, memory_budget: str | None = None, batch_rows: int | None = None,
+    contributions: bool = False, records: str | os.PathLike[str] | None = None, cluster: str | None = None,
+    scheduler: str | None = None, workers: int | None = None, threads_per_worker: int | None = None, progress: bool = False,
+) -> PredictResult:  # fmt: skip
     """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
 
     Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
@@ -481,8 +458,7 @@ def predict(
     from accel.scoring import PredictSettings
     from accel.scoring import predict as score
 
-    dask = {"cluster": cluster, "scheduler": scheduler, "workers": workers, "threads_per_worker": threads_per_worker}
-    asked = config_overrides(dask).get("cluster")
+    asked = config_overrides(locals()).get("cluster")  # cluster, scheduler, workers, threads_per_worker
     on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
 
     settings = PredictSettings(
@@ -533,9 +509,7 @@ def _table_file(data: Any) -> Iterator[Any]:
 
 
 #: The settings :func:`run` and :func:`scale` share, by the names of ``accel run``'s flags.
-_TABLE_SETTINGS = (
-    "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "rows", "test_size", "seed", "out",
-)  # fmt: skip
+_TABLE_SETTINGS = tuple(key for key in _SETTINGS if key not in ("precision", "batch_rows", "memory_budget", "rmm_pool"))
 
 
 def _table_settings(given: Mapping[str, Any], names: Sequence[str] = _TABLE_SETTINGS) -> dict[str, Any]:
@@ -565,11 +539,15 @@ def settings_config(workflow: str | os.PathLike[str] | None, given: Mapping[str,
 def search_request(workflow: str | os.PathLike[str] | None, given: Mapping[str, Any], caller: str) -> tuple[RunConfig, Any]:
     """The configuration and the :class:`~accel.hpo.search.SearchRequest` of the search that ``accel
     hpo``'s flags or :func:`tune`'s keywords ``given`` ask for (by name, None where not given;
-    ``resume``, ``cluster``, ``scheduler``, ``workers`` too); a refusal names the ``caller``."""
+    ``resume``, ``cluster``, ``scheduler``, ``workers`` too: ``workers`` only with ``cluster="local"``);
+    a refusal names the ``caller``."""
     from accel.config import workflow_source
+    from accel.errors import AccelError
     from accel.hpo.search import SearchRequest, search_config
     from accel.scaleout.cluster import cluster_client
 
+    if given.get("workers") is not None and given.get("cluster") != "local":
+        raise AccelError("--workers applies to --cluster local")
     settings, search = _table_settings(given, _SETTINGS), {key: given.get(key) for key in _SEARCH_SETTINGS}
     named = None if workflow is None else str(workflow)
     file_values, source = workflow_source(named, settings["data"] is not None or given["resume"], "hpo")
@@ -668,20 +646,14 @@ class TuneResult(_Recorded[HpoRecord]):
         return f"TuneResult({self.typed.study.name!r}, {shown}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
-        return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", _where(record=self.path))
+        return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", record=self.path)
 
 
 @_strict_arguments
 def tune(
-    workflow: str | os.PathLike[str] | None = None,
-    *,
-    resume: bool = False,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool = False,
-    **settings: Any,
-) -> TuneResult:
+    workflow: str | os.PathLike[str] | None = None, *, resume: bool = False, cluster: str | None = None,
+    scheduler: str | None = None, workers: int | None = None, progress: bool = False, **settings: Any,
+) -> TuneResult:  # fmt: skip
     """Search a model's hyperparameters with Optuna, as ``accel hpo`` does; write its record, return it.
 
     (``accel.hpo`` is the subpackage that holds the search, hence the name.)
@@ -719,8 +691,6 @@ def tune(
     unknown = sorted(set(settings) - set(known))
     if unknown:
         raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
-    if workers is not None and cluster != "local":
-        raise AccelError("workers= applies to cluster='local'")
     dask = {"resume": resume, "cluster": cluster, "scheduler": scheduler, "workers": workers}
     config, request = search_request(workflow, {**settings, **dask}, "accel.tune()")
     record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
@@ -780,18 +750,10 @@ def _agreement(agree: bool | None) -> str:
 
 @_strict_arguments
 def compare(
-    program: str | os.PathLike[str],
-    *args: str,
-    repeat: int = 0,
-    accelerators: str | None = None,
-    device: str = "auto",
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
-    timeout: float = 3600.0,
-    profile: bool = True,
-    ignore_lines: str | None = None,
+    program: str | os.PathLike[str], *args: str, repeat: int = 0, accelerators: str | None = None, device: str = "auto",
+    rtol: float = 1e-5, atol: float = 1e-8, timeout: float = 3600.0, profile: bool = True, ignore_lines: str | None = None,
     out: str | os.PathLike[str] | None = None,
-) -> CompareResult:
+) -> CompareResult:  # fmt: skip
     """Run your unchanged script (or notebook) on the CPU and with cudf.pandas / cuml.accel, as
     ``accel compare PROGRAM -- ARGS`` does; write its record, return it.
 
@@ -893,7 +855,7 @@ class BenchResult(_Recorded[BenchRecord]):
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
         lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
         lines += [(self.typed.fairness.line or "") if self.typed.fairness else ""]
-        return _html(f"accel bench {self.suite}", self.table, "n/a", chart, notes, _paragraphs(lines), _where(result=self.path))
+        return _html(f"accel bench {self.suite}", self.table, "n/a", chart, notes, _paragraphs(lines), result=self.path)
 
 
 def _arm_columns(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> dict[str, Any]:
@@ -1082,8 +1044,8 @@ class ScaleResult(_Recorded[ScalingRecord]):
         # The same reason at every count, once; then each configuration that failed.
         notes = _skip_notes([(arm, Arm(status="skipped", reason=reason)) for arm, reason in r.skipped_arms.items()])
         failed = _notes((f"{label} failed", reason) for label, reason in self._failures())
-        where = _where(record=self.path, plot=self.plot)
-        return _html(f"accel scale: {r.workflow} ({r.cluster_kind})", totals, "n/a", chart, notes, failed, where)
+        heading = f"accel scale: {r.workflow} ({r.cluster_kind})"
+        return _html(heading, totals, "n/a", chart, notes, failed, record=self.path, plot=self.plot)
 
 
 #: The numeric columns of a scaling record's rows (NaN where a run did not complete).
@@ -1159,9 +1121,8 @@ def scale(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
-    given = locals()
-    dask = {key: given[key] for key in _DASK_SETTINGS if key in given}  # not scheduler=: the study starts its clusters
-    config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), dask)
+    given = locals()  # the study reads its cluster settings (cluster, workers, ...) from them
+    config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), given)
     with _display(progress, live=False) as listener:  # the workers write to the same terminal
         record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
     return ScaleResult(record, Path(path), Path(png))
