@@ -29,6 +29,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from accel.errors import AccelError, first_line
 from accel.openmp import settle
 from accel.record import (
     ARMS,
@@ -74,16 +75,15 @@ def _strict_arguments(fn: Any) -> Any:
     from pydantic import ConfigDict, ValidationError, validate_call
 
     from accel.config import errors_message
-    from accel.errors import AccelError
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
     names = list(signature.parameters)
 
     def plain(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value) in (int, float):
-            return value
-        return int(value) if isinstance(value, numbers.Integral) else float(value)
+        if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):  # NumPy's scalars
+            return int(value) if isinstance(value, numbers.Integral) else float(value)
+        return value
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -244,9 +244,9 @@ def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
 _PEAKS = {"peak_host_mb": attrgetter("peak_host_mb"), "peak_device_mb": attrgetter("peak_device_mb")}
 
 
-def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: str = "") -> str:
+def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: str) -> str:
     """A bar per finite speedup (label, value), scaled to the largest; ``<p>speedup: n/a (none)</p>``
-    when none is finite (empty where ``none`` is)."""
+    when none is finite."""
     finite = [(label, value) for label, value in speedups if math.isfinite(value)]
     top = max((value for _, value in finite), default=1.0) or 1.0
     bars = "".join(
@@ -254,7 +254,7 @@ def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: st
         f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
         for label, value in finite
     )
-    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else none and f"<p>speedup: n/a ({none})</p>"
+    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else f"<p>speedup: n/a ({none})</p>"
 
 
 def _notes(said: Iterable[tuple[str, str]]) -> str:
@@ -484,8 +484,6 @@ def _table_file(data: Any) -> Iterator[Any]:
         yield data
         return
     if not hasattr(data, "to_parquet") or not hasattr(data, "columns"):
-        from accel.errors import AccelError
-
         raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
     import tempfile
 
@@ -498,8 +496,6 @@ def _table_file(data: Any) -> Iterator[Any]:
         try:
             data.to_parquet(path, index=False)
         except Exception as exc:  # noqa: BLE001 - pyarrow's refusal of a column, said in one line
-            from accel.errors import AccelError, first_line
-
             raise AccelError(
                 f"data=: the DataFrame cannot be stored as a table ({first_line(exc)}); give columns of one type each"
             ) from None
@@ -542,7 +538,6 @@ def search_request(workflow: str | os.PathLike[str] | None, given: Mapping[str, 
     ``resume``, ``cluster``, ``scheduler``, ``workers`` too: ``workers`` only with ``cluster="local"``);
     a refusal names the ``caller``."""
     from accel.config import workflow_source
-    from accel.errors import AccelError
     from accel.hpo.search import SearchRequest, search_config
     from accel.scaleout.cluster import cluster_client
 
@@ -684,7 +679,6 @@ def tune(
     accel.errors.AccelError
         For every bad input, with the one-line message the command line prints.
     """
-    from accel.errors import AccelError
     from accel.hpo.search import run_search
 
     known = (*_SETTINGS, *_SEARCH_SETTINGS)
@@ -848,8 +842,7 @@ class BenchResult(_Recorded[BenchRecord]):
 
     def _repr_html_(self) -> str:
         """The table and a bar per speedup, for Jupyter."""
-        chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
-        chart = chart or "<p>speedup: n/a (the GPU arm did not run)</p>"
+        chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)", "the GPU arm did not run")
         notes = _skip_notes([("gpu", self.typed.gpu or Arm())])
         lines = [f"crossover of {op}: " + (f"from {n:,} rows" if n else "none measured") for op, n in self.crossover_rows.items()]
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []

@@ -8,7 +8,9 @@ A run in which an arm failed exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from accel import __version__
@@ -89,9 +91,6 @@ def error_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
-
     from accel import output
     from accel.interrupts import never_lost
     from accel.record import remove_unused_folders
@@ -122,7 +121,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
         from accel.output import NORMAL, QUIET, VERBOSE, set_level
 
-        set_level(QUIET if getattr(args, "quiet", False) else VERBOSE if getattr(args, "verbose", False) else NORMAL)
+        set_level(QUIET if args.quiet else VERBOSE if args.verbose else NORMAL)  # every command has both (usage.finish)
         if passthrough is not None:
             args.script_args = passthrough
         return args.handler(args)  # each command sets its own
@@ -139,9 +138,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        import signal
-        import threading
-
         from accel.interrupts import Terminated, what_was_kept
 
         if threading.current_thread() is threading.main_thread():

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from accel.cli import PROCESS_STARTED_AT
 from accel.cli import options as opts
@@ -21,48 +19,33 @@ from accel.output import say
 
 def register(sub: argparse._SubParsersAction, *names: str) -> None:
     """Add the commands ``names`` (of run, scale, predict, compare) to the ``accel`` command's subcommands."""
-    commands: dict[str, tuple[dict[str, Any], dict[str, opts.Flag], Callable[[argparse.Namespace], int]]] = {
-        "run": ({"help": "run a workflow on the accelerated arm and the CPU baseline arm"}, _RUN, _cmd_run),
-        "scale": (
-            {
-                "help": "scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process "
-                "CPU baseline"
-            },
-            _SCALE,
-            _cmd_scale,
-        ),
-        "predict": (
-            {
-                "help": "score new rows with a run's fitted pipeline (its accelerated arm's, else its CPU arm's)",
-                "description": "Score a table with the pipeline a run saved: the row number, the prediction and, for "
-                "classification, the class probabilities, in input order. With the target column present, the hold-out "
-                "metrics too. Example: accel predict runs/2026-12-05-flights-001.json --data next.csv --out p.parquet",
-            },
-            _PREDICT,
-            _cmd_predict,
-        ),
-        "compare": (
-            {
-                "usage": "accel compare PROGRAM [options] [-- ARGS...]",
-                "help": "run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with "
-                "cudf.pandas/cuml.accel",
-                "description": "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as "
-                "plain 'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports "
-                "wall time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to "
-                "the CPU. Arguments for the script go after '--'.",
-            },
-            _COMPARE,
-            _cmd_compare,
-        ),
-    }
+    handlers = {"run": _cmd_run, "scale": _cmd_scale, "predict": _cmd_predict, "compare": _cmd_compare}
+    flags = {"run": _RUN, "scale": _SCALE, "predict": _PREDICT, "compare": _COMPARE}
     for name in names:
-        about, flags, handler = commands[name]
-        parser = sub.add_parser(name, **about)
-        opts.add_flags(parser, flags)
+        parser = sub.add_parser(name, **_ABOUT[name])
+        opts.add_flags(parser, flags[name])
         # compare: what follows '--' is the script's own; accel.cli.main hands it over untouched
         # (argparse would read it as its own options).
-        parser.set_defaults(handler=handler, **({"script_args": []} if name == "compare" else {}))
+        parser.set_defaults(handler=handlers[name], **({"script_args": []} if name == "compare" else {}))
 
+
+#: What ``accel --help`` and the command's own say of it (``add_parser``'s keywords).
+#: What ``accel --help`` and the command's own ``--help`` say of it (``add_parser``'s keywords).
+_ABOUT: dict[str, dict[str, str]] = {
+    "run": {"help": "run a workflow on the accelerated arm and the CPU baseline arm"},
+    "scale": {
+        "help": "scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline"
+    },
+    "predict": {
+        "help": "score new rows with a run's fitted pipeline (its accelerated arm's, else its CPU arm's)",
+        "description": "Score a table with the pipeline a run saved: the row number, the prediction and, for classification, the class probabilities, in input order. With the target column present, the hold-out metrics too. Example: accel predict runs/2026-12-05-flights-001.json --data next.csv --out p.parquet",
+    },
+    "compare": {
+        "usage": "accel compare PROGRAM [options] [-- ARGS...]",
+        "help": "run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with cudf.pandas/cuml.accel",
+        "description": "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as plain 'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports wall time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to the CPU. Arguments for the script go after '--'.",
+    },
+}
 
 _WORKFLOW = "a workflow name (flights) or a workflow YAML file"
 
@@ -75,8 +58,7 @@ _RUN: dict[str, opts.Flag] = {
     "--precision": "storage of the feature matrix (fp16: half the bytes, range-guarded)",
     "--batch-rows": "rows per batch: auto (planned from the budget, default) or N",
     "--memory-budget": "memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)",
-    "--rmm-pool": "GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the "
-    "free device memory), off, or a size such as 40GB",
+    "--rmm-pool": "GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the free device memory), off, or a size such as 40GB",
     "--device": "the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)",
     "--rows": opts.SAMPLE_ROWS,
     "--out": f"folder for run records (default: {opts.OUT_DEFAULT})",
@@ -93,8 +75,7 @@ _SCALE: dict[str, opts.Flag] = {
     **opts.RUN_OR_SCALE,
     "--workers": ("worker counts to compare, e.g. 1,2,4", {"type": opts.worker_counts, "metavar": "N,N,..."}),
     "--rmm-pool": (
-        "local-cuda: RMM pool per worker: auto, off, a size (20GB) or a share of the GPU's free memory (0.5), as in a "
-        "single-process run",
+        "local-cuda: RMM pool per worker: auto, off, a size (20GB) or a share of the GPU's free memory (0.5), as in a single-process run",
         {"metavar": "SIZE", "group": opts.DASK},
     ),
     "--device": "the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)",
