@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 from pathlib import Path
+from typing import Any
 
 from accel.cli import PROCESS_STARTED_AT
 from accel.cli import options as opts
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction, *names: str) -> None:
 
 #: What ``accel --help`` and the command's own say of it (``add_parser``'s keywords).
 #: What ``accel --help`` and the command's own ``--help`` say of it (``add_parser``'s keywords).
-_ABOUT: dict[str, dict[str, str]] = {
+_ABOUT: dict[str, dict[str, Any]] = {
     "run": {"help": "run a workflow on the accelerated arm and the CPU baseline arm"},
     "scale": {
         "help": "scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline"
