@@ -728,18 +728,17 @@ class CompareResult(_Recorded[CompareRecord]):
     def __repr__(self) -> str:
         r = self.typed
         shown = ", ".join(f"{a} {(r.arms.get(a) or CompareArm()).status}" for a in ARMS)
-        return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_agreement(self.agree)})"
+        return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_AGREEMENT[self.agree]})"
 
     def _repr_html_(self) -> str:
         notes = _skip_notes(self.typed.arms.items())
         return _html(
-            f"accel compare: {self.typed.program.path}", self.arms, "—", notes, f"<p>outputs: {_agreement(self.agree)}</p>"
+            f"accel compare: {self.typed.program.path}", self.arms, "—", notes, f"<p>outputs: {_AGREEMENT[self.agree]}</p>"
         )
 
 
-def _agreement(agree: bool | None) -> str:
-    """What the arms' outputs did: ``agree``, ``DISAGREE``, or ``not compared`` (the GPU arm did not run)."""
-    return {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}[agree]
+#: What the arms' outputs did, by :attr:`CompareResult.agree` (None: the GPU arm did not run).
+_AGREEMENT = {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}
 
 
 @_strict_arguments
@@ -771,7 +770,7 @@ def compare(
     from accel.record import output_root
 
     opts = Options(
-        program=Path(program), args=[str(a) for a in args], out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
+        program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
     )  # fmt: skip
     record, path = run_compare(opts)
