@@ -13,9 +13,13 @@ import gc
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from accel.cli import PROCESS_STARTED_AT
 from accel.cli import options as opts
 from accel.output import say
+from accel.record import RunRecord
+from accel.report.console import ProgressDisplay, render_compare, render_predict, render_run, render_scaling, show_plan
 
 
 def register(sub: argparse._SubParsersAction, *names: str) -> None:
@@ -119,12 +123,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from accel.memory import returnable_arrow_pool
 
     returnable_arrow_pool(args.memory_budget)  # before anything imports pyarrow
-    from rich.console import Console
-
     from accel.api import run_config, settings_config
     from accel.pipeline import saved_folder
-    from accel.record import RunRecord
-    from accel.report.console import ProgressDisplay, render_run, show_plan
 
     config = settings_config(args.workflow, vars(args), "command line")
     progress = ProgressDisplay(live=False if config.cluster is not None else None)  # Dask workers share the terminal
@@ -150,10 +150,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_scale(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import scale
-    from accel.report.console import render_scaling
 
     result = opts.call(scale, args, progress=True)
     failed = f"{len(result.failed)} of the runs failed (see the record)" if result.failed else ""
@@ -162,10 +159,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import predict
-    from accel.report.console import render_predict
 
     result = opts.call(predict, args, progress=True)
     written = {"predictions": result.output, "scoring record": result.path}
@@ -173,10 +167,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import compare
-    from accel.report.console import render_compare
 
     settings = ("repeat", "accelerators", "device", "rtol", "atol", "timeout", "profile", "ignore_lines", "out")
     result = compare(args.program, *args.script_args, **{k: v for k, v in vars(args).items() if k in settings})
