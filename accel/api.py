@@ -24,11 +24,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, wraps
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from accel.config import ClusterConfig, RunConfig, build_config, config_overrides, errors_message, workflow_source
 from accel.errors import AccelError, first_line
 from accel.openmp import settle
 from accel.record import (
@@ -48,6 +49,7 @@ from accel.record import (
     ScalingRecord,
     Scored,
     leaves_no_folder,
+    output_root,
     parse_record,
     scaling_label,
 )  # fmt: skip
@@ -55,7 +57,6 @@ from accel.record import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from accel.config import RunConfig
     from accel.result import Listener
 
 
@@ -68,13 +69,10 @@ def _strict_arguments(fn: Any) -> Any:
     scalars count as the Python numbers they hold. A wrong type is the one-line
     :class:`~accel.errors.AccelError` the command line prints for a bad flag.
     """
-    import functools
     import inspect
     import numbers
 
     from pydantic import ConfigDict, ValidationError, validate_call
-
-    from accel.config import errors_message
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
@@ -85,7 +83,7 @@ def _strict_arguments(fn: Any) -> Any:
             return int(value) if isinstance(value, numbers.Integral) else float(value)
         return value
 
-    @functools.wraps(fn)
+    @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         args = tuple(plain(a) for a in args)
         kwargs = {k: plain(v) for k, v in kwargs.items()}
@@ -453,8 +451,6 @@ def predict(
     ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
     Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
     """
-    from accel.config import ClusterConfig, config_overrides
-    from accel.record import output_root
     from accel.scoring import PredictSettings
     from accel.scoring import predict as score
 
@@ -525,8 +521,6 @@ def settings_config(workflow: str | os.PathLike[str] | None, given: Mapping[str,
     """The run configuration that ``accel run``'s flags or :func:`run`'s keywords ``given`` (by
     name, None where not given) ask for over the workflow's file, checked as one (``workers``
     needs ``cluster``, ...); a refusal names the settings' ``caller`` (``command line``, ``accel.run()``)."""
-    from accel.config import build_config, config_overrides, workflow_source
-
     settings = _table_settings(given, (*_SETTINGS, "explain_rows"))  # explain_rows: the command line's only
     file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     return build_config(file_values, {**settings, **config_overrides(given)}, caller if source == "command line" else source)
@@ -537,7 +531,6 @@ def search_request(workflow: str | os.PathLike[str] | None, given: Mapping[str, 
     hpo``'s flags or :func:`tune`'s keywords ``given`` ask for (by name, None where not given;
     ``resume``, ``cluster``, ``scheduler``, ``workers`` too: ``workers`` only with ``cluster="local"``);
     a refusal names the ``caller``."""
-    from accel.config import workflow_source
     from accel.hpo.search import SearchRequest, search_config
     from accel.scaleout.cluster import cluster_client
 
@@ -767,7 +760,6 @@ def compare(
     """
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
-    from accel.record import output_root
 
     opts = Options(
         program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
