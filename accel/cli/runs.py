@@ -34,7 +34,6 @@ def register(sub: argparse._SubParsersAction, *names: str) -> None:
         parser.set_defaults(handler=handlers[name], **({"script_args": []} if name == "compare" else {}))
 
 
-#: What ``accel --help`` and the command's own say of it (``add_parser``'s keywords).
 #: What ``accel --help`` and the command's own ``--help`` say of it (``add_parser``'s keywords).
 _ABOUT: dict[str, dict[str, Any]] = {
     "run": {"help": "run a workflow on the accelerated arm and the CPU baseline arm"},
