@@ -9,6 +9,7 @@ line on stderr and exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from accel.api import compare
 
-    settings = ("repeat", "accelerators", "device", "rtol", "atol", "timeout", "profile", "ignore_lines", "out")
-    result = compare(args.program, *args.script_args, **{k: v for k, v in vars(args).items() if k in settings})
+    result = opts.call(functools.partial(compare, args.program, *args.script_args), args)  # and the flags it takes
     gpu = result.typed.arms["gpu"]
     failed = f"the script fails on the GPU arm only ({gpu.reason}): see the record" if gpu.status == "failed" else ""
     return opts.shown(
