@@ -24,11 +24,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, wraps
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from accel.config import ClusterConfig, RunConfig, build_config, config_overrides, errors_message, workflow_source
+from accel.errors import AccelError, first_line
 from accel.openmp import settle
 from accel.record import (
     ARMS,
@@ -47,6 +49,7 @@ from accel.record import (
     ScalingRecord,
     Scored,
     leaves_no_folder,
+    output_root,
     parse_record,
     scaling_label,
 )  # fmt: skip
@@ -54,7 +57,6 @@ from accel.record import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from accel.config import RunConfig
     from accel.result import Listener
 
 
@@ -67,25 +69,21 @@ def _strict_arguments(fn: Any) -> Any:
     scalars count as the Python numbers they hold. A wrong type is the one-line
     :class:`~accel.errors.AccelError` the command line prints for a bad flag.
     """
-    import functools
     import inspect
     import numbers
 
     from pydantic import ConfigDict, ValidationError, validate_call
-
-    from accel.config import errors_message
-    from accel.errors import AccelError
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
     names = list(signature.parameters)
 
     def plain(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value) in (int, float):
-            return value
-        return int(value) if isinstance(value, numbers.Integral) else float(value)
+        if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):  # NumPy's scalars
+            return int(value) if isinstance(value, numbers.Integral) else float(value)
+        return value
 
-    @functools.wraps(fn)
+    @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         args = tuple(plain(a) for a in args)
         kwargs = {k: plain(v) for k, v in kwargs.items()}
@@ -211,23 +209,19 @@ class RunResult(_Recorded[RunRecord]):
         metrics = "<p><b>hold-out metrics</b></p>" + self.metrics.to_html(float_format=lambda v: f"{v:.4f}", na_rep="—")
         remarks = _paragraphs([parity_line(r.parity), *run_notes(r)])
         notes = _skip_notes(r.arms.items())
-        return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, _where(record=self.path))
+        return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, record=self.path)
 
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _html(heading: str, table: pd.DataFrame, na_rep: str, *parts: str) -> str:
+def _html(heading: str, table: pd.DataFrame, na_rep: str, *parts: str, **paths: Path) -> str:
     """A result as Jupyter shows it: ``heading``, ``table`` (four significant digits, ``na_rep`` for
-    NaN), then ``parts``."""
+    NaN), then ``parts``, then where its files went (``paths``: ``<p>record: <code>PATH</code></p>``)."""
     shown = table.to_html(float_format=lambda v: f"{v:.4g}", na_rep=na_rep)
-    return f"<h4>{html.escape(heading)}</h4>{shown}" + "".join(parts)
-
-
-def _where(**paths: Path) -> str:
-    """Where a result's files went: ``<p>record: <code>PATH</code></p>``."""
-    return "<p>" + ", ".join(f"{name}: <code>{html.escape(str(path))}</code>" for name, path in paths.items()) + "</p>"
+    where = ", ".join(f"{name}: <code>{html.escape(str(path))}</code>" for name, path in paths.items())
+    return f"<h4>{html.escape(heading)}</h4>{shown}" + "".join(parts) + (f"<p>{where}</p>" if paths else "")
 
 
 def _paragraphs(lines: Iterable[str]) -> str:
@@ -248,9 +242,9 @@ def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
 _PEAKS = {"peak_host_mb": attrgetter("peak_host_mb"), "peak_device_mb": attrgetter("peak_device_mb")}
 
 
-def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: str = "") -> str:
+def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: str) -> str:
     """A bar per finite speedup (label, value), scaled to the largest; ``<p>speedup: n/a (none)</p>``
-    when none is finite (empty where ``none`` is)."""
+    when none is finite."""
     finite = [(label, value) for label, value in speedups if math.isfinite(value)]
     top = max((value for _, value in finite), default=1.0) or 1.0
     bars = "".join(
@@ -258,7 +252,7 @@ def _speedup_chart(speedups: Iterable[tuple[Any, float]], caption: str, none: st
         f"width:{max(2.0, 200 * value / top):.0f}px'></div></td><td>{value:.3g}×</td></tr>"
         for label, value in finite
     )
-    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else none and f"<p>speedup: n/a ({none})</p>"
+    return f"<table><caption>{html.escape(caption)}</caption>{bars}</table>" if bars else f"<p>speedup: n/a ({none})</p>"
 
 
 def _notes(said: Iterable[tuple[str, str]]) -> str:
@@ -371,13 +365,6 @@ def run(
     return RunResult(record, Path(path))
 
 
-#: The settings of :func:`run` that place it on Dask (``accel run``'s cluster flags).
-_DASK_SETTINGS = (
-    "cluster", "scheduler", "baseline_scheduler", "workers", "threads_per_worker", "rmm_pool", "device_memory_limit",
-    "worker_memory", "protocol", "scale",
-)  # fmt: skip
-
-
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
     """The progress display (:class:`~accel.report.console.ProgressDisplay`, closed afterwards) of a
     call that shows its progress, else None. ``live``: as the display takes it."""
@@ -452,23 +439,11 @@ class PredictResult(_Recorded[PredictRecord]):
 
 @_strict_arguments
 def predict(
-    run: str | os.PathLike[str],
-    *,
-    data: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    arm: str | None = None,
-    device: str = "auto",
-    baseline: bool = False,
-    memory_budget: str | None = None,
-    batch_rows: int | None = None,
-    contributions: bool = False,
-    records: str | os.PathLike[str] | None = None,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    threads_per_worker: int | None = None,
-    progress: bool = False,
-) -> PredictResult:
+    run: str | os.PathLike[str], *, data: str | os.PathLike[str], out: str | os.PathLike[str], arm: str | None = None,
+    device: str = "auto", baseline: bool = False, memory_budget: str | None = None, batch_rows: int | None = None,
+    contributions: bool = False, records: str | os.PathLike[str] | None = None, cluster: str | None = None,
+    scheduler: str | None = None, workers: int | None = None, threads_per_worker: int | None = None, progress: bool = False,
+) -> PredictResult:  # fmt: skip
     """Score ``data`` with the pipeline ``run`` saved, as ``accel predict`` does.
 
     Parameters are the command's flags (:class:`accel.scoring.PredictSettings` says what each
@@ -476,13 +451,10 @@ def predict(
     ``runs``); ``cluster`` / ``scheduler`` (with ``workers``, ``threads_per_worker``) score on a
     Dask cluster, as :func:`run` runs on one; ``progress`` shows the stages as they run.
     """
-    from accel.config import ClusterConfig, config_overrides
-    from accel.record import output_root
     from accel.scoring import PredictSettings
     from accel.scoring import predict as score
 
-    dask = {"cluster": cluster, "scheduler": scheduler, "workers": workers, "threads_per_worker": threads_per_worker}
-    asked = config_overrides(dask).get("cluster")
+    asked = config_overrides(locals()).get("cluster")  # cluster, scheduler, workers, threads_per_worker
     on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
 
     settings = PredictSettings(
@@ -508,8 +480,6 @@ def _table_file(data: Any) -> Iterator[Any]:
         yield data
         return
     if not hasattr(data, "to_parquet") or not hasattr(data, "columns"):
-        from accel.errors import AccelError
-
         raise AccelError(f"data=: give a file path or a pandas / cuDF DataFrame, not {type(data).__name__}")
     import tempfile
 
@@ -522,8 +492,6 @@ def _table_file(data: Any) -> Iterator[Any]:
         try:
             data.to_parquet(path, index=False)
         except Exception as exc:  # noqa: BLE001 - pyarrow's refusal of a column, said in one line
-            from accel.errors import AccelError, first_line
-
             raise AccelError(
                 f"data=: the DataFrame cannot be stored as a table ({first_line(exc)}); give columns of one type each"
             ) from None
@@ -533,9 +501,7 @@ def _table_file(data: Any) -> Iterator[Any]:
 
 
 #: The settings :func:`run` and :func:`scale` share, by the names of ``accel run``'s flags.
-_TABLE_SETTINGS = (
-    "data", "target", "task", "model", "drop", "delimiter", "date_format", "probe", "device", "rows", "test_size", "seed", "out",
-)  # fmt: skip
+_TABLE_SETTINGS = tuple(key for key in _SETTINGS if key not in ("precision", "batch_rows", "memory_budget", "rmm_pool"))
 
 
 def _table_settings(given: Mapping[str, Any], names: Sequence[str] = _TABLE_SETTINGS) -> dict[str, Any]:
@@ -555,8 +521,6 @@ def settings_config(workflow: str | os.PathLike[str] | None, given: Mapping[str,
     """The run configuration that ``accel run``'s flags or :func:`run`'s keywords ``given`` (by
     name, None where not given) ask for over the workflow's file, checked as one (``workers``
     needs ``cluster``, ...); a refusal names the settings' ``caller`` (``command line``, ``accel.run()``)."""
-    from accel.config import build_config, config_overrides, workflow_source
-
     settings = _table_settings(given, (*_SETTINGS, "explain_rows"))  # explain_rows: the command line's only
     file_values, source = workflow_source(None if workflow is None else str(workflow), settings["data"] is not None, "run")
     return build_config(file_values, {**settings, **config_overrides(given)}, caller if source == "command line" else source)
@@ -565,11 +529,13 @@ def settings_config(workflow: str | os.PathLike[str] | None, given: Mapping[str,
 def search_request(workflow: str | os.PathLike[str] | None, given: Mapping[str, Any], caller: str) -> tuple[RunConfig, Any]:
     """The configuration and the :class:`~accel.hpo.search.SearchRequest` of the search that ``accel
     hpo``'s flags or :func:`tune`'s keywords ``given`` ask for (by name, None where not given;
-    ``resume``, ``cluster``, ``scheduler``, ``workers`` too); a refusal names the ``caller``."""
-    from accel.config import workflow_source
+    ``resume``, ``cluster``, ``scheduler``, ``workers`` too: ``workers`` only with ``cluster="local"``);
+    a refusal names the ``caller``."""
     from accel.hpo.search import SearchRequest, search_config
     from accel.scaleout.cluster import cluster_client
 
+    if given.get("workers") is not None and given.get("cluster") != "local":
+        raise AccelError("--workers applies to --cluster local")
     settings, search = _table_settings(given, _SETTINGS), {key: given.get(key) for key in _SEARCH_SETTINGS}
     named = None if workflow is None else str(workflow)
     file_values, source = workflow_source(named, settings["data"] is not None or given["resume"], "hpo")
@@ -668,20 +634,14 @@ class TuneResult(_Recorded[HpoRecord]):
         return f"TuneResult({self.typed.study.name!r}, {shown}, record {str(self.path)!r})"
 
     def _repr_html_(self) -> str:
-        return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", _where(record=self.path))
+        return _html(f"accel hpo: {self.typed.study.name}", self.candidates, "—", record=self.path)
 
 
 @_strict_arguments
 def tune(
-    workflow: str | os.PathLike[str] | None = None,
-    *,
-    resume: bool = False,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool = False,
-    **settings: Any,
-) -> TuneResult:
+    workflow: str | os.PathLike[str] | None = None, *, resume: bool = False, cluster: str | None = None,
+    scheduler: str | None = None, workers: int | None = None, progress: bool = False, **settings: Any,
+) -> TuneResult:  # fmt: skip
     """Search a model's hyperparameters with Optuna, as ``accel hpo`` does; write its record, return it.
 
     (``accel.hpo`` is the subpackage that holds the search, hence the name.)
@@ -712,15 +672,12 @@ def tune(
     accel.errors.AccelError
         For every bad input, with the one-line message the command line prints.
     """
-    from accel.errors import AccelError
     from accel.hpo.search import run_search
 
     known = (*_SETTINGS, *_SEARCH_SETTINGS)
     unknown = sorted(set(settings) - set(known))
     if unknown:
         raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
-    if workers is not None and cluster != "local":
-        raise AccelError("workers= applies to cluster='local'")
     dask = {"resume": resume, "cluster": cluster, "scheduler": scheduler, "workers": workers}
     config, request = search_request(workflow, {**settings, **dask}, "accel.tune()")
     record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
@@ -764,34 +721,25 @@ class CompareResult(_Recorded[CompareRecord]):
     def __repr__(self) -> str:
         r = self.typed
         shown = ", ".join(f"{a} {(r.arms.get(a) or CompareArm()).status}" for a in ARMS)
-        return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_agreement(self.agree)})"
+        return f"CompareResult({r.program.path!r}, {shown}, speedup {self.speedup:.3g}, outputs {_AGREEMENT[self.agree]})"
 
     def _repr_html_(self) -> str:
         notes = _skip_notes(self.typed.arms.items())
         return _html(
-            f"accel compare: {self.typed.program.path}", self.arms, "—", notes, f"<p>outputs: {_agreement(self.agree)}</p>"
+            f"accel compare: {self.typed.program.path}", self.arms, "—", notes, f"<p>outputs: {_AGREEMENT[self.agree]}</p>"
         )
 
 
-def _agreement(agree: bool | None) -> str:
-    """What the arms' outputs did: ``agree``, ``DISAGREE``, or ``not compared`` (the GPU arm did not run)."""
-    return {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}[agree]
+#: What the arms' outputs did, by :attr:`CompareResult.agree` (None: the GPU arm did not run).
+_AGREEMENT = {True: "agree", False: "DISAGREE", None: "not compared (the GPU arm did not run)"}
 
 
 @_strict_arguments
 def compare(
-    program: str | os.PathLike[str],
-    *args: str,
-    repeat: int = 0,
-    accelerators: str | None = None,
-    device: str = "auto",
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
-    timeout: float = 3600.0,
-    profile: bool = True,
-    ignore_lines: str | None = None,
+    program: str | os.PathLike[str], *args: str, repeat: int = 0, accelerators: str | None = None, device: str = "auto",
+    rtol: float = 1e-5, atol: float = 1e-8, timeout: float = 3600.0, profile: bool = True, ignore_lines: str | None = None,
     out: str | os.PathLike[str] | None = None,
-) -> CompareResult:
+) -> CompareResult:  # fmt: skip
     """Run your unchanged script (or notebook) on the CPU and with cudf.pandas / cuml.accel, as
     ``accel compare PROGRAM -- ARGS`` does; write its record, return it.
 
@@ -812,10 +760,9 @@ def compare(
     """
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
-    from accel.record import output_root
 
     opts = Options(
-        program=Path(program), args=[str(a) for a in args], out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
+        program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
     )  # fmt: skip
     record, path = run_compare(opts)
@@ -886,14 +833,13 @@ class BenchResult(_Recorded[BenchRecord]):
 
     def _repr_html_(self) -> str:
         """The table and a bar per speedup, for Jupyter."""
-        chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)")
-        chart = chart or "<p>speedup: n/a (the GPU arm did not run)</p>"
+        chart = _speedup_chart(self.speedups.items(), "speedup (CPU seconds / GPU seconds)", "the GPU arm did not run")
         notes = _skip_notes([("gpu", self.typed.gpu or Arm())])
         lines = [f"crossover of {op}: " + (f"from {n:,} rows" if n else "none measured") for op, n in self.crossover_rows.items()]
         lines += [f"failed: {', '.join(self.failed)}"] if self.failed else []
         lines += [f"answers DISAGREE: {', '.join(self.disagree)}"] if self.disagree else []
         lines += [(self.typed.fairness.line or "") if self.typed.fairness else ""]
-        return _html(f"accel bench {self.suite}", self.table, "n/a", chart, notes, _paragraphs(lines), _where(result=self.path))
+        return _html(f"accel bench {self.suite}", self.table, "n/a", chart, notes, _paragraphs(lines), result=self.path)
 
 
 def _arm_columns(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> dict[str, Any]:
@@ -1082,8 +1028,8 @@ class ScaleResult(_Recorded[ScalingRecord]):
         # The same reason at every count, once; then each configuration that failed.
         notes = _skip_notes([(arm, Arm(status="skipped", reason=reason)) for arm, reason in r.skipped_arms.items()])
         failed = _notes((f"{label} failed", reason) for label, reason in self._failures())
-        where = _where(record=self.path, plot=self.plot)
-        return _html(f"accel scale: {r.workflow} ({r.cluster_kind})", totals, "n/a", chart, notes, failed, where)
+        heading = f"accel scale: {r.workflow} ({r.cluster_kind})"
+        return _html(heading, totals, "n/a", chart, notes, failed, record=self.path, plot=self.plot)
 
 
 #: The numeric columns of a scaling record's rows (NaN where a run did not complete).
@@ -1159,9 +1105,8 @@ def scale(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.scaleout.scaling import scaling_study, study_config
 
-    given = locals()
-    dask = {key: given[key] for key in _DASK_SETTINGS if key in given}  # not scheduler=: the study starts its clusters
-    config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), dask)
+    given = locals()  # the study reads its cluster settings (cluster, workers, ...) from them
+    config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), given)
     with _display(progress, live=False) as listener:  # the workers write to the same terminal
         record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
     return ScaleResult(record, Path(path), Path(png))

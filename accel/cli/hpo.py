@@ -74,8 +74,6 @@ def cmd_hpo(args: argparse.Namespace) -> int:
     from accel.pipeline import saved_folder
     from accel.report.console import ProgressDisplay
 
-    if args.workers is not None and args.cluster != "local":
-        raise AccelError("--workers applies to --cluster local")
     config, request = search_request(args.workflow, vars(args), "command line")
     with closing(ProgressDisplay()) as progress:
         record, path = run_search(config, request, listener=progress)

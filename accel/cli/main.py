@@ -8,13 +8,17 @@ A run in which an arm failed exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
-from accel import __version__
+from accel import __version__, output
 from accel.credentials import hide
 from accel.errors import AccelError, one_line
+from accel.interrupts import Terminated, never_lost, what_was_kept
 from accel.record import dumps as strict_json
+from accel.record import remove_unused_folders
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,13 +93,6 @@ def error_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
-
-    from accel import output
-    from accel.interrupts import never_lost
-    from accel.record import remove_unused_folders
-
     before = output.level()  # --quiet / --verbose hold for this command, not for the process after it
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
@@ -120,9 +117,8 @@ def _main(argv: Sequence[str] | None) -> int:
             cut = argv.index("--")
             argv, passthrough = argv[:cut], argv[cut + 1 :]
         args = parser.parse_args(argv)
-        from accel.output import NORMAL, QUIET, VERBOSE, set_level
-
-        set_level(QUIET if getattr(args, "quiet", False) else VERBOSE if getattr(args, "verbose", False) else NORMAL)
+        # Every command has both (usage.finish).
+        output.set_level(output.QUIET if args.quiet else output.VERBOSE if args.verbose else output.NORMAL)
         if passthrough is not None:
             args.script_args = passthrough
         return args.handler(args)  # each command sets its own
@@ -139,11 +135,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"accel: error: {error_line(environment_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        import signal
-        import threading
-
-        from accel.interrupts import Terminated, what_was_kept
-
         if threading.current_thread() is threading.main_thread():
             # The clean-up has run and the exit status is decided: a copy of the same Ctrl-C (sent
             # to the whole process group, or redelivered from a callback) must not kill the exit.

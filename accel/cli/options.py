@@ -132,8 +132,7 @@ TABLE: dict[str, Flag] = {
     "--task": "with --data: inferred when absent (text/boolean or few-valued integer target: classification)",
     "--drop": "with --data: columns to leave out, comma-separated",
     "--delimiter": "with --data: the CSV delimiter (detected when the file parses into one column)",
-    "--date-format": "with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), "
-    "over the detected layout; repeatable",
+    "--date-format": "with --data: parse column COL as dates in the strptime format FMT (e.g. 'Month=%%Y %%b'), over the detected layout; repeatable",
 }
 
 #: What ``--rows`` is to ``accel run`` and ``accel hpo``.
@@ -142,15 +141,12 @@ SAMPLE_ROWS = "use a seeded sample of N rows (quick runs)"
 #: The flags of ``accel run`` and ``accel scale`` with the same help: the encoding probe of a user's
 #: table, the hold-out, the seed, a cluster accel starts.
 RUN_OR_SCALE: dict[str, Flag] = {
-    "--probe": "with --data and xgboost: the encoding probe for categorical columns of 33-65,536 values "
-    "(auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; "
-    "off: target encoding; force: probe again)",
+    "--probe": "with --data and xgboost: the encoding probe for categorical columns of 33-65,536 values (auto, default: reuse this table's cached decision, probe only within 10%% of training's cost; off: target encoding; force: probe again)",
     "--test-size": "share of rows held out for testing (default 0.2)",
     "--seed": "random seed for sampling, splitting and the model (default 42)",
     "--cluster": "start a Dask cluster here: local (CPU worker processes) or local-cuda (one worker per GPU)",
     "--threads-per-worker": "threads of each worker",
-    "--device-memory-limit": "local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8 "
-    "(of the GPU's total memory)",
+    "--device-memory-limit": "local-cuda: device memory per worker above which Dask-CUDA spills to host, e.g. 30GB or 0.8 (of the GPU's total memory)",
     "--worker-memory": "host memory per worker of a cluster accel starts, e.g. 400MB or 4GB: Dask spills partitions to disk beyond it",
     "--protocol": "local clusters: tcp (default), or ucx when installed",
     "--scale": "replicate the data K times with jitter (default 1)",

@@ -9,60 +9,48 @@ line on stderr and exits with status 1 after writing its record.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from accel.cli import PROCESS_STARTED_AT
 from accel.cli import options as opts
 from accel.output import say
+from accel.record import RunRecord
+from accel.report.console import ProgressDisplay, render_compare, render_predict, render_run, render_scaling, show_plan
 
 
 def register(sub: argparse._SubParsersAction, *names: str) -> None:
     """Add the commands ``names`` (of run, scale, predict, compare) to the ``accel`` command's subcommands."""
-    commands: dict[str, tuple[dict[str, Any], dict[str, opts.Flag], Callable[[argparse.Namespace], int]]] = {
-        "run": ({"help": "run a workflow on the accelerated arm and the CPU baseline arm"}, _RUN, _cmd_run),
-        "scale": (
-            {
-                "help": "scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process "
-                "CPU baseline"
-            },
-            _SCALE,
-            _cmd_scale,
-        ),
-        "predict": (
-            {
-                "help": "score new rows with a run's fitted pipeline (its accelerated arm's, else its CPU arm's)",
-                "description": "Score a table with the pipeline a run saved: the row number, the prediction and, for "
-                "classification, the class probabilities, in input order. With the target column present, the hold-out "
-                "metrics too. Example: accel predict runs/2026-12-05-flights-001.json --data next.csv --out p.parquet",
-            },
-            _PREDICT,
-            _cmd_predict,
-        ),
-        "compare": (
-            {
-                "usage": "accel compare PROGRAM [options] [-- ARGS...]",
-                "help": "run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with "
-                "cudf.pandas/cuml.accel",
-                "description": "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as "
-                "plain 'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports "
-                "wall time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to "
-                "the CPU. Arguments for the script go after '--'.",
-            },
-            _COMPARE,
-            _cmd_compare,
-        ),
-    }
+    handlers = {"run": _cmd_run, "scale": _cmd_scale, "predict": _cmd_predict, "compare": _cmd_compare}
+    flags = {"run": _RUN, "scale": _SCALE, "predict": _PREDICT, "compare": _COMPARE}
     for name in names:
-        about, flags, handler = commands[name]
-        parser = sub.add_parser(name, **about)
-        opts.add_flags(parser, flags)
+        parser = sub.add_parser(name, **_ABOUT[name])
+        opts.add_flags(parser, flags[name])
         # compare: what follows '--' is the script's own; accel.cli.main hands it over untouched
         # (argparse would read it as its own options).
-        parser.set_defaults(handler=handler, **({"script_args": []} if name == "compare" else {}))
+        parser.set_defaults(handler=handlers[name], **({"script_args": []} if name == "compare" else {}))
 
+
+#: What ``accel --help`` and the command's own ``--help`` say of it (``add_parser``'s keywords).
+_ABOUT: dict[str, dict[str, Any]] = {
+    "run": {"help": "run a workflow on the accelerated arm and the CPU baseline arm"},
+    "scale": {
+        "help": "scaling study: the workflow on 1, 2, 4 ... Dask workers, both arms, against the single-process CPU baseline"
+    },
+    "predict": {
+        "help": "score new rows with a run's fitted pipeline (its accelerated arm's, else its CPU arm's)",
+        "description": "Score a table with the pipeline a run saved: the row number, the prediction and, for classification, the class probabilities, in input order. With the target column present, the hold-out metrics too. Example: accel predict runs/2026-12-05-flights-001.json --data next.csv --out p.parquet",
+    },
+    "compare": {
+        "usage": "accel compare PROGRAM [options] [-- ARGS...]",
+        "help": "run your unchanged pandas / scikit-learn script (or notebook) on the CPU and with cudf.pandas/cuml.accel",
+        "description": "Runs SCRIPT twice, each in a fresh process in its own copy of the script's folder: as plain 'python SCRIPT ARGS' (CPU arm) and with cudf.pandas and cuml.accel installed (GPU arm). Reports wall time, peak memory, whether both printed and wrote the same numbers, and which calls fell back to the CPU. Arguments for the script go after '--'.",
+    },
+}
 
 _WORKFLOW = "a workflow name (flights) or a workflow YAML file"
 
@@ -75,8 +63,7 @@ _RUN: dict[str, opts.Flag] = {
     "--precision": "storage of the feature matrix (fp16: half the bytes, range-guarded)",
     "--batch-rows": "rows per batch: auto (planned from the budget, default) or N",
     "--memory-budget": "memory a run may hold, e.g. 8GB (default: half the free memory of the arm's device)",
-    "--rmm-pool": "GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the "
-    "free device memory), off, or a size such as 40GB",
+    "--rmm-pool": "GPU arm: RMM pool for cuDF and CuPy (and XGBoost when built with RMM): auto (default: half the free device memory), off, or a size such as 40GB",
     "--device": "the accelerated arm: auto (GPU when usable), gpu (error if none), cpu (run only the CPU baseline)",
     "--rows": opts.SAMPLE_ROWS,
     "--out": f"folder for run records (default: {opts.OUT_DEFAULT})",
@@ -93,8 +80,7 @@ _SCALE: dict[str, opts.Flag] = {
     **opts.RUN_OR_SCALE,
     "--workers": ("worker counts to compare, e.g. 1,2,4", {"type": opts.worker_counts, "metavar": "N,N,..."}),
     "--rmm-pool": (
-        "local-cuda: RMM pool per worker: auto, off, a size (20GB) or a share of the GPU's free memory (0.5), as in a "
-        "single-process run",
+        "local-cuda: RMM pool per worker: auto, off, a size (20GB) or a share of the GPU's free memory (0.5), as in a single-process run",
         {"metavar": "SIZE", "group": opts.DASK},
     ),
     "--device": "the accelerated arm on GPU workers: auto (when usable), gpu (error if none), cpu (CPU workers only)",
@@ -137,12 +123,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from accel.memory import returnable_arrow_pool
 
     returnable_arrow_pool(args.memory_budget)  # before anything imports pyarrow
-    from rich.console import Console
-
     from accel.api import run_config, settings_config
     from accel.pipeline import saved_folder
-    from accel.record import RunRecord
-    from accel.report.console import ProgressDisplay, render_run, show_plan
 
     config = settings_config(args.workflow, vars(args), "command line")
     progress = ProgressDisplay(live=False if config.cluster is not None else None)  # Dask workers share the terminal
@@ -168,10 +150,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_scale(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import scale
-    from accel.report.console import render_scaling
 
     result = opts.call(scale, args, progress=True)
     failed = f"{len(result.failed)} of the runs failed (see the record)" if result.failed else ""
@@ -180,10 +159,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import predict
-    from accel.report.console import render_predict
 
     result = opts.call(predict, args, progress=True)
     written = {"predictions": result.output, "scoring record": result.path}
@@ -191,13 +167,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from accel.api import compare
-    from accel.report.console import render_compare
 
-    settings = ("repeat", "accelerators", "device", "rtol", "atol", "timeout", "profile", "ignore_lines", "out")
-    result = compare(args.program, *args.script_args, **{k: v for k, v in vars(args).items() if k in settings})
+    result = opts.call(functools.partial(compare, args.program, *args.script_args), args)  # and the flags it takes
     gpu = result.typed.arms["gpu"]
     failed = f"the script fails on the GPU arm only ({gpu.reason}): see the record" if gpu.status == "failed" else ""
     return opts.shown(

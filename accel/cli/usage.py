@@ -53,13 +53,11 @@ def commands(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """Every command of ``parser`` that runs something (no subcommands of its own), with its path."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # argparse allows one
     if not subs:
         yield path, parser
-        return
-    for action in subs:
-        for name, child in action.choices.items():
-            yield from commands(child, (*path, name))
+    for name, child in subs[0].choices.items() if subs else ():
+        yield from commands(child, (*path, name))
 
 
 def finish(parser: argparse.ArgumentParser) -> None:
