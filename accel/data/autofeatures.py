@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -185,49 +184,43 @@ class TargetEncoder:
         self._parts: list[Any] = []
         self._stats = [*targets, *(f"{t}__sq" for t in targets)]
         self._columns = [*self._stats, "n"]  # what the parts, per-fold and total tables hold per category
-        self._sums = dict.fromkeys(self._stats, 0.0)  # each target's sum and sum of squares over the rows
+        self._sums = dict.fromkeys(self._columns, 0.0)  # each target's sum and sum of squares, and the rows
         self.variance: dict[str, float] = {}
-        self._rows = 0
         self.per_fold: Any = None
         self.totals: Any = None
         self.prior: dict[str, float] = {}
 
     def partial_fit(self, codes: Any, targets: dict[str, Any], folds: np.ndarray) -> None:
-        xdf = self.xdf
-        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame = self.xdf.DataFrame({"c": codes.reset_index(drop=True)})
         frame["f"] = folds
         for name in self.targets:
-            t = targets[name].reset_index(drop=True).astype("float64")
-            frame[name] = t
-            frame[f"{name}__sq"] = t * t
-            self._sums[name] += float(t.sum())
-            self._sums[f"{name}__sq"] += float((t * t).sum())
-        self._rows += len(frame)
+            frame[name] = targets[name].reset_index(drop=True).astype("float64")
+            frame[f"{name}__sq"] = frame[name] * frame[name]
+        for name in self._stats:
+            self._sums[name] += float(frame[name].sum())
+        self._sums["n"] += len(frame)
         grouped = frame.groupby(["c", "f"])
         part = grouped[self._stats].sum()
         part["n"] = grouped[self.targets[0]].count()
         self._parts.append(part.reset_index())
 
-    def partial_state(self) -> tuple[list[Any], dict[str, float], int]:
+    def partial_state(self) -> tuple[list[Any], dict[str, float]]:
         """What :meth:`partial_fit` has gathered and :meth:`finalize` adds up: the parts (sums and
-        counts per category and fold), the target sums and squares, the rows."""
-        return list(self._parts), dict(self._sums), self._rows
+        counts per category and fold), and the target sums, squares and rows."""
+        return list(self._parts), dict(self._sums)
 
-    def add_partial_state(self, state: tuple[list[Any], dict[str, float], int]) -> None:
+    def add_partial_state(self, state: tuple[list[Any], dict[str, float]]) -> None:
         """Add another encoder's :meth:`partial_state` (its batches of training rows, fitted elsewhere:
         a Dask worker's partition) as if its batches had been fitted here."""
-        parts, sums, rows = state
-        self._parts.extend(parts)
-        for name in self._stats:
-            self._sums[name] += sums[name]
-        self._rows += rows
+        self._parts.extend(state[0])
+        for name, value in state[1].items():
+            self._sums[name] += value
 
     def finalize(self) -> None:
-        xdf = self.xdf
-        parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
+        parts = self._parts[0] if len(self._parts) == 1 else self.xdf.concat(self._parts, ignore_index=True)
         self.per_fold = parts.groupby(["c", "f"])[self._columns].sum().reset_index()
         self.totals = self.per_fold.groupby("c")[self._columns].sum().reset_index()
-        rows = max(self._rows, 1)
+        rows = max(self._sums["n"], 1)
         self.prior = {t: self._sums[t] / rows for t in self.targets}
         self.variance = {t: max(self._sums[f"{t}__sq"] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
         self._parts = []
@@ -277,19 +270,6 @@ def _mode(s: Any) -> float | None:
     return None if len(modes) == 0 else float(modes.min())
 
 
-def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any], dense: str = "float64") -> Any:
-    """The feature frame; numbers as ``dense`` (float32 where nothing is fitted on them any more:
-    each column is cast once, as it is built, rather than the whole frame copied at the end)."""
-    parts = []
-    if numeric:
-        parts.append(frame[numeric].astype(dense).reset_index(drop=True))
-    if built:
-        if dense != "float64":
-            built = {k: v if str(v.dtype) in ("category", "bool") else v.astype(dense) for k, v in built.items()}
-        parts.append(xdf.DataFrame(built))
-    return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
-
-
 def _with_block(xdf: ModuleType, frame: Any, block: Any, dense: list[str], columns: list[str]) -> Any:
     """``frame``'s ``columns``, the ``dense`` ones taken from ``block``."""
     rest = [c for c in columns if c not in dense]
@@ -336,27 +316,24 @@ class TableFeaturizer:
         self._taken = {c.name for c in plan.columns} | {plan.target}
         self._names: dict[tuple[str, str], str] = {}
 
-    def generated_name(self, column: str, wanted: str) -> str:
-        """The name of a feature built from ``column``: ``wanted``, suffixed until unique.
+    def _named(self, column: str, built: dict[str, Any]) -> dict[str, Any]:
+        """The features ``built`` from ``column``, each under its wanted name suffixed until unique.
 
         A table's own columns keep their names; a generated name that one of them (or another
         generated feature) already has gets ``_2``, ``_3``, ... and the feature report records
         it (``renamed``). The same ``(column, wanted)`` always gets the same name, on every batch.
         """
-        key = (column, wanted)
-        if key not in self._names:
-            name, n = wanted, 1
-            while name in self._taken:
-                n += 1
-                name = f"{wanted}_{n}"
-            self._taken.add(name)
-            self._names[key] = name
-            if name != wanted:
-                self.report.renamed[wanted] = name
-        return self._names[key]
-
-    def _named(self, column: str, built: dict[str, Any]) -> dict[str, Any]:
-        return {self.generated_name(column, name): value for name, value in built.items()}
+        for wanted in built:
+            if (column, wanted) not in self._names:
+                name, n = wanted, 1
+                while name in self._taken:
+                    n += 1
+                    name = f"{wanted}_{n}"
+                self._taken.add(name)
+                self._names[(column, wanted)] = name
+                if name != wanted:
+                    self.report.renamed[wanted] = name
+        return {self._names[(column, wanted)]: value for wanted, value in built.items()}
 
     def cast(self, frame: Any) -> Any:
         """``frame`` with its categorical columns cast once to the plan's categories, so that
@@ -391,34 +368,40 @@ class TableFeaturizer:
 
     def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
         """Feature frame for these rows; training rows pass their ``folds`` (out-of-fold encoding)."""
-        xdf = self.xdf
+        xdf, frame = self.xdf, frame.reset_index(drop=True)
         numeric = [c.name for c in self.plan.features if c.kind == "numeric"]
         built: dict[str, Any] = {}
-        for col in self.plan.features:
-            kind = self.encoding[col.name]
-            if col.kind == "numeric":
+        for col in (c for c in self.plan.features if c.kind != "numeric"):
+            kind, name = self.encoding[col.name], col.name
+            if kind == "date parts":  # the parts the plan chose (every part when it chose none)
+                a, self.report.dates[name] = cast_datetime(xdf, frame[name], col)
+                built |= self._named(
+                    name, {f"{name}__{p}": getattr(a.dt, p).astype("float64") for p in (col.date_parts or ALL_PARTS)}
+                )
                 continue
-            if col.kind == "datetime":
-                a, self.report.dates[col.name] = cast_datetime(xdf, frame[col.name], col)
-                a = a.reset_index(drop=True)
-            else:
-                a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
+            a = cast_column(xdf, frame[name], col)
             if kind == "boolean" or kind == "native categorical":
-                built[col.name] = a
-            elif kind == "date parts":  # the parts the plan chose (every part when it chose none)
-                parts = {f"{col.name}__{part}": getattr(a.dt, part).astype("float64") for part in (col.date_parts or ALL_PARTS)}
-                built.update(self._named(col.name, parts))
+                built[name] = a
             elif kind == "one-hot":
-                built.update(self._named(col.name, one_hot(col.name, a, col.categories or [], self.family == "linear")))
+                built |= self._named(name, one_hot(name, a, col.categories or [], self.family == "linear"))
             elif kind == "ordinal codes":
-                built[col.name] = category_codes(a)
+                built[name] = category_codes(a)
             else:
-                encoded = self.encoders[col.name].transform(category_codes(a), folds)
-                te = {f"{col.name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
-                built.update(self._named(col.name, {**te, f"{col.name}__count": encoded["count"]}))
-        # The native family needs no imputation or scaling (DenseFinish): its numbers are final here.
+                encoded = self.encoders[name].transform(category_codes(a), folds)
+                te = {f"{name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
+                built |= self._named(name, {**te, f"{name}__count": encoded["count"]})
+        # The native family needs no imputation or scaling (DenseFinish): its numbers are final here,
+        # each cast to float32 once, as it is built, rather than the whole frame copied at the end.
         dense = "float32" if self.family == "native" else "float64"
-        return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
+        parts = [frame[numeric].astype(dense)] if numeric else []
+        if built:
+            cast = dense != "float64"
+            parts.append(
+                xdf.DataFrame(
+                    {k: v.astype(dense) if cast and str(v.dtype) not in ("category", "bool") else v for k, v in built.items()}
+                )
+            )
+        return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 
 
 @dataclass
@@ -534,9 +517,8 @@ class TableTransform:
         """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
         plan = TablePlan.from_fitted_state(state["plan"])
         featurizer = TableFeaturizer(xdf, plan, OLD_FAMILIES.get(state["family"], state["family"]), 0)
-        for column, wanted, name in state["names"]:
-            featurizer._names[(column, wanted)] = name
-            featurizer._taken.add(name)
+        featurizer._names = {(column, wanted): name for column, wanted, name in state["names"]}
+        featurizer._taken |= set(featurizer._names.values())
         for name, saved in state["encoders"].items():
             encoder = featurizer.encoders[name]
             encoder.totals = _compat.from_pandas(xdf, tables[saved["table"]])
@@ -591,28 +573,17 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _probe_cache_path(key: str) -> Path | None:
-    from accel.cache import cache_dir
-
-    try:
-        return cache_dir() / "encoding-probe" / f"{key}.json"
-    except Exception:  # noqa: BLE001 - no usable cache folder: the probe just runs
-        return None
-
-
-def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any], how: str) -> None:
-    native = decision.get("chosen") == "native"
+def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any]) -> None:
+    native = decision["chosen"] == "native"
     plan.native_categorical = list(candidates) if native else []
     plan.encoding_probe = {**decision, "candidates": candidates}
     what = "native categories" if native else "target + count encoding"
     cols = f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}"
+    measured = decision.get("skipped", "")
     if "metric" in decision and "native" in decision:
-        measured = (
-            f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
-            f"{decision['target_encoding']:.4g} target-encoded"
-        )
-    else:
-        measured = decision.get("skipped", "")
+        measured = f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
+        measured += f"{decision['target_encoding']:.4g} target-encoded"
+    how = "; decided by an earlier run of this table, --probe force measures again" if "cached" in decision else ""
     plan.notices.append(
         f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values ({cols}): "
         f"{what} for XGBoost ({measured}{how})"
@@ -646,19 +617,24 @@ def probe_native_categories(
     if not candidates:
         return
     rounds = int(train_rounds or 300)
-    key = probe_cache_key(fingerprint, plan, candidates, seed, rounds) if fingerprint and mode != "off" else None
-    cache = _probe_cache_path(key) if key else None
-    cached = _cached_decision(cache) if mode == "auto" and cache is not None else None
-    if cached is not None:
-        how = "; decided by an earlier run of this table, --probe force measures again"
-        _apply_probe(plan, candidates, {**cached, "cached": str(cache)}, how)
+    cache, cached = None, None
+    if fingerprint and mode != "off":
+        from accel.cache import cache_dir
+
+        with contextlib.suppress(Exception):  # no usable cache folder: the probe just runs
+            cache = cache_dir() / "encoding-probe" / f"{probe_cache_key(fingerprint, plan, candidates, seed, rounds)}.json"
+    if mode == "auto" and cache is not None:
+        with contextlib.suppress(OSError, ValueError):
+            cached = json.loads(cache.read_text())
+    if isinstance(cached, dict) and cached.get("chosen") in ("native", "target_encoding"):
+        _apply_probe(plan, candidates, {**cached, "cached": str(cache)})  # decided by an earlier run of this table
         return
     rows = "--probe off" if mode == "off" else _probe_rows(len(head), plan, seed, mode, rounds)
     if isinstance(rows, str):
-        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows}, "")
+        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows})
         return
     decision = measure_encodings(head, plan, candidates, *rows, seed)
-    _apply_probe(plan, candidates, decision, "")
+    _apply_probe(plan, candidates, decision)
     if cache is not None:
         from accel.errors import AccelError
         from accel.files import REPLACE, write_new
@@ -667,15 +643,6 @@ def probe_native_categories(
         # without a cache the next run probes again.
         with contextlib.suppress(AccelError):
             write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
-
-
-def _cached_decision(cache: Path) -> dict[str, Any] | None:
-    """The decision an earlier probe of the same table cached, if there is a valid one."""
-    try:
-        decision = json.loads(cache.read_text())
-    except (OSError, ValueError):
-        return None
-    return decision if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding") else None
 
 
 def _probe_rows(n: int, plan: TablePlan, seed: int, mode: str, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
