@@ -270,12 +270,6 @@ def _mode(s: Any) -> float | None:
     return None if len(modes) == 0 else float(modes.min())
 
 
-def _with_block(xdf: ModuleType, frame: Any, block: Any, dense: list[str], columns: list[str]) -> Any:
-    """``frame``'s ``columns``, the ``dense`` ones taken from ``block``."""
-    rest = [c for c in columns if c not in dense]
-    return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
-
-
 class TableFeaturizer:
     """The plan's features for one model family: fitted on training rows (all at once or batch
     by batch), then applied to any rows.
@@ -298,17 +292,14 @@ class TableFeaturizer:
         self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
         self.report = FeatureReport()
         few, most = FEW_VALUES[family]
-        self.encoding: dict[str, str] = {}
-        for col in plan.features:
-            if col.kind != "categorical":
-                self.encoding[col.name] = "date parts" if col.kind == "datetime" else col.kind
-            elif col.cardinality <= most or (family == "native" and col.name in plan.native_categorical):
-                self.encoding[col.name] = few
-            else:
-                self.encoding[col.name] = TARGET_ENCODING
+        native = set(plan.native_categorical) if family == "native" else set()
+        kinds = {"datetime": "date parts", "categorical": TARGET_ENCODING}
+        self.encoding: dict[str, str] = {
+            c.name: few if c.kind == "categorical" and (c.cardinality <= most or c.name in native) else kinds.get(c.kind, c.kind)
+            for c in plan.features
+        }
         self.report.encodings = dict(self.encoding)
-        n_classes = len(plan.classes or [])
-        self.targets = [f"class{k}" for k in range(n_classes)] if plan.task == "multiclass" else ["t"]
+        self.targets = [f"class{k}" for k in range(len(plan.classes or []))] if plan.task == "multiclass" else ["t"]
         self.encoders = {
             name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind == TARGET_ENCODING
         }
@@ -415,6 +406,8 @@ class DenseFinish:
     new rows scored by the fitted pipeline (:mod:`accel.pipeline`).
     """
 
+    #: The feature columns, in order, all of them filled, scaled and cast (``dense`` lists them
+    #: again: a saved pipeline holds both).
     columns: list[str]
     dense: list[str]
     fills: dict[str, float] = field(default_factory=dict)
@@ -426,16 +419,15 @@ class DenseFinish:
         """The finish of ``featurizer``'s family, fitted on ``X_train`` (``X_test`` only tells which
         columns the report lists as imputed); None for the native family, whose numbers are final."""
         family, report = featurizer.family, featurizer.report
-        columns = [str(c) for c in X_train.columns]
-        dense = [c for c in columns if c not in featurizer.categorical]
-        if family == "native" or not dense:
+        if family == "native":
             return None
+        dense = [str(c) for c in X_train.columns]  # every column: only the native family has categories
         missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
         report.imputed = [c for c in dense if bool(missing[c])]
         ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
         medians = _compat.to_pandas(X_train[dense].median())
         fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in dense}
-        finish = cls(columns, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
+        finish = cls(dense, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
         if family in ("linear", "distance"):
             block = X_train[dense].fillna(finish.fills)
             stds = block.std()
@@ -448,13 +440,13 @@ class DenseFinish:
 
     def apply(self, xdf: ModuleType, X: Any) -> Any:
         """``X`` (the featurizer's columns, in order) filled, scaled and in float32."""
-        columns, dense = self.columns, self.dense
-        X = X.fillna(self.fills)
+        dense = self.dense
+        X = X.fillna(self.fills)[dense]
         if self.means:
             means = xdf.Series([self.means[c] for c in dense], index=dense, dtype="float64")
             stds = xdf.Series([self.stds[c] for c in dense], index=dense, dtype="float64")
-            X = _with_block(xdf, X, X[dense].sub(means, axis="columns").div(stds, axis="columns"), dense, columns)
-        return _with_block(xdf, X, X[dense].astype("float32"), dense, columns)
+            X = X.sub(means, axis="columns").div(stds, axis="columns")
+        return X.astype("float32")
 
 
 @dataclass
@@ -542,17 +534,11 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     finish = DenseFinish.fit(X_train, X_test, featurizer)
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
-    prepared = Prepared(
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-        categorical=list(featurizer.categorical),
-        rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
-        transform=TableTransform(featurizer, finish),
-        test_ids=plan.row_positions[plan.test_pos],
-    )
-    return prepared, featurizer.report
+    rows = {"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
+    transform = TableTransform(featurizer, finish)
+    return Prepared(
+        X_train, y_train, X_test, y_test, transform, transform.categorical, rows, plan.row_positions[plan.test_pos]
+    ), featurizer.report
 
 
 # --------------------------------------------------------------------------- the encoding probe
