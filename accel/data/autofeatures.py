@@ -225,28 +225,14 @@ class TargetEncoder:
         self.variance = {t: max(self._sums[f"{t}__sq"] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
         self._parts = []
 
-    def _weight(self, t: str, s: Any, squares: Any, n: Any) -> Any:
-        """``m`` per row: the fixed smoothing, or the category's variance over the target's."""
-        if self.smoothing != "auto":
-            return float(self.smoothing)
-        if self.variance[t] == 0.0:
-            return 0.0
-        rows = n.where(n > 0, 1.0)
-        mean = s / rows
-        within = (squares / rows - mean * mean).clip(lower=0.0)
-        return within / self.variance[t]
-
     def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
         """Encoded columns (one per target) and ``count`` for rows with these category codes."""
-        xdf = self.xdf
-        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame = self.xdf.DataFrame({"c": codes.reset_index(drop=True)})
         out = left_join(frame, self.totals.rename(columns={t: f"{t}__all" for t in self._columns}), ["c"])
-        n = out["n__all"].fillna(0.0)
         if folds is not None:
             out["f"] = folds
-            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in self._columns})
-            out = left_join(out, fold, ["c", "f"])
-        result = {"count": n.astype("float64")}
+            out = left_join(out, self.per_fold.rename(columns={t: f"{t}__fold" for t in self._columns}), ["c", "f"])
+        result = {"count": out["n__all"].fillna(0.0).astype("float64")}
 
         def held(name: str) -> Any:  # the statistic over the rows that may inform these rows
             value = out[f"{name}__all"].fillna(0.0)
@@ -255,7 +241,13 @@ class TargetEncoder:
         count = held("n")
         for t in self.targets:
             s = held(t)
-            m = self._weight(t, s, held(f"{t}__sq"), count)
+            # m: the fixed smoothing, or per row the category's variance over the target's.
+            if self.smoothing != "auto" or self.variance[t] == 0.0:
+                m: Any = 0.0 if self.smoothing == "auto" else float(self.smoothing)
+            else:
+                rows = count.where(count > 0, 1.0)
+                mean = s / rows
+                m = (held(f"{t}__sq") / rows - mean * mean).clip(lower=0.0) / self.variance[t]
             # No informing rows (unseen, missing, or only in the row's own fold): the prior.
             result[t] = ((s + self.prior[t] * m) / (count + m)).where(count > 0, self.prior[t])
         return result
@@ -489,20 +481,13 @@ class TableTransform:
     def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The fitted state as JSON values and tables (pandas frames, one per target encoder);
         :meth:`from_state` reads it back on either arm."""
-        f = self.featurizer
-        tables = {f"encoder-{i}": _compat.to_pandas(e.totals) for i, e in enumerate(f.encoders.values())}
-        encoders = {
-            name: {"table": f"encoder-{i}", "prior": e.prior, "variance": e.variance, "smoothing": e.smoothing}
-            for i, (name, e) in enumerate(f.encoders.items())
-        }
-        state = {
-            "family": f.family,
-            "plan": f.plan.fitted_state(),
-            "names": [[column, wanted, name] for (column, wanted), name in f._names.items()],
-            "encoders": encoders,
-            "finish": dataclasses.asdict(self.finish) if self.finish is not None else None,
-        }
-        return state, tables
+        f, tables, encoders = self.featurizer, {}, {}
+        for i, (name, e) in enumerate(f.encoders.items()):
+            tables[f"encoder-{i}"] = _compat.to_pandas(e.totals)
+            encoders[name] = {"table": f"encoder-{i}", "prior": e.prior, "variance": e.variance, "smoothing": e.smoothing}
+        names = [[column, wanted, name] for (column, wanted), name in f._names.items()]
+        finish = dataclasses.asdict(self.finish) if self.finish is not None else None
+        return {"family": f.family, "plan": f.plan.fitted_state(), "names": names, "encoders": encoders, "finish": finish}, tables
 
     @classmethod
     def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> TableTransform:
@@ -667,18 +652,16 @@ def measure_encodings(
     from accel.models import XGBoostModel, XGBoostSettings
 
     frame = head.iloc[positions].reset_index(drop=True)
-    metric = PARITY[plan.task][0]
-    scores: dict[str, float] = {}
-    probe_model = XGBoostModel(XGBoostSettings(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
-    params = probe_model.booster_params(cpu_backend())
+    metric, scores = PARITY[plan.task][0], {}
+    model = XGBoostModel(XGBoostSettings(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
+    params = model.booster_params(cpu_backend())
     for option, native in (("target_encoding", []), ("native", candidates)):
         sub = dataclasses.replace(
             plan, row_positions=positions, train_pos=train, test_pos=test, native_categorical=native, notices=[]
         )
         prepared, _ = build_table_features(pd, frame, sub, "native", seed)
         dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
-        booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
-        prediction = booster.inplace_predict(prepared.X_test)
+        prediction = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS).inplace_predict(prepared.X_test)
         scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
     better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
     return {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}
