@@ -79,36 +79,30 @@ class FeatureReport:
 
     def describe(self) -> dict[str, Any]:
         """The run record's part for what the features did on an arm (``feature_reports``)."""
-        out = dataclasses.asdict(self)
-        if not self.renamed:
-            del out["renamed"]
-        return out
+        return {k: v for k, v in dataclasses.asdict(self).items() if v or k != "renamed"}
 
 
 # --------------------------------------------------------------------------- casting
 
 
 def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
-    """The column as the plan says: float64 for numeric/boolean, or categorical (datetime: :func:`cast_datetime`)."""
+    """The column as the plan says: float64 for numeric/boolean, else categorical (a datetime
+    column is not cast here but by :func:`cast_datetime`)."""
     if plan.kind == "numeric" or (plan.kind == "boolean" and str(s.dtype) == "bool"):
         return s.astype("float64")
     if plan.kind == "boolean":
         low = s.astype("str").str.strip().str.lower()
         known = low.isin(list(TRUE_STRINGS + FALSE_STRINGS))
         return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
-    if plan.kind == "categorical":
-        categories = plan.categories or []
-        if _compat.has_categories(s, range(len(categories)) if plan.categories_numeric else categories):
-            return s  # cast already (TableFeaturizer.cast): fitting and encoding share one cast
-        if plan.categories_numeric:
-            # XGBoost refuses float categories; re-index the values by their integer codes,
-            # which both libraries cast exactly (-1, missing or unseen, becomes missing).
-            codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
-            return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
-        if not _compat.is_text_dtype(s):
-            s = s.astype("str")
-        return _compat.as_categorical(xdf, s, categories)
-    raise ValueError(f"cannot cast a {plan.kind} column (datetime columns: cast_datetime)")
+    categories = plan.categories or []
+    if _compat.has_categories(s, range(len(categories)) if plan.categories_numeric else categories):
+        return s  # cast already (TableFeaturizer.cast): fitting and encoding share one cast
+    if plan.categories_numeric:
+        # XGBoost refuses float categories; re-index the values by their integer codes,
+        # which both libraries cast exactly (-1, missing or unseen, becomes missing).
+        codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
+        return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
+    return _compat.as_categorical(xdf, s if _compat.is_text_dtype(s) else s.astype("str"), categories)
 
 
 def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
