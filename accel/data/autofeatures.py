@@ -280,11 +280,10 @@ class TableFeaturizer:
         few, most = FEW_VALUES[family]
         native = set(plan.native_categorical) if family == "native" else set()
         kinds = {"datetime": "date parts", "categorical": TARGET_ENCODING}
-        self.encoding: dict[str, str] = {
+        self.encoding = self.report.encodings = {
             c.name: few if c.kind == "categorical" and (c.cardinality <= most or c.name in native) else kinds.get(c.kind, c.kind)
             for c in plan.features
         }
-        self.report.encodings = dict(self.encoding)
         self.targets = [f"class{k}" for k in range(len(plan.classes or []))] if plan.task == "multiclass" else ["t"]
         self.encoders = {
             name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind == TARGET_ENCODING
@@ -317,9 +316,8 @@ class TableFeaturizer:
         fitting and encoding the same rows do not cast them again (:func:`cast_column` returns
         a column cast already as it is)."""
         names = [c for c in self.plan.features if c.kind == "categorical" and c.name in frame.columns]
-        if not names:
-            return frame
-        frame = frame.copy(deep=False)
+        if names:
+            frame = frame.copy(deep=False)
         for col in names:
             frame[col.name] = cast_column(self.xdf, frame[col.name], col)
         return frame
@@ -334,10 +332,8 @@ class TableFeaturizer:
             return
         # Multiclass: one indicator per class (``class0``, ...); else the codes or values as they are.
         targets = {t: (y_train == k) if self.plan.task == "multiclass" else y_train for k, t in enumerate(self.targets)}
-        by_name = {c.name: c for c in self.plan.features}
-        for name, encoder in self.encoders.items():
-            codes = category_codes(cast_column(self.xdf, train[name], by_name[name]))
-            encoder.partial_fit(codes, targets, folds)
+        for col in (c for c in self.plan.features if c.name in self.encoders):
+            self.encoders[col.name].partial_fit(category_codes(cast_column(self.xdf, train[col.name], col)), targets, folds)
 
     def finalize(self) -> None:
         for encoder in self.encoders.values():
@@ -508,8 +504,7 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     y_train, y_test = (y.iloc[rows].reset_index(drop=True) for rows in (plan.train_pos, plan.test_pos))
     featurizer.partial_fit(train, y_train, featurizer.folds)
     featurizer.finalize()
-    X_train = featurizer.transform(train, featurizer.folds)
-    X_test = featurizer.transform(test)
+    X_train, X_test = featurizer.transform(train, featurizer.folds), featurizer.transform(test)
     finish = DenseFinish.fit(X_train, X_test, featurizer)
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
@@ -616,12 +611,11 @@ def _probe_rows(n: int, plan: TablePlan, seed: int, mode: str, rounds: int) -> t
     positions = plan.row_positions[plan.train_pos]
     positions = positions[positions < n]
     rng = np.random.default_rng(seed + 2)
-    limit = PROBE_ROWS
-    if mode == "auto":
-        # Both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
-        limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * len(plan.train_pos) / (2 * PROBE_ROUNDS)))
-        if limit < PROBE_MIN_ROWS:
-            return f"a probe would cost more than {PROBE_SHARE:.0%} of training ({len(plan.train_pos):,} rows x {rounds} rounds)"
+    # auto: both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
+    train = len(plan.train_pos)
+    limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * train / (2 * PROBE_ROUNDS))) if mode == "auto" else PROBE_ROWS
+    if limit < PROBE_MIN_ROWS:
+        return f"a probe would cost more than {PROBE_SHARE:.0%} of training ({train:,} rows x {rounds} rounds)"
     if len(positions) > limit:
         positions = np.sort(rng.choice(positions, limit, replace=False))
     if len(positions) < PROBE_MIN_ROWS:

@@ -34,10 +34,8 @@ import numpy as np
 
 from accel.errors import AccelError
 
-#: Columns of each table, in the benchmark's order.
+#: Columns of the groupby table, in the benchmark's order.
 GROUPBY_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3")
-JOIN_X_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1")
-JOIN_MEDIUM_COLUMNS = ("id1", "id2", "id4", "id5", "v2")
 
 DEFAULT_SEED = 108
 FORMATS = ("csv", "parquet")
@@ -151,15 +149,15 @@ def _sample_all(rng: np.random.Generator, keys: np.ndarray, size: int) -> np.nda
     return rng.permutation(np.concatenate([keys, extra]))
 
 
-def _id_strings(values: np.ndarray, null: np.ndarray | None) -> Any:
-    """``"id<n>"`` strings of integer keys (``sprintf("id%.0f", ...)``), NA where the key is NA."""
+def _with_id_strings(keys: dict[str, Any]) -> dict[str, Any]:
+    """Integer key columns ``id1``, ``id2``, ... followed by their ``"id<n>"`` strings
+    (``sprintf("id%.0f", ...)``) as ``id4``, ``id5``, ...; NA where the key is NA (a null joins to null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    as_text = pc.binary_join_element_wise("id", pc.cast(pa.array(values), pa.string()), "")
-    if null is not None:
-        as_text = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), as_text)
-    return as_text
+    return keys | {
+        f"id{j + 4}": pc.binary_join_element_wise("id", pc.cast(c, pa.string()), "") for j, c in enumerate(keys.values())
+    }
 
 
 #: The smallest left table: its three right tables must differ in size (they are told apart by it).
@@ -192,19 +190,15 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
     keys = [_split_keys(rng, sizes[role]) for role in roles]
     x_ids = {c: _sample_all(rng, np.concatenate([shared, left]), n) for c, (shared, left, _) in zip(("id1", "id2", "id3"), keys)}
     v1 = np.round(rng.uniform(0, 100, n), 6)
-    x_nulls = {c: _null_values(rng, v, nas) for c, v in x_ids.items()}
-    x_cols: dict[str, Any] = {c: _column(v, x_nulls[c]) for c, v in x_ids.items()}
-    x_cols |= {f"id{j + 4}": _id_strings(v, x_nulls[c]) for j, (c, v) in enumerate(x_ids.items())}  # id4..id6 of id1..id3
-    tables = {"x": pa.table(x_cols | {"v1": _column(v1, _null_rows(rng, n, nas))})}
+    x_keys = _with_id_strings({c: _column(v, _null_values(rng, v, nas)) for c, v in x_ids.items()})  # id4..id6 of id1..id3
+    tables = {"x": pa.table(x_keys | {"v1": _column(v1, _null_rows(rng, n, nas))})}
 
     # Each right table: the first 1, 2 or 3 keys (id1, id2, id3 and their strings id4, id5, id6), then v2.
     for i, role in enumerate(roles):
         rows = sizes[role]
         values = [_sample_all(rng, np.concatenate([shared, right]), rows) for shared, _, right in keys[: i + 1]]
-        cols: dict[str, Any] = {f"id{j + 1}": _column(v, None) for j, v in enumerate(values)}
-        cols |= {f"id{j + 4}": _id_strings(v, None) for j, v in enumerate(values)}
-        cols["v2"] = _column(np.round(rng.uniform(0, 100, rows), 6), None)
-        tables[role] = pa.table(cols)
+        keys_and_strings = _with_id_strings({f"id{j + 1}": _column(v, None) for j, v in enumerate(values)})
+        tables[role] = pa.table(keys_and_strings | {"v2": _column(np.round(rng.uniform(0, 100, rows), 6), None)})
     return tables
 
 
