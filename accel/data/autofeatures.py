@@ -285,10 +285,8 @@ class TableFeaturizer:
             for c in plan.features
         }
         self.targets = [f"class{k}" for k in range(len(plan.classes or []))] if plan.task == "multiclass" else ["t"]
-        self.encoders = {
-            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind == TARGET_ENCODING
-        }
-        self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
+        self.encoders = {n: TargetEncoder(xdf, self.targets) for n, kind in self.encoding.items() if kind == TARGET_ENCODING}
+        self.categorical = [n for n, kind in self.encoding.items() if kind == "native categorical"]
         self._taken = {c.name for c in plan.columns} | {plan.target}
         self._names: dict[tuple[str, str], str] = {}
 
@@ -348,9 +346,8 @@ class TableFeaturizer:
             kind, name = self.encoding[col.name], col.name
             if kind == "date parts":  # the parts the plan chose (every part when it chose none)
                 a, self.report.dates[name] = cast_datetime(xdf, frame[name], col)
-                built |= self._named(
-                    name, {f"{name}__{p}": getattr(a.dt, p).astype("float64") for p in (col.date_parts or ALL_PARTS)}
-                )
+                dated = {f"{name}__{p}": getattr(a.dt, p).astype("float64") for p in (col.date_parts or ALL_PARTS)}
+                built |= self._named(name, dated)
                 continue
             a = cast_column(xdf, frame[name], col)
             if kind == "boolean" or kind == "native categorical":
@@ -366,14 +363,9 @@ class TableFeaturizer:
         # The native family needs no imputation or scaling (DenseFinish): its numbers are final here,
         # each cast to float32 once, as it is built, rather than the whole frame copied at the end.
         dense = "float32" if self.family == "native" else "float64"
+        built = {k: v if str(v.dtype) in ("category", "bool", dense) else v.astype(dense) for k, v in built.items()}
         parts = [frame[numeric].astype(dense)] if numeric else []
-        if built:
-            cast = dense != "float64"
-            parts.append(
-                xdf.DataFrame(
-                    {k: v.astype(dense) if cast and str(v.dtype) not in ("category", "bool") else v for k, v in built.items()}
-                )
-            )
+        parts += [xdf.DataFrame(built)] if built else []
         return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 
 
@@ -509,10 +501,9 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
     rows = {"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
-    transform = TableTransform(featurizer, finish)
-    return Prepared(
-        X_train, y_train, X_test, y_test, transform, transform.categorical, rows, plan.row_positions[plan.test_pos]
-    ), featurizer.report
+    t = TableTransform(featurizer, finish)
+    prepared = Prepared(X_train, y_train, X_test, y_test, t, t.categorical, rows, plan.row_positions[plan.test_pos])
+    return prepared, featurizer.report
 
 
 # --------------------------------------------------------------------------- the encoding probe
