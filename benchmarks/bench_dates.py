@@ -37,7 +37,7 @@ from common import Case, Config, child_env, main, run_process
 
 import accel
 from accel.backend import cpu_threads
-from accel.data.autofeatures import cast_column
+from accel.data.autofeatures import cast_datetime
 from accel.timing import timed_call
 from accel.workflows import WorkflowSettings
 from accel.workflows.table import plan_table
@@ -106,7 +106,7 @@ def layout_case(workdir: Path, name: str, how, holds: str, n: int = 300, distinc
     }
     if col.kind == "datetime":
         read = pd.read_csv(path, engine="pyarrow")["when"]  # as the CPU arm reads it
-        parsed = pd.Series(cast_column(pd, read, col)).astype("datetime64[ns]")
+        parsed = pd.Series(cast_datetime(pd, read, col)[0]).astype("datetime64[ns]")
         ok = (parsed == truth.astype("datetime64[ns]")) | (parsed.isna() & truth.isna())
         row["parsed_right"] = float(ok.mean())
     return row

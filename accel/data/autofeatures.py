@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -80,36 +79,30 @@ class FeatureReport:
 
     def describe(self) -> dict[str, Any]:
         """The run record's part for what the features did on an arm (``feature_reports``)."""
-        out = dataclasses.asdict(self)
-        if not self.renamed:
-            del out["renamed"]
-        return out
+        return {k: v for k, v in dataclasses.asdict(self).items() if v or k != "renamed"}
 
 
 # --------------------------------------------------------------------------- casting
 
 
 def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
-    """The column as the plan says: float64 for numeric/boolean, or categorical (datetime: :func:`cast_datetime`)."""
+    """The column as the plan says: float64 for numeric/boolean, else categorical (a datetime
+    column is not cast here but by :func:`cast_datetime`)."""
     if plan.kind == "numeric" or (plan.kind == "boolean" and str(s.dtype) == "bool"):
         return s.astype("float64")
     if plan.kind == "boolean":
         low = s.astype("str").str.strip().str.lower()
         known = low.isin(list(TRUE_STRINGS + FALSE_STRINGS))
         return low.isin(list(TRUE_STRINGS)).astype("float64").where(known)
-    if plan.kind == "categorical":
-        categories = plan.categories or []
-        if _compat.has_categories(s, range(len(categories)) if plan.categories_numeric else categories):
-            return s  # cast already (TableFeaturizer.cast): fitting and encoding share one cast
-        if plan.categories_numeric:
-            # XGBoost refuses float categories; re-index the values by their integer codes,
-            # which both libraries cast exactly (-1, missing or unseen, becomes missing).
-            codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
-            return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
-        if not _compat.is_text_dtype(s):
-            s = s.astype("str")
-        return _compat.as_categorical(xdf, s, categories)
-    raise ValueError(f"cannot cast a {plan.kind} column (datetime columns: cast_datetime)")
+    categories = plan.categories or []
+    if _compat.has_categories(s, range(len(categories)) if plan.categories_numeric else categories):
+        return s  # cast already (TableFeaturizer.cast): fitting and encoding share one cast
+    if plan.categories_numeric:
+        # XGBoost refuses float categories; re-index the values by their integer codes,
+        # which both libraries cast exactly (-1, missing or unseen, becomes missing).
+        codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
+        return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
+    return _compat.as_categorical(xdf, s if _compat.is_text_dtype(s) else s.astype("str"), categories)
 
 
 def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
@@ -185,75 +178,55 @@ class TargetEncoder:
         self._parts: list[Any] = []
         self._stats = [*targets, *(f"{t}__sq" for t in targets)]
         self._columns = [*self._stats, "n"]  # what the parts, per-fold and total tables hold per category
-        self._sums = dict.fromkeys(self._stats, 0.0)  # each target's sum and sum of squares over the rows
+        self._sums = dict.fromkeys(self._columns, 0.0)  # each target's sum and sum of squares, and the rows
         self.variance: dict[str, float] = {}
-        self._rows = 0
         self.per_fold: Any = None
         self.totals: Any = None
         self.prior: dict[str, float] = {}
 
     def partial_fit(self, codes: Any, targets: dict[str, Any], folds: np.ndarray) -> None:
-        xdf = self.xdf
-        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame = self.xdf.DataFrame({"c": codes.reset_index(drop=True)})
         frame["f"] = folds
         for name in self.targets:
-            t = targets[name].reset_index(drop=True).astype("float64")
-            frame[name] = t
-            frame[f"{name}__sq"] = t * t
-            self._sums[name] += float(t.sum())
-            self._sums[f"{name}__sq"] += float((t * t).sum())
-        self._rows += len(frame)
+            frame[name] = targets[name].reset_index(drop=True).astype("float64")
+            frame[f"{name}__sq"] = frame[name] * frame[name]
+        for name in self._stats:
+            self._sums[name] += float(frame[name].sum())
+        self._sums["n"] += len(frame)
         grouped = frame.groupby(["c", "f"])
         part = grouped[self._stats].sum()
         part["n"] = grouped[self.targets[0]].count()
         self._parts.append(part.reset_index())
 
-    def partial_state(self) -> tuple[list[Any], dict[str, float], int]:
+    def partial_state(self) -> tuple[list[Any], dict[str, float]]:
         """What :meth:`partial_fit` has gathered and :meth:`finalize` adds up: the parts (sums and
-        counts per category and fold), the target sums and squares, the rows."""
-        return list(self._parts), dict(self._sums), self._rows
+        counts per category and fold), and the target sums, squares and rows."""
+        return list(self._parts), dict(self._sums)
 
-    def add_partial_state(self, state: tuple[list[Any], dict[str, float], int]) -> None:
+    def add_partial_state(self, state: tuple[list[Any], dict[str, float]]) -> None:
         """Add another encoder's :meth:`partial_state` (its batches of training rows, fitted elsewhere:
         a Dask worker's partition) as if its batches had been fitted here."""
-        parts, sums, rows = state
-        self._parts.extend(parts)
-        for name in self._stats:
-            self._sums[name] += sums[name]
-        self._rows += rows
+        self._parts.extend(state[0])
+        for name, value in state[1].items():
+            self._sums[name] += value
 
     def finalize(self) -> None:
-        xdf = self.xdf
-        parts = self._parts[0] if len(self._parts) == 1 else xdf.concat(self._parts, ignore_index=True)
+        parts = self._parts[0] if len(self._parts) == 1 else self.xdf.concat(self._parts, ignore_index=True)
         self.per_fold = parts.groupby(["c", "f"])[self._columns].sum().reset_index()
         self.totals = self.per_fold.groupby("c")[self._columns].sum().reset_index()
-        rows = max(self._rows, 1)
+        rows = max(self._sums["n"], 1)
         self.prior = {t: self._sums[t] / rows for t in self.targets}
         self.variance = {t: max(self._sums[f"{t}__sq"] / rows - self.prior[t] ** 2, 0.0) for t in self.targets}
         self._parts = []
 
-    def _weight(self, t: str, s: Any, squares: Any, n: Any) -> Any:
-        """``m`` per row: the fixed smoothing, or the category's variance over the target's."""
-        if self.smoothing != "auto":
-            return float(self.smoothing)
-        if self.variance[t] == 0.0:
-            return 0.0
-        rows = n.where(n > 0, 1.0)
-        mean = s / rows
-        within = (squares / rows - mean * mean).clip(lower=0.0)
-        return within / self.variance[t]
-
     def transform(self, codes: Any, folds: np.ndarray | None = None) -> dict[str, Any]:
         """Encoded columns (one per target) and ``count`` for rows with these category codes."""
-        xdf = self.xdf
-        frame = xdf.DataFrame({"c": codes.reset_index(drop=True)})
+        frame = self.xdf.DataFrame({"c": codes.reset_index(drop=True)})
         out = left_join(frame, self.totals.rename(columns={t: f"{t}__all" for t in self._columns}), ["c"])
-        n = out["n__all"].fillna(0.0)
         if folds is not None:
             out["f"] = folds
-            fold = self.per_fold.rename(columns={t: f"{t}__fold" for t in self._columns})
-            out = left_join(out, fold, ["c", "f"])
-        result = {"count": n.astype("float64")}
+            out = left_join(out, self.per_fold.rename(columns={t: f"{t}__fold" for t in self._columns}), ["c", "f"])
+        result = {"count": out["n__all"].fillna(0.0).astype("float64")}
 
         def held(name: str) -> Any:  # the statistic over the rows that may inform these rows
             value = out[f"{name}__all"].fillna(0.0)
@@ -262,7 +235,13 @@ class TargetEncoder:
         count = held("n")
         for t in self.targets:
             s = held(t)
-            m = self._weight(t, s, held(f"{t}__sq"), count)
+            # m: the fixed smoothing, or per row the category's variance over the target's.
+            if self.smoothing != "auto" or self.variance[t] == 0.0:
+                m: Any = 0.0 if self.smoothing == "auto" else float(self.smoothing)
+            else:
+                rows = count.where(count > 0, 1.0)
+                mean = s / rows
+                m = (held(f"{t}__sq") / rows - mean * mean).clip(lower=0.0) / self.variance[t]
             # No informing rows (unseen, missing, or only in the row's own fold): the prior.
             result[t] = ((s + self.prior[t] * m) / (count + m)).where(count > 0, self.prior[t])
         return result
@@ -275,25 +254,6 @@ def _mode(s: Any) -> float | None:
     """The most frequent value (the smallest of ties, the same on both arms)."""
     modes = s.dropna().mode()
     return None if len(modes) == 0 else float(modes.min())
-
-
-def _assemble(xdf: ModuleType, frame: Any, numeric: list[str], built: dict[str, Any], dense: str = "float64") -> Any:
-    """The feature frame; numbers as ``dense`` (float32 where nothing is fitted on them any more:
-    each column is cast once, as it is built, rather than the whole frame copied at the end)."""
-    parts = []
-    if numeric:
-        parts.append(frame[numeric].astype(dense).reset_index(drop=True))
-    if built:
-        if dense != "float64":
-            built = {k: v if str(v.dtype) in ("category", "bool") else v.astype(dense) for k, v in built.items()}
-        parts.append(xdf.DataFrame(built))
-    return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
-
-
-def _with_block(xdf: ModuleType, frame: Any, block: Any, dense: list[str], columns: list[str]) -> Any:
-    """``frame``'s ``columns``, the ``dense`` ones taken from ``block``."""
-    rest = [c for c in columns if c not in dense]
-    return (xdf.concat([block, frame[rest]], axis=1) if rest else block)[columns]
 
 
 class TableFeaturizer:
@@ -318,54 +278,44 @@ class TableFeaturizer:
         self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
         self.report = FeatureReport()
         few, most = FEW_VALUES[family]
-        self.encoding: dict[str, str] = {}
-        for col in plan.features:
-            if col.kind != "categorical":
-                self.encoding[col.name] = "date parts" if col.kind == "datetime" else col.kind
-            elif col.cardinality <= most or (family == "native" and col.name in plan.native_categorical):
-                self.encoding[col.name] = few
-            else:
-                self.encoding[col.name] = TARGET_ENCODING
-        self.report.encodings = dict(self.encoding)
-        n_classes = len(plan.classes or [])
-        self.targets = [f"class{k}" for k in range(n_classes)] if plan.task == "multiclass" else ["t"]
-        self.encoders = {
-            name: TargetEncoder(xdf, self.targets) for name, kind in self.encoding.items() if kind == TARGET_ENCODING
+        native = set(plan.native_categorical) if family == "native" else set()
+        kinds = {"datetime": "date parts", "categorical": TARGET_ENCODING}
+        self.encoding = self.report.encodings = {
+            c.name: few if c.kind == "categorical" and (c.cardinality <= most or c.name in native) else kinds.get(c.kind, c.kind)
+            for c in plan.features
         }
-        self.categorical = [name for name, kind in self.encoding.items() if kind == "native categorical"]
+        self.targets = [f"class{k}" for k in range(len(plan.classes or []))] if plan.task == "multiclass" else ["t"]
+        self.encoders = {n: TargetEncoder(xdf, self.targets) for n, kind in self.encoding.items() if kind == TARGET_ENCODING}
+        self.categorical = [n for n, kind in self.encoding.items() if kind == "native categorical"]
         self._taken = {c.name for c in plan.columns} | {plan.target}
         self._names: dict[tuple[str, str], str] = {}
 
-    def generated_name(self, column: str, wanted: str) -> str:
-        """The name of a feature built from ``column``: ``wanted``, suffixed until unique.
+    def _named(self, column: str, built: dict[str, Any]) -> dict[str, Any]:
+        """The features ``built`` from ``column``, each under its wanted name suffixed until unique.
 
         A table's own columns keep their names; a generated name that one of them (or another
         generated feature) already has gets ``_2``, ``_3``, ... and the feature report records
         it (``renamed``). The same ``(column, wanted)`` always gets the same name, on every batch.
         """
-        key = (column, wanted)
-        if key not in self._names:
-            name, n = wanted, 1
-            while name in self._taken:
-                n += 1
-                name = f"{wanted}_{n}"
-            self._taken.add(name)
-            self._names[key] = name
-            if name != wanted:
-                self.report.renamed[wanted] = name
-        return self._names[key]
-
-    def _named(self, column: str, built: dict[str, Any]) -> dict[str, Any]:
-        return {self.generated_name(column, name): value for name, value in built.items()}
+        for wanted in built:
+            if (column, wanted) not in self._names:
+                name, n = wanted, 1
+                while name in self._taken:
+                    n += 1
+                    name = f"{wanted}_{n}"
+                self._taken.add(name)
+                self._names[(column, wanted)] = name
+                if name != wanted:
+                    self.report.renamed[wanted] = name
+        return {self._names[(column, wanted)]: value for wanted, value in built.items()}
 
     def cast(self, frame: Any) -> Any:
         """``frame`` with its categorical columns cast once to the plan's categories, so that
         fitting and encoding the same rows do not cast them again (:func:`cast_column` returns
         a column cast already as it is)."""
         names = [c for c in self.plan.features if c.kind == "categorical" and c.name in frame.columns]
-        if not names:
-            return frame
-        frame = frame.copy(deep=False)
+        if names:
+            frame = frame.copy(deep=False)
         for col in names:
             frame[col.name] = cast_column(self.xdf, frame[col.name], col)
         return frame
@@ -380,10 +330,8 @@ class TableFeaturizer:
             return
         # Multiclass: one indicator per class (``class0``, ...); else the codes or values as they are.
         targets = {t: (y_train == k) if self.plan.task == "multiclass" else y_train for k, t in enumerate(self.targets)}
-        by_name = {c.name: c for c in self.plan.features}
-        for name, encoder in self.encoders.items():
-            codes = category_codes(cast_column(self.xdf, train[name], by_name[name]))
-            encoder.partial_fit(codes, targets, folds)
+        for col in (c for c in self.plan.features if c.name in self.encoders):
+            self.encoders[col.name].partial_fit(category_codes(cast_column(self.xdf, train[col.name], col)), targets, folds)
 
     def finalize(self) -> None:
         for encoder in self.encoders.values():
@@ -391,34 +339,34 @@ class TableFeaturizer:
 
     def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
         """Feature frame for these rows; training rows pass their ``folds`` (out-of-fold encoding)."""
-        xdf = self.xdf
+        xdf, frame = self.xdf, frame.reset_index(drop=True)
         numeric = [c.name for c in self.plan.features if c.kind == "numeric"]
         built: dict[str, Any] = {}
-        for col in self.plan.features:
-            kind = self.encoding[col.name]
-            if col.kind == "numeric":
+        for col in (c for c in self.plan.features if c.kind != "numeric"):
+            kind, name = self.encoding[col.name], col.name
+            if kind == "date parts":  # the parts the plan chose (every part when it chose none)
+                a, self.report.dates[name] = cast_datetime(xdf, frame[name], col)
+                dated = {f"{name}__{p}": getattr(a.dt, p).astype("float64") for p in (col.date_parts or ALL_PARTS)}
+                built |= self._named(name, dated)
                 continue
-            if col.kind == "datetime":
-                a, self.report.dates[col.name] = cast_datetime(xdf, frame[col.name], col)
-                a = a.reset_index(drop=True)
-            else:
-                a = cast_column(xdf, frame[col.name], col).reset_index(drop=True)
+            a = cast_column(xdf, frame[name], col)
             if kind == "boolean" or kind == "native categorical":
-                built[col.name] = a
-            elif kind == "date parts":  # the parts the plan chose (every part when it chose none)
-                parts = {f"{col.name}__{part}": getattr(a.dt, part).astype("float64") for part in (col.date_parts or ALL_PARTS)}
-                built.update(self._named(col.name, parts))
+                built[name] = a
             elif kind == "one-hot":
-                built.update(self._named(col.name, one_hot(col.name, a, col.categories or [], self.family == "linear")))
+                built |= self._named(name, one_hot(name, a, col.categories or [], self.family == "linear"))
             elif kind == "ordinal codes":
-                built[col.name] = category_codes(a)
+                built[name] = category_codes(a)
             else:
-                encoded = self.encoders[col.name].transform(category_codes(a), folds)
-                te = {f"{col.name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
-                built.update(self._named(col.name, {**te, f"{col.name}__count": encoded["count"]}))
-        # The native family needs no imputation or scaling (DenseFinish): its numbers are final here.
+                encoded = self.encoders[name].transform(category_codes(a), folds)
+                te = {f"{name}__te" + ("" if t == "t" else f"_{t}"): encoded[t] for t in self.targets}
+                built |= self._named(name, {**te, f"{name}__count": encoded["count"]})
+        # The native family needs no imputation or scaling (DenseFinish): its numbers are final here,
+        # each cast to float32 once, as it is built, rather than the whole frame copied at the end.
         dense = "float32" if self.family == "native" else "float64"
-        return _assemble(xdf, frame.reset_index(drop=True), numeric, built, dense)
+        built = {k: v if str(v.dtype) in ("category", "bool", dense) else v.astype(dense) for k, v in built.items()}
+        parts = [frame[numeric].astype(dense)] if numeric else []
+        parts += [xdf.DataFrame(built)] if built else []
+        return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 
 
 @dataclass
@@ -432,6 +380,8 @@ class DenseFinish:
     new rows scored by the fitted pipeline (:mod:`accel.pipeline`).
     """
 
+    #: The feature columns, in order, all of them filled, scaled and cast (``dense`` lists them
+    #: again: a saved pipeline holds both).
     columns: list[str]
     dense: list[str]
     fills: dict[str, float] = field(default_factory=dict)
@@ -443,16 +393,15 @@ class DenseFinish:
         """The finish of ``featurizer``'s family, fitted on ``X_train`` (``X_test`` only tells which
         columns the report lists as imputed); None for the native family, whose numbers are final."""
         family, report = featurizer.family, featurizer.report
-        columns = [str(c) for c in X_train.columns]
-        dense = [c for c in columns if c not in featurizer.categorical]
-        if family == "native" or not dense:
+        if family == "native":
             return None
+        dense = [str(c) for c in X_train.columns]  # every column: only the native family has categories
         missing = _compat.to_pandas(X_train[dense].isna().any() | X_test[dense].isna().any())
         report.imputed = [c for c in dense if bool(missing[c])]
         ordinal = {n for n, k in featurizer.encoding.items() if k == "ordinal codes"}
         medians = _compat.to_pandas(X_train[dense].median())
         fills = {c: (_mode(X_train[c]) if c in ordinal else medians[c]) for c in dense}
-        finish = cls(columns, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
+        finish = cls(dense, dense, {c: (0.0 if v is None or v != v else float(v)) for c, v in fills.items()})
         if family in ("linear", "distance"):
             block = X_train[dense].fillna(finish.fills)
             stds = block.std()
@@ -465,13 +414,13 @@ class DenseFinish:
 
     def apply(self, xdf: ModuleType, X: Any) -> Any:
         """``X`` (the featurizer's columns, in order) filled, scaled and in float32."""
-        columns, dense = self.columns, self.dense
-        X = X.fillna(self.fills)
+        dense = self.dense
+        X = X.fillna(self.fills)[dense]
         if self.means:
             means = xdf.Series([self.means[c] for c in dense], index=dense, dtype="float64")
             stds = xdf.Series([self.stds[c] for c in dense], index=dense, dtype="float64")
-            X = _with_block(xdf, X, X[dense].sub(means, axis="columns").div(stds, axis="columns"), dense, columns)
-        return _with_block(xdf, X, X[dense].astype("float32"), dense, columns)
+            X = X.sub(means, axis="columns").div(stds, axis="columns")
+        return X.astype("float32")
 
 
 @dataclass
@@ -514,29 +463,21 @@ class TableTransform:
     def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The fitted state as JSON values and tables (pandas frames, one per target encoder);
         :meth:`from_state` reads it back on either arm."""
-        f = self.featurizer
-        tables = {f"encoder-{i}": _compat.to_pandas(e.totals) for i, e in enumerate(f.encoders.values())}
-        encoders = {
-            name: {"table": f"encoder-{i}", "prior": e.prior, "variance": e.variance, "smoothing": e.smoothing}
-            for i, (name, e) in enumerate(f.encoders.items())
-        }
-        state = {
-            "family": f.family,
-            "plan": f.plan.fitted_state(),
-            "names": [[column, wanted, name] for (column, wanted), name in f._names.items()],
-            "encoders": encoders,
-            "finish": dataclasses.asdict(self.finish) if self.finish is not None else None,
-        }
-        return state, tables
+        f, tables, encoders = self.featurizer, {}, {}
+        for i, (name, e) in enumerate(f.encoders.items()):
+            tables[f"encoder-{i}"] = _compat.to_pandas(e.totals)
+            encoders[name] = {"table": f"encoder-{i}", "prior": e.prior, "variance": e.variance, "smoothing": e.smoothing}
+        names = [[column, wanted, name] for (column, wanted), name in f._names.items()]
+        finish = dataclasses.asdict(self.finish) if self.finish is not None else None
+        return {"family": f.family, "plan": f.plan.fitted_state(), "names": names, "encoders": encoders, "finish": finish}, tables
 
     @classmethod
     def from_state(cls, xdf: ModuleType, state: dict[str, Any], tables: dict[str, Any]) -> TableTransform:
         """The transform :meth:`state` saved, on the arm of ``xdf`` (pandas or cudf)."""
         plan = TablePlan.from_fitted_state(state["plan"])
         featurizer = TableFeaturizer(xdf, plan, OLD_FAMILIES.get(state["family"], state["family"]), 0)
-        for column, wanted, name in state["names"]:
-            featurizer._names[(column, wanted)] = name
-            featurizer._taken.add(name)
+        featurizer._names = {(column, wanted): name for column, wanted, name in state["names"]}
+        featurizer._taken |= set(featurizer._names.values())
         for name, saved in state["encoders"].items():
             encoder = featurizer.encoders[name]
             encoder.totals = _compat.from_pandas(xdf, tables[saved["table"]])
@@ -555,21 +496,13 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     y_train, y_test = (y.iloc[rows].reset_index(drop=True) for rows in (plan.train_pos, plan.test_pos))
     featurizer.partial_fit(train, y_train, featurizer.folds)
     featurizer.finalize()
-    X_train = featurizer.transform(train, featurizer.folds)
-    X_test = featurizer.transform(test)
+    X_train, X_test = featurizer.transform(train, featurizer.folds), featurizer.transform(test)
     finish = DenseFinish.fit(X_train, X_test, featurizer)
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
-    prepared = Prepared(
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-        categorical=list(featurizer.categorical),
-        rows={"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)},
-        transform=TableTransform(featurizer, finish),
-        test_ids=plan.row_positions[plan.test_pos],
-    )
+    rows = {"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
+    t = TableTransform(featurizer, finish)
+    prepared = Prepared(X_train, y_train, X_test, y_test, t, t.categorical, rows, plan.row_positions[plan.test_pos])
     return prepared, featurizer.report
 
 
@@ -591,28 +524,17 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _probe_cache_path(key: str) -> Path | None:
-    from accel.cache import cache_dir
-
-    try:
-        return cache_dir() / "encoding-probe" / f"{key}.json"
-    except Exception:  # noqa: BLE001 - no usable cache folder: the probe just runs
-        return None
-
-
-def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any], how: str) -> None:
-    native = decision.get("chosen") == "native"
+def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any]) -> None:
+    native = decision["chosen"] == "native"
     plan.native_categorical = list(candidates) if native else []
     plan.encoding_probe = {**decision, "candidates": candidates}
     what = "native categories" if native else "target + count encoding"
     cols = f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}"
+    measured = decision.get("skipped", "")
     if "metric" in decision and "native" in decision:
-        measured = (
-            f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
-            f"{decision['target_encoding']:.4g} target-encoded"
-        )
-    else:
-        measured = decision.get("skipped", "")
+        measured = f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
+        measured += f"{decision['target_encoding']:.4g} target-encoded"
+    how = "; decided by an earlier run of this table, --probe force measures again" if "cached" in decision else ""
     plan.notices.append(
         f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values ({cols}): "
         f"{what} for XGBoost ({measured}{how})"
@@ -646,19 +568,24 @@ def probe_native_categories(
     if not candidates:
         return
     rounds = int(train_rounds or 300)
-    key = probe_cache_key(fingerprint, plan, candidates, seed, rounds) if fingerprint and mode != "off" else None
-    cache = _probe_cache_path(key) if key else None
-    cached = _cached_decision(cache) if mode == "auto" and cache is not None else None
-    if cached is not None:
-        how = "; decided by an earlier run of this table, --probe force measures again"
-        _apply_probe(plan, candidates, {**cached, "cached": str(cache)}, how)
+    cache, cached = None, None
+    if fingerprint and mode != "off":
+        from accel.cache import cache_dir
+
+        with contextlib.suppress(Exception):  # no usable cache folder: the probe just runs
+            cache = cache_dir() / "encoding-probe" / f"{probe_cache_key(fingerprint, plan, candidates, seed, rounds)}.json"
+    if mode == "auto" and cache is not None:
+        with contextlib.suppress(OSError, ValueError):
+            cached = json.loads(cache.read_text())
+    if isinstance(cached, dict) and cached.get("chosen") in ("native", "target_encoding"):
+        _apply_probe(plan, candidates, {**cached, "cached": str(cache)})  # decided by an earlier run of this table
         return
     rows = "--probe off" if mode == "off" else _probe_rows(len(head), plan, seed, mode, rounds)
     if isinstance(rows, str):
-        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows}, "")
+        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows})
         return
     decision = measure_encodings(head, plan, candidates, *rows, seed)
-    _apply_probe(plan, candidates, decision, "")
+    _apply_probe(plan, candidates, decision)
     if cache is not None:
         from accel.errors import AccelError
         from accel.files import REPLACE, write_new
@@ -669,27 +596,17 @@ def probe_native_categories(
             write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
 
 
-def _cached_decision(cache: Path) -> dict[str, Any] | None:
-    """The decision an earlier probe of the same table cached, if there is a valid one."""
-    try:
-        decision = json.loads(cache.read_text())
-    except (OSError, ValueError):
-        return None
-    return decision if isinstance(decision, dict) and decision.get("chosen") in ("native", "target_encoding") else None
-
-
 def _probe_rows(n: int, plan: TablePlan, seed: int, mode: str, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
     """The probe's rows (file positions among the first ``n``) and their 75/25 split (positions
     among them), or why there is no probe."""
     positions = plan.row_positions[plan.train_pos]
     positions = positions[positions < n]
     rng = np.random.default_rng(seed + 2)
-    limit = PROBE_ROWS
-    if mode == "auto":
-        # Both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
-        limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * len(plan.train_pos) / (2 * PROBE_ROUNDS)))
-        if limit < PROBE_MIN_ROWS:
-            return f"a probe would cost more than {PROBE_SHARE:.0%} of training ({len(plan.train_pos):,} rows x {rounds} rounds)"
+    # auto: both encodings' boosting (rows x PROBE_ROUNDS each) within PROBE_SHARE of training's.
+    train = len(plan.train_pos)
+    limit = min(PROBE_ROWS, int(PROBE_SHARE * rounds * train / (2 * PROBE_ROUNDS))) if mode == "auto" else PROBE_ROWS
+    if limit < PROBE_MIN_ROWS:
+        return f"a probe would cost more than {PROBE_SHARE:.0%} of training ({train:,} rows x {rounds} rounds)"
     if len(positions) > limit:
         positions = np.sort(rng.choice(positions, limit, replace=False))
     if len(positions) < PROBE_MIN_ROWS:
@@ -714,18 +631,16 @@ def measure_encodings(
     from accel.models import XGBoostModel, XGBoostSettings
 
     frame = head.iloc[positions].reset_index(drop=True)
-    metric = PARITY[plan.task][0]
-    scores: dict[str, float] = {}
-    probe_model = XGBoostModel(XGBoostSettings(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
-    params = probe_model.booster_params(cpu_backend())
+    metric, scores = PARITY[plan.task][0], {}
+    model = XGBoostModel(XGBoostSettings(max_depth=6), plan.task, seed, n_classes=max(len(plan.classes or []), 2))
+    params = model.booster_params(cpu_backend())
     for option, native in (("target_encoding", []), ("native", candidates)):
         sub = dataclasses.replace(
             plan, row_positions=positions, train_pos=train, test_pos=test, native_categorical=native, notices=[]
         )
         prepared, _ = build_table_features(pd, frame, sub, "native", seed)
         dtrain = xgb.QuantileDMatrix(prepared.X_train, label=_compat.to_numpy(prepared.y_train), enable_categorical=True)
-        booster = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS)
-        prediction = booster.inplace_predict(prepared.X_test)
+        prediction = xgb.train(params, dtrain, num_boost_round=PROBE_ROUNDS).inplace_predict(prepared.X_test)
         scores[option] = float(task_metrics(plan.task, _compat.to_numpy(prepared.y_test), np.asarray(prediction))[metric])
     better = scores["native"] < scores["target_encoding"] if metric == "rmse" else scores["native"] > scores["target_encoding"]
     return {"rows": int(len(positions)), "metric": metric, **scores, "chosen": "native" if better else "target_encoding"}

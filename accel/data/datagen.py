@@ -34,10 +34,8 @@ import numpy as np
 
 from accel.errors import AccelError
 
-#: Columns of each table, in the benchmark's order.
+#: Columns of the groupby table, in the benchmark's order.
 GROUPBY_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3")
-JOIN_X_COLUMNS = ("id1", "id2", "id3", "id4", "id5", "id6", "v1")
-JOIN_MEDIUM_COLUMNS = ("id1", "id2", "id4", "id5", "v2")
 
 DEFAULT_SEED = 108
 FORMATS = ("csv", "parquet")
@@ -63,12 +61,6 @@ def _check_counts(n: int, k: int | None = None, nas: int = 0) -> None:
         raise AccelError(f"--nas must be a percentage between 0 and 100, got {nas}")
 
 
-def _labels(fmt: str, count: int) -> Any:
-    import pyarrow as pa
-
-    return pa.array([fmt % i for i in range(1, count + 1)], type=pa.string())
-
-
 def _column(values: np.ndarray, null: np.ndarray | None, labels: Any = None) -> Any:
     """A pyarrow column of ``values``: integers as int32, or with ``labels`` as a dictionary column
     of those labels from 1-based codes (strings are built once per distinct value); others as they are."""
@@ -76,9 +68,8 @@ def _column(values: np.ndarray, null: np.ndarray | None, labels: Any = None) -> 
 
     if values.dtype.kind != "i":
         return pa.array(values, mask=null)
-    if labels is None:
-        return pa.array(values.astype(np.int32), mask=null)
-    return pa.DictionaryArray.from_arrays(pa.array((values - 1).astype(np.int32), mask=null), labels)
+    codes = pa.array((values - (0 if labels is None else 1)).astype(np.int32), mask=null)
+    return codes if labels is None else pa.DictionaryArray.from_arrays(codes, labels)
 
 
 def _null_values(rng: np.random.Generator, values: np.ndarray, nas: int) -> np.ndarray | None:
@@ -132,7 +123,8 @@ def groupby_table(n: int, k: int, nas: int = 0, sort: bool = False, seed: int = 
         data = {c: v[order] for c, v in data.items()}
         nulls = {c: (m[order] if m is not None else None) for c, m in nulls.items()}
 
-    short, long = _labels("id%03d", k), _labels("id%010d", nk)
+    short = pa.array([f"id{i:03d}" for i in range(1, k + 1)], type=pa.string())
+    long = pa.array([f"id{i:010d}" for i in range(1, nk + 1)], type=pa.string())
     labels = {"id1": short, "id2": short, "id3": long}
     columns = {c: _column(v, nulls[c], labels.get(c)) for c, v in data.items()}
     return pa.table(columns)
@@ -157,15 +149,15 @@ def _sample_all(rng: np.random.Generator, keys: np.ndarray, size: int) -> np.nda
     return rng.permutation(np.concatenate([keys, extra]))
 
 
-def _id_strings(values: np.ndarray, null: np.ndarray | None) -> Any:
-    """``"id<n>"`` strings of integer keys (``sprintf("id%.0f", ...)``), NA where the key is NA."""
+def _with_id_strings(keys: dict[str, Any]) -> dict[str, Any]:
+    """Integer key columns ``id1``, ``id2``, ... followed by their ``"id<n>"`` strings
+    (``sprintf("id%.0f", ...)``) as ``id4``, ``id5``, ...; NA where the key is NA (a null joins to null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    as_text = pc.binary_join_element_wise("id", pc.cast(pa.array(values), pa.string()), "")
-    if null is not None:
-        as_text = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), as_text)
-    return as_text
+    return keys | {
+        f"id{j + 4}": pc.binary_join_element_wise("id", pc.cast(c, pa.string()), "") for j, c in enumerate(keys.values())
+    }
 
 
 #: The smallest left table: its three right tables must differ in size (they are told apart by it).
@@ -198,21 +190,15 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
     keys = [_split_keys(rng, sizes[role]) for role in roles]
     x_ids = {c: _sample_all(rng, np.concatenate([shared, left]), n) for c, (shared, left, _) in zip(("id1", "id2", "id3"), keys)}
     v1 = np.round(rng.uniform(0, 100, n), 6)
-    x_nulls = {c: _null_values(rng, v, nas) for c, v in x_ids.items()}
-    v1_null = _null_rows(rng, n, nas)
-    x_cols: dict[str, Any] = {c: _column(v, x_nulls[c]) for c, v in x_ids.items()}
-    x_cols |= {f"id{j + 4}": _id_strings(v, x_nulls[c]) for j, (c, v) in enumerate(x_ids.items())}  # id4..id6 of id1..id3
-    x_cols["v1"] = _column(v1, v1_null)
-    tables = {"x": pa.table(x_cols)}
+    x_keys = _with_id_strings({c: _column(v, _null_values(rng, v, nas)) for c, v in x_ids.items()})  # id4..id6 of id1..id3
+    tables = {"x": pa.table(x_keys | {"v1": _column(v1, _null_rows(rng, n, nas))})}
 
     # Each right table: the first 1, 2 or 3 keys (id1, id2, id3 and their strings id4, id5, id6), then v2.
     for i, role in enumerate(roles):
         rows = sizes[role]
         values = [_sample_all(rng, np.concatenate([shared, right]), rows) for shared, _, right in keys[: i + 1]]
-        cols: dict[str, Any] = {f"id{j + 1}": _column(v, None) for j, v in enumerate(values)}
-        cols |= {f"id{j + 4}": _id_strings(v, None) for j, v in enumerate(values)}
-        cols["v2"] = _column(np.round(rng.uniform(0, 100, rows), 6), None)
-        tables[role] = pa.table(cols)
+        keys_and_strings = _with_id_strings({f"id{j + 1}": _column(v, None) for j, v in enumerate(values)})
+        tables[role] = pa.table(keys_and_strings | {"v2": _column(np.round(rng.uniform(0, 100, rows), 6), None)})
     return tables
 
 
@@ -245,7 +231,7 @@ def write_table(table: Any, path: Path, exists: str = "refuse") -> Path:
     def write(tmp: Path) -> None:
         if fmt == "csv":
             plain = [col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col for col in table.columns]
-            options = pacsv.WriteOptions(quoting_style="none")
+            options = pacsv.WriteOptions(quoting_style="none")  # unquoted, NA as an empty field
             pacsv.write_csv(pa.table(plain, names=table.column_names), str(tmp), write_options=options)
         else:
             pq.write_table(table, str(tmp))
@@ -266,11 +252,10 @@ def check_memory(n: int, kind: str, available: int | None = None) -> None:
     need = n * BYTES_PER_ROW[kind]
     available = psutil.virtual_memory().available if available is None else available
     if need > available:
-        most = available // BYTES_PER_ROW[kind]
         raise AccelError(
             f"{n:,} rows of {kind} data need about {need / 1e9:,.1f} GB of memory while generating "
             f"({BYTES_PER_ROW[kind]} bytes a row); this machine has {available / 1e9:,.1f} GB available: "
-            f"use N of at most about {most:,}"
+            f"use N of at most about {available // BYTES_PER_ROW[kind]:,}"
         )
 
 
@@ -287,8 +272,7 @@ def prepare_output(path: Path, *, folder: bool, files: list[Path] | None = None,
     for file in files if files is not None else ([] if folder else [path]):
         refuse_existing(file, "the data file", exists)  # type: ignore[arg-type]
     target = path if folder else path.parent
-    why = _writable_folder(target)  # made if missing, and a file written and removed there
-    if why:
+    if why := _writable_folder(target):  # made if missing, and a file written and removed there
         raise AccelError(f"cannot write to {str(target)!r} ({why})")
     return path
 

@@ -113,9 +113,7 @@ def parsed_share(sample: pd.Series, fmt: str) -> float:
 
 def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout | None:
     """The layout that parses the most sampled values (at least ``minimum`` of them), or None."""
-    sample = _sample(values)
-    if sample.empty:
-        return None
+    sample = _sample(values)  # none: every share is 0 and there is no layout
     probe = sample.drop_duplicates().head(PROBE)
     scores = {fmt: parsed_share(sample, fmt) for fmt in CANDIDATES if parsed_share(probe, fmt) >= DATE_LIKE_SHARE}
     best = max(scores.values(), default=0.0)
@@ -129,7 +127,7 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
     other_share = scores.get(other, parsed_share(sample, other))
     month_first = fmt.index("%m") < fmt.index("%d")
     ambiguous = other_share >= best
-    if ambiguous and ("%m.%d" in fmt or "%d.%m" in fmt) and month_first:
+    if ambiguous and "%m.%d" in fmt:
         # Never resolved by the data: month-first, but day-first for dotted dates.
         fmt, other = other, fmt
         layout.format, month_first = fmt, False
@@ -140,8 +138,7 @@ def detect_layout(values: pd.Series, minimum: float = MIN_PARSED) -> DateLayout 
     else:
         # A value only fmt parses (there is one: it parsed more), and the field above 12 it has.
         example = sample[pandas_datetime(sample, fmt).notna() & pandas_datetime(sample, other).isna()].iloc[0]
-        field = "second" if month_first else "first"
-        layout.note = f"{order}: resolved from the data ({example!r} has a {field} field above 12)"
+        layout.note = f"{order}: resolved from the data ({example!r} has a {'second' if month_first else 'first'} field above 12)"
     return layout
 
 
@@ -174,9 +171,7 @@ def date_parts(fmt: str | None, values: pd.Series | None = None) -> tuple[list[s
         parts = ["year", *(p for codes, named in _PARTS_OF_CODES if any(c in fmt for c in codes) for p in named)]
     if values is None or "day" not in parts:
         return parts, ""
-    v = pd.Series(values).dropna()
-    if v.empty:
-        return parts, ""
+    v = pd.Series(values).dropna()  # none: no months, so not monthly
     midnight = bool((v.dt.hour == 0).all() and (v.dt.minute == 0).all() and (v.dt.second == 0).all())
     months = int((v.dt.year * 12 + v.dt.month).nunique())
     if midnight and v.dt.day.nunique() == 1 and months >= MONTHLY_MIN_MONTHS:

@@ -70,8 +70,7 @@ class GroupStats:
         frame = train[self.keys].reset_index(drop=True)
         frame["__y__"] = target.reset_index(drop=True).astype("float64")
         grouped = frame.groupby(self.keys)["__y__"]
-        prior = float(frame["__y__"].mean())
-        return self.from_sums(xdf, grouped.sum(), grouped.count(), prior, smoothing)
+        return self.from_sums(xdf, grouped.sum(), grouped.count(), float(frame["__y__"].mean()), smoothing)
 
     def from_sums(self, xdf: ModuleType, total: Column, count: Column, prior: float, smoothing: float = 20.0) -> GroupStats:
         """The statistics from per-group target sums and row counts (Series indexed by the keys).
@@ -80,19 +79,15 @@ class GroupStats:
         partitions and builds the very table :meth:`fit` builds (``accel.workflows.flights_dask``).
         """
         table = xdf.DataFrame({"__sum__": total, "__count__": count}).reset_index()
-        columns = list(self.keys)
         if self.count_name:
             table[self.count_name] = table["__count__"].astype("float64")
-            columns.append(self.count_name)
         if self.rate_name:
             table[self.rate_name] = (table["__sum__"] + prior * smoothing) / (table["__count__"] + smoothing)
-            columns.append(self.rate_name)
-        return replace(self, table=table[columns], prior=prior)
+        return replace(self, table=table[[*self.keys, *(n for n in (self.count_name, self.rate_name) if n)]], prior=prior)
 
     def transform(self, frame: Frame) -> Frame:
         out = left_join(frame, self.table, self.keys)
-        if self.count_name:
-            out[self.count_name] = out[self.count_name].fillna(0.0)
-        if self.rate_name:
-            out[self.rate_name] = out[self.rate_name].fillna(self.prior)
+        for name, fill in ((self.count_name, 0.0), (self.rate_name, self.prior)):
+            if name:
+                out[name] = out[name].fillna(fill)
         return out
