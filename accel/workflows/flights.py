@@ -174,16 +174,8 @@ class FlightsWorkflow(Workflow):
         test_ids = None
         if self.positions is not None and self.settings.scale == 1:
             test_ids = self.positions[_compat.to_numpy(has_target).astype(bool)][test_pos]
-        return Prepared(
-            X_train=train,
-            y_train=y_train,
-            X_test=test,
-            y_test=y_test,
-            categorical=list(CATEGORICAL),
-            rows={"loaded": len(tables.flights), "with_target": len(df), "train": len(train), "test": len(test)},
-            transform=fitted,
-            test_ids=test_ids,
-        )
+        rows = {"loaded": len(tables.flights), "with_target": len(df), "train": len(train_pos), "test": len(test_pos)}
+        return Prepared(train, y_train, test, y_test, fitted, list(CATEGORICAL), rows, test_ids)
 
 
 @dataclass
