@@ -39,10 +39,8 @@ from accel.workflows.base import WorkflowSettings
 TARGET = "__y__"
 
 
-@lru_cache(maxsize=2)
-def worker_backend(kind: str) -> Backend:
-    """The backend of this worker process: :func:`accel.backend.backend_for` its kind."""
-    return backend_for(kind)
+#: The backend of this worker process: :func:`accel.backend.backend_for` its kind, made once.
+worker_backend = lru_cache(maxsize=2)(backend_for)
 
 
 def worker_slots(kind: str, workers: int, threads: int) -> int:
