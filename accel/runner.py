@@ -29,7 +29,6 @@ from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line
 from accel.memory import MemoryMonitor, MemorySettings, default_budget, parse_size, setup_rmm_pool
 from accel.metrics import task_metrics
-from accel.models import XGBoostModel
 from accel.output import detail
 from accel.pairing import arm_of, pair
 from accel.pipeline import Pipeline, beside_record, explained, from_run, holdout_frame
@@ -38,7 +37,7 @@ from accel.record import ensure_writable, record_head, record_stem, write_record
 from accel.registry import DEFAULT_MODEL, MODELS, XGBoostSettings, refusal
 from accel.result import ArmResult, Executed, Executor, Listener, W, arm_result, skipped
 from accel.timing import StageTimer, timed_call
-from accel.workflows.base import Workflow
+from accel.workflows.base import StopsEarly, Workflow
 
 # An arm's RMM pool record and batch plan (prepare_arm).
 _PreparedArm = tuple[dict[str, Any], BatchPlan]
@@ -146,7 +145,7 @@ class InMemory(Executor[Workflow]):
                 return X_train, X_test, model.to_device(backend, X_train, prepared.y_train, rows)
 
             X_train, X_test, model_input = with_backoff(to_device, plan, backend, "to_device")
-        if isinstance(model, XGBoostModel):
+        if isinstance(model, StopsEarly):
             search_between_stages(
                 backend, model, listener, lambda: model.search_rounds(backend, X_train, prepared.y_train, plan.rows_per_batch)
             )
@@ -186,7 +185,9 @@ class InMemory(Executor[Workflow]):
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
     """``on_round(done, total)`` for a model's ``fit``, telling ``listener`` of each boosting round."""
-    return None if listener is None else lambda done, total: listener.rounds(arm, stage, done, total)
+    if listener is None:
+        return None
+    return lambda done, total: listener.rounds(arm, stage, done, total)
 
 
 def _stored(backend: Backend, prepared: Prepared, precision: Any, rows: int) -> tuple[Any, ...]:
@@ -256,8 +257,8 @@ def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = Non
         )
         probe_encodings(planned, settings.seed, config.probe, config.model_params().get("n_estimators"))
         workflow = TableWorkflow(settings, planned, config.model, config.model_params())
-    # Only a model that can stop early (its registry entry's ``stops_early``: XGBoost) gets it.
-    if MODELS[workflow.model_name].caps.stops_early and isinstance(workflow.model, XGBoostModel):
+    # Only a model that can stop early (its registry entry's ``stops_early``; a StopsEarly) gets it.
+    if MODELS[workflow.model_name].caps.stops_early and isinstance(workflow.model, StopsEarly):
         workflow.model.early_stopping = early_stopping or early_stopping_for(config)
     return workflow
 

@@ -2,7 +2,7 @@
 
 A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
 must have and gives the optional parts their defaults. Its :class:`Model` is
-what the executors time (:class:`~accel.models.XGBoostModel` also searches its rounds before training);
+what the executors time (a :class:`StopsEarly` model also searches its rounds before training);
 its cluster side is a :class:`~accel.workflows.partitions.DaskForm`. The types at these seams are the arm's
 (:class:`~accel.backend.Backend`, :class:`~accel.precision.StoredMatrix`) or pandas-or-cuDF
 (``Frame``, ``Column``, ``Array`` of :mod:`accel._compat`); only what a model keeps of its own
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from accel._compat import Array, Column
 from accel.registry import DEFAULT_MODEL
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from accel.config import RunConfig
     from accel.data.prepared import Prepared
     from accel.data.schema import PlannedTable, TablePlan
+    from accel.early_stopping import EarlyStopping
     from accel.precision import StoredMatrix
 
 
@@ -88,6 +89,16 @@ class Model(Protocol):
     ) -> dict[str, dict[str, float]]: ...
 
     def contributions(self, backend: Backend, fitted: Any, matrix: Array) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StopsEarly(Protocol):
+    """A model that searches its boosting rounds with early stopping before it trains
+    (:class:`accel.models.XGBoostModel`): the rounds found are shared by the arms of a run."""
+
+    early_stopping: EarlyStopping | None
+
+    def search_rounds(self, backend: Backend, X: StoredMatrix, y: Column, batch_rows: int) -> bool: ...
 
 
 class Workflow:
