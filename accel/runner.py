@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from accel import _compat
-from accel._compat import Array
 from accel.backend import Backend, resolve_arms
 from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, BatchPlan, T, _human, with_backoff
 from accel.config import RunConfig
@@ -172,12 +171,16 @@ class InMemory(Executor[Workflow]):
         return Executed(model, fitted, metrics, prepared.rows, prepared.feature_names, memory_record, pipeline=kept)
 
     def after(self, backend: Backend, workflow: Workflow, executed: Executed) -> None:
-        if self._check is not None:
-            prepared, y_test = self._check
-            self._check = None
-            executed.memory["precision"]["fp32_check"] = _fp32_check(
-                backend, workflow, prepared, self.plan, executed.metrics, y_test
-            )
+        """An fp16 run's check: the same model trained on the same rows in float32 (untimed), and the metric change."""
+        if self._check is None:
+            return
+        (prepared, y_test), self._check = self._check, None
+        model, rows = workflow.model, self.plan.rows_per_batch
+        X_train, X_test = _stored(backend, prepared, plan_for_frames("fp32", [prepared.X_train], prepared.categorical), rows)
+        fitted = model.fit(backend, model.to_device(backend, X_train, prepared.y_train, rows))
+        fp32 = task_metrics(workflow.task, y_test, _compat.to_numpy(model.predict(backend, fitted, X_test, rows)))
+        delta = {k: executed.metrics[k] - fp32[k] for k in fp32 if k in executed.metrics}
+        executed.memory["precision"]["fp32_check"] = {"metrics_fp32": fp32, "delta": delta}
 
 
 def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
@@ -187,31 +190,9 @@ def rounds_listener(listener: Listener | None, arm: str, stage: str) -> Any:
     return lambda done, total: listener.rounds(arm, stage, done, total)
 
 
-def _fp32_check(
-    backend: Backend, workflow: Workflow, prepared: Prepared, plan: BatchPlan, metrics: dict[str, float], y_test: Array
-) -> dict[str, Any]:
-    """Train the same model on the same rows in float32 (untimed) and report the metric change."""
-    model = workflow.model
-    precision = plan_for_frames("fp32", [prepared.X_train], prepared.categorical)
-    X_train, X_test = _stored(backend, prepared, precision, plan.rows_per_batch)
-    fitted = model.fit(backend, model.to_device(backend, X_train, prepared.y_train, plan.rows_per_batch))
-    fp32 = task_metrics(workflow.task, y_test, _compat.to_numpy(model.predict(backend, fitted, X_test, plan.rows_per_batch)))
-    return {"metrics_fp32": fp32, "delta": {k: metrics[k] - fp32[k] for k in fp32 if k in metrics}}
-
-
 def _stored(backend: Backend, prepared: Prepared, precision: Any, rows: int) -> tuple[Any, ...]:
     """The training and test features stored on ``backend`` in ``precision``, ``rows`` at a time."""
     return tuple(store_frame(backend, X, prepared.categorical, precision, rows) for X in (prepared.X_train, prepared.X_test))
-
-
-def prepare_arm_safely(backend: Backend, workflow: Workflow, memory: MemorySettings | None = None) -> _PreparedArm | ArmResult:
-    """:func:`prepare_arm`, with an error of the arm's libraries while it plans (the batch-size
-    probe reads, featurises and converts on the arm's device: a type cuDF cannot read, a device
-    out of memory) recorded as that arm ``failed``, as :func:`run_arm_safely` records one a stage
-    later; the other arm still runs. A refusal of the user's settings (:class:`AccelError`)
-    still ends the run before either arm has done any work."""
-    # e.g. a GPU-only parse error in the probe: the other arm still runs
-    return or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
 
 
 def or_failed(backend: Backend, call: Callable[[], T], prefix: str = "") -> T | ArmResult:
@@ -237,7 +218,7 @@ def run_arm_safely(
 
     ``collect``: run the garbage collector afterwards, so that the arm's memory is free for what
     runs next (70 ms with pandas, scikit-learn and XGBoost loaded; the last arm skips it).
-    ``prepared_arm`` may be the failed result of :func:`prepare_arm_safely`: it is the arm's result.
+    ``prepared_arm`` may be :func:`prepare_arm`'s failure recorded by :func:`or_failed`: it is the arm's result.
     """
     if isinstance(prepared_arm, ArmResult):
         if listener:
@@ -251,19 +232,6 @@ def run_arm_safely(
             gc.collect()
 
 
-def check_memory_flags(settings: MemorySettings) -> None:
-    """Refuse, before any planning work, a budget below what one batch of the minimum size needs
-    even at one 8-byte column (sizes that do not parse were refused by the config already)."""
-    if settings.memory_budget:
-        budget = parse_size(settings.memory_budget, "--memory-budget")
-        floor = MIN_BATCH_ROWS * 8 / BUDGET_USE
-        if budget < floor:
-            raise AccelError(
-                f"--memory-budget {_human(budget)} is below the minimum for one batch: {MIN_BATCH_ROWS:,} rows need "
-                f"at least {_human(floor)} even with a single 8-byte column; raise the budget"
-            )
-
-
 def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = None) -> Workflow:
     """The workflow a validated config asks for: a named one, or the user's table (planned here).
 
@@ -272,7 +240,23 @@ def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = Non
     :class:`~accel.early_stopping.EarlyStopping`; by default a new one, shared by the two arms
     that run this workflow).
     """
-    workflow = _named_or_table(config)
+    from accel.workflows import WorkflowSettings, get_workflow
+    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
+
+    settings = WorkflowSettings.of(config)
+    if config.data is not None and config.scale > 1:
+        raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
+    if config.data is None:
+        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostSettings(**config.model_params()))
+        workflow.check_split()  # a test split that cannot be scored is refused before any arm runs
+    else:
+        assert config.target is not None  # RunConfig refuses --data without --target
+        family, formats = MODELS[config.model].caps.family, dict(config.date_format)
+        planned = plan_table(
+            str(config.data), config.target, config.task, list(config.drop), settings, config.delimiter, family, formats
+        )
+        probe_encodings(planned, settings.seed, config.probe, config.model_params().get("n_estimators"))
+        workflow = TableWorkflow(settings, planned, config.model, config.model_params())
     # Only a model that can stop early (its registry entry's ``stops_early``; a StopsEarly) gets it.
     if MODELS[workflow.model_name].caps.stops_early and isinstance(workflow.model, StopsEarly):
         workflow.model.early_stopping = early_stopping or early_stopping_for(config)
@@ -282,34 +266,6 @@ def build_workflow(config: RunConfig, early_stopping: EarlyStopping | None = Non
 def early_stopping_for(config: RunConfig) -> EarlyStopping:
     """The early stopping of a run of ``config`` (its validation rows drawn from ``config.seed``)."""
     return EarlyStopping(seed=config.seed)
-
-
-def _named_or_table(config: RunConfig) -> Workflow:
-    from accel.workflows import WorkflowSettings, get_workflow
-    from accel.workflows.table import TableWorkflow, plan_table, probe_encodings
-
-    settings = WorkflowSettings.of(config)
-    if config.data is not None and config.scale > 1:
-        raise AccelError("--scale replicates the flights data; it does not apply to your own table (--data)")
-    if config.data is None:
-        workflow = get_workflow(config.workflow, settings, xgboost_params=XGBoostSettings(**config.model_params()))
-        check_split = getattr(workflow, "check_split", None)
-        if check_split is not None:
-            check_split()  # a test split that cannot be scored is refused before any arm runs
-        return workflow
-    assert config.target is not None  # RunConfig refuses --data without --target
-    planned = plan_table(
-        str(config.data),
-        config.target,
-        config.task,
-        list(config.drop),
-        settings,
-        config.delimiter,
-        MODELS[config.model].caps.family,
-        dict(config.date_format),
-    )
-    probe_encodings(planned, settings.seed, config.probe, config.model_params().get("n_estimators"))
-    return TableWorkflow(settings, planned, config.model, config.model_params())
 
 
 def paired_run(
@@ -328,18 +284,30 @@ def paired_run(
     start-up; otherwise the breakdown starts with this call. Returns ``(record, path)``.
     """
     run = PairedRun(config, ensure_writable(config.out), process_start)
-    check_memory_flags(config.memory_settings())  # before planning reads the file or probes
+    memory = config.memory_settings()
+    # Before planning reads the file or probes: a budget below what one batch of the minimum size
+    # needs even at one 8-byte column (sizes that do not parse were refused by the config already).
+    budget = parse_size(memory.memory_budget, "--memory-budget") if memory.memory_budget else None
+    if budget is not None and budget < MIN_BATCH_ROWS * 8 / BUDGET_USE:
+        raise AccelError(
+            f"--memory-budget {_human(budget)} is below the minimum for one batch: {MIN_BATCH_ROWS:,} rows need "
+            f"at least {_human(MIN_BATCH_ROWS * 8 / BUDGET_USE)} even with a single 8-byte column; raise the budget"
+        )
     workflow = build_workflow(config)
     run.planned(workflow)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backends = {"gpu": arms.gpu, "cpu": arms.cpu} if arms.gpu is not None else {"cpu": arms.cpu}
     detail(f"planning: environment report {run.t_env:.2f} s")
-    memory = config.memory_settings()
     # Pools and batch plans of both arms first: a refusal comes before any arm has run.
     prepared: dict[str, _PreparedArm | ArmResult] = {}
     for arm, backend in backends.items():
-        run.batch_plan[arm], prepared[arm] = timed_call(lambda: prepare_arm_safely(backend, workflow, memory))
-    for arm, ready in prepared.items():
+        # An error of the arm's libraries while it plans (the batch-size probe reads, featurises and
+        # converts on the arm's device: a type cuDF cannot read, out of memory) is that arm failed,
+        # and the other arm still runs; a refusal of the user's settings (AccelError) ends the run.
+        run.batch_plan[arm], ready = timed_call(
+            lambda: or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
+        )
+        prepared[arm] = ready
         if not isinstance(ready, ArmResult):
             mode, rows = ready[1].mode, ready[1].rows_per_batch
             detail(f"planning: {arm.upper()} arm's batch plan {run.batch_plan[arm]:.2f} s ({mode}, {rows:,} rows a batch)")

@@ -1,7 +1,7 @@
 """What every workflow shares: its settings, the shape of its prepared data, and its interface.
 
 A workflow is what :func:`accel.runner.run_arm` runs on each arm: :class:`Workflow` says what it
-must have, :class:`WorkflowBase` gives the optional parts their defaults. Its :class:`Model` is
+must have and gives the optional parts their defaults. Its :class:`Model` is
 what the executors time (a :class:`StopsEarly` model also searches its rounds before training);
 its cluster side is a :class:`~accel.workflows.partitions.DaskForm`. The types at these seams are the arm's
 (:class:`~accel.backend.Backend`, :class:`~accel.precision.StoredMatrix`) or pandas-or-cuDF
@@ -101,46 +101,36 @@ class StopsEarly(Protocol):
     def search_rounds(self, backend: Backend, X: StoredMatrix, y: Column, batch_rows: int) -> bool: ...
 
 
-@runtime_checkable
-class Workflow(Protocol):
-    """What a runner needs of a workflow: its data steps per arm, its task and its model."""
+class Workflow:
+    """What a runner needs of a workflow (:class:`~accel.workflows.flights.FlightsWorkflow`,
+    :class:`~accel.workflows.table.TableWorkflow`): its data steps per arm, its task and its model.
+    The optional parts have their defaults here: the default model, no feature reports, no
+    notices, no table plan."""
 
     name: str
     task: str
     settings: WorkflowSettings
     model: Model
     #: The ``--model`` it trains (a key of :data:`accel.registry.MODELS`).
-    model_name: str
-    #: What the features did per arm (encodings, imputation), for the run record.
-    feature_reports: dict[str, Any]
-    #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
-    notices: list[str]
-
-    @property
-    def plan(self) -> TablePlan | None:
-        """A user's table's plan; None for a named workflow."""
-
-    @property
-    def planned(self) -> PlannedTable | None:
-        """A user's table's planning (its source, the plan, the seconds they took); None for a named workflow."""
-
-    def describe_data(self) -> dict[str, Any]: ...
-
-    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> BatchPlan: ...
-
-    def load(self, backend: Backend) -> Any: ...
-
-    def features(self, backend: Backend, raw: Any) -> Prepared: ...
-
-
-class WorkflowBase:
-    """Defaults for a workflow's optional parts: the default model, no feature reports, no notices, no table plan."""
-
     model_name: str = DEFAULT_MODEL
-    #: A user's table's plan and planning; None otherwise.
+    #: A user's table's plan and its planning (its source, the plan, the seconds they took); None for a named workflow.
     plan: TablePlan | None = None
     planned: PlannedTable | None = None
 
     def __init__(self) -> None:
+        #: What the features did per arm (encodings, imputation), for the run record.
         self.feature_reports: dict[str, Any] = {}
+        #: Lines the user should read before the run (a clamped ``--rows``, a dropped column).
         self.notices: list[str] = []
+
+    def describe_data(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def plan_batches(self, backend: Backend, budget: int, budget_source: str, batch_rows: int | None) -> BatchPlan:
+        raise NotImplementedError
+
+    def load(self, backend: Backend) -> Any:
+        raise NotImplementedError
+
+    def features(self, backend: Backend, raw: Any) -> Prepared:
+        raise NotImplementedError

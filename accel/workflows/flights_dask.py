@@ -4,7 +4,7 @@ Rows are partitioned: each partition is a block of rows of one copy of the (samp
 table, read and jittered on a worker (:func:`load_block`), keeping the flights that have an
 ``arr_delay``. The split is the single-process split of those rows
 (:func:`accel.data.rows.split_positions`); the fit is :class:`~accel.workflows.flights.FlightsTransform`'s,
-made of partial fits (:func:`group_sums`: per-group target sums and row counts of the training
+made of partial fits (:func:`~accel.workflows.flights.group_sums`: per-group target sums and row counts of the training
 rows, made into the same tables by :meth:`accel.data.features.GroupStats.from_sums`, and the
 distinct categories of every row), so the very same rows, features and categories reach XGBoost.
 
@@ -19,24 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from accel import _compat
 from accel._compat import Frame
 from accel.backend import Backend
-from accel.data.features import GroupStats
 from accel.data.flights import jittered_copy
 from accel.data.rows import split_positions
 from accel.workflows.base import WorkflowSettings
-from accel.workflows.flights import (
-    CATEGORICAL,
-    FLIGHTS_ROWS,
-    GROUP_STATS,
-    FlightsTransform,
-    FlightsWorkflow,
-    lookup_tables,
-    read_lookups,
-    target,
-    with_target,
-)
+from accel.workflows.flights import FLIGHTS_ROWS, FlightsTransform, FlightsWorkflow, group_sums, with_target
 from accel.workflows.partitions import DaskForm, worker_backend, worker_slots
 
 #: Rows per partition aimed at: CPU workers like several partitions each (load balance, less
@@ -53,21 +41,9 @@ def _flights(kind: str, rows: int | None, seed: int) -> Any:
 def load_block(block: tuple[int, int, int], kind: str, rows: int | None, seed: int) -> Frame:
     """Block ``index`` of ``count`` equal row blocks of copy ``copy``: ``block = (copy, index, count)``."""
     copy, index, count = block
-    flights = _flights(kind, rows, seed)
-    n = len(flights)
-    return jittered_copy(worker_backend(kind).xdf, flights, copy, seed, index * n // count, (index + 1) * n // count)
-
-
-def group_sums(part: Frame, train: np.ndarray, folds: np.ndarray, state: object) -> tuple[list[Frame], float, int, list[Frame]]:
-    """A partition's partial fit: per group of :data:`~accel.workflows.flights.GROUP_STATS`, the
-    target sums and row counts of its training rows; their target sum and count; the distinct
-    categories of all its rows."""
-    rows = part.iloc[train].reset_index(drop=True)
-    y = target(rows).astype("float64")
-    sums = [
-        rows[list(keys)].assign(y=y).groupby(list(keys))["y"].agg(["sum", "count"]).reset_index() for keys, _, _ in GROUP_STATS
-    ]
-    return sums, float(y.sum()), len(rows), [part[c].drop_duplicates() for c in CATEGORICAL]
+    table = _flights(kind, rows, seed)
+    n = len(table)
+    return jittered_copy(worker_backend(kind).xdf, table, copy, seed, index * n // count, (index + 1) * n // count)
 
 
 def plan_blocks(settings: WorkflowSettings, kind: str, workers: int, threads: int) -> list[tuple[int, int, int]]:
@@ -100,16 +76,10 @@ class DaskFlights(DaskForm):
         return train, test, np.zeros(len(train), dtype=np.int8)
 
     def fit(self, partials: list[Any]) -> tuple[FlightsTransform, FlightsTransform]:
+        from accel.workflows.flights import lookup_tables, read_lookups
+
         xdf = self.backend.xdf
-        sums, y_sums, counts, uniques = zip(*partials, strict=True)
-        prior = sum(y_sums) / sum(counts)
-        stats = []
-        for i, (keys, count, rate) in enumerate(GROUP_STATS):
-            table = xdf.concat([s[i] for s in sums], ignore_index=True).groupby(list(keys))[["sum", "count"]].sum()
-            stats.append(GroupStats(list(keys), count, rate).from_sums(xdf, table["sum"], table["count"], prior))
-        vocabulary = {c: _compat.sorted_unique(xdf.concat([u[i] for u in uniques])) for i, c in enumerate(CATEGORICAL)}
-        weather, planes = lookup_tables(*read_lookups(xdf))
-        fitted = FlightsTransform(xdf=xdf, weather=weather, planes=planes, stats=stats, vocabulary=vocabulary)
+        fitted = FlightsTransform.fit(xdf, partials, *lookup_tables(*read_lookups(xdf)))
         return fitted, fitted
 
     def clear_workers(self, client: Any) -> None:

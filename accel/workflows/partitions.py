@@ -39,10 +39,8 @@ from accel.workflows.base import WorkflowSettings
 TARGET = "__y__"
 
 
-@lru_cache(maxsize=2)
-def worker_backend(kind: str) -> Backend:
-    """The backend of this worker process: :func:`accel.backend.backend_for` its kind."""
-    return backend_for(kind)
+#: The backend of this worker process: :func:`accel.backend.backend_for` its kind, made once.
+worker_backend = lru_cache(maxsize=2)(backend_for)
 
 
 def worker_slots(kind: str, workers: int, threads: int) -> int:
@@ -90,6 +88,13 @@ class Rows:
         mask = np.zeros(size, dtype=bool)
         mask[positions] = True
         return cls(np.packbits(mask), size)
+
+    @classmethod
+    def per_partition(cls, positions: np.ndarray, offsets: tuple[int, ...]) -> list[Rows]:
+        """Each partition's rows at ``positions`` (sorted, among the rows of all partitions; the
+        partition's first at ``offsets[i]``, then their row count)."""
+        starts = np.searchsorted(positions, offsets)
+        return [cls.at(positions[a:b] - o, e - o) for a, b, o, e in zip(starts, starts[1:], offsets, offsets[1:])]
 
     def positions(self) -> np.ndarray:
         """Their positions in the partition, in order."""
@@ -217,12 +222,11 @@ class DaskForm:
 
         offsets = partition_offsets(client, parts)
         train_pos, test_pos, folds = self.split(offsets[-1])
-        train, test = [], []  # per partition: its training rows and their folds, its test rows
-        for a, b in zip(offsets[:-1], offsets[1:], strict=True):
-            lo, hi = np.searchsorted(train_pos, [a, b])
-            train.append((Rows.at(train_pos[lo:hi] - a, b - a), folds[lo:hi].astype(np.int8)))
-            lo, hi = np.searchsorted(test_pos, [a, b])
-            test.append((Rows.at(test_pos[lo:hi] - a, b - a), None))
+        # Per partition: its training rows and their folds (one byte each), its test rows.
+        starts = np.searchsorted(train_pos, offsets)
+        train_folds = [folds[a:b].astype(np.int8) for a, b in zip(starts, starts[1:])]
+        train = list(zip(Rows.per_partition(train_pos, offsets), train_folds, strict=True))
+        test = [(rows, None) for rows in Rows.per_partition(test_pos, offsets)]
         # What the partial fits read goes to the workers once, as one task of the graph.
         state = dask.delayed(self.fit_state(), traverse=False)
         fits = [dask.delayed(fit_partition)(part, self.partial, state, *rows) for part, rows in zip(parts, train, strict=True)]

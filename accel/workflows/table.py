@@ -22,7 +22,7 @@ from accel.data.readers import fingerprint, planned_source, read_source, resolve
 from accel.data.schema import PlannedTable, TablePlan, make_plan, real_name
 from accel.models import build_model
 from accel.registry import MODELS
-from accel.workflows.base import WorkflowBase, WorkflowSettings
+from accel.workflows.base import Workflow, WorkflowSettings
 
 #: Column kinds are inferred from at most this many first rows (categories from all rows).
 SCHEMA_ROWS = 200_000
@@ -127,7 +127,7 @@ def probe_rows(chunks: Iterator[tuple[int, Any]], positions: np.ndarray) -> Any:
     raise ValueError("no row of the file is a planned row: the file changed since the run was planned")
 
 
-class TableWorkflow(WorkflowBase):
+class TableWorkflow(Workflow):
     """A user's table with automatic features and the chosen model."""
 
     name = "table"
@@ -167,7 +167,8 @@ class TableWorkflow(WorkflowBase):
         """
         from accel.batching import BUDGET_USE, PROBE_ROWS, measure_bytes_per_row, plan_batches, plan_streaming
         from accel.data.readers import iter_chunks
-        from accel.precision import frame_matrix
+        from accel.precision import frame_matrix, xgboost_features
+        from accel.workflows.streaming_costs import measure_costs
 
         rows_total = len(self.plan.row_positions)
         if batch_rows is not None:
@@ -195,25 +196,14 @@ class TableWorkflow(WorkflowBase):
         probe_bytes = measure_bytes_per_row(backend, probe, 1)
         probed_rows = int(probed.pop("rows"))
         per_row = probe_bytes / max(probed_rows, 1)
-        streams = rows_total * per_row > budget * BUDGET_USE
-        if not MODELS[self.model_name].caps.streams or not streams:
+        if not MODELS[self.model_name].caps.streams or rows_total * per_row <= budget * BUDGET_USE:
             probed.clear()
             return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probed_rows)
-        costs = self._streaming_costs(backend, probed)
-        probed.clear()
-        return plan_streaming(rows_total, len(self.plan.train_pos), per_row, costs, budget, budget_source, probe_rows=probed_rows)
-
-    def _streaming_costs(self, backend: Backend, probed: dict[str, Any]) -> Any:
-        """What a streamed run holds besides its batch (:func:`accel.workflows.streaming_costs.measure_costs`),
-        measured on the probe's model input."""
-        from accel.precision import xgboost_features
-        from accel.workflows.streaming_costs import measure_costs
-
-        matrix, X = probed.pop("matrix"), probed.pop("X")
-        names, types = xgboost_features(X.columns, probed["categorical"])
+        # What a streamed run holds besides its batch, measured on the probe's model input.
+        names, types = xgboost_features(probed.pop("X").columns, probed.pop("categorical"))
         label = _compat.series_to_array(probed.pop("y"))
-        del X
-        return measure_costs(backend, self.model, self.plan, matrix, label, names, types)
+        costs = measure_costs(backend, self.model, self.plan, probed.pop("matrix"), label, names, types)
+        return plan_streaming(rows_total, len(self.plan.train_pos), per_row, costs, budget, budget_source, probe_rows=probed_rows)
 
     def load(self, backend: Backend) -> Any:
         frame = read_source(backend.xdf, self.planned.source, self.plan.read_columns, self.plan.csv_dtypes())

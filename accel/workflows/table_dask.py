@@ -196,8 +196,7 @@ class DaskTable(DaskForm):
                 f"--data: the cluster read {offsets[-1]:,} rows of {str(self.planned.source.original)!r} where "
                 f"planning counted {plan.rows_in_file:,}: has the file changed since?"
             )
-        starts = np.searchsorted(plan.row_positions, offsets)
-        return [Rows.at(plan.row_positions[a:b] - o, e - o) for a, b, o, e in zip(starts, starts[1:], offsets, offsets[1:])]
+        return list(Rows.per_partition(plan.row_positions, offsets))
 
     def split(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         plan = self.plan
