@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -121,9 +121,9 @@ class Run:
     peak_device_mb: float | None
     stdout: str
     stderr: str
-    written: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    written: set[str]  # relative paths of the files it created or changed
     #: Processes the script left running (daemons, ``setsid`` grandchildren), killed after it ended.
-    killed: list[str] = field(default_factory=list)
+    killed: list[str]
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -366,7 +366,6 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         guard.tell(f"done {proc.pid}")
         if reaper is not None:
             _subreaper(reaper)
-    after = _snapshot(workdir)
     return Run(
         seconds=ended["at"] - start,
         exit_code=None if timed_out else os.waitstatus_to_exitcode(ended["status"][1]),
@@ -376,7 +375,7 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         peak_device_mb=None if tree.peak_device is None else tree.peak_device / 1e6,
         stdout=out_path.read_text(errors="replace"),
         stderr=err_path.read_text(errors="replace"),
-        written={rel: file_sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta},
+        written={rel for rel, meta in _snapshot(workdir).items() if before.get(rel) != meta},
         killed=killed,
     )
 
