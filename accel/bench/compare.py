@@ -91,12 +91,9 @@ def check_program(path: Path) -> str:
 
 def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
-    names = [a.strip() for a in requested.split(",") if a.strip()] if requested else list(ACCELERATORS)
-    unknown = [a for a in names if a not in ACCELERATORS]
-    if unknown:
-        raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
-    if not names:
-        raise AccelError("--accelerators is empty: name at least one of " + ", ".join(ACCELERATORS))
+    from accel.bench.db import pick_names
+
+    names = pick_names("accelerator", requested, ACCELERATORS, str) if requested else list(ACCELERATORS)
     installed = [a for a in names if module_installed(a.split(".")[0])]
     if requested and len(installed) < len(names):
         missing = sorted(set(names) - set(installed))
