@@ -357,15 +357,15 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
         tree = _Tree(proc.pid, device)
-        ended, timed_out = _wait_exit(proc, timeout, tree)
+        ended_at, timed_out = _wait_exit(proc, timeout, tree)
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
         guard.tell(f"done {proc.pid}")
         if reaper is not None:
             _subreaper(reaper)
     return Run(
-        seconds=ended["at"] - start,
-        exit_code=None if timed_out else os.waitstatus_to_exitcode(ended["status"][1]),
+        seconds=ended_at - start,
+        exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
         # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
         peak_rss_mb=max(tree.peak_rss, tree.peak_own) / 1e6,
@@ -377,20 +377,20 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
     )
 
 
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[dict[str, Any], bool]:
-    """Wait for the script to exit, sampling its tree's memory every ``interval`` seconds and killing
-    its group at ``timeout`` (and on Ctrl-C, with all it started); wait4's ``status`` and the clock
-    ``at`` its return, and whether it timed out."""
-    ended: dict[str, Any] = {}
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[float, bool]:
+    """Wait for the script to exit (``proc.returncode`` set), sampling its tree's memory every
+    ``interval`` seconds and killing its group at ``timeout`` (and on Ctrl-C, with all it started);
+    the clock when the wait returned, and whether it timed out."""
+    ended: list[float] = []
     # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
     # Python 3.11's join release the running thread's lock and call it stopped, so a second
-    # join returned at once, the sweep below reaped the script first, and wait4 failed.
+    # join returned at once, the sweep below reaped the script first, and the wait failed.
     exited = threading.Event()
 
-    def wait() -> None:  # blocking wait4: the exit is timed exactly
+    def wait() -> None:  # a blocking wait: the exit is timed exactly
         try:
-            ended["status"] = os.wait4(proc.pid, 0)
-            ended["at"] = time.perf_counter()
+            proc.wait()
+            ended.append(time.perf_counter())
         finally:
             exited.set()
 
@@ -403,7 +403,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
             if left <= 0 and not exited.is_set():
                 _kill_group(proc.pid)
                 exited.wait()
-                return ended, True
+                return ended[0], True
             exited.wait(min(interval, max(left, 0)))
     except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
         _kill_group(proc.pid)
@@ -412,8 +412,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
         raise
     finally:
         tree.close()
-        proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
-    return ended, False
+    return ended[0], False
 
 
 def _kill_group(pgid: int) -> None:
