@@ -705,7 +705,7 @@ class _Comparison:
         cpu_run, gpu_run = self.runs_of["cpu"][0], self.runs_of["gpu"][0]
         parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, self.ignore)
         files = []
-        for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
+        for name in sorted(cpu_run.written | gpu_run.written):
             if name not in gpu_run.written:
                 status, detail = "only cpu", "the GPU arm did not write it"
             elif name not in cpu_run.written:
