@@ -17,10 +17,12 @@ which calls ran on the GPU and which fell back to the CPU, the costliest fallbac
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import math
 import os
 import re
+import secrets
 import shutil
 import signal
 import stat
@@ -31,15 +33,24 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from accel import scratch
+from accel.backend import module_installed, probe_gpu
 from accel.bench.compare_boot import ACCELERATORS
 from accel.config import MAX_SECONDS
-from accel.errors import AccelError
+from accel.credentials import hide
+from accel.environment import collect_environment
+from accel.errors import AccelError, one_line, printable
 from accel.files import file_sha256
+from accel.memory import process_peak_rss
+from accel.output import say
+from accel.record import ensure_writable, record_head, record_stem, write_record
 
 #: What of a copied folder is left out (environments and caches are not the script's inputs).
 IGNORED = (".git", "__pycache__", ".venv", "venv", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache")
@@ -80,14 +91,9 @@ def check_program(path: Path) -> str:
 
 def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     """The accelerators the GPU arm uses, and why it cannot run (None when it can)."""
-    from accel.backend import module_installed, probe_gpu
+    from accel.bench.db import pick_names
 
-    names = [a.strip() for a in requested.split(",") if a.strip()] if requested else list(ACCELERATORS)
-    unknown = [a for a in names if a not in ACCELERATORS]
-    if unknown:
-        raise AccelError(f"unknown accelerator {unknown[0]!r}: choose from {', '.join(ACCELERATORS)}")
-    if not names:
-        raise AccelError("--accelerators is empty: name at least one of " + ", ".join(ACCELERATORS))
+    names = pick_names("accelerator", requested, ACCELERATORS, str) if requested else list(ACCELERATORS)
     installed = [a for a in names if module_installed(a.split(".")[0])]
     if requested and len(installed) < len(names):
         missing = sorted(set(names) - set(installed))
@@ -112,9 +118,9 @@ class Run:
     peak_device_mb: float | None
     stdout: str
     stderr: str
-    written: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    written: set[str]  # relative paths of the files it created or changed
     #: Processes the script left running (daemons, ``setsid`` grandchildren), killed after it ended.
-    killed: list[str] = field(default_factory=list)
+    killed: list[str]
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -185,8 +191,6 @@ def _subreaper(on: bool) -> bool | None:
     the C library has no ``prctl`` (not Linux), None.
     """
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         old = ctypes.c_int(0)
         if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(old), 0, 0, 0) or libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0):
@@ -212,8 +216,6 @@ class _Tree:
     """
 
     def __init__(self, root: int, device: bool):
-        import psutil
-
         self.root = root
         self._me = psutil.Process()
         self._before = {c.pid for c in self._me.children()} - {root}
@@ -231,8 +233,6 @@ class _Tree:
                 self.peak_device = 0
 
     def processes(self) -> list[Any]:
-        import psutil
-
         found: dict[int, Any] = {}
         with contextlib.suppress(psutil.Error):
             for top in (c for c in self._me.children() if c.pid not in self._before):
@@ -247,10 +247,6 @@ class _Tree:
 
     def sample(self) -> None:
         """Take the memory the tree holds now into the peaks."""
-        import psutil
-
-        from accel.memory import process_peak_rss
-
         processes = self.processes()
         pids = [p.pid for p in processes]
         rss = 0
@@ -285,8 +281,6 @@ class _Tree:
 
     def sweep(self) -> list[str]:
         """SIGKILL every process of the run still alive (SIGTERM can be ignored), until none is left; what was killed."""
-        import psutil
-
         killed: list[str] = []
         for _ in range(50):
             alive = []
@@ -319,8 +313,6 @@ class Guard:
     """
 
     def __init__(self) -> None:
-        import secrets
-
         self.token = secrets.token_hex(16)  # the value of MARK in every process of the script
         script = Path(__file__).with_name("compare_guard.py")
         self.proc = subprocess.Popen(
@@ -365,41 +357,40 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
         tree = _Tree(proc.pid, device)
-        ended, timed_out = _wait_exit(proc, timeout, tree)
+        ended_at, timed_out = _wait_exit(proc, timeout, tree)
         _kill_group(proc.pid)  # anything the script left running in its group
         killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
         guard.tell(f"done {proc.pid}")
         if reaper is not None:
             _subreaper(reaper)
-    after = _snapshot(workdir)
     return Run(
-        seconds=ended["at"] - start,
-        exit_code=None if timed_out else os.waitstatus_to_exitcode(ended["status"][1]),
+        seconds=ended_at - start,
+        exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
         # Not the script's ru_maxrss: it carries this process's peak from before the script's exec.
         peak_rss_mb=max(tree.peak_rss, tree.peak_own) / 1e6,
         peak_device_mb=None if tree.peak_device is None else tree.peak_device / 1e6,
         stdout=out_path.read_text(errors="replace"),
         stderr=err_path.read_text(errors="replace"),
-        written={rel: file_sha256(workdir / rel) for rel, meta in after.items() if before.get(rel) != meta},
+        written={rel for rel, meta in _snapshot(workdir).items() if before.get(rel) != meta},
         killed=killed,
     )
 
 
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[dict[str, Any], bool]:
-    """Wait for the script to exit, sampling its tree's memory every ``interval`` seconds and killing
-    its group at ``timeout`` (and on Ctrl-C, with all it started); wait4's ``status`` and the clock
-    ``at`` its return, and whether it timed out."""
-    ended: dict[str, Any] = {}
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[float, bool]:
+    """Wait for the script to exit (``proc.returncode`` set), sampling its tree's memory every
+    ``interval`` seconds and killing its group at ``timeout`` (and on Ctrl-C, with all it started);
+    the clock when the wait returned, and whether it timed out."""
+    ended: list[float] = []
     # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
     # Python 3.11's join release the running thread's lock and call it stopped, so a second
-    # join returned at once, the sweep below reaped the script first, and wait4 failed.
+    # join returned at once, the sweep below reaped the script first, and the wait failed.
     exited = threading.Event()
 
-    def wait() -> None:  # blocking wait4: the exit is timed exactly
+    def wait() -> None:  # a blocking wait: the exit is timed exactly
         try:
-            ended["status"] = os.wait4(proc.pid, 0)
-            ended["at"] = time.perf_counter()
+            proc.wait()
+            ended.append(time.perf_counter())
         finally:
             exited.set()
 
@@ -412,7 +403,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
             if left <= 0 and not exited.is_set():
                 _kill_group(proc.pid)
                 exited.wait()
-                return ended, True
+                return ended[0], True
             exited.wait(min(interval, max(left, 0)))
     except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
         _kill_group(proc.pid)
@@ -421,8 +412,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
         raise
     finally:
         tree.close()
-        proc.returncode = 0  # reaped by wait4 here; keep Popen from trying again
-    return ended, False
+    return ended[0], False
 
 
 def _kill_group(pgid: int) -> None:
@@ -574,8 +564,6 @@ def _failure(run: Run) -> str | None:
     if run.timed_out:
         return "timed out (--timeout); the process group was killed"
     if run.exit_code != 0:
-        from accel.errors import printable
-
         # The script's own words, quoted without the terminal escapes they may hold.
         last = next((line for line in reversed(printable(run.stderr).splitlines()) if line.strip()), "")
         return f"exit code {run.exit_code}: {last[:300]}"
@@ -584,25 +572,17 @@ def _failure(run: Run) -> str | None:
 
 def _say(text: str) -> None:
     """A progress line on stderr: what it quotes of the script (a command line) without credentials or escapes."""
-    from accel.credentials import hide
-    from accel.errors import one_line
-    from accel.output import say
-
     say(one_line(hide(text)))
 
 
-def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Path]:
+def compare(opts: Options) -> tuple[dict[str, Any], Path]:
     """Run both arms, compare them, write the record; ``(record, path)``.
 
     The runs' copies go in an owned folder (:func:`accel.scratch.owned_folder`), which a
     :class:`Guard` watches over: removed on the way out, by the supervisor if accel dies, and by
     the next ``accel compare`` if both died.
     """
-    from accel import scratch
-    from accel.environment import collect_environment
-    from accel.record import record_stem, write_record
-
-    c = _Comparison(opts, say or _say)
+    c = _Comparison(opts)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     c.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
@@ -619,36 +599,26 @@ def compare(opts: Options, say: Callable[[str], None] | None = None) -> tuple[di
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
-def _checked(opts: Options) -> re.Pattern[str] | None:
-    """Refuse settings out of range before anything runs; the compiled ``--ignore-lines``."""
-    if not 0 <= opts.repeat <= MAX_REPEAT:
-        raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
-    if not (0 < opts.timeout <= MAX_SECONDS):  # a week: inf or 1e300 cannot be waited for (threading's limit)
-        raise AccelError(
-            f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:,.0f} (a week); got {opts.timeout:g}"
-        )
-    if not (opts.rtol >= 0 and opts.atol >= 0):
-        raise AccelError("--rtol and --atol must be 0 or more")
-    try:
-        return re.compile(opts.ignore) if opts.ignore else None
-    except re.error as exc:
-        raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
-
-
 class _Comparison:
     """One comparison: the script and its folder checked, each arm's command and environment; its runs and their record."""
 
-    def __init__(self, opts: Options, say: Callable[[str], None]):
-        from accel.record import ensure_writable
-
-        self.opts, self.say, self.program = opts, say, opts.program.resolve()
+    def __init__(self, opts: Options):
+        self.opts, self.program = opts, opts.program.resolve()
         self.kind = check_program(opts.program)
-        self.ignore = _checked(opts)
-        if self.kind == "notebook":
-            from accel.backend import module_installed
-
-            if not (module_installed("nbclient") and module_installed("ipykernel")):
-                raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
+        if not 0 <= opts.repeat <= MAX_REPEAT:
+            raise AccelError(f"--repeat must be from 0 to {MAX_REPEAT:,} warm runs, got {opts.repeat:,}")
+        if not (0 < opts.timeout <= MAX_SECONDS):  # a week: inf or 1e300 cannot be waited for (threading's limit)
+            raise AccelError(
+                f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:,.0f} (a week); got {opts.timeout:g}"
+            )
+        if not (opts.rtol >= 0 and opts.atol >= 0):
+            raise AccelError("--rtol and --atol must be 0 or more")
+        try:
+            self.ignore = re.compile(opts.ignore) if opts.ignore else None
+        except re.error as exc:
+            raise AccelError(f"--ignore-lines is not a valid regular expression ({exc})") from None
+        if self.kind == "notebook" and not (module_installed("nbclient") and module_installed("ipykernel")):
+            raise AccelError("running a notebook needs nbclient and ipykernel: pip install 'accel-tabular[notebook]'")
         self.out = ensure_writable(opts.out, "compare records")
         self.skip = [self.out]
         size, self.left_out = survey(self.program.parent, self.skip)
@@ -668,28 +638,27 @@ class _Comparison:
         accel_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), accel_root) if p)
         if self.left_out:
-            say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
+            _say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
         self.runs_of: dict[str, list[Run]] = {}
         self.tmp = Path()  # the folder of the runs' copies (ARM-RUN) and their guard: set by compare()
         self.guard: Guard | None = None
 
     def command(self, arm: str, *extra: str) -> list[str]:
         """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
-        boot = [sys.executable, "-m", "accel.bench.compare_boot"]
-        script = ["--notebook", self.program.name] if self.kind == "notebook" else [self.program.name]
-        if arm == "cpu":
-            return [*boot, *script] if self.kind == "notebook" else [sys.executable, *script, *self.opts.args]
-        args = [] if self.kind == "notebook" else ["--", *self.opts.args]
-        return [*boot, "--accelerators", ",".join(self.accelerators), *extra, *script, *args]
+        if arm == "cpu" and self.kind == "script":
+            return [sys.executable, self.program.name, *self.opts.args]
+        gpu = ["--accelerators", ",".join(self.accelerators), *extra] if arm == "gpu" else []
+        script = ["--notebook", self.program.name] if self.kind == "notebook" else [self.program.name, "--", *self.opts.args]
+        return [sys.executable, "-m", "accel.bench.compare_boot", *gpu, *script]
 
     def run(self, arm: str, copy: str, label: str, *extra: str) -> Run:
         """One run of ``arm`` in a fresh copy of the script's folder (``tmp/copy``), said as ``label``."""
         assert self.guard is not None
         _copy_folder(self.program.parent, self.tmp / copy, self.skip)
-        self.say(f"{arm.upper()} arm: {label}")
+        _say(f"{arm.upper()} arm: {label}")
         run = run_once(self.command(arm, *extra), self.tmp / copy, self.env, self.opts.timeout, arm == "gpu", self.guard)
         if run.killed:
-            self.say(
+            _say(
                 f"note: the script left {len(run.killed)} process(es) running on the {arm.upper()} arm; "
                 f"killed: {', '.join(run.killed[:3])}"
             )
@@ -712,13 +681,6 @@ class _Comparison:
                     )
             if i == 0 and any(_failure(runs[0]) for runs in self.runs_of.values()):
                 break  # a failing arm is a finding, not something to time again
-
-    def arms(self) -> dict[str, Any]:
-        """Each arm's status, command and timings (the GPU arm's reason when it was skipped)."""
-        arms = {arm: _summary(runs, self.command(arm)) for arm, runs in self.runs_of.items()}
-        if self.gpu_reason:
-            arms["gpu"] = {"status": "skipped", "reason": self.gpu_reason, "command": self.command("gpu")}
-        return arms
 
     def profile(self, arms: dict[str, Any]) -> dict[str, Any] | None:
         """One more GPU run, profiled (never timed): the accelerators' per-function profiles, or None."""
@@ -743,7 +705,7 @@ class _Comparison:
         cpu_run, gpu_run = self.runs_of["cpu"][0], self.runs_of["gpu"][0]
         parity["stdout"] = compare_text(cpu_run.stdout, gpu_run.stdout, opts.rtol, opts.atol, self.ignore)
         files = []
-        for name in sorted(set(cpu_run.written) | set(gpu_run.written)):
+        for name in sorted(cpu_run.written | gpu_run.written):
             if name not in gpu_run.written:
                 status, detail = "only cpu", "the GPU arm did not write it"
             elif name not in cpu_run.written:
@@ -758,17 +720,17 @@ class _Comparison:
     def record(self, started: datetime, environment: dict[str, Any]) -> dict[str, Any]:
         """The compare record, once the arms ran: the script, the settings, the arms, their speedups and
         parity, and the profiled run's fallbacks."""
-        from accel.record import record_head
-
-        arms = self.arms()
+        arms = {arm: _summary(runs, self.command(arm)) for arm, runs in self.runs_of.items()}
+        if self.gpu_reason:
+            arms["gpu"] = {"status": "skipped", "reason": self.gpu_reason, "command": self.command("gpu")}
         profile = self.profile(arms)
         parity = self.agreement(arms)
         finished = datetime.now(timezone.utc)
-        speedup: dict[str, float] = {"wall_cold": math.nan, "wall_warm_median": math.nan}
-        if arms["gpu"]["status"] == "ok":
-            speedup["wall_cold"] = arms["cpu"]["cold_seconds"] / arms["gpu"]["cold_seconds"]
-            if "warm" in arms["cpu"] and "warm" in arms["gpu"]:
-                speedup["wall_warm_median"] = arms["cpu"]["warm"]["median"] / arms["gpu"]["warm"]["median"]
+        cpu, gpu, ok = arms["cpu"], arms["gpu"], arms["gpu"]["status"] == "ok"  # a GPU arm that ran: the CPU arm did too
+        speedup = {
+            "wall_cold": cpu["cold_seconds"] / gpu["cold_seconds"] if ok else math.nan,
+            "wall_warm_median": cpu["warm"]["median"] / gpu["warm"]["median"] if ok and "warm" in gpu else math.nan,
+        }
         opts, program = self.opts, self.program
         config = {
             "repeat": opts.repeat, "accelerators": self.accelerators, "device": opts.device, "rtol": opts.rtol,

@@ -66,12 +66,6 @@ def accelerated(accelerators: list[str], profile_json: str | None) -> Iterator[N
                 Path(profile_json).write_text(json.dumps({name: stats[name](p) for name, p in profiles.items()}))
 
 
-def run_script(script: str, args: list[str]) -> None:
-    sys.argv = [script, *args]
-    sys.path.insert(0, str(Path(script).resolve().parent))
-    runpy.run_path(script, run_name="__main__")
-
-
 #: The notebook's first and last cells, where it runs accelerated or profiled: the block of :func:`accelerated`.
 _NOTEBOOK_START = """\
 import accel.bench.compare_boot as _accel_boot
@@ -120,11 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
     accelerators = [a for a in ns.accelerators.split(",") if a]
-    args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
     if ns.notebook:  # the kernel is another process: the accelerators are installed in its first cell
         return run_notebook(ns.notebook, accelerators, ns.profile_json)
     with accelerated(accelerators, ns.profile_json):
-        run_script(ns.script, args)
+        sys.argv = [ns.script, *(ns.args[1:] if ns.args[:1] == ["--"] else ns.args)]
+        sys.path.insert(0, str(Path(ns.script).resolve().parent))
+        runpy.run_path(ns.script, run_name="__main__")
     return 0
 
 

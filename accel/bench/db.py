@@ -24,6 +24,7 @@ import functools
 import gc
 import math
 import re
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,23 +183,6 @@ def select_questions(suite: Suite, names: str | Sequence[str] | None) -> list[Qu
 # --------------------------------------------------------------------------- data files
 
 
-def file_columns(path: Path) -> list[str]:
-    """Column names of a CSV or Parquet file, read from its header or schema only."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return list(pq.read_schema(path).names)
-        with path.open("r", newline="") as f:
-            header = f.readline().strip()
-    except OSError as exc:
-        raise AccelError(f"cannot read {str(path)!r} ({exc.strerror or type(exc).__name__})") from None
-    except Exception as exc:  # noqa: BLE001 - a corrupt Parquet footer, say
-        raise AccelError(f"cannot read {str(path)!r} as a data file ({type(exc).__name__})") from None
-    return [c.strip().strip('"') for c in header.split(",")] if header else []
-
-
 def locate_groupby(path: Path) -> dict[str, Path]:
     """The groupby table: the data file ``path``, a CSV or Parquet file."""
     path = Path(path)
@@ -242,9 +226,22 @@ def locate_join(folder: Path) -> dict[str, Path]:
 
 
 def check_columns(suite: Suite, paths: Mapping[str, Path]) -> None:
-    """Refuse, up front, a data file without the benchmark's columns, naming the missing ones."""
+    """Refuse, up front, a data file without the benchmark's columns (read from its CSV header or
+    Parquet schema only), naming the missing ones."""
+    import pyarrow.parquet as pq
+
     for role, path in paths.items():
-        have = set(file_columns(path))
+        try:
+            if path.suffix.lower() in (".parquet", ".pq"):
+                have = set(pq.read_schema(path).names)
+            else:
+                with path.open("r", newline="") as f:
+                    header = f.readline().strip()
+                have = {c.strip().strip('"') for c in header.split(",")} if header else set()
+        except OSError as exc:
+            raise AccelError(f"cannot read {str(path)!r} ({exc.strerror or type(exc).__name__})") from None
+        except Exception as exc:  # noqa: BLE001 - a corrupt Parquet footer, say
+            raise AccelError(f"cannot read {str(path)!r} as a data file ({type(exc).__name__})") from None
         missing = [c for c in suite.schema[role] if c not in have]
         if missing:
             need = ", ".join(suite.schema[role])
@@ -340,8 +337,6 @@ def run_arm(
     ``on_answer(question, answer)`` is called as each answer is ready, so that a caller can
     keep it before the next question starts (a time limit then loses only the question it cut).
     """
-    import time
-
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
     try:
