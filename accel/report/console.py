@@ -128,7 +128,8 @@ class ProgressDisplay:
         return self._label or arm
 
     def _say(self, line: str) -> None:
-        if not self.silent:
+        """A plain line (none with a live panel or with ``--quiet``)."""
+        if not (self.silent or self.live_mode):
             self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _start_live(self) -> None:
@@ -147,8 +148,7 @@ class ProgressDisplay:
         with self._lock:
             self._arm, self._in_arm = arm, True
         self._start_live()
-        if not self.live_mode:
-            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: running {' → '.join(stages)}")
+        self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: running {' → '.join(stages)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:
@@ -183,7 +183,7 @@ class ProgressDisplay:
             peak_host, peak_device = self._stage_peak_host, self._stage_peak_device
         # An arm's stages are listed as they finish; a stage on its own (the baseline of accel
         # hpo, whose result line follows) is shown only while it runs.
-        if not self.live_mode and self._in_arm:
+        if self._in_arm:
             done = "" if rounds is None else f"{rounds} rounds, "
             device = "" if peak_device is None else f", device {_fmt_mb(peak_device / MB)}"
             self._say(f"  [{tag}] {stage:<9} {seconds:8.2f} s  ({done}peak host {_fmt_mb(peak_host / MB)}{device})")
@@ -198,8 +198,7 @@ class ProgressDisplay:
     def arm_finished(self, arm: str, status: str) -> None:
         with self._lock:
             self._in_arm = False
-        if not self.live_mode:
-            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: {status}")
+        self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: {status}")
 
     def close(self) -> None:
         if self._live is not None:
