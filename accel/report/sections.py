@@ -107,12 +107,6 @@ def _section(
     return register
 
 
-def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
-    keys = [k for d in metric_dicts for k in d if k not in NOT_QUALITY]
-    first = [k for k in TASK_METRICS[task] if k in keys]
-    return first + [k for k in dict.fromkeys(keys) if k not in first]
-
-
 # --------------------------------------------------------------------------- runs
 
 
@@ -164,7 +158,9 @@ def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
 
 def _metric_table(s: Section, task: str, members: list[tuple[Entry, RunRecord]]) -> None:
     """The hold-out metrics of the runs of one task, a row per arm that ran."""
-    keys = _metric_keys(task, [r.arms[a].metrics for _, r in members for a in r.ran()])
+    found = [k for _, r in members for a in r.ran() for k in r.arms[a].metrics if k not in NOT_QUALITY]
+    keys = [k for k in TASK_METRICS[task] if k in found]
+    keys += [k for k in dict.fromkeys(found) if k not in keys]
     table = [
         [e.label, ARM_NAMES[a], r.model_name, *[r.arms[a].metrics.get(k, "") for k in keys], e.summary.parity]
         for e, r in members
