@@ -370,10 +370,9 @@ def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> N
     arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
     series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
     series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
-    colors: list[str | None] = [charts.ARM_COLORS[a] for _, a in arms] + [None] * len(r.engines)
     s.chart(
         charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
-                            ylabel="seconds (run 2, log)", log=True, colors=colors),
+                            ylabel="seconds (run 2, log)", log=True, colors={lab: charts.ARM_COLORS[a] for lab, a in arms}),
         f"{name} question times of {label}",
     )  # fmt: skip
 
@@ -402,7 +401,7 @@ def models(s: Section, typed: list[tuple[Entry, ModelsBench]]) -> None:
             s.chart(
                 charts.grouped_bars([m.model for m in r.models], series, title=f"Fit seconds per model: {e.label}",
                                     ylabel="fit seconds (median, log)", log=True,
-                                    colors=[charts.ARM_COLORS["cpu" if lab == ARM_NAMES["cpu"] else "gpu"] for lab, _ in series]),
+                                    colors={ARM_NAMES[a]: charts.ARM_COLORS[a] for a in ARMS}),
                 f"fit seconds per model of {e.label}",
             )  # fmt: skip
 
