@@ -128,7 +128,7 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
 
     for section in built:
         found.ignored += section.rejected
-    built = [s for s in built if not s.empty and s.blocks]
+    built = [s for s in built if s.blocks]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     context = {
         "intro": (

@@ -97,8 +97,8 @@ def _section(
                     why = f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
                     rejected.append((item.path, why))
                     log.debug("%s: %s not used", body.__name__, item.path, exc_info=True)
-            section = build(good)
-            section.rejected, section.empty = rejected, not good
+            section = build(good) if good else Section(anchor, title)  # none of its shape: a section without blocks
+            section.rejected = rejected
             return section
 
         SECTIONS[key] = tolerant
