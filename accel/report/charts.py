@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -146,9 +146,10 @@ def grouped_bars(
     title: str,
     ylabel: str,
     log: bool = False,
-    colors: Sequence[str | None] | None = None,
+    colors: Mapping[str, str] | None = None,
 ) -> str:
-    """Vertical bars: one group per category, one bar per series (None: no bar)."""
+    """Vertical bars: one group per category, one bar per series (None: no bar); ``colors``: a series' colour
+    by its label, where it has one."""
 
     def build(plt: Any) -> Any:
         fig, ax = plt.subplots(figsize=(max(5.0, min(10.0, 1.0 + 0.55 * len(categories) * max(1, len(series)))), 3.2))
@@ -156,7 +157,7 @@ def grouped_bars(
         for k, (label, values) in enumerate(series):
             xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(categories))]
             pts = [(x, v) for x, v in zip(xs, values) if v is not None and math.isfinite(v) and (v > 0 or not log)]
-            color = colors[k] if colors and k < len(colors) else None
+            color = (colors or {}).get(label)
             ax.bar([x for x, _ in pts], [v for _, v in pts], width, label=label, **({"color": color} if color else {}))
         ax.set_xticks(range(len(categories)), list(categories))
         if len(categories) > 6 or max((len(c) for c in categories), default=0) > 10:

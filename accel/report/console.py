@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -51,13 +51,15 @@ from accel.timing import EXTRA_STAGES, STAGES
 PROGRESS_EVERY_S = 10.0
 
 
-def _table(title: str, left: Sequence[str] = (), right: Sequence[str] = ()) -> Table:
-    """A table titled at the left: the ``left`` columns, then the ``right``-justified ones."""
+def _table(title: str, left: Sequence[str], right: Sequence[str] = (), rows: Iterable[Sequence[str]] = ()) -> Table:
+    """A table titled at the left: the ``left`` columns, then the ``right``-justified ones; ``rows``."""
     table = Table(title=title, title_justify="left")
     for col in left:
         table.add_column(col)
     for col in right:
         table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -128,7 +130,8 @@ class ProgressDisplay:
         return self._label or arm
 
     def _say(self, line: str) -> None:
-        if not self.silent:
+        """A plain line (none with a live panel or with ``--quiet``)."""
+        if not (self.silent or self.live_mode):
             self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _start_live(self) -> None:
@@ -147,8 +150,7 @@ class ProgressDisplay:
         with self._lock:
             self._arm, self._in_arm = arm, True
         self._start_live()
-        if not self.live_mode:
-            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: running {' → '.join(stages)}")
+        self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: running {' → '.join(stages)}")
 
     def stage_started(self, arm: str, stage: str) -> None:
         with self._lock:
@@ -183,7 +185,7 @@ class ProgressDisplay:
             peak_host, peak_device = self._stage_peak_host, self._stage_peak_device
         # An arm's stages are listed as they finish; a stage on its own (the baseline of accel
         # hpo, whose result line follows) is shown only while it runs.
-        if not self.live_mode and self._in_arm:
+        if self._in_arm:
             done = "" if rounds is None else f"{rounds} rounds, "
             device = "" if peak_device is None else f", device {_fmt_mb(peak_device / MB)}"
             self._say(f"  [{tag}] {stage:<9} {seconds:8.2f} s  ({done}peak host {_fmt_mb(peak_host / MB)}{device})")
@@ -198,8 +200,7 @@ class ProgressDisplay:
     def arm_finished(self, arm: str, status: str) -> None:
         with self._lock:
             self._in_arm = False
-        if not self.live_mode:
-            self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: {status}")
+        self._say(f"{self._label or ARM_NAMES.get(arm, arm)}: {status}")
 
     def close(self) -> None:
         if self._live is not None:
@@ -302,13 +303,12 @@ def render_run(record: RunRecord, console: Console) -> None:
     if record.wall:
         line(wall_line(record.wall))
 
-    metrics = _table("hold-out metrics and memory", [""], ["GPU arm", "CPU arm"])
-    for name in cpu.metrics or gpu.metrics:
-        metrics.add_row(name, *(fmt_value(arm.metrics.get(name) if arm.ok else None, ".4f") for arm in (gpu, cpu)))
-    metrics.add_row("device used", str(gpu.device_used or "—"), str(cpu.device_used or "—"))
-    metrics.add_row("peak host RSS", _fmt_mb(gpu.peak_host_mb), _fmt_mb(cpu.peak_host_mb))
-    metrics.add_row("peak device memory", _fmt_mb(gpu.peak_device_mb), "—")
-    console.print(metrics)
+    rows = [[name, *(fmt_value(arm.metrics.get(name) if arm.ok else None, ".4f") for arm in (gpu, cpu))]
+            for name in cpu.metrics or gpu.metrics]  # fmt: skip
+    rows += [["device used", str(gpu.device_used or "—"), str(cpu.device_used or "—")],
+             ["peak host RSS", _fmt_mb(gpu.peak_host_mb), _fmt_mb(cpu.peak_host_mb)],
+             ["peak device memory", _fmt_mb(gpu.peak_device_mb), "—"]]  # fmt: skip
+    console.print(_table("hold-out metrics and memory", [""], ["GPU arm", "CPU arm"], rows))
 
     for note in run_notes(record):
         line(note)
@@ -322,12 +322,9 @@ def render_run(record: RunRecord, console: Console) -> None:
         found = record.arms[arm].importances or {}
         kinds = list(found)
         order = sorted(found[kinds[-1]], key=lambda name: -abs(found[kinds[-1]][name] or 0.0))[:10]
-        table = _table(
-            f"top {len(order)} features ({arm.upper()} arm's model)", ["feature"], [k.replace("_", " ") for k in kinds]
-        )
-        for name in order:
-            table.add_row(escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds))
-        console.print(table)
+        rows = [[escape(shown_name(name)), *(f"{found[k].get(name) or 0.0:.4g}" for k in kinds)] for name in order]
+        title = f"top {len(order)} features ({arm.upper()} arm's model)"
+        console.print(_table(title, ["feature"], [k.replace("_", " ") for k in kinds], rows))
 
 
 def render_placement(record: RunRecord, console: Console) -> None:
@@ -408,16 +405,10 @@ def render_compare(record: CompareRecord, console: Console) -> None:
         for d in s.differences[:5]:
             console.print(f"  line {d.line}: {d.why}: cpu {d.cpu!r} | gpu {d.gpu!r}", markup=False)
     if record.fallbacks:
-        table = _table(
-            "where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)",
-            ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"],
-        )
-        for f in record.fallbacks:
-            table.add_row(
-                str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
-                fmt_value(f.cpu_seconds, ".3f"), escape("; ".join(f.fallback_reasons)[:80]),
-            )  # fmt: skip
-        console.print(table)
+        rows = [[str(f.accelerator), escape(str(f.function)), str(f.gpu_calls), fmt_value(f.gpu_seconds, ".3f"), str(f.cpu_calls),
+                 fmt_value(f.cpu_seconds, ".3f"), escape("; ".join(f.fallback_reasons)[:80])] for f in record.fallbacks]  # fmt: skip
+        title = "where the GPU arm's time went (the accelerators' profilers; CPU fallbacks first)"
+        console.print(_table(title, ["accelerator", "function", "GPU calls", "GPU s", "CPU calls", "CPU s", "why CPU"], [], rows))
 
 
 def render_scaling(record: ScalingRecord, console: Console) -> None:
@@ -554,18 +545,15 @@ def render_info(env: dict[str, Any], console: Console) -> None:
     if not nvml.get("available"):
         say(f"     NVML: {escape(str(nvml.get('reason')))}")
 
-    table = _table("libraries", ["import", "installed"])
-    for name, version in env["versions"].items():
-        table.add_row(name, version or "—")
-    console.print(table)
+    console.print(_table("libraries", ["import", "installed"], [], [[n, v or "—"] for n, v in env["versions"].items()]))
 
     capabilities = (env.get("gpu_probe") or {}).get("capabilities") or {}
     if capabilities:
         # One line per GPU library: a stage runs on the GPU when its library is there.
-        caps = _table("GPU libraries, one by one", ["library", "on the GPU here"])
-        for name, state in capabilities.items():
-            caps.add_row(name, "yes" if state.get("available") else f"no: {escape(str(state.get('reason')))}")
-        console.print(caps)
+        rows = [
+            [name, "yes" if s.get("available") else f"no: {escape(str(s.get('reason')))}"] for name, s in capabilities.items()
+        ]
+        console.print(_table("GPU libraries, one by one", ["library", "on the GPU here"], [], rows))
 
     for arm, state in env["arms"].items():
         verdict = "can run" if state["can_run"] else f"cannot run: {escape(str(state['reason']))}"

@@ -26,22 +26,11 @@ from typing import Any
 import jinja2
 
 from accel.errors import AccelError
-from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, kind_of, read_record, record_files
+from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, read_record, record_files
+from accel.record import kind_of as kind_of  # re-exported: the kind of a record as read
 from accel.report import overview, sections
-from accel.report.layout import Section, checksum_text, num
-
-__all__ = [
-    "Collected",
-    "Report",
-    "build_report",
-    "checksum_text",
-    "collect",
-    "kind_of",
-    "num",
-    "render",
-    "templates",
-    "write_report",
-]
+from accel.report.layout import Section
+from accel.report.layout import num as num  # re-exported: how the page shows a number
 
 
 @functools.cache
@@ -98,7 +87,10 @@ def collect(folder: Path) -> Collected:
         if isinstance(record, BenchRecord) and record.benchmark not in BENCHMARKS:
             found.ignored.append((path, f"a {record.benchmark!r} benchmark result: the report has no section for it"))
             continue
-        found.by_kind[record.kind].append(overview.entry(path, record))
+        summary = record.summary()  # a record that names no data is named by its file
+        if summary.data in ("?", ""):
+            summary.data = path.name
+        found.by_kind[record.kind].append(overview.Entry(path, record, summary))
     for kind in found.by_kind:
         found.by_kind[kind].sort(key=_when)
     return found
@@ -136,7 +128,7 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
 
     for section in built:
         found.ignored += section.rejected
-    built = [s for s in built if not s.empty and s.blocks]
+    built = [s for s in built if s.blocks]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     context = {
         "intro": (

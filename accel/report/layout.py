@@ -65,7 +65,6 @@ class Section:
         self.blocks: list[dict[str, Any]] = []
         #: ``(path, why)`` of the files of this section's kind that were set aside.
         self.rejected: list[tuple[Any, str]] = []
-        self.empty = False
 
     def para(self, text: str) -> None:
         self.blocks.append({"kind": "para", "text": text})

@@ -22,7 +22,6 @@ from accel.record import ARMS, BenchRecord, Record, Summary, number
 ARM_NAMES = {"gpu": "GPU arm", "cpu": "CPU arm"}
 #: Metric keys as the page writes them.
 METRIC_NAMES = {"auc": "AUC", "rmse": "RMSE", "mae": "MAE", "r2": "R²", "accuracy": "accuracy", "log_loss": "log loss"}
-__all__ = ["ARMS", "ARM_NAMES", "Entry", "entry", "label_all", "measured_on", "metric_name", "summary_table"]
 
 
 def metric_name(key: str) -> str:
@@ -53,14 +52,6 @@ class Entry:
     @property
     def benchmark(self) -> str:
         return self.record.benchmark if isinstance(self.record, BenchRecord) else ""
-
-
-def entry(path: Path, record: Record) -> Entry:
-    """A record's summary row; a record that names no data is named by its file."""
-    summary = record.summary()
-    if summary.data in ("?", ""):
-        summary.data = path.name
-    return Entry(path, record, summary)
 
 
 def label_all(entries: list[Entry]) -> None:

@@ -12,13 +12,12 @@
 
 Only the arms that ran are laid out: an arm that was skipped has no column of ``skipped``
 cells; why it did not run is said once for the page (:func:`accel.report.overview.measured_on`).
-Every builder is :func:`tolerant`: the files whose content is not the shape it reads are set
+Every builder is tolerant (:func:`_section`): the files whose content is not the shape it reads are set
 aside and listed, and the section is built from the others.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -63,40 +62,6 @@ TASK_METRICS = {"classification": ("auc", "accuracy", "log_loss"), "regression":
 NOT_QUALITY = ("positive_rate",)
 
 
-def tolerant(builder: Callable[[list[Entry]], Section]) -> Callable[[list[Entry]], Section]:
-    """A section builder that sets aside the entries whose content is not the shape it reads.
-
-    The builder runs on all the entries of its kind; if it fails, each is tried alone and those
-    that fail are listed as not used (``section.rejected``); the section is built from the others.
-    """
-
-    @functools.wraps(builder)
-    def build(items: list[Entry]) -> Section:
-        try:
-            return builder(items)
-        except Exception:  # noqa: BLE001 - any shape error in any file: find which
-            log.debug("%s failed on its %d files together; trying them one by one", builder.__name__, len(items), exc_info=True)
-        good, rejected = [], []
-        for item in items:
-            try:
-                builder([item])
-                good.append(item)
-            except Exception as exc:  # noqa: BLE001
-                rejected.append((item.path, not_its_shape(exc)))
-                log.debug("%s: %s not used", builder.__name__, item.path, exc_info=True)
-        section = builder(good)
-        section.rejected = rejected
-        section.empty = not good
-        return section
-
-    return build
-
-
-def not_its_shape(exc: BaseException) -> str:
-    detail = (str(exc).strip().splitlines() or [""])[0][:80]
-    return f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
-
-
 #: The page's sections in their order, each by what it lays out: a record kind, or ``bench:`` and a benchmark.
 SECTIONS: dict[str, Callable[[list[Entry]], Section]] = {}
 
@@ -105,24 +70,41 @@ def _section(
     key: str, anchor: str, title: str, cls: type[R]
 ) -> Callable[[Callable[[Section, list[tuple[Entry, R]]], None]], Any]:
     """Register the body of a section under ``key`` (:data:`SECTIONS`): it fills the section titled
-    ``title`` from the entries whose record is a ``cls``, :func:`tolerant` of those of another shape."""
+    ``title`` from the entries whose record is a ``cls``.
+
+    The section is tolerant of entries whose content is not the shape it reads: the body runs on
+    all the entries of its kind; if it fails, each is tried alone and those that fail are listed
+    as not used (``section.rejected``); the section is built from the others.
+    """
 
     def register(body: Callable[[Section, list[tuple[Entry, R]]], None]) -> Any:
         def build(entries: list[Entry]) -> Section:
             body(s := Section(anchor, title), [(e, e.record) for e in entries if isinstance(e.record, cls)])
             return s
 
-        build.__name__ = body.__name__
-        SECTIONS[key] = tolerant(build)
+        def tolerant(items: list[Entry]) -> Section:
+            try:
+                return build(items)
+            except Exception:  # noqa: BLE001 - any shape error in any file: find which
+                log.debug("%s failed on its %d files together; trying them one by one", body.__name__, len(items), exc_info=True)
+            good, rejected = [], []
+            for item in items:
+                try:
+                    build([item])
+                    good.append(item)
+                except Exception as exc:  # noqa: BLE001
+                    detail = (str(exc).strip().splitlines() or [""])[0][:80]
+                    why = f"not the shape of its kind ({type(exc).__name__}: {detail})".replace(": )", ")")
+                    rejected.append((item.path, why))
+                    log.debug("%s: %s not used", body.__name__, item.path, exc_info=True)
+            section = build(good) if good else Section(anchor, title)  # none of its shape: a section without blocks
+            section.rejected = rejected
+            return section
+
+        SECTIONS[key] = tolerant
         return body
 
     return register
-
-
-def _metric_keys(task: str, metric_dicts: list[dict[str, Any]]) -> list[str]:
-    keys = [k for d in metric_dicts for k in d if k not in NOT_QUALITY]
-    first = [k for k in TASK_METRICS[task] if k in keys]
-    return first + [k for k in dict.fromkeys(keys) if k not in first]
 
 
 # --------------------------------------------------------------------------- runs
@@ -176,7 +158,9 @@ def _stage_table(s: Section, typed: list[tuple[Entry, RunRecord]]) -> None:
 
 def _metric_table(s: Section, task: str, members: list[tuple[Entry, RunRecord]]) -> None:
     """The hold-out metrics of the runs of one task, a row per arm that ran."""
-    keys = _metric_keys(task, [r.arms[a].metrics for _, r in members for a in r.ran()])
+    found = [k for _, r in members for a in r.ran() for k in r.arms[a].metrics if k not in NOT_QUALITY]
+    keys = [k for k in TASK_METRICS[task] if k in found]
+    keys += [k for k in dict.fromkeys(found) if k not in keys]
     table = [
         [e.label, ARM_NAMES[a], r.model_name, *[r.arms[a].metrics.get(k, "") for k in keys], e.summary.parity]
         for e, r in members
@@ -335,6 +319,8 @@ def _timed(arm: Timed, key: str, dash: bool = False) -> Any:
 _ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
 
 
+@_section("bench:db_join", "db-join", "db-benchmark join: seconds per question, answers checked across arms", DbBench)
+@_section("bench:db_groupby", "db-groupby", "db-benchmark groupby: seconds per question, answers checked across arms", DbBench)
 def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
     name = s.anchor.removeprefix("db-")
     _fairness(s, typed)
@@ -345,15 +331,6 @@ def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
             _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
         if r.questions:
             _db_chart(s, name, e.label, r, gpu_ran)
-
-
-for _db_name in ("groupby", "join"):
-    _section(
-        f"bench:db_{_db_name}",
-        f"db-{_db_name}",
-        f"db-benchmark {_db_name}: seconds per question, answers checked across arms",
-        DbBench,
-    )(db)
 
 
 def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: bool) -> None:
@@ -393,10 +370,9 @@ def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> N
     arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
     series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
     series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
-    colors: list[str | None] = [charts.ARM_COLORS[a] for _, a in arms] + [None] * len(r.engines)
     s.chart(
         charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
-                            ylabel="seconds (run 2, log)", log=True, colors=colors),
+                            ylabel="seconds (run 2, log)", log=True, colors={lab: charts.ARM_COLORS[a] for lab, a in arms}),
         f"{name} question times of {label}",
     )  # fmt: skip
 
@@ -425,7 +401,7 @@ def models(s: Section, typed: list[tuple[Entry, ModelsBench]]) -> None:
             s.chart(
                 charts.grouped_bars([m.model for m in r.models], series, title=f"Fit seconds per model: {e.label}",
                                     ylabel="fit seconds (median, log)", log=True,
-                                    colors=[charts.ARM_COLORS["cpu" if lab == ARM_NAMES["cpu"] else "gpu"] for lab, _ in series]),
+                                    colors={ARM_NAMES[a]: charts.ARM_COLORS[a] for a in ARMS}),
                 f"fit seconds per model of {e.label}",
             )  # fmt: skip
 
@@ -516,9 +492,8 @@ def flights_overhead(s: Section, typed: list[tuple[Entry, FlightsOverheadBench]]
 # --------------------------------------------------------------------------- scaling
 
 
-def _workers_of(kind: Any) -> str:
-    """A scaling row's ``kind`` as the page says it: the arm whose workers ran, or the single process."""
-    return {"gpu": "GPU workers", "cpu": "CPU workers", "single-process": "single process"}.get(str(kind), str(kind))
+#: A scaling row's ``kind`` as the page says it: the arm whose workers ran, or the single process.
+_WORKERS_OF = {"gpu": "GPU workers", "cpu": "CPU workers", "single-process": "single process"}
 
 
 @_section("scaling", "scaling", "Scaling: speedup and efficiency by number of workers", ScalingRecord)
@@ -534,7 +509,7 @@ def scaling(s: Section, typed: list[tuple[Entry, ScalingRecord]]) -> None:
             groups = {(k, st): pts for (k, st), pts in groups.items() if st == "total"}
         if groups:
             top = max((w for pts in groups.values() for w, _ in pts if number(w)), default=1)
-            series = [(f"{stage}" if len(kinds) == 1 else f"{_workers_of(kind)}, {stage}", pts, "-o")
+            series = [(f"{stage}" if len(kinds) == 1 else f"{_WORKERS_OF.get(str(kind), str(kind))}, {stage}", pts, "-o")
                       for (kind, stage), pts in groups.items()]  # fmt: skip
             s.chart(
                 charts.lines(series, title=f"Speedup by workers: {e.label}", xlabel="workers", ylabel="speedup vs 1 worker",
@@ -554,7 +529,7 @@ def _scaling_table(s: Section, table_id: str, label: str, r: ScalingRecord) -> N
     for (kind, workers), by_stage in configs.items():
         total = by_stage.get("total")
         last = total or list(by_stage.values())[-1]  # a study that timed no total: its last stage
-        table.append([workers, _workers_of(kind), *[_blank(by_stage[st].seconds if st in by_stage else None) for st in stages],
+        table.append([workers, _WORKERS_OF.get(str(kind), str(kind)), *[_blank(by_stage[st].seconds if st in by_stage else None) for st in stages],
                       _blank(total.seconds if total else None), _blank(last.speedup_vs_1), _blank(last.efficiency),
                       *([_blank(last.gpu_vs_cpu)] if versus else []), _blank(last.metric)])  # fmt: skip
     s.table(
