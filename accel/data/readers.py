@@ -24,6 +24,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -267,14 +268,11 @@ def _other_columns(path: Path, names: list[str], columns: list[str], first: Path
 def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, ArrowKind], notices: list[str]) -> Partitions:
     """The hive partitions' keys that are not columns of the files, added to ``names`` (categorical
     where they vary); the partitions less the keys the files hold, or ``()`` when none is left."""
-    if not partitions:
-        return ()
-    keys = [k for k, _ in partitions[0]]
+    keys = [k for k, _ in partitions[0]] if partitions else []
     clash = [k for k in keys if k in names]
     if clash:
         notices.append(f"hive partition {clash[0]!r} is also a column of the files: the files' column is used")
-        partitions = tuple(tuple((k, v) for k, v in pairs if k not in clash) for pairs in partitions)
-        keys = [k for k in keys if k not in clash]
+    keys = [k for k in keys if k not in clash]
     if not keys:
         return ()
     names += keys
@@ -284,7 +282,7 @@ def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, Arr
             kinds[key] = ("categorical", "", "hive partition (from the folder names)")
     shown = ", ".join(repr(k) for k in keys)
     notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
-    return partitions
+    return tuple(tuple((k, v) for k, v in pairs if k in keys) for pairs in partitions)
 
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
@@ -318,17 +316,15 @@ def _open_text(path: Path, encoding: str, skip: int) -> io.TextIOWrapper:
     return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
-def _detect_encoding(path: Path, skip: int = 0, candidates: tuple[str, ...] = FALLBACK_ENCODINGS) -> str:
-    """The first of ``candidates`` that decodes the whole file after its first ``skip`` bytes."""
-    for encoding in candidates:
-        try:
-            with _open_text(path, encoding, skip) as decoder:
-                while decoder.read(1 << 20):
-                    pass
-            return encoding
-        except UnicodeDecodeError:
-            continue
-    return "latin-1"  # latin-1 decodes any byte string (of the fallbacks: unreachable)
+def _decodes(path: Path, encoding: str, skip: int) -> bool:
+    """Whether ``encoding`` decodes the whole file after its first ``skip`` bytes."""
+    try:
+        with _open_text(path, encoding, skip) as decoder:
+            while decoder.read(1 << 20):
+                pass
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", decimals: tuple[int, ...] = ()) -> Path:
@@ -349,9 +345,7 @@ def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", d
             _open_text(path, encoding, skip) as src,
         ):
             if not decimals:
-                while chunk := src.read(1 << 20):
-                    out.write(chunk)
-                return
+                return shutil.copyfileobj(src, out, 1 << 20)
             writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
             for i, row in enumerate(csv.reader(src, delimiter=delimiter)):
                 if i:
@@ -382,10 +376,7 @@ def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int
     """
     if delimiter == ",":
         return []
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    except csv.Error:
-        return []
+    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))  # no error: see :func:`_header`
     body = rows[1:] if complete else rows[1:-1]  # the last line of a head may be cut short
     if not body:
         return []
@@ -469,11 +460,11 @@ def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> st
     if wide:
         bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
     candidates = (bom_codec,) if wide else FALLBACK_ENCODINGS
-    try:
-        encoding = _detect_encoding(path, len(mark), candidates)  # reads the whole file: a broken archive shows here
+    try:  # reads the whole file: a broken archive shows here (latin-1, the last fallback, decodes any bytes)
+        encoding = next((e for e in candidates if _decodes(path, e, len(mark))), None)
     except (OSError, EOFError, zlib.error) as exc:
         raise _unreadable(path, exc) from None
-    if encoding not in candidates:
+    if encoding is None:
         raise AccelError(f"--data: {str(path)!r} starts with a {bom_codec.upper()} byte-order mark but is not such text")
     if wide:
         notices.append(f"the file is {encoding.upper()} (byte-order mark): decoded and read through a UTF-8 copy")
@@ -500,11 +491,12 @@ def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
 
 
 def _header(text: str, delimiter: str) -> list[str]:
-    """The first record of CSV ``text`` (quoted fields may span lines)."""
-    try:
-        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
-    except csv.Error:
-        return text.splitlines()[0].split(delimiter) if text.splitlines() else []
+    """The first record of CSV ``text`` (quoted fields may span lines).
+
+    The csv module raises no error here: its default dialect is not strict (stray quotes are
+    read as text), NUL characters are read as text, and the text (at most :data:`SNIFF_BYTES`
+    characters) cannot hold a field past its limit (131,072 characters)."""
+    return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
 
 
 def _unreadable(path: Path, exc: BaseException) -> AccelError:
@@ -964,12 +956,7 @@ class ColumnarCache:
 
     def chunks(self, rows: int):
         """``(first_row, frame)`` for consecutive chunks of at most ``rows`` rows, in file order."""
-        if self.complete:
-            yield from self._read(rows)
-        elif self.failed is not None:
-            yield from iter_chunks(self.xdf, self.source, self.columns, rows, self.dtypes)
-        else:
-            yield from self._tee(rows)
+        yield from self._read(rows) if self.complete else self._tee(rows)  # (a failed cache: no writes)
 
     def scratch(self) -> Path:
         """The run's private temporary folder (created on first use; :meth:`close` removes it).
@@ -987,7 +974,7 @@ class ColumnarCache:
 
         writer = None
         try:
-            self.path = self.scratch() / "chunks.arrow"
+            self.path = self.scratch() / "chunks.arrow" if self.failed is None else self.path
         except OSError as exc:  # the source is read without a cache, now and in each later pass
             self.failed = f"no cache folder ({type(exc).__name__})"
         try:
