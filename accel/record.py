@@ -149,10 +149,6 @@ def output_root() -> Path:
     return Path(os.environ.get(OUT_ENV) or "runs").expanduser()
 
 
-#: Free space an output folder needs before a run starts (a record is tens of kilobytes).
-MIN_FREE_BYTES = 1 << 20
-
-
 #: Folders :func:`ensure_writable` created in this process, outermost first.
 _CREATED: list[Path] = []
 
@@ -204,7 +200,7 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     # An empty probe file fits on a full disk: the free space is asked for too, so that a run is
     # refused before its work rather than failing to write its record at the end.
     free = shutil.disk_usage(folder).free
-    if free < MIN_FREE_BYTES:
+    if free < 1 << 20:  # a record is tens of kilobytes
         raise AccelError(
             f"cannot write {what} to {str(folder)!r} (no space left on device: {free:,} bytes free); "
             f"free some space or choose another folder with {option}"
