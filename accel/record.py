@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -149,10 +149,6 @@ def output_root() -> Path:
     return Path(os.environ.get(OUT_ENV) or "runs").expanduser()
 
 
-#: Free space an output folder needs before a run starts (a record is tens of kilobytes).
-MIN_FREE_BYTES = 1 << 20
-
-
 #: Folders :func:`ensure_writable` created in this process, outermost first.
 _CREATED: list[Path] = []
 
@@ -204,7 +200,7 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     # An empty probe file fits on a full disk: the free space is asked for too, so that a run is
     # refused before its work rather than failing to write its record at the end.
     free = shutil.disk_usage(folder).free
-    if free < MIN_FREE_BYTES:
+    if free < 1 << 20:  # a record is tens of kilobytes
         raise AccelError(
             f"cannot write {what} to {str(folder)!r} (no space left on device: {free:,} bytes free); "
             f"free some space or choose another folder with {option}"
@@ -212,20 +208,18 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     return folder
 
 
-class RecordHead(TypedDict):
-    """The keys every record starts with."""
-
-    schema_version: int
-    kind: RecordKind
-    run_id: str | None
-
-
-def record_head(kind: RecordKind) -> RecordHead:
+def record_head(kind: RecordKind) -> dict[str, Any]:
     """The keys every record starts with: ``schema_version``, ``kind`` and ``run_id`` (the file
     name, set by :func:`write_record`)."""
     if kind not in RECORD_KINDS:
         raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(RECORD_KINDS)}")
-    return RecordHead(schema_version=SCHEMA_VERSION, kind=kind, run_id=None)
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": None}
+
+
+def _version(record: dict[str, Any]) -> int:
+    """The record's ``schema_version``; 1 where it has none (or not a whole number)."""
+    version = record.get("schema_version")
+    return version if isinstance(version, int) and not isinstance(version, bool) else 1
 
 
 def kind_of(record: Any) -> RecordKind | None:
@@ -242,8 +236,7 @@ def kind_of(record: Any) -> RecordKind | None:
         return None
     if (kind := record.get("kind")) in RECORD_KINDS:
         return kind
-    version = record.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 2:
+    if _version(record) >= 2:
         return None
     if isinstance(bench := record.get("benchmark"), str):
         return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
@@ -455,11 +448,6 @@ class Cluster(Part):
     startup_seconds: Num = None
     worker_details: list[WorkerDetail] = []
     workers_joined_during_run: list[str] = []
-
-    def text(self) -> str:
-        n = self.workers
-        kind = str(self.worker_kind or "?").upper()
-        return f"Dask {self.kind}: {n} {kind} worker{'s' * (n != 1)} × {self.threads_per_worker} threads"
 
 
 class Batches(Part):
@@ -774,7 +762,10 @@ class RunRecord(PairedRecord):
     def device(self, arm: str) -> str:
         if not self.on_dask:
             return super().device(arm)
-        return c.text() if (c := self.cluster_of(arm)) else f"{arm.upper()} in this process"
+        if (c := self.cluster_of(arm)) is None:
+            return f"{arm.upper()} in this process"
+        kind = str(c.worker_kind or "?").upper()
+        return f"Dask {c.kind}: {c.workers} {kind} worker{'s' * (c.workers != 1)} × {c.threads_per_worker} threads"
 
     def summary(self) -> Summary:
         metric, schema = self.parity.metric, self.data.get("schema") or {}
@@ -1119,12 +1110,12 @@ class PredictRecord(PairedRecord):
         )
 
 
+class Repeats(Part):
+    repeats: int | None = None
+
+
 class Fairness(Part):
     line: str | None = None
-
-
-class BenchConfig(Part):
-    repeats: int | None = None
 
 
 class BenchRecord(Record):
@@ -1134,7 +1125,7 @@ class BenchRecord(Record):
 
     kind: Literal["bench"] = "bench"
     benchmark: str = "?"
-    config: BenchConfig = BenchConfig()
+    config: Repeats = Repeats()
     gpu: Arm | None = None
     fairness: Fairness | None = None
 
@@ -1156,10 +1147,6 @@ class BenchRecord(Record):
     def reasons(self) -> list[tuple[str, str, str]]:
         why = self.gpu.failed_reason() if self.gpu else None
         return [("gpu", *why)] if why else []
-
-
-class Repeats(Part):
-    repeats: int | None = None
 
 
 class Timed(Arm):
@@ -1225,13 +1212,9 @@ class DbBench(BenchRecord):
         )
 
 
-class Stats(Part):
-    median: Num = None
-
-
 class FitArm(Arm):
-    fit: Stats = Stats()
-    predict: Stats = Stats()
+    fit: Warm = Warm()
+    predict: Warm = Warm()
     quality: Num = None
 
 
@@ -1375,10 +1358,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     of its own (``wall.parts.encoding_probe``, ``data.encoding_probe_seconds``). A later
     version than this accel's is refused.
     """
-    version = raw.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        version = 1
-    if version > SCHEMA_VERSION:
+    if (version := _version(raw)) > SCHEMA_VERSION:
         raise RecordError(f"written by a newer accel (schema_version {version}; this one reads up to {SCHEMA_VERSION})")
     if (kind := kind_of(raw)) is None:
         raise NotARecord("not a run record or benchmark result")
