@@ -90,7 +90,7 @@ def baseline_plan(workers: int, protocol: str = "tcp", memory_limit: int | None 
         raise AccelError(
             f"--workers {workers}: the CPU baseline runs as many CPU workers, and this machine has {cores} cores for accel"
         )
-    return ClusterPlan.cpu_workers(workers, max(1, cores // workers), protocol, memory_limit)
+    return ClusterPlan("local", None, workers, max(1, cores // workers), "cpu", protocol=protocol, memory_limit=memory_limit)
 
 
 def gpu_planning_refused(reason: str | None) -> AccelError:
@@ -101,8 +101,14 @@ def gpu_planning_refused(reason: str | None) -> AccelError:
     )
 
 
-def plan_local_arms(cluster: ClusterConfig, device: str) -> dict[ArmKind, ArmPlace]:
-    """Both arms for ``--cluster local`` / ``local-cuda``; nothing is started, refusals come first."""
+def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack) -> dict[ArmKind, ArmPlace]:
+    """Where both arms of a run on ``cluster`` go, for ``--device`` ``device`` (see the module's description).
+
+    For ``--cluster local`` / ``local-cuda`` nothing is started and refusals come first; for
+    ``--scheduler`` the running clusters are attached to on ``stack``
+    (:func:`attach_scheduler_arms`)."""
+    if cluster.kind == "scheduler":
+        return attach_scheduler_arms(cluster, device, stack)
     if cluster.kind == "local":
         gpu_skip = gpu_arm_skip(
             device,
@@ -159,10 +165,3 @@ def attach_scheduler_arms(cluster: ClusterConfig, device: str, stack: ExitStack)
         gpu = ArmPlace("gpu", arms.gpu, session=primary)
     note = "no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)"
     return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, session=baseline, note=None if baseline is not None else note)}
-
-
-def plan_arms(cluster: ClusterConfig, device: str, stack: ExitStack) -> dict[ArmKind, ArmPlace]:
-    """Where both arms of a run on ``cluster`` go, for ``--device`` ``device`` (see the module's description)."""
-    if cluster.kind == "scheduler":
-        return attach_scheduler_arms(cluster, device, stack)
-    return plan_local_arms(cluster, device)

@@ -105,10 +105,9 @@ def worker_memory_bytes(text: str | None) -> int | None:
 
 
 def _float_or_none(text: str) -> float | None:
-    try:
+    with suppress(ValueError):
         return float(text)
-    except ValueError:
-        return None
+    return None
 
 
 def _parse_size(text: str, flag: str, example: str) -> int:
@@ -260,7 +259,7 @@ class ClusterPlan:
     kind: Literal["local", "local-cuda", "scheduler"]
     address: str | None = None
     workers: int | None = None
-    threads_per_worker: int | None = None
+    threads_per_worker: int | list[int] | None = None  # a list: a running cluster's workers differ
     worker_kind: WorkerKind | None = None  # None: learnt from the workers of a running cluster
     rmm_pool_size: int | None = None
     device_memory_limit: int | float | None = None
@@ -273,13 +272,6 @@ class ClusterPlan:
     #: cuDF spilling on GPU workers (device buffers moved to host memory when the pool is full).
     cudf_spill: bool = False
 
-    @classmethod
-    def cpu_workers(cls, workers: int, threads: int, protocol: str, memory_limit: int | None) -> ClusterPlan:
-        """``workers`` CPU worker processes of ``threads`` threads each, on this machine."""
-        return cls(
-            "local", workers=workers, threads_per_worker=threads, worker_kind="cpu", protocol=protocol, memory_limit=memory_limit
-        )
-
 
 def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan:
     """Check a :class:`accel.config.ClusterConfig` against this machine; raise AccelError or plan.
@@ -289,8 +281,16 @@ def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan
     ``auto`` there too (:func:`cluster_pool_sizes`, sized for ``model``: None is XGBoost).
     """
     kind = config.kind
-    if kind == "scheduler":
-        return _plan_scheduler(config)
+    if kind == "scheduler":  # a running cluster at config.address (and the baseline's): addresses checked
+        if not config.address:
+            raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
+        if config.worker_memory is not None:
+            raise AccelError(
+                "--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits"
+            )
+        if config.baseline_address:
+            check_address(config.baseline_address)
+        return ClusterPlan("scheduler", address=check_address(config.address))
     if config.address or config.baseline_address:
         flag = "--scheduler" if config.address else "--baseline-scheduler"
         raise AccelError(f"{flag} (an address) only goes with a running cluster (--scheduler), not with --cluster {kind}")
@@ -300,19 +300,6 @@ def plan_cluster(config: ClusterConfig, model: str | None = None) -> ClusterPlan
     if kind == "local":
         return _plan_local(config, memory_limit)
     return _plan_local_cuda(config, memory_limit, model)
-
-
-def _plan_scheduler(config: ClusterConfig) -> ClusterPlan:
-    """A running cluster at ``config.address`` (and the baseline's, if given): addresses checked."""
-    if not config.address:
-        raise AccelError("cluster kind 'scheduler' needs an address (--scheduler tcp://HOST:PORT)")
-    if config.worker_memory is not None:
-        raise AccelError(
-            "--worker-memory applies to a cluster accel starts (--cluster); a running cluster's workers have their own limits"
-        )
-    if config.baseline_address:
-        check_address(config.baseline_address)
-    return ClusterPlan("scheduler", address=check_address(config.address))
 
 
 def _plan_local(config: ClusterConfig, memory_limit: int | None) -> ClusterPlan:
@@ -330,7 +317,7 @@ def _plan_local(config: ClusterConfig, memory_limit: int | None) -> ClusterPlan:
             f"--workers {workers} x --threads-per-worker {threads} = {workers * threads} threads, but this machine "
             f"has {cores} cores for accel; use fewer workers or threads"
         )
-    return ClusterPlan.cpu_workers(workers, threads, config.protocol, memory_limit)
+    return ClusterPlan("local", None, workers, threads, "cpu", protocol=config.protocol, memory_limit=memory_limit)
 
 
 def _plan_local_cuda(config: ClusterConfig, memory_limit: int | None, model: str | None) -> ClusterPlan:
@@ -375,25 +362,18 @@ def _plan_local_cuda(config: ClusterConfig, memory_limit: int | None, model: str
 # --------------------------------------------------------------------------- the session
 
 
-@dataclass
-class ClusterInfo:
-    """What a run record says about the cluster it ran on."""
+@dataclass(frozen=True, kw_only=True)
+class ClusterInfo(ClusterPlan):
+    """What a run record says about the cluster it ran on: the plan's fields as the running
+    cluster has them, its dashboard and its workers."""
 
-    kind: str
     worker_kind: WorkerKind
     address: str
-    dashboard: str | None
     workers: int
     threads_per_worker: int | list[int]
+    dashboard: str | None
     gpus_per_worker: int
-    protocol: str
-    rmm_pool_size: int | None = None
-    device_memory_limit: int | float | None = None
     worker_details: list[dict[str, Any]] = field(default_factory=list)
-    rmm_maximum_pool_size: int | None = None
-    rmm_pool_basis: str | None = None
-    memory_limit: int | None = None
-    cudf_spill: bool = False
 
     @property
     def total_threads(self) -> int:
@@ -533,7 +513,7 @@ class ClusterSession:
         from accel.openmp import worker_environ
 
         plan = self.plan
-        common = {
+        common: dict[str, Any] = {
             "n_workers": plan.workers,
             "threads_per_worker": plan.threads_per_worker,
             "host": "127.0.0.1",
@@ -543,8 +523,16 @@ class ClusterSession:
             # bury the run's output on stderr. Real errors still surface as exceptions.
             "silence_logs": logging.CRITICAL,
         }
-        if plan.memory_limit is not None:
-            common["memory_limit"] = plan.memory_limit
+        # What the plan sets, and only that: a local plan has no RMM pool, device limit or cuDF spilling.
+        optional = {
+            "memory_limit": plan.memory_limit,
+            "rmm_pool_size": plan.rmm_pool_size,
+            "rmm_maximum_pool_size": plan.rmm_maximum_pool_size,
+            "device_memory_limit": plan.device_memory_limit,
+            # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
+            "enable_cudf_spill": plan.cudf_spill or None,
+        }
+        common.update({key: value for key, value in optional.items() if value is not None})
         # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
         # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
         # never left in the temporary folder.
@@ -565,16 +553,7 @@ class ClusterSession:
                     return LocalCluster(processes=True, **common)
                 from dask_cuda import LocalCUDACluster
 
-                extra: dict[str, Any] = {}
-                if plan.rmm_pool_size is not None:
-                    extra["rmm_pool_size"] = plan.rmm_pool_size
-                    extra["rmm_maximum_pool_size"] = plan.rmm_maximum_pool_size
-                if plan.device_memory_limit is not None:
-                    extra["device_memory_limit"] = plan.device_memory_limit
-                if plan.cudf_spill:
-                    # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
-                    extra["enable_cudf_spill"] = True
-                return LocalCUDACluster(**common, **extra)
+                return LocalCUDACluster(**common)
         except (AccelError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a port in use, NVML missing
@@ -602,18 +581,18 @@ class ClusterSession:
             worker_kind = "gpu" if gpu else "cpu"
         threads = sorted({int(d["nthreads"]) for d in details})
         address = self.client.scheduler.address
-        copied = ("rmm_pool_size", "device_memory_limit", "rmm_maximum_pool_size", "rmm_pool_basis", "memory_limit", "cudf_spill")
         return ClusterInfo(
-            kind=plan.kind,
-            worker_kind=worker_kind,
-            address=address,
-            dashboard=_dashboard_link(self.client),
-            workers=len(details),
-            threads_per_worker=threads[0] if len(threads) == 1 else threads,
-            gpus_per_worker=1 if worker_kind == "gpu" else 0,
-            protocol=address.split("://")[0],
-            worker_details=details,
-            **{key: getattr(plan, key) for key in copied},
+            **vars(plan)
+            | {
+                "worker_kind": worker_kind,
+                "address": address,
+                "protocol": address.split("://")[0],
+                "dashboard": _dashboard_link(self.client),
+                "workers": len(details),
+                "threads_per_worker": threads[0] if len(threads) == 1 else threads,
+                "gpus_per_worker": 1 if worker_kind == "gpu" else 0,
+                "worker_details": details,
+            }
         )
 
     def workers_now(self) -> list[str]:

@@ -87,13 +87,10 @@ COLLECTIVE_TIMEOUT_ENV = "ACCEL_DASK_COLLECTIVE_TIMEOUT_S"
 def collective_timeout() -> int:
     """The collective timeout in seconds: :data:`COLLECTIVE_TIMEOUT_S`, or the environment's."""
     text = os.environ.get(COLLECTIVE_TIMEOUT_ENV, str(COLLECTIVE_TIMEOUT_S))
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise AccelError(f"{COLLECTIVE_TIMEOUT_ENV}={text!r}: give a whole number of seconds, at least 1")
-    return value
+    with suppress(ValueError):
+        if (value := int(text)) >= 1:
+            return value
+    raise AccelError(f"{COLLECTIVE_TIMEOUT_ENV}={text!r}: give a whole number of seconds, at least 1")
 
 
 class ClusterRunFailed(AccelError):

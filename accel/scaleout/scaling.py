@@ -17,7 +17,6 @@ sketch is also merged across workers, so the accuracy is recorded at every count
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,24 +97,6 @@ def _counts(workers: Any) -> list[int]:
     return sorted(set(listed))
 
 
-@dataclass
-class _Study:
-    """A scaling study as it goes: what its runs share (:class:`~accel.scaleout.cluster_run.DaskJob`),
-    its worker counts with each count's arms, and the runs done."""
-
-    job: DaskJob
-    counts: list[int]
-    places: list[dict[ArmKind, ArmPlace]]
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    skipped_arms: dict[str, str] = field(default_factory=dict)
-
-    def begin(self, line: str, kind: str, workers: int) -> None:
-        """Say ``line``; tell the listener that the run of ``kind`` on ``workers`` follows (as the table's column names it)."""
-        say(line)
-        if self.job.listener:
-            self.job.listener.section(scaling_label(kind, workers))
-
-
 def scaling_study(
     config: RunConfig, counts: list[int], baseline: bool = True, listener: Listener | None = None
 ) -> tuple[dict[str, Any], Path, Path]:
@@ -141,65 +122,72 @@ def scaling_study(
     assert cluster is not None, "study_config gives a study its cluster"
     with ExitStack() as stack:
         places = [plan_arms(cluster.model_copy(update={"workers": n}), config.device, stack) for n in counts]
-    study = _Study(job, counts, places)
     started = datetime.now(timezone.utc)
     environment = collect_environment()
-    if baseline:
-        _run_single_process(study)
-    ran = _run_clusters(study)
-    record = _scaling_record(study, job.planned or ran, started, environment)
+    study, ran = _run_all(job, counts, places, baseline)
+    record = _scaling_record(job, study, job.planned or ran, started, environment)
     path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{record['cluster_kind']}")
     png = write_plot(record, path.with_suffix(".png"))
     return record, path, png
-
-
-def _run_single_process(study: _Study) -> None:
-    """The single-process CPU baseline: accel run's CPU arm, no Dask, every core."""
-    from accel.runner import run_arm_safely
-
-    job = study.job
-    study.begin("single-process CPU baseline (no Dask, every core)", "single-process", 1)
-    backend = study.places[0]["cpu"].arm_backend()
-    arm = run_arm_safely(backend, job.single_process(), job.listener, job.config.memory_settings()).as_dict()
-    threads = arm["threads"].get("cores_available")
-    study.runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
 
 
 #: The order the arms run in at each worker count.
 _ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
 
 
-def _run_clusters(study: _Study) -> Any:
-    """Each arm at each worker count on its own cluster; the workflow the first that ran describes."""
+def _run_all(
+    job: DaskJob, counts: list[int], places: list[dict[ArmKind, ArmPlace]], baseline: bool
+) -> tuple[dict[str, Any], Any]:
+    """The single-process CPU baseline (``baseline``: accel run's CPU arm, no Dask, every core),
+    then each arm at each worker count on its own cluster; ``(the record's worker_counts, runs and
+    skipped_arms, the workflow the first cluster run describes)``."""
+    from accel.runner import run_arm_safely
     from accel.scaleout.cluster_run import ClusterRunFailed
 
+    runs: list[dict[str, Any]] = []
+    skipped_arms: dict[str, str] = {}
     described = None
-    for n, place in zip(study.counts, study.places, strict=True):
+
+    def begin(line: str, kind: str, workers: int) -> None:
+        """Say ``line``; tell the listener that the run of ``kind`` on ``workers`` follows (as the table's column names it)."""
+        say(line)
+        if job.listener:
+            job.listener.section(scaling_label(kind, workers))
+
+    if baseline:
+        begin("single-process CPU baseline (no Dask, every core)", "single-process", 1)
+        backend = places[0]["cpu"].arm_backend()
+        arm = run_arm_safely(backend, job.single_process(), job.listener, job.config.memory_settings()).as_dict()
+        threads = arm["threads"].get("cores_available")
+        runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
+    for n, place in zip(counts, places, strict=True):
         for arm_kind in _ARM_ORDER:
             where = place[arm_kind]
             if where.skip is not None:
-                study.skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
+                skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
-            study.begin(f"{arm_kind.upper()} arm: {n} worker(s)", arm_kind, n)
+            begin(f"{arm_kind.upper()} arm: {n} worker(s)", arm_kind, n)
             try:
-                arm, ran, _ = study.job.run_arm(where)
+                arm, ran, _ = job.run_arm(where)
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
             planned_threads = where.plan.threads_per_worker if where.plan else None
             threads = (arm.get("cluster") or {}).get("threads_per_worker") or planned_threads
-            study.runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
-    return described
+            runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
+    return {"worker_counts": counts, "runs": runs, "skipped_arms": skipped_arms}, described
 
 
-def _scaling_record(study: _Study, described: Any, started: datetime, environment: dict[str, Any]) -> dict[str, Any]:
-    """The scaling record: the study, its rows (speedups and efficiencies) and its runs."""
+def _scaling_record(
+    job: DaskJob, study: dict[str, Any], described: Any, started: datetime, environment: dict[str, Any]
+) -> dict[str, Any]:
+    """The scaling record: the study (:func:`_run_all`'s runs), its rows (speedups and efficiencies) and its runs."""
     from accel.record import record_head
     from accel.workflows import WorkflowSettings, get_workflow
 
-    config, finished = study.job.config, datetime.now(timezone.utc)
+    config, finished = job.config, datetime.now(timezone.utc)
     assert config.cluster is not None, "scaling_study refuses a study without a cluster"
-    table, reference = scaling_rows(study.runs)
+    table, reference = scaling_rows(study["runs"])
     described = described or get_workflow(config.workflow, WorkflowSettings.of(config))  # a named workflow
     return {
         **record_head("scaling"),
@@ -211,8 +199,7 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
         "git_sha": environment.get("git_sha"),
         "config": config.model_dump(mode="json"),
         "data": described.describe_data(),
-        "worker_counts": study.counts,
-        "early_stopping": study.job.early_stopping.describe(),
+        "early_stopping": job.early_stopping.describe(),
         "speedup_reference": reference,
         "metric_name": "rmse" if described.task == "regression" else METRIC,
         "definitions": {
@@ -223,8 +210,7 @@ def _scaling_record(study: _Study, described: Any, started: datetime, environmen
             "fewest-worker CPU cluster's seconds / the single process's seconds",
         },
         "rows": table,
-        "runs": study.runs,
-        "skipped_arms": study.skipped_arms,
+        **study,
         "environment": environment,
     }
 
