@@ -26,6 +26,7 @@ each worker's peak beside its limit and the table's size in memory.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -125,7 +126,7 @@ def cases(bench):
         run_arm(backend, flows.small)
         run_on_session(session, flows.small_dask, flows.small_settings, XGBoostSettings(n_estimators=10), args.seed)
         yield Case(value=SimpleNamespace(flows=flows, backend=backend, params=params, session=session), arms=ARMS)
-        bench.record.update(cluster=session.info.as_dict(), cluster_startup_seconds=startup)
+        bench.record.update(cluster=dataclasses.asdict(session.info), cluster_startup_seconds=startup)
 
 
 def measure(bench, case, impl):
