@@ -245,11 +245,9 @@ def measure(
 
 def speedup(cpu_seconds: float | None, gpu_seconds: float | None) -> float:
     """CPU seconds / GPU seconds; NaN unless both were measured (never 0, never a copy)."""
-    if cpu_seconds is None or gpu_seconds is None:
+    if cpu_seconds is None or gpu_seconds is None or not (math.isfinite(cpu_seconds) and math.isfinite(gpu_seconds)):
         return math.nan
-    if not (math.isfinite(cpu_seconds) and math.isfinite(gpu_seconds)) or gpu_seconds <= 0:
-        return math.nan
-    return cpu_seconds / gpu_seconds
+    return cpu_seconds / gpu_seconds if gpu_seconds > 0 else math.nan
 
 
 # --------------------------------------------------------------------------- environment and fairness
