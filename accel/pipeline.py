@@ -185,8 +185,33 @@ class Pipeline:
         return self.transform.plan.target if self.workflow == "table" else "arr_delay"
 
     def features(self, frame: Frame) -> Frame:
-        """The feature frame of ``frame`` (checked: :func:`check_frame`)."""
-        frame, self.notices = check_frame(self, frame)
+        """The feature frame of ``frame``, checked first: rows the pipeline cannot score (a column
+        missing, text in a column trained as numbers) are refused in one line naming the column;
+        what scoring does about the rest (extra columns ignored, unseen categories of a table's
+        categorical columns scored as missing) goes to :attr:`notices`."""
+        present = [str(c) for c in frame.columns]
+        check_columns(self, present, "the data")
+        extra = [c for c in present if c not in self.required and c != self.target]
+        self.notices = [f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}"] if extra else []
+        frame = frame[self.required]
+        if self.workflow == "table":
+            cast = self.transform.featurizer.cast(frame)  # the transform's own cast
+            for col in self.transform.plan.features:
+                s = frame[col.name]
+                if col.kind == "numeric" and _compat.is_text_dtype(s):
+                    bad = s[s.notna() & self.backend.xdf.to_numeric(s, errors="coerce").isna()]
+                    if len(bad):
+                        example = _compat.to_pandas(bad.head(1)).iloc[0]
+                        raise AccelError(
+                            f"column {col.name!r} held numbers in training and holds text here (e.g. {str(example)[:40]!r}): "
+                            "fix the column or score a table like the training one"
+                        )
+                elif col.kind == "categorical":
+                    codes = cast[col.name].cat.codes
+                    unseen = int(_compat.column_sum(((codes < 0) | codes.isna()) & s.notna()))
+                    if unseen:
+                        self.notices.append(f"column {col.name!r}: {unseen:,} value(s) not seen in training, scored as missing")
+            frame = cast
         return self.transform.transform(frame)
 
     def matrix(self, X: Frame, batch_rows: int = SCORE_BATCH_ROWS) -> StoredMatrix:
@@ -242,48 +267,12 @@ def labels(pipeline: Pipeline, output: np.ndarray) -> np.ndarray:
     return pipeline.classes_[index]
 
 
-def check_frame(pipeline: Pipeline, frame: Frame) -> tuple[Frame, list[str]]:
-    """Refuse rows the pipeline cannot score (a column missing, text where numbers were
-    trained) in one line naming the column; return the columns the transform takes (a table's
-    categorical columns cast already: the check's cast is the transform's) and what scoring
-    will do about the rest (extra columns ignored, unseen categories scored as missing)."""
-    present = [str(c) for c in frame.columns]
-    check_columns(pipeline, present, "the data")
-    extra = [c for c in present if c not in pipeline.required and c != pipeline.target]
-    notices = [f"{len(extra)} column(s) the pipeline does not use were ignored: {', '.join(extra[:5])}"] if extra else []
-    frame = frame[pipeline.required]
-    return (_check_kinds(pipeline, frame, notices) if pipeline.workflow == "table" else frame), notices
-
-
 def check_columns(pipeline: Pipeline, present: list[str], what: str) -> None:
     """Refuse a table (``what``: how the message names it) that lacks a column the pipeline needs."""
     missing = [c for c in pipeline.required if c not in present]
     if missing:
         shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise AccelError(f"{what} lacks column(s) the pipeline needs: {shown}; score a table with the training table's columns")
-
-
-def _check_kinds(pipeline: Pipeline, frame: Frame, notices: list[str]) -> Frame:
-    """Text in a column trained as numbers is refused; unseen categories are counted (added to
-    ``notices``) on the categorical columns cast as the transform casts them, which are
-    returned with the other columns."""
-    cast = pipeline.transform.featurizer.cast(frame)
-    for col in pipeline.transform.plan.features:
-        s = frame[col.name]
-        if col.kind == "numeric" and _compat.is_text_dtype(s):
-            bad = s[s.notna() & pipeline.backend.xdf.to_numeric(s, errors="coerce").isna()]
-            if len(bad):
-                example = _compat.to_pandas(bad.head(1)).iloc[0]
-                raise AccelError(
-                    f"column {col.name!r} held numbers in training and holds text here (e.g. {str(example)[:40]!r}): "
-                    "fix the column or score a table like the training one"
-                )
-        elif col.kind == "categorical":
-            codes = cast[col.name].cat.codes
-            unseen = int(_compat.column_sum(((codes < 0) | codes.isna()) & s.notna()))
-            if unseen:
-                notices.append(f"column {col.name!r}: {unseen:,} value(s) not seen in training, scored as missing")
-    return cast
 
 
 # --------------------------------------------------------------------------- saving
@@ -328,31 +317,29 @@ def pipeline_folder(path: Path, arm: str | None = None) -> tuple[Path, str]:
     arm's where that arm ran and saved one, else the CPU arm's; ``arm`` picks). Returns the
     folder and a line saying which it is."""
     path = Path(path)
+    if (path / MANIFEST).is_file():
+        return path, f"pipeline {path}"
     if path.is_dir():
-        if (path / MANIFEST).is_file():
-            return path, f"pipeline {path}"
-        arms = [a for a in ("gpu", "cpu") if (path / a / MANIFEST).is_file()]
-        if arms:
-            chosen = arm or arms[0]
-            if chosen not in arms:
-                raise AccelError(f"{str(path)!r} holds no {chosen} pipeline (it holds: {', '.join(arms)})")
-            return path / chosen, f"the {chosen} arm's pipeline in {path}"
-        raise AccelError(f"{str(path)!r} is neither a pipeline folder nor a run record; give the record `accel run` printed")
-    if not path.is_file():
-        raise AccelError(f"no run record or pipeline at {str(path)!r}; give the record path `accel run` printed")
-    try:
-        record = read_record(path)
-    except RecordError as exc:
-        raise AccelError(f"{str(path)!r} is not a run record ({exc}); give the record path `accel run` printed") from None
-    saved = record.pipelines if isinstance(record, PairedRecord) else {}
-    if not saved:
-        raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
-    arms = [a for a in ("gpu", "cpu") if a in saved]
-    picked = arm or (arms[0] if arms else None)
-    if picked not in arms:
-        raise AccelError(f"the run record {str(path)!r} has no {picked} pipeline (it has: {', '.join(arms) or 'none'})")
-    folder = path.parent / str(saved[picked].path or "")
-    return folder, f"the {picked} arm's pipeline of run {record.run_id}"
+        folders = {a: path / a for a in ("gpu", "cpu") if (path / a / MANIFEST).is_file()}
+        if not folders:
+            raise AccelError(f"{str(path)!r} is neither a pipeline folder nor a run record; give the record `accel run` printed")
+        what, where = repr(str(path)), f"in {path}"
+    else:
+        if not path.is_file():
+            raise AccelError(f"no run record or pipeline at {str(path)!r}; give the record path `accel run` printed")
+        try:
+            record = read_record(path)
+        except RecordError as exc:
+            raise AccelError(f"{str(path)!r} is not a run record ({exc}); give the record path `accel run` printed") from None
+        saved = record.pipelines if isinstance(record, PairedRecord) else {}
+        if not saved:
+            raise AccelError(f"the run record {str(path)!r} names no pipeline (written by an accel that kept none): run it again")
+        folders = {a: path.parent / str(saved[a].path or "") for a in ("gpu", "cpu") if a in saved}
+        what, where = f"the run record {str(path)!r}", f"of run {record.run_id}"
+    picked = arm or next(iter(folders), None)
+    if picked not in folders:
+        raise AccelError(f"{what} has no {picked} pipeline (it has: {', '.join(folders) or 'none'})")
+    return folders[picked], f"the {picked} arm's pipeline {where}"
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -446,18 +433,6 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
 # --------------------------------------------------------------------------- from a run
 
 
-def classes_of(workflow: Fitted) -> list[Any] | None:
-    """The class labels of a workflow's task (None for regression)."""
-    if workflow.task == "regression":
-        return None
-    plan = getattr(workflow, "plan", None)
-    classes = list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
-    # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
-    if all(isinstance(c, float) and c.is_integer() for c in classes):
-        classes = [int(c) for c in classes]
-    return classes
-
-
 def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
     """The hold-out rows' ids (rows of the source file) beside the model's output for them;
     None where the rows have no place in a file."""
@@ -480,6 +455,13 @@ def from_run(
     **info: object,
 ) -> Pipeline:
     """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...)."""
+    classes = None
+    if workflow.task != "regression":
+        plan = getattr(workflow, "plan", None)
+        classes = list(plan.classes) if plan is not None and plan.classes is not None else [0, 1]
+        # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
+        if all(isinstance(c, float) and c.is_integer() for c in classes):
+            classes = [int(c) for c in classes]
     where = {
         "model": getattr(workflow, "model_name", model.name),
         "arm": backend.name,
@@ -488,7 +470,7 @@ def from_run(
     return Pipeline(
         workflow=workflow.name,
         task=workflow.task,
-        classes=classes_of(workflow),
+        classes=classes,
         transform=transform,
         model=model,
         fitted=fitted,

@@ -46,15 +46,18 @@ OUTPUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 class ScoreJob:
     """What each arm scores: the pipeline saved in ``folder`` on the rows of ``source``.
 
-    ``outputs`` gathers each arm's predictions (a frame, or the spool file a streamed arm wrote).
+    ``scratch`` is a private folder beside the output for streamed arms' spools (removed by
+    :func:`accel.scratch.release`), owned (:mod:`accel.scratch`): one a killed process left is
+    reclaimed by the next. ``outputs`` gathers each arm's predictions (a frame, or the spool file
+    a streamed arm wrote).
     """
 
     folder: Path
     source: Any
     task: str
     model_name: str
+    scratch: Path
     contributions: bool = False
-    scratch: Path | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
 
@@ -165,7 +168,6 @@ class ScoreStreamed(Executor[ScoreJob]):
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
         columns = job.columns(pipeline)
-        assert job.scratch is not None
         spool = job.scratch / f"{backend.name}.parquet"
         chunks = iter_chunks(backend.xdf, job.source, columns, self.batch_rows, read_types(pipeline, columns))
         metrics, writer, rows, batches = Metrics(), None, 0, 0
@@ -225,12 +227,6 @@ def write_output(path: Path, output: Frame | Path) -> Path:
             pcsv.write_csv(pa.Table.from_pandas(output, preserve_index=False), str(tmp))
 
     return write_new(Path(path), write, "the predictions", "choose another --out", exists=REFUSE)
-
-
-def scratch_folder(out: Path) -> Path:
-    """A private folder beside the output for streamed arms' spools (removed by :func:`accel.scratch.release`);
-    owned (:mod:`accel.scratch`): one a killed process left is reclaimed by the next."""
-    return scratch.owned_folder(Path(out).parent or Path("."), f".{Path(out).name}.spool-")
 
 
 # --------------------------------------------------------------------------- the paired scoring
@@ -358,8 +354,8 @@ def prepare(settings: PredictSettings) -> Prepared:
     source = resolve_source(str(settings.data))
     records = ensure_writable(settings.records)
     out_folder = ensure_writable(Path(settings.out).parent, "predictions", "--out")
-    job = ScoreJob(folder, source, manifest["task"], manifest.get("model") or DEFAULT_MODEL, settings.contributions)
-    job.scratch = scratch_folder(out_folder / Path(settings.out).name)
+    spool = scratch.owned_folder(out_folder, f".{Path(settings.out).name}.spool-")
+    job = ScoreJob(folder, source, manifest["task"], manifest.get("model") or DEFAULT_MODEL, spool, settings.contributions)
     return Prepared(job, manifest, which, records, datetime.now(timezone.utc))
 
 

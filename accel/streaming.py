@@ -54,16 +54,6 @@ if TYPE_CHECKING:
     from accel.workflows.table import TableWorkflow
 
 
-class _Rows:
-    """Which file rows are training / test rows (ascending), in :func:`row_dtype`."""
-
-    def __init__(self, plan: Any):
-        used = plan.row_positions
-        dtype = row_dtype(max(int(plan.rows_in_file), len(used)))
-        self.train: np.ndarray = used[plan.train_pos].astype(dtype)
-        self.test = used[plan.test_pos].astype(dtype)
-
-
 class Streamed(Executor[Workflow]):
     """The executor of a table larger than the memory budget: every pass reads it batch by batch."""
 
@@ -80,7 +70,10 @@ class Streamed(Executor[Workflow]):
         featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
         # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
         cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
-        run = _Stream(backend, table, plan, timer, listener, _Rows(tplan), featurizer, cache)
+        used, dtype = tplan.row_positions, row_dtype(max(int(tplan.rows_in_file), len(tplan.row_positions)))
+        rows = (used[tplan.train_pos].astype(dtype), used[tplan.test_pos].astype(dtype))
+        run = _Stream(backend, table, plan, timer, listener, *rows, featurizer, cache)
+        del rows  # the training rows' list goes before boosting (held by ``run`` alone)
         try:
             with announced(listener, backend.name, "fit pass"):
                 batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
@@ -88,7 +81,7 @@ class Streamed(Executor[Workflow]):
             dtrain = matrix.to_device()
             search_between_stages(backend, model, listener, matrix.search)
             # Only the test rows are read again: the training rows' list and folds go before boosting.
-            run.rows.train, featurizer.folds = np.empty(0, run.rows.test.dtype), np.empty(0, FOLD_DTYPE)
+            run.train, featurizer.folds = np.empty(0, run.test.dtype), np.empty(0, FOLD_DTYPE)
 
             # 3. boosting (on a trimmed heap: what the passes freed goes back to the system first)
             release_host_memory()
@@ -132,7 +125,9 @@ class _Stream:
     plan: BatchPlan
     timer: StageTimer
     listener: Listener | None
-    rows: _Rows
+    #: Which file rows are training / test rows (ascending), in :func:`row_dtype`.
+    train: np.ndarray
+    test: np.ndarray
     featurizer: TableFeaturizer
     cache: ColumnarCache
 
@@ -147,7 +142,7 @@ class _Stream:
         n = 0
         for start, frame in self.chunks(batch_rows):
             with self.timer.accumulate("features"):
-                train, where = planned_rows(self.rows.train, start, frame)
+                train, where = planned_rows(self.train, start, frame)
                 if train is not None:
                     featurizer.partial_fit(train, target_codes(xdf, train[tplan.target], tplan), featurizer.folds[where])
                     del train
@@ -171,7 +166,7 @@ class _Stream:
             sample.clear()
             source, featurizer = workflow.planned.source, self.featurizer
             chunks = self.cache.chunks
-            return predict_batches(backend.xdf, featurizer, booster, source, self.rows.test, batch_rows, self.timer, chunks, keep)
+            return predict_batches(backend.xdf, featurizer, booster, source, self.test, batch_rows, self.timer, chunks, keep)
 
         with announced(self.listener, backend.name, "predict pass"):
             prediction, y_test = with_backoff(predict_pass, self.plan, backend, "predict pass")
@@ -194,7 +189,7 @@ class _Matrix:
 
     def __init__(self, run: _Stream, model: XGBoostModel) -> None:
         self.run, self.model = run, model
-        self.n_train = len(run.workflow.plan.train_pos)  # the training rows (rows.train is let go before boosting)
+        self.n_train = len(run.workflow.plan.train_pos)  # the training rows (run.train is let go before boosting)
         es = getattr(model, "early_stopping", None)
         self.valid_mask = es.mask(self.n_train) if es is not None and es.searching else None
         self.held: dict[int, tuple[Any, Any]] = {}
@@ -209,7 +204,7 @@ class _Matrix:
         """One chunk's training rows as (matrix, labels), the validation rows held apart in the
         search's pass; None when the chunk has no training rows."""
         run, tplan, featurizer = self.run, self.run.workflow.plan, self.run.featurizer
-        train, where = planned_rows(run.rows.train, start, frame)
+        train, where = planned_rows(run.train, start, frame)
         if train is None:
             return None
         X = featurizer.transform(train, featurizer.folds[where])

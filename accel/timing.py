@@ -22,7 +22,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
@@ -172,13 +172,8 @@ class Timing:
         return self.cold / self.median if self.times and self.median > 0 else math.nan
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "cold": self.cold,
-            "times": list(self.times),
-            "warmup": self.warmup,
-            "repeats": len(self.times),
-            **{k: getattr(self, k) for k in ("median", "min", "max", "cv", "cold_ratio")},
-        }
+        stats = {k: getattr(self, k) for k in ("median", "min", "max", "cv", "cold_ratio")}
+        return {**asdict(self), "repeats": len(self.times), **stats}
 
 
 def timed_call(fn: Callable[[], Any], backend: Backend | None = None) -> tuple[float, Any]:
@@ -250,11 +245,9 @@ def measure(
 
 def speedup(cpu_seconds: float | None, gpu_seconds: float | None) -> float:
     """CPU seconds / GPU seconds; NaN unless both were measured (never 0, never a copy)."""
-    if cpu_seconds is None or gpu_seconds is None:
+    if cpu_seconds is None or gpu_seconds is None or not (math.isfinite(cpu_seconds) and math.isfinite(gpu_seconds)):
         return math.nan
-    if not (math.isfinite(cpu_seconds) and math.isfinite(gpu_seconds)) or gpu_seconds <= 0:
-        return math.nan
-    return cpu_seconds / gpu_seconds
+    return cpu_seconds / gpu_seconds if gpu_seconds > 0 else math.nan
 
 
 # --------------------------------------------------------------------------- environment and fairness
