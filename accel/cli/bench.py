@@ -363,7 +363,7 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
     datagen.check_memory(args.n, "groupby")  # from the RAM size, before anything is allocated or created
     name, exists = datagen.groupby_name(args.n, args.k, args.nas, args.sort), exists_policy(args.overwrite)
     with _no_empty_folders(Path(args.out).parent):
-        datagen.prepare_output(args.out, folder=False, exists=exists)
+        datagen.prepare_output(Path(args.out).parent, [args.out], exists)
         stderr_line(f"generating {name}: {args.n:,} rows, K={args.k:,}")
         table = datagen.groupby_table(args.n, args.k, nas=args.nas, sort=args.sort, seed=args.seed)
         path = datagen.write_table(table, args.out, exists)
@@ -375,15 +375,11 @@ def _cmd_data_groupby(args: argparse.Namespace) -> int:
 def _cmd_data_join(args: argparse.Namespace) -> int:
     from accel.data import datagen
 
-    if args.n < datagen.MIN_JOIN_ROWS:
-        raise AccelError(
-            f"the join data needs N >= {datagen.MIN_JOIN_ROWS} rows (three right tables of different sizes), got {args.n}"
-        )
     datagen.check_memory(args.n, "join")  # from the RAM size, before anything is allocated or created
     with _no_empty_folders(Path(args.out_dir)):
         names, exists = datagen.join_names(args.n, args.nas), exists_policy(args.overwrite)
         files = [args.out_dir / f"{name}.{args.format}" for name in names.values()]
-        datagen.prepare_output(args.out_dir, folder=True, files=files, exists=exists)
+        datagen.prepare_output(args.out_dir, files, exists)
         stderr_line(f"generating {names['x']} and its right tables ({args.n:,} rows)")
         tables = datagen.join_tables(args.n, nas=args.nas, seed=args.seed)
         written = {

@@ -166,7 +166,10 @@ MIN_JOIN_ROWS = 1000
 
 def join_sizes(n: int) -> dict[str, int]:
     """Rows of the three right tables for a left table of ``n`` rows: N/1e6, N/1e3 and N, with
-    at least 10 rows in the small one and ten times that in the medium one."""
+    at least 10 rows in the small one and ten times that in the medium one; an :class:`AccelError`
+    for ``n`` below :data:`MIN_JOIN_ROWS`."""
+    if n < MIN_JOIN_ROWS:
+        raise AccelError(f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}")
     small = max(n // 10**6, 10)
     return {"small": small, "medium": max(n // 10**3, 10 * small), "big": n}
 
@@ -182,8 +185,6 @@ def join_tables(n: int, nas: int = 0, seed: int = DEFAULT_SEED) -> dict[str, Any
     import pyarrow as pa
 
     _check_counts(n, None, nas)
-    if n < MIN_JOIN_ROWS:
-        raise AccelError(f"the join data needs N >= {MIN_JOIN_ROWS} rows (three right tables of different sizes), got {n}")
     rng = np.random.default_rng(seed)
     sizes = join_sizes(n)
     roles = ("small", "medium", "big")
@@ -259,22 +260,18 @@ def check_memory(n: int, kind: str, available: int | None = None) -> None:
         )
 
 
-def prepare_output(path: Path, *, folder: bool, files: list[Path] | None = None, exists: str = "refuse") -> Path:
-    """Check an output path before generating (generation of 1e8 rows takes a while).
-
-    ``files``: the files that will be written (the path itself when not a folder); one that
-    exists is refused unless ``exists`` is ``"replace"`` (``--overwrite``).
+def prepare_output(folder: Path, files: list[Path], exists: str = "refuse") -> None:
+    """Check the output ``folder`` and the ``files`` to be written there before generating
+    (generation of 1e8 rows takes a while): a file that exists is refused unless ``exists`` is
+    ``"replace"`` (``--overwrite``).
     """
     from accel.cache import _writable_folder
     from accel.files import refuse_existing
 
-    path = Path(path)
-    for file in files if files is not None else ([] if folder else [path]):
+    for file in files:
         refuse_existing(file, "the data file", exists)  # type: ignore[arg-type]
-    target = path if folder else path.parent
-    if why := _writable_folder(target):  # made if missing, and a file written and removed there
-        raise AccelError(f"cannot write to {str(target)!r} ({why})")
-    return path
+    if why := _writable_folder(folder):  # made if missing, and a file written and removed there
+        raise AccelError(f"cannot write to {str(folder)!r} ({why})")
 
 
 def rows_from_text(text: str) -> int:
