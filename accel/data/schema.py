@@ -73,9 +73,7 @@ class ColumnPlan:
 
     def describe(self) -> dict[str, Any]:
         """The column in the record: its kind, and each other field that is set."""
-        out = {
-            k: v for k, v in dataclasses.asdict(self).items() if k not in ("name", "categories_numeric") and v not in (None, "")
-        }
+        out = {k: v for k, v in vars(self).items() if k not in ("name", "categories_numeric") and v not in (None, "")}
         return {**out, "categories": self.cardinality} if self.categories is not None else out
 
 
@@ -132,7 +130,7 @@ class TablePlan:
         """The plan :meth:`fitted_state` wrote, with no rows."""
         none = np.empty(0, dtype=np.int64)
         columns = [ColumnPlan(**c) for c in state["columns"]]
-        return cls(**{**state, "columns": columns}, row_positions=none, train_pos=none, test_pos=none)
+        return cls(**{**state, "columns": columns, "row_positions": none, "train_pos": none, "test_pos": none})
 
     def describe(self) -> dict[str, Any]:
         rows = {"rows_used": self.row_positions, "rows_train": self.train_pos, "rows_test": self.test_pos}
@@ -266,9 +264,8 @@ def _text_plan(name: str, text: pd.Series, nunique: int, notices: list[str]) -> 
             f"{dates.MIN_PARSED:.0%} of them{hint}: not parsed as dates; give its layout with "
             f"--date-format {name}=FORMAT (a strptime format such as %d/%m/%Y %H:%M)"
         )
-    numeric_share = _numeric_share(text)
-    if 0 < numeric_share < 1:
-        reason = reason or f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
+    if not reason and 0 < (numeric_share := _numeric_share(text)) < 1:
+        reason = f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
     if nunique >= ID_LIKE_SHARE * len(text) and len(text) >= 50:
         return ColumnPlan(name, "dropped", "ID-like or free text (almost every value distinct)")
     return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
