@@ -343,8 +343,6 @@ def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series
     the exact per-column check only for the few columns that pass it. ``rows``: the positions
     of ``frame`` that ``y`` belongs to.
     """
-    if not names:
-        return set()
     X = np.empty((len(y), len(names)), dtype=np.float64)
     for j, name in enumerate(names):  # one column at a time: no float64 copy of the whole frame first
         X[:, j] = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
@@ -414,9 +412,8 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         why = "given with --task"
         many = nunique > MAX_CLASSES or (not integral and nunique > MAX_CLASS_SHARE * len(y))
         if task == "classification" and is_numeric and many:
-            values = "integer" if integral else "non-integer"
             raise AccelError(
-                f"--task classification: target {target!r} is numeric with {nunique:,} distinct {values} values "
+                f"--task classification: target {target!r} is numeric with {nunique:,} distinct {'' if integral else 'non-'}integer values "
                 f"in {len(y):,} rows, which is a quantity to predict, not classes; use --task regression"
             )
     if task == "regression":
@@ -550,12 +547,9 @@ def _drop_leaks(
     """Mark the columns that leak the target (on the training rows ``train_rows`` of ``sub``) dropped, saying why."""
     # Training rows are taken column by column, never as a copy of the whole sample.
     prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(sub[p.name].dtype)]
-    candidates = _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_rows)
-    for plan in plans:
-        if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
-            continue
-        leak = _leak_reason(sub[plan.name].iloc[train_rows], plan, y_train, task_kind)
-        if leak:
+    cleared = set(prefiltered) - _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_rows)
+    for plan in (p for p in plans if p.kind not in ("dropped", "datetime") and p.name not in cleared):
+        if leak := _leak_reason(sub[plan.name].iloc[train_rows], plan, y_train, task_kind):
             plan.kind, plan.reason = "dropped", f"leak: {leak}"
             notices.append(f"column {plan.name!r} dropped: {leak}")
 
