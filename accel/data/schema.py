@@ -210,7 +210,7 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
 
 
 def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str | None, typed: ArrowKind | None) -> ColumnPlan:
-    """How one column is used; ``typed`` is the kind its Arrow type (:func:`accel.data.readers.arrow_kind`) or ``--drop`` gives."""
+    """How one column is used; ``typed``: the kind its Arrow type (:func:`accel.data.readers.arrow_kind`) or ``--drop`` gives."""
     kind, _, why = typed or ("", "", "")
     if kind == "dropped":
         return ColumnPlan(name, "dropped", why)
@@ -413,8 +413,9 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         many = nunique > MAX_CLASSES or (not integral and nunique > MAX_CLASS_SHARE * len(y))
         if task == "classification" and is_numeric and many:
             raise AccelError(
-                f"--task classification: target {target!r} is numeric with {nunique:,} distinct {'' if integral else 'non-'}integer values "
-                f"in {len(y):,} rows, which is a quantity to predict, not classes; use --task regression"
+                f"--task classification: target {target!r} is numeric with {nunique:,} distinct "
+                f"{'' if integral else 'non-'}integer values in {len(y):,} rows, which is a quantity to predict, not classes; "
+                "use --task regression"
             )
     if task == "regression":
         if not is_numeric:
