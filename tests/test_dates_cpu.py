@@ -179,6 +179,30 @@ def test_date_format_mistakes_are_one_line_errors(tmp_path, capsys):
     assert records_in(tmp_path / "r") == [], "nothing written"
 
 
+@pytest.mark.parametrize(
+    "given,rows,needles",
+    [
+        ("a=%Y", 300, ["--date-format a=%Y: column 'a' holds numbers that are not whole", "only for a column of dates"]),
+        ("blank=%Y", 300, ["--date-format blank=%Y: column 'blank' has no values to parse", "only for a column of dates"]),
+        ("one=%Y", 300, ["--date-format one=%Y parses none of the 300 sampled values of 'one'", "give the format"]),
+        ("b=%Y", 300, ["--date-format b=%Y parses none of the 300 sampled values of 'b'", "give the format"]),
+        ("c=%Y", 300, ["--date-format c=%Y: 'c' is not a column of the table; columns: a, b, blank, one, y"]),
+        ("a=%Y", 0, ["the table has a header but no data rows"]),
+    ],
+    ids=["fractions", "all-missing", "one-value", "integers", "not-a-column", "no-rows"],
+)
+def test_date_format_on_a_column_without_dates_is_a_one_line_error(tmp_path, capsys, given, rows, needles):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=rows), "b": rng.integers(0, 9, rows), "blank": np.nan, "one": "x"})
+    frame["y"] = rng.normal(size=rows)
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    base = ["run", "--data", str(path), "--target", "y", "--out", str(tmp_path / "r"), *FAST]
+    code, _, err = run_cli(capsys, *base, "--date-format", given)
+    assert_error(code, err, *needles)
+    assert records_in(tmp_path / "r") == []
+
+
 def test_date_like_text_that_does_not_parse_gets_a_notice(tmp_path, capsys):
     rng = np.random.default_rng(3)
     n = 300

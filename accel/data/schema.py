@@ -73,12 +73,8 @@ class ColumnPlan:
 
     def describe(self) -> dict[str, Any]:
         """The column in the record: its kind, and each other field that is set."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for name in ("reason", "categories", "date_format", "date_source", "date_note", "date_parts", "date_gpu"):
-            value = getattr(self, name)
-            if value is not None and value != "":
-                out[name] = len(value) if name == "categories" else list(value) if name == "date_parts" else value
-        return out
+        out = {k: v for k, v in vars(self).items() if k not in ("name", "categories_numeric") and v not in (None, "")}
+        return {**out, "categories": self.cardinality} if self.categories is not None else out
 
 
 @dataclass
@@ -109,12 +105,8 @@ class TablePlan:
 
     def csv_dtypes(self) -> dict[str, str]:
         """Column types to read CSV chunks with, so that every chunk parses alike."""
-        out = {
-            c.name: "float64" if c.kind == "numeric" or (c.kind == "categorical" and c.categories_numeric) else "str"
-            for c in self.features
-        }
-        out[self.target] = "float64" if self.task == "regression" or self.classes_numeric else "str"
-        return out
+        out = {c.name: "float64" if c.kind == "numeric" or c.categories_numeric else "str" for c in self.features}
+        return {**out, self.target: "float64" if self.task == "regression" or self.classes_numeric else "str"}
 
     @property
     def features(self) -> list[ColumnPlan]:
@@ -138,23 +130,17 @@ class TablePlan:
         """The plan :meth:`fitted_state` wrote, with no rows."""
         none = np.empty(0, dtype=np.int64)
         columns = [ColumnPlan(**c) for c in state["columns"]]
-        fields = {k: v for k, v in state.items() if k != "columns"}
-        return cls(**fields, columns=columns, row_positions=none, train_pos=none, test_pos=none)
+        return cls(**{**state, "columns": columns, "row_positions": none, "train_pos": none, "test_pos": none})
 
     def describe(self) -> dict[str, Any]:
+        rows = {"rows_used": self.row_positions, "rows_train": self.train_pos, "rows_test": self.test_pos}
         return {
-            "target": self.target,
-            "task": self.task,
-            "task_reason": self.task_reason,
+            **{k: getattr(self, k) for k in ("target", "task", "task_reason", "rows_in_file", "encoding_probe")},
             "classes": [str(c) for c in self.classes] if self.classes is not None else None,
-            "rows_in_file": self.rows_in_file,
-            "rows_used": int(len(self.row_positions)),
-            "rows_train": int(len(self.train_pos)),
-            "rows_test": int(len(self.test_pos)),
+            **{k: len(v) for k, v in rows.items()},
             "columns": {c.name: c.describe() for c in self.columns},
             "notices": list(self.notices),
             "native_categorical": list(self.native_categorical),
-            "encoding_probe": self.encoding_probe,
         }
 
 
@@ -177,14 +163,8 @@ def _sorted_categories(values: pd.Series, numeric: bool) -> list[Any]:
 
 def _datetime_plan(name: str, layout: dates.DateLayout, source: str, notices: list[str], text: pd.Series) -> ColumnPlan:
     """A column of date text in ``layout`` (``text``: its non-null values), and its line in the schema notice."""
-    fmt, note = layout.format, layout.note
-    gap = cudf_date_gap(fmt)
-    if gap is not None:
-        gpu = f"host (pandas): {gap}"
-    elif "%b" in fmt or "%B" in fmt:
-        gpu = "cuDF (month names as numbers)"
-    else:
-        gpu = "cuDF"
+    fmt, note, gap = layout.format, layout.note, cudf_date_gap(layout.format)
+    gpu = f"host (pandas): {gap}" if gap is not None else "cuDF (month names as numbers)" if re.search("%[bB]", fmt) else "cuDF"
     parts, why = dates.date_parts(fmt, pandas_datetime(text.astype(str), fmt))
     utc = "; times with UTC offsets read as UTC" if "%z" in fmt else ""
     parsed = f"{layout.parsed:.0%} of {layout.sampled:,} sampled values parsed{utc}"
@@ -192,24 +172,28 @@ def _datetime_plan(name: str, layout: dates.DateLayout, source: str, notices: li
         f"column {name!r}: dates as {fmt} ({source}; {parsed}{'; ' + note if note else ''}); "
         f"features {', '.join(parts)}{' (' + why + ')' if why else ''}; GPU arm parses with {gpu}"
     )
-    joined = "; ".join(x for x in (parsed, note, why) if x)
+    note = "; ".join(x for x in (parsed, note, why) if x)
     reason = f"date text ({source})"
     return ColumnPlan(
-        name, "datetime", reason, date_format=fmt, date_source=source, date_note=joined, date_parts=parts, date_gpu=gpu
+        name, "datetime", reason, date_format=fmt, date_source=source, date_note=note, date_parts=parts, date_gpu=gpu
     )
 
 
 def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> ColumnPlan:
-    """``--date-format NAME=FMT``: checked on the sampled values; a format that parses none is an error."""
-    flag = f"--date-format {name}={fmt}"
+    """``--date-format NAME=FMT``: checked on the sampled values. A column with nothing to parse (no
+    values, or numbers that are not whole, such as 0.5) and a format that parses none are errors."""
+    flag, only = f"--date-format {name}={fmt}", "; give --date-format only for a column of dates"
     values = s.dropna()
     if values.empty:
-        raise AccelError(f"{flag}: column {name!r} has no values to parse")
+        raise AccelError(f"{flag}: column {name!r} has no values to parse{only}")
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
         notices.append(f"column {name!r} is already typed as datetimes: {flag} not needed")
         return ColumnPlan(name, "datetime", "typed")
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
-        values = values[values % 1 == 0].astype("int64")  # 20210315 read as a number
+        whole = values[values % 1 == 0]  # 20210315 read as a number
+        if whole.empty:
+            raise AccelError(f"{flag}: column {name!r} holds numbers that are not whole (e.g. {values.iloc[0]}), not dates{only}")
+        values = whole.astype("int64")
     sample = values.astype(str).head(dates.SAMPLE).reset_index(drop=True)
     try:
         pandas_datetime(sample.head(1), fmt)
@@ -217,53 +201,54 @@ def _override_plan(name: str, s: pd.Series, fmt: str, notices: list[str]) -> Col
         raise AccelError(f"{flag}: not a format pandas reads ({exc})") from None
     share = dates.parsed_share(sample, fmt)
     if share == 0:
-        raise AccelError(f"{flag} parses none of the {len(sample):,} sampled values of {name!r} (e.g. {sample.iloc[0]!r})")
+        raise AccelError(
+            f"{flag} parses none of the {len(sample):,} sampled values of {name!r} (e.g. {sample.iloc[0]!r}); "
+            "give the format its values are written in"
+        )
     layout = dates.DateLayout(fmt, share, len(sample), "" if share == 1 else "the rest become missing")
     return _datetime_plan(name, layout, "--date-format", notices, values.astype(str))
 
 
 def _plan_column(name: str, s: pd.Series, notices: list[str], date_format: str | None, typed: ArrowKind | None) -> ColumnPlan:
-    """How one column is used; ``typed`` is the kind its Arrow type gives (:func:`accel.data.readers.arrow_kind`)."""
+    """How one column is used; ``typed``: the kind its Arrow type (:func:`accel.data.readers.arrow_kind`) or ``--drop`` gives."""
     kind, _, why = typed or ("", "", "")
     if kind == "dropped":
         return ColumnPlan(name, "dropped", why)
     if date_format is not None:
         return _override_plan(name, s, date_format, notices)
-    n = int(s.notna().sum())
+    values, dtype = s.dropna(), s.dtype
+    n, nunique = len(values), int(values.nunique())
     if n == 0:
         return ColumnPlan(name, "dropped", "all values missing")
-    nunique = int(s.nunique(dropna=True))
     if nunique == 1 and not why.startswith("hive partition"):
         return ColumnPlan(name, "dropped", "constant")
     if kind == "numeric":
         return ColumnPlan(name, "numeric", why)
     if kind == "categorical":
-        numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
-        values = s if numeric else s.dropna().astype(str)
-        return ColumnPlan(name, "categorical", why, _sorted_categories(values, numeric), numeric)
-    dtype = s.dtype
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        return ColumnPlan(
+            name, "categorical", why, _sorted_categories(values if numeric else values.astype(str), numeric), numeric
+        )
     if pd.api.types.is_bool_dtype(dtype):
         return ColumnPlan(name, "boolean")
     if pd.api.types.is_datetime64_any_dtype(dtype):  # every date part, unless it is a monthly series
-        values = s.dropna()
         parts, note = dates.date_parts(None, values.dt.tz_convert(None) if values.dt.tz is not None else values)
         return ColumnPlan(name, "datetime", "typed", date_note=note, date_parts=parts if note else None)
-    if pd.api.types.is_integer_dtype(dtype) or (pd.api.types.is_float_dtype(dtype) and bool((s.dropna() % 1 == 0).all())):
-        if nunique == n and n >= 50 and (_ID_NAME.search(name) or s.dropna().is_monotonic_increasing):
+    if pd.api.types.is_integer_dtype(dtype) or (pd.api.types.is_float_dtype(dtype) and bool((values % 1 == 0).all())):
+        if nunique == n and n >= 50 and (_ID_NAME.search(name) or values.is_monotonic_increasing):
             return ColumnPlan(name, "dropped", "ID-like (every value distinct)")
         if nunique <= LOW_CARDINALITY_INT:
-            return ColumnPlan(name, "categorical", "low-cardinality integer", _sorted_categories(s, True), True)
+            return ColumnPlan(name, "categorical", "low-cardinality integer", _sorted_categories(values, True), True)
         return ColumnPlan(name, "numeric")
     if pd.api.types.is_numeric_dtype(dtype):
         return ColumnPlan(name, "numeric")
-    return _text_plan(name, s, n, nunique, notices)
+    return _text_plan(name, values.astype(str), nunique, notices)
 
 
-def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]) -> ColumnPlan:
-    """How a text column is used (``n`` values, ``nunique`` distinct): true/false, dates, categories, or dropped."""
-    text = s.dropna().astype(str)
-    low = text.str.strip().str.lower()
-    if not low.empty and bool(low.isin(TRUE_STRINGS + FALSE_STRINGS).all()):
+def _text_plan(name: str, text: pd.Series, nunique: int, notices: list[str]) -> ColumnPlan:
+    """How a column of text ``text`` (its non-null values, ``nunique`` distinct) is used: true/false, dates,
+    categories, or dropped."""
+    if bool(text.str.strip().str.lower().isin(TRUE_STRINGS + FALSE_STRINGS).all()):
         return ColumnPlan(name, "boolean", "true/false text")
     reason = ""
     date_like = dates.date_like_share(text)
@@ -279,10 +264,9 @@ def _text_plan(name: str, s: pd.Series, n: int, nunique: int, notices: list[str]
             f"{dates.MIN_PARSED:.0%} of them{hint}: not parsed as dates; give its layout with "
             f"--date-format {name}=FORMAT (a strptime format such as %d/%m/%Y %H:%M)"
         )
-    numeric_share = _numeric_share(text)
-    if 0 < numeric_share < 1:
-        reason = reason or f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
-    if nunique >= ID_LIKE_SHARE * n and n >= 50:
+    if not reason and 0 < (numeric_share := _numeric_share(text)) < 1:
+        reason = f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
+    if nunique >= ID_LIKE_SHARE * len(text) and len(text) >= 50:
         return ColumnPlan(name, "dropped", "ID-like or free text (almost every value distinct)")
     return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
 
@@ -336,13 +320,11 @@ def _leak_reason(feature: pd.Series, plan: ColumnPlan, y: pd.Series, task: str) 
             return None
         # Classification: a perfect threshold predictor. Sorted by value, the class changes
         # no more often than there are class boundaries, and no value holds two classes.
-        frame = pd.DataFrame({"f": fv.to_numpy(), "t": t.to_numpy()}).dropna()
-        per_value = frame.groupby("f")["t"].nunique()
-        if (per_value > 1).any() or len(per_value) < 2:
+        values = pd.DataFrame({"f": fv.to_numpy(), "t": t.to_numpy()}).dropna().groupby("f")["t"]
+        if (values.nunique() > 1).any() or values.ngroups < 2:
             return None
-        ordered = frame.sort_values("f")["t"]
-        changes = int((ordered.to_numpy()[1:] != ordered.to_numpy()[:-1]).sum())
-        if changes <= t.nunique() - 1:
+        ordered = values.first().to_numpy()  # the class of each value, in order of value
+        if (ordered[1:] != ordered[:-1]).sum() <= t.nunique() - 1:
             return "a perfect predictor of the target (one threshold separates the classes)"
         return None
     if plan.kind == "categorical":
@@ -361,8 +343,6 @@ def _numeric_leak_candidates(frame: pd.DataFrame, names: list[str], y: pd.Series
     the exact per-column check only for the few columns that pass it. ``rows``: the positions
     of ``frame`` that ``y`` belongs to.
     """
-    if not names:
-        return set()
     X = np.empty((len(y), len(names)), dtype=np.float64)
     for j, name in enumerate(names):  # one column at a time: no float64 copy of the whole frame first
         X[:, j] = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
@@ -399,13 +379,10 @@ def _check_spellings(y: pd.Series, target: str) -> None:
     """Refuse text classes that differ only in case or surrounding spaces (``yes``, `` yes``, ``Yes``):
     the model would learn them as different classes. The error names each group."""
     labels = pd.Series(y.dropna().astype(str).unique())
-    folded = labels.str.strip().str.casefold()
-    groups = labels.groupby(folded.to_numpy()).agg(list)
-    near = [sorted(g) for g in groups if len(g) > 1]
+    near = [sorted(g) for g in labels.groupby(labels.str.strip().str.casefold().to_numpy()).agg(list) if len(g) > 1]
     if near:
-        shown = "; ".join(" / ".join(repr(v) for v in g[:4]) for g in near[:3]) + (
-            f"; and {len(near) - 3} more" if len(near) > 3 else ""
-        )
+        more = f"; and {len(near) - 3} more" if len(near) > 3 else ""
+        shown = "; ".join(" / ".join(repr(v) for v in g[:4]) for g in near[:3]) + more
         raise AccelError(
             f"target {target!r} has classes that differ only in case or surrounding spaces ({shown}): a model would "
             "learn each spelling as a class of its own; write each class one way in the file"
@@ -433,19 +410,17 @@ def _target_task(y: pd.Series, target: str, task: str | None) -> tuple[str, str,
         why = f"inferred: {why}"
     else:
         why = "given with --task"
-    if task == "classification" and is_numeric and why == "given with --task":
-        n = len(y)
-        if nunique > MAX_CLASSES or (not integral and nunique > MAX_CLASS_SHARE * n):
-            values = "integer" if integral else "non-integer"
+        many = nunique > MAX_CLASSES or (not integral and nunique > MAX_CLASS_SHARE * len(y))
+        if task == "classification" and is_numeric and many:
             raise AccelError(
-                f"--task classification: target {target!r} is numeric with {nunique:,} distinct {values} values "
-                f"in {n:,} rows, which is a quantity to predict, not classes; use --task regression"
+                f"--task classification: target {target!r} is numeric with {nunique:,} distinct "
+                f"{'' if integral else 'non-'}integer values in {len(y):,} rows, which is a quantity to predict, not classes; "
+                "use --task regression"
             )
     if task == "regression":
         if not is_numeric:
-            example = y.astype(str).head(1).iloc[0]
             raise AccelError(
-                f"--task regression needs a numeric target, but {target!r} holds text (e.g. {example!r}); "
+                f"--task regression needs a numeric target, but {target!r} holds text (e.g. {str(y.iloc[0])!r}); "
                 "use --task classification or another --target"
             )
         return "regression", why, None, False
@@ -492,12 +467,10 @@ def make_plan(
     task_kind, why, classes, classes_numeric = _target_task(y, target, task)
     train_pos, test_pos = split_positions(len(positions), test_size, seed)
     sub = _schema_rows(frame, positions, notices)
-    plans: list[ColumnPlan] = []
-    for name in columns:
-        if name in drop:
-            plans.append(ColumnPlan(name, "dropped", "named in --drop"))
-        elif name != target:
-            plans.append(_plan_column(name, sub[name], notices, date_formats.get(name), typed.get(name)))
+    typed.update((name, ("dropped", "", "named in --drop")) for name in drop)
+    plans = [
+        _plan_column(name, sub[name], notices, date_formats.get(name), typed.get(name)) for name in columns if name != target
+    ]
     # The leakage guard looks at training rows only: the split came first.
     train_in_sub = train_pos[train_pos < len(sub)]
     y_train = y.iloc[train_in_sub]
@@ -515,30 +488,27 @@ def make_plan(
     )  # fmt: skip
 
 
-def _not_a_column(name: str, columns: list[str], listing: str) -> str:
-    """The hint after "``name`` is not a column": the nearest names, else ``listing`` of the first columns."""
-    near = difflib.get_close_matches(name, columns, n=3, cutoff=0.5)
-    return f"; did you mean {', '.join(repr(c) for c in near)}?" if near else listing.format(", ".join(columns[:10]))
+def _known(flag: str, name: str, columns: list[str]) -> None:
+    """Refuse ``name`` (given as ``flag``) when it is not a column, naming the nearest columns, else the first ones."""
+    if name not in columns:
+        near = difflib.get_close_matches(name, columns, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(c) for c in near)}?" if near else f"columns: {', '.join(columns[:10])}"
+        raise AccelError(f"{flag} is not a column of the table; {hint}")
 
 
 def _check_names(
     columns: list[str], target: str, drop: list[str], date_formats: dict[str, str], typed: dict[str, ArrowKind]
 ) -> None:
     """Refuse a ``--target``, ``--drop`` or ``--date-format`` that names no column, or the wrong one."""
-    if target not in columns:
-        hint = _not_a_column(target, columns, "; columns: {}")
-        raise AccelError(f"--target {quote(target)} is not a column of the table{hint}")
+    _known(f"--target {quote(target)}", target, columns)
     for name in drop:
-        if name not in columns:
-            raise AccelError(f"--drop {name!r} is not a column of the table (columns: {', '.join(columns[:10])})")
+        _known(f"--drop {name!r}", name, columns)
     if target in drop:
         raise AccelError(f"--drop names the target {target!r}; drop other columns only")
     if typed.get(target, ("",))[0] == "dropped":
         raise AccelError(f"--target {target!r} cannot be a target: {typed[target][2]}; choose another --target")
     for name, fmt in date_formats.items():
-        if name not in columns:
-            hint = _not_a_column(name, columns, " (columns: {})")
-            raise AccelError(f"--date-format {name}={fmt}: {name!r} is not a column of the table{hint}")
+        _known(f"--date-format {name}={fmt}: {name!r}", name, columns)
         if name == target:
             raise AccelError(f"--date-format {name}={fmt} names the target; it applies to feature columns")
         if name in drop:
@@ -547,12 +517,10 @@ def _check_names(
 
 def _rows_with_target(full_target: pd.Series, target: str, rows: int | None, seed: int, notices: list[str]) -> np.ndarray:
     """The positions of the rows used (a seeded sample of ``rows``), less those without a target value."""
-    rows_in_file = len(full_target)
-    positions = sample_positions(rows_in_file, rows, seed)
-    if positions is None:
-        positions = np.arange(rows_in_file)
-    elif rows is not None:
-        notices.append(f"using a seeded sample of {rows:,} of {rows_in_file:,} rows")
+    positions = sample_positions(len(full_target), rows, seed)
+    if positions is not None:
+        notices.append(f"using a seeded sample of {rows:,} of {len(full_target):,} rows")
+    positions = np.arange(len(full_target)) if positions is None else positions
     has_target = full_target.iloc[positions].notna().to_numpy()
     if not has_target.any():
         raise AccelError(f"target {target!r} has no values (every row is missing it)")
@@ -580,12 +548,9 @@ def _drop_leaks(
     """Mark the columns that leak the target (on the training rows ``train_rows`` of ``sub``) dropped, saying why."""
     # Training rows are taken column by column, never as a copy of the whole sample.
     prefiltered = [p.name for p in plans if p.kind == "numeric" and pd.api.types.is_numeric_dtype(sub[p.name].dtype)]
-    candidates = _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_rows)
-    for plan in plans:
-        if plan.kind in ("dropped", "datetime") or (plan.name in prefiltered and plan.name not in candidates):
-            continue
-        leak = _leak_reason(sub[plan.name].iloc[train_rows], plan, y_train, task_kind)
-        if leak:
+    cleared = set(prefiltered) - _numeric_leak_candidates(sub, prefiltered, y_train, task_kind, rows=train_rows)
+    for plan in (p for p in plans if p.kind not in ("dropped", "datetime") and p.name not in cleared):
+        if leak := _leak_reason(sub[plan.name].iloc[train_rows], plan, y_train, task_kind):
             plan.kind, plan.reason = "dropped", f"leak: {leak}"
             notices.append(f"column {plan.name!r} dropped: {leak}")
 
