@@ -70,8 +70,7 @@ from accel.registry import MODELS, Dist, refusal
 from accel.timing import StageTimer, speedup
 
 if TYPE_CHECKING:
-    from distributed import Client, Future
-    from optuna import Study
+    from distributed import Client
     from optuna.trial import FrozenTrial
 
     from accel.config import ClusterConfig, RunConfig
@@ -448,7 +447,8 @@ def run_trials_on_client(
 
     Each worker gets one task holding its share of the trials (shares differ by at most one),
     so no worker ever runs two trials at once; all share the study through its storage URL.
-    Progress is read back from the storage. Returns the number of workers used.
+    Progress is read back from the storage: each trial said as it finishes, each worker whose
+    trials stopped with an error. Returns the number of workers used.
     """
     study = opened.study
     workers = sorted(client.scheduler_info()["workers"])
@@ -462,25 +462,18 @@ def run_trials_on_client(
         if share:  # fewer trials than workers: the last workers get none
             key, task = f"accel-hpo-{study.study_name}-{i}", {**spec, "n_trials": share, "deadline": deadline, "index": i}
             futures.append(client.submit(_worker_trials, task, workers=[worker], allow_other_workers=False, pure=False, key=key))
-    _follow(study, futures, log)
-    return len(workers)
-
-
-def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> None:
-    """Wait for the workers' ``futures``, saying each trial as the storage shows it finished and
-    each worker whose trials stopped with an error."""
-    seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
-    pending = futures
-    while pending:
+    seen = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
+    while futures:
         time.sleep(0.5)
-        for fut in [f for f in pending if f.done() and f.status == "error"]:
+        for fut in [f for f in futures if f.done() and f.status == "error"]:
             log(f"a worker's trials stopped: {first_line(fut.exception(), 300)}")
-        pending = [f for f in pending if not f.done()]
+        futures = [f for f in futures if not f.done()]
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
                 log(describe_trial(t, str(study.user_attrs.get("metric", "value"))))
                 claim(study)
+    return len(workers)
 
 
 def search_memory(config: RunConfig, cluster: str | None) -> tuple[Any, str | None]:
