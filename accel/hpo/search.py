@@ -587,11 +587,10 @@ def run_search(
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
     with request.client(config.model) as client, searched(open_study(config, request.given, request.resume)) as opened:
         run = _start(opened, backend, gpu_note, request, log)
-        baseline = _baseline(run, listener)
-        n_workers, counts = _trials(run, client, trial_log or log)
-        run.record = _record(run, request, n_workers, counts, baseline)
+        _baseline(run, listener)
+        _trials(run, client, trial_log or log)
         best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-        return _finish(run, out, _final(run, _top_k(run, best), baseline) if best else _no_trial_arms(run))
+        return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
 
 
 @dataclass
@@ -644,11 +643,13 @@ def _start(
     )
     for note in ctx.data.notes:
         log(f"  note: {note}")
-    return _Search(opened, gpu_note, ctx, direction, log, started, phases)
+    run = _Search(opened, gpu_note, ctx, direction, log, started, phases)
+    run.record = _record(run, request)
+    return run
 
 
-def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
-    """The default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
+def _baseline(run: _Search, listener: Listener | None) -> None:
+    """The record's default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
     from accel.runner import early_stopping_for
 
     baseline: dict[str, Any] | None = run.opened.study.user_attrs.get("baseline")
@@ -667,11 +668,11 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
         baseline = base.entry(run.ctx.metric, {"params": dict(run.ctx.base_params)}, evaluated_on="hold-out")
         run.opened.study.set_user_attr("baseline", strict(baseline)[0])
     run.log(f"default baseline: {run.ctx.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
-    return baseline
+    run.record["baseline"] = baseline
 
 
-def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> tuple[int, dict[str, int]]:
-    """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
+def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> None:
+    """Subset-first trials, here or on the Dask workers; the record's trial counts and how many workers ran them."""
     study, hpo = run.opened.study, run.ctx.config.hpo
     done_before = counted_trials(study)
     remaining = max(0, hpo.trials - done_before)
@@ -680,25 +681,22 @@ def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], Non
         f"({hpo.subset:g} of the fitting rows), rounds × {hpo.trial_rounds:g}"
         + (f", time-out {hpo.timeout:g} s" if hpo.timeout else "")
     )
-    n_workers = 1
     with run.timed("trials"):
         if client is None:
             run_trials(study, run.ctx, remaining, hpo.timeout, each_trial, total=hpo.trials)
         else:
-            n_workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
-    counts = trial_counts(study)
+            workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
+            run.record["search"]["parallel"]["workers"] = workers
+    counts = run.record["trials"] = trial_counts(study)
     run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
         + f" · {run.phases['trials']:.1f} s"
     )
-    return n_workers, counts
 
 
-def _record(
-    run: _Search, request: SearchRequest, n_workers: int, counts: dict[str, int], baseline: dict[str, Any]
-) -> dict[str, Any]:
-    """The hpo record's head: the study, the configuration, the search and its trials."""
+def _record(run: _Search, request: SearchRequest) -> dict[str, Any]:
+    """The hpo record's head: the study, the configuration and the search (one worker unless a cluster ran the trials)."""
     config, opened, ctx = run.ctx.config, run.opened, run.ctx
     return {
         **record_head("hpo"),
@@ -724,13 +722,11 @@ def _record(
             "rows": ctx.data.rows,
             **config.hpo.model_dump(include={"subset", "trial_rounds", "validation"}),
             "space": {k: v.describe() for k, v in ctx.space.items()},
-            "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
+            "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": 1},
             "precision": config.precision,
             "memory": ctx.memory,
             "notes": ctx.data.notes,
         },  # fmt: skip
-        "trials": counts,
-        "baseline": baseline,
     }
 
 
@@ -796,7 +792,7 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
     return (max if run.direction == "maximize" else min)(top, key=lambda c: c["metric"])
 
 
-def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+def _final(run: _Search, winner: dict[str, Any]) -> dict[str, Any]:
     """The winner retrained on all training rows, scored on the hold-out, against the baseline; both arms of
     it: the searched arm's is the retrained best, and the CPU baseline arm (searched on the GPU) trains the
     same final model on its own features for its time."""
@@ -808,6 +804,7 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     with run.timed("final"):
         fin = _retrained(run, run.ctx, params)
     final = run.record["final"] = fin.entry(run.ctx.metric, {"trial": winner["trial"], "params": params}, evaluated_on="hold-out")
+    baseline = run.record["baseline"]
     gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
     run.record["improvement"] = {"metric": run.ctx.metric, "tuned_minus_default": gain, "better": gain > 0}
     run.log(
