@@ -520,32 +520,26 @@ class SearchRequest:
         return self.connect(ClusterConfig(kind=kind, address=self.scheduler, workers=self.workers), model)
 
 
-def _given(values: dict[str, Any], prefix: str = "") -> set[str]:
-    """The settings given, as ``seed``, ``hpo.subset``, ...: the keys of the ``hpo`` section, not the section.
-
-    ``hpo`` itself is never one of them: it would count every ``hpo.*`` setting as given once
-    any one is (``--resume --trials 5`` would then clash with a study's ``--subset``).
-    """
-    parts = (_given(v, prefix + k + ".") if isinstance(v, dict) and k == "hpo" else {prefix + k} for k, v in values.items())
-    return set().union(*parts)
-
-
 def search_config(
     file_values: dict[str, Any], overrides: dict[str, Any], hpo_settings: dict[str, Any], source: str, named: bool = True
 ) -> tuple[Any, set[str]]:
     """The validated config of a search and the settings given explicitly (``accel hpo``, :func:`accel.hpo`).
 
     ``hpo_settings`` (``trials``, ``subset``, ...; None where not given) override single keys of
-    the file's ``hpo:`` section, not the whole section. ``named``: a workflow was named (a
-    resumed study without one takes the study's).
+    the file's ``hpo:`` section, not the whole section. The settings given are named ``seed``,
+    ``hpo.subset``, ...: the keys of the ``hpo`` section, never the section itself (it would count
+    every ``hpo.*`` setting as given once any one is: ``--resume --trials 5`` would then clash
+    with a study's ``--subset``). ``named``: a workflow was named (a resumed study without one
+    takes the study's).
     """
     from accel.config import build_config
 
     hpo_settings = {k: v for k, v in hpo_settings.items() if v is not None}
-    if hpo_settings:
-        section = file_values.get("hpo", {})
-        file_values["hpo"] = {**section, **hpo_settings} if isinstance(section, dict) else section
-    given = _given(file_values) | {k for k, v in overrides.items() if v is not None}
+    section = file_values.get("hpo", {})
+    if hpo_settings and isinstance(section, dict):
+        section = file_values["hpo"] = {**section, **hpo_settings}
+    keys = {f"hpo.{k}" for k in section} if isinstance(section, dict) else {"hpo"}
+    given = keys | {k for k in file_values if k != "hpo"} | {k for k, v in overrides.items() if v is not None}
     if not named:
         given.discard("workflow")
     return build_config(file_values, overrides, source), given
