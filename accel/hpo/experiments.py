@@ -316,11 +316,9 @@ def mark_fronts(rows: list[Row]) -> None:
     """Set ``pareto`` (metric vs seconds) and ``pareto_memory`` (metric vs peak MB) within each group."""
     for members in _by_group(rows).values():
         higher = members[0].metric_name not in LOWER_IS_BETTER
-        metrics = [r.metric for r in members]
-        for r, on in zip(members, pareto_mask(metrics, [r.seconds for r in members], higher)):
-            r.pareto = on
-        for r, on in zip(members, pareto_mask(metrics, [r.peak_mb for r in members], higher)):
-            r.pareto_memory = on
+        for flag, cost in (("pareto", "seconds"), ("pareto_memory", "peak_mb")):
+            for r, on in zip(members, pareto_mask([r.metric for r in members], [getattr(r, cost) for r in members], higher)):
+                setattr(r, flag, on)
 
 
 def _by_group(rows: list[Row]) -> dict[str, list[Row]]:

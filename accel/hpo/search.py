@@ -70,8 +70,7 @@ from accel.registry import MODELS, Dist, refusal
 from accel.timing import StageTimer, speedup
 
 if TYPE_CHECKING:
-    from distributed import Client, Future
-    from optuna import Study
+    from distributed import Client
     from optuna.trial import FrozenTrial
 
     from accel.config import ClusterConfig, RunConfig
@@ -448,7 +447,8 @@ def run_trials_on_client(
 
     Each worker gets one task holding its share of the trials (shares differ by at most one),
     so no worker ever runs two trials at once; all share the study through its storage URL.
-    Progress is read back from the storage. Returns the number of workers used.
+    Progress is read back from the storage: each trial said as it finishes, each worker whose
+    trials stopped with an error. Returns the number of workers used.
     """
     study = opened.study
     workers = sorted(client.scheduler_info()["workers"])
@@ -462,25 +462,18 @@ def run_trials_on_client(
         if share:  # fewer trials than workers: the last workers get none
             key, task = f"accel-hpo-{study.study_name}-{i}", {**spec, "n_trials": share, "deadline": deadline, "index": i}
             futures.append(client.submit(_worker_trials, task, workers=[worker], allow_other_workers=False, pure=False, key=key))
-    _follow(study, futures, log)
-    return len(workers)
-
-
-def _follow(study: Study, futures: list[Future], log: Callable[[str], None]) -> None:
-    """Wait for the workers' ``futures``, saying each trial as the storage shows it finished and
-    each worker whose trials stopped with an error."""
-    seen: set[int] = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
-    pending = futures
-    while pending:
+    seen = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
+    while futures:
         time.sleep(0.5)
-        for fut in [f for f in pending if f.done() and f.status == "error"]:
+        for fut in [f for f in futures if f.done() and f.status == "error"]:
             log(f"a worker's trials stopped: {first_line(fut.exception(), 300)}")
-        pending = [f for f in pending if not f.done()]
+        futures = [f for f in futures if not f.done()]
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
                 log(describe_trial(t, str(study.user_attrs.get("metric", "value"))))
                 claim(study)
+    return len(workers)
 
 
 def search_memory(config: RunConfig, cluster: str | None) -> tuple[Any, str | None]:
@@ -527,32 +520,26 @@ class SearchRequest:
         return self.connect(ClusterConfig(kind=kind, address=self.scheduler, workers=self.workers), model)
 
 
-def _given(values: dict[str, Any], prefix: str = "") -> set[str]:
-    """The settings given, as ``seed``, ``hpo.subset``, ...: the keys of the ``hpo`` section, not the section.
-
-    ``hpo`` itself is never one of them: it would count every ``hpo.*`` setting as given once
-    any one is (``--resume --trials 5`` would then clash with a study's ``--subset``).
-    """
-    parts = (_given(v, prefix + k + ".") if isinstance(v, dict) and k == "hpo" else {prefix + k} for k, v in values.items())
-    return set().union(*parts)
-
-
 def search_config(
     file_values: dict[str, Any], overrides: dict[str, Any], hpo_settings: dict[str, Any], source: str, named: bool = True
 ) -> tuple[Any, set[str]]:
     """The validated config of a search and the settings given explicitly (``accel hpo``, :func:`accel.hpo`).
 
     ``hpo_settings`` (``trials``, ``subset``, ...; None where not given) override single keys of
-    the file's ``hpo:`` section, not the whole section. ``named``: a workflow was named (a
-    resumed study without one takes the study's).
+    the file's ``hpo:`` section, not the whole section. The settings given are named ``seed``,
+    ``hpo.subset``, ...: the keys of the ``hpo`` section, never the section itself (it would count
+    every ``hpo.*`` setting as given once any one is: ``--resume --trials 5`` would then clash
+    with a study's ``--subset``). ``named``: a workflow was named (a resumed study without one
+    takes the study's).
     """
     from accel.config import build_config
 
     hpo_settings = {k: v for k, v in hpo_settings.items() if v is not None}
-    if hpo_settings:
-        section = file_values.get("hpo", {})
-        file_values["hpo"] = {**section, **hpo_settings} if isinstance(section, dict) else section
-    given = _given(file_values) | {k for k, v in overrides.items() if v is not None}
+    section = file_values.get("hpo", {})
+    if hpo_settings and isinstance(section, dict):
+        section = file_values["hpo"] = {**section, **hpo_settings}
+    keys = {f"hpo.{k}" for k in section} if isinstance(section, dict) else {"hpo"}
+    given = keys | {k for k in file_values if k != "hpo"} | {k for k, v in overrides.items() if v is not None}
     if not named:
         given.discard("workflow")
     return build_config(file_values, overrides, source), given
@@ -594,11 +581,10 @@ def run_search(
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
     with request.client(config.model) as client, searched(open_study(config, request.given, request.resume)) as opened:
         run = _start(opened, backend, gpu_note, request, log)
-        baseline = _baseline(run, listener)
-        n_workers, counts = _trials(run, client, trial_log or log)
-        run.record = _record(run, request, n_workers, counts, baseline)
+        _baseline(run, listener)
+        _trials(run, client, trial_log or log)
         best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-        return _finish(run, out, _final(run, _top_k(run, best), baseline) if best else _no_trial_arms(run))
+        return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
 
 
 @dataclass
@@ -651,11 +637,13 @@ def _start(
     )
     for note in ctx.data.notes:
         log(f"  note: {note}")
-    return _Search(opened, gpu_note, ctx, direction, log, started, phases)
+    run = _Search(opened, gpu_note, ctx, direction, log, started, phases)
+    run.record = _record(run, request)
+    return run
 
 
-def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
-    """The default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
+def _baseline(run: _Search, listener: Listener | None) -> None:
+    """The record's default baseline: the model accel run trains, on all training rows, on the hold-out (once a study)."""
     from accel.runner import early_stopping_for
 
     baseline: dict[str, Any] | None = run.opened.study.user_attrs.get("baseline")
@@ -674,11 +662,11 @@ def _baseline(run: _Search, listener: Listener | None) -> dict[str, Any]:
         baseline = base.entry(run.ctx.metric, {"params": dict(run.ctx.base_params)}, evaluated_on="hold-out")
         run.opened.study.set_user_attr("baseline", strict(baseline)[0])
     run.log(f"default baseline: {run.ctx.metric} {baseline['metric']:.4f} on the hold-out · {baseline['seconds']:.1f} s")
-    return baseline
+    run.record["baseline"] = baseline
 
 
-def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> tuple[int, dict[str, int]]:
-    """Subset-first trials, here or on the Dask workers: how many workers ran them, and the trial counts."""
+def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> None:
+    """Subset-first trials, here or on the Dask workers; the record's trial counts and how many workers ran them."""
     study, hpo = run.opened.study, run.ctx.config.hpo
     done_before = counted_trials(study)
     remaining = max(0, hpo.trials - done_before)
@@ -687,25 +675,22 @@ def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], Non
         f"({hpo.subset:g} of the fitting rows), rounds × {hpo.trial_rounds:g}"
         + (f", time-out {hpo.timeout:g} s" if hpo.timeout else "")
     )
-    n_workers = 1
     with run.timed("trials"):
         if client is None:
             run_trials(study, run.ctx, remaining, hpo.timeout, each_trial, total=hpo.trials)
         else:
-            n_workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
-    counts = trial_counts(study)
+            workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
+            run.record["search"]["parallel"]["workers"] = workers
+    counts = run.record["trials"] = trial_counts(study)
     run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
         + f" · {run.phases['trials']:.1f} s"
     )
-    return n_workers, counts
 
 
-def _record(
-    run: _Search, request: SearchRequest, n_workers: int, counts: dict[str, int], baseline: dict[str, Any]
-) -> dict[str, Any]:
-    """The hpo record's head: the study, the configuration, the search and its trials."""
+def _record(run: _Search, request: SearchRequest) -> dict[str, Any]:
+    """The hpo record's head: the study, the configuration and the search (one worker unless a cluster ran the trials)."""
     config, opened, ctx = run.ctx.config, run.opened, run.ctx
     return {
         **record_head("hpo"),
@@ -731,13 +716,11 @@ def _record(
             "rows": ctx.data.rows,
             **config.hpo.model_dump(include={"subset", "trial_rounds", "validation"}),
             "space": {k: v.describe() for k, v in ctx.space.items()},
-            "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": n_workers},
+            "parallel": {"cluster": request.cluster, "scheduler": request.scheduler, "workers": 1},
             "precision": config.precision,
             "memory": ctx.memory,
             "notes": ctx.data.notes,
         },  # fmt: skip
-        "trials": counts,
-        "baseline": baseline,
     }
 
 
@@ -803,7 +786,7 @@ def _top_k(run: _Search, best: list[FrozenTrial]) -> dict[str, Any]:
     return (max if run.direction == "maximize" else min)(top, key=lambda c: c["metric"])
 
 
-def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+def _final(run: _Search, winner: dict[str, Any]) -> dict[str, Any]:
     """The winner retrained on all training rows, scored on the hold-out, against the baseline; both arms of
     it: the searched arm's is the retrained best, and the CPU baseline arm (searched on the GPU) trains the
     same final model on its own features for its time."""
@@ -815,6 +798,7 @@ def _final(run: _Search, winner: dict[str, Any], baseline: dict[str, Any]) -> di
     with run.timed("final"):
         fin = _retrained(run, run.ctx, params)
     final = run.record["final"] = fin.entry(run.ctx.metric, {"trial": winner["trial"], "params": params}, evaluated_on="hold-out")
+    baseline = run.record["baseline"]
     gain = final["metric"] - baseline["metric"] if run.direction == "maximize" else baseline["metric"] - final["metric"]
     run.record["improvement"] = {"metric": run.ctx.metric, "tuned_minus_default": gain, "better": gain > 0}
     run.log(
