@@ -161,9 +161,7 @@ def grouped_bars(
             ax.bar([x for x, _ in pts], [v for _, v in pts], width, label=label, **({"color": color} if color else {}))
         ax.set_xticks(range(len(categories)), list(categories))
         if len(categories) > 6 or max((len(c) for c in categories), default=0) > 10:
-            ax.tick_params(axis="x", labelrotation=30)
-            for tick in ax.get_xticklabels():
-                tick.set_horizontalalignment("right")
+            plt.setp(ax.get_xticklabels(), rotation=30, horizontalalignment="right")
         if log:
             ax.set_yscale("log")
         return _finish(ax, title, ylabel=ylabel, no_grid="x")

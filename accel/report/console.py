@@ -51,13 +51,16 @@ from accel.timing import EXTRA_STAGES, STAGES
 PROGRESS_EVERY_S = 10.0
 
 
-def _table(title: str, left: Sequence[str], right: Sequence[str] = (), rows: Iterable[Sequence[str]] = ()) -> Table:
-    """A table titled at the left: the ``left`` columns, then the ``right``-justified ones; ``rows``."""
+def _table(
+    title: str, left: Sequence[str], right: Sequence[str] = (), rows: Iterable[Sequence[str]] = (), fold: bool = False
+) -> Table:
+    """A table titled at the left: the ``left`` columns, then the ``right``-justified ones; ``rows``.
+    With ``fold``, the ``left`` columns are never wrapped and the ``right`` ones fold where narrow."""
     table = Table(title=title, title_justify="left")
     for col in left:
-        table.add_column(col)
+        table.add_column(col, no_wrap=fold)
     for col in right:
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold" if fold else "ellipsis")
     for row in rows:
         table.add_row(*row)
     return table
@@ -269,18 +272,16 @@ def wall_line(wall: Wall) -> str:
 def stage_table(title: str, record: PairedRecord) -> Table:
     """Seconds per stage of both arms and the speedup (the stages either arm timed, then the total)."""
     gpu, cpu = record.arms["gpu"], record.arms["cpu"]
-    table = _table(title, ["stage"], ["GPU arm (s)", "CPU arm (s)", "speedup"])
     stages = list(dict.fromkeys([*gpu.stages, *cpu.stages])) or list(STAGES)
+    rows = [
+        [stage, *(fmt_value(arm.total_seconds if stage == "total" else arm.stages.get(stage), ".2f") if arm.ok else str(arm.status)
+                  for arm in (gpu, cpu)), fmt_value(record.speedup.get(stage), ".1f", "×", "n/a")]
+        for stage in (*stages, "total")
+    ]  # fmt: skip
+    table = _table(title, ["stage"], ["GPU arm (s)", "CPU arm (s)", "speedup"], rows)
+    table.rows[-1].style = "bold"
     if any(s in EXTRA_STAGES for s in stages):
         table.caption = "explain: the model's importances (SHAP), timed apart from the total"
-    for stage in (*stages, "total"):
-        seconds = [arm.total_seconds if stage == "total" else arm.stages.get(stage) for arm in (gpu, cpu)]
-        table.add_row(
-            stage,
-            *(fmt_value(s, ".2f") if arm.ok else str(arm.status) for s, arm in zip(seconds, (gpu, cpu))),
-            fmt_value(record.speedup.get(stage), ".1f", "×", "n/a"),
-            style="bold" if stage == "total" else None,
-        )
     return table
 
 
@@ -352,16 +353,15 @@ def render_placement(record: RunRecord, console: Console) -> None:
                 f"training retried: attempt 1 lost {len(attempts[0].lost_workers)} worker(s) ({attempts[0].reason}); "
                 f"attempt 2 ran on {attempts[-1].workers}"
             )
-        workers = Table(title=f"{kind.upper()} arm's workers", title_justify="left")
+        rows = [
+            [w.address, str(w.nthreads), *(fmt_value(v, ".0f") for v in (limit / 1e6 if limit else None, m.peak_rss_mb,
+                                                                         m.dask_reported_peak_device_mb))]
+            for w in cluster.worker_details for m, limit in [(w.memory or WorkerMemory(), w.memory_limit_bytes)]
+        ]  # fmt: skip
+        header = ["threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"]
+        workers = _table(f"{kind.upper()} arm's workers", ["worker"], header, rows, fold=True)
         # The address tells the workers apart: never cut; the numbers' headers wrap instead.
-        longest = max((len(w.address) for w in cluster.worker_details), default=6)
-        workers.add_column("worker", no_wrap=True, min_width=longest)
-        for header in ("threads", "memory limit (MB)", "peak RSS (MB)", "peak device (MB)"):
-            workers.add_column(header, justify="right", overflow="fold")
-        for w in cluster.worker_details:
-            memory, limit = w.memory or WorkerMemory(), w.memory_limit_bytes
-            mb = (limit / 1e6 if limit else None, memory.peak_rss_mb, memory.dask_reported_peak_device_mb)
-            workers.add_row(w.address, str(w.nthreads), *(fmt_value(v, ".0f") for v in mb))
+        workers.columns[0].min_width = max((len(w.address) for w in cluster.worker_details), default=6)
         console.print(workers)
 
 
@@ -369,23 +369,15 @@ def render_compare(record: CompareRecord, console: Console) -> None:
     """Print the compare record: each arm's status, exit code, cold and warm seconds and memory peaks,
     why an arm did not run, the speedup, whether the arms agree (and the first lines where they
     differ), where the GPU arm's time went per function as the accelerators' profilers saw it."""
-    table = _table(
-        f"accel compare {escape(str(record.program.path))}",
-        ["arm", "status"],
-        ["exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"],
-    )
-    for name in ("cpu", "gpu"):
-        r = record.arms.get(name) or CompareArm()
-        if r.status == "skipped":
-            table.add_row(name, "skipped", "", "", "", "", "")
-            continue
-        w = r.warm
-        warm_text = f"{fmt_value(w.median, '.2f')} ({fmt_value(w.min, '.2f')}-{fmt_value(w.max, '.2f')})" if w else "-"
-        table.add_row(
-            name, str(r.status), str(r.exit_code), fmt_value(r.cold_seconds, ".2f"), warm_text, fmt_value(r.peak_host_mb, ".0f"),
-            fmt_value(r.peak_device_mb, ".0f", missing="-"),
-        )  # fmt: skip
-    console.print(table)
+    rows = [
+        [name, "skipped", "", "", "", "", ""] if r.status == "skipped" else
+        [name, str(r.status), str(r.exit_code), fmt_value(r.cold_seconds, ".2f"),
+         f"{fmt_value(w.median, '.2f')} ({fmt_value(w.min, '.2f')}-{fmt_value(w.max, '.2f')})" if (w := r.warm) else "-",
+         fmt_value(r.peak_host_mb, ".0f"), fmt_value(r.peak_device_mb, ".0f", missing="-")]
+        for name in ("cpu", "gpu") for r in [record.arms.get(name) or CompareArm()]
+    ]  # fmt: skip
+    header = ["exit", "cold s", "warm median s (min-max)", "peak RSS MB", "peak device MB"]
+    console.print(_table(f"accel compare {escape(str(record.program.path))}", ["arm", "status"], header, rows))
     for name in ("cpu", "gpu"):
         if not (arm := record.arms.get(name) or CompareArm()).ok and arm.reason:
             console.print(escape(arm_status_line(name, arm)))
@@ -415,13 +407,6 @@ def render_scaling(record: ScalingRecord, console: Console) -> None:
     """Stages down, configurations across: seconds, then speedup, efficiency, GPU vs CPU and the metric."""
     runs = record.runs
     arms = [run.arm or RunArm() for run in runs]
-    title = f"accel scale {record.workflow} — {record.cluster_kind} workers vs the single-process baseline"
-    table = Table(title=title, title_justify="left")
-    # Each run's header: its label, then its workers × threads per worker (the first column says so).
-    table.add_column("\nworkers × threads", no_wrap=True)
-    for run in runs:
-        label = scaling_label(str(run.kind), run.workers or 0)
-        table.add_column(f"{label}\n{run.workers} × {run.threads_per_worker}", justify="right", overflow="fold")
 
     def cells(stage: str, show: Callable[[ScalingRow], str]) -> list[str]:
         rows = [
@@ -429,15 +414,17 @@ def render_scaling(record: ScalingRecord, console: Console) -> None:
         ]
         return [show(row) if arm.ok else str(arm.status) for arm, row in zip(arms, rows)]
 
-    for stage in (*STAGES, "total"):
-        table.add_row(
-            f"{stage} (s)", *cells(stage, lambda r: fmt_value(r.seconds, ".2f")), style="bold" if stage == "total" else None
-        )
-    table.add_row("speedup", *cells("total", lambda r: fmt_value(r.speedup_vs_1, ".2f", "×", "n/a")))
-    table.add_row("efficiency", *cells("total", lambda r: fmt_value(r.efficiency, ".2f", "", "n/a")))
+    rows = [[f"{stage} (s)", *cells(stage, lambda r: fmt_value(r.seconds, ".2f"))] for stage in (*STAGES, "total")]
+    rows.append(["speedup", *cells("total", lambda r: fmt_value(r.speedup_vs_1, ".2f", "×", "n/a"))])
+    rows.append(["efficiency", *cells("total", lambda r: fmt_value(r.efficiency, ".2f", "", "n/a"))])
     if "gpu" in {run.kind for run in runs}:
-        table.add_row("GPU vs CPU", *cells("total", lambda r: fmt_value(r.gpu_vs_cpu, ".2f", "×", "n/a")))
-    table.add_row((record.metric_name or "auc").upper(), *cells("total", lambda r: fmt_value(r.metric, ".4f")))
+        rows.append(["GPU vs CPU", *cells("total", lambda r: fmt_value(r.gpu_vs_cpu, ".2f", "×", "n/a"))])
+    rows.append([(record.metric_name or "auc").upper(), *cells("total", lambda r: fmt_value(r.metric, ".4f"))])
+    # Each run's header: its label, then its workers × threads per worker (the first column says so).
+    header = [f"{scaling_label(str(run.kind), run.workers or 0)}\n{run.workers} × {run.threads_per_worker}" for run in runs]
+    title = f"accel scale {record.workflow} — {record.cluster_kind} workers vs the single-process baseline"
+    table = _table(title, ["\nworkers × threads"], header, rows, fold=True)
+    table.rows[len(STAGES)].style = "bold"
     console.print(table)
     line = functools.partial(console.print, highlight=False, markup=False)
     line(

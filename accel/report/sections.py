@@ -37,7 +37,6 @@ from accel.record import (
     HpoRecord,
     Improvement,
     ModelsBench,
-    ModelTimed,
     Record,
     RunRecord,
     ScalingRecord,
@@ -319,6 +318,13 @@ def _timed(arm: Timed, key: str, dash: bool = False) -> Any:
 _ANSWERS: dict[bool | None, str] = {True: "agree", False: "DISAGREE"}
 
 
+def _arms_table(s: Section, caption: str, header: list[str], rows: list[list[Any]], table_id: str, gpu_ran: bool) -> None:
+    """A table of both arms; where the GPU arm ran nowhere, without its columns (those that name
+    the GPU, the speedups, the answers checked across arms)."""
+    keep = [i for i, h in enumerate(header) if gpu_ran or not ("GPU" in h or "speedup" in h or h == "answers")]
+    s.table(caption, [header[i] for i in keep], [[row[i] for i in keep] for row in rows], table_id)
+
+
 @_section("bench:db_join", "db-join", "db-benchmark join: seconds per question, answers checked across arms", DbBench)
 @_section("bench:db_groupby", "db-groupby", "db-benchmark groupby: seconds per question, answers checked across arms", DbBench)
 def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
@@ -326,29 +332,19 @@ def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         gpu_ran = any(q.gpu.ok for q in r.questions)
-        _db_questions(s, f"db-{name}-{i}", f"{e.label}: {name} questions", r, gpu_ran)
+        rows = [
+            [q.question, q.title, _timed(c, "run1"), _timed(c, "run2", True), _timed(c, "median", True), _timed(g, "run1"),
+             _timed(g, "run2", True), _timed(g, "median", True), _or_nan(q.speedup), c.rows if c.rows is not None else g.rows,
+             checksum_text(c.checksum), checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
+            for q in r.questions for c, g in [(q.cpu, q.gpu)]
+        ]  # fmt: skip
+        header = ["q", "question", "CPU run1", "CPU run2", "CPU median", "GPU run1", "GPU run2", "GPU median", "speedup", "rows",
+                  "CPU checksum", "GPU checksum", "answers"]  # fmt: skip
+        _arms_table(s, f"{e.label}: {name} questions", header, rows, f"db-{name}-{i}", gpu_ran)
         if r.engines:
             _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
         if r.questions:
             _db_chart(s, name, e.label, r, gpu_ran)
-
-
-def _db_questions(s: Section, table_id: str, caption: str, r: DbBench, gpu_ran: bool) -> None:
-    """Each question's seconds on each arm, its rows and the checksums of its answers."""
-    header = ["q", "question", "CPU run1", "CPU run2", "CPU median"]
-    header += ["GPU run1", "GPU run2", "GPU median", "speedup"] if gpu_ran else []
-    header += ["rows", "CPU checksum"] + (["GPU checksum", "answers"] if gpu_ran else [])
-    rows = []
-    for q in r.questions:
-        c, g = q.cpu, q.gpu
-        row = [q.question, q.title, _timed(c, "run1"), _timed(c, "run2", True), _timed(c, "median", True)]
-        if gpu_ran:
-            row += [_timed(g, "run1"), _timed(g, "run2", True), _timed(g, "median", True), _or_nan(q.speedup)]
-        row += [c.rows if c.rows is not None else g.rows, checksum_text(c.checksum)]
-        if gpu_ran:
-            row += [checksum_text(g.checksum), _ANSWERS.get(q.agree, "not compared")]
-        rows.append(row)
-    s.table(caption, header, rows, table_id)
 
 
 def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
@@ -385,16 +381,17 @@ def models(s: Section, typed: list[tuple[Entry, ModelsBench]]) -> None:
         gpu_ran = any(m.gpu.ok for m in r.models)
         for metric, members in grouped(r.models, lambda m: m.metric).items():
             name = metric_name(metric)
-            header = ["model", "CPU fit"] + (["GPU fit", "fit speedup"] if gpu_ran else []) + ["CPU predict"]
-            header += (
-                (["GPU predict", "predict speedup"] if gpu_ran else []) + [f"CPU {name}"] + ([f"GPU {name}"] if gpu_ran else [])
-            )
-            s.table(
+            _arms_table(
+                s,
                 f"{e.label}: {num(r.data.rows)} rows × {num(r.data.features)} features, models scored by {name}, median seconds",
-                header,
-                [_model_row(m, gpu_ran) for m in members],
+                ["model", "CPU fit", "GPU fit", "fit speedup", "CPU predict", "GPU predict", "predict speedup", f"CPU {name}",
+                 f"GPU {name}"],
+                [[m.model, c.fit.median if c.ok else c.status, g.fit.median if g.ok else g.status, _or_nan(m.fit_speedup),
+                  c.predict.median if c.ok else c.status, g.predict.median if g.ok else g.status, _or_nan(m.predict_speedup),
+                  c.quality if c.ok else "—", g.quality if g.ok else "—"] for m in members for c, g in [(m.cpu, m.gpu)]],
                 f"models-{i}-{metric}",
-            )
+                gpu_ran,
+            )  # fmt: skip
         if r.models:
             series = [(ARM_NAMES[a], [m.arm(a).fit.median if m.arm(a).ok else None for m in r.models]) for a in ("cpu", "gpu")]
             series = [(label, values) for label, values in series if any(v is not None for v in values)]
@@ -406,31 +403,15 @@ def models(s: Section, typed: list[tuple[Entry, ModelsBench]]) -> None:
             )  # fmt: skip
 
 
-def _model_row(m: ModelTimed, gpu_ran: bool) -> list[Any]:
-    c, g = m.cpu, m.gpu
-    row = [m.model, c.fit.median if c.ok else c.status]
-    row += [g.fit.median if g.ok else g.status, _or_nan(m.fit_speedup)] if gpu_ran else []
-    row += [c.predict.median if c.ok else c.status]
-    row += [g.predict.median if g.ok else g.status, _or_nan(m.predict_speedup)] if gpu_ran else []
-    return row + [c.quality if c.ok else "—"] + ([g.quality if g.ok else "—"] if gpu_ran else [])
-
-
 @_section("bench:crossover", "crossover", "Crossover: from how many rows the GPU arm wins", CrossoverBench)
 def crossover(s: Section, typed: list[tuple[Entry, CrossoverBench]]) -> None:
     _fairness(s, typed)
     for i, (e, r) in enumerate(typed):
         for j, op in enumerate(r.operations):
             gpu_ran = any(p.gpu.ok for p in op.points)
-            rows = [
-                [p.rows, _timed(p.cpu, "median")] + ([_timed(p.gpu, "median"), _or_nan(p.speedup)] if gpu_ran else [])
-                for p in op.points
-            ]
-            s.table(
-                f"{e.label}: {op.operation} ({op.description}), median seconds",
-                ["rows", "CPU"] + (["GPU", "speedup"] if gpu_ran else []),
-                rows,
-                f"crossover-{i}-{j}",
-            )
+            rows = [[p.rows, _timed(p.cpu, "median"), _timed(p.gpu, "median"), _or_nan(p.speedup)] for p in op.points]
+            caption = f"{e.label}: {op.operation} ({op.description}), median seconds"
+            _arms_table(s, caption, ["rows", "CPU", "GPU", "speedup"], rows, f"crossover-{i}-{j}", gpu_ran)
             if op.gpu_status != "ok":
                 s.para(f"{op.operation}: crossover not measured (the GPU arm {op.gpu_status}).")
             elif op.crossover_rows is None:
