@@ -220,98 +220,83 @@ class _Matrix:
         return matrix, y
 
     def build(self, batch_rows: int, search: bool = False) -> Any:
-        """The ``QuantileDMatrix`` (or ``ExtMemQuantileDMatrix``) of ``batch_rows`` batches."""
+        """The ``QuantileDMatrix`` (or ``ExtMemQuantileDMatrix``) of ``batch_rows`` batches, read by an
+        ``xgboost.DataIter`` (``search``: the early-stopping search's pass, validation rows held apart, untimed)."""
         import xgboost
 
+        matrix, run, placement = self, self.run, self.placement
         self.held.clear()  # a retry with smaller batches holds the validation rows afresh
-        prefix = str(self.run.cache.scratch() / ("matrix-search" if search else "matrix")) if self.external else None
-        batches = _file_batches(self, batch_rows, prefix, search)
-        options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": self.run.backend.n_threads}
+        prefix = str(run.cache.scratch() / ("matrix-search" if search else "matrix")) if self.external else None
+
+        class FileBatches(xgboost.DataIter):
+            def __init__(self) -> None:
+                self._it: Iterator[tuple[int, Any]] | None = None
+                super().__init__(
+                    cache_prefix=prefix, on_host=placement["on_host"], min_cache_page_bytes=placement.get("min_cache_page_bytes")
+                )
+
+            def reset(self) -> None:
+                self._it = None
+
+            def next(self, input_data: Any) -> bool:
+                if self._it is None:
+                    self._it = run.chunks(batch_rows, timed=not search)
+                for start, frame in self._it:
+                    with run.timer.accumulate("features") if not search else nullcontext():
+                        item = matrix.batch(start, frame, search)
+                    del frame
+                    if item is None:
+                        continue
+                    input_data(data=item[0], label=item[1], feature_names=matrix.names, feature_types=matrix.types)
+                    del item
+                    release_host_memory(collect=False)
+                    return True
+                return False
+
+        options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": run.backend.n_threads}
         if not self.external:
-            return xgboost.QuantileDMatrix(batches, **options)
-        if "cache_host_ratio" in self.placement:  # the CPU matrix refuses the argument
-            options["cache_host_ratio"] = self.placement["cache_host_ratio"]
-        return xgboost.ExtMemQuantileDMatrix(batches, **options)
+            return xgboost.QuantileDMatrix(FileBatches(), **options)
+        if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
+            options["cache_host_ratio"] = placement["cache_host_ratio"]
+        return xgboost.ExtMemQuantileDMatrix(FileBatches(), **options)
 
     def to_device(self) -> Any:
         """The training matrix, timed as ``to_device`` less the reading and featurising it did."""
         run, seconds = self.run, self.run.timer.seconds
+
+        def clock() -> float:  # the time less the seconds reading and featurising took
+            return time.perf_counter() - seconds.get("load", 0.0) - seconds.get("features", 0.0)
+
         with announced(run.listener, run.backend.name, "to_device"):
-            inner_before = seconds.get("load", 0.0) + seconds.get("features", 0.0)
-            start_clock = time.perf_counter()
+            start = clock()
             dtrain = with_backoff(self.build, run.plan, run.backend, "to_device")
             run.backend.synchronize()
-            inner = seconds.get("load", 0.0) + seconds.get("features", 0.0) - inner_before
-            seconds["to_device"] = seconds.get("to_device", 0.0) + (time.perf_counter() - start_clock) - inner
+            seconds["to_device"] = seconds.get("to_device", 0.0) + clock() - start
         return dtrain
 
     def search(self) -> None:
         """The early-stopping search: a pass of its own, outside the stages, on the training rows less
-        the validation part, which is held apart as the batches go by and watched while it boosts."""
-        run = self.run
-        dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), run.plan, run.backend, "rounds search")
-        dvalid = self.validation(dfit)
-        if dvalid is not None:
-            self.model.search(run.backend, dfit, dvalid)
-
-    def validation(self, dfit: Any) -> Any:
-        """The validation part's ``QuantileDMatrix`` (on the search's matrix ``dfit``'s cuts) from the
-        rows held apart while ``dfit`` was built; None when it cannot be watched (too few rows, a
-        class missing: known only once read; the record says so)."""
+        the validation part, held apart as the batches go by and watched while it boosts; skipped
+        when that part cannot be watched (too few rows, a class missing: known only once read; the
+        record says so)."""
         import xgboost
 
         backend, model, held = self.run.backend, self.model, self.held
+        dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), self.run.plan, backend, "rounds search")
         es = model.early_stopping
         assert es is not None  # the search runs only for a model that stops early
         if not held:
             es.check(self.n_train, np.empty(0), model.classes)  # too few training rows: says so
-            return None
+            return
         parts = [held[k] for k in sorted(held)]
         X, y = backend.xp.concatenate([m for m, _ in parts]), backend.xp.concatenate([v for _, v in parts])
         held.clear()
-        if not es.check(self.n_train, _compat.to_numpy(y), model.classes):
-            return None
-        return xgboost.QuantileDMatrix(
-            X, label=y, ref=dfit, feature_names=self.names, feature_types=self.types,
-            max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
-        )  # fmt: skip
-
-
-def _file_batches(matrix: _Matrix, batch_rows: int, cache_prefix: str | None, search: bool) -> Any:
-    """An ``xgboost.DataIter`` over the training rows' batches (``search``: the early-stopping
-    search's pass, validation rows held apart, untimed)."""
-    import xgboost
-
-    run, placement = matrix.run, matrix.placement
-
-    class FileBatches(xgboost.DataIter):
-        def __init__(self) -> None:
-            self._it: Iterator[tuple[int, Any]] | None = None
-            super().__init__(
-                cache_prefix=cache_prefix,
-                on_host=placement["on_host"],
-                min_cache_page_bytes=placement.get("min_cache_page_bytes"),
-            )
-
-        def reset(self) -> None:
-            self._it = None
-
-        def next(self, input_data: Any) -> bool:
-            if self._it is None:
-                self._it = run.chunks(batch_rows, timed=not search)
-            for start, frame in self._it:
-                with run.timer.accumulate("features") if not search else nullcontext():
-                    item = matrix.batch(start, frame, search)
-                del frame
-                if item is None:
-                    continue
-                input_data(data=item[0], label=item[1], feature_names=matrix.names, feature_types=matrix.types)
-                del item
-                release_host_memory(collect=False)
-                return True
-            return False
-
-    return FileBatches()
+        if es.check(self.n_train, _compat.to_numpy(y), model.classes):
+            dvalid = xgboost.QuantileDMatrix(
+                X, label=y, ref=dfit, feature_names=self.names, feature_types=self.types,
+                max_bin=model.params.max_bin, enable_categorical=True, nthread=backend.n_threads,
+            )  # fmt: skip
+            model.search(backend, dfit, dvalid)
 
 
 def predict_batches(
