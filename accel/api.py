@@ -176,8 +176,7 @@ class RunResult(_Recorded[RunRecord]):
         import pandas as pd
 
         arms = self.typed.arms
-        frame = pd.DataFrame(next((arms[a].importances for a in ARMS if arms[a].importances), None) or {})
-        frame.index.name = "feature"
+        frame = pd.DataFrame(next((arms[a].importances for a in ARMS if arms[a].importances), {})).rename_axis("feature")
         return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
 
     def __repr__(self) -> str:
@@ -755,11 +754,10 @@ def compare(
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
 
-    opts = Options(
+    record, path = run_compare(Options(
         program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
-    )  # fmt: skip
-    record, path = run_compare(opts)
+    ))  # fmt: skip
     return CompareResult(record, Path(path))
 
 
@@ -989,8 +987,7 @@ class ScaleResult(_Recorded[ScalingRecord]):
     @property
     def totals(self) -> Any:
         """The ``total`` stage of :attr:`table`, one row per configuration (``kind``, ``workers``)."""
-        table = self.table
-        return table[table["stage"] == "total"].drop(columns="stage").set_index(["kind", "workers"])
+        return self.table.loc[lambda t: t["stage"] == "total"].drop(columns="stage").set_index(["kind", "workers"])
 
     @property
     def failed(self) -> list[str]:
