@@ -76,7 +76,8 @@ def _strict_arguments(fn: Any) -> Any:
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
-    names = dict(enumerate(signature.parameters))  # a positional argument's index: its parameter's name
+    # A positional argument's index, as pydantic names it in an error: its parameter's name.
+    names: dict[int | str, int | str] = dict(enumerate(signature.parameters))
 
     def plain(value: Any) -> Any:
         if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):  # NumPy's scalars
@@ -357,8 +358,7 @@ def run(
         config = settings_config(workflow, {**given, "data": table}, "accel.run()")
         # Plain lines where Dask workers write to the same terminal, as accel run prints them.
         with _display(progress, live=False if config.cluster is not None else None) as listener:
-            record, path = run_config(config, listener)
-    return RunResult(record, Path(path))
+            return RunResult(*run_config(config, listener))
 
 
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
@@ -462,10 +462,8 @@ def predict(
         if on_cluster is not None:
             from accel.scaleout.scoring import predict_on_cluster
 
-            record, path, output = predict_on_cluster(settings, on_cluster, listener)
-        else:
-            record, path, output = score(settings, listener)
-    return PredictResult(record, Path(path), Path(output))
+            return PredictResult(*predict_on_cluster(settings, on_cluster, listener))
+        return PredictResult(*score(settings, listener))
 
 
 @contextmanager
@@ -674,8 +672,7 @@ def tune(
         raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
     dask = {"resume": resume, "cluster": cluster, "scheduler": scheduler, "workers": workers}
     config, request = search_request(workflow, settings | dask, "accel.tune()")
-    record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
-    return TuneResult(record, Path(path))
+    return TuneResult(*run_search(config, request, trial_log=None if progress else (lambda _line: None)))
 
 
 class CompareResult(_Recorded[CompareRecord]):
@@ -754,11 +751,10 @@ def compare(
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
 
-    record, path = run_compare(Options(
+    return CompareResult(*run_compare(Options(
         program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
-    ))  # fmt: skip
-    return CompareResult(record, Path(path))
+    )))  # fmt: skip
 
 
 class BenchResult(_Recorded[BenchRecord]):
@@ -954,8 +950,7 @@ def benchmark(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.bench.suites import run_suite
 
-    record, path = run_suite(suite, given, progress)
-    return BenchResult(record, Path(path))
+    return BenchResult(*run_suite(suite, given, progress))
 
 
 @dataclass(frozen=True)
@@ -1093,8 +1088,7 @@ def scale(
     given = locals()  # the study reads its cluster settings (cluster, workers, ...) from them
     config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), given)
     with _display(progress, live=False) as listener:  # the workers write to the same terminal
-        record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
-    return ScaleResult(record, Path(path), Path(png))
+        return ScaleResult(*scaling_study(config, counts, baseline=baseline, listener=listener))
 
 
 def info() -> dict[str, Any]:
