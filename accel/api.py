@@ -123,6 +123,7 @@ class _Recorded(Generic[R]):
         return cast(R, parse_record(self.record))
 
 
+@dataclass(frozen=True)
 class RunResult(_Recorded[RunRecord]):
     """One paired run: the record accel wrote, and views of it as tables.
 
@@ -574,6 +575,7 @@ def run_config(
 _SEARCH_SETTINGS = ("trials", "subset", "trial_rounds", "validation", "timeout", "top", "storage", "study")
 
 
+@dataclass(frozen=True)
 class TuneResult(_Recorded[HpoRecord]):
     """One hyperparameter search: the record accel wrote, and views of it as tables.
 
@@ -675,6 +677,7 @@ def tune(
     return TuneResult(*run_search(config, request, trial_log=None if progress else (lambda _line: None)))
 
 
+@dataclass(frozen=True)
 class CompareResult(_Recorded[CompareRecord]):
     """Your script on the CPU and with cudf.pandas / cuml.accel: the record, and views of it.
 
@@ -757,6 +760,7 @@ def compare(
     )))  # fmt: skip
 
 
+@dataclass(frozen=True)
 class BenchResult(_Recorded[BenchRecord]):
     """One ``accel bench`` suite on both arms: the result accel wrote, and views of it as tables.
 
