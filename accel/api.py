@@ -76,7 +76,8 @@ def _strict_arguments(fn: Any) -> Any:
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
-    names = list(signature.parameters)
+    # A positional argument's index, as pydantic names it in an error: its parameter's name.
+    names: dict[int | str, int | str] = dict(enumerate(signature.parameters))
 
     def plain(value: Any) -> Any:
         if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):  # NumPy's scalars
@@ -93,17 +94,10 @@ def _strict_arguments(fn: Any) -> Any:
         except ValidationError as exc:
             if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
                 raise
-            errors = [{**e, "loc": _named(e["loc"], names)} for e in exc.errors()]
+            errors = [{**e, "loc": (names.get(e["loc"][0], e["loc"][0]), *e["loc"][1:])} for e in exc.errors()]
             raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None
 
     return wrapper
-
-
-def _named(loc: tuple[Any, ...], names: list[str]) -> tuple[Any, ...]:
-    """An error's location with a positional argument's index as its parameter's name."""
-    if loc and isinstance(loc[0], int) and loc[0] < len(names):
-        return (names[loc[0]], *loc[1:])
-    return loc
 
 
 #: The settings of :func:`run` that :func:`tune` takes too (each the workflow file's key and the flag's name).
@@ -146,21 +140,15 @@ class RunResult(_Recorded[RunRecord]):
     @property
     def stages(self) -> Any:
         """Seconds per stage on each arm and the speedup (CPU seconds / GPU seconds); NaN where an arm did not run."""
-        import pandas as pd
-
         r = self.typed
-        names = [*dict.fromkeys([*r.arms["cpu"].stages, *r.arms["gpu"].stages]), "total"]
         seconds = {f"{a}_seconds": {**r.arms[a].stages, "total": r.arms[a].total_seconds} for a in ARMS}
-        return pd.DataFrame({**seconds, "speedup": r.speedup}, index=pd.Index(names, name="stage"), dtype=float)
+        return _by_name("stage", {**seconds, "speedup": r.speedup}, [*r.arms["cpu"].stages, *r.arms["gpu"].stages], "total")
 
     @property
     def metrics(self) -> Any:
         """The hold-out metrics of each arm (one row per metric)."""
-        import pandas as pd
-
         arms = self.typed.arms
-        names = list(dict.fromkeys([*arms["cpu"].metrics, *arms["gpu"].metrics]))
-        return pd.DataFrame({a: arms[a].metrics for a in ARMS}, index=pd.Index(names, name="metric"), dtype=float)
+        return _by_name("metric", {a: arms[a].metrics for a in ARMS}, [*arms["cpu"].metrics, *arms["gpu"].metrics])
 
     @property
     def memory(self) -> Any:
@@ -190,8 +178,7 @@ class RunResult(_Recorded[RunRecord]):
         import pandas as pd
 
         arms = self.typed.arms
-        frame = pd.DataFrame(next((arms[a].importances for a in ARMS if arms[a].importances), None) or {})
-        frame.index.name = "feature"
+        frame = pd.DataFrame(next((arms[a].importances for a in ARMS if arms[a].importances), {})).rename_axis("feature")
         return frame.sort_values(list(frame.columns)[-1], ascending=False) if frame.columns.size else frame
 
     def __repr__(self) -> str:
@@ -212,6 +199,14 @@ class RunResult(_Recorded[RunRecord]):
         return _html(f"accel run: {r.workflow}", stages, "n/a", chart, notes, metrics, remarks, record=self.path)
 
 
+def _by_name(index: str, columns: Mapping[str, Mapping[str, Any]], names: Iterable[str], *last: str) -> Any:
+    """``columns`` (each a value by name) as floats, one row per name of ``names`` (once each) then of
+    ``last``, NaN where a column has no value; the index is named ``index``."""
+    import pandas as pd
+
+    return pd.DataFrame(columns, index=pd.Index([*dict.fromkeys(names), *last], name=index), dtype=float)
+
+
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
 
@@ -229,13 +224,16 @@ def _paragraphs(lines: Iterable[str]) -> str:
     return "".join(f"<p>{html.escape(line)}</p>" for line in lines if line)
 
 
+def _arm_row(arm: Any, columns: Mapping[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    """An arm's ``status``, then what each of ``columns`` reads of it, as a float (NaN for None)."""
+    return {"status": arm.status, **{name: _float(read(arm)) for name, read in columns.items()}}
+
+
 def _arm_table(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> Any:
-    """One row per arm of :data:`ARMS`: its ``status``, then each of ``columns`` (what it reads of
-    the arm, as a float: NaN for None)."""
+    """One row per arm of :data:`ARMS`: its :func:`_arm_row`."""
     import pandas as pd
 
-    rows = [{"status": a.status, **{name: _float(read(a)) for name, read in columns.items()}} for a in arms]
-    return pd.DataFrame(rows, index=pd.Index(ARMS, name="arm"))
+    return pd.DataFrame([_arm_row(a, columns) for a in arms], index=pd.Index(ARMS, name="arm"))
 
 
 #: The peak memory columns of :func:`_arm_table`.
@@ -361,8 +359,7 @@ def run(
         config = settings_config(workflow, {**given, "data": table}, "accel.run()")
         # Plain lines where Dask workers write to the same terminal, as accel run prints them.
         with _display(progress, live=False if config.cluster is not None else None) as listener:
-            record, path = run_config(config, listener)
-    return RunResult(record, Path(path))
+            return RunResult(*run_config(config, listener))
 
 
 def _display(shown: bool, live: bool | None = None) -> AbstractContextManager[Listener | None]:
@@ -466,10 +463,8 @@ def predict(
         if on_cluster is not None:
             from accel.scaleout.scoring import predict_on_cluster
 
-            record, path, output = predict_on_cluster(settings, on_cluster, listener)
-        else:
-            record, path, output = score(settings, listener)
-    return PredictResult(record, Path(path), Path(output))
+            return PredictResult(*predict_on_cluster(settings, on_cluster, listener))
+        return PredictResult(*score(settings, listener))
 
 
 @contextmanager
@@ -509,9 +504,8 @@ def _table_settings(given: Mapping[str, Any], names: Sequence[str] = _TABLE_SETT
     share) taken from ``given``, keyword arguments or parsed flags (None where not given): paths as
     text, ``drop`` as a list, ``date_format`` as a dict."""
     settings: dict[str, Any] = {key: given.get(key) for key in names}
-    if isinstance(settings["drop"], str):
-        settings["drop"] = [settings["drop"]]
-    for key, plain in (("data", os.fspath), ("out", os.fspath), ("drop", list), ("date_format", dict)):
+    as_list = lambda drop: [drop] if isinstance(drop, str) else list(drop)  # noqa: E731
+    for key, plain in (("data", os.fspath), ("out", os.fspath), ("drop", as_list), ("date_format", dict)):
         if settings[key] is not None:
             settings[key] = plain(settings[key])
     return settings
@@ -679,9 +673,8 @@ def tune(
     if unknown:
         raise AccelError(f"accel.tune() has no setting {', '.join(map(repr, unknown))}; it takes: {', '.join(known)}")
     dask = {"resume": resume, "cluster": cluster, "scheduler": scheduler, "workers": workers}
-    config, request = search_request(workflow, {**settings, **dask}, "accel.tune()")
-    record, path = run_search(config, request, trial_log=None if progress else (lambda _line: None))
-    return TuneResult(record, Path(path))
+    config, request = search_request(workflow, settings | dask, "accel.tune()")
+    return TuneResult(*run_search(config, request, trial_log=None if progress else (lambda _line: None)))
 
 
 @dataclass(frozen=True)
@@ -761,12 +754,10 @@ def compare(
     from accel.bench.compare import Options
     from accel.bench.compare import compare as run_compare
 
-    opts = Options(
+    return CompareResult(*run_compare(Options(
         program=Path(program), args=list(args), out=output_root() if out is None else Path(out), repeat=repeat, accelerators=accelerators,
         device=device, rtol=rtol, atol=atol, timeout=timeout, profile=profile, ignore=ignore_lines,
-    )  # fmt: skip
-    record, path = run_compare(opts)
-    return CompareResult(record, Path(path))
+    )))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -843,13 +834,8 @@ class BenchResult(_Recorded[BenchRecord]):
 
 
 def _arm_columns(arms: Sequence[Any], **columns: Callable[[Any], Any]) -> dict[str, Any]:
-    """``{gpu_status, gpu_<column>, ..., cpu_status, cpu_<column>, ...}`` of the arms of :data:`ARMS`:
-    each status, then what each of ``columns`` reads of the arm, as a float (NaN for None)."""
-    return {
-        f"{a}_{name}": value
-        for a, arm in zip(ARMS, arms)
-        for name, value in [("status", arm.status), *((name, _float(read(arm))) for name, read in columns.items())]
-    }
+    """``{gpu_status, gpu_<column>, ..., cpu_status, cpu_<column>, ...}``: the :func:`_arm_row` of each arm of :data:`ARMS`."""
+    return {f"{a}_{name}": value for a, arm in zip(ARMS, arms) for name, value in _arm_row(arm, columns).items()}
 
 
 #: The one column of an arm of a db-benchmark question or a crossover size: its median seconds.
@@ -968,8 +954,7 @@ def benchmark(
     settle()  # OpenMP's spin count for the arms, before anything loads OpenMP
     from accel.bench.suites import run_suite
 
-    record, path = run_suite(suite, given, progress)
-    return BenchResult(record, Path(path))
+    return BenchResult(*run_suite(suite, given, progress))
 
 
 @dataclass(frozen=True)
@@ -996,13 +981,12 @@ class ScaleResult(_Recorded[ScalingRecord]):
         speedup against the fewest workers, parallel efficiency, GPU against CPU and the metric."""
         import pandas as pd
 
-        return pd.DataFrame([row.model_dump() for row in self.typed.rows]).astype({k: float for k in _SCALE_NUMBERS})
+        return pd.DataFrame([row.model_dump() for row in self.typed.rows]).astype(dict.fromkeys(_SCALE_NUMBERS, float))
 
     @property
     def totals(self) -> Any:
         """The ``total`` stage of :attr:`table`, one row per configuration (``kind``, ``workers``)."""
-        table = self.table
-        return table[table["stage"] == "total"].drop(columns="stage").set_index(["kind", "workers"])
+        return self.table.loc[lambda t: t["stage"] == "total"].drop(columns="stage").set_index(["kind", "workers"])
 
     @property
     def failed(self) -> list[str]:
@@ -1108,8 +1092,7 @@ def scale(
     given = locals()  # the study reads its cluster settings (cluster, workers, ...) from them
     config, counts = study_config(None if workflow is None else str(workflow), _table_settings(given), given)
     with _display(progress, live=False) as listener:  # the workers write to the same terminal
-        record, path, png = scaling_study(config, counts, baseline=baseline, listener=listener)
-    return ScaleResult(record, Path(path), Path(png))
+        return ScaleResult(*scaling_study(config, counts, baseline=baseline, listener=listener))
 
 
 def info() -> dict[str, Any]:
