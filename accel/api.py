@@ -29,6 +29,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from pydantic import ValidationError
+
 from accel.config import ClusterConfig, RunConfig, build_config, config_overrides, errors_message, workflow_source
 from accel.errors import AccelError, first_line
 from accel.openmp import settle
@@ -72,7 +74,7 @@ def _strict_arguments(fn: Any) -> Any:
     import inspect
     import numbers
 
-    from pydantic import ConfigDict, ValidationError, validate_call
+    from pydantic import ConfigDict, validate_call
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
@@ -452,7 +454,11 @@ def predict(
     from accel.scoring import predict as score
 
     asked = config_overrides(locals()).get("cluster")  # cluster, scheduler, workers, threads_per_worker
-    on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
+    try:
+        on_cluster = ClusterConfig.model_validate(asked) if asked is not None else None
+    except ValidationError as exc:  # one line, named as accel.run() names its cluster settings
+        found = [{**e, "loc": ("cluster", *e["loc"])} for e in exc.errors()]
+        raise AccelError(errors_message(found, "accel.predict()")) from None
 
     settings = PredictSettings(
         run=Path(run), data=Path(data), out=Path(out), records=Path(records) if records is not None else output_root(),

@@ -306,3 +306,19 @@ def test_scale_returns_the_study_it_wrote(tmp_path):
     assert list(totals.index) == [("single-process", 1), ("cpu", 1)] and (totals["seconds"] > 0).all()
     assert totals.loc[("cpu", 1), "speedup_vs_1"] == pytest.approx(1.0) and result.failed == []
     assert len(result.table) == 2 * 6 and "CPU × 1" in result._repr_html_()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"cluster": "bogus"}, "cluster.kind: Input should be 'local', 'local-cuda' or 'scheduler' (got 'bogus')"),
+        ({"cluster": "local", "workers": 0}, "cluster.workers: Input should be greater than 0 (got 0)"),
+        ({"cluster": "local", "threads_per_worker": -1}, "cluster.threads_per_worker: Input should be greater than 0"),
+    ],
+)
+def test_predict_refuses_bad_cluster_settings_in_one_line(tmp_path, kwargs, needle):
+    with pytest.raises(AccelError) as refused:
+        accel.predict(tmp_path / "no-run", data=tmp_path / "t.csv", out=tmp_path / "p.csv", **kwargs)
+    message = str(refused.value)
+    assert message.startswith("accel.predict(): ") and needle in message and "\n" not in message, message
+    assert list(tmp_path.iterdir()) == [], "nothing written"
