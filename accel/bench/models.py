@@ -107,19 +107,14 @@ def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_r
     """The pair's metric, on the host, by the same code for both arms."""
     from sklearn.metrics import accuracy_score, r2_score
 
-    pred = _compat.to_numpy(prediction)
-    y = data.y_test[:test_rows]
-    if pair.metric == "accuracy":
-        return float(accuracy_score(y, pred.astype(y.dtype)))
-    if pair.metric == "r2":
-        return float(r2_score(y, pred))
-    if pair.metric == "inertia":
-        centers = _compat.to_numpy(model.cluster_centers_)
-        X = data.X_test[:test_rows]
-        return float(np.mean(np.sum((X - centers[pred.astype(np.int64)]) ** 2, axis=1)))
-    if pair.metric == "explained_variance":
-        return float(np.sum(_compat.to_numpy(model.explained_variance_ratio_)))
-    raise ValueError(pair.metric)
+    pred, y, X = _compat.to_numpy(prediction), data.y_test[:test_rows], data.X_test[:test_rows]
+    metrics: dict[str, Callable[[], Any]] = {
+        "accuracy": lambda: accuracy_score(y, pred.astype(y.dtype)),
+        "r2": lambda: r2_score(y, pred),
+        "inertia": lambda: np.mean(np.sum((X - _compat.to_numpy(model.cluster_centers_)[pred.astype(np.int64)]) ** 2, axis=1)),
+        "explained_variance": lambda: np.sum(_compat.to_numpy(model.explained_variance_ratio_)),
+    }
+    return float(metrics[pair.metric]())
 
 
 def run_pair(
@@ -199,11 +194,10 @@ def run_models(
 
     ``on_result(arm, model, result)`` is called as each arm of each model finishes.
     """
-    data_cache: dict[str, HostData] = {}
+    data_for = functools.cache(lambda task: make_data(task, s["rows"], s["features"], s["seed"]))  # one per kind of task
     rows_out = []
     for pair in pairs:
-        kind = "regression" if pair.task == "regression" else "classification"
-        data = data_cache[kind] = data_cache.get(kind) or make_data(pair.task, s["rows"], s["features"], s["seed"])
+        data = data_for("regression" if pair.task == "regression" else "classification")
 
         def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data) -> dict[str, Any]:
             return run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=say)

@@ -289,7 +289,7 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[
         raise AccelError(f"the {name} benchmark needs {wants}")
     paths = (dbbench.locate_groupby if name == "groupby" else dbbench.locate_join)(s[source])
     dbbench.check_columns(suite, paths)
-    engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
+    engine_names = engines.check_engines(s.get("engines") or "")
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
