@@ -70,14 +70,10 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
     from sklearn.datasets import make_classification, make_regression
 
     regression = task == "regression"
-    if regression:
-        X, y = make_regression(
-            n_samples=rows, n_features=features, n_informative=max(features // 2, 1), noise=10.0, random_state=seed
-        )
-    else:
-        X, y = make_classification(
-            n_samples=rows, n_features=features, n_informative=max(features // 2, 2), n_redundant=features // 4, random_state=seed
-        )
+    make, own = (make_regression, {"noise": 10.0}) if regression else (make_classification, {"n_redundant": features // 4})
+    X, y = make(
+        n_samples=rows, n_features=features, n_informative=max(features // 2, 1 if regression else 2), random_state=seed, **own
+    )
     X = X.astype(np.float32)
     y = y.astype(np.float32 if regression else np.int32)
     cut = int(rows * 0.8)

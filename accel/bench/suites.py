@@ -63,7 +63,7 @@ def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dic
     """Check the inputs, measure both arms, write the result, for any suite.
 
     A setting that belongs to another suite is refused, naming the ones this suite takes; then the
-    counts, then the suite's own inputs, in its own order (:data:`_SUITES`); then :func:`_run`.
+    counts, then the suite's own inputs, in its own order (:func:`_db`, :func:`_models`, :func:`_crossover`); then :func:`_run`.
 
     Parameters
     ----------
@@ -91,7 +91,8 @@ def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dic
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
     _check_counts(settings)
-    return _SUITES[suite](suite, settings, stderr_line if progress else (lambda _message: None))
+    run = {"models": _models, "crossover": _crossover}.get(suite, functools.partial(_db, suite))  # each with its checks
+    return run(settings, stderr_line if progress else (lambda _message: None))
 
 
 def _check_counts(settings: Mapping[str, Any]) -> None:
@@ -343,7 +344,7 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
+def _models(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
@@ -365,7 +366,7 @@ def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[
     )
 
 
-def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
+def _crossover(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
@@ -384,12 +385,3 @@ def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tup
         lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
         fairness,
     )
-
-
-#: Each suite: its checks, in its own order, then :func:`_run`.
-_SUITES: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], tuple[dict[str, Any], Path]]] = {
-    "groupby": _db,
-    "join": _db,
-    "models": _models,
-    "crossover": _crossover,
-}
