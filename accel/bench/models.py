@@ -39,9 +39,7 @@ def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "
     """The key ``name`` means: itself, or the key an older spelling (``random_forest_classifier``)
     stands for, with a one-line notice to ``say``."""
     new = {pair.key: new for new, pair in PAIRS.items()}.get(name, name)
-    if new == name:
-        return name
-    if say is not None:
+    if new != name and say is not None:
         say(f"notice: {flag} {name} is called {new} now (the same model)")
     return new
 

@@ -90,21 +90,16 @@ def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dic
         )
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
-    _check_counts(settings)
-    run = {"models": _models, "crossover": _crossover}.get(suite, functools.partial(_db, suite))  # each with its checks
-    return run(settings, stderr_line if progress else (lambda _message: None))
-
-
-def _check_counts(settings: Mapping[str, Any]) -> None:
-    """The whole-number settings, as the flags' argument types check them."""
     if settings["device"] not in ("auto", "cpu", "gpu"):
         raise AccelError(f"device must be 'auto', 'cpu' or 'gpu', got {settings['device']!r}")
+    # The whole-number settings, as the flags' argument types check them (a count the suite does not take passes).
     floors = {"repeats": 1, "warmup": 0, "rows": 1, "features": 1, "min_rows": 1, "max_rows": 1, "steps_per_decade": 1}
     for name, floor in floors.items():
-        value = settings.get(name, floor)  # a count the suite does not take passes
-        if value < floor:  # an int: accel.benchmark's arguments are checked for their types
+        if settings.get(name, floor) < floor:  # an int: accel.benchmark's arguments are checked for their types
             what = "a positive integer" if floor else "0 or a positive integer"
-            raise AccelError(f"{name} must be {what}, got {value!r}")
+            raise AccelError(f"{name} must be {what}, got {settings[name]!r}")
+    run = {"models": _models, "crossover": _crossover}.get(suite, functools.partial(_db, suite))  # each with its checks
+    return run(settings, stderr_line if progress else (lambda _message: None))
 
 
 #: ``keep(arm, key, answer)``: one finished question or model, appended to the progress file.
@@ -156,8 +151,7 @@ def _run(
     }
     keep = _progress_file(s.get("progress_file"), benchmark, known.get("data"), item, s.get("overwrite", False))
     result.update(measure(arms, keep))
-    result["finished_at"] = datetime.now(timezone.utc).isoformat()
-    result["environment"] = bench_environment()
+    result.update(finished_at=datetime.now(timezone.utc).isoformat(), environment=bench_environment())
     result["fairness"] = fairness(arms.cpu, result)
     device = result_device(gpu is not None, result["environment"])
     return result, write_result(folder, result, benchmark.replace("_", "-"), device)
