@@ -108,7 +108,7 @@ def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_r
         "inertia": lambda: np.mean(np.sum((X - _compat.to_numpy(model.cluster_centers_)[pred.astype(np.int64)]) ** 2, axis=1)),
         "explained_variance": lambda: np.sum(_compat.to_numpy(model.explained_variance_ratio_)),
     }
-    return float(metrics[pair.metric]())
+    return float(metrics[str(pair.metric)]())
 
 
 def run_pair(
@@ -143,19 +143,13 @@ def run_pair(
     predict_timing, prediction = measure(
         lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "predict")
     )
-    result: dict[str, Any] = {
-        "status": "ok",
-        **fits,  # class, params
-        "fit": fit_timing.as_dict(),
-        "predict": predict_timing.as_dict(),
-        "predict_rows": test_rows,
-        "quality": quality(pair, model, prediction, data, test_rows),
-    }
-    used = result["device_used"] = pair.device_used(model, backend.xgb_device)
+    score = quality(pair, model, prediction, data, test_rows)
+    used = pair.device_used(model, backend.xgb_device)
     if not backend.ran_here(used):
         # XGBoost only warns when it cannot use the GPU: not a GPU result.
         return {"status": "failed", "reason": f"the model ran on {used!r} although {backend.xgb_device!r} was asked for"}
-    return result
+    fitted = {"fit": fit_timing.as_dict(), "predict": predict_timing.as_dict(), "predict_rows": test_rows}
+    return {"status": "ok", **fits, **fitted, "quality": score, "device_used": used}  # fits: class, params
 
 
 def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) -> str | None:

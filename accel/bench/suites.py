@@ -347,17 +347,13 @@ def _models(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, An
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
             "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    return _run(
-        s,
-        "models",
-        lambda: {"data": data},
-        lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
-        _model_fairness,
-        item="model",
-        # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
-        # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-        needs=("cupy",),
-    )
+
+    def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
+        return {"models": modelbench.run_models(pairs, arms, s, say, keep)}
+
+    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
+    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
+    return _run(s, "models", lambda: {"data": data}, measure, _model_fairness, item="model", needs=("cupy",))
 
 
 def _crossover(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
@@ -371,11 +367,8 @@ def _crossover(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str,
     _at_least("--min-rows", sizes[0], 50 if set(operations) - set(crossover.FRAME_OPERATIONS) else 0, "for model operations")
     _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS if "join" in operations else 0, "for the join operation")
 
+    def measure(arms: Arms, _keep: Keep) -> dict[str, Any]:
+        return {"operations": crossover.sweep(operations, sizes, arms, s, say)}
+
     fairness = functools.partial(_model_fairness, also="; groupby/join: pandas, one thread")
-    return _run(
-        s,
-        "crossover",
-        lambda: {"sizes": sizes},
-        lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
-        fairness,
-    )
+    return _run(s, "crossover", lambda: {"sizes": sizes}, measure, fairness)

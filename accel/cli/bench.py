@@ -237,7 +237,7 @@ def _table(title: str, headers: list[str], rows: list[list[str]], compact: bool 
 
     table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
     for header, fixed in zip(headers, _widths(headers, rows) if whole else [None] * len(headers)):
-        whole_cells = {"overflow": "fold", "width": fixed, "min_width": fixed or TEXT_WIDTH} if whole else {}
+        whole_cells: dict[str, Any] = {"overflow": "fold", "width": fixed, "min_width": fixed or TEXT_WIDTH} if whole else {}
         table.add_column(header, justify="left" if header in LEFT or header.endswith(" answer") else "right", **whole_cells)
     for cells in rows:
         table.add_row(*cells)
