@@ -77,12 +77,6 @@ def _operation(name: str, rows: int, seed: int, features: int) -> Callable[[Back
     return lambda backend: functools.partial(q.answer, load_tables(backend, suite, arrow))
 
 
-def crossover_rows(points: Sequence[dict[str, Any]]) -> int | None:
-    """The smallest size from which the GPU arm is faster at every larger size measured (None if never)."""
-    wins = list(itertools.takewhile(lambda p: isinstance(p.get("speedup"), float) and p["speedup"] > 1.0, reversed(points)))
-    return wins[-1]["rows"] if wins else None
-
-
 def sweep(
     operations: Sequence[str], sizes: Sequence[int], arms: Arms, s: Mapping[str, Any], say: Callable[[str], None]
 ) -> list[dict[str, Any]]:
@@ -95,8 +89,9 @@ def sweep(
     for name in operations:
         points = []
         gpu_skip = gpu_pair_skip(PAIRS[name], arms.gpu, arms.gpu_skip) if name in PAIRS else arms.gpu_skip
-        frame = FRAME_OPERATIONS.get(name)
-        description = frame[1] if frame else f"{name} fit, {features} features, 80% of the rows"
+        description = (
+            FRAME_OPERATIONS[name][1] if name in FRAME_OPERATIONS else f"{name} fit, {features} features, 80% of the rows"
+        )
         for rows in sizes:
             factory = _operation(name, rows, seed, features)
 
@@ -112,11 +107,9 @@ def sweep(
                 f"{point[a]['median']:.4f} s" if point[a]["status"] == "ok" else point[a]["status"] for a in ("cpu", "gpu")
             )
             say(f"{name:<20} {rows:>12,} rows  CPU {cpu:>12}  GPU {gpu}")
-        ran = gpu_skip is None
-        crossover = {
-            "gpu_status": "ok" if ran else "skipped",
-            "gpu_reason": gpu_skip,
-            "crossover_rows": crossover_rows(points) if ran else None,
-        }
-        out.append({"operation": name, "description": description, "points": points, **crossover})
+        # The smallest size from which the GPU arm is faster at every larger size measured (None if never: NaN is not > 1).
+        wins = list(itertools.takewhile(lambda p: p["speedup"] > 1.0, reversed(points)))
+        ran = {"gpu_status": "ok" if gpu_skip is None else "skipped", "gpu_reason": gpu_skip}
+        first_win = {"crossover_rows": wins[-1]["rows"] if wins else None}
+        out.append({"operation": name, "description": description, "points": points, **ran, **first_win})
     return out

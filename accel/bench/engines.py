@@ -71,16 +71,15 @@ def _polars_groupby(pl: Any) -> dict[str, Callable[[Any], Any]]:
     }
 
 
-def check_engines(names: Sequence[str]) -> list[str]:
-    """Validate ``--engines`` up front: known names, and the CPU engines installed."""
-    unknown = [n for n in names if n not in ENGINES]
-    if unknown:
-        raise AccelError(f"unknown engine {', '.join(map(repr, unknown))}; known: {', '.join(ENGINES)}")
-    needed = {"polars-gpu": "polars"}
-    missing = sorted({needed.get(n, n) for n in names if importlib.util.find_spec(needed.get(n, n)) is None})
+def check_engines(names: str) -> list[str]:
+    """Validate ``--engines`` (comma-separated; empty: none) up front: known names, and the CPU engines installed."""
+    from accel.bench.db import pick_names
+
+    wanted = pick_names("engine", names, ENGINES, str) if names.replace(",", "").strip() else []
+    missing = sorted({n.removesuffix("-gpu") for n in wanted if importlib.util.find_spec(n.removesuffix("-gpu")) is None})
     if missing:
         raise AccelError(f"{' and '.join(missing)} not installed: pip install 'accel-tabular[bench]'")
-    return list(names)
+    return wanted
 
 
 def polars_gpu_skip() -> str | None:

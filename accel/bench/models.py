@@ -39,9 +39,7 @@ def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "
     """The key ``name`` means: itself, or the key an older spelling (``random_forest_classifier``)
     stands for, with a one-line notice to ``say``."""
     new = {pair.key: new for new, pair in PAIRS.items()}.get(name, name)
-    if new == name:
-        return name
-    if say is not None:
+    if new != name and say is not None:
         say(f"notice: {flag} {name} is called {new} now (the same model)")
     return new
 
@@ -70,14 +68,10 @@ def make_data(task: str, rows: int, features: int, seed: int) -> HostData:
     from sklearn.datasets import make_classification, make_regression
 
     regression = task == "regression"
-    if regression:
-        X, y = make_regression(
-            n_samples=rows, n_features=features, n_informative=max(features // 2, 1), noise=10.0, random_state=seed
-        )
-    else:
-        X, y = make_classification(
-            n_samples=rows, n_features=features, n_informative=max(features // 2, 2), n_redundant=features // 4, random_state=seed
-        )
+    make, own = (make_regression, {"noise": 10.0}) if regression else (make_classification, {"n_redundant": features // 4})
+    X, y = make(
+        n_samples=rows, n_features=features, n_informative=max(features // 2, 1 if regression else 2), random_state=seed, **own
+    )
     X = X.astype(np.float32)
     y = y.astype(np.float32 if regression else np.int32)
     cut = int(rows * 0.8)
@@ -107,19 +101,14 @@ def quality(pair: Estimator, model: Any, prediction: Any, data: HostData, test_r
     """The pair's metric, on the host, by the same code for both arms."""
     from sklearn.metrics import accuracy_score, r2_score
 
-    pred = _compat.to_numpy(prediction)
-    y = data.y_test[:test_rows]
-    if pair.metric == "accuracy":
-        return float(accuracy_score(y, pred.astype(y.dtype)))
-    if pair.metric == "r2":
-        return float(r2_score(y, pred))
-    if pair.metric == "inertia":
-        centers = _compat.to_numpy(model.cluster_centers_)
-        X = data.X_test[:test_rows]
-        return float(np.mean(np.sum((X - centers[pred.astype(np.int64)]) ** 2, axis=1)))
-    if pair.metric == "explained_variance":
-        return float(np.sum(_compat.to_numpy(model.explained_variance_ratio_)))
-    raise ValueError(pair.metric)
+    pred, y, X = _compat.to_numpy(prediction), data.y_test[:test_rows], data.X_test[:test_rows]
+    metrics: dict[str, Callable[[], Any]] = {
+        "accuracy": lambda: accuracy_score(y, pred.astype(y.dtype)),
+        "r2": lambda: r2_score(y, pred),
+        "inertia": lambda: np.mean(np.sum((X - _compat.to_numpy(model.cluster_centers_)[pred.astype(np.int64)]) ** 2, axis=1)),
+        "explained_variance": lambda: np.sum(_compat.to_numpy(model.explained_variance_ratio_)),
+    }
+    return float(metrics[str(pair.metric)]())
 
 
 def run_pair(
@@ -154,19 +143,13 @@ def run_pair(
     predict_timing, prediction = measure(
         lambda: predict(X_test), backend, repeats=repeats, warmup=warmup, on_call=functools.partial(told, "predict")
     )
-    result: dict[str, Any] = {
-        "status": "ok",
-        **fits,  # class, params
-        "fit": fit_timing.as_dict(),
-        "predict": predict_timing.as_dict(),
-        "predict_rows": test_rows,
-        "quality": quality(pair, model, prediction, data, test_rows),
-    }
-    used = result["device_used"] = pair.device_used(model, backend.xgb_device)
+    score = quality(pair, model, prediction, data, test_rows)
+    used = pair.device_used(model, backend.xgb_device)
     if not backend.ran_here(used):
         # XGBoost only warns when it cannot use the GPU: not a GPU result.
         return {"status": "failed", "reason": f"the model ran on {used!r} although {backend.xgb_device!r} was asked for"}
-    return result
+    fitted = {"fit": fit_timing.as_dict(), "predict": predict_timing.as_dict(), "predict_rows": test_rows}
+    return {"status": "ok", **fits, **fitted, "quality": score, "device_used": used}  # fits: class, params
 
 
 def gpu_pair_skip(pair: Estimator, gpu: Backend | None, gpu_reason: str | None) -> str | None:
@@ -199,11 +182,10 @@ def run_models(
 
     ``on_result(arm, model, result)`` is called as each arm of each model finishes.
     """
-    data_cache: dict[str, HostData] = {}
+    data_for = functools.cache(lambda task: make_data(task, s["rows"], s["features"], s["seed"]))  # one per kind of task
     rows_out = []
     for pair in pairs:
-        kind = "regression" if pair.task == "regression" else "classification"
-        data = data_cache[kind] = data_cache.get(kind) or make_data(pair.task, s["rows"], s["features"], s["seed"])
+        data = data_for("regression" if pair.task == "regression" else "classification")
 
         def measure(arm: str, backend: Backend, pair: Estimator = pair, data: HostData = data) -> dict[str, Any]:
             return run_pair(pair, backend, data, seed=s["seed"], repeats=s["repeats"], warmup=s["warmup"], progress=say)

@@ -63,7 +63,7 @@ def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dic
     """Check the inputs, measure both arms, write the result, for any suite.
 
     A setting that belongs to another suite is refused, naming the ones this suite takes; then the
-    counts, then the suite's own inputs, in its own order (:data:`_SUITES`); then :func:`_run`.
+    counts, then the suite's own inputs, in its own order (:func:`_db`, :func:`_models`, :func:`_crossover`); then :func:`_run`.
 
     Parameters
     ----------
@@ -90,20 +90,16 @@ def run_suite(suite: str, given: Mapping[str, Any], progress: bool) -> tuple[dic
         )
     settings: dict[str, Any] = {k: default if given.get(k) is None else given[k] for k, default in takes.items()}
     settings = {k: v if v is None or k not in _SPELLED else _SPELLED[k](v) for k, v in settings.items()}
-    _check_counts(settings)
-    return _SUITES[suite](suite, settings, stderr_line if progress else (lambda _message: None))
-
-
-def _check_counts(settings: Mapping[str, Any]) -> None:
-    """The whole-number settings, as the flags' argument types check them."""
     if settings["device"] not in ("auto", "cpu", "gpu"):
         raise AccelError(f"device must be 'auto', 'cpu' or 'gpu', got {settings['device']!r}")
+    # The whole-number settings, as the flags' argument types check them (a count the suite does not take passes).
     floors = {"repeats": 1, "warmup": 0, "rows": 1, "features": 1, "min_rows": 1, "max_rows": 1, "steps_per_decade": 1}
     for name, floor in floors.items():
-        value = settings.get(name, floor)  # a count the suite does not take passes
-        if value < floor:  # an int: accel.benchmark's arguments are checked for their types
+        if settings.get(name, floor) < floor:  # an int: accel.benchmark's arguments are checked for their types
             what = "a positive integer" if floor else "0 or a positive integer"
-            raise AccelError(f"{name} must be {what}, got {value!r}")
+            raise AccelError(f"{name} must be {what}, got {settings[name]!r}")
+    run = {"models": _models, "crossover": _crossover}.get(suite, functools.partial(_db, suite))  # each with its checks
+    return run(settings, stderr_line if progress else (lambda _message: None))
 
 
 #: ``keep(arm, key, answer)``: one finished question or model, appended to the progress file.
@@ -155,8 +151,7 @@ def _run(
     }
     keep = _progress_file(s.get("progress_file"), benchmark, known.get("data"), item, s.get("overwrite", False))
     result.update(measure(arms, keep))
-    result["finished_at"] = datetime.now(timezone.utc).isoformat()
-    result["environment"] = bench_environment()
+    result.update(finished_at=datetime.now(timezone.utc).isoformat(), environment=bench_environment())
     result["fairness"] = fairness(arms.cpu, result)
     device = result_device(gpu is not None, result["environment"])
     return result, write_result(folder, result, benchmark.replace("_", "-"), device)
@@ -289,7 +284,7 @@ def _db(name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[
         raise AccelError(f"the {name} benchmark needs {wants}")
     paths = (dbbench.locate_groupby if name == "groupby" else dbbench.locate_join)(s[source])
     dbbench.check_columns(suite, paths)
-    engine_names = engines.check_engines([e.strip() for e in (s.get("engines") or "").split(",") if e.strip()])
+    engine_names = engines.check_engines(s.get("engines") or "")
     reused: dict[str, Any] = {}
 
     def facts() -> dict[str, Any]:
@@ -343,7 +338,7 @@ def _db_fairness(cpu: Backend, result: dict[str, Any]) -> dict[str, Any]:
     return fairness(cpu, "1 (pandas runs groupby and merge on one thread; it has no parallel groupby)", thread_settings)
 
 
-def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
+def _models(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The model pairs on generated data."""
     from accel.bench import models as modelbench
 
@@ -352,20 +347,16 @@ def _models(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[
     _at_least("--features", s["features"], 8, _PCA_FLOOR)
     data = {"rows": s["rows"], "train_rows": int(s["rows"] * 0.8), "features": s["features"], "dtype": "float32",
             "generator": "sklearn.datasets.make_classification / make_regression"}  # fmt: skip
-    return _run(
-        s,
-        "models",
-        lambda: {"data": data},
-        lambda arms, keep: {"models": modelbench.run_models(pairs, arms, s, say, keep)},
-        _model_fairness,
-        item="model",
-        # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
-        # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
-        needs=("cupy",),
-    )
+
+    def measure(arms: Arms, keep: Keep) -> dict[str, Any]:
+        return {"models": modelbench.run_models(pairs, arms, s, say, keep)}
+
+    # The models need CuPy arrays, not cuDF: XGBoost runs on the GPU before cuDF is there, and
+    # each pair skips with the library it lacks (cuML, XGBoost's CUDA build).
+    return _run(s, "models", lambda: {"data": data}, measure, _model_fairness, item="model", needs=("cupy",))
 
 
-def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
+def _crossover(s: dict[str, Any], say: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """The operations at each size."""
     from accel.bench import crossover
     from accel.data.datagen import MIN_JOIN_ROWS
@@ -376,20 +367,8 @@ def _crossover(_name: str, s: dict[str, Any], say: Callable[[str], None]) -> tup
     _at_least("--min-rows", sizes[0], 50 if set(operations) - set(crossover.FRAME_OPERATIONS) else 0, "for model operations")
     _at_least("--min-rows", sizes[0], MIN_JOIN_ROWS if "join" in operations else 0, "for the join operation")
 
+    def measure(arms: Arms, _keep: Keep) -> dict[str, Any]:
+        return {"operations": crossover.sweep(operations, sizes, arms, s, say)}
+
     fairness = functools.partial(_model_fairness, also="; groupby/join: pandas, one thread")
-    return _run(
-        s,
-        "crossover",
-        lambda: {"sizes": sizes},
-        lambda arms, keep: {"operations": crossover.sweep(operations, sizes, arms, s, say)},
-        fairness,
-    )
-
-
-#: Each suite: its checks, in its own order, then :func:`_run`.
-_SUITES: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], tuple[dict[str, Any], Path]]] = {
-    "groupby": _db,
-    "join": _db,
-    "models": _models,
-    "crossover": _crossover,
-}
+    return _run(s, "crossover", lambda: {"sizes": sizes}, measure, fairness)

@@ -21,7 +21,7 @@ from accel.bench.suites import RESULTS_FOLDER, stderr_line
 from accel.cli.options import Flag, add_flags, call, checked, from_0, overwrite, percent, positive_int, shown
 from accel.errors import AccelError
 from accel.files import exists_policy
-from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, ModelTimed, Timed, show_result
+from accel.record import ARMS, Arm, CrossoverBench, DbBench, Fairness, FitArm, ModelsBench, Timed, show_result
 from accel.report.console import arm_status_line, fmt_value, wide_console
 
 
@@ -205,7 +205,7 @@ def _db_table(result: DbBench, width: int) -> Any:
 
     runs = _needed_width(*layout(True)) <= width
     title = f"db-benchmark {result.benchmark.removeprefix('db_')} — seconds" + ("" if runs else f" ({median} runs)")
-    return _whole_cells_table(title, *layout(runs))
+    return _table(title, *layout(runs))
 
 
 #: Width kept for the one column of text (a question's title, ``question``): it wraps within it.
@@ -228,25 +228,23 @@ def _needed_width(headers: list[str], rows: list[list[str]]) -> int:
     return sum(w or TEXT_WIDTH for w in widths) + 3 * len(widths) + 1
 
 
-def _whole_cells_table(title: str, headers: list[str], rows: list[list[str]], compact: bool = False) -> Any:
-    """A table whose cells are never cut: each column as wide as its widest cell or header line
+def _table(title: str, headers: list[str], rows: list[list[str]], compact: bool = False, whole: bool = True) -> Any:
+    """A table of text and names at the left (:data:`LEFT`, an engine's ``answer``) and numbers at the
+    right. ``whole``: no cell is ever cut, each column as wide as its widest cell or header line
     (headers break where they say ``\\n``), except the question's title, which wraps. ``compact``:
     no outer border or edge padding (three columns more for the cells)."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=not compact, pad_edge=not compact)
-    for header, fixed in zip(headers, _widths(headers, rows)):
-        table.add_column(
-            header, justify="left" if header in LEFT else "right", overflow="fold", width=fixed, min_width=fixed or TEXT_WIDTH
-        )
+    for header, fixed in zip(headers, _widths(headers, rows) if whole else [None] * len(headers)):
+        whole_cells: dict[str, Any] = {"overflow": "fold", "width": fixed, "min_width": fixed or TEXT_WIDTH} if whole else {}
+        table.add_column(header, justify="left" if header in LEFT or header.endswith(" answer") else "right", **whole_cells)
     for cells in rows:
         table.add_row(*cells)
     return table
 
 
 def _render_db(result: DbBench, console: Any) -> None:
-    from rich.table import Table
-
     line = functools.partial(console.print, highlight=False, markup=False, soft_wrap=True)
     console.print(_db_table(result, console.width))
     if result.gpu and not result.gpu.ok:
@@ -257,28 +255,27 @@ def _render_db(result: DbBench, console: Any) -> None:
                 line(f"{q.question} {name.upper()} arm failed: {a.reason}")
     if not result.engines:
         return
-    t = Table(
-        title="the same questions on other engines, for context (run 2: the first timed run, seconds)", title_justify="left"
-    )
-    t.add_column("q")
-    t.add_column("pandas arm", justify="right")
-    for name in result.engines:
-        t.add_column(name, justify="right")
-        t.add_column(f"{name} answer")
+    rows = []
     for q in result.questions:
         cells = [q.question, _fmt_s(q.cpu.run2)]
         for eng in result.engines.values():
             a = eng.questions.get(q.question) or Timed()
             said = [_fmt_s(a.run2) if a.ok else a.status or "—", {True: "agrees", False: "DIFFERS", None: "—"}[a.agree]]
             cells += said if eng.ok else [eng.status or "—", ""]
-        t.add_row(*cells)
-    console.print(t)
+        rows.append(cells)
+    headers = ["q", "pandas arm", *[h for name in result.engines for h in (name, f"{name} answer")]]
+    title = "the same questions on other engines, for context (run 2: the first timed run, seconds)"
+    console.print(_table(title, headers, rows, whole=False))
     for name, eng in result.engines.items():
         if not eng.ok:
             line(f"{name}: {eng.reason}")
 
 
 # --------------------------------------------------------------------------- tables
+
+
+def _fit_cells(arm: FitArm) -> list[str]:
+    return [_fmt_s(arm.fit.median), _fmt_s(arm.predict.median), fmt_value(arm.quality, ".4f")]
 
 
 def _models_tables(result: ModelsBench, width: int) -> list[Any]:
@@ -288,33 +285,21 @@ def _models_tables(result: ModelsBench, width: int) -> list[Any]:
     arms = ["cpu", "gpu"] if gpu_shown else ["cpu"]
     title = f"models on {result.data.rows or 0:,} rows × {result.data.features} features — median seconds"
 
-    def seconds(arm: FitArm, step: str) -> str:
-        return _fmt_s(getattr(arm, step).median) if arm.ok else str(arm.status)
-
-    def quality(arm: FitArm) -> str:
-        return fmt_value(arm.quality, ".4f") if arm.ok else str(arm.status)
-
     headers = ["model", "metric"] + [f"{a.upper()}\n{c}" for a in arms for c in ("fit", "predict", "quality")]
     headers += ["fit\nspeedup", "predict\nspeedup"] if gpu_shown else []
     rows = [
         [m.model, m.metric]
-        + [v for a in map(m.arm, arms) for v in (seconds(a, "fit"), seconds(a, "predict"), quality(a))]
+        + [v for a in map(m.arm, arms) for v in (_fit_cells(a) if a.ok else [str(a.status)] * 3)]
         + ([_fmt_x(m.fit_speedup), _fmt_x(m.predict_speedup)] if gpu_shown else [])
         for m in result.models
     ]
     if _needed_width(headers, rows) <= width or not gpu_shown:
-        return [_whole_cells_table(title, headers, rows)]
+        return [_table(title, headers, rows)]
     # Narrow: the fit and the predict seconds with their speedups, then the quality, in two tables.
     headers = ["model", "CPU\nfit", "GPU\nfit", "fit\n×", "CPU\npredict", "GPU\npredict", "predict\n×"]
-
-    def both(m: ModelTimed, step: str) -> list[str]:  # a step's CPU and GPU seconds and speedup
-        return [seconds(m.cpu, step), seconds(m.gpu, step), _fmt_x(getattr(m, f"{step}_speedup"))]
-
-    timing = [[m.model, *both(m, "fit"), *both(m, "predict")] for m in result.models]
-    scores = [[m.model, m.metric, quality(m.cpu), quality(m.gpu)] for m in result.models]
     return [
-        _whole_cells_table(title, headers, timing, compact=True),
-        _whole_cells_table("quality on the test rows", ["model", "metric", "CPU", "GPU"], scores),
+        _table(title, headers, [[r[i] for i in (0, 2, 5, 8, 3, 6, 9)] for r in rows], compact=True),
+        _table("quality on the test rows", ["model", "metric", "CPU", "GPU"], [[r[i] for i in (0, 1, 4, 7)] for r in rows]),
     ]
 
 
@@ -331,19 +316,19 @@ def _render_models(result: ModelsBench, console: Any) -> None:
 
 
 def _render_crossover(result: CrossoverBench, console: Any) -> None:
-    from rich.table import Table
-
     for op in result.operations:
-        t = Table(title=f"{op.operation}: {op.description} — median seconds", title_justify="left")
-        for col in ("rows", "CPU", "GPU", "speedup"):
-            t.add_column(col, justify="right")
-        for p in op.points:
-            t.add_row(f"{p.rows:,}", *(_fmt_s(a.median) if a.ok else str(a.status) for a in (p.cpu, p.gpu)), _fmt_x(p.speedup))
-        console.print(t)
-        wins = (
-            "did not win from any size measured on" if op.crossover_rows is None else f"wins from {op.crossover_rows:,} rows on"
+        rows = [
+            [f"{p.rows:,}", *(_fmt_s(a.median) if a.ok else str(a.status) for a in (p.cpu, p.gpu)), _fmt_x(p.speedup)]
+            for p in op.points
+        ]
+        console.print(
+            _table(f"{op.operation}: {op.description} — median seconds", ["rows", "CPU", "GPU", "speedup"], rows, whole=False)
         )
-        said = f"not measured (GPU arm {op.gpu_status})" if op.gpu_status != "ok" else f"the GPU arm {wins}"
+        said = (
+            f"not measured (GPU arm {op.gpu_status})" if op.gpu_status != "ok"
+            else "the GPU arm did not win from any size measured on" if op.crossover_rows is None
+            else f"the GPU arm wins from {op.crossover_rows:,} rows on"
+        )  # fmt: skip
         console.print(f"crossover: {said}", highlight=False)
     # Each reason the GPU arm did not run, said once, after the tables.
     skipped = [Arm(status=op.gpu_status, reason=op.gpu_reason) for op in result.operations if op.gpu_status != "ok"]
