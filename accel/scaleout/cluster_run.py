@@ -46,17 +46,14 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel._compat import Array
 from accel.backend import Backend, backend_for, probe_gpu
 from accel.config import RunConfig
-from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say
-from accel.pipeline import Pipeline
 from accel.record import ensure_writable
 from accel.registry import MODELS, refusal, xgboost_threads_used
 from accel.result import Executed, Listener, skipped
@@ -290,6 +287,8 @@ class OnDask(OnWorkers[DaskForm]):
         from xgboost import dask as dxgb
 
         from accel.early_stopping import search_between_stages
+        from accel.pipeline import from_run
+        from accel.precision import frame_matrix, plan_precision
 
         session, model, client = self.session, self.model, self.session.client
         info, params, es = session.info, model.params, model.early_stopping
@@ -341,7 +340,12 @@ class OnDask(OnWorkers[DaskForm]):
                 with timer.stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, xgboost_named(prepared.X_test)))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
-                kept = self.keep_pipeline(dask_workflow, backend, booster, prepared, timer, _compat.to_numpy(y_prob))
+                kept = from_run(
+                    dask_workflow, backend, model, booster, prepared.transform,
+                    plan_precision("fp32", prepared.feature_names, []), timer,
+                    lambda n: frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical),
+                    (prepared.test_ids, _compat.to_numpy(y_prob)),
+                )  # fmt: skip
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
             raise
@@ -398,24 +402,6 @@ class OnDask(OnWorkers[DaskForm]):
         booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(True), make_input(), es.patience)
         es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
-
-    def keep_pipeline(
-        self, workflow: DaskForm, backend: Backend, booster: Any, prepared: Prepared, timer: StageTimer, prediction: Array
-    ) -> Pipeline:
-        """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
-        workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
-        from accel.pipeline import explained, from_run, holdout_frame
-        from accel.precision import frame_matrix, plan_precision
-
-        precision = plan_precision("fp32", prepared.feature_names, [])
-        kept = from_run(workflow, backend, self.model, booster, prepared.transform, precision)
-
-        def sample(n: int) -> Any:
-            return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
-
-        explained(kept, timer, sample, workflow.settings.explain_rows)
-        kept.holdout = holdout_frame(prepared.test_ids, prediction)
-        return kept
 
 
 def xgboost_named(frame: Any) -> Any:
