@@ -415,20 +415,11 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
     except (KeyError, TypeError, ValueError) as exc:
         raise AccelError(f"the pipeline in {str(folder)!r} cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
     holdout = pq.read_table(Path(folder) / HOLDOUT).to_pandas() if (Path(folder) / HOLDOUT).is_file() else None
+    importances = {k: dict(v) for k, v in (manifest.get("importances") or {}).items()}
+    info, threshold = dict(manifest.get("info") or {}), float(manifest.get("threshold") or 0.5)
     return Pipeline(
-        workflow=kind,
-        task=manifest["task"],
-        classes=manifest["classes"],
-        transform=transform,
-        model=model,
-        fitted=fitted,
-        precision=precision,
-        backend=backend,
-        info=dict(manifest.get("info") or {}),
-        importances={k: dict(v) for k, v in (manifest.get("importances") or {}).items()},
-        threshold=float(manifest.get("threshold") or 0.5),
-        holdout=holdout,
-    )
+        kind, manifest["task"], manifest["classes"], transform, model, fitted, precision, backend, info, importances, threshold, holdout
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- from a run

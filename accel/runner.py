@@ -86,11 +86,9 @@ def run_arm(
     """
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
-    if plan.mode == "streaming":
-        from accel.streaming import Streamed
+    from accel.streaming import Streamed
 
-        return execute_arm(backend, workflow, Streamed(plan, settings, rmm), listener)
-    return execute_arm(backend, workflow, InMemory(plan, settings, rmm), listener)
+    return execute_arm(backend, workflow, (Streamed if plan.mode == "streaming" else InMemory)(plan, settings, rmm), listener)
 
 
 def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: Listener | None = None) -> ArmResult:

@@ -48,19 +48,22 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend, backend_for, probe_gpu
 from accel.config import RunConfig
-from accel.early_stopping import EarlyStopping
+from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say
+from accel.pipeline import from_run
+from accel.precision import frame_matrix, plan_precision, xgboost_safe_name
 from accel.record import ensure_writable
 from accel.registry import MODELS, refusal, xgboost_threads_used
 from accel.result import Executed, Listener, skipped
+from accel.runner import PairedRun, build_workflow, early_stopping_for, execute_arm, run_arm_safely, run_record
 from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
-from accel.workflows import DASK_WORKFLOWS
+from accel.workflows import DASK_WORKFLOWS, get_workflow
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.partitions import DaskBuilder, DaskForm, held_rows, partition_offsets
 
@@ -258,8 +261,6 @@ def run_on_session(
     :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`). The
     arm runs through the one runner (:func:`accel.runner.execute_arm`) with :class:`OnDask`.
     """
-    from accel.runner import execute_arm
-
     info = session.info
     kind = info.worker_kind
     backend = backend or client_backend(kind)
@@ -285,10 +286,6 @@ class OnDask(OnWorkers[DaskForm]):
     def execute(self, backend: Backend, dask_workflow: DaskForm, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
         from xgboost import dask as dxgb
-
-        from accel.early_stopping import search_between_stages
-        from accel.pipeline import from_run
-        from accel.precision import frame_matrix, plan_precision
 
         session, model, client = self.session, self.model, self.session.client
         info, params, es = session.info, model.params, model.early_stopping
@@ -406,8 +403,6 @@ class OnDask(OnWorkers[DaskForm]):
 
 def xgboost_named(frame: Any) -> Any:
     """A Dask frame with the column names XGBoost accepts (no ``[``, ``]``, ``<``: a user's columns may have them)."""
-    from accel.precision import xgboost_safe_name
-
     renamed = {c: xgboost_safe_name(c) for c in frame.columns if xgboost_safe_name(c) != c}
     return frame.rename(columns=renamed) if renamed else frame
 
@@ -460,15 +455,11 @@ class DaskJob:
     """
 
     def __init__(self, config: RunConfig, listener: Listener | None, on_plan: Callable[[Any], None] | None = None):
-        from accel.runner import build_workflow, early_stopping_for
-
         self.config, self.listener, self.early_stopping = config, listener, early_stopping_for(config)
         self.workflow: str | DaskBuilder = config.workflow
         self.planned: Any = None
         if config.data is None:
             if config.workflow not in DASK_WORKFLOWS:
-                from accel.workflows import get_workflow
-
                 get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
                 raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
             return
@@ -482,8 +473,6 @@ class DaskJob:
 
     def single_process(self) -> Any:
         """The workflow of an arm in this process: the table's plan, or the named workflow built."""
-        from accel.runner import build_workflow
-
         return self.planned if self.planned is not None else build_workflow(self.config, self.early_stopping)
 
     def run_arm(self, place: ArmPlace) -> tuple[dict[str, Any], Any, Any]:
@@ -498,8 +487,6 @@ class DaskJob:
         if place.skip is not None:
             return skipped(place.skip).as_dict(), None, None
         if place.placement == "process":
-            from accel.runner import run_arm_safely
-
             single = self.single_process()
             result = run_arm_safely(place.arm_backend(), single, listener, config.memory_settings(), collect=False)
             arm = {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None}
@@ -550,8 +537,6 @@ def cluster_run(
     (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
     (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
-    from accel.runner import PairedRun, run_record
-
     cluster = config.cluster
     assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
