@@ -454,12 +454,9 @@ def from_run(
         # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
         if all(isinstance(c, float) and c.is_integer() for c in classes):
             classes = [int(c) for c in classes]
-    where = {
-        "model": getattr(workflow, "model_name", model.name),
-        "arm": backend.name,
-        "trained_on": model.device_used(backend, fitted),
-    }
-    pipeline = Pipeline(workflow.name, workflow.task, classes, transform, model, fitted, precision, backend, {**where, **info})
+    model_name, trained_on = getattr(workflow, "model_name", model.name), model.device_used(backend, fitted)
+    info = {"model": model_name, "arm": backend.name, "trained_on": trained_on, **info}
+    pipeline = Pipeline(workflow.name, workflow.task, classes, transform, model, fitted, precision, backend, info)
     rows = workflow.settings.explain_rows
     with timer.stage("explain"):
         pipeline.importances = model.importances(backend, fitted, pipeline.feature_names, sample(rows) if rows > 0 else None)

@@ -66,6 +66,7 @@ from accel.timing import StageTimer
 from accel.workflows import DASK_WORKFLOWS, get_workflow
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.partitions import DaskBuilder, DaskForm, held_rows, partition_offsets
+from accel.workflows.table_dask import table_builder
 
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
@@ -262,12 +263,10 @@ def run_on_session(
     arm runs through the one runner (:func:`accel.runner.execute_arm`) with :class:`OnDask`.
     """
     info = session.info
-    kind = info.worker_kind
-    backend = backend or client_backend(kind)
+    backend = backend or client_backend(info.worker_kind)
     build = DASK_WORKFLOWS[workflow] if isinstance(workflow, str) else workflow  # a name DaskJob accepted
-    dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
-    n_classes = dask_workflow.n_classes
-    model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
+    dask_workflow = build(settings, info.worker_kind, backend, info.workers, info.total_threads or info.workers)
+    model = XGBoostModel(params, dask_workflow.task, seed=seed, n_classes=dask_workflow.n_classes, early_stopping=early_stopping)
     result = execute_arm(backend, dask_workflow, OnDask(session, model), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
@@ -466,9 +465,6 @@ class DaskJob:
         self.planned = build_workflow(config, self.early_stopping)
         if on_plan is not None:
             on_plan(self.planned)
-        from accel.workflows.table_dask import table_builder
-
-        assert self.planned.planned is not None, "a table's workflow is planned"
         self.workflow = table_builder(self.planned.planned)
 
     def single_process(self) -> Any:
@@ -553,7 +549,6 @@ def cluster_run(
             described = described or ran
     assert described is not None, "the CPU arm is never skipped (plan_arms), so it ran"
     # The model as the workers trained it: XGBoost (the model with a Dask trainer: check_dask_config) with its Dask library.
-    es = job.early_stopping
-    model = XGBoostModel(XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=es)
-    library = MODELS[config.model].caps.dask
-    return run_record(run, described, es, model={**model.describe(), "library": library}, mode="dask")
+    es, params = job.early_stopping, XGBoostSettings(**config.model_params())
+    model = XGBoostModel(params, described.task, name=config.model, early_stopping=es).describe()
+    return run_record(run, described, es, model={**model, "library": MODELS[config.model].caps.dask}, mode="dask")
