@@ -45,7 +45,7 @@ from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_
 from accel.record import PairedRecord, RecordError, dumps, loads, read_record
 from accel.registry import MODELS
 from accel.timing import StageTimer
-from accel.workflows.base import Model
+from accel.workflows.base import Model, WorkflowSettings
 from accel.workflows.flights import FlightsTransform
 
 FORMAT = "accel-pipeline"
@@ -63,10 +63,11 @@ SCORE_BATCH_ROWS = 1 << 20
 
 
 class Fitted(Protocol):
-    """What a pipeline is made from, of a workflow (one process or Dask): its name and task."""
+    """What a pipeline is made from, of a workflow (one process or Dask): its name, task and settings."""
 
     name: str
     task: str
+    settings: WorkflowSettings
 
 
 @dataclass
@@ -414,35 +415,14 @@ def load_folder(folder: Path, backend: Backend) -> Pipeline:
     except (KeyError, TypeError, ValueError) as exc:
         raise AccelError(f"the pipeline in {str(folder)!r} cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
     holdout = pq.read_table(Path(folder) / HOLDOUT).to_pandas() if (Path(folder) / HOLDOUT).is_file() else None
+    importances = {k: dict(v) for k, v in (manifest.get("importances") or {}).items()}
+    info, threshold = dict(manifest.get("info") or {}), float(manifest.get("threshold") or 0.5)
     return Pipeline(
-        workflow=kind,
-        task=manifest["task"],
-        classes=manifest["classes"],
-        transform=transform,
-        model=model,
-        fitted=fitted,
-        precision=precision,
-        backend=backend,
-        info=dict(manifest.get("info") or {}),
-        importances={k: dict(v) for k, v in (manifest.get("importances") or {}).items()},
-        threshold=float(manifest.get("threshold") or 0.5),
-        holdout=holdout,
-    )
+        kind, manifest["task"], manifest["classes"], transform, model, fitted, precision, backend, info, importances, threshold, holdout
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- from a run
-
-
-def holdout_frame(test_ids: np.ndarray | None, prediction: Array) -> Any:
-    """The hold-out rows' ids (rows of the source file) beside the model's output for them;
-    None where the rows have no place in a file."""
-    import pandas as pd
-
-    if test_ids is None:
-        return None
-    prediction = _compat.to_numpy(prediction)
-    columns = {f"prediction_{k}": p for k, p in enumerate(prediction.T)} if prediction.ndim == 2 else {"prediction": prediction}
-    return pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64), **columns})
 
 
 def from_run(
@@ -452,9 +432,21 @@ def from_run(
     fitted: Any,
     transform: FeatureTransform,
     precision: PrecisionPlan,
+    timer: StageTimer,
+    sample: Callable[[int], Array],
+    holdout: tuple[np.ndarray | None, Array],
     **info: object,
 ) -> Pipeline:
-    """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...)."""
+    """The pipeline an arm of ``workflow`` fitted (``info``: where it trained, the rounds ...).
+
+    Its importances are found in their own timed stage ``explain`` of ``timer``: the model's own
+    and, for XGBoost, SHAP on ``sample(n)`` (the float32 matrix of the first ``n`` hold-out rows),
+    ``n`` at most the workflow's ``explain_rows`` (0: no SHAP). ``holdout`` is the hold-out rows'
+    ids (rows of the source file; None where they have no place in a file) and the model's output
+    for them, kept as :attr:`Pipeline.holdout`.
+    """
+    import pandas as pd
+
     classes = None
     if workflow.task != "regression":
         plan = getattr(workflow, "plan", None)
@@ -462,31 +454,18 @@ def from_run(
         # Numeric classes are planned as floats; whole numbers are labels such as 0 and 1, not 0.0 and 1.0.
         if all(isinstance(c, float) and c.is_integer() for c in classes):
             classes = [int(c) for c in classes]
-    where = {
-        "model": getattr(workflow, "model_name", model.name),
-        "arm": backend.name,
-        "trained_on": model.device_used(backend, fitted),
-    }
-    return Pipeline(
-        workflow=workflow.name,
-        task=workflow.task,
-        classes=classes,
-        transform=transform,
-        model=model,
-        fitted=fitted,
-        precision=precision,
-        backend=backend,
-        info={**where, **info},
-    )
-
-
-def explained(pipeline: Pipeline, timer: StageTimer, sample: Callable[[int], Array], rows: int) -> None:
-    """The pipeline's importances, in their own timed stage ``explain`` of ``timer``: the model's
-    own and, for XGBoost, SHAP on ``sample(n)`` (the float32 matrix of the first ``n`` hold-out
-    rows), ``n`` at most ``rows`` (0: no SHAP)."""
+    model_name, trained_on = getattr(workflow, "model_name", model.name), model.device_used(backend, fitted)
+    info = {"model": model_name, "arm": backend.name, "trained_on": trained_on, **info}
+    pipeline = Pipeline(workflow.name, workflow.task, classes, transform, model, fitted, precision, backend, info)
+    rows = workflow.settings.explain_rows
     with timer.stage("explain"):
-        matrix = sample(rows) if rows > 0 else None
-        pipeline.importances = pipeline.model.importances(pipeline.backend, pipeline.fitted, pipeline.feature_names, matrix)
+        pipeline.importances = model.importances(backend, fitted, pipeline.feature_names, sample(rows) if rows > 0 else None)
+    test_ids, output = holdout
+    if test_ids is not None:
+        output = _compat.to_numpy(output)
+        columns = {f"prediction_{k}": p for k, p in enumerate(output.T)} if output.ndim == 2 else {"prediction": output}
+        pipeline.holdout = pd.DataFrame({"row": np.asarray(test_ids, dtype=np.int64), **columns})
+    return pipeline
 
 
 def beside_record(record: dict[str, Any], pipelines: dict[str, Pipeline]) -> Callable[[Path], Callable[[], None]] | None:

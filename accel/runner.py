@@ -31,7 +31,7 @@ from accel.memory import MemoryMonitor, MemorySettings, default_budget, parse_si
 from accel.metrics import task_metrics
 from accel.output import detail
 from accel.pairing import arm_of, pair
-from accel.pipeline import Pipeline, beside_record, explained, from_run, holdout_frame
+from accel.pipeline import Pipeline, beside_record, from_run
 from accel.precision import plan_for_frames, store_frame
 from accel.record import ensure_writable, record_head, record_stem, write_record
 from accel.registry import DEFAULT_MODEL, MODELS, XGBoostSettings, refusal
@@ -86,11 +86,9 @@ def run_arm(
     """
     settings = memory or MemorySettings()
     rmm, plan = prepared_arm or prepare_arm(backend, workflow, settings)
-    if plan.mode == "streaming":
-        from accel.streaming import Streamed
+    from accel.streaming import Streamed
 
-        return execute_arm(backend, workflow, Streamed(plan, settings, rmm), listener)
-    return execute_arm(backend, workflow, InMemory(plan, settings, rmm), listener)
+    return execute_arm(backend, workflow, (Streamed if plan.mode == "streaming" else InMemory)(plan, settings, rmm), listener)
 
 
 def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: Listener | None = None) -> ArmResult:
@@ -154,9 +152,10 @@ class InMemory(Executor[Workflow]):
         with timer.stage("predict"):
             prediction = with_backoff(lambda rows: model.predict(backend, fitted, X_test, rows), plan, backend, "predict")
         del model_input
-        kept = from_run(workflow, backend, model, fitted, prepared.transform, precision)
-        explained(kept, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
-        kept.holdout = holdout_frame(prepared.test_ids, prediction)
+        kept = from_run(
+            workflow, backend, model, fitted, prepared.transform, precision, timer,
+            lambda n: X_test.batch(0, min(n, X_test.n_rows)), (prepared.test_ids, prediction),
+        )  # fmt: skip
 
         y_test = _compat.to_numpy(prepared.y_test)
         metrics = task_metrics(workflow.task, y_test, _compat.to_numpy(prediction))

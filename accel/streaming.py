@@ -38,7 +38,7 @@ from accel.data.readers import ColumnarCache, iter_chunks, planned_rows
 from accel.early_stopping import search_between_stages
 from accel.memory import MemorySettings, release_host_memory
 from accel.metrics import task_metrics
-from accel.pipeline import explained, from_run, holdout_frame
+from accel.pipeline import from_run
 from accel.precision import frame_matrix, plan_precision, xgboost_features
 from accel.registry import MODELS
 from accel.result import Executed, Executor
@@ -171,9 +171,11 @@ class _Stream:
         with announced(self.listener, backend.name, "predict pass"):
             prediction, y_test = with_backoff(predict_pass, self.plan, backend, "predict pass")
         precision = plan_precision("fp32", columns, [])
-        pipeline = from_run(workflow, backend, model, booster, TableTransform(self.featurizer), precision)
-        explained(pipeline, self.timer, lambda n: backend.xp.concatenate(sample)[:n] if sample else None, explain_rows)
-        pipeline.holdout = holdout_frame(workflow.plan.row_positions[workflow.plan.test_pos], prediction)
+        pipeline = from_run(
+            workflow, backend, model, booster, TableTransform(self.featurizer), precision, self.timer,
+            lambda n: backend.xp.concatenate(sample)[:n] if sample else None,
+            (workflow.plan.row_positions[workflow.plan.test_pos], prediction),
+        )  # fmt: skip
         return prediction, y_test, pipeline
 
 

@@ -14,7 +14,7 @@ from tests import tables
 
 
 def holdout_output(holdout: pd.DataFrame) -> np.ndarray:
-    """The model's output kept in a pipeline's hold-out frame (``accel.pipeline.holdout_frame``),
+    """The model's output kept in a pipeline's hold-out frame (``accel.pipeline.from_run``),
     as the run's predict stage gave it."""
     columns = [c for c in holdout.columns if c.startswith("prediction")]
     return holdout[columns[0]].to_numpy() if columns == ["prediction"] else holdout[columns].to_numpy()

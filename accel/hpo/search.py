@@ -823,18 +823,17 @@ def _retrained(run: _Search, ctx: SearchContext, params: dict[str, Any]) -> Meas
     """``params`` trained on all training rows of ``ctx``'s arm and scored on the hold-out; kept in ``run`` as the
     arm's fitted pipeline (:mod:`accel.pipeline`), its importances timed as ``explain`` (SHAP on the first
     hold-out rows), its hold-out predictions kept."""
-    from accel.pipeline import explained, from_run, holdout_frame
+    from accel.pipeline import from_run
 
     fitted: dict[str, Any] = {}
     fin = train_and_score(ctx, params, "train", keep=fitted)
-    workflow = run.opened.workflow
-    pipeline = from_run(workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, tuned=True)
-    X_test = ctx.data.parts["test"][0]
-    explain = Measured()
+    X_test, explain = ctx.data.parts["test"][0], Measured()
     with measured(ctx.backend, explain) as timer:
-        explained(pipeline, timer, lambda n: X_test.batch(0, min(n, X_test.n_rows)), workflow.settings.explain_rows)
+        pipeline = from_run(
+            run.opened.workflow, ctx.backend, fitted["model"], fitted["fitted"], ctx.transform, ctx.precision, timer,
+            lambda n: X_test.batch(0, min(n, X_test.n_rows)), (ctx.test_ids, fitted["prediction"]), tuned=True,
+        )  # fmt: skip
     pipeline.info["explain_seconds"] = explain.seconds
-    pipeline.holdout = holdout_frame(ctx.test_ids, fitted["prediction"])
     run.kept[ctx.backend.name] = pipeline
     return fin
 

@@ -46,26 +46,27 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel._compat import Array
 from accel.backend import Backend, backend_for, probe_gpu
 from accel.config import RunConfig
-from accel.data.prepared import Prepared
-from accel.early_stopping import EarlyStopping
+from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, DeviceUnavailable, first_line
 from accel.faultpoints import training_callbacks
 from accel.metrics import task_metrics
 from accel.models import XGBOOST_EVAL_METRIC, XGBoostModel, XGBoostSettings
 from accel.output import say
-from accel.pipeline import Pipeline
+from accel.pipeline import from_run
+from accel.precision import frame_matrix, plan_precision, xgboost_safe_name
 from accel.record import ensure_writable
 from accel.registry import MODELS, refusal, xgboost_threads_used
 from accel.result import Executed, Listener, skipped
+from accel.runner import PairedRun, build_workflow, early_stopping_for, execute_arm, run_arm_safely, run_record
 from accel.scaleout.arms import ArmPlace, gpu_planning_refused, plan_arms
 from accel.scaleout.cluster import ClusterInfo, ClusterSession, OnWorkers
 from accel.timing import StageTimer
-from accel.workflows import DASK_WORKFLOWS
+from accel.workflows import DASK_WORKFLOWS, get_workflow
 from accel.workflows.base import WorkflowSettings
 from accel.workflows.partitions import DaskBuilder, DaskForm, held_rows, partition_offsets
+from accel.workflows.table_dask import table_builder
 
 #: How far the distributed run's hold-out AUC may be from the single-process run's on the same
 #: data and seed. The rows, features and categories are identical (tested exactly); XGBoost's
@@ -261,15 +262,11 @@ def run_on_session(
     :func:`accel.scaleout.arms.plan_arms` decided it (by default :func:`client_backend`). The
     arm runs through the one runner (:func:`accel.runner.execute_arm`) with :class:`OnDask`.
     """
-    from accel.runner import execute_arm
-
     info = session.info
-    kind = info.worker_kind
-    backend = backend or client_backend(kind)
+    backend = backend or client_backend(info.worker_kind)
     build = DASK_WORKFLOWS[workflow] if isinstance(workflow, str) else workflow  # a name DaskJob accepted
-    dask_workflow = build(settings, kind, backend, info.workers, info.total_threads or info.workers)
-    n_classes = dask_workflow.n_classes
-    model = XGBoostModel(params, task=dask_workflow.task, seed=seed, n_classes=n_classes, early_stopping=early_stopping)
+    dask_workflow = build(settings, info.worker_kind, backend, info.workers, info.total_threads or info.workers)
+    model = XGBoostModel(params, dask_workflow.task, seed=seed, n_classes=dask_workflow.n_classes, early_stopping=early_stopping)
     result = execute_arm(backend, dask_workflow, OnDask(session, model), listener)
     return result.as_dict(), dask_workflow, result.pipeline
 
@@ -288,8 +285,6 @@ class OnDask(OnWorkers[DaskForm]):
     def execute(self, backend: Backend, dask_workflow: DaskForm, timer: StageTimer, listener: Listener | None) -> Executed:
         import dask
         from xgboost import dask as dxgb
-
-        from accel.early_stopping import search_between_stages
 
         session, model, client = self.session, self.model, self.session.client
         info, params, es = session.info, model.params, model.early_stopping
@@ -341,7 +336,12 @@ class OnDask(OnWorkers[DaskForm]):
                 with timer.stage("predict"):
                     prediction = client.persist(dxgb.inplace_predict(client, booster, xgboost_named(prepared.X_test)))
                     y_true, y_prob = client.compute([prepared.y_test, prediction], sync=True)
-                kept = self.keep_pipeline(dask_workflow, backend, booster, prepared, timer, _compat.to_numpy(y_prob))
+                kept = from_run(
+                    dask_workflow, backend, model, booster, prepared.transform,
+                    plan_precision("fp32", prepared.feature_names, []), timer,
+                    lambda n: frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical),
+                    (prepared.test_ids, _compat.to_numpy(y_prob)),
+                )  # fmt: skip
                 workers_memory = self.sampler.peaks()
         except (KeyboardInterrupt, AccelError):
             raise
@@ -399,29 +399,9 @@ class OnDask(OnWorkers[DaskForm]):
         es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
-    def keep_pipeline(
-        self, workflow: DaskForm, backend: Backend, booster: Any, prepared: Prepared, timer: StageTimer, prediction: Array
-    ) -> Pipeline:
-        """The cluster arm's fitted pipeline: the features fitted on the client, the booster the
-        workers trained; its importances timed as ``explain`` (SHAP here, on the first hold-out rows)."""
-        from accel.pipeline import explained, from_run, holdout_frame
-        from accel.precision import frame_matrix, plan_precision
-
-        precision = plan_precision("fp32", prepared.feature_names, [])
-        kept = from_run(workflow, backend, self.model, booster, prepared.transform, precision)
-
-        def sample(n: int) -> Any:
-            return frame_matrix(prepared.X_test.head(n, npartitions=-1), prepared.categorical)
-
-        explained(kept, timer, sample, workflow.settings.explain_rows)
-        kept.holdout = holdout_frame(prepared.test_ids, prediction)
-        return kept
-
 
 def xgboost_named(frame: Any) -> Any:
     """A Dask frame with the column names XGBoost accepts (no ``[``, ``]``, ``<``: a user's columns may have them)."""
-    from accel.precision import xgboost_safe_name
-
     renamed = {c: xgboost_safe_name(c) for c in frame.columns if xgboost_safe_name(c) != c}
     return frame.rename(columns=renamed) if renamed else frame
 
@@ -474,30 +454,21 @@ class DaskJob:
     """
 
     def __init__(self, config: RunConfig, listener: Listener | None, on_plan: Callable[[Any], None] | None = None):
-        from accel.runner import build_workflow, early_stopping_for
-
         self.config, self.listener, self.early_stopping = config, listener, early_stopping_for(config)
         self.workflow: str | DaskBuilder = config.workflow
         self.planned: Any = None
         if config.data is None:
             if config.workflow not in DASK_WORKFLOWS:
-                from accel.workflows import get_workflow
-
                 get_workflow(config.workflow, WorkflowSettings())  # an unknown name: the usual error, listing the known ones
                 raise AccelError(f"workflow {config.workflow!r} cannot run on Dask; known: {', '.join(sorted(DASK_WORKFLOWS))}")
             return
         self.planned = build_workflow(config, self.early_stopping)
         if on_plan is not None:
             on_plan(self.planned)
-        from accel.workflows.table_dask import table_builder
-
-        assert self.planned.planned is not None, "a table's workflow is planned"
         self.workflow = table_builder(self.planned.planned)
 
     def single_process(self) -> Any:
         """The workflow of an arm in this process: the table's plan, or the named workflow built."""
-        from accel.runner import build_workflow
-
         return self.planned if self.planned is not None else build_workflow(self.config, self.early_stopping)
 
     def run_arm(self, place: ArmPlace) -> tuple[dict[str, Any], Any, Any]:
@@ -512,8 +483,6 @@ class DaskJob:
         if place.skip is not None:
             return skipped(place.skip).as_dict(), None, None
         if place.placement == "process":
-            from accel.runner import run_arm_safely
-
             single = self.single_process()
             result = run_arm_safely(place.arm_backend(), single, listener, config.memory_settings(), collect=False)
             arm = {**result.as_dict(), "placement": "process", "placement_note": place.note, "cluster": None}
@@ -564,8 +533,6 @@ def cluster_run(
     (``placement``, ``cluster``). The record's ``wall`` says where the process's time went
     (``process_start``: as for :func:`accel.runner.paired_run`), each arm's cluster start-up apart.
     """
-    from accel.runner import PairedRun, run_record
-
     cluster = config.cluster
     assert cluster is not None, "accel.api.run comes here with a cluster only"
     check_dask_config(config)
@@ -582,7 +549,6 @@ def cluster_run(
             described = described or ran
     assert described is not None, "the CPU arm is never skipped (plan_arms), so it ran"
     # The model as the workers trained it: XGBoost (the model with a Dask trainer: check_dask_config) with its Dask library.
-    es = job.early_stopping
-    model = XGBoostModel(XGBoostSettings(**config.model_params()), described.task, name=config.model, early_stopping=es)
-    library = MODELS[config.model].caps.dask
-    return run_record(run, described, es, model={**model.describe(), "library": library}, mode="dask")
+    es, params = job.early_stopping, XGBoostSettings(**config.model_params())
+    model = XGBoostModel(params, described.task, name=config.model, early_stopping=es).describe()
+    return run_record(run, described, es, model={**model, "library": MODELS[config.model].caps.dask}, mode="dask")

@@ -15,13 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from accel import scratch
 from accel._compat import Frame
 from accel.backend import Backend
 from accel.config import ClusterConfig
 from accel.pipeline import Pipeline, load_folder
-from accel.result import ArmResult, Executed, Listener
-from accel.scaleout.arms import ArmPlace
+from accel.result import ArmResult, Executed, Listener, skipped
+from accel.runner import execute_arm
+from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import OnWorkers
+from accel.scaleout.cluster_run import describe_cluster
 from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
 from accel.timing import StageTimer
 from accel.workflows.partitions import partition_offsets
@@ -98,11 +101,6 @@ def predict_on_cluster(
     """``accel predict`` on a Dask cluster (``cluster``: the run's ``cluster`` section): both
     arms where a cluster run puts them (:func:`accel.scaleout.arms.plan_arms`), the CPU arm only
     with ``--baseline`` or where the accelerated one did not run."""
-    from accel import scratch
-    from accel.result import skipped
-    from accel.runner import execute_arm
-    from accel.scaleout.arms import plan_arms
-    from accel.scaleout.cluster_run import describe_cluster
     from accel.scoring import conclude, prepare, score_arm
 
     ready = prepare(settings)
