@@ -447,6 +447,13 @@ class Backend:
         model = model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
+    @property
+    def probe_warms_up(self) -> bool:
+        """Whether this arm's batch-plan probe is also its warm-up, and so always runs: on the GPU
+        arm it creates the CUDA context and runs cuDF's first kernels, which would otherwise
+        land in the timed load stage."""
+        return self.is_gpu
+
     def ran_here(self, device_used: str) -> bool:
         """Whether a model that reports ``device_used`` ran on this arm's device (XGBoost with
         ``device="cuda"`` and no usable GPU trains on the CPU and only warns): a GPU arm's model

@@ -127,7 +127,7 @@ class FlightsWorkflow(Workflow):
         rows_total = (self.settings.rows or FLIGHTS_ROWS) * self.settings.scale
         if batch_rows is not None:
             plan = plan_batches(rows_total, 0.0, budget, budget_source, batch_rows)
-        elif not backend.is_gpu and budget * BUDGET_USE >= rows_total * ROW_BYTES_BOUND:
+        elif not backend.probe_warms_up and budget * BUDGET_USE >= rows_total * ROW_BYTES_BOUND:
             plan = plan_batches(rows_total, ROW_BYTES_BOUND, budget, budget_source, None)
             plan.source = "bound"
         else:
