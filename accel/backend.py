@@ -31,7 +31,6 @@ from accel.errors import DeviceUnavailable, first_line
 
 ArmName = Literal["cpu", "gpu"]
 T = TypeVar("T")
-DeviceChoice = Literal["auto", "cpu", "gpu"]
 
 #: Libraries the GPU arm cannot run without (import name -> what to install).
 GPU_REQUIRED = ("cupy", "cudf")
@@ -721,11 +720,14 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
     )
 
 
-def get_backend(choice: DeviceChoice = "auto") -> Backend:
+def get_backend(choice: str = "auto") -> Backend:
     """Resolve ``auto`` | ``cpu`` | ``gpu`` into a backend, once.
 
     ``auto`` gives the GPU arm when :func:`probe_gpu` finds it usable and the CPU arm otherwise;
-    ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back.
+    ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back. Also the
+    backend of Dask workers of kind ``"gpu"`` or ``"cpu"``: what a worker process builds for
+    itself (its own GPU is device 0 under Dask-CUDA), and what the client plans their
+    partitions with.
     """
     if choice not in ("auto", "cpu", "gpu"):
         raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
@@ -743,13 +745,6 @@ class Arms:
     gpu: Backend | None
     gpu_skip: str | None
     cpu: Backend
-
-
-def backend_for(kind: str) -> Backend:
-    """The backend of Dask workers of ``kind`` (``"gpu"`` or ``"cpu"``): what a worker process
-    builds for itself (its own GPU is device 0 under Dask-CUDA), and what the client plans their
-    partitions with. Raises :class:`DeviceUnavailable` when a GPU kind has no usable GPU here."""
-    return gpu_backend() if kind == "gpu" else cpu_backend()
 
 
 def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
