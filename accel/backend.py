@@ -121,8 +121,7 @@ class GpuProbe:
         return None if why is None else gpu_unavailable(why)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)  # copies of the dicts; the tuples as lists, as JSON has them
-        return {**out, "problems": list(self.problems), "devices": list(out["devices"])}
+        return dict(json.loads(json.dumps(asdict(self))))  # copies of the dicts; the tuples as lists, as JSON has them
 
 
 def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str | None]:
@@ -440,10 +439,9 @@ class Backend:
         ``model_device`` is what the trained model reports (XGBoost's booster, cuML or
         scikit-learn), so a model that fell back to the CPU is named as such.
         """
-        device = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
-        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else device  # ...unless it says why not
-        arrays = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)"
-        model = model_device or "unknown"
+        frames = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
+        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else frames  # ...unless it says why not
+        arrays, model = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)", model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
     def ran_here(self, device_used: str) -> bool:
@@ -520,13 +518,8 @@ class Backend:
     def rmm_pool_configured(self) -> tuple[int, int | None] | None:
         """``(initial_bytes, maximum_bytes)`` of the RMM pool this process set up on this arm's
         device, or None when it set up none."""
-        if not self.is_gpu or _RMM_POOL is None or _RMM_POOL[0] != self._device_index:
-            return None
-        return _RMM_POOL[1], _RMM_POOL[2]
-
-    @property
-    def _device_index(self) -> int:
-        return self.device.index if self.device is not None else 0
+        pool = _RMM_POOL if self.is_gpu else None
+        return (pool[1], pool[2]) if pool is not None and pool[0] == (self.device.index if self.device else 0) else None
 
     def configure_rmm_pool(self, initial_bytes: int, maximum_bytes: int | None) -> bool:
         """Make an RMM pool the device allocator of cuDF and CuPy (and of XGBoost when it is built
@@ -547,7 +540,11 @@ class Backend:
         global _RMM_POOL
         if not self.is_gpu:
             raise RuntimeError("RMM pools are device memory: GPU arm only")
-        wanted = (self._device_index, int(initial_bytes), None if maximum_bytes is None else int(maximum_bytes))
+        wanted = (
+            self.device.index if self.device else 0,
+            int(initial_bytes),
+            None if maximum_bytes is None else int(maximum_bytes),
+        )
         if _RMM_POOL is not None:
             if _RMM_POOL == wanted:
                 return False
@@ -777,11 +774,6 @@ def gpu_arm_skip(device: str, reason: str) -> str:
     return "not requested (--device cpu)" if device == "cpu" else reason
 
 
-def _decoded(text: str | bytes) -> str:
-    """NVML's text: bytes from older nvidia-ml-py releases, str from newer ones."""
-    return text.decode() if isinstance(text, bytes) else text
-
-
 def _nvml(query: Callable[[ModuleType], T]) -> T | str:
     """``query(pynvml)`` with NVML started for it and shut down after, or why NVML cannot say (one
     line: not installed, no driver, cannot start, the query failed). Never raises."""
@@ -822,9 +814,9 @@ def nvml_info() -> dict[str, Any]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), _decoded(pynvml.nvmlDeviceGetName(h))
+            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), pynvml.nvmlDeviceGetName(h)
             found.append({"index": i, "name": name, "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)})
-        return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
+        return {"available": True, "driver": pynvml.nvmlSystemGetDriverVersion(), "gpus": found}
 
     info = _nvml(gpus)
     return {"available": False, "reason": info} if isinstance(info, str) else info
@@ -838,13 +830,10 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     def memory(pynvml: ModuleType) -> list[tuple[int, int]] | None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
-        ids = [v.strip() for v in ids if v.strip()]
-        out = []
-        for dev in ids[:count]:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(int(dev)) if dev.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(dev)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            out.append((int(mem.free), int(mem.total)))
-        return out if len(out) == count else None
+        ids = [v.strip() for v in ids if v.strip()][:count]
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(int(d)) if d.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(d) for d in ids]
+        found = [pynvml.nvmlDeviceGetMemoryInfo(handle) for handle in handles]
+        return [(int(mem.free), int(mem.total)) for mem in found] if len(found) == count else None
 
     found = _nvml(memory)
     return None if isinstance(found, str) else found

@@ -110,7 +110,7 @@ class PeriodicSampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._stage: str | None = None
+        self.stage: str | None = None
 
     def sample(self) -> Any:
         raise NotImplementedError
@@ -182,10 +182,10 @@ class MemoryMonitor(PeriodicSampler):
             self.peak_host = max(self.peak_host, host)
             if device is not None:
                 self.peak_device = max(self.peak_device or 0, device)
-            if self._stage is not None:
-                self.stage_peak_host[self._stage] = max(self.stage_peak_host.get(self._stage, 0), host)
+            if self.stage is not None:
+                self.stage_peak_host[self.stage] = max(self.stage_peak_host.get(self.stage, 0), host)
                 if device is not None:
-                    self.stage_peak_device[self._stage] = max(self.stage_peak_device.get(self._stage, 0), device)
+                    self.stage_peak_device[self.stage] = max(self.stage_peak_device.get(self.stage, 0), device)
         if self.on_sample is not None:
             self.on_sample(host, device)
         return host, device
@@ -196,15 +196,11 @@ class MemoryMonitor(PeriodicSampler):
         settled = kernel_only and time.perf_counter() - self._stage_since >= SETTLE_SECONDS
         return max(self.interval, SETTLED_INTERVAL) if settled else self.interval
 
-    @property
-    def stage(self) -> str | None:
-        return self._stage
-
     def set_stage(self, stage: str | None) -> None:
         """Attribute samples to ``stage`` from now on (sampling once at the boundary)."""
         self.sample()
         with self._lock:
-            self._stage = stage
+            self.stage = stage
             self._stage_since = time.perf_counter()
         if stage is not None:
             self.sample()

@@ -762,7 +762,7 @@ class WorkerMemorySampler(PeriodicSampler):
                     if value is None:
                         continue
                     highest[what] = max(highest[what] or 0, int(value))
-                    for stage in {None, self._stage}:  # overall, and in the current stage
+                    for stage in {None, self.stage}:  # overall, and in the current stage
                         peaks = self.seen[what, stage]
                         peaks[address] = max(peaks.get(address, 0), int(value))
         if self.on_sample is not None and workers:
@@ -771,7 +771,7 @@ class WorkerMemorySampler(PeriodicSampler):
     def set_stage(self, stage: str | None) -> None:
         self.sample()
         with self._lock:
-            self._stage = stage
+            self.stage = stage
 
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
