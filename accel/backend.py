@@ -540,11 +540,8 @@ class Backend:
         global _RMM_POOL
         if not self.is_gpu:
             raise RuntimeError("RMM pools are device memory: GPU arm only")
-        wanted = (
-            self.device.index if self.device else 0,
-            int(initial_bytes),
-            None if maximum_bytes is None else int(maximum_bytes),
-        )
+        index = self.device.index if self.device else 0
+        wanted = (index, int(initial_bytes), None if maximum_bytes is None else int(maximum_bytes))
         if _RMM_POOL is not None:
             if _RMM_POOL == wanted:
                 return False
