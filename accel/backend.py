@@ -193,11 +193,6 @@ def xgboost_build_info() -> dict[str, Any]:
         return {}
 
 
-def _xgboost_has_cuda() -> bool:
-    """Whether the installed XGBoost was built with CUDA (:func:`xgboost_build_info`)."""
-    return bool(xgboost_build_info().get("USE_CUDA"))
-
-
 def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
     """Where XGBoost's device memory comes from, given its :func:`xgboost_build_info`.
 
@@ -283,16 +278,6 @@ _SMOKE: dict[str, Callable[[], object]] = {
 _STANDS_ON = {"cudf": "cupy", "cuml": "cudf", "dask_cuda": "cupy", "dask_cudf": "cudf"}
 
 
-def _smoke(name: str) -> str | None:
-    """Why the installed GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny
-    allocation with it, where it can make one); None when it does."""
-    try:
-        _SMOKE.get(name, lambda: None)()
-    except Exception as exc:  # noqa: BLE001 - detection never raises
-        return f"installed but cannot use the GPU ({first_line(exc)})"
-    return None
-
-
 def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str, Any]]:
     """Each GPU library on its own: ``{name: {"available": bool, "reason": str or None}}``. Never raises.
 
@@ -307,7 +292,7 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
         installed, base = module_installed(module), _STANDS_ON.get(name)
         if device_problem:
             why[name] = device_problem + ("" if installed else f"; {module} not installed")
-            if name == "xgboost_cuda" and installed and not _xgboost_has_cuda():
+            if name == "xgboost_cuda" and installed and not xgboost_build_info().get("USE_CUDA"):
                 why[name] = f"{why[name]}; xgboost is built without CUDA"
         elif name == "cudf" and why["cupy"] is not None:
             why[name] = f"needs CuPy ({why['cupy']})"
@@ -316,9 +301,13 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
         elif base is not None and why[base] is not None:
             why[name] = f"installed, but needs {base} ({why[base]})"
         elif name == "xgboost_cuda":
-            why[name] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
-        else:
-            why[name] = _smoke(name)
+            why[name] = None if xgboost_build_info().get("USE_CUDA") else _XGBOOST_NO_CUDA
+        else:  # one tiny allocation with it, where it can make one (:data:`_SMOKE`)
+            try:
+                _SMOKE.get(name, lambda: None)()
+                why[name] = None
+            except Exception as exc:  # noqa: BLE001 - detection never raises
+                why[name] = f"installed but cannot use the GPU ({first_line(exc)})"
     return {name: {"available": reason is None, "reason": reason} for name, reason in why.items()}
 
 
@@ -344,7 +333,7 @@ def probe_gpu() -> GpuProbe:
     missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
     if missing:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
-    if not _xgboost_has_cuda():
+    if not xgboost_build_info().get("USE_CUDA"):
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
     capabilities = probe_capabilities(message or problem if problem else None)  # never raises
     # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
@@ -363,7 +352,6 @@ class ModelClasses(dict):
     """The model classes of one arm, each imported when first asked for (cuML takes seconds to import)."""
 
     def __init__(self, arm: ArmName):
-        super().__init__()
         self._arm = arm
 
     def __missing__(self, key: str) -> type:
