@@ -655,11 +655,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def cpu_backend() -> Backend:
-    import numpy
-    import pandas
-
     from accel.openmp import settle
 
+    numpy, pandas = importlib.import_module("numpy"), importlib.import_module("pandas")
     settle()  # OpenMP's spin count for the arm, before anything loads OpenMP
 
     return Backend("cpu", numpy, pandas, "cpu", cpu_threads(), None, ModelClasses("cpu"))
