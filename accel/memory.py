@@ -109,7 +109,7 @@ class PeriodicSampler:
         self.interval = interval
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread: threading.Thread | None = None
         self.stage: str | None = None
 
     def sample(self) -> Any:
@@ -128,12 +128,14 @@ class PeriodicSampler:
 
     def __enter__(self) -> Any:
         self._started(self.sample())
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
 
 class MemoryMonitor(PeriodicSampler):
