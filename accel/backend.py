@@ -31,7 +31,6 @@ from accel.errors import DeviceUnavailable, first_line
 
 ArmName = Literal["cpu", "gpu"]
 T = TypeVar("T")
-DeviceChoice = Literal["auto", "cpu", "gpu"]
 
 #: Libraries the GPU arm cannot run without (import name -> what to install).
 GPU_REQUIRED = ("cupy", "cudf")
@@ -122,8 +121,7 @@ class GpuProbe:
         return None if why is None else gpu_unavailable(why)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)  # copies of the dicts; the tuples as lists, as JSON has them
-        return {**out, "problems": list(self.problems), "devices": list(out["devices"])}
+        return dict(json.loads(json.dumps(asdict(self))))  # copies of the dicts; the tuples as lists, as JSON has them
 
 
 def _cuda_driver() -> tuple[str | None, str | None, tuple[GpuDevice, ...], str | None]:
@@ -193,11 +191,6 @@ def xgboost_build_info() -> dict[str, Any]:
         return dict(xgboost.build_info())
     except Exception:  # noqa: BLE001 - detection never raises
         return {}
-
-
-def _xgboost_has_cuda() -> bool:
-    """Whether the installed XGBoost was built with CUDA (:func:`xgboost_build_info`)."""
-    return bool(xgboost_build_info().get("USE_CUDA"))
 
 
 def xgboost_allocation(build_info: Mapping[str, Any]) -> dict[str, Any]:
@@ -285,16 +278,6 @@ _SMOKE: dict[str, Callable[[], object]] = {
 _STANDS_ON = {"cudf": "cupy", "cuml": "cudf", "dask_cuda": "cupy", "dask_cudf": "cudf"}
 
 
-def _smoke(name: str) -> str | None:
-    """Why the installed GPU library ``name`` does not work (:data:`_SMOKE` makes one tiny
-    allocation with it, where it can make one); None when it does."""
-    try:
-        _SMOKE.get(name, lambda: None)()
-    except Exception as exc:  # noqa: BLE001 - detection never raises
-        return f"installed but cannot use the GPU ({first_line(exc)})"
-    return None
-
-
 def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str, Any]]:
     """Each GPU library on its own: ``{name: {"available": bool, "reason": str or None}}``. Never raises.
 
@@ -309,7 +292,7 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
         installed, base = module_installed(module), _STANDS_ON.get(name)
         if device_problem:
             why[name] = device_problem + ("" if installed else f"; {module} not installed")
-            if name == "xgboost_cuda" and installed and not _xgboost_has_cuda():
+            if name == "xgboost_cuda" and installed and not xgboost_build_info().get("USE_CUDA"):
                 why[name] = f"{why[name]}; xgboost is built without CUDA"
         elif name == "cudf" and why["cupy"] is not None:
             why[name] = f"needs CuPy ({why['cupy']})"
@@ -318,9 +301,13 @@ def probe_capabilities(device_problem: str | None = None) -> dict[str, dict[str,
         elif base is not None and why[base] is not None:
             why[name] = f"installed, but needs {base} ({why[base]})"
         elif name == "xgboost_cuda":
-            why[name] = None if _xgboost_has_cuda() else _XGBOOST_NO_CUDA
-        else:
-            why[name] = _smoke(name)
+            why[name] = None if xgboost_build_info().get("USE_CUDA") else _XGBOOST_NO_CUDA
+        else:  # one tiny allocation with it, where it can make one (:data:`_SMOKE`)
+            try:
+                _SMOKE.get(name, lambda: None)()
+                why[name] = None
+            except Exception as exc:  # noqa: BLE001 - detection never raises
+                why[name] = f"installed but cannot use the GPU ({first_line(exc)})"
     return {name: {"available": reason is None, "reason": reason} for name, reason in why.items()}
 
 
@@ -346,7 +333,7 @@ def probe_gpu() -> GpuProbe:
     missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
     if missing:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
-    if not _xgboost_has_cuda():
+    if not xgboost_build_info().get("USE_CUDA"):
         causes["xgboost_no_cuda"] = _XGBOOST_NO_CUDA
     capabilities = probe_capabilities(message or problem if problem else None)  # never raises
     # Driver, device and libraries there: CuPy's and cuDF's allocations (probed above) decide.
@@ -365,7 +352,6 @@ class ModelClasses(dict):
     """The model classes of one arm, each imported when first asked for (cuML takes seconds to import)."""
 
     def __init__(self, arm: ArmName):
-        super().__init__()
         self._arm = arm
 
     def __missing__(self, key: str) -> type:
@@ -441,10 +427,9 @@ class Backend:
         ``model_device`` is what the trained model reports (XGBoost's booster, cuML or
         scikit-learn), so a model that fell back to the CPU is named as such.
         """
-        device = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
-        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else device  # ...unless it says why not
-        arrays = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)"
-        model = model_device or "unknown"
+        frames = f"{self.xgb_device} (cudf)" if self.is_gpu else "cpu (pandas)"  # a GPU arm's frames are cuDF's...
+        frames = f"cpu (pandas: {self.host_frames})" if self.host_frames else frames  # ...unless it says why not
+        arrays, model = f"{self.xgb_device} (cupy)" if self.is_gpu else "cpu (numpy)", model_device or "unknown"
         return {"load": frames, "features": frames, "to_device": arrays, "train": model, "predict": model}
 
     @property
@@ -528,13 +513,8 @@ class Backend:
     def rmm_pool_configured(self) -> tuple[int, int | None] | None:
         """``(initial_bytes, maximum_bytes)`` of the RMM pool this process set up on this arm's
         device, or None when it set up none."""
-        if not self.is_gpu or _RMM_POOL is None or _RMM_POOL[0] != self._device_index:
-            return None
-        return _RMM_POOL[1], _RMM_POOL[2]
-
-    @property
-    def _device_index(self) -> int:
-        return self.device.index if self.device is not None else 0
+        pool = _RMM_POOL if self.is_gpu else None
+        return (pool[1], pool[2]) if pool is not None and pool[0] == (self.device.index if self.device else 0) else None
 
     def configure_rmm_pool(self, initial_bytes: int, maximum_bytes: int | None) -> bool:
         """Make an RMM pool the device allocator of cuDF and CuPy (and of XGBoost when it is built
@@ -555,7 +535,8 @@ class Backend:
         global _RMM_POOL
         if not self.is_gpu:
             raise RuntimeError("RMM pools are device memory: GPU arm only")
-        wanted = (self._device_index, int(initial_bytes), None if maximum_bytes is None else int(maximum_bytes))
+        index = self.device.index if self.device else 0
+        wanted = (index, int(initial_bytes), None if maximum_bytes is None else int(maximum_bytes))
         if _RMM_POOL is not None:
             if _RMM_POOL == wanted:
                 return False
@@ -681,11 +662,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def cpu_backend() -> Backend:
-    import numpy
-    import pandas
-
     from accel.openmp import settle
 
+    numpy, pandas = importlib.import_module("numpy"), importlib.import_module("pandas")
     settle()  # OpenMP's spin count for the arm, before anything loads OpenMP
 
     return Backend("cpu", numpy, pandas, "cpu", cpu_threads(), None, ModelClasses("cpu"))
@@ -728,11 +707,14 @@ def gpu_backend(device_index: int = 0, *, needs: tuple[str, ...] | None = None) 
     )
 
 
-def get_backend(choice: DeviceChoice = "auto") -> Backend:
+def get_backend(choice: str = "auto") -> Backend:
     """Resolve ``auto`` | ``cpu`` | ``gpu`` into a backend, once.
 
     ``auto`` gives the GPU arm when :func:`probe_gpu` finds it usable and the CPU arm otherwise;
-    ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back.
+    ``gpu`` raises :class:`DeviceUnavailable` with the reason instead of falling back. Also the
+    backend of Dask workers of kind ``"gpu"`` or ``"cpu"``: what a worker process builds for
+    itself (its own GPU is device 0 under Dask-CUDA), and what the client plans their
+    partitions with.
     """
     if choice not in ("auto", "cpu", "gpu"):
         raise ValueError(f"device must be auto, cpu or gpu, not {choice!r}")
@@ -750,13 +732,6 @@ class Arms:
     gpu: Backend | None
     gpu_skip: str | None
     cpu: Backend
-
-
-def backend_for(kind: str) -> Backend:
-    """The backend of Dask workers of ``kind`` (``"gpu"`` or ``"cpu"``): what a worker process
-    builds for itself (its own GPU is device 0 under Dask-CUDA), and what the client plans their
-    partitions with. Raises :class:`DeviceUnavailable` when a GPU kind has no usable GPU here."""
-    return gpu_backend() if kind == "gpu" else cpu_backend()
 
 
 def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
@@ -787,11 +762,6 @@ def gpu_arm_skip(device: str, reason: str) -> str:
     if device == "gpu":
         raise DeviceUnavailable(f"--device gpu: {reason}")
     return "not requested (--device cpu)" if device == "cpu" else reason
-
-
-def _decoded(text: str | bytes) -> str:
-    """NVML's text: bytes from older nvidia-ml-py releases, str from newer ones."""
-    return text.decode() if isinstance(text, bytes) else text
 
 
 def _nvml(query: Callable[[ModuleType], T]) -> T | str:
@@ -834,9 +804,9 @@ def nvml_info() -> dict[str, Any]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), _decoded(pynvml.nvmlDeviceGetName(h))
+            mem, name = pynvml.nvmlDeviceGetMemoryInfo(h), pynvml.nvmlDeviceGetName(h)
             found.append({"index": i, "name": name, "memory_total_bytes": int(mem.total), "memory_used_bytes": int(mem.used)})
-        return {"available": True, "driver": _decoded(pynvml.nvmlSystemGetDriverVersion()), "gpus": found}
+        return {"available": True, "driver": pynvml.nvmlSystemGetDriverVersion(), "gpus": found}
 
     info = _nvml(gpus)
     return {"available": False, "reason": info} if isinstance(info, str) else info
@@ -850,13 +820,10 @@ def visible_gpu_memory(count: int) -> list[tuple[int, int]] | None:
     def memory(pynvml: ModuleType) -> list[tuple[int, int]] | None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [str(i) for i in range(pynvml.nvmlDeviceGetCount())] if visible is None else visible.split(",")
-        ids = [v.strip() for v in ids if v.strip()]
-        out = []
-        for dev in ids[:count]:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(int(dev)) if dev.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(dev)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            out.append((int(mem.free), int(mem.total)))
-        return out if len(out) == count else None
+        ids = [v.strip() for v in ids if v.strip()][:count]
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(int(d)) if d.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(d) for d in ids]
+        found = [pynvml.nvmlDeviceGetMemoryInfo(handle) for handle in handles]
+        return [(int(mem.free), int(mem.total)) for mem in found] if len(found) == count else None
 
     found = _nvml(memory)
     return None if isinstance(found, str) else found

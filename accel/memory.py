@@ -36,40 +36,27 @@ SETTLE_SECONDS = 1.0
 SETTLED_INTERVAL = 0.25
 
 
-def kernel_peak_rss() -> int | None:
-    """This process's peak resident set size so far, in bytes, as the kernel counts it; ``None``
-    where there is none (Windows).
+def process_peak_rss(pid: int | str = "self") -> int | None:
+    """The peak resident set size of process ``pid`` (``"self"``: this one) so far, in bytes, as the
+    kernel counts it; ``None`` where there is none, or when the process is gone.
 
-    On Linux ``VmHWM`` of ``/proc/self/status``: the peak of this program's own memory.
-    (``ru_maxrss`` there also carries the peak of the process image before ``exec``, i.e. of
-    the parent that forked it: a run started from a 2 GB process would read 2 GB.) Elsewhere
-    ``ru_maxrss`` (bytes on macOS).
+    On Linux ``VmHWM`` of ``/proc/PID/status``: the high-water mark of that program's own memory.
+    ``ru_maxrss`` is no substitute there: it also carries the peak of the process image before
+    ``exec``, the spawning process's (a 10 MB script started from a 600 MB process reads 600 MB).
+    Elsewhere this process's ``ru_maxrss`` (bytes on macOS), and ``None`` for another process and
+    on Windows.
     """
     if sys.platform.startswith("linux"):
-        return process_peak_rss("self")
+        with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return None
     try:
         import resource
     except ImportError:
         return None
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-
-
-def process_peak_rss(pid: int | str) -> int | None:
-    """The peak resident set size of process ``pid`` (or ``"self"``) so far, in bytes: Linux's
-    ``VmHWM``, the high-water mark of that program's own memory; ``None`` elsewhere, or when the
-    process is gone.
-
-    A spawned process's ``ru_maxrss`` (``wait4``) is no substitute: it also carries the peak of
-    the image before ``exec``, the spawning process's (a 10 MB script started from a 600 MB
-    process reads 600 MB).
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/status", "rb") as status:
-        for line in status:
-            if line.startswith(b"VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) if pid == "self" else None
 
 
 def release_host_memory(collect: bool = True) -> None:
@@ -123,7 +110,7 @@ class PeriodicSampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._stage: str | None = None
+        self.stage: str | None = None
 
     def sample(self) -> Any:
         raise NotImplementedError
@@ -177,7 +164,7 @@ class MemoryMonitor(PeriodicSampler):
         self.stage_peak_host: dict[str, int] = {}
         self.stage_peak_device: dict[str, int] = {}
         self.host_at_start = 0
-        self._kernel_seen = kernel_peak_rss()  # the lifetime peak at the last reading
+        self._kernel_seen = process_peak_rss()  # the lifetime peak at the last reading
         self._stage_since = time.perf_counter()
 
     def sample(self) -> tuple[int, int | None]:
@@ -190,15 +177,15 @@ class MemoryMonitor(PeriodicSampler):
         with self._lock:
             host = self._process.memory_info().rss
             seen = self._kernel_seen
-            if seen is not None and (kernel := kernel_peak_rss()) is not None and kernel > seen:
+            if seen is not None and (kernel := process_peak_rss()) is not None and kernel > seen:
                 host, self._kernel_seen = max(host, kernel), kernel
             self.peak_host = max(self.peak_host, host)
             if device is not None:
                 self.peak_device = max(self.peak_device or 0, device)
-            if self._stage is not None:
-                self.stage_peak_host[self._stage] = max(self.stage_peak_host.get(self._stage, 0), host)
+            if self.stage is not None:
+                self.stage_peak_host[self.stage] = max(self.stage_peak_host.get(self.stage, 0), host)
                 if device is not None:
-                    self.stage_peak_device[self._stage] = max(self.stage_peak_device.get(self._stage, 0), device)
+                    self.stage_peak_device[self.stage] = max(self.stage_peak_device.get(self.stage, 0), device)
         if self.on_sample is not None:
             self.on_sample(host, device)
         return host, device
@@ -209,15 +196,11 @@ class MemoryMonitor(PeriodicSampler):
         settled = kernel_only and time.perf_counter() - self._stage_since >= SETTLE_SECONDS
         return max(self.interval, SETTLED_INTERVAL) if settled else self.interval
 
-    @property
-    def stage(self) -> str | None:
-        return self._stage
-
     def set_stage(self, stage: str | None) -> None:
         """Attribute samples to ``stage`` from now on (sampling once at the boundary)."""
         self.sample()
         with self._lock:
-            self._stage = stage
+            self.stage = stage
             self._stage_since = time.perf_counter()
         if stage is not None:
             self.sample()

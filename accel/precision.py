@@ -94,11 +94,9 @@ def _column_decision(
     if categorical:
         why = f"categorical codes up to {top:.0f}: float16 holds them exactly only up to {FP16_EXACT_CODES}"
         return ColumnPrecision(name, "fp32", 1.0, why)
-    scale, reason = 1.0, ""
-    if top > FP16_MAX or top < 2.0**-8:
-        # A power of two moves the column into range without touching any mantissa bit.
-        scale = 2.0 ** (math.ceil(math.log2(top)) - _TARGET_EXP)
-        reason = f"max |x| = {top:.4g} is outside float16's range: scaled by 2^{int(math.log2(scale))}"
+    # Outside float16's range, a power of two moves the column into it without touching any mantissa bit.
+    scale = 2.0 ** (math.ceil(math.log2(top)) - _TARGET_EXP) if top > FP16_MAX or top < 2.0**-8 else 1.0
+    reason = f"max |x| = {top:.4g} is outside float16's range: scaled by 2^{int(math.log2(scale))}" if scale != 1.0 else ""
     extremes = [v for v in (top, low) if v is not None and np.isfinite(v) and v > 0]
     sample = np.concatenate([nonzero[:: max(1, nonzero.size // _SAMPLE)], np.asarray(extremes, dtype=np.float64)]) / scale
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

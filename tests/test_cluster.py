@@ -218,7 +218,7 @@ def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_it
     writes the workers' pre-spawn environment into this process too; the session puts it back."""
     import os
 
-    from accel.memory import kernel_peak_rss
+    from accel.memory import process_peak_rss
     from accel.scaleout.cluster import WORKER_ENVIRON
 
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
@@ -230,7 +230,7 @@ def test_workers_get_arrows_system_allocator_own_peaks_and_this_process_keeps_it
         assert {w["arrow_memory_pool"] for w in session.info.worker_details} == {"system"}
         assert WORKER_ENVIRON == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
         # A worker's peak RSS is its own (VmHWM), not the spawning process's.
-        assert all(50e6 < peak < 500e6 for peak in session.client.run(kernel_peak_rss).values())
+        assert all(50e6 < peak < 500e6 for peak in session.client.run(process_peak_rss).values())
     del held
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and os.environ["OMP_NUM_THREADS"] == "7"
 

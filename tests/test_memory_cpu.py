@@ -387,13 +387,13 @@ def test_monitor_catches_a_peak_between_samples():
 
 
 def test_monitor_samples_a_settled_stage_less_often(backend):
-    from accel.memory import SETTLE_SECONDS, SETTLED_INTERVAL, MemoryMonitor, kernel_peak_rss
+    from accel.memory import SETTLE_SECONDS, SETTLED_INTERVAL, MemoryMonitor, process_peak_rss
 
     monitor = MemoryMonitor(backend, interval=0.02)
     monitor.set_stage("train")
     assert monitor._wait_seconds() == 0.02
     monitor._stage_since -= SETTLE_SECONDS
-    expected = SETTLED_INTERVAL if kernel_peak_rss() is not None else 0.02
+    expected = SETTLED_INTERVAL if process_peak_rss() is not None else 0.02
     assert monitor._wait_seconds() == expected
     monitor.set_stage("predict")  # a new stage is watched closely again
     assert monitor._wait_seconds() == 0.02

@@ -41,7 +41,7 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, kernel_peak_rss, to_mb
+from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, process_peak_rss, to_mb
 from accel.output import say as say_line
 from accel.result import ArmPeaks, Executed, Executor, W
 
@@ -762,7 +762,7 @@ class WorkerMemorySampler(PeriodicSampler):
                     if value is None:
                         continue
                     highest[what] = max(highest[what] or 0, int(value))
-                    for stage in {None, self._stage}:  # overall, and in the current stage
+                    for stage in {None, self.stage}:  # overall, and in the current stage
                         peaks = self.seen[what, stage]
                         peaks[address] = max(peaks.get(address, 0), int(value))
         if self.on_sample is not None and workers:
@@ -771,12 +771,12 @@ class WorkerMemorySampler(PeriodicSampler):
     def set_stage(self, stage: str | None) -> None:
         self.sample()
         with self._lock:
-            self._stage = stage
+            self.stage = stage
 
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
         try:
-            rss = self.client.run(kernel_peak_rss)  # VmHWM: not the spawning client's peak, as ru_maxrss
+            rss = self.client.run(process_peak_rss)  # VmHWM: not the spawning client's peak, as ru_maxrss
         except Exception:  # noqa: BLE001 - e.g. a worker lost at the end
             rss = {}
 

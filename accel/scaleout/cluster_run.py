@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from accel import _compat
-from accel.backend import Backend, backend_for, probe_gpu
+from accel.backend import Backend, get_backend, probe_gpu
 from accel.config import RunConfig
 from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, DeviceUnavailable, first_line
@@ -103,7 +103,7 @@ class ClusterRunFailed(AccelError):
 def client_backend(kind: str) -> Backend:
     """This process's backend for workers of ``kind``: Dask plans cuDF partitions with cuDF here."""
     try:
-        return backend_for(kind)
+        return get_backend(kind)
     except DeviceUnavailable:
         raise gpu_planning_refused(probe_gpu().reason) from None
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from accel._compat import Frame
-from accel.backend import Backend, backend_for
+from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform, Prepared
 from accel.faultpoints import fault_point
 from accel.workflows.base import WorkflowSettings
@@ -39,8 +39,8 @@ from accel.workflows.base import WorkflowSettings
 TARGET = "__y__"
 
 
-#: The backend of this worker process: :func:`accel.backend.backend_for` its kind, made once.
-worker_backend = lru_cache(maxsize=2)(backend_for)
+#: The backend of this worker process: :func:`accel.backend.get_backend` its kind, made once.
+worker_backend = lru_cache(maxsize=2)(get_backend)
 
 
 def worker_slots(kind: str, workers: int, threads: int) -> int:
