@@ -480,7 +480,8 @@ class TableTransform:
 
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
     """Model input for one arm from the rows of ``frame`` the plan selected (in plan order);
-    ``prepared.transform`` is the fitted :class:`TableTransform` that made it."""
+    ``prepared.transform`` is the fitted :class:`TableTransform` that made it, ``prepared.rows["loaded"]``
+    the file's rows (``plan.rows_in_file``)."""
     featurizer = TableFeaturizer(xdf, plan, family, seed)
     frame = featurizer.cast(frame)
     y = target_codes(xdf, frame[plan.target], plan)
@@ -492,7 +493,7 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     finish = DenseFinish.fit(X_train, X_test, featurizer)
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
-    rows = {"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
+    rows = {"loaded": plan.rows_in_file, "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
     t = TableTransform(featurizer, finish)
     prepared = Prepared(X_train, y_train, X_test, y_test, t, t.categorical, rows, plan.row_positions[plan.test_pos])
     return prepared, featurizer.report
