@@ -34,11 +34,14 @@ import numpy as np
 
 from accel import _compat
 from accel._compat import Frame
+from accel.cache import cache_dir
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
 from accel.data.prepared import Prepared
 from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
-from accel.registry import FAMILIES, OLD_FAMILIES
+from accel.errors import AccelError
+from accel.files import REPLACE, write_new
+from accel.registry import OLD_FAMILIES
 
 NATIVE_MAX = 32  # XGBoost native categories / ordinal codes up to this many values
 #: Above NATIVE_MAX and up to this many values, the encoding probe may choose native categories.
@@ -272,8 +275,6 @@ class TableFeaturizer:
     """
 
     def __init__(self, xdf: ModuleType, plan: TablePlan, family: str, seed: int):
-        if family not in FAMILIES:
-            raise ValueError(f"family must be one of {FAMILIES}")
         self.xdf, self.plan, self.family = xdf, plan, family
         self.folds = np.random.default_rng(seed + 1).integers(0, TE_FOLDS, size=len(plan.train_pos))
         self.report = FeatureReport()
@@ -436,29 +437,20 @@ class TableTransform:
     featurizer: TableFeaturizer
     finish: DenseFinish | None = None
 
-    @property
-    def plan(self) -> TablePlan:
-        return self.featurizer.plan
-
-    @property
-    def categorical(self) -> list[str]:
-        return list(self.featurizer.categorical)
+    def __post_init__(self) -> None:
+        # ``required``: the columns a row must have to be scored.
+        self.plan, self.categorical = self.featurizer.plan, list(self.featurizer.categorical)
+        self.required = [c.name for c in self.plan.features]
 
     def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
         """The feature frame of ``frame``'s rows (any rows holding the plan's feature columns);
         training rows pass their ``folds`` (out-of-fold target encoding)."""
-        featurizer = self.featurizer
-        X = featurizer.transform(featurizer.cast(frame), folds)
-        return X if self.finish is None else self.finish.apply(featurizer.xdf, X)
+        X = self.featurizer.transform(frame, folds)
+        return X if self.finish is None else self.finish.apply(self.featurizer.xdf, X)
 
     def labels(self, frame: Any) -> Any:
         """The target codes of ``frame``'s rows (:func:`target_codes`)."""
         return target_codes(self.featurizer.xdf, frame[self.plan.target], self.plan)
-
-    @property
-    def required(self) -> list[str]:
-        """The columns a row must have to be scored."""
-        return [c.name for c in self.plan.features]
 
     def state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The fitted state as JSON values and tables (pandas frames, one per target encoder);
@@ -488,7 +480,8 @@ class TableTransform:
 
 def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: str, seed: int) -> tuple[Prepared, FeatureReport]:
     """Model input for one arm from the rows of ``frame`` the plan selected (in plan order);
-    ``prepared.transform`` is the fitted :class:`TableTransform` that made it."""
+    ``prepared.transform`` is the fitted :class:`TableTransform` that made it, ``prepared.rows["loaded"]``
+    the file's rows (``plan.rows_in_file``)."""
     featurizer = TableFeaturizer(xdf, plan, family, seed)
     frame = featurizer.cast(frame)
     y = target_codes(xdf, frame[plan.target], plan)
@@ -500,7 +493,7 @@ def build_table_features(xdf: ModuleType, frame: Any, plan: TablePlan, family: s
     finish = DenseFinish.fit(X_train, X_test, featurizer)
     if finish is not None:
         X_train, X_test = finish.apply(xdf, X_train), finish.apply(xdf, X_test)
-    rows = {"loaded": len(frame), "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
+    rows = {"loaded": plan.rows_in_file, "with_target": len(frame), "train": len(X_train), "test": len(X_test)}
     t = TableTransform(featurizer, finish)
     prepared = Prepared(X_train, y_train, X_test, y_test, t, t.categorical, rows, plan.row_positions[plan.test_pos])
     return prepared, featurizer.report
@@ -522,23 +515,6 @@ def probe_cache_key(fingerprint: str, plan: TablePlan, candidates: list[str], se
         "method": [PROBE_METHOD, PROBE_ROWS, PROBE_MIN_ROWS, PROBE_ROUNDS, PROBE_SHARE, NATIVE_MAX, NATIVE_CAP],
     }  # fmt: skip
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def _apply_probe(plan: TablePlan, candidates: list[str], decision: dict[str, Any]) -> None:
-    native = decision["chosen"] == "native"
-    plan.native_categorical = list(candidates) if native else []
-    plan.encoding_probe = {**decision, "candidates": candidates}
-    what = "native categories" if native else "target + count encoding"
-    cols = f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}"
-    measured = decision.get("skipped", "")
-    if "metric" in decision and "native" in decision:
-        measured = f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
-        measured += f"{decision['target_encoding']:.4g} target-encoded"
-    how = "; decided by an earlier run of this table, --probe force measures again" if "cached" in decision else ""
-    plan.notices.append(
-        f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values ({cols}): "
-        f"{what} for XGBoost ({measured}{how})"
-    )
 
 
 def probe_native_categories(
@@ -570,30 +546,34 @@ def probe_native_categories(
     rounds = int(train_rounds or 300)
     cache, cached = None, None
     if fingerprint and mode != "off":
-        from accel.cache import cache_dir
-
         with contextlib.suppress(Exception):  # no usable cache folder: the probe just runs
             cache = cache_dir() / "encoding-probe" / f"{probe_cache_key(fingerprint, plan, candidates, seed, rounds)}.json"
     if mode == "auto" and cache is not None:
         with contextlib.suppress(OSError, ValueError):
             cached = json.loads(cache.read_text())
     if isinstance(cached, dict) and cached.get("chosen") in ("native", "target_encoding"):
-        _apply_probe(plan, candidates, {**cached, "cached": str(cache)})  # decided by an earlier run of this table
-        return
-    rows = "--probe off" if mode == "off" else _probe_rows(len(head), plan, seed, mode, rounds)
-    if isinstance(rows, str):
-        _apply_probe(plan, candidates, {"chosen": "target_encoding", "skipped": rows})
-        return
-    decision = measure_encodings(head, plan, candidates, *rows, seed)
-    _apply_probe(plan, candidates, decision)
-    if cache is not None:
-        from accel.errors import AccelError
-        from accel.files import REPLACE, write_new
-
-        # The next run of the same table reuses the decision (written whole; the cache is accel's own);
-        # without a cache the next run probes again.
-        with contextlib.suppress(AccelError):
-            write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
+        decision = {**cached, "cached": str(cache)}  # decided by an earlier run of this table
+    elif isinstance(rows := "--probe off" if mode == "off" else _probe_rows(len(head), plan, seed, mode, rounds), str):
+        decision = {"chosen": "target_encoding", "skipped": rows}
+    else:
+        decision = measure_encodings(head, plan, candidates, *rows, seed)
+        if cache is not None:  # the next run of the same table reuses it (without a cache it probes again)
+            with contextlib.suppress(AccelError):
+                write_new(cache, json.dumps(decision).encode(), "the probe decision", exists=REPLACE)
+    native = decision["chosen"] == "native"
+    plan.native_categorical = list(candidates) if native else []
+    plan.encoding_probe = {**decision, "candidates": candidates}
+    what = "native categories" if native else "target + count encoding"
+    cols = f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''}"
+    measured = decision.get("skipped", "")
+    if "metric" in decision and "native" in decision:
+        measured = f"probe on {decision['rows']:,} training rows: {decision['metric']} {decision['native']:.4g} native, "
+        measured += f"{decision['target_encoding']:.4g} target-encoded"
+    how = "; decided by an earlier run of this table, --probe force measures again" if "cached" in decision else ""
+    plan.notices.append(
+        f"{len(candidates)} categorical column(s) with {NATIVE_MAX + 1}-{NATIVE_CAP} values ({cols}): "
+        f"{what} for XGBoost ({measured}{how})"
+    )
 
 
 def _probe_rows(n: int, plan: TablePlan, seed: int, mode: str, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:

@@ -212,5 +212,4 @@ class TableWorkflow(Workflow):
     def features(self, backend: Backend, frame: Any) -> Prepared:
         prepared, report = build_table_features(backend.xdf, frame, self.plan, self.family, self.settings.seed)
         self.feature_reports[backend.name] = report.describe()
-        prepared.rows["loaded"] = self.plan.rows_in_file
         return prepared

@@ -199,9 +199,8 @@ class DaskTable(DaskForm):
         return list(Rows.per_partition(plan.row_positions, offsets))
 
     def split(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        plan = self.plan
-        self._featurizer = TableFeaturizer(self.backend.xdf, plan, FAMILY, self.settings.seed)  # fitted afresh each time
-        return plan.train_pos, plan.test_pos, self._featurizer.folds
+        self._featurizer = TableFeaturizer(self.backend.xdf, self.plan, FAMILY, self.settings.seed)  # fitted afresh each time
+        return self.plan.train_pos, self.plan.test_pos, self._featurizer.folds
 
     def fit_state(self) -> TablePlan:
         """The plan without the table's row positions (:func:`worker_plan`)."""
@@ -216,7 +215,7 @@ class DaskTable(DaskForm):
             columns, targets = (xdf.concat(parts, ignore_index=True) for parts in zip(*partials, strict=True))
             featurizer.partial_fit(columns, targets, featurizer.folds)
             featurizer.finalize()
-        elif featurizer.encoders:
+        else:  # partials are None without encoders
             merge_fits(featurizer, partials)
         shipped = copy.copy(featurizer)  # its plan and folds as the workers need them (each task has its folds)
         shipped.plan, shipped.folds = self.fit_state(), _NO_ROWS
