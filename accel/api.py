@@ -78,8 +78,12 @@ def _strict_arguments(fn: Any) -> Any:
 
     checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
     signature = inspect.signature(fn)
-    # A positional argument's index, as pydantic names it in an error: its parameter's name.
-    names: dict[int | str, int | str] = dict(enumerate(signature.parameters))
+    # A positional argument's index, as pydantic names it in an error: its parameter's name (past
+    # the named ones, the ``*args`` that takes it; Parameter kinds are ordered, keyword-only after).
+    names = [p.name for p in signature.parameters.values() if p.kind < inspect.Parameter.KEYWORD_ONLY]
+
+    def named(part: int | str) -> int | str:
+        return names[min(part, len(names) - 1)] if isinstance(part, int) else part
 
     def plain(value: Any) -> Any:
         if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):  # NumPy's scalars
@@ -96,7 +100,7 @@ def _strict_arguments(fn: Any) -> Any:
         except ValidationError as exc:
             if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
                 raise
-            errors = [{**e, "loc": (names.get(e["loc"][0], e["loc"][0]), *e["loc"][1:])} for e in exc.errors()]
+            errors = [{**e, "loc": (named(e["loc"][0]), *e["loc"][1:])} for e in exc.errors()]
             raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None
 
     return wrapper

@@ -322,3 +322,15 @@ def test_predict_refuses_bad_cluster_settings_in_one_line(tmp_path, kwargs, need
     message = str(refused.value)
     assert message.startswith("accel.predict(): ") and needle in message and "\n" not in message, message
     assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [(("p.py", "--rows", 5), "args"), (("p.py", 5), "args"), ((5,), "program")],
+)
+def test_a_wrong_positional_argument_is_named_by_its_parameter(tmp_path, args, named):
+    # The third positional argument of compare() is one of the script's *args, not ``repeat``.
+    with pytest.raises(AccelError) as refused:
+        accel.compare(*args, out=tmp_path)
+    assert str(refused.value) == f"accel.compare(): {named}: Input should be a valid string (got 5)"
+    assert list(tmp_path.iterdir()) == [], "nothing written"
