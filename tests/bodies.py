@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from accel import _compat
 from accel.backend import Backend
@@ -98,6 +99,44 @@ def check_finish_features_on_untidy_rows(backend: Backend) -> None:
     assert whole["route_flights"].tolist()[4] == 0.0 and whole["carrier_hour_delay_rate"].tolist()[4] == prior
     # A missing key matches no group (none was fitted on a missing key): the count and rate of the unseen.
     assert whole["carrier_hour_delay_rate"].tolist()[1] == prior and whole["carrier_hour_delay_rate"].tolist()[2] == prior
+
+
+def check_partial_fit_on_untidy_rows(backend: Backend) -> None:
+    """The flights transform fitted from partial fits (:func:`~accel.workflows.flights.group_sums`,
+    one partition in a single process, several on Dask) on rows with missing group keys, keys seen
+    once and categories only outside the training rows: the same features as group statistics
+    fitted on the training rows directly, whatever the partitioning, and vocabularies of every
+    row's non-missing values."""
+    from accel.workflows.flights import CATEGORICAL, FEATURES, GROUP_STATS, FlightsTransform, group_sums, target
+
+    xdf = backend.xdf
+    n = 10
+    values = {c: [float(i) for i in range(n)] for c in FEATURES}
+    values.update(
+        carrier=["AA", None, "UA", "AA", "B6", "UA", None, "AA", "ZZ", "UA"],  # ZZ: a test row only
+        origin=["JFK", "LGA", "JFK", None, "JFK", "LGA", "EWR", "JFK", "EWR", "LGA"],
+        dest=["LAX", "SFO", "LAX", "ORD", None, "SFO", "LAX", "MIA", "ORD", "SFO"],
+        hour=[5.0, 6.0, None, 5.0, 23.0, 6.0, 5.0, None, 7.0, 6.0],
+    )
+    del values["route_flights"], values["carrier_hour_delay_rate"]
+    joined = xdf.DataFrame({**values, "arr_delay": [30.0, 0, 16, 15, 99, 20, -5, 1, 40, 17]})
+    train = np.array([0, 1, 2, 3, 4, 5, 6, 7, 9])  # row 8 (carrier ZZ) is a test row
+    rows = joined.iloc[train].reset_index(drop=True)
+    direct = [GroupStats(list(k), c, r).fit(xdf, rows, target(rows), smoothing=20.0) for k, c, r in GROUP_STATS]
+    vocabulary = {c: _compat.sorted_unique(joined[c]) for c in CATEGORICAL}
+    expected = to_pandas(FlightsTransform(xdf, None, None, direct, vocabulary).finish(joined))
+
+    whole = FlightsTransform.fit(xdf, [group_sums(joined, train)], None, None)
+    halves = [joined.iloc[:5].reset_index(drop=True), joined.iloc[5:].reset_index(drop=True)]
+    parts = FlightsTransform.fit(
+        xdf, [group_sums(halves[0], train[train < 5]), group_sums(halves[1], train[train >= 5] - 5)], None, None
+    )
+    assert (
+        whole.vocabulary == parts.vocabulary == vocabulary and "ZZ" in vocabulary["carrier"] and None not in vocabulary["carrier"]
+    )
+    for fitted in (whole, parts):
+        assert [g.prior for g in fitted.stats] == pytest.approx([g.prior for g in direct], rel=1e-12)
+        pd.testing.assert_frame_equal(to_pandas(fitted.finish(joined)), expected, check_exact=False, rtol=1e-12)
 
 
 def check_flights_features(backend: Backend, rows: int = 4000, seed: int = 7) -> pd.DataFrame:

@@ -30,6 +30,10 @@ def test_finish_features_on_untidy_rows(backend):
     bodies.check_finish_features_on_untidy_rows(backend)
 
 
+def test_partial_fit_on_untidy_rows(backend):
+    bodies.check_partial_fit_on_untidy_rows(backend)
+
+
 def test_flights_features(backend):
     X = bodies.check_flights_features(backend)
     # Same seed, same sample, same features: the data steps are deterministic.

@@ -36,6 +36,10 @@ def test_finish_features_on_untidy_rows(backend):
     bodies.check_finish_features_on_untidy_rows(backend)
 
 
+def test_partial_fit_on_untidy_rows(backend):
+    bodies.check_partial_fit_on_untidy_rows(backend)
+
+
 def test_flights_features_equal_the_cpu_arm(backend):
     gpu = bodies.check_flights_features(backend)
     cpu = bodies.check_flights_features(cpu_backend())
