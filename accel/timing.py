@@ -212,7 +212,7 @@ def measure(
     repeats : int, default 3
         Timed calls after the warm-up (at least 1).
     warmup : int, default 0
-        Untimed calls after the cold one.
+        Untimed calls after the cold one (0 or more).
     on_call : callable, optional
         ``on_call(which, seconds)`` after each call (``"cold"``, ``"warm-up 1/2"``,
         ``"repeat 2/3"``): the progress of a long measurement.
@@ -224,8 +224,6 @@ def measure(
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be 0 or more, got {warmup}")
     gc.collect()
     tell = on_call or (lambda _which, _seconds: None)
     cold, out = timed_call(fn, backend)

@@ -170,7 +170,7 @@ RING_SOCKETS_NOTE = (
     "(XGBoost binds it itself, with no setting for the address); the scheduler, workers and dashboard accel "
     "starts listen on 127.0.0.1 only"
 )
-_RING_SAID: list[bool] = []
+_say_once = functools.cache(say)
 
 
 def train_with_one_retry(
@@ -194,9 +194,7 @@ def train_with_one_retry(
 
     client = session.client
     attempts: list[dict[str, Any]] = []
-    if not _RING_SAID:
-        _RING_SAID.append(True)
-        say(RING_SOCKETS_NOTE)
+    _say_once(RING_SOCKETS_NOTE)
     for attempt in (1, 2):
         before = session.workers_now()
         try:
@@ -220,12 +218,11 @@ def train_with_one_retry(
 def _failed_attempt(session: ClusterSession, before: list[str], attempt: int, exc: Exception) -> dict[str, Any]:
     """The record of a training attempt that raised ``exc`` with ``before`` the workers it started
     with, when one more attempt may follow on the workers left; :class:`ClusterRunFailed` otherwise."""
-    if session.all_workers_lost:
+    reason, lost = first_line(exc), [] if session.all_workers_lost else _lost_workers(session, before)
+    if session.all_workers_lost or (attempt == 1 and lost and len(lost) >= len(before)):
         raise ClusterRunFailed(
             f"every Dask worker was lost during XGBoost training (attempt {attempt}); no run record was written"
         ) from None
-    reason = first_line(exc)
-    lost = _lost_workers(session, before)
     if attempt == 2:
         raise ClusterRunFailed(
             f"XGBoost training failed again on the retry ({reason}"
@@ -233,8 +230,6 @@ def _failed_attempt(session: ClusterSession, before: list[str], attempt: int, ex
         ) from None
     if not lost:
         raise ClusterRunFailed(f"XGBoost training failed on the cluster ({reason}); no run record was written") from None
-    if len(lost) >= len(before):
-        raise ClusterRunFailed("XGBoost training lost every worker; no run record was written") from None
     say(f"dask: training lost {len(lost)} worker(s) ({reason}); retrying once on the {len(before) - len(lost)} remaining")
     return {"attempt": attempt, "status": "failed", "reason": reason, "workers": len(before), "lost_workers": lost}
 

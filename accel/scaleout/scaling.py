@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 
 STAGE_ROWS = (*STAGES, "total")
 METRIC = "auc"
+#: What the scaling record's columns mean (the record's ``definitions``).
+DEFINITIONS = {
+    "speedup_vs_1": "seconds with the fewest workers of the same arm / seconds of this row, per stage",
+    "efficiency": "speedup_vs_1 / (workers / the fewest workers); NaN for the single-process row",
+    "gpu_vs_cpu": "seconds of the CPU arm with as many workers / seconds of the GPU arm (GPU rows only)",
+    "single-process": "the CPU baseline arm of accel run (no Dask, every core); its speedup_vs_1 is the "
+    "fewest-worker CPU cluster's seconds / the single process's seconds",
+}
 
 
 def default_counts(kind: str) -> list[int]:
@@ -111,9 +119,10 @@ def scaling_study(
     from contextlib import ExitStack
 
     from accel.environment import collect_environment
-    from accel.record import ensure_writable, write_record
+    from accel.record import ensure_writable, record_head, write_record
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.cluster_run import DaskJob, check_dask_config
+    from accel.workflows import WorkflowSettings, get_workflow
 
     check_dask_config(config)
     out = ensure_writable(config.out)
@@ -125,14 +134,30 @@ def scaling_study(
     started = datetime.now(timezone.utc)
     environment = collect_environment()
     study, ran = _run_all(job, counts, places, baseline)
-    record = _scaling_record(job, study, job.planned or ran, started, environment)
+    table, reference = scaling_rows(study["runs"])
+    # A named workflow whose every cluster run failed: described by its name.
+    described = job.planned or ran or get_workflow(config.workflow, WorkflowSettings.of(config))
+    record = {
+        **record_head("scaling"),
+        "benchmark": "scaling",
+        "workflow": described.name,
+        "cluster_kind": cluster.kind,
+        "started_at": started.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "git_sha": environment.get("git_sha"),
+        "config": config.model_dump(mode="json"),
+        "data": described.describe_data(),
+        "early_stopping": job.early_stopping.describe(),
+        "speedup_reference": reference,
+        "metric_name": "rmse" if described.task == "regression" else METRIC,
+        "definitions": dict(DEFINITIONS),
+        "rows": table,
+        **study,
+        "environment": environment,
+    }
     path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{record['cluster_kind']}")
     png = write_plot(record, path.with_suffix(".png"))
     return record, path, png
-
-
-#: The order the arms run in at each worker count.
-_ARM_ORDER: tuple[ArmKind, ...] = ("gpu", "cpu")
 
 
 def _run_all(
@@ -140,7 +165,8 @@ def _run_all(
 ) -> tuple[dict[str, Any], Any]:
     """The single-process CPU baseline (``baseline``: accel run's CPU arm, no Dask, every core),
     then each arm at each worker count on its own cluster; ``(the record's worker_counts, runs and
-    skipped_arms, the workflow the first cluster run describes)``."""
+    skipped_arms, the workflow the first cluster run describes)``, from which
+    :func:`scaling_study` writes the record with its rows (speedups and efficiencies)."""
     from accel.runner import run_arm_safely
     from accel.scaleout.cluster_run import ClusterRunFailed
 
@@ -161,8 +187,7 @@ def _run_all(
         threads = arm["threads"].get("cores_available")
         runs.append({"workers": 1, "kind": "single-process", "threads_per_worker": threads, "arm": arm})
     for n, place in zip(counts, places, strict=True):
-        for arm_kind in _ARM_ORDER:
-            where = place[arm_kind]
+        for arm_kind, where in place.items():  # the GPU arm, then the CPU arm
             if where.skip is not None:
                 skipped_arms[arm_kind] = where.skip  # the same reason at every count: said once
                 continue
@@ -172,47 +197,9 @@ def _run_all(
             except ClusterRunFailed as exc:
                 arm, ran = {"status": "failed", "reason": str(exc), "stages": {}, "metrics": {}}, None
             described = described or ran
-            planned_threads = where.plan.threads_per_worker if where.plan else None
-            threads = (arm.get("cluster") or {}).get("threads_per_worker") or planned_threads
+            threads = (arm.get("cluster") or {}).get("threads_per_worker") or (where.plan and where.plan.threads_per_worker)
             runs.append({"workers": n, "kind": arm_kind, "threads_per_worker": threads, "arm": arm})
     return {"worker_counts": counts, "runs": runs, "skipped_arms": skipped_arms}, described
-
-
-def _scaling_record(
-    job: DaskJob, study: dict[str, Any], described: Any, started: datetime, environment: dict[str, Any]
-) -> dict[str, Any]:
-    """The scaling record: the study (:func:`_run_all`'s runs), its rows (speedups and efficiencies) and its runs."""
-    from accel.record import record_head
-    from accel.workflows import WorkflowSettings, get_workflow
-
-    config, finished = job.config, datetime.now(timezone.utc)
-    assert config.cluster is not None, "scaling_study refuses a study without a cluster"
-    table, reference = scaling_rows(study["runs"])
-    described = described or get_workflow(config.workflow, WorkflowSettings.of(config))  # a named workflow
-    return {
-        **record_head("scaling"),
-        "benchmark": "scaling",
-        "workflow": described.name,
-        "cluster_kind": config.cluster.kind,
-        "started_at": started.isoformat(),
-        "finished_at": finished.isoformat(),
-        "git_sha": environment.get("git_sha"),
-        "config": config.model_dump(mode="json"),
-        "data": described.describe_data(),
-        "early_stopping": job.early_stopping.describe(),
-        "speedup_reference": reference,
-        "metric_name": "rmse" if described.task == "regression" else METRIC,
-        "definitions": {
-            "speedup_vs_1": "seconds with the fewest workers of the same arm / seconds of this row, per stage",
-            "efficiency": "speedup_vs_1 / (workers / the fewest workers); NaN for the single-process row",
-            "gpu_vs_cpu": "seconds of the CPU arm with as many workers / seconds of the GPU arm (GPU rows only)",
-            "single-process": "the CPU baseline arm of accel run (no Dask, every core); its speedup_vs_1 is the "
-            "fewest-worker CPU cluster's seconds / the single process's seconds",
-        },
-        "rows": table,
-        **study,
-        "environment": environment,
-    }
 
 
 def scaling_rows(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int | None]]:
