@@ -303,11 +303,10 @@ def paired_run(
         # An error of the arm's libraries while it plans (the batch-size probe reads, featurises and
         # converts on the arm's device: a type cuDF cannot read, out of memory) is that arm failed,
         # and the other arm still runs; a refusal of the user's settings (AccelError) ends the run.
-        run.batch_plan[arm], ready = timed_call(
+        run.batch_plan[arm], prepared[arm] = timed_call(
             lambda: or_failed(backend, lambda: prepare_arm(backend, workflow, memory), "while planning batches: ")
         )
-        prepared[arm] = ready
-        if not isinstance(ready, ArmResult):
+        if not isinstance(ready := prepared[arm], ArmResult):
             mode, rows = ready[1].mode, ready[1].rows_per_batch
             detail(f"planning: {arm.upper()} arm's batch plan {run.batch_plan[arm]:.2f} s ({mode}, {rows:,} rows a batch)")
     if on_plan is not None:
@@ -328,16 +327,16 @@ class PairedRun:
     config, the folder of its record, the clocks of its parts (``time.perf_counter``) and its
     arms' parts of the record, from which :func:`run_record` writes the record.
 
-    ``process_start``: as for :func:`paired_run`. ``workflow``: the single-process workflow that
-    was planned (None: a named workflow run on Dask, planned on the workers).
+    ``process_start``: as for :func:`paired_run`.
     """
 
     config: RunConfig
     out: Path
     process_start: float | None = None
     t_run: float = field(default_factory=time.perf_counter)
-    t_planned: float = 0.0
-    workflow: Workflow | None = None
+    #: The wall record's ``planning`` (its ``total``, a user's table's steps) and encoding probe seconds.
+    planning: dict[str, float] = field(default_factory=dict)
+    probe: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     t_env: float = 0.0
     environment: dict[str, Any] = field(default_factory=dict)
@@ -350,13 +349,18 @@ class PairedRun:
     kept: dict[str, Pipeline | None] = field(default_factory=dict)
 
     def planned(self, workflow: Workflow | None) -> None:
-        """Planning is over (``--verbose``: its seconds and those of its steps, a user's table's
-        head read, schema inference, encoding probe); the run starts: the environment report."""
+        """Planning of ``workflow`` is over (``--verbose``: its seconds and those of its steps, a user's
+        table's head read, schema inference, encoding probe); the run starts: the environment report.
+        ``workflow``: the single-process workflow that was planned (None: a named workflow run on
+        Dask, planned on the workers)."""
         from accel.environment import collect_environment
 
-        self.t_planned, self.workflow = time.perf_counter(), workflow
-        seconds = self.t_planned - self.t_run
-        if workflow is not None and (table := workflow.planned) is not None:
+        seconds = time.perf_counter() - self.t_run
+        table = workflow.planned if workflow is not None else None
+        self.probe = table.probe_seconds if table is not None else 0.0
+        self.planning = {"total": seconds - self.probe}
+        if workflow is not None and table is not None:
+            self.planning.update(read_on_host=table.read_seconds, schema_inference=table.infer_seconds)
             detail(
                 f"planning: {workflow.name} workflow planned in {seconds - table.probe_seconds:.2f} s (read the head "
                 f"{table.read_seconds:.2f} s, schema inference {table.infer_seconds:.2f} s); encoding probe {table.probe_seconds:.2f} s"
@@ -417,26 +421,20 @@ def wall_timeline(run: PairedRun, early_stopping: EarlyStopping | None = None) -
     now = time.perf_counter()
     since_start = 0.0 if run.process_start is None else time.time() - run.process_start
     process = max(since_start, now - run.t_run)
-    planned = getattr(run.workflow, "planned", None)
-    probe = planned.probe_seconds if planned is not None else 0.0
-    planning = {"total": run.t_planned - run.t_run - probe}
-    if planned is not None:
-        planning.update(read_on_host=planned.read_seconds, schema_inference=planned.infer_seconds)
     arms: dict[str, dict[str, float]] = {}
     for arm, seconds in run.arm_wall.items():
-        result = arm_of(run.arms[arm])
-        stages = result.total_seconds if result.status == "ok" and result.total_seconds is not None else 0.0
+        part = run.arms[arm]
+        stages = (part["status"] == "ok" and part["total_seconds"]) or 0.0
         arms[arm] = {"wall": seconds, "stages": stages, "outside_stages": max(seconds - stages, 0.0)}
-        cluster = run.arms[arm].get("cluster")
-        if cluster:
+        if cluster := part.get("cluster"):
             arms[arm]["cluster_startup"] = float(cluster["startup_seconds"])
         decided = getattr(early_stopping, "decided", None)
         if decided and decided["decided_by"] == arm:
             arms[arm]["rounds_search"] = decided["search_seconds"]
     parts = {
         "start_up": max(process - (now - run.t_run), 0.0),
-        "planning": planning["total"],
-        "encoding_probe": probe,
+        "planning": run.planning["total"],
+        "encoding_probe": run.probe,
         "environment": run.t_env,
         "batch_plan": sum(run.batch_plan.values()),
         "arms": sum(a["wall"] for a in arms.values()),
@@ -444,7 +442,7 @@ def wall_timeline(run: PairedRun, early_stopping: EarlyStopping | None = None) -
     return {
         "process_seconds": process,
         "parts": parts,
-        "planning": planning,
+        "planning": run.planning,
         "batch_plan": run.batch_plan,
         "arms": arms,
         "unaccounted_seconds": max(process - sum(parts.values()), 0.0),
