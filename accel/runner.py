@@ -385,8 +385,6 @@ def run_record(run: PairedRun, workflow: Any, early_stopping: EarlyStopping | No
     The speedups and the parity come from both arms' parts (``run.arms``). ``extra`` goes in as it
     is (``model``, ``mode``), then the ``wall`` (:func:`wall_timeline`).
     """
-    finished = datetime.now(timezone.utc)
-    wall = wall_timeline(run, early_stopping)
     gpu, cpu = run.arms["gpu"], run.arms["cpu"]
     run.environment["threads_used"] = {"cpu": arm_of(cpu).threads, "gpu": arm_of(gpu).threads}
     record = {
@@ -394,7 +392,7 @@ def run_record(run: PairedRun, workflow: Any, early_stopping: EarlyStopping | No
         "workflow": workflow.name,
         "task": workflow.task,
         "started_at": run.started.isoformat(),
-        "finished_at": finished.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
         "git_sha": run.environment.get("git_sha"),
         "config": run.config.model_dump(mode="json"),
         "data": workflow.describe_data(),
@@ -402,7 +400,7 @@ def run_record(run: PairedRun, workflow: Any, early_stopping: EarlyStopping | No
         "environment": run.environment,
         **pair(workflow.task, getattr(workflow, "model_name", DEFAULT_MODEL), gpu, cpu),
         **extra,  # model, mode
-        "wall": wall,
+        "wall": wall_timeline(run, early_stopping),
     }
     kept = {arm: p for arm, p in run.kept.items() if p is not None}
     path = write_record(run.out, record, record_stem(workflow.name, run.started), companion=beside_record(record, kept))

@@ -367,8 +367,7 @@ class OnDask(OnWorkers[DaskForm]):
         search's failed training attempts (a worker lost while it boosted), for the arm's record."""
         from xgboost import dask as dxgb
 
-        session, model = self.session, self.model
-        es, client = model.early_stopping, session.client
+        session, model, client, es = self.session, self.model, self.session.client, self.model.early_stopping
         assert es is not None
         X_train, y_train = training_frames(False)
         positions = es.positions(n_train)
@@ -387,11 +386,10 @@ class OnDask(OnWorkers[DaskForm]):
             dfit = dxgb.DaskQuantileDMatrix(client, part(X, False), part(y, False), **options)
             return dfit, dxgb.DaskQuantileDMatrix(client, part(X, True), part(y, True), ref=dfit, **options)
 
-        params = {**params, "eval_metric": XGBOOST_EVAL_METRIC[model.task]}
-        t0 = time.perf_counter()
-        cap = model.params.n_estimators
+        metric, cap, t0 = XGBOOST_EVAL_METRIC[model.task], model.params.n_estimators, time.perf_counter()
+        params = {**params, "eval_metric": metric}
         booster, attempts = train_with_one_retry(session, params, cap, lambda: make_input(True), make_input(), es.patience)
-        es.settle(booster, arm, XGBOOST_EVAL_METRIC[model.task], time.perf_counter() - t0, cap)
+        es.settle(booster, arm, metric, time.perf_counter() - t0, cap)
         return [{**a, "phase": "rounds search"} for a in attempts if a["status"] == "failed"]
 
 
@@ -536,10 +534,9 @@ def cluster_run(
     run.planned(job.planned)
     described = None
     with ExitStack() as stack:
-        places = plan_arms(cluster, config.device, stack)
-        for kind in ("gpu", "cpu"):
+        for kind, place in plan_arms(cluster, config.device, stack).items():  # the GPU arm, then the CPU arm
             t0 = time.perf_counter()
-            part, ran, pipeline = job.run_arm(places[kind])
+            part, ran, pipeline = job.run_arm(place)
             run.add_arm(kind, t0, part, pipeline)
             described = described or ran
     assert described is not None, "the CPU arm is never skipped (plan_arms), so it ran"
