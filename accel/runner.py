@@ -286,8 +286,7 @@ def paired_run(
     memory = config.memory_settings()
     # Before planning reads the file or probes: a budget below what one batch of the minimum size
     # needs even at one 8-byte column (sizes that do not parse were refused by the config already).
-    budget = parse_size(memory.memory_budget, "--memory-budget") if memory.memory_budget else None
-    if budget is not None and budget < MIN_BATCH_ROWS * 8 / BUDGET_USE:
+    if memory.memory_budget and (budget := parse_size(memory.memory_budget, "--memory-budget")) < MIN_BATCH_ROWS * 8 / BUDGET_USE:
         raise AccelError(
             f"--memory-budget {_human(budget)} is below the minimum for one batch: {MIN_BATCH_ROWS:,} rows need "
             f"at least {_human(MIN_BATCH_ROWS * 8 / BUDGET_USE)} even with a single 8-byte column; raise the budget"

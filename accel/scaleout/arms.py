@@ -156,12 +156,9 @@ def attach_scheduler_arms(cluster: ClusterConfig, device: str, stack: ExitStack)
         )
         return {"gpu": ArmPlace("gpu", skip=reason), "cpu": ArmPlace("cpu", cpu_backend(), session=primary)}
 
-    arms = resolve_arms(device)
-    if device == "cpu":
-        gpu = ArmPlace("gpu", skip=arms.gpu_skip)
-    elif arms.gpu is None:
+    arms = resolve_arms(device)  # --device cpu: the GPU arm not requested
+    if arms.gpu is None and device != "cpu":
         raise gpu_planning_refused(arms.gpu_skip)
-    else:
-        gpu = ArmPlace("gpu", arms.gpu, session=primary)
+    gpu = ArmPlace("gpu", skip=arms.gpu_skip) if arms.gpu is None else ArmPlace("gpu", arms.gpu, session=primary)
     note = "no --baseline-scheduler: the CPU baseline ran in this process (every core, in batches if the table does not fit)"
     return {"gpu": gpu, "cpu": ArmPlace("cpu", arms.cpu, session=baseline, note=None if baseline is not None else note)}
