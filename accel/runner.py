@@ -97,8 +97,7 @@ def execute_arm(backend: Backend, workflow: W, executor: Executor[W], listener: 
     started and how it ended; the result is built by :func:`~accel.result.arm_result`."""
     trackers = executor.trackers()
     # Where the work runs elsewhere (a cluster's workers), its trackers tell the listener of memory.
-    on_sample = listener.memory if listener and not trackers else None
-    monitor = MemoryMonitor(executor.monitored(backend), on_sample=on_sample)
+    monitor = MemoryMonitor(executor.monitored(backend), on_sample=listener.memory if listener and not trackers else None)
     timer = StageTimer(backend, monitor, listener, trackers=trackers)
     if listener:
         listener.arm_started(backend.name, executor.stages)
@@ -402,8 +401,7 @@ def run_record(run: PairedRun, workflow: Any, early_stopping: EarlyStopping | No
         "wall": wall_timeline(run, early_stopping),
     }
     kept = {arm: p for arm, p in run.kept.items() if p is not None}
-    path = write_record(run.out, record, record_stem(workflow.name, run.started), companion=beside_record(record, kept))
-    return record, path
+    return record, write_record(run.out, record, record_stem(workflow.name, run.started), companion=beside_record(record, kept))
 
 
 def wall_timeline(run: PairedRun, early_stopping: EarlyStopping | None = None) -> dict[str, Any]:

@@ -259,11 +259,9 @@ def bench_environment() -> dict[str, Any]:
 
     from accel.environment import collect_environment
 
-    env = collect_environment()
-    env["blas_threads"] = blas_threads()
     # Other work on the machine slows a benchmark down: the load says how busy the cores were.
-    env["load_average"] = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
-    return env
+    load = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    return {**collect_environment(), "blas_threads": blas_threads(), "load_average": load}
 
 
 def fairness(cpu: Backend, used: str, settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -66,9 +66,7 @@ class ArmPlace:
 
     @property
     def placement(self) -> Placement | None:
-        if self.skip is not None:
-            return None
-        return "process" if self.plan is None and self.session is None else "dask"
+        return None if self.skip is not None else "process" if self.plan is None and self.session is None else "dask"
 
     def arm_backend(self) -> Backend:
         """This process's backend for the arm, which every arm that runs has."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from accel.errors import AccelError
 from accel.output import say
-from accel.record import scaling_label
+from accel.record import ensure_writable, record_head, scaling_label, write_record
 from accel.scaleout.cluster import CLUSTER_KINDS
 from accel.timing import STAGES
 
@@ -119,7 +119,6 @@ def scaling_study(
     from contextlib import ExitStack
 
     from accel.environment import collect_environment
-    from accel.record import ensure_writable, record_head, write_record
     from accel.scaleout.arms import plan_arms
     from accel.scaleout.cluster_run import DaskJob, check_dask_config
     from accel.workflows import WorkflowSettings, get_workflow
@@ -156,8 +155,7 @@ def scaling_study(
         "environment": environment,
     }
     path = write_record(out, record, f"{started:%Y-%m-%d}-scaling-{record['workflow']}-{record['cluster_kind']}")
-    png = write_plot(record, path.with_suffix(".png"))
-    return record, path, png
+    return record, path, write_plot(record, path.with_suffix(".png"))
 
 
 def _run_all(
@@ -221,8 +219,7 @@ def _stage_row(
 ) -> dict[str, Any]:
     """One row of the table: ``run``'s ``stage`` against the fewest-worker run of its arm (``ref``)
     and, for a GPU run, the CPU run with as many workers."""
-    arm = run["arm"]
-    good = arm["status"] == "ok"
+    arm, good = run["arm"], run["arm"]["status"] == "ok"
     seconds = _seconds(arm, stage) if good else math.nan
     base = _seconds(ref["arm"], stage) if ref else math.nan
     speedup = base / seconds if good and ref and seconds > 0 else math.nan
@@ -267,8 +264,7 @@ def _plot_stages(ax: Axes, record: dict[str, Any]) -> None:
     labels = [scaling_label(k, n).replace(" × ", "\n× ").replace("single process", "single\nprocess") for k, n in configs]
     bottom = [0.0] * len(configs)
     for stage in STAGE_ROWS[:-1]:
-        values = [_row(rows, kind, n, stage)["seconds"] for kind, n in configs]
-        values = [0.0 if math.isnan(v) else v for v in values]
+        values = [0.0 if math.isnan(v := _row(rows, kind, n, stage)["seconds"]) else v for kind, n in configs]
         ax.bar(labels, values, bottom=bottom, label=stage)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     metric = record.get("metric_name", METRIC)
