@@ -53,9 +53,8 @@ class StageTimer:
         listener: StageListener | None = None,
         trackers: tuple[Any, ...] = (),
     ):
-        self.backend, self.monitor, self.listener = backend, monitor, listener
-        #: Other samplers told of each stage (``set_stage``): a cluster's worker memory.
-        self.trackers = trackers
+        # ``trackers``: other samplers told of each stage (``set_stage``): a cluster's worker memory.
+        self.backend, self.monitor, self.listener, self.trackers = backend, monitor, listener, trackers
         self.seconds: dict[str, float] = {}
         self.rmm_peak_bytes: dict[str, int] = {}
 
