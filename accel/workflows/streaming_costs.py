@@ -43,14 +43,12 @@ def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: 
     """What a streamed XGBoost run would hold besides its batch (:class:`~accel.batching.StreamingCosts`),
     from the probe's model input (``matrix``, ``label``).
 
-    Where the arm keeps external-memory pages on disk (the CPU arm,
-    :meth:`~accel.backend.Backend.external_memory`), the probe's rows become one page of an
-    ``ExtMemQuantileDMatrix`` in a scratch folder (removed at once): the page file's size per row is what a page of the run holds, the
-    peak while building it per row what building a page takes, and its quantile cuts give the
-    histogram cache. Where they live in host memory (the GPU arm), the probe builds a
-    ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
+    Where the arm keeps external-memory pages on disk (the CPU arm, :meth:`~accel.backend.Backend.external_memory`),
+    the probe's rows become one page of an ``ExtMemQuantileDMatrix`` in a scratch folder (removed at once): the
+    page file's size per row is what a page of the run holds, the peak while building it per row what building a
+    page takes, and its quantile cuts give the histogram cache. Where they live in host memory (the GPU arm), the
+    probe builds a ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
     """
-
     import xgboost
 
     from accel import scratch
