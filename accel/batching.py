@@ -220,25 +220,20 @@ class StreamingCosts:
         """The bytes held at the peak of each phase for batches of ``batch_rows`` plan rows.
 
         ``kind`` is the training matrix: "in-memory" or "external" (a page per batch). Boosting
-        holds the parts of :meth:`parts`, and with a whole matrix one page's partition buffers.
+        holds the parts of :meth:`boosting`, and with a whole matrix one page's partition buffers.
         """
         page_rows, _ = _pages(rows_total, train_rows, batch_rows)
         accel, batch, whole = self.accel_bytes, batch_rows * bytes_per_row, kind == "in-memory"
         build = accel + train_rows * self.page_bytes_per_row if whole else accel
-        boosting = sum(v for v, _ in self._boosting(kind, rows_total, train_rows, batch_rows).values())
+        boosting = sum(v for v, _ in self.boosting(kind, rows_total, train_rows, batch_rows).values())
         return {
             "passes": accel + batch,
             "matrix build": build + batch + page_rows * self.build_bytes_per_row,
             "boosting": boosting + self.page_node_bytes if whole else boosting,
         }
 
-    def parts(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, dict[str, Any]]:
-        """The budget's parts while boosting, each with what it is for (for the run record)."""
-        return {
-            k: {"bytes": int(v), "for": why} for k, (v, why) in self._boosting(kind, rows_total, train_rows, batch_rows).items()
-        }
-
-    def _boosting(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, tuple[float, str]]:
+    def boosting(self, kind: str, rows_total: int, train_rows: int, batch_rows: int) -> dict[str, tuple[float, str]]:
+        """The budget's parts while boosting: bytes, and what each is for (for the run record)."""
         page_rows, pages = _pages(rows_total, train_rows, batch_rows)
         out = {
             "accel_arrays": (self.accel_bytes, "accel's row positions, split, streamed row lists, folds, predictions"),
@@ -305,7 +300,8 @@ def plan_streaming(rows_total: int, train_rows: int, bytes_per_row: float, costs
     phases = {k: int(v) for k, v in costs.phases(kind, rows_total, train_rows, rows, bytes_per_row).items()}
     return BatchPlan(budget_bytes, budget_source, bytes_per_row, rows_total, rows, "streaming", "auto", probe_rows,
                      training_matrix=kind, held_bytes=phases["boosting"], matrix_bytes_per_row=costs.page_bytes_per_row,
-                     phase_bytes=phases, parts=costs.parts(kind, rows_total, train_rows, rows))  # fmt: skip
+                     phase_bytes=phases, parts={k: {"bytes": int(v), "for": why} for k, (v, why)
+                                                in costs.boosting(kind, rows_total, train_rows, rows).items()})  # fmt: skip
 
 
 def _refusal(costs: StreamingCosts, rows_total: int, train_rows: int, bytes_per_row: float, budget_bytes: int) -> str:

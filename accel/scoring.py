@@ -86,30 +86,23 @@ def predictions_frame(pipeline: Pipeline, output: np.ndarray, first_row: int, co
     return pd.DataFrame(columns)
 
 
-class Metrics:
-    """The target's codes and the model's output of the rows whose target is known, gathered
-    piece by piece, then scored with the run's metrics."""
+#: The target's codes and the model's output of the rows whose target is known, piece by piece.
+Known = list[tuple[np.ndarray, np.ndarray]]
 
-    def __init__(self) -> None:
-        self.y: list[np.ndarray] = []
-        self.out: list[np.ndarray] = []
 
-    def add(self, codes: np.ndarray, output: np.ndarray) -> None:
-        self.y.append(codes)
-        self.out.append(output)
-
-    def result(self, task: str) -> dict[str, float]:
-        if not sum(len(y) for y in self.y):
-            return {}
-        return task_metrics(task, np.concatenate(self.y), np.concatenate(self.out))
+def known_metrics(task: str, known: Known) -> dict[str, float]:
+    """The run's metrics of the rows whose target is known (none: no metrics)."""
+    if not sum(len(y) for y, _ in known):
+        return {}
+    return task_metrics(task, np.concatenate([y for y, _ in known]), np.concatenate([out for _, out in known]))
 
 
 def _score_piece(
-    pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, metrics: Metrics, first_row: int | None
+    pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, known: Known, first_row: int | None
 ) -> Any:
     """Features, storage and prediction of one piece of the input starting at ``first_row``, each
     in its stage (None: the whole input, each stage timed once; else added to); the rows whose
-    target is known go to ``metrics``, the pipeline's notices to the job's. Returns the piece's
+    target is known go to ``known``, the pipeline's notices to the job's. Returns the piece's
     output rows (:func:`predictions_frame`)."""
     stage = timer.stage if first_row is None else timer.accumulate
     with stage("features"):
@@ -124,7 +117,7 @@ def _score_piece(
             contributions = pipeline.model.contributions(pipeline.backend, pipeline.fitted, matrix.batch(0, matrix.n_rows))
     found = pipeline.target_codes(frame)  # the rows whose target is known (none without a target column)
     if found is not None:
-        metrics.add(found[0], output[found[1]])
+        known.append((found[0], output[found[1]]))
     job.notices.extend(n for n in pipeline.notices if n not in job.notices)
     return predictions_frame(pipeline, output, first_row or 0, contributions)
 
@@ -142,11 +135,10 @@ class ScoreInMemory(Executor[ScoreJob]):
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
             frame = read_rows(pipeline, job.source, job.columns(pipeline))  # typed as the chunks are read
-        metrics = Metrics()
-        job.outputs[backend.name] = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, None)
-        return scoring_executed(
-            pipeline, metrics.result(job.task), len(frame), {"batches": {"mode": "in-memory", "rows_per_batch": self.batch_rows}}
-        )
+        known: Known = []
+        job.outputs[backend.name] = _score_piece(pipeline, job, frame, timer, self.batch_rows, known, None)
+        memory = {"batches": {"mode": "in-memory", "rows_per_batch": self.batch_rows}}
+        return scoring_executed(pipeline, known_metrics(job.task, known), len(frame), memory)
 
 
 class ScoreStreamed(Executor[ScoreJob]):
@@ -170,10 +162,11 @@ class ScoreStreamed(Executor[ScoreJob]):
         columns = job.columns(pipeline)
         spool = job.scratch / f"{backend.name}.parquet"
         chunks = iter_chunks(backend.xdf, job.source, columns, self.batch_rows, read_types(pipeline, columns))
-        metrics, writer, rows, batches = Metrics(), None, 0, 0
+        known: Known = []
+        writer, rows, batches = None, 0, 0
         try:
             for start, frame in timed_items(chunks, timer):
-                out = _score_piece(pipeline, job, frame, timer, self.batch_rows, metrics, start)
+                out = _score_piece(pipeline, job, frame, timer, self.batch_rows, known, start)
                 piece = pa.Table.from_pandas(out, preserve_index=False)
                 writer = writer or pq.ParquetWriter(spool, piece.schema)
                 writer.write_table(piece)
@@ -185,7 +178,7 @@ class ScoreStreamed(Executor[ScoreJob]):
                 writer.close()
         job.outputs[backend.name] = spool if writer is not None else None
         memory = {"batches": {"mode": "streaming", "rows_per_batch": self.batch_rows, "batches": batches, **self.budget}}
-        return scoring_executed(pipeline, metrics.result(job.task), rows, memory)
+        return scoring_executed(pipeline, known_metrics(job.task, known), rows, memory)
 
 
 def scoring_executed(pipeline: Pipeline, metrics: dict[str, float], rows: int, memory: dict[str, Any]) -> Executed:

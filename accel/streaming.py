@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -65,21 +64,13 @@ class Streamed(Executor[Workflow]):
     def execute(self, backend: Backend, workflow: Workflow, timer: StageTimer, listener: Listener | None) -> Executed:
         plan = self.plan
         table = cast("TableWorkflow", workflow)  # a user's table is what streams: it has a plan
-        tplan, model = table.plan, cast("XGBoostModel", table.model)
-        featurizer = TableFeaturizer(backend.xdf, tplan, MODELS[table.model_name].caps.family, table.settings.seed)
-        featurizer.folds = featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
-        # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
-        cache = ColumnarCache(backend.xdf, table.planned.source, tplan.read_columns, tplan.csv_dtypes())
-        used, dtype = tplan.row_positions, row_dtype(max(int(tplan.rows_in_file), len(tplan.row_positions)))
-        rows = (used[tplan.train_pos].astype(dtype), used[tplan.test_pos].astype(dtype))
-        run = _Stream(backend, table, plan, timer, listener, *rows, featurizer, cache)
-        del rows  # the training rows' list goes before boosting (held by ``run`` alone)
+        run = _Stream(backend, table, plan, timer, listener)
+        tplan, model, featurizer, cache = table.plan, run.model, run.featurizer, run.cache
         try:
             with announced(listener, backend.name, "fit pass"):
                 batches = with_backoff(run.fit_pass, plan, backend, "fit pass")
-            matrix = _Matrix(run, model)
-            dtrain = matrix.to_device()
-            search_between_stages(backend, model, listener, matrix.search)
+            dtrain = run.to_device()
+            search_between_stages(backend, model, listener, run.search)
             # Only the test rows are read again: the training rows' list and folds go before boosting.
             run.train, featurizer.folds = np.empty(0, run.test.dtype), np.empty(0, FOLD_DTYPE)
 
@@ -89,7 +80,7 @@ class Streamed(Executor[Workflow]):
                 booster = model.fit(backend, dtrain)
             del dtrain
             release_host_memory()
-            prediction, y_test, pipeline = run.predict(model, booster, matrix.columns)
+            prediction, y_test, pipeline = run.predict(booster)
         finally:
             cache_record = cache.describe()
             cache.close()
@@ -97,7 +88,7 @@ class Streamed(Executor[Workflow]):
         metrics = task_metrics(table.task, y_test, prediction)
         memory_record = {
             "rmm": {**self.rmm, **(backend.rmm_statistics() or {})},
-            "batches": {**plan.describe(), "batches_read_per_pass": batches, "external_memory": matrix.external_memory},
+            "batches": {**plan.describe(), "batches_read_per_pass": batches, "external_memory": run.external_memory},
             "chunk_cache": cache_record,
             "precision": {
                 "precision": self.settings.precision,
@@ -113,23 +104,40 @@ class Streamed(Executor[Workflow]):
             "loaded": tplan.rows_in_file, "with_target": len(tplan.row_positions),
             "train": len(tplan.train_pos), "test": len(tplan.test_pos),
         }  # fmt: skip
-        return Executed(model, booster, metrics, rows_record, list(matrix.names), memory_record, pipeline=pipeline)
+        return Executed(model, booster, metrics, rows_record, list(run.names), memory_record, pipeline=pipeline)
 
 
-@dataclass
 class _Stream:
-    """What the passes of one streamed run share: the arm, the plan, the chunk cache and the fitted features."""
+    """What the passes of one streamed run share (the arm, the plan, the chunk cache, the fitted
+    features), and XGBoost's training matrix (2.) built from batches read and featurised on demand.
 
-    backend: Backend
-    workflow: TableWorkflow
-    plan: BatchPlan
-    timer: StageTimer
-    listener: Listener | None
-    #: Which file rows are training / test rows (ascending), in :func:`row_dtype`.
-    train: np.ndarray
-    test: np.ndarray
-    featurizer: TableFeaturizer
-    cache: ColumnarCache
+    When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external memory:
+    pages on disk (CPU arm; files next to the chunk cache, removed with it) or in host memory
+    (GPU arm), brought back page by page while boosting. The early-stopping search (the first
+    arm to train) builds a matrix of its own, with the validation part of the training rows
+    (the same rows as in memory: positions among the training rows) held apart.
+    """
+
+    def __init__(self, backend: Backend, workflow: TableWorkflow, plan: BatchPlan, timer: StageTimer, listener: Listener | None):
+        self.backend, self.workflow, self.plan, self.timer, self.listener = backend, workflow, plan, timer, listener
+        tplan, self.model = workflow.plan, cast("XGBoostModel", workflow.model)
+        self.featurizer = TableFeaturizer(backend.xdf, tplan, MODELS[workflow.model_name].caps.family, workflow.settings.seed)
+        self.featurizer.folds = self.featurizer.folds.astype(FOLD_DTYPE)  # the same folds, in a byte each
+        # The first pass parses the file; the later ones read its chunks back from an Arrow cache.
+        self.cache = ColumnarCache(backend.xdf, workflow.planned.source, tplan.read_columns, tplan.csv_dtypes())
+        used, dtype = tplan.row_positions, row_dtype(max(int(tplan.rows_in_file), len(tplan.row_positions)))
+        #: Which file rows are training / test rows (ascending), in :func:`row_dtype`.
+        self.train, self.test = used[tplan.train_pos].astype(dtype), used[tplan.test_pos].astype(dtype)
+        self.n_train = len(tplan.train_pos)  # the training rows (self.train is let go before boosting)
+        es = self.model.early_stopping
+        self.valid_mask = es.mask(self.n_train) if es is not None and es.searching else None
+        self.held: dict[int, tuple[Any, Any]] = {}
+        self.names: list[str] = []
+        self.types: list[str] = []
+        self.columns: list[str] = []
+        self.placement = backend.external_memory()
+        self.external = plan.training_matrix == "external"
+        self.external_memory = self.placement if self.external else None
 
     def chunks(self, batch_rows: int, timed: bool = True) -> Iterator[tuple[int, Any]]:
         """The cached chunks as ``(first_row, frame)``, their reading timed as ``load`` unless not ``timed``."""
@@ -153,7 +161,7 @@ class _Stream:
             featurizer.finalize()
         return n
 
-    def predict(self, model: XGBoostModel, booster: Booster, columns: list[str]) -> tuple[np.ndarray, np.ndarray, Any]:
+    def predict(self, booster: Booster) -> tuple[np.ndarray, np.ndarray, Any]:
         """4. Predictions batch by batch: (predictions, target codes, the fitted pipeline), its importances explained."""
         workflow, backend, explain_rows = self.workflow, self.backend, self.workflow.settings.explain_rows
         sample: list[Any] = []  # the first hold-out rows' matrices, for SHAP
@@ -170,55 +178,31 @@ class _Stream:
 
         with announced(self.listener, backend.name, "predict pass"):
             prediction, y_test = with_backoff(predict_pass, self.plan, backend, "predict pass")
-        precision = plan_precision("fp32", columns, [])
+        precision = plan_precision("fp32", self.columns, [])
         pipeline = from_run(
-            workflow, backend, model, booster, TableTransform(self.featurizer), precision, self.timer,
+            workflow, backend, self.model, booster, TableTransform(self.featurizer), precision, self.timer,
             lambda n: backend.xp.concatenate(sample)[:n] if sample else None,
             (workflow.plan.row_positions[workflow.plan.test_pos], prediction),
         )  # fmt: skip
         return prediction, y_test, pipeline
 
-
-class _Matrix:
-    """2. XGBoost's training matrix from batches read and featurised on demand.
-
-    When the budget cannot hold XGBoost's whole matrix it goes to XGBoost's external memory:
-    pages on disk (CPU arm; files next to the chunk cache, removed with it) or in host memory
-    (GPU arm), brought back page by page while boosting. The early-stopping search (the first
-    arm to train) builds a matrix of its own, with the validation part of the training rows
-    (the same rows as in memory: positions among the training rows) held apart.
-    """
-
-    def __init__(self, run: _Stream, model: XGBoostModel) -> None:
-        self.run, self.model = run, model
-        self.n_train = len(run.workflow.plan.train_pos)  # the training rows (run.train is let go before boosting)
-        es = getattr(model, "early_stopping", None)
-        self.valid_mask = es.mask(self.n_train) if es is not None and es.searching else None
-        self.held: dict[int, tuple[Any, Any]] = {}
-        self.names: list[str] = []
-        self.types: list[str] = []
-        self.columns: list[str] = []
-        self.placement = run.backend.external_memory()
-        self.external = run.plan.training_matrix == "external"
-        self.external_memory = self.placement if self.external else None
-
     def batch(self, start: int, frame: Frame, search: bool) -> tuple[Array, Array] | None:
         """One chunk's training rows as (matrix, labels), the validation rows held apart in the
         search's pass; None when the chunk has no training rows."""
-        run, tplan, featurizer = self.run, self.run.workflow.plan, self.run.featurizer
-        train, where = planned_rows(run.train, start, frame)
+        tplan, featurizer = self.workflow.plan, self.featurizer
+        train, where = planned_rows(self.train, start, frame)
         if train is None:
             return None
         X = featurizer.transform(train, featurizer.folds[where])
-        y = _compat.series_to_array(target_codes(run.backend.xdf, train[tplan.target], tplan))
+        y = _compat.series_to_array(target_codes(self.backend.xdf, train[tplan.target], tplan))
         matrix = frame_matrix(X, featurizer.categorical)
         if search and self.valid_mask is not None and self.valid_mask[where].any():
-            valid = run.backend.xp.asarray(self.valid_mask[where])
+            valid = self.backend.xp.asarray(self.valid_mask[where])
             self.held[start] = (matrix[valid], y[valid])
             matrix, y = matrix[~valid], y[~valid]
         if not self.names:
-            self.names[:], self.types[:] = xgboost_features(X.columns, featurizer.categorical)
-            self.columns[:] = [str(c) for c in X.columns]
+            self.names, self.types = xgboost_features(X.columns, featurizer.categorical)
+            self.columns = [str(c) for c in X.columns]
         return matrix, y
 
     def build(self, batch_rows: int, search: bool = False) -> Any:
@@ -226,7 +210,7 @@ class _Matrix:
         ``xgboost.DataIter`` (``search``: the early-stopping search's pass, validation rows held apart, untimed)."""
         import xgboost
 
-        matrix, run, placement = self, self.run, self.placement
+        run, placement = self, self.placement
         self.held.clear()  # a retry with smaller batches holds the validation rows afresh
         prefix = str(run.cache.scratch() / ("matrix-search" if search else "matrix")) if self.external else None
 
@@ -245,17 +229,17 @@ class _Matrix:
                     self._it = run.chunks(batch_rows, timed=not search)
                 for start, frame in self._it:
                     with run.timer.accumulate("features") if not search else nullcontext():
-                        item = matrix.batch(start, frame, search)
+                        item = run.batch(start, frame, search)
                     del frame
                     if item is None:
                         continue
-                    input_data(data=item[0], label=item[1], feature_names=matrix.names, feature_types=matrix.types)
+                    input_data(data=item[0], label=item[1], feature_names=run.names, feature_types=run.types)
                     del item
                     release_host_memory(collect=False)
                     return True
                 return False
 
-        options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": run.backend.n_threads}
+        options = {"max_bin": self.model.params.max_bin, "enable_categorical": True, "nthread": self.backend.n_threads}
         if not self.external:
             return xgboost.QuantileDMatrix(FileBatches(), **options)
         if "cache_host_ratio" in placement:  # the CPU matrix refuses the argument
@@ -264,15 +248,15 @@ class _Matrix:
 
     def to_device(self) -> Any:
         """The training matrix, timed as ``to_device`` less the reading and featurising it did."""
-        run, seconds = self.run, self.run.timer.seconds
+        seconds = self.timer.seconds
 
         def clock() -> float:  # the time less the seconds reading and featurising took
             return time.perf_counter() - seconds.get("load", 0.0) - seconds.get("features", 0.0)
 
-        with announced(run.listener, run.backend.name, "to_device"):
+        with announced(self.listener, self.backend.name, "to_device"):
             start = clock()
-            dtrain = with_backoff(self.build, run.plan, run.backend, "to_device")
-            run.backend.synchronize()
+            dtrain = with_backoff(self.build, self.plan, self.backend, "to_device")
+            self.backend.synchronize()
             seconds["to_device"] = seconds.get("to_device", 0.0) + clock() - start
         return dtrain
 
@@ -283,8 +267,8 @@ class _Matrix:
         record says so)."""
         import xgboost
 
-        backend, model, held = self.run.backend, self.model, self.held
-        dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), self.run.plan, backend, "rounds search")
+        backend, model, held = self.backend, self.model, self.held
+        dfit = with_backoff(lambda batch_rows: self.build(batch_rows, search=True), self.plan, backend, "rounds search")
         es = model.early_stopping
         assert es is not None  # the search runs only for a model that stops early
         if not held:

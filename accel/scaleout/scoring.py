@@ -25,7 +25,7 @@ from accel.runner import execute_arm
 from accel.scaleout.arms import ArmPlace, plan_arms
 from accel.scaleout.cluster import OnWorkers
 from accel.scaleout.cluster_run import describe_cluster
-from accel.scoring import Metrics, PredictSettings, ScoreJob, predictions_frame, read_types, scoring_executed
+from accel.scoring import PredictSettings, ScoreJob, known_metrics, predictions_frame, read_types, scoring_executed
 from accel.timing import StageTimer
 from accel.workflows.partitions import partition_offsets
 
@@ -87,11 +87,10 @@ class ScoreOnDask(OnWorkers[ScoreJob]):
             workers_memory = self.sampler.peaks()
         frames = [frame for frame, _ in results]
         output = pd.concat(frames, ignore_index=True) if frames else predictions_frame(pipeline, np.empty(0), 0)
-        metrics = Metrics()
-        for codes, known_output in (known for _, known in results if known is not None):
-            metrics.add(codes.astype(np.int32 if job.task != "regression" else np.float64), known_output)
+        dtype = np.int32 if job.task != "regression" else np.float64
+        known = [(codes.astype(dtype), out) for codes, out in (k for _, k in results if k is not None)]
         job.outputs[backend.name] = output
-        executed = scoring_executed(pipeline, metrics.result(job.task), len(output), {"partitions": len(featured)})
+        executed = scoring_executed(pipeline, known_metrics(job.task, known), len(output), {"partitions": len(featured)})
         return self.ran_on_workers(executed, workers_memory)
 
 

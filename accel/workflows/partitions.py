@@ -65,9 +65,7 @@ def held_rows(part: Frame, offsets: tuple[int, ...], positions: np.ndarray, held
     lo, hi = np.searchsorted(positions, [start, start + len(part)])
     local = positions[lo:hi] - start
     if not held:
-        keep = np.ones(len(part), dtype=bool)
-        keep[local] = False
-        local = np.flatnonzero(keep)
+        local = np.setdiff1d(np.arange(len(part)), local, assume_unique=True)
     return part.iloc[local].reset_index(drop=True)
 
 

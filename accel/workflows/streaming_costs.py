@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from accel._compat import Array
 from accel.backend import Backend
 
 
@@ -40,19 +39,25 @@ def accel_bytes(tplan: Any) -> int:
     return int(plan_arrays + (train + test) * item + train * np.dtype(FOLD_DTYPE).itemsize + test * PREDICTION_BYTES)
 
 
-def _disk_page_costs(
-    backend: Backend, matrix: Array, label: Array, names: list[str], types: list[str], options: dict[str, Any]
-) -> tuple[float, float, Any]:
-    """The probe's rows as one page of an ``ExtMemQuantileDMatrix`` in a scratch folder (removed at
-    once): the bytes per row building it took, the page file's bytes per row, its quantile cuts."""
+def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: Any, names: list[str], types: list[str]) -> Any:
+    """What a streamed XGBoost run would hold besides its batch (:class:`~accel.batching.StreamingCosts`),
+    from the probe's model input (``matrix``, ``label``).
+
+    Where the arm keeps external-memory pages on disk (the CPU arm, :meth:`~accel.backend.Backend.external_memory`),
+    the probe's rows become one page of an ``ExtMemQuantileDMatrix`` in a scratch folder (removed at once): the
+    page file's size per row is what a page of the run holds, the peak while building it per row what building a
+    page takes, and its quantile cuts give the histogram cache. Where they live in host memory (the GPU arm), the
+    probe builds a ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
+    """
     import xgboost
 
     from accel import scratch
-    from accel.batching import measure_bytes_per_row
+    from accel.batching import PAGE_NODE_BYTES, StreamingCosts, hist_bytes, measure_bytes_per_row
     from accel.cache import cache_dir
 
-    rows = len(matrix)
-    built: dict[str, Any] = {}
+    rows, built = len(matrix), dict[str, Any]()
+    options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
+    on_disk = backend.external_memory()["pages"] == "disk"
 
     class Probe(xgboost.DataIter):
         def __init__(self, cache_prefix: str | None) -> None:
@@ -69,49 +74,22 @@ def _disk_page_costs(
             self.done = True
             return True
 
-    folder = scratch.owned_folder(cache_dir() / "stream", "accel-probe-")  # reclaimed if this process is killed
+    folder = scratch.owned_folder(cache_dir() / "stream", "accel-probe-") if on_disk else None  # reclaimed if killed
     try:
 
         def build() -> Any:
-            built["m"] = xgboost.ExtMemQuantileDMatrix(Probe(str(Path(folder) / "probe")), **options)
-
-        build_per_row = measure_bytes_per_row(backend, build, rows)
-        page_per_row = sum(p.stat().st_size for p in Path(folder).iterdir()) / max(rows, 1)
-        cut = built["m"].get_quantile_cut()
-        del built["m"]
-    finally:
-        scratch.release(folder)
-    return build_per_row, page_per_row, cut
-
-
-def measure_costs(backend: Backend, model: Any, tplan: Any, matrix: Any, label: Any, names: list[str], types: list[str]) -> Any:
-    """What a streamed XGBoost run would hold besides its batch (:class:`~accel.batching.StreamingCosts`),
-    from the probe's model input (``matrix``, ``label``).
-
-    Where the arm keeps external-memory pages on disk (the CPU arm,
-    :meth:`~accel.backend.Backend.external_memory`), the probe's rows become one page of an
-    ``ExtMemQuantileDMatrix`` in a scratch folder (removed at once): the page file's size per row is what a page of the run holds, the
-    peak while building it per row what building a page takes, and its quantile cuts give the
-    histogram cache. Where they live in host memory (the GPU arm), the probe builds a
-    ``QuantileDMatrix`` on the device and both figures are the device memory that build took.
-    """
-
-    import xgboost
-
-    from accel.batching import PAGE_NODE_BYTES, StreamingCosts, hist_bytes, measure_bytes_per_row
-
-    rows = len(matrix)
-    options = {"max_bin": model.params.max_bin, "enable_categorical": True, "nthread": backend.n_threads}
-    if backend.external_memory()["pages"] == "disk":
-        build_per_row, page_per_row, cut = _disk_page_costs(backend, matrix, label, names, types, options)
-    else:  # pages in host memory, the matrix built on the arm's device
-        built: dict[str, Any] = {}
-
-        def build() -> Any:
-            built["m"] = xgboost.QuantileDMatrix(matrix, label=label, feature_names=names, feature_types=types, **options)
+            if folder is not None:
+                built["m"] = xgboost.ExtMemQuantileDMatrix(Probe(str(Path(folder) / "probe")), **options)
+            else:  # pages in host memory, the matrix built on the arm's device
+                built["m"] = xgboost.QuantileDMatrix(matrix, label=label, feature_names=names, feature_types=types, **options)
 
         build_per_row = page_per_row = measure_bytes_per_row(backend, build, rows)
+        if folder is not None:
+            page_per_row = sum(p.stat().st_size for p in Path(folder).iterdir()) / max(rows, 1)
         cut = built.pop("m").get_quantile_cut()
+    finally:
+        if folder is not None:
+            scratch.release(folder)
     depth = model.params.max_depth
     return StreamingCosts(
         accel_bytes=accel_bytes(tplan),

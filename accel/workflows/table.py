@@ -180,7 +180,6 @@ class TableWorkflow(Workflow):
             chunks = iter_chunks(backend.xdf, self.planned.source, self.plan.read_columns, PROBE_ROWS, self.plan.csv_dtypes())
             frame = probe_rows(chunks, self.plan.row_positions)
             del chunks
-            probed["rows"] = len(frame)
             featurizer = TableFeaturizer(backend.xdf, self.plan, self.family, self.settings.seed)
             y = target_codes(backend.xdf, frame[self.plan.target], self.plan)
             folds = featurizer.folds[: len(frame)] if len(featurizer.folds) >= len(frame) else np.zeros(len(frame), int)
@@ -188,7 +187,7 @@ class TableWorkflow(Workflow):
             featurizer.finalize()
             X = featurizer.transform(frame, folds)
             matrix = frame_matrix(X, featurizer.categorical)
-            probed.update(matrix=matrix, y=y, X=X, categorical=list(featurizer.categorical))
+            probed.update(rows=len(frame), matrix=matrix, y=y, X=X, categorical=list(featurizer.categorical))
             return [frame, X, matrix]
 
         # The probe's row count is known once it has read (the plan rows among a chunk's rows):
@@ -197,7 +196,6 @@ class TableWorkflow(Workflow):
         probed_rows = int(probed.pop("rows"))
         per_row = probe_bytes / max(probed_rows, 1)
         if not MODELS[self.model_name].caps.streams or rows_total * per_row <= budget * BUDGET_USE:
-            probed.clear()
             return plan_batches(rows_total, per_row, budget, budget_source, None, probe_rows=probed_rows)
         # What a streamed run holds besides its batch, measured on the probe's model input.
         names, types = xgboost_features(probed.pop("X").columns, probed.pop("categorical"))

@@ -176,7 +176,6 @@ class DaskTable(DaskForm):
         # The single-process workflow describes the data as a run in this process does.
         super().__init__(TableWorkflow(settings, planned, DEFAULT_MODEL, {}), settings, kind, client_backend)
         self.planned, self.slots = planned, slots
-        self._featurizer = TableFeaturizer(client_backend.xdf, planned.plan, FAMILY, settings.seed)
 
     def read(self) -> Any:
         """The plan's columns of the file, as a Dask frame (:func:`read_table`)."""
