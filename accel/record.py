@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -567,19 +567,19 @@ class Record(Part):
     nouns: ClassVar[tuple[str, str] | None] = None
     #: Whether the record measured something itself (a snapshot of others does not).
     measures: ClassVar[bool] = True
-    #: The field read for when the record was made where ``started_at`` is missing.
-    made_at: ClassVar[str] = "started_at"
     schema_version: int = SCHEMA_VERSION
     kind: RecordKind
     run_id: str | None = None
+    workflow: str | None = None
     started_at: str | None = None
     git_sha: str | None = None
     environment: Environment | None = None
 
     @property
     def started(self) -> datetime | None:
+        """When the record was made: its ``started_at``, else (an experiments snapshot) its ``created_at``."""
         try:
-            return datetime.fromisoformat(str(self.started_at or getattr(self, self.made_at)))
+            return datetime.fromisoformat(str(self.started_at or getattr(self, "created_at", None)))
         except ValueError:
             return None
 
@@ -609,11 +609,12 @@ class Record(Part):
         return []
 
 
-class _ByArm:
-    """What a record of arms by name (``gpu``, ``cpu``) says of them: a mixin of methods, no fields."""
+class ArmsRecord(Record):
+    """A record of arms by name (``gpu``, ``cpu``) and the speedups between them (a run, a search,
+    new rows scored, a script compared)."""
 
-    if TYPE_CHECKING:
-        arms: Mapping[str, Arm]
+    arms: Mapping[str, Arm] = {}
+    speedup: dict[str, Num] = {}
 
     def ran(self) -> list[str]:
         """The arms that ran, the accelerated one first."""
@@ -694,13 +695,14 @@ class Wall(Part):
     unaccounted_seconds: float = 0.0
 
 
-class PairedRecord(_ByArm, Record):
+class PairedRecord(ArmsRecord):
     """A record of two arms run on the same data (a run, a search's final model, new rows scored)."""
 
     task: str | None = None
     config: RunSettings = RunSettings()
+    data: dict[str, Any] = {}
+    parity: RunParity = RunParity()
     arms: Mapping[str, RunArm] = {}
-    speedup: dict[str, Num] = {}
     #: Each arm's fitted pipeline, saved beside the record (``path``: relative to the record's folder).
     pipelines: dict[str, SavedPipeline] = {}
 
@@ -722,10 +724,6 @@ class PairedRecord(_ByArm, Record):
 class RunRecord(PairedRecord):
     """A paired run (``accel run``), in one process or on Dask: what :func:`accel.runner.run_record` builds."""
 
-    kind: Literal["run"] = "run"
-    workflow: str | None = None
-    data: dict[str, Any] = {}
-    parity: RunParity = RunParity()
     #: Present on some runs: the model described, ``"dask"``.
     model: ModelInfo | str | None = None
     mode: str | None = None
@@ -838,8 +836,6 @@ class HpoRecord(PairedRecord):
     """A search (``accel hpo``): the study, the default and the tuned model, the final model per arm."""
 
     nouns = ("search", "searches")
-    kind: Literal["hpo"] = "hpo"
-    workflow: str | None = None
     model: str | None = None
     study: Study = Study()
     search: Search = Search()
@@ -930,15 +926,12 @@ class Fallback(Part):
     fallback_reasons: list[str] = []
 
 
-class CompareRecord(_ByArm, Record):
+class CompareRecord(ArmsRecord):
     """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
 
     nouns = ("script compared", "scripts compared")
-    kind: Literal["compare"] = "compare"
-    workflow: str | None = None
     program: Program = Program()
     arms: dict[str, CompareArm] = {}
-    speedup: dict[str, Num] = {}
     parity: CompareParity = CompareParity()
     fallbacks: list[Fallback] = []
 
@@ -997,8 +990,6 @@ class ScalingRecord(Record):
     """A scaling study (``accel scale``): seconds per stage at each worker count, per arm."""
 
     nouns = ("scaling study", "scaling studies")
-    kind: Literal["scaling"] = "scaling"
-    workflow: str | None = None
     cluster_kind: str | None = None
     config: RunSettings = RunSettings()
     data: dict[str, Any] = {}
@@ -1072,8 +1063,6 @@ class ExperimentsRecord(Record):
 
     nouns = ("experiments snapshot", "experiments snapshots")
     measures = False
-    made_at = "created_at"
-    kind: Literal["experiments"] = "experiments"
     created_at: str | None = None
     folder: str | None = None
     rows: list[ExperimentRow] = []
@@ -1092,11 +1081,8 @@ class PipelineUsed(Part):
 class PredictRecord(PairedRecord):
     """New rows scored with a run's pipeline (``accel predict``)."""
 
-    kind: Literal["predict"] = "predict"
     pipeline: PipelineUsed = PipelineUsed()
-    data: dict[str, Any] = {}
     output: PredictedRows = PredictedRows()
-    parity: RunParity = RunParity()
     notices: list[str] = []
 
     def summary(self) -> Summary:
@@ -1123,7 +1109,6 @@ class BenchRecord(Record):
     names which. The benchmarks the report lays out have their own class (:data:`BENCHMARKS`);
     the others are read as this, their fields kept as they are."""
 
-    kind: Literal["bench"] = "bench"
     benchmark: str = "?"
     config: Repeats = Repeats()
     gpu: Arm | None = None
