@@ -118,13 +118,14 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 def loads(text: str) -> Any:
     """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
     ``inf``); older records with bare ``NaN`` are read as they are. A credential an older record
-    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it."""
+    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it. JSON nested too
+    deeply for any record raises :class:`RecordError` (a ``ValueError``, as bad JSON raises)."""
     from accel.credentials import hidden
 
     try:
         record = hidden(json.loads(text))
     except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
-        raise ValueError("not a record: JSON nested too deeply") from None
+        raise RecordError("not a record: JSON nested too deeply") from None
     if not isinstance(record, dict):
         return record
     for entry in record.get(NULLS_KEY) or []:
@@ -150,7 +151,7 @@ def output_root() -> Path:
 
 
 #: Folders :func:`ensure_writable` created in this process, outermost first.
-_CREATED: list[Path] = []
+CREATED_FOLDERS: list[Path] = []
 
 
 def remove_unused_folders(since: int = 0) -> None:
@@ -158,26 +159,11 @@ def remove_unused_folders(since: int = 0) -> None:
 
     A command refused or interrupted after it made its output folder leaves nothing behind; a
     folder something was written into is kept. ``since``: only the folders made after that many
-    had been (:func:`leaves_no_folder`).
+    had been (what a library call made: :mod:`accel.api`).
     """
-    while len(_CREATED) > since:
+    while len(CREATED_FOLDERS) > since:
         with contextlib.suppress(OSError):  # only an empty folder goes
-            _CREATED.pop().rmdir()
-
-
-def leaves_no_folder(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, which removes the output folders it made and left empty when it raises."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        mark = len(_CREATED)
-        try:
-            return fn(*args, **kwargs)
-        except BaseException:
-            remove_unused_folders(since=mark)
-            raise
-
-    return wrapper
+            CREATED_FOLDERS.pop().rmdir()
 
 
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
@@ -189,7 +175,7 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     """
     folder = Path(folder).expanduser()
     # The folders this creates, outermost first (removed last: remove_unused_folders).
-    _CREATED.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
+    CREATED_FOLDERS.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
@@ -240,9 +226,7 @@ def kind_of(record: Any) -> RecordKind | None:
         return None
     if isinstance(bench := record.get("benchmark"), str):
         return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
-    if "workflow" in record and "arms" in record:
-        return "run"  # its shape is the reader's to check
-    return None
+    return "run" if "workflow" in record and "arms" in record else None  # a run's shape is the reader's to check
 
 
 def write_record(
@@ -556,7 +540,7 @@ class Summary:
 
 
 def _parity_text(agree: bool | None) -> str:
-    return {True: "agree", False: "differ"}.get(agree, "n/a") if agree is not None else "n/a"
+    return {True: "agree", False: "differ"}.get(agree, "n/a")
 
 
 class Record(Part):
@@ -1146,12 +1130,20 @@ class Timed(Arm):
     agree: bool | None = None
 
 
-class DbQuestion(Part):
-    question: str
-    title: str = ""
+class TimedPair(Part):
+    """Both arms' timings of one question, or of one operation at one size, and the speedup."""
+
     cpu: Timed = Timed()
     gpu: Timed = Timed()
     speedup: Num = None
+
+    def arm(self, name: str) -> Timed:
+        return self.gpu if name == "gpu" else self.cpu
+
+
+class DbQuestion(TimedPair):
+    question: str
+    title: str = ""
     agree: bool | None = None
 
 
@@ -1237,14 +1229,8 @@ class ModelsBench(BenchRecord):
         )
 
 
-class Point(Part):
+class Point(TimedPair):
     rows: int
-    cpu: Timed = Timed()
-    gpu: Timed = Timed()
-    speedup: Num = None
-
-    def arm(self, name: str) -> Timed:
-        return self.gpu if name == "gpu" else self.cpu
 
 
 class Operation(Part):
@@ -1394,6 +1380,4 @@ def read_record(path: Path) -> Record:
         raw = load_record(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordError(f"not readable JSON ({type(exc).__name__})") from None
-    except ValueError as exc:  # JSON nested too deeply for any record
-        raise RecordError(str(exc)) from None
     return parse_record(raw)

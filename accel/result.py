@@ -100,8 +100,7 @@ class ArmResult(ArmPeaks):
     pipeline: Any = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(replace(self, pipeline=None))
-        del out["pipeline"]
+        out = {k: v for k, v in asdict(replace(self, pipeline=None)).items() if k != "pipeline"}
         if self.executor == "dask":
             out.update(placement="dask", train_retried=any(a.get("status") == "failed" for a in self.train_attempts))
         return out
