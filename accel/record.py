@@ -540,7 +540,7 @@ class Summary:
 
 
 def _parity_text(agree: bool | None) -> str:
-    return {True: "agree", False: "differ"}.get(agree, "n/a")
+    return {True: "agree", False: "differ"}.get(agree, "n/a") if agree is not None else "n/a"
 
 
 class Record(Part):
