@@ -47,7 +47,9 @@ from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from accel.credentials import hidden
 from accel.errors import AccelError
+from accel.files import regular_files
 
 #: 2: every record carries ``kind``; 3: its ``run_id`` is its file name.
 SCHEMA_VERSION = 4
@@ -105,8 +107,6 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
     their reason under the top-level ``nulls`` key of a mapping (see the module docstring).
     Every credential in it is hidden (:func:`accel.credentials.hidden`): this is what every
     record and every ``--json`` output is written with."""
-    from accel.credentials import hidden
-
     clean, nulls = strict(hidden(obj))
     if isinstance(clean, dict):
         known = [n for n in clean.get(NULLS_KEY) or [] if isinstance(n, dict) and n.get("path") not in {m["path"] for m in nulls}]
@@ -120,8 +120,6 @@ def loads(text: str) -> Any:
     ``inf``); older records with bare ``NaN`` are read as they are. A credential an older record
     holds is hidden (:func:`accel.credentials.hidden`), so no report shows it. JSON nested too
     deeply for any record raises :class:`RecordError` (a ``ValueError``, as bad JSON raises)."""
-    from accel.credentials import hidden
-
     try:
         record = hidden(json.loads(text))
     except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
@@ -243,12 +241,10 @@ def write_record(
     name is taken, and returns how to remove it again should the record's own name be taken
     meanwhile.
     """
-    from accel.credentials import hidden
-
     redacted = hidden(record)
     record.clear()
     record.update(redacted)
-    from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
+    from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new  # looked up at each call: write_new may be replaced
 
     # Never over another record: the first free sequence number, written whole (files.write_new);
     # a name taken between the look and the write (another accel in the same folder) is skipped.
@@ -308,7 +304,6 @@ def record_files(folder: Path, pattern: str = "*.json") -> tuple[list[Path], lis
     """The files under ``folder`` that may be records (regular files only: :func:`accel.files.regular_files`),
     leaving out hidden paths and the runs' pipeline folders (``<run id>.pipeline/``, whose
     ``pipeline.json`` describes a model, not a run); and the others, with why."""
-    from accel.files import regular_files
 
     def kept(path: Path) -> bool:
         parts = path.relative_to(folder).parts
