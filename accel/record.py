@@ -703,6 +703,7 @@ class PairedRecord(ArmsRecord):
 class RunRecord(PairedRecord):
     """A paired run (``accel run``), in one process or on Dask: what :func:`accel.runner.run_record` builds."""
 
+    kind: Literal["run"] = "run"
     #: Present on some runs: the model described, ``"dask"``.
     model: ModelInfo | str | None = None
     mode: str | None = None
@@ -815,6 +816,7 @@ class HpoRecord(PairedRecord):
     """A search (``accel hpo``): the study, the default and the tuned model, the final model per arm."""
 
     nouns = ("search", "searches")
+    kind: Literal["hpo"] = "hpo"
     model: str | None = None
     study: Study = Study()
     search: Search = Search()
@@ -909,6 +911,7 @@ class CompareRecord(ArmsRecord):
     """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
 
     nouns = ("script compared", "scripts compared")
+    kind: Literal["compare"] = "compare"
     program: Program = Program()
     arms: dict[str, CompareArm] = {}
     parity: CompareParity = CompareParity()
@@ -969,6 +972,7 @@ class ScalingRecord(Record):
     """A scaling study (``accel scale``): seconds per stage at each worker count, per arm."""
 
     nouns = ("scaling study", "scaling studies")
+    kind: Literal["scaling"] = "scaling"
     cluster_kind: str | None = None
     config: RunSettings = RunSettings()
     data: dict[str, Any] = {}
@@ -1042,6 +1046,7 @@ class ExperimentsRecord(Record):
 
     nouns = ("experiments snapshot", "experiments snapshots")
     measures = False
+    kind: Literal["experiments"] = "experiments"
     created_at: str | None = None
     folder: str | None = None
     rows: list[ExperimentRow] = []
@@ -1060,6 +1065,7 @@ class PipelineUsed(Part):
 class PredictRecord(PairedRecord):
     """New rows scored with a run's pipeline (``accel predict``)."""
 
+    kind: Literal["predict"] = "predict"
     pipeline: PipelineUsed = PipelineUsed()
     output: PredictedRows = PredictedRows()
     notices: list[str] = []
@@ -1088,6 +1094,7 @@ class BenchRecord(Record):
     names which. The benchmarks the report lays out have their own class (:data:`BENCHMARKS`);
     the others are read as this, their fields kept as they are."""
 
+    kind: Literal["bench"] = "bench"
     benchmark: str = "?"
     config: Repeats = Repeats()
     gpu: Arm | None = None
