@@ -36,6 +36,7 @@ from accel.errors import AccelError, first_line
 from accel.openmp import settle
 from accel.record import (
     ARMS,
+    CREATED_FOLDERS,
     Arm,
     BenchRecord,
     CompareArm,
@@ -50,9 +51,9 @@ from accel.record import (
     RunRecord,
     ScalingRecord,
     Scored,
-    leaves_no_folder,
     output_root,
     parse_record,
+    remove_unused_folders,
     scaling_label,
 )  # fmt: skip
 
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 
 def _strict_arguments(fn: Any) -> Any:
     """``fn`` with its arguments checked against its annotations, strictly, before it runs, and
-    the output folders it made and left empty removed when it raises (:func:`~accel.record.leaves_no_folder`).
+    the output folders it made and left empty removed when it raises (:func:`~accel.record.remove_unused_folders`).
 
     A boolean is not an integer (``seed=True`` is refused, not run with seed 1), text is not a
     number (``test_size="1e400"``), a string is not a list of names; NumPy's integer and float
@@ -76,7 +77,7 @@ def _strict_arguments(fn: Any) -> Any:
 
     from pydantic import ConfigDict, validate_call
 
-    checked = leaves_no_folder(validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn))
+    checked = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(fn)
     signature = inspect.signature(fn)
     # A positional argument's index, as pydantic names it in an error: its parameter's name (past
     # the named ones, the ``*args`` that takes it; Parameter kinds are ordered, keyword-only after).
@@ -95,10 +96,13 @@ def _strict_arguments(fn: Any) -> Any:
         args = tuple(plain(a) for a in args)
         kwargs = {k: plain(v) for k, v in kwargs.items()}
         signature.bind(*args, **kwargs)  # an unknown or missing argument: Python's own TypeError
+        made = len(CREATED_FOLDERS)
         try:
             return checked(*args, **kwargs)
-        except ValidationError as exc:
-            if exc.title != fn.__name__:  # raised inside fn, not by the check of its arguments
+        except BaseException as exc:
+            remove_unused_folders(since=made)  # the output folders fn made and left empty
+            # Anything but the check of the arguments (a ValidationError raised inside fn too) as it is.
+            if not isinstance(exc, ValidationError) or exc.title != fn.__name__:
                 raise
             errors = [{**e, "loc": (named(e["loc"][0]), *e["loc"][1:])} for e in exc.errors()]
             raise AccelError(errors_message(errors, f"accel.{fn.__name__}()")) from None

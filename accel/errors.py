@@ -24,8 +24,8 @@ def first_line(exc: BaseException, limit: int | None = None) -> str:
     For XGBoost's stacked errors (lines ``- [host]: cause``, as its Dask interface raises) the
     line is the innermost cause; for pydantic's, each field and what is wrong with it. ``limit`` cuts the message to that many characters.
     """
-    errors = getattr(exc, "errors", None)
-    if type(exc).__name__ == "ValidationError" and callable(errors):  # pydantic: each field and what is wrong
+    # pydantic's ValidationError (not imported here): each field and what is wrong with it
+    if type(exc).__name__ == "ValidationError" and callable(errors := getattr(exc, "errors", None)):
         lines = ["; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors())]
     else:
         lines = str(exc).strip().splitlines()

@@ -33,10 +33,6 @@ def quiet() -> bool:
     return _level <= QUIET
 
 
-def verbose() -> bool:
-    return _level >= VERBOSE
-
-
 def say(text: str) -> None:
     """A progress line or notice on stderr (stdout is the result's); nothing when quiet."""
     if _level > QUIET:

@@ -43,11 +43,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from accel.credentials import hidden
 from accel.errors import AccelError
+from accel.files import regular_files
 
 #: 2: every record carries ``kind``; 3: its ``run_id`` is its file name.
 SCHEMA_VERSION = 4
@@ -105,8 +107,6 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
     their reason under the top-level ``nulls`` key of a mapping (see the module docstring).
     Every credential in it is hidden (:func:`accel.credentials.hidden`): this is what every
     record and every ``--json`` output is written with."""
-    from accel.credentials import hidden
-
     clean, nulls = strict(hidden(obj))
     if isinstance(clean, dict):
         known = [n for n in clean.get(NULLS_KEY) or [] if isinstance(n, dict) and n.get("path") not in {m["path"] for m in nulls}]
@@ -118,13 +118,12 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 def loads(text: str) -> Any:
     """A record from its text: the values listed in ``nulls`` become floats again (``nan``,
     ``inf``); older records with bare ``NaN`` are read as they are. A credential an older record
-    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it."""
-    from accel.credentials import hidden
-
+    holds is hidden (:func:`accel.credentials.hidden`), so no report shows it. JSON nested too
+    deeply for any record raises :class:`RecordError` (a ``ValueError``, as bad JSON raises)."""
     try:
         record = hidden(json.loads(text))
     except RecursionError:  # [[[[...]]]] nested 200,000 deep: no record is; a ValueError like any bad JSON
-        raise ValueError("not a record: JSON nested too deeply") from None
+        raise RecordError("not a record: JSON nested too deeply") from None
     if not isinstance(record, dict):
         return record
     for entry in record.get(NULLS_KEY) or []:
@@ -150,7 +149,7 @@ def output_root() -> Path:
 
 
 #: Folders :func:`ensure_writable` created in this process, outermost first.
-_CREATED: list[Path] = []
+CREATED_FOLDERS: list[Path] = []
 
 
 def remove_unused_folders(since: int = 0) -> None:
@@ -158,26 +157,11 @@ def remove_unused_folders(since: int = 0) -> None:
 
     A command refused or interrupted after it made its output folder leaves nothing behind; a
     folder something was written into is kept. ``since``: only the folders made after that many
-    had been (:func:`leaves_no_folder`).
+    had been (what a library call made: :mod:`accel.api`).
     """
-    while len(_CREATED) > since:
+    while len(CREATED_FOLDERS) > since:
         with contextlib.suppress(OSError):  # only an empty folder goes
-            _CREATED.pop().rmdir()
-
-
-def leaves_no_folder(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, which removes the output folders it made and left empty when it raises."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        mark = len(_CREATED)
-        try:
-            return fn(*args, **kwargs)
-        except BaseException:
-            remove_unused_folders(since=mark)
-            raise
-
-    return wrapper
+            CREATED_FOLDERS.pop().rmdir()
 
 
 def ensure_writable(folder: Path, what: str = "run records", option: str = "--out") -> Path:
@@ -189,7 +173,7 @@ def ensure_writable(folder: Path, what: str = "run records", option: str = "--ou
     """
     folder = Path(folder).expanduser()
     # The folders this creates, outermost first (removed last: remove_unused_folders).
-    _CREATED.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
+    CREATED_FOLDERS.extend(p for p in reversed([folder.absolute(), *folder.absolute().parents]) if not p.exists())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".accel-probe-"):
@@ -240,9 +224,7 @@ def kind_of(record: Any) -> RecordKind | None:
         return None
     if isinstance(bench := record.get("benchmark"), str):
         return bench if bench in ("scaling", "experiments") else "bench"  # type: ignore[return-value]
-    if "workflow" in record and "arms" in record:
-        return "run"  # its shape is the reader's to check
-    return None
+    return "run" if "workflow" in record and "arms" in record else None  # a run's shape is the reader's to check
 
 
 def write_record(
@@ -259,12 +241,10 @@ def write_record(
     name is taken, and returns how to remove it again should the record's own name be taken
     meanwhile.
     """
-    from accel.credentials import hidden
-
     redacted = hidden(record)
     record.clear()
     record.update(redacted)
-    from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new
+    from accel.files import MAX_SEQUENCE, REFUSE, sequenced, write_new  # looked up at each call: write_new may be replaced
 
     # Never over another record: the first free sequence number, written whole (files.write_new);
     # a name taken between the look and the write (another accel in the same folder) is skipped.
@@ -324,7 +304,6 @@ def record_files(folder: Path, pattern: str = "*.json") -> tuple[list[Path], lis
     """The files under ``folder`` that may be records (regular files only: :func:`accel.files.regular_files`),
     leaving out hidden paths and the runs' pipeline folders (``<run id>.pipeline/``, whose
     ``pipeline.json`` describes a model, not a run); and the others, with why."""
-    from accel.files import regular_files
 
     def kept(path: Path) -> bool:
         parts = path.relative_to(folder).parts
@@ -567,19 +546,19 @@ class Record(Part):
     nouns: ClassVar[tuple[str, str] | None] = None
     #: Whether the record measured something itself (a snapshot of others does not).
     measures: ClassVar[bool] = True
-    #: The field read for when the record was made where ``started_at`` is missing.
-    made_at: ClassVar[str] = "started_at"
     schema_version: int = SCHEMA_VERSION
     kind: RecordKind
     run_id: str | None = None
+    workflow: str | None = None
     started_at: str | None = None
     git_sha: str | None = None
     environment: Environment | None = None
 
     @property
     def started(self) -> datetime | None:
+        """When the record was made: its ``started_at``, else (an experiments snapshot) its ``created_at``."""
         try:
-            return datetime.fromisoformat(str(self.started_at or getattr(self, self.made_at)))
+            return datetime.fromisoformat(str(self.started_at or getattr(self, "created_at", None)))
         except ValueError:
             return None
 
@@ -609,11 +588,12 @@ class Record(Part):
         return []
 
 
-class _ByArm:
-    """What a record of arms by name (``gpu``, ``cpu``) says of them: a mixin of methods, no fields."""
+class ArmsRecord(Record):
+    """A record of arms by name (``gpu``, ``cpu``) and the speedups between them (a run, a search,
+    new rows scored, a script compared)."""
 
-    if TYPE_CHECKING:
-        arms: Mapping[str, Arm]
+    arms: Mapping[str, Arm] = {}
+    speedup: dict[str, Num] = {}
 
     def ran(self) -> list[str]:
         """The arms that ran, the accelerated one first."""
@@ -694,13 +674,14 @@ class Wall(Part):
     unaccounted_seconds: float = 0.0
 
 
-class PairedRecord(_ByArm, Record):
+class PairedRecord(ArmsRecord):
     """A record of two arms run on the same data (a run, a search's final model, new rows scored)."""
 
     task: str | None = None
     config: RunSettings = RunSettings()
+    data: dict[str, Any] = {}
+    parity: RunParity = RunParity()
     arms: Mapping[str, RunArm] = {}
-    speedup: dict[str, Num] = {}
     #: Each arm's fitted pipeline, saved beside the record (``path``: relative to the record's folder).
     pipelines: dict[str, SavedPipeline] = {}
 
@@ -723,9 +704,6 @@ class RunRecord(PairedRecord):
     """A paired run (``accel run``), in one process or on Dask: what :func:`accel.runner.run_record` builds."""
 
     kind: Literal["run"] = "run"
-    workflow: str | None = None
-    data: dict[str, Any] = {}
-    parity: RunParity = RunParity()
     #: Present on some runs: the model described, ``"dask"``.
     model: ModelInfo | str | None = None
     mode: str | None = None
@@ -839,7 +817,6 @@ class HpoRecord(PairedRecord):
 
     nouns = ("search", "searches")
     kind: Literal["hpo"] = "hpo"
-    workflow: str | None = None
     model: str | None = None
     study: Study = Study()
     search: Search = Search()
@@ -930,15 +907,13 @@ class Fallback(Part):
     fallback_reasons: list[str] = []
 
 
-class CompareRecord(_ByArm, Record):
+class CompareRecord(ArmsRecord):
     """A script run on the CPU and under cudf.pandas / cuml.accel (``accel compare``)."""
 
     nouns = ("script compared", "scripts compared")
     kind: Literal["compare"] = "compare"
-    workflow: str | None = None
     program: Program = Program()
     arms: dict[str, CompareArm] = {}
-    speedup: dict[str, Num] = {}
     parity: CompareParity = CompareParity()
     fallbacks: list[Fallback] = []
 
@@ -998,7 +973,6 @@ class ScalingRecord(Record):
 
     nouns = ("scaling study", "scaling studies")
     kind: Literal["scaling"] = "scaling"
-    workflow: str | None = None
     cluster_kind: str | None = None
     config: RunSettings = RunSettings()
     data: dict[str, Any] = {}
@@ -1072,7 +1046,6 @@ class ExperimentsRecord(Record):
 
     nouns = ("experiments snapshot", "experiments snapshots")
     measures = False
-    made_at = "created_at"
     kind: Literal["experiments"] = "experiments"
     created_at: str | None = None
     folder: str | None = None
@@ -1094,9 +1067,7 @@ class PredictRecord(PairedRecord):
 
     kind: Literal["predict"] = "predict"
     pipeline: PipelineUsed = PipelineUsed()
-    data: dict[str, Any] = {}
     output: PredictedRows = PredictedRows()
-    parity: RunParity = RunParity()
     notices: list[str] = []
 
     def summary(self) -> Summary:
@@ -1161,12 +1132,20 @@ class Timed(Arm):
     agree: bool | None = None
 
 
-class DbQuestion(Part):
-    question: str
-    title: str = ""
+class TimedPair(Part):
+    """Both arms' timings of one question, or of one operation at one size, and the speedup."""
+
     cpu: Timed = Timed()
     gpu: Timed = Timed()
     speedup: Num = None
+
+    def arm(self, name: str) -> Timed:
+        return self.gpu if name == "gpu" else self.cpu
+
+
+class DbQuestion(TimedPair):
+    question: str
+    title: str = ""
     agree: bool | None = None
 
 
@@ -1252,14 +1231,8 @@ class ModelsBench(BenchRecord):
         )
 
 
-class Point(Part):
+class Point(TimedPair):
     rows: int
-    cpu: Timed = Timed()
-    gpu: Timed = Timed()
-    speedup: Num = None
-
-    def arm(self, name: str) -> Timed:
-        return self.gpu if name == "gpu" else self.cpu
 
 
 class Operation(Part):
@@ -1409,6 +1382,4 @@ def read_record(path: Path) -> Record:
         raw = load_record(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RecordError(f"not readable JSON ({type(exc).__name__})") from None
-    except ValueError as exc:  # JSON nested too deeply for any record
-        raise RecordError(str(exc)) from None
     return parse_record(raw)

@@ -39,53 +39,6 @@ class Listener(StageListener, Protocol):
 
 
 @dataclass
-class ArmResult:
-    """One arm's part of the run record, whichever executor ran it."""
-
-    status: str  # "ok" | "skipped" | "failed"
-    reason: str | None = None
-    backend: str | None = None
-    device_used: str | None = None
-    device_name: str | None = None
-    stages: dict[str, float] = field(default_factory=dict)
-    total_seconds: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    peak_host_mb: float | None = None
-    peak_device_mb: float | None = None
-    host_mb_at_start: float | None = None
-    stage_peak_host_mb: dict[str, float] = field(default_factory=dict)
-    stage_peak_device_mb: dict[str, float] = field(default_factory=dict)
-    threads: dict[str, Any] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
-    features: list[str] = field(default_factory=list)
-    memory: dict[str, Any] = field(default_factory=dict)
-    #: Where each stage ran ("cuda:0 (cudf)", "cpu (pandas)", the model's own device).
-    stage_devices: dict[str, str] = field(default_factory=dict)
-    #: Which executor ran the stages: "in_memory", "streamed" or "dask" (None: the arm did not run).
-    executor: str | None = None
-    #: On Dask: each training attempt (a lost worker retries once), each worker's memory peaks,
-    #: and this process's own peak (the client's); empty on the executors of this process.
-    train_attempts: list[dict[str, Any]] = field(default_factory=list)
-    workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
-    client_peak_host_mb: float | None = None
-    #: Importance of each feature by kind (``gain``, ``mean_abs_shap``, ...): the pipeline's.
-    importances: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: What the arm learnt (:class:`accel.pipeline.Pipeline`), saved beside the record; not part of it.
-    pipeline: Any = field(default=None, repr=False, compare=False)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(replace(self, pipeline=None))
-        del out["pipeline"]
-        if self.executor == "dask":
-            out.update(placement="dask", train_retried=any(a.get("status") == "failed" for a in self.train_attempts))
-        return out
-
-
-def skipped(reason: str) -> ArmResult:
-    return ArmResult(status="skipped", reason=reason)
-
-
-@dataclass
 class ArmPeaks:
     """An arm's memory peaks (MB), where its work ran: this process, or the workers of a cluster."""
 
@@ -114,6 +67,47 @@ class ArmPeaks:
             stage_peak_host_mb=per_stage("stage_peak_host_mb"),
             stage_peak_device_mb=per_stage("stage_peak_device_mb"),
         )
+
+
+@dataclass(kw_only=True)
+class ArmResult(ArmPeaks):
+    """One arm's part of the run record, whichever executor ran it: its memory peaks (:class:`ArmPeaks`) and the rest."""
+
+    status: str  # "ok" | "skipped" | "failed"
+    reason: str | None = None
+    backend: str | None = None
+    device_used: str | None = None
+    device_name: str | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    total_seconds: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    threads: dict[str, Any] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    features: list[str] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    #: Where each stage ran ("cuda:0 (cudf)", "cpu (pandas)", the model's own device).
+    stage_devices: dict[str, str] = field(default_factory=dict)
+    #: Which executor ran the stages: "in_memory", "streamed" or "dask" (None: the arm did not run).
+    executor: str | None = None
+    #: On Dask: each training attempt (a lost worker retries once), each worker's memory peaks,
+    #: and this process's own peak (the client's); empty on the executors of this process.
+    train_attempts: list[dict[str, Any]] = field(default_factory=list)
+    workers_memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    client_peak_host_mb: float | None = None
+    #: Importance of each feature by kind (``gain``, ``mean_abs_shap``, ...): the pipeline's.
+    importances: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: What the arm learnt (:class:`accel.pipeline.Pipeline`), saved beside the record; not part of it.
+    pipeline: Any = field(default=None, repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(replace(self, pipeline=None)).items() if k != "pipeline"}
+        if self.executor == "dask":
+            out.update(placement="dask", train_retried=any(a.get("status") == "failed" for a in self.train_attempts))
+        return out
+
+
+def skipped(reason: str) -> ArmResult:
+    return ArmResult(status="skipped", reason=reason)
 
 
 @dataclass
