@@ -259,9 +259,6 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of the file ``path``, read in blocks of 1 MiB."""
-    digest = hashlib.sha256()
+    """The SHA-256 of the file ``path`` (:func:`hashlib.file_digest`, which reads it in blocks)."""
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

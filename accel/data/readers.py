@@ -287,11 +287,11 @@ def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, Arr
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
 BYTE_ORDER_MARKS = (
-    (b"\xff\xfe\x00\x00", "utf-32"),
-    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
     (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe", "utf-16"),
-    (b"\xfe\xff", "utf-16"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
 )
 
 
@@ -301,11 +301,9 @@ def _wide_text_without_mark(head: bytes) -> str | None:
     even = head[: len(head) // 2 * 2]
     for name, text, zeros in (("UTF-16-LE", even[0::2], even[1::2]), ("UTF-16-BE", even[1::2], even[0::2])):
         if len(text) >= 8 and zeros.count(0) >= 0.9 * len(zeros) and not text.count(0):
-            try:
+            with contextlib.suppress(UnicodeDecodeError):  # an unpaired surrogate: not such text
                 even.decode(name.lower())
-            except UnicodeDecodeError:
-                continue
-            return name
+                return name
     return None
 
 
@@ -390,9 +388,7 @@ def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int
 
 
 def _sniff_delimiter(text: str) -> str | None:
-    lines = [line for line in text.splitlines()[:50] if line.strip()]
-    if len(lines) < 1:
-        return None
+    lines = [line for line in text.splitlines()[:50] if line.strip()] or [""]  # none: no delimiter (below)
     try:
         return csv.Sniffer().sniff("\n".join(lines), delimiters="".join(CANDIDATE_DELIMITERS)).delimiter
     except csv.Error:
@@ -441,7 +437,7 @@ def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
         raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
     # The one place the header's bytes are read: a byte-order mark is not part of the first name.
     mark, bom_codec = next(((m, codec) for m, codec in BYTE_ORDER_MARKS if head.startswith(m)), (b"", ""))
-    if b"\x00" in head and bom_codec not in ("utf-16", "utf-32"):
+    if b"\x00" in head and not bom_codec.startswith(("utf-16", "utf-32")):
         wide = _wide_text_without_mark(head)
         if wide:
             raise AccelError(
@@ -456,9 +452,7 @@ def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
 
 def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> str:
     """The file's encoding (after its byte-order mark ``mark``), and the notice of a file read through a UTF-8 copy."""
-    wide = bom_codec in ("utf-16", "utf-32")
-    if wide:
-        bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
+    wide = bom_codec.startswith(("utf-16", "utf-32"))  # the mark is skipped: its codec names the byte order
     candidates = (bom_codec,) if wide else FALLBACK_ENCODINGS
     try:  # reads the whole file: a broken archive shows here (latin-1, the last fallback, decodes any bytes)
         encoding = next((e for e in candidates if _decodes(path, e, len(mark))), None)
