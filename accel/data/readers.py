@@ -208,12 +208,19 @@ def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
 
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
+    """The Parquet files ``paths`` (``original``: the file or folder named) as one table; a file
+    pyarrow cannot read, or one whose columns or types differ from the others', is refused in one line."""
+    import pyarrow.parquet as pq
+
     schemas: list[pa.Schema] = []  # each file's, without its metadata
     columns: list[str] = []  # the first file's
     first_types: dict[str, tuple[Any, Path]] = {}  # each column's first type, and the file it is in
     kinds: dict[str, ArrowKind] = {}  # the columns whose Arrow types decide their kinds
     for path in paths:
-        schemas.append(schema := _parquet_schema(path).remove_metadata())
+        try:
+            schemas.append(schema := pq.read_schema(path).remove_metadata())
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
         names = [n for n in schema.names if n != "__index_level_0__"]
         _refuse_duplicates(names, path)
         columns = columns if len(schemas) > 1 else names
@@ -239,16 +246,6 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     return TableSource(
         "parquet", tuple(paths), original, None, None, tuple(columns), size, tuple(notices), kinds, partitions, uniform=uniform
     )
-
-
-def _parquet_schema(path: Path) -> pa.Schema:
-    """The Arrow schema of the Parquet file ``path``; an unreadable file is refused in one line."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_schema(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
-        raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
 
 
 def _other_columns(path: Path, names: list[str], columns: list[str], first: Path, original: Path) -> AccelError:
@@ -419,7 +416,15 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         )
     # Every reader of both arms reads UTF-8 without a mark, numbers with decimal points: else through such a copy.
     read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals) if mark or encoding != "utf-8" or decimals else path
-    _check_header(path, columns, notices)
+    if any(c.strip() == "" for c in columns):
+        raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
+    _refuse_duplicates(columns, path)
+    if spaced := [c for c in columns if c != c.strip()]:  # kept as written, and said so
+        shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
+        notices.append(
+            f"column name(s) {shown} begin or end with spaces: kept as written "
+            "(--target, --drop and --date-format also find them by the name without the spaces)"
+        )
     if not path.name.lower().endswith(CSV_SUFFIXES):  # read as CSV since it looks like text, and said so
         notices.append("unknown suffix: read as CSV")
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
@@ -470,20 +475,6 @@ def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> st
     return encoding
 
 
-def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
-    """Refuse an empty or repeated column name; say which names begin or end with spaces."""
-    if any(c.strip() == "" for c in columns):
-        raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
-    _refuse_duplicates(columns, path)
-    spaced = [c for c in columns if c != c.strip()]
-    if spaced:
-        shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
-        notices.append(
-            f"column name(s) {shown} begin or end with spaces: kept as written "
-            "(--target, --drop and --date-format also find them by the name without the spaces)"
-        )
-
-
 def _header(text: str, delimiter: str) -> list[str]:
     """The first record of CSV ``text`` (quoted fields may span lines).
 
@@ -521,44 +512,41 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     """Check a user's file or folder and say how both arms will read it."""
     import errno
 
+    path = Path(path).expanduser()
     try:
-        return _resolve_source(Path(path).expanduser(), delimiter)
+        if not path.exists() and not path.is_symlink():
+            raise AccelError(f"--data: {str(path)!r} does not exist")
+        if path.is_dir():
+            try:
+                found, skipped = regular_files(path, "*")
+            except PermissionError:
+                raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
+            files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
+            if not files:
+                raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
+            for file in files:
+                _check_readable(file)
+            source = _resolve_parquet(files, path)
+            said = [
+                f"sub-folder {str(link.relative_to(path))!r} is a link (to {os.path.realpath(link)!r}): its files are read too"
+                for link in linked_folders(path, files)
+            ]
+            said += [
+                f"{str(p.relative_to(path))!r} not read: {why}"
+                for p, why in skipped
+                if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed"))
+            ]
+            return replace(source, notices=source.notices + tuple(said)) if said else source
+        _check_readable(path)
+        if path.stat().st_size == 0:
+            raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+        if path.name.lower().endswith(PARQUET_SUFFIXES):
+            return _resolve_parquet([path], path)
+        return _resolve_csv(path, delimiter)
     except OSError as exc:
         if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
             raise
         raise AccelError(f"--data: {environment_error_line(exc)}") from None
-
-
-def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
-    if not path.exists() and not path.is_symlink():
-        raise AccelError(f"--data: {str(path)!r} does not exist")
-    if path.is_dir():
-        try:
-            found, skipped = regular_files(path, "*")
-        except PermissionError:
-            raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
-        files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
-        if not files:
-            raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
-        for file in files:
-            _check_readable(file)
-        source = _resolve_parquet(files, path)
-        said = [
-            f"sub-folder {str(link.relative_to(path))!r} is a link (to {os.path.realpath(link)!r}): its files are read too"
-            for link in linked_folders(path, files)
-        ]
-        said += [
-            f"{str(p.relative_to(path))!r} not read: {why}"
-            for p, why in skipped
-            if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed", "a broken link"))
-        ]
-        return replace(source, notices=source.notices + tuple(said)) if said else source
-    _check_readable(path)
-    if path.stat().st_size == 0:
-        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
-    if path.name.lower().endswith(PARQUET_SUFFIXES):
-        return _resolve_parquet([path], path)
-    return _resolve_csv(path, delimiter)
 
 
 def read_source(
@@ -714,14 +702,12 @@ def read_head(source: TableSource, rows: int) -> Any:
         import pyarrow as pa
 
         frames, left = [], rows
-        stored = source.file_columns
         for i, path in enumerate(source.paths):
             batches = []
             with pq.ParquetFile(path) as reader:  # closed at once: its row-group buffers go with it
-                for batch in reader.iter_batches(batch_size=min(left, 65536), columns=stored):
+                for batch in reader.iter_batches(batch_size=min(left, 65536), columns=source.file_columns):
                     batches.append(batch.slice(0, left))
-                    left -= batch.num_rows
-                    if left <= 0:
+                    if (left := left - batch.num_rows) <= 0:
                         break
             if batches:
                 # One conversion per file, Arrow's buffers released column by column as pandas
