@@ -100,7 +100,6 @@ def linked_folders(folder: Path, files: list[Path]) -> list[Path]:
 
 def sequenced(path: Path, seq: int) -> Path:
     """``report.html`` -> ``report-001.html`` (``seq`` 0 is the name itself)."""
-    path = Path(path)
     return path if seq == 0 else path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 

@@ -313,13 +313,11 @@ def _open_text(path: Path, encoding: str, skip: int) -> io.TextIOWrapper:
 
 def _decodes(path: Path, encoding: str, skip: int) -> bool:
     """Whether ``encoding`` decodes the whole file after its first ``skip`` bytes."""
-    try:
-        with _open_text(path, encoding, skip) as decoder:
-            while decoder.read(1 << 20):
-                pass
-    except UnicodeDecodeError:
-        return False
-    return True
+    with contextlib.suppress(UnicodeDecodeError), _open_text(path, encoding, skip) as decoder:
+        while decoder.read(1 << 20):
+            pass
+        return True
+    return False
 
 
 def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", decimals: tuple[int, ...] = ()) -> Path:
