@@ -748,12 +748,7 @@ def check_row_widths(source: TableSource) -> None:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    bad: list[Any] = []
-
-    def handler(row: Any) -> str:
-        bad.append(row)
-        return "error"
-
+    bad: list[Any] = []  # the row pyarrow refused, which ends the read
     first = list(source.columns[:1])  # one column is enough to count fields (none: pyarrow reads them all)
     try:
         # The whole-file reader, not the streaming one (the file is small: pandas read it whole).
@@ -764,19 +759,20 @@ def check_row_widths(source: TableSource) -> None:
         pcsv.read_csv(
             source.paths[0],
             read_options=pcsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),  # one thread: row numbers known
-            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
+            parse_options=pcsv.ParseOptions(
+                delimiter=source.delimiter or ",", invalid_row_handler=lambda row: bad.append(row) or "error"
+            ),
             convert_options=pcsv.ConvertOptions(include_columns=first, column_types=dict.fromkeys(first, pa.string())),
         )
     except pa.ArrowInvalid:
         if not bad:
             raise
-    if bad:
         row = bad[0]
         where = f"line {row.number}" if row.number is not None else "a row"  # the file's line, 1-based
         raise ValueError(
             f"{where} has {row.actual_columns} fields where the header has {row.expected_columns} "
             f"({row.text[:60]!r}); the CPU arm's reader (pyarrow) refuses such rows: fix or remove it"
-        )
+        ) from None
 
 
 def read_column(source: TableSource, column: str) -> Any:
