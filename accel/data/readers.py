@@ -104,16 +104,11 @@ class TableSource:
         return [c for c in self.columns if c not in skip]
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "path": str(self.original),
-            "kind": self.kind,
-            "files": len(self.paths),
-            "size_bytes": self.size_bytes,
-            "delimiter": self.delimiter,
-            "encoding": self.encoding,
-            "columns": len(self.columns),
-            "notices": list(self.notices),
-        }
+        """The table in the run record: what the user named, its kind, size, delimiter and encoding,
+        how many files and columns it has, and the notices."""
+        out = {k: getattr(self, k) for k in ("kind", "size_bytes", "delimiter", "encoding")}
+        out |= {"files": len(self.paths), "columns": len(self.columns), "notices": list(self.notices)}
+        return {"path": str(self.original), **out}
 
 
 def _open_binary(path: Path):
@@ -273,10 +268,9 @@ def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, Arr
     if not keys:
         return ()
     names += keys
-    for key in keys:
-        if len({dict(pairs)[key] for pairs in partitions}) > 1:
-            # Categorical whatever the first rows hold: they may all come from one folder.
-            kinds[key] = ("categorical", "", "hive partition (from the folder names)")
+    # Categorical whatever the first rows hold: they may all come from one folder.
+    for key in (k for k in keys if len({dict(pairs)[k] for pairs in partitions}) > 1):
+        kinds[key] = ("categorical", "", "hive partition (from the folder names)")
     shown = ", ".join(repr(k) for k in keys)
     notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
     return tuple(tuple((k, v) for k, v in pairs if k in keys) for pairs in partitions)
