@@ -743,6 +743,11 @@ def check_row_widths(source: TableSource) -> None:
     import pyarrow.csv as pcsv
 
     bad: list[Any] = []  # the row pyarrow refused, which ends the read
+
+    def handler(row: Any) -> str:
+        bad.append(row)
+        return "error"
+
     first = list(source.columns[:1])  # one column is enough to count fields (none: pyarrow reads them all)
     try:
         # The whole-file reader, not the streaming one (the file is small: pandas read it whole).
@@ -753,9 +758,7 @@ def check_row_widths(source: TableSource) -> None:
         pcsv.read_csv(
             source.paths[0],
             read_options=pcsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),  # one thread: row numbers known
-            parse_options=pcsv.ParseOptions(
-                delimiter=source.delimiter or ",", invalid_row_handler=lambda row: bad.append(row) or "error"
-            ),
+            parse_options=pcsv.ParseOptions(delimiter=source.delimiter or ",", invalid_row_handler=handler),
             convert_options=pcsv.ConvertOptions(include_columns=first, column_types=dict.fromkeys(first, pa.string())),
         )
     except pa.ArrowInvalid:
