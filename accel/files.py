@@ -100,7 +100,6 @@ def linked_folders(folder: Path, files: list[Path]) -> list[Path]:
 
 def sequenced(path: Path, seq: int) -> Path:
     """``report.html`` -> ``report-001.html`` (``seq`` 0 is the name itself)."""
-    path = Path(path)
     return path if seq == 0 else path.with_name(f"{path.stem}-{seq:03d}{path.suffix}")
 
 
@@ -259,9 +258,6 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of the file ``path``, read in blocks of 1 MiB."""
-    digest = hashlib.sha256()
+    """The SHA-256 of the file ``path`` (:func:`hashlib.file_digest`, which reads it in blocks)."""
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

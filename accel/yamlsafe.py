@@ -59,20 +59,16 @@ class _Refused(Exception):
 def _check_depth(text: str) -> None:
     """Refuse flow collections nested deeper than :data:`MAX_DEPTH`, scanning the text once
     (brackets inside quotes and comments do not count)."""
-    depth, quote, line, previous = 0, "", 1, "\n"
-    for char in text:
-        if char == "\n":
-            line += 1
-            if quote == "#":
-                quote = ""
-        elif quote:
-            if char == quote and quote != "#":
-                quote = ""
+    depth, quote, previous = 0, "", "\n"
+    for i, char in enumerate(text):
+        if quote:  # a comment ends with its line, a quoted scalar with its quote
+            quote = "" if char == ("\n" if quote == "#" else quote) else quote
         elif (char in "'\"" and previous in " \t\n[{,:-") or (char == "#" and previous in " \t\n"):
             quote = char  # a quoted scalar or a comment begins (an apostrophe inside a word does not)
         elif char in "[{":
             depth += 1
             if depth > MAX_DEPTH:
+                line = text.count("\n", 0, i) + 1
                 raise _Refused(f"nested more than {MAX_DEPTH} deep (line {line}); a workflow file holds plain settings")
         elif char in "]}":
             depth = max(depth - 1, 0)
@@ -92,17 +88,12 @@ def _check_size(root: yaml.Node) -> None:
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        sizes[key] = 1  # a node that holds itself (a recursive alias) counts once
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        sizes[key] = min(total, MAX_NODES + 1)
-        return sizes[key]
+        if id(node) not in sizes:
+            sizes[id(node)] = 1  # a node that holds itself (a recursive alias) counts once
+            pairs = node.value if isinstance(node, yaml.MappingNode) else ()
+            children = node.value if isinstance(node, yaml.SequenceNode) else [n for pair in pairs for n in pair]
+            sizes[id(node)] = min(1 + sum(map(size, children)), MAX_NODES + 1)
+        return sizes[id(node)]
 
     if size(root) > MAX_NODES:
         raise _Refused(f"the file expands to more than {MAX_NODES:,} values through its aliases (an alias bomb?)")

@@ -142,9 +142,11 @@ def _split_keys(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _sample_all(rng: np.random.Generator, keys: np.ndarray, size: int) -> np.ndarray:
-    """``sample_all``: every key at least once, the rest drawn with replacement, shuffled."""
-    if len(keys) > size:
-        raise AccelError(f"cannot place {len(keys)} distinct keys in {size} rows")
+    """``sample_all``: every key at least once, the rest drawn with replacement, shuffled.
+
+    ``keys`` are never more than ``size``: a key set is as large as the table it is drawn for
+    (:func:`_split_keys`), or smaller (the left table holds every key set; a right table its own
+    and those of the smaller right tables, :func:`join_sizes`)."""
     extra = rng.choice(keys, size=size - len(keys), replace=True)
     return rng.permutation(np.concatenate([keys, extra]))
 

@@ -104,16 +104,11 @@ class TableSource:
         return [c for c in self.columns if c not in skip]
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "path": str(self.original),
-            "kind": self.kind,
-            "files": len(self.paths),
-            "size_bytes": self.size_bytes,
-            "delimiter": self.delimiter,
-            "encoding": self.encoding,
-            "columns": len(self.columns),
-            "notices": list(self.notices),
-        }
+        """The table in the run record: what the user named, its kind, size, delimiter and encoding,
+        how many files and columns it has, and the notices."""
+        out = {k: getattr(self, k) for k in ("kind", "size_bytes", "delimiter", "encoding")}
+        out |= {"files": len(self.paths), "columns": len(self.columns), "notices": list(self.notices)}
+        return {"path": str(self.original), **out}
 
 
 def _open_binary(path: Path):
@@ -208,12 +203,19 @@ def _hive_partitions(paths: list[Path], root: Path) -> Partitions:
 
 
 def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
+    """The Parquet files ``paths`` (``original``: the file or folder named) as one table; a file
+    pyarrow cannot read, or one whose columns or types differ from the others', is refused in one line."""
+    import pyarrow.parquet as pq
+
     schemas: list[pa.Schema] = []  # each file's, without its metadata
     columns: list[str] = []  # the first file's
     first_types: dict[str, tuple[Any, Path]] = {}  # each column's first type, and the file it is in
     kinds: dict[str, ArrowKind] = {}  # the columns whose Arrow types decide their kinds
     for path in paths:
-        schemas.append(schema := _parquet_schema(path).remove_metadata())
+        try:
+            schemas.append(schema := pq.read_schema(path).remove_metadata())
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
         names = [n for n in schema.names if n != "__index_level_0__"]
         _refuse_duplicates(names, path)
         columns = columns if len(schemas) > 1 else names
@@ -241,16 +243,6 @@ def _resolve_parquet(paths: list[Path], original: Path) -> TableSource:
     )
 
 
-def _parquet_schema(path: Path) -> pa.Schema:
-    """The Arrow schema of the Parquet file ``path``; an unreadable file is refused in one line."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_schema(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
-        raise AccelError(f"--data: {str(path)!r} is not a readable Parquet file ({type(exc).__name__})") from None
-
-
 def _other_columns(path: Path, names: list[str], columns: list[str], first: Path, original: Path) -> AccelError:
     """The error for a file of a folder whose columns are not those of its ``first`` file."""
     missing, extra = [c for c in columns if c not in names], [c for c in names if c not in columns]
@@ -276,10 +268,9 @@ def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, Arr
     if not keys:
         return ()
     names += keys
-    for key in keys:
-        if len({dict(pairs)[key] for pairs in partitions}) > 1:
-            # Categorical whatever the first rows hold: they may all come from one folder.
-            kinds[key] = ("categorical", "", "hive partition (from the folder names)")
+    # Categorical whatever the first rows hold: they may all come from one folder.
+    for key in (k for k in keys if len({dict(pairs)[k] for pairs in partitions}) > 1):
+        kinds[key] = ("categorical", "", "hive partition (from the folder names)")
     shown = ", ".join(repr(k) for k in keys)
     notices.append(f"hive partition column(s) {shown} read from the folder names (key=value), as pyarrow reads them")
     return tuple(tuple((k, v) for k, v in pairs if k in keys) for pairs in partitions)
@@ -287,11 +278,11 @@ def _hive_columns(partitions: Partitions, names: list[str], kinds: dict[str, Arr
 
 #: Byte-order marks, longest first: (bytes, the codec that reads the text after them).
 BYTE_ORDER_MARKS = (
-    (b"\xff\xfe\x00\x00", "utf-32"),
-    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
     (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe", "utf-16"),
-    (b"\xfe\xff", "utf-16"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
 )
 
 
@@ -301,11 +292,9 @@ def _wide_text_without_mark(head: bytes) -> str | None:
     even = head[: len(head) // 2 * 2]
     for name, text, zeros in (("UTF-16-LE", even[0::2], even[1::2]), ("UTF-16-BE", even[1::2], even[0::2])):
         if len(text) >= 8 and zeros.count(0) >= 0.9 * len(zeros) and not text.count(0):
-            try:
+            with contextlib.suppress(UnicodeDecodeError):  # an unpaired surrogate: not such text
                 even.decode(name.lower())
-            except UnicodeDecodeError:
-                continue
-            return name
+                return name
     return None
 
 
@@ -318,13 +307,11 @@ def _open_text(path: Path, encoding: str, skip: int) -> io.TextIOWrapper:
 
 def _decodes(path: Path, encoding: str, skip: int) -> bool:
     """Whether ``encoding`` decodes the whole file after its first ``skip`` bytes."""
-    try:
-        with _open_text(path, encoding, skip) as decoder:
-            while decoder.read(1 << 20):
-                pass
-    except UnicodeDecodeError:
-        return False
-    return True
+    with contextlib.suppress(UnicodeDecodeError), _open_text(path, encoding, skip) as decoder:
+        while decoder.read(1 << 20):
+            pass
+        return True
+    return False
 
 
 def _utf8_copy(path: Path, encoding: str, skip: int = 0, delimiter: str = ",", decimals: tuple[int, ...] = ()) -> Path:
@@ -390,9 +377,7 @@ def decimal_comma_columns(text: str, delimiter: str, complete: bool) -> list[int
 
 
 def _sniff_delimiter(text: str) -> str | None:
-    lines = [line for line in text.splitlines()[:50] if line.strip()]
-    if len(lines) < 1:
-        return None
+    lines = [line for line in text.splitlines()[:50] if line.strip()] or [""]  # none: no delimiter (below)
     try:
         return csv.Sniffer().sniff("\n".join(lines), delimiters="".join(CANDIDATE_DELIMITERS)).delimiter
     except csv.Error:
@@ -423,7 +408,15 @@ def _resolve_csv(path: Path, delimiter: str | None) -> TableSource:
         )
     # Every reader of both arms reads UTF-8 without a mark, numbers with decimal points: else through such a copy.
     read_path = _utf8_copy(path, encoding, len(mark), delimiter, decimals) if mark or encoding != "utf-8" or decimals else path
-    _check_header(path, columns, notices)
+    if any(c.strip() == "" for c in columns):
+        raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
+    _refuse_duplicates(columns, path)
+    if spaced := [c for c in columns if c != c.strip()]:  # kept as written, and said so
+        shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
+        notices.append(
+            f"column name(s) {shown} begin or end with spaces: kept as written "
+            "(--target, --drop and --date-format also find them by the name without the spaces)"
+        )
     if not path.name.lower().endswith(CSV_SUFFIXES):  # read as CSV since it looks like text, and said so
         notices.append("unknown suffix: read as CSV")
     return TableSource("csv", (read_path,), path, delimiter, encoding, tuple(columns), size, tuple(notices))
@@ -441,7 +434,7 @@ def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
         raise AccelError(f"--data: {str(path)!r} is a Parquet file, not CSV: rename it to .parquet")
     # The one place the header's bytes are read: a byte-order mark is not part of the first name.
     mark, bom_codec = next(((m, codec) for m, codec in BYTE_ORDER_MARKS if head.startswith(m)), (b"", ""))
-    if b"\x00" in head and bom_codec not in ("utf-16", "utf-32"):
+    if b"\x00" in head and not bom_codec.startswith(("utf-16", "utf-32")):
         wide = _wide_text_without_mark(head)
         if wide:
             raise AccelError(
@@ -456,9 +449,7 @@ def _csv_head(path: Path) -> tuple[bytes, bytes, str]:
 
 def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> str:
     """The file's encoding (after its byte-order mark ``mark``), and the notice of a file read through a UTF-8 copy."""
-    wide = bom_codec in ("utf-16", "utf-32")
-    if wide:
-        bom_codec += "-le" if mark[:1] == b"\xff" else "-be"  # the mark is skipped: name the byte order
+    wide = bom_codec.startswith(("utf-16", "utf-32"))  # the mark is skipped: its codec names the byte order
     candidates = (bom_codec,) if wide else FALLBACK_ENCODINGS
     try:  # reads the whole file: a broken archive shows here (latin-1, the last fallback, decodes any bytes)
         encoding = next((e for e in candidates if _decodes(path, e, len(mark))), None)
@@ -474,20 +465,6 @@ def _encoding(path: Path, mark: bytes, bom_codec: str, notices: list[str]) -> st
     elif mark:
         notices.append("the file starts with a UTF-8 byte-order mark: removed (read through a UTF-8 copy without it)")
     return encoding
-
-
-def _check_header(path: Path, columns: list[str], notices: list[str]) -> None:
-    """Refuse an empty or repeated column name; say which names begin or end with spaces."""
-    if any(c.strip() == "" for c in columns):
-        raise AccelError(f"--data: {str(path)!r} has an empty column name in its header: name every column")
-    _refuse_duplicates(columns, path)
-    spaced = [c for c in columns if c != c.strip()]
-    if spaced:
-        shown = ", ".join(repr(c) for c in spaced[:5]) + (f" and {len(spaced) - 5} more" if len(spaced) > 5 else "")
-        notices.append(
-            f"column name(s) {shown} begin or end with spaces: kept as written "
-            "(--target, --drop and --date-format also find them by the name without the spaces)"
-        )
 
 
 def _header(text: str, delimiter: str) -> list[str]:
@@ -527,44 +504,41 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     """Check a user's file or folder and say how both arms will read it."""
     import errno
 
+    path = Path(path).expanduser()
     try:
-        return _resolve_source(Path(path).expanduser(), delimiter)
+        if not path.exists() and not path.is_symlink():
+            raise AccelError(f"--data: {str(path)!r} does not exist")
+        if path.is_dir():
+            try:
+                found, skipped = regular_files(path, "*")
+            except PermissionError:
+                raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
+            files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
+            if not files:
+                raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
+            for file in files:
+                _check_readable(file)
+            source = _resolve_parquet(files, path)
+            said = [
+                f"sub-folder {str(link.relative_to(path))!r} is a link (to {os.path.realpath(link)!r}): its files are read too"
+                for link in linked_folders(path, files)
+            ]
+            said += [
+                f"{str(p.relative_to(path))!r} not read: {why}"
+                for p, why in skipped
+                if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed"))
+            ]
+            return replace(source, notices=source.notices + tuple(said)) if said else source
+        _check_readable(path)
+        if path.stat().st_size == 0:
+            raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
+        if path.name.lower().endswith(PARQUET_SUFFIXES):
+            return _resolve_parquet([path], path)
+        return _resolve_csv(path, delimiter)
     except OSError as exc:
         if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
             raise
         raise AccelError(f"--data: {environment_error_line(exc)}") from None
-
-
-def _resolve_source(path: Path, delimiter: str | None) -> TableSource:
-    if not path.exists() and not path.is_symlink():
-        raise AccelError(f"--data: {str(path)!r} does not exist")
-    if path.is_dir():
-        try:
-            found, skipped = regular_files(path, "*")
-        except PermissionError:
-            raise AccelError(f"--data: cannot list the folder {str(path)!r} (permission denied)") from None
-        files = [p for p in found if p.name.lower().endswith(PARQUET_SUFFIXES)]
-        if not files:
-            raise AccelError(f"--data: the folder {str(path)!r} holds no Parquet files (*.parquet)")
-        for file in files:
-            _check_readable(file)
-        source = _resolve_parquet(files, path)
-        said = [
-            f"sub-folder {str(link.relative_to(path))!r} is a link (to {os.path.realpath(link)!r}): its files are read too"
-            for link in linked_folders(path, files)
-        ]
-        said += [
-            f"{str(p.relative_to(path))!r} not read: {why}"
-            for p, why in skipped
-            if p.name.lower().endswith(PARQUET_SUFFIXES) or why.startswith(("a link back", "cannot be listed", "a broken link"))
-        ]
-        return replace(source, notices=source.notices + tuple(said)) if said else source
-    _check_readable(path)
-    if path.stat().st_size == 0:
-        raise AccelError(f"--data: {str(path)!r} is empty (0 bytes)")
-    if path.name.lower().endswith(PARQUET_SUFFIXES):
-        return _resolve_parquet([path], path)
-    return _resolve_csv(path, delimiter)
 
 
 def read_source(
@@ -720,14 +694,12 @@ def read_head(source: TableSource, rows: int) -> Any:
         import pyarrow as pa
 
         frames, left = [], rows
-        stored = source.file_columns
         for i, path in enumerate(source.paths):
             batches = []
             with pq.ParquetFile(path) as reader:  # closed at once: its row-group buffers go with it
-                for batch in reader.iter_batches(batch_size=min(left, 65536), columns=stored):
+                for batch in reader.iter_batches(batch_size=min(left, 65536), columns=source.file_columns):
                     batches.append(batch.slice(0, left))
-                    left -= batch.num_rows
-                    if left <= 0:
+                    if (left := left - batch.num_rows) <= 0:
                         break
             if batches:
                 # One conversion per file, Arrow's buffers released column by column as pandas
@@ -770,7 +742,7 @@ def check_row_widths(source: TableSource) -> None:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    bad: list[Any] = []
+    bad: list[Any] = []  # the row pyarrow refused, which ends the read
 
     def handler(row: Any) -> str:
         bad.append(row)
@@ -792,13 +764,12 @@ def check_row_widths(source: TableSource) -> None:
     except pa.ArrowInvalid:
         if not bad:
             raise
-    if bad:
         row = bad[0]
         where = f"line {row.number}" if row.number is not None else "a row"  # the file's line, 1-based
         raise ValueError(
             f"{where} has {row.actual_columns} fields where the header has {row.expected_columns} "
             f"({row.text[:60]!r}); the CPU arm's reader (pyarrow) refuses such rows: fix or remove it"
-        )
+        ) from None
 
 
 def read_column(source: TableSource, column: str) -> Any:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from accel.errors import AccelError
-
 
 def sample_positions(n: int, rows: int | None, seed: int) -> np.ndarray | None:
     """Row positions of a seeded sample of ``rows`` out of ``n``, sorted; None for all rows.
@@ -20,16 +18,14 @@ def sample_positions(n: int, rows: int | None, seed: int) -> np.ndarray | None:
 
 
 def split_positions(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (train, test) row positions of a seeded random split, the same on both arms."""
+    """Sorted (train, test) row positions of a seeded random split, the same on both arms.
+
+    A split with an empty part is refused (:func:`accel.guards.check_test_rows`).
+    """
     from accel.guards import check_test_rows, split_order
 
     n_test = int(round(n * test_size))
-    if n_test < 1:
-        check_test_rows(n, test_size)  # refuses, with the sizes that give a test split that can be scored
     if n_test < 1 or n - n_test < 1:
-        raise AccelError(
-            f"{n} rows cannot be split with test size {test_size}: both parts need at least one row "
-            "(use more --rows or another --test-size)"
-        )
+        check_test_rows(n, test_size)  # refuses, with the sizes that give a split that can be trained and scored
     order = split_order(n, seed)
     return np.sort(order[n_test:]), np.sort(order[:n_test])
