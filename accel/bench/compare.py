@@ -357,12 +357,13 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
         tree = _Tree(proc.pid, device)
-        ended_at, timed_out = _wait_exit(proc, timeout, tree)
-        _kill_group(proc.pid)  # anything the script left running in its group
-        killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
-        guard.tell(f"done {proc.pid}")
-        if reaper is not None:
-            _subreaper(reaper)
+        try:
+            ended_at, timed_out = _wait_exit(proc, timeout, tree)
+        finally:  # also on Ctrl-C: what left the group or the session (setsid, daemons) goes too
+            killed = tree.sweep()
+            guard.tell(f"done {proc.pid}")
+            if reaper is not None:
+                _subreaper(reaper)
     return Run(
         seconds=ended_at - start,
         exit_code=None if timed_out else proc.returncode,
@@ -379,12 +380,12 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[float, bool]:
     """Wait for the script to exit (``proc.returncode`` set), sampling its tree's memory every
-    ``interval`` seconds and killing its group at ``timeout`` (and on Ctrl-C, with all it started);
-    the clock when the wait returned, and whether it timed out."""
+    ``interval`` seconds, then kill its group: anything it left running there, or all of it at
+    ``timeout`` (and on Ctrl-C); the clock when the script exited, and whether it timed out."""
     ended: list[float] = []
     # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
     # Python 3.11's join release the running thread's lock and call it stopped, so a second
-    # join returned at once, the sweep below reaped the script first, and the wait failed.
+    # join returned at once, the sweep reaped the script first, and the wait failed.
     exited = threading.Event()
 
     def wait() -> None:  # a blocking wait: the exit is timed exactly
@@ -395,29 +396,19 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
             exited.set()
 
     threading.Thread(target=wait, name="accel-compare-wait", daemon=True).start()
-    deadline = time.perf_counter() + timeout
+    deadline, timed_out = time.perf_counter() + timeout, False
     try:
-        while not exited.is_set():
+        while not exited.is_set() and not timed_out:
             tree.sample()
             left = deadline - time.perf_counter()
-            if left <= 0 and not exited.is_set():
-                _kill_group(proc.pid)
-                exited.wait()
-                return ended[0], True
+            timed_out = left <= 0 and not exited.is_set()
             exited.wait(min(interval, max(left, 0)))
-    except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
-        _kill_group(proc.pid)
-        exited.wait()
-        tree.sweep()
-        raise
     finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        exited.wait()
         tree.close()
-    return ended[0], False
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    return ended[0], timed_out
 
 
 # --------------------------------------------------------------------------- parity
@@ -547,15 +538,9 @@ def _summary(runs: list[Run], command: list[str]) -> dict[str, Any]:
         # Processes a run left behind (a daemon, a setsid grandchild), killed when it ended; per run.
         "left_running_killed": [r.killed for r in runs],
     }
-    if warm:
-        secs = [r.seconds for r in warm]
-        out["warm"] = {
-            "repeats": len(secs),
-            "median": statistics.median(secs),
-            "min": min(secs),
-            "max": max(secs),
-            "seconds": secs,
-        }
+    if secs := [r.seconds for r in warm]:
+        spread = {"median": statistics.median(secs), "min": min(secs), "max": max(secs)}
+        out["warm"] = {"repeats": len(secs), **spread, "seconds": secs}
     return out
 
 
