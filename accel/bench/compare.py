@@ -568,24 +568,19 @@ def compare(opts: Options) -> tuple[dict[str, Any], Path]:
     the next ``accel compare`` if both died.
     """
     c = _Comparison(opts)
-    started = datetime.now(timezone.utc)
-    environment = collect_environment()
-    c.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
-    c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
     try:
-        c.guard = Guard()
-        c.guard.tell(f"folder {c.tmp}")
+        started, environment = datetime.now(timezone.utc), collect_environment()
         c.run_arms()
         record = c.record(started, environment)
     finally:
         scratch.release(c.tmp)
-        if c.guard is not None:
-            c.guard.close()
+        c.guard.close()
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
 class _Comparison:
-    """One comparison: the script and its folder checked, each arm's command and environment; its runs and their record."""
+    """One comparison: the script and its folder checked, each arm's command and environment, the
+    :class:`Guard` and the folder of the runs' copies; its runs and their record."""
 
     def __init__(self, opts: Options):
         self.opts, self.program = opts, opts.program.resolve()
@@ -625,8 +620,11 @@ class _Comparison:
         if self.left_out:
             _say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
         self.runs_of: dict[str, list[Run]] = {}
-        self.tmp = Path()  # the folder of the runs' copies (ARM-RUN) and their guard: set by compare()
-        self.guard: Guard | None = None
+        # The guard, then the folder of the runs' copies (ARM-RUN), which it removes if accel dies.
+        self.guard = Guard()  # where the folder cannot be made, the guard ends when accel does
+        self.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
+        self.skip.append(self.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+        self.guard.tell(f"folder {self.tmp}")
 
     def command(self, arm: str, *extra: str) -> list[str]:
         """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
@@ -638,7 +636,6 @@ class _Comparison:
 
     def run(self, arm: str, copy: str, label: str, *extra: str) -> Run:
         """One run of ``arm`` in a fresh copy of the script's folder (``tmp/copy``), said as ``label``."""
-        assert self.guard is not None
         _copy_folder(self.program.parent, self.tmp / copy, self.skip)
         _say(f"{arm.upper()} arm: {label}")
         run = run_once(self.command(arm, *extra), self.tmp / copy, self.env, self.opts.timeout, arm == "gpu", self.guard)

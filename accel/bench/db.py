@@ -329,15 +329,14 @@ def run_arm(
     questions: Sequence[Question],
     repeats: int,
     warmup: int,
-    progress: Callable[[str], None] | None = None,
-    on_answer: Callable[[str, dict], None] | None = None,
+    say: Callable[[str], None] = lambda _message: None,
+    on_answer: Callable[[str, dict], None] = lambda _question, _answer: None,
 ) -> dict[str, Any]:
     """Load the data and run every question on one arm; a question that raises is ``failed``.
 
     ``on_answer(question, answer)`` is called as each answer is ready, so that a caller can
     keep it before the next question starts (a time limit then loses only the question it cut).
     """
-    say = progress or (lambda _msg: None)
     start = time.perf_counter()
     try:
         tables = load_tables(backend, suite, paths)
@@ -358,8 +357,7 @@ def run_arm(
             f"[{backend.name}] {q.name:<4}{q.title:<28} "
             + (f"run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  {a['rows']:,} rows" if ok else f"FAILED: {a['reason']}")
         )
-        if on_answer is not None:
-            on_answer(q.name, a)
+        on_answer(q.name, a)
     del tables
     gc.collect()
     return {
