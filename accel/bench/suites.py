@@ -186,8 +186,6 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
     """The CPU arm and CPU engines of earlier results, each checked to be the same benchmark on
     the same data (size and sha256 of every file) and CPU model; refused otherwise (none without ``paths``).
     Questions are taken from the first result that has them."""
-    from accel.bench.engines import CPU_ENGINES
-
     if not paths:
         return None, {}
     rows: dict[str, tuple[dict, str]] = {}  # each question's CPU answer, and the result it came from
@@ -208,11 +206,7 @@ def _reuse_cpu_arm(paths: list[Path], benchmark: str, data_files: dict, question
         for row in prior.questions:
             if row.cpu.ok:
                 rows.setdefault(row.question, (row.cpu.model_dump(exclude_unset=True), str(path)))
-        for name, eng in prior.engines.items():  # the CPU engines' answers, first come first kept
-            if name in CPU_ENGINES and eng.ok:
-                merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
-                for q, a in eng.questions.items():
-                    merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
+        _take_engines(prior, path, engines)
     missing = [q.name for q in questions if q.name not in rows]
     if missing:
         raise AccelError(f"--cpu-from: no CPU answer for {', '.join(missing)} in {', '.join(map(str, paths))}")
@@ -236,6 +230,17 @@ def _same_run(path: Path, benchmark: str, data_files: dict) -> DbBench:
     if host != cpu_model():
         raise AccelError(f"--cpu-from: {str(path)!r} was measured on another CPU ({host!r}), not this one")
     return prior
+
+
+def _take_engines(prior: DbBench, path: Path, engines: dict[str, dict]) -> None:
+    """Add the CPU engines' answers of the result ``prior`` (read from ``path``) to ``engines``, first come first kept."""
+    from accel.bench.engines import CPU_ENGINES
+
+    for name, eng in prior.engines.items():
+        if name in CPU_ENGINES and eng.ok:
+            merged = engines.setdefault(name, {**eng.model_dump(exclude_unset=True, exclude={"questions"}), "questions": {}})
+            for q, a in eng.questions.items():
+                merged["questions"].setdefault(q, {**a.model_dump(exclude_unset=True), "reused_from": str(path)})
 
 
 def _at_least(flag: str, value: int, floor: int, why: str) -> None:
