@@ -314,15 +314,13 @@ class Guard:
 
     def __init__(self) -> None:
         self.token = secrets.token_hex(16)  # the value of MARK in every process of the script
-        script = Path(__file__).with_name("compare_guard.py")
         self.proc = subprocess.Popen(
-            [sys.executable, "-S", str(script)],
+            [sys.executable, "-S", str(Path(__file__).with_name("compare_guard.py")), f"{MARK}={self.token}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.tell(f"mark {MARK}={self.token}")
 
     def tell(self, line: str) -> None:
         """Tell the supervisor one line: ``group PGID``, ``done PGID`` or ``folder PATH``."""
