@@ -96,8 +96,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     names = pick_names("accelerator", requested, ACCELERATORS, str) if requested else list(ACCELERATORS)
     installed = [a for a in names if module_installed(a.split(".")[0])]
     if requested and len(installed) < len(names):
-        missing = sorted(set(names) - set(installed))
-        return names, f"{', '.join(missing)} not installed (pip install 'accel-tabular[gpu-cu12]')"
+        return names, f"{', '.join(sorted(set(names) - set(installed)))} not installed (pip install 'accel-tabular[gpu-cu12]')"
     if not installed:
         return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel-tabular[gpu-cu12]')"
     probe = probe_gpu()
