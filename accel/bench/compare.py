@@ -96,8 +96,7 @@ def resolve_accelerators(requested: str | None) -> tuple[list[str], str | None]:
     names = pick_names("accelerator", requested, ACCELERATORS, str) if requested else list(ACCELERATORS)
     installed = [a for a in names if module_installed(a.split(".")[0])]
     if requested and len(installed) < len(names):
-        missing = sorted(set(names) - set(installed))
-        return names, f"{', '.join(missing)} not installed (pip install 'accel-tabular[gpu-cu12]')"
+        return names, f"{', '.join(sorted(set(names) - set(installed)))} not installed (pip install 'accel-tabular[gpu-cu12]')"
     if not installed:
         return names, "neither cudf.pandas nor cuml.accel is installed (pip install 'accel-tabular[gpu-cu12]')"
     probe = probe_gpu()
@@ -314,15 +313,13 @@ class Guard:
 
     def __init__(self) -> None:
         self.token = secrets.token_hex(16)  # the value of MARK in every process of the script
-        script = Path(__file__).with_name("compare_guard.py")
         self.proc = subprocess.Popen(
-            [sys.executable, "-S", str(script)],
+            [sys.executable, "-S", str(Path(__file__).with_name("compare_guard.py")), f"{MARK}={self.token}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.tell(f"mark {MARK}={self.token}")
 
     def tell(self, line: str) -> None:
         """Tell the supervisor one line: ``group PGID``, ``done PGID`` or ``folder PATH``."""
@@ -357,12 +354,13 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
         guard.tell(f"group {proc.pid}")
         reaper = _subreaper(True)
         tree = _Tree(proc.pid, device)
-        ended_at, timed_out = _wait_exit(proc, timeout, tree)
-        _kill_group(proc.pid)  # anything the script left running in its group
-        killed = tree.sweep()  # and what left the group or the session (setsid, daemons)
-        guard.tell(f"done {proc.pid}")
-        if reaper is not None:
-            _subreaper(reaper)
+        try:
+            ended_at, timed_out = _wait_exit(proc, timeout, tree)
+        finally:  # also on Ctrl-C: what left the group or the session (setsid, daemons) goes too
+            killed = tree.sweep()
+            guard.tell(f"done {proc.pid}")
+            if reaper is not None:
+                _subreaper(reaper)
     return Run(
         seconds=ended_at - start,
         exit_code=None if timed_out else proc.returncode,
@@ -379,12 +377,12 @@ def run_once(command: list[str], workdir: Path, env: dict[str, str], timeout: fl
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, interval: float = 0.05) -> tuple[float, bool]:
     """Wait for the script to exit (``proc.returncode`` set), sampling its tree's memory every
-    ``interval`` seconds and killing its group at ``timeout`` (and on Ctrl-C, with all it started);
-    the clock when the wait returned, and whether it timed out."""
+    ``interval`` seconds, then kill its group: anything it left running there, or all of it at
+    ``timeout`` (and on Ctrl-C); the clock when the script exited, and whether it timed out."""
     ended: list[float] = []
     # The main thread waits on an Event, not on Thread.join: a Ctrl-C inside join() makes
     # Python 3.11's join release the running thread's lock and call it stopped, so a second
-    # join returned at once, the sweep below reaped the script first, and the wait failed.
+    # join returned at once, the sweep reaped the script first, and the wait failed.
     exited = threading.Event()
 
     def wait() -> None:  # a blocking wait: the exit is timed exactly
@@ -395,29 +393,19 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float, tree: _Tree, inter
             exited.set()
 
     threading.Thread(target=wait, name="accel-compare-wait", daemon=True).start()
-    deadline = time.perf_counter() + timeout
+    deadline, timed_out = time.perf_counter() + timeout, False
     try:
-        while not exited.is_set():
+        while not exited.is_set() and not timed_out:
             tree.sample()
             left = deadline - time.perf_counter()
-            if left <= 0 and not exited.is_set():
-                _kill_group(proc.pid)
-                exited.wait()
-                return ended[0], True
+            timed_out = left <= 0 and not exited.is_set()
             exited.wait(min(interval, max(left, 0)))
-    except BaseException:  # Ctrl-C: the script's whole group goes too, and all it started
-        _kill_group(proc.pid)
-        exited.wait()
-        tree.sweep()
-        raise
     finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        exited.wait()
         tree.close()
-    return ended[0], False
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    return ended[0], timed_out
 
 
 # --------------------------------------------------------------------------- parity
@@ -547,15 +535,9 @@ def _summary(runs: list[Run], command: list[str]) -> dict[str, Any]:
         # Processes a run left behind (a daemon, a setsid grandchild), killed when it ended; per run.
         "left_running_killed": [r.killed for r in runs],
     }
-    if warm:
-        secs = [r.seconds for r in warm]
-        out["warm"] = {
-            "repeats": len(secs),
-            "median": statistics.median(secs),
-            "min": min(secs),
-            "max": max(secs),
-            "seconds": secs,
-        }
+    if secs := [r.seconds for r in warm]:
+        spread = {"median": statistics.median(secs), "min": min(secs), "max": max(secs)}
+        out["warm"] = {"repeats": len(secs), **spread, "seconds": secs}
     return out
 
 
@@ -583,24 +565,19 @@ def compare(opts: Options) -> tuple[dict[str, Any], Path]:
     the next ``accel compare`` if both died.
     """
     c = _Comparison(opts)
-    started = datetime.now(timezone.utc)
-    environment = collect_environment()
-    c.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
-    c.skip.append(c.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
     try:
-        c.guard = Guard()
-        c.guard.tell(f"folder {c.tmp}")
+        started, environment = datetime.now(timezone.utc), collect_environment()
         c.run_arms()
         record = c.record(started, environment)
     finally:
         scratch.release(c.tmp)
-        if c.guard is not None:
-            c.guard.close()
+        c.guard.close()
     return record, write_record(c.out, record, record_stem(f"compare-{c.program.stem}", started))
 
 
 class _Comparison:
-    """One comparison: the script and its folder checked, each arm's command and environment; its runs and their record."""
+    """One comparison: the script and its folder checked, each arm's command and environment, the
+    :class:`Guard` and the folder of the runs' copies; its runs and their record."""
 
     def __init__(self, opts: Options):
         self.opts, self.program = opts, opts.program.resolve()
@@ -640,8 +617,11 @@ class _Comparison:
         if self.left_out:
             _say(f"note: not copied for the runs (not regular files): {', '.join(self.left_out[:5])}")
         self.runs_of: dict[str, list[Run]] = {}
-        self.tmp = Path()  # the folder of the runs' copies (ARM-RUN) and their guard: set by compare()
-        self.guard: Guard | None = None
+        # The guard, then the folder of the runs' copies (ARM-RUN), which it removes if accel dies.
+        self.guard = Guard()  # where the folder cannot be made, the guard ends when accel does
+        self.tmp = scratch.owned_folder(Path(tempfile.gettempdir()), "accel-compare-")
+        self.skip.append(self.tmp)  # TMPDIR inside the script's folder: the copies are not copied into themselves
+        self.guard.tell(f"folder {self.tmp}")
 
     def command(self, arm: str, *extra: str) -> list[str]:
         """The command line of the arm ``arm`` (``extra``: the boot's options for the GPU arm)."""
@@ -653,7 +633,6 @@ class _Comparison:
 
     def run(self, arm: str, copy: str, label: str, *extra: str) -> Run:
         """One run of ``arm`` in a fresh copy of the script's folder (``tmp/copy``), said as ``label``."""
-        assert self.guard is not None
         _copy_folder(self.program.parent, self.tmp / copy, self.skip)
         _say(f"{arm.upper()} arm: {label}")
         run = run_once(self.command(arm, *extra), self.tmp / copy, self.env, self.opts.timeout, arm == "gpu", self.guard)

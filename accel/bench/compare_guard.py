@@ -1,12 +1,12 @@
 """The supervisor of ``accel compare``: whatever the compared script started dies with accel.
 
-accel starts this file as a process of its own session (``python compare_guard.py``, standard
-library only) with a pipe on its standard input. accel writes on it, one per line, what to end:
+accel starts this file as a process of its own session (``python compare_guard.py NAME=value``,
+standard library only), naming the environment variable every process of the script inherits
+(children, grandchildren, daemons that left the group or the session, Dask workers), with a pipe
+on its standard input. accel writes on it, one per line, what else to end:
 
 - ``group <pgid>``: a process group (each run of the script is one), and ``done <pgid>`` once
   accel has ended it itself (its number may then be reused by an unrelated process);
-- ``mark <NAME>=<value>``: the environment variable every process of the script inherits
-  (children, grandchildren, daemons that left the group or the session, Dask workers);
 - ``folder <path>``: a folder to remove (the copies of the script's folder).
 
 When the pipe reaches its end, accel has exited or died (even by SIGKILL, which runs no
@@ -54,15 +54,13 @@ def end_all(groups: list[int], marks: list[bytes], folders: list[str]) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is accel's to handle; this waits for its end
-    groups, marks, folders = [], [], []
+    groups, folders, marks = [], [], [os.fsencode(mark) for mark in sys.argv[1:]]
     for line in sys.stdin.buffer:
         kind, _, value = line.rstrip(b"\n").partition(b" ")
         if kind == b"group":
             groups.append(int(value))
         elif kind == b"done" and int(value) in groups:
             groups.remove(int(value))
-        elif kind == b"mark":
-            marks.append(value)
         elif kind == b"folder":
             folders.append(os.fsdecode(value))
     end_all(groups, marks, folders)

@@ -174,10 +174,9 @@ def pick_names(what: str, names: str | Sequence[str], known: Collection[str], sp
 
 def select_questions(suite: Suite, names: str | Sequence[str] | None) -> list[Question]:
     """The questions named (``"q1,q3"``, a list, or None/``"all"`` for every one), in order."""
-    if names is None or names == "all":
-        return list(suite.questions.values())
-    wanted = pick_names(f"{suite.name} question", names, suite.questions, str.lower)
-    return [suite.questions[n] for n in suite.questions if n in wanted]
+    known = suite.questions
+    wanted = known if names in (None, "all") else pick_names(f"{suite.name} question", names, known, str.lower)
+    return [known[n] for n in known if n in wanted]
 
 
 # --------------------------------------------------------------------------- data files
@@ -185,7 +184,6 @@ def select_questions(suite: Suite, names: str | Sequence[str] | None) -> list[Qu
 
 def locate_groupby(path: Path) -> dict[str, Path]:
     """The groupby table: the data file ``path``, a CSV or Parquet file."""
-    path = Path(path)
     if not path.is_file():
         raise AccelError(f"data file {str(path)!r} does not exist (make one with 'accel data groupby N K OUT')")
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
@@ -204,7 +202,6 @@ def _size_token(path: Path) -> float:
 
 def locate_join(folder: Path) -> dict[str, Path]:
     """The four join tables in ``folder``: ``J1_<N>_NA_<nas>_<sort>`` and its three right tables."""
-    folder = Path(folder)
     if not folder.is_dir():
         raise AccelError(f"join data folder {str(folder)!r} does not exist (make one with 'accel data join N DIR')")
     files = sorted(p for p in folder.iterdir() if p.name.startswith("J1_") and p.suffix.lower() in (".csv", ".parquet"))
@@ -329,15 +326,14 @@ def run_arm(
     questions: Sequence[Question],
     repeats: int,
     warmup: int,
-    progress: Callable[[str], None] | None = None,
-    on_answer: Callable[[str, dict], None] | None = None,
+    say: Callable[[str], None] = lambda _message: None,
+    on_answer: Callable[[str, dict], None] = lambda _question, _answer: None,
 ) -> dict[str, Any]:
     """Load the data and run every question on one arm; a question that raises is ``failed``.
 
     ``on_answer(question, answer)`` is called as each answer is ready, so that a caller can
     keep it before the next question starts (a time limit then loses only the question it cut).
     """
-    say = progress or (lambda _msg: None)
     start = time.perf_counter()
     try:
         tables = load_tables(backend, suite, paths)
@@ -358,8 +354,7 @@ def run_arm(
             f"[{backend.name}] {q.name:<4}{q.title:<28} "
             + (f"run1 {a['run1']:8.3f} s  run2 {a['run2']:8.3f} s  {a['rows']:,} rows" if ok else f"FAILED: {a['reason']}")
         )
-        if on_answer is not None:
-            on_answer(q.name, a)
+        on_answer(q.name, a)
     del tables
     gc.collect()
     return {

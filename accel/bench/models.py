@@ -46,10 +46,7 @@ def pair_name(name: str, say: Callable[[str], None] | None = None, flag: str = "
 
 def select_models(names: str | Sequence[str] | None, say: Callable[[str], None] | None = None) -> list[Estimator]:
     """The pairs ``--models`` names, in the registry's order (older spellings noticed to ``say``)."""
-    if names is None or names == "all":
-        return list(PAIRS.values())
-
-    wanted = pick_names("model", names, PAIRS, lambda n: pair_name(n, say))
+    wanted = PAIRS if names in (None, "all") else pick_names("model", names, PAIRS, lambda n: pair_name(n, say))
     return [PAIRS[n] for n in PAIRS if n in wanted]
 
 

@@ -129,8 +129,7 @@ def _run(
     from accel.backend import resolve_arms
     from accel.timing import bench_environment, result_device, write_result
 
-    if s["results"] is None:
-        s["results"] = output_root() / RESULTS_FOLDER
+    s["results"] = s["results"] or output_root() / RESULTS_FOLDER
     folder = ensure_writable(s["results"], what="benchmark results", option="--results")
     known = facts()
     arms = resolve_arms(s["device"], needs=needs)
