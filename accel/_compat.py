@@ -251,6 +251,8 @@ MONTH_NAMES = (
     "january", "february", "march", "april", "may", "june",
     "july", "august", "september", "october", "november", "december",
 )  # fmt: skip
+#: The lower-case month names ``%B`` (full) and ``%b`` (abbreviated) stand for.
+_MONTH_NAMES = {"B": list(MONTH_NAMES), "b": [m[:3] for m in MONTH_NAMES]}
 _FIELD_PATTERN = {"Y": r"(\d{4})", "y": r"(\d{2})", "f": r"(\d{1,9})", "p": r"([AaPp][Mm])"}
 
 
@@ -260,11 +262,6 @@ def _format_items(fmt: str) -> list[tuple[str, str]]:
     # a lone ``%`` at the end is a literal.
     pieces = re.findall(r"%(.)|(.)", fmt, flags=re.DOTALL)
     return [("dir", d) if d and d != "%" else ("lit", d or c) for d, c in pieces]
-
-
-def _month_names(letter: str) -> list[str]:
-    """The lower-case month names ``%B`` (full) or ``%b`` (abbreviated) stands for."""
-    return list(MONTH_NAMES) if letter == "B" else [m[:3] for m in MONTH_NAMES]
 
 
 def cudf_date_gap(fmt: str) -> str | None:
@@ -302,7 +299,7 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
             pattern += r"\s+" if value == " " else re.escape(value)
             new_fmt += "%%" if value == "%" else value
         elif value in "bB":
-            pattern += "(" + "|".join(_month_names(value)) + ")"
+            pattern += "(" + "|".join(_MONTH_NAMES[value]) + ")"
             new_fmt += "%m"
         else:
             pattern += _FIELD_PATTERN.get(value, r"(\d{1,2})")
@@ -317,7 +314,7 @@ def cudf_date_text(s: Any, fmt: str) -> tuple[Any, str]:
         else:
             col = groups[next(names)]
             if value in "bB":
-                piece = col.replace(_month_names(value), [f"{k:02d}" for k in range(1, 13)])
+                piece = col.replace(_MONTH_NAMES[value], [f"{k:02d}" for k in range(1, 13)])
             elif value == "p":
                 piece = col.str.upper()
             elif value == "f":

@@ -32,10 +32,8 @@ from accel.errors import DeviceUnavailable, first_line
 ArmName = Literal["cpu", "gpu"]
 T = TypeVar("T")
 
-#: Libraries the GPU arm cannot run without (import name -> what to install).
+#: Libraries the GPU arm cannot run without; the others of :data:`CAPABILITIES` serve some work only.
 GPU_REQUIRED = ("cupy", "cudf")
-#: Libraries the GPU arm uses for some work only (cuML models, RMM pools, Dask-CUDA clusters).
-GPU_OPTIONAL = ("cuml", "rmm", "dask_cuda", "dask_cudf")
 
 _XGBOOST_NO_CUDA = "xgboost is built without CUDA (install the xgboost wheel from PyPI, not xgboost-cpu)"
 INSTALL_HINT = "pip install 'accel-tabular[gpu-cu12]' (or [gpu-cu13] for a CUDA 13 driver)"
@@ -329,7 +327,8 @@ def probe_gpu() -> GpuProbe:
     if problem:
         causes[problem] = message or problem
 
-    libraries = {name: ("installed" if module_installed(name) else "missing") for name in GPU_REQUIRED + GPU_OPTIONAL}
+    # The RAPIDS libraries (every GPU library of CAPABILITIES but XGBoost), found without importing them.
+    libraries = {m: ("installed" if module_installed(m) else "missing") for m, _ in CAPABILITIES.values() if m != "xgboost"}
     missing = [name for name in GPU_REQUIRED if libraries[name] == "missing"]
     if missing:
         causes["rapids_missing"] = f"RAPIDS not installed ({', '.join(missing)} missing: {INSTALL_HINT})"
@@ -745,9 +744,7 @@ def resolve_arms(device: str, needs: tuple[str, ...] | None = None) -> Arms:
     if device not in ("auto", "cpu", "gpu"):
         raise ValueError(f"device must be auto, cpu or gpu, not {device!r}")
     cpu = cpu_backend()
-    if device == "cpu":
-        return Arms(None, "not requested (--device cpu)", cpu)
-    why = probe_gpu().why_not(*(() if needs is None else ("cupy", *needs)))
+    why = "not requested (--device cpu)" if device == "cpu" else probe_gpu().why_not(*(() if needs is None else ("cupy", *needs)))
     if device == "gpu" or why is None:
         return Arms(gpu_backend(needs=needs), None, cpu)
     return Arms(None, why, cpu)

@@ -198,11 +198,6 @@ def write_build_info(path: Path | None = None) -> dict[str, Any]:
     return info
 
 
-def git_sha() -> str | None:
-    """The commit of the code that is running (see :func:`git_state`)."""
-    return git_state()["sha"]
-
-
 #: What a record holds instead of a value that may be a credential.
 NOT_RECORDED = "(set; value not recorded: it may hold a credential)"
 #: Variables whose values are settings, never credentials: recorded as they are.

@@ -105,8 +105,10 @@ class PeriodicSampler:
 
     thread_name = "accel-sampler"
 
-    def __init__(self, interval: float):
+    def __init__(self, interval: float, on_sample: Callable[[int, int | None], None] | None = None):
         self.interval = interval
+        #: Told of each reading: the host bytes and the device bytes (None without a device reading).
+        self.on_sample = on_sample
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -121,6 +123,12 @@ class PeriodicSampler:
     def _wait_seconds(self) -> float:
         """Seconds until the next sample (a subclass may vary it)."""
         return self.interval
+
+    def set_stage(self, stage: str | None) -> None:
+        """Attribute samples to ``stage`` from now on (sampling once at the boundary)."""
+        self.sample()
+        with self._lock:
+            self.stage = stage
 
     def _run(self) -> None:
         while not self._stop.wait(self._wait_seconds()):
@@ -155,9 +163,8 @@ class MemoryMonitor(PeriodicSampler):
     thread_name = "accel-memory-monitor"
 
     def __init__(self, backend: Backend, interval: float = 0.02, on_sample: Callable[[int, int | None], None] | None = None):
-        super().__init__(interval)
+        super().__init__(interval, on_sample)
         self.backend = backend
-        self.on_sample = on_sample
         self._process = psutil.Process()
         self.peak_host = 0
         self.peak_device: int | None = None
@@ -197,11 +204,8 @@ class MemoryMonitor(PeriodicSampler):
         return max(self.interval, SETTLED_INTERVAL) if settled else self.interval
 
     def set_stage(self, stage: str | None) -> None:
-        """Attribute samples to ``stage`` from now on (sampling once at the boundary)."""
-        self.sample()
-        with self._lock:
-            self.stage = stage
-            self._stage_since = time.perf_counter()
+        super().set_stage(stage)
+        self._stage_since = time.perf_counter()
         if stage is not None:
             self.sample()
 

@@ -513,7 +513,9 @@ class ClusterSession:
         from accel.openmp import worker_environ
 
         plan = self.plan
-        common: dict[str, Any] = {
+        # What the plan sets, and only that (None: left to Dask): a local plan has no RMM pool,
+        # device limit or cuDF spilling.
+        given = {
             "n_workers": plan.workers,
             "threads_per_worker": plan.threads_per_worker,
             "host": "127.0.0.1",
@@ -522,9 +524,6 @@ class ClusterSession:
             # Worker loss and restarts are reported by accel itself; Dask's own log lines would
             # bury the run's output on stderr. Real errors still surface as exceptions.
             "silence_logs": logging.CRITICAL,
-        }
-        # What the plan sets, and only that: a local plan has no RMM pool, device limit or cuDF spilling.
-        optional = {
             "memory_limit": plan.memory_limit,
             "rmm_pool_size": plan.rmm_pool_size,
             "rmm_maximum_pool_size": plan.rmm_maximum_pool_size,
@@ -532,7 +531,7 @@ class ClusterSession:
             # worker_common.py:49-54 refuses it on a GPU without dedicated memory (SoC).
             "enable_cudf_spill": plan.cudf_spill or None,
         }
-        common.update({key: value for key, value in optional.items() if value is not None})
+        common: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         # The workers' scratch (Dask's dask-scratch-space, its lock files, spilled partitions) in a
         # folder of accel's cache this process owns: removed on close, reclaimed if accel is killed,
         # never left in the temporary folder.
@@ -581,13 +580,17 @@ class ClusterSession:
             worker_kind = "gpu" if gpu else "cpu"
         threads = sorted({int(d["nthreads"]) for d in details})
         address = self.client.scheduler.address
+        try:
+            dashboard = str(self.client.dashboard_link) if "dashboard" in self.client.scheduler_info()["services"] else None
+        except Exception:  # noqa: BLE001
+            dashboard = None
         return ClusterInfo(
             **vars(plan)
             | {
                 "worker_kind": worker_kind,
                 "address": address,
                 "protocol": address.split("://")[0],
-                "dashboard": _dashboard_link(self.client),
+                "dashboard": dashboard,
                 "workers": len(details),
                 "threads_per_worker": threads[0] if len(threads) == 1 else threads,
                 "gpus_per_worker": 1 if worker_kind == "gpu" else 0,
@@ -719,13 +722,6 @@ def _sigint_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
-def _dashboard_link(client: Any) -> str | None:
-    try:
-        return str(client.dashboard_link) if "dashboard" in client.scheduler_info()["services"] else None
-    except Exception:  # noqa: BLE001
-        return None
-
-
 # --------------------------------------------------------------------------- worker memory
 
 
@@ -735,7 +731,9 @@ class WorkerMemorySampler(PeriodicSampler):
     A thread asks the scheduler every ``interval`` seconds for each worker's metrics: process
     memory (``metrics.memory``) and, on GPU workers with NVML, device memory in use
     (``metrics.gpu.memory-used``). At the end, :meth:`peaks` adds each worker's own peak RSS
-    (``getrusage``), which catches what heartbeats miss between two samples.
+    (``getrusage``), which catches what heartbeats miss between two samples. ``on_sample``
+    (set by the caller) is told the highest worker's host bytes and device bytes (None without
+    NVML) at each reading.
     """
 
     thread_name = "accel-worker-memory"
@@ -743,8 +741,6 @@ class WorkerMemorySampler(PeriodicSampler):
     def __init__(self, client: Any, interval: float = 0.25):
         super().__init__(interval)
         self.client = client
-        #: Told of each reading: the highest worker's host bytes and device bytes (None without NVML).
-        self.on_sample: Callable[[int, int | None], None] | None = None
         #: Peak bytes per worker, of ``"host"`` or ``"device"`` memory, overall (stage None) and per stage.
         self.seen: defaultdict[tuple[str, str | None], dict[str, int]] = defaultdict(dict)
 
@@ -767,11 +763,6 @@ class WorkerMemorySampler(PeriodicSampler):
                         peaks[address] = max(peaks.get(address, 0), int(value))
         if self.on_sample is not None and workers:
             self.on_sample(highest["host"] or 0, highest["device"])
-
-    def set_stage(self, stage: str | None) -> None:
-        self.sample()
-        with self._lock:
-            self.stage = stage
 
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per worker: Dask-reported peak host MB, peak device MB, per stage, and peak RSS MB."""
