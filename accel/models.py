@@ -440,10 +440,10 @@ def adapter(spec: ModelSpec) -> Any:
 
 
 def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
-    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (its adapter's,
-    for a model whose capabilities say it prunes); none for a model that cannot report a metric per round."""
-    spec = MODELS[name]
-    return adapter(spec).pruning_callbacks(trial, task) if spec.caps.prunes else ()
+    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains: its adapter's
+    ``pruning_callbacks(trial, task)``; none for an adapter without (a model that reports no metric per round)."""
+    callbacks = getattr(adapter(MODELS[name]), "pruning_callbacks", None)
+    return callbacks(trial, task) if callbacks is not None else ()
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
