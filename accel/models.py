@@ -439,13 +439,6 @@ def adapter(spec: ModelSpec) -> Any:
     return pkgutil.resolve_name(spec.adapter) if isinstance(spec.adapter, str) else spec.adapter
 
 
-def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
-    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains: its adapter's
-    ``pruning_callbacks(trial, task)``; none for an adapter without (a model that reports no metric per round)."""
-    callbacks = getattr(adapter(MODELS[name]), "pruning_callbacks", None)
-    return callbacks(trial, task) if callbacks is not None else ()
-
-
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:
     """The model ``--model name`` means for ``task``; a one-line error when it cannot do the task."""
     if name not in MODELS:

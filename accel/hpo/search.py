@@ -50,7 +50,7 @@ from accel.hpo import study as studies
 from accel.hpo.space import resolve_space, suggest
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
-from accel.models import build_model, is_classification, pruning_callbacks
+from accel.models import adapter, build_model, is_classification
 from accel.output import say
 from accel.record import MODEL_STAGES, ensure_writable, record_head, record_stem, strict, write_record
 from accel.registry import MODELS, Dist, refusal
@@ -282,7 +282,9 @@ class Objective:
 
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
-        callbacks = pruning_callbacks(ctx.config.model, trial, ctx.task)
+        # The adapter's pruning callbacks, for a model that reports its validation metric each round.
+        prune = getattr(adapter(MODELS[ctx.config.model]), "pruning_callbacks", None)
+        callbacks = prune(trial, ctx.task) if prune is not None else ()
         result = Measured(rows=ctx.data.rows["subset"])
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")

@@ -166,10 +166,8 @@ def load_study(name: str, storage: Any, seed: int, pruner: str) -> Any:
 def make_pruner(kind: str) -> Any:
     import optuna
 
-    if kind == "none":
-        return optuna.pruners.NopPruner()
-    # Five trials before any pruning, and ten rounds into each trial before judging it.
-    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
+    # The median pruner: five trials before any pruning, and ten rounds into each trial before judging it.
+    return optuna.pruners.NopPruner() if kind == "none" else optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
 
 
 def counted_trials(study: Any) -> int:
