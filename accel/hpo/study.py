@@ -412,8 +412,13 @@ def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
             if not (opened.resumed or opened.joined or finished or runners(study.user_attrs)):
                 optuna.delete_study(study_name=study.study_name, storage=study._storage)  # noqa: SLF001
                 discarded = True
-        if isinstance(exc, KeyboardInterrupt) and not discarded:
-            kept(exc, _resumable(opened))
+        if isinstance(exc, KeyboardInterrupt) and not discarded:  # the study kept, with the command that continues it
+            try:
+                done = f"its {counted_trials(study)} finished trial(s)"
+            except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+                done = "the trials that finished"
+            url, name = redact(opened.storage_url), study.study_name
+            kept(exc, f"study {name!r} in {url} keeps {done}: continue it with accel hpo --resume --study {name} --storage {url}")
         if (failure := storage_failure(exc, opened.storage_url)) is not None:
             raise AccelError(failure) from None
         raise
@@ -421,19 +426,6 @@ def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
         with suppress(Exception):  # the storage may be gone on the way out; a dead claim is detected anyway
             if study.user_attrs.get(_claim_key()) is not None:
                 study.set_user_attr(_claim_key(), None)
-
-
-def _resumable(opened: OpenedStudy) -> str:
-    """What a stopped search leaves: its study, with the command that continues it."""
-    name = opened.study.study_name
-    try:
-        done = f"its {counted_trials(opened.study)} finished trial(s)"
-    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
-        done = "the trials that finished"
-    return (
-        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
-        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
-    )
 
 
 def storage_failure(exc: BaseException, url: str) -> str | None:
