@@ -372,8 +372,6 @@ class ModelSpec:
         The built-in ranges of ``accel hpo`` (overridable in the workflow file).
     labels : tuple
         ``(setting, short name)`` pairs the experiments table shows.
-    rounds : bool
-        ``n_estimators`` counts rounds / trees, which a subset trial scales down.
     parity_scale : float
         The parity tolerance's multiple (cuML's forest bins features where scikit-learn's does not).
     penalized : tuple or None
@@ -396,7 +394,6 @@ class ModelSpec:
     regressor: Estimator | None = None
     search_space: Mapping[str, Dist]
     labels: tuple[tuple[str, str], ...]
-    rounds: bool = False
     parity_scale: float = 1.0
     penalized: tuple[str, Estimator] | None = None
     adapter: str | type = "accel.models:EstimatorModel"
@@ -478,7 +475,6 @@ _SPECS = (
             "n_estimators": Dist("int", 100, 1000, log=True),
         },
         labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
-        rounds=True,
         adapter="accel.models:XGBoostModel",
     ),
     ModelSpec(
@@ -496,7 +492,6 @@ _SPECS = (
             "max_features": Dist("categorical", choices=("sqrt", "log2", 0.25, 0.5, 0.75, 1.0)),
         },
         labels=(("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
-        rounds=True,
         # cuML's forest bins features (128 bins) where scikit-learn's does not.
         parity_scale=4.0,
     ),

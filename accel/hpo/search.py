@@ -264,9 +264,10 @@ def train_and_score(
 
 
 def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> dict[str, Any]:
-    """The parameters a trial trains with: a subset trial gets a share of the rounds / trees."""
+    """The parameters a trial trains with: a subset trial gets a share of the rounds / trees (``n_estimators``,
+    which counts the boosting rounds or the trees of every model that has it)."""
     out, share = {**ctx.base_params, **params}, ctx.config.hpo.trial_rounds
-    if subset and MODELS[ctx.config.model].rounds and share < 1 and "n_estimators" in out:
+    if subset and share < 1 and "n_estimators" in out:
         out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * share)))
     return out
 
