@@ -569,15 +569,13 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with (
-        request.client(config.model) as client,
-        studies.searched(studies.open_study(config, request.given, request.resume)) as opened,
-    ):
-        run = _start(opened, backend, gpu_note, request, log)
-        _baseline(run, listener)
-        _trials(run, client, trial_log or log)
-        best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-        return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
+    with request.client(config.model) as client:  # the cluster first: the study is opened once it is there
+        with studies.searched(studies.open_study(config, request.given, request.resume)) as opened:
+            run = _start(opened, backend, gpu_note, request, log)
+            _baseline(run, listener)
+            _trials(run, client, trial_log or log)
+            best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
+            return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
 
 
 @dataclass
