@@ -149,7 +149,8 @@ class XGBoostModel:
 
     @staticmethod
     def pruning_callbacks(trial: optuna.trial.Trial, task: str) -> tuple:
-        """Optuna's pruning callback on the validation metric, told after each boosting round."""
+        """Optuna's pruning callback on the validation metric, told after each boosting round (hpo prunes the
+        trials of a model whose adapter has this method; an adapter without it trains every trial to its end)."""
         from optuna_integration.xgboost import XGBoostPruningCallback
 
         return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)
@@ -437,13 +438,6 @@ def trusted_types(estimator: Estimator) -> list[str]:
 def adapter(spec: ModelSpec) -> Any:
     """The class that trains ``spec`` (:attr:`accel.registry.ModelSpec.adapter`), imported on first use."""
     return pkgutil.resolve_name(spec.adapter) if isinstance(spec.adapter, str) else spec.adapter
-
-
-def pruning_callbacks(name: str, trial: optuna.trial.Trial, task: str) -> tuple:
-    """The callbacks that let hpo prune ``trial`` of ``--model name`` while it trains (its adapter's,
-    for a model whose capabilities say it prunes); none for a model that cannot report a metric per round."""
-    spec = MODELS[name]
-    return adapter(spec).pruning_callbacks(trial, task) if spec.caps.prunes else ()
 
 
 def build_model(name: str, task: str, params: dict[str, Any], seed: int, n_classes: int = 2) -> Any:

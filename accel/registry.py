@@ -9,7 +9,7 @@ Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
 - :class:`ModelSpec` — one ``--model`` choice: its estimators per task, its settings (a pydantic
   schema whose defaults and bounds are validated where the workflow file and the flags are
   read), its built-in search space for ``accel hpo``, what it can do (:class:`Capabilities`: the
-  feature family it gets, whether it streams batches, trains on Dask, stops early, prunes), its
+  feature family it gets, whether it streams batches, trains on Dask, stops early), its
   adapter (the class in :mod:`accel.models` that trains it), the parity tolerance, and the
   parameters the experiments table shows.
 
@@ -302,7 +302,6 @@ _ABILITIES = {
     "streams": "train batch by batch on a table streamed from disk",
     "dask": "train on a Dask cluster (--cluster/--scheduler)",
     "stops_early": "stop early on a validation part of its training rows",
-    "prunes": "report its validation metric each round for pruning",
 }
 
 
@@ -327,16 +326,12 @@ class Capabilities:
         Finds its rounds on a validation part of the training rows (a run's early stopping,
         hpo's trials watching their validation rows): its adapter has ``early_stopping``,
         ``search_rounds``, ``fit_validated`` and ``rounds_used``.
-    prunes : bool
-        Reports its validation metric each round, so hpo prunes a trial while it trains: its
-        adapter's ``pruning_callbacks(trial, task)`` gives the callbacks.
     """
 
     family: str
     streams: bool = False
     dask: str | None = None
     stops_early: bool = False
-    prunes: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -377,8 +372,6 @@ class ModelSpec:
         The built-in ranges of ``accel hpo`` (overridable in the workflow file).
     labels : tuple
         ``(setting, short name)`` pairs the experiments table shows.
-    rounds : bool
-        ``n_estimators`` counts rounds / trees, which a subset trial scales down.
     parity_scale : float
         The parity tolerance's multiple (cuML's forest bins features where scikit-learn's does not).
     penalized : tuple or None
@@ -401,7 +394,6 @@ class ModelSpec:
     regressor: Estimator | None = None
     search_space: Mapping[str, Dist]
     labels: tuple[tuple[str, str], ...]
-    rounds: bool = False
     parity_scale: float = 1.0
     penalized: tuple[str, Estimator] | None = None
     adapter: str | type = "accel.models:EstimatorModel"
@@ -462,7 +454,7 @@ DEFAULT_MODEL = "xgboost"
 _SPECS = (
     ModelSpec(
         DEFAULT_MODEL,
-        caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True, prunes=True),
+        caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True),
         settings=XGBoostSettings,
         # accel bench models boosts 100 rounds (the model's default is 300).
         **_twins(
@@ -483,7 +475,6 @@ _SPECS = (
             "n_estimators": Dist("int", 100, 1000, log=True),
         },
         labels=(("n_estimators", "rounds"), ("max_depth", "depth"), ("learning_rate", "lr")),
-        rounds=True,
         adapter="accel.models:XGBoostModel",
     ),
     ModelSpec(
@@ -501,7 +492,6 @@ _SPECS = (
             "max_features": Dist("categorical", choices=("sqrt", "log2", 0.25, 0.5, 0.75, 1.0)),
         },
         labels=(("n_estimators", "trees"), ("max_depth", "depth"), ("max_features", "features")),
-        rounds=True,
         # cuML's forest bins features (128 bins) where scikit-learn's does not.
         parity_scale=4.0,
     ),

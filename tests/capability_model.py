@@ -126,7 +126,6 @@ SPEC = ModelSpec(
     regressor=_estimator("hist_gradient_boosting_regressor", _REGRESSOR, "regression"),
     search_space={"learning_rate": Dist("float", 0.05, 0.3, log=True), "max_iter": Dist("int", 5, 15)},
     labels=(("max_iter", "rounds"), ("learning_rate", "lr")),
-    rounds=False,
     adapter=HistGradientBoostingModel,
 )
 

@@ -46,24 +46,11 @@ import numpy as np
 from accel import _compat
 from accel.backend import Backend
 from accel.errors import AccelError, first_line
+from accel.hpo import study as studies
 from accel.hpo.space import resolve_space, suggest
-from accel.hpo.study import (
-    OpenedStudy,
-    claim,
-    counted_trials,
-    direction_of,
-    load_study,
-    open_storage,
-    open_study,
-    public_config,
-    quiet_optuna,
-    redact,
-    searched,
-    trial_counts,
-)
 from accel.memory import MemoryMonitor, to_mb
 from accel.metrics import task_metrics
-from accel.models import build_model, is_classification, pruning_callbacks
+from accel.models import adapter, build_model, is_classification
 from accel.output import say
 from accel.record import MODEL_STAGES, ensure_writable, record_head, record_stem, strict, write_record
 from accel.registry import MODELS, Dist, refusal
@@ -277,9 +264,10 @@ def train_and_score(
 
 
 def trial_params(ctx: SearchContext, params: dict[str, Any], subset: bool) -> dict[str, Any]:
-    """The parameters a trial trains with: a subset trial gets a share of the rounds / trees."""
+    """The parameters a trial trains with: a subset trial gets a share of the rounds / trees (``n_estimators``,
+    which counts the boosting rounds or the trees of every model that has it)."""
     out, share = {**ctx.base_params, **params}, ctx.config.hpo.trial_rounds
-    if subset and MODELS[ctx.config.model].rounds and share < 1 and "n_estimators" in out:
+    if subset and share < 1 and "n_estimators" in out:
         out["n_estimators"] = max(10, int(math.ceil(out["n_estimators"] * share)))
     return out
 
@@ -295,7 +283,9 @@ class Objective:
 
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
-        callbacks = pruning_callbacks(ctx.config.model, trial, ctx.task)
+        # The adapter's pruning callbacks, for a model that reports its validation metric each round.
+        prune = getattr(adapter(MODELS[ctx.config.model]), "pruning_callbacks", None)
+        callbacks = prune(trial, ctx.task) if prune is not None else ()
         result = Measured(rows=ctx.data.rows["subset"])
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
@@ -349,7 +339,7 @@ def build_context(
         data.parts[name] = (stored[id(frame)], y)
     backend.synchronize()
     seconds = time.perf_counter() - start
-    metric, _ = direction_of(workflow.task)
+    metric, _ = studies.direction_of(workflow.task)
     n_classes = (len(workflow.plan.classes or []) if workflow.plan is not None else 0) or 2
     ctx = SearchContext(
         backend=backend,
@@ -400,8 +390,8 @@ def run_trials(
 
     def progress(study: Any, trial: Any) -> None:
         log(describe_trial(trial, ctx.metric))
-        claim(study)
-        if total is not None and counted_trials(study) >= total:
+        studies.claim(study)
+        if total is not None and studies.counted_trials(study) >= total:
             study.stop()  # the study's --trials are done, some by the processes beside this one
 
     study.optimize(
@@ -424,7 +414,7 @@ def _worker_trials(spec: dict[str, Any]) -> None:
     from accel.backend import get_backend
     from accel.config import RunConfig
 
-    quiet_optuna()
+    studies.quiet_optuna()
     config = RunConfig.model_validate(spec["config"])
     key = (spec["study"], spec["arm"])
     ctx = _WORKER_CONTEXTS.get(key)
@@ -433,15 +423,15 @@ def _worker_trials(spec: dict[str, Any]) -> None:
         backend = dataclasses.replace(get_backend(spec["arm"]), n_threads=threads)
         ctx, _ = build_context(config, backend)
         _WORKER_CONTEXTS[key] = ctx
-    storage = open_storage(spec["storage"])
+    storage = studies.open_storage(spec["storage"])
     # Seeds differ per worker, so that the workers' first (random) trials differ.
-    study = load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
+    study = studies.load_study(spec["study"], storage, (config.seed + 1000 * spec["index"]) % 2**32, config.hpo.pruner)
     timeout = None if spec["deadline"] is None else max(0.0, spec["deadline"] - time.time())  # 0: past it, no trial starts
     study.optimize(Objective(ctx), n_trials=spec["n_trials"], timeout=timeout, catch=(Exception,), gc_after_trial=True)
 
 
 def run_trials_on_client(
-    client: Any, opened: OpenedStudy, arm: str, n_trials: int, timeout: float | None, log: Callable[[str], None]
+    client: Any, opened: studies.OpenedStudy, arm: str, n_trials: int, timeout: float | None, log: Callable[[str], None]
 ) -> int:
     """Run ``n_trials`` more trials of the ``opened`` study on the Dask workers of ``client``, one trial per worker at a time.
 
@@ -456,7 +446,7 @@ def run_trials_on_client(
         raise AccelError("the Dask cluster has no workers")
     deadline = None if timeout is None else time.time() + timeout
     shares = [n_trials // len(workers) + (i < n_trials % len(workers)) for i in range(len(workers))]
-    spec = {"config": public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm}
+    spec = {"config": studies.public_config(opened.config), "study": study.study_name, "storage": opened.storage_url, "arm": arm}
     futures = []
     for i, (worker, share) in enumerate(zip(workers, shares)):
         if share:  # fewer trials than workers: the last workers get none
@@ -472,7 +462,7 @@ def run_trials_on_client(
             if t.state.is_finished() and t.number not in seen:
                 seen.add(t.number)
                 log(describe_trial(t, str(study.user_attrs.get("metric", "value"))))
-                claim(study)
+                studies.claim(study)
     return len(workers)
 
 
@@ -579,19 +569,20 @@ def run_search(
     out = ensure_writable(config.out)
     arms = resolve_arms(config.device)  # --device gpu without a GPU: DeviceUnavailable (exit 2)
     backend, gpu_note = arms.gpu or arms.cpu, arms.gpu_skip
-    with request.client(config.model) as client, searched(open_study(config, request.given, request.resume)) as opened:
-        run = _start(opened, backend, gpu_note, request, log)
-        _baseline(run, listener)
-        _trials(run, client, trial_log or log)
-        best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
-        return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
+    with request.client(config.model) as client:  # the cluster first: the study is opened once it is there
+        with studies.searched(studies.open_study(config, request.given, request.resume)) as opened:
+            run = _start(opened, backend, gpu_note, request, log)
+            _baseline(run, listener)
+            _trials(run, client, trial_log or log)
+            best = _best_trials(run.opened.study, run.ctx.config.hpo.top)
+            return _finish(run, out, _final(run, _top_k(run, best)) if best else _no_trial_arms(run))
 
 
 @dataclass
 class _Search:
     """What the phases of one search share: the study, the arm's context and the record they fill."""
 
-    opened: OpenedStudy
+    opened: studies.OpenedStudy
     gpu_note: str | None
     ctx: SearchContext
     direction: str
@@ -610,16 +601,16 @@ class _Search:
 
 
 def _start(
-    opened: OpenedStudy, backend: Backend, gpu_note: str | None, request: SearchRequest, log: Callable[[str], None]
+    opened: studies.OpenedStudy, backend: Backend, gpu_note: str | None, request: SearchRequest, log: Callable[[str], None]
 ) -> _Search:
     """Check the study's direction, say what runs where, and build the arm's features."""
-    metric, direction = direction_of(opened.workflow.task)
+    metric, direction = studies.direction_of(opened.workflow.task)
     study = opened.study
     if (direction == "maximize") != (study.direction.name == "MAXIMIZE"):
         raise AccelError(f"study {study.study_name!r} optimises the other way from this task's {metric}; start a new --study")
     started = datetime.now(timezone.utc)
     joined = f" (joined: also run by {', '.join(opened.joined)})" if opened.joined else ""
-    log(f"study {study.study_name!r} in {redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
+    log(f"study {study.study_name!r} in {studies.redact(opened.storage_url)}" + (" (resumed)" if opened.resumed else "") + joined)
     if opened.interrupted:
         log(f"  trials {', '.join(map(str, opened.interrupted))} were left running by an interrupted process: marked failed")
     # The reason the GPU arm is skipped is said once, with the results (and in the record).
@@ -668,7 +659,7 @@ def _baseline(run: _Search, listener: Listener | None) -> None:
 def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], None]) -> None:
     """Subset-first trials, here or on the Dask workers; the record's trial counts and how many workers ran them."""
     study, hpo = run.opened.study, run.ctx.config.hpo
-    done_before = counted_trials(study)
+    done_before = studies.counted_trials(study)
     remaining = max(0, hpo.trials - done_before)
     run.log(
         f"trials: {remaining} to run ({done_before} done of {hpo.trials}) on {run.ctx.data.rows['subset']:,} rows "
@@ -681,7 +672,7 @@ def _trials(run: _Search, client: Client | None, each_trial: Callable[[str], Non
         else:
             workers = run_trials_on_client(client, run.opened, run.ctx.backend.name, remaining, hpo.timeout, each_trial)
             run.record["search"]["parallel"]["workers"] = workers
-    counts = run.record["trials"] = trial_counts(study)
+    counts = run.record["trials"] = studies.trial_counts(study)
     run.log(
         f"trials: {counts['complete']} complete, {counts['pruned']} pruned, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
@@ -700,7 +691,7 @@ def _record(run: _Search, request: SearchRequest) -> dict[str, Any]:
         "started_at": run.started.isoformat(),
         "study": {
             "name": opened.study.study_name,
-            "storage": redact(opened.storage_url),
+            "storage": studies.redact(opened.storage_url),
             "metric": run.ctx.metric,
             "direction": run.direction,
             "resumed": opened.resumed,
@@ -709,7 +700,7 @@ def _record(run: _Search, request: SearchRequest) -> dict[str, Any]:
             "sampler": f"TPESampler(seed={(config.seed + 1000 * len(opened.joined)) % 2**32})",
             "pruner": config.hpo.pruner,
         },  # fmt: skip
-        "config": public_config(config),
+        "config": studies.public_config(config),
         "search": {
             "arm": run.ctx.backend.name,
             "gpu_arm": "used" if run.ctx.backend.is_gpu else f"skipped: {run.gpu_note}",

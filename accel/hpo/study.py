@@ -43,8 +43,9 @@ def direction_of(task: str) -> tuple[str, Literal["maximize", "minimize"]]:
     return ("auc", "maximize") if is_classification(task) else ("rmse", "minimize")
 
 
-def _secrets(url: str) -> list[str]:
-    """The secret strings in a storage URL: its password and secret query parameters (as given and decoded)."""
+def scrub(text: str, url: str) -> str:
+    """``text`` with every secret of ``url`` replaced by ``***`` (for messages quoting a driver's error): its
+    password and secret query parameters, as given and decoded, the longest first."""
     from urllib.parse import parse_qsl, unquote, urlsplit
 
     found: list[str] = []
@@ -54,12 +55,7 @@ def _secrets(url: str) -> list[str]:
         # As decoded, and as given (a value that does not decode the same).
         pairs = parse_qsl(parts.query, keep_blank_values=False) + [raw.partition("=")[::2] for raw in parts.query.split("&")]
         found += [value for key, value in pairs if key.lower() in SECRET_PARAMS and value]
-    return sorted({s for s in found if s}, key=len, reverse=True)
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` with every secret of ``url`` replaced by ``***`` (for messages quoting a driver's error)."""
-    for secret in _secrets(url):
+    for secret in sorted({s for s in found if s}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
 
@@ -104,31 +100,11 @@ def is_optuna_sqlite(path: Path) -> bool:
     return {"studies", "trials", "study_user_attributes"} <= names
 
 
-def _read_only_sqlite(url: str) -> str:
-    """The URL of an SQLite storage opened read-only; refused unless the file exists and holds Optuna's tables.
-
-    A reader never creates a file, nor adds Optuna's tables to a database of the user's own.
-    """
-    from accel.files import file_kind
-
-    path = _sqlite_path(url)
-    if path is None:
-        return url
-    kind = file_kind(path)
-    if kind == "missing":
-        raise AccelError(f"--storage {redact(url)!r}: no such file {str(path)!r}; give an existing Optuna storage")
-    if kind is not None:
-        raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} is {kind}, not an SQLite file")
-    if not is_optuna_sqlite(path):
-        raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} holds no Optuna studies (nothing was written to it)")
-    return f"sqlite:///file:{path.resolve()}?mode=ro&uri=true"
-
-
 def open_storage(url: str, read_only: bool = False) -> Any:
     """Optuna's RDB storage for ``url``; a one-line error when it cannot be reached.
 
     ``read_only``: for readers (``accel experiments``): Optuna creates no tables, and an SQLite
-    file is opened read-only and must exist and hold Optuna's tables already.
+    file is opened read-only and must exist and hold Optuna's tables already (else a one-line refusal).
     """
     import optuna
 
@@ -139,7 +115,18 @@ def open_storage(url: str, read_only: bool = False) -> Any:
     given = url
     if read_only:
         kwargs["skip_table_creation"] = True
-        url = _read_only_sqlite(url)  # unchanged unless an SQLite file
+    if read_only and (path := _sqlite_path(url)) is not None:
+        # A reader never creates a file, nor adds Optuna's tables to a database of the user's own.
+        from accel.files import file_kind
+
+        kind = file_kind(path)
+        if kind == "missing":
+            raise AccelError(f"--storage {redact(url)!r}: no such file {str(path)!r}; give an existing Optuna storage")
+        if kind is not None:
+            raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} is {kind}, not an SQLite file")
+        if not is_optuna_sqlite(path):
+            raise AccelError(f"--storage {redact(url)!r}: {str(path)!r} holds no Optuna studies (nothing was written to it)")
+        url = f"sqlite:///file:{path.resolve()}?mode=ro&uri=true"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -179,24 +166,8 @@ def load_study(name: str, storage: Any, seed: int, pruner: str) -> Any:
 def make_pruner(kind: str) -> Any:
     import optuna
 
-    if kind == "none":
-        return optuna.pruners.NopPruner()
-    # Five trials before any pruning, and ten rounds into each trial before judging it.
-    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
-
-
-def mark_interrupted(study: Any) -> list[int]:
-    """Mark trials left RUNNING by a process that died as FAILED, with the reason; their numbers."""
-    from optuna.trial import TrialState
-
-    storage = study._storage  # noqa: SLF001 - the documented way to change another trial's state
-    reason = "interrupted: the process running this trial stopped; marked failed on --resume"
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    for trial_id in (t._trial_id for t in running):  # noqa: SLF001
-        storage.set_trial_user_attr(trial_id, "interrupted", True)
-        storage.set_trial_user_attr(trial_id, "error", reason)
-        storage.set_trial_state_values(trial_id, TrialState.FAIL)
-    return [t.number for t in running]
+    # The median pruner: five trials before any pruning, and ten rounds into each trial before judging it.
+    return optuna.pruners.NopPruner() if kind == "none" else optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10)
 
 
 def counted_trials(study: Any) -> int:
@@ -311,6 +282,7 @@ def _resumed_study(
 ) -> OpenedStudy:
     """The study ``name`` (None: the newest) of ``existing`` resumed with its own settings and this run's
     trials, time-out, top-k, device and output; refused when it is not accel's, is running, or clashes."""
+    from optuna.trial import TrialState
 
     from accel.config import RunConfig
 
@@ -340,7 +312,14 @@ def _resumed_study(
     hpo = stored.hpo.model_copy(update={k: getattr(config.hpo, k) for k in RUN_ONLY["hpo"]} | {"study": name, "storage": url})
     resumed_config = stored.model_copy(update={"device": config.device, "out": config.out, "hpo": hpo})
     opened = _loaded(resumed_config, storage, url, name, joined=[])
-    opened.interrupted = mark_interrupted(opened.study)
+    # Trials left RUNNING by a process that died: marked FAILED with the reason, through the study's storage
+    # (the documented way to change another trial's state).
+    study, reason = opened.study, "interrupted: the process running this trial stopped; marked failed on --resume"
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        for key, value in (("interrupted", True), ("error", reason)):
+            study._storage.set_trial_user_attr(trial._trial_id, key, value)  # noqa: SLF001
+        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # noqa: SLF001
+        opened.interrupted.append(trial.number)
     return opened
 
 
@@ -433,8 +412,13 @@ def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
             if not (opened.resumed or opened.joined or finished or runners(study.user_attrs)):
                 optuna.delete_study(study_name=study.study_name, storage=study._storage)  # noqa: SLF001
                 discarded = True
-        if isinstance(exc, KeyboardInterrupt) and not discarded:
-            kept(exc, _resumable(opened))
+        if isinstance(exc, KeyboardInterrupt) and not discarded:  # the study kept, with the command that continues it
+            try:
+                done = f"its {counted_trials(study)} finished trial(s)"
+            except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
+                done = "the trials that finished"
+            url, name = redact(opened.storage_url), study.study_name
+            kept(exc, f"study {name!r} in {url} keeps {done}: continue it with accel hpo --resume --study {name} --storage {url}")
         if (failure := storage_failure(exc, opened.storage_url)) is not None:
             raise AccelError(failure) from None
         raise
@@ -442,19 +426,6 @@ def searched(opened: OpenedStudy) -> Iterator[OpenedStudy]:
         with suppress(Exception):  # the storage may be gone on the way out; a dead claim is detected anyway
             if study.user_attrs.get(_claim_key()) is not None:
                 study.set_user_attr(_claim_key(), None)
-
-
-def _resumable(opened: OpenedStudy) -> str:
-    """What a stopped search leaves: its study, with the command that continues it."""
-    name = opened.study.study_name
-    try:
-        done = f"its {counted_trials(opened.study)} finished trial(s)"
-    except Exception:  # noqa: BLE001 - the storage failing on the way out: the study is there all the same
-        done = "the trials that finished"
-    return (
-        f"study {name!r} in {redact(opened.storage_url)} keeps {done}: continue it with "
-        f"accel hpo --resume --study {name} --storage {redact(opened.storage_url)}"
-    )
 
 
 def storage_failure(exc: BaseException, url: str) -> str | None:
