@@ -85,14 +85,6 @@ def collect(folder: Path) -> Collected:
     return found
 
 
-def set_aside(ignored: list[tuple[Path, str]]) -> str:
-    """``"; set aside: FILE (why), and N more"``: what was read and not used, for an error line."""
-    if not ignored:
-        return ""
-    (path, why), more = ignored[0], len(ignored) - 1
-    return f"; set aside: {path.name} ({why})" + (f", and {more} more" if more else "")
-
-
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     entries = found.entries
@@ -109,9 +101,8 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     built.append(measured := Section("measured", "Where it was measured"))
     for line in overview.measured_on(entries):
         measured.para(line)
-    for key, builder in sections.SECTIONS.items():
-        kind, _, benchmark = key.partition(":")
-        if members := [e for e in entries if e.record.kind == kind and (not benchmark or e.benchmark == benchmark)]:
+    for key, builder in sections.SECTIONS.items():  # by kind, or a bench record by kind:benchmark
+        if members := [e for e in entries if key in (e.record.kind, f"{e.record.kind}:{getattr(e.record, 'benchmark', '')}")]:
             built.append(builder(members))
 
     for section in built:
@@ -188,8 +179,10 @@ def write_report(folder: Path, out: Path | None = None, overwrite: bool = False)
     if exists != NUMBER:
         refuse_existing(out, "the report", exists)  # before reading anything
     found = collect(folder)
-    if not found.entries:
-        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json){set_aside(found.ignored)}")
+    if not found.entries:  # said: the first file read and not used, with why, and how many more
+        aside = "".join(f"; set aside: {p.name} ({why})" for p, why in found.ignored[:1])
+        aside += f", and {len(found.ignored) - 1} more" * (len(found.ignored) > 1)
+        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json){aside}")
     page, markdown = render(found, Path(folder))
     out = write_new(out, page.encode("utf-8"), "the report", "choose another --out", exists=exists)
     return Report(out, markdown, Path(folder), found)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from accel.record import ARMS, BenchRecord, Record, Summary, number
+from accel.record import ARMS, Record, Summary, number
 
 #: How the page names the arms of a paired record.
 ARM_NAMES = {"gpu": "GPU arm", "cpu": "CPU arm"}
@@ -48,10 +48,6 @@ class Entry:
     record: Record
     summary: Summary
     label: str = ""
-
-    @property
-    def benchmark(self) -> str:
-        return self.record.benchmark if isinstance(self.record, BenchRecord) else ""
 
 
 def label_all(entries: list[Entry]) -> None:
