@@ -126,9 +126,6 @@ class ProgressDisplay:
         self._done: list[tuple[str, str, float]] = []
         self._live: Live | None = None
 
-    def _tag(self, arm: str) -> str:
-        return self._label or arm
-
     def _say(self, line: str) -> None:
         """A plain line (none with a live panel or with ``--quiet``)."""
         if not (self.silent or self.live_mode):
@@ -169,13 +166,13 @@ class ProgressDisplay:
             line = None
             if not self.live_mode and now - self._said_at >= PROGRESS_EVERY_S and done < total:
                 self._said_at = now
-                line = f"  [{self._tag(arm)}] {stage:<9} {now - self._stage_start:8.1f} s  {_rounds_text(self._rounds, now)}"
+                line = f"  [{self._label or arm}] {stage:<9} {now - self._stage_start:8.1f} s  {_rounds_text(self._rounds, now)}"
         if line is not None:
             self._say(line)
 
     def stage_finished(self, arm: str, stage: str, seconds: float) -> None:
         with self._lock:
-            tag = self._tag(arm)
+            tag = self._label or arm
             self._done.append((tag, stage, seconds))
             self._stage = None
             rounds = self._rounds[2] if self._rounds is not None else None
@@ -215,7 +212,7 @@ class ProgressDisplay:
                 rounds = "" if self._rounds is None else f" · {_rounds_text(self._rounds, now)}"
                 host = f" · host {_fmt_mb(self._host / MB)}" if self._host else ""
                 device = "" if self._device is None else f" · device {_fmt_mb(self._device / MB)}"
-                running = f"▶ [{self._tag(self._arm)}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}"
+                running = f"▶ [{self._label or self._arm}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}"
                 lines.append(Text(running, style="bold"))
         return Group(*lines)
 
