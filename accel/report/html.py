@@ -17,7 +17,6 @@ so the page is one file that opens anywhere, offline.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,20 +28,6 @@ from accel.errors import AccelError
 from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, read_record, record_files
 from accel.report import overview, sections
 from accel.report.layout import Section
-
-
-@functools.cache
-def templates() -> jinja2.Environment:
-    """The page and summary templates (package data in ``accel/report/templates``): HTML autoescaped,
-    Markdown not, and an unknown name in a template is an error rather than an empty string."""
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("accel.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html.j2"]),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
 
 
 @dataclass
@@ -117,7 +102,16 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
         "sections": built,
         "ignored": [(p.name, why) for p, why in found.ignored],
     }
-    env = templates()
+    # The page and summary templates (package data in accel/report/templates): HTML autoescaped,
+    # Markdown not, and an unknown name in a template is an error rather than an empty string.
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("accel.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     page = env.get_template("report.html.j2").render(context)
     md = env.get_template("report.md.j2").render(context)
     return page, md.rstrip() + "\n"
