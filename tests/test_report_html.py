@@ -12,7 +12,7 @@ import pytest
 
 from accel.cli.bench import SHOWN_IGNORED
 from accel.cli.main import main
-from accel.report.html import num
+from accel.report.layout import num
 from tests import bench_bodies as bodies
 from tests import report_checks
 from tests.conftest import ROOT, read_json, records_in, run_accel
@@ -325,13 +325,14 @@ def test_values_from_the_records_are_escaped_in_the_page(tmp_path, capsys):
 
 
 def test_a_search_record_is_shown_as_a_search_not_as_a_workflow_run(tmp_path, capsys):
-    from accel.report.html import collect, kind_of
+    from accel.record import kind_of
+    from accel.report.html import collect
 
     out = tmp_path / "r"
     assert main(["hpo", "flights", "--trials", "2", "--rows", "3000", "--device", "cpu", "--out", str(out)]) == 0
     [path] = records_in(out)
     record = read_json(path)
-    assert kind_of(record) == "hpo" and collect(out).by_kind["run"] == []
+    assert kind_of(record) == "hpo" and [e for e in collect(out).entries if e.record.kind == "run"] == []
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
     page = (out / "report.html").read_text()

@@ -16,7 +16,8 @@ import yaml
 
 from accel.cli.main import main
 from accel.record import RECORD_KINDS, SCHEMA_VERSION, kind_of, record_files, record_head
-from accel.report.html import build_report, num
+from accel.report.html import write_report
+from accel.report.layout import num
 from tests import report_checks, tables
 from tests.conftest import read_json
 from tests.hpo_bodies import SMALL
@@ -60,7 +61,8 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(folder, tmp_path_factory):
-    path, markdown = build_report(folder, tmp_path_factory.mktemp("page") / "report.html")
+    report = write_report(folder, tmp_path_factory.mktemp("page") / "report.html")
+    path, markdown = report.path, report.markdown
     return path, report_checks.check_page(path.read_text()), markdown
 
 
@@ -203,7 +205,7 @@ def test_both_arms_are_laid_out_when_both_ran(folder, tmp_path):
     record.pop("nulls", None)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / path.name).write_text(json.dumps(record))
-    out, _ = build_report(tmp_path / "in", tmp_path / "r.html")
+    out = write_report(tmp_path / "in", tmp_path / "r.html").path
     page = report_checks.check_page(out.read_text())
     [row] = page.rows("summary")
     assert row["AUC GPU arm"] == row["AUC CPU arm"] and row["speedup"] == "1" and row["parity"] == "agree"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,47 +59,38 @@ def tick_text(value: float) -> str:
     return f"{value:.1e}"
 
 
-def wrap(text: str, width: int = 60) -> str:
-    """A long legend entry on several lines rather than cut."""
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width)) or text
-
-
 def draw(build: Callable[[Any], Any]) -> str:
-    """Run ``build(pyplot)`` under :data:`STYLE` and return its figure as a base64 SVG."""
+    """Run ``build(pyplot)`` under :data:`STYLE` and return its figure as a base64 SVG.
+
+    Both axes of each of its axes are labelled with plain numbers; on a log axis, ticks at 1, 2, 5 of
+    each decade when it spans few decades (so that one is always labelled), at each decade else.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter, ScalarFormatter
 
     with matplotlib.rc_context(STYLE):
         fig = build(plt)
         try:
             for ax in fig.axes:
-                plain_ticks(ax)
+                for axis in (ax.xaxis, ax.yaxis):
+                    scale = axis.get_scale()
+                    if not isinstance(axis.get_major_formatter(), (ScalarFormatter, LogFormatter)):
+                        continue  # named ticks (stages, models, runs): text already
+                    if scale == "log":
+                        low, high = (max(v, 1e-300) for v in axis.get_view_interval())
+                        decades = abs(math.log10(high) - math.log10(low))
+                        axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades > 4 else (1.0, 2.0, 5.0)))
+                        axis.set_minor_formatter(NullFormatter())
+                    if scale in ("log", "linear"):
+                        axis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_text(v)))
             buffer = io.BytesIO()
             fig.savefig(buffer, format="svg", bbox_inches="tight", pad_inches=0.1)
         finally:
             plt.close(fig)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def plain_ticks(ax: Any) -> None:
-    """Label both axes of ``ax`` with plain numbers; on a log axis, ticks at 1, 2, 5 of each
-    decade when it spans few decades (so that one is always labelled), at each decade else."""
-    from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter, ScalarFormatter
-
-    for axis, scale, limits in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
-        if not isinstance(axis.get_major_formatter(), (ScalarFormatter, LogFormatter)):
-            continue  # named ticks (stages, models, runs): text already
-        if scale == "log":
-            low, high = (max(v, 1e-300) for v in limits)
-            decades = abs(math.log10(high) - math.log10(low))
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades > 4 else (1.0, 2.0, 5.0)))
-            axis.set_minor_formatter(NullFormatter())
-        if scale in ("log", "linear"):
-            axis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_text(v)))
 
 
 def _finish(
@@ -174,7 +166,7 @@ def ranked_bars(items: Sequence[tuple[str, float]], *, title: str, xlabel: str) 
 
     def build(plt: Any) -> Any:
         fig, ax = plt.subplots(figsize=(6.5, 0.9 + 0.28 * max(1, len(items))))
-        names = [wrap(name, 40) for name, _ in items][::-1]
+        names = [textwrap.fill(name, 40) or name for name, _ in items][::-1]  # a long name on several lines
         ax.barh(range(len(items)), [value for _, value in items][::-1], color=ARM_COLORS["gpu"])
         ax.set_yticks(range(len(items)), names)
         return _finish(ax, title, xlabel=xlabel, no_grid="y")
@@ -248,8 +240,8 @@ def fronts(panels: Sequence[dict[str, Any]], *, title: str) -> str:
                 ax.scatter([x for x, _ in pts], [y for _, y in pts], color=color, alpha=0.45, s=20)
                 front = sorted(front)
                 if front:
-                    ax.step([x for x, _ in front], [y for _, y in front], where="post", color=color, label=wrap(group))
-                    ax.scatter([x for x, _ in front], [y for _, y in front], color=color, edgecolor="black", s=34, zorder=3)
+                    ax.step(*zip(*front), where="post", color=color, label=textwrap.fill(group, 60) or group)
+                    ax.scatter(*zip(*front), color=color, edgecolor="black", s=34, zorder=3)
             ax.set_xscale("log")
             _finish(ax, f"{title}: {panel['metric']}", "seconds (log)", panel["metric"], legend_at=(0.0, -0.2))
         return fig

@@ -76,21 +76,18 @@ def fmt_eta(seconds: float) -> str:
     return f"{whole} s" if whole < 90 else f"{whole // 60} min {whole % 60:02d} s"
 
 
-class _Rounds:
-    """Boosting rounds of the running stage: done, total, and the pace since the first one."""
+#: Boosting rounds of the running stage: the first seen and when, the last seen and when, the total.
+_Rounds = tuple[int, float, int, float, int]
 
-    def __init__(self, done: int, total: int, now: float):
-        self.total = total
-        self.first, self.first_at = done, now
-        self.done, self.at = done, now
 
-    def describe(self, now: float) -> str:
-        """``round 47/180 · ETA 2 min 33 s``: the seconds left at ``now`` are the rounds left at the
-        pace so far (no ETA before two rounds)."""
-        if self.done <= self.first:
-            return f"round {self.done}/{self.total}"
-        per_round = (self.at - self.first_at) / (self.done - self.first)
-        return f"round {self.done}/{self.total} · ETA {fmt_eta(max(0.0, per_round * (self.total - self.done) - (now - self.at)))}"
+def _rounds_text(rounds: _Rounds, now: float) -> str:
+    """``round 47/180 · ETA 2 min 33 s``: the seconds left at ``now`` are the rounds left at the
+    pace since the first round seen (no ETA before two rounds)."""
+    first, first_at, done, at, total = rounds
+    if done <= first:
+        return f"round {done}/{total}"
+    per_round = (at - first_at) / (done - first)
+    return f"round {done}/{total} · ETA {fmt_eta(max(0.0, per_round * (total - done) - (now - at)))}"
 
 
 class ProgressDisplay:
@@ -129,9 +126,6 @@ class ProgressDisplay:
         self._done: list[tuple[str, str, float]] = []
         self._live: Live | None = None
 
-    def _tag(self, arm: str) -> str:
-        return self._label or arm
-
     def _say(self, line: str) -> None:
         """A plain line (none with a live panel or with ``--quiet``)."""
         if not (self.silent or self.live_mode):
@@ -167,23 +161,21 @@ class ProgressDisplay:
     def rounds(self, arm: str, stage: str, done: int, total: int) -> None:
         now = time.perf_counter()
         with self._lock:
-            if self._rounds is None:
-                self._rounds = _Rounds(done, total, now)
-            else:
-                self._rounds.done, self._rounds.at = done, now
+            first, first_at = self._rounds[:2] if self._rounds else (done, now)
+            self._rounds = (first, first_at, done, now, total)
             line = None
             if not self.live_mode and now - self._said_at >= PROGRESS_EVERY_S and done < total:
                 self._said_at = now
-                line = f"  [{self._tag(arm)}] {stage:<9} {now - self._stage_start:8.1f} s  {self._rounds.describe(now)}"
+                line = f"  [{self._label or arm}] {stage:<9} {now - self._stage_start:8.1f} s  {_rounds_text(self._rounds, now)}"
         if line is not None:
             self._say(line)
 
     def stage_finished(self, arm: str, stage: str, seconds: float) -> None:
         with self._lock:
-            tag = self._tag(arm)
+            tag = self._label or arm
             self._done.append((tag, stage, seconds))
             self._stage = None
-            rounds = self._rounds.done if self._rounds is not None else None
+            rounds = self._rounds[2] if self._rounds is not None else None
             self._rounds = None
             peak_host, peak_device = self._stage_peak_host, self._stage_peak_device
         # An arm's stages are listed as they finish; a stage on its own (the baseline of accel
@@ -217,10 +209,10 @@ class ProgressDisplay:
             lines = [Text(f"✓ [{tag}] {s:<9} {sec:7.2f} s", style="dim") for tag, s, sec in self._done]
             if self._arm and self._stage:
                 elapsed = now - self._stage_start
-                rounds = "" if self._rounds is None else f" · {self._rounds.describe(now)}"
+                rounds = "" if self._rounds is None else f" · {_rounds_text(self._rounds, now)}"
                 host = f" · host {_fmt_mb(self._host / MB)}" if self._host else ""
                 device = "" if self._device is None else f" · device {_fmt_mb(self._device / MB)}"
-                running = f"▶ [{self._tag(self._arm)}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}"
+                running = f"▶ [{self._label or self._arm}] {self._stage:<9} {elapsed:7.1f} s{rounds}{host}{device}"
                 lines.append(Text(running, style="bold"))
         return Group(*lines)
 

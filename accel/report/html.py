@@ -17,7 +17,6 @@ so the page is one file that opens anywhere, offline.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,41 +26,17 @@ import jinja2
 
 from accel.errors import AccelError
 from accel.record import BENCHMARKS, RECORD_KINDS, BenchRecord, RecordError, read_record, record_files
-from accel.record import kind_of as kind_of  # re-exported: the kind of a record as read
 from accel.report import overview, sections
 from accel.report.layout import Section
-from accel.report.layout import num as num  # re-exported: how the page shows a number
-
-
-@functools.cache
-def templates() -> jinja2.Environment:
-    """The page and summary templates (package data in ``accel/report/templates``): HTML autoescaped,
-    Markdown not, and an unknown name in a template is an error rather than an empty string."""
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("accel.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html.j2"]),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
 
 
 @dataclass
 class Collected:
-    """The records found, by kind, each as an :class:`~accel.report.overview.Entry`, oldest first;
-    and the files not used, with why."""
+    """The records found, each as an :class:`~accel.report.overview.Entry`, oldest first; and the
+    files not used, with why."""
 
-    by_kind: dict[str, list[overview.Entry]] = field(default_factory=lambda: {k: [] for k in RECORD_KINDS})
+    entries: list[overview.Entry] = field(default_factory=list)
     ignored: list[tuple[Path, str]] = field(default_factory=list)
-
-    @property
-    def entries(self) -> list[overview.Entry]:
-        return sorted((e for v in self.by_kind.values() for e in v), key=_when)
-
-    @property
-    def count(self) -> int:
-        return sum(len(v) for v in self.by_kind.values())
 
 
 def _when(e: overview.Entry) -> tuple[bool, str, str]:
@@ -90,25 +65,15 @@ def collect(folder: Path) -> Collected:
         summary = record.summary()  # a record that names no data is named by its file
         if summary.data in ("?", ""):
             summary.data = path.name
-        found.by_kind[record.kind].append(overview.Entry(path, record, summary))
-    for kind in found.by_kind:
-        found.by_kind[kind].sort(key=_when)
+        found.entries.append(overview.Entry(path, record, summary))
+    found.entries.sort(key=_when)
     return found
-
-
-def set_aside(ignored: list[tuple[Path, str]]) -> str:
-    """``"; set aside: FILE (why), and N more"``: what was read and not used, for an error line."""
-    if not ignored:
-        return ""
-    (path, why), more = ignored[0], len(ignored) - 1
-    return f"; set aside: {path.name} ({why})" + (f", and {more} more" if more else "")
 
 
 def render(found: Collected, folder: Path) -> tuple[str, str]:
     """The HTML page and the Markdown summary for what was found."""
     entries = found.entries
     overview.label_all(entries)
-    by = found.by_kind
     built: list[Section] = []
     if any(e.record.measures for e in entries):
         built.append(summary := Section("summary", "Summary: one row per record"))
@@ -121,9 +86,8 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     built.append(measured := Section("measured", "Where it was measured"))
     for line in overview.measured_on(entries):
         measured.para(line)
-    for key, builder in sections.SECTIONS.items():
-        kind, _, benchmark = key.partition(":")
-        if members := [e for e in by[kind] if not benchmark or e.benchmark == benchmark]:
+    for key, builder in sections.SECTIONS.items():  # by kind, or a bench record by kind:benchmark
+        if members := [e for e in entries if key in (e.record.kind, f"{e.record.kind}:{getattr(e.record, 'benchmark', '')}")]:
             built.append(builder(members))
 
     for section in built:
@@ -132,13 +96,22 @@ def render(found: Collected, folder: Path) -> tuple[str, str]:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     context = {
         "intro": (
-            f"{found.count} result files from {folder} (generated {now}). Every number here was measured; "
+            f"{len(entries)} result files from {folder} (generated {now}). Every number here was measured; "
             "an arm that did not run is left out of the tables, and why is said once, under Where it was measured."
         ),
         "sections": built,
         "ignored": [(p.name, why) for p, why in found.ignored],
     }
-    env = templates()
+    # The page and summary templates (package data in accel/report/templates): HTML autoescaped,
+    # Markdown not, and an unknown name in a template is an error rather than an empty string.
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("accel.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     page = env.get_template("report.html.j2").render(context)
     md = env.get_template("report.md.j2").render(context)
     return page, md.rstrip() + "\n"
@@ -163,8 +136,8 @@ class Report:
         return {
             "report": str(self.path),
             "folder": str(self.folder),
-            "records": self.found.count,
-            "by_kind": {kind: len(v) for kind, v in self.found.by_kind.items() if v},
+            "records": len(self.found.entries),
+            "by_kind": {k: n for k in RECORD_KINDS if (n := sum(e.record.kind == k for e in self.found.entries))},
             "entries": [
                 {"file": str(e.path), "kind": e.record.kind_text, "data": e.label, **{k: getattr(e.summary, k) for k in _FIGURES}}
                 for e in self.found.entries
@@ -200,14 +173,10 @@ def write_report(folder: Path, out: Path | None = None, overwrite: bool = False)
     if exists != NUMBER:
         refuse_existing(out, "the report", exists)  # before reading anything
     found = collect(folder)
-    if not found.count:
-        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json){set_aside(found.ignored)}")
+    if not found.entries:  # said: the first file read and not used, with why, and how many more
+        aside = "".join(f"; set aside: {p.name} ({why})" for p, why in found.ignored[:1])
+        aside += f", and {len(found.ignored) - 1} more" * (len(found.ignored) > 1)
+        raise AccelError(f"no run records or benchmark results in {str(folder)!r} (looked for *.json){aside}")
     page, markdown = render(found, Path(folder))
     out = write_new(out, page.encode("utf-8"), "the report", "choose another --out", exists=exists)
     return Report(out, markdown, Path(folder), found)
-
-
-def build_report(folder: Path, out: Path | None = None, overwrite: bool = False) -> tuple[Path, str]:
-    """Write the HTML page (as :func:`write_report`) and return its path and the Markdown summary."""
-    report = write_report(folder, out, overwrite)
-    return report.path, report.markdown

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from accel.record import ARMS, BenchRecord, Record, Summary, number
+from accel.record import ARMS, Record, Summary, number
 
 #: How the page names the arms of a paired record.
 ARM_NAMES = {"gpu": "GPU arm", "cpu": "CPU arm"}
@@ -48,10 +48,6 @@ class Entry:
     record: Record
     summary: Summary
     label: str = ""
-
-    @property
-    def benchmark(self) -> str:
-        return self.record.benchmark if isinstance(self.record, BenchRecord) else ""
 
 
 def label_all(entries: list[Entry]) -> None:
@@ -109,13 +105,9 @@ def measured_on(entries: list[Entry]) -> list[str]:
         low, high = min(loads), max(loads)
         span = f"{low:.2f}" if low == high else f"{low:.2f} to {high:.2f}"
         out.append(f"1-minute load average when each benchmark ended: {span}.")
-    reasons: dict[tuple[str, str, str], list[Entry]] = {}
-    for e in entries:
-        for key in e.record.reasons():
-            if e not in reasons.setdefault(key, []):
-                reasons[key].append(e)
+    reasons = grouped([(key, e) for e in entries for key in dict.fromkeys(e.record.reasons())], lambda pair: pair[0])
     for (arm, status, reason), those in sorted(reasons.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
-        out.append(f"{ARM_NAMES.get(arm, arm)} {status} in {_which(those, named=0)}: {reason}")
+        out.append(f"{ARM_NAMES.get(arm, arm)} {status} in {_which([e for _, e in those], named=0)}: {reason}")
     return out
 
 
@@ -133,12 +125,10 @@ def summary_table(entries: list[Entry]) -> tuple[list[str], list[list[Any]]]:
         for a in arms
     ]
     header.append("parity")
-    rows = []
-    for e in shown:
-        when, summary = e.record.started, e.summary
-        row: list[Any] = [f"{when:%Y-%m-%d %H:%M}" if when else "", e.record.kind_text, e.label, summary.rows, summary.devices]
-        row += [summary.speedup, summary.speedup_of]
-        row += ["" if (v := (summary.metrics.get(m) or {}).get(a)) is None else v for m in metrics for a in arms]
-        row.append(summary.parity)
-        rows.append(row)
+    rows = [
+        [f"{when:%Y-%m-%d %H:%M}" if (when := e.record.started) else "", e.record.kind_text, e.label, (s := e.summary).rows,
+         s.devices, s.speedup, s.speedup_of, *["" if (v := (s.metrics.get(m) or {}).get(a)) is None else v for m in metrics for a in arms],
+         s.parity]
+        for e in shown
+    ]  # fmt: skip
     return header, rows

@@ -343,8 +343,15 @@ def db(s: Section, typed: list[tuple[Entry, DbBench]]) -> None:
         _arms_table(s, f"{e.label}: {name} questions", header, rows, f"db-{name}-{i}", gpu_ran)
         if r.engines:
             _db_engines(s, f"db-{name}-{i}-engines", e.label, r)
-        if r.questions:
-            _db_chart(s, name, e.label, r, gpu_ran)
+        if qs := r.questions:  # their second-run seconds, one bar per arm and engine
+            arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
+            series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
+            series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
+            s.chart(
+                charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {e.label}",
+                                    ylabel="seconds (run 2, log)", log=True, colors={lab: charts.ARM_COLORS[a] for lab, a in arms}),
+                f"{name} question times of {e.label}",
+            )  # fmt: skip
 
 
 def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
@@ -358,19 +365,6 @@ def _db_engines(s: Section, table_id: str, label: str, r: DbBench) -> None:
     s.table(f"{label}: the same questions on other CPU engines (context, all cores)", header, rows, table_id)
     threads = ", ".join(f"{k} {eng.threads or '?'} ({eng.version or '?'})" for k, eng in r.engines.items() if eng.ok)
     s.para(f"Engine threads: {threads}; pandas runs groupby on one thread.")
-
-
-def _db_chart(s: Section, name: str, label: str, r: DbBench, gpu_ran: bool) -> None:
-    """The questions' second-run seconds, one bar per arm and engine."""
-    qs = r.questions
-    arms = [("pandas (CPU arm)", "cpu")] + ([("cuDF (GPU arm)", "gpu")] if gpu_ran else [])
-    series = [(lab, [getattr(q, a).run2 if getattr(q, a).ok else None for q in qs]) for lab, a in arms]
-    series += [(k, [(eng.questions.get(q.question) or Timed()).run2 for q in qs]) for k, eng in r.engines.items()]
-    s.chart(
-        charts.grouped_bars([q.question for q in qs], series, title=f"db-benchmark {name}: {label}",
-                            ylabel="seconds (run 2, log)", log=True, colors={lab: charts.ARM_COLORS[a] for lab, a in arms}),
-        f"{name} question times of {label}",
-    )  # fmt: skip
 
 
 @_section("bench:models", "models", "Models: scikit-learn / XGBoost CPU vs cuML / XGBoost CUDA", ModelsBench)
