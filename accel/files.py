@@ -258,6 +258,9 @@ def _link_free_name(tmp: str, path: Path, exists: Exists, first: int, what: str)
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of the file ``path`` (:func:`hashlib.file_digest`, which reads it in blocks)."""
+    """The SHA-256 of the file ``path``, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
