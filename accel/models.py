@@ -149,8 +149,7 @@ class XGBoostModel:
 
     @staticmethod
     def pruning_callbacks(trial: optuna.trial.Trial, task: str) -> tuple:
-        """Optuna's pruning callback on the validation metric, told after each boosting round (hpo prunes the
-        trials of a model whose adapter has this method; an adapter without it trains every trial to its end)."""
+        """Optuna's pruning callback on the validation metric, told after each boosting round."""
         from optuna_integration.xgboost import XGBoostPruningCallback
 
         return (XGBoostPruningCallback(trial, f"validation-{XGBOOST_EVAL_METRIC[task]}"),)

@@ -9,7 +9,7 @@ Two kinds of entry, in the spirit of cuML's benchmark ``AlgorithmPair``:
 - :class:`ModelSpec` — one ``--model`` choice: its estimators per task, its settings (a pydantic
   schema whose defaults and bounds are validated where the workflow file and the flags are
   read), its built-in search space for ``accel hpo``, what it can do (:class:`Capabilities`: the
-  feature family it gets, whether it streams batches, trains on Dask, stops early), its
+  feature family it gets, whether it streams batches, trains on Dask, stops early, prunes), its
   adapter (the class in :mod:`accel.models` that trains it), the parity tolerance, and the
   parameters the experiments table shows.
 
@@ -302,6 +302,7 @@ _ABILITIES = {
     "streams": "train batch by batch on a table streamed from disk",
     "dask": "train on a Dask cluster (--cluster/--scheduler)",
     "stops_early": "stop early on a validation part of its training rows",
+    "prunes": "report its validation metric each round for pruning",
 }
 
 
@@ -326,12 +327,16 @@ class Capabilities:
         Finds its rounds on a validation part of the training rows (a run's early stopping,
         hpo's trials watching their validation rows): its adapter has ``early_stopping``,
         ``search_rounds``, ``fit_validated`` and ``rounds_used``.
+    prunes : bool
+        Reports its validation metric each round, so hpo prunes a trial while it trains: its
+        adapter's ``pruning_callbacks(trial, task)`` gives the callbacks.
     """
 
     family: str
     streams: bool = False
     dask: str | None = None
     stops_early: bool = False
+    prunes: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -454,7 +459,7 @@ DEFAULT_MODEL = "xgboost"
 _SPECS = (
     ModelSpec(
         DEFAULT_MODEL,
-        caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True),
+        caps=Capabilities("native", streams=True, dask="xgboost.dask", stops_early=True, prunes=True),
         settings=XGBoostSettings,
         # accel bench models boosts 100 rounds (the model's default is 300).
         **_twins(

@@ -148,10 +148,11 @@ class TablePlan:
 
 
 def _numeric_share(s: pd.Series) -> float:
-    """Share of the non-null values ``s`` of a text column (at least one: :func:`_plan_column` drops
-    a column without) that parse as numbers (each distinct value parsed once, weighted by its
-    count: a column of a few hundred values parses a few hundred)."""
+    """Share of non-null values of a text column that parse as numbers (each distinct value
+    parsed once, weighted by its count: a column of a few hundred values parses a few hundred)."""
     counts = s.value_counts()
+    if counts.empty:
+        return 0.0
     parsed = pd.to_numeric(pd.Series(counts.index, dtype=object), errors="coerce").notna().to_numpy()
     return float(counts.to_numpy()[parsed].sum() / counts.sum())
 

@@ -283,9 +283,8 @@ class Objective:
 
         ctx = self.ctx
         params = trial_params(ctx, suggest(trial, ctx.space), subset=True)
-        # The adapter's pruning callbacks, for a model that reports its validation metric each round.
-        prune = getattr(adapter(MODELS[ctx.config.model]), "pruning_callbacks", None)
-        callbacks = prune(trial, ctx.task) if prune is not None else ()
+        spec = MODELS[ctx.config.model]  # a model that reports its validation metric each round is pruned
+        callbacks = adapter(spec).pruning_callbacks(trial, ctx.task) if spec.caps.prunes else ()
         result = Measured(rows=ctx.data.rows["subset"])
         trial.set_user_attr("arm", ctx.backend.name)
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")
