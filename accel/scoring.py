@@ -86,11 +86,11 @@ def predictions_frame(pipeline: Pipeline, output: np.ndarray, first_row: int, co
     return pd.DataFrame(columns)
 
 
-#: The target's codes and the model's output of the rows whose target is known, piece by piece.
-Known = list[tuple[np.ndarray, np.ndarray]]
+# The target's codes and the model's output of the rows whose target is known, piece by piece.
+_Known = list[tuple[np.ndarray, np.ndarray]]
 
 
-def known_metrics(task: str, known: Known) -> dict[str, float]:
+def known_metrics(task: str, known: _Known) -> dict[str, float]:
     """The run's metrics of the rows whose target is known (none: no metrics)."""
     if not sum(len(y) for y, _ in known):
         return {}
@@ -98,7 +98,7 @@ def known_metrics(task: str, known: Known) -> dict[str, float]:
 
 
 def _score_piece(
-    pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, known: Known, first_row: int | None
+    pipeline: Pipeline, job: ScoreJob, frame: Frame, timer: StageTimer, batch_rows: int, known: _Known, first_row: int | None
 ) -> Any:
     """Features, storage and prediction of one piece of the input starting at ``first_row``, each
     in its stage (None: the whole input, each stage timed once; else added to); the rows whose
@@ -135,7 +135,7 @@ class ScoreInMemory(Executor[ScoreJob]):
         with timer.stage("load"):
             pipeline = load_folder(job.folder, backend)
             frame = read_rows(pipeline, job.source, job.columns(pipeline))  # typed as the chunks are read
-        known: Known = []
+        known: _Known = []
         job.outputs[backend.name] = _score_piece(pipeline, job, frame, timer, self.batch_rows, known, None)
         memory = {"batches": {"mode": "in-memory", "rows_per_batch": self.batch_rows}}
         return scoring_executed(pipeline, known_metrics(job.task, known), len(frame), memory)
@@ -162,7 +162,7 @@ class ScoreStreamed(Executor[ScoreJob]):
         columns = job.columns(pipeline)
         spool = job.scratch / f"{backend.name}.parquet"
         chunks = iter_chunks(backend.xdf, job.source, columns, self.batch_rows, read_types(pipeline, columns))
-        known: Known = []
+        known: _Known = []
         writer, rows, batches = None, 0, 0
         try:
             for start, frame in timed_items(chunks, timer):
