@@ -186,3 +186,14 @@ def test_the_numeric_share_of_a_text_column_counts_every_value():
     assert _numeric_share(pd.Series(["1", "1", "1", "x", None, "2.5e3", "nan"])) == pytest.approx(4 / 6)
     assert _numeric_share(pd.Series([None, None], dtype=object)) == 0.0
     assert _numeric_share(pd.Series(["a", "b"], dtype="category")) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("numbers", "texts", "said"), [(3321, 1, "99% numbers"), (50, 50, "50% numbers"), (99, 1, "99% numbers")]
+)
+def test_a_mixed_column_names_its_share_of_numbers_without_rounding_up_to_all(numbers, texts, said):
+    from accel.data.schema import _text_plan
+
+    text = pd.Series([str(1950 + i % 60) for i in range(numbers)] + ["unknown"] * texts)
+    plan = _text_plan("year", text, text.nunique(), [])
+    assert plan.kind == "categorical" and f"mixed types ({said}, the rest text)" in plan.reason

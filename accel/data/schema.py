@@ -265,7 +265,8 @@ def _text_plan(name: str, text: pd.Series, nunique: int, notices: list[str]) -> 
             f"--date-format {name}=FORMAT (a strptime format such as %d/%m/%Y %H:%M)"
         )
     if not reason and 0 < (numeric_share := _numeric_share(text)) < 1:
-        reason = f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
+        # At most "99%" numbers: a column with text in it is never shown as "100%" numbers.
+        reason = f"mixed types ({min(numeric_share, 0.99):.0%} numbers, the rest text): treated as categorical"
     if nunique >= ID_LIKE_SHARE * len(text) and len(text) >= 50:
         return ColumnPlan(name, "dropped", "ID-like or free text (almost every value distinct)")
     return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
