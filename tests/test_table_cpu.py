@@ -579,3 +579,18 @@ def test_long_rows_csv_chunks_equal_whole_read(tmp_path):
     path = tmp_path / "t.csv"
     bodies.long_rows_table().to_csv(path, index=False)
     bodies.check_csv_chunks_equal_whole_read(cpu_backend(), path, 2000, bodies.CHUNK_DTYPES)
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("s3://bucket/flights.parquet", "is a URL: accel reads local files and folders"),
+        ("https://alice:s3cret@host/a.csv", "is a URL: accel reads local files and folders"),
+        ("nope.csv", "does not exist"),
+    ],
+)
+def test_data_that_is_no_local_path_is_refused_in_one_line_naming_why(tmp_path, capsys, given, said):
+    code, out, err = run_cli(capsys, "run", "--data", given, "--target", "y", "--out", str(tmp_path / "r"))
+    assert code == 2 and out == ""
+    assert err.startswith("accel: error: --data: ") and said in err and err.count("\n") == 1
+    assert "s3cret" not in err and not (tmp_path / "r").exists()
