@@ -254,6 +254,9 @@ def errors_message(found: list[dict[str, Any]], source: str) -> str:
             if any(tuple(e["loc"]) == loc[:-1] for e in errors):
                 continue
         errors.append(error)
+    if source == "command line":  # a setting of the run itself is the flag that gave it (test_size: --test-size)
+        flags = {(name,) for name in RunConfig.model_fields if name not in ("cluster", "hpo", "workflow", *MODELS)}
+        errors = [{**e, "loc": (f"--{e['loc'][0]}".replace("_", "-"),)} if tuple(e["loc"]) in flags else e for e in errors]
     return f"{source}: " + "; ".join(_describe(e) for e in errors)
 
 

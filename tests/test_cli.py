@@ -34,6 +34,20 @@ def test_rows_must_be_positive(tmp_path, rows):
     assert records_in(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--test-size", "1.5"], "command line: --test-size: Input should be less than 1 (got 1.5)"),
+        (["--explain-rows", "-1"], "command line: --explain-rows: Input should be greater than or equal to 0"),
+        (["--memory-budget", "lots"], "command line: --memory-budget: cannot read 'lots' as a size"),
+    ],
+)
+def test_a_setting_refused_by_its_bounds_is_named_by_its_flag(tmp_path, flags, said):
+    proc = run_accel("run", "flights", *flags, "--out", str(tmp_path / "r"))
+    assert_one_line_error(proc, said)
+    assert not (tmp_path / "r").exists()
+
+
 def test_unwritable_output_directory(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
