@@ -37,12 +37,14 @@ def test_rows_must_be_positive(tmp_path, rows):
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--test-size", "1.5"], "command line: --test-size: Input should be less than 1 (got 1.5)"),
-        (["--explain-rows", "-1"], "command line: --explain-rows: Input should be greater than or equal to 0"),
+        (["--delimiter", "ab"], "command line: --delimiter: String should have at most 1 character (got 'ab')"),
         (["--memory-budget", "lots"], "command line: --memory-budget: cannot read 'lots' as a size"),
+        (["--test-size", "1.5"], "argument --test-size: must be a number in (0, 1), got 1.5"),
+        (["--explain-rows", "-1"], "argument --explain-rows: must be 0 or a positive integer, got -1"),
+        (["--seed", "-1"], "argument --seed: must be 0 or a positive integer, got -1"),
     ],
 )
-def test_a_setting_refused_by_its_bounds_is_named_by_its_flag(tmp_path, flags, said):
+def test_a_setting_out_of_its_bounds_is_named_by_its_flag(tmp_path, flags, said):
     proc = run_accel("run", "flights", *flags, "--out", str(tmp_path / "r"))
     assert_one_line_error(proc, said)
     assert not (tmp_path / "r").exists()

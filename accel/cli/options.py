@@ -43,7 +43,7 @@ positive_int = checked(int, lambda v: v > 0, "a positive integer")
 from_0 = checked(int, lambda v: v >= 0, "0 or a positive integer")
 percent = checked(int, lambda v: 0 <= v <= 100, "a whole percentage 0..100")
 fraction = checked(float, lambda v: 0 < v <= 1, "a number in (0, 1]")
-open_fraction = checked(fraction, lambda v: v < 1, "a number in (0, 1)")
+open_fraction = checked(float, lambda v: 0 < v < 1, "a number in (0, 1)")
 positive_seconds = checked(float, lambda v: v > 0, "a number of seconds", "a positive number of seconds")
 
 
@@ -102,12 +102,12 @@ KINDS: dict[str, dict[str, Any]] = {
     "--date-format": {"type": date_format_flag, "action": _DateFormats, "metavar": "COL=FMT"},
     "--probe": {"choices": ["auto", "off", "force"]},
     "--device": {"choices": ["auto", "cpu", "gpu"]},
-    "--test-size": {"type": float},
-    "--explain-rows": {"type": int},
+    "--test-size": {"type": open_fraction},
+    "--explain-rows": {"type": from_0},
     "--precision": {"choices": ["fp32", "fp16"]},
     "--batch-rows": {"type": batch_rows},
     "--rows": {"type": positive_int},
-    "--seed": {"type": int},
+    "--seed": {"type": from_0},
     "--out": {"type": Path},
     "--json": {"action": "store_true"},
     "--overwrite": {"action": "store_true"},
