@@ -1893,7 +1893,7 @@ CASES += [
          inspect=_first(said("300 rows × 5 columns"), said("'monthly\\nspend'"), said("'support\\r\\ncalls'"))),
     Case("batch-rows-tiny", "wrong", "--batch-rows 1",
          lambda tmp: run_argv(_csv(tmp, older(3000)), "churned", tmp, "--batch-rows", "1"), "clean error",
-         ("batch_rows", "1024"), timeout=180),
+         ("--batch-rows", "1024"), timeout=180),
     Case("yaml-duplicate-keys", "wrong", "a workflow file with a key given twice",
          _yaml_text("workflow: flights\nrows: 1000\nrows: 2000\ndevice: cpu\n"), "clean error",
          ("key 'rows' is given twice (lines 2 and 3)",)),
