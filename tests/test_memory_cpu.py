@@ -143,6 +143,14 @@ def test_streaming_equals_in_memory(backend, tmp_path, suffix):
     bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
+def test_streaming_equals_in_memory_on_untidy_rows(backend, tmp_path):
+    # Batches with no training rows (the first 2,500 rows have no target), integers with gaps, missing and
+    # delimiter-laden categories: the streamed run skips, featurises and holds apart as the whole table does.
+    path = tmp_path / "h.csv"
+    bodies.hostile_table(6000, missing_target_head=2500).to_csv(path, index=False)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=1100)
+
+
 @pytest.mark.slow  # allocates until NumPy runs out under a lowered address-space limit
 def test_backoff_halves_on_a_real_memory_error():
     # A subprocess with a hard address-space limit: the first batch's allocation genuinely fails.

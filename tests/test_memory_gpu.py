@@ -50,6 +50,13 @@ def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch)
     bodies.check_external_memory_matrix_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
+@requires_gpu
+def test_streaming_equals_in_memory_on_untidy_rows(backend, tmp_path):
+    path = tmp_path / "h.csv"
+    bodies.hostile_table(6000, missing_target_head=2500).to_csv(path, index=False)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=1100)
+
+
 def _in_subprocess(code: str) -> str:
     # RMM's device resource is per process: pools and limits are tried in a fresh one.
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, cwd=ROOT)
