@@ -9,7 +9,7 @@ the table is streamed from its file batch by batch (see :mod:`accel.streaming`).
 
 :func:`with_backoff` runs a batched step and, on an out-of-memory (``MemoryError`` on the host
 or from RMM, CuPy's ``OutOfMemoryError``, XGBoost's CUDA allocation failures), halves the batch,
-releases cached memory and retries; below :data:`MIN_BATCH_ROWS` it stops with an error naming
+releases cached memory and retries; below :data:`~accel.config.MIN_BATCH_ROWS` it stops with an error naming
 the budget and the bytes per row.
 """
 
@@ -22,14 +22,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from accel.backend import Backend, is_out_of_memory
+from accel.config import MIN_BATCH_ROWS
 from accel.errors import AccelError
 from accel.memory import MemoryMonitor, release_host_memory
 
 log = logging.getLogger("accel.batching")
 T = TypeVar("T")
 
-#: No batch is planned or retried below this many rows.
-MIN_BATCH_ROWS = 1024
 #: Rows in the probe slice for ``--batch-rows auto``: large enough that the fixed costs of reading
 #: (a Parquet row group decoded whole, buffers) do not dominate the bytes per row.
 PROBE_ROWS = 100_000
@@ -263,7 +262,7 @@ def _pages(rows_total: int, train_rows: int, batch_rows: int) -> tuple[float, in
 
 def _peaks(costs: StreamingCosts, kind: str, rows_total: int, train_rows: int, bytes_per_row: float) -> dict[int, float]:
     """The bytes held at the highest phase's peak (:meth:`StreamingCosts.phases`) for each batch size
-    (plan rows) from the least (:data:`MIN_BATCH_ROWS`, or the whole table) up by 5 % to the whole table."""
+    (plan rows) from the least (:data:`~accel.config.MIN_BATCH_ROWS`, or the whole table) up by 5 % to the whole table."""
     rows, sizes = float(min(MIN_BATCH_ROWS, rows_total)), []
     while rows < rows_total:
         sizes.append(int(rows))

@@ -22,8 +22,8 @@ from accel.yamlsafe import load as load_yaml
 
 #: Seeds: NumPy, scikit-learn and XGBoost all take 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
-#: Fewer rows per batch than this is refused: per-batch overhead swamps the work, and the
-#: out-of-memory back-off stops at the same floor (accel.batching.MIN_BATCH_ROWS).
+#: Fewer rows per batch than this is refused: per-batch overhead swamps the work. No batch is
+#: planned or retried below it either (the out-of-memory back-off of :mod:`accel.batching`).
 MIN_BATCH_ROWS = 1024
 
 #: Upper bounds of the counts and durations a setting takes: beyond them a number is a typo (or

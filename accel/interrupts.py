@@ -95,6 +95,19 @@ def never_lost() -> Iterator[None]:
         sys.unraisablehook = previous
 
 
+def exit_status_stands() -> None:
+    """Let the command line's exit status stand, whatever interrupts it handled on the way.
+
+    CPython remembers a ``KeyboardInterrupt`` raised in code run from a string (``exec`` and
+    ``eval``: a dataclass or a namedtuple being built when Ctrl-C landed) even once it was
+    handled, and under ``python -m`` it then ends the process with SIGINT at exit instead of the
+    status given to ``sys.exit`` (``Modules/main.c``, ``Py_RunMain``). Running an empty string
+    clears what it remembers (``Python/pythonrun.c``, ``run_eval_code_obj``), so the command
+    exits 130 (or 143, 2, ...) whichever way it was started.
+    """
+    exec("")
+
+
 def kept(exc: BaseException, what: str) -> None:
     """Note on the interrupt ``exc`` what the stopped command leaves on disk on purpose (``what``:
     a study and how to resume it); the command line says it instead of "nothing was written"."""

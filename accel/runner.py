@@ -22,8 +22,8 @@ from typing import Any
 
 from accel import _compat
 from accel.backend import Backend, resolve_arms
-from accel.batching import BUDGET_USE, MIN_BATCH_ROWS, BatchPlan, T, _human, with_backoff
-from accel.config import RunConfig
+from accel.batching import BUDGET_USE, BatchPlan, T, _human, with_backoff
+from accel.config import MIN_BATCH_ROWS, RunConfig
 from accel.data.prepared import Prepared
 from accel.early_stopping import EarlyStopping, search_between_stages
 from accel.errors import AccelError, first_line

@@ -75,3 +75,32 @@ sys.exit(main(["run", "flights", "--device", "cpu", "--rows", "3000", "--out", {
     assert "accel: interrupted; nothing was written" in proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert records_in(tmp_path) == []
+
+
+def test_an_interrupt_caught_in_code_run_from_a_string_keeps_exit_130_under_python_m(tmp_path):
+    """``python -m accel``: a Ctrl-C that passed through code run from a string (``exec``/``eval``: a
+    dataclass or a namedtuple being built when it landed) still exits 130, not killed by SIGINT.
+
+    CPython remembers such an interrupt even once it is handled, and at the exit of ``python -m``
+    it kills the process with SIGINT instead of exiting with the status the program gave."""
+    module = tmp_path / "interrupted_in_exec.py"
+    module.write_text(f"""
+import sys
+import accel.runner
+from accel.cli.main import main
+measured = accel.runner.task_metrics
+def task_metrics(*args, **kwargs):  # Ctrl-C lands while code run from a string is running
+    exec("import signal\\nsignal.raise_signal(signal.SIGINT)\\nfor _ in range(1000):\\n    pass")
+    return measured(*args, **kwargs)
+accel.runner.task_metrics = task_metrics
+sys.argv = ["accel", "run", "flights", "--device", "cpu", "--rows", "3000", "--out", {str(tmp_path / "out")!r}]
+sys.exit(main())
+""")
+    proc = subprocess.run(
+        [sys.executable, "-m", module.stem], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        preexec_fn=sigint_default,
+    )  # fmt: skip
+    assert proc.returncode == 130, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "accel: interrupted; nothing was written" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert not (tmp_path / "out").exists() or records_in(tmp_path / "out") == []

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from accel import __version__, output
 from accel.credentials import hide
 from accel.errors import AccelError, one_line
-from accel.interrupts import Terminated, never_lost, what_was_kept
+from accel.interrupts import Terminated, exit_status_stands, never_lost, what_was_kept
 from accel.record import dumps as strict_json
 from accel.record import remove_unused_folders
 
@@ -104,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
     finally:
         output.set_level(before)
+        exit_status_stands()
         if argv is not None and sigint is not None:  # a Python caller gets its Ctrl-C back; the command line exits next
             signal.signal(signal.SIGINT, sigint)
 
