@@ -584,8 +584,9 @@ def test_long_rows_csv_chunks_equal_whole_read(tmp_path):
 @pytest.mark.parametrize(
     ("given", "said"),
     [
-        ("s3://bucket/flights.parquet", "is a URL: accel reads local files and folders"),
-        ("https://alice:s3cret@host/a.csv", "is a URL: accel reads local files and folders"),
+        ("s3://bucket/flights.parquet", "'s3://bucket/flights.parquet' is a URL: accel reads local files and folders"),
+        ("https://alice:s3cret@host/a.csv", "'https://alice:***@host/a.csv' is a URL: accel reads local files and folders"),
+        ("gs://b/part-*.parquet", "'gs://b/part-*.parquet' is a URL"),
         ("nope.csv", "does not exist"),
     ],
 )

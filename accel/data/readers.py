@@ -507,8 +507,10 @@ def resolve_source(path: str | Path, delimiter: str | None = None) -> TableSourc
     path = Path(path).expanduser()
     try:
         if not path.exists() and not path.is_symlink():  # a URL (s3://, https://) is no local path either
-            url = re.match(r"[A-Za-z][\w+.-]+:/", str(path)) and "is a URL: accel reads local files and folders (copy it here)"
-            raise AccelError(f"--data: {str(path)!r} {url or 'does not exist'}")
+            if url := re.match(r"([A-Za-z][\w+.-]+:)/(.*)", str(path)):  # shown with the '//' a path keeps one of
+                url_text = f"{url[1]}//{url[2]}"
+                raise AccelError(f"--data: {url_text!r} is a URL: accel reads local files and folders (copy it here)")
+            raise AccelError(f"--data: {str(path)!r} does not exist")
         if path.is_dir():
             try:
                 found, skipped = regular_files(path, "*")
