@@ -39,6 +39,7 @@ from accel import __version__, _compat
 from accel._compat import Array, Frame
 from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
+from accel.data.schema import numbers_in_text
 from accel.errors import AccelError, first_line
 from accel.files import file_sha256
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
@@ -200,8 +201,11 @@ class Pipeline:
             for col in self.transform.plan.features:
                 s = frame[col.name]
                 if col.kind == "numeric" and _compat.is_text_dtype(s):
-                    bad = s[s.notna() & self.backend.xdf.to_numeric(s, errors="coerce").isna()]
-                    if len(bad):
+                    numbers = numbers_in_text(s) if col.numbers_in_text else self.backend.xdf.to_numeric(s, errors="coerce")
+                    bad = s[s.notna() & numbers.isna()]
+                    if len(bad) and col.numbers_in_text:  # as its training rows were
+                        self.notices.append(f"column {col.name!r}: {len(bad):,} value(s) not numbers, scored as missing")
+                    elif len(bad):
                         example = _compat.to_pandas(bad.head(1)).iloc[0]
                         raise AccelError(
                             f"column {col.name!r} held numbers in training and holds text here (e.g. {str(example)[:40]!r}): "

@@ -17,6 +17,7 @@ from accel.models import XGBoostSettings
 from accel.runner import run_arm
 from accel.timing import EXTRA_STAGES, STAGES
 from accel.workflows import FlightsWorkflow, WorkflowSettings
+from tests import tables
 
 
 def to_pandas(frame) -> pd.DataFrame:
@@ -479,3 +480,27 @@ def long_rows_table(n: int = 8000, seed: int = 2) -> pd.DataFrame:
     notes = np.array([f"n{i}" for i in range(n)], dtype=object)
     notes[::50] = ["x" * 30_000 + str(i) for i in range(0, n, 50)]
     return frame.assign(notes=notes)
+
+
+def check_numbers_with_words(backend: Backend) -> None:
+    """Columns of numbers with a few words in them (``unknown``, ``?``, ``-``): planned numeric,
+    each word read as missing and each number as itself on the arm, spaces around it or not."""
+    from accel.data.autofeatures import build_table_features
+    from accel.data.schema import make_plan
+
+    frame = tables.customers_with_words(700)
+    plan = make_plan(frame, "churned", seed=5)
+    by = {c.name: c for c in plan.columns}
+    for name in ("monthly_spend", "age"):
+        assert by[name].kind == "numeric" and by[name].numbers_in_text, by[name]
+        assert "not numbers" in by[name].reason and "read as missing" in by[name].reason
+    assert plan.csv_dtypes()["monthly_spend"] == "str"  # read as text: a float read would refuse the words
+    arm_frame = frame if backend.xdf.__name__ == "pandas" else backend.xdf.from_pandas(frame)
+    arm_frame = arm_frame.iloc[plan.row_positions].reset_index(drop=True)
+    prepared, _ = build_table_features(backend.xdf, arm_frame, plan, "native", seed=5)
+    rows = frame.iloc[plan.row_positions].reset_index(drop=True)
+    for name in ("monthly_spend", "age"):
+        expected = [np.nan if v is None or v in ("unknown", "?", "n.a.", "-") else float(v) for v in rows[name]]
+        got = np.concatenate([to_pandas(prepared.X_train)[name], to_pandas(prepared.X_test)[name]])
+        order = np.concatenate([plan.train_pos, plan.test_pos])
+        np.testing.assert_allclose(got, np.asarray(expected, dtype=np.float32)[order], rtol=1e-6)

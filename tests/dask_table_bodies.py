@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from accel.data.readers import read_source
@@ -75,7 +76,9 @@ def write_edge_tables(folder: Path, frame: pd.DataFrame, cuts: list[int]) -> dic
       several files in one call only when they share one schema);
     - ``parquet-durations``: a ``duration[s]`` feature ``wait`` (read as seconds on both arms);
     - ``parquet-decimal256``: ``price`` as decimal256(40, 2) and ``items`` as float16, types cuDF
-      has none for (read on the host on the GPU arm).
+      has none for (read on the host on the GPU arm);
+    - ``csv-words``: a word in 2% of ``price`` (``unknown``, ``?``) and ``-`` in 2% of ``items``:
+      columns of numbers read as text, their words as missing (cuDF's string match and cast).
     """
     import decimal
 
@@ -105,11 +108,16 @@ def write_edge_tables(folder: Path, frame: pd.DataFrame, cuts: list[int]) -> dic
 
     none_text = folder / "orders-none.csv"
     frame.to_csv(none_text, index=False, na_rep="None")
+    words, rng = frame.astype({"price": object, "items": object}), np.random.default_rng(8)
+    words.loc[rng.random(len(frame)) < 0.02, "price"] = rng.choice(["unknown", "?"])
+    words.loc[rng.random(len(frame)) < 0.02, "items"] = "-"
+    words.to_csv(folder / "orders-words.csv", index=False)
     return {
         "csv-none": none_text,
         "parquet-mixed": _parquet_parts(folder / "orders-mixed", frame, cuts, mixed),
         "parquet-durations": _parquet_parts(folder / "orders-durations", frame, cuts, durations),
         "parquet-decimal256": _parquet_parts(folder / "orders-decimal256", frame, cuts, wide_types),
+        "csv-words": folder / "orders-words.csv",
     }
 
 

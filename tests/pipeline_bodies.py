@@ -124,3 +124,18 @@ def check_unseen_categories_are_counted(record: Path, data: Path, device: str) -
     assert np.isfinite(scored).all()
     assert any("'plan': 10 value(s) not seen in training" in n for n in pipeline.notices), pipeline.notices
     assert any("extra" in n and "ignored" in n for n in pipeline.notices), pipeline.notices
+
+
+def check_numbers_with_words_are_scored(folder: Path, device: str, atol: float = 0.0) -> None:
+    """A run on a table whose numeric columns hold a few words (``unknown``, ``?``, ``-``): its
+    pipeline scores the hold-out rows as the run did, and new rows with another word there are
+    scored too, the words counted as missing values."""
+    data = folder / "words.csv"
+    tables.customers_with_words(700).to_csv(data, index=False)
+    result = accel.run(workflow_file(folder, data, "churned", "xgboost"), device=device, out=folder / "runs")
+    pipeline = check_round_trip(result.path, data, device, "gpu" if device == "gpu" else "cpu", atol)
+    frame = pd.read_csv(data).drop(columns=["churned"])
+    frame.loc[:4, "monthly_spend"] = "not given"
+    assert np.isfinite(pipeline.predict_proba(frame)).all()
+    said = [n for n in pipeline.notices if n.startswith("column 'monthly_spend': ")]
+    assert said and said[0].endswith("value(s) not numbers, scored as missing"), pipeline.notices

@@ -68,3 +68,7 @@ def test_linear_features_of_missing_categories_equal_the_cpu_arm(backend):
     gpu = null_bodies.check_linear_features_of_missing_categories(backend)
     cpu = null_bodies.check_linear_features_of_missing_categories(cpu_backend())
     pd.testing.assert_frame_equal(gpu, cpu, check_dtype=False, rtol=1e-6)
+
+
+def test_numbers_with_words_on_the_arm(backend):
+    bodies.check_numbers_with_words(backend)

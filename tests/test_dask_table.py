@@ -146,6 +146,7 @@ def test_table_options_a_cluster_cannot_honour_are_refused_up_front(capsys, tmp_
         ("parquet-mixed", "basket", None),
         ("parquet-durations", "returned", None),
         ("parquet-decimal256", "basket", None),
+        ("csv-words", "returned", None),
     ],
 )
 def test_table_features_on_partitions_equal_the_single_process_features(session, tables, source, target, rows):

@@ -60,10 +60,13 @@ def test_table_run_on_the_cuda_cluster_agrees_with_single_process_gpu_run(sessio
 
 @pytest.mark.parametrize(
     ("source", "target"),
-    [("csv-none", "returned"), ("parquet-mixed", "basket"), ("parquet-durations", "returned"), ("parquet-decimal256", "basket")],
-)
+    [
+        ("csv-none", "returned"), ("parquet-mixed", "basket"), ("parquet-durations", "returned"),
+        ("parquet-decimal256", "basket"), ("csv-words", "returned"),
+    ],
+)  # fmt: skip
 def test_edge_tables_on_cudf_partitions_equal_the_single_process_gpu_features(session, tables, source, target):
-    """``None`` as text, Parquet files that differ in schema, durations, decimal256 and float16."""
+    """``None`` as text, Parquet files that differ in schema, durations, decimal256 and float16, words among numbers."""
     check_table_features_match_single_process(session, "gpu", tables[source], target, min_partitions=1)
 
 

@@ -143,6 +143,13 @@ def test_streaming_equals_in_memory(backend, tmp_path, suffix):
     bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
 
 
+def test_streaming_equals_in_memory_on_numbers_with_words(backend, tmp_path):
+    # Columns of numbers with a few words in them, read as text and their words as missing, batch by batch.
+    path = tmp_path / "w.csv"
+    tables.customers_with_words(9000).to_csv(path, index=False)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
 def test_streaming_equals_in_memory_on_untidy_rows(backend, tmp_path):
     # Batches with no training rows (the first 2,500 rows have no target), integers with gaps, missing and
     # delimiter-laden categories: the streamed run skips, featurises and holds apart as the whole table does.

@@ -51,6 +51,14 @@ def test_external_memory_matrix_equals_in_memory(backend, tmp_path, monkeypatch)
 
 
 @requires_gpu
+def test_streaming_equals_in_memory_on_numbers_with_words(backend, tmp_path):
+    # Columns of numbers with a few words in them, read as text and their words as missing, batch by batch.
+    path = tmp_path / "w.csv"
+    tables.customers_with_words(9000).to_csv(path, index=False)
+    bodies.check_streaming_equals_in_memory(backend, path, "churned", batch_rows=2100)
+
+
+@requires_gpu
 def test_streaming_equals_in_memory_on_untidy_rows(backend, tmp_path):
     path = tmp_path / "h.csv"
     bodies.hostile_table(6000, missing_target_head=2500).to_csv(path, index=False)

@@ -180,3 +180,7 @@ def test_dask_scoring_of_a_parquet_folder_equals_single_process_scoring(customer
     pd.testing.assert_frame_equal(one.predictions, on_dask.predictions, check_dtype=False)
     assert arm["metrics"] == one.record["arms"]["cpu"]["metrics"]
     assert on_dask.record["clusters"]["cpu"]["workers"] == 2
+
+
+def test_numbers_with_words_are_scored(tmp_path):
+    bodies.check_numbers_with_words_are_scored(tmp_path, "cpu")

@@ -82,3 +82,8 @@ def test_dask_cuda_scoring_equals_single_process_gpu_scoring(tmp_path):
     dask = accel.predict(record, data=folder, out=tmp_path / "dask.parquet", records=tmp_path, device="gpu", cluster="local-cuda")
     assert dask.record["arms"]["gpu"]["executor"] == "dask"
     np.testing.assert_allclose(one.predictions["proba_yes"], dask.predictions["proba_yes"], rtol=0, atol=1e-6)
+
+
+def test_numbers_with_words_are_scored_on_the_gpu(tmp_path):
+    """cuDF's string match and cast of a column of numbers with words, in the run and in scoring."""
+    bodies.check_numbers_with_words_are_scored(tmp_path, "gpu", atol=1e-5)

@@ -38,7 +38,7 @@ from accel.cache import cache_dir
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
 from accel.data.prepared import Prepared
-from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
+from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan, numbers_in_text
 from accel.errors import AccelError
 from accel.files import REPLACE, write_new
 from accel.registry import OLD_FAMILIES
@@ -91,6 +91,8 @@ class FeatureReport:
 def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
     """The column as the plan says: float64 for numeric/boolean, else categorical (a datetime
     column is not cast here but by :func:`cast_datetime`)."""
+    if plan.numbers_in_text and _compat.is_text_dtype(s):
+        s = numbers_in_text(s)
     if plan.kind == "numeric" or (plan.kind == "boolean" and str(s.dtype) == "bool"):
         return s.astype("float64")
     if plan.kind == "boolean":
@@ -106,6 +108,13 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
         codes = _compat.as_categorical(xdf, s.astype("float64"), categories).cat.codes
         return _compat.as_categorical(xdf, codes.astype("int64"), range(len(categories)))
     return _compat.as_categorical(xdf, s if _compat.is_text_dtype(s) else s.astype("str"), categories)
+
+
+def numbers(xdf: ModuleType, frame: Frame, columns: list[ColumnPlan]) -> Frame:
+    """The numeric ``columns`` of ``frame``; a column of numbers written as text among words
+    (``numbers_in_text``) as its numbers, each word missing."""
+    texts = {c.name: cast_column(xdf, frame[c.name], c) for c in columns if c.numbers_in_text}
+    return frame[[c.name for c in columns]].assign(**texts)
 
 
 def cast_datetime(xdf: ModuleType, s: Any, plan: ColumnPlan) -> tuple[Any, str]:
@@ -341,7 +350,7 @@ class TableFeaturizer:
     def transform(self, frame: Any, folds: np.ndarray | None = None) -> Any:
         """Feature frame for these rows; training rows pass their ``folds`` (out-of-fold encoding)."""
         xdf, frame = self.xdf, frame.reset_index(drop=True)
-        numeric = [c.name for c in self.plan.features if c.kind == "numeric"]
+        numeric = [c for c in self.plan.features if c.kind == "numeric"]
         built: dict[str, Any] = {}
         for col in (c for c in self.plan.features if c.kind != "numeric"):
             kind, name = self.encoding[col.name], col.name
@@ -365,7 +374,7 @@ class TableFeaturizer:
         # each cast to float32 once, as it is built, rather than the whole frame copied at the end.
         dense = "float32" if self.family == "native" else "float64"
         built = {k: v if str(v.dtype) in ("category", "bool", dense) else v.astype(dense) for k, v in built.items()}
-        parts = [frame[numeric].astype(dense)] if numeric else []
+        parts = [numbers(xdf, frame, numeric).astype(dense)] if numeric else []
         parts += [xdf.DataFrame(built)] if built else []
         return parts[0] if len(parts) == 1 else xdf.concat(parts, axis=1)
 

@@ -5,8 +5,9 @@ their own frames: the same column kinds, the same category vocabularies, the sam
 the same rows and the same split. Deciding once keeps the arms comparable (cuDF's and pandas'
 readers do not always give a column the same dtype) and makes every decision reportable.
 
-Column kinds: ``numeric``, ``boolean``, ``categorical`` (strings, low-cardinality integers,
-mixed numbers and text, text that looks like dates but fits no layout), ``datetime`` (typed, or
+Column kinds: ``numeric`` (numbers, and text of :data:`MOSTLY_NUMBERS` numbers whose other values
+are read as missing), ``boolean``, ``categorical`` (strings, low-cardinality integers, mixed
+numbers and text, text that looks like dates but fits no layout), ``datetime`` (typed, or
 text in a layout detected by :mod:`accel.data.dates` or given with ``--date-format COL=FMT``), and
 ``dropped`` (ID-like or free text, constant, named in ``--drop``, or a leak of the target). A
 Parquet column whose Arrow type decides its kind gets that kind (``typed``, from
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from accel._compat import cudf_date_gap, pandas_datetime
+from accel._compat import Column, cudf_date_gap, pandas_datetime
 from accel.data import dates
 from accel.data.rows import sample_positions, split_positions
 from accel.errors import AccelError
@@ -50,6 +51,18 @@ MIN_ROWS = 20
 _ID_NAME = re.compile(r"(^|_)(id|uuid|guid|key)$|id$", re.IGNORECASE)
 TRUE_STRINGS = ("true", "t", "yes", "y")
 FALSE_STRINGS = ("false", "f", "no", "n")
+#: A text column with at least this share of its values numbers is numeric, the rest read as missing.
+MOSTLY_NUMBERS = 0.95
+#: A number written as text, as both arms read one (after surrounding spaces and tabs): a sign,
+#: ASCII digits with a decimal point, an exponent; each such string is one libcudf's ``is_float``
+#: accepts too. ``inf``, ``nan``, ``1,000`` and digits of other scripts are not numbers here.
+NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def numbers_in_text(s: Column) -> Column:
+    """The numbers of a text column (pandas or cuDF, alike) as float64; every other value missing."""
+    text = s.astype("str").str.strip(" \t")
+    return text.where(text.str.match(NUMBER)).astype("float64")
 
 
 @dataclass
@@ -66,6 +79,7 @@ class ColumnPlan:
     date_note: str = ""  # month-first/day-first resolution, share parsed
     date_parts: list[str] | None = None  # the parts it becomes (None: every part)
     date_gpu: str = ""  # how the GPU arm parses it: "cuDF" or "host (pandas): why"
+    numbers_in_text: bool = False  # text on disk: its numbers are used, the rest read as missing
 
     @property
     def cardinality(self) -> int:
@@ -73,7 +87,7 @@ class ColumnPlan:
 
     def describe(self) -> dict[str, Any]:
         """The column in the record: its kind, and each other field that is set."""
-        out = {k: v for k, v in vars(self).items() if k not in ("name", "categories_numeric") and v not in (None, "")}
+        out = {k: v for k, v in vars(self).items() if k not in ("name", "categories_numeric") and v not in (None, "", False)}
         return {**out, "categories": self.cardinality} if self.categories is not None else out
 
 
@@ -101,11 +115,14 @@ class TablePlan:
         """Categories seen anywhere in the file, where the kinds came from its first rows."""
         for c in self.columns:
             if c.kind == "categorical" and c.name in uniques:
-                c.categories = sorted(set(map(float if c.categories_numeric else str, uniques[c.name])))
+                values = pd.Series(uniques[c.name], dtype=object)
+                values = numbers_in_text(values).dropna() if c.numbers_in_text else values
+                c.categories = sorted(set(map(float if c.categories_numeric else str, values)))
 
     def csv_dtypes(self) -> dict[str, str]:
         """Column types to read CSV chunks with, so that every chunk parses alike."""
-        out = {c.name: "float64" if c.kind == "numeric" or c.categories_numeric else "str" for c in self.features}
+        numeric = {c.name for c in self.features if (c.kind == "numeric" or c.categories_numeric) and not c.numbers_in_text}
+        out = {c.name: "float64" if c.name in numeric else "str" for c in self.features}
         return {**out, self.target: "float64" if self.task == "regression" or self.classes_numeric else "str"}
 
     @property
@@ -153,7 +170,7 @@ def _numeric_share(s: pd.Series) -> float:
     counts = s.value_counts()
     if counts.empty:
         return 0.0
-    parsed = pd.to_numeric(pd.Series(counts.index, dtype=object), errors="coerce").notna().to_numpy()
+    parsed = numbers_in_text(pd.Series(counts.index, dtype=object)).notna().to_numpy()
     return float(counts.to_numpy()[parsed].sum() / counts.sum())
 
 
@@ -265,11 +282,26 @@ def _text_plan(name: str, text: pd.Series, nunique: int, notices: list[str]) -> 
             f"--date-format {name}=FORMAT (a strptime format such as %d/%m/%Y %H:%M)"
         )
     if not reason and 0 < (numeric_share := _numeric_share(text)) < 1:
-        # At most "99%" numbers: a column with text in it is never shown as "100%" numbers.
-        reason = f"mixed types ({min(numeric_share, 0.99):.0%} numbers, the rest text): treated as categorical"
+        if numeric_share >= MOSTLY_NUMBERS:
+            return _numbers_plan(name, text, notices)
+        reason = f"mixed types ({numeric_share:.0%} numbers, the rest text): treated as categorical"
     if nunique >= ID_LIKE_SHARE * len(text) and len(text) >= 50:
         return ColumnPlan(name, "dropped", "ID-like or free text (almost every value distinct)")
     return ColumnPlan(name, "categorical", reason, _sorted_categories(text, False), False)
+
+
+def _numbers_plan(name: str, text: pd.Series, notices: list[str]) -> ColumnPlan:
+    """A text column of numbers but for a few values (``unknown``, ``?``): planned as its numbers
+    are, by the rules for a numeric column, each other value read as missing (on both arms)."""
+    numbers = numbers_in_text(text)
+    words = text[numbers.isna()].value_counts()
+    shown = ", ".join(map(repr, words.index[:3])) + (f" and {len(words) - 3:,} more" if len(words) > 3 else "")
+    plan = _plan_column(name, numbers, notices, None, None)
+    if plan.kind != "dropped":
+        said = f"{int(words.sum()):,} of {len(text):,} values not numbers ({shown}), read as missing"
+        plan.numbers_in_text, plan.reason = True, "; ".join(filter(None, (plan.reason, said)))
+        notices.append(f"column {name!r}: numbers, but {said}")
+    return plan
 
 
 def _identical(a: np.ndarray, b: np.ndarray, finite: np.ndarray) -> bool:
