@@ -235,6 +235,20 @@ def read_parquet_rows(
     return frame[names]
 
 
+#: A number written as text, as both arms read one (after surrounding spaces and tabs): a sign,
+#: ASCII digits with a decimal point, an exponent; each such string is one libcudf's ``is_float``
+#: accepts too. ``inf``, ``nan``, ``1,000`` and digits of other scripts are not numbers here.
+NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def numbers_in_text(s: Column) -> Column:
+    """The numbers of a text column as float64, on either arm alike; every other value missing, and
+    so is a number too large for float64 (``1e400``), as the readers make an infinity."""
+    text = s.astype("str").str.strip(" \t")
+    numbers = text.where(text.str.match(NUMBER)).astype("float64")
+    return numbers.mask(numbers.abs() == float("inf"))
+
+
 def is_text_dtype(s: Any) -> bool:
     """A string column: pandas' ``str``/``object``/``string``, cuDF's ``object``/``str``."""
     dtype = s.dtype

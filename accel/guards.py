@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accel._compat import numbers_in_text
 from accel.errors import AccelError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -196,9 +197,12 @@ def check_features(plan: Any, head: pd.DataFrame) -> list[str]:
     """Notices for infinite feature values (treated as missing); refuse values beyond float32's range."""
     notices = []
     for column in plan.features:
-        if column.kind != "numeric" or column.name not in head.columns or head[column.name].dtype.kind != "f":
+        if column.kind != "numeric" or column.name not in head.columns:
             continue
-        values = head[column.name].to_numpy(dtype=np.float64, na_value=np.nan)
+        s = numbers_in_text(head[column.name]) if column.numbers_in_text else head[column.name]
+        if s.dtype.kind != "f":
+            continue
+        values = s.to_numpy(dtype=np.float64, na_value=np.nan)
         finite = values[np.isfinite(values)]
         if finite.size and np.abs(finite).max() > FLOAT32_MAX:
             n = int((np.abs(finite) > FLOAT32_MAX).sum())

@@ -39,7 +39,6 @@ from accel import __version__, _compat
 from accel._compat import Array, Frame
 from accel.backend import Backend, get_backend
 from accel.data.prepared import FeatureTransform
-from accel.data.schema import numbers_in_text
 from accel.errors import AccelError, first_line
 from accel.files import file_sha256
 from accel.precision import ColumnPrecision, PrecisionPlan, StoredMatrix, store_frame
@@ -201,8 +200,7 @@ class Pipeline:
             for col in self.transform.plan.features:
                 s = frame[col.name]
                 if col.kind == "numeric" and _compat.is_text_dtype(s):
-                    numbers = numbers_in_text(s) if col.numbers_in_text else self.backend.xdf.to_numeric(s, errors="coerce")
-                    bad = s[s.notna() & numbers.isna()]
+                    bad = s[s.notna() & _compat.numbers_in_text(s).isna()]
                     if len(bad) and col.numbers_in_text:  # as its training rows were
                         self.notices.append(f"column {col.name!r}: {len(bad):,} value(s) not numbers, scored as missing")
                     elif len(bad):

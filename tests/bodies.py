@@ -500,7 +500,7 @@ def check_numbers_with_words(backend: Backend) -> None:
     prepared, _ = build_table_features(backend.xdf, arm_frame, plan, "native", seed=5)
     rows = frame.iloc[plan.row_positions].reset_index(drop=True)
     for name in ("monthly_spend", "age"):
-        expected = [np.nan if v is None or v in ("unknown", "?", "n.a.", "-") else float(v) for v in rows[name]]
+        expected = [np.nan if v is None or v in ("unknown", "?", "n.a.", "-", "1e400") else float(v) for v in rows[name]]
         got = np.concatenate([to_pandas(prepared.X_train)[name], to_pandas(prepared.X_test)[name]])
         order = np.concatenate([plan.train_pos, plan.test_pos])
         np.testing.assert_allclose(got, np.asarray(expected, dtype=np.float32)[order], rtol=1e-6)

@@ -104,13 +104,14 @@ def shop_orders(n: int = 4000, seed: int = 5) -> pd.DataFrame:
 
 def customers_with_words(n: int = 700, seed: int = 0) -> pd.DataFrame:
     """:func:`customers` as exported by hand: 2% of ``monthly_spend`` a word (``unknown``, ``?``,
-    ``n.a.``), some with spaces around the number, and ``age`` with one ``-`` in 50 rows; both
+    ``n.a.``), some with spaces around the number, one ``1e400``, and ``age`` with one ``-`` in 50 rows; both
     are columns of numbers whose other values are read as missing."""
     frame = customers(n, seed)
     rng = np.random.default_rng(seed + 1)
     spend = frame["monthly_spend"].map(lambda v: f" {v} " if rng.random() < 0.1 else str(v)).astype(object)
     words = rng.random(n) < 0.02
     spend[words] = rng.choice(["unknown", "?", "n.a."], int(words.sum()))
+    spend[3] = "1e400"  # a number beyond float64: missing, as an infinity is
     age = frame["age"].map(lambda v: None if np.isnan(v) else str(int(v))).astype(object)
     age[rng.random(n) < 0.02] = "-"
     return frame.assign(monthly_spend=spend, age=age)

@@ -595,3 +595,19 @@ def test_data_that_is_no_local_path_is_refused_in_one_line_naming_why(tmp_path, 
     assert code == 2 and out == ""
     assert err.startswith("accel: error: --data: ") and said in err and err.count("\n") == 1
     assert "s3cret" not in err and not (tmp_path / "r").exists()
+
+
+def test_a_column_of_numbers_with_words_beyond_float32_is_refused_as_a_numeric_one(tmp_path, capsys):
+    """Its numbers are checked as a numeric column's are: one beyond float32's range is refused
+    before anything runs; one beyond float64's (``1e400``) is missing, as an infinity is."""
+    rng = np.random.default_rng(0)
+    x = pd.Series(rng.normal(size=400).round(3).astype(str), dtype=object)
+    x[[5, 9, 11]] = ["unknown", "1e39", "1e400"]
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"x": x, "z": rng.normal(size=400), "y": rng.integers(0, 2, 400)}).to_csv(path, index=False)
+    code, out, err = run_cli(capsys, "run", "--data", str(path), "--target", "y", "--out", str(tmp_path / "r"))
+    assert code == 2 and out == "" and not (tmp_path / "r").exists()
+    assert err == (
+        "accel: error: column 'x' has 1 value(s) beyond float32's range (largest 1e+39); the feature matrices are "
+        "float32: rescale the column or --drop it\n"
+    )

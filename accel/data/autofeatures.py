@@ -38,7 +38,7 @@ from accel.cache import cache_dir
 from accel.data.dates import ALL_PARTS
 from accel.data.features import left_join
 from accel.data.prepared import Prepared
-from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan, numbers_in_text
+from accel.data.schema import FALSE_STRINGS, TRUE_STRINGS, ColumnPlan, TablePlan
 from accel.errors import AccelError
 from accel.files import REPLACE, write_new
 from accel.registry import OLD_FAMILIES
@@ -92,7 +92,7 @@ def cast_column(xdf: ModuleType, s: Any, plan: ColumnPlan) -> Any:
     """The column as the plan says: float64 for numeric/boolean, else categorical (a datetime
     column is not cast here but by :func:`cast_datetime`)."""
     if plan.numbers_in_text and _compat.is_text_dtype(s):
-        s = numbers_in_text(s)
+        s = _compat.numbers_in_text(s)
     if plan.kind == "numeric" or (plan.kind == "boolean" and str(s.dtype) == "bool"):
         return s.astype("float64")
     if plan.kind == "boolean":

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from accel._compat import Column, cudf_date_gap, pandas_datetime
+from accel._compat import cudf_date_gap, numbers_in_text, pandas_datetime
 from accel.data import dates
 from accel.data.rows import sample_positions, split_positions
 from accel.errors import AccelError
@@ -53,16 +53,6 @@ TRUE_STRINGS = ("true", "t", "yes", "y")
 FALSE_STRINGS = ("false", "f", "no", "n")
 #: A text column with at least this share of its values numbers is numeric, the rest read as missing.
 MOSTLY_NUMBERS = 0.95
-#: A number written as text, as both arms read one (after surrounding spaces and tabs): a sign,
-#: ASCII digits with a decimal point, an exponent; each such string is one libcudf's ``is_float``
-#: accepts too. ``inf``, ``nan``, ``1,000`` and digits of other scripts are not numbers here.
-NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-
-
-def numbers_in_text(s: Column) -> Column:
-    """The numbers of a text column (pandas or cuDF, alike) as float64; every other value missing."""
-    text = s.astype("str").str.strip(" \t")
-    return text.where(text.str.match(NUMBER)).astype("float64")
 
 
 @dataclass
