@@ -301,14 +301,15 @@ def device_budget(free_before_pool: int, pool_maximum: int | None) -> tuple[int,
 MAX_SIZE_BYTES = 2**60
 
 
-def parse_size(text: str, option: str) -> int:
-    """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000``; a one-line error otherwise."""
+def parse_size(text: str, option: str, examples: str = "examples: 512MB, 8GB, 1.5GiB") -> int:
+    """Bytes from ``512MB``, ``8GB``, ``1.5GiB``, ``1000000`` (as Dask parses sizes); a one-line
+    error otherwise, naming ``option`` and what to give (``examples``)."""
     from dask.utils import parse_bytes
 
     try:
         value = parse_bytes(str(text).strip())
     except (ValueError, TypeError, KeyError, OverflowError):  # OverflowError: 1e400 is infinite
-        raise AccelError(f"{option}: cannot read {text!r} as a size (examples: 512MB, 8GB, 1.5GiB)") from None
+        raise AccelError(f"{option}: cannot read {text!r} as a size ({examples})") from None
     if not value > 0:
         raise AccelError(f"{option}: the size must be positive, got {text!r}")
     if value > MAX_SIZE_BYTES:

@@ -288,7 +288,7 @@ def test_scale_refuses_before_any_cluster_starts(tmp_path):
         accel.scale("flights", workers=[1, cpu_threads() + 1], out=tmp_path)
     with pytest.raises(AccelError, match="--workers must be positive integers"):
         accel.scale("flights", workers=[0, 1], out=tmp_path)
-    with pytest.raises(AccelError, match="--worker-memory 'lots' is not a size"):
+    with pytest.raises(AccelError, match="--worker-memory: cannot read 'lots' as a size"):
         accel.scale("flights", cluster="local", worker_memory="lots", out=tmp_path)
     assert records_in(tmp_path) == []
 

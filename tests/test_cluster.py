@@ -67,6 +67,22 @@ def test_sizes_are_parsed_by_dask_and_bad_ones_named():
             dask_cuda_size(bad, "--rmm-pool")
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("lots", "--device-memory-limit: cannot read 'lots' as a size (give bytes like 8GB or 500MiB, or a fraction like 0.5)"),
+        ("1e400GB", "--device-memory-limit: cannot read '1e400GB' as a size"),
+        ("-1GB", "--device-memory-limit: the size must be positive, got '-1GB'"),
+        ("2000PiB", "--device-memory-limit: '2000PiB' is more than any machine holds (at most 1,024 PiB)"),
+    ],
+)
+def test_a_cluster_size_is_refused_in_the_words_every_size_is(text, said):
+    """One parser for every size accel reads (memory.parse_size): --memory-budget's words, each flag's examples."""
+    with pytest.raises(AccelError) as refused:
+        dask_cuda_size(text, "--device-memory-limit")
+    assert str(refused.value).startswith(said)
+
+
 def test_cluster_pool_sizes_mean_what_the_single_process_pool_means():
     from accel.memory import rmm_auto_sizes
 
@@ -138,7 +154,7 @@ def test_local_cuda_with_device_gpu_without_gpu_fails_fast_and_imports_no_gpu_li
         (["--cluster", "local", "--device", "gpu"], ["--device gpu", "CPU workers only", "local-cuda"]),
         (["--cluster", "local", "--baseline-scheduler", "tcp://127.0.0.1:8786"], ["--baseline-scheduler", "--scheduler"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--worker-memory", "1GB"], ["--worker-memory", "--cluster"]),
-        (["--cluster", "local", "--worker-memory", "lots"], ["--worker-memory 'lots'", "400MB"]),
+        (["--cluster", "local", "--worker-memory", "lots"], ["--worker-memory: cannot read 'lots' as a size", "400MB"]),
         (["--cluster", "local", "--worker-memory", "0.5"], ["--worker-memory '0.5'", "not a fraction"]),
         (["--cluster", "local", "--worker-memory", "10MB"], ["--worker-memory '10MB'", "at least"]),
         (["--scheduler", "tcp://127.0.0.1:8786", "--baseline-scheduler", "127.0.0.1"], ["127.0.0.1"]),

@@ -41,7 +41,7 @@ from accel.backend import (
     xgboost_build_info,
 )
 from accel.errors import AccelError, first_line
-from accel.memory import MAX_SIZE_BYTES, PeriodicSampler, process_peak_rss, to_mb
+from accel.memory import PeriodicSampler, parse_size, process_peak_rss, to_mb
 from accel.output import say as say_line
 from accel.result import ArmPeaks, Executed, Executor, W
 
@@ -80,10 +80,7 @@ def dask_cuda_size(text: str | None, flag: str) -> int | float | None:
     fraction = _float_or_none(text)
     if fraction is not None and 0 < fraction <= 1:
         return fraction
-    size = _parse_size(text, flag, "give bytes like 8GB or 500MiB, or a fraction like 0.5")
-    if size <= 0:
-        raise AccelError(f"{flag} {text!r} must be more than 0 bytes")
-    return size
+    return parse_size(text, flag, "give bytes like 8GB or 500MiB, or a fraction like 0.5")
 
 
 def worker_memory_bytes(text: str | None) -> int | None:
@@ -95,7 +92,7 @@ def worker_memory_bytes(text: str | None) -> int | None:
         raise AccelError(
             f"--worker-memory {text!r}: give a size per worker such as 400MB or 4GB, not a fraction or a bare number"
         )
-    size = _parse_size(text, "--worker-memory", "give one such as 400MB or 4GB per worker")
+    size = parse_size(text, "--worker-memory", "give one such as 400MB or 4GB per worker")
     if size < MIN_WORKER_MEMORY:
         raise AccelError(
             f"--worker-memory {text!r} is below what a worker process needs to start ({MIN_WORKER_MEMORY // 10**6} MB); "
@@ -108,19 +105,6 @@ def _float_or_none(text: str) -> float | None:
     with suppress(ValueError):
         return float(text)
     return None
-
-
-def _parse_size(text: str, flag: str, example: str) -> int:
-    """``text`` in bytes as Dask parses sizes; AccelError (saying ``example``) unless it is one a machine can hold."""
-    from dask.utils import parse_bytes
-
-    try:
-        size = parse_bytes(text)
-    except (ValueError, TypeError, OverflowError):  # OverflowError: 1e400GB is infinite
-        raise AccelError(f"{flag} {text!r} is not a size: {example}") from None
-    if size > MAX_SIZE_BYTES:
-        raise AccelError(f"{flag} {text!r} is more than any machine holds (at most {MAX_SIZE_BYTES // 2**50:,} PiB)")
-    return size
 
 
 #: Environment of the worker processes of a cluster accel starts, set before each is spawned
